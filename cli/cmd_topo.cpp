@@ -1,0 +1,12 @@
+// trident topo: placeholder until its issue lands (owned by the helper implementing it).
+#include "cli/commands.h"
+#include "topology/errors.h"
+
+namespace trident::cli {
+
+void add_topo_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("topo", "not built yet");
+  sub->callback([] { throw InputError("trident topo is not built yet"); });
+}
+
+}  // namespace trident::cli

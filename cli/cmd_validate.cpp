@@ -1,0 +1,12 @@
+// trident validate: placeholder until its issue lands (owned by the helper implementing it).
+#include "cli/commands.h"
+#include "topology/errors.h"
+
+namespace trident::cli {
+
+void add_validate_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("validate", "not built yet");
+  sub->callback([] { throw InputError("trident validate is not built yet"); });
+}
+
+}  // namespace trident::cli

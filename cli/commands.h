@@ -1,0 +1,35 @@
+#pragma once
+/// The sub-commands of `trident`, one data table (as ninja's kTools): adding a command is
+/// adding a row here and a file cli/cmd_NAME.cpp that defines its register function.
+#include <CLI/CLI.hpp>
+
+namespace trident::cli {
+
+/// Adds the sub-command to `app`; its callback does the work and may throw InputError
+/// (exit 2), PlanError (exit 2) or anything else (exit 1).
+/// Thrown by a command that has printed its own report and must exit with `code`
+/// (e.g. validate found wrong results: 1).
+struct ExitStatus {
+  int code = 0;
+};
+
+using RegisterFn = void (*)(CLI::App& app);
+
+struct CommandEntry {
+  const char* name;
+  RegisterFn add;
+};
+
+void add_plan_command(CLI::App& app);
+void add_topo_command(CLI::App& app);
+void add_validate_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
+void add_presets_command(CLI::App& app);
+
+inline constexpr CommandEntry kCommands[] = {
+    {"plan", add_plan_command},         {"topo", add_topo_command},
+    {"validate", add_validate_command}, {"calibrate", add_calibrate_command},
+    {"presets", add_presets_command},
+};
+
+}  // namespace trident::cli

@@ -1,0 +1,60 @@
+#pragma once
+/// Measured data that replaces default efficiencies: GEMM throughput by shape and collective
+/// bandwidth/latency by (collective, group size, tier, message size). Written by `validate`
+/// and `calibrate` as JSON (costmodel/calibration_io.h), read by `plan --calibration`.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/collective.h"
+#include "topology/gpu.h"
+#include "topology/link_tier.h"
+
+namespace trident {
+
+struct GemmSample {
+  long long m = 0;
+  long long n = 0;
+  long long k = 0;
+  Dtype dtype = Dtype::bf16;
+  double tflops = 0.0;  ///< measured TFLOP/s (2mnk / time)
+};
+
+struct CollectiveSample {
+  Collective collective = Collective::all_reduce;
+  int ranks = 0;
+  Tier tier = Tier::nvlink;
+  double bytes = 0.0;       ///< nccl-tests "size" (S)
+  double time_s = 0.0;
+  double busbw_gbps = 0.0;  ///< nccl-tests busbw, GB/s
+};
+
+/// Latency-bandwidth fit of one (collective, ranks, tier): t(S) = steps*latency + S*factor/busbw.
+struct CollectiveFit {
+  Collective collective = Collective::all_reduce;
+  int ranks = 0;
+  Tier tier = Tier::nvlink;
+  double latency_s = 0.0;   ///< per ring step
+  double busbw_gbps = 0.0;  ///< asymptotic bus bandwidth
+};
+
+struct Calibration {
+  std::string gpu;           ///< GPU name as measured
+  std::string nccl_version;  ///< "" for the CPU/MPI backend
+  std::string date;          ///< ISO 8601
+  std::string source;        ///< "validate", "calibrate --nccl-tests", ...
+  std::vector<GemmSample> gemms;
+  std::vector<CollectiveSample> collectives;
+  std::vector<CollectiveFit> fits;
+
+  /// Measured TFLOP/s for the nearest measured shape of this dtype, when one lies within a
+  /// factor of 2 in every dimension; nullopt otherwise.
+  [[nodiscard]] std::optional<double> gemm_tflops(long long m, long long n, long long k,
+                                                  Dtype dtype) const;
+  /// The fit for (collective, tier) with the nearest group size; nullopt when none.
+  [[nodiscard]] std::optional<CollectiveFit> collective_fit(Collective collective, int ranks,
+                                                            Tier tier) const;
+  [[nodiscard]] bool empty() const { return gemms.empty() && fits.empty(); }
+};
+
+}  // namespace trident

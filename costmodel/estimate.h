@@ -1,0 +1,81 @@
+#pragma once
+/// The cost model's answer for one configuration: step time with its breakdown, FLOPs, MFU,
+/// memory on the peak rank.
+#include "costmodel/calibration.h"
+#include "costmodel/collective.h"
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+#include "costmodel/placement.h"
+#include "topology/cluster.h"
+
+namespace trident {
+
+/// Seconds per training step, by where they go. step_s = the sum of the critical-path terms.
+struct TimeBreakdown {
+  double forward_s = 0.0;     ///< forward compute of one GPU over all its micro-batches
+  double backward_s = 0.0;
+  double recompute_s = 0.0;   ///< extra forward work from activation recomputation
+  double tp_comm_s = 0.0;     ///< exposed TP communication (on the critical path)
+  double pp_comm_s = 0.0;     ///< exposed PP send/recv
+  double dp_comm_s = 0.0;     ///< exposed DP communication (what backward cannot hide)
+  double bubble_s = 0.0;      ///< pipeline bubble
+  double optimizer_s = 0.0;   ///< optimizer step (memory bound)
+  double step_s = 0.0;
+  [[nodiscard]] double compute_s() const { return forward_s + backward_s + recompute_s; }
+  [[nodiscard]] double exposed_comm_s() const { return tp_comm_s + pp_comm_s + dp_comm_s; }
+};
+
+/// Bytes on the peak rank.
+struct MemoryBreakdown {
+  double weights_bytes = 0.0;
+  double gradients_bytes = 0.0;
+  double optimizer_bytes = 0.0;
+  double activations_bytes = 0.0;
+  double other_bytes = 0.0;     ///< embedding/logits on first/last stage, temporary buffers
+  double total_bytes = 0.0;
+  double capacity_bytes = 0.0;  ///< GPU memory minus the reserve
+  bool fits = false;
+};
+
+/// One dimension's traffic, for --explain and validate.
+struct CommDetail {
+  Collective collective = Collective::all_reduce;
+  double bytes_per_call = 0.0;  ///< S as nccl-tests counts it
+  double calls_per_step = 0.0;
+  GroupLink link;
+  double time_per_call_s = 0.0;
+  double total_s = 0.0;         ///< all calls, before overlap
+  double exposed_s = 0.0;       ///< on the critical path
+};
+
+struct Estimate {
+  TimeBreakdown time;
+  MemoryBreakdown memory;
+  double model_flops = 0.0;     ///< per step, whole job, each useful FLOP once
+  double hardware_flops = 0.0;  ///< per step, whole job, recomputation included
+  double model_flops_causal = 0.0;  ///< same, attention halved for the causal mask
+  double model_tflops_per_gpu = 0.0;
+  double hardware_tflops_per_gpu = 0.0;
+  double mfu = 0.0;             ///< model FLOPs / (GPUs x dense peak x step time)
+  double tokens_per_s = 0.0;
+  double bubble_fraction = 0.0; ///< bubble_s / step_s
+  long long num_micro_batches = 0;
+  CommDetail tp;
+  CommDetail pp;
+  CommDetail dp;
+  bool used_calibration = false;
+};
+
+/// Memory reserve kept free on each GPU (CUDA context, NCCL buffers, fragmentation).
+struct EstimateOptions {
+  double reserve_gib = 4.0;
+};
+
+/// Evaluates one configuration. Pure arithmetic; the caller guarantees the config is
+/// consistent (tp*pp*dp GPUs, divisibility). `calibration` may be null.
+[[nodiscard]] Estimate estimate(const Cluster& cluster, const Model& model,
+                                const ParallelConfig& config, const Placement& placement,
+                                const Calibration* calibration = nullptr,
+                                const EstimateOptions& options = {});
+
+}  // namespace trident

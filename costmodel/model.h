@@ -1,0 +1,61 @@
+#pragma once
+/// The transformer to train and how: what a model preset (configs/models/*.yaml) describes.
+#include <string>
+
+#include "topology/gpu.h"
+
+namespace trident {
+
+enum class FfnKind { gelu, relu, relu2, swiglu, geglu };
+enum class NormKind { layernorm, rmsnorm };
+enum class Optimizer { adam, sgd };
+
+/// Gated FFNs (swiglu, geglu) have three matrices (gate, up, down); the others two.
+[[nodiscard]] bool is_gated(FfnKind kind);
+[[nodiscard]] const char* to_string(FfnKind kind);
+
+struct Training {
+  long long global_batch = 0;  ///< sequences per step; 0 = not given (must come from a flag)
+  Dtype dtype = Dtype::bf16;
+  Optimizer optimizer = Optimizer::adam;
+};
+
+struct Model {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;      ///< fewer than heads: grouped-query attention
+  int ffn_hidden = 0;
+  FfnKind ffn = FfnKind::gelu;
+  int vocab = 0;
+  int seq_len = 0;
+  bool tied_embeddings = false;
+  NormKind norm = NormKind::layernorm;
+  bool bias = true;                 ///< linear layers carry biases (GPT-3: yes, Llama: no)
+  bool learned_positions = true;    ///< learned absolute position embeddings (seq_len x hidden)
+  Training training;
+
+  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  [[nodiscard]] int kv_hidden() const { return kv_heads * head_dim(); }
+};
+
+/// Exact parameter counts, in parameters.
+struct ParameterCount {
+  double embedding = 0.0;        ///< token (vocab x hidden) + learned positions
+  double per_layer = 0.0;        ///< one transformer layer, norms included
+  double attention_per_layer = 0.0;
+  double ffn_per_layer = 0.0;
+  double norms_per_layer = 0.0;
+  double final_norm = 0.0;
+  double output_layer = 0.0;     ///< 0 when tied to the embedding
+  double total = 0.0;
+};
+
+[[nodiscard]] ParameterCount count_parameters(const Model& model);
+
+/// Throws InputError naming `source` when the model is impossible (kv_heads not dividing
+/// heads, hidden not divisible by heads, zero layers...).
+void check_model(const Model& model, const std::string& source);
+
+}  // namespace trident

@@ -1,0 +1,27 @@
+#pragma once
+/// One point of the search: the split and the memory/compute knobs.
+#include <string>
+
+namespace trident {
+
+enum class Recompute { none, selective, full };
+[[nodiscard]] const char* to_string(Recompute recompute);
+
+struct ParallelConfig {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int micro_batch = 1;     ///< sequences per micro-batch
+  int virtual_stages = 1;  ///< interleaved 1F1B model chunks per GPU; 1 = plain 1F1B
+  Recompute recompute = Recompute::none;
+  int zero = 0;            ///< 0..3
+  bool sequence_parallel = false;
+
+  [[nodiscard]] int gpus() const { return tp * pp * dp; }
+  /// m = global_batch / (dp * micro_batch); caller guarantees divisibility.
+  [[nodiscard]] long long num_micro_batches(long long global_batch) const {
+    return global_batch / (static_cast<long long>(dp) * micro_batch);
+  }
+};
+
+}  // namespace trident

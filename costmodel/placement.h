@@ -1,0 +1,45 @@
+#pragma once
+/// Where a configuration's groups sit: the link each dimension's traffic rides. The planner
+/// fills it from the topology for the real rank layout; tests use default_placement.
+#include <vector>
+
+#include "costmodel/parallel_config.h"
+#include "topology/cluster.h"
+#include "topology/link_tier.h"
+
+namespace trident {
+
+/// Order of the dimensions from innermost (fastest-varying rank) outwards. TP is always
+/// innermost; Megatron-LM's default is tp-dp-pp; the planner also tries tp-pp-dp.
+enum class RankOrder { tp_dp_pp, tp_pp_dp };
+
+struct Placement {
+  RankOrder order = RankOrder::tp_dp_pp;
+  GroupLink tp;  ///< the slowest TP group
+  GroupLink pp;  ///< the slowest pair of neighbouring stages
+  GroupLink dp;  ///< the slowest DP group
+};
+
+/// Coordinates of a rank in the (tp, pp, dp) grid.
+struct RankCoord {
+  int tp = 0;
+  int pp = 0;
+  int dp = 0;
+};
+
+/// Rank -> coordinates for an order (rank = GPU id when the job uses GPUs 0..N-1).
+[[nodiscard]] RankCoord rank_coord(const ParallelConfig& config, RankOrder order, int rank);
+/// Coordinates -> rank.
+[[nodiscard]] int rank_of(const ParallelConfig& config, RankOrder order, RankCoord coord);
+
+/// Ranks of the TP group / DP group / PP group containing `rank`.
+[[nodiscard]] std::vector<int> tp_group(const ParallelConfig& config, RankOrder order, int rank);
+[[nodiscard]] std::vector<int> dp_group(const ParallelConfig& config, RankOrder order, int rank);
+[[nodiscard]] std::vector<int> pp_group(const ParallelConfig& config, RankOrder order, int rank);
+
+/// Healthy-cluster placement with ranks = GPU ids 0..N-1: queries the topology for rank 0's
+/// TP and DP groups and for its first pair of neighbouring pipeline stages.
+[[nodiscard]] Placement default_placement(const Cluster& cluster, const ParallelConfig& config,
+                                          RankOrder order = RankOrder::tp_dp_pp);
+
+}  // namespace trident

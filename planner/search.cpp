@@ -1,0 +1,2 @@
+// placeholder: replaced by the module owner
+namespace trident {}

@@ -1,0 +1,79 @@
+#pragma once
+/// The cluster as data: GPUs, servers, NVLink domains with their link graph, NICs, fabric.
+/// Global GPU ids run 0..gpus()-1, server-major: GPU g sits on server g / gpus_per_server
+/// with local index g % gpus_per_server. NVLink domain of g is g / nvlink.domain_gpus.
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/gpu.h"
+
+namespace trident {
+
+enum class NvlinkKind { switch_fabric, mesh, none };
+
+/// A direct NVLink connection between two GPUs of one mesh domain (local indexes inside the
+/// domain), carrying `links` NVLinks (DGX-1 hybrid cube mesh: 1 or 2).
+struct MeshLink {
+  int a = 0;
+  int b = 0;
+  int links = 1;
+};
+
+struct NvlinkSpec {
+  int domain_gpus = 8;  ///< GPUs per NVLink domain: divides a server, equals it, or tiles servers
+  NvlinkKind kind = NvlinkKind::switch_fabric;
+  int links_per_gpu = 18;      ///< switch: links from each GPU into the NVSwitch fabric
+  double gbps_per_link = 25.0; ///< GB/s per link, one direction
+  std::vector<MeshLink> mesh;  ///< mesh only: the pairs and their link counts
+  double latency_us = 2.0;
+};
+
+struct NetworkSpec {
+  int nics_per_server = 8;
+  double nic_gbits = 400.0;       ///< Gb/s per NIC (bits)
+  bool rail_optimized = true;
+  double oversubscription = 1.0;  ///< core-to-edge taper; >= 1
+  double latency_us = 5.0;
+};
+
+struct PcieSpec {
+  double gbps = 64.0;  ///< per GPU, one direction, GB/s
+  double latency_us = 2.0;
+};
+
+/// What is broken, kept sparse so a 100,000-GPU cluster stays cheap to copy.
+struct ClusterHealth {
+  std::map<int, int> nvlinks_down;            ///< global GPU id -> NVLinks down (switch kind)
+  std::set<std::pair<int, int>> dead_mesh_links;  ///< global GPU id pairs (a < b), mesh kind
+  std::map<int, int> nics_down;               ///< server -> NICs down
+  std::set<int> dead_gpus;                    ///< global GPU ids
+  std::set<int> dead_servers;
+  [[nodiscard]] bool healthy() const;
+};
+
+struct Cluster {
+  std::string name;
+  Gpu gpu;
+  int servers = 1;
+  int gpus_per_server = 8;
+  NvlinkSpec nvlink;
+  NetworkSpec network;
+  PcieSpec pcie;
+  ClusterHealth health;
+
+  [[nodiscard]] int gpus() const { return servers * gpus_per_server; }
+  [[nodiscard]] int server_of(int gpu_id) const { return gpu_id / gpus_per_server; }
+  [[nodiscard]] int domain_of(int gpu_id) const { return gpu_id / nvlink.domain_gpus; }
+  [[nodiscard]] int domains() const { return gpus() / nvlink.domain_gpus; }
+  /// Per-GPU share of its server's NICs, GB/s one direction (healthy NICs only).
+  [[nodiscard]] double nic_gbps_per_gpu(int server) const;
+};
+
+/// Throws InputError naming `source` when the cluster is impossible (0 GPUs, a domain that
+/// does not tile the servers, negative bandwidth, mesh link to a GPU outside the domain...).
+void check_cluster(const Cluster& cluster, const std::string& source);
+
+}  // namespace trident

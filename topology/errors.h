@@ -1,0 +1,23 @@
+#pragma once
+/// Typed exceptions of the core library. Only cli/main.cpp catches them and maps them to
+/// exit codes: InputError -> 2 (bad input from the user), everything else -> 1 (internal).
+#include <stdexcept>
+#include <string>
+
+namespace trident {
+
+/// Bad input: a file, a flag or a spec the user gave. The message is one line that names
+/// the input and position ("cluster.yaml:7: nvlink.kind: expected switch|mesh|none, got
+/// 'swich' (did you mean 'switch'?)") and what was expected.
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// A request the planner cannot satisfy (e.g. no split of the GPUs obeys the pins).
+class PlanError : public std::runtime_error {
+ public:
+  explicit PlanError(const std::string& message) : std::runtime_error(message) {}
+};
+
+}  // namespace trident

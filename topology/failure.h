@@ -1,0 +1,43 @@
+#pragma once
+/// Failures a cluster can be put under: `--fail-link SPEC`. Grammar (servers and GPUs are
+/// 0-based; G is the GPU's local index on server S):
+///   nvlink:S/G        one NVLink of GPU G down (it keeps the rest of its links)
+///   nvlink:S/G:K      K NVLinks of GPU G down
+///   nvlink:S/G:all    every NVLink of GPU G down (its traffic falls back to PCIe)
+///   mesh:S/A-B        the direct link between GPUs A and B of a mesh server down
+///   nic:S/N           NIC N of server S down (its GPUs share the remaining NICs)
+///   gpu:S/G           GPU G of server S dead
+///   server:S          server S dead
+#include <string>
+#include <vector>
+
+#include "topology/cluster.h"
+
+namespace trident {
+
+enum class FailureKind { nvlink, nvlink_all, mesh_link, nic, gpu, server };
+
+struct Failure {
+  FailureKind kind = FailureKind::nvlink;
+  int server = 0;
+  int gpu = 0;       ///< local index on the server (nvlink, nvlink_all, mesh_link's A, gpu)
+  int peer = 0;      ///< mesh_link's B (local index)
+  int nic = 0;       ///< nic
+  int links = 1;     ///< nvlink: how many links down
+  std::string spec;  ///< as the user wrote it
+};
+
+/// Parses one spec; throws InputError "--fail-link 'SPEC': expected ..." on a bad one.
+[[nodiscard]] Failure parse_failure(const std::string& spec);
+
+/// The cluster with the failure applied. Throws InputError when the spec names a server,
+/// GPU, NIC or link that does not exist in `cluster`.
+[[nodiscard]] Cluster apply_failure(const Cluster& cluster, const Failure& failure);
+
+/// Global ids of the GPUs that are dead (dead GPUs plus every GPU of a dead server), sorted.
+[[nodiscard]] std::vector<int> dead_gpu_ids(const Cluster& cluster);
+
+/// Human-readable one-line description ("one of 18 NVLinks of GPU 3 on server 17").
+[[nodiscard]] std::string describe(const Failure& failure, const Cluster& cluster);
+
+}  // namespace trident
