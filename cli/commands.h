@@ -25,6 +25,8 @@ void add_topo_command(CLI::App& app);
 void add_validate_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 void add_presets_command(CLI::App& app);
+/// `trident topo import ...`: added to the `topo` sub-command by cmd_topo.cpp.
+void add_topo_import_subcommand(CLI::App& topo);
 
 inline constexpr CommandEntry kCommands[] = {
     {"plan", add_plan_command},         {"topo", add_topo_command},
