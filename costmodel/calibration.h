@@ -38,14 +38,24 @@ struct CollectiveFit {
   double busbw_gbps = 0.0;  ///< asymptotic bus bandwidth
 };
 
+/// One predicted-vs-measured line written by `validate` (optional in the file).
+struct ComparisonRow {
+  std::string component;  ///< "tp all-reduce", "gemm qkv", ...
+  double predicted_s = 0.0;
+  double measured_s = 0.0;
+  double error_pct = 0.0;  ///< (predicted - measured) / measured x 100
+};
+
 struct Calibration {
   std::string gpu;           ///< GPU name as measured
   std::string nccl_version;  ///< "" for the CPU/MPI backend
+  std::string backend;       ///< "nccl", "mpi" (validate) or "nccl-tests" (calibrate)
   std::string date;          ///< ISO 8601
   std::string source;        ///< "validate", "calibrate --nccl-tests", ...
   std::vector<GemmSample> gemms;
   std::vector<CollectiveSample> collectives;
   std::vector<CollectiveFit> fits;
+  std::vector<ComparisonRow> comparison;  ///< empty unless written by validate
 
   /// Measured TFLOP/s for the nearest measured shape of this dtype, when one lies within a
   /// factor of 2 in every dimension; nullopt otherwise.
