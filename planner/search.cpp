@@ -1,2 +1,274 @@
-// placeholder: replaced by the module owner
-namespace trident {}
+// The search over splits and knobs; see search.h for the contract.
+#include "planner/search.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <tuple>
+
+#include "planner/layout.h"
+#include "topology/errors.h"
+
+namespace trident {
+
+namespace {
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+auto plan_key(const PlanResult& plan) {
+  const auto& c = plan.config;
+  return std::tuple(c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
+                    static_cast<int>(c.recompute), c.zero, c.sequence_parallel,
+                    static_cast<int>(plan.placement.order));
+}
+
+/// Infeasible plans: closest to fitting first.
+bool closer_to_fitting(const PlanResult& a, const PlanResult& b) {
+  if (a.estimate.memory.total_bytes != b.estimate.memory.total_bytes) {
+    return a.estimate.memory.total_bytes < b.estimate.memory.total_bytes;
+  }
+  return plan_key(a) < plan_key(b);
+}
+
+/// Keeps the best `limit` plans under `less`, sorted.
+template <typename Less>
+void keep_best(std::vector<PlanResult>& kept, std::size_t limit, PlanResult&& plan, Less less) {
+  if (limit == 0) return;
+  if (kept.size() == limit && !less(plan, kept.back())) return;
+  const auto at = std::upper_bound(kept.begin(), kept.end(), plan, less);
+  kept.insert(at, std::move(plan));
+  if (kept.size() > limit) kept.pop_back();
+}
+
+bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
+
+std::string memory_reason(const MemoryBreakdown& memory, double reserve_gib) {
+  char text[160];
+  std::snprintf(text, sizeof text, "needs %.1f GiB per GPU, %.1f GiB usable (%.0f GiB reserved)",
+                memory.total_bytes / kGib, memory.capacity_bytes / kGib, reserve_gib);
+  return text;
+}
+
+void check_positive(const std::optional<int>& pin, const char* flag) {
+  if (pin && *pin < 1) {
+    throw InputError(std::string(flag) + " " + std::to_string(*pin) + ": expected a positive integer");
+  }
+}
+
+void check_options(const Model& model, const SearchOptions& options) {
+  check_positive(options.tp, "--tp");
+  check_positive(options.pp, "--pp");
+  check_positive(options.dp, "--dp");
+  check_positive(options.micro_batch, "--micro-batch");
+  check_positive(options.vp, "--vp");
+  if (options.min_tp < 1) {
+    throw InputError("--min-tp " + std::to_string(options.min_tp) + ": expected a positive integer");
+  }
+  if (options.max_tp < 0) {
+    throw InputError("--max-tp " + std::to_string(options.max_tp) + ": expected a positive integer");
+  }
+  if (options.max_tp > 0 && options.min_tp > options.max_tp) {
+    throw InputError("--min-tp " + std::to_string(options.min_tp) + " is above --max-tp " +
+                     std::to_string(options.max_tp));
+  }
+  if (options.zero && (*options.zero < 0 || *options.zero > 3)) {
+    throw InputError("--zero " + std::to_string(*options.zero) + ": expected 0, 1, 2 or 3");
+  }
+  if (options.tp && (model.heads % *options.tp != 0 || model.kv_heads % *options.tp != 0)) {
+    throw InputError("--tp " + std::to_string(*options.tp) + ": must divide the model's heads (" +
+                     std::to_string(model.heads) + ") and kv_heads (" +
+                     std::to_string(model.kv_heads) + ")");
+  }
+  if (options.pp && model.layers % *options.pp != 0) {
+    throw InputError("--pp " + std::to_string(*options.pp) + ": must divide the model's layers (" +
+                     std::to_string(model.layers) + ")");
+  }
+  if (model.training.global_batch < 1) {
+    throw InputError("global batch: not given (set training.global_batch in the model or pass "
+                     "--global-batch N)");
+  }
+}
+
+/// TP degrees: divide heads and kv_heads, within the limits and the pin.
+std::vector<int> tp_candidates(const Model& model, const SearchOptions& options) {
+  std::vector<int> out;
+  for (const int tp : divisors(std::gcd(model.heads, model.kv_heads))) {
+    if (tp < options.min_tp || (options.max_tp > 0 && tp > options.max_tp)) continue;
+    if (allowed(options.tp, tp)) out.push_back(tp);
+  }
+  return out;
+}
+
+struct Split {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+};
+
+std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options) {
+  std::vector<Split> out;
+  const long long batch = model.training.global_batch;
+  for (const int tp : tp_candidates(model, options)) {
+    for (const int pp : divisors(model.layers)) {
+      if (!allowed(options.pp, pp) || gpus % (tp * pp) != 0) continue;
+      const int dp = gpus / (tp * pp);
+      if (allowed(options.dp, dp) && batch % dp == 0) out.push_back({tp, pp, dp});
+    }
+  }
+  return out;
+}
+
+/// Runs the knobs of one split; placements computed once per rank order.
+class SplitSearch {
+ public:
+  SplitSearch(const Cluster& cluster, const Model& model, const SearchOptions& options,
+              const Calibration* calibration, SearchResult& result)
+      : cluster_(cluster), model_(model), options_(options), calibration_(calibration),
+        result_(result) {
+    estimate_options_.reserve_gib = options.reserve_gib;
+  }
+
+  void run(const Split& split) {
+    ParallelConfig config;
+    config.tp = split.tp;
+    config.pp = split.pp;
+    config.dp = split.dp;
+    placed_ = false;
+    const long long per_replica = model_.training.global_batch / split.dp;
+    for (const int mb : divisors(per_replica)) {
+      if (!allowed(options_.micro_batch, mb)) continue;
+      config.micro_batch = mb;
+      const long long m = per_replica / mb;
+      for (const int vp : divisors(model_.layers / split.pp)) {
+        if (!allowed(options_.vp, vp)) continue;
+        // Megatron-LM's interleaved schedule: needs pp > 1 and m a multiple of pp.
+        if (vp > 1 && (split.pp < 2 || m % split.pp != 0)) continue;
+        config.virtual_stages = vp;
+        run_knobs(config);
+      }
+    }
+  }
+
+ private:
+  void run_knobs(ParallelConfig config) {
+    for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
+      if (options_.recompute && *options_.recompute != recompute) continue;
+      config.recompute = recompute;
+      for (int zero = 0; zero <= 3; ++zero) {
+        if (!allowed(options_.zero, zero)) continue;
+        config.zero = zero;
+        for (const bool sp : {false, true}) {
+          if (sp && config.tp < 2) continue;
+          if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
+          config.sequence_parallel = sp;
+          evaluate(config);
+        }
+      }
+    }
+  }
+
+  void ensure_placed(const ParallelConfig& config) {
+    if (placed_) return;
+    first_ = place(cluster_, config, RankOrder::tp_dp_pp);
+    second_ = place(cluster_, config, RankOrder::tp_pp_dp);
+    orders_alike_ = same_links(first_, second_);
+    result_.placements += orders_alike_ ? 1 : 2;
+    placed_ = true;
+  }
+
+  void evaluate(const ParallelConfig& config) {
+    ensure_placed(config);
+    ++result_.configurations_searched;
+    PlanResult plan{config, first_, estimate(cluster_, model_, config, first_, calibration_,
+                                             estimate_options_), {}};
+    ++result_.evaluations;
+    // Memory does not depend on where the groups sit: one order decides feasibility.
+    if (!plan.estimate.memory.fits) {
+      if (options_.show_infeasible) {
+        plan.infeasible_reason = memory_reason(plan.estimate.memory, options_.reserve_gib);
+        keep_best(result_.infeasible, options_.keep_infeasible, std::move(plan), closer_to_fitting);
+      }
+      return;
+    }
+    ++result_.feasible;
+    if (!orders_alike_) {
+      PlanResult other{config, second_, estimate(cluster_, model_, config, second_, calibration_,
+                                                 estimate_options_), {}};
+      ++result_.evaluations;
+      if (better_plan(other, plan)) plan = std::move(other);
+    }
+    keep_best(result_.plans, options_.keep, std::move(plan), better_plan);
+  }
+
+  const Cluster& cluster_;
+  const Model& model_;
+  const SearchOptions& options_;
+  const Calibration* calibration_;
+  SearchResult& result_;
+  EstimateOptions estimate_options_;
+  Placement first_;
+  Placement second_;
+  bool orders_alike_ = false;
+  bool placed_ = false;
+};
+
+}  // namespace
+
+std::vector<int> divisors(long long n) {
+  std::vector<int> small;
+  std::vector<int> large;
+  for (long long d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(static_cast<int>(d));
+    if (d * d != n) large.push_back(static_cast<int>(n / d));
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+bool better_plan(const PlanResult& a, const PlanResult& b) {
+  if (a.estimate.time.step_s != b.estimate.time.step_s) {
+    return a.estimate.time.step_s < b.estimate.time.step_s;
+  }
+  return plan_key(a) < plan_key(b);
+}
+
+PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const ParallelConfig& config,
+                         const Calibration* calibration, double reserve_gib) {
+  EstimateOptions options;
+  options.reserve_gib = reserve_gib;
+  PlanResult best;
+  for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
+    const auto placement = place(cluster, config, order);
+    PlanResult plan{config, placement,
+                    estimate(cluster, model, config, placement, calibration, options), {}};
+    if (order == RankOrder::tp_dp_pp || better_plan(plan, best)) best = std::move(plan);
+  }
+  if (!best.estimate.memory.fits) best.infeasible_reason = memory_reason(best.estimate.memory, reserve_gib);
+  return best;
+}
+
+SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& options,
+                    const Calibration* calibration, const SearchProgress& progress) {
+  check_options(model, options);
+  SearchResult result;
+  result.gpus = static_cast<int>(live_gpus(cluster).size());
+  const auto all = splits(result.gpus, model, options);
+  SplitSearch runner(cluster, model, options, calibration, result);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    runner.run(all[i]);
+    if (progress) progress(i + 1, all.size());
+  }
+  if (result.configurations_searched == 0) {
+    throw PlanError("no configuration of " + std::to_string(result.gpus) +
+                    " GPUs obeys the rules and pins (tp divides heads " +
+                    std::to_string(model.heads) + " and kv_heads " +
+                    std::to_string(model.kv_heads) + ", pp divides layers " +
+                    std::to_string(model.layers) + ", tp*pp*dp = GPUs, dp divides the global "
+                    "batch " + std::to_string(model.training.global_batch) +
+                    ", micro-batch divides global batch / dp)");
+  }
+  return result;
+}
+
+}  // namespace trident

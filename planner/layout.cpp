@@ -1,0 +1,225 @@
+// Rank placement: which GPUs form each TP/PP/DP group and the slowest group's link.
+#include "planner/layout.h"
+
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "costmodel/collective.h"
+#include "topology/errors.h"
+
+namespace trident {
+
+namespace {
+
+/// Message size used to rank links against each other: large enough that bandwidth, not
+/// latency, decides (a 64 MB gradient bucket or activation all-reduce).
+constexpr double kProbeBytes = 64e6;
+
+/// One dimension's groups: `count` members `stride` ranks apart; group bases are the ranks
+/// whose coordinate in this dimension is 0. For PP the "group" is a pair of neighbours.
+struct Dimension {
+  int size = 1;
+  int stride = 1;
+  Collective collective = Collective::all_reduce;
+};
+
+/// GPUs that cannot take part in a group without being queried individually.
+std::vector<char> touched_gpus(const Cluster& cluster) {
+  std::vector<char> touched(static_cast<std::size_t>(cluster.gpus()), 0);
+  const auto& health = cluster.health;
+  for (const auto& [gpu, links] : health.nvlinks_down) touched[static_cast<std::size_t>(gpu)] = 1;
+  for (const auto& [a, b] : health.dead_mesh_links) {
+    touched[static_cast<std::size_t>(a)] = 1;
+    touched[static_cast<std::size_t>(b)] = 1;
+  }
+  for (const auto& [server, nics] : health.nics_down) {
+    for (int local = 0; local < cluster.gpus_per_server; ++local) {
+      touched[static_cast<std::size_t>(server * cluster.gpus_per_server + local)] = 1;
+    }
+  }
+  return touched;
+}
+
+/// Translating every GPU id by a multiple of this period maps a healthy cluster onto itself
+/// (same local index in its server and in its NVLink domain).
+int translation_period(const Cluster& cluster) {
+  return std::lcm(cluster.nvlink.domain_gpus, cluster.gpus_per_server);
+}
+
+/// Keeps the slowest link seen.
+class Slowest {
+ public:
+  explicit Slowest(Collective collective) : collective_(collective) {}
+  void offer(const GroupLink& link) {
+    if (!seen_ || slower_link(slowest_, link, collective_)) slowest_ = link;
+    seen_ = true;
+  }
+  [[nodiscard]] const GroupLink& link() const { return slowest_; }
+
+ private:
+  Collective collective_;
+  GroupLink slowest_;
+  bool seen_ = false;
+};
+
+/// Walks the groups of one dimension: calls visit(ids) with the GPU ids of each group.
+/// For a pair dimension (PP) each group is two neighbouring stages.
+template <typename Visit>
+void for_each_group(int ranks, const Dimension& dim, bool pairs, const std::vector<int>& gpu_of,
+                    std::vector<int>& ids, Visit&& visit) {
+  const int span = dim.stride * dim.size;
+  const int members = pairs ? 2 : dim.size;
+  const int starts = pairs ? dim.size - 1 : 1;
+  ids.resize(static_cast<std::size_t>(members));
+  for (int hi = 0; hi < ranks; hi += span) {
+    for (int j = 0; j < starts; ++j) {
+      for (int lo = 0; lo < dim.stride; ++lo) {
+        const int base = hi + j * dim.stride + lo;
+        for (int k = 0; k < members; ++k) {
+          ids[static_cast<std::size_t>(k)] = gpu_of[static_cast<std::size_t>(base + k * dim.stride)];
+        }
+        visit(ids);
+      }
+    }
+  }
+}
+
+/// Healthy cluster: ranks are GPU ids and every group of a dimension has the same offsets,
+/// so groups whose first GPU sits at the same position in the period price alike.
+GroupLink slowest_healthy(const Cluster& cluster, int ranks, const Dimension& dim, bool pairs) {
+  Slowest slowest(dim.collective);
+  const int period = translation_period(cluster);
+  std::vector<char> seen(static_cast<std::size_t>(period), 0);
+  const int span = dim.stride * dim.size;
+  const int members = pairs ? 2 : dim.size;
+  const int starts = pairs ? dim.size - 1 : 1;
+  std::vector<int> ids(static_cast<std::size_t>(members));
+  for (int hi = 0; hi < ranks; hi += span) {
+    for (int j = 0; j < starts; ++j) {
+      for (int lo = 0; lo < dim.stride; ++lo) {
+        const int base = hi + j * dim.stride + lo;
+        auto& mark = seen[static_cast<std::size_t>(base % period)];
+        if (mark != 0) continue;
+        mark = 1;
+        for (int k = 0; k < members; ++k) ids[static_cast<std::size_t>(k)] = base + k * dim.stride;
+        slowest.offer(query_group(cluster, ids));
+      }
+    }
+  }
+  return slowest.link();
+}
+
+/// Cluster with failures: groups touching a broken GPU, NIC or link are queried one by one;
+/// the others are grouped by (position in the period, offsets between members), which a gap
+/// left by a dead GPU changes.
+GroupLink slowest_degraded(const Cluster& cluster, int ranks, const Dimension& dim, bool pairs,
+                           const std::vector<int>& gpu_of) {
+  Slowest slowest(dim.collective);
+  const int period = translation_period(cluster);
+  const auto touched = touched_gpus(cluster);
+  std::map<std::vector<int>, char> shapes;
+  std::vector<int> ids;
+  std::vector<int> shape;
+  for_each_group(ranks, dim, pairs, gpu_of, ids, [&](const std::vector<int>& group) {
+    bool broken = false;
+    for (const int gpu : group) broken = broken || touched[static_cast<std::size_t>(gpu)] != 0;
+    if (!broken) {
+      shape.assign(1, group.front() % period);
+      for (const int gpu : group) shape.push_back(gpu - group.front());
+      if (!shapes.emplace(shape, 1).second) return;
+    }
+    slowest.offer(query_group(cluster, group));
+  });
+  return slowest.link();
+}
+
+GroupLink slowest_group(const Cluster& cluster, int ranks, const Dimension& dim, bool pairs,
+                        const std::vector<int>& gpu_of) {
+  if (dim.size < 2) {
+    const int first = gpu_of.front();
+    return query_group(cluster, std::span<const int>(&first, 1));
+  }
+  if (cluster.health.healthy()) return slowest_healthy(cluster, ranks, dim, pairs);
+  return slowest_degraded(cluster, ranks, dim, pairs, gpu_of);
+}
+
+bool same_link(const GroupLink& a, const GroupLink& b) {
+  return std::tie(a.tier, a.ranks, a.domains, a.ranks_per_domain, a.intra_gbps,
+                  a.intra_latency_s, a.inter_gbps, a.inter_latency_s) ==
+         std::tie(b.tier, b.ranks, b.domains, b.ranks_per_domain, b.intra_gbps,
+                  b.intra_latency_s, b.inter_gbps, b.inter_latency_s);
+}
+
+}  // namespace
+
+std::vector<int> live_gpus(const Cluster& cluster) {
+  std::vector<int> ids;
+  ids.reserve(static_cast<std::size_t>(cluster.gpus()));
+  const auto& health = cluster.health;
+  for (int gpu = 0; gpu < cluster.gpus(); ++gpu) {
+    if (health.dead_gpus.count(gpu) != 0) continue;
+    if (health.dead_servers.count(cluster.server_of(gpu)) != 0) continue;
+    ids.push_back(gpu);
+  }
+  return ids;
+}
+
+RankStrides rank_strides(const ParallelConfig& config, RankOrder order) {
+  if (order == RankOrder::tp_dp_pp) return {1, config.tp * config.dp, config.tp};
+  return {1, config.tp, config.tp * config.pp};
+}
+
+bool slower_link(const GroupLink& a, const GroupLink& b, Collective collective) {
+  const double time_a = collective_time_s(collective, kProbeBytes, a);
+  const double time_b = collective_time_s(collective, kProbeBytes, b);
+  if (time_a != time_b) return time_b > time_a;
+  return std::tuple(static_cast<int>(b.tier), -b.bottleneck_gbps()) >
+         std::tuple(static_cast<int>(a.tier), -a.bottleneck_gbps());
+}
+
+bool same_links(const Placement& a, const Placement& b) {
+  return same_link(a.tp, b.tp) && same_link(a.pp, b.pp) && same_link(a.dp, b.dp);
+}
+
+Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order) {
+  const auto gpu_of = live_gpus(cluster);
+  const int ranks = config.gpus();
+  if (ranks < 1 || ranks > static_cast<int>(gpu_of.size())) {
+    throw PlanError("placement needs " + std::to_string(ranks) + " GPUs, the cluster has " +
+                    std::to_string(gpu_of.size()) + " live");
+  }
+  const auto strides = rank_strides(config, order);
+  Placement placement;
+  placement.order = order;
+  placement.tp = slowest_group(cluster, ranks, {config.tp, strides.tp, Collective::all_reduce},
+                               false, gpu_of);
+  placement.pp = slowest_group(cluster, ranks, {config.pp, strides.pp, Collective::send_recv},
+                               true, gpu_of);
+  placement.dp = slowest_group(cluster, ranks, {config.dp, strides.dp, Collective::all_reduce},
+                               false, gpu_of);
+  return placement;
+}
+
+Placement place_tp_across_domains(const Cluster& cluster, const ParallelConfig& config,
+                                  const Placement& base) {
+  const int domain = cluster.nvlink.domain_gpus;
+  if (config.tp < 2 || config.tp > domain) return base;
+  const int first_half = (config.tp + 1) / 2;
+  const int second_half = config.tp - first_half;
+  std::map<int, std::vector<int>> by_domain;
+  for (const int gpu : live_gpus(cluster)) by_domain[cluster.domain_of(gpu)].push_back(gpu);
+  std::vector<int> ids;
+  for (const auto& [index, members] : by_domain) {
+    const int want = ids.empty() ? first_half : second_half;
+    if (static_cast<int>(members.size()) < want) continue;
+    ids.insert(ids.end(), members.begin(), members.begin() + want);
+    if (static_cast<int>(ids.size()) == config.tp) break;
+  }
+  if (static_cast<int>(ids.size()) != config.tp) return base;
+  Placement stretched = base;
+  stretched.tp = query_group(cluster, ids);
+  return stretched;
+}
+
+}  // namespace trident

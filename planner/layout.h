@@ -1,0 +1,50 @@
+#pragma once
+/// Rank-to-GPU placement as Megatron-LM lays ranks out: TP innermost, then DP and PP
+/// (order tp-dp-pp, Megatron's default) or PP and DP (tp-pp-dp). Rank r runs on the r-th
+/// live GPU (GPU ids ascending, dead GPUs and GPUs of dead servers skipped), so on a healthy
+/// cluster rank r is GPU r. For every dimension the placement holds the slowest group's link:
+/// synchronous training runs at the pace of its slowest group.
+#include <vector>
+
+#include "costmodel/collective.h"
+#include "costmodel/parallel_config.h"
+#include "costmodel/placement.h"
+#include "topology/cluster.h"
+
+namespace trident {
+
+/// Global ids of the GPUs that can take a rank, ascending.
+[[nodiscard]] std::vector<int> live_gpus(const Cluster& cluster);
+
+/// Stride between neighbouring members of a dimension's group, in ranks.
+struct RankStrides {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+};
+[[nodiscard]] RankStrides rank_strides(const ParallelConfig& config, RankOrder order);
+
+/// The slowest TP group, the slowest pair of neighbouring pipeline stages and the slowest DP
+/// group for `config` laid out in `order` on `cluster`'s live GPUs. On a healthy cluster
+/// only groups that differ in position within the repeating server/domain pattern are
+/// queried; with failures every group touching a broken GPU, link, NIC or a gap left by a
+/// dead GPU is queried as well. Throws PlanError when config.gpus() exceeds the live GPUs.
+[[nodiscard]] Placement place(const Cluster& cluster, const ParallelConfig& config,
+                              RankOrder order);
+
+/// True when `b` is a slower link than `a` for `collective`-like traffic: compares the time
+/// of a 64 MB collective (a total order: ties broken on tier, then bandwidth fields).
+[[nodiscard]] bool slower_link(const GroupLink& a, const GroupLink& b, Collective collective);
+
+/// Both placements carry the same links (the two rank orders price alike).
+[[nodiscard]] bool same_links(const Placement& a, const Placement& b);
+
+/// The placement with the TP group stretched across two NVLink domains (half of it in each,
+/// e.g. two DGX servers), everything else as `base`: what TP would cost outside the box.
+/// Returns `base` unchanged when TP has no traffic (tp < 2), already spans domains
+/// (tp > domain_gpus), or the cluster has no two domains with tp/2 live GPUs each.
+[[nodiscard]] Placement place_tp_across_domains(const Cluster& cluster,
+                                                const ParallelConfig& config,
+                                                const Placement& base);
+
+}  // namespace trident

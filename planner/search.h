@@ -1,0 +1,80 @@
+#pragma once
+/// The search: every tensor x pipeline x data parallel split of the cluster's live GPUs with
+/// micro-batch, interleaving, recomputation, ZeRO stage and sequence parallelism, each placed
+/// on the topology (both rank orders) and priced by the cost model; best first by step time.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+#include "costmodel/estimate.h"
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+#include "costmodel/placement.h"
+#include "topology/cluster.h"
+
+namespace trident {
+
+/// Narrows the search. A pinned value is the only one tried; with every pin set exactly one
+/// configuration is evaluated (in both rank orders).
+struct SearchOptions {
+  std::optional<int> tp;
+  std::optional<int> pp;
+  std::optional<int> dp;
+  std::optional<int> micro_batch;
+  std::optional<int> vp;  ///< virtual stages per GPU
+  std::optional<Recompute> recompute;
+  std::optional<int> zero;
+  std::optional<bool> sequence_parallel;
+  int min_tp = 1;
+  int max_tp = 0;           ///< 0 = no limit
+  double reserve_gib = 4.0; ///< kept free on every GPU (context, NCCL buffers)
+  std::size_t keep = 10;    ///< feasible plans kept, best first
+  bool show_infeasible = false;
+  std::size_t keep_infeasible = 10;  ///< closest-to-fitting infeasible plans kept when shown
+};
+
+struct PlanResult {
+  ParallelConfig config;
+  Placement placement;
+  Estimate estimate;
+  std::string infeasible_reason;  ///< empty when the plan fits
+};
+
+struct SearchResult {
+  std::vector<PlanResult> plans;       ///< feasible, best first, at most options.keep
+  std::vector<PlanResult> infeasible;  ///< when asked: least memory first
+  long long configurations_searched = 0;  ///< valid configurations enumerated
+  long long feasible = 0;                 ///< of those, how many fit in memory
+  long long evaluations = 0;              ///< cost-model calls (a config in two rank orders: 2)
+  long long placements = 0;               ///< (tp, pp, dp, order) placements computed
+  int gpus = 0;                           ///< live GPUs the splits use
+};
+
+/// Called after each (tp, pp) pair with (pairs done, pairs in all).
+using SearchProgress = std::function<void(std::size_t done, std::size_t total)>;
+
+/// Strict total order on plans: step time, then tp, pp, dp, micro-batch, virtual stages,
+/// recompute, ZeRO, sequence parallel, rank order. Stable across runs.
+[[nodiscard]] bool better_plan(const PlanResult& a, const PlanResult& b);
+
+/// Throws InputError when a pin or limit is impossible on its own (a pinned TP that does not
+/// divide the heads, --min-tp above --max-tp, ZeRO 4...) naming the flag; PlanError when the
+/// pins together leave no configuration.
+[[nodiscard]] SearchResult search(const Cluster& cluster, const Model& model,
+                                  const SearchOptions& options,
+                                  const Calibration* calibration = nullptr,
+                                  const SearchProgress& progress = {});
+
+/// One configuration in both rank orders, the better kept (what search does per point).
+[[nodiscard]] PlanResult evaluate_plan(const Cluster& cluster, const Model& model,
+                                       const ParallelConfig& config,
+                                       const Calibration* calibration = nullptr,
+                                       double reserve_gib = 4.0);
+
+/// Sorted divisors of n (n >= 1).
+[[nodiscard]] std::vector<int> divisors(long long n);
+
+}  // namespace trident
