@@ -20,11 +20,21 @@ enum class Collective { all_reduce, all_gather, reduce_scatter, send_recv, all_t
 /// Number of latency hops of a ring: 2(n-1) all-reduce, (n-1) all-gather/reduce-scatter, 1 p2p.
 [[nodiscard]] double latency_steps(Collective collective, int ranks);
 
-class Calibration;
+/// Share of a link's nominal bandwidth that NCCL reaches as bus bandwidth on large messages,
+/// per tier (docs/cost_model.md#collectives): nvlink 0.80 (nccl-tests 8-GPU all-reduce busbw
+/// A100 232 of 300 GB/s, H100 370 of 450), network 0.94 (NDR: 46-48 of 50 GB/s per NIC),
+/// pcie 0.80 (Gen5 x16: 48-55 of 64 GB/s).
+[[nodiscard]] double achievable_fraction(Tier tier);
+/// link_gbps x achievable_fraction(tier).
+[[nodiscard]] double effective_gbps(Tier tier, double link_gbps);
+
+struct Calibration;
 
 /// Time of one collective of `bytes` (for all-gather/reduce-scatter: the whole gathered
 /// array, as nccl-tests counts S) over `link`. Flat alpha-beta inside one domain;
-/// hierarchical (intra reduce-scatter, inter, intra all-gather) across domains. A calibration
+/// across domains the faster of a hierarchical schedule (intra reduce-scatter, inter on
+/// 1/ranks_per_domain of the data, intra all-gather) and NCCL's flat ring with one channel per
+/// NIC (bus bandwidth min(intra, ranks_per_domain x inter)). A calibration
 /// entry for (collective, ranks, tier) replaces the default bandwidth/latency when present.
 [[nodiscard]] double collective_time_s(Collective collective, double bytes, const GroupLink& link,
                                        const Calibration* calibration = nullptr);

@@ -38,6 +38,9 @@ struct MemoryBreakdown {
 };
 
 /// One dimension's traffic, for --explain and validate.
+/// With sequence parallelism TP's `collective` is reduce_scatter and each call is a
+/// reduce-scatter plus an all-gather of the same S; ZeRO-1/2 DP likewise (gradients
+/// reduce-scattered, weights all-gathered).
 struct CommDetail {
   Collective collective = Collective::all_reduce;
   double bytes_per_call = 0.0;  ///< S as nccl-tests counts it
@@ -66,9 +69,16 @@ struct Estimate {
   bool used_calibration = false;
 };
 
-/// Memory reserve kept free on each GPU (CUDA context, NCCL buffers, fragmentation).
+/// Memory reserve and the training framework's features that change time. Defaults are
+/// Megatron-Core's (2024): flash attention, gradient reduction overlapped with backward.
 struct EstimateOptions {
-  double reserve_gib = 4.0;
+  double reserve_gib = 4.0;  ///< kept free on each GPU (CUDA context, NCCL buffers, fragmentation)
+  bool fused_attention = true;   ///< flash-style attention (no s^2 tensors, causal blocks skipped)
+  bool overlap_tp_comm = false;  ///< TP collectives hidden behind the linear GEMMs (TE userbuffers)
+  bool overlap_pp_comm = false;  ///< PP send/recv overlapped except the fill and drain
+  bool overlap_dp_comm = true;   ///< DP reduction overlapped with the last micro-batch's backward
+  double grad_reduce_bytes = 4.0;       ///< bytes per gradient in the DP reduction (fp32 main grads)
+  double dp_bucket_parameters = 4.0e7;  ///< DP bucket (Megatron: 40M); the last cannot hide
 };
 
 /// Evaluates one configuration. Pure arithmetic; the caller guarantees the config is

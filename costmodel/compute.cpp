@@ -1,0 +1,181 @@
+#include "costmodel/compute.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trident {
+
+namespace {
+
+/// Useful share of the padded extent when `extent` is cut into `tile`-sized pieces.
+double tile_fill(double extent, double tile) {
+  if (extent <= 0.0) return 1.0;
+  return extent / (std::ceil(extent / tile) * tile);
+}
+
+/// Bytes of the non-GEMM work of one layer's forward pass on one GPU (docs/cost_model.md):
+/// two norms (read + write), two bias-dropout-residual adds (read 2, write 1, 1-byte mask),
+/// the FFN activation, and the unfused softmax + dropout over the b*a*s^2 scores.
+double layer_elementwise_forward_bytes(const Model& model, const ParallelConfig& config,
+                                       bool fused_attention) {
+  const double tp = config.tp;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  const double hidden_elems = tokens * model.hidden / (config.sequence_parallel ? tp : 1.0);
+  const double ffn_elems = tokens * model.ffn_hidden / tp;
+  const double norms = 2.0 * (2.0 + 2.0) * hidden_elems;
+  const double residuals = 2.0 * (2.0 * 2.0 + 2.0 + 1.0) * hidden_elems;
+  const double activation = (is_gated(model.ffn) ? 6.0 : 4.0) * ffn_elems;
+  return norms + residuals + activation +
+         (fused_attention ? 0.0 : 9.0 * tokens * model.seq_len * model.heads / tp);
+}
+
+/// Backward of the same ops: read the saved input and the incoming gradient, write the
+/// gradient: twice the forward bytes; unfused softmax + dropout 11 bytes per score.
+double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig& config,
+                                        bool fused_attention) {
+  const double scores = static_cast<double>(config.micro_batch) * model.seq_len *
+                        model.seq_len * model.heads / config.tp;
+  const double without_attention = layer_elementwise_forward_bytes(model, config, true);
+  return 2.0 * without_attention + (fused_attention ? 0.0 : 11.0 * scores);
+}
+
+struct AttentionCore {
+  GemmShape scores;
+  GemmShape context;
+};
+
+AttentionCore attention_core_shapes(const Model& model, const ParallelConfig& config) {
+  const double s = model.seq_len;
+  const double d = model.head_dim();
+  const double heads = static_cast<double>(config.micro_batch) * model.heads / config.tp;
+  return {{s, s, d, heads}, {s, d, s, heads}};
+}
+
+}  // namespace
+
+double dtype_bytes(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::fp8:
+      return 1.0;
+    case Dtype::tf32:
+    case Dtype::fp32:
+      return 4.0;
+    case Dtype::bf16:
+    case Dtype::fp16:
+      return 2.0;
+  }
+  return 2.0;
+}
+
+double gemm_shape_efficiency(const GemmShape& shape) {
+  return tile_fill(shape.m, kGemmTile) * tile_fill(shape.n, kGemmTile) *
+         shape.k / (shape.k + kGemmKFill);
+}
+
+double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
+                   const Calibration* calibration) {
+  if (shape.flops() <= 0.0) return 0.0;
+  double tflops = gpu.peak_tflops(dtype) * gpu.matmul_efficiency * gemm_shape_efficiency(shape);
+  if (calibration != nullptr) {
+    const auto measured = calibration->gemm_tflops(std::llround(shape.m), std::llround(shape.n),
+                                                   std::llround(shape.k), dtype);
+    if (measured) tflops = *measured;
+  }
+  const double bytes = dtype_bytes(dtype) * shape.batch *
+                       (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n);
+  return std::max(shape.flops() / (tflops * 1e12), hbm_time_s(gpu, bytes));
+}
+
+double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
+                            const Calibration* calibration) {
+  const GemmShape input_grad{shape.m, shape.k, shape.n, shape.batch};
+  const GemmShape weight_grad{shape.k, shape.n, shape.m, shape.batch};
+  return gemm_time_s(gpu, dtype, input_grad, calibration) +
+         gemm_time_s(gpu, dtype, weight_grad, calibration);
+}
+
+double hbm_time_s(const Gpu& gpu, double bytes) {
+  if (gpu.memory_gbps <= 0.0) return 0.0;
+  return bytes / (gpu.memory_gbps * kHbmAchievableFraction * 1e9);
+}
+
+LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                     const ComputeFeatures& features, const Calibration* calibration) {
+  const Dtype dtype = model.training.dtype;
+  const double tp = config.tp;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  const double h = model.hidden;
+  const double f = model.ffn_hidden;
+  const double in_matrices = is_gated(model.ffn) ? 2.0 : 1.0;
+  const GemmShape linear[] = {
+      {tokens, (h + 2.0 * model.kv_hidden()) / tp, h},  // QKV
+      {tokens, h, h / tp},                              // output projection
+      {tokens, in_matrices * f / tp, h},                // FFN up (and gate)
+      {tokens, h, f / tp},                              // FFN down
+  };
+  LayerTime time;
+  double linear_backward_s = 0.0;
+  for (const GemmShape& shape : linear) {
+    time.gemm_forward_s += gemm_time_s(gpu, dtype, shape, calibration);
+    linear_backward_s += gemm_backward_time_s(gpu, dtype, shape, calibration);
+  }
+  AttentionCore core = attention_core_shapes(model, config);
+  double core_forward_s = 0.0;
+  double core_backward_s = 0.0;
+  if (features.fused_attention) {
+    // Flash attention skips the masked half of a causal product; its backward recomputes
+    // the scores: 5 GEMMs against the forward's 2 (Dao 2023).
+    core.scores.batch *= 0.5;
+    core.context.batch *= 0.5;
+    core_forward_s = gemm_time_s(gpu, dtype, core.scores, calibration) +
+                     gemm_time_s(gpu, dtype, core.context, calibration);
+    core_backward_s = 2.5 * core_forward_s;
+  } else {
+    core_forward_s = gemm_time_s(gpu, dtype, core.scores, calibration) +
+                     gemm_time_s(gpu, dtype, core.context, calibration) +
+                     hbm_time_s(gpu, 9.0 * core.scores.m * core.scores.n * core.scores.batch);
+    core_backward_s = gemm_backward_time_s(gpu, dtype, core.scores, calibration) +
+                      gemm_backward_time_s(gpu, dtype, core.context, calibration);
+  }
+  const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true);
+  time.forward_s = time.gemm_forward_s + core_forward_s + hbm_time_s(gpu, fwd_bytes);
+  time.backward_s = linear_backward_s + core_backward_s +
+                    hbm_time_s(gpu, layer_elementwise_backward_bytes(
+                                        model, config, features.fused_attention));
+  switch (config.recompute) {
+    case Recompute::none:
+      break;
+    case Recompute::selective:
+      time.recompute_s = core_forward_s;
+      break;
+    case Recompute::full:
+      time.recompute_s = time.forward_s;
+      break;
+  }
+  return time;
+}
+
+LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                      const Calibration* calibration) {
+  const Dtype dtype = model.training.dtype;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  const GemmShape logits{tokens, static_cast<double>(model.vocab) / config.tp,
+                         static_cast<double>(model.hidden)};
+  // Vocab-parallel cross-entropy in fp32: read the 16-bit logits, write and re-read fp32
+  // exponentials (10 bytes per logit) forward; read them and write the 16-bit gradient (6).
+  const double logit_elems = tokens * model.vocab / config.tp;
+  LayerTime time;
+  time.gemm_forward_s = gemm_time_s(gpu, dtype, logits, calibration);
+  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, 10.0 * logit_elems);
+  time.backward_s =
+      gemm_backward_time_s(gpu, dtype, logits, calibration) + hbm_time_s(gpu, 6.0 * logit_elems);
+  return time;
+}
+
+double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters) {
+  const double per_parameter =
+      optimizer == Optimizer::adam ? kAdamBytesPerParameter : kSgdBytesPerParameter;
+  return hbm_time_s(gpu, per_parameter * parameters);
+}
+
+}  // namespace trident

@@ -1,0 +1,80 @@
+#pragma once
+/// Compute time on one GPU: GEMMs from a shape-aware roofline, memory-bound work (norms,
+/// activations, dropout, softmax when not fused, the optimizer step) as bytes over HBM
+/// bandwidth. Derivation and sources: docs/cost_model.md#compute.
+#include "costmodel/calibration.h"
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+#include "topology/gpu.h"
+
+namespace trident {
+
+/// Output tile edge of the GEMM kernels (cuBLAS/CUTLASS 128x128 tiles on A100/H100).
+inline constexpr double kGemmTile = 128.0;
+/// Inner-dimension length equivalent to a tile's fixed cost (pipeline fill + epilogue):
+/// two 32-deep k-stages of the software pipeline.
+inline constexpr double kGemmKFill = 64.0;
+/// Share of the HBM bandwidth a streaming kernel reaches (H100: 2.8 of 3.35 TB/s coalesced,
+/// Nsight Compute measurements; A100 80GB: ~1.7 of 2.0 TB/s).
+inline constexpr double kHbmAchievableFraction = 0.85;
+
+/// One GEMM C[m x n] = A[m x k] B[k x n], repeated `batch` times (batched attention GEMMs).
+struct GemmShape {
+  double m = 0.0;
+  double n = 0.0;
+  double k = 0.0;
+  double batch = 1.0;
+  [[nodiscard]] double flops() const { return 2.0 * m * n * k * batch; }
+};
+
+/// Tile quantisation of a GEMM: useful / padded work with kGemmTile tiles along m and n, times
+/// k / (k + kGemmKFill) for the per-tile fixed cost. 1 for large multiples of the tile.
+[[nodiscard]] double gemm_shape_efficiency(const GemmShape& shape);
+
+/// Seconds for one GEMM: roofline of peak x matmul_efficiency x shape efficiency against
+/// bytes (A, B, C once each) over achievable HBM bandwidth. A calibration sample of a
+/// nearby shape replaces the compute rate.
+[[nodiscard]] double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
+                                 const Calibration* calibration = nullptr);
+/// Forward GEMM time plus its two backward GEMMs (dA: m x k x n, dB: k x n x m).
+[[nodiscard]] double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
+                                          const Calibration* calibration = nullptr);
+
+/// Seconds to stream `bytes` through HBM at the achievable fraction.
+[[nodiscard]] double hbm_time_s(const Gpu& gpu, double bytes);
+
+/// Bytes per element of a dtype (bf16/fp16 2, fp8 1, tf32/fp32 4).
+[[nodiscard]] double dtype_bytes(Dtype dtype);
+
+/// Software features of the training framework that change the compute.
+struct ComputeFeatures {
+  bool fused_attention = true;  ///< flash-style attention: no s^2 tensors, causal blocks skipped
+};
+
+/// One micro-batch through one transformer layer on one GPU (after the TP split).
+struct LayerTime {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+  double recompute_s = 0.0;  ///< extra forward work of the recompute mode
+  double gemm_forward_s = 0.0;  ///< the linear-layer GEMMs alone (what TP overlap can hide)
+};
+
+[[nodiscard]] LayerTime layer_time(const Gpu& gpu, const Model& model,
+                                   const ParallelConfig& config, const ComputeFeatures& features,
+                                   const Calibration* calibration = nullptr);
+
+/// One micro-batch through the output layer and the cross-entropy loss (last stage).
+[[nodiscard]] LayerTime logits_time(const Gpu& gpu, const Model& model,
+                                    const ParallelConfig& config,
+                                    const Calibration* calibration = nullptr);
+
+/// Bytes one Adam step streams per parameter: read fp32 master, grad, m, v (16), write
+/// master, m, v (12) and the bf16 weight (2), read the grad again for the norm clip (4).
+inline constexpr double kAdamBytesPerParameter = 34.0;
+/// SGD with momentum: read master, grad, momentum (12), write master, momentum (8), weight (2).
+inline constexpr double kSgdBytesPerParameter = 22.0;
+
+/// Seconds of the optimizer step over `parameters` local parameters (memory bound).
+[[nodiscard]] double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters);
+
+}  // namespace trident

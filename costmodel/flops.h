@@ -1,0 +1,40 @@
+#pragma once
+/// FLOPs of a transformer, GEMM by GEMM. A GEMM of (m x k) by (k x n) costs 2mnk FLOPs;
+/// backward costs 2x forward (input and weight gradients). Counts are for the whole layer
+/// (all TP ranks together); divide by tp for one GPU. Derivation: docs/cost_model.md#flops.
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+
+namespace trident {
+
+/// Forward FLOPs of one transformer layer for `sequences` sequences of model.seq_len tokens.
+/// Attention scores and context are NOT halved for the causal mask (Megatron convention).
+struct LayerFlops {
+  double qkv = 0.0;       ///< 2*b*s*h*(h + 2*h_kv): grouped-query attention shrinks K and V
+  double scores = 0.0;    ///< Q K^T: 2*b*s^2*h
+  double context = 0.0;   ///< softmax(QK^T) V: 2*b*s^2*h
+  double out_proj = 0.0;  ///< 2*b*s*h^2
+  double ffn = 0.0;       ///< 2*b*s*h*f per matrix, 2 matrices (3 when gated)
+  [[nodiscard]] double attention_core() const { return scores + context; }
+  [[nodiscard]] double total() const { return qkv + scores + context + out_proj + ffn; }
+};
+
+[[nodiscard]] LayerFlops layer_forward_flops(const Model& model, double sequences);
+
+/// Forward FLOPs of the output layer (logits): 2*b*s*h*V.
+[[nodiscard]] double logits_forward_flops(const Model& model, double sequences);
+
+/// Extra forward FLOPs per layer that recomputation adds: none 0, selective the attention
+/// core (scores + context, Korthikanti 2022 section 5), full the whole layer forward.
+[[nodiscard]] double recompute_forward_flops(const LayerFlops& layer, Recompute recompute);
+
+/// FLOPs of one training step of the whole job (global_batch sequences).
+struct StepFlops {
+  double model = 0.0;         ///< fwd + bwd = 3x forward, no recompute, attention not halved
+  double model_causal = 0.0;  ///< same with the attention core halved for the causal mask
+  double hardware = 0.0;      ///< model + recomputation (attention not halved)
+};
+
+[[nodiscard]] StepFlops step_flops(const Model& model, double global_batch, Recompute recompute);
+
+}  // namespace trident

@@ -1,0 +1,141 @@
+#include "costmodel/memory.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "costmodel/compute.h"
+#include "costmodel/estimate.h"
+
+namespace trident {
+
+namespace {
+
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
+
+double layers_per_stage(const Model& model, const ParallelConfig& config) {
+  return std::ceil(static_cast<double>(model.layers) / config.pp);
+}
+
+/// Bytes per parameter of the three model states after ZeRO sharding over dp.
+struct StateBytes {
+  double weights = 0.0;
+  double gradients = 0.0;
+  double optimizer = 0.0;
+};
+
+StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config) {
+  const double dp = config.dp;
+  const double optimizer = model.training.optimizer == Optimizer::adam
+                               ? kAdamStateBytesPerParameter
+                               : kSgdStateBytesPerParameter;
+  StateBytes bytes{dtype_bytes(model.training.dtype), kGradientBytesPerParameter, optimizer};
+  if (config.zero >= 1) bytes.optimizer /= dp;
+  if (config.zero >= 2) bytes.gradients /= dp;
+  if (config.zero >= 3) bytes.weights /= dp;
+  return bytes;
+}
+
+/// Everything one stage holds, split the way MemoryBreakdown reports it.
+MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
+                             const MemoryOptions& options, bool first, bool last,
+                             long long micro_batches) {
+  const double tp = config.tp;
+  const double sp = config.sequence_parallel ? tp : 1.0;
+  const double sbh = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden;
+  const double params = stage_parameters(model, config, first, last);
+  const StateBytes per = state_bytes_per_parameter(model, config);
+  const double in_flight = first ? in_flight_micro_batches(config.pp, config.virtual_stages,
+                                                           micro_batches)
+                                 : std::min<double>(static_cast<double>(config.pp),
+                                                    static_cast<double>(micro_batches));
+  // The last stage keeps one micro-batch in flight; stage s keeps p - s.
+  const double stage_in_flight = last && !first ? 1.0 : in_flight;
+  MemoryBreakdown memory;
+  memory.weights_bytes = params * per.weights;
+  memory.gradients_bytes = params * per.gradients;
+  memory.optimizer_bytes = params * per.optimizer;
+  memory.activations_bytes = layer_activation_bytes(model, config, options.fused_attention) *
+                             layers_per_stage(model, config) * stage_in_flight;
+  double other = 2.0 * sbh;  // the gathered layer input of sequence/tensor parallelism
+  if (first) other += sbh / sp * stage_in_flight;  // embedding dropout mask (1 byte)
+  if (last) {
+    // fp32 logits of one micro-batch and the output layer's 16-bit input.
+    other += 4.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / tp +
+             2.0 * sbh / sp;
+  }
+  if (config.zero >= 3) {
+    const ParameterCount count = count_parameters(model);
+    other += 2.0 * count.per_layer / tp * dtype_bytes(model.training.dtype);  // prefetch
+  }
+  memory.other_bytes = other;
+  memory.total_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
+                       memory.activations_bytes + memory.other_bytes;
+  return memory;
+}
+
+}  // namespace
+
+double layer_activation_bytes(const Model& model, const ParallelConfig& config,
+                              bool fused_attention) {
+  const double tp = config.tp;
+  const double sp = config.sequence_parallel ? tp : 1.0;
+  const double sb = static_cast<double>(config.micro_batch) * model.seq_len;
+  const double h = model.hidden;
+  const double h_kv = model.kv_hidden();
+  const double f = model.ffn_hidden;
+  if (config.recompute == Recompute::full) return 2.0 * sb * h / sp;  // the layer input only
+  // Kept whole on every TP rank unless sequence parallel: two norm inputs (4), the QKV and
+  // FFN inputs (2 + 2), two dropout masks (1 + 1).
+  const double replicated = 10.0 * sb * h;
+  // Split over TP: Q and K (2(h + h_kv)), V (2 h_kv), the output projection input (2h), the
+  // FFN activation input (2f, 4f gated) and output (2f).
+  const double act_in = is_gated(model.ffn) ? 4.0 : 2.0;
+  const double split = sb * (2.0 * (h + h_kv) + 2.0 * h_kv + 2.0 * h + act_in * f + 2.0 * f);
+  // Scores: softmax output (2), dropout mask (1), dropout output (2) per b*a*s^2 element;
+  // fused attention keeps only the fp32 log-sum-exp per row (4 bytes per b*a*s).
+  const double a = model.heads;
+  const bool keep_scores = !fused_attention && config.recompute == Recompute::none;
+  const double scores = fused_attention ? 4.0 * sb * a
+                        : keep_scores   ? 5.0 * sb * model.seq_len * a
+                                        : 0.0;
+  return replicated / sp + (split + scores) / tp;
+}
+
+double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches) {
+  const double p = pp;
+  const double v = virtual_stages;
+  const double base = std::min(p, static_cast<double>(micro_batches));
+  return virtual_stages > 1 ? base * (1.0 + (p - 1.0) / (p * v)) : base;
+}
+
+double stage_parameters(const Model& model, const ParallelConfig& config, bool first_stage,
+                        bool last_stage) {
+  const ParameterCount count = count_parameters(model);
+  const double tp = config.tp;
+  const double sharded = count.attention_per_layer + count.ffn_per_layer;
+  double params = layers_per_stage(model, config) * (sharded / tp + count.norms_per_layer);
+  const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
+  if (first_stage) params += token_embedding / tp + (count.embedding - token_embedding);
+  if (last_stage) {
+    params += count.final_norm;
+    // Untied: the output layer; tied across stages: Megatron keeps a copy on the last stage.
+    if (!model.tied_embeddings || !first_stage) params += token_embedding / tp;
+  }
+  return params;
+}
+
+MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                            const MemoryOptions& options) {
+  const long long m = config.num_micro_batches(model.training.global_batch);
+  const MemoryBreakdown first = stage_memory(model, config, options, true, config.pp == 1, m);
+  MemoryBreakdown peak = first;
+  if (config.pp > 1) {
+    const MemoryBreakdown last = stage_memory(model, config, options, false, true, m);
+    if (last.total_bytes > first.total_bytes) peak = last;
+  }
+  peak.capacity_bytes = (gpu.memory_gib - options.reserve_gib) * kBytesPerGib;
+  peak.fits = peak.total_bytes <= peak.capacity_bytes;
+  return peak;
+}
+
+}  // namespace trident

@@ -1,0 +1,119 @@
+#include "costmodel/pipeline.h"
+
+#include <algorithm>
+#include <cstddef>
+
+namespace trident {
+
+namespace {
+
+struct Op {
+  int micro_batch = 0;
+  int chunk = 0;
+  bool is_forward = true;
+};
+
+/// The k-th forward (or backward) op of a stage in Megatron's interleaved order: groups of
+/// p micro-batches per chunk; backward walks the chunks in reverse.
+Op nth_op(int k, int pp, int v, bool forward) {
+  const int group = pp * v;
+  const int chunk_in_group = (k % group) / pp;
+  const int chunk = forward ? chunk_in_group : v - 1 - chunk_in_group;
+  return {(k / group) * pp + k % pp, chunk, forward};
+}
+
+/// The order one stage runs its ops: warm-up forwards, 1F1B steady state, cool-down
+/// backwards (megatron/core/pipeline_parallel/schedules.py).
+std::vector<Op> stage_order(int stage, int pp, int m, int v) {
+  const int total = m * v;
+  const int warmup = v == 1 ? std::min(pp - stage - 1, m)
+                            : std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+  std::vector<Op> order;
+  order.reserve(static_cast<std::size_t>(2 * total));
+  for (int k = 0; k < warmup; ++k) order.push_back(nth_op(k, pp, v, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    order.push_back(nth_op(warmup + k, pp, v, true));
+    order.push_back(nth_op(k, pp, v, false));
+  }
+  for (int k = total - warmup; k < total; ++k) order.push_back(nth_op(k, pp, v, false));
+  return order;
+}
+
+/// End times of every op, -1 while not yet run; indexed [forward][stage][chunk][micro-batch].
+class EndTimes {
+ public:
+  EndTimes(int pp, int m, int v)
+      : pp_(pp), m_(m), v_(v), ends_(static_cast<std::size_t>(2 * pp * m * v), -1.0) {}
+  double& at(bool forward, int stage, int chunk, int micro_batch) {
+    const int index = ((static_cast<int>(forward) * pp_ + stage) * v_ + chunk) * m_ + micro_batch;
+    return ends_[static_cast<std::size_t>(index)];
+  }
+
+ private:
+  int pp_;
+  int m_;
+  int v_;
+  std::vector<double> ends_;
+};
+
+/// End of the op this one waits for, -1 when it has not run yet, 0 when it waits for none.
+double dependency_end(EndTimes& ends, const Op& op, int stage, int pp, int v) {
+  if (op.is_forward) {
+    if (stage > 0) return ends.at(true, stage - 1, op.chunk, op.micro_batch);
+    if (op.chunk > 0) return ends.at(true, pp - 1, op.chunk - 1, op.micro_batch);
+    return 0.0;
+  }
+  if (stage < pp - 1) return ends.at(false, stage + 1, op.chunk, op.micro_batch);
+  if (op.chunk < v - 1) return ends.at(false, 0, op.chunk + 1, op.micro_batch);
+  return ends.at(true, pp - 1, v - 1, op.micro_batch);
+}
+
+}  // namespace
+
+double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {
+  if (micro_batches <= 0 || virtual_stages <= 0) return 0.0;
+  return (pp - 1.0) / (static_cast<double>(virtual_stages) * static_cast<double>(micro_batches));
+}
+
+std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_stages,
+                                         double t_fwd_s, double t_bwd_s) {
+  const int m = micro_batches;
+  const int v = virtual_stages;
+  std::vector<std::vector<Op>> orders;
+  for (int s = 0; s < pp; ++s) orders.push_back(stage_order(s, pp, m, v));
+  std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
+  std::vector<double> free_at(static_cast<std::size_t>(pp), 0.0);
+  std::vector<std::vector<ScheduleBlock>> per_stage(static_cast<std::size_t>(pp));
+  EndTimes ends(pp, m, v);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < pp; ++s) {
+      const auto su = static_cast<std::size_t>(s);
+      while (next[su] < orders[su].size()) {
+        const Op& op = orders[su][next[su]];
+        const double ready = dependency_end(ends, op, s, pp, v);
+        if (ready < 0.0) break;
+        const double start = std::max(ready, free_at[su]);
+        const double end = start + (op.is_forward ? t_fwd_s : t_bwd_s) / v;
+        ends.at(op.is_forward, s, op.chunk, op.micro_batch) = end;
+        per_stage[su].push_back({s, op.micro_batch, op.chunk, op.is_forward, start, end});
+        free_at[su] = end;
+        ++next[su];
+        progress = true;
+      }
+    }
+  }
+  std::vector<ScheduleBlock> blocks;
+  for (const auto& stage_blocks : per_stage) {
+    blocks.insert(blocks.end(), stage_blocks.begin(), stage_blocks.end());
+  }
+  return blocks;
+}
+
+double schedule_makespan_s(const std::vector<ScheduleBlock>& blocks) {
+  double end = 0.0;
+  for (const auto& block : blocks) end = std::max(end, block.end_s);
+  return end;
+}
+
+}  // namespace trident

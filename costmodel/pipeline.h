@@ -1,0 +1,34 @@
+#pragma once
+/// Pipeline schedules: the bubble of 1F1B and interleaved 1F1B (Narayanan et al. 2021 section
+/// 2.2) and an explicit schedule, block by block, for drawing and for checking the formula.
+#include <vector>
+
+namespace trident {
+
+/// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
+[[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);
+
+/// One block of a schedule: a micro-batch's forward or backward through one model chunk of
+/// one stage.
+struct ScheduleBlock {
+  int stage = 0;
+  int micro_batch = 0;
+  int chunk = 0;  ///< model chunk on this stage, 0..v-1 (0 for plain 1F1B)
+  bool is_forward = true;
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
+/// Megatron-LM's 1F1B (v = 1) and interleaved 1F1B (v > 1) schedule of m micro-batches over
+/// p stages, simulated with their data dependencies. t_fwd_s and t_bwd_s are one micro-batch's
+/// forward and backward through a whole stage (all its chunks; one chunk takes 1/v of it).
+/// Interleaving needs m to be a multiple of p (Megatron's condition). With uniform times the
+/// makespan is (m + (p-1)/v) * (t_fwd + t_bwd). Blocks are ordered by stage, then start time.
+[[nodiscard]] std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches,
+                                                       int virtual_stages, double t_fwd_s,
+                                                       double t_bwd_s);
+
+/// End of the last block.
+[[nodiscard]] double schedule_makespan_s(const std::vector<ScheduleBlock>& blocks);
+
+}  // namespace trident
