@@ -1,6 +1,9 @@
 #pragma once
 /// The transformer to train and how: what a model preset (configs/models/*.yaml) describes.
+#include <optional>
 #include <string>
+
+#include "topology/errors.h"
 
 #include "topology/gpu.h"
 
@@ -13,6 +16,8 @@ enum class Optimizer { adam, sgd };
 /// Gated FFNs (swiglu, geglu) have three matrices (gate, up, down); the others two.
 [[nodiscard]] bool is_gated(FfnKind kind);
 [[nodiscard]] const char* to_string(FfnKind kind);
+[[nodiscard]] const char* to_string(NormKind kind);
+[[nodiscard]] const char* to_string(Optimizer optimizer);
 
 struct Training {
   long long global_batch = 0;  ///< sequences per step; 0 = not given (must come from a flag)
@@ -54,6 +59,10 @@ struct ParameterCount {
 
 [[nodiscard]] ParameterCount count_parameters(const Model& model);
 
+/// The first reason the model is impossible, keyed by its YAML key ("kv_heads"), or nullopt.
+[[nodiscard]] std::optional<Problem> find_model_problem(const Model& model);
+
+/// Throws InputError "SOURCE: KEY: MESSAGE" for find_model_problem's finding.
 /// Throws InputError naming `source` when the model is impossible (kv_heads not dividing
 /// heads, hidden not divisible by heads, zero layers...).
 void check_model(const Model& model, const std::string& source);

@@ -3,11 +3,13 @@
 /// Global GPU ids run 0..gpus()-1, server-major: GPU g sits on server g / gpus_per_server
 /// with local index g % gpus_per_server. NVLink domain of g is g / nvlink.domain_gpus.
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "topology/errors.h"
 #include "topology/gpu.h"
 
 namespace trident {
@@ -72,6 +74,16 @@ struct Cluster {
   [[nodiscard]] double nic_gbps_per_gpu(int server) const;
 };
 
+[[nodiscard]] const char* to_string(NvlinkKind kind);  ///< "switch", "mesh", "none"
+
+/// NVLinks of local GPU `local` in a mesh domain: the sum of its MeshLink counts.
+[[nodiscard]] int mesh_links_of(const NvlinkSpec& nvlink, int local);
+
+/// The first reason the cluster is impossible, keyed by its dotted YAML key
+/// ("nvlink.domain_gpus", "nvlink.links[3]", "gpu.memory_gib"), or nullopt when it is sound.
+[[nodiscard]] std::optional<Problem> find_cluster_problem(const Cluster& cluster);
+
+/// Throws InputError "SOURCE: KEY: MESSAGE" for find_cluster_problem's finding.
 /// Throws InputError naming `source` when the cluster is impossible (0 GPUs, a domain that
 /// does not tile the servers, negative bandwidth, mesh link to a GPU outside the domain...).
 void check_cluster(const Cluster& cluster, const std::string& source);

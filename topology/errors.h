@@ -20,4 +20,11 @@ class PlanError : public std::runtime_error {
   explicit PlanError(const std::string& message) : std::runtime_error(message) {}
 };
 
+/// A validation finding before it is placed in a file: the dotted key it concerns
+/// ("nvlink.domain_gpus") and what was expected. Loaders prefix "FILE:LINE: ".
+struct Problem {
+  std::string key;
+  std::string message;
+};
+
 }  // namespace trident

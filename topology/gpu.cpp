@@ -1,2 +1,69 @@
-// placeholder: replaced by the module owner
-namespace trident {}
+#include "topology/gpu.h"
+
+#include <fmt/format.h>
+
+namespace trident {
+
+double Gpu::peak_tflops(Dtype dtype) const {
+  switch (dtype) {
+    case Dtype::bf16: return peak_tflops_bf16;
+    case Dtype::fp16: return peak_tflops_fp16;
+    case Dtype::fp8: return peak_tflops_fp8;
+    case Dtype::tf32:
+    case Dtype::fp32: return peak_tflops_tf32;  // fp32 matmuls run as tf32 on tensor cores
+  }
+  return 0.0;
+}
+
+const char* to_string(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16: return "fp16";
+    case Dtype::fp8: return "fp8";
+    case Dtype::tf32: return "tf32";
+    case Dtype::fp32: return "fp32";
+  }
+  return "?";
+}
+
+namespace {
+
+std::optional<Problem> not_positive(const char* key, double value) {
+  if (value > 0.0) return std::nullopt;
+  return Problem{key, fmt::format("expected a positive number, got {}", value)};
+}
+
+std::optional<Problem> negative(const char* key, double value) {
+  if (value >= 0.0) return std::nullopt;
+  return Problem{key, fmt::format("expected a non-negative number, got {}", value)};
+}
+
+}  // namespace
+
+std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
+  if (gpu.name.empty()) return Problem{"name", "expected a non-empty name"};
+  if (gpu.peak_tflops_bf16 <= 0.0 && gpu.peak_tflops_fp16 <= 0.0) {
+    return Problem{"peak_tflops", "expected a positive bf16 or fp16 peak"};
+  }
+  const std::pair<const char*, double> non_negative[] = {
+      {"peak_tflops.bf16", gpu.peak_tflops_bf16}, {"peak_tflops.fp16", gpu.peak_tflops_fp16},
+      {"peak_tflops.fp8", gpu.peak_tflops_fp8},   {"peak_tflops.tf32", gpu.peak_tflops_tf32},
+      {"pcie_latency_us", gpu.pcie_latency_us},   {"nvlink_latency_us", gpu.nvlink_latency_us},
+      {"network_latency_us", gpu.network_latency_us}};
+  for (const auto& [key, value] : non_negative) {
+    if (auto problem = negative(key, value)) return problem;
+  }
+  const std::pair<const char*, double> positive[] = {{"memory_gib", gpu.memory_gib},
+                                                     {"memory_gbps", gpu.memory_gbps},
+                                                     {"pcie_gbps", gpu.pcie_gbps}};
+  for (const auto& [key, value] : positive) {
+    if (auto problem = not_positive(key, value)) return problem;
+  }
+  if (gpu.matmul_efficiency <= 0.0 || gpu.matmul_efficiency > 1.0) {
+    return Problem{"matmul_efficiency",
+                   fmt::format("expected a number in (0, 1], got {}", gpu.matmul_efficiency)};
+  }
+  return std::nullopt;
+}
+
+}  // namespace trident

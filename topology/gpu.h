@@ -1,6 +1,9 @@
 #pragma once
 /// One GPU type: what a GPU preset (configs/gpus/*.yaml) describes.
+#include <optional>
 #include <string>
+
+#include "topology/errors.h"
 
 namespace trident {
 
@@ -27,5 +30,9 @@ struct Gpu {
 };
 
 [[nodiscard]] const char* to_string(Dtype dtype);
+
+/// The first impossible value of a GPU (keys as in the preset file: "peak_tflops.bf16",
+/// "memory_gib"...), or nullopt. A GPU needs a positive bf16 or fp16 peak.
+[[nodiscard]] std::optional<Problem> find_gpu_problem(const Gpu& gpu);
 
 }  // namespace trident

@@ -17,6 +17,8 @@ enum class Tier { nvlink, pcie, network };
 /// oversubscription), and `tier` is the slowest tier crossed.
 struct GroupLink {
   Tier tier = Tier::nvlink;
+  /// Tier of the in-domain part: nvlink, or pcie when NVLink is missing or broken there.
+  Tier intra_tier = Tier::nvlink;
   int ranks = 1;
   int domains = 1;            ///< NVLink domains the group spans
   int ranks_per_domain = 1;   ///< largest number of members in one domain
@@ -24,6 +26,8 @@ struct GroupLink {
   double intra_latency_s = 0.0;
   double inter_gbps = 0.0;    ///< per-GPU bandwidth across domains (bottleneck member), GB/s
   double inter_latency_s = 0.0;
+  // intra_* are filled even when ranks_per_domain == 1 (the members' own link bandwidth, never
+  // 0); inter_* are 0 when domains == 1. See link_tier.cpp for the model.
   /// Bandwidth of the slowest tier crossed (the one a flat ring would see), GB/s.
   [[nodiscard]] double bottleneck_gbps() const;
 };

@@ -1,0 +1,197 @@
+#include "topology/cluster_loader.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "configs/presets.h"
+#include "topology/errors.h"
+#include "topology/yaml_util.h"
+
+namespace trident {
+
+namespace {
+
+using yaml::MapReader;
+using yaml::Range;
+
+const std::vector<std::string> kGpuKeys = {
+    "name",      "peak_tflops",     "memory_gib",        "memory_gbps",       "matmul_efficiency",
+    "pcie_gbps", "pcie_latency_us", "nvlink_latency_us", "network_latency_us"};
+const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
+const std::vector<std::string> kClusterKeys = {"name",    "gpu",     "servers", "gpus_per_server",
+                                               "nvlink",  "network", "pcie"};
+const std::vector<std::string> kNvlinkKeys = {"domain_gpus", "kind",  "links_per_gpu",
+                                              "gbps_per_link", "links", "latency_us"};
+const std::vector<std::string> kNvlinkKinds = {"switch", "mesh", "none"};
+const std::vector<std::string> kNetworkKeys = {"nics_per_server", "nic_gbits", "rail_optimized",
+                                               "oversubscription", "latency_us"};
+const std::vector<std::string> kPcieKeys = {"gbps", "latency_us"};
+const std::vector<std::string> kMeshLinkKeys = {"a", "b", "count"};
+
+int to_int32(const MapReader& m, std::string_view key, Range range) {
+  const long long value = m.required_int(key, range);
+  if (value > INT_MAX) m.fail(key, "expected at most " + std::to_string(INT_MAX));
+  return static_cast<int>(value);
+}
+
+Gpu read_gpu(const MapReader& m) {
+  m.reject_unknown(kGpuKeys);
+  Gpu gpu;
+  gpu.name = m.required_string("name");
+  const MapReader peak = m.required_map("peak_tflops");
+  peak.reject_unknown(kPeakKeys);
+  gpu.peak_tflops_bf16 = peak.required_double("bf16", Range::non_negative);
+  gpu.peak_tflops_fp16 = peak.optional_double("fp16", gpu.peak_tflops_bf16, Range::non_negative);
+  gpu.peak_tflops_fp8 = peak.optional_double("fp8", 0.0, Range::non_negative);
+  gpu.peak_tflops_tf32 = peak.optional_double("tf32", 0.0, Range::non_negative);
+  gpu.memory_gib = m.required_double("memory_gib", Range::positive);
+  gpu.memory_gbps = m.required_double("memory_gbps", Range::positive);
+  gpu.matmul_efficiency = m.optional_double("matmul_efficiency", 0.8, Range::fraction);
+  gpu.pcie_gbps = m.optional_double("pcie_gbps", 24.0, Range::positive);
+  gpu.pcie_latency_us = m.optional_double("pcie_latency_us", 2.0, Range::non_negative);
+  gpu.nvlink_latency_us = m.optional_double("nvlink_latency_us", 2.0, Range::non_negative);
+  gpu.network_latency_us = m.optional_double("network_latency_us", 5.0, Range::non_negative);
+  return gpu;
+}
+
+[[noreturn]] void unknown_preset(PresetKind kind, const std::string& name,
+                                 const std::string& where) {
+  const auto names = preset_names(kind);
+  const std::string label = kind == PresetKind::gpu ? "GPU" : to_string(kind);
+  throw InputError(where + "unknown " + label + " preset '" + name + "'" +
+                   yaml::did_you_mean(name, names) + "; known: " + yaml::join(names));
+}
+
+Gpu cluster_gpu(const MapReader& m) {
+  const YAML::Node node = m.node("gpu");
+  if (node.IsMap()) return read_gpu(MapReader(node, m.source(), "gpu", m.line("gpu")));
+  const std::string name = m.required_string("gpu");
+  if (!preset_text(PresetKind::gpu, name)) {
+    unknown_preset(PresetKind::gpu, name, yaml::position(m.source(), m.line("gpu"), "gpu") + ": ");
+  }
+  return gpu_preset(name);
+}
+
+std::vector<MeshLink> read_mesh_links(const MapReader& nv) {
+  const YAML::Node list = nv.node("links");
+  if (!list.IsDefined()) nv.fail("links", "missing required key (kind mesh lists its GPU pairs)");
+  if (!list.IsSequence()) {
+    nv.fail("links", "expected a list of {a, b, count}, got " + yaml::describe_value(list));
+  }
+  std::vector<MeshLink> links;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const MapReader item(list[i], nv.source(), nv.path("links") + "[" + std::to_string(i) + "]",
+                         yaml::line_of(list[i], nv.line("links")));
+    item.reject_unknown(kMeshLinkKeys);
+    links.push_back({to_int32(item, "a", Range::non_negative),
+                     to_int32(item, "b", Range::non_negative),
+                     to_int32(item, "count", Range::positive)});
+  }
+  return links;
+}
+
+/// Keys that only some kinds take: name them instead of silently ignoring them.
+void reject_other_kind_keys(const MapReader& nv, NvlinkKind kind) {
+  const std::pair<const char*, bool> used[] = {
+      {"links_per_gpu", kind == NvlinkKind::switch_fabric},
+      {"gbps_per_link", kind != NvlinkKind::none},
+      {"links", kind == NvlinkKind::mesh}};
+  for (const auto& [key, allowed] : used) {
+    if (!allowed && nv.has(key)) {
+      nv.fail(key, std::string("not used with kind ") + to_string(kind));
+    }
+  }
+}
+
+NvlinkSpec read_nvlink(const MapReader& nv, const Gpu& gpu) {
+  nv.reject_unknown(kNvlinkKeys);
+  NvlinkSpec spec;
+  spec.domain_gpus = to_int32(nv, "domain_gpus", Range::positive);
+  constexpr NvlinkKind kinds[] = {NvlinkKind::switch_fabric, NvlinkKind::mesh, NvlinkKind::none};
+  spec.kind = kinds[nv.required_choice("kind", kNvlinkKinds)];
+  reject_other_kind_keys(nv, spec.kind);
+  if (spec.kind != NvlinkKind::none) {
+    spec.gbps_per_link = nv.required_double("gbps_per_link", Range::positive);
+  }
+  if (spec.kind == NvlinkKind::switch_fabric) {
+    spec.links_per_gpu = to_int32(nv, "links_per_gpu", Range::positive);
+  } else if (spec.kind == NvlinkKind::mesh) {
+    spec.mesh = read_mesh_links(nv);
+    spec.links_per_gpu = 0;  // informational for mesh: the most links any GPU has
+    for (int local = 0; local < spec.domain_gpus; ++local) {
+      spec.links_per_gpu = std::max(spec.links_per_gpu, mesh_links_of(spec, local));
+    }
+  } else {
+    spec.links_per_gpu = 0;
+    spec.gbps_per_link = 0.0;
+  }
+  spec.latency_us = nv.optional_double("latency_us", gpu.nvlink_latency_us, Range::non_negative);
+  return spec;
+}
+
+NetworkSpec read_network(const MapReader& net, const Gpu& gpu) {
+  net.reject_unknown(kNetworkKeys);
+  NetworkSpec spec;
+  spec.nics_per_server = to_int32(net, "nics_per_server", Range::non_negative);
+  spec.nic_gbits = net.required_double("nic_gbits", Range::non_negative);
+  spec.rail_optimized = net.optional_bool("rail_optimized", true);
+  spec.oversubscription = net.optional_double("oversubscription", 1.0, Range::at_least_one);
+  spec.latency_us = net.optional_double("latency_us", gpu.network_latency_us, Range::non_negative);
+  return spec;
+}
+
+PcieSpec read_pcie(const std::optional<MapReader>& pcie, const Gpu& gpu) {
+  PcieSpec spec{gpu.pcie_gbps, gpu.pcie_latency_us};
+  if (!pcie) return spec;
+  pcie->reject_unknown(kPcieKeys);
+  spec.gbps = pcie->optional_double("gbps", spec.gbps, Range::positive);
+  spec.latency_us = pcie->optional_double("latency_us", spec.latency_us, Range::non_negative);
+  return spec;
+}
+
+MapReader document(const YAML::Node& root, const std::string& source) {
+  return MapReader(root, source, "", yaml::line_of(root, 1));
+}
+
+}  // namespace
+
+Gpu load_gpu(const std::string& text, const std::string& source) {
+  const YAML::Node root = yaml::parse(text, source);
+  const Gpu gpu = read_gpu(document(root, source));
+  if (const auto problem = find_gpu_problem(gpu)) {
+    yaml::throw_problem(source, yaml::key_lines(root), problem->key, problem->message);
+  }
+  return gpu;
+}
+
+Cluster load_cluster(const std::string& text, const std::string& source) {
+  const YAML::Node root = yaml::parse(text, source);
+  const MapReader m = document(root, source);
+  m.reject_unknown(kClusterKeys);
+  Cluster cluster;
+  cluster.name = m.required_string("name");
+  cluster.gpu = cluster_gpu(m);
+  cluster.servers = to_int32(m, "servers", Range::positive);
+  cluster.gpus_per_server = to_int32(m, "gpus_per_server", Range::positive);
+  cluster.nvlink = read_nvlink(m.required_map("nvlink"), cluster.gpu);
+  cluster.network = read_network(m.required_map("network"), cluster.gpu);
+  cluster.pcie = read_pcie(m.optional_map("pcie"), cluster.gpu);
+  if (const auto problem = find_cluster_problem(cluster)) {
+    yaml::throw_problem(source, yaml::key_lines(root), problem->key, problem->message);
+  }
+  return cluster;
+}
+
+Gpu gpu_preset(const std::string& name) {
+  const auto text = preset_text(PresetKind::gpu, name);
+  if (!text) unknown_preset(PresetKind::gpu, name, "");
+  return load_gpu(std::string(*text), preset_source(PresetKind::gpu, name));
+}
+
+Cluster cluster_preset(const std::string& name) {
+  const auto text = preset_text(PresetKind::cluster, name);
+  if (!text) unknown_preset(PresetKind::cluster, name, "");
+  return load_cluster(std::string(*text), preset_source(PresetKind::cluster, name));
+}
+
+}  // namespace trident

@@ -1,0 +1,27 @@
+#pragma once
+/// Loaders for GPU and cluster descriptions (DESIGN.md "Input files"; YAML or JSON text) and
+/// the built-in presets. Errors are InputError "SOURCE:LINE: KEY: what was expected".
+#include <string>
+
+#include "topology/cluster.h"
+#include "topology/gpu.h"
+
+namespace trident {
+
+/// A GPU file (configs/gpus/*.yaml). Keys: name, peak_tflops {bf16, fp16 (default bf16),
+/// fp8 (0), tf32 (0)}, memory_gib, memory_gbps; optional matmul_efficiency (0.8), pcie_gbps
+/// (24: PCIe Gen4 x16 achievable), pcie_latency_us (2), nvlink_latency_us (2),
+/// network_latency_us (5).
+[[nodiscard]] Gpu load_gpu(const std::string& text, const std::string& source);
+
+/// A cluster file (configs/clusters/*.yaml). `gpu` is a preset name or an inline GPU mapping.
+/// Defaults: network.rail_optimized true, network.oversubscription 1.0, latencies and
+/// pcie.gbps from the GPU. Runs check_cluster's rules, reported at the offending line.
+[[nodiscard]] Cluster load_cluster(const std::string& text, const std::string& source);
+
+/// Built-in presets by name; an unknown name throws InputError "unknown GPU preset 'X' (did
+/// you mean 'Y'?); known: a, b, c".
+[[nodiscard]] Gpu gpu_preset(const std::string& name);
+[[nodiscard]] Cluster cluster_preset(const std::string& name);
+
+}  // namespace trident

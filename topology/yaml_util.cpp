@@ -1,0 +1,293 @@
+#include "topology/yaml_util.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <numeric>
+
+#include "topology/errors.h"
+
+namespace trident::yaml {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      const std::size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> closest_match(std::string_view word,
+                                         std::span<const std::string> candidates) {
+  const std::size_t allowed = std::max<std::size_t>(1, word.size() / 3);
+  std::optional<std::string> best;
+  std::size_t best_distance = allowed + 1;
+  for (const auto& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(std::string_view word, std::span<const std::string> candidates) {
+  const auto match = closest_match(word, candidates);
+  return match ? " (did you mean '" + *match + "'?)" : std::string{};
+}
+
+std::string join(std::span<const std::string> items, std::string_view sep) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
+std::string position(const std::string& source, int line, std::string_view key) {
+  return source + ":" + std::to_string(line) + ": " + std::string(key);
+}
+
+namespace {
+
+void collect_lines(const YAML::Node& node, const std::string& path, KeyLines& lines) {
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      const std::string key = path.empty() ? entry.first.Scalar() : path + "." + entry.first.Scalar();
+      lines.emplace(key, line_of(entry.first, 1));
+      collect_lines(entry.second, key, lines);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      const std::string key = path + "[" + std::to_string(i) + "]";
+      lines.emplace(key, line_of(node[i], 1));
+      collect_lines(node[i], key, lines);
+    }
+  }
+}
+
+}  // namespace
+
+KeyLines key_lines(const YAML::Node& root) {
+  KeyLines lines;
+  collect_lines(root, "", lines);
+  return lines;
+}
+
+int line_for_key(const KeyLines& lines, std::string_view key) {
+  while (!key.empty()) {
+    if (const auto found = lines.find(key); found != lines.end()) return found->second;
+    const auto cut = key.find_last_of(".[");
+    key = cut == std::string_view::npos ? std::string_view{} : key.substr(0, cut);
+  }
+  return 1;
+}
+
+void throw_problem(const std::string& source, const KeyLines& lines, const std::string& key,
+                   const std::string& message) {
+  throw InputError(position(source, line_for_key(lines, key), key) + ": " + message);
+}
+
+YAML::Node parse(const std::string& text, const std::string& source) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
+  }
+}
+
+int line_of(const YAML::Node& node, int fallback) {
+  if (!node.IsDefined()) return fallback;
+  const YAML::Mark mark = node.Mark();
+  return mark.line >= 0 ? mark.line + 1 : fallback;
+}
+
+std::string describe_value(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "nothing";
+  if (node.IsMap()) return "a mapping";
+  if (node.IsSequence()) return "a list";
+  return "'" + node.Scalar() + "'";
+}
+
+namespace {
+
+[[noreturn]] void expected(const std::string& where, std::string_view what,
+                           const YAML::Node& node) {
+  throw InputError(where + ": expected " + std::string(what) + ", got " + describe_value(node));
+}
+
+const char* range_words(Range range, bool integer) {
+  switch (range) {
+    case Range::positive: return integer ? "a positive integer" : "a positive number";
+    case Range::non_negative:
+      return integer ? "a non-negative integer" : "a non-negative number";
+    case Range::at_least_one: return integer ? "an integer >= 1" : "a number >= 1";
+    case Range::fraction: return "a number in (0, 1]";
+    case Range::any: break;
+  }
+  return integer ? "an integer" : "a number";
+}
+
+bool in_range(double value, Range range) {
+  switch (range) {
+    case Range::positive: return value > 0.0;
+    case Range::non_negative: return value >= 0.0;
+    case Range::at_least_one: return value >= 1.0;
+    case Range::fraction: return value > 0.0 && value <= 1.0;
+    case Range::any: break;
+  }
+  return true;
+}
+
+}  // namespace
+
+long long to_int(const YAML::Node& node, Range range, const std::string& where) {
+  const char* words = range_words(range, true);
+  if (!node.IsScalar()) expected(where, words, node);
+  const std::string& text = node.Scalar();
+  long long value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end || !in_range(static_cast<double>(value), range)) {
+    expected(where, words, node);
+  }
+  return value;
+}
+
+double to_double(const YAML::Node& node, Range range, const std::string& where) {
+  const char* words = range_words(range, false);
+  if (!node.IsScalar()) expected(where, words, node);
+  const std::string& text = node.Scalar();
+  double value = 0.0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end || !std::isfinite(value) || !in_range(value, range)) {
+    expected(where, words, node);
+  }
+  return value;
+}
+
+std::string to_string(const YAML::Node& node, const std::string& where) {
+  if (!node.IsScalar() || node.Scalar().empty()) expected(where, "a string", node);
+  return node.Scalar();
+}
+
+MapReader::MapReader(YAML::Node node, std::string source, std::string path, int line)
+    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)), line_(line) {
+  if (!node_.IsMap()) {
+    const std::string where = position(source_, line_, path_.empty() ? "document" : path_);
+    expected(where, "a mapping", node_);
+  }
+}
+
+bool MapReader::has(std::string_view key) const {
+  return node_[std::string(key)].IsDefined();
+}
+
+YAML::Node MapReader::node(std::string_view key) const { return node_[std::string(key)]; }
+
+int MapReader::line(std::string_view key) const {
+  // The key's own line: for a nested mapping the value's mark is its first inner key.
+  for (const auto& entry : node_) {
+    if (entry.first.Scalar() == key) return line_of(entry.first, line_);
+  }
+  return line_;
+}
+
+std::string MapReader::path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+void MapReader::fail(std::string_view key, const std::string& message) const {
+  throw InputError(position(source_, line(key), path(key)) + ": " + message);
+}
+
+YAML::Node MapReader::require(std::string_view key) const {
+  YAML::Node value = node(key);
+  if (!value.IsDefined()) fail(key, "missing required key");
+  return value;
+}
+
+std::string MapReader::required_string(std::string_view key) const {
+  return to_string(require(key), position(source_, line(key), path(key)));
+}
+
+std::string MapReader::optional_string(std::string_view key, std::string fallback) const {
+  return has(key) ? required_string(key) : std::move(fallback);
+}
+
+long long MapReader::required_int(std::string_view key, Range range) const {
+  return to_int(require(key), range, position(source_, line(key), path(key)));
+}
+
+long long MapReader::optional_int(std::string_view key, long long fallback, Range range) const {
+  return has(key) ? required_int(key, range) : fallback;
+}
+
+double MapReader::required_double(std::string_view key, Range range) const {
+  return to_double(require(key), range, position(source_, line(key), path(key)));
+}
+
+double MapReader::optional_double(std::string_view key, double fallback, Range range) const {
+  return has(key) ? required_double(key, range) : fallback;
+}
+
+bool MapReader::optional_bool(std::string_view key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const YAML::Node value = node(key);
+  bool result = false;
+  if (!value.IsScalar() || !YAML::convert<bool>::decode(value, result)) {
+    expected(position(source_, line(key), path(key)), "true or false", value);
+  }
+  return result;
+}
+
+std::size_t MapReader::required_choice(std::string_view key,
+                                       std::span<const std::string> names) const {
+  const YAML::Node value = require(key);
+  const std::string choices = join(names, "|");
+  if (!value.IsScalar()) expected(position(source_, line(key), path(key)), choices, value);
+  const auto found = std::find(names.begin(), names.end(), value.Scalar());
+  if (found == names.end()) {
+    fail(key, "expected " + choices + ", got '" + value.Scalar() + "'" +
+                  did_you_mean(value.Scalar(), names));
+  }
+  return static_cast<std::size_t>(found - names.begin());
+}
+
+std::size_t MapReader::optional_choice(std::string_view key, std::span<const std::string> names,
+                                       std::size_t fallback) const {
+  return has(key) ? required_choice(key, names) : fallback;
+}
+
+MapReader MapReader::required_map(std::string_view key) const {
+  return MapReader(require(key), source_, path(key), line(key));
+}
+
+std::optional<MapReader> MapReader::optional_map(std::string_view key) const {
+  if (!has(key)) return std::nullopt;
+  return required_map(key);
+}
+
+void MapReader::reject_unknown(std::span<const std::string> known) const {
+  for (const auto& entry : node_) {
+    const std::string key = entry.first.Scalar();
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string hint = did_you_mean(key, known);
+    const std::string where = position(source_, line_of(entry.first, line_), path(key));
+    throw InputError(where + ": unknown key" +
+                     (hint.empty() ? " (known: " + join(known) + ")" : hint));
+  }
+}
+
+}  // namespace trident::yaml
