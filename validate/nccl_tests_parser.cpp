@@ -1,2 +1,265 @@
-// placeholder: replaced by the module owner
-namespace trident {}
+// nccl-tests text output: a scan of lines keeping the latest test name, device block and NCCL
+// version; each "# size count type ..." header starts a table read by column name.
+#include "validate/nccl_tests_parser.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "validate/collective_fit.h"
+#include "validate/nccl_tests_common.h"
+#include "topology/errors.h"
+
+namespace trident {
+namespace nccl_tests {
+
+std::optional<std::string> find_test_name(const std::string& text) {
+  static const std::regex pattern("([a-z_]+_perf)");
+  std::smatch match;
+  if (!std::regex_search(text, match, pattern)) return std::nullopt;
+  return match[1].str();
+}
+
+Collective collective_of(const std::string& test, const std::string& source) {
+  static const std::map<std::string, Collective> known = {
+      {"all_reduce_perf", Collective::all_reduce},   {"all_gather_perf", Collective::all_gather},
+      {"reduce_scatter_perf", Collective::reduce_scatter},
+      {"sendrecv_perf", Collective::send_recv},      {"alltoall_perf", Collective::all_to_all},
+      {"broadcast_perf", Collective::broadcast}};
+  const auto it = known.find(test);
+  if (it == known.end()) {
+    throw InputError(source + ": " + test +
+                     ": not a collective trident models (all_reduce_perf, all_gather_perf, "
+                     "reduce_scatter_perf, sendrecv_perf, alltoall_perf, broadcast_perf)");
+  }
+  return it->second;
+}
+
+std::string version_of_code(long long code) {
+  // NCCL_VERSION_CODE: major*10000 + minor*100 + patch since 2.9, major*1000 + minor*100 +
+  // patch before.
+  const long long major = code >= 10000 ? code / 10000 : code / 1000;
+  const long long minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+void set_hosts(NcclTestsTable& table, const std::vector<std::string>& host_of_rank) {
+  std::map<std::string, int> per_host;
+  for (const auto& host : host_of_rank) ++per_host[host];
+  table.hosts = static_cast<int>(per_host.size());
+  table.max_ranks_per_host = 0;
+  for (const auto& [host, count] : per_host) {
+    table.max_ranks_per_host = std::max(table.max_ranks_per_host, count);
+  }
+}
+
+}  // namespace nccl_tests
+
+namespace {
+
+std::vector<std::string> tokens(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string token; in >> token;) out.push_back(token);
+  return out;
+}
+
+/// A number cell: "N/A" -> nullopt; anything else must parse whole ("12.5", "1.2e+05").
+std::optional<double> cell(const std::string& token, const std::string& where) {
+  if (token == "N/A" || token == "nan" || token == "-nan") return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(token.c_str(), &end);
+  if (end == token.c_str() || *end != '\0') {
+    throw InputError(where + ": expected a number or N/A, got '" + token + "'");
+  }
+  return value;
+}
+
+/// Column positions of one header, -1 when absent.
+struct Columns {
+  int size = -1, count = -1, type = -1, redop = -1;
+  int time[2] = {-1, -1}, algbw[2] = {-1, -1}, busbw[2] = {-1, -1}, wrong[2] = {-1, -1};
+  int width = 0;
+};
+
+bool is_header(const std::vector<std::string>& t) {
+  return t.size() > 3 && t[0] == "#" && t[1] == "size" && t[2] == "count";
+}
+
+Columns read_header(const std::vector<std::string>& t) {
+  Columns c;
+  int seen_time = 0, seen_alg = 0, seen_bus = 0, seen_wrong = 0;
+  for (std::size_t i = 1; i < t.size(); ++i) {
+    const int col = static_cast<int>(i) - 1;
+    const std::string& name = t[i];
+    if (name == "size") c.size = col;
+    if (name == "count") c.count = col;
+    if (name == "type") c.type = col;
+    if (name == "redop") c.redop = col;
+    if ((name == "time" || name == "cputime") && seen_time < 2) c.time[seen_time++] = col;
+    if (name == "algbw" && seen_alg < 2) c.algbw[seen_alg++] = col;
+    if (name == "busbw" && seen_bus < 2) c.busbw[seen_bus++] = col;
+    if ((name == "#wrong" || name == "error") && seen_wrong < 2) c.wrong[seen_wrong++] = col;
+    if (name != "timestamp") c.width = col + 1;
+  }
+  return c;
+}
+
+NcclTestsCell read_cell(const std::vector<std::string>& t, const Columns& c, int which,
+                        const std::string& where) {
+  NcclTestsCell out;
+  const auto get = [&](int col) -> std::optional<double> {
+    return col < 0 ? std::nullopt : cell(t[static_cast<std::size_t>(col)], where);
+  };
+  out.time_us = get(c.time[which]);
+  out.algbw_gbps = get(c.algbw[which]);
+  out.busbw_gbps = get(c.busbw[which]);
+  out.wrong = get(c.wrong[which]);
+  return out;
+}
+
+NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
+                      const std::string& where) {
+  if (static_cast<int>(t.size()) < c.width) {
+    throw InputError(where + ": expected " + std::to_string(c.width) + " columns, got " +
+                     std::to_string(t.size()));
+  }
+  NcclTestsRow row;
+  row.bytes = *cell(t[static_cast<std::size_t>(c.size)], where);
+  row.count = c.count < 0 ? 0.0 : cell(t[static_cast<std::size_t>(c.count)], where).value_or(0);
+  if (c.type >= 0) row.type = t[static_cast<std::size_t>(c.type)];
+  if (c.redop >= 0) row.redop = t[static_cast<std::size_t>(c.redop)];
+  row.out_of_place = read_cell(t, c, 0, where);
+  row.in_place = read_cell(t, c, 1, where);
+  return row;
+}
+
+/// What the lines before a table said.
+struct Context {
+  std::optional<std::string> test;
+  std::vector<std::string> host_of_rank;  ///< from "#  Rank  3 ... on HOST device ..."
+  std::string gpu;
+  int threads_x_gpus = 0;                 ///< "# nThread 1 nGpus 8"
+  std::string nccl_version;
+};
+
+void read_device_line(const std::vector<std::string>& t, Context& context) {
+  // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0000:18:00] NVIDIA H100 80GB HBM3"
+  // "#   Rank  0 Pid  12978 on    Orlando device  0 [0x45] GeForce GTX 1080" (old)
+  const auto on = std::find(t.begin(), t.end(), "on");
+  const auto device = std::find(t.begin(), t.end(), "device");
+  if (on == t.end() || on + 1 == t.end() || device == t.end() || t.end() - device < 3) return;
+  context.host_of_rank.push_back(*(on + 1));
+  std::string gpu;
+  for (auto it = device + 3; it != t.end(); ++it) {
+    if (!gpu.empty()) gpu += ' ';
+    gpu += *it;
+  }
+  context.gpu = gpu;
+}
+
+void read_comment(const std::string& line, const std::vector<std::string>& t, Context& context) {
+  if (t.size() > 4 && t[1] == "nThread" && t[3] == "nGpus") {
+    context.threads_x_gpus = std::atoi(t[2].c_str()) * std::atoi(t[4].c_str());
+  } else if (t.size() > 1 && t[1] == "Using" ) {
+    context.host_of_rank.clear();
+  } else if (t.size() > 2 && t[1] == "Rank") {
+    read_device_line(t, context);
+  }
+  const auto library = line.find("nccl-library=");
+  if (library != std::string::npos) {
+    context.nccl_version = nccl_tests::version_of_code(std::atoll(line.c_str() + library + 13));
+  }
+}
+
+void read_plain(const std::string& line, Context& context) {
+  static const std::regex version("NCCL version ([0-9]+\\.[0-9]+\\.[0-9]+)");
+  std::smatch match;
+  if (std::regex_search(line, match, version)) context.nccl_version = match[1].str();
+}
+
+NcclTestsTable start_table(const Context& context, const std::string& source, int line_no) {
+  NcclTestsTable table;
+  std::optional<std::string> test = context.test;
+  if (!test) test = nccl_tests::find_test_name(source);
+  if (!test) {
+    throw InputError(source + ":" + std::to_string(line_no) +
+                     ": cannot tell which nccl-tests binary wrote this table (no '*_perf' name "
+                     "in the log before it, nor in the file name)");
+  }
+  table.test = *test;
+  table.collective = nccl_tests::collective_of(*test, source);
+  table.ranks = context.host_of_rank.empty() ? context.threads_x_gpus
+                                             : static_cast<int>(context.host_of_rank.size());
+  table.gpu = context.gpu;
+  table.nccl_version = context.nccl_version;
+  nccl_tests::set_hosts(table, context.host_of_rank);
+  if (table.ranks <= 0) {
+    throw InputError(source + ":" + std::to_string(line_no) +
+                     ": cannot tell the number of ranks (no '# nThread N nGpus M' line and no "
+                     "'#  Rank' device lines before the table)");
+  }
+  return table;
+}
+
+std::vector<NcclTestsTable> parse_text(const std::string& text, const std::string& source) {
+  std::vector<NcclTestsTable> tables;
+  std::optional<Columns> columns;
+  Context context;
+  std::istringstream in(text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    const auto t = tokens(line);
+    if (t.empty()) continue;
+    if (const auto test = nccl_tests::find_test_name(line)) context.test = test;
+    if (is_header(t)) {
+      tables.push_back(start_table(context, source, line_no));
+      columns = read_header(t);
+    } else if (t[0].front() == '#') {
+      read_comment(line, t, context);
+    } else if (columns && std::isdigit(static_cast<unsigned char>(t[0].front()))) {
+      tables.back().rows.push_back(read_row(t, *columns, source + ":" + std::to_string(line_no)));
+    } else {
+      read_plain(line, context);
+    }
+  }
+  if (tables.empty()) {
+    throw InputError(source + ": no nccl-tests result table (a '#  size  count  type ...' "
+                              "header followed by rows)");
+  }
+  return tables;
+}
+
+}  // namespace
+
+std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text, const std::string& source) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') return nccl_tests::parse_json(text, source);
+  return parse_text(text, source);
+}
+
+Tier infer_tier(const NcclTestsTable& table) {
+  return table.hosts > 1 ? Tier::network : Tier::nvlink;
+}
+
+std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier) {
+  std::vector<CollectiveSample> out;
+  for (const auto& row : table.rows) {
+    const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
+    if (!chosen.time_us || *chosen.time_us <= 0.0 || row.bytes <= 0.0) continue;
+    CollectiveSample sample;
+    sample.collective = table.collective;
+    sample.ranks = table.ranks;
+    sample.tier = tier;
+    sample.bytes = row.bytes;
+    sample.time_s = *chosen.time_us * 1e-6;
+    sample.busbw_gbps = busbw_gbps(table.collective, table.ranks, row.bytes, sample.time_s);
+    out.push_back(sample);
+  }
+  return out;
+}
+
+}  // namespace trident

@@ -1,0 +1,26 @@
+#pragma once
+/// The calibration file (JSON, format in docs/architecture.md and docs/validate.md): written by
+/// `validate` and `calibrate`, read by `plan --calibration`.
+#include <string>
+
+#include "costmodel/calibration.h"
+
+namespace trident {
+
+/// Format version written in "trident_calibration".
+inline constexpr int kCalibrationFormat = 1;
+
+/// Parses a calibration file. Throws InputError naming `source` and the key
+/// ("calib.json: fits[2].busbw_gbps: expected a positive number").
+[[nodiscard]] Calibration parse_calibration(const std::string& text, const std::string& source);
+
+/// Writes the calibration as pretty JSON; "comparison" only when it has rows.
+[[nodiscard]] std::string to_json(const Calibration& calibration);
+
+/// "nvlink" | "pcie" | "network" -> Tier; throws InputError "<what>: expected
+/// nvlink|pcie|network, got 'x'".
+[[nodiscard]] Tier parse_tier(const std::string& text, const std::string& what);
+/// "bf16" | "fp16" | "fp8" | "tf32" | "fp32" -> Dtype; throws InputError like parse_tier.
+[[nodiscard]] Dtype parse_dtype(const std::string& text, const std::string& what);
+
+}  // namespace trident

@@ -1,0 +1,213 @@
+// The GPU backend: NCCL collectives (bootstrapped through MPI, one communicator per group via
+// ncclCommSplit) and cuBLAS GEMMs in the plan's dtype, timed with CUDA events. Plain C++ on the
+// CUDA runtime: inputs are copied from host patterns, outputs are checked on the host.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include "topology/errors.h"
+#include "validate/backend.h"
+#include "validate/cuda_util.h"
+#include "validate/mpi_util.h"
+#include "validate/nccl_tests_common.h"
+#include "validate/patterns.h"
+
+namespace trident {
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+    device_ = pick_device();
+    cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+    cuda_check(cudaGetDeviceProperties(&prop_, device_), "cudaGetDeviceProperties");
+    refuse_shared_gpu(prop_, world_rank_);
+    ncclUniqueId id;
+    if (world_rank_ == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    nccl_check(ncclCommInitRank(&world_, world_size_, id, world_rank_), "ncclCommInitRank");
+    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda_check(cudaEventCreate(&start_), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&stop_), "cudaEventCreate");
+    if (cublasCreate(&blas_) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate");
+    cublasSetStream(blas_, stream_);
+  }
+
+  ~CudaBackend() override {
+    for (auto& [kind, comm] : comms_) ncclCommDestroy(comm);
+    if (world_ != nullptr) ncclCommDestroy(world_);
+    cublasDestroy(blas_);
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaStreamDestroy(stream_);
+  }
+
+  [[nodiscard]] std::string name() const override { return "nccl"; }
+  [[nodiscard]] std::string device_name() const override { return prop_.name; }
+  [[nodiscard]] std::string nccl_version() const override {
+    int code = 0;
+    ncclGetVersion(&code);
+    return nccl_tests::version_of_code(code);
+  }
+
+  void create_group(const GroupMembership& group) override {
+    ncclComm_t comm = nullptr;
+    nccl_check(ncclCommSplit(world_, group.color, group.group_rank, &comm, nullptr),
+               "ncclCommSplit");
+    comms_[group.kind] = comm;
+  }
+
+  [[nodiscard]] RunResult run_collective(const GroupMembership& group, Collective collective,
+                                         std::size_t count, const RunOptions& options) override {
+    const ncclComm_t comm = comms_.at(group.kind);
+    const int n = group.size();
+    const BufferCounts counts = buffer_counts(collective, n, count);
+    DeviceBuffer send(counts.send * sizeof(float));
+    DeviceBuffer recv(counts.recv * sizeof(float));
+    send.upload(input_pattern(collective, n, group.group_rank, count));
+    recv.upload(std::vector<float>(counts.recv, -1.0f));
+    const std::string what = group.describe() + " " + to_string(collective) + " of " +
+                             std::to_string(count * sizeof(float)) + " bytes";
+    const auto launch = [&] { start(collective, group, comm, send.get(), recv.get(), counts); };
+    for (int i = 0; i < options.warmup; ++i) launch();
+    wait(comm, what, options.timeout_s);
+    world_barrier(options.timeout_s);
+    cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    for (int i = 0; i < options.iters; ++i) launch();
+    cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+    wait(comm, what, options.timeout_s);
+    const double time_s = elapsed_s() / options.iters;
+    const std::vector<float> out = recv.download<float>(counts.recv);
+    return {time_s, count_wrong(collective, n, group.group_rank, group.prev(), count, out)};
+  }
+
+  [[nodiscard]] Dtype gemm_dtype(Dtype planned) const override {
+    return planned == Dtype::fp8 ? Dtype::bf16 : planned;  // fp8 needs cuBLASLt scaling
+  }
+
+  [[nodiscard]] RunResult run_gemm(long long m, long long n, long long k, Dtype planned,
+                                   const RunOptions& options) override {
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
+      throw InputError("gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                       std::to_string(k) + ": a dimension exceeds cuBLAS's int range");
+    }
+    const GemmTypes types = gemm_types(gemm_dtype(planned));
+    DeviceBuffer a(static_cast<std::size_t>(m * k) * types.in_bytes);
+    DeviceBuffer b(static_cast<std::size_t>(k * n) * types.in_bytes);
+    DeviceBuffer c(static_cast<std::size_t>(m * n) * types.out_bytes);
+    a.upload_bytes(encode(gemm_matrix_a(m, k), types.in));
+    b.upload_bytes(encode(gemm_matrix_b(k, n), types.in));
+    const float alpha = 1.0f;
+    const float beta = 0.0f;
+    const auto launch = [&] {
+      const cublasStatus_t status = cublasGemmEx(
+          blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
+          static_cast<int>(k), &alpha, a.get(), types.in, static_cast<int>(m), b.get(), types.in,
+          static_cast<int>(k), &beta, c.get(), types.out, static_cast<int>(m), types.compute,
+          CUBLAS_GEMM_DEFAULT);
+      if (status != CUBLAS_STATUS_SUCCESS) {
+        throw std::runtime_error(std::string("cublasGemmEx: ") + cublasGetStatusString(status));
+      }
+    };
+    const std::string what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                             std::to_string(k);
+    for (int i = 0; i < options.warmup; ++i) launch();
+    wait(nullptr, what, options.timeout_s);
+    cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    for (int i = 0; i < options.iters; ++i) launch();
+    cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+    wait(nullptr, what, options.timeout_s);
+    const double time_s = elapsed_s() / options.iters;
+    const std::vector<float> out = decode(c, static_cast<std::size_t>(m * n), types.out);
+    return {time_s, count_wrong_gemm(out, m, n, k, types.tolerance)};
+  }
+
+ private:
+  void start(Collective collective, const GroupMembership& group, ncclComm_t comm,
+             const void* send, void* recv, const BufferCounts& counts) {
+    switch (collective) {
+      case Collective::all_reduce:
+        nccl_check(ncclAllReduce(send, recv, counts.send, ncclFloat, ncclSum, comm, stream_),
+                   "ncclAllReduce");
+        return;
+      case Collective::reduce_scatter:
+        nccl_check(ncclReduceScatter(send, recv, counts.recv, ncclFloat, ncclSum, comm, stream_),
+                   "ncclReduceScatter");
+        return;
+      case Collective::all_gather:
+        nccl_check(ncclAllGather(send, recv, counts.send, ncclFloat, comm, stream_),
+                   "ncclAllGather");
+        return;
+      case Collective::send_recv:
+        nccl_check(ncclGroupStart(), "ncclGroupStart");
+        nccl_check(ncclSend(send, counts.send, ncclFloat, group.next(), comm, stream_), "ncclSend");
+        nccl_check(ncclRecv(recv, counts.recv, ncclFloat, group.prev(), comm, stream_), "ncclRecv");
+        nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+        return;
+      default:
+        throw std::invalid_argument(std::string("validate does not run ") +
+                                    to_string(collective));
+    }
+  }
+
+  /// Polls the stream until idle; on the deadline aborts the communicator, then the job.
+  void wait(ncclComm_t comm, const std::string& what, double timeout_s) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (;;) {
+      const cudaError_t state = cudaStreamQuery(stream_);
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) cuda_check(state, what.c_str());
+      if (comm != nullptr) {
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(comm, &async);
+        if (async != ncclSuccess && async != ncclInProgress) nccl_check(async, what.c_str());
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        if (comm != nullptr) ncclCommAbort(comm);
+        comms_.clear();  // aborted: not to be destroyed
+        abort_hung(what, timeout_s);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  [[nodiscard]] double elapsed_s() const {
+    float ms = 0.0f;
+    cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  int world_rank_ = 0;
+  int world_size_ = 1;
+  int device_ = 0;
+  cudaDeviceProp prop_{};
+  ncclComm_t world_ = nullptr;
+  std::map<GroupKind, ncclComm_t> comms_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+};
+
+}  // namespace
+
+bool cuda_available() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+std::unique_ptr<Backend> make_cuda_backend() {
+  return std::make_unique<CudaBackend>();
+}
+
+}  // namespace trident

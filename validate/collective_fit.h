@@ -1,0 +1,26 @@
+#pragma once
+/// Latency-bandwidth fit of measured collective times, shared by `validate` and `calibrate`.
+#include <vector>
+
+#include "costmodel/calibration.h"
+
+namespace trident {
+
+/// Least-squares fit of t(S) = latency_steps(c, n) * latency_s + S * busbw_factor(c, n) /
+/// (busbw_gbps * 1e9) to the samples of one (collective, ranks, tier), weighting each sample
+/// by 1/t^2 so small and large messages count alike (relative error). A negative intercept is
+/// clamped to zero latency (the slope refitted through the origin). Needs at least one sample
+/// with time > 0; throws std::invalid_argument otherwise.
+[[nodiscard]] CollectiveFit fit_collective(const std::vector<CollectiveSample>& samples);
+
+/// One fit per (collective, ranks, tier) present in `samples`, in order of first appearance;
+/// groups of one rank (no traffic) are skipped.
+[[nodiscard]] std::vector<CollectiveFit> fit_all(const std::vector<CollectiveSample>& samples);
+
+/// nccl-tests' bus bandwidth of one run: S / t / 1e9 x busbw_factor (doc/PERFORMANCE.md).
+[[nodiscard]] double busbw_gbps(Collective collective, int ranks, double bytes, double time_s);
+
+/// Time the fit predicts for a message of `bytes`.
+[[nodiscard]] double fitted_time_s(const CollectiveFit& fit, double bytes);
+
+}  // namespace trident

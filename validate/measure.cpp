@@ -1,0 +1,153 @@
+// Orchestration shared by both backends: sweeps, max over ranks, fits, comparison.
+#include "validate/measure.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "validate/collective_fit.h"
+#include "validate/groups.h"
+#include "validate/mpi_util.h"
+
+namespace trident {
+namespace {
+
+double round_to(double bytes, double quantum) {
+  return std::max(quantum, std::floor(bytes / quantum) * quantum);
+}
+
+double error_pct(double predicted_s, double measured_s) {
+  return measured_s > 0.0 ? (predicted_s - measured_s) / measured_s * 100.0 : 0.0;
+}
+
+/// Measured time of one collective at the plan's size: the sweep point when the plan's size
+/// was run, otherwise the fit's prediction.
+double measured_at(const std::vector<SweepPoint>& sweep, const CollectiveFit& fit,
+                   Collective collective, int ranks, double bytes, bool& extrapolated) {
+  for (const auto& p : sweep) {
+    const auto& s = p.sample;
+    if (s.collective == collective && s.ranks == ranks && s.bytes == bytes) return s.time_s;
+  }
+  extrapolated = true;
+  return fitted_time_s(fit, bytes);
+}
+
+const CollectiveFit& fit_for(const std::vector<CollectiveFit>& fits, Collective collective,
+                             int ranks, Tier tier) {
+  for (const auto& f : fits) {
+    if (f.collective == collective && f.ranks == ranks && f.tier == tier) return f;
+  }
+  throw std::logic_error("measure: no fit for a measured collective");
+}
+
+void measure_comm(Backend& backend, const PlanComm& comm, const GroupMembership& group,
+                  const MeasureOptions& options, Measurement& out) {
+  for (const Collective collective : comm.collectives) {
+    for (const double bytes : sweep_sizes(comm.bytes_per_call, comm.ranks, options.max_bytes)) {
+      const auto count = static_cast<std::size_t>(bytes / sizeof(float));
+      const RunResult run = backend.run_collective(group, collective, count, options.run);
+      SweepPoint point;
+      point.dimension = comm.name;
+      point.sample.collective = collective;
+      point.sample.ranks = comm.ranks;
+      point.sample.tier = comm.tier;
+      point.sample.bytes = bytes;
+      point.sample.time_s = world_max(run.time_s, options.run.timeout_s);
+      point.sample.busbw_gbps = busbw_gbps(collective, comm.ranks, bytes, point.sample.time_s);
+      point.wrong = world_sum(run.wrong, options.run.timeout_s);
+      out.sweep.push_back(point);
+    }
+  }
+}
+
+void compare_comm(const PlanComm& comm, const MeasureOptions& options, Measurement& out) {
+  double measured_s = 0.0;
+  bool extrapolated = false;
+  const double plan_bytes = round_to(comm.bytes_per_call, 4.0 * comm.ranks);
+  for (const Collective collective : comm.collectives) {
+    const auto& fit = fit_for(out.calibration.fits, collective, comm.ranks, comm.tier);
+    measured_s += measured_at(out.sweep, fit, collective, comm.ranks, plan_bytes, extrapolated);
+  }
+  (void)options;
+  if (extrapolated) out.extrapolated.push_back(comm.label());
+  out.calibration.comparison.push_back({comm.label(), comm.time_per_call_s, measured_s,
+                                        error_pct(comm.time_per_call_s, measured_s)});
+}
+
+long long capped(long long dim, long long cap) { return cap > 0 ? std::min(dim, cap) : dim; }
+
+void measure_gemms(Backend& backend, const PlanSpec& plan, const MeasureOptions& options,
+                   Measurement& out) {
+  for (const auto& gemm : plan.gemms) {
+    GemmPoint point;
+    point.planned = gemm;
+    point.measured.m = capped(gemm.m, options.max_gemm_dim);
+    point.measured.n = capped(gemm.n, options.max_gemm_dim);
+    point.measured.k = capped(gemm.k, options.max_gemm_dim);
+    point.measured.dtype = backend.gemm_dtype(plan.dtype);
+    const RunResult run = backend.run_gemm(point.measured.m, point.measured.n, point.measured.k,
+                                           plan.dtype, options.run);
+    const double time_s = world_max(run.time_s, options.run.timeout_s);
+    const PlanGemm shape{gemm.name, point.measured.m, point.measured.n, point.measured.k, 0, 0};
+    point.measured.tflops = shape.flops() / time_s / 1e12;
+    point.wrong = world_sum(run.wrong, options.run.timeout_s);
+    out.gemms.push_back(point);
+    const double predicted_s =
+        gemm.predicted_tflops > 0.0 ? gemm.flops() / (gemm.predicted_tflops * 1e12) : 0.0;
+    const double measured_s = gemm.flops() / (point.measured.tflops * 1e12);
+    out.calibration.comparison.push_back({"gemm " + gemm.name, predicted_s, measured_s,
+                                          error_pct(predicted_s, measured_s)});
+    if (point.measured.m != gemm.m || point.measured.n != gemm.n || point.measured.k != gemm.k) {
+      out.extrapolated.push_back("gemm " + gemm.name);
+    }
+  }
+}
+
+}  // namespace
+
+long long Measurement::wrong() const {
+  long long total = 0;
+  for (const auto& p : sweep) total += p.wrong;
+  for (const auto& g : gemms) total += g.wrong;
+  return total;
+}
+
+std::vector<double> sweep_sizes(double bytes, int ranks, double max_bytes) {
+  const double quantum = 4.0 * ranks;
+  std::vector<double> sizes;
+  for (const double factor : {0.125, 0.25, 0.5, 1.0, 2.0}) {
+    double size = round_to(bytes * factor, quantum);
+    if (max_bytes > 0.0) size = std::min(size, round_to(max_bytes, quantum));
+    sizes.push_back(size);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+Measurement measure_plan(Backend& backend, const PlanSpec& plan, int world_rank,
+                         const MeasureOptions& options) {
+  const RankGroups groups = rank_groups(plan, world_rank);
+  for (const GroupKind kind : {GroupKind::tp, GroupKind::pp, GroupKind::dp}) {
+    backend.create_group(groups.get(kind));
+  }
+  Measurement out;
+  const std::optional<PlanComm>* comms[] = {&plan.tp, &plan.pp, &plan.dp};
+  const GroupKind kinds[] = {GroupKind::tp, GroupKind::pp, GroupKind::dp};
+  for (int i = 0; i < 3; ++i) {
+    if (*comms[i]) measure_comm(backend, **comms[i], groups.get(kinds[i]), options, out);
+  }
+  for (const auto& point : out.sweep) out.calibration.collectives.push_back(point.sample);
+  out.calibration.fits = fit_all(out.calibration.collectives);
+  for (const auto* comm : comms) {
+    if (*comm) compare_comm(**comm, options, out);
+  }
+  measure_gemms(backend, plan, options, out);
+  for (const auto& g : out.gemms) out.calibration.gemms.push_back(g.measured);
+  out.calibration.gpu = backend.device_name();
+  out.calibration.nccl_version = backend.nccl_version();
+  out.calibration.backend = backend.name();
+  out.calibration.source = "validate";
+  return out;
+}
+
+}  // namespace trident

@@ -1,0 +1,55 @@
+#pragma once
+/// nccl-tests output (NVIDIA/nccl-tests) -> measured collective samples. Accepts the text
+/// table of every layout since 2.x (old: "... redop time algbw busbw error ..." without
+/// "root"; new: "... redop root time algbw busbw #wrong ..."), "N/A" cells, exponent forms
+/// ("1.2e+05"), several tables in one file, and the JSON file written with `-J FILE`.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "costmodel/calibration.h"
+
+namespace trident {
+
+/// One measurement of one table row, out-of-place or in-place; nullopt = "N/A" or absent.
+struct NcclTestsCell {
+  std::optional<double> time_us;
+  std::optional<double> algbw_gbps;
+  std::optional<double> busbw_gbps;
+  std::optional<double> wrong;  ///< "#wrong" (new) or max error (old "error" column)
+};
+
+struct NcclTestsRow {
+  double bytes = 0.0;  ///< "size" (S)
+  double count = 0.0;
+  std::string type;
+  std::string redop;
+  NcclTestsCell out_of_place;
+  NcclTestsCell in_place;
+};
+
+struct NcclTestsTable {
+  std::string test;  ///< "all_reduce_perf"
+  Collective collective = Collective::all_reduce;
+  int ranks = 0;
+  std::string gpu;           ///< from the device lines, "" when absent
+  int max_ranks_per_host = 0;  ///< 0 when no device lines
+  int hosts = 0;
+  std::string nccl_version;  ///< "2.19.3", "" when absent
+  std::vector<NcclTestsRow> rows;
+};
+
+/// Parses a text log or a `-J` JSON file (detected by a leading '{'). `source` names the file
+/// in errors and is searched for the test name ("all_gather_perf.log") when the log lacks it.
+/// Throws InputError ("log.txt:12: expected 13 columns, got 9").
+[[nodiscard]] std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text,
+                                                           const std::string& source);
+
+/// Tier from the log: all ranks on one host -> nvlink, otherwise network.
+[[nodiscard]] Tier infer_tier(const NcclTestsTable& table);
+
+/// One sample per row with a time: out-of-place, else in-place; busbw recomputed from size
+/// and time as nccl-tests defines it (the printed column is rounded to 0.01 GB/s).
+[[nodiscard]] std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier);
+
+}  // namespace trident

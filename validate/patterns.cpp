@@ -1,0 +1,75 @@
+// value(rank, i) = (rank + 1)(i % 13 + 1): sums over up to 1,000 ranks stay below 2^24, so
+// fp32 reductions are exact and any difference is an error.
+#include "validate/patterns.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace trident {
+namespace {
+
+float value(int rank, std::size_t i) {
+  return static_cast<float>((rank + 1) * static_cast<int>(i % 13 + 1));
+}
+
+float sum_over_ranks(int ranks, std::size_t i) {
+  return static_cast<float>(static_cast<long long>(i % 13 + 1) * ranks * (ranks + 1) / 2);
+}
+
+[[noreturn]] void unsupported(Collective collective) {
+  throw std::invalid_argument(std::string("validate does not run ") + to_string(collective));
+}
+
+}  // namespace
+
+BufferCounts buffer_counts(Collective collective, int ranks, std::size_t count) {
+  const std::size_t n = static_cast<std::size_t>(ranks);
+  switch (collective) {
+    case Collective::all_reduce:
+    case Collective::send_recv: return {count, count};
+    case Collective::reduce_scatter: return {count, count / n};
+    case Collective::all_gather: return {count / n, count};
+    default: unsupported(collective);
+  }
+}
+
+std::vector<float> input_pattern(Collective collective, int ranks, int rank, std::size_t count) {
+  std::vector<float> out(buffer_counts(collective, ranks, count).send);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = value(rank, i);
+  return out;
+}
+
+long long count_wrong(Collective collective, int ranks, int rank, int prev, std::size_t count,
+                      const std::vector<float>& recv) {
+  const std::size_t chunk = count / static_cast<std::size_t>(ranks);
+  long long wrong = 0;
+  for (std::size_t i = 0; i < recv.size(); ++i) {
+    float expected = 0.0f;
+    switch (collective) {
+      case Collective::all_reduce: expected = sum_over_ranks(ranks, i); break;
+      case Collective::reduce_scatter:
+        expected = sum_over_ranks(ranks, static_cast<std::size_t>(rank) * chunk + i);
+        break;
+      case Collective::all_gather: expected = value(static_cast<int>(i / chunk), i % chunk); break;
+      case Collective::send_recv: expected = value(prev, i); break;
+      default: unsupported(collective);
+    }
+    wrong += recv[i] != expected ? 1 : 0;
+  }
+  return wrong;
+}
+
+long long count_wrong_gemm(const std::vector<float>& c, long long m, long long n, long long k,
+                           double relative_tolerance) {
+  long long wrong = 0;
+  for (long long j = 0; j < n; ++j) {
+    for (long long i = 0; i < m; ++i) {
+      const double expected = static_cast<double>(k) * gemm_a(i) * gemm_b(j);
+      const double got = c[static_cast<std::size_t>(i + j * m)];
+      wrong += std::fabs(got - expected) > relative_tolerance * expected ? 1 : 0;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace trident

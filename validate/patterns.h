@@ -1,0 +1,36 @@
+#pragma once
+/// Input patterns and expected results, as nccl-tests checks every run: each rank fills its
+/// input with small integers (exact in fp32 sums), and every output element is compared with
+/// the value it must have; the count of wrong elements is reported beside the time.
+#include <cstddef>
+#include <vector>
+
+#include "costmodel/collective.h"
+
+namespace trident {
+
+/// Element counts of the send and receive buffers for S = `count` floats on `ranks` ranks
+/// (nccl-tests' convention: S is the whole array for all-gather and reduce-scatter).
+struct BufferCounts {
+  std::size_t send = 0;
+  std::size_t recv = 0;
+};
+[[nodiscard]] BufferCounts buffer_counts(Collective collective, int ranks, std::size_t count);
+
+/// Input of group rank `rank` for `collective`.
+[[nodiscard]] std::vector<float> input_pattern(Collective collective, int ranks, int rank,
+                                               std::size_t count);
+/// Wrong elements in `recv` on group rank `rank`; `prev` is the rank it received from
+/// (send/recv ring).
+[[nodiscard]] long long count_wrong(Collective collective, int ranks, int rank, int prev,
+                                    std::size_t count, const std::vector<float>& recv);
+
+/// GEMM inputs (column-major, C = A B with A m x k, B k x n): A(i, p) = i%3 + 1,
+/// B(p, j) = j%4 + 1, so C(i, j) = k (i%3 + 1)(j%4 + 1) exactly.
+[[nodiscard]] inline float gemm_a(long long row) { return static_cast<float>(row % 3 + 1); }
+[[nodiscard]] inline float gemm_b(long long col) { return static_cast<float>(col % 4 + 1); }
+/// Elements of C (m x n, column-major) off by more than `relative_tolerance`.
+[[nodiscard]] long long count_wrong_gemm(const std::vector<float>& c, long long m, long long n,
+                                         long long k, double relative_tolerance);
+
+}  // namespace trident

@@ -1,0 +1,178 @@
+// plan JSON -> PlanSpec. Only the keys validate uses are read; each is checked for type and
+// range, and an error names the file and the key path.
+#include "validate/plan_reader.h"
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/calibration_io.h"
+#include "topology/errors.h"
+
+namespace trident {
+namespace {
+
+using nlohmann::json;
+
+struct Where {
+  const std::string& source;
+  std::string key;
+  [[nodiscard]] Where operator/(const std::string& name) const { return {source, key + "." + name}; }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError(source + ": " + key + ": " + what);
+  }
+};
+
+const json& need(const json& object, const Where& at, const char* name) {
+  const auto it = object.find(name);
+  if (it == object.end()) (at / name).fail("missing");
+  return *it;
+}
+
+long long positive_integer(const json& object, const Where& at, const char* name) {
+  const json& value = need(object, at, name);
+  if (!value.is_number_integer() || value.get<long long>() <= 0) {
+    (at / name).fail("expected a positive integer");
+  }
+  return value.get<long long>();
+}
+
+double non_negative(const json& object, const Where& at, const char* name) {
+  const json& value = need(object, at, name);
+  if (!value.is_number() || value.get<double>() < 0.0) (at / name).fail("expected a number >= 0");
+  return value.get<double>();
+}
+
+std::string text(const json& object, const Where& at, const char* name) {
+  const json& value = need(object, at, name);
+  if (!value.is_string()) (at / name).fail("expected a string");
+  return value.get<std::string>();
+}
+
+RankOrder rank_order(const json& plan, const Where& at) {
+  const std::string order = text(plan, at, "rank_order");
+  if (order == "tp-dp-pp") return RankOrder::tp_dp_pp;
+  if (order == "tp-pp-dp") return RankOrder::tp_pp_dp;
+  (at / "rank_order").fail("expected tp-dp-pp|tp-pp-dp, got '" + order + "'");
+}
+
+std::vector<Collective> collectives(const std::string& names, const Where& at) {
+  std::vector<Collective> out;
+  std::size_t start = 0;
+  while (start <= names.size()) {
+    const std::size_t end = std::min(names.find('+', start), names.size());
+    try {
+      out.push_back(parse_collective(names.substr(start, end - start)));
+    } catch (const InputError&) {
+      at.fail("unknown collective '" + names + "'");
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::optional<PlanComm> read_comm(const json& comm, const Where& at, const char* name) {
+  if (!comm.contains(name)) return std::nullopt;
+  const json& entry = comm.at(name);
+  const Where here = at / name;
+  if (!entry.is_object()) here.fail("expected an object");
+  PlanComm out;
+  out.name = name;
+  out.collectives = collectives(text(entry, here, "collective"), here / "collective");
+  out.bytes_per_call = non_negative(entry, here, "bytes_per_call");
+  out.calls_per_step = non_negative(entry, here, "calls_per_step");
+  out.ranks = static_cast<int>(positive_integer(entry, here, "ranks"));
+  out.tier = parse_tier(text(entry, here, "tier"), here.source + ": " + (here / "tier").key);
+  out.time_per_call_s = non_negative(entry, here, "time_per_call_s");
+  if (out.ranks == 1 || out.bytes_per_call <= 0.0) return std::nullopt;
+  return out;
+}
+
+PlanGemm read_gemm(const json& entry, const Where& here) {
+  if (!entry.is_object()) here.fail("expected an object");
+  PlanGemm gemm;
+  gemm.name = text(entry, here, "name");
+  gemm.m = positive_integer(entry, here, "m");
+  gemm.n = positive_integer(entry, here, "n");
+  gemm.k = positive_integer(entry, here, "k");
+  gemm.calls_per_step = non_negative(entry, here, "calls_per_step");
+  gemm.predicted_tflops = non_negative(entry, here, "predicted_tflops");
+  return gemm;
+}
+
+void check_comm_sizes(const PlanSpec& spec, const Where& at) {
+  const auto check = [&](const std::optional<PlanComm>& comm, int size) {
+    if (comm && comm->ranks != size) {
+      (at / "comm" / comm->name / "ranks")
+          .fail("expected " + std::to_string(size) + " (the plan's " + comm->name + ")");
+    }
+  };
+  check(spec.tp, spec.config.tp);
+  check(spec.pp, spec.config.pp);
+  check(spec.dp, spec.config.dp);
+}
+
+PlanSpec read_one(const json& plan, const json& document, const Where& at) {
+  PlanSpec spec;
+  if (!plan.is_object()) at.fail("expected an object");
+  spec.config.tp = static_cast<int>(positive_integer(plan, at, "tp"));
+  spec.config.pp = static_cast<int>(positive_integer(plan, at, "pp"));
+  spec.config.dp = static_cast<int>(positive_integer(plan, at, "dp"));
+  spec.order = rank_order(plan, at);
+  const json& comm = need(plan, at, "comm");
+  if (!comm.is_object()) (at / "comm").fail("expected an object");
+  spec.tp = read_comm(comm, at / "comm", "tp");
+  spec.pp = read_comm(comm, at / "comm", "pp");
+  spec.dp = read_comm(comm, at / "comm", "dp");
+  check_comm_sizes(spec, at);
+  const json& gemms = need(plan, at, "gemms");
+  if (!gemms.is_array()) (at / "gemms").fail("expected an array");
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    spec.gemms.push_back(read_gemm(gemms[i], {at.source, at.key + ".gemms[" +
+                                                            std::to_string(i) + "]"}));
+  }
+  const Where model{at.source, "model"};
+  const json& model_entry = need(document, {at.source, ""}, "model");
+  spec.dtype = parse_dtype(text(model_entry, model, "dtype"), at.source + ": model.dtype");
+  if (document.contains("cluster") && document["cluster"].contains("gpu") &&
+      document["cluster"]["gpu"].is_string()) {
+    spec.gpu = document["cluster"]["gpu"].get<std::string>();
+  }
+  return spec;
+}
+
+}  // namespace
+
+std::string PlanComm::label() const {
+  std::string out = name;
+  out += ' ';
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    if (i > 0) out += '+';
+    out += to_string(collectives[i]);
+  }
+  return out;
+}
+
+PlanSpec read_plan(const std::string& text_in, const std::string& source, int index) {
+  json document;
+  try {
+    document = json::parse(text_in);
+  } catch (const json::parse_error& e) {
+    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                     e.what());
+  }
+  if (!document.is_object()) throw InputError(source + ": expected a JSON object");
+  const auto plans = document.find("plans");
+  if (plans == document.end() || !plans->is_array()) {
+    throw InputError(source + ": plans: expected an array of plans");
+  }
+  if (index < 0 || static_cast<std::size_t>(index) >= plans->size()) {
+    throw InputError(source + ": plans[" + std::to_string(index) + "]: missing (the file has " +
+                     std::to_string(plans->size()) + " plans; see --plan-index)");
+  }
+  const Where at{source, "plans[" + std::to_string(index) + "]"};
+  PlanSpec spec = read_one((*plans)[static_cast<std::size_t>(index)], document, at);
+  spec.source = source;
+  spec.index = index;
+  return spec;
+}
+
+}  // namespace trident
