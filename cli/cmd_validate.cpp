@@ -1,12 +1,227 @@
-// trident validate: placeholder until its issue lands (owned by the helper implementing it).
+// trident validate: run a plan's collectives and GEMMs for real (under mpirun / srun), print
+// predicted vs measured, write a calibration file. MPI is initialised here and only here.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+
 #include "cli/commands.h"
+#include "cli/output_file.h"
+#include "costmodel/calibration_io.h"
 #include "topology/errors.h"
+#include "validate/plan_reader.h"
+#ifdef TRIDENT_HAVE_MPI
+#include "validate/backend.h"
+#include "validate/measure.h"
+#include "validate/mpi_util.h"
+#endif
 
 namespace trident::cli {
+namespace {
+
+struct ValidateFlags {
+  std::string plan;
+  int plan_index = 0;
+  std::string backend = "auto";
+  int iters = 20;
+  int warmup = 5;
+  double timeout_s = 60.0;
+  std::string output;
+  double max_bytes = -1.0;       ///< -1: the backend's default
+  long long max_gemm_dim = -1;   ///< -1: the backend's default
+};
+
+/// The launcher's rank before MPI_Init (Open MPI, PMIx, MPICH, Slurm); 0 when none says.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
+
+/// Only rank 0 reports an error every rank hit; the others exit with the same code quietly.
+[[noreturn]] void rethrow_on_rank0(int rank) {
+  if (rank != 0) throw ExitStatus{2};
+  throw;
+}
+
+std::string now_iso8601() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+#ifdef TRIDENT_HAVE_MPI
+
+void print_sweep(const Measurement& m) {
+  fmt::print("\ncollectives (time: mean of the timed runs, max over ranks; busbw as nccl-tests)\n");
+  fmt::print("{:<4} {:<16} {:>5} {:<8} {:>12} {:>12} {:>11} {:>7}\n", "dim", "collective",
+             "ranks", "tier", "bytes", "time_us", "busbw_GB/s", "#wrong");
+  for (const auto& p : m.sweep) {
+    fmt::print("{:<4} {:<16} {:>5} {:<8} {:>12.0f} {:>12.2f} {:>11.3f} {:>7}\n", p.dimension,
+               to_string(p.sample.collective), p.sample.ranks, to_string(p.sample.tier),
+               p.sample.bytes, p.sample.time_s * 1e6, p.sample.busbw_gbps, p.wrong);
+  }
+  fmt::print("\nfits: t(S) = steps x latency + S x factor / busbw\n");
+  for (const auto& f : m.calibration.fits) {
+    fmt::print("  {:<16} ranks {:>4} {:<8} latency {:>9.2f} us  busbw {:>9.3f} GB/s\n",
+               to_string(f.collective), f.ranks, to_string(f.tier), f.latency_s * 1e6,
+               f.busbw_gbps);
+  }
+}
+
+void print_gemms(const Measurement& m) {
+  if (m.gemms.empty()) return;
+  fmt::print("\ngemms (per GPU after the TP split; measured shape may be capped)\n");
+  fmt::print("{:<14} {:>22} {:>22} {:<5} {:>10} {:>10} {:>7}\n", "name", "plan m x n x k",
+             "measured m x n x k", "dtype", "TFLOP/s", "predicted", "#wrong");
+  for (const auto& g : m.gemms) {
+    fmt::print("{:<14} {:>22} {:>22} {:<5} {:>10.3f} {:>10.1f} {:>7}\n", g.planned.name,
+               fmt::format("{}x{}x{}", g.planned.m, g.planned.n, g.planned.k),
+               fmt::format("{}x{}x{}", g.measured.m, g.measured.n, g.measured.k),
+               to_string(g.measured.dtype), g.measured.tflops, g.planned.predicted_tflops,
+               g.wrong);
+  }
+}
+
+void print_comparison(const Measurement& m) {
+  fmt::print("\npredicted vs measured, per call (error = (predicted - measured) / measured)\n");
+  fmt::print("{:<34} {:>14} {:>14} {:>9}\n", "component", "predicted_s", "measured_s", "error");
+  for (const auto& r : m.calibration.comparison) {
+    bool marked = false;
+    for (const auto& e : m.extrapolated) marked = marked || e == r.component;
+    fmt::print("{:<34} {:>14.6g} {:>14.6g} {:>8.1f}%{}\n", r.component, r.predicted_s,
+               r.measured_s, r.error_pct, marked ? " *" : "");
+  }
+  if (!m.extrapolated.empty()) {
+    fmt::print("* measured at a capped size (--max-bytes / --max-gemm-dim): the time at the "
+               "plan's size comes from the fit / the capped shape's TFLOP/s\n");
+  }
+}
+
+std::unique_ptr<Backend> open_backend(const std::string& kind) {
+  if (kind == "cuda") return make_cuda_backend();
+  if (kind == "cpu") return make_mpi_backend();
+  if (kind == "auto") return cuda_available() ? make_cuda_backend() : make_mpi_backend();
+  throw InputError("--backend: expected auto|cuda|cpu, got '" + kind + "'");
+}
+
+MeasureOptions measure_options(const ValidateFlags& flags, const Backend& backend) {
+  const bool gpu = backend.name() == "nccl";
+  MeasureOptions options;
+  options.run = {flags.warmup, flags.iters, flags.timeout_s};
+  options.max_bytes = flags.max_bytes >= 0 ? flags.max_bytes : (gpu ? 1073741824.0 : 16777216.0);
+  options.max_gemm_dim = flags.max_gemm_dim >= 0 ? flags.max_gemm_dim : (gpu ? 0 : 512);
+  return options;
+}
+
+void report(const ValidateFlags& flags, const PlanSpec& plan, const Backend& backend,
+            const MeasureOptions& options, Measurement& m) {
+  m.calibration.date = now_iso8601();
+  fmt::print("trident validate: {} plans[{}]: tp {} x pp {} x dp {} = {} ranks, backend {} ({}{})\n",
+             flags.plan, plan.index, plan.config.tp, plan.config.pp, plan.config.dp,
+             plan.world_size(), backend.name(), backend.device_name(),
+             backend.nccl_version().empty() ? "" : ", NCCL " + backend.nccl_version());
+  fmt::print("{} warm-up + {} timed runs per point; messages capped at {:.0f} bytes; GEMMs in {}{}\n",
+             options.run.warmup, options.run.iters, options.max_bytes,
+             to_string(backend.gemm_dtype(plan.dtype)),
+             options.max_gemm_dim > 0 ? fmt::format(", dims capped at {}", options.max_gemm_dim)
+                                      : std::string());
+  if (backend.name() == "mpi") {
+    fmt::print("CPU backend: MPI over the hosts' network, fp32 GEMMs through OpenBLAS; these "
+               "numbers calibrate a CPU cluster, not a GPU one\n");
+  }
+  print_sweep(m);
+  print_gemms(m);
+  print_comparison(m);
+  if (!flags.output.empty()) {
+    write_output(flags.output, to_json(m.calibration));
+    fmt::print("\nwrote {}\n", flags.output);
+  }
+}
+
+void run_validate(const ValidateFlags& flags, const PlanSpec& plan) {
+  MpiSession mpi;
+  if (mpi.size() != plan.world_size()) {
+    if (mpi.rank() != 0) throw ExitStatus{2};
+    throw InputError(fmt::format(
+        "{}: plans[{}] needs {} ranks (tp {} x pp {} x dp {}) but the launcher started {}: "
+        "use mpirun -np {} (or srun -n {})",
+        flags.plan, plan.index, plan.world_size(), plan.config.tp, plan.config.pp,
+        plan.config.dp, mpi.size(), plan.world_size(), plan.world_size()));
+  }
+  std::unique_ptr<Backend> backend;
+  try {
+    backend = open_backend(flags.backend);
+  } catch (const InputError&) {
+    rethrow_on_rank0(mpi.rank());
+  }
+  const MeasureOptions options = measure_options(flags, *backend);
+  Measurement m;
+  try {
+    m = measure_plan(*backend, plan, mpi.rank(), options);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "trident: error: validate (rank {}): {}\n", mpi.rank(), e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (mpi.rank() == 0) report(flags, plan, *backend, options, m);
+  const long long wrong = m.wrong();
+  backend.reset();
+  if (wrong > 0) {
+    if (mpi.rank() == 0) fmt::print(stderr, "trident: error: validate: {} wrong elements\n", wrong);
+    throw ExitStatus{1};
+  }
+}
+
+#endif  // TRIDENT_HAVE_MPI
+
+void validate(const ValidateFlags& flags) {
+  const int rank = launcher_rank();
+  PlanSpec plan;
+  try {
+    plan = read_plan(read_input_file(flags.plan, "--plan"), flags.plan, flags.plan_index);
+  } catch (const InputError&) {
+    rethrow_on_rank0(rank);
+  }
+#ifdef TRIDENT_HAVE_MPI
+  run_validate(flags, plan);
+#else
+  throw InputError("validate: this trident was built without MPI (install OpenMPI and rebuild)");
+#endif
+}
+
+}  // namespace
 
 void add_validate_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("validate", "not built yet");
-  sub->callback([] { throw InputError("trident validate is not built yet"); });
+  auto flags = std::make_shared<ValidateFlags>();
+  auto* sub = app.add_subcommand(
+      "validate",
+      "Run a plan's collectives and GEMMs for real (launch with mpirun -np N or srun -n N, one "
+      "rank per GPU), print predicted vs measured, write a calibration file");
+  sub->add_option("--plan", flags->plan, "plan JSON from `trident plan --format json`")
+      ->required();
+  sub->add_option("--plan-index", flags->plan_index, "which of plans[] to run (default 0)");
+  sub->add_option("--backend", flags->backend,
+                  "auto (cuda when built with it and a GPU is visible) | cuda | cpu");
+  sub->add_option("--iters", flags->iters, "timed runs per measurement (default 20)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--warmup", flags->warmup, "untimed runs first (default 5)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--timeout-s", flags->timeout_s,
+                  "abort the job when any collective or wait takes longer (default 60)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--max-bytes", flags->max_bytes,
+                  "largest message run (default 1 GiB on GPUs, 16 MiB on the CPU backend); "
+                  "larger plan sizes are predicted from the fit");
+  sub->add_option("--max-gemm-dim", flags->max_gemm_dim,
+                  "cap on each GEMM dimension (default none on GPUs, 512 on the CPU backend)");
+  sub->add_option("--output", flags->output, "calibration file to write (rank 0)");
+  sub->callback([flags] { validate(*flags); });
 }
 
 }  // namespace trident::cli
