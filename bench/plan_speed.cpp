@@ -1,0 +1,68 @@
+// Planner speed: a search with every knob free, on one core.
+//   GPT-3 175B on 4,096 DGX H100 GPUs (512 servers), global batch 1536 (the preset's).
+//   Llama 3 405B on 131,072 DGX H100 GPUs (16,384 servers) and on 129,600 GB200 NVL72 GPUs
+//   (1,800 racks of 72). The preset's 2,048 sequences cannot be split over 8,192+ data
+//   parallel replicas (TP <= 8, PP | 126 layers), so these two use one sequence per GPU at
+//   full data parallelism: global batch = GPU count, which every DP degree divides.
+// Counters: configurations searched, cost-model evaluations per second, placements.
+#include <benchmark/benchmark.h>
+
+#include "costmodel/model_loader.h"
+#include "planner/search.h"
+#include "topology/cluster_loader.h"
+
+namespace {
+
+using trident::Cluster;
+using trident::Model;
+
+Cluster sized(const std::string& preset, int servers) {
+  Cluster cluster = trident::cluster_preset(preset);
+  cluster.servers = servers;
+  return cluster;
+}
+
+Model with_batch(const std::string& preset, long long global_batch) {
+  Model model = trident::model_preset(preset);
+  if (global_batch > 0) model.training.global_batch = global_batch;
+  return model;
+}
+
+void run_search(benchmark::State& state, const Cluster& cluster, const Model& model) {
+  trident::SearchOptions options;  // every knob free
+  long long evaluations = 0;
+  long long configurations = 0;
+  long long placements = 0;
+  for (auto _ : state) {
+    const auto result = trident::search(cluster, model, options);
+    benchmark::DoNotOptimize(result.plans.data());
+    evaluations += result.evaluations;
+    configurations = result.configurations_searched;
+    placements = result.placements;
+  }
+  state.counters["configs"] = static_cast<double>(configurations);
+  state.counters["placements"] = static_cast<double>(placements);
+  state.counters["evals/s"] =
+      benchmark::Counter(static_cast<double>(evaluations), benchmark::Counter::kIsRate);
+}
+
+void BM_plan_gpt3_175b_4096_h100(benchmark::State& state) {
+  run_search(state, sized("dgx-h100", 512), with_batch("gpt3-175b", 0));
+}
+
+void BM_plan_llama3_405b_131072_h100(benchmark::State& state) {
+  run_search(state, sized("dgx-h100", 16384), with_batch("llama3-405b", 131072));
+}
+
+void BM_plan_llama3_405b_129600_gb200(benchmark::State& state) {
+  // 1,800 NVL72 racks x 18 trays of 4 GPUs
+  run_search(state, sized("gb200-nvl72", 1800 * 18), with_batch("llama3-405b", 129600));
+}
+
+}  // namespace
+
+BENCHMARK(BM_plan_gpt3_175b_4096_h100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_plan_llama3_405b_131072_h100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_plan_llama3_405b_129600_gb200)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

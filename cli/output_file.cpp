@@ -1,0 +1,68 @@
+// Reading inputs and writing outputs atomically (temporary file + rename).
+#include "cli/output_file.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "topology/errors.h"
+
+namespace trident::cli {
+
+namespace {
+
+[[noreturn]] void cannot_write(const std::string& path, int error) {
+  throw InputError("--output '" + path + "': cannot write: " + std::strerror(error));
+}
+
+/// Writes all of `text` to `fd`; returns 0 or the errno of the failure.
+int write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return ::fsync(fd) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
+std::string read_input_file(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(flag + " '" + path + "': cannot read: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  std::string pattern = path + ".tmp.XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) cannot_write(path, errno);
+  const int error = write_all(fd, text);
+  ::close(fd);
+  if (error != 0 || std::rename(name.data(), path.c_str()) != 0) {
+    const int reason = error != 0 ? error : errno;
+    std::remove(name.data());
+    cannot_write(path, reason);
+  }
+}
+
+}  // namespace trident::cli

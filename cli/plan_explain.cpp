@@ -1,0 +1,190 @@
+// --explain: one plan in words and numbers.
+#include "cli/plan_explain.h"
+
+#include <fmt/format.h>
+
+#include "cli/plan_report.h"
+#include "planner/layout.h"
+
+namespace trident::cli {
+
+namespace {
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+std::string bytes_text(double bytes) {
+  if (bytes >= 1e9) return fmt::format("{:.2f} GB", bytes / 1e9);
+  if (bytes >= 1e6) return fmt::format("{:.1f} MB", bytes / 1e6);
+  if (bytes >= 1e3) return fmt::format("{:.1f} KB", bytes / 1e3);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+std::string share(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "0%";
+}
+
+/// "nvlink at 450 GB/s per GPU (1 domain)" / "network at 50 GB/s per GPU across 8 domains".
+std::string link_text(const GroupLink& link) {
+  if (link.ranks < 2) return "no traffic (group of one GPU)";
+  if (link.domains < 2) {
+    return fmt::format("{} at {:.0f} GB/s per GPU inside one NVLink domain", to_string(link.tier),
+                       link.intra_gbps);
+  }
+  return fmt::format("{} at {:.1f} GB/s per GPU across {} NVLink domains ({} ranks per domain "
+                     "at {:.0f} GB/s inside)",
+                     to_string(link.tier), link.inter_gbps, link.domains, link.ranks_per_domain,
+                     link.intra_gbps);
+}
+
+std::string knobs_text(const ParallelConfig& c, long long m) {
+  return fmt::format("TP {} x PP {} x DP {}, micro-batch {} ({} micro-batches per step), {}, "
+                     "recompute {}, ZeRO-{}, sequence parallel {}",
+                     c.tp, c.pp, c.dp, c.micro_batch, m,
+                     c.virtual_stages > 1 ? fmt::format("interleaved 1F1B with {} virtual stages",
+                                                        c.virtual_stages)
+                                          : std::string("1F1B"),
+                     to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "off");
+}
+
+std::string three_numbers(const Cluster& cluster, const Model& model, const PlanResult& plan) {
+  const auto& e = plan.estimate;
+  const double tokens = static_cast<double>(model.training.global_batch) * model.seq_len;
+  std::string out = "The three numbers\n";
+  out += fmt::format("  step time    {:.3f} s\n", e.time.step_s);
+  out += fmt::format("  throughput   {:.0f} tokens/s  ({:.0f} tokens per step / {:.3f} s)\n",
+                     e.tokens_per_s, tokens, e.time.step_s);
+  out += fmt::format("  MFU          {:.1f}%  ({:.0f} model TFLOP/s per GPU of {:.0f} dense peak; "
+                     "{:.0f} TFLOP/s executed with recomputation)\n",
+                     100.0 * e.mfu, e.model_tflops_per_gpu,
+                     cluster.gpu.peak_tflops(model.training.dtype), e.hardware_tflops_per_gpu);
+  return out;
+}
+
+std::string step_breakdown(const PlanResult& plan) {
+  const auto& t = plan.estimate.time;
+  std::string out = "Where the step goes (critical path)\n";
+  const auto line = [&](const char* name, double seconds) {
+    out += fmt::format("  {:<26} {:>9.3f} s  {:>6}\n", name, seconds, share(seconds, t.step_s));
+  };
+  line("forward", t.forward_s);
+  line("backward", t.backward_s);
+  line("recompute", t.recompute_s);
+  line("TP communication (exposed)", t.tp_comm_s);
+  line("PP communication (exposed)", t.pp_comm_s);
+  line("DP communication (exposed)", t.dp_comm_s);
+  line("pipeline bubble", t.bubble_s);
+  line("optimizer step", t.optimizer_s);
+  return out;
+}
+
+std::string dimension(const char* name, const std::string& collective, const CommDetail& comm,
+                      double step_s, const char* why) {
+  if (comm.link.ranks < 2) return fmt::format("  {}: size 1, no traffic\n", name);
+  std::string out = fmt::format(
+      "  {}: {} of {} per call, {:.0f} calls per step, {} ranks\n"
+      "      link: {}\n"
+      "      {:.3f} ms per call, {:.3f} s per step in all, {:.3f} s exposed ({} of the step)\n",
+      name, collective, bytes_text(comm.bytes_per_call), comm.calls_per_step, comm.link.ranks,
+      link_text(comm.link), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
+      share(comm.exposed_s, step_s));
+  return out + fmt::format("      why: {}\n", why);
+}
+
+std::string communication(const PlanResult& plan) {
+  const auto& c = plan.config;
+  const auto& e = plan.estimate;
+  const double step = e.time.step_s;
+  std::string out = fmt::format("Communication per dimension (rank order {}, {})\n",
+                                plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp"
+                                                                            : "tp-pp-dp",
+                                "TP innermost as in Megatron-LM");
+  out += dimension("TP", tp_collective_name(c), e.tp, step,
+                   "every layer waits for it, forward and backward; consecutive ranks keep "
+                   "the group inside the fastest domain");
+  out += dimension("PP", pp_collective_name(c), e.pp, step,
+                   "one activation per micro-batch per stage boundary: small bursts, so it "
+                   "tolerates the network");
+  out += dimension("DP", dp_collective_name(c), e.dp, step,
+                   "gradients once per step, overlapped with backward; only the part backward "
+                   "cannot hide counts");
+  return out;
+}
+
+std::string bubble(const PlanResult& plan) {
+  const auto& c = plan.config;
+  const auto& e = plan.estimate;
+  const long long m = e.num_micro_batches;
+  std::string out = "Pipeline bubble\n";
+  if (c.pp < 2) return out + "  none: one pipeline stage\n";
+  const double ideal =
+      static_cast<double>(c.pp - 1) / (static_cast<double>(c.virtual_stages) * static_cast<double>(m));
+  out += fmt::format("  (p-1)/(v*m) = ({}-1)/({}*{}) = {:.2f}% of the ideal time -> {:.3f} s, "
+                     "{} of the step\n",
+                     c.pp, c.virtual_stages, m, 100.0 * ideal, e.time.bubble_s,
+                     share(e.time.bubble_s, e.time.step_s));
+  if (c.virtual_stages > 1) {
+    out += fmt::format("  interleaving cuts it {}x at {}x the point-to-point messages\n",
+                       c.virtual_stages, c.virtual_stages);
+  }
+  return out;
+}
+
+std::string tp_across(const Cluster& cluster, const Model& model, const PlanResult& plan,
+                      const Calibration* calibration, double reserve_gib) {
+  const auto& c = plan.config;
+  std::string out = "If TP crossed two servers\n";
+  if (c.tp < 2) return out + "  TP is 1: there is no TP traffic to move\n";
+  if (plan.placement.tp.domains > 1) {
+    return out + "  TP already spans NVLink domains in this plan (it is wider than one)\n";
+  }
+  const Placement stretched = place_tp_across_domains(cluster, c, plan.placement);
+  if (stretched.tp.domains < 2) return out + "  the cluster has no second NVLink domain\n";
+  EstimateOptions options;
+  options.reserve_gib = reserve_gib;
+  const Estimate other = estimate(cluster, model, c, stretched, calibration, options);
+  const double step = plan.estimate.time.step_s;
+  out += fmt::format("  the same split with each TP group split {}+{} over two servers:\n",
+                     stretched.tp.ranks_per_domain, c.tp - stretched.tp.ranks_per_domain);
+  out += fmt::format("  TP link   {}\n", link_text(stretched.tp));
+  out += fmt::format("  TP comm   {:.3f} s per step exposed (now {:.3f} s)\n", other.tp.exposed_s,
+                     plan.estimate.tp.exposed_s);
+  out += fmt::format("  step time {:.3f} s (now {:.3f} s): {:+.1f}%\n", other.time.step_s, step,
+                     step > 0 ? 100.0 * (other.time.step_s / step - 1.0) : 0.0);
+  out += "  so TP stays inside the box: its all-reduces sit on every layer's critical path\n";
+  return out;
+}
+
+std::string memory(const PlanResult& plan, double reserve_gib) {
+  const auto& m = plan.estimate.memory;
+  std::string out = "Memory on the peak GPU\n";
+  const auto line = [&](const char* name, double bytes) {
+    out += fmt::format("  {:<12} {:>8.2f} GiB\n", name, bytes / kGib);
+  };
+  line("weights", m.weights_bytes);
+  line("gradients", m.gradients_bytes);
+  line("optimizer", m.optimizer_bytes);
+  line("activations", m.activations_bytes);
+  line("other", m.other_bytes);
+  line("total", m.total_bytes);
+  out += fmt::format("  usable       {:>8.2f} GiB ({:.0f} GiB reserved for context and NCCL "
+                     "buffers): {}\n",
+                     m.capacity_bytes / kGib, reserve_gib, m.fits ? "fits" : "does NOT fit");
+  return out;
+}
+
+}  // namespace
+
+std::string explain_plan(const Cluster& cluster, const Model& model, const PlanResult& plan,
+                         std::size_t rank, const Calibration* calibration, double reserve_gib) {
+  std::string out = fmt::format("Plan #{}: {}\n", rank,
+                                knobs_text(plan.config, plan.estimate.num_micro_batches));
+  for (const std::string& part :
+       {three_numbers(cluster, model, plan), step_breakdown(plan), communication(plan),
+        bubble(plan), tp_across(cluster, model, plan, calibration, reserve_gib),
+        memory(plan, reserve_gib)}) {
+    out.append("\n").append(part);
+  }
+  return out;
+}
+
+}  // namespace trident::cli

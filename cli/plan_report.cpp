@@ -1,0 +1,263 @@
+// plan output: table, CSV and JSON.
+#include "cli/plan_report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace trident::cli {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+const char* on_off(bool value) { return value ? "on" : "off"; }
+
+std::string grouped(double value) {
+  const std::string digits = fmt::format("{:.0f}", value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    const std::size_t left = digits.size() - i;
+    if (i > 0 && left % 3 == 0 && digits[i - 1] != '-') out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+Json link_gbps(const GroupLink& link) {
+  if (link.ranks < 2) return 0.0;
+  return link.domains > 1 ? link.inter_gbps : link.intra_gbps;
+}
+
+Json comm_json(const CommDetail& comm, const std::string& collective) {
+  return Json{{"collective", collective},
+              {"bytes_per_call", comm.bytes_per_call},
+              {"calls_per_step", comm.calls_per_step},
+              {"ranks", comm.link.ranks},
+              {"tier", link_name(comm.link)},
+              {"gbps", link_gbps(comm.link)},
+              {"time_per_call_s", comm.time_per_call_s},
+              {"total_s", comm.total_s},
+              {"exposed_s", comm.exposed_s}};
+}
+
+Json gemms_json(const Model& model, const PlanResult& plan) {
+  Json out = Json::array();
+  // predicted_tflops: the throughput the step time assumes for the GPU's GEMMs (hardware
+  // FLOPs per GPU over the compute seconds).
+  const auto& t = plan.estimate.time;
+  const double flops_per_gpu = plan.estimate.hardware_flops / plan.config.gpus();
+  const double predicted = t.compute_s() > 0 ? flops_per_gpu / t.compute_s() / 1e12 : 0.0;
+  for (const auto& gemm : gemm_shapes(model, plan.config)) {
+    out.push_back(Json{{"name", gemm.name}, {"m", gemm.m}, {"n", gemm.n}, {"k", gemm.k},
+                       {"calls_per_step", gemm.calls_per_step}, {"predicted_tflops", predicted}});
+  }
+  return out;
+}
+
+Json plan_json(const Model& model, const PlanResult& plan) {
+  const auto& c = plan.config;
+  const auto& e = plan.estimate;
+  const auto& p = plan.placement;
+  const auto& mem = e.memory;
+  Json json{
+      {"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"micro_batch", c.micro_batch},
+      {"num_micro_batches", e.num_micro_batches}, {"virtual_stages", c.virtual_stages},
+      {"recompute", to_string(c.recompute)}, {"zero", c.zero},
+      {"sequence_parallel", c.sequence_parallel}, {"step_time_s", e.time.step_s},
+      {"tokens_per_s", e.tokens_per_s}, {"model_tflops_per_gpu", e.model_tflops_per_gpu},
+      {"hardware_tflops_per_gpu", e.hardware_tflops_per_gpu}, {"mfu", e.mfu},
+      {"memory_gib_per_gpu", mem.total_bytes / kGib}, {"fits", mem.fits},
+      {"bubble_fraction", e.bubble_fraction}};
+  json["time"] = Json{{"compute_s", e.time.compute_s()}, {"tp_comm_s", e.time.tp_comm_s},
+                      {"pp_comm_s", e.time.pp_comm_s}, {"dp_comm_s", e.time.dp_comm_s},
+                      {"bubble_s", e.time.bubble_s}, {"exposed_comm_s", e.time.exposed_comm_s()},
+                      {"forward_s", e.time.forward_s}, {"backward_s", e.time.backward_s},
+                      {"recompute_s", e.time.recompute_s}, {"optimizer_s", e.time.optimizer_s}};
+  json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
+                            {"gradients", mem.gradients_bytes / kGib},
+                            {"optimizer", mem.optimizer_bytes / kGib},
+                            {"activations", mem.activations_bytes / kGib},
+                            {"other", mem.other_bytes / kGib},
+                            {"capacity", mem.capacity_bytes / kGib}};
+  json["links"] = Json{{"tp", link_name(p.tp)}, {"pp", link_name(p.pp)}, {"dp", link_name(p.dp)}};
+  json["collectives"] = Json{{"tp", tp_collective_name(c)}, {"pp", pp_collective_name(c)},
+                             {"dp", dp_collective_name(c)}};
+  json["rank_order"] = p.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp";
+  json["comm"] = Json{{"tp", comm_json(e.tp, tp_collective_name(c))},
+                      {"pp", comm_json(e.pp, pp_collective_name(c))},
+                      {"dp", comm_json(e.dp, dp_collective_name(c))}};
+  json["gemms"] = gemms_json(model, plan);
+  if (!plan.infeasible_reason.empty()) json["reason"] = plan.infeasible_reason;
+  return json;
+}
+
+Json cluster_json(const Cluster& cluster, int gpus_used) {
+  return Json{{"name", cluster.name}, {"gpus", gpus_used}, {"servers", cluster.servers},
+              {"gpu", cluster.gpu.name}, {"gpus_per_server", cluster.gpus_per_server},
+              {"domain_gpus", cluster.nvlink.domain_gpus}, {"total_gpus", cluster.gpus()}};
+}
+
+Json model_json(const Model& model) {
+  return Json{{"name", model.name}, {"parameters", count_parameters(model).total},
+              {"layers", model.layers}, {"hidden", model.hidden}, {"heads", model.heads},
+              {"kv_heads", model.kv_heads}, {"ffn_hidden", model.ffn_hidden},
+              {"ffn", to_string(model.ffn)}, {"vocab", model.vocab}, {"seq_len", model.seq_len},
+              {"global_batch", model.training.global_batch},
+              {"dtype", to_string(model.training.dtype)}};
+}
+
+std::string memory_text(const PlanResult& plan) {
+  return fmt::format("{:.1f} GiB", plan.estimate.memory.total_bytes / kGib);
+}
+
+std::string tiers_text(const PlanResult& plan) {
+  return fmt::format("{}/{}/{}", link_name(plan.placement.tp), link_name(plan.placement.pp),
+                     link_name(plan.placement.dp));
+}
+
+std::string table_row(std::size_t rank, const PlanResult& plan) {
+  const auto& c = plan.config;
+  const auto& e = plan.estimate;
+  return fmt::format("{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9.3f} {:>12} "
+                     "{:>6.1f} {:>10} {:>7.1f}  {}",
+                     rank, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
+                     to_string(c.recompute), c.zero, on_off(c.sequence_parallel), e.time.step_s,
+                     grouped(e.tokens_per_s), 100.0 * e.mfu, memory_text(plan),
+                     100.0 * e.bubble_fraction, tiers_text(plan));
+}
+
+std::string table_header() {
+  return fmt::format("{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9} {:>12} {:>6} "
+                     "{:>10} {:>7}  {}\n",
+                     "rank", "TP", "PP", "DP", "mb", "VP", "recompute", "ZeRO", "SP", "step (s)",
+                     "tokens/s", "MFU %", "mem/GPU", "bubble%", "link TP/PP/DP");
+}
+
+std::string search_summary(const SearchResult& result, const ReportContext& context) {
+  return fmt::format("searched {} configurations ({} cost-model evaluations, {} placements) in "
+                     "{:.2f} s; {} fit in memory",
+                     grouped(static_cast<double>(result.configurations_searched)),
+                     grouped(static_cast<double>(result.evaluations)),
+                     grouped(static_cast<double>(result.placements)), context.search_seconds,
+                     grouped(static_cast<double>(result.feasible)));
+}
+
+}  // namespace
+
+std::string link_name(const GroupLink& link) {
+  return link.ranks < 2 ? "none" : to_string(link.tier);
+}
+
+std::string tp_collective_name(const ParallelConfig& config) {
+  if (config.tp < 2) return "none";
+  return config.sequence_parallel ? "reduce-scatter+all-gather" : "all-reduce";
+}
+
+std::string pp_collective_name(const ParallelConfig& config) {
+  return config.pp < 2 ? "none" : "send-recv";
+}
+
+std::string dp_collective_name(const ParallelConfig& config) {
+  if (config.dp < 2) return "none";
+  return config.zero == 0 ? "all-reduce" : "reduce-scatter+all-gather";
+}
+
+std::vector<GemmShape> gemm_shapes(const Model& model, const ParallelConfig& config) {
+  const long long rows = static_cast<long long>(config.micro_batch) * model.seq_len;
+  const long long t = config.tp;
+  const long long h = model.hidden;
+  const long long f = model.ffn_hidden;
+  const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
+  const double layer_calls = passes * (model.layers / config.pp) *
+                             static_cast<double>(config.num_micro_batches(model.training.global_batch));
+  const long long up = is_gated(model.ffn) ? 2 * f : f;
+  std::vector<GemmShape> out{
+      {"qkv", rows, (h + 2LL * model.kv_hidden()) / t, h, layer_calls},
+      {"attention_out", rows, h, h / t, layer_calls},
+      {"ffn_up", rows, up / t, h, layer_calls},
+      {"ffn_down", rows, h, f / t, layer_calls}};
+  // The output layer runs on the last stage only, once per micro-batch.
+  out.push_back({"logits", rows, model.vocab / t, h,
+                 3.0 * static_cast<double>(config.num_micro_batches(model.training.global_batch))});
+  return out;
+}
+
+std::string format_table(const SearchResult& result, const ReportContext& context) {
+  std::string out;
+  for (const auto& line : context.assumptions) out += "# " + line + "\n";
+  for (const auto& line : context.failures) out += "# failure: " + line + "\n";
+  if (!context.calibration_source.empty()) {
+    out += "# calibration: measured GEMM and collective values from " + context.calibration_source +
+           " replace the default efficiencies\n";
+  }
+  out += "# " + search_summary(result, context) + "\n";
+  out += "# link TP/PP/DP: the tier of the slowest group of each dimension (none = size 1)\n";
+  out += table_header();
+  for (std::size_t i = 0; i < result.plans.size(); ++i) out += table_row(i + 1, result.plans[i]) + "\n";
+  if (!result.infeasible.empty()) {
+    out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
+                       grouped(static_cast<double>(result.configurations_searched - result.feasible)),
+                       grouped(static_cast<double>(result.configurations_searched)));
+    out += table_header();
+    for (std::size_t i = 0; i < result.infeasible.size(); ++i) {
+      const auto& plan = result.infeasible[i];
+      out += table_row(i + 1, plan) + "  " + plan.infeasible_reason + "\n";
+    }
+  }
+  return out;
+}
+
+std::string format_csv(const SearchResult& result, const ReportContext& /*context*/) {
+  std::string out =
+      "rank,tp,pp,dp,micro_batch,num_micro_batches,virtual_stages,recompute,zero,"
+      "sequence_parallel,step_time_s,tokens_per_s,mfu,memory_gib_per_gpu,fits,bubble_fraction,"
+      "link_tp,link_pp,link_dp,rank_order,reason\n";
+  auto row = [&out](std::size_t rank, const PlanResult& plan) {
+    const auto& c = plan.config;
+    const auto& e = plan.estimate;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},"
+                       "{},\"{}\"\n",
+                       rank, c.tp, c.pp, c.dp, c.micro_batch, e.num_micro_batches,
+                       c.virtual_stages, to_string(c.recompute), c.zero,
+                       c.sequence_parallel ? "true" : "false", e.time.step_s, e.tokens_per_s, e.mfu,
+                       e.memory.total_bytes / kGib, e.memory.fits ? "true" : "false",
+                       e.bubble_fraction, link_name(plan.placement.tp),
+                       link_name(plan.placement.pp), link_name(plan.placement.dp),
+                       plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
+                       plan.infeasible_reason);
+  };
+  for (std::size_t i = 0; i < result.plans.size(); ++i) row(i + 1, result.plans[i]);
+  for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i]);
+  return out;
+}
+
+std::string format_json(const SearchResult& result, const ReportContext& context,
+                        const std::string& explain_text) {
+  const Model& model = *context.model;
+  Json doc;
+  doc["cluster"] = cluster_json(*context.cluster, result.gpus);
+  doc["model"] = model_json(model);
+  doc["failures"] = context.failures;
+  Json plans = Json::array();
+  for (const auto& plan : result.plans) plans.push_back(plan_json(model, plan));
+  doc["plans"] = plans;
+  if (!result.infeasible.empty()) {
+    Json infeasible = Json::array();
+    for (const auto& plan : result.infeasible) infeasible.push_back(plan_json(model, plan));
+    doc["infeasible"] = infeasible;
+  }
+  doc["search"] = Json{{"configurations_searched", result.configurations_searched},
+                       {"feasible", result.feasible},
+                       {"evaluations", result.evaluations},
+                       {"placements", result.placements},
+                       {"seconds", context.search_seconds}};
+  doc["assumptions"] = context.assumptions;
+  doc["calibration"] = context.calibration_source.empty() ? Json(nullptr)
+                                                          : Json(context.calibration_source);
+  if (!explain_text.empty()) doc["explain"] = explain_text;
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace trident::cli

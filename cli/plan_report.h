@@ -1,0 +1,47 @@
+#pragma once
+/// Formats a search result: table (default), JSON (DESIGN.md keys plus docs/architecture.md's
+/// "Plan JSON" extras), CSV. No modelling here: every number comes from the planner.
+#include <string>
+#include <vector>
+
+#include "costmodel/model.h"
+#include "planner/search.h"
+#include "topology/cluster.h"
+
+namespace trident::cli {
+
+/// What the report says besides the plans.
+struct ReportContext {
+  const Cluster* cluster = nullptr;
+  const Model* model = nullptr;
+  std::vector<std::string> assumptions;  ///< first lines of the table: what was assumed
+  std::vector<std::string> failures;     ///< --fail-link specs applied, described
+  std::string calibration_source;        ///< file whose measurements were used; "" = defaults
+  double search_seconds = 0.0;
+};
+
+[[nodiscard]] std::string format_table(const SearchResult& result, const ReportContext& context);
+[[nodiscard]] std::string format_csv(const SearchResult& result, const ReportContext& context);
+/// `explain_text` is added under "explain" when not empty.
+[[nodiscard]] std::string format_json(const SearchResult& result, const ReportContext& context,
+                                      const std::string& explain_text = "");
+
+/// Name of the traffic of a dimension as the JSON and table show it: "none" for a group of
+/// one, "all-reduce", "reduce-scatter+all-gather" (sequence parallel TP; ZeRO DP), "send-recv".
+[[nodiscard]] std::string tp_collective_name(const ParallelConfig& config);
+[[nodiscard]] std::string pp_collective_name(const ParallelConfig& config);
+[[nodiscard]] std::string dp_collective_name(const ParallelConfig& config);
+/// "nvlink" | "pcie" | "network", or "none" for a group of one GPU.
+[[nodiscard]] std::string link_name(const GroupLink& link);
+
+/// One GEMM shape a GPU runs per layer (after the TP split), for validate.
+struct GemmShape {
+  std::string name;
+  long long m = 0;
+  long long n = 0;
+  long long k = 0;
+  double calls_per_step = 0.0;  ///< forward + the two backward GEMMs (+1 with full recompute)
+};
+[[nodiscard]] std::vector<GemmShape> gemm_shapes(const Model& model, const ParallelConfig& config);
+
+}  // namespace trident::cli

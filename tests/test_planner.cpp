@@ -1,0 +1,342 @@
+// planner: enumeration rules, pins and limits, ordering, rank orders, placement tiers, export.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "costmodel/placement.h"
+#include "planner/export.h"
+#include "planner/layout.h"
+#include "planner/search.h"
+#include "topology/errors.h"
+
+using namespace trident;
+
+namespace {
+
+Gpu h100() {
+  Gpu gpu;
+  gpu.name = "h100-sxm-80g";
+  gpu.peak_tflops_bf16 = 989.0;
+  gpu.peak_tflops_fp16 = 989.0;
+  gpu.peak_tflops_tf32 = 494.0;
+  gpu.memory_gib = 80.0;
+  gpu.memory_gbps = 3350.0;
+  gpu.pcie_gbps = 64.0;
+  return gpu;
+}
+
+/// `servers` DGX H100-like servers: 8 GPUs, one NVSwitch domain each, 8 x 400 Gb/s NICs.
+Cluster dgx(int servers, int gpus_per_server = 8) {
+  Cluster cluster;
+  cluster.name = "test-dgx";
+  cluster.gpu = h100();
+  cluster.servers = servers;
+  cluster.gpus_per_server = gpus_per_server;
+  cluster.nvlink.domain_gpus = gpus_per_server;
+  cluster.network.nics_per_server = gpus_per_server;
+  return cluster;
+}
+
+/// A tiny transformer: 4 layers, 4 heads, 2 KV heads, global batch 8 sequences.
+Model tiny() {
+  Model model;
+  model.name = "tiny";
+  model.layers = 4;
+  model.hidden = 64;
+  model.heads = 4;
+  model.kv_heads = 2;
+  model.ffn_hidden = 256;
+  model.vocab = 128;
+  model.seq_len = 32;
+  model.training.global_batch = 8;
+  return model;
+}
+
+SearchOptions keep_all() {
+  SearchOptions options;
+  options.keep = 100000;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("divisors are sorted and complete", "[planner]") {
+  CHECK(divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
+  CHECK(divisors(1) == std::vector<int>{1});
+  CHECK(divisors(49) == std::vector<int>{1, 7, 49});
+}
+
+TEST_CASE("rank strides agree with the placement helpers", "[planner]") {
+  ParallelConfig config;
+  config.tp = 2;
+  config.pp = 3;
+  config.dp = 4;
+  for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
+    const auto strides = rank_strides(config, order);
+    const auto dp = dp_group(config, order, 0);
+    const auto pp = pp_group(config, order, 0);
+    CHECK(tp_group(config, order, 0) == std::vector<int>{0, 1});
+    CHECK(dp[1] - dp[0] == strides.dp);
+    CHECK(pp[1] - pp[0] == strides.pp);
+  }
+  // tp-dp-pp: DP next to TP (stride 2), PP outermost (stride 2*4 = 8).
+  CHECK(rank_strides(config, RankOrder::tp_dp_pp).dp == 2);
+  CHECK(rank_strides(config, RankOrder::tp_dp_pp).pp == 8);
+  // tp-pp-dp: PP next to TP (stride 2), DP outermost (stride 2*3 = 6).
+  CHECK(rank_strides(config, RankOrder::tp_pp_dp).pp == 2);
+  CHECK(rank_strides(config, RankOrder::tp_pp_dp).dp == 6);
+}
+
+TEST_CASE("placement tiers on two DGX servers", "[planner]") {
+  const Cluster cluster = dgx(2);
+  ParallelConfig config;
+  config.tp = 4;
+  config.pp = 2;
+  config.dp = 2;
+  SECTION("tp-dp-pp: TP and DP inside a server, PP crosses") {
+    const auto placement = place(cluster, config, RankOrder::tp_dp_pp);
+    CHECK(placement.tp.tier == Tier::nvlink);  // ranks 0-3 on server 0
+    CHECK(placement.dp.tier == Tier::nvlink);  // ranks 0 and 4 on server 0
+    CHECK(placement.pp.tier == Tier::network); // ranks 0 and 8: servers 0 and 1
+    CHECK(placement.order == RankOrder::tp_dp_pp);
+  }
+  SECTION("tp-pp-dp: PP inside a server, DP crosses") {
+    const auto placement = place(cluster, config, RankOrder::tp_pp_dp);
+    CHECK(placement.tp.tier == Tier::nvlink);
+    CHECK(placement.pp.tier == Tier::nvlink);  // ranks 0 and 4
+    CHECK(placement.dp.tier == Tier::network); // ranks 0 and 8
+    CHECK(placement.dp.domains == 2);
+  }
+  SECTION("TP of 16 spans both servers and is priced as network") {
+    ParallelConfig wide;
+    wide.tp = 16;
+    const auto placement = place(cluster, wide, RankOrder::tp_dp_pp);
+    CHECK(placement.tp.tier == Tier::network);
+    CHECK(placement.tp.domains == 2);
+    CHECK(placement.tp.ranks == 16);
+    CHECK(placement.dp.ranks == 1);
+  }
+  SECTION("TP stretched across two servers for --explain") {
+    const auto base = place(cluster, config, RankOrder::tp_dp_pp);
+    const auto stretched = place_tp_across_domains(cluster, config, base);
+    CHECK(stretched.tp.tier == Tier::network);
+    CHECK(stretched.tp.domains == 2);
+    CHECK(stretched.tp.ranks_per_domain == 2);  // 4 ranks: 2 per server
+    CHECK(stretched.pp.tier == base.pp.tier);
+  }
+}
+
+TEST_CASE("the slowest TP group is not always rank 0's", "[planner]") {
+  // 2 servers x 6 GPUs, TP 4: groups {0-3}, {4-7}, {8-11}; {4-7} straddles the servers.
+  const Cluster cluster = dgx(2, 6);
+  ParallelConfig config;
+  config.tp = 4;
+  config.dp = 3;
+  const auto placement = place(cluster, config, RankOrder::tp_dp_pp);
+  CHECK(placement.tp.tier == Tier::network);
+  CHECK(placement.tp.domains == 2);
+}
+
+TEST_CASE("placement under failures", "[planner]") {
+  ParallelConfig config;
+  config.tp = 8;
+  config.dp = 2;
+  SECTION("a GPU with an NVLink down slows its TP group") {
+    Cluster cluster = dgx(2);
+    cluster.health.nvlinks_down[9] = 1;  // GPU 1 of server 1: 17 of 18 links left
+    const auto placement = place(cluster, config, RankOrder::tp_dp_pp);
+    const std::vector<int> hit{8, 9, 10, 11, 12, 13, 14, 15};
+    const auto expected = query_group(cluster, hit);
+    CHECK(placement.tp.intra_gbps == Approx(expected.intra_gbps));
+    CHECK(placement.tp.intra_gbps < query_group(dgx(2), hit).intra_gbps);
+  }
+  SECTION("ranks skip a dead server") {
+    Cluster cluster = dgx(3);
+    cluster.health.dead_servers.insert(1);
+    const auto live = live_gpus(cluster);
+    REQUIRE(live.size() == 16u);
+    CHECK(live[8] == 16);  // rank 8 runs on server 2's first GPU
+    const auto placement = place(cluster, config, RankOrder::tp_dp_pp);
+    CHECK(placement.tp.tier == Tier::nvlink);
+    CHECK(placement.dp.tier == Tier::network);
+    ParallelConfig too_big;
+    too_big.tp = 8;
+    too_big.dp = 3;
+    CHECK_THROWS_WITH(place(cluster, too_big, RankOrder::tp_dp_pp),
+                      "placement needs 24 GPUs, the cluster has 16 live");
+  }
+}
+
+TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
+  // tiny on 8 GPUs: tp | gcd(4 heads, 2 kv) -> {1,2}; pp | 4 layers -> {1,2,4}; dp = 8/(tp*pp).
+  // (tp,pp,dp) mb-vp combos (vp>1 needs pp>1 and m % pp == 0, vp | 4/pp):
+  //  (1,1,8): mb{1} -> 1            x 12 knobs (3 recompute x 4 zero, no SP) = 12
+  //  (1,2,4): mb1 m=2 vp{1,2}; mb2 m=1 vp{1} -> 3  x 12 = 36
+  //  (1,4,2): mb{1,2,4}, vp{1} -> 3 x 12 = 36
+  //  (2,1,4): mb{1,2} -> 2          x 24 (SP on/off) = 48
+  //  (2,2,2): mb1 m=4 vp{1,2}; mb2 m=2 vp{1,2}; mb4 m=1 vp{1} -> 5 x 24 = 120
+  //  (2,4,1): mb{1,2,4,8} -> 4      x 24 = 96
+  // total 12 + 36 + 36 + 48 + 120 + 96 = 348
+  const auto result = search(dgx(1), tiny(), keep_all());
+  CHECK(result.configurations_searched == 348);
+  CHECK(result.gpus == 8);
+  CHECK(result.feasible == static_cast<long long>(result.plans.size()));
+  for (const auto& plan : result.plans) {
+    const auto& c = plan.config;
+    CHECK(c.gpus() == 8);
+    CHECK(4 % c.tp == 0);
+    CHECK(2 % c.tp == 0);
+    CHECK(4 % c.pp == 0);
+    CHECK(8 % (c.dp * c.micro_batch) == 0);
+    if (c.virtual_stages > 1) CHECK(c.num_micro_batches(8) % c.pp == 0);
+    if (c.tp == 1) CHECK_FALSE(c.sequence_parallel);
+    CHECK(plan.estimate.memory.fits);
+  }
+}
+
+TEST_CASE("plans are sorted best first, deterministically", "[planner]") {
+  const auto first = search(dgx(1), tiny(), keep_all());
+  const auto again = search(dgx(1), tiny(), keep_all());
+  REQUIRE(first.plans.size() == again.plans.size());
+  CHECK(std::is_sorted(first.plans.begin(), first.plans.end(), better_plan));
+  for (std::size_t i = 0; i < first.plans.size(); ++i) {
+    CHECK(first.plans[i].estimate.time.step_s == again.plans[i].estimate.time.step_s);
+    CHECK_FALSE(better_plan(first.plans[i], again.plans[i]));
+    CHECK_FALSE(better_plan(again.plans[i], first.plans[i]));
+  }
+  SearchOptions top3;
+  top3.keep = 3;
+  const auto best = search(dgx(1), tiny(), top3);
+  REQUIRE(best.plans.size() == 3u);
+  CHECK(best.configurations_searched == 348);
+  CHECK(best.plans[0].estimate.time.step_s == first.plans[0].estimate.time.step_s);
+}
+
+TEST_CASE("pins and TP limits narrow the search", "[planner]") {
+  SearchOptions options = keep_all();
+  SECTION("min-tp 2: 48 + 120 + 96 = 264") {
+    options.min_tp = 2;
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 264);
+  }
+  SECTION("max-tp 1: 12 + 36 + 36 = 84") {
+    options.max_tp = 1;
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 84);
+  }
+  SECTION("tp 2, pp 2: 120, all obeying the pins") {
+    options.tp = 2;
+    options.pp = 2;
+    const auto result = search(dgx(1), tiny(), options);
+    CHECK(result.configurations_searched == 120);
+    for (const auto& plan : result.plans) {
+      CHECK(plan.config.tp == 2);
+      CHECK(plan.config.pp == 2);
+    }
+  }
+  SECTION("every knob pinned: exactly one configuration") {
+    options.tp = 2;
+    options.pp = 2;
+    options.dp = 2;
+    options.micro_batch = 1;
+    options.vp = 2;
+    options.recompute = Recompute::selective;
+    options.zero = 1;
+    options.sequence_parallel = true;
+    const auto result = search(dgx(1), tiny(), options);
+    CHECK(result.configurations_searched == 1);
+    REQUIRE(result.plans.size() == 1u);
+    CHECK(result.plans[0].config.virtual_stages == 2);
+    CHECK(result.plans[0].config.recompute == Recompute::selective);
+  }
+  SECTION("sequence parallel on excludes TP 1") {
+    options.sequence_parallel = true;
+    // only tp 2 splits, SP fixed: (48 + 120 + 96) / 2 = 132
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 132);
+  }
+}
+
+TEST_CASE("impossible pins are refused with one line", "[planner]") {
+  SearchOptions options;
+  options.tp = 3;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--tp 3: must divide the model's heads (4) and kv_heads (2)");
+  options = {};
+  options.pp = 3;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options), "--pp 3: must divide the model's layers (4)");
+  options = {};
+  options.min_tp = 4;
+  options.max_tp = 2;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options), "--min-tp 4 is above --max-tp 2");
+  options = {};
+  options.dp = 3;
+  CHECK_THROWS_AS(search(dgx(1), tiny(), options), PlanError);
+}
+
+TEST_CASE("both rank orders are tried and the better kept", "[planner]") {
+  const Cluster cluster = dgx(2);
+  Model model = tiny();
+  model.training.global_batch = 16;
+  ParallelConfig config;
+  config.tp = 2;
+  config.pp = 2;
+  config.dp = 4;
+  config.micro_batch = 1;
+  const auto a = estimate(cluster, model, config, place(cluster, config, RankOrder::tp_dp_pp));
+  const auto b = estimate(cluster, model, config, place(cluster, config, RankOrder::tp_pp_dp));
+  const auto best = evaluate_plan(cluster, model, config);
+  CHECK(best.estimate.time.step_s == std::min(a.time.step_s, b.time.step_s));
+  CHECK(best.infeasible_reason.empty());
+}
+
+TEST_CASE("infeasible plans are listed only when asked", "[planner]") {
+  Cluster cluster = dgx(1);
+  cluster.gpu.memory_gib = 4.0;  // all of it reserved: nothing fits
+  SearchOptions options = keep_all();
+  CHECK(search(cluster, tiny(), options).plans.empty());
+  CHECK(search(cluster, tiny(), options).infeasible.empty());
+  options.show_infeasible = true;
+  options.keep_infeasible = 5;
+  const auto result = search(cluster, tiny(), options);
+  CHECK(result.feasible == 0);
+  REQUIRE(result.infeasible.size() == 5u);
+  CHECK(result.infeasible[0].infeasible_reason.rfind("needs ", 0) == 0);
+  CHECK(result.infeasible[0].estimate.memory.total_bytes <=
+        result.infeasible[4].estimate.memory.total_bytes);
+}
+
+TEST_CASE("export writes each framework's own names", "[planner]") {
+  Model model = tiny();
+  model.training.global_batch = 1536;
+  model.layers = 96;
+  ParallelConfig config;
+  config.tp = 8;
+  config.pp = 8;
+  config.dp = 8;
+  config.micro_batch = 1;
+  config.virtual_stages = 2;
+  config.recompute = Recompute::selective;
+  config.zero = 1;
+  config.sequence_parallel = true;
+  const Cluster cluster = dgx(64);
+  const auto megatron = export_plan(Framework::megatron, cluster, model, config).text;
+  CHECK(megatron.find("--tensor-model-parallel-size 8") != std::string::npos);
+  CHECK(megatron.find("--pipeline-model-parallel-size 8") != std::string::npos);
+  // 96 layers / (8 stages x 2 virtual) = 6 layers per virtual stage
+  CHECK(megatron.find("--num-layers-per-virtual-pipeline-stage 6") != std::string::npos);
+  CHECK(megatron.find("--global-batch-size 1536") != std::string::npos);
+  CHECK(megatron.find("--sequence-parallel") != std::string::npos);
+  CHECK(megatron.find("--recompute-granularity selective") != std::string::npos);
+  CHECK(megatron.find("--use-distributed-optimizer") != std::string::npos);
+  const auto nemo = export_plan(Framework::nemo, cluster, model, config).text;
+  CHECK(nemo.find("  num_nodes: 64\n") != std::string::npos);
+  CHECK(nemo.find("  virtual_pipeline_model_parallel_size: 2\n") != std::string::npos);
+  const auto ds = export_plan(Framework::deepspeed, cluster, model, config).text;
+  // m = 1536 / (8 x 1) = 192 micro-batches = gradient accumulation steps
+  CHECK(ds.find("\"gradient_accumulation_steps\": 192") != std::string::npos);
+  CHECK(ds.find("\"zero_optimization\": {\"stage\": 1}") != std::string::npos);
+  const auto titan = export_plan(Framework::torchtitan, cluster, model, config).text;
+  CHECK(titan.find("pipeline_parallel_schedule = \"Interleaved1F1B\"") != std::string::npos);
+  CHECK(titan.find("data_parallel_shard_degree = 8") != std::string::npos);
+  CHECK_THROWS_WITH(parse_framework("jax"),
+                    "--emit 'jax': expected megatron|nemo|deepspeed|torchtitan");
+}
