@@ -37,6 +37,13 @@ std::optional<std::string> closest_match(std::string_view word,
       best = candidate;
     }
   }
+  if (best || word.empty()) return best;
+  // No near typo: a unique name the word begins ("gpt3" -> "gpt3-175b").
+  for (const auto& candidate : candidates) {
+    if (!candidate.starts_with(word)) continue;
+    if (best) return std::nullopt;
+    best = candidate;
+  }
   return best;
 }
 

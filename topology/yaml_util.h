@@ -18,7 +18,8 @@ namespace trident::yaml {
 [[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The candidate closest to `word` when it is a plausible typo (distance <= 1 for short
-/// words, <= a third of the length for longer ones); nullopt otherwise.
+/// words, <= a third of the length for longer ones), else the one candidate that starts with
+/// `word`; nullopt otherwise.
 [[nodiscard]] std::optional<std::string> closest_match(std::string_view word,
                                                        std::span<const std::string> candidates);
 

@@ -1,0 +1,235 @@
+// Loaders: every error text asserted exactly (file:line: key: what was expected), and every
+// preset loads.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "configs/presets.h"
+#include "costmodel/model_loader.h"
+#include "topology/cluster_loader.h"
+#include "topology/errors.h"
+#include "topology/yaml_util.h"
+
+using namespace trident;
+
+namespace {
+
+// Line numbers below count from the first line of this text.
+const std::string kCluster = R"(name: test
+gpu: h100-sxm-80g
+servers: 4
+gpus_per_server: 8
+nvlink:
+  domain_gpus: 8
+  kind: switch
+  links_per_gpu: 18
+  gbps_per_link: 25
+network:
+  nics_per_server: 8
+  nic_gbits: 400
+)";
+
+/// kCluster with the first occurrence of `from` replaced by `to`.
+std::string cluster_with(const std::string& from, const std::string& to) {
+  std::string text = kCluster;
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+std::string cluster_error(const std::string& text) {
+  try {
+    (void)load_cluster(text, "c.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::string kModel = R"(name: tiny
+layers: 2
+hidden: 64
+heads: 8
+vocab: 1000
+seq_len: 128
+)";
+
+std::string model_error(const std::string& text) {
+  try {
+    (void)load_model(text, "m.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("edit distance and did-you-mean", "[loaders]") {
+  CHECK(yaml::edit_distance("kitten", "sitting") == 3);
+  CHECK(yaml::edit_distance("", "abc") == 3);
+  const std::vector<std::string> keys = {"servers", "gpus_per_server", "nvlink"};
+  CHECK(yaml::did_you_mean("server", keys) == " (did you mean 'servers'?)");
+  CHECK(yaml::did_you_mean("zzz", keys).empty());
+  CHECK(yaml::did_you_mean("gpus", keys) == " (did you mean 'gpus_per_server'?)");
+}
+
+TEST_CASE("a good cluster file loads with its defaults", "[loaders]") {
+  const Cluster c = load_cluster(kCluster, "c.yaml");
+  CHECK(c.name == "test");
+  CHECK(c.gpu.name == "h100-sxm-80g");
+  CHECK(c.gpus() == 32);
+  CHECK(c.nvlink.kind == NvlinkKind::switch_fabric);
+  CHECK(c.network.rail_optimized);
+  CHECK(c.network.oversubscription == 1.0);
+  CHECK(c.pcie.gbps == 50.0);               // from the GPU preset
+  CHECK(c.network.latency_us == 5.0);       // from the GPU preset
+}
+
+TEST_CASE("cluster errors name file, line and key", "[loaders]") {
+  CHECK(cluster_error(cluster_with("servers: 4", "server: 4")) ==
+        "c.yaml:3: server: unknown key (did you mean 'servers'?)");
+  CHECK(cluster_error(cluster_with("  kind: switch", "  kindd: switch")) ==
+        "c.yaml:7: nvlink.kindd: unknown key (did you mean 'kind'?)");
+  CHECK(cluster_error(cluster_with("  kind: switch", "  kind: swich")) ==
+        "c.yaml:7: nvlink.kind: expected switch|mesh|none, got 'swich' (did you mean 'switch'?)");
+  CHECK(cluster_error(cluster_with("gpus_per_server: 8\n", "")) ==
+        "c.yaml:1: gpus_per_server: missing required key");
+  CHECK(cluster_error(cluster_with("  nic_gbits: 400\n", "")) ==
+        "c.yaml:10: network.nic_gbits: missing required key");
+  CHECK(cluster_error(cluster_with("servers: 4", "servers: -3")) ==
+        "c.yaml:3: servers: expected a positive integer, got '-3'");
+  CHECK(cluster_error(cluster_with("servers: 4", "servers: 0")) ==
+        "c.yaml:3: servers: expected a positive integer, got '0'");
+  CHECK(cluster_error(cluster_with("servers: 4", "servers: four")) ==
+        "c.yaml:3: servers: expected a positive integer, got 'four'");
+  CHECK(cluster_error(cluster_with("servers: 4", "servers: [4]")) ==
+        "c.yaml:3: servers: expected a positive integer, got a list");
+  CHECK(cluster_error(cluster_with("gbps_per_link: 25", "gbps_per_link: -25")) ==
+        "c.yaml:9: nvlink.gbps_per_link: expected a positive number, got '-25'");
+  CHECK(cluster_error(cluster_with("nic_gbits: 400", "nic_gbits: -400")) ==
+        "c.yaml:12: network.nic_gbits: expected a non-negative number, got '-400'");
+  CHECK(cluster_error(cluster_with("domain_gpus: 8", "domain_gpus: 6")) ==
+        "c.yaml:6: nvlink.domain_gpus: 6 neither divides nor is a multiple of gpus_per_server 8");
+  CHECK(cluster_error(cluster_with("domain_gpus: 8", "domain_gpus: 24")) ==
+        "c.yaml:6: nvlink.domain_gpus: a domain of 24 GPUs spans 3 servers, which does not tile "
+        "4 servers");
+  CHECK(cluster_error(cluster_with("nics_per_server: 8", "nics_per_server: 0")) ==
+        "c.yaml:11: network.nics_per_server: expected at least 1 NIC per server to connect 4 "
+        "NVLink domains, got 0");
+  CHECK(cluster_error(kCluster + "  oversubscription: 0.5\n") ==
+        "c.yaml:13: network.oversubscription: expected a number >= 1, got '0.5'");
+  CHECK(cluster_error(kCluster + "  rail_optimized: maybe\n") ==
+        "c.yaml:13: network.rail_optimized: expected true or false, got 'maybe'");
+  CHECK(cluster_error(cluster_with("gpu: h100-sxm-80g", "gpu: h100-sxm-80")) ==
+        "c.yaml:2: gpu: unknown GPU preset 'h100-sxm-80' (did you mean 'h100-sxm-80g'?); known: "
+        "a100-pcie-80g, a100-sxm-40g, a100-sxm-80g, b200, gb200, h100-sxm-80g, h200-sxm-141g, "
+        "v100-sxm-32g");
+  CHECK(cluster_error(cluster_with("  links_per_gpu: 18\n", "  links: []\n")) ==
+        "c.yaml:8: nvlink.links: not used with kind switch");
+}
+
+TEST_CASE("an empty document, a list and a YAML syntax error", "[loaders]") {
+  CHECK(cluster_error("") == "c.yaml:1: document: expected a mapping, got nothing");
+  CHECK(cluster_error("- 1\n- 2\n") == "c.yaml:1: document: expected a mapping, got a list");
+  CHECK(cluster_error("name: x\nnvlink: {domain_gpus: 8\n") ==
+        "c.yaml:3: invalid YAML: end of map flow not found");
+  CHECK(cluster_error("name: x\n  servers: 4\n") ==
+        "c.yaml:2: invalid YAML: illegal map value");
+}
+
+TEST_CASE("inline GPU and mesh links", "[loaders]") {
+  const std::string mesh = R"(name: mesh4
+gpu:
+  name: toy
+  peak_tflops: {bf16: 100}
+  memory_gib: 16
+  memory_gbps: 900
+servers: 1
+gpus_per_server: 4
+nvlink:
+  domain_gpus: 4
+  kind: mesh
+  gbps_per_link: 25
+  links:
+    - {a: 0, b: 1, count: 2}
+    - {a: 1, b: 2, count: 1}
+    - {a: 2, b: 3, count: 2}
+    - {a: 3, b: 0, count: 1}
+network:
+  nics_per_server: 0
+  nic_gbits: 0
+)";
+  const Cluster c = load_cluster(mesh, "m.yaml");
+  CHECK(c.gpu.peak_tflops_fp16 == 100.0);  // defaults to bf16
+  CHECK(c.gpu.pcie_gbps == 24.0);          // documented default
+  REQUIRE(c.nvlink.mesh.size() == 4);
+  CHECK(c.nvlink.links_per_gpu == 3);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = mesh;
+    return cluster_error(text.replace(text.find(from), from.size(), to));
+  };
+  CHECK(with("{a: 3, b: 0, count: 1}", "{a: 3, b: 4, count: 1}") ==
+        "c.yaml:17: nvlink.links[3]: GPU 4 is outside the domain of 4 GPUs (0..3)");
+  CHECK(with("{a: 3, b: 0, count: 1}", "{a: 1, b: 0, count: 1}") ==
+        "c.yaml:17: nvlink.links[3]: pair 1-0 is already listed as nvlink.links[0]");
+  CHECK(with("{a: 3, b: 0, count: 1}", "{a: 3, b: 0, coun: 1}") ==
+        "c.yaml:17: nvlink.links[3].coun: unknown key (did you mean 'count'?)");
+  CHECK(with("{a: 3, b: 0, count: 1}", "{a: 3, b: 0, width: 1}") ==
+        "c.yaml:17: nvlink.links[3].width: unknown key (known: a, b, count)");
+  CHECK(with("memory_gib: 16", "memory_gb: 16") ==
+        "c.yaml:5: gpu.memory_gb: unknown key (did you mean 'memory_gib'?)");
+  CHECK(with("servers: 1", "servers: 2") ==
+        "c.yaml:19: network.nics_per_server: expected at least 1 NIC per server to connect 2 "
+        "NVLink domains, got 0");
+}
+
+TEST_CASE("JSON loads too", "[loaders]") {
+  const std::string json =
+      R"({"name": "j", "layers": 2, "hidden": 64, "heads": 8, "vocab": 1000, "seq_len": 128,
+ "training": {"global_batch": 16, "dtype": "fp16"}})";
+  const Model m = load_model(json, "m.json");
+  CHECK(m.training.global_batch == 16);
+  CHECK(m.training.dtype == Dtype::fp16);
+  CHECK(model_error(R"({"name": "j", "layers": 2, "hidden": 64, "heads": 8, "vocab": 1000,
+ "seq_len": 128, "ffn": "swiglo"})") ==
+        "m.yaml:2: ffn: expected gelu|relu|relu2|swiglu|geglu, got 'swiglo' (did you mean "
+        "'swiglu'?)");
+}
+
+TEST_CASE("model defaults and errors", "[loaders]") {
+  const Model m = load_model(kModel, "m.yaml");
+  CHECK(m.kv_heads == 8);
+  CHECK(m.ffn_hidden == 256);
+  CHECK(m.ffn == FfnKind::gelu);
+  CHECK(m.norm == NormKind::layernorm);
+  CHECK(m.learned_positions);
+  CHECK(m.training.global_batch == 0);
+  CHECK(m.training.optimizer == Optimizer::adam);
+  CHECK(model_error(kModel + "kv_heads: 3\n") == "m.yaml:7: kv_heads: 3 does not divide heads 8");
+  CHECK(model_error(kModel + "kv_head: 4\n") ==
+        "m.yaml:7: kv_head: unknown key (did you mean 'kv_heads'?)");
+  CHECK(model_error("name: tiny\nlayers: 2\nhidden: 64\nheads: 8\nvocab: 1000\n") ==
+        "m.yaml:1: seq_len: missing required key");
+  CHECK(model_error(kModel + "training:\n  global_batch: 1.5\n") ==
+        "m.yaml:8: training.global_batch: expected a positive integer, got '1.5'");
+  CHECK(model_error(kModel + "training:\n  optimiser: adam\n") ==
+        "m.yaml:8: training.optimiser: unknown key (did you mean 'optimizer'?)");
+  CHECK(model_error(kModel + "position_embedding: alibi\n") ==
+        "m.yaml:7: position_embedding: expected learned|rope, got 'alibi'");
+}
+
+TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {
+  for (const auto& name : preset_names(PresetKind::gpu)) CHECK_NOTHROW(gpu_preset(name));
+  for (const auto& name : preset_names(PresetKind::cluster)) CHECK_NOTHROW(cluster_preset(name));
+  for (const auto& name : preset_names(PresetKind::model)) CHECK_NOTHROW(model_preset(name));
+  CHECK(preset_names(PresetKind::gpu).size() == 8);
+  CHECK(preset_names(PresetKind::cluster).size() == 7);
+  CHECK(preset_names(PresetKind::model).size() == 8);
+  CHECK_THROWS_WITH(cluster_preset("dgx-h10"),
+                    "unknown cluster preset 'dgx-h10' (did you mean 'dgx-h100'?); known: "
+                    "dgx-a100, dgx-b200, dgx-h100, dgx1-v100, gb200-nvl72, hgx-h200, pcie-8gpu");
+  CHECK_THROWS_WITH(model_preset("gpt3"),
+                    "unknown model preset 'gpt3' (did you mean 'gpt3-175b'?); known: gpt3-175b, llama2-70b, llama2-7b, "
+                    "llama3-405b, llama3-70b, llama3-8b, megatron-1t, mt-nlg-530b");
+}

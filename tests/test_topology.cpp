@@ -1,0 +1,161 @@
+// query_group on switch, mesh, none and NVL72 clusters, healthy and degraded. Expected
+// bandwidths are derived by hand from the preset numbers (GB/s per GPU, one direction).
+#include <numeric>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "topology/cluster_loader.h"
+#include "topology/errors.h"
+#include "topology/link_tier.h"
+
+using namespace trident;
+
+namespace {
+
+std::vector<int> range(int first, int count) {
+  std::vector<int> ids(static_cast<std::size_t>(count));
+  std::iota(ids.begin(), ids.end(), first);
+  return ids;
+}
+
+GroupLink query(const Cluster& c, const std::vector<int>& ids) { return query_group(c, ids); }
+
+}  // namespace
+
+TEST_CASE("switch server: NVLink inside, NICs across", "[topology]") {
+  const Cluster c = cluster_preset("dgx-h100");  // 32 servers x 8 H100, 18 x 25 GB/s, 8 x 400 Gb/s
+  const GroupLink tp = query(c, range(0, 8));
+  CHECK(tp.tier == Tier::nvlink);
+  CHECK(tp.domains == 1);
+  CHECK(tp.ranks == 8);
+  CHECK(tp.ranks_per_domain == 8);
+  CHECK(tp.intra_gbps == 450.0);  // 18 links x 25 GB/s
+  CHECK(tp.intra_latency_s == Approx(2e-6));
+  CHECK(tp.bottleneck_gbps() == 450.0);
+
+  const GroupLink dp = query(c, {0, 8, 16, 24});  // GPU 0 of four servers
+  CHECK(dp.tier == Tier::network);
+  CHECK(dp.domains == 4);
+  CHECK(dp.ranks_per_domain == 1);
+  CHECK(dp.inter_gbps == 50.0);  // 8 NICs x 400 Gb/s / 8 bits / 8 GPUs
+  CHECK(dp.inter_latency_s == Approx(5e-6));
+  CHECK(dp.bottleneck_gbps() == 50.0);
+
+  const GroupLink both = query(c, range(0, 16));
+  CHECK(both.domains == 2);
+  CHECK(both.ranks_per_domain == 8);
+  CHECK(both.intra_gbps == 450.0);
+  CHECK(both.bottleneck_gbps() == 50.0);
+
+  const GroupLink unsorted = query(c, {8, 0, 9, 1});
+  CHECK(unsorted.domains == 2);
+  CHECK(unsorted.ranks_per_domain == 2);
+}
+
+TEST_CASE("one NVLink down: that GPU gets 17 x 25 and the group follows it", "[topology]") {
+  Cluster c = cluster_preset("dgx-h100");
+  c.health.nvlinks_down[3] = 1;
+  CHECK(query(c, range(0, 8)).intra_gbps == 425.0);  // 17 x 25
+  CHECK(query(c, range(0, 8)).tier == Tier::nvlink);
+  CHECK(query(c, {0, 1}).intra_gbps == 450.0);       // GPU 3 not in the group
+  CHECK(query(c, range(8, 8)).intra_gbps == 450.0);  // another server
+}
+
+TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[topology]") {
+  Cluster c = cluster_preset("dgx-h100");
+  c.health.nvlinks_down[3] = 18;
+  const GroupLink g = query(c, range(0, 8));
+  CHECK(g.tier == Tier::pcie);
+  CHECK(g.intra_tier == Tier::pcie);
+  CHECK(g.intra_gbps == 50.0);  // H100 PCIe Gen5 x16 preset value
+  CHECK(g.intra_latency_s == Approx(3e-6));
+}
+
+TEST_CASE("a NIC down: the server's GPUs share the remaining NICs", "[topology]") {
+  Cluster c = cluster_preset("dgx-h100");
+  c.health.nics_down[1] = 1;
+  // server 1: 7 NICs x 400 Gb/s / 8 / 8 GPUs = 43.75 GB/s per GPU; server 0 keeps 50
+  CHECK(c.nic_gbps_per_gpu(1) == 43.75);
+  CHECK(query(c, {0, 8}).inter_gbps == 43.75);
+  CHECK(query(c, {0, 16}).inter_gbps == 50.0);
+  c.health.nics_down[1] = 8;
+  CHECK_THROWS_AS(query(c, {0, 8}), PlanError);
+}
+
+TEST_CASE("oversubscription and non-rail fabrics", "[topology]") {
+  Cluster c = cluster_preset("dgx-h100");
+  c.network.oversubscription = 2.0;
+  c.network.rail_optimized = false;
+  const GroupLink g = query(c, {0, 8});
+  CHECK(g.inter_gbps == 25.0);                   // 50 / 2
+  CHECK(g.inter_latency_s == Approx(6e-6));      // 5 us + 2 extra switch hops x 0.5 us
+}
+
+TEST_CASE("dead GPUs and out-of-range ids are refused", "[topology]") {
+  Cluster c = cluster_preset("dgx-h100");
+  c.health.dead_gpus.insert(9);
+  CHECK_THROWS_WITH(query(c, {8, 9}),
+                    "GPU 9 (server 1, GPU 1) is dead and cannot be in a group");
+  c.health.dead_gpus.clear();
+  c.health.dead_servers.insert(2);
+  CHECK_THROWS_AS(query(c, {16}), PlanError);
+  CHECK_THROWS_WITH(query(c, {256}), "GPU 256 is outside the cluster (GPUs 0..255)");
+  CHECK_THROWS_AS(query(c, {}), PlanError);
+}
+
+TEST_CASE("GB200 NVL72: one NVLink domain over 18 trays", "[topology]") {
+  Cluster c = cluster_preset("gb200-nvl72");
+  const GroupLink rack = query(c, range(0, 72));
+  CHECK(rack.tier == Tier::nvlink);
+  CHECK(rack.domains == 1);
+  CHECK(rack.intra_gbps == 900.0);  // 18 x 50 GB/s
+  c.health.nvlinks_down[40] = 1;
+  CHECK(query(c, range(0, 72)).intra_gbps == 850.0);  // 17 x 50
+
+  c.health = {};
+  c.servers = 36;  // two racks
+  const GroupLink two = query(c, {0, 72});
+  CHECK(two.tier == Tier::network);
+  CHECK(two.inter_gbps == 50.0);  // 4 NICs x 400 Gb/s / 8 / 4 GPUs per tray
+}
+
+TEST_CASE("DGX-1V hybrid cube mesh: rings over direct links", "[topology]") {
+  Cluster c = cluster_preset("dgx1-v100");  // 25 GB/s per NVLink
+  // All 8: the NV2 edges form the cycle 0-3-2-1-5-6-7-4 (width 2), the NV1 edges the cycle
+  // 0-1-3-7-5-4-6-2 (width 1); each carries a ring both ways: 2 x (2 + 1) x 25 = 150
+  CHECK(query(c, range(0, 8)).intra_gbps == 150.0);
+  CHECK(query(c, range(0, 8)).tier == Tier::nvlink);
+  CHECK(query(c, {0, 3}).intra_gbps == 50.0);  // pair with 2 links
+  CHECK(query(c, {0, 1}).intra_gbps == 25.0);  // pair with 1 link
+  const GroupLink no_link = query(c, {0, 5});  // no direct link: PCIe Gen3 (12 GB/s)
+  CHECK(no_link.tier == Tier::pcie);
+  CHECK(no_link.intra_gbps == 12.0);
+  // Quad 0-3: best cycle 0-3-2-1 has a 1-link edge (width 1); after peeling it 0-1-3-2
+  // remains once more (width 1), then GPU 0 has no edge left: 2 x 2 x 25 = 100
+  CHECK(query(c, range(0, 4)).intra_gbps == 100.0);
+
+  c.health.dead_mesh_links.insert({0, 3});
+  CHECK(query(c, {0, 3}).tier == Tier::pcie);
+  // Quad without 0-3: only cycle 0-1-3-2 (width 1): 2 x 1 x 25 = 50
+  CHECK(query(c, range(0, 4)).intra_gbps == 50.0);
+  CHECK(query(c, range(8, 4)).intra_gbps == 100.0);  // server 1 is untouched
+}
+
+TEST_CASE("PCIe-only server and domains smaller than a server", "[topology]") {
+  const Cluster c = cluster_preset("pcie-8gpu");  // A100 PCIe, 4 x 200 Gb/s, not rail-optimised
+  const GroupLink box = query(c, range(0, 8));
+  CHECK(box.tier == Tier::pcie);
+  CHECK(box.intra_gbps == 24.0);
+  const GroupLink across = query(c, {0, 8});
+  CHECK(across.tier == Tier::network);
+  CHECK(across.inter_gbps == 12.5);  // 4 x 200 / 8 / 8
+  CHECK(across.inter_latency_s == Approx(6e-6));
+
+  Cluster halves = cluster_preset("dgx-h100");
+  halves.nvlink.domain_gpus = 4;  // two NVLink islands per server
+  const GroupLink cross = query(halves, {0, 4});
+  CHECK(cross.tier == Tier::pcie);
+  CHECK(cross.domains == 2);
+  CHECK(cross.inter_gbps == 50.0);
+}
