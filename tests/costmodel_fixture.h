@@ -1,0 +1,65 @@
+#pragma once
+// Shared small model and GPU for the cost-model tests: numbers chosen so every term can be
+// derived by hand in the test comments.
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+#include "topology/cluster.h"
+#include "topology/gpu.h"
+#include "topology/link_tier.h"
+
+namespace trident::test {
+
+/// 2 layers, h = 64, 4 heads (head_dim 16), f = 256, V = 1000, s = 32, B = 8; no biases, no
+/// learned positions, RMSNorm (h parameters per norm), untied output layer.
+inline Model small_model() {
+  Model model;
+  model.name = "small";
+  model.layers = 2;
+  model.hidden = 64;
+  model.heads = 4;
+  model.kv_heads = 4;
+  model.ffn_hidden = 256;
+  model.vocab = 1000;
+  model.seq_len = 32;
+  model.bias = false;
+  model.learned_positions = false;
+  model.norm = NormKind::rmsnorm;
+  model.tied_embeddings = false;
+  model.training.global_batch = 8;
+  return model;
+}
+
+/// tp = 2, pp = 2, dp = 2, micro-batch 1: m = 8 / (2 * 1) = 4.
+inline ParallelConfig small_config() {
+  ParallelConfig config;
+  config.tp = 2;
+  config.pp = 2;
+  config.dp = 2;
+  config.micro_batch = 1;
+  return config;
+}
+
+/// 100 TFLOP/s bf16, matmul efficiency 1, 1000 GB/s HBM, 80 GiB.
+inline Gpu round_gpu() {
+  Gpu gpu;
+  gpu.name = "round";
+  gpu.peak_tflops_bf16 = 100.0;
+  gpu.peak_tflops_fp16 = 100.0;
+  gpu.matmul_efficiency = 1.0;
+  gpu.memory_gbps = 1000.0;
+  gpu.memory_gib = 80.0;
+  return gpu;
+}
+
+/// A group inside one NVLink domain: `ranks` GPUs at 100 GB/s, 1 us per step.
+inline GroupLink nvlink_group(int ranks) {
+  GroupLink link;
+  link.tier = Tier::nvlink;
+  link.ranks = ranks;
+  link.ranks_per_domain = ranks;
+  link.intra_gbps = 100.0;
+  link.intra_latency_s = 1e-6;
+  return link;
+}
+
+}  // namespace trident::test

@@ -1,0 +1,53 @@
+// FLOPs per GEMM of a layer, per step, and the published closed forms they reduce to.
+#include <catch2/catch.hpp>
+
+#include "costmodel/flops.h"
+#include "costmodel_fixture.h"
+
+using namespace trident;
+
+TEST_CASE("layer forward FLOPs, GEMM by GEMM", "[flops]") {
+  const Model model = test::small_model();  // h 64, s 32, f 256, 4 heads
+  const LayerFlops f = layer_forward_flops(model, 1.0);
+  // tokens = 32. QKV: 2*32*64*(64 + 2*64) = 786432
+  CHECK(f.qkv == Approx(786432.0));
+  // scores and context: 2*b*s^2*h = 2*32*32*64 = 131072 each (not halved)
+  CHECK(f.scores == Approx(131072.0));
+  CHECK(f.context == Approx(131072.0));
+  // output projection 2*32*64*64 = 262144; FFN two matrices 2 * (2*32*64*256) = 2097152
+  CHECK(f.out_proj == Approx(262144.0));
+  CHECK(f.ffn == Approx(2097152.0));
+  // total = 24*b*s*h^2 + 4*b*s^2*h = 3145728 + 262144
+  CHECK(f.total() == Approx(3407872.0));
+  CHECK(logits_forward_flops(model, 1.0) == Approx(2.0 * 32 * 64 * 1000));
+}
+
+TEST_CASE("grouped-query attention shrinks K and V; gated FFN has 3 matrices", "[flops]") {
+  Model model = test::small_model();
+  model.kv_heads = 2;  // kv_hidden = 2 * 16 = 32
+  model.ffn = FfnKind::swiglu;
+  const LayerFlops f = layer_forward_flops(model, 1.0);
+  CHECK(f.qkv == Approx(2.0 * 32 * 64 * (64 + 2 * 32)));  // 524288
+  CHECK(f.ffn == Approx(3.0 * 2 * 32 * 64 * 256));        // 3145728
+}
+
+TEST_CASE("step FLOPs reduce to Korthikanti 2022 and Narayanan 2021 eq. 3", "[flops]") {
+  const Model model = test::small_model();
+  const double B = 8, s = 32, L = 2, h = 64, V = 1000;
+  // Korthikanti: model FLOPs 72*B*L*s*h^2*(1 + s/(6h) + V/(12hL)) = 150994944 * 1.734375
+  const double korthikanti = 72 * B * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+  CHECK(korthikanti == Approx(261881856.0));
+  const StepFlops none = step_flops(model, B, Recompute::none);
+  CHECK(none.model == Approx(korthikanti));
+  CHECK(none.hardware == Approx(korthikanti));
+  // Narayanan eq. 3 (full recompute): 96*B*s*L*h^2*(1 + s/(6h) + V/(16Lh)) = 316407808
+  const double narayanan = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
+  const StepFlops full = step_flops(model, B, Recompute::full);
+  CHECK(full.hardware == Approx(narayanan));
+  CHECK(full.model == Approx(korthikanti));
+  // Selective adds the attention core forward once per layer: L*B*4*s^2*h = 2*8*4*32^2*64.
+  const StepFlops selective = step_flops(model, B, Recompute::selective);
+  CHECK(selective.hardware - selective.model == Approx(2.0 * 8 * 4 * 32 * 32 * 64));
+  // Causal halving removes half the attention core: 3 * L * B * 0.5 * 4*s^2*h.
+  CHECK(none.model - none.model_causal == Approx(3.0 * 2 * 8 * 0.5 * 4 * 32 * 32 * 64));
+}

@@ -1,0 +1,46 @@
+// Pipeline bubble formula and the simulated 1F1B / interleaved schedules agree.
+#include <catch2/catch.hpp>
+
+#include "costmodel/pipeline.h"
+
+using namespace trident;
+
+TEST_CASE("bubble fraction (p-1)/(v*m)", "[pipeline]") {
+  CHECK(bubble_fraction(4, 1, 8) == Approx(3.0 / 8));
+  CHECK(bubble_fraction(4, 2, 8) == Approx(3.0 / 16));
+  CHECK(bubble_fraction(1, 1, 8) == 0.0);
+}
+
+TEST_CASE("1F1B schedule: makespan (m + p - 1)(t_f + t_b)", "[pipeline]") {
+  // p 4, m 8, t_f 1, t_b 2: ideal 8 * 3 = 24, bubble 3/8 of it = 9 -> 33.
+  const auto blocks = schedule_1f1b(4, 8, 1, 1.0, 2.0);
+  CHECK(blocks.size() == 2u * 4 * 8);
+  CHECK(schedule_makespan_s(blocks) == Approx(33.0));
+  CHECK(schedule_makespan_s(blocks) == Approx(8 * 3.0 * (1 + bubble_fraction(4, 1, 8))));
+  // stage 0 starts with p - 1 = 3 warm-up forwards, then alternates
+  CHECK(blocks[0].stage == 0);
+  CHECK(blocks[3].is_forward);
+  CHECK_FALSE(blocks[4].is_forward);
+}
+
+TEST_CASE("interleaved schedule: the bubble shrinks by v", "[pipeline]") {
+  for (const int v : {2, 4}) {
+    for (const int m : {4, 8, 16}) {
+      const auto blocks = schedule_1f1b(4, m, v, 1.0, 2.0);
+      CHECK(blocks.size() == static_cast<std::size_t>(2 * 4 * m * v));
+      // (m + (p-1)/v) * (t_f + t_b)
+      CHECK(schedule_makespan_s(blocks) == Approx(m * 3.0 * (1 + bubble_fraction(4, v, m))));
+    }
+  }
+}
+
+TEST_CASE("interleaving never increases the bubble", "[pipeline][invariant]") {
+  for (int p = 2; p <= 8; p *= 2) {
+    double previous = schedule_makespan_s(schedule_1f1b(p, 2 * p, 1, 1.0, 2.0));
+    for (int v = 2; v <= 4; ++v) {
+      const double makespan = schedule_makespan_s(schedule_1f1b(p, 2 * p, v, 1.0, 2.0));
+      CHECK(makespan <= previous + 1e-9);
+      previous = makespan;
+    }
+  }
+}
