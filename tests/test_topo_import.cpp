@@ -1,0 +1,255 @@
+// Reading servers from `nvidia-smi topo -m` and NCCL's topology dump; the samples in
+// tests/data/topo/ are written from the documented formats (see tests/data/topo/README.md).
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "topology/cluster_loader.h"
+#include "topology/errors.h"
+#include "topology/failure.h"
+#include "topology/nccl_xml_import.h"
+#include "topology/nvidia_smi_import.h"
+#include "topology/server_import.h"
+
+using namespace trident;
+
+namespace {
+
+std::string sample(const std::string& name) {
+  std::ifstream in(std::string(TRIDENT_SOURCE_DIR) + "/tests/data/topo/" + name);
+  REQUIRE(in.good());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ImportedServer smi(const std::string& name) { return parse_nvidia_smi_topo(sample(name), name); }
+ImportedServer xml(const std::string& name) { return parse_nccl_topo_xml(sample(name), name); }
+
+std::string smi_error(const std::string& text) {
+  try {
+    (void)parse_nvidia_smi_topo(text, "topo.txt");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string xml_error(const std::string& text) {
+  try {
+    (void)parse_nccl_topo_xml(text, "topo.xml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+/// Every pair (i != j) of the server reports `links` NVLinks.
+bool all_pairs(const ImportedServer& s, int links) {
+  for (int i = 0; i < s.gpus; ++i) {
+    for (int j = 0; j < s.gpus; ++j) {
+      if (i != j && s.pair_links[i][j] != links) return false;
+    }
+  }
+  return true;
+}
+
+// DGX-1V hybrid cube mesh, as configs/clusters/dgx1-v100.yaml lists it.
+const std::vector<std::array<int, 3>> kDgx1Mesh{
+    {0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {0, 4, 2}, {1, 2, 2}, {1, 3, 1}, {1, 5, 2}, {2, 3, 2},
+    {2, 6, 1}, {3, 7, 1}, {4, 5, 1}, {4, 6, 1}, {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2}};
+
+bool mesh_is(const ServerNvlink& nv, const std::vector<std::array<int, 3>>& expected) {
+  if (nv.mesh.size() != expected.size()) return false;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const MeshLink& m = nv.mesh[i];
+    if (m.a != expected[i][0] || m.b != expected[i][1] || m.links != expected[i][2]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("nvidia-smi: DGX A100, old mlx5 column names, NV12 everywhere", "[import]") {
+  const ImportedServer s = smi("dgx_a100_nvidia_smi.txt");
+  CHECK(s.gpus == 8);
+  CHECK(all_pairs(s, 12));
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  CHECK(nv.links_per_gpu == 12);
+  CHECK(nv.degraded.empty());
+  // 8 HCAs share a PCIe switch (PXB) with two GPUs each; mlx5_4/5 sit alone (storage).
+  CHECK(s.nics == std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6",
+                                           "mlx5_7", "mlx5_8", "mlx5_9"});
+  REQUIRE(s.other_nics.size() == 2);
+  CHECK(s.other_nics[0] == "mlx5_4: no GPU behind the same PCIe switch (storage or management)");
+  CHECK(s.nic_gbits == 0.0);
+  CHECK(guess_gpu_preset(s).empty());  // topo -m alone does not name the GPU
+}
+
+TEST_CASE("nvidia-smi: H100 HGX, NIC legend, GPU NUMA ID column, ANSI header", "[import]") {
+  const ImportedServer s = smi("h100_hgx_nvidia_smi.txt");
+  CHECK(s.gpus == 8);
+  CHECK(all_pairs(s, 18));
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  CHECK(nv.links_per_gpu == 18);
+  CHECK(nv.degraded.empty());
+  CHECK(s.nics.size() == 8);
+  CHECK(s.nics.front() == "NIC0 (mlx5_0)");
+  CHECK(s.nics.back() == "NIC9 (mlx5_9)");
+  CHECK(s.device_name == "NVIDIA H100 80GB HBM3");  // from the nvidia-smi -L lines above it
+  CHECK(guess_gpu_preset(s) == "h100-sxm-80g");
+}
+
+TEST_CASE("nvidia-smi: H100 with one NVLink of GPU 3 down (NV17), CRLF and tabs", "[import]") {
+  const ImportedServer s = smi("h100_dead_link_nvidia_smi.txt");
+  CHECK(s.pair_links[3][0] == 17);
+  CHECK(s.pair_links[0][3] == 17);
+  CHECK(s.pair_links[0][1] == 18);
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  CHECK(nv.links_per_gpu == 18);
+  CHECK(nv.degraded == std::vector<std::string>{"nvlink:0/3"});
+  CHECK(nv.notes.front() ==
+        "GPU 3 has 17 NVLinks where the others have 18: plan with --fail-link nvlink:0/3");
+}
+
+TEST_CASE("nvidia-smi: a degraded GPU shown only in its own row still reads as a switch",
+          "[import]") {
+  ImportedServer s = smi("h100_hgx_nvidia_smi.txt");
+  for (int j = 0; j < 8; ++j) {
+    if (j != 6) s.pair_links[6][j] = 15;  // GPU 6 reports 15; its peers still print NV18
+  }
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  CHECK(nv.degraded == std::vector<std::string>{"nvlink:0/6:3"});  // 18 - 15 = 3 down
+}
+
+TEST_CASE("nvidia-smi: DGX-1 V100 hybrid cube mesh (NV1/NV2 with PHB/SYS gaps)", "[import]") {
+  const ImportedServer s = smi("dgx1_v100_nvidia_smi.txt");
+  CHECK(s.gpus == 8);
+  CHECK(s.pair_links[0][3] == 2);
+  CHECK(s.pair_links[0][5] == 0);  // SYS: no direct link
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::mesh);
+  CHECK(mesh_is(nv, kDgx1Mesh));
+  CHECK(nv.links_per_gpu == 6);  // e.g. GPU 0: 1 + 1 + 2 + 2
+  CHECK(nv.notes.empty());
+  CHECK(s.nics == std::vector<std::string>{"mlx5_0", "mlx5_2", "mlx5_1", "mlx5_3"});
+}
+
+TEST_CASE("nvidia-smi: DGX-1 with the 0-4 pair missing", "[import]") {
+  const ServerNvlink nv = infer_nvlink(smi("dgx1_v100_missing_pair_nvidia_smi.txt"));
+  CHECK(nv.kind == NvlinkKind::mesh);
+  CHECK(nv.mesh.size() == 15);
+  CHECK(nv.links_per_gpu == 6);
+  REQUIRE(nv.notes.size() == 2);  // GPUs 0 and 4: 6 - 2 = 4 links each
+  CHECK(nv.notes[0] == "GPU 0 has 4 NVLinks where others have 6: a link may be down (the mesh "
+                       "lists only the pairs that are up)");
+}
+
+TEST_CASE("nvidia-smi: malformed input is named by line", "[import]") {
+  CHECK(smi_error("hello\n") ==
+        "topo.txt: no `nvidia-smi topo -m` matrix found (expected a header line starting with GPU0)");
+  CHECK(smi_error("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X\tNV4\t0-7\nGPU1\tNV4\n") ==
+        "topo.txt:3: row 'GPU1': expected 2 cells (one per column GPU0..GPU1), got 1");
+  CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNVX\nGPU1\tNV4\tX\n") ==
+        "topo.txt:2: row 'GPU0', column 'GPU1': unknown connection 'NVX' (expected X, NV#, PIX, "
+        "PXB, PHB, NODE or SYS)");
+  CHECK(smi_error("\tGPU0\tGPU2\n") ==
+        "topo.txt:1: column 'GPU2': expected GPU1 (GPU columns in order, before the NICs)");
+  CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNV4\n") == "topo.txt: row 'GPU1' is missing");
+}
+
+TEST_CASE("NCCL XML: H100 on NVSwitch, 5+4+4+5 links per GPU", "[import]") {
+  const ImportedServer s = xml("h100_nccl_topo.xml");
+  CHECK(s.gpus == 8);
+  CHECK(s.switch_links == std::vector<int>(8, 18));
+  CHECK(all_pairs(s, 0));  // no direct GPU-GPU link
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  CHECK(nv.links_per_gpu == 18);
+  CHECK(nv.degraded.empty());
+  CHECK(s.nics.size() == 8);  // mlx5_0..7 at 400000 Mb/s
+  CHECK(s.nic_gbits == 400.0);
+  CHECK(s.other_nics == std::vector<std::string>{"mlx5_8: 200 Gb/s where most are 400 Gb/s",
+                                                 "mlx5_9: 200 Gb/s where most are 400 Gb/s"});
+  CHECK(s.sm == 90);
+  CHECK(guess_gpu_preset(s) == "h100-sxm-80g");  // PCI device 0x2330
+  CHECK(nvlink_gbps_for("", s.sm) == 25.0);
+}
+
+TEST_CASE("NCCL XML: H100 with one NVLink of GPU 5 down (5+4+4+4 = 17)", "[import]") {
+  const ImportedServer s = xml("h100_dead_link_nccl_topo.xml");
+  CHECK(s.switch_links[5] == 17);
+  CHECK(s.switch_links[4] == 18);
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.links_per_gpu == 18);
+  CHECK(nv.degraded == std::vector<std::string>{"nvlink:0/5"});
+}
+
+TEST_CASE("NCCL XML: DGX-1 V100 direct links (tclass 0x030200)", "[import]") {
+  const ImportedServer s = xml("dgx1_v100_nccl_topo.xml");
+  CHECK(s.gpus == 8);
+  CHECK(s.switch_links == std::vector<int>(8, 0));
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::mesh);
+  CHECK(mesh_is(nv, kDgx1Mesh));
+  CHECK(s.nics.size() == 4);
+  CHECK(s.nic_gbits == 100.0);
+  CHECK(guess_gpu_preset(s) == "v100-sxm-32g");  // PCI device 0x1db5
+}
+
+TEST_CASE("NCCL XML: malformed input is named by line", "[import]") {
+  CHECK(xml_error("<system><cpu></system>") ==
+        "topo.xml:1: not valid XML (XML_ERROR_MISMATCHED_ELEMENT)");
+  CHECK(xml_error("<topology/>") == "topo.xml: no <system> element: not an NCCL topology dump");
+  CHECK(xml_error("<system>\n<cpu/>\n</system>") == "topo.xml: no <gpu> element in <system>");
+  CHECK(xml_error("<system>\n<cpu>\n<gpu dev=\"0\"/>\n</cpu>\n</system>") ==
+        "topo.xml:3: <gpu> outside a <pci> element: cannot tell its bus id");
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\">\n<gpu sm=\"90\"/></pci></system>") ==
+        "topo.xml:2: <gpu>: missing attribute 'dev'");
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\">\n"
+                  "<nvlink target=\"0000:02:00.0\" count=\"2\" tclass=\"0x030200\"/>"
+                  "</gpu></pci></system>") ==
+        "topo.xml:2: <nvlink>: target '0000:02:00.0' is not a GPU here");
+}
+
+TEST_CASE("cluster YAML from an import loads back as the same server", "[import]") {
+  const ImportedServer s = smi("h100_dead_link_nvidia_smi.txt");
+  const std::string text =
+      cluster_yaml(s, ImportOptions{.name = "h100-box", .gpu = "h100-sxm-80g", .servers = 4});
+  const Cluster c = load_cluster(text, "imported.yaml");
+  CHECK(c.name == "h100-box");
+  CHECK(c.servers == 4);
+  CHECK(c.gpus_per_server == 8);
+  CHECK(c.nvlink.kind == NvlinkKind::switch_fabric);
+  CHECK(c.nvlink.links_per_gpu == 18);
+  CHECK(c.nvlink.gbps_per_link == 25.0);
+  CHECK(c.network.nics_per_server == 8);
+  CHECK(c.network.nic_gbits == 400.0);  // assumed for H100 (NDR), said so in a comment
+  CHECK(text.find("# degraded: plan this server (server 0) as it is with --fail-link "
+                  "nvlink:0/3\n") != std::string::npos);
+  // The degraded spec applies to the loaded cluster as it stands.
+  const Cluster degraded = apply_failure(c, parse_failure("nvlink:0/3"));
+  CHECK(degraded.health.nvlinks_down.at(3) == 1);
+
+  const Cluster mesh = load_cluster(
+      cluster_yaml(xml("dgx1_v100_nccl_topo.xml"), ImportOptions{.name = "dgx1", .gpu = "v100-sxm-32g"}),
+      "dgx1.yaml");
+  CHECK(mesh.nvlink.kind == NvlinkKind::mesh);
+  CHECK(mesh.nvlink.mesh.size() == 16);
+  CHECK(mesh.network.nic_gbits == 100.0);  // from the XML's speed="100000"
+}
+
+TEST_CASE("cluster YAML needs to know the GPU", "[import]") {
+  try {
+    (void)cluster_yaml(smi("dgx_a100_nvidia_smi.txt"), ImportOptions{.name = "a100", .gpu = ""});
+    FAIL("no GPU must be an error");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "dgx_a100_nvidia_smi.txt: cannot tell which GPU this is: pass --gpu NAME");
+  }
+}

@@ -1,0 +1,195 @@
+// NCCL topology dump reader (topology/nccl_xml_import.h), on tinyxml2.
+#include "topology/nccl_xml_import.h"
+
+#include <tinyxml2.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <string_view>
+
+#include "topology/errors.h"
+
+namespace trident {
+namespace {
+
+using tinyxml2::XMLElement;
+
+struct XmlGpu {
+  int dev = 0;
+  int sm = 0;
+  std::string busid;       ///< of the parent <pci>, lower case
+  std::string pci_device;  ///< of the parent <pci>
+  const XMLElement* element = nullptr;
+};
+
+struct XmlNet {
+  std::string name;
+  double gbits = 0.0;  ///< 0 = not given
+};
+
+/// "<name>" of an element, for messages.
+[[nodiscard]] std::string tag(const XMLElement* at) {
+  std::string out(1, '<');
+  out.append(at->Name());
+  out.push_back('>');
+  return out;
+}
+
+[[nodiscard]] std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[nodiscard]] ImportedServer read(const std::string& text);
+
+ private:
+  [[noreturn]] void fail(const XMLElement* at, const std::string& what) const {
+    throw InputError(source_ + ":" + std::to_string(at->GetLineNum()) + ": " + what);
+  }
+  [[nodiscard]] std::string attribute(const XMLElement* at, const char* name) const;
+  [[nodiscard]] int int_attribute(const XMLElement* at, const char* name) const;
+  void walk(const XMLElement* element);
+  void add_gpu(const XMLElement* gpu);
+  void add_net(const XMLElement* net);
+  void add_links(ImportedServer& server) const;
+  void choose_nics(ImportedServer& server) const;
+
+  std::string source_;
+  std::vector<XmlGpu> gpus_;
+  std::vector<XmlNet> nets_;
+};
+
+std::string Reader::attribute(const XMLElement* at, const char* name) const {
+  const char* value = at->Attribute(name);
+  if (value == nullptr) {
+    fail(at, tag(at).append(": missing attribute '").append(name).append("'"));
+  }
+  return value;
+}
+
+int Reader::int_attribute(const XMLElement* at, const char* name) const {
+  const std::string text = attribute(at, name);
+  int value = 0;
+  if (tinyxml2::XMLUtil::ToInt(text.c_str(), &value)) return value;
+  fail(at, tag(at).append(": attribute '").append(name).append("': expected an integer, got '")
+               .append(text).append("'"));
+}
+
+void Reader::add_gpu(const XMLElement* gpu) {
+  const XMLElement* pci = gpu->Parent() ? gpu->Parent()->ToElement() : nullptr;
+  if (pci == nullptr || std::string_view(pci->Name()) != "pci") {
+    fail(gpu, "<gpu> outside a <pci> element: cannot tell its bus id");
+  }
+  XmlGpu entry{.dev = int_attribute(gpu, "dev"),
+               .sm = gpu->IntAttribute("sm", 0),
+               .busid = lower(attribute(pci, "busid")),
+               .pci_device = pci->Attribute("device") ? pci->Attribute("device") : "",
+               .element = gpu};
+  for (const XmlGpu& other : gpus_) {
+    if (other.dev == entry.dev) fail(gpu, "<gpu>: dev " + std::to_string(entry.dev) + " twice");
+  }
+  gpus_.push_back(entry);
+}
+
+void Reader::add_net(const XMLElement* net) {
+  if (net->Attribute("dev") == nullptr) return;  // NCCL ignores nets without dev too
+  if (net->IntAttribute("net", 1) == 0) return;   // a physical NIC fused into a virtual one
+  const int mbits = net->IntAttribute("speed", 0);
+  nets_.push_back(XmlNet{.name = attribute(net, "name"),
+                         .gbits = mbits > 0 ? mbits / 1000.0 : 0.0});
+}
+
+void Reader::walk(const XMLElement* element) {
+  for (const XMLElement* child = element->FirstChildElement(); child != nullptr;
+       child = child->NextSiblingElement()) {
+    const std::string_view name = child->Name();
+    if (name == "gpu") add_gpu(child);
+    if (name == "net") add_net(child);
+    walk(child);
+  }
+}
+
+/// NCCL's classes (src/graph/topo.cc kvDictPciClass): 0x068000 NVSwitch, 0x068001 CPU,
+/// 0x03xxxx GPU.
+void Reader::add_links(ImportedServer& server) const {
+  std::map<std::string, int> by_bus;
+  for (int g = 0; g < server.gpus; ++g) by_bus[gpus_[g].busid] = g;
+  for (int g = 0; g < server.gpus; ++g) {
+    const XMLElement* gpu = gpus_[g].element;
+    for (const XMLElement* link = gpu->FirstChildElement("nvlink"); link != nullptr;
+         link = link->NextSiblingElement("nvlink")) {
+      const int count = int_attribute(link, "count");
+      const std::string tclass = lower(attribute(link, "tclass"));
+      if (tclass == "0x068000") {
+        server.switch_links[g] += count;
+      } else if (tclass.rfind("0x03", 0) == 0) {
+        const auto peer = by_bus.find(lower(attribute(link, "target")));
+        if (peer == by_bus.end()) {
+          fail(link, "<nvlink>: target '" + attribute(link, "target") + "' is not a GPU here");
+        }
+        server.pair_links[g][peer->second] += count;
+      }
+    }
+  }
+}
+
+/// The NICs at the speed most of them have carry the traffic; slower or faster odd ones out
+/// (a 100 Gb/s port beside 200 Gb/s ones) are listed as left out.
+void Reader::choose_nics(ImportedServer& server) const {
+  std::map<double, int> by_speed;
+  for (const XmlNet& net : nets_) ++by_speed[net.gbits];
+  double speed = 0.0;
+  int most = 0;
+  for (const auto& [gbits, count] : by_speed) {
+    if (count > most || (count == most && gbits > speed)) speed = gbits, most = count;
+  }
+  server.nic_gbits = speed;
+  for (const XmlNet& net : nets_) {
+    if (net.gbits == speed) {
+      server.nics.push_back(net.name);
+    } else {
+      std::string gbits = std::to_string(static_cast<long long>(net.gbits));
+      server.other_nics.push_back(net.name + ": " + gbits + " Gb/s where most are " +
+                                  std::to_string(static_cast<long long>(speed)) + " Gb/s");
+    }
+  }
+}
+
+ImportedServer Reader::read(const std::string& text) {
+  tinyxml2::XMLDocument doc;
+  if (doc.Parse(text.c_str(), text.size()) != tinyxml2::XML_SUCCESS) {
+    throw InputError(source_ + ":" + std::to_string(doc.ErrorLineNum()) +
+                     ": not valid XML (" + doc.ErrorName() + ")");
+  }
+  const XMLElement* system = doc.FirstChildElement("system");
+  if (system == nullptr) {
+    throw InputError(source_ + ": no <system> element: not an NCCL topology dump");
+  }
+  walk(system);
+  if (gpus_.empty()) throw InputError(source_ + ": no <gpu> element in <system>");
+  std::sort(gpus_.begin(), gpus_.end(), [](const XmlGpu& a, const XmlGpu& b) { return a.dev < b.dev; });
+  ImportedServer server;
+  server.source = source_;
+  server.format = "NCCL topology XML";
+  server.gpus = static_cast<int>(gpus_.size());
+  server.pair_links.assign(server.gpus, std::vector<int>(server.gpus, 0));
+  server.switch_links.assign(server.gpus, 0);
+  server.sm = gpus_.front().sm;
+  server.pci_device = gpus_.front().pci_device;
+  add_links(server);
+  choose_nics(server);
+  return server;
+}
+
+}  // namespace
+
+ImportedServer parse_nccl_topo_xml(const std::string& text, const std::string& source) {
+  return Reader(source).read(text);
+}
+
+}  // namespace trident

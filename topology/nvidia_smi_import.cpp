@@ -1,0 +1,251 @@
+// `nvidia-smi topo -m` reader (topology/nvidia_smi_import.h).
+#include "topology/nvidia_smi_import.h"
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
+
+#include "topology/errors.h"
+
+namespace trident {
+namespace {
+
+struct Line {
+  int number = 0;  ///< 1-based
+  std::vector<std::string> tokens;
+};
+
+/// Drops ANSI escape sequences (ESC [ ... final letter), which nvidia-smi prints around the
+/// header on a terminal, and carriage returns.
+[[nodiscard]] std::string strip_escapes(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r') continue;
+    if (text[i] != '\x1b') {
+      out += text[i];
+      continue;
+    }
+    if (i + 1 < text.size() && text[i + 1] == '[') {
+      i += 2;
+      while (i < text.size() && !std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    }
+  }
+  return out;
+}
+
+[[nodiscard]] std::vector<Line> split_lines(const std::string& text) {
+  std::vector<Line> lines;
+  std::istringstream in(strip_escapes(text));
+  std::string raw;
+  int number = 0;
+  while (std::getline(in, raw)) {
+    Line line{.number = ++number, .tokens = {}};
+    std::istringstream words(raw);
+    for (std::string word; words >> word;) line.tokens.push_back(word);
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+[[nodiscard]] std::optional<int> gpu_index(std::string_view token) {
+  if (token.size() < 4 || token.substr(0, 3) != "GPU") return std::nullopt;
+  int value = 0;
+  for (const char c : token.substr(3)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+/// The words that start the trailing affinity columns ("CPU Affinity", "NUMA Affinity",
+/// "GPU NUMA ID"); the device columns end before the first of them.
+[[nodiscard]] bool is_trailer(std::string_view token) {
+  return token == "CPU" || token == "NUMA" || token == "GPU" || token == "Affinity";
+}
+
+/// One matrix cell: NVLink count for NV#, 0 for a PCIe path, -1 for X (self).
+struct Cell {
+  int nvlinks = 0;
+  std::string path;  ///< "NV18", "PIX", ...
+};
+
+constexpr std::array<std::string_view, 8> kPaths{"X", "PIX", "PXB", "PHB", "NODE", "SYS",
+                                                 "SOC", "PSB"};
+
+[[nodiscard]] std::optional<Cell> parse_cell(const std::string& token) {
+  if (std::find(kPaths.begin(), kPaths.end(), token) != kPaths.end()) return Cell{0, token};
+  if (token.size() < 3 || token.substr(0, 2) != "NV" || token.size() > 5) return std::nullopt;
+  int links = 0;
+  for (const char c : token.substr(2)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    links = links * 10 + (c - '0');
+  }
+  return Cell{links, token};
+}
+
+class Reader {
+ public:
+  Reader(const std::string& text, const std::string& source)
+      : lines_(split_lines(text)), source_(source) {}
+
+  [[nodiscard]] ImportedServer read();
+
+ private:
+  [[noreturn]] void fail(int line, const std::string& what) const {
+    throw InputError(source_ + ":" + std::to_string(line) + ": " + what);
+  }
+  [[nodiscard]] std::size_t find_header() const;
+  void read_columns(const Line& header);
+  void read_rows(std::size_t from);
+  void read_row(const Line& line, std::size_t column_of_row);
+  void read_legend_and_names();
+  void choose_nics(ImportedServer& server) const;
+  [[nodiscard]] std::string column_range() const {
+    return columns_.front() + ".." + columns_.back();
+  }
+
+  std::vector<Line> lines_;
+  std::string source_;
+  std::vector<std::string> columns_;
+  int gpus_ = 0;
+  std::map<std::size_t, std::vector<Cell>> rows_;  ///< column index of the row -> its cells
+  std::map<std::string, std::string> legend_;      ///< NIC0 -> mlx5_0
+  std::string device_name_;
+};
+
+std::size_t Reader::find_header() const {
+  for (std::size_t i = 0; i < lines_.size(); ++i) {
+    if (!lines_[i].tokens.empty() && lines_[i].tokens.front() == "GPU0") return i;
+  }
+  throw InputError(source_ + ": no `nvidia-smi topo -m` matrix found (expected a header line "
+                             "starting with GPU0)");
+}
+
+void Reader::read_columns(const Line& header) {
+  for (const std::string& token : header.tokens) {
+    if (is_trailer(token)) break;
+    if (std::find(columns_.begin(), columns_.end(), token) != columns_.end()) {
+      fail(header.number, "column '" + token + "' appears twice");
+    }
+    const auto gpu = gpu_index(token);
+    if (gpu && *gpu != gpus_) {
+      fail(header.number, "column '" + token + "': expected GPU" + std::to_string(gpus_) +
+                              " (GPU columns in order, before the NICs)");
+    }
+    if (gpu) ++gpus_;
+    columns_.push_back(token);
+  }
+}
+
+void Reader::read_row(const Line& line, std::size_t column_of_row) {
+  const std::string& name = line.tokens.front();
+  if (rows_.count(column_of_row) != 0) fail(line.number, "row '" + name + "' appears twice");
+  if (line.tokens.size() < columns_.size() + 1) {
+    fail(line.number, "row '" + name + "': expected " + std::to_string(columns_.size()) +
+                          " cells (one per column " + column_range() + "), got " +
+                          std::to_string(line.tokens.size() - 1));
+  }
+  std::vector<Cell> cells;
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    const std::string& token = line.tokens[c + 1];
+    const auto cell = parse_cell(token);
+    if (!cell) {
+      fail(line.number, "row '" + name + "', column '" + columns_[c] + "': unknown connection '" +
+                            token + "' (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
+    }
+    cells.push_back(*cell);
+  }
+  rows_[column_of_row] = std::move(cells);
+}
+
+void Reader::read_rows(std::size_t from) {
+  for (std::size_t i = from; i < lines_.size(); ++i) {
+    const Line& line = lines_[i];
+    if (line.tokens.empty()) continue;
+    if (line.tokens.front() == "Legend:") break;
+    const auto column = std::find(columns_.begin(), columns_.end(), line.tokens.front());
+    if (column != columns_.end()) read_row(line, column - columns_.begin());
+  }
+  for (int g = 0; g < gpus_; ++g) {
+    if (rows_.count(g) == 0) {
+      throw InputError(source_ + ": row 'GPU" + std::to_string(g) + "' is missing");
+    }
+  }
+}
+
+void Reader::read_legend_and_names() {
+  for (const Line& line : lines_) {
+    const auto& t = line.tokens;
+    // NIC legend: "NIC0: mlx5_0"
+    if (t.size() == 2 && t[0].size() > 4 && t[0].rfind("NIC", 0) == 0 && t[0].back() == ':') {
+      legend_[t[0].substr(0, t[0].size() - 1)] = t[1];
+    }
+    // nvidia-smi -L: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"
+    if (device_name_.empty() && t.size() >= 3 && t[0] == "GPU" && t[1].back() == ':') {
+      std::string name;
+      for (std::size_t k = 2; k < t.size() && t[k] != "(UUID:"; ++k) {
+        name += (name.empty() ? "" : " ") + t[k];
+      }
+      device_name_ = name;
+    }
+  }
+}
+
+/// NICs behind the same PCIe switch as some GPU (PIX/PXB) carry the GPUs' traffic; the rest
+/// (storage, management) are left out. When none is that close, all count.
+void Reader::choose_nics(ImportedServer& server) const {
+  std::vector<std::string> near;
+  std::vector<std::string> far;
+  for (std::size_t c = gpus_; c < columns_.size(); ++c) {
+    bool close = false;
+    for (int g = 0; g < gpus_; ++g) {
+      const std::string& path = rows_.at(g)[c].path;
+      close = close || path == "PIX" || path == "PXB";
+    }
+    const auto legend = legend_.find(columns_[c]);
+    const std::string name =
+        legend == legend_.end() ? columns_[c] : columns_[c] + " (" + legend->second + ")";
+    (close ? near : far).push_back(name);
+  }
+  if (near.empty()) {
+    server.nics = far;
+    return;
+  }
+  server.nics = near;
+  for (const auto& name : far) {
+    server.other_nics.push_back(name + ": no GPU behind the same PCIe switch (storage or "
+                                       "management)");
+  }
+}
+
+ImportedServer Reader::read() {
+  const std::size_t header = find_header();
+  read_columns(lines_[header]);
+  read_rows(header + 1);
+  read_legend_and_names();
+  ImportedServer server;
+  server.source = source_;
+  server.format = "nvidia-smi topo -m";
+  server.gpus = gpus_;
+  server.pair_links.assign(gpus_, std::vector<int>(gpus_, 0));
+  for (int i = 0; i < gpus_; ++i) {
+    for (int j = 0; j < gpus_; ++j) {
+      if (i != j) server.pair_links[i][j] = rows_.at(i)[j].nvlinks;
+    }
+  }
+  choose_nics(server);
+  server.device_name = device_name_;
+  return server;
+}
+
+}  // namespace
+
+ImportedServer parse_nvidia_smi_topo(const std::string& text, const std::string& source) {
+  return Reader(text, source).read();
+}
+
+}  // namespace trident

@@ -1,0 +1,298 @@
+// What an imported server's NVLink wiring is, and the cluster YAML describing it.
+#include "topology/server_import.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <string_view>
+
+#include "topology/errors.h"
+
+namespace trident {
+namespace {
+
+/// "nvlink:0/G", "nvlink:0/G:K" or "nvlink:0/G:all" for a GPU that has `have` of `want` links.
+[[nodiscard]] std::string degraded_spec(int gpu, int have, int want) {
+  const std::string base = "nvlink:0/" + std::to_string(gpu);
+  if (have == 0) return base + ":all";
+  const int down = want - have;
+  return down == 1 ? base : base + ":" + std::to_string(down);
+}
+
+[[nodiscard]] std::string degraded_note(int gpu, int have, int want) {
+  return "GPU " + std::to_string(gpu) + " has " + std::to_string(have) + " NVLinks where the " +
+         "others have " + std::to_string(want) + ": plan with --fail-link " +
+         degraded_spec(gpu, have, want);
+}
+
+void add_switch_degraded(ServerNvlink& out, const std::vector<int>& per_gpu) {
+  for (int g = 0; g < static_cast<int>(per_gpu.size()); ++g) {
+    if (per_gpu[g] >= out.links_per_gpu) continue;
+    out.degraded.push_back(degraded_spec(g, per_gpu[g], out.links_per_gpu));
+    out.notes.push_back(degraded_note(g, per_gpu[g], out.links_per_gpu));
+  }
+}
+
+[[nodiscard]] ServerNvlink from_switch_links(const ImportedServer& server) {
+  ServerNvlink out;
+  out.kind = NvlinkKind::switch_fabric;
+  out.links_per_gpu = *std::max_element(server.switch_links.begin(), server.switch_links.end());
+  add_switch_degraded(out, server.switch_links);
+  for (int i = 0; i < server.gpus; ++i) {
+    for (int j = i + 1; j < server.gpus; ++j) {
+      if (server.pair_links[i][j] == 0) continue;
+      out.notes.push_back("GPUs " + std::to_string(i) + " and " + std::to_string(j) +
+                          " also have a direct NVLink: not modelled beside the NVSwitch");
+    }
+  }
+  return out;
+}
+
+[[nodiscard]] std::vector<int> row_max(const ImportedServer& server) {
+  std::vector<int> out(server.gpus, 0);
+  for (int i = 0; i < server.gpus; ++i) {
+    for (int j = 0; j < server.gpus; ++j) {
+      if (i != j) out[i] = std::max(out[i], server.pair_links[i][j]);
+    }
+  }
+  return out;
+}
+
+/// NVSwitch servers show every pair as NV<links of the GPU>; a degraded GPU shows its own count
+/// in its row, and its peers show either the same or the smaller of the two.
+[[nodiscard]] bool looks_switched(const ImportedServer& server, const std::vector<int>& links) {
+  for (int i = 0; i < server.gpus; ++i) {
+    for (int j = 0; j < server.gpus; ++j) {
+      if (i == j) continue;
+      const int cell = server.pair_links[i][j];
+      if (cell != links[i] && cell != std::min(links[i], links[j])) return false;
+    }
+  }
+  return true;
+}
+
+[[nodiscard]] ServerNvlink from_pairs_mesh(const ImportedServer& server) {
+  ServerNvlink out;
+  out.kind = NvlinkKind::mesh;
+  std::vector<int> per_gpu(server.gpus, 0);
+  for (int i = 0; i < server.gpus; ++i) {
+    for (int j = i + 1; j < server.gpus; ++j) {
+      const int there = server.pair_links[i][j];
+      const int back = server.pair_links[j][i];
+      const int links = std::min(there, back);
+      if (there != back) {
+        out.notes.push_back("GPU " + std::to_string(i) + " reports " + std::to_string(there) +
+                            " NVLinks to GPU " + std::to_string(j) + ", which reports " +
+                            std::to_string(back) + ": using " + std::to_string(links));
+      }
+      if (links == 0) continue;
+      out.mesh.push_back(MeshLink{.a = i, .b = j, .links = links});
+      per_gpu[i] += links;
+      per_gpu[j] += links;
+    }
+  }
+  out.links_per_gpu = *std::max_element(per_gpu.begin(), per_gpu.end());
+  for (int g = 0; g < server.gpus; ++g) {
+    if (per_gpu[g] >= out.links_per_gpu) continue;
+    out.notes.push_back("GPU " + std::to_string(g) + " has " + std::to_string(per_gpu[g]) +
+                        " NVLinks where others have " + std::to_string(out.links_per_gpu) +
+                        ": a link may be down (the mesh lists only the pairs that are up)");
+  }
+  return out;
+}
+
+[[nodiscard]] ServerNvlink from_pairs(const ImportedServer& server) {
+  const std::vector<int> links = row_max(server);
+  const int most = server.gpus > 1 ? *std::max_element(links.begin(), links.end()) : 0;
+  if (most == 0) return ServerNvlink{};
+  if (!looks_switched(server, links)) return from_pairs_mesh(server);
+  ServerNvlink out;
+  out.kind = NvlinkKind::switch_fabric;
+  out.links_per_gpu = most;
+  add_switch_degraded(out, links);
+  if (server.gpus <= 4) {
+    out.notes.push_back("every pair shows NV" + std::to_string(most) +
+                        ": read as an NVSwitch; a board with direct links between every pair "
+                        "reads the same here (NCCL's XML tells them apart)");
+  }
+  return out;
+}
+
+}  // namespace
+
+ServerNvlink infer_nvlink(const ImportedServer& server) {
+  const bool has_switch =
+      std::any_of(server.switch_links.begin(), server.switch_links.end(), [](int l) { return l > 0; });
+  ServerNvlink out = has_switch ? from_switch_links(server) : from_pairs(server);
+  if (out.kind == NvlinkKind::none && server.gpus > 1) {
+    out.notes.push_back("no NVLink between any two GPUs: PCIe only");
+  }
+  return out;
+}
+
+namespace {
+
+struct PresetHint {
+  std::string_view needle;  ///< found in the device name or equal to the PCI id
+  std::string_view preset;
+};
+
+// PCI ids from the PCI ID database (pci-ids.ucw.cz, vendor 10de); names as nvidia-smi -L prints.
+constexpr std::array<PresetHint, 7> kPciIds{{
+    {"0x1db5", "v100-sxm-32g"}, {"0x20b0", "a100-sxm-40g"},
+    {"0x20b2", "a100-sxm-80g"}, {"0x2330", "h100-sxm-80g"}, {"0x2335", "h200-sxm-141g"},
+    {"0x2901", "b200"},         {"0x2941", "gb200"},
+}};
+constexpr std::array<PresetHint, 8> kNames{{
+    {"V100-SXM2-32GB", "v100-sxm-32g"},
+    {"A100-SXM4-40GB", "a100-sxm-40g"}, {"A100-SXM4-80GB", "a100-sxm-80g"},
+    {"H100 80GB HBM3", "h100-sxm-80g"}, {"H100-SXM5-80GB", "h100-sxm-80g"},
+    {"H200", "h200-sxm-141g"},          {"GB200", "gb200"},
+    {"B200", "b200"},
+}};
+
+[[nodiscard]] std::string lower_hex(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+}  // namespace
+
+std::string guess_gpu_preset(const ImportedServer& server) {
+  for (const auto& hint : kNames) {
+    if (server.device_name.find(hint.needle) != std::string::npos) return std::string(hint.preset);
+  }
+  const std::string id = lower_hex(server.pci_device);
+  for (const auto& hint : kPciIds) {
+    if (id == hint.needle) return std::string(hint.preset);
+  }
+  return "";
+}
+
+double nvlink_gbps_for(const std::string& gpu_preset, int sm) {
+  if (sm >= 100) return 50.0;
+  if (sm >= 70) return 25.0;
+  const std::string name = lower_hex(gpu_preset);
+  for (const char* fast : {"b200", "gb200", "b100", "b300", "gb300"}) {
+    if (name.rfind(fast, 0) == 0) return 50.0;
+  }
+  for (const char* nominal : {"v100", "a100", "a800", "h100", "h800", "h200", "h20"}) {
+    if (name.rfind(nominal, 0) == 0) return 25.0;
+  }
+  return 0.0;
+}
+
+namespace {
+
+/// NIC speed to assume when the input does not give it: the NIC these servers ship with
+/// (hardware_facts.md: DGX-1 EDR 100, DGX A100 HDR 200, DGX H100 NDR 400 Gb/s).
+[[nodiscard]] double assumed_nic_gbits(const std::string& gpu) {
+  if (gpu.rfind("v100", 0) == 0) return 100.0;
+  if (gpu.rfind("a100", 0) == 0) return 200.0;
+  return 400.0;
+}
+
+[[nodiscard]] std::string number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+[[nodiscard]] const char* kind_word(NvlinkKind kind) {
+  switch (kind) {
+    case NvlinkKind::switch_fabric: return "switch";
+    case NvlinkKind::mesh: return "mesh";
+    case NvlinkKind::none: return "none";
+  }
+  return "none";
+}
+
+[[nodiscard]] std::string summary(const ImportedServer& server, const ServerNvlink& nvlink) {
+  std::string text = std::to_string(server.gpus) + " GPUs, ";
+  if (nvlink.kind == NvlinkKind::switch_fabric) {
+    text += "NVSwitch, " + std::to_string(nvlink.links_per_gpu) + " NVLinks per GPU";
+  } else if (nvlink.kind == NvlinkKind::mesh) {
+    text += "direct NVLink mesh of " + std::to_string(nvlink.mesh.size()) + " pairs";
+  } else {
+    text += "no NVLink";
+  }
+  return text + ", " + std::to_string(server.nics.size()) + " NICs";
+}
+
+void write_nvlink(std::ostringstream& out, const ImportedServer& server, const ServerNvlink& nv,
+                  double gbps_per_link) {
+  out << "nvlink:\n";
+  out << "  domain_gpus: " << (nv.kind == NvlinkKind::none ? 1 : server.gpus) << "\n";
+  out << "  kind: " << kind_word(nv.kind) << "\n";
+  if (nv.kind == NvlinkKind::none) return;
+  if (nv.kind == NvlinkKind::switch_fabric) out << "  links_per_gpu: " << nv.links_per_gpu << "\n";
+  out << "  gbps_per_link: " << number(gbps_per_link) << "\n";
+  if (nv.kind != NvlinkKind::mesh) return;
+  out << "  links:\n";
+  for (const MeshLink& link : nv.mesh) {
+    out << "    - {a: " << link.a << ", b: " << link.b << ", count: " << link.links << "}\n";
+  }
+}
+
+void write_network(std::ostringstream& out, const ImportedServer& server,
+                   const ImportOptions& options) {
+  out << "network:\n";
+  out << "  nics_per_server: " << server.nics.size() << "\n";
+  if (options.nic_gbits > 0) {
+    out << "  nic_gbits: " << number(options.nic_gbits) << "\n";
+  } else if (server.nic_gbits > 0) {
+    out << "  nic_gbits: " << number(server.nic_gbits) << "   # from the input\n";
+  } else {
+    out << "  nic_gbits: " << number(assumed_nic_gbits(options.gpu))
+        << "   # assumed: the input does not give the NIC speed (--nic-gbits to set it)\n";
+  }
+}
+
+void write_header(std::ostringstream& out, const ImportedServer& server, const ServerNvlink& nv) {
+  out << "# imported by `trident topo import` from " << server.source << " (" << server.format
+      << "): " << summary(server, nv) << "\n";
+  if (!server.nics.empty()) {
+    out << "# NICs used: " << std::accumulate(std::next(server.nics.begin()), server.nics.end(),
+                                              server.nics.front(),
+                                              [](std::string a, const std::string& b) {
+                                                return std::move(a) + ", " + b;
+                                              })
+        << "\n";
+  }
+  for (const std::string& nic : server.other_nics) out << "# NIC left out: " << nic << "\n";
+  for (const std::string& note : nv.notes) out << "# note: " << note << "\n";
+  if (!nv.degraded.empty()) {
+    out << "# degraded: plan this server (server 0) as it is with";
+    for (const std::string& spec : nv.degraded) out << " --fail-link " << spec;
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+std::string cluster_yaml(const ImportedServer& server, const ImportOptions& options) {
+  if (server.gpus == 0) throw InputError(server.source + ": no GPU found");
+  if (options.gpu.empty()) {
+    throw InputError(server.source + ": cannot tell which GPU this is: pass --gpu NAME");
+  }
+  const ServerNvlink nv = infer_nvlink(server);
+  double gbps_per_link = options.gbps_per_link;
+  if (gbps_per_link <= 0) gbps_per_link = nvlink_gbps_for(options.gpu, server.sm);
+  if (gbps_per_link <= 0 && nv.kind != NvlinkKind::none) {
+    throw InputError(server.source + ": cannot tell the NVLink speed of GPU '" + options.gpu +
+                     "': pass --nvlink-gbps");
+  }
+  std::ostringstream out;
+  write_header(out, server, nv);
+  out << "name: " << options.name << "\n";
+  out << "gpu: " << options.gpu << "\n";
+  out << "servers: " << options.servers << "\n";
+  out << "gpus_per_server: " << server.gpus << "\n";
+  write_nvlink(out, server, nv, gbps_per_link);
+  write_network(out, server, options);
+  return out.str();
+}
+
+}  // namespace trident
