@@ -1,0 +1,117 @@
+// End to end: `mpirun -np 8 trident validate --backend cpu` on loopback (TP2 x PP2 x DP2),
+// the calibration file it writes, refusals (world size, malformed plan), `trident calibrate`.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "costmodel/calibration_io.h"
+
+using namespace trident;
+
+namespace {
+
+const std::string kBinary = TRIDENT_BINARY;
+const std::string kData = std::string(TRIDENT_SOURCE_DIR) + "/tests/data/";
+
+/// mpirun as root in a container, TCP on loopback only; leak checks off in the MPI children
+/// (Open MPI's own allocations), one BLAS thread per rank.
+std::string mpirun(int ranks) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  return "ASAN_OPTIONS=detect_leaks=0 OPENBLAS_NUM_THREADS=1 timeout 300 mpirun "
+         "--allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
+         " --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
+         "-x ASAN_OPTIONS -x OPENBLAS_NUM_THREADS " + kBinary;
+}
+
+int run(const std::string& command, const std::string& log) {
+  const int status = std::system((command + " > " + log + " 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string temp(const std::string& name) {
+  return std::string("/tmp/trident_test_cli_validate_") + std::to_string(getpid()) + "_" + name;
+}
+
+}  // namespace
+
+TEST_CASE("8-rank CPU validate writes a calibration file", "[cli][validate][mpi]") {
+  const std::string out = temp("calib.json");
+  const std::string log = temp("validate.log");
+  const int code = run(mpirun(8) + " validate --plan " + kData + "plan_tp2_pp2_dp2.json " +
+                           "--backend cpu --iters 3 --warmup 1 --timeout-s 60 --output " + out,
+                       log);
+  INFO(slurp(log));
+  REQUIRE(code == 0);
+  const Calibration c = parse_calibration(slurp(out), out);
+  CHECK(c.backend == "mpi");
+  CHECK(c.source == "validate");
+  // tp all-reduce, pp send-recv, dp all-reduce on groups of 2; 5 sweep sizes each
+  CHECK(c.collectives.size() == 15);
+  bool all_reduce = false, send_recv = false;
+  for (const auto& s : c.collectives) {
+    CHECK(s.ranks == 2);
+    CHECK(s.busbw_gbps > 0.0);
+    all_reduce = all_reduce || s.collective == Collective::all_reduce;
+    send_recv = send_recv || (s.collective == Collective::send_recv && s.tier == Tier::network);
+  }
+  CHECK(all_reduce);
+  CHECK(send_recv);
+  CHECK(c.fits.size() == 3);  // all-reduce on nvlink, send-recv on network... per (c, n, tier)
+  REQUIRE(c.gemms.size() == 2);
+  CHECK(c.gemms[0].dtype == Dtype::fp32);
+  CHECK(c.gemms[0].tflops > 0.0);
+  REQUIRE(c.comparison.size() == 5);
+  CHECK(c.comparison[0].component == "tp all-reduce");
+  CHECK(c.comparison[1].component == "pp send-recv");
+  CHECK(c.comparison[4].component == "gemm ffn_up");
+  CHECK(slurp(log).find("predicted vs measured") != std::string::npos);
+}
+
+TEST_CASE("validate refuses a world size that differs from the plan", "[cli][validate][mpi]") {
+  const std::string log = temp("mismatch.log");
+  const int code = run(mpirun(4) + " validate --plan " + kData + "plan_tp2_pp2_dp2.json " +
+                           "--backend cpu --timeout-s 20",
+                       log);
+  INFO(slurp(log));
+  CHECK(code != 0);
+  CHECK(slurp(log).find("plans[0] needs 8 ranks (tp 2 x pp 2 x dp 2) but the launcher started "
+                        "4: use mpirun -np 8 (or srun -n 8)") != std::string::npos);
+}
+
+TEST_CASE("validate: malformed plan JSON exits 2", "[cli][validate]") {
+  const std::string plan = temp("bad.json");
+  std::ofstream(plan) << "{\"plans\": [{\"tp\": 2,";
+  const std::string log = temp("bad.log");
+  CHECK(run(kBinary + " validate --plan " + plan, log) == 2);
+  CHECK(slurp(log).find("invalid JSON") != std::string::npos);
+}
+
+TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
+  const std::string out = temp("nccl.json");
+  const std::string log = temp("calibrate.log");
+  const int code = run(kBinary + " calibrate --nccl-tests " + kData + "nccl_tests/all_reduce_old.txt " +
+                           kData + "nccl_tests/all_gather_new.txt " + kData +
+                           "nccl_tests/sendrecv.json --output " + out,
+                       log);
+  INFO(slurp(log));
+  REQUIRE(code == 0);
+  const Calibration c = parse_calibration(slurp(out), out);
+  CHECK(c.collectives.size() == 14);  // 5 + 5 + 4 rows
+  REQUIRE(c.fits.size() == 3);
+  CHECK(c.fits[0].tier == Tier::nvlink);   // one host
+  CHECK(c.fits[1].tier == Tier::network);  // two hosts
+  CHECK(c.gpu == "NVIDIA A100-SXM4-80GB");
+  CHECK(run(kBinary + " calibrate --nccl-tests " + kData + "plan_1gpu.json", log) == 2);
+}

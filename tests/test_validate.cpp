@@ -1,0 +1,243 @@
+// validate/: nccl-tests parser on real-format samples, fits, plan reader, groups, patterns;
+// costmodel/calibration_io round trip and error texts.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "costmodel/calibration_io.h"
+#include "topology/errors.h"
+#include "validate/collective_fit.h"
+#include "validate/groups.h"
+#include "validate/measure.h"
+#include "validate/nccl_tests_parser.h"
+#include "validate/patterns.h"
+#include "validate/plan_reader.h"
+
+using namespace trident;
+
+namespace {
+
+std::string data(const std::string& name) {
+  std::ifstream in(std::string(TRIDENT_SOURCE_DIR) + "/tests/data/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests old text layout (error column, no root)", "[validate][nccl_tests]") {
+  const auto tables = parse_nccl_tests(data("nccl_tests/all_reduce_old.txt"), "all_reduce_old.txt");
+  REQUIRE(tables.size() == 1);
+  const auto& t = tables[0];
+  CHECK(t.test == "all_reduce_perf");
+  CHECK(t.collective == Collective::all_reduce);
+  CHECK(t.ranks == 8);
+  CHECK(t.hosts == 1);
+  CHECK(t.gpu == "NVIDIA A100-SXM4-80GB");
+  CHECK(t.nccl_version == "2.7.8");
+  REQUIRE(t.rows.size() == 5);
+  CHECK(t.rows[2].bytes == 1048576.0);
+  CHECK(t.rows[2].count == 262144.0);
+  CHECK(t.rows[2].type == "float");
+  CHECK(*t.rows[2].out_of_place.time_us == Approx(61.20));
+  CHECK(*t.rows[2].out_of_place.busbw_gbps == Approx(29.98));
+  CHECK(*t.rows[2].out_of_place.wrong == Approx(2e-7));
+  CHECK(*t.rows[2].in_place.algbw_gbps == Approx(17.23));
+  CHECK_FALSE(t.rows[4].out_of_place.wrong.has_value());  // N/A
+  CHECK(*t.rows[4].in_place.time_us == Approx(865.0));
+  CHECK(infer_tier(t) == Tier::nvlink);
+  const auto samples = to_samples(t, infer_tier(t));
+  REQUIRE(samples.size() == 5);
+  // busbw = 1048576 B / 61.20e-6 s / 1e9 x 2(8-1)/8 = 17.13360 x 1.75 = 29.98380 GB/s
+  CHECK(samples[2].busbw_gbps == Approx(29.98380).epsilon(1e-6));
+  CHECK(samples[2].time_s == Approx(61.20e-6));
+}
+
+TEST_CASE("nccl-tests new text layout (root, #wrong, exponents, two hosts)", "[validate][nccl_tests]") {
+  const auto tables = parse_nccl_tests(data("nccl_tests/all_gather_new.txt"), "log.txt");
+  REQUIRE(tables.size() == 1);
+  const auto& t = tables[0];
+  CHECK(t.test == "all_gather_perf");
+  CHECK(t.collective == Collective::all_gather);
+  CHECK(t.ranks == 8);
+  CHECK(t.hosts == 2);
+  CHECK(t.max_ranks_per_host == 4);
+  CHECK(t.gpu == "NVIDIA H100 80GB HBM3");
+  CHECK(t.nccl_version == "2.21.5");  // nccl-library=22105
+  REQUIRE(t.rows.size() == 5);
+  CHECK(t.rows[0].redop == "none");
+  CHECK(*t.rows[0].out_of_place.time_us == Approx(48.12));
+  CHECK(*t.rows[0].out_of_place.wrong == 0.0);
+  CHECK(*t.rows[4].out_of_place.time_us == Approx(1.3e5));  // "1.3e+05"
+  CHECK_FALSE(t.rows[4].in_place.wrong.has_value());
+  CHECK(infer_tier(t) == Tier::network);
+}
+
+TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
+  const auto tables = parse_nccl_tests(data("nccl_tests/sendrecv.json"), "sendrecv.json");
+  REQUIRE(tables.size() == 1);
+  const auto& t = tables[0];
+  CHECK(t.test == "sendrecv_perf");
+  CHECK(t.collective == Collective::send_recv);
+  CHECK(t.ranks == 2);
+  CHECK(t.gpu == "NVIDIA H200");
+  CHECK(t.nccl_version == "2.27.3");
+  REQUIRE(t.rows.size() == 4);
+  CHECK(*t.rows[1].out_of_place.time_us == Approx(12.4));
+  CHECK_FALSE(t.rows[2].out_of_place.time_us.has_value());  // "nan"
+  const auto samples = to_samples(t, Tier::nvlink);
+  REQUIRE(samples.size() == 4);
+  CHECK(samples[2].time_s == Approx(39.1e-6));  // in-place when out-of-place is nan
+}
+
+TEST_CASE("nccl-tests errors", "[validate][nccl_tests]") {
+  CHECK(error_of([] { (void)parse_nccl_tests("hello\n", "x.log"); }) ==
+        "x.log: no nccl-tests result table (a '#  size  count  type ...' header followed by rows)");
+  const std::string header =
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
+  CHECK(error_of([&] { (void)parse_nccl_tests(header, "x.log"); }) ==
+        "x.log:2: cannot tell which nccl-tests binary wrote this table (no '*_perf' name in the "
+        "log before it, nor in the file name)");
+  CHECK(error_of([&] { (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 x\n", "all_reduce_perf.log"); }) ==
+        "all_reduce_perf.log:3: expected 13 columns, got 8");
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 0.1 0 1.0 0.1 abc 0\n",
+                                 "all_reduce_perf.log");
+        }) == "all_reduce_perf.log:3: expected a number or N/A, got 'abc'");
+}
+
+TEST_CASE("fit recovers a known latency and bandwidth", "[validate][fit]") {
+  // all-reduce on 8 ranks: t(S) = 2(8-1) x 5 us + S x 1.75 / 100 GB/s
+  std::vector<CollectiveSample> samples;
+  for (const double bytes : {1e3, 1e6, 1e8, 1e9}) {
+    const double t = 14 * 5e-6 + bytes * 1.75 / 100e9;
+    samples.push_back({Collective::all_reduce, 8, Tier::nvlink, bytes, t, 0.0});
+  }
+  const auto fit = fit_collective(samples);
+  CHECK(fit.latency_s == Approx(5e-6).epsilon(1e-9));
+  CHECK(fit.busbw_gbps == Approx(100.0).epsilon(1e-9));
+  CHECK(fitted_time_s(fit, 1e6) == Approx(14 * 5e-6 + 1e6 * 1.75 / 100e9));
+  samples.push_back({Collective::send_recv, 2, Tier::network, 1e6, 1e-4, 10.0});
+  samples.push_back({Collective::all_reduce, 1, Tier::nvlink, 1e6, 1e-4, 0.0});
+  CHECK(fit_all(samples).size() == 2);  // the 1-rank group is skipped
+}
+
+TEST_CASE("plan reader", "[validate][plan]") {
+  const auto plan = read_plan(data("plan_tp2_pp2_dp2.json"), "plan.json");
+  CHECK(plan.world_size() == 8);
+  CHECK(plan.order == RankOrder::tp_dp_pp);
+  CHECK(plan.dtype == Dtype::bf16);
+  REQUIRE(plan.tp.has_value());
+  CHECK(plan.tp->bytes_per_call == 262144.0);
+  CHECK(plan.pp->collectives == std::vector<Collective>{Collective::send_recv});
+  CHECK(plan.pp->tier == Tier::network);
+  REQUIRE(plan.gemms.size() == 2);
+  CHECK(plan.gemms[1].n == 1024);
+  CHECK(plan.gemms[0].flops() == 2.0 * 256 * 768 * 512);
+  const auto one = read_plan(data("plan_1gpu.json"), "one.json");
+  CHECK(one.world_size() == 1);
+  CHECK_FALSE(one.tp.has_value());
+
+  std::string text = data("plan_tp2_pp2_dp2.json");
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    std::string out = text;
+    out.replace(out.find(from), from.size(), to);
+    return out;
+  };
+  CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 0,"), "plan.json"); }) ==
+        "plan.json: plans[0].tp: expected a positive integer");
+  CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", ""), "plan.json"); }) ==
+        "plan.json: plans[0].tp: missing");
+  CHECK(error_of([&] { (void)read_plan(replace("\"tp-dp-pp\"", "\"dp-tp\""), "plan.json"); }) ==
+        "plan.json: plans[0].rank_order: expected tp-dp-pp|tp-pp-dp, got 'dp-tp'");
+  CHECK(error_of([&] { (void)read_plan(replace("\"send-recv\", \"bytes", "\"gossip\", \"bytes"), "plan.json"); }) ==
+        "plan.json: plans[0].comm.pp.collective: unknown collective 'gossip'");
+  CHECK(error_of([&] { (void)read_plan(text, "plan.json", 3); }) ==
+        "plan.json: plans[3]: missing (the file has 1 plans; see --plan-index)");
+  CHECK(error_of([] { (void)read_plan("{\"plans\": [", "plan.json"); }).rfind(
+            "plan.json: invalid JSON at byte 12: ", 0) == 0);
+}
+
+TEST_CASE("groups follow the planner's tp-dp-pp placement", "[validate][groups]") {
+  const auto plan = read_plan(data("plan_tp2_pp2_dp2.json"), "plan.json");
+  // tp-dp-pp: rank = tp + 2 dp + 4 pp, so rank 5 = (tp 1, dp 0, pp 1)
+  const auto g = rank_groups(plan, 5);
+  CHECK(g.coord.tp == 1);
+  CHECK(g.coord.dp == 0);
+  CHECK(g.coord.pp == 1);
+  CHECK(g.tp.members == std::vector<int>{4, 5});
+  CHECK(g.dp.members == std::vector<int>{5, 7});
+  CHECK(g.pp.members == std::vector<int>{1, 5});
+  CHECK(g.pp.group_rank == 1);
+  CHECK(g.pp.color == 1);
+  CHECK(g.tp.describe() == "tp group (ranks 4,5)");
+}
+
+TEST_CASE("sweep sizes and result checks", "[validate][measure]") {
+  CHECK(sweep_sizes(262144, 2, 16777216) ==
+        std::vector<double>{32768, 65536, 131072, 262144, 524288});
+  CHECK(sweep_sizes(262144, 2, 100000) == std::vector<double>{32768, 65536, 100000});
+  // all-reduce on 4 ranks of 8 floats: element i = (i%13+1) x (1+2+3+4)
+  std::vector<float> out(8);
+  for (std::size_t i = 0; i < 8; ++i) out[i] = static_cast<float>((i % 13 + 1) * 10);
+  CHECK(count_wrong(Collective::all_reduce, 4, 0, 3, 8, out) == 0);
+  out[3] = 0.0f;
+  CHECK(count_wrong(Collective::all_reduce, 4, 0, 3, 8, out) == 1);
+  const auto input = input_pattern(Collective::send_recv, 2, 1, 4);
+  CHECK(count_wrong(Collective::send_recv, 2, 0, 1, 4, input) == 0);
+}
+
+TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]") {
+  Calibration c;
+  c.gpu = "NVIDIA H200";
+  c.nccl_version = "2.27.3";
+  c.date = "2026-12-01T10:00:00Z";
+  c.source = "validate";
+  c.backend = "nccl";
+  c.gemms.push_back({8192, 8192, 8192, Dtype::bf16, 780.0});
+  c.collectives.push_back({Collective::all_reduce, 8, Tier::nvlink, 1e9, 0.005, 350.0});
+  c.fits.push_back({Collective::all_reduce, 8, Tier::nvlink, 1e-5, 360.0});
+  c.comparison.push_back({"tp all-reduce", 0.001, 0.0011, -9.1});
+  const Calibration back = parse_calibration(to_json(c), "calib.json");
+  CHECK(back.gpu == c.gpu);
+  CHECK(back.backend == "nccl");
+  REQUIRE(back.gemms.size() == 1);
+  CHECK(back.gemms[0].tflops == 780.0);
+  CHECK(back.collectives[0].busbw_gbps == 350.0);
+  CHECK(back.fits[0].latency_s == 1e-5);
+  REQUIRE(back.comparison.size() == 1);
+  CHECK(back.comparison[0].error_pct == -9.1);
+  CHECK(to_json(back) == to_json(c));
+
+  Calibration no_rows = c;
+  no_rows.comparison.clear();
+  CHECK(to_json(no_rows).find("comparison") == std::string::npos);
+
+  for (int i = 0; i < 2; ++i) c.fits.push_back(c.fits[0]);
+  c.fits[2].busbw_gbps = -1.0;
+  CHECK(error_of([&] { (void)parse_calibration(to_json(c), "calib.json"); }) ==
+        "calib.json: fits[2].busbw_gbps: expected a positive number");
+  CHECK(error_of([] { (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": []}", "c.json"); }) ==
+        "c.json: collectives: missing");
+  CHECK(error_of([] {
+          (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": "
+                                  "[], \"fits\": [], \"colour\": 1}", "c.json");
+        }) == "c.json: colour: unknown key");
+  CHECK(error_of([] {
+          (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": [{\"m\": 1, \"n\": 1, "
+                                  "\"k\": 1, \"dtype\": \"bf17\", \"tflops\": 1}], "
+                                  "\"collectives\": [], \"fits\": []}", "c.json");
+        }) == "c.json: gemms[0].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'bf17'");
+}
