@@ -1,0 +1,138 @@
+// estimate(): every term of the step for the small model (2 layers, tp 2, pp 2, dp 2), the
+// GEMM roofline, rank placement, and the invariants.
+#include <catch2/catch.hpp>
+
+#include "costmodel/compute.h"
+#include "costmodel/estimate.h"
+#include "costmodel/placement.h"
+#include "costmodel_fixture.h"
+
+using namespace trident;
+
+namespace {
+
+Cluster round_cluster() {
+  Cluster cluster;
+  cluster.name = "round";
+  cluster.gpu = test::round_gpu();
+  cluster.servers = 1;
+  cluster.gpus_per_server = 8;
+  return cluster;
+}
+
+Placement round_placement() {
+  Placement placement;
+  placement.tp = test::nvlink_group(2);
+  placement.pp = test::nvlink_group(2);
+  placement.dp = test::nvlink_group(2);
+  return placement;
+}
+
+}  // namespace
+
+TEST_CASE("GEMM roofline with tile quantisation", "[compute]") {
+  const Gpu gpu = test::round_gpu();  // 100 TFLOP/s, efficiency 1, 1000 GB/s x 0.85
+  // 4096^3: shape efficiency 4096/(4096+64) = 0.984615 -> 98.4615 TFLOP/s;
+  // 2*4096^3 = 1.37439e11 FLOPs -> 1.395864e-3 s (bytes 2*3*4096^2 / 8.5e11 = 1.18e-4 s)
+  CHECK(gemm_time_s(gpu, Dtype::bf16, {4096, 4096, 4096}) == Approx(1.395864e-3));
+  // n = 64 fills half a 128 tile: 49.23 TFLOP/s; 2*4096*64*4096 = 2.147e9 -> 4.3617e-5 s,
+  // above the memory time 2*(4096^2 + 2*4096*64) / 8.5e11 = 4.071e-5 s.
+  CHECK(gemm_time_s(gpu, Dtype::bf16, {4096, 64, 4096}) == Approx(4.3617e-5).epsilon(1e-4));
+  // memory-bound: k = 16 -> 2*(4096*16*2 + 4096^2) = 33816576 bytes / 8.5e11 = 3.9784e-5 s,
+  // above the compute time 2*4096^2*16 / (100e12 * 16/80) = 2.68e-5 s.
+  CHECK(gemm_time_s(gpu, Dtype::bf16, {4096, 4096, 16}) == Approx(3.9784e-5).epsilon(1e-4));
+  CHECK(hbm_time_s(gpu, 1e9) == Approx(1.0 / 850.0));
+}
+
+TEST_CASE("rank placement follows Megatron-LM's order", "[placement]") {
+  const ParallelConfig config = test::small_config();  // tp 2, pp 2, dp 2
+  // tp-dp-pp: rank = tp + 2*(dp + 2*pp); rank 5 = tp 1, dp 0, pp 1
+  const RankCoord c = rank_coord(config, RankOrder::tp_dp_pp, 5);
+  CHECK((c.tp == 1 && c.dp == 0 && c.pp == 1));
+  CHECK(rank_of(config, RankOrder::tp_dp_pp, c) == 5);
+  CHECK(tp_group(config, RankOrder::tp_dp_pp, 5) == std::vector<int>{4, 5});
+  CHECK(dp_group(config, RankOrder::tp_dp_pp, 5) == std::vector<int>{5, 7});
+  CHECK(pp_group(config, RankOrder::tp_dp_pp, 5) == std::vector<int>{1, 5});
+  // tp-pp-dp: rank = tp + 2*(pp + 2*dp); rank 5 = tp 1, pp 0, dp 1
+  const RankCoord d = rank_coord(config, RankOrder::tp_pp_dp, 5);
+  CHECK((d.tp == 1 && d.pp == 0 && d.dp == 1));
+  CHECK(pp_group(config, RankOrder::tp_pp_dp, 5) == std::vector<int>{5, 7});
+}
+
+TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();  // m = 4
+  const Estimate e = estimate(round_cluster(), model, config, round_placement());
+  CHECK(e.num_micro_batches == 4);
+  // TP: S = b*s*h*2 = 4096 bytes; 1 layer/stage * 4 all-reduces * 4 micro-batches = 16 calls;
+  // all-reduce over 2 ranks: 2 us + 4096 * 1 / 80e9 = 2.0512e-6 s -> 3.28192e-5 s exposed.
+  CHECK(e.tp.bytes_per_call == Approx(4096.0));
+  CHECK(e.tp.calls_per_step == Approx(16.0));
+  CHECK(e.tp.time_per_call_s == Approx(2.0512e-6));
+  CHECK(e.time.tp_comm_s == Approx(3.28192e-5));
+  // PP: b*s*h*2/t = 2048 bytes, 2 per micro-batch = 8 calls of 1 us + 2048/80e9 -> 8.2048e-6.
+  CHECK(e.pp.calls_per_step == Approx(8.0));
+  CHECK(e.time.pp_comm_s == Approx(8.2048e-6));
+  // DP: peak-stage parameters 56768 * 4 bytes = 227072; all-reduce 2 us + 227072/80e9 =
+  // 4.8384e-6 s; the model is smaller than one 40M bucket, so none of it hides.
+  CHECK(e.dp.bytes_per_call == Approx(227072.0));
+  CHECK(e.time.dp_comm_s == Approx(4.8384e-6));
+  // Optimizer: 34 bytes * 56768 / 8.5e11 = 2.27072e-6 s
+  CHECK(e.time.optimizer_s == Approx(2.27072e-6));
+  // Compute: m * (1 layer + logits) per stage.
+  const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
+  const LayerTime logits = logits_time(test::round_gpu(), model, config);
+  CHECK(e.time.forward_s == Approx(4 * (layer.forward_s + logits.forward_s)));
+  CHECK(e.time.backward_s == Approx(4 * (layer.backward_s + logits.backward_s)));
+  CHECK(e.time.recompute_s == 0.0);
+  // Bubble: (p-1)/(v*m) = 1/4 of compute + TP + PP.
+  const double ideal = e.time.compute_s() + e.time.tp_comm_s + e.time.pp_comm_s;
+  CHECK(e.time.bubble_s == Approx(ideal / 4));
+  CHECK(e.time.step_s == Approx(ideal + e.time.bubble_s + e.time.dp_comm_s +
+                                e.time.optimizer_s));
+  // FLOPs and rates: Korthikanti model FLOPs 261881856 (test_costmodel_flops) over 8 GPUs.
+  CHECK(e.model_flops == Approx(261881856.0));
+  CHECK(e.mfu == Approx(e.model_flops / (8 * 100e12 * e.time.step_s)));
+  CHECK(e.tokens_per_s == Approx(8 * 32 / e.time.step_s));
+  CHECK(e.memory.total_bytes > 0.0);
+}
+
+TEST_CASE("estimate invariants", "[estimate][invariant]") {
+  Model model = test::small_model();
+  model.hidden = 1024;
+  model.heads = 8;
+  model.kv_heads = 8;
+  model.ffn_hidden = 4096;
+  model.seq_len = 1024;
+  model.layers = 8;
+  model.training.global_batch = 64;
+  ParallelConfig config = test::small_config();
+  Cluster cluster = round_cluster();
+  const Placement base = round_placement();
+  for (const int zero : {0, 1, 3}) {
+    config.zero = zero;
+    double previous = 1e30;
+    for (double scale = 0.25; scale <= 8.0; scale *= 2.0) {  // more bandwidth, never slower
+      Placement placement = base;
+      placement.tp.intra_gbps *= scale;
+      placement.pp.intra_gbps *= scale;
+      placement.dp.intra_gbps *= scale;
+      const double step = estimate(cluster, model, config, placement).time.step_s;
+      CHECK(step <= previous);
+      previous = step;
+    }
+  }
+  config.zero = 0;
+  double previous = 1e30;
+  for (double peak = 50.0; peak <= 800.0; peak *= 2.0) {  // more peak, never slower
+    cluster.gpu.peak_tflops_bf16 = peak;
+    const double step = estimate(cluster, model, config, base).time.step_s;
+    CHECK(step <= previous);
+    previous = step;
+  }
+  config.pp = 4;
+  config.dp = 1;  // m = 64: v = 2 halves the bubble
+  const double plain = estimate(cluster, model, config, base).time.bubble_s;
+  config.virtual_stages = 2;
+  CHECK(estimate(cluster, model, config, base).time.bubble_s <= plain);
+}
