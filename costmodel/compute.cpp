@@ -51,6 +51,9 @@ AttentionCore attention_core_shapes(const Model& model, const ParallelConfig& co
   return {{s, s, d, heads}, {s, d, s, heads}};
 }
 
+constexpr double kCrossEntropyForwardBytes = 38.0;
+constexpr double kCrossEntropyBackwardBytes = 22.0;
+
 }  // namespace
 
 double dtype_bytes(Dtype dtype) {
@@ -161,14 +164,16 @@ LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& 
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const GemmShape logits{tokens, static_cast<double>(model.vocab) / config.tp,
                          static_cast<double>(model.hidden)};
-  // Vocab-parallel cross-entropy in fp32: read the 16-bit logits, write and re-read fp32
-  // exponentials (10 bytes per logit) forward; read them and write the 16-bit gradient (6).
+  // Vocab-parallel cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy), bytes per
+  // logit: forward cast to fp32 (r2 w4), max (r4), subtract max (r4 w4), exp (r4 w4), sum (r4),
+  // divide (r4 w4) = 38; backward softmax - one-hot (r4 w4), x grad (r4 w4), cast (r4 w2) = 22.
   const double logit_elems = tokens * model.vocab / config.tp;
   LayerTime time;
   time.gemm_forward_s = gemm_time_s(gpu, dtype, logits, calibration);
-  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, 10.0 * logit_elems);
+  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, kCrossEntropyForwardBytes * logit_elems);
   time.backward_s =
-      gemm_backward_time_s(gpu, dtype, logits, calibration) + hbm_time_s(gpu, 6.0 * logit_elems);
+      gemm_backward_time_s(gpu, dtype, logits, calibration) +
+                    hbm_time_s(gpu, kCrossEntropyBackwardBytes * logit_elems);
   return time;
 }
 
