@@ -1,0 +1,242 @@
+// trident plan end to end: runs the binary (TRIDENT_BINARY) and checks what a user gets.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// A scratch directory removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char name[] = "/tmp/trident_cli_plan_XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+Run trident(const std::string& args) {
+  TempDir dir;
+  const std::string err_path = (dir.path / "stderr").string();
+  const std::string command = std::string(TRIDENT_BINARY) + " " + args + " 2>" + err_path;
+  Run run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = slurp(err_path);
+  return run;
+}
+
+int lines(const std::string& text) {
+  int count = 0;
+  for (const char c : text) count += c == '\n' ? 1 : 0;
+  return count;
+}
+
+const std::string kSeed = "plan --gpus 512 --servers 64 --min-tp 4";
+
+}  // namespace
+
+TEST_CASE("plan JSON has the DESIGN keys with their types", "[cli_plan]") {
+  const Run run = trident(kSeed + " --format json --top 5");
+  REQUIRE(run.code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc.at("cluster").at("name").is_string());
+  CHECK(doc.at("cluster").at("gpus") == 512);
+  CHECK(doc.at("cluster").at("servers") == 64);
+  CHECK(doc.at("cluster").at("gpu").is_string());
+  CHECK(doc.at("cluster").at("gpus_per_server").is_number_integer());
+  CHECK(doc.at("cluster").at("domain_gpus").is_number_integer());
+  CHECK(doc.at("model").at("name").is_string());
+  CHECK(doc.at("model").at("parameters").is_number());
+  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
+                          "seq_len", "global_batch"}) {
+    CHECK(doc.at("model").at(key).is_number_integer());
+  }
+  CHECK(doc.at("model").at("ffn").is_string());
+  CHECK(doc.at("model").at("dtype").is_string());
+  CHECK(doc.at("failures").is_array());
+  const auto& plans = doc.at("plans");
+  REQUIRE(plans.size() == 5u);
+  for (const auto& plan : plans) {
+    for (const char* key : {"tp", "pp", "dp", "micro_batch", "num_micro_batches",
+                            "virtual_stages", "zero"}) {
+      CHECK(plan.at(key).is_number_integer());
+    }
+    for (const char* key : {"step_time_s", "tokens_per_s", "model_tflops_per_gpu",
+                            "hardware_tflops_per_gpu", "mfu", "memory_gib_per_gpu",
+                            "bubble_fraction"}) {
+      CHECK(plan.at(key).is_number());
+    }
+    CHECK(plan.at("recompute").is_string());
+    CHECK(plan.at("sequence_parallel").is_boolean());
+    CHECK(plan.at("fits").is_boolean());
+    for (const char* key : {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s",
+                            "exposed_comm_s"}) {
+      CHECK(plan.at("time").at(key).is_number());
+    }
+    for (const char* key : {"weights", "gradients", "optimizer", "activations", "other"}) {
+      CHECK(plan.at("memory_gib").at(key).is_number());
+    }
+    for (const char* dim : {"tp", "pp", "dp"}) {
+      CHECK(plan.at("links").at(dim).is_string());
+      CHECK(plan.at("collectives").at(dim).is_string());
+      const auto& comm = plan.at("comm").at(dim);
+      for (const char* key : {"bytes_per_call", "calls_per_step", "ranks", "gbps",
+                              "time_per_call_s", "total_s", "exposed_s"}) {
+        CHECK(comm.at(key).is_number());
+      }
+      CHECK(comm.at("collective").is_string());
+      CHECK(comm.at("tier").is_string());
+    }
+    const std::string order = plan.at("rank_order");
+    CHECK((order == "tp-dp-pp" || order == "tp-pp-dp"));
+    REQUIRE(plan.at("gemms").is_array());
+    REQUIRE_FALSE(plan.at("gemms").empty());
+    for (const auto& gemm : plan.at("gemms")) {
+      CHECK(gemm.at("name").is_string());
+      CHECK(gemm.at("m").is_number_integer());
+      CHECK(gemm.at("n").is_number_integer());
+      CHECK(gemm.at("k").is_number_integer());
+      CHECK(gemm.at("calls_per_step").is_number());
+      CHECK(gemm.at("predicted_tflops").is_number());
+    }
+  }
+}
+
+TEST_CASE("the seed question: sorted, whole, fitting plans with TP inside a server",
+          "[cli_plan]") {
+  const Run run = trident(kSeed + " --format json --top 10");
+  REQUIRE(run.code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  const int gpus = doc.at("cluster").at("gpus");
+  const int per_server = doc.at("cluster").at("gpus_per_server");
+  const auto& plans = doc.at("plans");
+  REQUIRE_FALSE(plans.empty());
+  double previous = 0.0;
+  for (const auto& plan : plans) {
+    const int tp = plan.at("tp");
+    const int pp = plan.at("pp");
+    const int dp = plan.at("dp");
+    CHECK(tp * pp * dp == gpus);
+    CHECK(tp >= 4);
+    CHECK(plan.at("fits") == true);
+    const double step = plan.at("step_time_s");
+    CHECK(step >= previous);
+    previous = step;
+  }
+  for (std::size_t i = 0; i < std::min<std::size_t>(3, plans.size()); ++i) {
+    CHECK(plans[i].at("tp").get<int>() <= per_server);
+    CHECK(plans[i].at("links").at("tp") == "nvlink");
+  }
+}
+
+TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
+  const Run pinned = trident(kSeed + " --tp 8 --pp 8 --recompute selective --format json");
+  REQUIRE(pinned.code == 0);
+  for (const auto& plan : nlohmann::json::parse(pinned.out).at("plans")) {
+    CHECK(plan.at("tp") == 8);
+    CHECK(plan.at("pp") == 8);
+    CHECK(plan.at("recompute") == "selective");
+  }
+  const Run limited = trident("plan --gpus 512 --servers 64 --max-tp 2 --format json");
+  REQUIRE(limited.code == 0);
+  for (const auto& plan : nlohmann::json::parse(limited.out).at("plans")) {
+    CHECK(plan.at("tp").get<int>() <= 2);
+  }
+  const Run one = trident(kSeed + " --tp 8 --pp 8 --dp 8 --micro-batch 1 --vp 2 "
+                                  "--recompute selective --zero 1 --sequence-parallel on "
+                                  "--format json");
+  REQUIRE(one.code == 0);
+  const auto doc = nlohmann::json::parse(one.out);
+  CHECK(doc.at("search").at("configurations_searched") == 1);
+}
+
+TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
+  const Run table = trident(kSeed);
+  REQUIRE(table.code == 0);
+  CHECK(table.out.rfind("# ", 0) == 0);  // starts with what was assumed
+  CHECK(table.out.find("link TP/PP/DP") != std::string::npos);
+  const Run csv = trident(kSeed + " --format csv --top 3");
+  REQUIRE(csv.code == 0);
+  CHECK(csv.out.rfind("rank,tp,pp,dp,", 0) == 0);
+  CHECK(lines(csv.out) == 4);
+  const Run explain = trident(kSeed + " --explain");
+  REQUIRE(explain.code == 0);
+  CHECK(explain.out.find("Plan #1:") != std::string::npos);
+  CHECK(explain.out.find("The three numbers") != std::string::npos);
+  CHECK(explain.out.find("If TP crossed two servers") != std::string::npos);
+  CHECK(explain.out.find("(p-1)/(v*m)") != std::string::npos);
+  const Run second = trident(kSeed + " --explain 2");
+  REQUIRE(second.code == 0);
+  CHECK(second.out.find("Plan #2:") != std::string::npos);
+  const Run emit = trident(kSeed + " --emit megatron");
+  REQUIRE(emit.code == 0);
+  CHECK(emit.out.rfind("--tensor-model-parallel-size ", 0) == 0);
+}
+
+TEST_CASE("bad flags give one line on stderr and exit 2", "[cli_plan]") {
+  for (const char* args : {"plan --bogus", "plan --format xml", "plan --recompute maybe",
+                           "plan --tp 5", "plan --min-tp 8 --max-tp 4", "plan --zero 7",
+                           "plan --sequence-parallel yes", "plan --emit jax",
+                           "plan --gpus 512 --servers 64 --dp 3"}) {
+    INFO(args);
+    const Run run = trident(args);
+    CHECK(run.code == 2);
+    CHECK(lines(run.err) == 1);
+    CHECK(run.out.empty());
+  }
+  CHECK(trident("plan --tp 5").err ==
+        "trident: error: --tp 5: must divide the model's heads (96) and kv_heads (96)\n");
+}
+
+TEST_CASE("--output writes the whole file or nothing", "[cli_plan]") {
+  TempDir dir;
+  const std::string path = (dir.path / "plan.json").string();
+  const Run ok = trident(kSeed + " --format json --output " + path);
+  REQUIRE(ok.code == 0);
+  CHECK(ok.out.empty());
+  CHECK(nlohmann::json::parse(slurp(path)).at("plans").is_array());
+  const std::string failed = (dir.path / "failed.json").string();
+  const Run bad = trident(kSeed + " --tp 5 --format json --output " + failed);
+  CHECK(bad.code == 2);
+  CHECK_FALSE(std::filesystem::exists(failed));
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 1);  // plan.json only: no temporary left behind
+  const Run nowhere = trident(kSeed + " --output " + (dir.path / "no/such/dir.txt").string());
+  CHECK(nowhere.code == 2);
+  CHECK(lines(nowhere.err) == 1);
+}
