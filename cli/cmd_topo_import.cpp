@@ -1,8 +1,106 @@
-// placeholder: replaced by the module owner (trident topo import)
+// trident topo import: a cluster YAML from a server's own `nvidia-smi topo -m` output or NCCL
+// topology dump (topology/nvidia_smi_import.h, topology/nccl_xml_import.h).
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+
 #include "cli/commands.h"
+#include "cli/output_file.h"
+#include "topology/cluster_loader.h"
+#include "topology/errors.h"
+#include "topology/nccl_xml_import.h"
+#include "topology/nvidia_smi_import.h"
+#include "topology/server_import.h"
 
 namespace trident::cli {
+namespace {
 
-void add_topo_import_subcommand(CLI::App& /*topo*/) {}
+struct ImportFlags {
+  std::string nvidia_smi;
+  std::string nccl_xml;
+  std::string name;
+  std::string gpu;
+  std::string output;
+  int servers = 1;
+  double nic_gbits = 0.0;
+  double nvlink_gbps = 0.0;
+};
+
+[[nodiscard]] ImportedServer read_server(const ImportFlags& flags) {
+  if (flags.nvidia_smi.empty() == flags.nccl_xml.empty()) {
+    throw InputError("topo import: give one of --nvidia-smi FILE or --nccl-xml FILE");
+  }
+  if (!flags.nvidia_smi.empty()) {
+    return parse_nvidia_smi_topo(read_input_file(flags.nvidia_smi, "--nvidia-smi"),
+                                 flags.nvidia_smi);
+  }
+  return parse_nccl_topo_xml(read_input_file(flags.nccl_xml, "--nccl-xml"), flags.nccl_xml);
+}
+
+/// --gpu, else the preset the input's device name or PCI id points to; checked to exist.
+[[nodiscard]] std::string resolve_gpu(const ImportFlags& flags, const ImportedServer& server) {
+  if (!flags.gpu.empty()) {
+    (void)gpu_preset(flags.gpu);  // throws "unknown GPU preset ... (did you mean ...)"
+    return flags.gpu;
+  }
+  const std::string guess = guess_gpu_preset(server);
+  const std::string seen = !server.device_name.empty() ? "'" + server.device_name + "'"
+                           : !server.pci_device.empty() ? "PCI device " + server.pci_device
+                                                        : "no device name";
+  if (guess.empty()) {
+    throw InputError(server.source + ": cannot tell which GPU this is (" + seen +
+                     "): pass --gpu NAME (trident presets lists them)");
+  }
+  return guess;
+}
+
+[[nodiscard]] std::string default_name(const ImportedServer& server) {
+  return std::filesystem::path(server.source).stem().string();
+}
+
+void run_import(const ImportFlags& flags) {
+  if (flags.servers < 1) throw InputError("--servers " + std::to_string(flags.servers) + ": expected at least 1");
+  const ImportedServer server = read_server(flags);
+  ImportOptions options{.name = flags.name.empty() ? default_name(server) : flags.name,
+                        .gpu = resolve_gpu(flags, server),
+                        .servers = flags.servers,
+                        .nic_gbits = flags.nic_gbits,
+                        .gbps_per_link = flags.nvlink_gbps};
+  const std::string yaml = cluster_yaml(server, options);
+  (void)load_cluster(yaml, options.name + ".yaml");  // what we print must load as a cluster
+  write_output(flags.output, yaml);
+  if (!flags.output.empty()) {
+    std::fprintf(stderr, "trident: wrote %s (%d servers of %d GPUs, GPU %s)\n",
+                 flags.output.c_str(), flags.servers, server.gpus, options.gpu.c_str());
+  }
+}
+
+}  // namespace
+
+void add_topo_import_subcommand(CLI::App& topo) {
+  auto flags = std::make_shared<ImportFlags>();
+  auto* sub = topo.add_subcommand(
+      "import",
+      "Print a cluster YAML for servers like the one described by `nvidia-smi topo -m` output "
+      "or an NCCL topology dump (NCCL_TOPO_DUMP_FILE); a degraded server (NV17 instead of "
+      "NV18, a missing pair) is described from its own output");
+  auto* smi = sub->add_option("--nvidia-smi", flags->nvidia_smi, "`nvidia-smi topo -m` output")
+                  ->type_name("FILE");
+  auto* xml = sub->add_option("--nccl-xml", flags->nccl_xml, "NCCL topology XML dump")
+                  ->type_name("FILE");
+  smi->excludes(xml);
+  sub->add_option("--name", flags->name, "cluster name (default: the file's name)");
+  sub->add_option("--gpu", flags->gpu,
+                  "GPU preset (default: from the device name or PCI id in the input)");
+  sub->add_option("--servers", flags->servers, "servers like this one (default 1)");
+  sub->add_option("--nic-gbits", flags->nic_gbits,
+                  "NIC speed, Gb/s (default: NCCL XML's speed, else assumed from the GPU)");
+  sub->add_option("--nvlink-gbps", flags->nvlink_gbps,
+                  "GB/s per NVLink, one direction (default: from the GPU: 25, 50 from Blackwell)");
+  sub->add_option("--output", flags->output, "write the YAML here instead of stdout")
+      ->type_name("FILE");
+  sub->callback([flags] { run_import(*flags); });
+}
 
 }  // namespace trident::cli
