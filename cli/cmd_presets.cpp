@@ -1,12 +1,47 @@
-// trident presets: placeholder until its issue lands (owned by the helper implementing it).
+// trident presets: one line per built-in GPU, cluster and model with its key numbers.
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/cluster_args.h"
 #include "cli/commands.h"
-#include "topology/errors.h"
+#include "configs/presets.h"
+#include "costmodel/model_loader.h"
+#include "topology/cluster_loader.h"
 
 namespace trident::cli {
 
+namespace {
+
+std::string cluster_line(const Cluster& c) {
+  return fmt::format("{} GPUs, {} servers: {}", c.gpus(), c.servers, summarize_server(c));
+}
+
+std::string summary(PresetKind kind, const std::string& name) {
+  switch (kind) {
+    case PresetKind::gpu: return summarize_gpu(gpu_preset(name));
+    case PresetKind::cluster: return cluster_line(cluster_preset(name));
+    case PresetKind::model: return summarize_model(model_preset(name));
+  }
+  return "";
+}
+
+void print_presets() {
+  for (const PresetKind kind : {PresetKind::gpu, PresetKind::cluster, PresetKind::model}) {
+    for (const auto& name : preset_names(kind)) {
+      fmt::print("{:<8} {:<14} {}\n", to_string(kind), name, summary(kind, name));
+    }
+  }
+}
+
+}  // namespace
+
 void add_presets_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("presets", "not built yet");
-  sub->callback([] { throw InputError("trident presets is not built yet"); });
+  auto* sub = app.add_subcommand(
+      "presets", "list the built-in GPUs, clusters and models (use a NAME with --gpu, "
+                 "--cluster, --model)");
+  sub->callback(print_presets);
 }
 
 }  // namespace trident::cli

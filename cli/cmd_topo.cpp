@@ -1,12 +1,161 @@
-// trident topo: placeholder until its issue lands (owned by the helper implementing it).
+// trident topo show: the cluster as trident understood it: servers, NVLink domains, the tiers
+// with their per-GPU bandwidth and latency, the NIC share per GPU, mesh pairs.
+// `trident topo import` is added by cmd_topo_import.cpp.
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cluster_args.h"
 #include "cli/commands.h"
-#include "topology/errors.h"
+#include "topology/link_tier.h"
 
 namespace trident::cli {
 
+namespace {
+
+struct TopoOptions {
+  ClusterArgs cluster;
+  std::string format = "table";
+};
+
+struct TierRow {
+  Tier tier;
+  double gbps;
+  double latency_us;
+  std::string use;
+};
+
+std::vector<int> domain_ids(const Cluster& c, int domain) {
+  std::vector<int> ids(static_cast<std::size_t>(c.nvlink.domain_gpus));
+  std::iota(ids.begin(), ids.end(), domain * c.nvlink.domain_gpus);
+  return ids;
+}
+
+std::vector<TierRow> tier_rows(const Cluster& c) {
+  std::vector<TierRow> rows;
+  const GroupLink domain = query_group(c, domain_ids(c, 0));
+  rows.push_back({domain.intra_tier, domain.intra_gbps, domain.intra_latency_s * 1e6,
+                  fmt::format("inside one domain ({} GPUs{})", c.nvlink.domain_gpus,
+                              c.nvlink.kind == NvlinkKind::mesh ? ", rings over the mesh" : "")});
+  if (c.network.nics_per_server > 0) {
+    const double share = c.nic_gbps_per_gpu(0) / c.network.oversubscription;
+    const double latency = c.domains() > 1
+                               ? query_group(c, {{0, c.nvlink.domain_gpus}}).inter_latency_s
+                               : c.network.latency_us * 1e-6;
+    rows.push_back({Tier::network, share, latency * 1e6,
+                    fmt::format("across domains: {} NICs x {} Gb/s / 8 / {} GPUs / "
+                                "oversubscription {}",
+                                c.network.nics_per_server, c.network.nic_gbits, c.gpus_per_server,
+                                c.network.oversubscription)});
+  }
+  if (c.nvlink.kind != NvlinkKind::none) {
+    rows.push_back({Tier::pcie, c.pcie.gbps, c.pcie.latency_us,
+                    "fallback for a GPU that has lost its NVLinks"});
+  }
+  return rows;
+}
+
+std::string domain_line(const Cluster& c) {
+  const int per = c.nvlink.domain_gpus;
+  std::string where = per > c.gpus_per_server
+                          ? fmt::format("each spans {} servers", per / c.gpus_per_server)
+                      : per < c.gpus_per_server
+                          ? fmt::format("{} per server", c.gpus_per_server / per)
+                          : "one per server";
+  std::string links;
+  if (c.nvlink.kind == NvlinkKind::switch_fabric) {
+    links = fmt::format("switch, {} links x {} GB/s per GPU", c.nvlink.links_per_gpu,
+                        c.nvlink.gbps_per_link);
+  } else if (c.nvlink.kind == NvlinkKind::mesh) {
+    links = fmt::format("mesh, {} GPU pairs, {} GB/s per link", c.nvlink.mesh.size(),
+                        c.nvlink.gbps_per_link);
+  } else {
+    links = "none (PCIe only)";
+  }
+  return fmt::format("nvlink: {}; {} domain{} of {} GPUs ({})", links, c.domains(),
+                     c.domains() == 1 ? "" : "s", per, where);
+}
+
+void print_table(const Cluster& c) {
+  fmt::print("cluster {}: {} GPUs = {} servers x {} {}\n", c.name, c.gpus(), c.servers,
+             c.gpus_per_server, c.gpu.name);
+  fmt::print("gpu {}: {}\n", c.gpu.name, summarize_gpu(c.gpu));
+  fmt::print("{}\n", domain_line(c));
+  fmt::print("network: {} NICs x {} Gb/s per server = {} GB/s per GPU, {}, oversubscription {}\n",
+             c.network.nics_per_server, c.network.nic_gbits, c.nic_gbps_per_gpu(0),
+             c.network.rail_optimized ? "rail-optimised" : "not rail-optimised",
+             c.network.oversubscription);
+  fmt::print("tiers (per GPU, one direction):\n");
+  for (const auto& row : tier_rows(c)) {
+    fmt::print("  {:<8} {:>7} GB/s {:>5} us  {}\n", to_string(row.tier), row.gbps, row.latency_us,
+               row.use);
+  }
+  if (c.nvlink.kind == NvlinkKind::mesh) {
+    fmt::print("mesh pairs (local GPU indexes, NVLinks):");
+    for (const auto& link : c.nvlink.mesh) fmt::print(" {}-{}x{}", link.a, link.b, link.links);
+    fmt::print("\n");
+  }
+}
+
+nlohmann::json to_json(const Cluster& c) {
+  nlohmann::json mesh = nlohmann::json::array();
+  for (const auto& l : c.nvlink.mesh) mesh.push_back({{"a", l.a}, {"b", l.b}, {"count", l.links}});
+  nlohmann::json tiers = nlohmann::json::array();
+  for (const auto& row : tier_rows(c)) {
+    tiers.push_back({{"tier", to_string(row.tier)}, {"gbps", row.gbps},
+                     {"latency_us", row.latency_us}, {"use", row.use}});
+  }
+  const Gpu& g = c.gpu;
+  return {
+      {"name", c.name}, {"gpus", c.gpus()}, {"servers", c.servers},
+      {"gpus_per_server", c.gpus_per_server}, {"domains", c.domains()},
+      {"domain_gpus", c.nvlink.domain_gpus},
+      {"gpu", {{"name", g.name}, {"peak_tflops", {{"bf16", g.peak_tflops_bf16},
+                                                  {"fp16", g.peak_tflops_fp16},
+                                                  {"fp8", g.peak_tflops_fp8},
+                                                  {"tf32", g.peak_tflops_tf32}}},
+               {"memory_gib", g.memory_gib}, {"memory_gbps", g.memory_gbps},
+               {"matmul_efficiency", g.matmul_efficiency}}},
+      {"nvlink", {{"kind", to_string(c.nvlink.kind)}, {"links_per_gpu", c.nvlink.links_per_gpu},
+                  {"gbps_per_link", c.nvlink.gbps_per_link}, {"latency_us", c.nvlink.latency_us},
+                  {"links", mesh}}},
+      {"network", {{"nics_per_server", c.network.nics_per_server},
+                   {"nic_gbits", c.network.nic_gbits},
+                   {"rail_optimized", c.network.rail_optimized},
+                   {"oversubscription", c.network.oversubscription},
+                   {"latency_us", c.network.latency_us},
+                   {"gbps_per_gpu", c.nic_gbps_per_gpu(0)}}},
+      {"pcie", {{"gbps", c.pcie.gbps}, {"latency_us", c.pcie.latency_us}}},
+      {"tiers", tiers}};
+}
+
+void show(const TopoOptions& options) {
+  const Cluster cluster = resolve_cluster(options.cluster);
+  if (options.format == "json") {
+    fmt::print("{}\n", to_json(cluster).dump(2));
+  } else {
+    print_table(cluster);
+  }
+}
+
+}  // namespace
+
 void add_topo_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("topo", "not built yet");
-  sub->callback([] { throw InputError("trident topo is not built yet"); });
+  auto* topo = app.add_subcommand("topo", "show a cluster as parsed; import one from "
+                                          "`nvidia-smi topo -m` or NCCL topology XML");
+  topo->require_subcommand(1);
+  auto options = std::make_shared<TopoOptions>();
+  auto* show_cmd = topo->add_subcommand(
+      "show", "print servers, NVLink domains, tiers with per-GPU bandwidth and latency");
+  add_cluster_flags(*show_cmd, options->cluster);
+  show_cmd->add_option("--format", options->format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  show_cmd->callback([options] { show(*options); });
+  add_topo_import_subcommand(*topo);
 }
 
 }  // namespace trident::cli

@@ -1,0 +1,210 @@
+#include "cli/cluster_args.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "configs/presets.h"
+#include "costmodel/model_loader.h"
+#include "topology/cluster_loader.h"
+#include "topology/errors.h"
+#include "topology/yaml_util.h"
+
+namespace trident::cli {
+
+namespace {
+
+/// "expected a positive integer, got '0'" instead of CLI11's range text.
+const CLI::Validator kPositive(
+    [](const std::string& text) -> std::string {
+      long long value = 0;
+      const char* end = text.data() + text.size();
+      const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+      if (ec == std::errc{} && ptr == end && value > 0) return "";
+      return "expected a positive integer, got '" + text + "'";
+    },
+    "N");
+
+}  // namespace
+
+void add_cluster_flags(CLI::App& app, ClusterArgs& args) {
+  app.add_option("--cluster", args.cluster,
+                 "cluster preset NAME or YAML/JSON FILE (default dgx-h100; see trident presets)");
+  app.add_option("--gpus", args.gpus, "total GPUs")->check(kPositive);
+  app.add_option("--servers", args.servers, "servers (nodes)")->check(kPositive);
+  app.add_option("--gpus-per-server", args.gpus_per_server, "GPUs per server")
+      ->check(kPositive);
+  app.add_option("--gpu", args.gpu, "GPU preset NAME or FILE replacing the cluster's GPU");
+}
+
+void add_model_flags(CLI::App& app, ModelArgs& args) {
+  app.add_option("--model", args.model, "model preset NAME or YAML/JSON FILE (default gpt3-175b)");
+  app.add_option("--global-batch", args.global_batch, "sequences per step")
+      ->check(kPositive);
+  app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
+}
+
+bool names_file(const std::string& arg) {
+  return arg.find('/') != std::string::npos || arg.ends_with(".yaml") || arg.ends_with(".yml") ||
+         arg.ends_with(".json");
+}
+
+std::string read_input_file(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(flag + " '" + path + "': cannot read the file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+namespace {
+
+[[noreturn]] void unknown(PresetKind kind, const std::string& flag, const std::string& name) {
+  const auto names = preset_names(kind);
+  const std::string label = kind == PresetKind::gpu ? "GPU" : to_string(kind);
+  throw InputError(flag + " " + name + ": unknown " + label + " preset" +
+                   yaml::did_you_mean(name, names) + "; known: " + yaml::join(names) +
+                   " (or give a .yaml/.json file)");
+}
+
+Cluster base_cluster(const ClusterArgs& a) {
+  if (a.cluster.empty()) return cluster_preset(kDefaultCluster);
+  if (names_file(a.cluster)) return load_cluster(read_input_file(a.cluster, "--cluster"), a.cluster);
+  if (!preset_text(PresetKind::cluster, a.cluster)) unknown(PresetKind::cluster, "--cluster", a.cluster);
+  return cluster_preset(a.cluster);
+}
+
+Gpu flag_gpu(const std::string& arg) {
+  if (names_file(arg)) return load_gpu(read_input_file(arg, "--gpu"), arg);
+  if (!preset_text(PresetKind::gpu, arg)) unknown(PresetKind::gpu, "--gpu", arg);
+  return gpu_preset(arg);
+}
+
+/// The flags that changed the shape, as the source name of a shape error.
+std::string shape_flags(const ClusterArgs& a) {
+  std::string flags;
+  auto add = [&](const char* flag, int value) {
+    if (value > 0) flags += fmt::format("{}{} {}", flags.empty() ? "" : " ", flag, value);
+  };
+  add("--gpus", a.gpus);
+  add("--servers", a.servers);
+  add("--gpus-per-server", a.gpus_per_server);
+  return flags;
+}
+
+void apply_shape(Cluster& c, const ClusterArgs& a) {
+  const int old_per_server = c.gpus_per_server;
+  int per_server = a.gpus_per_server > 0 ? a.gpus_per_server : c.gpus_per_server;
+  if (a.gpus > 0 && a.servers > 0) {
+    if (a.gpus % a.servers != 0) {
+      throw InputError(fmt::format("--gpus {}: not divisible into {} servers", a.gpus, a.servers));
+    }
+    const int derived = a.gpus / a.servers;
+    if (a.gpus_per_server > 0 && a.gpus_per_server != derived) {
+      throw InputError(fmt::format("--gpus-per-server {}: --gpus {} over --servers {} gives {}",
+                                   a.gpus_per_server, a.gpus, a.servers, derived));
+    }
+    per_server = derived;
+    c.servers = a.servers;
+  } else if (a.gpus > 0) {
+    if (a.gpus % per_server != 0) {
+      throw InputError(fmt::format("--gpus {}: not divisible into servers of {} GPUs", a.gpus,
+                                   per_server));
+    }
+    c.servers = a.gpus / per_server;
+  } else if (a.servers > 0) {
+    c.servers = a.servers;
+  }
+  c.gpus_per_server = per_server;
+  if (c.nvlink.domain_gpus == old_per_server) c.nvlink.domain_gpus = per_server;
+}
+
+}  // namespace
+
+Cluster resolve_cluster(const ClusterArgs& args) {
+  Cluster cluster = base_cluster(args);
+  if (!args.gpu.empty()) cluster.gpu = flag_gpu(args.gpu);
+  const std::string flags = shape_flags(args);
+  if (!flags.empty()) {
+    apply_shape(cluster, args);
+    check_cluster(cluster, flags);
+  }
+  return cluster;
+}
+
+Model resolve_model(const ModelArgs& args) {
+  Model model;
+  if (args.model.empty()) {
+    model = model_preset(kDefaultModel);
+  } else if (names_file(args.model)) {
+    model = load_model(read_input_file(args.model, "--model"), args.model);
+  } else {
+    if (!preset_text(PresetKind::model, args.model)) unknown(PresetKind::model, "--model", args.model);
+    model = model_preset(args.model);
+  }
+  if (args.global_batch > 0) model.training.global_batch = args.global_batch;
+  if (args.seq_len > 0) model.seq_len = args.seq_len;
+  if (model.training.global_batch <= 0) {
+    throw InputError("--global-batch: model '" + model.name +
+                     "' has no training.global_batch; give --global-batch N");
+  }
+  return model;
+}
+
+std::string format_count(double count) {
+  if (count >= 1e12) return fmt::format("{:.3g}T", count / 1e12);
+  if (count >= 1e9) return fmt::format("{:.4g}B", count / 1e9);
+  if (count >= 1e6) return fmt::format("{:.4g}M", count / 1e6);
+  return fmt::format("{}", count);
+}
+
+std::string summarize_server(const Cluster& c) {
+  std::string links;
+  switch (c.nvlink.kind) {
+    case NvlinkKind::switch_fabric:
+      links = fmt::format("NVSwitch {}x{} GB/s", c.nvlink.links_per_gpu, c.nvlink.gbps_per_link);
+      break;
+    case NvlinkKind::mesh:
+      links = fmt::format("NVLink mesh of {} pairs, up to {}x{} GB/s per GPU", c.nvlink.mesh.size(),
+                          c.nvlink.links_per_gpu, c.nvlink.gbps_per_link);
+      break;
+    case NvlinkKind::none: links = fmt::format("PCIe only ({} GB/s)", c.pcie.gbps); break;
+  }
+  if (c.nvlink.domain_gpus != c.gpus_per_server) {
+    links += fmt::format(" in {}-GPU domains", c.nvlink.domain_gpus);
+  }
+  return fmt::format("{}x {} per server, {}, {}x{} Gb/s NICs", c.gpus_per_server, c.gpu.name, links,
+                     c.network.nics_per_server, c.network.nic_gbits);
+}
+
+std::string summarize_gpu(const Gpu& g) {
+  const bool bf16 = g.peak_tflops_bf16 > 0.0;
+  return fmt::format("{} {} TFLOP/s, {} GiB at {} GB/s, GEMM ceiling {:.0f}%, PCIe {} GB/s",
+                     bf16 ? "bf16" : "fp16", bf16 ? g.peak_tflops_bf16 : g.peak_tflops_fp16,
+                     g.memory_gib, g.memory_gbps, g.matmul_efficiency * 100.0, g.pcie_gbps);
+}
+
+std::string summarize_model(const Model& m) {
+  return fmt::format("{} parameters: {} layers, hidden {}, {}/{} heads, {} {}, seq {}, batch {}",
+                     format_count(count_parameters(m).total), m.layers, m.hidden, m.heads,
+                     m.kv_heads, to_string(m.ffn), m.ffn_hidden, m.seq_len,
+                     m.training.global_batch);
+}
+
+std::string describe_assumptions(const ClusterArgs& cluster_args, const ModelArgs& model_args,
+                                 const Cluster& cluster, const Model& model) {
+  std::string parts;
+  if (cluster_args.cluster.empty()) {
+    parts += fmt::format("cluster {} ({})", cluster.name, summarize_server(cluster));
+  }
+  if (model_args.model.empty()) {
+    if (!parts.empty()) parts += "; ";
+    parts += fmt::format("model {}, global batch {}", model.name, model.training.global_batch);
+  }
+  if (parts.empty()) return "";
+  return "assumed: " + parts + "; change with --cluster/--gpu/--model/--global-batch";
+}
+
+}  // namespace trident::cli

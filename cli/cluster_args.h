@@ -1,0 +1,67 @@
+#pragma once
+/// The cluster and model flags every planning command shares (DESIGN.md: --cluster --gpus
+/// --servers --gpus-per-server --gpu --model --global-batch --seq-len), how they resolve to a
+/// Cluster and a Model, and the one-line summaries commands print.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "costmodel/model.h"
+#include "topology/cluster.h"
+
+namespace trident::cli {
+
+inline constexpr const char* kDefaultCluster = "dgx-h100";
+inline constexpr const char* kDefaultModel = "gpt3-175b";
+
+/// 0 / "" = not given.
+struct ClusterArgs {
+  std::string cluster;  ///< preset NAME or FILE
+  int gpus = 0;
+  int servers = 0;
+  int gpus_per_server = 0;
+  std::string gpu;  ///< preset NAME or FILE
+};
+
+struct ModelArgs {
+  std::string model;  ///< preset NAME or FILE
+  long long global_batch = 0;
+  int seq_len = 0;
+};
+
+void add_cluster_flags(CLI::App& app, ClusterArgs& args);
+void add_model_flags(CLI::App& app, ModelArgs& args);
+
+/// True when a NAME|FILE argument names a file: it has a '/' or ends .yaml/.yml/.json.
+[[nodiscard]] bool names_file(const std::string& arg);
+/// The file's text; InputError "FLAG 'PATH': cannot read the file" when it cannot be read.
+[[nodiscard]] std::string read_input_file(const std::string& path, const std::string& flag);
+
+/// The cluster the flags describe: --cluster (default dgx-h100), --gpu swapping the GPU (the
+/// server's links stay), then the shape: --gpus with --servers derives GPUs per server,
+/// --gpus alone keeps the preset's GPUs per server, --servers alone keeps it too. A domain
+/// that was one server follows a changed server size. Errors name the flag ("--gpus 500: not
+/// divisible into 64 servers").
+[[nodiscard]] Cluster resolve_cluster(const ClusterArgs& args);
+
+/// The model: --model (default gpt3-175b), --global-batch and --seq-len override the file.
+/// InputError when no global batch is known.
+[[nodiscard]] Model resolve_model(const ModelArgs& args);
+
+/// "assumed: cluster dgx-h100 (8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s
+/// NICs); model gpt3-175b, global batch 1536; change with --cluster/--gpu/--model/
+/// --global-batch", naming only what was defaulted; "" when nothing was.
+[[nodiscard]] std::string describe_assumptions(const ClusterArgs& cluster_args,
+                                               const ModelArgs& model_args,
+                                               const Cluster& cluster, const Model& model);
+
+/// "8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s NICs"
+[[nodiscard]] std::string summarize_server(const Cluster& cluster);
+/// "bf16 989 TFLOP/s, 80 GiB at 3350 GB/s, GEMM ceiling 80%, PCIe 50 GB/s"
+[[nodiscard]] std::string summarize_gpu(const Gpu& gpu);
+/// "174.6B parameters: 96 layers, hidden 12288, 96/96 heads, gelu, seq 2048, batch 1536"
+[[nodiscard]] std::string summarize_model(const Model& model);
+/// "174.6B", "8.03B", "1.01T"
+[[nodiscard]] std::string format_count(double count);
+
+}  // namespace trident::cli
