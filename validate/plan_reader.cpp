@@ -76,13 +76,14 @@ std::optional<PlanComm> read_comm(const json& comm, const Where& at, const char*
   if (!entry.is_object()) here.fail("expected an object");
   PlanComm out;
   out.name = name;
+  out.ranks = static_cast<int>(positive_integer(entry, here, "ranks"));
+  if (out.ranks == 1) return std::nullopt;  // no traffic ("collective": "none")
   out.collectives = collectives(text(entry, here, "collective"), here / "collective");
   out.bytes_per_call = non_negative(entry, here, "bytes_per_call");
   out.calls_per_step = non_negative(entry, here, "calls_per_step");
-  out.ranks = static_cast<int>(positive_integer(entry, here, "ranks"));
   out.tier = parse_tier(text(entry, here, "tier"), here.source + ": " + (here / "tier").key);
   out.time_per_call_s = non_negative(entry, here, "time_per_call_s");
-  if (out.ranks == 1 || out.bytes_per_call <= 0.0) return std::nullopt;
+  if (out.bytes_per_call <= 0.0) return std::nullopt;
   return out;
 }
 
