@@ -1,12 +1,241 @@
-// trident plan: placeholder until its issue lands (owned by the helper implementing it).
+// trident plan: rank every split of the model over the cluster, place it, explain it.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/plan_explain.h"
+#include "cli/plan_report.h"
+#include "costmodel/calibration_io.h"
+#include "planner/export.h"
+#include "planner/search.h"
 #include "topology/errors.h"
+#include "topology/failure.h"
 
 namespace trident::cli {
 
+namespace {
+
+/// Every flag of `plan`, as parsed.
+struct PlanFlags {
+  ClusterArgs cluster;  ///< --cluster --gpus --servers --gpus-per-server --gpu
+  ModelArgs model;      ///< --model --global-batch --seq-len
+  SearchOptions search;
+  std::optional<int> tp, pp, dp, micro_batch, vp, zero;
+  std::string recompute;
+  std::string sequence_parallel;
+  std::string calibration_file;
+  std::size_t top = 10;
+  std::string format = "table";
+  std::string output;
+  std::optional<std::size_t> explain;  ///< 1-based rank of the plan to explain
+  bool show_infeasible = false;
+  std::string emit;
+  /// --fail-link SPEC (repeatable). The cluster is planned with these failures applied.
+  /// FAILURES ENGINEER: the what-if comparison (baseline, impact, re-place, cordon) plugs in
+  /// at run_failures() below through planner/whatif.h.
+  std::vector<std::string> fail_links;
+};
+
+Recompute parse_recompute(const std::string& text) {
+  if (text == "none") return Recompute::none;
+  if (text == "selective") return Recompute::selective;
+  if (text == "full") return Recompute::full;
+  throw InputError("--recompute '" + text + "': expected none|selective|full");
+}
+
+bool parse_on_off(const std::string& text) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  throw InputError("--sequence-parallel '" + text + "': expected on|off");
+}
+
+void add_flags(CLI::App& sub, PlanFlags& f) {
+  add_cluster_flags(sub, f.cluster);
+  add_model_flags(sub, f.model);
+  sub.add_option("--min-tp", f.search.min_tp, "smallest tensor parallel size tried (default 1)");
+  sub.add_option("--max-tp", f.search.max_tp, "largest tensor parallel size tried (default: any)");
+  sub.add_option("--tp", f.tp, "pin tensor parallel size");
+  sub.add_option("--pp", f.pp, "pin pipeline parallel size");
+  sub.add_option("--dp", f.dp, "pin data parallel size");
+  sub.add_option("--micro-batch", f.micro_batch, "pin micro-batch size (sequences)");
+  sub.add_option("--vp", f.vp, "pin virtual pipeline stages per GPU (interleaving)");
+  sub.add_option("--recompute", f.recompute, "pin activation recomputation: none|selective|full");
+  sub.add_option("--zero", f.zero, "pin ZeRO stage: 0|1|2|3");
+  sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off");
+  sub.add_option("--calibration", f.calibration_file,
+                 "calibration JSON from validate/calibrate: measured values replace defaults");
+  sub.add_option("--top", f.top, "plans to show (default 10)");
+  sub.add_option("--format", f.format, "table|json|csv (default table)");
+  sub.add_option("--output", f.output, "write to FILE (atomically) instead of stdout");
+  sub.add_option("--explain", f.explain, "explain plan N of the ranking (default 1)")
+      ->expected(0, 1)
+      ->default_str("1");
+  sub.add_flag("--show-infeasible", f.show_infeasible, "also list plans that do not fit");
+  sub.add_option("--emit", f.emit,
+                 "print the best plan as launch flags: megatron|nemo|deepspeed|torchtitan");
+  sub.add_option("--fail-link", f.fail_links,
+                 "plan under a failure (repeatable): nvlink:S/G[:K|:all], mesh:S/A-B, nic:S/N, "
+                 "gpu:S/G, server:S");
+}
+
+SearchOptions search_options(const PlanFlags& f) {
+  SearchOptions options = f.search;
+  options.tp = f.tp;
+  options.pp = f.pp;
+  options.dp = f.dp;
+  options.micro_batch = f.micro_batch;
+  options.vp = f.vp;
+  options.zero = f.zero;
+  if (!f.recompute.empty()) options.recompute = parse_recompute(f.recompute);
+  if (!f.sequence_parallel.empty()) options.sequence_parallel = parse_on_off(f.sequence_parallel);
+  if (f.top < 1) throw InputError("--top 0: expected a positive number of plans");
+  options.keep = std::max(f.top, f.explain.value_or(1));
+  options.show_infeasible = f.show_infeasible;
+  options.keep_infeasible = f.top;
+  return options;
+}
+
+void check_format(const PlanFlags& f) {
+  if (f.format != "table" && f.format != "json" && f.format != "csv") {
+    throw InputError("--format '" + f.format + "': expected table|json|csv");
+  }
+  if (f.explain && *f.explain < 1) throw InputError("--explain 0: plans are numbered from 1");
+  if (f.explain && f.format == "csv") throw InputError("--explain: needs --format table or json");
+}
+
+/// Applies --fail-link specs; returns their descriptions for the report.
+std::vector<std::string> run_failures(const PlanFlags& f, Cluster& cluster) {
+  std::vector<std::string> described;
+  for (const auto& spec : f.fail_links) {
+    const Failure failure = parse_failure(spec);
+    cluster = apply_failure(cluster, failure);
+    described.push_back(spec + ": " + describe(failure, cluster));
+  }
+  return described;
+}
+
+/// A progress bar on stderr once the search has run for a second, only on a terminal.
+class ProgressBar {
+ public:
+  ProgressBar() : start_(std::chrono::steady_clock::now()), tty_(isatty(STDERR_FILENO) == 1) {}
+  ~ProgressBar() {
+    if (drawn_) std::fprintf(stderr, "\r%60s\r", "");
+  }
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  void operator()(std::size_t done, std::size_t total) {
+    if (!tty_ || total == 0) return;
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
+    if (elapsed.count() < 1.0) return;
+    const int width = 30;
+    const int filled = static_cast<int>(width * done / total);
+    std::fprintf(stderr, "\rsearching [%.*s%*s] %zu/%zu splits", filled,
+                 "##############################", width - filled, "", done, total);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  bool tty_;
+  bool drawn_ = false;
+};
+
+std::string render(const PlanFlags& f, const SearchResult& result, const ReportContext& context,
+                   const Calibration* calibration, double reserve_gib) {
+  std::string explain_text;
+  if (f.explain) {
+    const std::size_t n = *f.explain;
+    if (n > result.plans.size()) {
+      throw PlanError("--explain " + std::to_string(n) + ": only " +
+                      std::to_string(result.plans.size()) + " plans fit");
+    }
+    explain_text = explain_plan(*context.cluster, *context.model, result.plans[n - 1], n,
+                                calibration, reserve_gib);
+  }
+  SearchResult shown = result;
+  if (shown.plans.size() > f.top) shown.plans.resize(f.top);
+  if (f.format == "json") return format_json(shown, context, explain_text);
+  if (f.format == "csv") return format_csv(shown, context);
+  std::string out = format_table(shown, context);
+  if (!explain_text.empty()) out += "\n" + explain_text;
+  return out;
+}
+
+std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& cluster,
+                 const Model& model) {
+  const Framework framework = parse_framework(f.emit);
+  const std::size_t n = f.explain.value_or(1);
+  if (n > result.plans.size()) throw PlanError("--emit: no plan fits to emit");
+  const Export exported = export_plan(framework, cluster, model, result.plans[n - 1].config);
+  for (const auto& note : exported.notes) std::fprintf(stderr, "trident: note: %s\n", note.c_str());
+  return exported.text;
+}
+
+void run(const PlanFlags& f) {
+  check_format(f);
+  if (!f.emit.empty()) (void)parse_framework(f.emit);
+  const SearchOptions options = search_options(f);
+  Cluster cluster = resolve_cluster(f.cluster);
+  const Model model = resolve_model(f.model);
+  ReportContext context;
+  const std::string assumed = describe_assumptions(f.cluster, f.model, cluster, model);
+  if (!assumed.empty()) context.assumptions.push_back(assumed);
+  context.assumptions.push_back(fmt::format(
+      "cluster {}: {} GPUs in {} servers of {}; model {}: {}", cluster.name, cluster.gpus(),
+      cluster.servers, summarize_server(cluster), model.name, summarize_model(model)));
+  context.assumptions.push_back(
+      "search: every TP x PP x DP split with micro-batch, interleaving, recompute, ZeRO and "
+      "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "
+      "--micro-batch --vp --recompute --zero --sequence-parallel");
+  context.failures = run_failures(f, cluster);
+  context.cluster = &cluster;
+  context.model = &model;
+  std::optional<Calibration> calibration;
+  if (!f.calibration_file.empty()) {
+    calibration = parse_calibration(read_input_file(f.calibration_file, "--calibration"),
+                                    f.calibration_file);
+    context.calibration_source = f.calibration_file;
+  }
+  const Calibration* measured = calibration ? &*calibration : nullptr;
+  context.calibration = measured;
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult result;
+  {
+    ProgressBar bar;
+    result = search(cluster, model, options, measured,
+                    [&bar](std::size_t done, std::size_t total) { bar(done, total); });
+  }
+  context.search_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result.plans.empty() && !f.show_infeasible) {
+    throw PlanError("none of the " + std::to_string(result.configurations_searched) +
+                    " configurations fits in GPU memory (--show-infeasible lists the closest)");
+  }
+  const std::string text = f.emit.empty()
+                               ? render(f, result, context, measured, options.reserve_gib)
+                               : emit(f, result, cluster, model);
+  write_output(f.output, text);
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("plan", "not built yet");
-  sub->callback([] { throw InputError("trident plan is not built yet"); });
+  auto* sub = app.add_subcommand(
+      "plan", "rank tensor x pipeline x data parallel splits of a model over a cluster");
+  auto flags = std::make_shared<PlanFlags>();
+  add_flags(*sub, *flags);
+  sub->callback([flags] { run(*flags); });
 }
 
 }  // namespace trident::cli

@@ -1,4 +1,4 @@
-// Reading inputs and writing outputs atomically (temporary file + rename).
+// Writing outputs atomically (temporary file + rename).
 #include "cli/output_file.h"
 
 #include <unistd.h>
@@ -7,8 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "topology/errors.h"
@@ -36,14 +34,6 @@ int write_all(int fd, const std::string& text) {
 }
 
 }  // namespace
-
-std::string read_input_file(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(flag + " '" + path + "': cannot read: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void write_output(const std::string& path, const std::string& text) {
   if (path.empty()) {

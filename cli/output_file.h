@@ -1,11 +1,12 @@
 #pragma once
-/// Files the plan command reads and writes. Writing is atomic: the text goes to a temporary
-/// file beside the target, then is renamed over it, so an error never leaves a partial file.
+/// Where the plan command writes. Writing is atomic: the text goes to a temporary file beside
+/// the target, then is renamed over it, so an error never leaves a partial file.
 #include <string>
 
 namespace trident::cli {
 
-/// The whole file; throws InputError "FLAG 'PATH': cannot read: REASON".
+/// The whole file; throws InputError naming the flag when it cannot be read. (Declared here
+/// for the commands that include this header; defined with the flags in cli/cluster_args.cpp.)
 [[nodiscard]] std::string read_input_file(const std::string& path, const std::string& flag);
 
 /// Writes `text` to stdout when `path` is empty, else atomically to `path`. Throws

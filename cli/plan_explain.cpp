@@ -19,6 +19,16 @@ std::string bytes_text(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
+std::string thousands(double value) {
+  const std::string digits = fmt::format("{:.0f}", value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
 std::string share(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "0%";
 }
@@ -30,8 +40,12 @@ std::string link_text(const GroupLink& link) {
     return fmt::format("{} at {:.0f} GB/s per GPU inside one NVLink domain", to_string(link.tier),
                        link.intra_gbps);
   }
-  return fmt::format("{} at {:.1f} GB/s per GPU across {} NVLink domains ({} ranks per domain "
-                     "at {:.0f} GB/s inside)",
+  if (link.ranks_per_domain < 2) {
+    return fmt::format("{} at {:.1f} GB/s per GPU across {} NVLink domains (one rank in each)",
+                       to_string(link.tier), link.inter_gbps, link.domains);
+  }
+  return fmt::format("{} at {:.1f} GB/s per GPU across {} NVLink domains (up to {} ranks in one, "
+                     "{:.0f} GB/s between those)",
                      to_string(link.tier), link.inter_gbps, link.domains, link.ranks_per_domain,
                      link.intra_gbps);
 }
@@ -51,8 +65,8 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
   const double tokens = static_cast<double>(model.training.global_batch) * model.seq_len;
   std::string out = "The three numbers\n";
   out += fmt::format("  step time    {:.3f} s\n", e.time.step_s);
-  out += fmt::format("  throughput   {:.0f} tokens/s  ({:.0f} tokens per step / {:.3f} s)\n",
-                     e.tokens_per_s, tokens, e.time.step_s);
+  out += fmt::format("  throughput   {} tokens/s  ({} tokens per step / {:.3f} s)\n",
+                     thousands(e.tokens_per_s), thousands(tokens), e.time.step_s);
   out += fmt::format("  MFU          {:.1f}%  ({:.0f} model TFLOP/s per GPU of {:.0f} dense peak; "
                      "{:.0f} TFLOP/s executed with recomputation)\n",
                      100.0 * e.mfu, e.model_tflops_per_gpu,

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "costmodel/compute.h"
+
 namespace trident::cli {
 
 namespace {
@@ -42,21 +44,23 @@ Json comm_json(const CommDetail& comm, const std::string& collective) {
               {"exposed_s", comm.exposed_s}};
 }
 
-Json gemms_json(const Model& model, const PlanResult& plan) {
+Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& plan,
+                const Calibration* calibration) {
   Json out = Json::array();
-  // predicted_tflops: the throughput the step time assumes for the GPU's GEMMs (hardware
-  // FLOPs per GPU over the compute seconds).
-  const auto& t = plan.estimate.time;
-  const double flops_per_gpu = plan.estimate.hardware_flops / plan.config.gpus();
-  const double predicted = t.compute_s() > 0 ? flops_per_gpu / t.compute_s() / 1e12 : 0.0;
-  for (const auto& gemm : gemm_shapes(model, plan.config)) {
+  for (const auto& gemm : gemm_calls(model, plan.config)) {
+    // predicted_tflops: the cost model's roofline (or calibrated) rate for this shape.
+    const GemmShape shape{static_cast<double>(gemm.m), static_cast<double>(gemm.n),
+                          static_cast<double>(gemm.k), 1.0};
+    const double seconds = gemm_time_s(cluster.gpu, model.training.dtype, shape, calibration);
     out.push_back(Json{{"name", gemm.name}, {"m", gemm.m}, {"n", gemm.n}, {"k", gemm.k},
-                       {"calls_per_step", gemm.calls_per_step}, {"predicted_tflops", predicted}});
+                       {"calls_per_step", gemm.calls_per_step},
+                       {"predicted_tflops", seconds > 0 ? shape.flops() / seconds / 1e12 : 0.0}});
   }
   return out;
 }
 
-Json plan_json(const Model& model, const PlanResult& plan) {
+Json plan_json(const ReportContext& context, const PlanResult& plan) {
+  const Model& model = *context.model;
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const auto& p = plan.placement;
@@ -88,7 +92,7 @@ Json plan_json(const Model& model, const PlanResult& plan) {
   json["comm"] = Json{{"tp", comm_json(e.tp, tp_collective_name(c))},
                       {"pp", comm_json(e.pp, pp_collective_name(c))},
                       {"dp", comm_json(e.dp, dp_collective_name(c))}};
-  json["gemms"] = gemms_json(model, plan);
+  json["gemms"] = gemms_json(*context.cluster, model, plan, context.calibration);
   if (!plan.infeasible_reason.empty()) json["reason"] = plan.infeasible_reason;
   return json;
 }
@@ -164,7 +168,7 @@ std::string dp_collective_name(const ParallelConfig& config) {
   return config.zero == 0 ? "all-reduce" : "reduce-scatter+all-gather";
 }
 
-std::vector<GemmShape> gemm_shapes(const Model& model, const ParallelConfig& config) {
+std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& config) {
   const long long rows = static_cast<long long>(config.micro_batch) * model.seq_len;
   const long long t = config.tp;
   const long long h = model.hidden;
@@ -173,7 +177,7 @@ std::vector<GemmShape> gemm_shapes(const Model& model, const ParallelConfig& con
   const double layer_calls = passes * (model.layers / config.pp) *
                              static_cast<double>(config.num_micro_batches(model.training.global_batch));
   const long long up = is_gated(model.ffn) ? 2 * f : f;
-  std::vector<GemmShape> out{
+  std::vector<GemmCall> out{
       {"qkv", rows, (h + 2LL * model.kv_hidden()) / t, h, layer_calls},
       {"attention_out", rows, h, h / t, layer_calls},
       {"ffn_up", rows, up / t, h, layer_calls},
@@ -241,11 +245,11 @@ std::string format_json(const SearchResult& result, const ReportContext& context
   doc["model"] = model_json(model);
   doc["failures"] = context.failures;
   Json plans = Json::array();
-  for (const auto& plan : result.plans) plans.push_back(plan_json(model, plan));
+  for (const auto& plan : result.plans) plans.push_back(plan_json(context, plan));
   doc["plans"] = plans;
   if (!result.infeasible.empty()) {
     Json infeasible = Json::array();
-    for (const auto& plan : result.infeasible) infeasible.push_back(plan_json(model, plan));
+    for (const auto& plan : result.infeasible) infeasible.push_back(plan_json(context, plan));
     doc["infeasible"] = infeasible;
   }
   doc["search"] = Json{{"configurations_searched", result.configurations_searched},

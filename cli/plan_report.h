@@ -17,6 +17,7 @@ struct ReportContext {
   std::vector<std::string> assumptions;  ///< first lines of the table: what was assumed
   std::vector<std::string> failures;     ///< --fail-link specs applied, described
   std::string calibration_source;        ///< file whose measurements were used; "" = defaults
+  const Calibration* calibration = nullptr;
   double search_seconds = 0.0;
 };
 
@@ -35,13 +36,13 @@ struct ReportContext {
 [[nodiscard]] std::string link_name(const GroupLink& link);
 
 /// One GEMM shape a GPU runs per layer (after the TP split), for validate.
-struct GemmShape {
+struct GemmCall {
   std::string name;
   long long m = 0;
   long long n = 0;
   long long k = 0;
   double calls_per_step = 0.0;  ///< forward + the two backward GEMMs (+1 with full recompute)
 };
-[[nodiscard]] std::vector<GemmShape> gemm_shapes(const Model& model, const ParallelConfig& config);
+[[nodiscard]] std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& config);
 
 }  // namespace trident::cli
