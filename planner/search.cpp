@@ -44,7 +44,7 @@ bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == 
 
 std::string memory_reason(const MemoryBreakdown& memory, double reserve_gib) {
   char text[160];
-  std::snprintf(text, sizeof text, "needs %.1f GiB per GPU, %.1f GiB usable (%.0f GiB reserved)",
+  std::snprintf(text, sizeof text, "needs %.2f GiB per GPU, %.2f GiB usable (%.0f GiB reserved)",
                 memory.total_bytes / kGib, memory.capacity_bytes / kGib, reserve_gib);
   return text;
 }
