@@ -1,10 +1,10 @@
 #include "cli/cluster_args.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "configs/presets.h"
 #include "costmodel/model_loader.h"
@@ -34,15 +34,13 @@ void add_cluster_flags(CLI::App& app, ClusterArgs& args) {
                  "cluster preset NAME or YAML/JSON FILE (default dgx-h100; see trident presets)");
   app.add_option("--gpus", args.gpus, "total GPUs")->check(kPositive);
   app.add_option("--servers", args.servers, "servers (nodes)")->check(kPositive);
-  app.add_option("--gpus-per-server", args.gpus_per_server, "GPUs per server")
-      ->check(kPositive);
+  app.add_option("--gpus-per-server", args.gpus_per_server, "GPUs per server")->check(kPositive);
   app.add_option("--gpu", args.gpu, "GPU preset NAME or FILE replacing the cluster's GPU");
 }
 
 void add_model_flags(CLI::App& app, ModelArgs& args) {
   app.add_option("--model", args.model, "model preset NAME or YAML/JSON FILE (default gpt3-175b)");
-  app.add_option("--global-batch", args.global_batch, "sequences per step")
-      ->check(kPositive);
+  app.add_option("--global-batch", args.global_batch, "sequences per step")->check(kPositive);
   app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
 }
 
@@ -71,8 +69,10 @@ namespace {
 
 Cluster base_cluster(const ClusterArgs& a) {
   if (a.cluster.empty()) return cluster_preset(kDefaultCluster);
-  if (names_file(a.cluster)) return load_cluster(read_input_file(a.cluster, "--cluster"), a.cluster);
-  if (!preset_text(PresetKind::cluster, a.cluster)) unknown(PresetKind::cluster, "--cluster", a.cluster);
+  if (names_file(a.cluster))
+    return load_cluster(read_input_file(a.cluster, "--cluster"), a.cluster);
+  if (!preset_text(PresetKind::cluster, a.cluster))
+    unknown(PresetKind::cluster, "--cluster", a.cluster);
   return cluster_preset(a.cluster);
 }
 
@@ -110,8 +110,8 @@ void apply_shape(Cluster& c, const ClusterArgs& a) {
     c.servers = a.servers;
   } else if (a.gpus > 0) {
     if (a.gpus % per_server != 0) {
-      throw InputError(fmt::format("--gpus {}: not divisible into servers of {} GPUs", a.gpus,
-                                   per_server));
+      throw InputError(
+          fmt::format("--gpus {}: not divisible into servers of {} GPUs", a.gpus, per_server));
     }
     c.servers = a.gpus / per_server;
   } else if (a.servers > 0) {
@@ -141,7 +141,8 @@ Model resolve_model(const ModelArgs& args) {
   } else if (names_file(args.model)) {
     model = load_model(read_input_file(args.model, "--model"), args.model);
   } else {
-    if (!preset_text(PresetKind::model, args.model)) unknown(PresetKind::model, "--model", args.model);
+    if (!preset_text(PresetKind::model, args.model))
+      unknown(PresetKind::model, "--model", args.model);
     model = model_preset(args.model);
   }
   if (args.global_batch > 0) model.training.global_batch = args.global_batch;
@@ -170,7 +171,9 @@ std::string summarize_server(const Cluster& c) {
       links = fmt::format("NVLink mesh of {} pairs, up to {}x{} GB/s per GPU", c.nvlink.mesh.size(),
                           c.nvlink.links_per_gpu, c.nvlink.gbps_per_link);
       break;
-    case NvlinkKind::none: links = fmt::format("PCIe only ({} GB/s)", c.pcie.gbps); break;
+    case NvlinkKind::none:
+      links = fmt::format("PCIe only ({} GB/s)", c.pcie.gbps);
+      break;
   }
   if (c.nvlink.domain_gpus != c.gpus_per_server) {
     links += fmt::format(" in {}-GPU domains", c.nvlink.domain_gpus);

@@ -2,9 +2,8 @@
 /// The cluster and model flags every planning command shares (DESIGN.md: --cluster --gpus
 /// --servers --gpus-per-server --gpu --model --global-batch --seq-len), how they resolve to a
 /// Cluster and a Model, and the one-line summaries commands print.
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "costmodel/model.h"
 #include "topology/cluster.h"
@@ -52,8 +51,8 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// NICs); model gpt3-175b, global batch 1536; change with --cluster/--gpu/--model/
 /// --global-batch", naming only what was defaulted; "" when nothing was.
 [[nodiscard]] std::string describe_assumptions(const ClusterArgs& cluster_args,
-                                               const ModelArgs& model_args,
-                                               const Cluster& cluster, const Model& model);
+                                               const ModelArgs& model_args, const Cluster& cluster,
+                                               const Model& model);
 
 /// "8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s NICs"
 [[nodiscard]] std::string summarize_server(const Cluster& cluster);

@@ -1,8 +1,8 @@
 // trident presets: one line per built-in GPU, cluster and model with its key numbers.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
@@ -20,9 +20,12 @@ std::string cluster_line(const Cluster& c) {
 
 std::string summary(PresetKind kind, const std::string& name) {
   switch (kind) {
-    case PresetKind::gpu: return summarize_gpu(gpu_preset(name));
-    case PresetKind::cluster: return cluster_line(cluster_preset(name));
-    case PresetKind::model: return summarize_model(model_preset(name));
+    case PresetKind::gpu:
+      return summarize_gpu(gpu_preset(name));
+    case PresetKind::cluster:
+      return cluster_line(cluster_preset(name));
+    case PresetKind::model:
+      return summarize_model(model_preset(name));
   }
   return "";
 }
@@ -38,9 +41,10 @@ void print_presets() {
 }  // namespace
 
 void add_presets_command(CLI::App& app) {
-  auto* sub = app.add_subcommand(
-      "presets", "list the built-in GPUs, clusters and models (use a NAME with --gpu, "
-                 "--cluster, --model)");
+  auto* sub =
+      app.add_subcommand("presets",
+                         "list the built-in GPUs, clusters and models (use a NAME with --gpu, "
+                         "--cluster, --model)");
   sub->callback(print_presets);
 }
 

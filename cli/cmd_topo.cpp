@@ -1,13 +1,13 @@
 // trident topo show: the cluster as trident understood it: servers, NVLink domains, the tiers
 // with their per-GPU bandwidth and latency, the NIC share per GPU, mesh pairs.
 // `trident topo import` is added by cmd_topo_import.cpp.
+#include <fmt/format.h>
+
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
@@ -61,11 +61,10 @@ std::vector<TierRow> tier_rows(const Cluster& c) {
 
 std::string domain_line(const Cluster& c) {
   const int per = c.nvlink.domain_gpus;
-  std::string where = per > c.gpus_per_server
-                          ? fmt::format("each spans {} servers", per / c.gpus_per_server)
-                      : per < c.gpus_per_server
-                          ? fmt::format("{} per server", c.gpus_per_server / per)
-                          : "one per server";
+  std::string where =
+      per > c.gpus_per_server   ? fmt::format("each spans {} servers", per / c.gpus_per_server)
+      : per < c.gpus_per_server ? fmt::format("{} per server", c.gpus_per_server / per)
+                                : "one per server";
   std::string links;
   if (c.nvlink.kind == NvlinkKind::switch_fabric) {
     links = fmt::format("switch, {} links x {} GB/s per GPU", c.nvlink.links_per_gpu,
@@ -106,31 +105,43 @@ nlohmann::json to_json(const Cluster& c) {
   for (const auto& l : c.nvlink.mesh) mesh.push_back({{"a", l.a}, {"b", l.b}, {"count", l.links}});
   nlohmann::json tiers = nlohmann::json::array();
   for (const auto& row : tier_rows(c)) {
-    tiers.push_back({{"tier", to_string(row.tier)}, {"gbps", row.gbps},
-                     {"latency_us", row.latency_us}, {"use", row.use}});
+    tiers.push_back({{"tier", to_string(row.tier)},
+                     {"gbps", row.gbps},
+                     {"latency_us", row.latency_us},
+                     {"use", row.use}});
   }
   const Gpu& g = c.gpu;
-  return {
-      {"name", c.name}, {"gpus", c.gpus()}, {"servers", c.servers},
-      {"gpus_per_server", c.gpus_per_server}, {"domains", c.domains()},
-      {"domain_gpus", c.nvlink.domain_gpus},
-      {"gpu", {{"name", g.name}, {"peak_tflops", {{"bf16", g.peak_tflops_bf16},
-                                                  {"fp16", g.peak_tflops_fp16},
-                                                  {"fp8", g.peak_tflops_fp8},
-                                                  {"tf32", g.peak_tflops_tf32}}},
-               {"memory_gib", g.memory_gib}, {"memory_gbps", g.memory_gbps},
-               {"matmul_efficiency", g.matmul_efficiency}}},
-      {"nvlink", {{"kind", to_string(c.nvlink.kind)}, {"links_per_gpu", c.nvlink.links_per_gpu},
-                  {"gbps_per_link", c.nvlink.gbps_per_link}, {"latency_us", c.nvlink.latency_us},
-                  {"links", mesh}}},
-      {"network", {{"nics_per_server", c.network.nics_per_server},
-                   {"nic_gbits", c.network.nic_gbits},
-                   {"rail_optimized", c.network.rail_optimized},
-                   {"oversubscription", c.network.oversubscription},
-                   {"latency_us", c.network.latency_us},
-                   {"gbps_per_gpu", c.nic_gbps_per_gpu(0)}}},
-      {"pcie", {{"gbps", c.pcie.gbps}, {"latency_us", c.pcie.latency_us}}},
-      {"tiers", tiers}};
+  return {{"name", c.name},
+          {"gpus", c.gpus()},
+          {"servers", c.servers},
+          {"gpus_per_server", c.gpus_per_server},
+          {"domains", c.domains()},
+          {"domain_gpus", c.nvlink.domain_gpus},
+          {"gpu",
+           {{"name", g.name},
+            {"peak_tflops",
+             {{"bf16", g.peak_tflops_bf16},
+              {"fp16", g.peak_tflops_fp16},
+              {"fp8", g.peak_tflops_fp8},
+              {"tf32", g.peak_tflops_tf32}}},
+            {"memory_gib", g.memory_gib},
+            {"memory_gbps", g.memory_gbps},
+            {"matmul_efficiency", g.matmul_efficiency}}},
+          {"nvlink",
+           {{"kind", to_string(c.nvlink.kind)},
+            {"links_per_gpu", c.nvlink.links_per_gpu},
+            {"gbps_per_link", c.nvlink.gbps_per_link},
+            {"latency_us", c.nvlink.latency_us},
+            {"links", mesh}}},
+          {"network",
+           {{"nics_per_server", c.network.nics_per_server},
+            {"nic_gbits", c.network.nic_gbits},
+            {"rail_optimized", c.network.rail_optimized},
+            {"oversubscription", c.network.oversubscription},
+            {"latency_us", c.network.latency_us},
+            {"gbps_per_gpu", c.nic_gbps_per_gpu(0)}}},
+          {"pcie", {{"gbps", c.pcie.gbps}, {"latency_us", c.pcie.latency_us}}},
+          {"tiers", tiers}};
 }
 
 void show(const TopoOptions& options) {
@@ -145,8 +156,9 @@ void show(const TopoOptions& options) {
 }  // namespace
 
 void add_topo_command(CLI::App& app) {
-  auto* topo = app.add_subcommand("topo", "show a cluster as parsed; import one from "
-                                          "`nvidia-smi topo -m` or NCCL topology XML");
+  auto* topo = app.add_subcommand("topo",
+                                  "show a cluster as parsed; import one from "
+                                  "`nvidia-smi topo -m` or NCCL topology XML");
   topo->require_subcommand(1);
   auto options = std::make_shared<TopoOptions>();
   auto* show_cmd = topo->add_subcommand(

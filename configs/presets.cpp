@@ -10,9 +10,12 @@ namespace {
 
 std::string_view directory(PresetKind kind) {
   switch (kind) {
-    case PresetKind::gpu: return "gpus";
-    case PresetKind::cluster: return "clusters";
-    case PresetKind::model: return "models";
+    case PresetKind::gpu:
+      return "gpus";
+    case PresetKind::cluster:
+      return "clusters";
+    case PresetKind::model:
+      return "models";
   }
   return "";
 }
@@ -21,9 +24,12 @@ std::string_view directory(PresetKind kind) {
 
 const char* to_string(PresetKind kind) {
   switch (kind) {
-    case PresetKind::gpu: return "gpu";
-    case PresetKind::cluster: return "cluster";
-    case PresetKind::model: return "model";
+    case PresetKind::gpu:
+      return "gpu";
+    case PresetKind::cluster:
+      return "cluster";
+    case PresetKind::model:
+      return "model";
   }
   return "?";
 }

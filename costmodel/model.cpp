@@ -8,11 +8,16 @@ bool is_gated(FfnKind kind) { return kind == FfnKind::swiglu || kind == FfnKind:
 
 const char* to_string(FfnKind kind) {
   switch (kind) {
-    case FfnKind::gelu: return "gelu";
-    case FfnKind::relu: return "relu";
-    case FfnKind::relu2: return "relu2";
-    case FfnKind::swiglu: return "swiglu";
-    case FfnKind::geglu: return "geglu";
+    case FfnKind::gelu:
+      return "gelu";
+    case FfnKind::relu:
+      return "relu";
+    case FfnKind::relu2:
+      return "relu2";
+    case FfnKind::swiglu:
+      return "swiglu";
+    case FfnKind::geglu:
+      return "geglu";
   }
   return "?";
 }
@@ -21,9 +26,7 @@ const char* to_string(NormKind kind) {
   return kind == NormKind::layernorm ? "layernorm" : "rmsnorm";
 }
 
-const char* to_string(Optimizer optimizer) {
-  return optimizer == Optimizer::adam ? "adam" : "sgd";
-}
+const char* to_string(Optimizer optimizer) { return optimizer == Optimizer::adam ? "adam" : "sgd"; }
 
 namespace {
 
@@ -64,8 +67,8 @@ ParameterCount count_parameters(const Model& m) {
   count.per_layer = count.attention_per_layer + count.ffn_per_layer + count.norms_per_layer;
   count.final_norm = norm_parameters(m);
   count.output_layer = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * h;
-  count.total = count.embedding + m.layers * count.per_layer + count.final_norm +
-                count.output_layer;
+  count.total =
+      count.embedding + m.layers * count.per_layer + count.final_norm + count.output_layer;
   return count;
 }
 
@@ -81,9 +84,9 @@ std::optional<Problem> not_positive(const char* key, long long value) {
 std::optional<Problem> find_model_problem(const Model& m) {
   if (m.name.empty()) return Problem{"name", "expected a non-empty name"};
   const std::pair<const char*, long long> positive[] = {
-      {"layers", m.layers},         {"hidden", m.hidden}, {"heads", m.heads},
-      {"kv_heads", m.kv_heads},     {"ffn_hidden", m.ffn_hidden},
-      {"vocab", m.vocab},           {"seq_len", m.seq_len}};
+      {"layers", m.layers},     {"hidden", m.hidden},         {"heads", m.heads},
+      {"kv_heads", m.kv_heads}, {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
+      {"seq_len", m.seq_len}};
   for (const auto& [key, value] : positive) {
     if (auto problem = not_positive(key, value)) return problem;
   }

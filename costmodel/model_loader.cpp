@@ -15,9 +15,8 @@ using yaml::MapReader;
 using yaml::Range;
 
 const std::vector<std::string> kModelKeys = {
-    "name",  "layers",          "hidden", "heads", "kv_heads",           "ffn_hidden", "ffn",
-    "vocab", "seq_len",         "tied_embeddings", "norm", "bias", "position_embedding",
-    "training"};
+    "name",  "layers",  "hidden",          "heads", "kv_heads", "ffn_hidden",         "ffn",
+    "vocab", "seq_len", "tied_embeddings", "norm",  "bias",     "position_embedding", "training"};
 const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer"};
 const std::vector<std::string> kFfnNames = {"gelu", "relu", "relu2", "swiglu", "geglu"};
 const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
@@ -45,9 +44,8 @@ Training read_training(const std::optional<MapReader>& t) {
   training.global_batch = t->optional_int("global_batch", 0, Range::positive);
   constexpr Dtype dtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32};
   training.dtype = dtypes[t->optional_choice("dtype", kDtypeNames, 0)];
-  training.optimizer = t->optional_choice("optimizer", kOptimizerNames, 0) == 0
-                           ? Optimizer::adam
-                           : Optimizer::sgd;
+  training.optimizer =
+      t->optional_choice("optimizer", kOptimizerNames, 0) == 0 ? Optimizer::adam : Optimizer::sgd;
   return training;
 }
 
@@ -59,16 +57,16 @@ Model read_model(const MapReader& m) {
   model.hidden = required_count(m, "hidden");
   model.heads = required_count(m, "heads");
   model.kv_heads = optional_count(m, "kv_heads", model.heads);
-  model.ffn_hidden = to_int32(
-      m, "ffn_hidden", m.optional_int("ffn_hidden", 4LL * model.hidden, Range::positive));
+  model.ffn_hidden =
+      to_int32(m, "ffn_hidden", m.optional_int("ffn_hidden", 4LL * model.hidden, Range::positive));
   constexpr FfnKind ffns[] = {FfnKind::gelu, FfnKind::relu, FfnKind::relu2, FfnKind::swiglu,
                               FfnKind::geglu};
   model.ffn = ffns[m.optional_choice("ffn", kFfnNames, 0)];
   model.vocab = required_count(m, "vocab");
   model.seq_len = required_count(m, "seq_len");
   model.tied_embeddings = m.optional_bool("tied_embeddings", false);
-  model.norm = m.optional_choice("norm", kNormNames, 0) == 0 ? NormKind::layernorm
-                                                             : NormKind::rmsnorm;
+  model.norm =
+      m.optional_choice("norm", kNormNames, 0) == 0 ? NormKind::layernorm : NormKind::rmsnorm;
   model.bias = m.optional_bool("bias", true);
   model.learned_positions = m.optional_choice("position_embedding", kPositionNames, 0) == 0;
   model.training = read_training(m.optional_map("training"));

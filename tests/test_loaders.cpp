@@ -1,9 +1,9 @@
 // Loaders: every error text asserted exactly (file:line: key: what was expected), and every
 // preset loads.
+#include <catch2/catch.hpp>
 #include <string>
 
-#include <catch2/catch.hpp>
-
+#include "cli/cluster_args.h"
 #include "configs/presets.h"
 #include "costmodel/model_loader.h"
 #include "topology/cluster_loader.h"
@@ -82,8 +82,8 @@ TEST_CASE("a good cluster file loads with its defaults", "[loaders]") {
   CHECK(c.nvlink.kind == NvlinkKind::switch_fabric);
   CHECK(c.network.rail_optimized);
   CHECK(c.network.oversubscription == 1.0);
-  CHECK(c.pcie.gbps == 50.0);               // from the GPU preset
-  CHECK(c.network.latency_us == 5.0);       // from the GPU preset
+  CHECK(c.pcie.gbps == 50.0);          // from the GPU preset
+  CHECK(c.network.latency_us == 5.0);  // from the GPU preset
 }
 
 TEST_CASE("cluster errors name file, line and key", "[loaders]") {
@@ -134,8 +134,7 @@ TEST_CASE("an empty document, a list and a YAML syntax error", "[loaders]") {
   CHECK(cluster_error("- 1\n- 2\n") == "c.yaml:1: document: expected a mapping, got a list");
   CHECK(cluster_error("name: x\nnvlink: {domain_gpus: 8\n") ==
         "c.yaml:3: invalid YAML: end of map flow not found");
-  CHECK(cluster_error("name: x\n  servers: 4\n") ==
-        "c.yaml:2: invalid YAML: illegal map value");
+  CHECK(cluster_error("name: x\n  servers: 4\n") == "c.yaml:2: invalid YAML: illegal map value");
 }
 
 TEST_CASE("inline GPU and mesh links", "[loaders]") {
@@ -230,6 +229,58 @@ TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {
                     "unknown cluster preset 'dgx-h10' (did you mean 'dgx-h100'?); known: "
                     "dgx-a100, dgx-b200, dgx-h100, dgx1-v100, gb200-nvl72, hgx-h200, pcie-8gpu");
   CHECK_THROWS_WITH(model_preset("gpt3"),
-                    "unknown model preset 'gpt3' (did you mean 'gpt3-175b'?); known: gpt3-175b, llama2-70b, llama2-7b, "
+                    "unknown model preset 'gpt3' (did you mean 'gpt3-175b'?); known: gpt3-175b, "
+                    "llama2-70b, llama2-7b, "
                     "llama3-405b, llama3-70b, llama3-8b, megatron-1t, mt-nlg-530b");
+}
+
+TEST_CASE("quick flags resolve to a cluster, errors name the flag", "[loaders][cli]") {
+  using cli::ClusterArgs;
+  const Cluster base = cli::resolve_cluster(ClusterArgs{});
+  CHECK(base.name == "dgx-h100");
+  const Cluster c = cli::resolve_cluster(ClusterArgs{"", 512, 64, 0, ""});
+  CHECK(c.servers == 64);
+  CHECK(c.gpus_per_server == 8);
+  CHECK(cli::resolve_cluster(ClusterArgs{"", 64, 0, 0, ""}).servers == 8);
+  const Cluster small = cli::resolve_cluster(ClusterArgs{"", 16, 4, 0, "b200"});
+  CHECK(small.gpus_per_server == 4);
+  CHECK(small.nvlink.domain_gpus == 4);  // the domain was the server: it follows
+  CHECK(small.gpu.name == "b200");
+  CHECK(cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 144, 0, 0, ""}).domains() == 2);
+  CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"", 500, 64, 0, ""}),
+                    "--gpus 500: not divisible into 64 servers");
+  CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"", 500, 0, 0, ""}),
+                    "--gpus 500: not divisible into servers of 8 GPUs");
+  CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"", 512, 64, 4, ""}),
+                    "--gpus-per-server 4: --gpus 512 over --servers 64 gives 8");
+  CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 100, 0, 0, ""}),
+                    "--gpus 100: nvlink.domain_gpus: a domain of 72 GPUs spans 18 servers, "
+                    "which does not tile 25 servers");
+  CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"dgx-h10", 0, 0, 0, ""}),
+                    "--cluster dgx-h10: unknown cluster preset (did you mean 'dgx-h100'?); "
+                    "known: dgx-a100, dgx-b200, dgx-h100, dgx1-v100, gb200-nvl72, hgx-h200, "
+                    "pcie-8gpu (or give a .yaml/.json file)");
+  CHECK(cli::names_file("a/b"));
+  CHECK(cli::names_file("x.json"));
+  CHECK_FALSE(cli::names_file("dgx-h100"));
+}
+
+TEST_CASE("model flags and the assumptions line", "[loaders][cli]") {
+  const cli::ClusterArgs cluster_args;
+  const cli::ModelArgs model_args;
+  const Cluster cluster = cli::resolve_cluster(cluster_args);
+  const Model model = cli::resolve_model(model_args);
+  CHECK(model.name == "gpt3-175b");
+  CHECK(model.training.global_batch == 1536);
+  CHECK(cli::describe_assumptions(cluster_args, model_args, cluster, model) ==
+        "assumed: cluster dgx-h100 (8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s "
+        "NICs); model gpt3-175b, global batch 1536; change with "
+        "--cluster/--gpu/--model/--global-batch");
+  const cli::ModelArgs given{"llama3-8b", 512, 4096};
+  const Model llama = cli::resolve_model(given);
+  CHECK(llama.training.global_batch == 512);
+  CHECK(llama.seq_len == 4096);
+  CHECK(cli::describe_assumptions(cli::ClusterArgs{"dgx-h100", 0, 0, 0, ""}, given, cluster, llama)
+            .empty());
+  CHECK(cli::format_count(174.6e9) == "174.6B");
 }

@@ -89,9 +89,9 @@ TEST_CASE("preset parameter counts are within 0.5% of the published ones", "[mod
   // 405B 405.9B (Llama 3 paper / model cards), Megatron 1T 1008B (Narayanan et al. 2021
   // Table 1), Llama 2 7B 6.74B, 70B 68.98B (released checkpoints).
   const std::pair<const char*, double> published[] = {
-      {"gpt3-175b", 174.6e9},  {"llama3-8b", 8.03e9},   {"llama3-70b", 70.6e9},
+      {"gpt3-175b", 174.6e9},   {"llama3-8b", 8.03e9},   {"llama3-70b", 70.6e9},
       {"llama3-405b", 405.9e9}, {"megatron-1t", 1008e9}, {"llama2-7b", 6.74e9},
-      {"llama2-70b", 68.98e9}, {"mt-nlg-530b", 530e9}};
+      {"llama2-70b", 68.98e9},  {"mt-nlg-530b", 530e9}};
   for (const auto& [name, count] : published) {
     INFO(name);
     CHECK(count_parameters(model_preset(name)).total == Approx(count).epsilon(0.005));

@@ -1,9 +1,8 @@
 // query_group on switch, mesh, none and NVL72 clusters, healthy and degraded. Expected
 // bandwidths are derived by hand from the preset numbers (GB/s per GPU, one direction).
+#include <catch2/catch.hpp>
 #include <numeric>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
@@ -88,15 +87,14 @@ TEST_CASE("oversubscription and non-rail fabrics", "[topology]") {
   c.network.oversubscription = 2.0;
   c.network.rail_optimized = false;
   const GroupLink g = query(c, {0, 8});
-  CHECK(g.inter_gbps == 25.0);                   // 50 / 2
-  CHECK(g.inter_latency_s == Approx(6e-6));      // 5 us + 2 extra switch hops x 0.5 us
+  CHECK(g.inter_gbps == 25.0);               // 50 / 2
+  CHECK(g.inter_latency_s == Approx(6e-6));  // 5 us + 2 extra switch hops x 0.5 us
 }
 
 TEST_CASE("dead GPUs and out-of-range ids are refused", "[topology]") {
   Cluster c = cluster_preset("dgx-h100");
   c.health.dead_gpus.insert(9);
-  CHECK_THROWS_WITH(query(c, {8, 9}),
-                    "GPU 9 (server 1, GPU 1) is dead and cannot be in a group");
+  CHECK_THROWS_WITH(query(c, {8, 9}), "GPU 9 (server 1, GPU 1) is dead and cannot be in a group");
   c.health.dead_gpus.clear();
   c.health.dead_servers.insert(2);
   CHECK_THROWS_AS(query(c, {16}), PlanError);

@@ -1,8 +1,8 @@
 #include "topology/cluster.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace trident {
 
@@ -21,9 +21,12 @@ double Cluster::nic_gbps_per_gpu(int server) const {
 
 const char* to_string(NvlinkKind kind) {
   switch (kind) {
-    case NvlinkKind::switch_fabric: return "switch";
-    case NvlinkKind::mesh: return "mesh";
-    case NvlinkKind::none: return "none";
+    case NvlinkKind::switch_fabric:
+      return "switch";
+    case NvlinkKind::mesh:
+      return "mesh";
+    case NvlinkKind::none:
+      return "none";
   }
   return "?";
 }
@@ -49,8 +52,8 @@ std::optional<Problem> below(const std::string& key, double value, double minimu
 
 std::optional<Problem> not_positive(const std::string& key, double value, bool integer) {
   if (value > 0.0) return std::nullopt;
-  return Problem{key, fmt::format("expected a positive {}, got {}",
-                                  integer ? "integer" : "number", value)};
+  return Problem{
+      key, fmt::format("expected a positive {}, got {}", integer ? "integer" : "number", value)};
 }
 
 std::optional<Problem> shape_problem(const Cluster& c) {
@@ -61,8 +64,8 @@ std::optional<Problem> shape_problem(const Cluster& c) {
   const int per_server = c.gpus_per_server;
   if (per_server % domain != 0 && domain % per_server != 0) {
     return Problem{"nvlink.domain_gpus",
-                   fmt::format("{} neither divides nor is a multiple of gpus_per_server {}",
-                               domain, per_server)};
+                   fmt::format("{} neither divides nor is a multiple of gpus_per_server {}", domain,
+                               per_server)};
   }
   if (domain > per_server && c.servers % (domain / per_server) != 0) {
     return Problem{"nvlink.domain_gpus",
@@ -75,9 +78,8 @@ std::optional<Problem> shape_problem(const Cluster& c) {
 
 std::optional<Problem> mesh_problem(const NvlinkSpec& nv) {
   if (nv.domain_gpus > kMaxMeshDomain) {
-    return Problem{"nvlink.domain_gpus",
-                   fmt::format("mesh domains are limited to {} GPUs, got {}", kMaxMeshDomain,
-                               nv.domain_gpus)};
+    return Problem{"nvlink.domain_gpus", fmt::format("mesh domains are limited to {} GPUs, got {}",
+                                                     kMaxMeshDomain, nv.domain_gpus)};
   }
   if (nv.mesh.empty()) return Problem{"nvlink.links", "expected at least one GPU pair"};
   for (std::size_t i = 0; i < nv.mesh.size(); ++i) {
@@ -96,8 +98,8 @@ std::optional<Problem> mesh_problem(const NvlinkSpec& nv) {
     for (std::size_t j = 0; j < i; ++j) {
       const MeshLink& other = nv.mesh[j];
       if (std::minmax(other.a, other.b) == std::minmax(link.a, link.b)) {
-        return Problem{key, fmt::format("pair {}-{} is already listed as nvlink.links[{}]",
-                                        link.a, link.b, j)};
+        return Problem{key, fmt::format("pair {}-{} is already listed as nvlink.links[{}]", link.a,
+                                        link.b, j)};
       }
     }
   }

@@ -18,9 +18,9 @@ const std::vector<std::string> kGpuKeys = {
     "name",      "peak_tflops",     "memory_gib",        "memory_gbps",       "matmul_efficiency",
     "pcie_gbps", "pcie_latency_us", "nvlink_latency_us", "network_latency_us"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
-const std::vector<std::string> kClusterKeys = {"name",    "gpu",     "servers", "gpus_per_server",
-                                               "nvlink",  "network", "pcie"};
-const std::vector<std::string> kNvlinkKeys = {"domain_gpus", "kind",  "links_per_gpu",
+const std::vector<std::string> kClusterKeys = {"name",   "gpu",     "servers", "gpus_per_server",
+                                               "nvlink", "network", "pcie"};
+const std::vector<std::string> kNvlinkKeys = {"domain_gpus",   "kind",  "links_per_gpu",
                                               "gbps_per_link", "links", "latency_us"};
 const std::vector<std::string> kNvlinkKinds = {"switch", "mesh", "none"};
 const std::vector<std::string> kNetworkKeys = {"nics_per_server", "nic_gbits", "rail_optimized",
@@ -92,10 +92,9 @@ std::vector<MeshLink> read_mesh_links(const MapReader& nv) {
 
 /// Keys that only some kinds take: name them instead of silently ignoring them.
 void reject_other_kind_keys(const MapReader& nv, NvlinkKind kind) {
-  const std::pair<const char*, bool> used[] = {
-      {"links_per_gpu", kind == NvlinkKind::switch_fabric},
-      {"gbps_per_link", kind != NvlinkKind::none},
-      {"links", kind == NvlinkKind::mesh}};
+  const std::pair<const char*, bool> used[] = {{"links_per_gpu", kind == NvlinkKind::switch_fabric},
+                                               {"gbps_per_link", kind != NvlinkKind::none},
+                                               {"links", kind == NvlinkKind::mesh}};
   for (const auto& [key, allowed] : used) {
     if (!allowed && nv.has(key)) {
       nv.fail(key, std::string("not used with kind ") + to_string(kind));

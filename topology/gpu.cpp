@@ -6,22 +6,31 @@ namespace trident {
 
 double Gpu::peak_tflops(Dtype dtype) const {
   switch (dtype) {
-    case Dtype::bf16: return peak_tflops_bf16;
-    case Dtype::fp16: return peak_tflops_fp16;
-    case Dtype::fp8: return peak_tflops_fp8;
+    case Dtype::bf16:
+      return peak_tflops_bf16;
+    case Dtype::fp16:
+      return peak_tflops_fp16;
+    case Dtype::fp8:
+      return peak_tflops_fp8;
     case Dtype::tf32:
-    case Dtype::fp32: return peak_tflops_tf32;  // fp32 matmuls run as tf32 on tensor cores
+    case Dtype::fp32:
+      return peak_tflops_tf32;  // fp32 matmuls run as tf32 on tensor cores
   }
   return 0.0;
 }
 
 const char* to_string(Dtype dtype) {
   switch (dtype) {
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp8: return "fp8";
-    case Dtype::tf32: return "tf32";
-    case Dtype::fp32: return "fp32";
+    case Dtype::bf16:
+      return "bf16";
+    case Dtype::fp16:
+      return "fp16";
+    case Dtype::fp8:
+      return "fp8";
+    case Dtype::tf32:
+      return "tf32";
+    case Dtype::fp32:
+      return "fp32";
   }
   return "?";
 }
@@ -46,9 +55,9 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
     return Problem{"peak_tflops", "expected a positive bf16 or fp16 peak"};
   }
   const std::pair<const char*, double> non_negative[] = {
-      {"peak_tflops.bf16", gpu.peak_tflops_bf16}, {"peak_tflops.fp16", gpu.peak_tflops_fp16},
-      {"peak_tflops.fp8", gpu.peak_tflops_fp8},   {"peak_tflops.tf32", gpu.peak_tflops_tf32},
-      {"pcie_latency_us", gpu.pcie_latency_us},   {"nvlink_latency_us", gpu.nvlink_latency_us},
+      {"peak_tflops.bf16", gpu.peak_tflops_bf16},    {"peak_tflops.fp16", gpu.peak_tflops_fp16},
+      {"peak_tflops.fp8", gpu.peak_tflops_fp8},      {"peak_tflops.tf32", gpu.peak_tflops_tf32},
+      {"pcie_latency_us", gpu.pcie_latency_us},      {"nvlink_latency_us", gpu.nvlink_latency_us},
       {"network_latency_us", gpu.network_latency_us}};
   for (const auto& [key, value] : non_negative) {
     if (auto problem = negative(key, value)) return problem;

@@ -44,9 +44,12 @@ namespace trident {
 
 const char* to_string(Tier tier) {
   switch (tier) {
-    case Tier::nvlink: return "nvlink";
-    case Tier::pcie: return "pcie";
-    case Tier::network: return "network";
+    case Tier::nvlink:
+      return "nvlink";
+    case Tier::pcie:
+      return "pcie";
+    case Tier::network:
+      return "network";
   }
   return "?";
 }
@@ -72,9 +75,8 @@ void check_member(const Cluster& c, int id) {
   }
   const int server = c.server_of(id);
   if (c.health.dead_gpus.count(id) != 0 || c.health.dead_servers.count(server) != 0) {
-    throw PlanError("GPU " + std::to_string(id) + " (server " + std::to_string(server) +
-                    ", GPU " + std::to_string(id % c.gpus_per_server) +
-                    ") is dead and cannot be in a group");
+    throw PlanError("GPU " + std::to_string(id) + " (server " + std::to_string(server) + ", GPU " +
+                    std::to_string(id % c.gpus_per_server) + ") is dead and cannot be in a group");
   }
 }
 
@@ -235,9 +237,12 @@ Intra mesh_intra(const Cluster& c, std::span<const int> ids) {
 
 Intra intra_of(const Cluster& c, std::span<const int> ids) {
   switch (c.nvlink.kind) {
-    case NvlinkKind::switch_fabric: return switch_intra(c, ids);
-    case NvlinkKind::mesh: return mesh_intra(c, ids);
-    case NvlinkKind::none: break;
+    case NvlinkKind::switch_fabric:
+      return switch_intra(c, ids);
+    case NvlinkKind::mesh:
+      return mesh_intra(c, ids);
+    case NvlinkKind::none:
+      break;
   }
   return Intra{c.pcie.gbps, true};
 }

@@ -70,7 +70,8 @@ namespace {
 void collect_lines(const YAML::Node& node, const std::string& path, KeyLines& lines) {
   if (node.IsMap()) {
     for (const auto& entry : node) {
-      const std::string key = path.empty() ? entry.first.Scalar() : path + "." + entry.first.Scalar();
+      const std::string key =
+          path.empty() ? entry.first.Scalar() : path + "." + entry.first.Scalar();
       lines.emplace(key, line_of(entry.first, 1));
       collect_lines(entry.second, key, lines);
     }
@@ -135,23 +136,32 @@ namespace {
 
 const char* range_words(Range range, bool integer) {
   switch (range) {
-    case Range::positive: return integer ? "a positive integer" : "a positive number";
+    case Range::positive:
+      return integer ? "a positive integer" : "a positive number";
     case Range::non_negative:
       return integer ? "a non-negative integer" : "a non-negative number";
-    case Range::at_least_one: return integer ? "an integer >= 1" : "a number >= 1";
-    case Range::fraction: return "a number in (0, 1]";
-    case Range::any: break;
+    case Range::at_least_one:
+      return integer ? "an integer >= 1" : "a number >= 1";
+    case Range::fraction:
+      return "a number in (0, 1]";
+    case Range::any:
+      break;
   }
   return integer ? "an integer" : "a number";
 }
 
 bool in_range(double value, Range range) {
   switch (range) {
-    case Range::positive: return value > 0.0;
-    case Range::non_negative: return value >= 0.0;
-    case Range::at_least_one: return value >= 1.0;
-    case Range::fraction: return value > 0.0 && value <= 1.0;
-    case Range::any: break;
+    case Range::positive:
+      return value > 0.0;
+    case Range::non_negative:
+      return value >= 0.0;
+    case Range::at_least_one:
+      return value >= 1.0;
+    case Range::fraction:
+      return value > 0.0 && value <= 1.0;
+    case Range::any:
+      break;
   }
   return true;
 }
@@ -197,9 +207,7 @@ MapReader::MapReader(YAML::Node node, std::string source, std::string path, int 
   }
 }
 
-bool MapReader::has(std::string_view key) const {
-  return node_[std::string(key)].IsDefined();
-}
+bool MapReader::has(std::string_view key) const { return node_[std::string(key)].IsDefined(); }
 
 YAML::Node MapReader::node(std::string_view key) const { return node_[std::string(key)]; }
 

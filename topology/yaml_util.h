@@ -2,6 +2,8 @@
 /// Typed, positioned reads over yaml-cpp for the loaders. Every failure is an InputError of
 /// one line: "FILE:LINE: KEY: expected a positive integer, got '-3'", LINE 1-based, KEY the
 /// dotted path from the document root ("nvlink.kind", "nvlink.links[2].a").
+#include <yaml-cpp/yaml.h>
+
 #include <map>
 #include <optional>
 #include <span>
@@ -9,8 +11,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 namespace trident::yaml {
 
@@ -59,8 +59,7 @@ class MapReader {
   [[nodiscard]] std::string required_string(std::string_view key) const;
   [[nodiscard]] std::string optional_string(std::string_view key, std::string fallback) const;
   [[nodiscard]] long long required_int(std::string_view key, Range range) const;
-  [[nodiscard]] long long optional_int(std::string_view key, long long fallback,
-                                       Range range) const;
+  [[nodiscard]] long long optional_int(std::string_view key, long long fallback, Range range) const;
   [[nodiscard]] double required_double(std::string_view key, Range range) const;
   [[nodiscard]] double optional_double(std::string_view key, double fallback, Range range) const;
   [[nodiscard]] bool optional_bool(std::string_view key, bool fallback) const;
