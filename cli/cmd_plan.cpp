@@ -15,6 +15,7 @@
 #include "cli/output_file.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_report.h"
+#include "cli/whatif_report.h"
 #include "costmodel/calibration_io.h"
 #include "planner/export.h"
 #include "planner/search.h"
@@ -209,6 +210,12 @@ void run(const PlanFlags& f) {
   }
   const Calibration* measured = calibration ? &*calibration : nullptr;
   context.calibration = measured;
+  // --fail-link: the failure what-if (cli/whatif_report.h) answers instead of one search.
+  if (!f.fail_links.empty() && f.emit.empty()) {
+    write_output(f.output, what_if_report(f.fail_links, resolve_cluster(f.cluster), model,
+                                          options, measured, context, f.format));
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
   SearchResult result;
   {

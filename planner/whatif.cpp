@@ -78,7 +78,9 @@ constexpr double kSameSpeed = 1e-9;
 /// The cost model times a group's in-domain and cross-domain phases apart, so either
 /// changing counts.
 [[nodiscard]] bool changed(const GroupLink& a, const GroupLink& b) {
-  return a.tier != b.tier || a.intra_gbps != b.intra_gbps || a.inter_gbps != b.inter_gbps;
+  const bool intra_used = a.domains == 1 || a.ranks_per_domain > 1;
+  return a.tier != b.tier || (intra_used && a.intra_gbps != b.intra_gbps) ||
+         a.inter_gbps != b.inter_gbps;
 }
 
 void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string& dimension,

@@ -1,0 +1,167 @@
+// `plan --fail-link` reports (cli/whatif_report.h).
+#include "cli/whatif_report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "topology/failure.h"
+
+namespace trident::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+[[nodiscard]] std::string split_text(const ParallelConfig& c) {
+  return fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO{} SP {}", c.tp, c.pp, c.dp, c.micro_batch,
+                     c.virtual_stages, to_string(c.recompute), c.zero,
+                     c.sequence_parallel ? "on" : "off");
+}
+
+[[nodiscard]] std::string hit_line(const GroupHit& hit) {
+  std::string gpus;
+  for (std::size_t i = 0; i < hit.gpus.size() && i < 8; ++i) {
+    if (i > 0) gpus += ',';
+    gpus += std::to_string(hit.gpus[i]);
+  }
+  if (hit.gpus.size() > 8) gpus += fmt::format(",... ({} GPUs)", hit.gpus.size());
+  if (hit.lost) return fmt::format("{} [{}]: a member GPU is dead", hit.dimension, gpus);
+  const GroupLink& a = hit.before;
+  const GroupLink& b = hit.after;
+  if (a.domains == 1) {
+    return fmt::format("{} [{}]: {} {:.2f} GB/s -> {} {:.2f} GB/s", hit.dimension, gpus,
+                       to_string(a.tier), a.intra_gbps, to_string(b.tier), b.intra_gbps);
+  }
+  return fmt::format("{} [{}]: in-server {:.2f} -> {:.2f} GB/s, across servers {:.2f} -> {:.2f} GB/s",
+                     hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps);
+}
+
+[[nodiscard]] std::string option_row(std::size_t rank, const WhatIfOption& o) {
+  if (!o.available) {
+    return fmt::format("   - {:<13} {:>5} {:<34} {:>9} {:>10}  {}\n", to_string(o.kind), "-", "-",
+                       "-", "-", o.detail);
+  }
+  return fmt::format("{:>4} {:<13} {:>5} {:<34} {:>9.3f} {:>+9.1f}%  {}\n", rank, to_string(o.kind),
+                     o.gpus, split_text(o.plan->config), o.step_time_s, 100.0 * o.slowdown,
+                     o.detail);
+}
+
+}  // namespace
+
+std::string format_what_if_table(const WhatIf& w, const ReportContext& context) {
+  std::string out;
+  for (const auto& line : context.assumptions) out += "# " + line + "\n";
+  for (std::size_t i = 0; i < w.failures.size(); ++i) {
+    out += "# failure " + w.failures[i].spec + ": " + w.described[i] + "\n";
+  }
+  const Estimate& base = w.baseline.estimate;
+  out += fmt::format("baseline (healthy): {} on {} GPUs: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
+                     split_text(w.baseline.config), w.baseline.config.gpus(), base.time.step_s,
+                     base.tokens_per_s, 100.0 * base.mfu);
+  out += fmt::format("groups of the baseline the failures reach: {}\n",
+                     w.groups_hit.empty() ? "none" : std::to_string(w.groups_hit.size()));
+  for (std::size_t i = 0; i < w.groups_hit.size() && i < 6; ++i) {
+    out += "  " + hit_line(w.groups_hit[i]) + "\n";
+  }
+  if (w.groups_hit.size() > 6) out += fmt::format("  ... and {} more\n", w.groups_hit.size() - 6);
+  out += fmt::format("rank {:<13} {:>5} {:<34} {:>9} {:>10}  {}\n", "option", "GPUs", "split",
+                     "step (s)", "vs healthy", "what it does");
+  std::size_t rank = 0;
+  for (const WhatIfOption& o : w.options) out += option_row(o.available ? ++rank : 0, o);
+  out += "recommended: " + w.reason + "\n";
+  return out;
+}
+
+namespace {
+
+[[nodiscard]] Json plans_of(const SearchResult& result, const ReportContext& context) {
+  return Json::parse(format_json(result, context))["plans"];
+}
+
+[[nodiscard]] Json link_json(const GroupLink& link) {
+  return Json{{"tier", to_string(link.tier)},
+              {"domains", link.domains},
+              {"intra_gbps", link.intra_gbps},
+              {"inter_gbps", link.inter_gbps},
+              {"bottleneck_gbps", link.bottleneck_gbps()}};
+}
+
+[[nodiscard]] Json hit_json(const GroupHit& hit) {
+  Json out{{"dimension", hit.dimension}, {"gpus", hit.gpus}, {"lost", hit.lost},
+           {"before", link_json(hit.before)}};
+  out["after"] = hit.lost ? Json(nullptr) : link_json(hit.after);
+  return out;
+}
+
+[[nodiscard]] Json option_json(const WhatIfOption& o) {
+  Json out{{"option", to_string(o.kind)}, {"available", o.available}, {"detail", o.detail}};
+  if (!o.available) return out;
+  const ParallelConfig& c = o.plan->config;
+  out["gpus"] = o.gpus;
+  out["spare_servers"] = o.spare_servers;
+  out["tp"] = c.tp;
+  out["pp"] = c.pp;
+  out["dp"] = c.dp;
+  out["step_time_s"] = o.step_time_s;
+  out["slowdown"] = o.slowdown;
+  return out;
+}
+
+}  // namespace
+
+std::string format_what_if_json(const WhatIf& w, const ReportContext& context) {
+  SearchResult under;
+  for (const WhatIfOption& o : w.options) {
+    if (o.available) under.plans.push_back(*o.plan);
+  }
+  under.gpus = w.options.front().available ? w.options.front().gpus : 0;
+  Json doc = Json::parse(format_json(under, context));
+  std::vector<std::string> specs;
+  for (const Failure& f : w.failures) specs.push_back(f.spec);
+  doc["failures"] = specs;
+  std::size_t i = 0;
+  for (const WhatIfOption& o : w.options) {
+    if (o.available) doc["plans"][i++]["option"] = to_string(o.kind);
+  }
+  SearchResult healthy;
+  healthy.plans.push_back(w.baseline);
+  doc["baseline"] = plans_of(healthy, context)[0];
+  const WhatIfOption& best = w.options.front();
+  Json impact;
+  impact["slowdown"] = best.available ? Json(best.slowdown) : Json(nullptr);
+  impact["step_time_s_before"] = w.baseline.estimate.time.step_s;
+  impact["step_time_s_after"] = best.available ? Json(best.step_time_s) : Json(nullptr);
+  impact["failures_described"] = w.described;
+  Json hits = Json::array();
+  for (const GroupHit& hit : w.groups_hit) hits.push_back(hit_json(hit));
+  impact["groups_hit"] = hits;
+  Json options = Json::array();
+  for (const WhatIfOption& o : w.options) options.push_back(option_json(o));
+  impact["options"] = options;
+  impact["recommended"] = best.available ? Json(to_string(best.kind)) : Json(nullptr);
+  impact["reason"] = w.reason;
+  doc["impact"] = impact;
+  return doc.dump(2) + "\n";
+}
+
+std::string what_if_report(const std::vector<std::string>& specs, const Cluster& healthy,
+                           const Model& model, const SearchOptions& options,
+                           const Calibration* calibration, ReportContext context,
+                           const std::string& format) {
+  std::vector<Failure> failures;
+  for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
+  const WhatIf w = what_if(healthy, model, failures, options, calibration);
+  context.cluster = &w.degraded;
+  context.model = &model;
+  if (format == "json") return format_what_if_json(w, context);
+  if (format == "csv") {
+    SearchResult under;
+    for (const WhatIfOption& o : w.options) {
+      if (o.available) under.plans.push_back(*o.plan);
+    }
+    return format_csv(under, context);
+  }
+  return format_what_if_table(w, context);
+}
+
+}  // namespace trident::cli
