@@ -1,0 +1,190 @@
+// `trident plan --fail-link` and `trident topo import` end to end: runs the binary
+// (TRIDENT_BINARY) through the seed question and the other failure kinds.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char name[] = "/tmp/trident_cli_failures_XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+Run trident(const std::string& args) {
+  TempDir dir;
+  const std::string err_path = (dir.path / "stderr").string();
+  const std::string command = std::string(TRIDENT_BINARY) + " " + args + " 2>" + err_path;
+  Run run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.err = slurp(err_path);
+  return run;
+}
+
+nlohmann::json json_of(const std::string& args) {
+  const Run run = trident(args + " --format json");
+  INFO(run.err);
+  REQUIRE(run.code == 0);
+  return nlohmann::json::parse(run.out);
+}
+
+const std::string kSeed = "plan --gpus 512 --servers 64 --min-tp 4";
+const std::string kSource = TRIDENT_SOURCE_DIR;
+
+std::vector<std::string> option_kinds(const nlohmann::json& doc) {
+  std::vector<std::string> kinds;
+  for (const auto& o : doc["impact"]["options"]) kinds.push_back(o["option"]);
+  return kinds;
+}
+
+}  // namespace
+
+TEST_CASE("seed question: the healthy plan, then one NVLink of server 17 broken", "[cli][failures]") {
+  const auto healthy = json_of(kSeed);
+  const auto& best = healthy["plans"][0];
+  CHECK(best["tp"] == 4);
+  CHECK(best["pp"] == 4);
+  CHECK(best["dp"] == 32);
+  CHECK(best["links"]["tp"] == "nvlink");
+  CHECK(best["links"]["pp"] == "network");
+  CHECK(best["links"]["dp"] == "network");
+
+  const auto broken = json_of(kSeed + " --fail-link nvlink:17/3");
+  CHECK(broken["failures"] == nlohmann::json::array({"nvlink:17/3"}));
+  // The baseline is the healthy best plan, same keys and numbers.
+  CHECK(broken["baseline"]["step_time_s"] == best["step_time_s"]);
+  CHECK(broken["baseline"]["tp"] == 4);
+  const auto& impact = broken["impact"];
+  CHECK(impact["recommended"] == "keep");
+  CHECK(option_kinds(broken) ==
+        std::vector<std::string>{"keep", "cordon-server", "re-place", "cordon-gpu"});
+  CHECK(impact["step_time_s_before"] == best["step_time_s"]);
+  CHECK(impact["step_time_s_after"].get<double>() > impact["step_time_s_before"].get<double>());
+  CHECK(impact["slowdown"].get<double>() ==
+        Approx(impact["step_time_s_after"].get<double>() / impact["step_time_s_before"].get<double>() - 1));
+  // GPU 3 of server 17 is GPU 139: its TP group 136-139 goes from 18 x 25 to 17 x 25 GB/s.
+  const auto& hit = impact["groups_hit"][0];
+  CHECK(hit["dimension"] == "tp");
+  CHECK(hit["gpus"] == nlohmann::json::array({136, 137, 138, 139}));
+  CHECK(hit["before"]["intra_gbps"] == 450.0);
+  CHECK(hit["after"]["intra_gbps"] == 425.0);
+  CHECK(broken["plans"][0]["option"] == "keep");
+  CHECK(broken["plans"][0]["step_time_s"] == impact["step_time_s_after"]);
+  CHECK(broken["plans"][1]["option"] == "cordon-server");
+  CHECK(impact["options"][1]["gpus"] == 432);
+  CHECK(impact["options"][2]["available"] == false);
+}
+
+TEST_CASE("seed question as a table: baseline, options, recommendation", "[cli][failures]") {
+  const Run run = trident(kSeed + " --fail-link nvlink:17/3");
+  REQUIRE(run.code == 0);
+  CHECK(run.out.find("# failure nvlink:17/3: one of 18 NVLinks of GPU 3 on server 17 (global GPU "
+                     "139): it keeps 17\n") != std::string::npos);
+  CHECK(run.out.find("baseline (healthy): TP4 PP4 DP32") != std::string::npos);
+  CHECK(run.out.find("  tp [136,137,138,139]: nvlink 450.00 GB/s -> nvlink 425.00 GB/s\n") !=
+        std::string::npos);
+  CHECK(run.out.find("\n   1 keep            512 TP4 PP4 DP32") != std::string::npos);
+  CHECK(run.out.find("\n   2 cordon-server   432 ") != std::string::npos);
+  CHECK(run.out.find("\nrecommended: keep: ") != std::string::npos);
+}
+
+TEST_CASE("other failure kinds: all links, a dead GPU, a NIC, a server", "[cli][failures]") {
+  const auto all = json_of(kSeed + " --fail-link nvlink:17/3:all");
+  CHECK(all["impact"]["recommended"] == "cordon-server");
+  CHECK(all["impact"]["groups_hit"][0]["after"]["tier"] == "pcie");
+
+  const auto gpu = json_of(kSeed + " --fail-link gpu:17/3");
+  CHECK(gpu["impact"]["recommended"] == "cordon-server");
+  CHECK(gpu["impact"]["options"][1]["option"] == "keep");
+  CHECK(gpu["impact"]["options"][1]["available"] == false);
+
+  const auto nic = json_of(kSeed + " --fail-link nic:17/1");
+  CHECK(nic["impact"]["recommended"] == "keep");
+  CHECK(nic["impact"]["slowdown"].get<double>() > 0.0);
+
+  const auto server = json_of(kSeed + " --fail-link server:17");
+  CHECK(server["impact"]["recommended"] == "cordon-server");
+  CHECK(server["plans"].size() == 1);
+}
+
+TEST_CASE("mesh server: a dead direct link is laid around", "[cli][failures]") {
+  const auto doc = json_of("plan --cluster dgx1-v100 --model " + kSource +
+                           "/tests/data/failures/llama2-7b-fp16.yaml --tp 2 --fail-link mesh:0/0-1");
+  CHECK(doc["impact"]["recommended"] == "re-place");
+  CHECK(doc["impact"]["options"][0]["detail"] ==
+        "same split, GPUs regrouped: server 0 TP groups [0 4] [1 5] [2 6] [3 7]");
+  CHECK(doc["impact"]["slowdown"].get<double>() == Approx(0.0).margin(1e-12));
+}
+
+TEST_CASE("failure specs that are wrong or name missing parts exit 2 with one line", "[cli][failures]") {
+  const Run missing = trident(kSeed + " --fail-link gpu:70/1");
+  CHECK(missing.code == 2);
+  CHECK(missing.err ==
+        "trident: error: --fail-link 'gpu:70/1': server 70 does not exist (cluster has 64 servers, 0-63)\n");
+  const Run malformed = trident(kSeed + " --fail-link nvlink:3");
+  CHECK(malformed.code == 2);
+  CHECK(malformed.err == "trident: error: --fail-link 'nvlink:3': expected nvlink:SERVER/GPU[:COUNT|:all]\n");
+  const Run mesh_on_switch = trident(kSeed + " --fail-link mesh:0/1-2");
+  CHECK(mesh_on_switch.code == 2);
+}
+
+TEST_CASE("topo import: a degraded server's own output feeds plan --fail-link", "[cli][import]") {
+  TempDir dir;
+  const std::string file = (dir.path / "h100.yaml").string();
+  const Run import = trident("topo import --nvidia-smi " + kSource +
+                             "/tests/data/topo/h100_dead_link_nvidia_smi.txt --gpu h100-sxm-80g "
+                             "--servers 64 --name h100-64 --output " + file);
+  REQUIRE(import.code == 0);
+  const std::string yaml = slurp(file);
+  CHECK(yaml.find("# degraded: plan this server (server 0) as it is with --fail-link nvlink:0/3\n") !=
+        std::string::npos);
+  CHECK(trident("topo show --cluster " + file).code == 0);
+  const auto doc = json_of("plan --cluster " + file + " --min-tp 4 --fail-link nvlink:0/3");
+  CHECK(doc["cluster"]["name"] == "h100-64");
+  CHECK(doc["impact"]["groups_hit"][0]["after"]["intra_gbps"] == 425.0);
+
+  const Run xml = trident("topo import --nccl-xml " + kSource + "/tests/data/topo/dgx1_v100_nccl_topo.xml");
+  REQUIRE(xml.code == 0);  // GPU from the PCI id 0x1db5, NIC speed from the XML
+  CHECK(xml.out.find("gpu: v100-sxm-32g\n") != std::string::npos);
+  CHECK(xml.out.find("  kind: mesh\n") != std::string::npos);
+  CHECK(xml.out.find("  nic_gbits: 100   # from the input\n") != std::string::npos);
+
+  const Run unnamed = trident("topo import --nvidia-smi " + kSource + "/tests/data/topo/dgx_a100_nvidia_smi.txt");
+  CHECK(unnamed.code == 2);
+  CHECK(unnamed.err.find("cannot tell which GPU this is (no device name): pass --gpu NAME") !=
+        std::string::npos);
+}

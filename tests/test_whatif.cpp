@@ -1,0 +1,182 @@
+// The failure what-if: keep, re-place, cordon GPU, cordon server, and the recommendation.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "costmodel/model_loader.h"
+#include "planner/layout.h"
+#include "planner/whatif.h"
+#include "topology/cluster_loader.h"
+
+using namespace trident;
+
+namespace {
+
+/// The seed question: 512 H100 in 64 servers, GPT-3 175B (batch 1536), --min-tp 4.
+struct Seed {
+  Cluster cluster = cluster_preset("dgx-h100");
+  Model model = model_preset("gpt3-175b");
+  SearchOptions options;
+  Seed() {
+    cluster.servers = 64;
+    options.min_tp = 4;
+  }
+  [[nodiscard]] WhatIf run(const std::string& spec) const {
+    return what_if(cluster, model, {parse_failure(spec)}, options);
+  }
+};
+
+const WhatIfOption& option(const WhatIf& w, WhatIfKind kind) {
+  for (const auto& o : w.options) {
+    if (o.kind == kind) return o;
+  }
+  FAIL("option missing");
+  return w.options.front();
+}
+
+/// DGX-1V (4 servers of a V100 hybrid cube mesh), Llama 2 7B in fp16, TP pinned to 2.
+struct Mesh {
+  Cluster cluster = cluster_preset("dgx1-v100");
+  Model model;
+  SearchOptions options;
+  Mesh() {
+    std::ifstream in(std::string(TRIDENT_SOURCE_DIR) + "/tests/data/failures/llama2-7b-fp16.yaml");
+    std::ostringstream text;
+    text << in.rdbuf();
+    model = load_model(text.str(), "llama2-7b-fp16.yaml");
+    options.tp = 2;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("regroupings list each split of a server once, identity first", "[whatif]") {
+  CHECK(regroupings(8, 4).size() == 35);   // 8! / (4!^2 x 2!) = 40320 / 1152
+  CHECK(regroupings(8, 2).size() == 105);  // 7 x 5 x 3 x 1
+  CHECK(regroupings(4, 2) == std::vector<std::vector<int>>{{0, 1, 2, 3}, {0, 2, 1, 3}, {0, 3, 1, 2}});
+  CHECK(regroupings(8, 8).size() == 1);
+  CHECK(regroupings(16, 4).empty());  // more than 8 GPUs: not tried
+  CHECK(regroupings(8, 3).empty());
+}
+
+TEST_CASE("failure_gpus: what each failure reaches", "[whatif]") {
+  const Cluster c = cluster_preset("dgx-h100");  // 8 GPUs per server
+  CHECK(failure_gpus(c, {parse_failure("nvlink:2/3")}) == std::vector<int>{19});  // 2 x 8 + 3
+  CHECK(failure_gpus(c, {parse_failure("nic:1/0"), parse_failure("gpu:1/2")}) ==
+        std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
+}
+
+TEST_CASE("place_mapped with the identity map prices as place()", "[whatif]") {
+  const Seed seed;
+  const Cluster degraded = apply_failure(seed.cluster, parse_failure("nvlink:17/3"));
+  const ParallelConfig config{.tp = 4, .pp = 4, .dp = 32, .micro_batch = 1};
+  std::vector<int> identity(512);
+  for (int r = 0; r < 512; ++r) identity[static_cast<std::size_t>(r)] = r;
+  std::vector<int> server17;
+  for (int g = 136; g < 144; ++g) server17.push_back(g);
+  const Placement healthy = place(seed.cluster, config, RankOrder::tp_dp_pp);
+  const Placement mapped = place_mapped(degraded, config, RankOrder::tp_dp_pp, identity, server17, healthy);
+  const Placement direct = place(degraded, config, RankOrder::tp_dp_pp);
+  CHECK(same_links(mapped, direct));
+  CHECK(mapped.tp.intra_gbps == Approx(425.0));  // 17 x 25
+}
+
+TEST_CASE("seed question: one NVLink of GPU 3 on server 17 down", "[whatif]") {
+  const WhatIf w = Seed().run("nvlink:17/3");
+  const ParallelConfig& base = w.baseline.config;
+  CHECK(base.tp == 4);
+  CHECK(base.pp == 4);
+  CHECK(base.dp == 32);
+  // The TP group of GPU 139 (136-139) drops from 18 x 25 = 450 to 17 x 25 = 425 GB/s; the DP
+  // group through it (131..255 every 4) drops the same inside server 17.
+  REQUIRE(w.groups_hit.size() == 2);
+  CHECK(w.groups_hit[0].dimension == "tp");
+  CHECK(w.groups_hit[0].gpus == std::vector<int>{136, 137, 138, 139});
+  CHECK(w.groups_hit[0].before.intra_gbps == Approx(450.0));
+  CHECK(w.groups_hit[0].after.intra_gbps == Approx(425.0));
+  CHECK(w.groups_hit[1].dimension == "dp");
+  CHECK(w.groups_hit[1].after.inter_gbps == Approx(w.groups_hit[1].before.inter_gbps));
+
+  REQUIRE(w.options.front().kind == WhatIfKind::keep);  // recommended
+  const WhatIfOption& keep = w.options.front();
+  const double before = w.baseline.estimate.time.step_s;
+  CHECK(keep.step_time_s > before);
+  // Only the bandwidth term of the TP collectives grows, by at most 450/425.
+  const double tp_before = w.baseline.estimate.time.tp_comm_s;
+  const double tp_after = keep.plan->estimate.time.tp_comm_s;
+  CHECK(tp_after > tp_before);
+  CHECK(tp_after <= tp_before * 450.0 / 425.0 + 1e-12);
+  CHECK(keep.slowdown == Approx(keep.step_time_s / before - 1.0));
+
+  const WhatIfOption& replace = option(w, WhatIfKind::replace);
+  CHECK_FALSE(replace.available);
+  CHECK(replace.detail == "on an NVSwitch a group runs at its slowest member's links and every GPU "
+                          "is in some TP group: no regrouping of the same split avoids the bad GPU");
+  const WhatIfOption& gpu = option(w, WhatIfKind::cordon_gpu);
+  CHECK_FALSE(gpu.available);
+  // 511 = 7 x 73: no TP x PP x DP with TP | 96 heads, PP | 96 layers, DP | 1536.
+  CHECK(gpu.detail == "takes GPU 139 out: no split of 511 GPUs divides the model and batch");
+  const WhatIfOption& server = option(w, WhatIfKind::cordon_server);
+  REQUIRE(server.available);
+  // 63 .. 55 servers (504 = 2^3 x 3^2 x 7, 496 = 2^4 x 31, 488, 480, 472, 464, 456, 448, 440)
+  // each have a prime factor 5, 7, 11, 19, 29, 31, 59 or 61 that no dimension takes (TP | 96,
+  // PP | 96, DP | 1536 = 2^9 x 3); 432 = 2^4 x 3^3 on 54 servers is the first that splits.
+  CHECK(server.gpus == 432);
+  CHECK(server.spare_servers == 9);
+  CHECK(server.step_time_s > keep.step_time_s);
+  CHECK(w.reason.rfind("keep: ", 0) == 0);
+  CHECK(w.reason.find("running at the pace of the degraded group costs less than giving up GPUs") !=
+        std::string::npos);
+}
+
+TEST_CASE("all NVLinks of a GPU down: PCIe is slow enough that cordoning wins", "[whatif]") {
+  const WhatIf w = Seed().run("nvlink:17/3:all");
+  REQUIRE(w.groups_hit.size() >= 1);
+  CHECK(w.groups_hit[0].after.tier == Tier::pcie);
+  CHECK(w.options.front().kind == WhatIfKind::cordon_server);
+  const WhatIfOption& keep = option(w, WhatIfKind::keep);
+  REQUIRE(keep.available);
+  CHECK(keep.step_time_s > w.options.front().step_time_s);
+}
+
+TEST_CASE("a dead GPU: the plan cannot keep running, no spare to re-place onto", "[whatif]") {
+  const WhatIf w = Seed().run("gpu:17/3");
+  CHECK_FALSE(option(w, WhatIfKind::keep).available);
+  CHECK(option(w, WhatIfKind::keep).detail ==
+        "the plan has ranks on 1 GPU (139) that are dead: it cannot run as placed");
+  CHECK(option(w, WhatIfKind::replace).detail ==
+        "the split needs 512 GPUs and 511 are left: no spare server to move the ranks of 1 GPU "
+        "(139) to (the job uses all 64)");
+  CHECK(w.options.front().kind == WhatIfKind::cordon_server);
+  CHECK(w.groups_hit.front().lost);
+}
+
+TEST_CASE("a NIC down: every group leaving the server shares seven NICs", "[whatif]") {
+  const WhatIf w = Seed().run("nic:17/1");
+  CHECK(w.options.front().kind == WhatIfKind::keep);
+  bool network_hit = false;
+  for (const GroupHit& hit : w.groups_hit) {
+    // 8 NICs x 400 Gb/s / 8 bits / 8 GPUs = 50 GB/s; 7 NICs: 43.75 GB/s.
+    if (hit.before.inter_gbps == Approx(50.0) && hit.after.inter_gbps == Approx(43.75)) network_hit = true;
+  }
+  CHECK(network_hit);
+  CHECK(option(w, WhatIfKind::cordon_gpu).detail == "the failure is not on one GPU");
+}
+
+TEST_CASE("mesh: a dead link in a TP pair is laid around by regrouping the server", "[whatif]") {
+  const Mesh mesh;
+  const WhatIf w = what_if(mesh.cluster, mesh.model, {parse_failure("mesh:0/0-1")}, mesh.options);
+  CHECK(w.baseline.config.tp == 2);
+  // TP pair {0, 1} had one NVLink (25 GB/s); without it the pair talks over PCIe.
+  REQUIRE(!w.groups_hit.empty());
+  CHECK(w.groups_hit[0].gpus == std::vector<int>{0, 1});
+  CHECK(w.groups_hit[0].after.tier == Tier::pcie);
+  const WhatIfOption& best = w.options.front();
+  REQUIRE(best.kind == WhatIfKind::replace);
+  // Pairs 0-4, 1-5 (2 NVLinks each), 2-6, 3-7 (1 each): no TP pair slower than a healthy
+  // server's slowest (1 NVLink), so the step is the healthy one.
+  CHECK(best.detail == "same split, GPUs regrouped: server 0 TP groups [0 4] [1 5] [2 6] [3 7]");
+  CHECK(best.step_time_s == Approx(w.baseline.estimate.time.step_s));
+  CHECK(option(w, WhatIfKind::keep).step_time_s > best.step_time_s);
+}
