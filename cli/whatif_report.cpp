@@ -55,8 +55,8 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
     out += "# failure " + w.failures[i].spec + ": " + w.described[i] + "\n";
   }
   const Estimate& base = w.baseline.estimate;
-  out += fmt::format("baseline (healthy): {} on {} GPUs: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
-                     split_text(w.baseline.config), w.baseline.config.gpus(), base.time.step_s,
+  out += fmt::format("baseline (healthy, {} GPUs): {}: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
+                     w.baseline.config.gpus(), split_text(w.baseline.config), base.time.step_s,
                      base.tokens_per_s, 100.0 * base.mfu);
   out += fmt::format("groups of the baseline the failures reach: {}\n",
                      w.groups_hit.empty() ? "none" : std::to_string(w.groups_hit.size()));

@@ -114,7 +114,7 @@ TEST_CASE("seed question as a table: baseline, options, recommendation", "[cli][
   REQUIRE(run.code == 0);
   CHECK(run.out.find("# failure nvlink:17/3: one of 18 NVLinks of GPU 3 on server 17 (global GPU "
                      "139): it keeps 17\n") != std::string::npos);
-  CHECK(run.out.find("baseline (healthy): TP4 PP4 DP32") != std::string::npos);
+  CHECK(run.out.find("baseline (healthy, 512 GPUs): TP4 PP4 DP32") != std::string::npos);
   CHECK(run.out.find("  tp [136,137,138,139]: nvlink 450.00 GB/s -> nvlink 425.00 GB/s\n") !=
         std::string::npos);
   CHECK(run.out.find("\n   1 keep            512 TP4 PP4 DP32") != std::string::npos);
