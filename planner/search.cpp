@@ -74,6 +74,12 @@ void check_options(const Model& model, const SearchOptions& options) {
   if (options.zero && (*options.zero < 0 || *options.zero > 3)) {
     throw InputError("--zero " + std::to_string(*options.zero) + ": expected 0, 1, 2 or 3");
   }
+  if (options.zero && *options.zero >= 2 && options.pp && *options.pp > 1) {
+    throw InputError("--zero " + std::to_string(*options.zero) + " with --pp " +
+                     std::to_string(*options.pp) +
+                     ": ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed and "
+                     "Megatron-LM refuse it); use --zero 0 or 1, or --pp 1");
+  }
   if (options.tp && (model.heads % *options.tp != 0 || model.kv_heads % *options.tp != 0)) {
     throw InputError("--tp " + std::to_string(*options.tp) + ": must divide the model's heads (" +
                      std::to_string(model.heads) + ") and kv_heads (" +
@@ -156,6 +162,10 @@ class SplitSearch {
       config.recompute = recompute;
       for (int zero = 0; zero <= 3; ++zero) {
         if (!allowed(options_.zero, zero)) continue;
+        // Gradient/parameter sharding does not combine with pipelining in the frameworks that
+        // run these plans: DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are
+        // incompatible with pipeline parallelism"; Megatron-LM's distributed optimizer is ZeRO-1.
+        if (zero >= 2 && config.pp > 1) continue;
         config.zero = zero;
         for (const bool sp : {false, true}) {
           if (sp && config.tp < 2) continue;

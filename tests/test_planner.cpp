@@ -170,16 +170,18 @@ TEST_CASE("placement under failures", "[planner]") {
 
 TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
   // tiny on 8 GPUs: tp | gcd(4 heads, 2 kv) -> {1,2}; pp | 4 layers -> {1,2,4}; dp = 8/(tp*pp).
-  // (tp,pp,dp) mb-vp combos (vp>1 needs pp>1 and m % pp == 0, vp | 4/pp):
+  // (tp,pp,dp) mb-vp combos (vp>1 needs pp>1 and m % pp == 0, vp | 4/pp). Knobs: 3 recompute
+  // x ZeRO {0,1,2,3} when pp == 1, ZeRO {0,1} when pp > 1 (ZeRO-2/3 do not pipeline), x SP
+  // on/off when tp > 1:
   //  (1,1,8): mb{1} -> 1            x 12 knobs (3 recompute x 4 zero, no SP) = 12
-  //  (1,2,4): mb1 m=2 vp{1,2}; mb2 m=1 vp{1} -> 3  x 12 = 36
-  //  (1,4,2): mb{1,2,4}, vp{1} -> 3 x 12 = 36
-  //  (2,1,4): mb{1,2} -> 2          x 24 (SP on/off) = 48
-  //  (2,2,2): mb1 m=4 vp{1,2}; mb2 m=2 vp{1,2}; mb4 m=1 vp{1} -> 5 x 24 = 120
-  //  (2,4,1): mb{1,2,4,8} -> 4      x 24 = 96
-  // total 12 + 36 + 36 + 48 + 120 + 96 = 348
+  //  (1,2,4): mb1 m=2 vp{1,2}; mb2 m=1 vp{1} -> 3  x 6 (3 x 2 zero) = 18
+  //  (1,4,2): mb{1,2,4}, vp{1} -> 3 x 6 = 18
+  //  (2,1,4): mb{1,2} -> 2          x 24 (3 x 4 zero x SP on/off) = 48
+  //  (2,2,2): mb1 m=4 vp{1,2}; mb2 m=2 vp{1,2}; mb4 m=1 vp{1} -> 5 x 12 = 60
+  //  (2,4,1): mb{1,2,4,8} -> 4      x 12 = 48
+  // total 12 + 18 + 18 + 48 + 60 + 48 = 204
   const auto result = search(dgx(1), tiny(), keep_all());
-  CHECK(result.configurations_searched == 348);
+  CHECK(result.configurations_searched == 204);
   CHECK(result.gpus == 8);
   CHECK(result.feasible == static_cast<long long>(result.plans.size()));
   for (const auto& plan : result.plans) {
@@ -209,25 +211,25 @@ TEST_CASE("plans are sorted best first, deterministically", "[planner]") {
   top3.keep = 3;
   const auto best = search(dgx(1), tiny(), top3);
   REQUIRE(best.plans.size() == 3u);
-  CHECK(best.configurations_searched == 348);
+  CHECK(best.configurations_searched == 204);
   CHECK(best.plans[0].estimate.time.step_s == first.plans[0].estimate.time.step_s);
 }
 
 TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   SearchOptions options = keep_all();
-  SECTION("min-tp 2: 48 + 120 + 96 = 264") {
+  SECTION("min-tp 2: 48 + 60 + 48 = 156") {
     options.min_tp = 2;
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 264);
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 156);
   }
-  SECTION("max-tp 1: 12 + 36 + 36 = 84") {
+  SECTION("max-tp 1: 12 + 18 + 18 = 48") {
     options.max_tp = 1;
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 84);
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 48);
   }
-  SECTION("tp 2, pp 2: 120, all obeying the pins") {
+  SECTION("tp 2, pp 2: 60, all obeying the pins") {
     options.tp = 2;
     options.pp = 2;
     const auto result = search(dgx(1), tiny(), options);
-    CHECK(result.configurations_searched == 120);
+    CHECK(result.configurations_searched == 60);
     for (const auto& plan : result.plans) {
       CHECK(plan.config.tp == 2);
       CHECK(plan.config.pp == 2);
@@ -250,9 +252,21 @@ TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   }
   SECTION("sequence parallel on excludes TP 1") {
     options.sequence_parallel = true;
-    // only tp 2 splits, SP fixed: (48 + 120 + 96) / 2 = 132
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 132);
+    // only tp 2 splits, SP fixed: (48 + 60 + 48) / 2 = 78
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 78);
   }
+}
+
+TEST_CASE("ZeRO-2/3 never pipelined", "[planner]") {
+  for (const auto& plan : search(dgx(1), tiny(), keep_all()).plans) {
+    if (plan.config.zero >= 2) CHECK(plan.config.pp == 1);
+  }
+  SearchOptions options;
+  options.zero = 3;
+  options.pp = 2;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--zero 3 with --pp 2: ZeRO-2/3 do not combine with pipeline parallelism "
+                    "(DeepSpeed and Megatron-LM refuse it); use --zero 0 or 1, or --pp 1");
 }
 
 TEST_CASE("impossible pins are refused with one line", "[planner]") {
