@@ -1,7 +1,10 @@
 #include "costmodel/compute.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+
+#include "costmodel/kernels.h"
 
 namespace trident {
 
@@ -75,10 +78,37 @@ double gemm_shape_efficiency(const GemmShape& shape) {
          shape.k / (shape.k + kGemmKFill);
 }
 
+double gemm_shape_efficiency(const GemmShape& shape, int sm_count) {
+  if (sm_count <= 0) return gemm_shape_efficiency(shape);
+  const double k_fill = shape.k / (shape.k + kGemmKFill);
+  // 128x256 output tiles in the better orientation; all tiles of the batch share the waves.
+  double best = 0.0;
+  for (const bool long_n : {true, false}) {
+    const double tile_m = long_n ? kGemmTileShort : kGemmTileLong;
+    const double tile_n = long_n ? kGemmTileLong : kGemmTileShort;
+    const double tiles =
+        std::ceil(shape.m / tile_m) * std::ceil(shape.n / tile_n) * std::max(1.0, shape.batch);
+    best = std::max(best, tile_fill(shape.m, tile_m) * tile_fill(shape.n, tile_n) *
+                              wave_efficiency(tiles, sm_count));
+  }
+  return best * k_fill;
+}
+
+double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                        const GemmShape& shape) {
+  return gpu.peak_tflops(dtype) * gpu.matmul_efficiency * profile.sustained_ratio *
+         gemm_shape_efficiency(shape, profile.sm_count);
+}
+
 double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
                    const Calibration* calibration) {
+  return gemm_time_s(gpu, dtype, kernel_profile(gpu), shape, calibration);
+}
+
+double gemm_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                   const GemmShape& shape, const Calibration* calibration) {
   if (shape.flops() <= 0.0) return 0.0;
-  double tflops = gpu.peak_tflops(dtype) * gpu.matmul_efficiency * gemm_shape_efficiency(shape);
+  double tflops = gemm_rate_tflops(gpu, dtype, profile, shape);
   if (calibration != nullptr) {
     const auto measured = calibration->gemm_tflops(std::llround(shape.m), std::llround(shape.n),
                                                    std::llround(shape.k), dtype);
@@ -91,10 +121,15 @@ double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
 
 double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
                             const Calibration* calibration) {
+  return gemm_backward_time_s(gpu, dtype, kernel_profile(gpu), shape, calibration);
+}
+
+double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                            const GemmShape& shape, const Calibration* calibration) {
   const GemmShape input_grad{shape.m, shape.k, shape.n, shape.batch};
   const GemmShape weight_grad{shape.k, shape.n, shape.m, shape.batch};
-  return gemm_time_s(gpu, dtype, input_grad, calibration) +
-         gemm_time_s(gpu, dtype, weight_grad, calibration);
+  return gemm_time_s(gpu, dtype, profile, input_grad, calibration) +
+         gemm_time_s(gpu, dtype, profile, weight_grad, calibration);
 }
 
 double hbm_time_s(const Gpu& gpu, double bytes) {
@@ -102,54 +137,86 @@ double hbm_time_s(const Gpu& gpu, double bytes) {
   return bytes / (gpu.memory_gbps * kHbmAchievableFraction * 1e9);
 }
 
+namespace {
+
+struct CoreTime {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+};
+
+/// Fused (flash) attention: the causal half of the scores and context work at the GPU's
+/// measured kernel share of peak (forward and backward apart), backward 2.5x the forward
+/// FLOPs (5 GEMMs against 2, Dao 2023). Without a published share: the GEMM tile model.
+/// Unfused (2021): the batched GEMMs plus the memory-bound softmax and dropout.
+CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                             const Model& model, const ParallelConfig& config, bool fused,
+                             const Calibration* calibration) {
+  AttentionCore core = attention_core_shapes(model, config);
+  CoreTime time;
+  if (fused) {
+    core.scores.batch *= 0.5;
+    core.context.batch *= 0.5;
+    if (profile.flash_forward_share > 0.0 && profile.flash_backward_share > 0.0) {
+      const double flops = core.scores.flops() + core.context.flops();
+      const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.sustained_ratio;
+      time.forward_s = flops / (rate * profile.flash_forward_share);
+      time.backward_s = 2.5 * flops / (rate * profile.flash_backward_share);
+      return time;
+    }
+    time.forward_s = gemm_time_s(gpu, dtype, profile, core.scores, calibration) +
+                     gemm_time_s(gpu, dtype, profile, core.context, calibration);
+    time.backward_s = 2.5 * time.forward_s;
+    return time;
+  }
+  time.forward_s = gemm_time_s(gpu, dtype, profile, core.scores, calibration) +
+                   gemm_time_s(gpu, dtype, profile, core.context, calibration) +
+                   hbm_time_s(gpu, 9.0 * core.scores.m * core.scores.n * core.scores.batch);
+  time.backward_s = gemm_backward_time_s(gpu, dtype, profile, core.scores, calibration) +
+                    gemm_backward_time_s(gpu, dtype, profile, core.context, calibration);
+  return time;
+}
+
+}  // namespace
+
 LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                      const ComputeFeatures& features, const Calibration* calibration) {
   const Dtype dtype = model.training.dtype;
+  const KernelProfile profile = kernel_profile(gpu);
   const double tp = config.tp;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const double h = model.hidden;
   const double f = model.ffn_hidden;
   const double in_matrices = is_gated(model.ffn) ? 2.0 : 1.0;
-  const GemmShape linear[] = {
+  const std::array<GemmShape, 4> linear{{
       {tokens, (h + 2.0 * model.kv_hidden()) / tp, h},  // QKV
       {tokens, h, h / tp},                              // output projection
       {tokens, in_matrices * f / tp, h},                // FFN up (and gate)
       {tokens, h, f / tp},                              // FFN down
-  };
+  }};
   LayerTime time;
   double linear_backward_s = 0.0;
-  for (const GemmShape& shape : linear) {
-    time.gemm_forward_s += gemm_time_s(gpu, dtype, shape, calibration);
-    linear_backward_s += gemm_backward_time_s(gpu, dtype, shape, calibration);
+  for (std::size_t i = 0; i < linear.size(); ++i) {
+    const GemmShape& shape = linear[i];
+    time.gemm_fprop_s[i] = gemm_time_s(gpu, dtype, profile, shape, calibration);
+    time.gemm_dgrad_s[i] =
+        gemm_time_s(gpu, dtype, profile, {shape.m, shape.k, shape.n, shape.batch}, calibration);
+    time.gemm_wgrad_s[i] =
+        gemm_time_s(gpu, dtype, profile, {shape.k, shape.n, shape.m, shape.batch}, calibration);
+    time.gemm_forward_s += time.gemm_fprop_s[i];
+    linear_backward_s += time.gemm_dgrad_s[i] + time.gemm_wgrad_s[i];
   }
-  AttentionCore core = attention_core_shapes(model, config);
-  double core_forward_s = 0.0;
-  double core_backward_s = 0.0;
-  if (features.fused_attention) {
-    // Flash attention skips the masked half of a causal product; its backward recomputes
-    // the scores: 5 GEMMs against the forward's 2 (Dao 2023).
-    core.scores.batch *= 0.5;
-    core.context.batch *= 0.5;
-    core_forward_s = gemm_time_s(gpu, dtype, core.scores, calibration) +
-                     gemm_time_s(gpu, dtype, core.context, calibration);
-    core_backward_s = 2.5 * core_forward_s;
-  } else {
-    core_forward_s = gemm_time_s(gpu, dtype, core.scores, calibration) +
-                     gemm_time_s(gpu, dtype, core.context, calibration) +
-                     hbm_time_s(gpu, 9.0 * core.scores.m * core.scores.n * core.scores.batch);
-    core_backward_s = gemm_backward_time_s(gpu, dtype, core.scores, calibration) +
-                      gemm_backward_time_s(gpu, dtype, core.context, calibration);
-  }
+  const CoreTime core = attention_core_time(gpu, dtype, profile, model, config,
+                                            features.fused_attention, calibration);
   const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true);
-  time.forward_s = time.gemm_forward_s + core_forward_s + hbm_time_s(gpu, fwd_bytes);
-  time.backward_s = linear_backward_s + core_backward_s +
+  time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
+  time.backward_s = linear_backward_s + core.backward_s +
                     hbm_time_s(gpu, layer_elementwise_backward_bytes(
                                         model, config, features.fused_attention));
   switch (config.recompute) {
     case Recompute::none:
       break;
     case Recompute::selective:
-      time.recompute_s = core_forward_s;
+      time.recompute_s = core.forward_s;
       break;
     case Recompute::full:
       time.recompute_s = time.forward_s;

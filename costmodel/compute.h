@@ -2,6 +2,8 @@
 /// Compute time on one GPU: GEMMs from a shape-aware roofline, memory-bound work (norms,
 /// activations, dropout, softmax when not fused, the optimizer step) as bytes over HBM
 /// bandwidth. Derivation and sources: docs/cost_model.md#compute.
+#include <array>
+
 #include "costmodel/calibration.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
@@ -31,14 +33,32 @@ struct GemmShape {
 /// k / (k + kGemmKFill) for the per-tile fixed cost. 1 for large multiples of the tile.
 [[nodiscard]] double gemm_shape_efficiency(const GemmShape& shape);
 
+struct KernelProfile;
+
+/// With the GPU's SM count (> 0): 128x256 output tiles in the better orientation, their
+/// fill, wave quantisation over the SMs (tiles / (SMs x ceil(tiles / SMs)), NVIDIA "Matrix
+/// Multiplication Background User's Guide"), and k / (k + kGemmKFill). sm_count 0: as above.
+[[nodiscard]] double gemm_shape_efficiency(const GemmShape& shape, int sm_count);
+
+/// Sustained compute rate of one GEMM: peak x matmul_efficiency x profile.sustained_ratio x
+/// shape efficiency (docs/cost_model.md#compute).
+[[nodiscard]] double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                                      const GemmShape& shape);
+
 /// Seconds for one GEMM: roofline of peak x matmul_efficiency x shape efficiency against
 /// bytes (A, B, C once each) over achievable HBM bandwidth. A calibration sample of a
 /// nearby shape replaces the compute rate.
 [[nodiscard]] double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
                                  const Calibration* calibration = nullptr);
+/// Same with the GPU's kernel profile looked up once by the caller.
+[[nodiscard]] double gemm_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                                 const GemmShape& shape, const Calibration* calibration);
 /// Forward GEMM time plus its two backward GEMMs (dA: m x k x n, dB: k x n x m).
 [[nodiscard]] double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
                                           const Calibration* calibration = nullptr);
+[[nodiscard]] double gemm_backward_time_s(const Gpu& gpu, Dtype dtype,
+                                          const KernelProfile& profile, const GemmShape& shape,
+                                          const Calibration* calibration);
 
 /// Seconds to stream `bytes` through HBM at the achievable fraction.
 [[nodiscard]] double hbm_time_s(const Gpu& gpu, double bytes);
@@ -57,6 +77,11 @@ struct LayerTime {
   double backward_s = 0.0;
   double recompute_s = 0.0;  ///< extra forward work of the recompute mode
   double gemm_forward_s = 0.0;  ///< the linear-layer GEMMs alone (what TP overlap can hide)
+  /// Each linear GEMM (QKV, output projection, FFN up, FFN down): forward, input gradient,
+  /// weight gradient — what each TP collective overlaps with (Transformer Engine userbuffers).
+  std::array<double, 4> gemm_fprop_s{};
+  std::array<double, 4> gemm_dgrad_s{};
+  std::array<double, 4> gemm_wgrad_s{};
 };
 
 [[nodiscard]] LayerTime layer_time(const Gpu& gpu, const Model& model,

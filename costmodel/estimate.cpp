@@ -5,6 +5,7 @@
 
 #include "costmodel/compute.h"
 #include "costmodel/flops.h"
+#include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/pipeline.h"
 
@@ -18,6 +19,8 @@ struct StageTime {
   double backward_s = 0.0;
   double recompute_s = 0.0;
   double gemm_s = 0.0;  ///< linear GEMMs of fwd + bwd + recompute (what TP overlap can hide)
+  LayerTime layer;      ///< one layer, one micro-batch (per-GEMM times for the TP overlap)
+  double layers = 0.0;  ///< layers on the stage
   [[nodiscard]] double total_s() const { return forward_s + backward_s + recompute_s; }
 };
 
@@ -33,6 +36,8 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   time.backward_s = layers * layer.backward_s + logits.backward_s;
   time.recompute_s = layers * layer.recompute_s;
   time.gemm_s = layers * layer.gemm_forward_s * (3.0 + recomputed_gemm);
+  time.layer = layer;
+  time.layers = layers;
   return time;
 }
 
@@ -49,6 +54,11 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
                         dtype_bytes(model.training.dtype);
   comm.calls_per_step = layers * (config.recompute == Recompute::full ? 6.0 : 4.0);
   if (config.sequence_parallel) {
+    // Forward 2 all-gathers + 2 reduce-scatters; backward 2 all-gathers of the output
+    // gradient, 2 reduce-scatters of the input gradient and 2 all-gathers of the input again
+    // for the weight gradient (Megatron does not keep the gathered input: Korthikanti 2022
+    // §4.2.2): 10 collectives = 5 (reduce-scatter + all-gather) calls; full recompute +2.
+    comm.calls_per_step = layers * (config.recompute == Recompute::full ? 7.0 : 5.0);
     comm.collective = Collective::reduce_scatter;
     comm.time_per_call_s =
         collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
@@ -74,6 +84,40 @@ CommDetail pp_comm(const Model& model, const ParallelConfig& config, const Group
   comm.time_per_call_s =
       collective_time_s(Collective::send_recv, comm.bytes_per_call, link, calibration);
   return comm;
+}
+
+/// One TP collective of `comm_s` overlapped with a GEMM of `gemm_s` by Transformer Engine's
+/// userbuffers: the GEMM loses `sm_share` of the SMs to the communication kernel while they
+/// run together, and `fill_s` (the last chunk of a pipelined reduce-scatter) cannot overlap.
+/// Returns the time beyond the GEMM alone.
+double overlapped_exposed_s(double gemm_s, double comm_s, double sm_share, double fill_s) {
+  const double slowed_gemm_s = gemm_s / (1.0 - sm_share);
+  return std::max(slowed_gemm_s, comm_s) + fill_s - gemm_s;
+}
+
+/// Exposed TP time of one layer and one micro-batch with --tp-comm-overlap (sequence
+/// parallel), Transformer Engine's default methods (module/base.py initialize_ub):
+/// ring exchange over the copy engines (1 SM) for qkv/fc1 forward and proj/fc2 input
+/// gradient; pipeline (16 SMs, 4 splits) for the proj/fc2 forward reduce-scatter; bulk
+/// (16 SMs) for the qkv/fc1 input re-gather (behind dgrad) and gradient reduce-scatter
+/// (behind wgrad). Full recompute repeats the forward overlaps.
+double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatter_s,
+                          int sm_count, bool full_recompute) {
+  const double sms = sm_count > 0 ? sm_count : kTpOverlapDefaultSms;
+  const double ring = 1.0 / sms;
+  const double wide = kTpOverlapCommSms / sms;
+  const double fill = scatter_s / kTpOverlapPipelineSplits;
+  double forward = 0.0;
+  double backward = 0.0;
+  for (const std::size_t in : {std::size_t{0}, std::size_t{2}}) {  // QKV, FFN up
+    const std::size_t out = in + 1;                                 // projection, FFN down
+    forward += overlapped_exposed_s(layer.gemm_fprop_s[in], gather_s, ring, 0.0) +
+               overlapped_exposed_s(layer.gemm_fprop_s[out], scatter_s, wide, fill);
+    backward += overlapped_exposed_s(layer.gemm_dgrad_s[out], gather_s, ring, 0.0) +
+                overlapped_exposed_s(layer.gemm_dgrad_s[in], gather_s, wide, 0.0) +
+                overlapped_exposed_s(layer.gemm_wgrad_s[in], scatter_s, wide, 0.0);
+  }
+  return forward * (full_recompute ? 2.0 : 1.0) + backward;
 }
 
 /// The part of `comm_s` that overlapping with `window_s` of compute cannot hide; at least
@@ -155,9 +199,17 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.tp = tp_comm(model, config, placement.tp, calibration);
   out.tp.calls_per_step *= md;
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
-  out.tp.exposed_s = options.overlap_tp_comm
-                         ? std::max(0.0, out.tp.total_s - md * stage.gemm_s)
-                         : out.tp.total_s;
+  out.tp.exposed_s = out.tp.total_s;
+  if (options.overlap_tp_comm && config.tp > 1) {
+    const double gather_s = collective_time_s(Collective::all_gather, out.tp.bytes_per_call,
+                                              placement.tp, calibration);
+    const double scatter_s = collective_time_s(Collective::reduce_scatter,
+                                               out.tp.bytes_per_call, placement.tp, calibration);
+    out.tp.exposed_s = md * stage.layers *
+                       tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
+                                          kernel_profile(gpu).sm_count,
+                                          config.recompute == Recompute::full);
+  }
 
   out.pp = pp_comm(model, config, placement.pp, calibration);
   out.pp.calls_per_step *= md;

@@ -69,6 +69,13 @@ struct Estimate {
   bool used_calibration = false;
 };
 
+/// Transformer Engine userbuffers (TE module/base.py initialize_ub defaults): SMs of the
+/// pipelined and bulk communication kernels, splits of the pipelined reduce-scatter; SM count
+/// assumed when the GPU's is not known (H100's).
+inline constexpr double kTpOverlapCommSms = 16.0;
+inline constexpr double kTpOverlapPipelineSplits = 4.0;
+inline constexpr double kTpOverlapDefaultSms = 132.0;
+
 /// Memory reserve and the training framework's features that change time. Defaults are
 /// Megatron-Core's (2024): flash attention, gradient reduction overlapped with backward.
 struct EstimateOptions {

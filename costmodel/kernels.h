@@ -1,0 +1,38 @@
+#pragma once
+/// What the GPU's kernels reach in a training run, per GPU type, each number with its source
+/// (docs/cost_model.md#kernels): SM count (wave quantisation), sustained clock under a
+/// training load (power-capped) against the boost-clock GEMM ceiling, fused attention's
+/// share of peak. Also the dtype check that keeps a dtype without a peak out of the model.
+#include <string>
+
+#include "costmodel/model.h"
+#include "topology/gpu.h"
+
+namespace trident {
+
+/// Kernel facts of one GPU type. Zeros mean "not published": the model then falls back to
+/// the tile model without waves, a sustained ratio of 1 and the GEMM tile model for attention.
+struct KernelProfile {
+  int sm_count = 0;                ///< streaming multiprocessors (wave quantisation)
+  double sustained_ratio = 1.0;    ///< MSMF / MAMF: saturated-clock GEMM over boost burst
+  double flash_forward_share = 0.0;   ///< fused attention forward, share of dense peak
+  double flash_backward_share = 0.0;  ///< fused attention backward, share of dense peak
+};
+
+/// The profile of `gpu` by the family its preset name starts with (a100, h100, h200, gh200,
+/// b200, gb200, v100); an unknown name gets the empty profile.
+[[nodiscard]] KernelProfile kernel_profile(const Gpu& gpu);
+
+/// GEMM output tile of the Hopper/Ampere cuBLAS kernels (the canonical efficient tile,
+/// NVIDIA "Matrix Multiplication Background User's Guide": 128x256 and 256x128).
+inline constexpr double kGemmTileShort = 128.0;
+inline constexpr double kGemmTileLong = 256.0;
+
+/// Wave quantisation: tiles / (SMs x ceil(tiles / SMs)); 1 when the SM count is unknown.
+[[nodiscard]] double wave_efficiency(double tiles, int sm_count);
+
+/// Throws InputError "model NAME: dtype D not supported by GPU (no D peak); set
+/// training.dtype: fp16" (or bf16) when the GPU has no peak for the model's dtype.
+void check_model_on_gpu(const Model& model, const Gpu& gpu);
+
+}  // namespace trident
