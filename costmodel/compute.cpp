@@ -78,9 +78,9 @@ double gemm_shape_efficiency(const GemmShape& shape) {
          shape.k / (shape.k + kGemmKFill);
 }
 
-double gemm_shape_efficiency(const GemmShape& shape, int sm_count) {
+double gemm_shape_efficiency(const GemmShape& shape, int sm_count, double k_fill_elems) {
   if (sm_count <= 0) return gemm_shape_efficiency(shape);
-  const double k_fill = shape.k / (shape.k + kGemmKFill);
+  const double k_fill = shape.k / (shape.k + k_fill_elems);
   // 128x256 output tiles in the better orientation; all tiles of the batch share the waves.
   double best = 0.0;
   for (const bool long_n : {true, false}) {
@@ -94,10 +94,17 @@ double gemm_shape_efficiency(const GemmShape& shape, int sm_count) {
   return best * k_fill;
 }
 
+double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count) {
+  if (sm_count <= 0) return kGemmKFill;
+  const double per_sm_tflops = gpu.peak_tflops(dtype) / sm_count;
+  return kGemmKFill * per_sm_tflops / kGemmKFillReferenceSmTflops;
+}
+
 double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                         const GemmShape& shape) {
   return gpu.peak_tflops(dtype) * gpu.matmul_efficiency * profile.sustained_ratio *
-         gemm_shape_efficiency(shape, profile.sm_count);
+         gemm_shape_efficiency(shape, profile.sm_count,
+                               gemm_k_fill(gpu, dtype, profile.sm_count));
 }
 
 double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,

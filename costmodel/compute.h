@@ -37,8 +37,16 @@ struct KernelProfile;
 
 /// With the GPU's SM count (> 0): 128x256 output tiles in the better orientation, their
 /// fill, wave quantisation over the SMs (tiles / (SMs x ceil(tiles / SMs)), NVIDIA "Matrix
-/// Multiplication Background User's Guide"), and k / (k + kGemmKFill). sm_count 0: as above.
-[[nodiscard]] double gemm_shape_efficiency(const GemmShape& shape, int sm_count);
+/// Multiplication Background User's Guide"), and k / (k + k_fill_elems). sm_count 0: as above.
+[[nodiscard]] double gemm_shape_efficiency(const GemmShape& shape, int sm_count,
+                                           double k_fill_elems);
+
+/// Per-SM tensor rate (TFLOP/s) at which kGemmKFill holds: A100, 312 / 108 SMs.
+inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
+/// A tile's fixed cost (pipeline fill, epilogue) is a fixed time; in k-elements it grows
+/// with the SM's tensor rate: kGemmKFill x (peak / SMs) / kGemmKFillReferenceSmTflops
+/// (H100: 64 x 7.49 / 2.89 = 166). kGemmKFill when the SM count is unknown.
+[[nodiscard]] double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count);
 
 /// Sustained compute rate of one GEMM: peak x matmul_efficiency x profile.sustained_ratio x
 /// shape efficiency (docs/cost_model.md#compute).

@@ -29,11 +29,12 @@ struct NamedProfile {
 //   up to 73%, backward up to 63% of 312.
 constexpr double kH100Sustained = 702.9 / 828.0;
 constexpr double kB200Sustained = 1455.7 / 1732.6;
+constexpr double kA100Sustained = (kH100Sustained + kB200Sustained) / 2.0;
 constexpr double kH100FlashForward = 609.0 / 989.0;
 constexpr double kH100FlashBackward = 499.0 / 989.0;
 
 constexpr std::array<NamedProfile, 7> kProfiles{{
-    {"a100", {108, 1.0, 0.73, 0.63}},
+    {"a100", {108, kA100Sustained, 0.73, 0.63}},
     {"h100", {132, kH100Sustained, kH100FlashForward, kH100FlashBackward}},
     {"h200", {132, kH100Sustained, kH100FlashForward, kH100FlashBackward}},
     {"gh200", {132, kH100Sustained, kH100FlashForward, kH100FlashBackward}},

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "costmodel/kernels.h"
 #include "planner/layout.h"
 #include "topology/errors.h"
 
@@ -261,6 +262,7 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
 SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& options,
                     const Calibration* calibration, const SearchProgress& progress) {
   check_options(model, options);
+  check_model_on_gpu(model, cluster.gpu);
   SearchResult result;
   result.gpus = static_cast<int>(live_gpus(cluster).size());
   const auto all = splits(result.gpus, model, options);

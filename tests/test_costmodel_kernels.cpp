@@ -1,0 +1,100 @@
+// Kernel profile per GPU type, wave quantisation, the k-fill per SM rate, the TP overlap with
+// Transformer Engine's methods, and the dtype check.
+#include <catch2/catch.hpp>
+
+#include "costmodel/compute.h"
+#include "costmodel/estimate.h"
+#include "costmodel/kernels.h"
+#include "costmodel_fixture.h"
+#include "topology/errors.h"
+
+using namespace trident;
+
+TEST_CASE("kernel profile by GPU family", "[kernels]") {
+  Gpu gpu = test::round_gpu();
+  CHECK(kernel_profile(gpu).sm_count == 0);  // unknown name: empty profile
+  CHECK(kernel_profile(gpu).sustained_ratio == 1.0);
+  gpu.name = "h100-sxm-80g";
+  const KernelProfile h100 = kernel_profile(gpu);
+  CHECK(h100.sm_count == 132);
+  CHECK(h100.sustained_ratio == Approx(702.9 / 828.0));  // H200 MSMF / MAMF = 0.8489
+  CHECK(h100.flash_forward_share == Approx(609.0 / 989.0));
+  gpu.name = "gb200";
+  CHECK(kernel_profile(gpu).sm_count == 148);
+  gpu.name = "a100-sxm-80g";
+  // no A100 MSMF: the mean of H200 (0.8489) and B200 (1455.7/1732.6 = 0.8402) = 0.84456
+  CHECK(kernel_profile(gpu).sustained_ratio == Approx(0.84456).epsilon(1e-4));
+}
+
+TEST_CASE("wave quantisation", "[kernels]") {
+  CHECK(wave_efficiency(132, 132) == 1.0);
+  CHECK(wave_efficiency(133, 132) == Approx(133.0 / 264.0));  // a tail wave of one tile
+  CHECK(wave_efficiency(3072, 132) == Approx(3072.0 / (132.0 * 24.0)));  // 23.27 -> 24 waves
+  CHECK(wave_efficiency(10, 0) == 1.0);  // SM count unknown
+  // 16384 x 6144 x 2048 on 132 SMs: 128x256 tiles 128*24 = 3072 -> 0.9697 (256x128: 64*48
+  // = 3072, same); k fill 2048 / (2048 + 64) = 0.96970 -> 0.94031
+  CHECK(gemm_shape_efficiency({16384, 6144, 2048}, 132, 64.0) ==
+        Approx(3072.0 / 3168.0 * 2048.0 / 2112.0));
+  // 2048 x 1536 x 12288 on 108 SMs: 128x256: 16*6 = 96 tiles, one wave of 108 -> 0.8889;
+  // 256x128: 8*12 = 96 tiles, same -> 0.8889 x 12288/12352
+  CHECK(gemm_shape_efficiency({2048, 1536, 12288}, 108, 64.0) ==
+        Approx(96.0 / 108.0 * 12288.0 / 12352.0));
+}
+
+TEST_CASE("k fill grows with the SM's tensor rate", "[kernels]") {
+  Gpu gpu = test::round_gpu();  // 100 TFLOP/s
+  CHECK(gemm_k_fill(gpu, Dtype::bf16, 0) == 64.0);
+  // 100 / 10 SMs = 10 TFLOP/s per SM; 64 * 10 / (312/108) = 221.54
+  CHECK(gemm_k_fill(gpu, Dtype::bf16, 10) == Approx(64.0 * 10.0 * 108.0 / 312.0));
+}
+
+TEST_CASE("a dtype without a peak is an input error", "[kernels]") {
+  Model model = test::small_model();
+  Gpu gpu = test::round_gpu();
+  gpu.name = "v100-sxm-32g";
+  gpu.peak_tflops_bf16 = 0.0;
+  model.name = "gpt3-175b";
+  CHECK_THROWS_WITH(check_model_on_gpu(model, gpu),
+                    "model gpt3-175b: dtype bf16 not supported by v100-sxm-32g (no bf16 peak); "
+                    "set training.dtype: fp16");
+  model.training.dtype = Dtype::fp16;
+  CHECK_NOTHROW(check_model_on_gpu(model, gpu));
+}
+
+TEST_CASE("TP overlap: exposed time of Transformer Engine's methods", "[kernels][estimate]") {
+  // Small model, tp 2, SP, 1 stage of 2 layers, m = 8 / (1 * 1) with dp 1.
+  const Model model = test::small_model();
+  ParallelConfig config = test::small_config();
+  config.pp = 1;
+  config.dp = 1;
+  config.sequence_parallel = true;
+  Cluster cluster;
+  cluster.gpu = test::round_gpu();
+  cluster.servers = 1;
+  cluster.gpus_per_server = 8;
+  Placement placement;
+  placement.tp = test::nvlink_group(2);
+  placement.pp = test::nvlink_group(1);
+  placement.dp = test::nvlink_group(1);
+  EstimateOptions options;
+  const Estimate plain = estimate(cluster, model, config, placement, nullptr, options);
+  // S = 1*32*64*2 = 4096 bytes; RS and AG over 2 ranks: 1 us + 4096 * 0.5 / 80e9 = 1.0256 us
+  // each; 5 calls (RS + AG) per layer: 2 layers * 8 micro-batches * 5 = 80 calls of 2.0512 us.
+  CHECK(plain.tp.calls_per_step == Approx(80.0));
+  CHECK(plain.time.tp_comm_s == Approx(80 * 2.0512e-6));
+  options.overlap_tp_comm = true;
+  const Estimate overlapped = estimate(cluster, model, config, placement, nullptr, options);
+  // The GEMMs of this model take ~1e-8 s, far below the 1.0256 us collectives, so each of
+  // the 10 overlapped collectives per layer costs max(gemm', c) - gemm = c - gemm, and the
+  // two pipelined reduce-scatters add c/4: per layer 10c + c/2 - (sum of the 10 GEMMs).
+  const LayerTime layer = layer_time(cluster.gpu, model, config, {true});
+  const double c = 1.0256e-6;
+  const double gemms = layer.gemm_fprop_s[0] + layer.gemm_fprop_s[1] + layer.gemm_fprop_s[2] +
+                       layer.gemm_fprop_s[3] + layer.gemm_dgrad_s[0] + layer.gemm_dgrad_s[1] +
+                       layer.gemm_dgrad_s[2] + layer.gemm_dgrad_s[3] + layer.gemm_wgrad_s[0] +
+                       layer.gemm_wgrad_s[2];
+  CHECK(overlapped.time.tp_comm_s == Approx(16 * (10.5 * c - gemms)));
+  // Comm-bound (this tiny model), overlapping cannot win: the pipelined reduce-scatter's
+  // last split (c/4) stays exposed, so 10.5c - gemms > 10c - gemms... the plain 10c.
+  CHECK(overlapped.time.tp_comm_s > plain.time.tp_comm_s - 16 * gemms);
+}
