@@ -12,6 +12,7 @@
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/html_report.h"  // pictures: --svg --svg-plan --report
 #include "cli/output_file.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_report.h"
@@ -45,6 +46,7 @@ struct PlanFlags {
   /// FAILURES ENGINEER: the what-if comparison (baseline, impact, re-place, cordon) plugs in
   /// at run_failures() below through planner/whatif.h.
   std::vector<std::string> fail_links;
+  PictureFlags pictures;  ///< --svg --svg-plan --report (cli/plan_svg.h, cli/html_report.h)
 };
 
 Recompute parse_recompute(const std::string& text) {
@@ -87,6 +89,7 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
   sub.add_option("--fail-link", f.fail_links,
                  "plan under a failure (repeatable): nvlink:S/G[:K|:all], mesh:S/A-B, nic:S/N, "
                  "gpu:S/G, server:S");
+  add_picture_flags(sub, f.pictures);  // pictures
 }
 
 SearchOptions search_options(const PlanFlags& f) {
@@ -100,7 +103,7 @@ SearchOptions search_options(const PlanFlags& f) {
   if (!f.recompute.empty()) options.recompute = parse_recompute(f.recompute);
   if (!f.sequence_parallel.empty()) options.sequence_parallel = parse_on_off(f.sequence_parallel);
   if (f.top < 1) throw InputError("--top 0: expected a positive number of plans");
-  options.keep = std::max(f.top, f.explain.value_or(1));
+  options.keep = std::max({f.top, f.explain.value_or(1), f.pictures.svg_plan});
   options.show_infeasible = f.show_infeasible;
   options.keep_infeasible = f.top;
   return options;
@@ -212,8 +215,12 @@ void run(const PlanFlags& f) {
   context.calibration = measured;
   // --fail-link: the failure what-if (cli/whatif_report.h) answers instead of one search.
   if (!f.fail_links.empty() && f.emit.empty()) {
-    write_output(f.output, what_if_report(f.fail_links, resolve_cluster(f.cluster), model,
-                                          options, measured, context, f.format));
+    const std::string text = what_if_report(f.fail_links, resolve_cluster(f.cluster), model,
+                                            options, measured, context, f.format);
+    // pictures: --svg / --report under --fail-link
+    write_what_if_pictures(f.pictures, f.fail_links, resolve_cluster(f.cluster), model, options,
+                           measured, context);
+    write_output(f.output, text);
     return;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -232,6 +239,7 @@ void run(const PlanFlags& f) {
   const std::string text = f.emit.empty()
                                ? render(f, result, context, measured, options.reserve_gib)
                                : emit(f, result, cluster, model);
+  write_search_pictures(f.pictures, result, context, measured, options.reserve_gib);  // pictures
   write_output(f.output, text);
 }
 

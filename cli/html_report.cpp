@@ -1,0 +1,128 @@
+// `plan --report DIR` and the writing of the pictures (cli/html_report.h).
+#include "cli/html_report.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli/output_file.h"
+#include "cli/plan_explain.h"
+#include "cli/svg.h"
+#include "cli/whatif_report.h"
+#include "topology/errors.h"
+#include "topology/failure.h"
+
+namespace trident::cli {
+
+namespace {
+
+constexpr const char* kStyle = R"(
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 24px; color: #1a1a1a;
+       max-width: 1440px; }
+h1 { font-size: 20px; margin: 0 0 8px 0; }
+h2 { font-size: 16px; margin: 24px 0 8px 0; border-bottom: 1px solid #ccc; padding-bottom: 4px; }
+p.note { color: #555; font-size: 13px; margin: 2px 0; }
+pre { background: #f6f6f6; border: 1px solid #ddd; padding: 10px; font-size: 12px;
+      overflow-x: auto; line-height: 1.35; }
+.picture { overflow-x: auto; border: 1px solid #ddd; }
+)";
+
+/// Writes `text` to `path` atomically, naming `flag` in the error.
+void write_file(const std::string& flag, const std::string& path, const std::string& text) {
+  try {
+    write_output(path, text);
+  } catch (const InputError& error) {
+    const std::string what = error.what();
+    const std::string marker = "cannot write: ";
+    const std::size_t at = what.find(marker);
+    throw InputError(flag + " '" + path + "': cannot write: " +
+                     (at == std::string::npos ? what : what.substr(at + marker.size())));
+  }
+}
+
+/// Creates DIR when missing (its parent must exist).
+void make_report_dir(const std::string& dir) {
+  std::error_code error;
+  if (std::filesystem::is_directory(dir, error)) return;
+  if (!std::filesystem::create_directory(dir, error)) {
+    throw InputError("--report '" + dir + "': cannot create the directory: " + error.message());
+  }
+}
+
+/// Builds every text first, then writes: an error leaves nothing half-written.
+void write_pictures(const PictureFlags& flags, const PictureInput& input,
+                    const ReportContext& context, const std::string& table,
+                    const std::string& explain) {
+  const std::string svg = plan_svg(input);
+  std::string page;
+  if (!flags.report.empty()) {
+    const std::string title = fmt::format("trident plan: {} on {} ({} GPUs)", input.model->name,
+                                          input.cluster->name, input.cluster->gpus());
+    page = html_report(title, context.assumptions, table, explain, svg);
+  }
+  if (!flags.svg.empty()) write_file("--svg", flags.svg, svg);
+  if (!flags.report.empty()) {
+    make_report_dir(flags.report);
+    write_file("--report", (std::filesystem::path(flags.report) / "index.html").string(), page);
+  }
+}
+
+}  // namespace
+
+std::string html_report(const std::string& title, const std::vector<std::string>& assumptions,
+                        const std::string& table, const std::string& explain,
+                        const std::string& svg) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<title>" + xml_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n";
+  out += "<body>\n<h1>" + xml_escape(title) + "</h1>\n";
+  for (const auto& line : assumptions) out += "<p class=\"note\">" + xml_escape(line) + "</p>\n";
+  out += "<h2>Pictures</h2>\n<div class=\"picture\">\n";
+  // The SVG document without its XML-only parts is valid inline HTML.
+  out += svg;
+  out += "</div>\n<h2>Ranked plans</h2>\n<pre>" + xml_escape(table) + "</pre>\n";
+  if (!explain.empty()) out += "<h2>Explanation</h2>\n<pre>" + xml_escape(explain) + "</pre>\n";
+  out += "</body>\n</html>\n";
+  return out;
+}
+
+void write_search_pictures(const PictureFlags& flags, const SearchResult& result,
+                           const ReportContext& context, const Calibration* calibration,
+                           double reserve_gib) {
+  if (!flags.wanted()) return;
+  const PictureInput input =
+      pictures_of_search(*context.cluster, *context.model, result, flags.svg_plan);
+  std::string table;
+  std::string explain;
+  if (!flags.report.empty()) {
+    SearchResult shown = result;
+    table = format_table(shown, context);
+    explain = explain_plan(*context.cluster, *context.model, result.plans[flags.svg_plan - 1],
+                           flags.svg_plan, calibration, reserve_gib);
+  }
+  write_pictures(flags, input, context, table, explain);
+}
+
+void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::string>& specs,
+                            const Cluster& healthy, const Model& model,
+                            const SearchOptions& options, const Calibration* calibration,
+                            ReportContext context) {
+  if (!flags.wanted()) return;
+  std::vector<Failure> failures;
+  for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
+  const WhatIf w = what_if(healthy, model, failures, options, calibration);
+  context.cluster = &w.degraded;
+  context.model = &model;
+  const PictureInput input = pictures_of_what_if(w, model, flags.svg_plan);
+  std::string table;
+  std::string explain;
+  if (!flags.report.empty()) {
+    table = format_what_if_table(w, context);
+    explain = explain_plan(w.degraded, model, input.plans[input.drawn], flags.svg_plan,
+                           calibration, options.reserve_gib);
+  }
+  write_pictures(flags, input, context, table, explain);
+}
+
+}  // namespace trident::cli
