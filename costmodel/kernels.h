@@ -19,8 +19,9 @@ struct KernelProfile {
   double flash_backward_share = 0.0;  ///< fused attention backward, share of dense peak
 };
 
-/// The profile of `gpu` by the family its preset name starts with (a100, h100, h200, gh200,
-/// b200, gb200, v100); an unknown name gets the empty profile.
+/// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,
+/// attention_forward_efficiency and attention_backward_efficiency (configs/gpus/*.yaml, each
+/// with its source); a GPU file without them gets the empty profile.
 [[nodiscard]] KernelProfile kernel_profile(const Gpu& gpu);
 
 /// GEMM output tile of the Hopper/Ampere cuBLAS kernels (the canonical efficient tile,

@@ -6,24 +6,33 @@
 #include "costmodel/estimate.h"
 #include "costmodel/kernels.h"
 #include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
 #include "topology/errors.h"
 
 using namespace trident;
 
-TEST_CASE("kernel profile by GPU family", "[kernels]") {
+TEST_CASE("kernel profile from the GPU preset", "[kernels]") {
   Gpu gpu = test::round_gpu();
-  CHECK(kernel_profile(gpu).sm_count == 0);  // unknown name: empty profile
+  CHECK(kernel_profile(gpu).sm_count == 0);  // a GPU file without the keys: empty profile
   CHECK(kernel_profile(gpu).sustained_ratio == 1.0);
-  gpu.name = "h100-sxm-80g";
-  const KernelProfile h100 = kernel_profile(gpu);
+  const KernelProfile h100 = kernel_profile(gpu_preset("h100-sxm-80g"));
   CHECK(h100.sm_count == 132);
-  CHECK(h100.sustained_ratio == Approx(702.9 / 828.0));  // H200 MSMF / MAMF = 0.8489
-  CHECK(h100.flash_forward_share == Approx(609.0 / 989.0));
-  gpu.name = "gb200";
-  CHECK(kernel_profile(gpu).sm_count == 148);
-  gpu.name = "a100-sxm-80g";
-  // no A100 MSMF: the mean of H200 (0.8489) and B200 (1455.7/1732.6 = 0.8402) = 0.84456
-  CHECK(kernel_profile(gpu).sustained_ratio == Approx(0.84456).epsilon(1e-4));
+  CHECK(h100.sustained_ratio == Approx(0.849));  // H200 MSMF / MAMF = 702.9 / 828.0 = 0.8489
+  CHECK(h100.flash_forward_share == Approx(609.0 / 989.0).epsilon(1e-4));
+  CHECK(kernel_profile(gpu_preset("gb200")).sm_count == 148);
+  // no A100 MSMF: the mean of H200 (0.849) and B200 (1455.7/1732.6 = 0.840) = 0.845
+  CHECK(kernel_profile(gpu_preset("a100-sxm-80g")).sustained_ratio == Approx(0.845));
+  // the keys are read from any GPU file, not matched by name
+  const Gpu custom = load_gpu(
+      "name: my-gpu\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n"
+      "sm_count: 40\nsustained_clock_ratio: 0.9\nattention_forward_efficiency: 0.5\n"
+      "attention_backward_efficiency: 0.4\n",
+      "my-gpu.yaml");
+  const KernelProfile mine = kernel_profile(custom);
+  CHECK(mine.sm_count == 40);
+  CHECK(mine.sustained_ratio == 0.9);
+  CHECK(mine.flash_forward_share == 0.5);
+  CHECK(mine.flash_backward_share == 0.4);
 }
 
 TEST_CASE("wave quantisation", "[kernels]") {

@@ -16,7 +16,8 @@ using yaml::Range;
 
 const std::vector<std::string> kGpuKeys = {
     "name",      "peak_tflops",     "memory_gib",        "memory_gbps",       "matmul_efficiency",
-    "pcie_gbps", "pcie_latency_us", "nvlink_latency_us", "network_latency_us"};
+    "pcie_gbps", "pcie_latency_us", "nvlink_latency_us", "network_latency_us", "sm_count",
+    "sustained_clock_ratio", "attention_forward_efficiency", "attention_backward_efficiency"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
 const std::vector<std::string> kClusterKeys = {"name",   "gpu",     "servers", "gpus_per_server",
                                                "nvlink", "network", "pcie"};
@@ -47,6 +48,14 @@ Gpu read_gpu(const MapReader& m) {
   gpu.memory_gib = m.required_double("memory_gib", Range::positive);
   gpu.memory_gbps = m.required_double("memory_gbps", Range::positive);
   gpu.matmul_efficiency = m.optional_double("matmul_efficiency", 0.8, Range::fraction);
+  const long long sm_count = m.optional_int("sm_count", 0, Range::non_negative);
+  if (sm_count > 100000) m.fail("sm_count", "expected at most 100000");
+  gpu.sm_count = static_cast<int>(sm_count);
+  gpu.sustained_clock_ratio = m.optional_double("sustained_clock_ratio", 1.0, Range::fraction);
+  gpu.attention_forward_efficiency =
+      m.optional_double("attention_forward_efficiency", 0.0, Range::non_negative);
+  gpu.attention_backward_efficiency =
+      m.optional_double("attention_backward_efficiency", 0.0, Range::non_negative);
   gpu.pcie_gbps = m.optional_double("pcie_gbps", 24.0, Range::positive);
   gpu.pcie_latency_us = m.optional_double("pcie_latency_us", 2.0, Range::non_negative);
   gpu.nvlink_latency_us = m.optional_double("nvlink_latency_us", 2.0, Range::non_negative);

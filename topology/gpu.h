@@ -20,6 +20,14 @@ struct Gpu {
   /// Best measured large square BF16 GEMM as a share of peak (MAMF tables); the GEMM
   /// roofline's ceiling. Source in the preset file.
   double matmul_efficiency = 0.8;
+  int sm_count = 0;  ///< streaming multiprocessors, for wave quantisation; 0 = unknown (no waves)
+  /// Saturated-clock (power-capped) GEMM rate over the boost-clock burst that
+  /// matmul_efficiency measures (ml-engineering MSMF / MAMF); 1 = not published.
+  double sustained_clock_ratio = 1.0;
+  /// Fused (flash) attention forward/backward as a share of dense peak; 0 = not published
+  /// (attention then runs at the GEMM tile model's rate).
+  double attention_forward_efficiency = 0.0;
+  double attention_backward_efficiency = 0.0;
   double pcie_gbps = 0.0;          ///< per GPU, one direction, GB/s (default for clusters)
   double pcie_latency_us = 2.0;
   double nvlink_latency_us = 2.0;  ///< default NVLink hop latency for clusters
