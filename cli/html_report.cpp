@@ -62,9 +62,9 @@ void write_pictures(const PictureFlags& flags, const PictureInput& input,
                                           input.cluster->name, input.cluster->gpus());
     page = html_report(title, context.assumptions, table, explain, svg);
   }
+  if (!flags.report.empty()) make_report_dir(flags.report);
   if (!flags.svg.empty()) write_file("--svg", flags.svg, svg);
   if (!flags.report.empty()) {
-    make_report_dir(flags.report);
     write_file("--report", (std::filesystem::path(flags.report) / "index.html").string(), page);
   }
 }
@@ -96,8 +96,7 @@ void write_search_pictures(const PictureFlags& flags, const SearchResult& result
   std::string table;
   std::string explain;
   if (!flags.report.empty()) {
-    SearchResult shown = result;
-    table = format_table(shown, context);
+    table = format_table(result, context);
     explain = explain_plan(*context.cluster, *context.model, result.plans[flags.svg_plan - 1],
                            flags.svg_plan, calibration, reserve_gib);
   }
