@@ -11,7 +11,8 @@ namespace trident {
 /// A GPU file (configs/gpus/*.yaml). Keys: name, peak_tflops {bf16, fp16 (default bf16),
 /// fp8 (0), tf32 (0)}, memory_gib, memory_gbps; optional matmul_efficiency (0.8), pcie_gbps
 /// (24: PCIe Gen4 x16 achievable), pcie_latency_us (2), nvlink_latency_us (2),
-/// network_latency_us (5).
+/// network_latency_us (5), sm_count (0 = unknown), sustained_clock_ratio (1),
+/// attention_forward_efficiency and attention_backward_efficiency (0 = not published).
 [[nodiscard]] Gpu load_gpu(const std::string& text, const std::string& source);
 
 /// A cluster file (configs/clusters/*.yaml). `gpu` is a preset name or an inline GPU mapping.
