@@ -159,6 +159,8 @@ json parse_text(const std::string& text, const std::string& source) {
   } catch (const json::parse_error& e) {
     throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                      e.what());
+  } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
+    throw InputError(source + ": invalid JSON: " + e.what());
   }
 }
 

@@ -163,14 +163,16 @@ TEST_CASE("the seed question: sorted, whole, fitting plans with TP inside a serv
 TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   const Run pinned = trident(kSeed + " --tp 8 --pp 8 --recompute selective --format json");
   REQUIRE(pinned.code == 0);
-  for (const auto& plan : nlohmann::json::parse(pinned.out).at("plans")) {
+  const auto pinned_doc = nlohmann::json::parse(pinned.out);  // outlives the loop (ASan)
+  for (const auto& plan : pinned_doc.at("plans")) {
     CHECK(plan.at("tp") == 8);
     CHECK(plan.at("pp") == 8);
     CHECK(plan.at("recompute") == "selective");
   }
   const Run limited = trident("plan --gpus 512 --servers 64 --max-tp 2 --format json");
   REQUIRE(limited.code == 0);
-  for (const auto& plan : nlohmann::json::parse(limited.out).at("plans")) {
+  const auto limited_doc = nlohmann::json::parse(limited.out);
+  for (const auto& plan : limited_doc.at("plans")) {
     CHECK(plan.at("tp").get<int>() <= 2);
   }
   const Run one = trident(kSeed + " --tp 8 --pp 8 --dp 8 --micro-batch 1 --vp 2 "

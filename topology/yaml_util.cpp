@@ -209,7 +209,12 @@ MapReader::MapReader(YAML::Node node, std::string source, std::string path, int 
 
 bool MapReader::has(std::string_view key) const { return node_[std::string(key)].IsDefined(); }
 
-YAML::Node MapReader::node(std::string_view key) const { return node_[std::string(key)]; }
+YAML::Node MapReader::node(std::string_view key) const {
+  // yaml-cpp answers an absent key with an invalid "zombie" node whose IsMap() etc. throw
+  // YAML::InvalidNode; hand out an Undefined node instead (IsDefined() false, the rest safe).
+  YAML::Node found = node_[std::string(key)];
+  return found.IsDefined() ? found : YAML::Node(YAML::NodeType::Undefined);
+}
 
 int MapReader::line(std::string_view key) const {
   // The key's own line: for a nested mapping the value's mark is its first inner key.

@@ -77,6 +77,8 @@ std::vector<NcclTestsTable> parse_json(const std::string& text, const std::strin
   } catch (const json::parse_error& e) {
     throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                      e.what());
+  } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
+    throw InputError(source + ": invalid JSON: " + e.what());
   }
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   NcclTestsTable table;

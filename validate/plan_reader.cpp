@@ -159,6 +159,8 @@ PlanSpec read_plan(const std::string& text_in, const std::string& source, int in
   } catch (const json::parse_error& e) {
     throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
                      e.what());
+  } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
+    throw InputError(source + ": invalid JSON: " + e.what());
   }
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   const auto plans = document.find("plans");
