@@ -133,6 +133,10 @@ std::string schedule_title(const ParallelConfig& config, long long m) {
                        "chunks, {} micro-batches ({} blocks)",
                        config.pp, config.virtual_stages, m, 2 * m * config.pp * config.virtual_stages);
   }
+  if (config.pp == 1) {
+    return fmt::format("2. Schedule of one step: no pipeline (1 stage), {} micro-batches "
+                       "({} blocks)", m, 2 * m);
+  }
   return fmt::format("2. Pipeline schedule of one step: 1F1B, {} stages, {} micro-batches "
                      "({} blocks)", config.pp, m, 2 * m * config.pp);
 }
@@ -176,7 +180,7 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
   y += 26;
   Chart c{kLabelWidth, y, width - kLabelWidth - 24, lane_height(config.pp),
           0.0, makespan + g.tail_dp_s + g.tail_optimizer_s, config.pp, config.virtual_stages};
-  svg.open_group({{"id", "gantt-step"}});
+  svg.open_group({{"id", "gantt-step"}, {"shape-rendering", "crispEdges"}});
   draw_lanes(svg, c, true, true);
   const double block_px = c.width * g.forward_s / config.virtual_stages / c.t1;
   for (const auto& b : blocks) draw_block(svg, c, b, true);
@@ -195,13 +199,15 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
   zoom.t0 = 0.0;
   zoom.t1 = window;
   draw_zoom(svg, blocks, zoom, "gantt-zoom-start",
-            fmt::format("zoom: the first {:.3f} s (warm-up: the bubble at the start)", window),
+            fmt::format("zoom: the first {:.3f} s{}", window,
+                        config.pp > 1 ? " (warm-up: the bubble at the start)" : ""),
             true);
   zoom.x0 = c.x0 + zoom.width + gap;
   zoom.t0 = makespan - window;
   zoom.t1 = makespan;
   draw_zoom(svg, blocks, zoom, "gantt-zoom-end",
-            fmt::format("zoom: the last {:.3f} s before DP and optimizer (cool-down)", window),
+            fmt::format("zoom: the last {:.3f} s before DP and optimizer{}", window,
+                        config.pp > 1 ? " (cool-down)" : ""),
             false);
   return zoom.y(config.pp) + 36 - top;
 }

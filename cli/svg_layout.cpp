@@ -302,12 +302,15 @@ double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
   const ParallelConfig& c = plan.config;
   const Placement& p = plan.placement;
   const std::string rows[3] = {
-      fmt::format("TP (outlined boxes): {} GPUs per group, {} {}", c.tp, tp_collective_name(c),
-                  link_words(p.tp)),
-      fmt::format("PP (GPU colours, s#): {} stages, {} between neighbouring stages {}", c.pp,
-                  pp_collective_name(c), link_words(p.pp)),
-      fmt::format("DP (d#): {} replicas, {} of the gradients {}", c.dp, dp_collective_name(c),
-                  link_words(p.dp))};
+      c.tp < 2 ? std::string("TP: 1 GPU per group, no tensor parallel traffic")
+               : fmt::format("TP (outlined boxes): {} GPUs per group, {} {}", c.tp,
+                             tp_collective_name(c), link_words(p.tp)),
+      c.pp < 2 ? std::string("PP: 1 stage, no pipeline traffic")
+               : fmt::format("PP (GPU colours, s#): {} stages, {} between neighbouring stages {}",
+                             c.pp, pp_collective_name(c), link_words(p.pp)),
+      c.dp < 2 ? std::string("DP: 1 replica, no gradient traffic")
+               : fmt::format("DP (d#): {} replicas, {} of the gradients {}", c.dp,
+                             dp_collective_name(c), link_words(p.dp))};
   const GroupLink* links[3] = {&p.tp, &p.pp, &p.dp};
   for (int i = 0; i < 3; ++i) {
     const double ly = y + 15.0 * i;
@@ -343,8 +346,8 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   const std::vector<int> full = servers_in_full(c, ranks);
   const int hidden = c.servers - static_cast<int>(full.size());
   std::string subtitle = fmt::format(
-      "{} GPUs in {} servers of {}; rank order {} (rank r on GPU r); {}", with_commas(c.gpus()),
-      with_commas(c.servers), c.gpus_per_server,
+      "{} GPUs in {} server{} of {}; rank order {} (rank r on GPU r); {}", with_commas(c.gpus()),
+      with_commas(c.servers), c.servers > 1 ? "s" : "", c.gpus_per_server,
       plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
       hidden > 0 ? fmt::format("{} servers drawn in full, {} summarised with counts", full.size(),
                                with_commas(hidden))
