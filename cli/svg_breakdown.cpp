@@ -86,7 +86,7 @@ constexpr double kTotalRoom = 70.0;
 }  // namespace
 
 double draw_breakdown_panel(SvgWriter& svg, const PictureInput& input, double top, double width) {
-  const std::size_t n = std::min(input.plans.size(), kPlansCompared);
+  const std::size_t n = input.plans.size();  // the callers keep the few compared
   double y = top + draw_panel_title(
                        svg, top, "3. Where the step time and the memory go",
                        "Per GPU, on the critical path (time) and on the peak rank (memory); "

@@ -76,17 +76,46 @@ void draw_block(SvgWriter& svg, const Chart& c, const ScheduleBlock& b, bool lab
   const double x = c.x(start);
   const double w = c.x(end) - x;
   const char* base = b.is_forward ? kForward : kBackward;
-  svg.rect(x, c.y(b.stage) + 1, w, c.lane - 2,
-           {{"class", b.is_forward ? "fwd" : "bwd"},
-            {"data-mb", std::to_string(b.micro_batch)},
-            {"fill", shade(base, b.chunk, c.v)},
-            {"stroke", "#ffffff"},
-            {"stroke-width", w > 3 ? "0.6" : "0"}});
+  SvgAttrs attrs{{"class", b.is_forward ? "fwd" : "bwd"},
+                 {"data-mb", std::to_string(b.micro_batch)},
+                 {"fill", shade(base, b.chunk, c.v)}};
+  if (w > 3) {  // a white edge between neighbours; thinner blocks would turn white
+    attrs.emplace_back("stroke", "#ffffff");
+    attrs.emplace_back("stroke-width", "0.6");
+  }
+  svg.rect(x, c.y(b.stage) + 1, w, c.lane - 2, attrs);
   const std::string label = std::to_string(b.micro_batch);
   if (!labelled || c.lane < 10 || w < 6.5 * static_cast<double>(label.size()) + 4) return;
   svg.text(x + w / 2, c.y(b.stage) + c.lane / 2 + 3.5, label,
            {{"font-size", c.lane >= 14 ? "10" : "8"}, {"text-anchor", "middle"},
             {"fill", b.chunk * 2 < c.v || c.v == 1 ? "#ffffff" : "#1a1a1a"}});
+}
+
+/// Under blocks narrower than a few pixels: each stage's busy runs in the forward/backward
+/// blend, so anti-aliasing seams between sub-pixel blocks do not wash the lane out to grey.
+void draw_busy_runs(SvgWriter& svg, const Chart& c, const std::vector<ScheduleBlock>& blocks,
+                    const GanttTimes& g) {
+  const double share = g.backward_s / (g.forward_s + g.backward_s);
+  unsigned fr = 0, fg = 0, fb = 0, br = 0, bg = 0, bb = 0;
+  std::sscanf(kForward, "#%02x%02x%02x", &fr, &fg, &fb);
+  std::sscanf(kBackward, "#%02x%02x%02x", &br, &bg, &bb);
+  const auto mix = [share](unsigned f, unsigned b) {
+    return static_cast<unsigned>(std::lround(f + (static_cast<double>(b) - f) * share));
+  };
+  const std::string fill = fmt::format("#{:02x}{:02x}{:02x}", mix(fr, br), mix(fg, bg), mix(fb, bb));
+  const double joined = 1e-9 * c.t1;
+  std::size_t i = 0;
+  while (i < blocks.size()) {  // blocks are ordered by stage, then start time
+    std::size_t j = i;
+    while (j + 1 < blocks.size() && blocks[j + 1].stage == blocks[i].stage &&
+           blocks[j + 1].start_s - blocks[j].end_s <= joined) {
+      ++j;
+    }
+    const double x = c.x(blocks[i].start_s);
+    svg.rect(x, c.y(blocks[i].stage) + 1, c.x(blocks[j].end_s) - x, c.lane - 2,
+             {{"class", "busy"}, {"fill", fill}});
+    i = j + 1;
+  }
 }
 
 /// DP communication and the optimizer step after the last backward, across every lane.
@@ -180,9 +209,13 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
   y += 26;
   Chart c{kLabelWidth, y, width - kLabelWidth - 24, lane_height(config.pp),
           0.0, makespan + g.tail_dp_s + g.tail_optimizer_s, config.pp, config.virtual_stages};
-  svg.open_group({{"id", "gantt-step"}, {"shape-rendering", "crispEdges"}});
-  draw_lanes(svg, c, true, true);
   const double block_px = c.width * g.forward_s / config.virtual_stages / c.t1;
+  // Crisp edges only where blocks cover whole pixels: below that, sampling one block per pixel
+  // draws moire bands that read as long runs of forwards or backwards.
+  svg.open_group({{"id", "gantt-step"},
+                  {"shape-rendering", block_px >= 3.0 ? "crispEdges" : "auto"}});
+  draw_lanes(svg, c, true, true);
+  if (block_px < 3.0) draw_busy_runs(svg, c, blocks, g);
   for (const auto& b : blocks) draw_block(svg, c, b, true);
   draw_tail(svg, c, makespan, g);
   svg.close_group();
