@@ -21,15 +21,6 @@ struct CalibrateFlags {
   std::string output;
 };
 
-std::string today_iso8601() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibration& out) {
   const Tier tier = flags.tier.empty() ? infer_tier(table) : parse_tier(flags.tier, "--tier");
   fmt::print("{}: {} ranks on {} host(s){}{} -> {} as {}\n", table.test, table.ranks,
@@ -62,7 +53,7 @@ void calibrate(const CalibrateFlags& flags) {
   Calibration calibration;
   calibration.source = "calibrate --nccl-tests";
   calibration.backend = "nccl-tests";
-  calibration.date = today_iso8601();
+  calibration.date = now_iso8601();
   for (const auto& file : flags.files) {
     const std::string text = read_input_file(file, "--nccl-tests");
     for (const auto& table : parse_nccl_tests(text, file)) add_table(table, flags, calibration);

@@ -46,15 +46,6 @@ int launcher_rank() {
   throw;
 }
 
-std::string now_iso8601() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 #ifdef TRIDENT_HAVE_MPI
 
 void print_sweep(const Measurement& m) {

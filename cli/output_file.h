@@ -13,4 +13,7 @@ namespace trident::cli {
 /// InputError "--output 'PATH': cannot write: REASON".
 void write_output(const std::string& path, const std::string& text);
 
+/// The current UTC time as ISO 8601 ("2026-12-01T10:00:00Z"), for calibration files.
+[[nodiscard]] std::string now_iso8601();
+
 }  // namespace trident::cli
