@@ -52,7 +52,8 @@ struct Line {
 }
 
 [[nodiscard]] std::optional<int> gpu_index(std::string_view token) {
-  if (token.size() < 4 || token.substr(0, 3) != "GPU") return std::nullopt;
+  // At most 6 digits: a longer "GPU#" is not an index (and would overflow an int).
+  if (token.size() < 4 || token.size() > 9 || token.substr(0, 3) != "GPU") return std::nullopt;
   int value = 0;
   for (const char c : token.substr(3)) {
     if (c < '0' || c > '9') return std::nullopt;

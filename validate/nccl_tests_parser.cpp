@@ -160,9 +160,17 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
   context.gpu = gpu;
 }
 
+/// A count in a comment line ("nThread 1"): 0..2^20, else 0 (unknown; found by fuzzing: atoi
+/// overflowed, and so did the product of two large counts).
+[[nodiscard]] int small_count(const std::string& text) {
+  const long long value = std::atoll(text.c_str());
+  return value >= 0 && value <= (1 << 20) ? static_cast<int>(value) : 0;
+}
+
 void read_comment(const std::string& line, const std::vector<std::string>& t, Context& context) {
   if (t.size() > 4 && t[1] == "nThread" && t[3] == "nGpus") {
-    context.threads_x_gpus = std::atoi(t[2].c_str()) * std::atoi(t[4].c_str());
+    const long long product = static_cast<long long>(small_count(t[2])) * small_count(t[4]);
+    context.threads_x_gpus = product <= (1 << 20) ? static_cast<int>(product) : 0;
   } else if (t.size() > 1 && t[1] == "Using" ) {
     context.host_of_rank.clear();
   } else if (t.size() > 2 && t[1] == "Rank") {
