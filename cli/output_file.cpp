@@ -1,6 +1,7 @@
 // Writing outputs atomically (temporary file + rename).
 #include "cli/output_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,6 +59,10 @@ void write_output(const std::string& path, const std::string& text) {
   name.push_back('\0');
   const int fd = ::mkstemp(name.data());
   if (fd < 0) cannot_write(path, errno);
+  // mkstemp creates 0600; give the file the mode a plain open() would (0666 less the umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   const int error = write_all(fd, text);
   ::close(fd);
   if (error != 0 || std::rename(name.data(), path.c_str()) != 0) {
