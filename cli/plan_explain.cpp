@@ -94,11 +94,19 @@ std::string step_breakdown(const PlanResult& plan) {
 std::string dimension(const char* name, const std::string& collective, const CommDetail& comm,
                       double step_s, const char* why) {
   if (comm.link.ranks < 2) return fmt::format("  {}: size 1, no traffic\n", name);
+  // ZeRO's reduce-scatter (fp32 gradients) and all-gather (16-bit weights) differ in size.
+  const bool split_sizes = comm.gather_bytes_per_call > 0.0 &&
+                           comm.gather_bytes_per_call != comm.bytes_per_call;
+  const std::string what =
+      split_sizes ? fmt::format("reduce-scatter of {} + all-gather of {}",
+                                bytes_text(comm.bytes_per_call),
+                                bytes_text(comm.gather_bytes_per_call))
+                  : fmt::format("{} of {}", collective, bytes_text(comm.bytes_per_call));
   std::string out = fmt::format(
-      "  {}: {} of {} per call, {:.0f} calls per step, {} ranks\n"
+      "  {}: {} per call, {:.0f} call{} per step, {} ranks\n"
       "      link: {}\n"
       "      {:.3f} ms per call, {:.3f} s per step in all, {:.3f} s exposed ({} of the step)\n",
-      name, collective, bytes_text(comm.bytes_per_call), comm.calls_per_step, comm.link.ranks,
+      name, what, comm.calls_per_step, comm.calls_per_step == 1.0 ? "" : "s", comm.link.ranks,
       link_text(comm.link), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
       share(comm.exposed_s, step_s));
   return out + fmt::format("      why: {}\n", why);
@@ -113,8 +121,11 @@ std::string communication(const PlanResult& plan) {
                                                                             : "tp-pp-dp",
                                 "TP innermost as in Megatron-LM");
   out += dimension("TP", tp_collective_name(c), e.tp, step,
-                   "every layer waits for it, forward and backward; consecutive ranks keep "
-                   "the group inside the fastest domain");
+                   e.tp.link.domains > 1
+                       ? "every layer waits for it, forward and backward; this group is wider "
+                         "than the NVLink domain, so its traffic crosses the NICs"
+                       : "every layer waits for it, forward and backward; consecutive ranks "
+                         "keep the group inside the fastest domain");
   out += dimension("PP", pp_collective_name(c), e.pp, step,
                    "one activation per micro-batch per stage boundary: small bursts, so it "
                    "tolerates the network");

@@ -35,6 +35,9 @@ Json link_gbps(const GroupLink& link) {
 Json comm_json(const CommDetail& comm, const std::string& collective) {
   return Json{{"collective", collective},
               {"bytes_per_call", comm.bytes_per_call},
+              {"gather_bytes_per_call", comm.gather_bytes_per_call > 0.0
+                                            ? comm.gather_bytes_per_call
+                                            : comm.bytes_per_call},
               {"calls_per_step", comm.calls_per_step},
               {"ranks", comm.link.ranks},
               {"tier", link_name(comm.link)},

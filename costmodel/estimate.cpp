@@ -153,6 +153,7 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
     return comm;
   }
   comm.collective = Collective::reduce_scatter;
+  comm.gather_bytes_per_call = weight_bytes;
   comm.time_per_call_s = grad_s + gather_s;
   if (config.zero <= 2) {
     comm.calls_per_step = 1.0;

@@ -44,6 +44,9 @@ struct MemoryBreakdown {
 struct CommDetail {
   Collective collective = Collective::all_reduce;
   double bytes_per_call = 0.0;  ///< S as nccl-tests counts it
+  /// S of the all-gather half when the call is a reduce-scatter + all-gather of different
+  /// sizes (ZeRO: fp32 gradients reduce-scattered, 16-bit weights gathered); 0 = same S.
+  double gather_bytes_per_call = 0.0;
   double calls_per_step = 0.0;
   GroupLink link;
   double time_per_call_s = 0.0;

@@ -42,7 +42,7 @@ const CollectiveFit& fit_for(const std::vector<CollectiveFit>& fits, Collective 
 void measure_comm(Backend& backend, const PlanComm& comm, const GroupMembership& group,
                   const MeasureOptions& options, Measurement& out) {
   for (const Collective collective : comm.collectives) {
-    for (const double bytes : sweep_sizes(comm.bytes_per_call, comm.ranks, options.max_bytes)) {
+    for (const double bytes : sweep_sizes(comm.bytes_of(collective), comm.ranks, options.max_bytes)) {
       const auto count = static_cast<std::size_t>(bytes / sizeof(float));
       const RunResult run = backend.run_collective(group, collective, count, options.run);
       SweepPoint point;
@@ -62,8 +62,8 @@ void measure_comm(Backend& backend, const PlanComm& comm, const GroupMembership&
 void compare_comm(const PlanComm& comm, const MeasureOptions& options, Measurement& out) {
   double measured_s = 0.0;
   bool extrapolated = false;
-  const double plan_bytes = round_to(comm.bytes_per_call, 4.0 * comm.ranks);
   for (const Collective collective : comm.collectives) {
+    const double plan_bytes = round_to(comm.bytes_of(collective), 4.0 * comm.ranks);
     const auto& fit = fit_for(out.calibration.fits, collective, comm.ranks, comm.tier);
     measured_s += measured_at(out.sweep, fit, collective, comm.ranks, plan_bytes, extrapolated);
   }

@@ -80,6 +80,9 @@ std::optional<PlanComm> read_comm(const json& comm, const Where& at, const char*
   if (out.ranks == 1) return std::nullopt;  // no traffic ("collective": "none")
   out.collectives = collectives(text(entry, here, "collective"), here / "collective");
   out.bytes_per_call = non_negative(entry, here, "bytes_per_call");
+  out.gather_bytes_per_call = entry.contains("gather_bytes_per_call")
+                                  ? non_negative(entry, here, "gather_bytes_per_call")
+                                  : out.bytes_per_call;
   out.calls_per_step = non_negative(entry, here, "calls_per_step");
   out.tier = parse_tier(text(entry, here, "tier"), here.source + ": " + (here / "tier").key);
   out.time_per_call_s = non_negative(entry, here, "time_per_call_s");

@@ -18,6 +18,13 @@ struct PlanComm {
   std::string name;                     ///< "tp" | "pp" | "dp"
   std::vector<Collective> collectives;  ///< "reduce-scatter+all-gather" -> two
   double bytes_per_call = 0.0;          ///< S of each collective, as nccl-tests counts it
+  double gather_bytes_per_call = 0.0;   ///< S of the all-gather half (ZeRO: the weights)
+  /// S of `collective` in this call: the all-gather half may differ from the rest.
+  [[nodiscard]] double bytes_of(Collective collective) const {
+    return collective == Collective::all_gather && gather_bytes_per_call > 0.0
+               ? gather_bytes_per_call
+               : bytes_per_call;
+  }
   double calls_per_step = 0.0;
   int ranks = 1;
   Tier tier = Tier::nvlink;
