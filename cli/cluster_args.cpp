@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -16,16 +18,46 @@ namespace trident::cli {
 
 namespace {
 
-/// "expected a positive integer, got '0'" instead of CLI11's range text.
-const CLI::Validator kPositive(
-    [](const std::string& text) -> std::string {
-      long long value = 0;
-      const char* end = text.data() + text.size();
-      const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-      if (ec == std::errc{} && ptr == end && value > 0) return "";
-      return "expected a positive integer, got '" + text + "'";
-    },
-    "N");
+/// The whole text as a T (long long or double), else nothing.
+template <typename T>
+[[nodiscard]] std::optional<T> parse_whole(const std::string& text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end) return std::nullopt;
+  return value;
+}
+
+template <typename T>
+[[nodiscard]] CLI::Validator number_check(bool allow_zero, const std::string& words) {
+  return CLI::Validator(
+      [allow_zero, words](const std::string& text) -> std::string {
+        const auto value = parse_whole<T>(text);
+        if (value && std::isfinite(static_cast<double>(*value)) &&
+            (*value > 0 || (allow_zero && *value == 0))) {
+          return "";
+        }
+        return "expected " + words + ", got '" + text + "'";
+      },
+      "N");
+}
+
+}  // namespace
+
+CLI::Validator positive_integer_check() {
+  return number_check<long long>(false, "a positive integer");
+}
+CLI::Validator non_negative_integer_check() {
+  return number_check<long long>(true, "a non-negative integer");
+}
+CLI::Validator positive_number_check() { return number_check<double>(false, "a positive number"); }
+CLI::Validator non_negative_number_check() {
+  return number_check<double>(true, "a non-negative number");
+}
+
+namespace {
+
+const CLI::Validator kPositive = positive_integer_check();
 
 }  // namespace
 

@@ -28,6 +28,13 @@ struct ModelArgs {
   int seq_len = 0;
 };
 
+/// Flag checks with trident's one-line wording ("expected a positive integer, got '-1'")
+/// instead of CLI11's range text; numbers must be finite.
+[[nodiscard]] CLI::Validator positive_integer_check();
+[[nodiscard]] CLI::Validator non_negative_integer_check();
+[[nodiscard]] CLI::Validator positive_number_check();
+[[nodiscard]] CLI::Validator non_negative_number_check();
+
 void add_cluster_flags(CLI::App& app, ClusterArgs& args);
 void add_model_flags(CLI::App& app, ModelArgs& args);
 

@@ -77,7 +77,7 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
   sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off");
   sub.add_option("--calibration", f.calibration_file,
                  "calibration JSON from validate/calibrate: measured values replace defaults");
-  sub.add_option("--top", f.top, "plans to show (default 10)");
+  sub.add_option("--top", f.top, "plans to show (default 10)")->check(positive_integer_check());
   sub.add_option("--format", f.format, "table|json|csv (default table)");
   sub.add_option("--output", f.output, "write to FILE (atomically) instead of stdout");
   sub.add_option("--explain", f.explain, "explain plan N of the ranking (default 1)")

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/cluster_args.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "topology/cluster_loader.h"
@@ -41,7 +42,11 @@ struct ImportFlags {
 /// --gpu, else the preset the input's device name or PCI id points to; checked to exist.
 [[nodiscard]] std::string resolve_gpu(const ImportFlags& flags, const ImportedServer& server) {
   if (!flags.gpu.empty()) {
-    (void)gpu_preset(flags.gpu);  // throws "unknown GPU preset ... (did you mean ...)"
+    try {
+      (void)gpu_preset(flags.gpu);  // throws "unknown GPU preset ... (did you mean ...)"
+    } catch (const InputError& e) {
+      throw InputError(std::string("--gpu: ") + e.what());
+    }
     return flags.gpu;
   }
   const std::string guess = guess_gpu_preset(server);
@@ -93,11 +98,14 @@ void add_topo_import_subcommand(CLI::App& topo) {
   sub->add_option("--name", flags->name, "cluster name (default: the file's name)");
   sub->add_option("--gpu", flags->gpu,
                   "GPU preset (default: from the device name or PCI id in the input)");
-  sub->add_option("--servers", flags->servers, "servers like this one (default 1)");
+  sub->add_option("--servers", flags->servers, "servers like this one (default 1)")
+      ->check(positive_integer_check());
   sub->add_option("--nic-gbits", flags->nic_gbits,
-                  "NIC speed, Gb/s (default: NCCL XML's speed, else assumed from the GPU)");
+                  "NIC speed, Gb/s (default: NCCL XML's speed, else assumed from the GPU)")
+      ->check(non_negative_number_check());
   sub->add_option("--nvlink-gbps", flags->nvlink_gbps,
-                  "GB/s per NVLink, one direction (default: from the GPU: 25, 50 from Blackwell)");
+                  "GB/s per NVLink, one direction (default: from the GPU: 25, 50 from Blackwell)")
+      ->check(non_negative_number_check());
   sub->add_option("--output", flags->output, "write the YAML here instead of stdout")
       ->type_name("FILE");
   sub->callback([flags] { run_import(*flags); });

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "cli/cluster_args.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "costmodel/calibration_io.h"
@@ -15,6 +16,7 @@
 #include "validate/backend.h"
 #include "validate/measure.h"
 #include "validate/mpi_util.h"
+#include "validate/test_fault.h"
 #endif
 
 namespace trident::cli {
@@ -30,6 +32,8 @@ struct ValidateFlags {
   std::string output;
   double max_bytes = -1.0;       ///< -1: the backend's default
   long long max_gemm_dim = -1;   ///< -1: the backend's default
+  int test_die_rank = -1;        ///< testing only (hidden): this rank dies mid-run
+  int test_hang_rank = -1;       ///< testing only (hidden): this rank stops answering mid-run
 };
 
 /// The launcher's rank before MPI_Init (Open MPI, PMIx, MPICH, Slurm); 0 when none says.
@@ -101,6 +105,17 @@ std::unique_ptr<Backend> open_backend(const std::string& kind) {
   throw InputError("--backend: expected auto|cuda|cpu, got '" + kind + "'");
 }
 
+/// The hidden testing-only fault flags as a TestFault (none unless one is given).
+TestFault test_fault(const ValidateFlags& flags) {
+  TestFault fault;
+  if (flags.test_die_rank >= 0) fault = {TestFaultKind::die, flags.test_die_rank};
+  if (flags.test_hang_rank >= 0) {
+    fault = {TestFaultKind::hang, flags.test_hang_rank};
+    fault.hang_s = 3.0 * flags.timeout_s + 10.0;  // well past the others' deadline
+  }
+  return fault;
+}
+
 MeasureOptions measure_options(const ValidateFlags& flags, const Backend& backend) {
   const bool gpu = backend.name() == "nccl";
   MeasureOptions options;
@@ -151,6 +166,7 @@ void run_validate(const ValidateFlags& flags, const PlanSpec& plan) {
   } catch (const InputError&) {
     rethrow_on_rank0(mpi.rank());
   }
+  backend = with_test_fault(std::move(backend), test_fault(flags), mpi.rank());
   const MeasureOptions options = measure_options(flags, *backend);
   Measurement m;
   try {
@@ -173,6 +189,10 @@ void run_validate(const ValidateFlags& flags, const PlanSpec& plan) {
 
 void validate(const ValidateFlags& flags) {
   const int rank = launcher_rank();
+  if (flags.backend != "auto" && flags.backend != "cuda" && flags.backend != "cpu") {
+    if (rank != 0) throw ExitStatus{2};  // checked before MPI starts: a bad flag costs nothing
+    throw InputError("--backend: expected auto|cuda|cpu, got '" + flags.backend + "'");
+  }
   PlanSpec plan;
   try {
     plan = read_plan(read_input_file(flags.plan, "--plan"), flags.plan, flags.plan_index);
@@ -196,22 +216,28 @@ void add_validate_command(CLI::App& app) {
       "rank per GPU), print predicted vs measured, write a calibration file");
   sub->add_option("--plan", flags->plan, "plan JSON from `trident plan --format json`")
       ->required();
-  sub->add_option("--plan-index", flags->plan_index, "which of plans[] to run (default 0)");
+  sub->add_option("--plan-index", flags->plan_index, "which of plans[] to run (default 0)")
+      ->check(non_negative_integer_check());
   sub->add_option("--backend", flags->backend,
                   "auto (cuda when built with it and a GPU is visible) | cuda | cpu");
   sub->add_option("--iters", flags->iters, "timed runs per measurement (default 20)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer_check());
   sub->add_option("--warmup", flags->warmup, "untimed runs first (default 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_integer_check());
   sub->add_option("--timeout-s", flags->timeout_s,
                   "abort the job when any collective or wait takes longer (default 60)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number_check());
   sub->add_option("--max-bytes", flags->max_bytes,
                   "largest message run (default 1 GiB on GPUs, 16 MiB on the CPU backend); "
-                  "larger plan sizes are predicted from the fit");
+                  "larger plan sizes are predicted from the fit")
+      ->check(positive_number_check());
   sub->add_option("--max-gemm-dim", flags->max_gemm_dim,
-                  "cap on each GEMM dimension (default none on GPUs, 512 on the CPU backend)");
+                  "cap on each GEMM dimension (default none on GPUs, 512 on the CPU backend)")
+      ->check(non_negative_integer_check());
   sub->add_option("--output", flags->output, "calibration file to write (rank 0)");
+  // Testing only (docs/validate.md): a rank that dies or hangs mid-run; hidden from --help.
+  sub->add_option("--test-die-rank", flags->test_die_rank)->group("");
+  sub->add_option("--test-hang-rank", flags->test_hang_rank)->group("");
   sub->callback([flags] { validate(*flags); });
 }
 

@@ -63,7 +63,7 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
     other += 4.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / tp +
              2.0 * sbh / sp;
   }
-  if (config.zero >= 3) {
+  if (config.zero >= 3 && config.dp > 1) {  // dp 1: nothing is sharded, nothing gathered
     const ParameterCount count = count_parameters(model);
     other += 2.0 * count.per_layer / tp * dtype_bytes(model.training.dtype);  // prefetch
   }

@@ -59,6 +59,11 @@ std::optional<Problem> not_positive(const std::string& key, double value, bool i
 std::optional<Problem> shape_problem(const Cluster& c) {
   if (auto p = not_positive("servers", c.servers, true)) return p;
   if (auto p = not_positive("gpus_per_server", c.gpus_per_server, true)) return p;
+  const long long total = static_cast<long long>(c.servers) * c.gpus_per_server;
+  if (total > kMaxClusterGpus) {  // gpus() is an int: refuse before it overflows
+    return Problem{"servers", fmt::format("{} servers x {} GPUs = {} GPUs; at most {}", c.servers,
+                                          c.gpus_per_server, total, kMaxClusterGpus)};
+  }
   const int domain = c.nvlink.domain_gpus;
   if (auto p = not_positive("nvlink.domain_gpus", domain, true)) return p;
   const int per_server = c.gpus_per_server;

@@ -56,6 +56,11 @@ struct ClusterHealth {
   [[nodiscard]] bool healthy() const;
 };
 
+/// Most GPUs a cluster may have (2^24 = 16,777,216, ~80x the largest cluster built): keeps
+/// servers x gpus_per_server an int, and the planner, which walks every GPU of each candidate
+/// split, within seconds (2^24 GPUs: ~7 s; 10^9 would take ~7 min and 4 GB).
+inline constexpr long long kMaxClusterGpus = 1LL << 24;
+
 struct Cluster {
   std::string name;
   Gpu gpu;

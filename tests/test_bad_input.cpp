@@ -1,0 +1,316 @@
+// Bad input everywhere, end to end: every command and flag given a bad value or a broken file
+// exits 2 with exactly one line on stderr that names the input, the position and what was
+// expected, prints nothing on stdout and leaves no output file behind. Absurd but well-formed
+// inputs give a correct answer (finite, positive numbers) or such an error.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kBinary = TRIDENT_BINARY;
+const std::string kData = std::string(TRIDENT_SOURCE_DIR) + "/tests/data/";
+
+struct Run {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// A file in a per-process scratch folder (removed at exit by the OS's /tmp policy).
+std::string scratch(const std::string& name) {
+  const std::string dir = "/tmp/trident_test_bad_input_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = scratch(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+Run trident(const std::string& args) {
+  const std::string out = scratch("stdout.txt");
+  const std::string err = scratch("stderr.txt");
+  // In ASan builds a command that starts MPI (validate) leak-checks Open MPI's exit-time
+  // allocations too: suppress those (tests/lsan_mpi.supp), never trident's own.
+  const std::string env = "ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS="
+                          "suppressions=" + std::string(TRIDENT_SOURCE_DIR) +
+                          "/tests/lsan_mpi.supp:print_suppressions=0 "
+                          "OMPI_MCA_mca_base_component_disable_dlclose=1 ";
+  const int status = std::system(
+      (env + "timeout 120 " + kBinary + " " + args + " > " + out + " 2> " + err).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+/// Exit 2, nothing on stdout (unless the command reports progress there before the error), one line on stderr: "trident: error: " + `message` (a prefix
+/// when `message` ends with "...").
+void check_refused(const std::string& args, std::string message, bool report_before = false) {
+  const Run r = trident(args);
+  INFO("trident " << args << "\nstderr: " << r.err << "stdout: " << r.out.substr(0, 300));
+  CHECK(r.code == 2);
+  if (!report_before) CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  const bool prefix = message.ends_with("...");
+  if (prefix) message.resize(message.size() - 3);
+  const std::string expected = "trident: error: " + message;
+  if (prefix) {
+    CHECK(r.err.starts_with(expected));
+  } else {
+    CHECK(r.err == expected + "\n");
+  }
+}
+
+const std::string kModel = " --gpus 8 --servers 1 --model llama3-8b";
+const std::string kSmi = kData + "topo/h100_hgx_nvidia_smi.txt";
+
+const std::string kClusterHead =
+    "name: absurd\ngpu: h100-sxm-80g\nservers: SERVERS\ngpus_per_server: PER\nnvlink:\n"
+    "  domain_gpus: PER\n  kind: switch\n  links_per_gpu: 18\n  gbps_per_link: NVLINK\n"
+    "network:\n  nics_per_server: 8\n  nic_gbits: NIC\n";
+
+/// The cluster YAML above with its placeholders filled.
+std::string cluster_yaml(const std::string& servers, const std::string& per,
+                         const std::string& nvlink, const std::string& nic) {
+  std::string text = kClusterHead;
+  const std::pair<std::string, std::string> fills[] = {
+      {"SERVERS", servers}, {"PER", per}, {"PER", per}, {"NVLINK", nvlink}, {"NIC", nic}};
+  for (const auto& [key, value] : fills) text.replace(text.find(key), key.size(), value);
+  return text;
+}
+
+std::string model_yaml(const std::string& layers, const std::string& hidden,
+                       const std::string& heads, const std::string& vocab,
+                       const std::string& seq_len, const std::string& batch) {
+  return "name: absurd\nlayers: " + layers + "\nhidden: " + hidden + "\nheads: " + heads +
+         "\nvocab: " + vocab + "\nseq_len: " + seq_len + "\ntraining:\n  global_batch: " +
+         batch + "\n";
+}
+
+/// Every number in a plan document is finite (JSON has no inf/NaN: they would print as null),
+/// every time is non-negative and every step time positive.
+void check_numbers(const nlohmann::json& value, const std::string& key) {
+  INFO("key " << key);
+  CHECK_FALSE(value.is_null());
+  if (value.is_object()) {
+    for (const auto& [k, v] : value.items()) check_numbers(v, k);
+  } else if (value.is_array()) {
+    for (const auto& v : value) check_numbers(v, key);
+  } else if (value.is_number()) {
+    const double x = value.get<double>();
+    CHECK(std::isfinite(x));
+    if (key.ends_with("_s") || key == "compute_s" || key.ends_with("_gib")) CHECK(x >= 0.0);
+    if (key == "step_time_s" || key == "tokens_per_s" || key == "mfu") CHECK(x > 0.0);
+  }
+}
+
+/// Runs a plan that must succeed and checks its JSON.
+nlohmann::json check_answer(const std::string& args) {
+  const Run r = trident(args + " --format json --top 3");
+  INFO("trident " << args << "\nstderr: " << r.err);
+  REQUIRE(r.code == 0);
+  const auto doc = nlohmann::json::parse(r.out);
+  REQUIRE(!doc.at("plans").empty());
+  check_numbers(doc.at("plans"), "plans");
+  return doc;
+}
+
+}  // namespace
+
+TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
+  check_refused("plan --gpus 0", "--gpus: expected a positive integer, got '0' (see --help)");
+  check_refused("plan --gpus abc", "--gpus: expected a positive integer, got 'abc' (see --help)");
+  check_refused("plan --gpus 99999999999", "Could not convert: --gpus = 99999999999 (see --help)");
+  check_refused("plan --servers 3 --gpus 16", "--gpus 16: not divisible into 3 servers");
+  check_refused("plan --bogus", "The following argument was not expected: --bogus (see --help)");
+  check_refused("plan" + kModel + " --tp 0", "--tp 0: expected a positive integer");
+  check_refused("plan" + kModel + " --dp -1", "--dp -1: expected a positive integer");
+  check_refused("plan" + kModel + " --pp 1000", "--pp 1000: must divide the model's layers (32)");
+  check_refused("plan" + kModel + " --micro-batch 0", "--micro-batch 0: expected a positive integer");
+  check_refused("plan" + kModel + " --vp 0", "--vp 0: expected a positive integer");
+  check_refused("plan" + kModel + " --recompute maybe",
+                "--recompute 'maybe': expected none|selective|full");
+  check_refused("plan" + kModel + " --zero 4", "--zero 4: expected 0, 1, 2 or 3");
+  check_refused("plan" + kModel + " --sequence-parallel yes",
+                "--sequence-parallel 'yes': expected on|off");
+  check_refused("plan" + kModel + " --top -1",
+                "--top: expected a positive integer, got '-1' (see --help)");
+  check_refused("plan" + kModel + " --top 0",
+                "--top: expected a positive integer, got '0' (see --help)");
+  check_refused("plan" + kModel + " --format xml", "--format 'xml': expected table|json|csv");
+  check_refused("plan" + kModel + " --explain 0", "--explain 0: plans are numbered from 1");
+  check_refused("plan" + kModel + " --explain 999999", "--explain 999999: only ...");
+  check_refused("plan" + kModel + " --emit foo",
+                "--emit 'foo': expected megatron|nemo|deepspeed|torchtitan");
+  check_refused("plan" + kModel + " --min-tp 4 --max-tp 2", "--min-tp 4 is above --max-tp 2");
+  check_refused("plan" + kModel + " --fail-link bogus",
+                "--fail-link 'bogus': expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "
+                "mesh:SERVER/GPU-GPU, nic:SERVER/NIC, gpu:SERVER/GPU, server:SERVER");
+  check_refused("plan" + kModel + " --fail-link server:5",
+                "--fail-link 'server:5': server 5 does not exist (cluster has 1 servers, 0)");
+  check_refused("plan" + kModel + " --fail-link gpu:0/0 --fail-link gpu:0/0",
+                "--fail-link 'gpu:0/0': names the same part as 'gpu:0/0'");
+}
+
+TEST_CASE("bad input: plan files and presets", "[bad_input][plan]") {
+  check_refused("plan --cluster nope", "--cluster nope: unknown cluster preset; known: ...");
+  check_refused("plan --gpu nope", "--gpu nope: unknown GPU preset; known: ...");
+  check_refused("plan --model gpt5", "--model gpt5: unknown model preset; known: ...");
+  check_refused("plan --model /nonexistent/m.yaml",
+                "--model '/nonexistent/m.yaml': cannot read the file");
+  const std::string missing = write("missing.yaml", "name: x\nlayers: 2\n");
+  check_refused("plan --model " + missing, missing + ":1: hidden: missing required key");
+  const std::string vocab0 = write("vocab0.yaml", model_yaml("2", "64", "4", "0", "16", "8"));
+  check_refused("plan --model " + vocab0,
+                vocab0 + ":5: vocab: expected a positive integer, got '0'");
+  const std::string empty = write("empty.yaml", "");
+  check_refused("plan --model " + empty, empty + ":1: document: expected a mapping, got nothing");
+  const std::string bad = write("bad.json", "{bad json");
+  check_refused("plan --model " + bad, bad + ":1: invalid YAML: end of map flow not found");
+  check_refused("plan" + kModel + " --calibration /nonexistent/c.json",
+                "--calibration '/nonexistent/c.json': cannot read the file");
+  check_refused("plan" + kModel + " --calibration " + bad, bad + ": invalid JSON at byte 2: ...");
+  const std::string huge = write("huge.json", "{\"trident_calibration\": 1e999}");
+  check_refused("plan" + kModel + " --calibration " + huge,
+                huge + ": invalid JSON: [json.exception.out_of_range.406] number overflow ...");
+}
+
+TEST_CASE("bad input: topo", "[bad_input][topo]") {
+  check_refused("topo show --cluster nope", "--cluster nope: unknown cluster preset; known: ...");
+  check_refused("topo show --format xml", "--format: xml not in {table,json} (see --help)");
+  check_refused("topo import", "topo import: give one of --nvidia-smi FILE or --nccl-xml FILE");
+  check_refused("topo import --nvidia-smi /nonexistent/t.txt",
+                "--nvidia-smi '/nonexistent/t.txt': cannot read the file");
+  const std::string empty = write("empty_topo.txt", "");
+  check_refused("topo import --nvidia-smi " + empty,
+                empty + ": no `nvidia-smi topo -m` matrix found (expected a header line starting "
+                        "with GPU0)");
+  const std::string bad = write("bad_topo.xml", "{bad json");
+  check_refused("topo import --nccl-xml " + bad, bad + ":1: not valid XML (XML_ERROR_PARSING_TEXT)");
+  check_refused("topo import --nvidia-smi " + kSmi + " --servers 0",
+                "--servers: expected a positive integer, got '0' (see --help)");
+  check_refused("topo import --nvidia-smi " + kSmi + " --gpu nope",
+                "--gpu: unknown GPU preset 'nope'; known: ...");
+  check_refused("topo import --nvidia-smi " + kSmi + " --nic-gbits -1",
+                "--nic-gbits: expected a non-negative number, got '-1' (see --help)");
+  check_refused("topo import --nvidia-smi " + kSmi + " --nvlink-gbps nan",
+                "--nvlink-gbps: expected a non-negative number, got 'nan' (see --help)");
+  check_refused("topo import --nvidia-smi " + kSmi + " --output /nonexistent/x.yaml",
+                "--output '/nonexistent/x.yaml': cannot write: No such file or directory");
+}
+
+TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
+  check_refused("calibrate --nccl-tests /nonexistent/l.txt",
+                "--nccl-tests '/nonexistent/l.txt': cannot read the file");
+  const std::string empty = write("empty.log", "");
+  check_refused("calibrate --nccl-tests " + empty,
+                empty + ": no nccl-tests result table (a '#  size  count  type ...' header "
+                        "followed by rows)");
+  const std::string log = kData + "nccl_tests/sendrecv.json";
+  check_refused("calibrate --nccl-tests " + log + " --tier fast",
+                "--tier: expected nvlink|pcie|network, got 'fast'");
+  check_refused("calibrate --nccl-tests " + log + " --output /nonexistent/c.json",
+                "--output '/nonexistent/c.json': cannot write: No such file or directory", true);
+  const std::string plan = kData + "plan_1gpu.json";
+  check_refused("validate --plan /nonexistent/p.json",
+                "--plan '/nonexistent/p.json': cannot read the file");
+  const std::string bad = write("bad_plan.json", "{\"plans\": [");
+  check_refused("validate --plan " + bad, bad + ": invalid JSON at byte ...");
+  check_refused("validate --plan " + plan + " --plan-index 5",
+                plan + ": plans[5]: missing (the file has 1 plans; see --plan-index)");
+  check_refused("validate --plan " + plan + " --plan-index -1",
+                "--plan-index: expected a non-negative integer, got '-1' (see --help)");
+  check_refused("validate --plan " + plan + " --backend fpga",
+                "--backend: expected auto|cuda|cpu, got 'fpga'");
+  check_refused("validate --plan " + plan + " --iters 0",
+                "--iters: expected a positive integer, got '0' (see --help)");
+  check_refused("validate --plan " + plan + " --warmup -1",
+                "--warmup: expected a non-negative integer, got '-1' (see --help)");
+  check_refused("validate --plan " + plan + " --timeout-s 0",
+                "--timeout-s: expected a positive number, got '0' (see --help)");
+  check_refused("validate --plan " + plan + " --max-bytes -5",
+                "--max-bytes: expected a positive number, got '-5' (see --help)");
+  check_refused("presets --bogus", "The following argument was not expected: --bogus (see --help)");
+  check_refused("presets extra", "The following argument was not expected: extra (see --help)");
+}
+
+TEST_CASE("bad input: no partial output file is left behind", "[bad_input][output]") {
+  const std::string out = scratch("never.json");
+  check_refused("plan" + kModel + " --tp 8 --pp 2 --output " + out, "no configuration of 8 GPUs ...");
+  CHECK_FALSE(std::filesystem::exists(out));
+  check_refused("plan" + kModel + " --explain 999999 --output " + out, "--explain 999999: only ...");
+  CHECK_FALSE(std::filesystem::exists(out));
+  const std::string svg = scratch("never.svg");
+  check_refused("plan" + kModel + " --tp 8 --pp 2 --svg " + svg, "no configuration of 8 GPUs ...");
+  CHECK_FALSE(std::filesystem::exists(svg));
+  const std::string report = scratch("never_report");
+  check_refused("plan" + kModel + " --tp 8 --pp 2 --report " + report, "no configuration of 8 GPUs ...");
+  CHECK_FALSE(std::filesystem::exists(report));
+  const std::string kept = write("kept.json", "keep");  // an existing file stays as it was
+  check_refused("plan" + kModel + " --zero 7 --output " + kept, "--zero 7: expected 0, 1, 2 or 3");
+  CHECK(slurp(kept) == "keep");
+  const std::string yaml = scratch("never.yaml");
+  check_refused("topo import --nvidia-smi " + kSmi + " --gpu nope --output " + yaml,
+                "--gpu: unknown GPU preset 'nope'; known: ...");
+  CHECK_FALSE(std::filesystem::exists(yaml));
+  const std::string calib = scratch("never_calib.json");
+  check_refused("calibrate --nccl-tests " + write("e.log", "") + " --output " + calib,
+                "...");
+  CHECK_FALSE(std::filesystem::exists(calib));
+}
+
+TEST_CASE("absurd inputs: an error naming the input, never an overflow", "[bad_input][absurd]") {
+  // 10^9 GPUs: refused at the cluster (servers x gpus_per_server would overflow an int at
+  // 2^31, and the planner walks every GPU), 2^24 is the documented limit.
+  check_refused("plan --gpus 1000000000 --servers 125000000",
+                "--gpus 1000000000 --servers 125000000: servers: 125000000 servers x 8 GPUs = "
+                "1000000000 GPUs; at most 16777216");
+  const std::string huge = write("huge.yaml", cluster_yaml("2000000000", "8", "25", "400"));
+  check_refused("plan --cluster " + huge,
+                huge + ":3: servers: 2000000000 servers x 8 GPUs = 16000000000 GPUs; at most "
+                       "16777216");
+  check_refused("topo show --cluster " + huge, huge + ":3: servers: ...");
+  const std::string vocab0 = write("v0.yaml", model_yaml("2", "64", "4", "0", "16", "8"));
+  check_refused("plan --model " + vocab0, vocab0 + ":5: vocab: ...");
+}
+
+TEST_CASE("absurd inputs: a correct answer with finite, positive numbers", "[bad_input][absurd]") {
+  const std::string one_gpu = write("one.yaml", cluster_yaml("1", "1", "25", "400"));
+  const std::string small = write("small.yaml", model_yaml("4", "256", "4", "1000", "1024", "8"));
+  const auto single = check_answer("plan --cluster " + one_gpu + " --model " + small);
+  CHECK(single["plans"][0]["tp"] == 1);
+  CHECK(single["plans"][0]["pp"] == 1);
+  CHECK(single["plans"][0]["dp"] == 1);
+  // Bandwidth 1e-9 GB/s on NVLink and 1e-9 Gb/s on the NICs: slow, but a number.
+  const std::string slow = write("slow.yaml", cluster_yaml("1", "8", "1e-9", "1e-9"));
+  (void)check_answer("plan --cluster " + slow + " --model " + small);
+  // Global batch 1: DP 1, one micro-batch.
+  const auto batch1 = check_answer("plan" + kModel + " --global-batch 1");
+  CHECK(batch1["plans"][0]["dp"] == 1);
+  CHECK(batch1["plans"][0]["num_micro_batches"] == 1);
+  // 10^6 layers (tiny ones) and a 10^7-token sequence.
+  const std::string deep = write("deep.yaml", model_yaml("1000000", "16", "1", "1000", "128", "8"));
+  (void)check_answer("plan --gpus 8 --servers 1 --model " + deep);
+  const std::string long_seq =
+      write("long.yaml", model_yaml("4", "256", "4", "1000", "10000000", "8"));
+  (void)check_answer("plan --gpus 8 --servers 1 --model " + long_seq);
+}
