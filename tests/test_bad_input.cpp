@@ -2,17 +2,16 @@
 // exits 2 with exactly one line on stderr that names the input, the position and what was
 // expected, prints nothing on stdout and leaves no output file behind. Absurd but well-formed
 // inputs give a correct answer (finite, positive numbers) or such an error.
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -53,17 +52,19 @@ Run trident(const std::string& args) {
   const std::string err = scratch("stderr.txt");
   // In ASan builds a command that starts MPI (validate) leak-checks Open MPI's exit-time
   // allocations too: suppress those (tests/lsan_mpi.supp), never trident's own.
-  const std::string env = "ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS="
-                          "suppressions=" + std::string(TRIDENT_SOURCE_DIR) +
-                          "/tests/lsan_mpi.supp:print_suppressions=0 "
-                          "OMPI_MCA_mca_base_component_disable_dlclose=1 ";
+  const std::string env =
+      "ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS="
+      "suppressions=" +
+      std::string(TRIDENT_SOURCE_DIR) +
+      "/tests/lsan_mpi.supp:print_suppressions=0 "
+      "OMPI_MCA_mca_base_component_disable_dlclose=1 ";
   const int status = std::system(
       (env + "timeout 120 " + kBinary + " " + args + " > " + out + " 2> " + err).c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
 }
 
-/// Exit 2, nothing on stdout (unless the command reports progress there before the error), one line on stderr: "trident: error: " + `message` (a prefix
-/// when `message` ends with "...").
+/// Exit 2, nothing on stdout (unless the command reports progress there before the error), one line
+/// on stderr: "trident: error: " + `message` (a prefix when `message` ends with "...").
 void check_refused(const std::string& args, std::string message, bool report_before = false) {
   const Run r = trident(args);
   INFO("trident " << args << "\nstderr: " << r.err << "stdout: " << r.out.substr(0, 300));
@@ -102,8 +103,8 @@ std::string model_yaml(const std::string& layers, const std::string& hidden,
                        const std::string& heads, const std::string& vocab,
                        const std::string& seq_len, const std::string& batch) {
   return "name: absurd\nlayers: " + layers + "\nhidden: " + hidden + "\nheads: " + heads +
-         "\nvocab: " + vocab + "\nseq_len: " + seq_len + "\ntraining:\n  global_batch: " +
-         batch + "\n";
+         "\nvocab: " + vocab + "\nseq_len: " + seq_len + "\ntraining:\n  global_batch: " + batch +
+         "\n";
 }
 
 /// Every number in a plan document is finite (JSON has no inf/NaN: they would print as null),
@@ -145,7 +146,8 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
   check_refused("plan" + kModel + " --tp 0", "--tp 0: expected a positive integer");
   check_refused("plan" + kModel + " --dp -1", "--dp -1: expected a positive integer");
   check_refused("plan" + kModel + " --pp 1000", "--pp 1000: must divide the model's layers (32)");
-  check_refused("plan" + kModel + " --micro-batch 0", "--micro-batch 0: expected a positive integer");
+  check_refused("plan" + kModel + " --micro-batch 0",
+                "--micro-batch 0: expected a positive integer");
   check_refused("plan" + kModel + " --vp 0", "--vp 0: expected a positive integer");
   check_refused("plan" + kModel + " --recompute maybe",
                 "--recompute 'maybe': expected none|selective|full");
@@ -202,10 +204,12 @@ TEST_CASE("bad input: topo", "[bad_input][topo]") {
                 "--nvidia-smi '/nonexistent/t.txt': cannot read the file");
   const std::string empty = write("empty_topo.txt", "");
   check_refused("topo import --nvidia-smi " + empty,
-                empty + ": no `nvidia-smi topo -m` matrix found (expected a header line starting "
-                        "with GPU0)");
+                empty +
+                    ": no `nvidia-smi topo -m` matrix found (expected a header line starting "
+                    "with GPU0)");
   const std::string bad = write("bad_topo.xml", "{bad json");
-  check_refused("topo import --nccl-xml " + bad, bad + ":1: not valid XML (XML_ERROR_PARSING_TEXT)");
+  check_refused("topo import --nccl-xml " + bad,
+                bad + ":1: not valid XML (XML_ERROR_PARSING_TEXT)");
   check_refused("topo import --nvidia-smi " + kSmi + " --servers 0",
                 "--servers: expected a positive integer, got '0' (see --help)");
   check_refused("topo import --nvidia-smi " + kSmi + " --gpu nope",
@@ -223,8 +227,9 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
                 "--nccl-tests '/nonexistent/l.txt': cannot read the file");
   const std::string empty = write("empty.log", "");
   check_refused("calibrate --nccl-tests " + empty,
-                empty + ": no nccl-tests result table (a '#  size  count  type ...' header "
-                        "followed by rows)");
+                empty +
+                    ": no nccl-tests result table (a '#  size  count  type ...' header "
+                    "followed by rows)");
   const std::string log = kData + "nccl_tests/sendrecv.json";
   check_refused("calibrate --nccl-tests " + log + " --tier fast",
                 "--tier: expected nvlink|pcie|network, got 'fast'");
@@ -255,15 +260,18 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
 
 TEST_CASE("bad input: no partial output file is left behind", "[bad_input][output]") {
   const std::string out = scratch("never.json");
-  check_refused("plan" + kModel + " --tp 8 --pp 2 --output " + out, "no configuration of 8 GPUs ...");
+  check_refused("plan" + kModel + " --tp 8 --pp 2 --output " + out,
+                "no configuration of 8 GPUs ...");
   CHECK_FALSE(std::filesystem::exists(out));
-  check_refused("plan" + kModel + " --explain 999999 --output " + out, "--explain 999999: only ...");
+  check_refused("plan" + kModel + " --explain 999999 --output " + out,
+                "--explain 999999: only ...");
   CHECK_FALSE(std::filesystem::exists(out));
   const std::string svg = scratch("never.svg");
   check_refused("plan" + kModel + " --tp 8 --pp 2 --svg " + svg, "no configuration of 8 GPUs ...");
   CHECK_FALSE(std::filesystem::exists(svg));
   const std::string report = scratch("never_report");
-  check_refused("plan" + kModel + " --tp 8 --pp 2 --report " + report, "no configuration of 8 GPUs ...");
+  check_refused("plan" + kModel + " --tp 8 --pp 2 --report " + report,
+                "no configuration of 8 GPUs ...");
   CHECK_FALSE(std::filesystem::exists(report));
   const std::string kept = write("kept.json", "keep");  // an existing file stays as it was
   check_refused("plan" + kModel + " --zero 7 --output " + kept, "--zero 7: expected 0, 1, 2 or 3");
@@ -273,8 +281,7 @@ TEST_CASE("bad input: no partial output file is left behind", "[bad_input][outpu
                 "--gpu: unknown GPU preset 'nope'; known: ...");
   CHECK_FALSE(std::filesystem::exists(yaml));
   const std::string calib = scratch("never_calib.json");
-  check_refused("calibrate --nccl-tests " + write("e.log", "") + " --output " + calib,
-                "...");
+  check_refused("calibrate --nccl-tests " + write("e.log", "") + " --output " + calib, "...");
   CHECK_FALSE(std::filesystem::exists(calib));
 }
 
@@ -286,8 +293,9 @@ TEST_CASE("absurd inputs: an error naming the input, never an overflow", "[bad_i
                 "1000000000 GPUs; at most 16777216");
   const std::string huge = write("huge.yaml", cluster_yaml("2000000000", "8", "25", "400"));
   check_refused("plan --cluster " + huge,
-                huge + ":3: servers: 2000000000 servers x 8 GPUs = 16000000000 GPUs; at most "
-                       "16777216");
+                huge +
+                    ":3: servers: 2000000000 servers x 8 GPUs = 16000000000 GPUs; at most "
+                    "16777216");
   check_refused("topo show --cluster " + huge, huge + ":3: servers: ...");
   const std::string vocab0 = write("v0.yaml", model_yaml("2", "64", "4", "0", "16", "8"));
   check_refused("plan --model " + vocab0, vocab0 + ":5: vocab: ...");

@@ -4,7 +4,6 @@
 // reported plan uses all GPUs, fits and obeys its pins; the ranking is a strict total order and
 // the same on every run.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <random>
 #include <string>
@@ -18,8 +17,8 @@ using namespace trident;
 
 namespace {
 
-const std::vector<std::string> kClusters = {"dgx-h100", "dgx-a100", "hgx-h200", "dgx1-v100",
-                                            "pcie-8gpu", "dgx-b200"};
+const std::vector<std::string> kClusters = {"dgx-h100",  "dgx-a100",  "hgx-h200",
+                                            "dgx1-v100", "pcie-8gpu", "dgx-b200"};
 const std::vector<std::string> kModels = {"llama2-7b", "llama3-8b", "llama3-70b", "gpt3-175b"};
 
 template <typename T>
@@ -80,8 +79,10 @@ std::optional<ParallelConfig> random_config(std::mt19937& rng, const Cluster& cl
   if (valid.empty()) return std::nullopt;
   ParallelConfig c = pick(rng, valid);
   const std::vector<int> micro = divisors(model.training.global_batch / c.dp);
-  c.micro_batch = pick(rng, std::vector<int>(micro.begin(), micro.begin() + std::min<std::size_t>(3, micro.size())));
-  c.recompute = pick(rng, std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
+  c.micro_batch = pick(
+      rng, std::vector<int>(micro.begin(), micro.begin() + std::min<std::size_t>(3, micro.size())));
+  c.recompute =
+      pick(rng, std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
   c.zero = c.pp == 1 ? std::uniform_int_distribution<int>(0, 3)(rng)
                      : std::uniform_int_distribution<int>(0, 1)(rng);
   c.sequence_parallel = c.tp > 1 && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
@@ -118,7 +119,8 @@ const std::vector<Boost> kBoosts = {
     {"NVLink GB/s", [](Cluster& c) { c.nvlink.gbps_per_link *= 2.0; }},
     {"NIC Gb/s", [](Cluster& c) { c.network.nic_gbits *= 2.0; }},
     {"PCIe GB/s", [](Cluster& c) { c.pcie.gbps *= 2.0; }},
-    {"peak TFLOP/s", [](Cluster& c) {
+    {"peak TFLOP/s",
+     [](Cluster& c) {
        c.gpu.peak_tflops_bf16 *= 2.0;
        c.gpu.peak_tflops_fp16 *= 2.0;
        c.gpu.peak_tflops_fp8 *= 2.0;
@@ -139,11 +141,11 @@ TEST_CASE("properties: more bandwidth or peak never slows a step; times finite a
     const auto config = random_config(rng, cluster, model);
     if (!config) continue;
     const PlanResult base = evaluate_plan(cluster, model, *config);
-    INFO("case " << i << ": " << cluster.name << " x" << cluster.servers << ", model "
-                 << model.name << " L" << model.layers << " h" << model.hidden << ", tp "
-                 << config->tp << " pp " << config->pp << " dp " << config->dp << " mb "
-                 << config->micro_batch << " zero " << config->zero << " "
-                 << to_string(config->recompute) << (config->sequence_parallel ? " sp" : ""));
+    INFO("case " << i << ": " << cluster.name << " x" << cluster.servers << ", model " << model.name
+                 << " L" << model.layers << " h" << model.hidden << ", tp " << config->tp << " pp "
+                 << config->pp << " dp " << config->dp << " mb " << config->micro_batch << " zero "
+                 << config->zero << " " << to_string(config->recompute)
+                 << (config->sequence_parallel ? " sp" : ""));
     check_finite_times(base.estimate);
     const Boost& boost = pick(rng, kBoosts);
     Cluster faster = cluster;
@@ -217,9 +219,10 @@ bool same_ranking(const SearchResult& a, const SearchResult& b) {
 
 }  // namespace
 
-TEST_CASE("properties: reported plans use all GPUs, fit, obey pins; the ranking is a strict "
-          "total order, stable across runs",
-          "[properties]") {
+TEST_CASE(
+    "properties: reported plans use all GPUs, fit, obey pins; the ranking is a strict "
+    "total order, stable across runs",
+    "[properties]") {
   std::mt19937 rng(12345);
   int searched = 0;
   for (int i = 0; i < 60; ++i) {
@@ -229,8 +232,8 @@ TEST_CASE("properties: reported plans use all GPUs, fit, obey pins; the ranking 
     const auto anchor_config = random_config(rng, cluster, model);
     if (!anchor_config) continue;
     const SearchOptions options = random_pins(rng, evaluate_plan(cluster, model, *anchor_config));
-    INFO("case " << i << ": " << cluster.name << " x" << cluster.servers << ", L"
-                 << model.layers << " h" << model.hidden << " heads " << model.heads);
+    INFO("case " << i << ": " << cluster.name << " x" << cluster.servers << ", L" << model.layers
+                 << " h" << model.hidden << " heads " << model.heads);
     SearchResult first;
     try {
       first = search(cluster, model, options);

@@ -2,11 +2,10 @@
 // TP2 x PP2 x DP2 plan): a malformed plan, a world-size mismatch, a rank that dies mid-run and
 // a rank that stops answering mid-run. The others must exit with a clear error, no hang (each
 // run is bounded by `timeout 120`; exit 124 would mean a hang), and no calibration file.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,12 +22,15 @@ std::string mpirun(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   return "ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS=suppressions=" +
-         std::string(TRIDENT_SOURCE_DIR) + "/tests/lsan_mpi.supp:print_suppressions=0 "
+         std::string(TRIDENT_SOURCE_DIR) +
+         "/tests/lsan_mpi.supp:print_suppressions=0 "
          "OMPI_MCA_mca_base_component_disable_dlclose=1 OPENBLAS_NUM_THREADS=1 timeout 120 mpirun "
-         "--allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
+         "--allow-run-as-root --oversubscribe -np " +
+         std::to_string(ranks) +
          " --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
          "-x ASAN_OPTIONS -x LSAN_OPTIONS -x OMPI_MCA_mca_base_component_disable_dlclose "
-         "-x OPENBLAS_NUM_THREADS " + kBinary + " validate --backend cpu --iters 2 --warmup 1 ";
+         "-x OPENBLAS_NUM_THREADS " +
+         kBinary + " validate --backend cpu --iters 2 --warmup 1 ";
 }
 
 struct Run {
@@ -86,8 +88,8 @@ TEST_CASE("validate faults: world size differs from the plan: one error, exit 2"
 TEST_CASE("validate faults: a rank that dies mid-run ends the job, no file written",
           "[validate][faults][mpi]") {
   const std::string out = temp("die_calib.json");
-  const Run r = run(mpirun(8) + "--plan " + kPlan + " --timeout-s 10 --test-die-rank 3 --output " +
-                    out);
+  const Run r =
+      run(mpirun(8) + "--plan " + kPlan + " --timeout-s 10 --test-die-rank 3 --output " + out);
   INFO(r.log);
   CHECK(r.code != 0);
   CHECK(r.code != 124);  // not the outer timeout: the job ended by itself
@@ -96,12 +98,13 @@ TEST_CASE("validate faults: a rank that dies mid-run ends the job, no file writt
   CHECK_FALSE(std::filesystem::exists(out));
 }
 
-TEST_CASE("validate faults: a rank that stops answering: its group partner times out naming "
-          "the group and aborts the job",
-          "[validate][faults][mpi]") {
+TEST_CASE(
+    "validate faults: a rank that stops answering: its group partner times out naming "
+    "the group and aborts the job",
+    "[validate][faults][mpi]") {
   const std::string out = temp("hang_calib.json");
-  const Run r = run(mpirun(8) + "--plan " + kPlan + " --timeout-s 5 --test-hang-rank 3 --output " +
-                    out);
+  const Run r =
+      run(mpirun(8) + "--plan " + kPlan + " --timeout-s 5 --test-hang-rank 3 --output " + out);
   INFO(r.log);
   CHECK(r.code == 1);  // MPI_Abort(..., 1), well before the outer timeout (124)
   CHECK(r.log.find("trident: test fault: rank 3 hangs in tp group (ranks 2,3)") !=
