@@ -2,6 +2,7 @@
 // the file and the key path.
 #include "costmodel/calibration_io.h"
 
+#include <cstdio>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 
@@ -42,12 +43,38 @@ const json& member(const json& object, const Path& path, const char* name) {
   return *it;
 }
 
+/// Bounds on measured values (TFLOP/s, GB/s, seconds): far outside any real hardware, inside
+/// what keeps a predicted step time finite.
+constexpr double kMinRate = 1e-6;
+constexpr double kMaxRate = 1e6;
+constexpr double kMaxLatencyS = 1e3;
+
 double positive_number(const json& object, const Path& path, const char* name) {
   const json& value = member(object, path, name);
   if (!value.is_number() || value.get<double>() <= 0.0) {
     path.child(name).fail("expected a positive number");
   }
   return value.get<double>();
+}
+
+double non_negative_number(const json& object, const Path& path, const char* name);
+
+/// "1e+06": a bound for messages.
+std::string bound_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+/// A measured rate or latency: positive (or >= 0 when `low` is 0) and within [low, high], so
+/// that the times predicted from it stay finite (a busbw of 1e-308 GB/s made the step NaN).
+double measured_number(const json& object, const Path& path, const char* name, double low,
+                       double high) {
+  const double value = low > 0.0 ? positive_number(object, path, name)
+                                  : non_negative_number(object, path, name);
+  if (value < low) path.child(name).fail("expected at least " + bound_text(low));
+  if (value > high) path.child(name).fail("expected at most " + bound_text(high));
+  return value;
 }
 
 double non_negative_number(const json& object, const Path& path, const char* name) {
@@ -70,6 +97,13 @@ long long positive_integer(const json& object, const Path& path, const char* nam
     path.child(name).fail("expected a positive integer");
   }
   return value.get<long long>();
+}
+
+/// "ranks": a positive integer that fits a group of a cluster (at most 2^24).
+int rank_count(const json& object, const Path& path) {
+  const long long ranks = positive_integer(object, path, "ranks");
+  if (ranks > (1LL << 24)) path.child("ranks").fail("expected at most 16777216");
+  return static_cast<int>(ranks);
 }
 
 std::string string_value(const json& object, const Path& path, const char* name) {
@@ -105,7 +139,7 @@ GemmSample parse_gemm(const json& entry, const Path& path) {
   gemm.k = positive_integer(entry, path, "k");
   gemm.dtype = parse_dtype(string_value(entry, path, "dtype"), path.source + ": " +
                                                                    path.child("dtype").key);
-  gemm.tflops = positive_number(entry, path, "tflops");
+  gemm.tflops = measured_number(entry, path, "tflops", kMinRate, kMaxRate);
   return gemm;
 }
 
@@ -113,7 +147,7 @@ CollectiveSample parse_sample(const json& entry, const Path& path) {
   check_keys(entry, path, {"collective", "ranks", "tier", "bytes", "time_s", "busbw_gbps"});
   CollectiveSample sample;
   sample.collective = collective_value(entry, path);
-  sample.ranks = static_cast<int>(positive_integer(entry, path, "ranks"));
+  sample.ranks = rank_count(entry, path);
   sample.tier = parse_tier(string_value(entry, path, "tier"),
                            path.source + ": " + path.child("tier").key);
   sample.bytes = positive_number(entry, path, "bytes");
@@ -126,11 +160,11 @@ CollectiveFit parse_fit(const json& entry, const Path& path) {
   check_keys(entry, path, {"collective", "ranks", "tier", "latency_s", "busbw_gbps"});
   CollectiveFit fit;
   fit.collective = collective_value(entry, path);
-  fit.ranks = static_cast<int>(positive_integer(entry, path, "ranks"));
+  fit.ranks = rank_count(entry, path);
   fit.tier = parse_tier(string_value(entry, path, "tier"),
                         path.source + ": " + path.child("tier").key);
-  fit.latency_s = non_negative_number(entry, path, "latency_s");
-  fit.busbw_gbps = positive_number(entry, path, "busbw_gbps");
+  fit.latency_s = measured_number(entry, path, "latency_s", 0.0, kMaxLatencyS);
+  fit.busbw_gbps = measured_number(entry, path, "busbw_gbps", kMinRate, kMaxRate);
   return fit;
 }
 

@@ -299,6 +299,14 @@ TEST_CASE("absurd inputs: an error naming the input, never an overflow", "[bad_i
   check_refused("topo show --cluster " + huge, huge + ":3: servers: ...");
   const std::string vocab0 = write("v0.yaml", model_yaml("2", "64", "4", "0", "16", "8"));
   check_refused("plan --model " + vocab0, vocab0 + ":5: vocab: ...");
+  // A calibrated bus bandwidth of 1e-308 GB/s made the step time NaN (printed as null).
+  const std::string calib = write(
+      "tiny_busbw.json",
+      "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": [], \"fits\": "
+      "[{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", "
+      "\"latency_s\": 1e-5, \"busbw_gbps\": 1e-308}]}");
+  check_refused("plan" + kModel + " --tp 8 --calibration " + calib,
+                calib + ": fits[0].busbw_gbps: expected at least 1e-06");
 }
 
 TEST_CASE("absurd inputs: a correct answer with finite, positive numbers", "[bad_input][absurd]") {
