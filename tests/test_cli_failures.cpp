@@ -13,45 +13,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_runner.h"
+
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char name[] = "/tmp/trident_cli_failures_XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using cli_test::Run;
+using cli_test::slurp;
+using cli_test::TempDir;
 
 Run trident(const std::string& args) {
-  TempDir dir;
-  const std::string err_path = (dir.path / "stderr").string();
-  const std::string command = std::string(TRIDENT_BINARY) + " " + args + " 2>" + err_path;
-  Run run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) run.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.err = slurp(err_path);
+  const Run run = cli_test::run_trident(args);
+  REQUIRE(run.code != -1);
   return run;
 }
 

@@ -19,6 +19,7 @@
 
 #include "cli/plan_svg.h"
 #include "cli/svg.h"
+#include "cli_runner.h"
 #include "cli/svg_panels.h"
 #include "costmodel/pipeline.h"
 #include "costmodel_fixture.h"
@@ -249,24 +250,8 @@ struct Run {
   std::string err;
 };
 
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-/// A scratch directory removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char name[] = "/tmp/trident_svg_XXXXXX";
-    path = ::mkdtemp(name);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using cli_test::slurp;
+using cli_test::TempDir;
 
 Run run(const std::string& command, const TempDir& dir) {
   const std::string err_path = (dir.path / "stderr").string();
