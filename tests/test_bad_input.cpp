@@ -299,6 +299,12 @@ TEST_CASE("absurd inputs: an error naming the input, never an overflow", "[bad_i
   check_refused("topo show --cluster " + huge, huge + ":3: servers: ...");
   const std::string vocab0 = write("v0.yaml", model_yaml("2", "64", "4", "0", "16", "8"));
   check_refused("plan --model " + vocab0, vocab0 + ":5: vocab: ...");
+  // A GPU of 1e-300 TFLOP/s gave a step of 1.6e305 s; a little less and it was inf.
+  const std::string slow_gpu =
+      write("slow_gpu.yaml", "name: slowpoke\npeak_tflops:\n  bf16: 1e-300\nmemory_gib: 80\n"
+                             "memory_gbps: 3000\n");
+  check_refused("plan" + kModel + " --gpu " + slow_gpu,
+                slow_gpu + ":3: peak_tflops.bf16: expected a number in [1e-12, 1e+12], got 1e-300");
   // A calibrated bus bandwidth of 1e-308 GB/s made the step time NaN (printed as null).
   const std::string calib = write(
       "tiny_busbw.json",

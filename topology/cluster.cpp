@@ -145,6 +145,32 @@ std::optional<Problem> network_problem(const Cluster& c) {
   return below("network.latency_us", net.latency_us, 0.0, "a non-negative number");
 }
 
+/// Rates within [kMinHardwareRate, kMaxHardwareRate], latencies and the taper bounded: keeps
+/// every predicted time finite (the positive checks above come first).
+std::optional<Problem> bounds_problem(const Cluster& c) {
+  std::vector<std::pair<std::string, double>> rates = {{"pcie.gbps", c.pcie.gbps}};
+  if (c.nvlink.kind != NvlinkKind::none) {
+    rates.emplace_back("nvlink.gbps_per_link", c.nvlink.gbps_per_link);
+  }
+  if (c.network.nics_per_server > 0) rates.emplace_back("network.nic_gbits", c.network.nic_gbits);
+  for (const auto& [key, value] : rates) {
+    if (value < kMinHardwareRate || value > kMaxHardwareRate) {
+      return Problem{key, fmt::format("expected a number in [{:g}, {:g}], got {:g}",
+                                      kMinHardwareRate, kMaxHardwareRate, value)};
+    }
+  }
+  const std::pair<const char*, double> limited[] = {
+      {"nvlink.latency_us", c.nvlink.latency_us},
+      {"network.latency_us", c.network.latency_us},
+      {"pcie.latency_us", c.pcie.latency_us},
+      {"network.oversubscription", c.network.oversubscription}};
+  for (const auto& [key, value] : limited) {
+    if (value > kMaxLatencyUs)
+      return Problem{key, fmt::format("expected at most 1e+06, got {:g}", value)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Problem> find_cluster_problem(const Cluster& cluster) {
@@ -154,7 +180,10 @@ std::optional<Problem> find_cluster_problem(const Cluster& cluster) {
   if (auto p = nvlink_problem(cluster.nvlink)) return p;
   if (auto p = network_problem(cluster)) return p;
   if (auto p = not_positive("pcie.gbps", cluster.pcie.gbps, false)) return p;
-  return below("pcie.latency_us", cluster.pcie.latency_us, 0.0, "a non-negative number");
+  if (auto p = below("pcie.latency_us", cluster.pcie.latency_us, 0.0, "a non-negative number")) {
+    return p;
+  }
+  return bounds_problem(cluster);
 }
 
 void check_cluster(const Cluster& cluster, const std::string& source) {

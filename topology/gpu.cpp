@@ -47,6 +47,37 @@ std::optional<Problem> negative(const char* key, double value) {
   return Problem{key, fmt::format("expected a non-negative number, got {}", value)};
 }
 
+/// A rate outside [kMinHardwareRate, kMaxHardwareRate] (0 = absent is allowed where `may_be_0`).
+std::optional<Problem> rate_out_of_bounds(const char* key, double value, bool may_be_0) {
+  if (may_be_0 && value == 0.0) return std::nullopt;
+  if (value >= kMinHardwareRate && value <= kMaxHardwareRate) return std::nullopt;
+  return Problem{key, fmt::format("expected a number in [{:g}, {:g}], got {:g}", kMinHardwareRate,
+                                  kMaxHardwareRate, value)};
+}
+
+std::optional<Problem> bounds_problem(const Gpu& gpu) {
+  const std::pair<const char*, double> peaks[] = {{"peak_tflops.bf16", gpu.peak_tflops_bf16},
+                                                  {"peak_tflops.fp16", gpu.peak_tflops_fp16},
+                                                  {"peak_tflops.fp8", gpu.peak_tflops_fp8},
+                                                  {"peak_tflops.tf32", gpu.peak_tflops_tf32}};
+  for (const auto& [key, value] : peaks) {
+    if (auto problem = rate_out_of_bounds(key, value, true)) return problem;
+  }
+  if (auto problem = rate_out_of_bounds("memory_gbps", gpu.memory_gbps, false)) return problem;
+  if (auto problem = rate_out_of_bounds("pcie_gbps", gpu.pcie_gbps, false)) return problem;
+  if (gpu.memory_gib > 1e9) {
+    return Problem{"memory_gib", fmt::format("expected at most 1e+09, got {:g}", gpu.memory_gib)};
+  }
+  for (const auto& [key, value] :
+       {std::pair<const char*, double>{"pcie_latency_us", gpu.pcie_latency_us},
+        {"nvlink_latency_us", gpu.nvlink_latency_us},
+        {"network_latency_us", gpu.network_latency_us}}) {
+    if (value > kMaxLatencyUs)
+      return Problem{key, fmt::format("expected at most 1e+06, got {:g}", value)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
@@ -68,6 +99,7 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
   for (const auto& [key, value] : positive) {
     if (auto problem = not_positive(key, value)) return problem;
   }
+  if (auto problem = bounds_problem(gpu)) return problem;
   for (const auto& [key, value] :
        {std::pair<const char*, double>{"attention_forward_efficiency",
                                        gpu.attention_forward_efficiency},

@@ -9,6 +9,13 @@ namespace trident {
 
 enum class Dtype { bf16, fp16, fp8, tf32, fp32 };
 
+/// Bounds on every rate of a GPU or cluster (TFLOP/s, GB/s, Gb/s): far outside real hardware
+/// (1e-9 GB/s loads), inside what keeps predicted times finite and positive. Latencies (us) at
+/// most kMaxLatencyUs.
+inline constexpr double kMinHardwareRate = 1e-12;
+inline constexpr double kMaxHardwareRate = 1e12;
+inline constexpr double kMaxLatencyUs = 1e6;
+
 struct Gpu {
   std::string name;
   double peak_tflops_bf16 = 0.0;  ///< dense, no sparsity
