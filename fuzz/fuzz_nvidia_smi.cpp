@@ -1,21 +1,12 @@
 // libFuzzer target: `nvidia-smi topo -m` text (topology/nvidia_smi_import.h), then the
 // inferred wiring and the cluster YAML written from it, which must load again.
 #include "fuzz/fuzz_common.h"
-#include "topology/cluster_loader.h"
+#include "fuzz/fuzz_import.h"
 #include "topology/nvidia_smi_import.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = trident::fuzz::as_text(data, size);
-  trident::fuzz::accept_input_errors([&] {
-    const trident::ImportedServer server = trident::parse_nvidia_smi_topo(text, "topo.txt");
-    (void)trident::infer_nvlink(server);
-    (void)trident::guess_gpu_preset(server);
-    trident::ImportOptions options;
-    options.name = "fuzz";
-    options.gpu = "h100-sxm-80g";
-    options.servers = 2;
-    const std::string yaml = trident::cluster_yaml(server, options);
-    (void)trident::load_cluster(yaml, "imported.yaml");
-  });
+  trident::fuzz::accept_input_errors(
+      [&] { trident::fuzz::check_imported_server(trident::parse_nvidia_smi_topo(text, "topo.txt")); });
   return 0;
 }

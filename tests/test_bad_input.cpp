@@ -16,23 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.h"
+
 namespace {
 
 const std::string kBinary = TRIDENT_BINARY;
 const std::string kData = std::string(TRIDENT_SOURCE_DIR) + "/tests/data/";
 
-struct Run {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using cli_test::Run;
+using cli_test::slurp;
 
 /// A file in a per-process scratch folder (removed at exit by the OS's /tmp policy).
 std::string scratch(const std::string& name) {
