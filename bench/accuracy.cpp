@@ -1,85 +1,120 @@
-// bench/accuracy: predicts every run of bench/data/published_runs.yaml and compares with the
-// published throughput in each source's FLOP convention. Pins tp/pp/dp as published and
-// searches what the source did not publish (micro-batch, virtual stages, recompute where
-// unknown), keeping the fastest configuration that fits in memory.
+// bench/accuracy: predicts every run of bench/data/published_runs.yaml through exactly what
+// `trident plan` runs: the real loaders (model text, cluster preset, stack preset or file) and
+// search() with the published knobs pinned and the unpublished ones free, best plan first.
+// Compares the predicted step time with the measured one and reports per stack and per half
+// (tuning / checking) the mean |error|, max |error| and mean signed error.
+// Error = measured step / predicted step - 1: positive = trident is optimistic (too fast).
 //   usage: accuracy [published_runs.yaml]
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <fstream>
+#include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "costmodel/estimate.h"
-#include "costmodel/placement.h"
+#include "costmodel/flops.h"
+#include "costmodel/model_loader.h"
+#include "costmodel/stack.h"
+#include "planner/search.h"
 #include "topology/cluster_loader.h"
 
 namespace {
 
 using namespace trident;
 
-struct Run {
-  std::string source;
-  double params_b = 0.0;
-  int heads = 0, hidden = 0, layers = 0, tp = 1, pp = 1, dp = 1, gpus = 0;
-  long long batch = 0;
-  double tflops_per_gpu = 0.0;
+struct Row {
+  std::string id, stack, half, precision;
+  Cluster cluster;
+  Model model;
+  SearchOptions options;
+  std::string measure;
+  double measured = 0.0;
 };
 
-/// What each source used and how it counts FLOPs (bench/data/published_runs.yaml, sources).
-struct Source {
-  std::string cluster;  ///< preset
-  int vocab = 0;
-  int seq_len = 0;
-  bool tied_embeddings = true;
-  EstimateOptions options;
-  int zero = 0;
-  bool sequence_parallel = false;
-  std::vector<Recompute> recompute;  ///< searched when not published
-};
-
-Source source_of(const std::string& name) {
-  Source source;
-  if (name == "narayanan-2021") {
-    // Selene, 2021 Megatron-LM: no flash attention (2022) nor sequence parallelism (2022);
-    // gradients all-reduced after backward (DDP "local"), p2p not overlapped; full recompute.
-    source.cluster = "dgx-a100";
-    source.vocab = 51200;
-    source.seq_len = 2048;
-    source.tied_embeddings = true;
-    source.options.fused_attention = false;
-    source.options.overlap_dp_comm = false;
-    source.recompute = {Recompute::full};
-    return source;
-  }
-  // Megatron-Core r0.8 on DGX H100: TE flash attention, distributed optimizer with
-  // --overlap-grad-reduce --overlap-param-gather, --tp-comm-overlap, PP overlap.
-  source.cluster = "dgx-h100";
-  source.vocab = 131072;
-  source.seq_len = 4096;
-  source.tied_embeddings = false;
-  source.options.overlap_tp_comm = true;
-  source.options.overlap_pp_comm = true;
-  source.zero = 1;
-  source.sequence_parallel = true;
-  source.recompute = {Recompute::none, Recompute::selective, Recompute::full};
-  return source;
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
-Model model_of(const Run& run, const Source& source) {
+/// The row's model as a model file would say it, through the real loader.
+Model model_of(const YAML::Node& node, const std::string& id, const std::string& precision,
+               long long batch) {
   Model model;
-  model.name = fmt::format("{}-{}b", run.source, run.params_b);
-  model.layers = run.layers;
-  model.hidden = run.hidden;
-  model.heads = run.heads;
-  model.kv_heads = run.heads;
-  model.ffn_hidden = 4 * run.hidden;  // FFN 4h (neither source publishes it)
-  model.vocab = source.vocab;
-  model.seq_len = source.seq_len;
-  model.tied_embeddings = source.tied_embeddings;
-  model.training.global_batch = run.batch;
+  if (node["preset"]) {
+    model = model_preset(node["preset"].as<std::string>());
+  } else {
+    YAML::Node doc = YAML::Clone(node);
+    doc["name"] = id;
+    model = load_model(YAML::Dump(doc), id);
+  }
+  model.training.global_batch = batch;
+  model.training.dtype = precision == "fp16" ? Dtype::fp16 : Dtype::bf16;
   return model;
+}
+
+Cluster cluster_of(const YAML::Node& row, int gpus) {
+  Cluster cluster = cluster_preset(row["cluster"].as<std::string>());
+  if (row["gpu"]) cluster.gpu = gpu_preset(row["gpu"].as<std::string>());
+  if (row["nics_per_server"]) cluster.network.nics_per_server = row["nics_per_server"].as<int>();
+  if (row["nic_gbits"]) cluster.network.nic_gbits = row["nic_gbits"].as<double>();
+  if (row["links_per_gpu"]) cluster.nvlink.links_per_gpu = row["links_per_gpu"].as<int>();
+  cluster.servers = gpus / cluster.gpus_per_server;
+  return cluster;
+}
+
+Recompute recompute_of(const std::string& name) {
+  return name == "none" ? Recompute::none : name == "selective" ? Recompute::selective
+                                                                : Recompute::full;
+}
+
+SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
+  SearchOptions o;
+  o.stack = stack;
+  o.keep = 1;
+  if (pins["tp"]) o.tp = pins["tp"].as<int>();
+  if (pins["pp"]) o.pp = pins["pp"].as<int>();
+  if (pins["dp"]) o.dp = pins["dp"].as<int>();
+  if (pins["micro_batch"]) o.micro_batch = pins["micro_batch"].as<int>();
+  if (pins["vp"]) o.vp = pins["vp"].as<int>();
+  if (pins["zero"]) o.zero = pins["zero"].as<int>();
+  if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
+  if (pins["sequence_parallel"]) o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";
+  return o;
+}
+
+Stack stack_of(const std::string& name, const std::string& data_dir) {
+  if (name.find('/') != std::string::npos) {
+    const std::string path = data_dir + "/" + name;
+    return load_stack(read_text(path), path);
+  }
+  return stack_preset(name);
+}
+
+std::vector<Row> load_rows(const std::string& path) {
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  std::vector<Row> rows;
+  for (const auto& node : YAML::LoadFile(path)["runs"]) {
+    Row row;
+    row.id = node["id"].as<std::string>();
+    row.stack = node["stack"].as<std::string>();
+    row.half = node["half"].as<std::string>();
+    row.precision = node["precision"].as<std::string>();
+    const int gpus = node["gpus"].as<int>();
+    row.cluster = cluster_of(node, gpus);
+    row.model = model_of(node["model"], row.id, row.precision, node["global_batch"].as<long long>());
+    row.options = options_of(node["pins"], stack_of(row.stack, dir));
+    const auto measured = *node["measured"].begin();
+    row.measure = measured.first.as<std::string>();
+    row.measured = measured.second.as<double>();
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 /// Narayanan et al. 2021 eq. 3: hardware FLOPs with full recomputation, per step.
@@ -92,101 +127,81 @@ double narayanan_flops(const Model& model) {
   return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
 }
 
-struct Prediction {
-  ParallelConfig config;
-  Estimate estimate;
+/// The measured step time in seconds, whatever the source published.
+double measured_step_s(const Row& row) {
+  const double gpus = row.cluster.gpus();
+  const Model& m = row.model;
+  const double tokens = static_cast<double>(m.training.global_batch) * m.seq_len;
+  if (row.measure == "step_time_s") return row.measured;
+  if (row.measure == "tokens_per_s_per_gpu") return tokens / (row.measured * gpus);
+  if (row.measure == "narayanan_tflops_per_gpu") return narayanan_flops(m) / (gpus * row.measured * 1e12);
+  const double model_flops = step_flops(m, static_cast<double>(m.training.global_batch), Recompute::none).model;
+  if (row.measure == "model_tflops_per_gpu") return model_flops / (gpus * row.measured * 1e12);
+  return model_flops / (gpus * row.cluster.gpu.peak_tflops(m.training.dtype) * 1e12 * row.measured);
+}
+
+struct Stats {
+  int n = 0;
+  double sum_abs = 0.0, max_abs = 0.0, sum_signed = 0.0;
+  void add(double e) {
+    ++n;
+    sum_abs += std::abs(e);
+    max_abs = std::max(max_abs, std::abs(e));
+    sum_signed += e;
+  }
+  [[nodiscard]] std::string text() const {
+    if (n == 0) return "no rows";
+    return fmt::format("rows {:>2}  mean |error| {:>5.1f}%  max |error| {:>5.1f}%  mean signed {:>+6.1f}%",
+                       n, sum_abs / n, max_abs, sum_signed / n);
+  }
 };
-
-/// The fastest configuration that fits, over the unpublished knobs.
-std::optional<Prediction> best(const Run& run, const Source& source, const Cluster& cluster,
-                               const Model& model) {
-  std::optional<Prediction> found;
-  const long long per_replica = run.batch / run.dp;
-  for (int b = 1; b <= per_replica; b *= 2) {
-    if (per_replica % b != 0) continue;
-    for (int v = 1; v <= 8; ++v) {
-      if (v > 1 && (run.pp == 1 || (run.layers / run.pp) % v != 0 ||
-                    (per_replica / b) % run.pp != 0)) {
-        continue;
-      }
-      for (const Recompute recompute : source.recompute) {
-        const ParallelConfig config{run.tp, run.pp, run.dp, b, v, recompute, source.zero,
-                                    source.sequence_parallel && run.tp > 1};
-        const Estimate e = estimate(cluster, model, config, default_placement(cluster, config),
-                                    nullptr, source.options);
-        if (!e.memory.fits) continue;
-        if (!found || e.time.step_s < found->estimate.time.step_s) found = Prediction{config, e};
-      }
-    }
-  }
-  return found;
-}
-
-std::vector<Run> load_runs(const std::string& path) {
-  const YAML::Node root = YAML::LoadFile(path);
-  std::vector<Run> runs;
-  for (const auto& node : root["runs"]) {
-    Run run;
-    run.source = node["source"].as<std::string>();
-    run.params_b = node["params_b"].as<double>();
-    run.heads = node["heads"].as<int>();
-    run.hidden = node["hidden"].as<int>();
-    run.layers = node["layers"].as<int>();
-    run.tp = node["tp"].as<int>();
-    run.pp = node["pp"].as<int>();
-    run.dp = node["dp"].as<int>();
-    run.gpus = node["gpus"].as<int>();
-    run.batch = node["batch"].as<long long>();
-    run.tflops_per_gpu = node["tflops_per_gpu"].as<double>();
-    runs.push_back(run);
-  }
-  return runs;
-}
-
-/// Predicted TFLOP/s per GPU in the source's convention.
-double predicted_tflops(const Run& run, const Model& model, const Estimate& e) {
-  if (run.source == "narayanan-2021") {
-    return narayanan_flops(model) / (run.gpus * e.time.step_s) / 1e12;
-  }
-  return e.model_tflops_per_gpu;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string path =
       argc > 1 ? argv[1] : std::string(TRIDENT_SOURCE_DIR) + "/bench/data/published_runs.yaml";
-  const std::vector<Run> runs = load_runs(path);
-  fmt::print("{:<20} {:>7} {:>3} {:>3} {:>3} {:>5} | {:>2} {:>2} {:>9} | {:>9} {:>9} {:>7} | "
-             "{:>6} {:>6} {:>6} {:>6} {:>5}\n",
-             "source", "params", "tp", "pp", "dp", "gpus", "b", "v", "recompute", "published",
-             "predicted", "err%", "step_s", "tp_s", "dp_s", "bubble", "GiB");
-  double sum_abs = 0.0;
-  double max_abs = 0.0;
-  for (const Run& run : runs) {
-    const Source source = source_of(run.source);
-    Cluster cluster = cluster_preset(source.cluster);
-    cluster.servers = run.gpus / cluster.gpus_per_server;
-    const Model model = model_of(run, source);
-    const auto prediction = best(run, source, cluster, model);
-    if (!prediction) {
-      fmt::print("{:<20} {:>7} no configuration fits\n", run.source, run.params_b);
-      return 1;
-    }
-    const Estimate& e = prediction->estimate;
-    const double predicted = predicted_tflops(run, model, e);
-    const double error = (predicted - run.tflops_per_gpu) / run.tflops_per_gpu * 100.0;
-    sum_abs += std::abs(error);
-    max_abs = std::max(max_abs, std::abs(error));
-    const ParallelConfig& c = prediction->config;
-    fmt::print("{:<20} {:>6}B {:>3} {:>3} {:>3} {:>5} | {:>2} {:>2} {:>9} | {:>9.1f} {:>9.1f} "
-               "{:>+7.1f} | {:>6.2f} {:>6.2f} {:>6.2f} {:>6.2f} {:>5.1f}\n",
-               run.source, run.params_b, run.tp, run.pp, run.dp, run.gpus, c.micro_batch,
-               c.virtual_stages, to_string(c.recompute), run.tflops_per_gpu, predicted, error,
-               e.time.step_s, e.time.tp_comm_s, e.time.dp_comm_s, e.time.bubble_s,
-               e.memory.total_bytes / (1024.0 * 1024.0 * 1024.0));
+  std::vector<Row> rows;
+  try {
+    rows = load_rows(path);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "accuracy: {}: {}\n", path, e.what());
+    return 2;
   }
-  fmt::print("runs {}  mean |error| {:.1f}%  max |error| {:.1f}%\n", runs.size(),
-             sum_abs / static_cast<double>(runs.size()), max_abs);
-  return 0;
+  fmt::print("{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>9} {:>9} {:>7}\n",
+             "run", "stack", "half", "tp", "pp", "dp", "mb", "vp", "recompute", "z", "sp",
+             "measured", "predicted", "err%");
+  Stats all;
+  std::map<std::string, Stats> by_half, by_stack;
+  int failed = 0;
+  for (const Row& row : rows) {
+    try {
+      const SearchResult result = search(row.cluster, row.model, row.options);
+      if (result.plans.empty()) {
+        fmt::print("{:<36} {:<20} {:<8} | no configuration fits in memory\n", row.id, row.stack, row.half);
+        ++failed;
+        continue;
+      }
+      const PlanResult& plan = result.plans.front();
+      const ParallelConfig& c = plan.config;
+      const double measured = measured_step_s(row);
+      const double predicted = plan.estimate.time.step_s;
+      const double error = (measured / predicted - 1.0) * 100.0;
+      all.add(error);
+      by_half[row.half].add(error);
+      by_stack[row.stack].add(error);
+      fmt::print("{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>8.2f}s {:>8.2f}s {:>+7.1f}\n",
+                 row.id, row.stack, row.half, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
+                 to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "-", measured, predicted,
+                 error);
+    } catch (const std::exception& e) {
+      fmt::print("{:<36} {:<20} {:<8} | error: {}\n", row.id, row.stack, row.half, e.what());
+      ++failed;
+    }
+  }
+  fmt::print("\nall        {}\n", all.text());
+  for (const auto& [half, stats] : by_half) fmt::print("{:<10} {}\n", half, stats.text());
+  for (const auto& [stack, stats] : by_stack) fmt::print("{:<22} {}\n", stack, stats.text());
+  if (failed > 0) fmt::print("{} run(s) could not be planned\n", failed);
+  return failed > 0 ? 1 : 0;
 }

@@ -16,6 +16,7 @@
 #include "cli/output_file.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_report.h"
+#include "cli/stack_args.h"
 #include "cli/whatif_report.h"
 #include "costmodel/calibration_io.h"
 #include "planner/export.h"
@@ -42,6 +43,7 @@ struct PlanFlags {
   std::optional<std::size_t> explain;  ///< 1-based rank of the plan to explain
   bool show_infeasible = false;
   std::string emit;
+  std::string stack;  ///< --stack NAME|FILE
   /// --fail-link SPEC (repeatable). The cluster is planned with these failures applied.
   /// FAILURES ENGINEER: the what-if comparison (baseline, impact, re-place, cordon) plugs in
   /// at run_failures() below through planner/whatif.h.
@@ -75,6 +77,9 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
   sub.add_option("--recompute", f.recompute, "pin activation recomputation: none|selective|full");
   sub.add_option("--zero", f.zero, "pin ZeRO stage: 0|1|2|3");
   sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off");
+  sub.add_option("--stack", f.stack,
+                 "software stack NAME|FILE: megatron-core (default), megatron-core-perf, "
+                 "megatron-2021, deepspeed-megatron, fsdp, torchtitan (trident presets)");
   sub.add_option("--calibration", f.calibration_file,
                  "calibration JSON from validate/calibrate: measured values replace defaults");
   sub.add_option("--top", f.top, "plans to show (default 10)")->check(positive_integer_check());
@@ -156,7 +161,7 @@ class ProgressBar {
 };
 
 std::string render(const PlanFlags& f, const SearchResult& result, const ReportContext& context,
-                   const Calibration* calibration, double reserve_gib) {
+                   const Calibration* calibration, const EstimateOptions& options) {
   std::string explain_text;
   if (f.explain) {
     const std::size_t n = *f.explain;
@@ -165,7 +170,7 @@ std::string render(const PlanFlags& f, const SearchResult& result, const ReportC
                       std::to_string(result.plans.size()) + " plans fit");
     }
     explain_text = explain_plan(*context.cluster, *context.model, result.plans[n - 1], n,
-                                calibration, reserve_gib);
+                                calibration, options);
   }
   SearchResult shown = result;
   if (shown.plans.size() > f.top) shown.plans.resize(f.top);
@@ -189,12 +194,16 @@ std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& 
 void run(const PlanFlags& f) {
   check_format(f);
   if (!f.emit.empty()) (void)parse_framework(f.emit);
-  const SearchOptions options = search_options(f);
+  SearchOptions options = search_options(f);
   Cluster cluster = resolve_cluster(f.cluster);
   const Model model = resolve_model(f.model);
+  const ResolvedStack stack = resolve_stack(f.stack, cluster);
+  options.stack = stack.stack;
   ReportContext context;
+  context.stack = stack.stack.name;
   const std::string assumed = describe_assumptions(f.cluster, f.model, cluster, model);
   if (!assumed.empty()) context.assumptions.push_back(assumed);
+  context.assumptions.push_back(describe_stack(stack));
   context.assumptions.push_back(fmt::format(
       "cluster {}: {} GPUs in {} servers of {}; model {}: {}", cluster.name, cluster.gpus(),
       cluster.servers, summarize_server(cluster), model.name, summarize_model(model)));
@@ -237,9 +246,9 @@ void run(const PlanFlags& f) {
                     " configurations fits in GPU memory (--show-infeasible lists the closest)");
   }
   const std::string text = f.emit.empty()
-                               ? render(f, result, context, measured, options.reserve_gib)
+                               ? render(f, result, context, measured, estimate_options(options))
                                : emit(f, result, cluster, model);
-  write_search_pictures(f.pictures, result, context, measured, options.reserve_gib);  // pictures
+  write_search_pictures(f.pictures, result, context, measured, estimate_options(options));
   write_output(f.output, text);
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/stack_args.h"
 #include "configs/presets.h"
 #include "costmodel/model_loader.h"
 #include "topology/cluster_loader.h"
@@ -26,14 +27,17 @@ std::string summary(PresetKind kind, const std::string& name) {
       return cluster_line(cluster_preset(name));
     case PresetKind::model:
       return summarize_model(model_preset(name));
+    case PresetKind::stack:
+      return summarize_stack(stack_preset(name));
   }
   return "";
 }
 
 void print_presets() {
-  for (const PresetKind kind : {PresetKind::gpu, PresetKind::cluster, PresetKind::model}) {
+  for (const PresetKind kind :
+       {PresetKind::gpu, PresetKind::cluster, PresetKind::model, PresetKind::stack}) {
     for (const auto& name : preset_names(kind)) {
-      fmt::print("{:<8} {:<14} {}\n", to_string(kind), name, summary(kind, name));
+      fmt::print("{:<8} {:<18} {}\n", to_string(kind), name, summary(kind, name));
     }
   }
 }
@@ -43,8 +47,8 @@ void print_presets() {
 void add_presets_command(CLI::App& app) {
   auto* sub =
       app.add_subcommand("presets",
-                         "list the built-in GPUs, clusters and models (use a NAME with --gpu, "
-                         "--cluster, --model)");
+                         "list the built-in GPUs, clusters, models and software stacks (use a NAME "
+                         "with --gpu, --cluster, --model, --stack)");
   sub->callback(print_presets);
 }
 

@@ -89,7 +89,7 @@ std::string html_report(const std::string& title, const std::vector<std::string>
 
 void write_search_pictures(const PictureFlags& flags, const SearchResult& result,
                            const ReportContext& context, const Calibration* calibration,
-                           double reserve_gib) {
+                           const EstimateOptions& options) {
   if (!flags.wanted()) return;
   const PictureInput input =
       pictures_of_search(*context.cluster, *context.model, result, flags.svg_plan);
@@ -98,7 +98,7 @@ void write_search_pictures(const PictureFlags& flags, const SearchResult& result
   if (!flags.report.empty()) {
     table = format_table(result, context);
     explain = explain_plan(*context.cluster, *context.model, result.plans[flags.svg_plan - 1],
-                           flags.svg_plan, calibration, reserve_gib);
+                           flags.svg_plan, calibration, options);
   }
   write_pictures(flags, input, context, table, explain);
 }
@@ -119,7 +119,7 @@ void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::st
   if (!flags.report.empty()) {
     table = format_what_if_table(w, context);
     explain = explain_plan(w.degraded, model, input.plans[input.drawn], flags.svg_plan,
-                           calibration, options.reserve_gib);
+                           calibration, estimate_options(options));
   }
   write_pictures(flags, input, context, table, explain);
 }

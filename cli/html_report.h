@@ -22,7 +22,7 @@ namespace trident::cli {
 /// InputError "--svg 'FILE': cannot write: REASON" (or --report 'DIR') when writing fails.
 void write_search_pictures(const PictureFlags& flags, const SearchResult& result,
                            const ReportContext& context, const Calibration* calibration,
-                           double reserve_gib);
+                           const EstimateOptions& options);
 
 /// --svg / --report under --fail-link: runs the what-if as the report does and draws it.
 void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::string>& specs,

@@ -155,7 +155,7 @@ std::string bubble(const PlanResult& plan) {
 }
 
 std::string tp_across(const Cluster& cluster, const Model& model, const PlanResult& plan,
-                      const Calibration* calibration, double reserve_gib) {
+                      const Calibration* calibration, const EstimateOptions& options) {
   const auto& c = plan.config;
   std::string out = "If TP crossed two servers\n";
   if (c.tp < 2) return out + "  TP is 1: there is no TP traffic to move\n";
@@ -164,8 +164,6 @@ std::string tp_across(const Cluster& cluster, const Model& model, const PlanResu
   }
   const Placement stretched = place_tp_across_domains(cluster, c, plan.placement);
   if (stretched.tp.domains < 2) return out + "  the cluster has no second NVLink domain\n";
-  EstimateOptions options;
-  options.reserve_gib = reserve_gib;
   const Estimate other = estimate(cluster, model, c, stretched, calibration, options);
   const double step = plan.estimate.time.step_s;
   out += fmt::format("  the same split with each TP group split {}+{} over two servers:\n",
@@ -200,13 +198,14 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
 }  // namespace
 
 std::string explain_plan(const Cluster& cluster, const Model& model, const PlanResult& plan,
-                         std::size_t rank, const Calibration* calibration, double reserve_gib) {
+                         std::size_t rank, const Calibration* calibration,
+                         const EstimateOptions& options) {
   std::string out = fmt::format("Plan #{}: {}\n", rank,
                                 knobs_text(plan.config, plan.estimate.num_micro_batches));
   for (const std::string& part :
        {three_numbers(cluster, model, plan), step_breakdown(plan), communication(plan),
-        bubble(plan), tp_across(cluster, model, plan, calibration, reserve_gib),
-        memory(plan, reserve_gib)}) {
+        bubble(plan), tp_across(cluster, model, plan, calibration, options),
+        memory(plan, options.reserve_gib)}) {
     out.append("\n").append(part);
   }
   return out;

@@ -11,9 +11,11 @@
 
 namespace trident::cli {
 
-/// `rank` is the plan's 1-based place in the ranking. `reserve_gib` as the search used it.
+/// `rank` is the plan's 1-based place in the ranking. `options` as the search used them
+/// (reserve and stack).
 [[nodiscard]] std::string explain_plan(const Cluster& cluster, const Model& model,
                                        const PlanResult& plan, std::size_t rank,
-                                       const Calibration* calibration, double reserve_gib);
+                                       const Calibration* calibration,
+                                       const EstimateOptions& options);
 
 }  // namespace trident::cli

@@ -44,7 +44,11 @@ Json comm_json(const CommDetail& comm, const std::string& collective) {
               {"gbps", link_gbps(comm.link)},
               {"time_per_call_s", comm.time_per_call_s},
               {"total_s", comm.total_s},
-              {"exposed_s", comm.exposed_s}};
+              {"exposed_s", comm.exposed_s},
+              {"unit_gather_s", comm.unit_gather_s},
+              {"unit_scatter_s", comm.unit_scatter_s},
+              {"unit_gathers_per_step", comm.unit_gathers_per_step},
+              {"unit_scatters_per_step", comm.unit_scatters_per_step}};
 }
 
 Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& plan,
@@ -75,6 +79,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
       {"sequence_parallel", c.sequence_parallel}, {"step_time_s", e.time.step_s},
       {"tokens_per_s", e.tokens_per_s}, {"model_tflops_per_gpu", e.model_tflops_per_gpu},
       {"hardware_tflops_per_gpu", e.hardware_tflops_per_gpu}, {"mfu", e.mfu},
+      {"mfu_causal", e.mfu_causal}, {"step_time_s_low", e.step_s_low},
+      {"step_time_s_high", e.step_s_high}, {"stack", context.stack},
       {"memory_gib_per_gpu", mem.total_bytes / kGib}, {"fits", mem.fits},
       {"bubble_fraction", e.bubble_fraction}};
   json["time"] = Json{{"compute_s", e.time.compute_s()}, {"tp_comm_s", e.time.tp_comm_s},
@@ -191,6 +197,12 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   return out;
 }
 
+std::size_t tied_count(const std::vector<PlanResult>& plans) {
+  std::size_t n = 0;
+  while (n < plans.size() && tied_with_leader(plans.front(), plans[n])) ++n;
+  return n;
+}
+
 std::string format_table(const SearchResult& result, const ReportContext& context) {
   std::string out;
   for (const auto& line : context.assumptions) out += "# " + line + "\n";
@@ -203,6 +215,14 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   out += "# link TP/PP/DP: the tier of the slowest group of each dimension (none = size 1)\n";
   out += table_header();
   for (std::size_t i = 0; i < result.plans.size(); ++i) out += table_row(i + 1, result.plans[i]) + "\n";
+  if (result.plans.size() > 1) {
+    const auto& lead = result.plans.front().estimate;
+    const std::size_t tied = tied_count(result.plans);
+    out += fmt::format("# band: {:.3f}-{:.3f} s for plan 1 (stack {}'s measured error); {}\n",
+                       lead.step_s_low, lead.step_s_high, context.stack,
+                       tied > 1 ? fmt::format("plans 1-{} are tied within the model's error", tied)
+                                : std::string("plan 1 is ahead of the rest beyond the model's error"));
+  }
   if (!result.infeasible.empty()) {
     out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
                        grouped(static_cast<double>(result.configurations_searched - result.feasible)),
@@ -247,8 +267,12 @@ std::string format_json(const SearchResult& result, const ReportContext& context
   doc["cluster"] = cluster_json(*context.cluster, result.gpus);
   doc["model"] = model_json(model);
   doc["failures"] = context.failures;
+  doc["stack"] = context.stack;
   Json plans = Json::array();
-  for (const auto& plan : result.plans) plans.push_back(plan_json(context, plan));
+  for (const auto& plan : result.plans) {
+    plans.push_back(plan_json(context, plan));
+    plans.back()["tied"] = tied_with_leader(result.plans.front(), plan);
+  }
   doc["plans"] = plans;
   if (!result.infeasible.empty()) {
     Json infeasible = Json::array();

@@ -19,7 +19,11 @@ struct ReportContext {
   std::string calibration_source;        ///< file whose measurements were used; "" = defaults
   const Calibration* calibration = nullptr;
   double search_seconds = 0.0;
+  std::string stack;                     ///< the software stack's name (JSON "stack")
 };
+
+/// Plans 1..N (1-based count from the top) whose step time lies inside the leader's band.
+[[nodiscard]] std::size_t tied_count(const std::vector<PlanResult>& plans);
 
 [[nodiscard]] std::string format_table(const SearchResult& result, const ReportContext& context);
 [[nodiscard]] std::string format_csv(const SearchResult& result, const ReportContext& context);

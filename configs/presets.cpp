@@ -16,6 +16,8 @@ std::string_view directory(PresetKind kind) {
       return "clusters";
     case PresetKind::model:
       return "models";
+    case PresetKind::stack:
+      return "stacks";
   }
   return "";
 }
@@ -30,6 +32,8 @@ const char* to_string(PresetKind kind) {
       return "cluster";
     case PresetKind::model:
       return "model";
+    case PresetKind::stack:
+      return "stack";
   }
   return "?";
 }

@@ -10,7 +10,7 @@
 
 namespace trident {
 
-enum class PresetKind { gpu, cluster, model };
+enum class PresetKind { gpu, cluster, model, stack };
 
 [[nodiscard]] const char* to_string(PresetKind kind);  ///< "gpu", "cluster", "model"
 

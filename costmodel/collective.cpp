@@ -40,42 +40,75 @@ double ring_time_s(Collective collective, double bytes, int ranks, double busbw_
          bytes * busbw_factor(collective, ranks) / (busbw_gbps * 1e9);
 }
 
-/// The two-level decomposition of a collective spanning domains: what runs inside each domain
-/// and what crosses the NICs.
-double hierarchical_time_s(Collective collective, double bytes, const GroupLink& link) {
-  const int r = link.ranks_per_domain;
-  const int d = link.domains;
-  const double intra = effective_gbps(Tier::nvlink, link.intra_gbps);
-  const double inter = effective_gbps(Tier::network, link.inter_gbps);
-  const double intra_rs = ring_time_s(Collective::reduce_scatter, bytes, r, intra,
-                                      link.intra_latency_s);
-  // Each GPU carries 1/r of the data across the domains; log2(d) latency hops (tree).
-  const double inter_bytes = bytes / r;
-  const double inter_s = inter_bytes * busbw_factor(collective, d) / (inter * 1e9) +
-                         2.0 * std::ceil(std::log2(static_cast<double>(d))) *
-                             link.inter_latency_s;
-  switch (collective) {
-    case Collective::all_reduce:
-      return 2.0 * intra_rs + inter_s;  // RS inside, AR across, AG inside
-    case Collective::all_gather:
-    case Collective::reduce_scatter:
-      return intra_rs + inter_s;
-    default:
-      return inter_s;
+/// NCCL's ring protocols (src/graph/tuning.cc @5067397, ncclTunerConstantsDefaults, Ring
+/// column): base latency per call, per-hop latency on NVLink, PCIe and the network (us), and
+/// the share of the bus bandwidth the protocol reaches (LL: half, LL128: 0.92; tuning.cc
+/// L328-345). NCCL times every protocol and runs the fastest (enqueue.cc topoGetAlgoInfo).
+struct RingProtocol {
+  double base_us;
+  double nvlink_us;
+  double pcie_us;
+  double net_us;
+  double bandwidth_share;
+};
+constexpr RingProtocol kRingProtocols[] = {
+    {6.6, 0.6, 1.0, 2.7, 0.5},     // LL
+    {14.0, 1.9, 2.5, 4.0, 0.92},   // LL128
+    {8.4, 3.4, 5.7, 14.0, 1.0},    // Simple
+};
+constexpr RingProtocol kSimple = kRingProtocols[2];
+
+/// A ring of `ranks` whose `inter_steps` hops cross the network, the rest inside a domain of
+/// tier `intra`. The link's per-hop latencies are the Simple protocol's (the presets carry
+/// NCCL's values); the other protocols keep NCCL's ratio to Simple on the same link.
+double nccl_ring_time_s(Collective collective, double bytes, int ranks, double inter_steps,
+                        double busbw_gbps, Tier intra, double intra_latency_s,
+                        double inter_latency_s) {
+  if (busbw_gbps <= 0.0) return 0.0;
+  const double steps = latency_steps(collective, ranks);
+  const double intra_steps = std::max(0.0, steps - inter_steps);
+  const double intra_simple_us = intra == Tier::pcie ? kSimple.pcie_us : kSimple.nvlink_us;
+  const double intra_scale = intra_latency_s * 1e6 / intra_simple_us;
+  const double inter_scale = inter_latency_s * 1e6 / kSimple.net_us;
+  const double wire_s = bytes * busbw_factor(collective, ranks) / (busbw_gbps * 1e9);
+  double best = 1e300;
+  for (const RingProtocol& p : kRingProtocols) {
+    const double hop_us = intra == Tier::pcie ? p.pcie_us : p.nvlink_us;
+    const double latency_us = p.base_us + intra_steps * hop_us * intra_scale +
+                              inter_steps * p.net_us * inter_scale;
+    best = std::min(best, latency_us * 1e-6 + wire_s / p.bandwidth_share);
   }
+  return best;
 }
 
-/// A single ring threading every domain, one channel per NIC (NCCL's ring on a
-/// rail-optimised fabric): every GPU's NVLink and its NIC share carry the ring's traffic, so
-/// bus bandwidth = min(intra, ranks_per_domain x inter).
+/// NCCL's tree all-reduce across domains (tuning.cc: base + 2 x (intra hops + log2(nodes) x
+/// inter hop)): reduce-scatter inside each domain, all-reduce of 1/ranks_per_domain of the data
+/// across the domains, all-gather inside. The smallest domain sets the cross-domain share.
+double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
+  const int r = std::max(1, link.min_ranks_per_domain);
+  const int d = link.domains;
+  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
+  const double inter = effective_gbps(Tier::network, link.inter_gbps);
+  const double intra_rs = ring_time_s(Collective::reduce_scatter, bytes, link.ranks_per_domain,
+                                      intra, link.intra_latency_s);
+  const double inter_bytes = bytes / r;
+  const double inter_s = inter_bytes * busbw_factor(Collective::all_reduce, d) / (inter * 1e9) +
+                         2.0 * std::ceil(std::log2(static_cast<double>(d))) *
+                             link.inter_latency_s;
+  return kSimple.base_us * 1e-6 + 2.0 * intra_rs + inter_s;
+}
+
+/// A single ring threading every domain, one channel per NIC (NCCL's ring on a rail-optimised
+/// fabric): each domain's GPUs share the ring's crossing traffic over their NICs, so the
+/// narrowest cut (the domain with the fewest members) bounds it: bus bandwidth =
+/// min(intra, min_ranks_per_domain x inter).
 double flat_ring_time_s(Collective collective, double bytes, const GroupLink& link) {
-  const double intra = effective_gbps(Tier::nvlink, link.intra_gbps);
-  const double inter = effective_gbps(Tier::network, link.inter_gbps) * link.ranks_per_domain;
-  const double busbw = std::min(intra, inter);
-  const double steps_inter = latency_steps(collective, link.domains);
-  const double steps_intra = latency_steps(collective, link.ranks) - steps_inter;
-  return std::max(0.0, steps_intra) * link.intra_latency_s + steps_inter * link.inter_latency_s +
-         bytes * busbw_factor(collective, link.ranks) / (busbw * 1e9);
+  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
+  const double inter = effective_gbps(Tier::network, link.inter_gbps) *
+                       std::max(1, link.min_ranks_per_domain);
+  const double busbw = link.ranks_per_domain > 1 ? std::min(intra, inter) : inter;
+  return nccl_ring_time_s(collective, bytes, link.ranks, latency_steps(collective, link.domains),
+                          busbw, link.intra_tier, link.intra_latency_s, link.inter_latency_s);
 }
 
 }  // namespace
@@ -160,12 +193,15 @@ double collective_time_s(Collective collective, double bytes, const GroupLink& l
                        crosses ? link.inter_latency_s : link.intra_latency_s);
   }
   if (link.domains <= 1) {
-    return ring_time_s(collective, bytes, link.ranks, effective_gbps(link.tier, link.intra_gbps),
-                       link.intra_latency_s);
+    return nccl_ring_time_s(collective, bytes, link.ranks, 0.0,
+                            effective_gbps(link.tier, link.intra_gbps), link.intra_tier,
+                            link.intra_latency_s, 0.0);
   }
-  // NCCL picks the faster algorithm for the size; model the better of the two.
-  return std::min(flat_ring_time_s(collective, bytes, link),
-                  hierarchical_time_s(collective, bytes, link));
+  // Across domains NCCL runs all-gather and reduce-scatter as a ring (no tree for them;
+  // tuning.cc L289-300); all-reduce as the faster of ring and tree.
+  const double ring_s = flat_ring_time_s(collective, bytes, link);
+  if (collective != Collective::all_reduce) return ring_s;
+  return std::min(ring_s, tree_all_reduce_time_s(bytes, link));
 }
 
 }  // namespace trident

@@ -31,11 +31,12 @@ enum class Collective { all_reduce, all_gather, reduce_scatter, send_recv, all_t
 struct Calibration;
 
 /// Time of one collective of `bytes` (for all-gather/reduce-scatter: the whole gathered
-/// array, as nccl-tests counts S) over `link`. Flat alpha-beta inside one domain;
-/// across domains the faster of a hierarchical schedule (intra reduce-scatter, inter on
-/// 1/ranks_per_domain of the data, intra all-gather) and NCCL's flat ring with one channel per
-/// NIC (bus bandwidth min(intra, ranks_per_domain x inter)). A calibration
-/// entry for (collective, ranks, tier) replaces the default bandwidth/latency when present.
+/// array, as nccl-tests counts S) over `link`, as NCCL runs it: inside one domain a ring
+/// timed under each of NCCL's protocols (LL, LL128, Simple: base + per-hop latency, share of
+/// bus bandwidth) and the fastest kept; across domains all-gather and reduce-scatter as one
+/// ring whose bus bandwidth is min(intra, min_ranks_per_domain x inter) (the narrowest cut),
+/// all-reduce as the faster of that ring and NCCL's tree. A calibration entry for
+/// (collective, ranks, tier) replaces the default bandwidth/latency when present.
 [[nodiscard]] double collective_time_s(Collective collective, double bytes, const GroupLink& link,
                                        const Calibration* calibration = nullptr);
 

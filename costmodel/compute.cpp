@@ -223,7 +223,11 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
     case Recompute::none:
       break;
     case Recompute::selective:
-      time.recompute_s = core.forward_s;
+      // Megatron: core attention again. torchtitan per-op: every other linear GEMM and the
+      // memory-bound ops (norms, activation, RoPE); SDPA's output is kept.
+      time.recompute_s = features.selective == SelectiveKind::attention
+                             ? core.forward_s
+                             : 0.5 * time.gemm_forward_s + hbm_time_s(gpu, fwd_bytes);
       break;
     case Recompute::full:
       time.recompute_s = time.forward_s;

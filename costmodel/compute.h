@@ -7,6 +7,7 @@
 #include "costmodel/calibration.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/stack.h"
 #include "topology/gpu.h"
 
 namespace trident {
@@ -77,6 +78,7 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 /// Software features of the training framework that change the compute.
 struct ComputeFeatures {
   bool fused_attention = true;  ///< flash-style attention: no s^2 tensors, causal blocks skipped
+  SelectiveKind selective = SelectiveKind::attention;  ///< what selective recompute repeats
 };
 
 /// One micro-batch through one transformer layer on one GPU (after the TP split).

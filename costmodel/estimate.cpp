@@ -13,31 +13,52 @@ namespace trident {
 
 namespace {
 
-/// One micro-batch through the bottleneck (last) stage: its layers plus the output layer.
+/// One micro-batch through the bottleneck stage (the slowest: a middle stage's layers, or
+/// the last stage's layers plus the output layer).
 struct StageTime {
   double forward_s = 0.0;
   double backward_s = 0.0;
   double recompute_s = 0.0;
-  double gemm_s = 0.0;  ///< linear GEMMs of fwd + bwd + recompute (what TP overlap can hide)
   LayerTime layer;      ///< one layer, one micro-batch (per-GEMM times for the TP overlap)
-  double layers = 0.0;  ///< layers on the stage
+  double layers = 0.0;  ///< layers on the bottleneck stage
   [[nodiscard]] double total_s() const { return forward_s + backward_s + recompute_s; }
 };
 
+/// CPU launch floor: a layer cannot run faster than the stack launches its kernels
+/// (forward kernels once, backward twice as many, recompute again).
+double launch_floor_s(const Stack& stack, Recompute recompute) {
+  const double passes = 3.0 + (recompute == Recompute::full ? 1.0 : 0.0);
+  return stack.kernels_per_layer_forward * stack.kernel_launch_us * 1e-6 * passes;
+}
+
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                      const EstimateOptions& options, const Calibration* calibration) {
-  const double layers = std::ceil(static_cast<double>(model.layers) / config.pp);
-  const LayerTime layer =
-      layer_time(cluster.gpu, model, config, {options.fused_attention}, calibration);
+  const Stack& stack = options.stack;
+  LayerTime layer = layer_time(cluster.gpu, model, config,
+                               {stack.attention != AttentionKernel::unfused, stack.selective},
+                               calibration);
+  const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
+  const double floor_s = launch_floor_s(stack, config.recompute);
+  if (floor_s > gpu_s && gpu_s > 0.0) {  // CPU-bound: every pass stretched alike
+    const double stretch = floor_s / gpu_s;
+    layer.forward_s *= stretch;
+    layer.backward_s *= stretch;
+    layer.recompute_s *= stretch;
+  }
   const LayerTime logits = logits_time(cluster.gpu, model, config, calibration);
-  const double recomputed_gemm = config.recompute == Recompute::full ? 1.0 : 0.0;
+  const StageLayers split = stage_layers(model.layers, config.pp);
+  const double with_logits = split.last;
+  const double without = std::max(config.pp > 1 ? split.first : 0, split.middle);
+  const double per_layer_s = layer.forward_s + layer.backward_s + layer.recompute_s;
+  const bool last_is_slowest =
+      with_logits * per_layer_s + logits.forward_s + logits.backward_s >= without * per_layer_s;
   StageTime time;
-  time.forward_s = layers * layer.forward_s + logits.forward_s;
-  time.backward_s = layers * layer.backward_s + logits.backward_s;
-  time.recompute_s = layers * layer.recompute_s;
-  time.gemm_s = layers * layer.gemm_forward_s * (3.0 + recomputed_gemm);
+  time.layers = last_is_slowest ? with_logits : without;
+  const double head = last_is_slowest ? 1.0 : 0.0;
+  time.forward_s = time.layers * layer.forward_s + head * logits.forward_s;
+  time.backward_s = time.layers * layer.backward_s + head * logits.backward_s;
+  time.recompute_s = time.layers * layer.recompute_s;
   time.layer = layer;
-  time.layers = layers;
   return time;
 }
 
@@ -45,11 +66,10 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
 /// parallelism each becomes a reduce-scatter + all-gather); full recompute repeats the
 /// forward ones. Counts are for one micro-batch through the stage.
 CommDetail tp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   const Calibration* calibration) {
+                   double layers, const Calibration* calibration) {
   CommDetail comm;
   comm.link = link;
   if (config.tp <= 1) return comm;
-  const double layers = std::ceil(static_cast<double>(model.layers) / config.pp);
   comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
                         dtype_bytes(model.training.dtype);
   comm.calls_per_step = layers * (config.recompute == Recompute::full ? 6.0 : 4.0);
@@ -120,63 +140,157 @@ double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatte
   return forward * (full_recompute ? 2.0 : 1.0) + backward;
 }
 
+/// Exposed TP time of one layer and one micro-batch with Megatron's backward overlap (no
+/// userbuffers): forward collectives exposed; in backward the input-gradient all-reduce of
+/// the column-parallel layers (QKV, FFN up) runs behind their weight-gradient GEMM
+/// (LinearWithGradAccumulationAndAsyncCommunication); with sequence parallelism the input
+/// re-gather runs behind the input-gradient GEMM and the reduce-scatter behind wgrad.
+double tp_backward_overlap_layer_s(const LayerTime& layer, const CommDetail& tp,
+                                   double gather_s, double scatter_s, bool sequence_parallel,
+                                   bool full_recompute) {
+  const double forward_calls = full_recompute ? 4.0 : 2.0;
+  double exposed = forward_calls * tp.time_per_call_s;
+  for (const std::size_t in : {std::size_t{0}, std::size_t{2}}) {  // QKV, FFN up
+    if (sequence_parallel) {
+      // Row-parallel output gradient gathered before its dgrad (exposed); the column-parallel
+      // input re-gathered behind dgrad, its gradient reduce-scattered behind wgrad.
+      exposed += gather_s + std::max(0.0, gather_s - layer.gemm_dgrad_s[in]) +
+                 std::max(0.0, scatter_s - layer.gemm_wgrad_s[in]);
+    } else {
+      exposed += std::max(0.0, tp.time_per_call_s - layer.gemm_wgrad_s[in]);
+    }
+  }
+  return exposed;
+}
+
 /// The part of `comm_s` that overlapping with `window_s` of compute cannot hide; at least
 /// the last bucket's share `floor_s`.
 double unhidden_s(double comm_s, double window_s, double floor_s) {
   return std::max(comm_s - window_s, std::min(comm_s, floor_s));
 }
 
+/// Time of `total_bytes` moved in buckets of `bucket_bytes`: one collective per bucket, each
+/// paying its latency.
+double bucketed_time_s(Collective collective, double total_bytes, double bucket_bytes,
+                       const GroupLink& link, const Calibration* calibration) {
+  if (total_bytes <= 0.0) return 0.0;
+  const double calls = std::ceil(total_bytes / bucket_bytes);
+  return calls * collective_time_s(collective, total_bytes / calls, link, calibration);
+}
+
+/// ZeRO-0/1/2 as Megatron/DeepSpeed run them: gradients reduced in buckets (all-reduce, or
+/// reduce-scatter with the weights all-gathered back), overlapped with the last micro-batch's
+/// backward / the next forward as far as the stack does; the last bucket cannot hide.
+void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
+                 double parameters, Dtype weight_dtype, const StageTime& stage,
+                 const Calibration* calibration) {
+  const double bucket = std::min(parameters, std::max(stack.dp_bucket_parameters,
+                                                      stack.dp_bucket_parameters_per_rank * config.dp));
+  const double reduce_bytes = stack.reduce_bytes(weight_dtype);
+  const double weight_bytes = dtype_bytes(weight_dtype);
+  const double grad_bytes = parameters * reduce_bytes;
+  const double share = bucket / parameters;
+  comm.bytes_per_call = grad_bytes;
+  comm.calls_per_step = 1.0;
+  const Collective reduce = config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+  const double grad_s = bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes,
+                                        comm.link, calibration);
+  const double grad_exposed_s = stack.dp_overlap_grad_reduce
+                                    ? unhidden_s(grad_s, stage.backward_s, grad_s * share)
+                                    : grad_s;
+  if (config.zero == 0) {
+    comm.time_per_call_s = grad_s;
+    comm.total_s = grad_s;
+    comm.exposed_s = grad_exposed_s;
+    return;
+  }
+  const double gather_bytes = parameters * weight_bytes;
+  const double gather_s = bucketed_time_s(Collective::all_gather, gather_bytes,
+                                          bucket * weight_bytes, comm.link, calibration);
+  comm.collective = Collective::reduce_scatter;
+  comm.gather_bytes_per_call = gather_bytes;
+  comm.time_per_call_s = grad_s + gather_s;
+  comm.total_s = grad_s + gather_s;
+  comm.exposed_s = grad_exposed_s + (stack.dp_overlap_param_gather
+                                         ? unhidden_s(gather_s, stage.forward_s, gather_s * share)
+                                         : gather_s);
+}
+
+/// Sharded data parallel (ZeRO-3 / FSDP FULL_SHARD; FSDP SHARD_GRAD_OP as ZeRO-2 keeps the
+/// weights through backward): per unit (one transformer layer) an all-gather of its weights
+/// before forward, again before backward when the stack reshards after forward, and a
+/// reduce-scatter of its gradients after backward, on every micro-batch unless the stack
+/// keeps them gathered (ZeRO-3 with PP in torchtitan: once per step). Each call pays NCCL's
+/// ring latency; the stack prefetches `prefetch_units` ahead, so a unit's gather hides behind
+/// the previous unit's compute and only the excess (gather slower than compute) and the first
+/// gather / last reduce-scatter of each pass are exposed.
+void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& config,
+                const Stack& stack, long long m, const StageTime& stage,
+                const Calibration* calibration) {
+  const double weight_bytes = dtype_bytes(model.training.dtype);
+  const double unit_params =
+      count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
+  const double units = stage.layers;
+  comm.collective = Collective::reduce_scatter;
+  comm.bytes_per_call = unit_params * stack.reduce_bytes(model.training.dtype);
+  comm.gather_bytes_per_call = unit_params * weight_bytes;
+  comm.unit_gather_s = collective_time_s(Collective::all_gather, comm.gather_bytes_per_call,
+                                         comm.link, calibration);
+  comm.unit_scatter_s = collective_time_s(Collective::reduce_scatter, comm.bytes_per_call,
+                                          comm.link, calibration);
+  const double ag = comm.unit_gather_s;
+  const double rs = comm.unit_scatter_s;
+  const double fwd_unit = stage.layer.forward_s;
+  const double bwd_unit = stage.layer.backward_s + stage.layer.recompute_s;
+  const bool prefetch = stack.prefetch_units > 0;
+  const bool post = stack.backward_prefetch == BackwardPrefetch::post;
+  const bool backward_prefetch = prefetch && stack.backward_prefetch != BackwardPrefetch::none;
+  // One pass over the units: `comm_s` per unit against `compute_s` per unit.
+  const auto pass_exposed = [&](double comm_s, double compute_s, double edge_s, bool ahead) {
+    if (comm_s <= 0.0) return 0.0;
+    if (!ahead) return units * comm_s;
+    return edge_s + std::max(0.0, (units - 1.0) * (comm_s - compute_s));
+  };
+  // Backward: with BACKWARD_POST the next gather waits for the current unit's gradients, so
+  // every gather is exposed and only the reduce-scatters overlap.
+  const auto backward_exposed = [&](double gather_s, double scatter_s) {
+    if (post) return units * gather_s + pass_exposed(scatter_s, bwd_unit, scatter_s, true);
+    return pass_exposed(gather_s + scatter_s, bwd_unit, gather_s + scatter_s, backward_prefetch);
+  };
+  const double md = static_cast<double>(m);
+  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
+  const bool reshard = config.zero >= 3 && stack.reshard_after_forward && !keeps;
+  const double gather_passes = keeps ? 1.0 : md * (reshard ? 2.0 : 1.0);
+  const double scatter_passes = keeps || !stack.reduce_every_micro_batch ? 1.0 : md;
+  comm.unit_gathers_per_step = gather_passes * units;
+  comm.unit_scatters_per_step = scatter_passes * units;
+  comm.calls_per_step = comm.unit_scatters_per_step;
+  comm.time_per_call_s = rs;
+  comm.total_s = comm.unit_gathers_per_step * ag + comm.unit_scatters_per_step * rs;
+  const double forward_passes = keeps ? 1.0 : md;
+  const double backward_gather = reshard ? ag : 0.0;
+  double exposed = forward_passes * pass_exposed(ag, fwd_unit, ag, prefetch);
+  // Backward passes that reduce-scatter, and those that only re-gather.
+  exposed += scatter_passes * backward_exposed(backward_gather, rs);
+  if (!keeps) exposed += (md - scatter_passes) * backward_exposed(backward_gather, 0.0);
+  comm.exposed_s = exposed;
+}
+
 /// DP: the gradient all-reduce (ZeRO 0), reduce-scatter + weight all-gather (ZeRO 1/2), and
-/// per micro-batch weight all-gathers forward and backward + gradient reduce-scatter (ZeRO 3).
+/// per unit all-gathers and reduce-scatters (ZeRO 3, and ZeRO 2 where the stack shards per
+/// unit: FSDP SHARD_GRAD_OP).
 CommDetail dp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
                    double parameters, long long m, const StageTime& stage,
                    const EstimateOptions& options, const Calibration* calibration) {
   CommDetail comm;
   comm.link = link;
   if (config.dp <= 1) return comm;
-  const double grad_bytes = parameters * options.grad_reduce_bytes;
-  const double weight_bytes = parameters * dtype_bytes(model.training.dtype);
-  const double bucket = std::min(1.0, options.dp_bucket_parameters / parameters);
-  const double grad_s =
-      collective_time_s(config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter,
-                        grad_bytes, link, calibration);
-  const double gather_s = config.zero == 0 ? 0.0
-                          : collective_time_s(Collective::all_gather, weight_bytes, link,
-                                              calibration);
-  comm.bytes_per_call = grad_bytes;
-  if (config.zero == 0) {
-    comm.calls_per_step = 1.0;
-    comm.time_per_call_s = grad_s;
-    comm.total_s = grad_s;
-    comm.exposed_s = options.overlap_dp_comm ? unhidden_s(grad_s, stage.backward_s, grad_s * bucket)
-                                             : grad_s;
-    return comm;
+  const Stack& stack = options.stack;
+  if (config.zero >= 3 || (config.zero == 2 && stack.zero2_per_unit)) {
+    sharded_dp(comm, model, config, stack, m, stage, calibration);
+  } else {
+    bucketed_dp(comm, config, stack, parameters, model.training.dtype, stage, calibration);
   }
-  comm.collective = Collective::reduce_scatter;
-  comm.gather_bytes_per_call = weight_bytes;
-  comm.time_per_call_s = grad_s + gather_s;
-  if (config.zero <= 2) {
-    comm.calls_per_step = 1.0;
-    comm.total_s = grad_s + gather_s;
-    comm.exposed_s = options.overlap_dp_comm
-                         ? unhidden_s(grad_s, stage.backward_s, grad_s * bucket) +
-                               unhidden_s(gather_s, stage.forward_s, gather_s * bucket)
-                         : comm.total_s;
-    return comm;
-  }
-  // ZeRO-3: per micro-batch, gather the weights for forward and again for backward, and
-  // reduce-scatter the gradients; prefetching hides them behind that micro-batch's compute
-  // except the first layer's gather.
-  const double per_mb = 2.0 * gather_s + grad_s;
-  comm.calls_per_step = static_cast<double>(m);
-  comm.time_per_call_s = per_mb;
-  comm.total_s = per_mb * static_cast<double>(m);
-  const double layers = std::ceil(static_cast<double>(model.layers) / config.pp);
-  const double unhidden_per_mb = std::max(0.0, gather_s - stage.forward_s) +
-                             std::max(0.0, gather_s + grad_s - stage.backward_s - stage.recompute_s);
-  comm.exposed_s = options.overlap_dp_comm
-                       ? unhidden_per_mb * static_cast<double>(m) + gather_s / layers
-                       : comm.total_s;
   return comm;
 }
 
@@ -197,25 +311,34 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.backward_s = md * stage.backward_s;
   out.time.recompute_s = md * stage.recompute_s;
 
-  out.tp = tp_comm(model, config, placement.tp, calibration);
+  const Stack& stack = options.stack;
+  out.tp = tp_comm(model, config, placement.tp, stage.layers, calibration);
   out.tp.calls_per_step *= md;
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
   out.tp.exposed_s = out.tp.total_s;
-  if (options.overlap_tp_comm && config.tp > 1) {
+  if (config.tp > 1 && stack.tp_overlap != TpOverlap::none) {
     const double gather_s = collective_time_s(Collective::all_gather, out.tp.bytes_per_call,
                                               placement.tp, calibration);
     const double scatter_s = collective_time_s(Collective::reduce_scatter,
                                                out.tp.bytes_per_call, placement.tp, calibration);
-    out.tp.exposed_s = md * stage.layers *
-                       tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
-                                          kernel_profile(gpu).sm_count,
-                                          config.recompute == Recompute::full);
+    const bool full = config.recompute == Recompute::full;
+    // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core
+    // still overlaps the backward input-gradient all-reduce.
+    const double per_layer_s =
+        stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel
+            ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s, kernel_profile(gpu).sm_count,
+                                 full)
+            : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
+                                          config.sequence_parallel, full);
+    out.tp.exposed_s = std::min(out.tp.total_s, md * stage.layers * per_layer_s);
   }
 
   out.pp = pp_comm(model, config, placement.pp, calibration);
   out.pp.calls_per_step *= md;
   out.pp.total_s = out.pp.calls_per_step * out.pp.time_per_call_s;
-  out.pp.exposed_s = options.overlap_pp_comm
+  // Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
+  // overlap_p2p_comm off without virtual stages).
+  out.pp.exposed_s = stack.pp_overlap && config.virtual_stages > 1
                          ? std::min(out.pp.total_s, 2.0 * (config.pp - 1) * out.pp.time_per_call_s)
                          : out.pp.total_s;
 
@@ -237,7 +360,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                     out.time.optimizer_s;
 
   const double global_batch = static_cast<double>(model.training.global_batch);
-  const StepFlops flops = step_flops(model, global_batch, config.recompute);
+  const StepFlops flops = step_flops(model, global_batch, config.recompute, stack.selective);
   out.model_flops = flops.model;
   out.model_flops_causal = flops.model_causal;
   out.hardware_flops = flops.hardware;
@@ -245,9 +368,20 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.model_tflops_per_gpu = flops.model / gpu_seconds / 1e12;
   out.hardware_tflops_per_gpu = flops.hardware / gpu_seconds / 1e12;
   out.mfu = out.model_tflops_per_gpu / gpu.peak_tflops(model.training.dtype);
+  out.mfu_causal = out.mfu * flops.model_causal / flops.model;
+  out.time.step_s = std::isfinite(out.time.step_s) ? out.time.step_s : 0.0;
+  out.step_s_low = out.time.step_s * (1.0 - stack.measured_error);
+  out.step_s_high = out.time.step_s * (1.0 + stack.measured_error);
   out.tokens_per_s = global_batch * model.seq_len / out.time.step_s;
   out.bubble_fraction = out.time.bubble_s / out.time.step_s;
-  out.memory = peak_memory(gpu, model, config, {options.reserve_gib, options.fused_attention});
+  MemoryOptions memory;
+  memory.reserve_gib = options.reserve_gib;
+  memory.fused_attention = stack.attention != AttentionKernel::unfused;
+  memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
+  memory.prefetch_units = stack.prefetch_units;
+  memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
+  memory.selective = stack.selective;
+  out.memory = peak_memory(gpu, model, config, memory);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
 #include "costmodel/placement.h"
+#include "costmodel/stack.h"
 #include "topology/cluster.h"
 
 namespace trident {
@@ -52,6 +53,12 @@ struct CommDetail {
   double time_per_call_s = 0.0;
   double total_s = 0.0;         ///< all calls, before overlap
   double exposed_s = 0.0;       ///< on the critical path
+  /// Sharded data parallel (ZeRO-3/FSDP): one unit's weight all-gather and gradient
+  /// reduce-scatter, and how many of each run per step (0 otherwise).
+  double unit_gather_s = 0.0;
+  double unit_scatter_s = 0.0;
+  double unit_gathers_per_step = 0.0;
+  double unit_scatters_per_step = 0.0;
 };
 
 struct Estimate {
@@ -63,6 +70,9 @@ struct Estimate {
   double model_tflops_per_gpu = 0.0;
   double hardware_tflops_per_gpu = 0.0;
   double mfu = 0.0;             ///< model FLOPs / (GPUs x dense peak x step time)
+  double mfu_causal = 0.0;      ///< same with attention's causal half not counted
+  double step_s_low = 0.0;      ///< step time minus the stack's measured error
+  double step_s_high = 0.0;     ///< step time plus the stack's measured error
   double tokens_per_s = 0.0;
   double bubble_fraction = 0.0; ///< bubble_s / step_s
   long long num_micro_batches = 0;
@@ -79,16 +89,11 @@ inline constexpr double kTpOverlapCommSms = 16.0;
 inline constexpr double kTpOverlapPipelineSplits = 4.0;
 inline constexpr double kTpOverlapDefaultSms = 132.0;
 
-/// Memory reserve and the training framework's features that change time. Defaults are
-/// Megatron-Core's (2024): flash attention, gradient reduction overlapped with backward.
+/// Memory reserve and the software stack that runs the split (costmodel/stack.h). The
+/// default stack is Megatron-Core's, as the `megatron-core` preset describes it.
 struct EstimateOptions {
   double reserve_gib = 4.0;  ///< kept free on each GPU (CUDA context, NCCL buffers, fragmentation)
-  bool fused_attention = true;   ///< flash-style attention (no s^2 tensors, causal blocks skipped)
-  bool overlap_tp_comm = false;  ///< TP collectives hidden behind the linear GEMMs (TE userbuffers)
-  bool overlap_pp_comm = false;  ///< PP send/recv overlapped except the fill and drain
-  bool overlap_dp_comm = true;   ///< DP reduction overlapped with the last micro-batch's backward
-  double grad_reduce_bytes = 4.0;       ///< bytes per gradient in the DP reduction (fp32 main grads)
-  double dp_bucket_parameters = 4.0e7;  ///< DP bucket (Megatron: 40M); the last cannot hide
+  Stack stack;
 };
 
 /// Evaluates one configuration. Pure arithmetic; the caller guarantees the config is

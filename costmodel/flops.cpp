@@ -21,26 +21,30 @@ double logits_forward_flops(const Model& model, double sequences) {
   return 2.0 * sequences * model.seq_len * static_cast<double>(model.hidden) * model.vocab;
 }
 
-double recompute_forward_flops(const LayerFlops& layer, Recompute recompute) {
+double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
+                               SelectiveKind selective) {
   switch (recompute) {
     case Recompute::none:
       return 0.0;
     case Recompute::selective:
-      return layer.attention_core();
+      return selective == SelectiveKind::attention
+                 ? layer.attention_core()
+                 : 0.5 * (layer.qkv + layer.out_proj + layer.ffn);
     case Recompute::full:
       return layer.total();
   }
   return 0.0;
 }
 
-StepFlops step_flops(const Model& model, double global_batch, Recompute recompute) {
+StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
+                     SelectiveKind selective) {
   const LayerFlops layer = layer_forward_flops(model, global_batch);
   const double layers = model.layers;
   const double logits = logits_forward_flops(model, global_batch);
   StepFlops flops;
   flops.model = 3.0 * (layers * layer.total() + logits);
   flops.model_causal = flops.model - 3.0 * layers * 0.5 * layer.attention_core();
-  flops.hardware = flops.model + layers * recompute_forward_flops(layer, recompute);
+  flops.hardware = flops.model + layers * recompute_forward_flops(layer, recompute, selective);
   return flops;
 }
 

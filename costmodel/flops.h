@@ -4,6 +4,7 @@
 /// (all TP ranks together); divide by tp for one GPU. Derivation: docs/cost_model.md#flops.
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/stack.h"
 
 namespace trident {
 
@@ -26,7 +27,9 @@ struct LayerFlops {
 
 /// Extra forward FLOPs per layer that recomputation adds: none 0, selective the attention
 /// core (scores + context, Korthikanti 2022 section 5), full the whole layer forward.
-[[nodiscard]] double recompute_forward_flops(const LayerFlops& layer, Recompute recompute);
+/// torchtitan's per-op selective recompute repeats every other linear GEMM instead.
+[[nodiscard]] double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
+                                             SelectiveKind selective = SelectiveKind::attention);
 
 /// FLOPs of one training step of the whole job (global_batch sequences).
 struct StepFlops {
@@ -35,6 +38,7 @@ struct StepFlops {
   double hardware = 0.0;      ///< model + recomputation (attention not halved)
 };
 
-[[nodiscard]] StepFlops step_flops(const Model& model, double global_batch, Recompute recompute);
+[[nodiscard]] StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
+                                   SelectiveKind selective = SelectiveKind::attention);
 
 }  // namespace trident

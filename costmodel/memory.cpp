@@ -5,6 +5,7 @@
 
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
+#include "costmodel/pipeline.h"
 
 namespace trident {
 
@@ -12,8 +13,13 @@ namespace {
 
 constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 
-double layers_per_stage(const Model& model, const ParallelConfig& config) {
-  return std::ceil(static_cast<double>(model.layers) / config.pp);
+/// Layers on a stage: the first, the last, a middle one (neither), or all of them (both).
+double layers_on_stage(const Model& model, const ParallelConfig& config, bool first, bool last) {
+  const StageLayers split = stage_layers(model.layers, config.pp);
+  if (first && last) return model.layers;
+  if (first) return split.first;
+  if (last) return split.last;
+  return split.middle;
 }
 
 /// Bytes per parameter of the three model states after ZeRO sharding over dp.
@@ -23,15 +29,20 @@ struct StateBytes {
   double optimizer = 0.0;
 };
 
-StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config) {
+StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config,
+                                     const MemoryOptions& options) {
   const double dp = config.dp;
   const double optimizer = model.training.optimizer == Optimizer::adam
                                ? kAdamStateBytesPerParameter
                                : kSgdStateBytesPerParameter;
-  StateBytes bytes{dtype_bytes(model.training.dtype), kGradientBytesPerParameter, optimizer};
+  StateBytes bytes{dtype_bytes(model.training.dtype), options.grad_buffer_bytes, optimizer};
+  // ZeRO-3 with PP in torchtitan keeps the gathered weights and the unsharded gradients
+  // across the micro-batches (reshard_after_forward False, no gradient sync until the last).
+  const bool keeps_gathered = config.zero >= 3 && config.pp > 1 && options.zero3_keeps_gathered;
   if (config.zero >= 1) bytes.optimizer /= dp;
-  if (config.zero >= 2) bytes.gradients /= dp;
-  if (config.zero >= 3) bytes.weights /= dp;
+  if (config.zero >= 2 && !keeps_gathered) bytes.gradients /= dp;
+  if (config.zero >= 3 && !keeps_gathered) bytes.weights /= dp;
+  if (keeps_gathered) bytes.optimizer += dtype_bytes(model.training.dtype) / dp;  // the shard
   return bytes;
 }
 
@@ -43,19 +54,20 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
   const double sp = config.sequence_parallel ? tp : 1.0;
   const double sbh = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden;
   const double params = stage_parameters(model, config, first, last);
-  const StateBytes per = state_bytes_per_parameter(model, config);
+  const StateBytes per = state_bytes_per_parameter(model, config, options);
   const double in_flight = first ? in_flight_micro_batches(config.pp, config.virtual_stages,
                                                            micro_batches)
-                                 : std::min<double>(static_cast<double>(config.pp),
+                                 : std::min<double>(static_cast<double>(config.pp) - 1.0,
                                                     static_cast<double>(micro_batches));
-  // The last stage keeps one micro-batch in flight; stage s keeps p - s.
+  // Stage s keeps p - s micro-batches in flight: the last one, the second p - 1.
   const double stage_in_flight = last && !first ? 1.0 : in_flight;
   MemoryBreakdown memory;
   memory.weights_bytes = params * per.weights;
   memory.gradients_bytes = params * per.gradients;
   memory.optimizer_bytes = params * per.optimizer;
-  memory.activations_bytes = layer_activation_bytes(model, config, options.fused_attention) *
-                             layers_per_stage(model, config) * stage_in_flight;
+  memory.activations_bytes =
+      layer_activation_bytes(model, config, options.fused_attention, options.selective) *
+                             layers_on_stage(model, config, first, last) * stage_in_flight;
   double other = 2.0 * sbh;  // the gathered layer input of sequence/tensor parallelism
   if (first) other += sbh / sp * stage_in_flight;  // embedding dropout mask (1 byte)
   if (last) {
@@ -64,8 +76,12 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
              2.0 * sbh / sp;
   }
   if (config.zero >= 3 && config.dp > 1) {  // dp 1: nothing is sharded, nothing gathered
+    // The unit being computed and the prefetched ones, gathered (weights) and unsharded
+    // (gradients before their reduce-scatter).
     const ParameterCount count = count_parameters(model);
-    other += 2.0 * count.per_layer / tp * dtype_bytes(model.training.dtype);  // prefetch
+    const double units = 1.0 + options.prefetch_units;
+    other += units * count.per_layer / tp *
+             (dtype_bytes(model.training.dtype) + options.grad_buffer_bytes);
   }
   memory.other_bytes = other;
   memory.total_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
@@ -76,7 +92,7 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
 }  // namespace
 
 double layer_activation_bytes(const Model& model, const ParallelConfig& config,
-                              bool fused_attention) {
+                              bool fused_attention, SelectiveKind selective) {
   const double tp = config.tp;
   const double sp = config.sequence_parallel ? tp : 1.0;
   const double sb = static_cast<double>(config.micro_batch) * model.seq_len;
@@ -84,6 +100,13 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   const double h_kv = model.kv_hidden();
   const double f = model.ffn_hidden;
   if (config.recompute == Recompute::full) return 2.0 * sb * h / sp;  // the layer input only
+  if (config.recompute == Recompute::selective && selective == SelectiveKind::per_op) {
+    // torchtitan's per-op policy keeps the block input, every other matmul output (half of
+    // Q, K, V, output projection, FFN up/gate and down: h + 2 h_kv + h + f (x2 gated) + h),
+    // and SDPA's output with its fp32 log-sum-exp.
+    const double mm_out = 3.0 * h + 2.0 * h_kv + (is_gated(model.ffn) ? 2.0 : 1.0) * f;
+    return 2.0 * sb * h / sp + (sb * mm_out + 2.0 * sb * h + 4.0 * sb * model.heads) / config.tp;
+  }
   // Kept whole on every TP rank unless sequence parallel: two norm inputs (4), the QKV and
   // FFN inputs (2 + 2), two dropout masks (1 + 1).
   const double replicated = 10.0 * sb * h;
@@ -113,7 +136,8 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
   const ParameterCount count = count_parameters(model);
   const double tp = config.tp;
   const double sharded = count.attention_per_layer + count.ffn_per_layer;
-  double params = layers_per_stage(model, config) * (sharded / tp + count.norms_per_layer);
+  double params =
+      layers_on_stage(model, config, first_stage, last_stage) * (sharded / tp + count.norms_per_layer);
   const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
   if (first_stage) params += token_embedding / tp + (count.embedding - token_embedding);
   if (last_stage) {
@@ -131,7 +155,11 @@ MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelCo
   MemoryBreakdown peak = first;
   if (config.pp > 1) {
     const MemoryBreakdown last = stage_memory(model, config, options, false, true, m);
-    if (last.total_bytes > first.total_bytes) peak = last;
+    if (last.total_bytes > peak.total_bytes) peak = last;
+  }
+  if (config.pp > 2) {  // the second stage: p - 1 in flight, a middle stage's layers
+    const MemoryBreakdown middle = stage_memory(model, config, options, false, false, m);
+    if (middle.total_bytes > peak.total_bytes) peak = middle;
   }
   peak.capacity_bytes = (gpu.memory_gib - options.reserve_gib) * kBytesPerGib;
   peak.fits = peak.total_bytes <= peak.capacity_bytes;

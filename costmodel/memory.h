@@ -5,6 +5,7 @@
 /// Derivation and sources: docs/cost_model.md#memory.
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/stack.h"
 #include "topology/gpu.h"
 
 namespace trident {
@@ -22,7 +23,8 @@ inline constexpr double kSgdStateBytesPerParameter = 8.0;
 /// 1-byte dropout masks). Reduces to Korthikanti's s*b*h*(10 + 24/t + 5*a*s/(h*t)) for
 /// f = 4h, k = a, no sequence parallelism, unfused attention, no recompute.
 [[nodiscard]] double layer_activation_bytes(const Model& model, const ParallelConfig& config,
-                                            bool fused_attention);
+                                            bool fused_attention,
+                                            SelectiveKind selective = SelectiveKind::attention);
 
 /// Micro-batches whose activations stage 0 holds at its peak, in units of one micro-batch
 /// through its layers: min(p, m) for 1F1B, times (1 + (p-1)/(p*v)) when interleaved.
@@ -36,9 +38,13 @@ inline constexpr double kSgdStateBytesPerParameter = 8.0;
 struct MemoryOptions {
   double reserve_gib = 4.0;
   bool fused_attention = true;
+  double grad_buffer_bytes = kGradientBytesPerParameter;  ///< the stack's gradient dtype
+  int prefetch_units = 1;             ///< ZeRO-3 units gathered ahead of the one computing
+  bool zero3_keeps_gathered = false;  ///< ZeRO-3 with PP keeps weights and gradients whole
+  SelectiveKind selective = SelectiveKind::attention;
 };
 
-/// Memory of the peak rank (the larger of the first and the last pipeline stage).
+/// Memory of the peak rank (the largest of the first, a middle and the last pipeline stage).
 [[nodiscard]] MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model,
                                           const ParallelConfig& config,
                                           const MemoryOptions& options);

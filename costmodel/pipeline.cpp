@@ -70,6 +70,20 @@ double dependency_end(EndTimes& ends, const Op& op, int stage, int pp, int v) {
 
 }  // namespace
 
+int StageLayers::most() const { return std::max({first, middle, last}); }
+
+StageLayers stage_layers(int layers, int pp) {
+  if (pp <= 1) return {layers, 0, layers};
+  const int ceil_layers = (layers + pp - 1) / pp;
+  const int shortfall = pp * ceil_layers - layers;
+  const int from_last = std::min(ceil_layers - 1, (shortfall + 1) / 2);
+  const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
+  const int rest = shortfall - from_last - from_first;  // taken one each off middle stages
+  StageLayers out{ceil_layers - from_first, 0, ceil_layers - from_last};
+  if (pp > 2) out.middle = rest >= pp - 2 ? ceil_layers - 1 : ceil_layers;
+  return out;
+}
+
 double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {
   if (micro_batches <= 0 || virtual_stages <= 0) return 0.0;
   return (pp - 1.0) / (static_cast<double>(virtual_stages) * static_cast<double>(micro_batches));

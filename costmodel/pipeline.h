@@ -5,6 +5,20 @@
 
 namespace trident {
 
+/// Layers each pipeline stage holds, split as Megatron-Core (--decoder-first/last-pipeline-
+/// num-layers), torchtitan (first/last_stage_less_layers) and DeepSpeed (partition_method
+/// 'parameters', embedding and output counted) do: the middle stages hold ceil(L/p); the
+/// shortfall p*ceil(L/p) - L comes off the last stage (which also runs the output layer) and the
+/// first stage (the embedding), at least one layer left on each; what remains comes off middle
+/// stages. Even splits: L/p everywhere. pp = 1: one stage of L.
+struct StageLayers {
+  int first = 0;
+  int middle = 0;  ///< the most layers any middle stage holds (0 when pp < 3)
+  int last = 0;
+  [[nodiscard]] int most() const;
+};
+[[nodiscard]] StageLayers stage_layers(int layers, int pp);
+
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);
 

@@ -75,20 +75,41 @@ void check_options(const Model& model, const SearchOptions& options) {
   if (options.zero && (*options.zero < 0 || *options.zero > 3)) {
     throw InputError("--zero " + std::to_string(*options.zero) + ": expected 0, 1, 2 or 3");
   }
-  if (options.zero && *options.zero >= 2 && options.pp && *options.pp > 1) {
+  const Stack& stack = options.stack;
+  if (options.zero && !stack.supports_zero(*options.zero, 1)) {
+    throw InputError("--zero " + std::to_string(*options.zero) + ": stack " + stack.name +
+                     " does not run ZeRO-" + std::to_string(*options.zero));
+  }
+  if (options.zero && options.pp && *options.pp > 1 && !stack.supports_zero(*options.zero, *options.pp)) {
     throw InputError("--zero " + std::to_string(*options.zero) + " with --pp " +
-                     std::to_string(*options.pp) +
-                     ": ZeRO-2/3 do not combine with pipeline parallelism (DeepSpeed and "
-                     "Megatron-LM refuse it); use --zero 0 or 1, or --pp 1");
+                     std::to_string(*options.pp) + ": stack " + stack.name +
+                     " does not combine ZeRO-" + std::to_string(*options.zero) +
+                     " with pipeline parallelism; use another --zero, --pp 1 or another --stack");
+  }
+  if (options.recompute && !stack.supports(*options.recompute)) {
+    throw InputError(std::string("--recompute ") + to_string(*options.recompute) + ": stack " +
+                     stack.name + " has no " + to_string(*options.recompute) + " recompute");
+  }
+  if (options.sequence_parallel && *options.sequence_parallel && !stack.sequence_parallel) {
+    throw InputError("--sequence-parallel on: stack " + stack.name + " has no sequence parallelism");
+  }
+  if (options.vp && *options.vp > 1 && !stack.interleaved_pipeline) {
+    throw InputError("--vp " + std::to_string(*options.vp) + ": stack " + stack.name +
+                     " has no interleaved pipeline schedule");
   }
   if (options.tp && (model.heads % *options.tp != 0 || model.kv_heads % *options.tp != 0)) {
     throw InputError("--tp " + std::to_string(*options.tp) + ": must divide the model's heads (" +
                      std::to_string(model.heads) + ") and kv_heads (" +
                      std::to_string(model.kv_heads) + ")");
   }
-  if (options.pp && model.layers % *options.pp != 0) {
+  if (options.pp && model.layers % *options.pp != 0 && !stack.uneven_stages) {
     throw InputError("--pp " + std::to_string(*options.pp) + ": must divide the model's layers (" +
-                     std::to_string(model.layers) + ")");
+                     std::to_string(model.layers) + ") under stack " + stack.name +
+                     ", which has no uneven pipeline stages");
+  }
+  if (options.pp && *options.pp > model.layers) {
+    throw InputError("--pp " + std::to_string(*options.pp) + ": more stages than the model's " +
+                     std::to_string(model.layers) + " layers");
   }
   if (model.training.global_batch < 1) {
     throw InputError("global batch: not given (set training.global_batch in the model or pass "
@@ -116,7 +137,12 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
   std::vector<Split> out;
   const long long batch = model.training.global_batch;
   for (const int tp : tp_candidates(model, options)) {
-    for (const int pp : divisors(model.layers)) {
+    if (gpus % tp != 0) continue;
+    // Even splits: PP divides the layers. With uneven stages any PP up to the layers that
+    // divides the GPUs left by TP.
+    const auto pps = options.stack.uneven_stages ? divisors(gpus / tp) : divisors(model.layers);
+    for (const int pp : pps) {
+      if (pp > model.layers) break;
       if (!allowed(options.pp, pp) || gpus % (tp * pp) != 0) continue;
       const int dp = gpus / (tp * pp);
       if (allowed(options.dp, dp) && batch % dp == 0) out.push_back({tp, pp, dp});
@@ -131,9 +157,7 @@ class SplitSearch {
   SplitSearch(const Cluster& cluster, const Model& model, const SearchOptions& options,
               const Calibration* calibration, SearchResult& result)
       : cluster_(cluster), model_(model), options_(options), calibration_(calibration),
-        result_(result) {
-    estimate_options_.reserve_gib = options.reserve_gib;
-  }
+        result_(result), estimate_options_(estimate_options(options)) {}
 
   void run(const Split& split) {
     ParallelConfig config;
@@ -146,8 +170,12 @@ class SplitSearch {
       if (!allowed(options_.micro_batch, mb)) continue;
       config.micro_batch = mb;
       const long long m = per_replica / mb;
-      for (const int vp : divisors(model_.layers / split.pp)) {
+      // Interleaving splits each stage's layers into vp chunks: vp divides the (largest)
+      // stage's layer count, ceil(L/p) when the split is uneven.
+      const int stage_layers = (model_.layers + split.pp - 1) / split.pp;
+      for (const int vp : divisors(stage_layers)) {
         if (!allowed(options_.vp, vp)) continue;
+        if (vp > 1 && !options_.stack.interleaved_pipeline) continue;
         // Megatron-LM's interleaved schedule: needs pp > 1 and m a multiple of pp.
         if (vp > 1 && (split.pp < 2 || m % split.pp != 0)) continue;
         config.virtual_stages = vp;
@@ -160,16 +188,17 @@ class SplitSearch {
   void run_knobs(ParallelConfig config) {
     for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
       if (options_.recompute && *options_.recompute != recompute) continue;
+      if (!options_.stack.supports(recompute)) continue;
       config.recompute = recompute;
       for (int zero = 0; zero <= 3; ++zero) {
         if (!allowed(options_.zero, zero)) continue;
-        // Gradient/parameter sharding does not combine with pipelining in the frameworks that
-        // run these plans: DeepSpeed's PipelineEngine asserts "ZeRO-2 and ZeRO-3 are
-        // incompatible with pipeline parallelism"; Megatron-LM's distributed optimizer is ZeRO-1.
-        if (zero >= 2 && config.pp > 1) continue;
+        // Only the ZeRO stages the stack runs with this PP (DeepSpeed's PipelineEngine
+        // asserts ZeRO < 2; Megatron's distributed optimizer is ZeRO-1; torchtitan runs FSDP
+        // with PP): costmodel/stack.h.
+        if (!options_.stack.supports_zero(zero, config.pp)) continue;
         config.zero = zero;
         for (const bool sp : {false, true}) {
-          if (sp && config.tp < 2) continue;
+          if (sp && (config.tp < 2 || !options_.stack.sequence_parallel)) continue;
           if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
           config.sequence_parallel = sp;
           evaluate(config);
@@ -244,10 +273,20 @@ bool better_plan(const PlanResult& a, const PlanResult& b) {
   return plan_key(a) < plan_key(b);
 }
 
+EstimateOptions estimate_options(const SearchOptions& options) {
+  EstimateOptions out;
+  out.reserve_gib = options.reserve_gib;
+  out.stack = options.stack;
+  return out;
+}
+
+bool tied_with_leader(const PlanResult& leader, const PlanResult& plan) {
+  return plan.estimate.time.step_s <= leader.estimate.step_s_high;
+}
+
 PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const ParallelConfig& config,
-                         const Calibration* calibration, double reserve_gib) {
-  EstimateOptions options;
-  options.reserve_gib = reserve_gib;
+                         const Calibration* calibration, const EstimateOptions& options) {
+  const double reserve_gib = options.reserve_gib;
   PlanResult best;
   for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
     const auto placement = place(cluster, config, order);

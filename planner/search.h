@@ -31,6 +31,7 @@ struct SearchOptions {
   int min_tp = 1;
   int max_tp = 0;           ///< 0 = no limit
   double reserve_gib = 4.0; ///< kept free on every GPU (context, NCCL buffers)
+  Stack stack;              ///< the software that runs the split; only what it supports is tried
   std::size_t keep = 10;    ///< feasible plans kept, best first
   bool show_infeasible = false;
   std::size_t keep_infeasible = 10;  ///< closest-to-fitting infeasible plans kept when shown
@@ -72,7 +73,14 @@ using SearchProgress = std::function<void(std::size_t done, std::size_t total)>;
 [[nodiscard]] PlanResult evaluate_plan(const Cluster& cluster, const Model& model,
                                        const ParallelConfig& config,
                                        const Calibration* calibration = nullptr,
-                                       double reserve_gib = 4.0);
+                                       const EstimateOptions& options = {});
+
+/// The cost model's options for a search: its reserve and stack.
+[[nodiscard]] EstimateOptions estimate_options(const SearchOptions& options);
+
+/// Plans whose step time lies within the leader's band (the stack's measured error): their
+/// difference is inside the model's error. `plans` best first; the leader is plans[0].
+[[nodiscard]] bool tied_with_leader(const PlanResult& leader, const PlanResult& plan);
 
 /// Sorted divisors of n (n >= 1).
 [[nodiscard]] std::vector<int> divisors(long long n);

@@ -67,12 +67,6 @@ constexpr double kSameSpeed = 1e-9;
   return text;
 }
 
-[[nodiscard]] EstimateOptions estimate_options(const SearchOptions& options) {
-  EstimateOptions out;
-  out.reserve_gib = options.reserve_gib;
-  return out;
-}
-
 // ---- groups hit -------------------------------------------------------------------------
 
 /// The cost model times a group's in-domain and cross-domain phases apart, so either
@@ -284,7 +278,7 @@ struct Regrouped {
                              "of " + dead_text(c.degraded) + " to (the job uses all " +
                              std::to_string(c.healthy.servers) + ")");
     }
-    PlanResult plan = evaluate_plan(c.degraded, c.model, config, c.calibration, c.options.reserve_gib);
+    PlanResult plan = evaluate_plan(c.degraded, c.model, config, c.calibration, estimate_options(c.options));
     return with_plan(WhatIfKind::replace, std::move(plan), config.gpus(),
                      "moves the ranks of " + dead_text(c.degraded) + " onto spare GPUs");
   }

@@ -63,6 +63,9 @@ inline constexpr long long kMaxClusterGpus = 1LL << 24;
 
 struct Cluster {
   std::string name;
+  /// The software stack named by the file's `stack:` key (a preset NAME or FILE), "" = none;
+  /// the CLI resolves it (a --stack flag wins).
+  std::string stack;
   Gpu gpu;
   int servers = 1;
   int gpus_per_server = 8;

@@ -19,7 +19,7 @@ const std::vector<std::string> kGpuKeys = {
     "pcie_gbps", "pcie_latency_us", "nvlink_latency_us", "network_latency_us", "sm_count",
     "sustained_clock_ratio", "attention_forward_efficiency", "attention_backward_efficiency"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
-const std::vector<std::string> kClusterKeys = {"name",   "gpu",     "servers", "gpus_per_server",
+const std::vector<std::string> kClusterKeys = {"name", "stack",   "gpu",     "servers", "gpus_per_server",
                                                "nvlink", "network", "pcie"};
 const std::vector<std::string> kNvlinkKeys = {"domain_gpus",   "kind",  "links_per_gpu",
                                               "gbps_per_link", "links", "latency_us"};
@@ -57,9 +57,9 @@ Gpu read_gpu(const MapReader& m) {
   gpu.attention_backward_efficiency =
       m.optional_double("attention_backward_efficiency", 0.0, Range::non_negative);
   gpu.pcie_gbps = m.optional_double("pcie_gbps", 24.0, Range::positive);
-  gpu.pcie_latency_us = m.optional_double("pcie_latency_us", 2.0, Range::non_negative);
-  gpu.nvlink_latency_us = m.optional_double("nvlink_latency_us", 2.0, Range::non_negative);
-  gpu.network_latency_us = m.optional_double("network_latency_us", 5.0, Range::non_negative);
+  gpu.pcie_latency_us = m.optional_double("pcie_latency_us", 5.7, Range::non_negative);
+  gpu.nvlink_latency_us = m.optional_double("nvlink_latency_us", 3.4, Range::non_negative);
+  gpu.network_latency_us = m.optional_double("network_latency_us", 14.0, Range::non_negative);
   return gpu;
 }
 
@@ -178,6 +178,7 @@ Cluster load_cluster(const std::string& text, const std::string& source) {
   m.reject_unknown(kClusterKeys);
   Cluster cluster;
   cluster.name = m.required_string("name");
+  cluster.stack = m.optional_string("stack", "");
   cluster.gpu = cluster_gpu(m);
   cluster.servers = to_int32(m, "servers", Range::positive);
   cluster.gpus_per_server = to_int32(m, "gpus_per_server", Range::positive);

@@ -83,6 +83,7 @@ void check_member(const Cluster& c, int id) {
 struct Spread {
   int domains = 0;
   int ranks_per_domain = 0;
+  int min_ranks_per_domain = 0;
   bool one_server = true;
 };
 
@@ -105,12 +106,16 @@ Spread spread_of(const Cluster& c, std::span<const int> ids) {
   int previous = -1;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const int domain = grouped ? c.domain_of(ids[i]) : sorted[i];
+    if (domain != previous && run > 0) {
+      s.min_ranks_per_domain = s.min_ranks_per_domain == 0 ? run : std::min(s.min_ranks_per_domain, run);
+    }
     run = domain == previous ? run + 1 : 1;
     if (domain != previous) ++s.domains;
     previous = domain;
     s.ranks_per_domain = std::max(s.ranks_per_domain, run);
     s.one_server = s.one_server && c.server_of(ids[i]) == first_server;
   }
+  s.min_ranks_per_domain = s.min_ranks_per_domain == 0 ? run : std::min(s.min_ranks_per_domain, run);
   return s;
 }
 
@@ -284,6 +289,7 @@ GroupLink query_group(const Cluster& cluster, std::span<const int> gpu_ids) {
   link.ranks = static_cast<int>(gpu_ids.size());
   link.domains = spread.domains;
   link.ranks_per_domain = spread.ranks_per_domain;
+  link.min_ranks_per_domain = spread.min_ranks_per_domain;
   link.intra_tier = intra.pcie ? Tier::pcie : Tier::nvlink;
   link.intra_gbps = intra.gbps;
   link.intra_latency_s =

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Regenerates bench/data/published_runs.yaml (run once by hand; not part of the build).
+Inputs: the first round's rows (git show 55682c6:bench/data/published_runs.yaml), the brief's
+cases/published_runs_stacks.yaml and research_runs_2026.yaml (public runs found this round)."""
+import re, subprocess, sys, yaml
+old = yaml.safe_load(subprocess.run(['git', 'show', '55682c6:bench/data/published_runs.yaml'],
+                                    capture_output=True, text=True, check=True).stdout)
+shared = yaml.safe_load(open(sys.argv[1] if len(sys.argv) > 1 else '../../../shared/cases/published_runs_stacks.yaml'))
+research = yaml.safe_load(open('research_runs_2026.yaml'))
+rows = []
+for r in old['runs']:
+    src = r['source']; nar = src == 'narayanan-2021'
+    model = dict(layers=r['layers'], hidden=r['hidden'], heads=r['heads'], ffn_hidden=4 * r['hidden'],
+                 vocab=51200 if nar else 131072, seq_len=2048 if nar else 4096, tied_embeddings=nar)
+    pins = dict(tp=r['tp'], pp=r['pp'], dp=r['dp'])
+    if nar: pins['recompute'] = 'full'
+    else: pins.update(zero=1, sequence_parallel='on' if r['tp'] > 1 else 'off')
+    rows.append(dict(id=f"{src}-{r['params_b']}b", source=' '.join(old['sources'][src].split()),
+                     stack='megatron-2021' if nar else 'megatron-core-perf',
+                     cluster='dgx-a100' if nar else 'dgx-h100', gpus=r['gpus'],
+                     precision='fp16' if nar else 'bf16', global_batch=r['batch'], model=model, pins=pins,
+                     measured={'narayanan_tflops_per_gpu': r['tflops_per_gpu']} if nar
+                     else {'model_tflops_per_gpu': r['tflops_per_gpu']}))
+
+def pins_of(p):
+    out = {}
+    for k in ('tp', 'pp', 'dp', 'micro_batch', 'vp', 'zero'):
+        if isinstance(p.get(k), int): out[k] = p[k]
+    if p.get('recompute') in ('none', 'selective', 'full'): out['recompute'] = p['recompute']
+    if p.get('sequence_parallel') in ('on', 'off'): out['sequence_parallel'] = p['sequence_parallel']
+    return out
+
+def clean_model(m):
+    keep = {}
+    for k, v in m.items():
+        if k in ('layers', 'hidden', 'heads', 'kv_heads', 'ffn_hidden', 'seq_len'): keep[k] = int(v)
+        elif k == 'vocab': keep[k] = int(re.findall(r'\d{4,}', str(v))[-1])
+        elif k == 'ffn': keep[k] = {'squared-relu (non-gated)': 'relu2'}.get(v, v)
+        elif k == 'tied_embeddings': keep[k] = v if isinstance(v, bool) else True
+        elif k in ('norm', 'bias', 'position_embedding'): keep[k] = v
+    return keep
+
+for r in shared['runs']:
+    if r['precision'] == 'fp8': continue  # FP8 as it really runs is the precision issue's
+    stack = {'nemo-gpt3-5b-8xA100-80': 'stacks/nemo-2022.yaml', 'mpt-70b-64xA100-80-fsdp': 'stacks/fsdp-pure.yaml',
+             'titan-llama3-8b-64xA100-80-fsdp': 'torchtitan', 'gpt-neox-20b-96xA100-40': 'deepspeed-megatron'}.get(r['id'], 'fsdp')
+    row = dict(id=r['id'], source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'],
+               precision=r['precision'], global_batch=r['global_batch'], pins=pins_of(r['parallel']))
+    c = r['cluster']
+    if 'preset' in c: row['cluster'] = c['preset']
+    else:
+        row['cluster'] = 'dgx-a100'; row['gpu'] = c['gpu']
+        row['nics_per_server'] = c['network']['nics_per_server']; row['nic_gbits'] = c['network']['nic_gbits']
+        row['links_per_gpu'] = c['nvlink']['links_per_gpu']
+    m = r['model']
+    row['model'] = {'preset': m['preset']} if 'preset' in m else clean_model(m)
+    meas = r['measured']
+    row['measured'] = ({'tokens_per_s_per_gpu': meas['tokens_per_s_per_gpu']} if 'tokens_per_s_per_gpu' in meas
+                       else {'narayanan_tflops_per_gpu': meas['hardware_tflops_per_gpu']})
+    rows.append(row)
+
+wanted = ['lf-mpt13b-512xh100-bf16', 'lf-mpt30b-512xh100-bf16', 'lf-mpt70b-512xh100-bf16', 'lf-mpt13b-64xh100-bf16-noac',
+          'lf-mpt30b-32xh100-bf16', 'lf-mpt13b-128xa100-40g-bf16', 'lf-mpt30b-128xa100-40g-bf16', 'lf-mpt70b-128xa100-40g-bf16',
+          'lf-mpt30b-8xa100-80g-bf16', 'bloom-176b-384xa100-80g-bf16', 'mtnlg-530b-2240xa100-fp16', 'mtnlg-530b-2800xa100-fp16',
+          'mtnlg-530b-3360xa100-fp16', 'dgxc2411-gpt3-175b-128xh100-bf16', 'dgxc2411-gpt3-175b-2048xh100-bf16',
+          'dgxc2411-nemotron4-340b-128xh100-bf16', 'dgxc2411-nemotron4-15b-16xh100-bf16',
+          'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16']
+by_id = {r['id']: r for r in research['runs']}
+for rid in wanted:
+    r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
+    if rid.startswith('llama3-405b'): stack = 'torchtitan'; p['zero'] = 3   # FSDP with PP, no reshard
+    if rid.startswith('mtnlg'): p['zero'] = 1                               # DeepSpeed ZeRO-1 (paper)
+    if rid.startswith('dgxc'): stack = 'megatron-core-perf'                  # ub_tp_comm_overlap in the yamls
+    if rid.startswith('lf-'): stack = 'fsdp'                                 # amp_bf16 DEFAULT in the table notes
+    row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
+               global_batch=r['global_batch'], pins=pins_of(p), model=clean_model(r['model']))
+    row['cluster'] = 'dgx-h100' if r['gpu'].startswith('h100') else 'dgx-a100'
+    if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
+    meas = r['measured']
+    for key in ('step_time_s', 'tokens_per_s_per_gpu', 'mfu'):
+        if key in meas: row['measured'] = {key: meas[key]}; break
+    if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:400]
+    rows.append(row)
+for i, row in enumerate(rows): row['half'] = 'tuning' if i % 2 == 0 else 'checking'
+hdr = open('published_runs.header').read()
+open('published_runs.yaml', 'w').write(hdr + yaml.dump({'runs': rows}, sort_keys=False, width=120))
+print(len(rows), 'rows')

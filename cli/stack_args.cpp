@@ -1,0 +1,66 @@
+#include "cli/stack_args.h"
+
+#include <fmt/format.h>
+
+#include "cli/cluster_args.h"
+#include "configs/presets.h"
+#include "topology/errors.h"
+#include "topology/yaml_util.h"
+
+namespace trident::cli {
+
+namespace {
+
+Stack named_stack(const std::string& value, const std::string& flag) {
+  if (names_file(value)) return load_stack(read_input_file(value, flag), value);
+  if (!preset_text(PresetKind::stack, value)) {
+    const auto names = preset_names(PresetKind::stack);
+    throw InputError(flag + " '" + value + "': unknown stack" + yaml::did_you_mean(value, names) +
+                     "; known: " + yaml::join(names) + ", or a FILE.yaml");
+  }
+  return stack_preset(value);
+}
+
+std::string zero_list(unsigned bits) {
+  std::string out;
+  for (int z = 0; z <= 3; ++z) {
+    if ((bits & (1u << z)) == 0) continue;
+    if (!out.empty()) out += "/";
+    out += std::to_string(z);
+  }
+  return out;
+}
+
+}  // namespace
+
+ResolvedStack resolve_stack(const std::string& flag_value, const Cluster& cluster) {
+  if (!flag_value.empty()) return {named_stack(flag_value, "--stack"), "--stack"};
+  if (!cluster.stack.empty()) {
+    return {named_stack(cluster.stack, "cluster " + cluster.name + ": stack"), "cluster file"};
+  }
+  return {stack_preset(kDefaultStack), "default"};
+}
+
+std::string summarize_stack(const Stack& s) {
+  return fmt::format(
+      "attention {}, TP overlap {}, DP overlap {}, grad reduce {}, ZeRO {} (with PP {}), "
+      "recompute {}{}",
+      to_string(s.attention), to_string(s.tp_overlap),
+      s.dp_overlap_grad_reduce ? "on" : "off", s.grad_reduce_bytes >= 4 ? "fp32" : "16-bit",
+      zero_list(s.zero_stages), zero_list(s.zero_stages_with_pp),
+      std::string(s.supports(Recompute::none) ? "none" : "") +
+          (s.supports(Recompute::selective)
+               ? (s.selective == SelectiveKind::per_op ? "/selective(per-op)" : "/selective")
+               : "") +
+          (s.supports(Recompute::full) ? "/full" : ""),
+      s.measured_error > 0 ? fmt::format(", measured error +/-{:.0f}%", 100 * s.measured_error)
+                           : "");
+}
+
+std::string describe_stack(const ResolvedStack& r) {
+  const std::string origin = r.origin == "default" ? "default; change with --stack"
+                                                   : "from " + r.origin;
+  return fmt::format("stack {} ({}): {}", r.stack.name, origin, summarize_stack(r.stack));
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,29 @@
+#pragma once
+/// `--stack NAME|FILE` and a cluster file's `stack:` key: the software stack that runs the
+/// split (costmodel/stack.h). The flag wins over the cluster file; neither: megatron-core.
+#include <string>
+
+#include "costmodel/stack.h"
+#include "topology/cluster.h"
+
+namespace trident::cli {
+
+inline constexpr const char* kDefaultStack = "megatron-core";
+
+/// A resolved stack and where it came from, for the assumptions line.
+struct ResolvedStack {
+  Stack stack;
+  std::string origin;  ///< "--stack", "cluster file", or "default"
+};
+
+/// InputError naming the flag (or the cluster's key) for an unknown preset or a bad file.
+[[nodiscard]] ResolvedStack resolve_stack(const std::string& flag_value, const Cluster& cluster);
+
+/// "stack megatron-core (default: change with --stack): attention cudnn, TP overlap backward,
+/// ..." — one line for the assumptions.
+[[nodiscard]] std::string describe_stack(const ResolvedStack& resolved);
+
+/// The one-line summary `trident presets` prints.
+[[nodiscard]] std::string summarize_stack(const Stack& stack);
+
+}  // namespace trident::cli

@@ -1,0 +1,227 @@
+#include "costmodel/stack.h"
+
+#include <string_view>
+#include <vector>
+
+#include "configs/presets.h"
+#include "topology/yaml_util.h"
+
+namespace trident {
+
+namespace {
+
+using yaml::MapReader;
+using yaml::Range;
+
+const std::vector<std::string> kStackKeys = {
+    "name",
+    "attention",
+    "tp_overlap",
+    "pp_overlap",
+    "dp_overlap_grad_reduce",
+    "dp_overlap_param_gather",
+    "dp_bucket_parameters",
+    "dp_bucket_parameters_per_rank",
+    "grad_reduce_bytes",
+    "grad_buffer_bytes",
+    "zero_stages",
+    "zero_stages_with_pp",
+    "prefetch_units",
+    "backward_prefetch",
+    "fp16_grads_in_fp16",
+    "reshard_after_forward",
+    "reduce_every_micro_batch",
+    "pp_keeps_gathered_weights",
+    "zero2_per_unit",
+    "sequence_parallel",
+    "interleaved_pipeline",
+    "uneven_stages",
+    "recompute",
+    "selective",
+    "kernel_launch_us",
+    "kernels_per_layer_forward",
+    "measured_error",
+};
+const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
+const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
+const std::vector<std::string> kSelectiveNames = {"attention", "per_op"};
+const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
+const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
+
+/// A list of ZeRO stages ([0, 1, 3]) as a bit set.
+unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallback) {
+  if (!m.has(key)) return fallback;
+  const YAML::Node list = m.node(key);
+  const std::string where = yaml::position(m.source(), m.line(key), m.path(key));
+  if (!list.IsSequence()) {
+    throw InputError(where + ": expected a list of ZeRO stages like [0, 1], got " +
+                     yaml::describe_value(list));
+  }
+  unsigned bits = 0;
+  for (const auto& item : list) {
+    const long long stage = yaml::to_int(item, Range::non_negative, where);
+    if (stage > 3) throw InputError(where + ": expected ZeRO stages 0..3, got " + std::to_string(stage));
+    bits |= 1u << stage;
+  }
+  return bits;
+}
+
+unsigned read_recompute_list(const MapReader& m) {
+  if (!m.has("recompute")) return 0b111;
+  const YAML::Node list = m.node("recompute");
+  const std::string where = yaml::position(m.source(), m.line("recompute"), m.path("recompute"));
+  if (!list.IsSequence()) {
+    throw InputError(where + ": expected a list like [none, full], got " +
+                     yaml::describe_value(list));
+  }
+  unsigned bits = 0;
+  for (const auto& item : list) {
+    const std::string name = yaml::to_string(item, where);
+    std::size_t i = 0;
+    while (i < kRecomputeNames.size() && kRecomputeNames[i] != name) ++i;
+    if (i == kRecomputeNames.size()) {
+      throw InputError(where + ": expected none|selective|full, got '" + name + "'" +
+                       yaml::did_you_mean(name, kRecomputeNames));
+    }
+    bits |= 1u << i;
+  }
+  if (bits == 0) throw InputError(where + ": expected at least one recompute mode");
+  return bits;
+}
+
+Stack read_stack(const MapReader& m) {
+  m.reject_unknown(kStackKeys);
+  Stack s;
+  s.name = m.required_string("name");
+  s.attention = static_cast<AttentionKernel>(m.required_choice("attention", kAttentionNames));
+  s.tp_overlap = static_cast<TpOverlap>(m.required_choice("tp_overlap", kTpOverlapNames));
+  s.pp_overlap = m.optional_bool("pp_overlap", false);
+  s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", false);
+  s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", false);
+  s.dp_bucket_parameters = m.optional_double("dp_bucket_parameters", 4.0e7, Range::positive);
+  s.dp_bucket_parameters_per_rank =
+      m.optional_double("dp_bucket_parameters_per_rank", 0.0, Range::non_negative);
+  s.grad_reduce_bytes = m.optional_double("grad_reduce_bytes", 4.0, Range::positive);
+  s.grad_buffer_bytes = m.optional_double("grad_buffer_bytes", 4.0, Range::positive);
+  s.zero_stages = read_zero_list(m, "zero_stages", 0b0011);
+  s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp", s.zero_stages & 0b0011);
+  s.prefetch_units =
+      static_cast<int>(m.optional_int("prefetch_units", 1, Range::non_negative));
+  s.backward_prefetch =
+      static_cast<BackwardPrefetch>(m.optional_choice("backward_prefetch", kPrefetchNames, 0));
+  s.fp16_grads_in_fp16 = m.optional_bool("fp16_grads_in_fp16", false);
+  s.reshard_after_forward = m.optional_bool("reshard_after_forward", true);
+  s.reduce_every_micro_batch = m.optional_bool("reduce_every_micro_batch", true);
+  s.pp_keeps_gathered_weights = m.optional_bool("pp_keeps_gathered_weights", true);
+  s.zero2_per_unit = m.optional_bool("zero2_per_unit", false);
+  s.sequence_parallel = m.optional_bool("sequence_parallel", false);
+  s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", false);
+  s.uneven_stages = m.optional_bool("uneven_stages", false);
+  s.recompute_modes = read_recompute_list(m);
+  s.selective = static_cast<SelectiveKind>(m.optional_choice("selective", kSelectiveNames, 0));
+  s.kernel_launch_us = m.optional_double("kernel_launch_us", 0.0, Range::non_negative);
+  s.kernels_per_layer_forward =
+      m.optional_double("kernels_per_layer_forward", 0.0, Range::non_negative);
+  s.measured_error = m.optional_double("measured_error", 0.0, Range::fraction);
+  if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
+  if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
+  if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
+  if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
+  if (s.kernels_per_layer_forward > 10000) m.fail("kernels_per_layer_forward", "expected at most 10000");
+  if ((s.zero_stages_with_pp & ~s.zero_stages) != 0) {
+    m.fail("zero_stages_with_pp", "expected a subset of zero_stages");
+  }
+  if (s.zero_stages == 0) m.fail("zero_stages", "expected at least one ZeRO stage");
+  return s;
+}
+
+}  // namespace
+
+const char* to_string(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::unfused:
+      return "unfused";
+    case AttentionKernel::flash:
+      return "flash";
+    case AttentionKernel::cudnn:
+      return "cudnn";
+  }
+  return "?";
+}
+
+const char* to_string(TpOverlap overlap) {
+  switch (overlap) {
+    case TpOverlap::none:
+      return "none";
+    case TpOverlap::backward:
+      return "backward";
+    case TpOverlap::userbuffers:
+      return "userbuffers";
+  }
+  return "?";
+}
+
+const char* to_string(SelectiveKind kind) {
+  return kind == SelectiveKind::attention ? "attention" : "per_op";
+}
+
+bool Stack::supports_zero(int zero, int pp) const {
+  if (zero < 0 || zero > 3) return false;
+  const unsigned bits = pp > 1 ? zero_stages_with_pp : zero_stages;
+  return (bits & (1u << zero)) != 0;
+}
+
+double Stack::reduce_bytes(Dtype dtype) const {
+  return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_reduce_bytes;
+}
+
+double Stack::buffer_bytes(Dtype dtype) const {
+  return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_buffer_bytes;
+}
+
+bool Stack::supports(Recompute recompute) const {
+  return (recompute_modes & (1u << static_cast<unsigned>(recompute))) != 0;
+}
+
+std::optional<Problem> find_stack_problem(const Stack& stack, const ParallelConfig& config,
+                                          int layers) {
+  if (!stack.supports_zero(config.zero, 1)) {
+    return Problem{"zero", "ZeRO-" + std::to_string(config.zero) + " is not run by this stack"};
+  }
+  if (!stack.supports_zero(config.zero, config.pp)) {
+    return Problem{"zero", "ZeRO-" + std::to_string(config.zero) +
+                               " does not combine with pipeline parallelism in this stack"};
+  }
+  if (!stack.supports(config.recompute)) {
+    return Problem{"recompute",
+                   std::string(to_string(config.recompute)) + " recompute is not in this stack"};
+  }
+  if (config.sequence_parallel && !stack.sequence_parallel) {
+    return Problem{"sequence_parallel", "this stack has no sequence parallelism"};
+  }
+  if (config.virtual_stages > 1 && !stack.interleaved_pipeline) {
+    return Problem{"vp", "this stack has no interleaved pipeline schedule"};
+  }
+  if (config.pp > 0 && layers % config.pp != 0 && !stack.uneven_stages) {
+    return Problem{"pp", "this stack needs the layers (" + std::to_string(layers) +
+                             ") to divide by the pipeline size"};
+  }
+  return std::nullopt;
+}
+
+Stack load_stack(const std::string& text, const std::string& source) {
+  const YAML::Node root = yaml::parse(text, source);
+  return read_stack(MapReader(root, source, "", yaml::line_of(root, 1)));
+}
+
+Stack stack_preset(const std::string& name) {
+  const auto text = preset_text(PresetKind::stack, name);
+  if (!text) {
+    const auto names = preset_names(PresetKind::stack);
+    throw InputError("unknown stack preset '" + name + "'" + yaml::did_you_mean(name, names) +
+                     "; known: " + yaml::join(names));
+  }
+  return load_stack(std::string(*text), preset_source(PresetKind::stack, name));
+}
+
+}  // namespace trident

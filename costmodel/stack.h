@@ -1,0 +1,110 @@
+#pragma once
+/// The software stack that runs a split: which kernels it has, which collectives it overlaps
+/// with what, how it shards data parallel state, what it can and cannot do. A stack is a
+/// preset file (configs/stacks/*.yaml) whose every field cites its source; the cost model
+/// prices a split as that stack runs it and the search only tries what the stack supports.
+/// Derivations: docs/cost_model.md#stacks.
+#include <optional>
+#include <string>
+
+#include "costmodel/parallel_config.h"
+#include "topology/errors.h"
+#include "topology/gpu.h"
+
+namespace trident {
+
+/// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept
+/// for backward), flash (FlashAttention 2 through PyTorch SDPA or the flash-attn package), or
+/// cuDNN fused attention through Transformer Engine. Flash and cuDNN skip the causal half.
+enum class AttentionKernel { unfused, flash, cudnn };
+
+/// How TP collectives overlap with compute: none; Megatron's async all-reduce of the input
+/// gradient behind the weight-gradient GEMM (backward only); Transformer Engine userbuffers
+/// (every TP collective behind its neighbouring GEMM, sequence parallel).
+enum class TpOverlap { none, backward, userbuffers };
+
+/// What selective recomputation recomputes: Megatron's core attention (Korthikanti 2022), or
+/// torchtitan's per-op policy (keeps matmul outputs of every other linear and SDPA, recomputes
+/// the rest of the block).
+enum class SelectiveKind { attention, per_op };
+
+enum class BackwardPrefetch { pre, post, none };
+
+[[nodiscard]] const char* to_string(AttentionKernel kernel);
+[[nodiscard]] const char* to_string(TpOverlap overlap);
+[[nodiscard]] const char* to_string(SelectiveKind kind);
+
+struct Stack {
+  std::string name = "megatron-core";
+  AttentionKernel attention = AttentionKernel::cudnn;
+  TpOverlap tp_overlap = TpOverlap::userbuffers;
+  /// PP send/recv overlapped with compute except the pipeline's fill and drain.
+  bool pp_overlap = true;
+  /// DP gradient reduction in buckets overlapped with backward (ZeRO 0-2).
+  bool dp_overlap_grad_reduce = true;
+  /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward.
+  bool dp_overlap_param_gather = true;
+  /// Parameters per DP bucket (Megatron: max(40M, 1M x dp)); each bucket is one collective.
+  double dp_bucket_parameters = 4.0e7;
+  /// Bucket grows with DP: bucket = max(dp_bucket_parameters, this x dp); 0 = fixed.
+  double dp_bucket_parameters_per_rank = 1.0e6;
+  /// Bytes per gradient element in the DP reduction (4 = fp32, 2 = bf16).
+  double grad_reduce_bytes = 4.0;
+  /// fp16 training reduces (and keeps) gradients in fp16 whatever grad_reduce_bytes says
+  /// (Megatron 2021 without --accumulate-allreduce-grads-in-fp32; DeepSpeed fp16).
+  bool fp16_grads_in_fp16 = false;
+  /// Bytes per gradient element kept between backward and the optimizer (4 = fp32 main grads).
+  double grad_buffer_bytes = 4.0;
+  /// ZeRO stages this stack runs (bit z set = stage z), and those it runs with PP > 1.
+  unsigned zero_stages = 0b1011;
+  unsigned zero_stages_with_pp = 0b0011;
+  /// Sharded data parallel (ZeRO-3 / FSDP): all-gathers issued ahead of the unit computing
+  /// (FSDP1 BACKWARD_PRE and FSDP2: 1), whether the gathered weights are freed after forward
+  /// (so backward gathers again), whether gradients are reduce-scattered on every micro-batch.
+  int prefetch_units = 1;
+  /// When a unit's backward all-gather is issued: before the previous unit's gradient
+  /// compute (FSDP BACKWARD_PRE, FSDP2), after it (BACKWARD_POST: the gather is exposed and
+  /// only the reduce-scatter overlaps), or not ahead at all.
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
+  bool reshard_after_forward = true;
+  bool reduce_every_micro_batch = true;
+  /// ZeRO-3 with PP > 1 keeps the gathered weights for all micro-batches (torchtitan sets
+  /// reshard_after_forward false with PP): one gather per unit per step, not per micro-batch.
+  bool pp_keeps_gathered_weights = true;
+  /// ZeRO-2 runs per unit like ZeRO-3 without the backward re-gather (FSDP SHARD_GRAD_OP),
+  /// rather than as bucketed reduce-scatter + all-gather (DeepSpeed, Megatron).
+  bool zero2_per_unit = false;
+  bool sequence_parallel = true;
+  bool interleaved_pipeline = true;
+  /// Layers that do not divide by PP are allowed (first/last stages get fewer).
+  bool uneven_stages = true;
+  /// Recompute modes the stack has (bit Recompute set) and what selective means.
+  unsigned recompute_modes = 0b111;
+  SelectiveKind selective = SelectiveKind::attention;
+  /// CPU time to launch one kernel (0 when the stack captures CUDA graphs) and kernels one
+  /// transformer layer launches forward (backward launches twice as many).
+  double kernel_launch_us = 0.0;
+  double kernels_per_layer_forward = 0.0;
+  /// Measured mean |error| of bench/accuracy for this stack, as a fraction: the band shown on
+  /// step time. 0 = not measured.
+  double measured_error = 0.0;
+
+  [[nodiscard]] bool supports_zero(int zero, int pp) const;
+  /// Gradient bytes in the reduction / in the buffer for a training dtype.
+  [[nodiscard]] double reduce_bytes(Dtype dtype) const;
+  [[nodiscard]] double buffer_bytes(Dtype dtype) const;
+  [[nodiscard]] bool supports(Recompute recompute) const;
+};
+
+/// The first reason `config` cannot run on `stack`, keyed by the knob ("zero", "pp",
+/// "recompute", "sequence_parallel", "vp"), or nullopt.
+[[nodiscard]] std::optional<Problem> find_stack_problem(const Stack& stack,
+                                                        const ParallelConfig& config,
+                                                        int layers);
+
+/// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY.
+[[nodiscard]] Stack load_stack(const std::string& text, const std::string& source);
+/// A built-in stack by name; throws InputError with "did you mean" otherwise.
+[[nodiscard]] Stack stack_preset(const std::string& name);
+
+}  // namespace trident
