@@ -345,7 +345,19 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double first_params = stage_parameters(model, config, true, config.pp == 1);
   const double last_params = stage_parameters(model, config, config.pp == 1, true);
   const double params = std::max(first_params, last_params);
-  out.dp = dp_comm(model, config, placement.dp, params, m, stage, options, calibration);
+  // DP traffic overlaps with whatever holds the compute stream, exposed TP collectives
+  // included: widen the stage's windows by the TP time exposed per unit and micro-batch.
+  StageTime window = stage;
+  if (stage.layers > 0 && md > 0) {
+    const double tp_unit_s = out.tp.exposed_s / (md * stage.layers);
+    const double unit_s = stage.layer.forward_s + stage.layer.backward_s + stage.layer.recompute_s;
+    const double forward_share = unit_s > 0 ? stage.layer.forward_s / unit_s : 0.5;
+    window.layer.forward_s += tp_unit_s * forward_share;
+    window.layer.backward_s += tp_unit_s * (1.0 - forward_share);
+    window.forward_s += stage.layers * tp_unit_s * forward_share;
+    window.backward_s += stage.layers * tp_unit_s * (1.0 - forward_share);
+  }
+  out.dp = dp_comm(model, config, placement.dp, params, m, window, options, calibration);
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP and PP communication).

@@ -42,7 +42,6 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
   if (config.zero >= 1) bytes.optimizer /= dp;
   if (config.zero >= 2 && !keeps_gathered) bytes.gradients /= dp;
   if (config.zero >= 3 && !keeps_gathered) bytes.weights /= dp;
-  if (keeps_gathered) bytes.optimizer += dtype_bytes(model.training.dtype) / dp;  // the shard
   return bytes;
 }
 
@@ -75,7 +74,8 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
     other += 4.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / tp +
              2.0 * sbh / sp;
   }
-  if (config.zero >= 3 && config.dp > 1) {  // dp 1: nothing is sharded, nothing gathered
+  const bool keeps_gathered = config.pp > 1 && options.zero3_keeps_gathered;
+  if (config.zero >= 3 && config.dp > 1 && !keeps_gathered) {  // dp 1: nothing is gathered
     // The unit being computed and the prefetched ones, gathered (weights) and unsharded
     // (gradients before their reduce-scatter).
     const ParameterCount count = count_parameters(model);

@@ -137,7 +137,7 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
   check_refused("plan --bogus", "The following argument was not expected: --bogus (see --help)");
   check_refused("plan" + kModel + " --tp 0", "--tp 0: expected a positive integer");
   check_refused("plan" + kModel + " --dp -1", "--dp -1: expected a positive integer");
-  check_refused("plan" + kModel + " --pp 1000", "--pp 1000: must divide the model's layers (32)");
+  check_refused("plan" + kModel + " --pp 1000", "--pp 1000: more stages than the model's 32 layers");
   check_refused("plan" + kModel + " --micro-batch 0",
                 "--micro-batch 0: expected a positive integer");
   check_refused("plan" + kModel + " --vp 0", "--vp 0: expected a positive integer");

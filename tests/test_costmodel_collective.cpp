@@ -28,10 +28,15 @@ TEST_CASE("collective names parse and print", "[collective]") {
 
 TEST_CASE("flat ring inside one domain: alpha-beta with the achievable fraction", "[collective]") {
   const GroupLink link = test::nvlink_group(4);  // 100 GB/s x 0.80 = 80 GB/s busbw, 1 us
-  // all-reduce of 1 GB: 2*3 steps * 1 us + 1e9 * 1.5 / 80e9 = 6e-6 + 0.01875
-  CHECK(collective_time_s(Collective::all_reduce, 1e9, link) == Approx(0.018756));
-  // all-gather of 1 GB: 3 us + 1e9 * 0.75 / 80e9 = 0.009378
-  CHECK(collective_time_s(Collective::all_gather, 1e9, link) == Approx(0.009378));
+  // NCCL's Simple protocol wins at 1 GB: base 8.4 us + 2*3 hops x 1 us (the link's hop, NCCL's
+  // Simple NVLink value scaled: 3.4 x 1/3.4) + 1e9 * 1.5 / 80e9 = 14.4e-6 + 0.01875. (LL128:
+  // 14 + 6 x 1.9/3.4 us + 0.01875 / 0.92 = 0.02040; LL: 0.01875 / 0.5 = 0.0375.)
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, link) == Approx(0.0187644));
+  // all-gather of 1 GB: 8.4 + 3 x 1 us + 1e9 * 0.75 / 80e9 = 0.0093864
+  CHECK(collective_time_s(Collective::all_gather, 1e9, link) == Approx(0.0093864));
+  // A tiny message: LL wins: 6.6 us + 3 hops x 0.6/3.4 us + 1e3 * 0.75 / (0.5 * 80e9)
+  CHECK(collective_time_s(Collective::all_gather, 1e3, link) ==
+        Approx(6.6e-6 + 3 * 0.6e-6 / 3.4 + 750.0 / 40e9));
   CHECK(collective_time_s(Collective::all_reduce, 1e9, test::nvlink_group(1)) == 0.0);
 }
 
@@ -40,16 +45,36 @@ TEST_CASE("across domains: the faster of NCCL's flat ring and the hierarchy", "[
   link.tier = Tier::network;
   link.domains = 2;
   link.ranks_per_domain = 8;
+  link.min_ranks_per_domain = 8;
   link.inter_gbps = 10.0;  // x 0.94 = 9.4 GB/s per GPU
   link.inter_latency_s = 5e-6;
-  // Flat ring: busbw = min(80, 8 * 9.4 = 75.2); latency 28 intra steps * 1 us + 2 inter * 5 us;
-  // 1.6e9 * (2*15/16) / 75.2e9 = 0.0398936 -> 0.0399316.
-  // Hierarchy: 2 * (7 us + 1.6e9 * 7/8 / 80e9) + (2e8 * 1 / 9.4e9 + 2 * 5 us) = 0.0563006.
-  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.0399316));
-  // A slow NIC share (2 GB/s -> 1.88): ring 3e9/15.04e9 + 38 us = 0.199506; hierarchy
-  // 0.035014 + 2e8/1.88e9 + 10 us = 0.141407 wins.
+  // Flat ring (Simple): busbw = min(80, 8 * 9.4 = 75.2); latency 8.4 us base + 28 intra hops x
+  // 1 us + 2 inter hops x 5 us (NCCL's 14 us scaled by 5/14) = 46.4 us;
+  // 1.6e9 * (2*15/16) / 75.2e9 = 0.0398936 -> 0.0399400.
+  // Tree: 8.4 us + 2 * (7 us + 1.6e9 * 7/8 / 80e9) + (2e8 * 1 / 9.4e9 + 2 * 5 us) = 0.0563090.
+  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.0399400));
+  // A slow NIC share (2 GB/s -> 1.88): ring 3e9/15.04e9 + 46.4 us = 0.1995144; tree
+  // 8.4 us + 0.035014 + 2e8/1.88e9 + 10 us = 0.1414154 wins.
   link.inter_gbps = 2.0;
-  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.141407));
+  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.1414154));
+  // All-gather has no tree in NCCL (tuning.cc): the ring even when it is slower.
+  CHECK(collective_time_s(Collective::all_gather, 1.6e9, link) ==
+        Approx(8.4e-6 + 14e-6 + 1e-6 * 5 / 14 * 14 + 1.6e9 * 15.0 / 16.0 / 15.04e9));
+}
+
+TEST_CASE("a group split unevenly across domains rides its narrowest cut", "[collective]") {
+  // TP 6 split 2 + 4 over two servers: the ring crosses twice, and on the side of 2 only those
+  // 2 GPUs' NICs carry it: busbw = min(80, 2 x 9.4 = 18.8), not the 4 side's 37.6.
+  GroupLink link = test::nvlink_group(6);
+  link.tier = Tier::network;
+  link.domains = 2;
+  link.ranks_per_domain = 4;
+  link.min_ranks_per_domain = 2;
+  link.inter_gbps = 10.0;
+  link.inter_latency_s = 5e-6;
+  // all-gather of 1.2 GB: 8.4 us + 4 intra hops x 1 us + 1 inter hop x 5 us +
+  // 1.2e9 * 5/6 / 18.8e9 = 17.4e-6 + 0.0531915 = 0.0532089
+  CHECK(collective_time_s(Collective::all_gather, 1.2e9, link) == Approx(0.0532089));
 }
 
 TEST_CASE("send/recv crossing domains rides the NIC share", "[collective]") {
@@ -79,6 +104,7 @@ TEST_CASE("more bandwidth never slows a collective", "[collective][invariant]") 
   GroupLink link = test::nvlink_group(16);
   link.domains = 2;
   link.ranks_per_domain = 8;
+  link.min_ranks_per_domain = 8;
   link.inter_latency_s = 5e-6;
   double previous = 1e30;
   for (double gbps = 1.0; gbps <= 400.0; gbps *= 2.0) {

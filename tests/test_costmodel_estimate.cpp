@@ -2,6 +2,8 @@
 // GEMM roofline, rank placement, and the invariants.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
 #include "costmodel/placement.h"
@@ -62,21 +64,32 @@ TEST_CASE("rank placement follows Megatron-LM's order", "[placement]") {
 TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();  // m = 4
-  const Estimate e = estimate(round_cluster(), model, config, round_placement());
+  EstimateOptions plain;
+  plain.stack.tp_overlap = TpOverlap::none;
+  const Estimate e = estimate(round_cluster(), model, config, round_placement(), nullptr, plain);
   CHECK(e.num_micro_batches == 4);
   // TP: S = b*s*h*2 = 4096 bytes; 1 layer/stage * 4 all-reduces * 4 micro-batches = 16 calls;
-  // all-reduce over 2 ranks: 2 us + 4096 * 1 / 80e9 = 2.0512e-6 s -> 3.28192e-5 s exposed.
+  // all-reduce over 2 ranks, 2 hops of 1 us; NCCL's LL protocol wins on 4 KB: 6.6 us base +
+  // 2 x 0.6 us x (1/3.4) + 4096 * 1 / (0.5 x 80e9) = 7.05529e-6 s -> 1.128847e-4 s exposed.
   CHECK(e.tp.bytes_per_call == Approx(4096.0));
   CHECK(e.tp.calls_per_step == Approx(16.0));
-  CHECK(e.tp.time_per_call_s == Approx(2.0512e-6));
-  CHECK(e.time.tp_comm_s == Approx(3.28192e-5));
+  CHECK(e.tp.time_per_call_s == Approx(7.05529e-6));
+  CHECK(e.time.tp_comm_s == Approx(1.128847e-4));
+  // Megatron's backward overlap (the default stack): the input-gradient all-reduce of QKV and
+  // FFN-up hides behind their weight-gradient GEMMs: 16 t - 4 x (min(t, wgrad_qkv) +
+  // min(t, wgrad_up)).
+  const Estimate overlapped = estimate(round_cluster(), model, config, round_placement());
+  const LayerTime one = layer_time(test::round_gpu(), model, config, {true});
+  const double t = 7.05529e-6;
+  CHECK(overlapped.time.tp_comm_s ==
+        Approx(16 * t - 4 * (std::min(t, one.gemm_wgrad_s[0]) + std::min(t, one.gemm_wgrad_s[2]))));
   // PP: b*s*h*2/t = 2048 bytes, 2 per micro-batch = 8 calls of 1 us + 2048/80e9 -> 8.2048e-6.
   CHECK(e.pp.calls_per_step == Approx(8.0));
   CHECK(e.time.pp_comm_s == Approx(8.2048e-6));
-  // DP: peak-stage parameters 56768 * 4 bytes = 227072; all-reduce 2 us + 227072/80e9 =
-  // 4.8384e-6 s; the model is smaller than one 40M bucket, so none of it hides.
+  // DP: peak-stage parameters 56768 * 4 bytes = 227072; all-reduce (LL) 6.6 us + 2 x 0.6/3.4
+  // us + 227072 / 40e9 = 1.262974e-5 s; the model is smaller than one 40M bucket: none hides.
   CHECK(e.dp.bytes_per_call == Approx(227072.0));
-  CHECK(e.time.dp_comm_s == Approx(4.8384e-6));
+  CHECK(e.time.dp_comm_s == Approx(1.262974e-5));
   // Optimizer: 34 bytes * 56768 / 8.5e11 = 2.27072e-6 s
   CHECK(e.time.optimizer_s == Approx(2.27072e-6));
   // Compute: m * (1 layer + logits) per stage.

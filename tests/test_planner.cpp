@@ -8,6 +8,7 @@
 #include "planner/export.h"
 #include "planner/layout.h"
 #include "planner/search.h"
+#include "costmodel/stack.h"
 #include "topology/errors.h"
 
 using namespace trident;
@@ -170,18 +171,18 @@ TEST_CASE("placement under failures", "[planner]") {
 
 TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
   // tiny on 8 GPUs: tp | gcd(4 heads, 2 kv) -> {1,2}; pp | 4 layers -> {1,2,4}; dp = 8/(tp*pp).
-  // (tp,pp,dp) mb-vp combos (vp>1 needs pp>1 and m % pp == 0, vp | 4/pp). Knobs: 3 recompute
-  // x ZeRO {0,1,2,3} when pp == 1, ZeRO {0,1} when pp > 1 (ZeRO-2/3 do not pipeline), x SP
-  // on/off when tp > 1:
-  //  (1,1,8): mb{1} -> 1            x 12 knobs (3 recompute x 4 zero, no SP) = 12
+  // (tp,pp,dp) mb-vp combos (vp>1 needs pp>1 and m % pp == 0, vp | 4/pp). Knobs under the
+  // default stack (megatron-core: ZeRO 0/1/3, ZeRO 0/1 with PP): 3 recompute x ZeRO {0,1,3}
+  // when pp == 1, ZeRO {0,1} when pp > 1, x SP on/off when tp > 1:
+  //  (1,1,8): mb{1} -> 1            x 9 knobs (3 recompute x 3 zero, no SP) = 9
   //  (1,2,4): mb1 m=2 vp{1,2}; mb2 m=1 vp{1} -> 3  x 6 (3 x 2 zero) = 18
   //  (1,4,2): mb{1,2,4}, vp{1} -> 3 x 6 = 18
-  //  (2,1,4): mb{1,2} -> 2          x 24 (3 x 4 zero x SP on/off) = 48
+  //  (2,1,4): mb{1,2} -> 2          x 18 (3 x 3 zero x SP on/off) = 36
   //  (2,2,2): mb1 m=4 vp{1,2}; mb2 m=2 vp{1,2}; mb4 m=1 vp{1} -> 5 x 12 = 60
   //  (2,4,1): mb{1,2,4,8} -> 4      x 12 = 48
-  // total 12 + 18 + 18 + 48 + 60 + 48 = 204
+  // total 9 + 18 + 18 + 36 + 60 + 48 = 189
   const auto result = search(dgx(1), tiny(), keep_all());
-  CHECK(result.configurations_searched == 204);
+  CHECK(result.configurations_searched == 189);
   CHECK(result.gpus == 8);
   CHECK(result.feasible == static_cast<long long>(result.plans.size()));
   for (const auto& plan : result.plans) {
@@ -211,19 +212,19 @@ TEST_CASE("plans are sorted best first, deterministically", "[planner]") {
   top3.keep = 3;
   const auto best = search(dgx(1), tiny(), top3);
   REQUIRE(best.plans.size() == 3u);
-  CHECK(best.configurations_searched == 204);
+  CHECK(best.configurations_searched == 189);
   CHECK(best.plans[0].estimate.time.step_s == first.plans[0].estimate.time.step_s);
 }
 
 TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   SearchOptions options = keep_all();
-  SECTION("min-tp 2: 48 + 60 + 48 = 156") {
+  SECTION("min-tp 2: 36 + 60 + 48 = 144") {
     options.min_tp = 2;
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 156);
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 144);
   }
-  SECTION("max-tp 1: 12 + 18 + 18 = 48") {
+  SECTION("max-tp 1: 9 + 18 + 18 = 45") {
     options.max_tp = 1;
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 48);
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 45);
   }
   SECTION("tp 2, pp 2: 60, all obeying the pins") {
     options.tp = 2;
@@ -252,21 +253,57 @@ TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   }
   SECTION("sequence parallel on excludes TP 1") {
     options.sequence_parallel = true;
-    // only tp 2 splits, SP fixed: (48 + 60 + 48) / 2 = 78
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 78);
+    // only tp 2 splits, SP fixed: (36 + 60 + 48) / 2 = 72
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 72);
   }
 }
 
-TEST_CASE("ZeRO-2/3 never pipelined", "[planner]") {
+TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]") {
   for (const auto& plan : search(dgx(1), tiny(), keep_all()).plans) {
     if (plan.config.zero >= 2) CHECK(plan.config.pp == 1);
+    CHECK(plan.config.zero != 2);  // megatron-core has no ZeRO-2
   }
   SearchOptions options;
   options.zero = 3;
   options.pp = 2;
   CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--zero 3 with --pp 2: ZeRO-2/3 do not combine with pipeline parallelism "
-                    "(DeepSpeed and Megatron-LM refuse it); use --zero 0 or 1, or --pp 1");
+                    "--zero 3 with --pp 2: stack megatron-core does not combine ZeRO-3 with "
+                    "pipeline parallelism; use another --zero, --pp 1 or another --stack");
+  options.stack = stack_preset("torchtitan");  // FSDP2 with PP: allowed
+  CHECK_NOTHROW(search(dgx(1), tiny(), options));
+  options = {};
+  options.stack = stack_preset("deepspeed-megatron");
+  options.zero = 2;
+  options.pp = 2;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--zero 2 with --pp 2: stack deepspeed-megatron does not combine ZeRO-2 with "
+                    "pipeline parallelism; use another --zero, --pp 1 or another --stack");
+  options = {};
+  options.stack = stack_preset("megatron-2021");
+  options.zero = 1;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--zero 1: stack megatron-2021 does not run ZeRO-1");
+  options.zero.reset();
+  options.recompute = Recompute::selective;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--recompute selective: stack megatron-2021 has no selective recompute");
+  options.recompute.reset();
+  options.sequence_parallel = true;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--sequence-parallel on: stack megatron-2021 has no sequence parallelism");
+  options = {};
+  options.stack = stack_preset("fsdp");
+  options.vp = 2;
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--vp 2: stack fsdp has no interleaved pipeline schedule");
+  // The free search under a stack tries only its knobs.
+  options = keep_all();
+  options.stack = stack_preset("megatron-2021");
+  for (const auto& plan : search(dgx(1), tiny(), options).plans) {
+    CHECK(plan.config.zero == 0);
+    CHECK(plan.config.recompute != Recompute::selective);
+    CHECK_FALSE(plan.config.sequence_parallel);
+  }
 }
 
 TEST_CASE("impossible pins are refused with one line", "[planner]") {
@@ -276,7 +313,13 @@ TEST_CASE("impossible pins are refused with one line", "[planner]") {
                     "--tp 3: must divide the model's heads (4) and kv_heads (2)");
   options = {};
   options.pp = 3;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options), "--pp 3: must divide the model's layers (4)");
+  options.stack = stack_preset("megatron-2021");  // no uneven stages
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--pp 3: must divide the model's layers (4) under stack megatron-2021, which "
+                    "has no uneven pipeline stages");
+  options.pp = 5;
+  options.stack = stack_preset("megatron-core");
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options), "--pp 5: more stages than the model's 4 layers");
   options = {};
   options.min_tp = 4;
   options.max_tp = 2;

@@ -30,7 +30,7 @@ TEST_CASE("switch server: NVLink inside, NICs across", "[topology]") {
   CHECK(tp.ranks == 8);
   CHECK(tp.ranks_per_domain == 8);
   CHECK(tp.intra_gbps == 450.0);  // 18 links x 25 GB/s
-  CHECK(tp.intra_latency_s == Approx(2e-6));
+  CHECK(tp.intra_latency_s == Approx(3.4e-6));
   CHECK(tp.bottleneck_gbps() == 450.0);
 
   const GroupLink dp = query(c, {0, 8, 16, 24});  // GPU 0 of four servers
@@ -38,7 +38,7 @@ TEST_CASE("switch server: NVLink inside, NICs across", "[topology]") {
   CHECK(dp.domains == 4);
   CHECK(dp.ranks_per_domain == 1);
   CHECK(dp.inter_gbps == 50.0);  // 8 NICs x 400 Gb/s / 8 bits / 8 GPUs
-  CHECK(dp.inter_latency_s == Approx(5e-6));
+  CHECK(dp.inter_latency_s == Approx(14e-6));
   CHECK(dp.bottleneck_gbps() == 50.0);
 
   const GroupLink both = query(c, range(0, 16));
@@ -68,7 +68,7 @@ TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[topology]
   CHECK(g.tier == Tier::pcie);
   CHECK(g.intra_tier == Tier::pcie);
   CHECK(g.intra_gbps == 50.0);  // H100 PCIe Gen5 x16 preset value
-  CHECK(g.intra_latency_s == Approx(3e-6));
+  CHECK(g.intra_latency_s == Approx(5.7e-6));
 }
 
 TEST_CASE("a NIC down: the server's GPUs share the remaining NICs", "[topology]") {
@@ -88,7 +88,7 @@ TEST_CASE("oversubscription and non-rail fabrics", "[topology]") {
   c.network.rail_optimized = false;
   const GroupLink g = query(c, {0, 8});
   CHECK(g.inter_gbps == 25.0);               // 50 / 2
-  CHECK(g.inter_latency_s == Approx(6e-6));  // 5 us + 2 extra switch hops x 0.5 us
+  CHECK(g.inter_latency_s == Approx(15e-6));  // 14 us (NCCL NET Simple) + 2 extra switch hops x 0.5 us
 }
 
 TEST_CASE("dead GPUs and out-of-range ids are refused", "[topology]") {
@@ -148,7 +148,7 @@ TEST_CASE("PCIe-only server and domains smaller than a server", "[topology]") {
   const GroupLink across = query(c, {0, 8});
   CHECK(across.tier == Tier::network);
   CHECK(across.inter_gbps == 12.5);  // 4 x 200 / 8 / 8
-  CHECK(across.inter_latency_s == Approx(6e-6));
+  CHECK(across.inter_latency_s == Approx(15e-6));
 
   Cluster halves = cluster_preset("dgx-h100");
   halves.nvlink.domain_gpus = 4;  // two NVLink islands per server
