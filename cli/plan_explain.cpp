@@ -88,6 +88,7 @@ std::string step_breakdown(const PlanResult& plan) {
   line("DP communication (exposed)", t.dp_comm_s);
   line("pipeline bubble", t.bubble_s);
   line("optimizer step", t.optimizer_s);
+  line("overlap SM contention", t.overlap_contention_s);
   return out;
 }
 
@@ -109,6 +110,18 @@ std::string dimension(const char* name, const std::string& collective, const Com
       name, what, comm.calls_per_step, comm.calls_per_step == 1.0 ? "" : "s", comm.link.ranks,
       link_text(comm.link), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
       share(comm.exposed_s, step_s));
+  if (comm.unit_gathers_per_step > 0.0) {
+    // Sharded data parallel: the per-unit schedule behind the totals.
+    out += fmt::format(
+        "      per unit (one layer): all-gather {:.3f} ms x {:.0f} per step, reduce-scatter "
+        "{:.3f} ms x {:.0f} per step; each is a ring over {} ranks paying NCCL's per-hop "
+        "latency {} times, hidden only behind the neighbouring unit's compute\n",
+        1e3 * comm.unit_gather_s, comm.unit_gathers_per_step, 1e3 * comm.unit_scatter_s,
+        comm.unit_scatters_per_step, comm.link.ranks, comm.link.ranks - 1);
+    return out + "      why: sharded data parallel gathers every layer's weights before it runs "
+                 "and reduce-scatters its gradients after, on every micro-batch the stack "
+                 "does; what the next unit's compute cannot cover is exposed\n";
+  }
   return out + fmt::format("      why: {}\n", why);
 }
 

@@ -87,7 +87,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"pp_comm_s", e.time.pp_comm_s}, {"dp_comm_s", e.time.dp_comm_s},
                       {"bubble_s", e.time.bubble_s}, {"exposed_comm_s", e.time.exposed_comm_s()},
                       {"forward_s", e.time.forward_s}, {"backward_s", e.time.backward_s},
-                      {"recompute_s", e.time.recompute_s}, {"optimizer_s", e.time.optimizer_s}};
+                      {"recompute_s", e.time.recompute_s}, {"optimizer_s", e.time.optimizer_s},
+                      {"overlap_contention_s", e.time.overlap_contention_s}};
   json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
                             {"gradients", mem.gradients_bytes / kGib},
                             {"optimizer", mem.optimizer_bytes / kGib},

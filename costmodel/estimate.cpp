@@ -294,6 +294,16 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
   return comm;
 }
 
+/// Channels of a group's ring and the share of the GPU's SMs they hold while they run.
+double nccl_sm_share(const Cluster& cluster, const GroupLink& link) {
+  const int sms = kernel_profile(cluster.gpu).sm_count;
+  if (sms <= 0 || link.ranks < 2) return 0.0;
+  const double channels = link.domains > 1
+                              ? kNcclChannelsPerNic * cluster.network.nics_per_server
+                              : kNcclChannelsInDomain;
+  return std::min(1.0, channels / sms);
+}
+
 }  // namespace
 
 Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConfig& config,
@@ -368,8 +378,17 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.time.dp_comm_s = out.dp.exposed_s;
+  // NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
+  // Engine userbuffers price their own SMs in tp_overlap_layer_s).
+  const bool tp_nccl_overlap = stack.tp_overlap == TpOverlap::backward ||
+                               (stack.tp_overlap == TpOverlap::userbuffers && !config.sequence_parallel);
+  const double tp_hidden_s = tp_nccl_overlap ? out.tp.total_s - out.tp.exposed_s : 0.0;
+  out.time.overlap_contention_s =
+      std::max(0.0, tp_hidden_s) * nccl_sm_share(cluster, placement.tp) +
+      std::max(0.0, out.dp.total_s - out.dp.exposed_s) * nccl_sm_share(cluster, placement.dp) +
+      std::max(0.0, out.pp.total_s - out.pp.exposed_s) * nccl_sm_share(cluster, placement.pp);
   out.time.step_s = out.time.compute_s() + out.time.exposed_comm_s() + out.time.bubble_s +
-                    out.time.optimizer_s;
+                    out.time.optimizer_s + out.time.overlap_contention_s;
 
   const double global_batch = static_cast<double>(model.training.global_batch);
   const StepFlops flops = step_flops(model, global_batch, config.recompute, stack.selective);

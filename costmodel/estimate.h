@@ -21,6 +21,9 @@ struct TimeBreakdown {
   double dp_comm_s = 0.0;     ///< exposed DP communication (what backward cannot hide)
   double bubble_s = 0.0;      ///< pipeline bubble
   double optimizer_s = 0.0;   ///< optimizer step (memory bound)
+  /// Compute slowed while overlapped NCCL collectives hold SMs (each channel is a thread block
+  /// that owns an SM): hidden communication time x channels / SMs.
+  double overlap_contention_s = 0.0;
   double step_s = 0.0;
   [[nodiscard]] double compute_s() const { return forward_s + backward_s + recompute_s; }
   [[nodiscard]] double exposed_comm_s() const { return tp_comm_s + pp_comm_s + dp_comm_s; }
@@ -88,6 +91,13 @@ struct Estimate {
 inline constexpr double kTpOverlapCommSms = 16.0;
 inline constexpr double kTpOverlapPipelineSplits = 4.0;
 inline constexpr double kTpOverlapDefaultSms = 132.0;
+
+/// NCCL ring channels (one thread block, one SM each) a collective holds: 24 inside one NVLink
+/// domain (nccl-tests#100, nccl#578: "Channel 23/24" on 8-GPU NVSwitch servers), 2 per NIC of
+/// the server across the network (nccl#689: "DGX with 8 NICs ... would use 16 SMs"; nccl#520:
+/// 4 NICs -> "Channel 00/08").
+inline constexpr double kNcclChannelsInDomain = 24.0;
+inline constexpr double kNcclChannelsPerNic = 2.0;
 
 /// Memory reserve and the software stack that runs the split (costmodel/stack.h). The
 /// default stack is Megatron-Core's, as the `megatron-core` preset describes it.

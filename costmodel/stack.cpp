@@ -188,6 +188,9 @@ std::optional<Problem> find_stack_problem(const Stack& stack, const ParallelConf
   if (!stack.supports_zero(config.zero, 1)) {
     return Problem{"zero", "ZeRO-" + std::to_string(config.zero) + " is not run by this stack"};
   }
+  if (config.pp > 1 && !stack.pipelines()) {
+    return Problem{"pp", "this stack has no pipeline parallelism"};
+  }
   if (!stack.supports_zero(config.zero, config.pp)) {
     return Problem{"zero", "ZeRO-" + std::to_string(config.zero) +
                                " does not combine with pipeline parallelism in this stack"};

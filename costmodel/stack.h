@@ -55,7 +55,8 @@ struct Stack {
   bool fp16_grads_in_fp16 = false;
   /// Bytes per gradient element kept between backward and the optimizer (4 = fp32 main grads).
   double grad_buffer_bytes = 4.0;
-  /// ZeRO stages this stack runs (bit z set = stage z), and those it runs with PP > 1.
+  /// ZeRO stages this stack runs (bit z set = stage z), and those it runs with PP > 1 (none:
+  /// the stack has no pipeline parallelism).
   unsigned zero_stages = 0b1011;
   unsigned zero_stages_with_pp = 0b0011;
   /// Sharded data parallel (ZeRO-3 / FSDP): all-gathers issued ahead of the unit computing
@@ -90,6 +91,8 @@ struct Stack {
   double measured_error = 0.0;
 
   [[nodiscard]] bool supports_zero(int zero, int pp) const;
+  /// Pipeline parallelism at all (some ZeRO stage runs with PP > 1).
+  [[nodiscard]] bool pipelines() const { return zero_stages_with_pp != 0; }
   /// Gradient bytes in the reduction / in the buffer for a training dtype.
   [[nodiscard]] double reduce_bytes(Dtype dtype) const;
   [[nodiscard]] double buffer_bytes(Dtype dtype) const;

@@ -80,6 +80,10 @@ void check_options(const Model& model, const SearchOptions& options) {
     throw InputError("--zero " + std::to_string(*options.zero) + ": stack " + stack.name +
                      " does not run ZeRO-" + std::to_string(*options.zero));
   }
+  if (options.pp && *options.pp > 1 && !stack.pipelines()) {
+    throw InputError("--pp " + std::to_string(*options.pp) + ": stack " + stack.name +
+                     " has no pipeline parallelism; use --pp 1 or another --stack");
+  }
   if (options.zero && options.pp && *options.pp > 1 && !stack.supports_zero(*options.zero, *options.pp)) {
     throw InputError("--zero " + std::to_string(*options.zero) + " with --pp " +
                      std::to_string(*options.pp) + ": stack " + stack.name +
@@ -142,7 +146,7 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
     // divides the GPUs left by TP.
     const auto pps = options.stack.uneven_stages ? divisors(gpus / tp) : divisors(model.layers);
     for (const int pp : pps) {
-      if (pp > model.layers) break;
+      if (pp > model.layers || (pp > 1 && !options.stack.pipelines())) break;
       if (!allowed(options.pp, pp) || gpus % (tp * pp) != 0) continue;
       const int dp = gpus / (tp * pp);
       if (allowed(options.dp, dp) && batch % dp == 0) out.push_back({tp, pp, dp});

@@ -76,6 +76,10 @@ for rid in wanted:
                global_batch=r['global_batch'], pins=pins_of(p), model=clean_model(r['model']))
     row['cluster'] = 'dgx-h100' if r['gpu'].startswith('h100') else 'dgx-a100'
     if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
+    if rid.startswith('bloom'):  # Jean Zay: 4 Omni-Path links of 100 Gb/s per node (tr11 README)
+        row['nics_per_server'] = 4; row['nic_gbits'] = 100
+    if rid.startswith('mtnlg'):  # Selene: 8 x 200 Gb/s HDR per DGX A100 (the dgx-a100 preset)
+        pass
     meas = r['measured']
     for key in ('step_time_s', 'tokens_per_s_per_gpu', 'mfu'):
         if key in meas: row['measured'] = {key: meas[key]}; break

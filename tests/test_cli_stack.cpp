@@ -1,0 +1,114 @@
+// trident plan --stack end to end: the stack in the assumptions and the JSON, its refusals,
+// the cluster file's `stack:` key, the band and ties.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace {
+
+using cli_test::Run;
+using cli_test::TempDir;
+
+Run trident(const std::string& args) {
+  const Run run = cli_test::run_trident(args);
+  REQUIRE(run.code != -1);
+  return run;
+}
+
+const std::string kSmall = "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64";
+
+}  // namespace
+
+TEST_CASE("the stack is stated in the assumptions and the JSON", "[cli_stack]") {
+  const Run table = trident(kSmall + " --top 3");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("# stack megatron-core (default; change with --stack): attention cudnn") !=
+        std::string::npos);
+  CHECK(table.out.find("# band: ") != std::string::npos);
+
+  const Run run = trident(kSmall + " --stack fsdp --format json --top 3");
+  REQUIRE(run.code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc.at("stack") == "fsdp");
+  REQUIRE(!doc.at("plans").empty());
+  const auto& lead = doc.at("plans")[0];
+  CHECK(lead.at("stack") == "fsdp");
+  CHECK(lead.at("tied") == true);  // the leader is inside its own band
+  CHECK(lead.at("mfu_causal").get<double>() < lead.at("mfu").get<double>());
+  CHECK(lead.at("step_time_s_low").get<double>() < lead.at("step_time_s").get<double>());
+  CHECK(lead.at("step_time_s_high").get<double>() > lead.at("step_time_s").get<double>());
+  for (const auto& plan : doc.at("plans")) {
+    CHECK(plan.at("pp") == 1);  // FSDP as llm-foundry runs it has no pipeline
+    CHECK(plan.at("zero") != 1);
+    CHECK(plan.at("recompute") != "selective");
+  }
+  CHECK(doc.at("assumptions")[1].get<std::string>().rfind("stack fsdp (from --stack)", 0) == 0);
+}
+
+TEST_CASE("what a stack cannot run is refused with one line and exit 2", "[cli_stack]") {
+  const Run unknown = trident(kSmall + " --stack fsdq");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.rfind("trident: error: --stack 'fsdq': unknown stack (did you mean 'fsdp'?)", 0) == 0);
+  const Run zero = trident(kSmall + " --stack megatron-2021 --zero 1");
+  CHECK(zero.code == 2);
+  CHECK(zero.err == "trident: error: --zero 1: stack megatron-2021 does not run ZeRO-1\n");
+  const Run pipelined = trident(kSmall + " --stack fsdp --pp 2");
+  CHECK(pipelined.code == 2);
+  CHECK(pipelined.err ==
+        "trident: error: --pp 2: stack fsdp has no pipeline parallelism; use --pp 1 or another "
+        "--stack\n");
+  const Run sp = trident(kSmall + " --stack deepspeed-megatron --sequence-parallel on");
+  CHECK(sp.code == 2);
+  CHECK(sp.err ==
+        "trident: error: --sequence-parallel on: stack deepspeed-megatron has no sequence "
+        "parallelism\n");
+}
+
+TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cli_stack]") {
+  TempDir dir;
+  const auto cluster = dir.path / "c.yaml";
+  std::ofstream(cluster) << "name: mine\nstack: torchtitan\ngpu: h100-sxm-80g\nservers: 8\n"
+                            "gpus_per_server: 8\nnvlink: {domain_gpus: 8, kind: switch, "
+                            "links_per_gpu: 18, gbps_per_link: 25}\n"
+                            "network: {nics_per_server: 8, nic_gbits: 400}\n";
+  const Run from_file = trident("plan --cluster " + cluster.string() +
+                                " --model llama3-8b --global-batch 64 --format json --top 1");
+  REQUIRE(from_file.code == 0);
+  CHECK(nlohmann::json::parse(from_file.out).at("stack") == "torchtitan");
+  const Run flag = trident("plan --cluster " + cluster.string() +
+                           " --model llama3-8b --global-batch 64 --stack fsdp --format json --top 1");
+  REQUIRE(flag.code == 0);
+  CHECK(nlohmann::json::parse(flag.out).at("stack") == "fsdp");
+
+  const auto stack = dir.path / "s.yaml";
+  std::ofstream(stack) << "name: my-stack\nattention: unfused\ntp_overlap: none\nzero_stages: [0]\n"
+                          "recompute: [full]\n";
+  const Run custom = trident(kSmall + " --stack " + stack.string() + " --format json --top 2");
+  REQUIRE(custom.code == 0);
+  const auto doc = nlohmann::json::parse(custom.out);
+  CHECK(doc.at("stack") == "my-stack");
+  for (const auto& plan : doc.at("plans")) {
+    CHECK(plan.at("recompute") == "full");
+    CHECK(plan.at("zero") == 0);
+  }
+  std::ofstream(stack) << "name: bad\nattention: flash\ntp_overlap: sometimes\n";
+  const Run bad = trident(kSmall + " --stack " + stack.string());
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("s.yaml:3: tp_overlap: expected none|backward|userbuffers, got 'sometimes'") !=
+        std::string::npos);
+}
+
+TEST_CASE("trident presets lists the stacks", "[cli_stack]") {
+  const Run run = trident("presets");
+  REQUIRE(run.code == 0);
+  for (const char* name : {"megatron-core ", "megatron-2021 ", "deepspeed-megatron ", "fsdp ",
+                           "torchtitan "}) {
+    CHECK(run.out.find(std::string("stack    ") + name) != std::string::npos);
+  }
+}

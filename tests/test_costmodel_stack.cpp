@@ -1,0 +1,219 @@
+// Software stacks (costmodel/stack.h): presets, the file format, what each stack refuses, and
+// the mechanisms a stack switches: per-unit sharded data parallel, uneven pipeline stages.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "configs/presets.h"
+#include "costmodel/collective.h"
+#include "costmodel/compute.h"
+#include "costmodel/estimate.h"
+#include "costmodel/memory.h"
+#include "costmodel/pipeline.h"
+#include "costmodel/stack.h"
+#include "costmodel_fixture.h"
+#include "topology/errors.h"
+
+using namespace trident;
+
+namespace {
+
+Cluster round_cluster() {
+  Cluster cluster;
+  cluster.name = "round";
+  cluster.gpu = test::round_gpu();
+  cluster.servers = 1;
+  cluster.gpus_per_server = 8;
+  return cluster;
+}
+
+Placement dp_placement(int dp) {
+  Placement placement;
+  placement.tp = test::nvlink_group(1);
+  placement.pp = test::nvlink_group(1);
+  placement.dp = test::nvlink_group(dp);
+  return placement;
+}
+
+}  // namespace
+
+TEST_CASE("every built-in stack loads, and megatron-core is the default's values", "[stack]") {
+  const auto names = preset_names(PresetKind::stack);
+  for (const char* want : {"megatron-core", "megatron-core-perf", "megatron-2021",
+                           "deepspeed-megatron", "fsdp", "torchtitan"}) {
+    CHECK(std::find(names.begin(), names.end(), want) != names.end());
+  }
+  for (const auto& name : names) {
+    const Stack stack = stack_preset(name);
+    CHECK(stack.name == name);
+    CHECK(stack.measured_error > 0.0);  // every preset carries its measured accuracy
+  }
+  // EstimateOptions{} prices as the default preset does: one source of truth for tests.
+  const Stack preset = stack_preset("megatron-core");
+  const Stack defaults;
+  CHECK(preset.attention == defaults.attention);
+  CHECK(preset.zero_stages == defaults.zero_stages);
+  CHECK(preset.zero_stages_with_pp == defaults.zero_stages_with_pp);
+  CHECK(preset.dp_bucket_parameters == defaults.dp_bucket_parameters);
+  CHECK(preset.dp_bucket_parameters_per_rank == defaults.dp_bucket_parameters_per_rank);
+  CHECK(preset.grad_reduce_bytes == defaults.grad_reduce_bytes);
+  CHECK(preset.uneven_stages == defaults.uneven_stages);
+}
+
+TEST_CASE("stack files: errors name the file, line and key", "[stack]") {
+  CHECK_THROWS_WITH(load_stack("name: x\nattention: flsh\ntp_overlap: none\n", "s.yaml"),
+                    "s.yaml:2: attention: expected unfused|flash|cudnn, got 'flsh' (did you mean "
+                    "'flash'?)");
+  CHECK_THROWS_WITH(load_stack("name: x\nattention: flash\ntp_overlap: none\nzero_stages: [0, 4]\n",
+                               "s.yaml"),
+                    "s.yaml:4: zero_stages: expected ZeRO stages 0..3, got 4");
+  CHECK_THROWS_WITH(load_stack("name: x\nattention: flash\ntp_overlap: none\nzero_stages: [0]\n"
+                               "zero_stages_with_pp: [0, 1]\n",
+                               "s.yaml"),
+                    "s.yaml:5: zero_stages_with_pp: expected a subset of zero_stages");
+  CHECK_THROWS_AS(load_stack("name: x\nattention: flash\ntp_overlap: none\nprefetch: 2\n", "s.yaml"),
+                  InputError);
+  CHECK_THROWS_WITH(stack_preset("fsdq"), Catch::Contains("did you mean 'fsdp'"));
+  const Stack s = load_stack("name: mine\nattention: unfused\ntp_overlap: backward\n"
+                             "recompute: [none, full]\nzero_stages: [0, 1]\n",
+                             "s.yaml");
+  CHECK(s.attention == AttentionKernel::unfused);
+  CHECK(s.supports(Recompute::full));
+  CHECK_FALSE(s.supports(Recompute::selective));
+  CHECK(s.supports_zero(1, 4));  // with_pp defaults to the stages 0/1 the stack has
+  CHECK_FALSE(s.supports_zero(3, 1));
+}
+
+TEST_CASE("what a stack cannot run is a problem keyed by the knob", "[stack]") {
+  ParallelConfig config;
+  config.pp = 2;
+  config.zero = 3;
+  const auto problem = find_stack_problem(stack_preset("megatron-core"), config, 4);
+  REQUIRE(problem);
+  CHECK(problem->key == "zero");
+  CHECK_FALSE(find_stack_problem(stack_preset("torchtitan"), config, 4));
+  config.zero = 0;
+  config.pp = 3;
+  const auto uneven = find_stack_problem(stack_preset("megatron-2021"), config, 4);
+  REQUIRE(uneven);
+  CHECK(uneven->key == "pp");
+  CHECK_FALSE(find_stack_problem(stack_preset("megatron-core"), config, 4));
+}
+
+TEST_CASE("uneven pipeline stages split as the frameworks do", "[stack][pipeline]") {
+  // Llama 3 405B: 126 layers over 16 stages: ceil 8, shortfall 16*8 - 126 = 2: one off the
+  // last and one off the first (Llama 3 paper: first and last stage one layer fewer).
+  const StageLayers llama = stage_layers(126, 16);
+  CHECK((llama.first == 7 && llama.middle == 8 && llama.last == 7));
+  // BLOOM 176B: 70 over 12: ceil 6, shortfall 2: 5 | 6 x 10 | 5 (bigscience tr11 README).
+  const StageLayers bloom = stage_layers(70, 12);
+  CHECK((bloom.first == 5 && bloom.middle == 6 && bloom.last == 5));
+  // 70 over 8: ceil 9, shortfall 2: 8 | 9 | 8.
+  const StageLayers seventy = stage_layers(70, 8);
+  CHECK((seventy.first == 8 && seventy.middle == 9 && seventy.last == 8));
+  // 9 over 8: ceil 2, shortfall 7: last 1, first 1, five middle stages lose one (6 stages
+  // remain): the busiest middle stage keeps 2. 1 + 2 + 5x1 + 1 = 9.
+  const StageLayers nine = stage_layers(9, 8);
+  CHECK((nine.first == 1 && nine.middle == 2 && nine.last == 1));
+  // Even splits are untouched; one stage holds everything.
+  const StageLayers even = stage_layers(96, 8);
+  CHECK((even.first == 12 && even.middle == 12 && even.last == 12));
+  CHECK(stage_layers(96, 1).first == 96);
+  CHECK(stage_layers(96, 1).most() == 96);
+  // Memory: the first stage of 70 over 12 holds 5 layers' parameters, a middle stage 6.
+  Model model = test::small_model();
+  model.layers = 70;
+  ParallelConfig config;
+  config.pp = 12;
+  const ParameterCount count = count_parameters(model);
+  const double per_layer = count.attention_per_layer + count.ffn_per_layer + count.norms_per_layer;
+  CHECK(stage_parameters(model, config, false, false) == Approx(6 * per_layer));
+  CHECK(stage_parameters(model, config, true, false) ==
+        Approx(5 * per_layer + count.embedding));
+}
+
+TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack][estimate]") {
+  // Small model (2 layers, one stage), tp 1, dp 2 on one NVLink domain, micro-batch 1: m = 4.
+  const Model model = test::small_model();
+  ParallelConfig config;
+  config.dp = 2;
+  config.micro_batch = 1;
+  config.zero = 3;
+  EstimateOptions options;
+  options.stack = stack_preset("torchtitan");  // BACKWARD_PRE-style prefetch of one unit
+  const Placement placement = dp_placement(2);
+  const Estimate e = estimate(round_cluster(), model, config, placement, nullptr, options);
+  // A unit is one layer: 4h^2 attention + 2hf FFN + 2h norms = 16384 + 32768 + 128 = 49280
+  // parameters; its all-gather moves 49280 x 2 bytes, its reduce-scatter 49280 x 4 (fp32).
+  const double unit = 49280.0;
+  CHECK(e.dp.gather_bytes_per_call == Approx(unit * 2));
+  CHECK(e.dp.bytes_per_call == Approx(unit * 4));
+  const double ag = collective_time_s(Collective::all_gather, unit * 2, placement.dp);
+  const double rs = collective_time_s(Collective::reduce_scatter, unit * 4, placement.dp);
+  CHECK(e.dp.unit_gather_s == Approx(ag));
+  CHECK(e.dp.unit_scatter_s == Approx(rs));
+  // Per micro-batch: 2 gathers forward + 2 again backward (reshard after forward) and 2
+  // reduce-scatters: 4 micro-batches x 2 layers -> 16 gathers, 8 reduce-scatters.
+  CHECK(e.dp.unit_gathers_per_step == Approx(16.0));
+  CHECK(e.dp.unit_scatters_per_step == Approx(8.0));
+  CHECK(e.dp.total_s == Approx(16 * ag + 8 * rs));
+  // Exposed per micro-batch: forward: the first gather + (2-1) x max(0, ag - fwd layer);
+  // backward: the first (ag + rs) + (2-1) x max(0, ag + rs - bwd layer). Times 4.
+  const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
+  const double forward = ag + std::max(0.0, ag - layer.forward_s);
+  const double backward = (ag + rs) + std::max(0.0, ag + rs - layer.backward_s);
+  CHECK(e.dp.exposed_s == Approx(4 * (forward + backward)));
+  CHECK(e.time.dp_comm_s == Approx(e.dp.exposed_s));
+
+  // BACKWARD_POST (Composer's default): every backward gather waits for the previous unit's
+  // gradients, so both gathers are exposed and only the reduce-scatter overlaps.
+  options.stack.backward_prefetch = BackwardPrefetch::post;
+  const Estimate post = estimate(round_cluster(), model, config, placement, nullptr, options);
+  const double post_backward = 2 * ag + rs + std::max(0.0, rs - layer.backward_s);
+  CHECK(post.dp.exposed_s == Approx(4 * (forward + post_backward)));
+
+  // A stack that reduces only on the last micro-batch: 2 reduce-scatters per step.
+  options.stack.backward_prefetch = BackwardPrefetch::pre;
+  options.stack.reduce_every_micro_batch = false;
+  const Estimate once = estimate(round_cluster(), model, config, placement, nullptr, options);
+  CHECK(once.dp.unit_scatters_per_step == Approx(2.0));
+  const double gather_only = ag + std::max(0.0, ag - layer.backward_s);
+  CHECK(once.dp.exposed_s == Approx(4 * forward + backward + 3 * gather_only));
+}
+
+TEST_CASE("ZeRO-3 with PP keeps the gathered weights: one gather and one reduce-scatter per "
+          "unit per step", "[stack][estimate]") {
+  const Model model = test::small_model();
+  ParallelConfig config;
+  config.pp = 2;
+  config.dp = 2;
+  config.micro_batch = 1;
+  config.zero = 3;
+  EstimateOptions options;
+  options.stack = stack_preset("torchtitan");
+  Placement placement = dp_placement(2);
+  placement.pp = test::nvlink_group(2);
+  const Estimate e = estimate(round_cluster(), model, config, placement, nullptr, options);
+  // One layer per stage, m = 8 / (2 x 1) = 4: gathered once and reduce-scattered once.
+  CHECK(e.dp.unit_gathers_per_step == Approx(1.0));
+  CHECK(e.dp.unit_scatters_per_step == Approx(1.0));
+  // Memory: the whole 16-bit weights and fp32 gradients stay (not divided by dp); the Adam
+  // state is sharded: 12 / 2 bytes per parameter.
+  const double params = stage_parameters(model, config, false, true);
+  CHECK(e.memory.weights_bytes == Approx(params * 2));
+  CHECK(e.memory.gradients_bytes == Approx(params * 4));
+  CHECK(e.memory.optimizer_bytes == Approx(params * 6));
+}
+
+TEST_CASE("MFU under the causal convention and the step-time band", "[stack][estimate]") {
+  const Model model = test::small_model();
+  ParallelConfig config;
+  config.dp = 2;
+  EstimateOptions options;
+  options.stack.measured_error = 0.1;
+  const Estimate e = estimate(round_cluster(), model, config, dp_placement(2), nullptr, options);
+  CHECK(e.mfu_causal < e.mfu);
+  CHECK(e.mfu_causal == Approx(e.mfu * e.model_flops_causal / e.model_flops));
+  CHECK(e.step_s_low == Approx(0.9 * e.time.step_s));
+  CHECK(e.step_s_high == Approx(1.1 * e.time.step_s));
+}
