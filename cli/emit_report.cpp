@@ -18,8 +18,8 @@ std::string pins_of(const ParallelConfig& c) {
 namespace {
 
 std::string summary(const ParallelConfig& c) {
-  return fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO-{} SP {}", c.tp, c.pp, c.dp,
-                     c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
+  return fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO-{} SP {}", c.tp, c.pp, c.dp, c.micro_batch,
+                     c.virtual_stages, to_string(c.recompute), c.zero,
                      c.sequence_parallel ? "on" : "off");
 }
 
@@ -28,9 +28,10 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
                           const Cluster& cluster, const Model& model) {
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (!export_plan(release, cluster, model, plans[i].config).refusal) {
-      return fmt::format("; the best plan of this ranking it runs is plan {} ({}): --explain {} "
-                         "--emit {}",
-                         i + 1, summary(plans[i].config), i + 1, release_id(release));
+      return fmt::format(
+          "; the best plan of this ranking it runs is plan {} ({}): --explain {} "
+          "--emit {}",
+          i + 1, summary(plans[i].config), i + 1, release_id(release));
     }
   }
   return "";
@@ -48,7 +49,7 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   std::string message = fmt::format("--emit {}: plan {} ({}) cannot run there: {}",
                                     release_id(release), rank, summary(config), r.reason);
   if (r.nearest) {
-    message += "; nearest plan it can run: " + pins_of(*r.nearest);
+    message += "; nearest plan it can run: " + pins_of(*r.nearest) + " (pin it to price it)";
   } else if (!r.change.empty()) {
     message += "; nearest it can run: " + r.change;
   }

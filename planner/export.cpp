@@ -164,20 +164,28 @@ namespace {
 
 std::optional<emit::Limit> first_limit(const emit::Input& in) {
   switch (in.release.framework) {
-    case Framework::megatron: return emit::megatron_limit(in);
-    case Framework::nemo: return emit::nemo_limit(in);
-    case Framework::deepspeed: return emit::deepspeed_limit(in);
-    case Framework::torchtitan: return emit::torchtitan_limit(in);
+    case Framework::megatron:
+      return emit::megatron_limit(in);
+    case Framework::nemo:
+      return emit::nemo_limit(in);
+    case Framework::deepspeed:
+      return emit::deepspeed_limit(in);
+    case Framework::torchtitan:
+      return emit::torchtitan_limit(in);
   }
   return std::nullopt;
 }
 
 std::string text_of(const emit::Input& in, const emit::Launch& launch) {
   switch (in.release.framework) {
-    case Framework::megatron: return emit::megatron_text(in, launch);
-    case Framework::nemo: return emit::nemo_text(in, launch);
-    case Framework::deepspeed: return emit::deepspeed_text(in, launch);
-    case Framework::torchtitan: return emit::torchtitan_text(in, launch);
+    case Framework::megatron:
+      return emit::megatron_text(in, launch);
+    case Framework::nemo:
+      return emit::nemo_text(in, launch);
+    case Framework::deepspeed:
+      return emit::deepspeed_text(in, launch);
+    case Framework::torchtitan:
+      return emit::torchtitan_text(in, launch);
   }
   return {};
 }

@@ -57,7 +57,7 @@ struct Export {
 /// The plan as `release`'s configuration: first comment line names the release; then what a
 /// user still has to add; then the launcher and the configuration. Ranks run on the cluster's
 /// first config.gpus() live GPUs, as planner/layout.h places them.
-[[nodiscard]] Export export_plan(const Release& release, const Cluster& cluster,
-                                 const Model& model, const ParallelConfig& config);
+[[nodiscard]] Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
+                                 const ParallelConfig& config);
 
 }  // namespace trident

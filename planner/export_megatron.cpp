@@ -22,7 +22,8 @@ std::string sharding_flags(int zero) {
   if (zero == 0) return "";
   if (zero == 1) return flag("--use-distributed-optimizer");
   return flag("--use-distributed-optimizer") + flag("--use-megatron-fsdp") +
-         flag("--data-parallel-sharding-strategy", zero == 2 ? "optim_grads" : "optim_grads_params") +
+         flag("--data-parallel-sharding-strategy",
+              zero == 2 ? "optim_grads" : "optim_grads_params") +
          flag("--ckpt-format", "fsdp_dtensor");
 }
 
@@ -89,9 +90,10 @@ std::optional<Limit> megatron_limit(const Input& in) {
   if (in.config.zero >= 2 && in.config.pp > 1) {
     ParallelConfig fixed = in.config;
     fixed.zero = 1;
-    return Limit{"ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
-                 "parallelism (docs/user-guide/features/megatron_fsdp.md:493)",
-                 fixed, ""};
+    return Limit{
+        "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
+        "parallelism (docs/user-guide/features/megatron_fsdp.md:493)",
+        fixed, ""};
   }
   return std::nullopt;
 }
@@ -99,16 +101,15 @@ std::optional<Limit> megatron_limit(const Input& in) {
 std::string megatron_text(const Input& in, const Launch& launch) {
   std::string t = header_line(in);
   t += "# still to add: --data-path and --tokenizer-type/--tokenizer-model for your data in "
-       "place of --mock-data and the NullTokenizer (vocabulary " + str(in.model.vocab) +
-       "); --train-iters; --lr and its schedule; --save/--load\n";
+       "place of --mock-data and the NullTokenizer (vocabulary " +
+       str(in.model.vocab) + "); --train-iters; --lr and its schedule; --save/--load\n";
   t += placement_comment(launch, "#");
   t += "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
        " and MASTER_ADDR the first node's address:\n";
   // Before Blackwell, TP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437) and
   // Megatron-FSDP asserts it is not 1 (arguments.py:1143).
   if (in.config.tp > 1 && in.config.zero < 2) t += "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
-  t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " +
-       str(launch.gpus_per_node) +
+  t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
        " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
   t += "  pretrain_gpt.py \\\n";
   std::string flags = model_flags(in.model) + precision_flags(in.model.training.dtype) +

@@ -18,11 +18,16 @@ std::string yes(bool value) { return value ? "true" : "false"; }
 /// megatron_gpt_config.yaml: activation 'gelu', 'geglu', 'swiglu', 'reglu', 'squared-relu'.
 std::string activation(FfnKind kind) {
   switch (kind) {
-    case FfnKind::gelu: return "gelu";
-    case FfnKind::geglu: return "geglu";
-    case FfnKind::swiglu: return "swiglu";
-    case FfnKind::relu2: return "squared-relu";
-    case FfnKind::relu: return "";
+    case FfnKind::gelu:
+      return "gelu";
+    case FfnKind::geglu:
+      return "geglu";
+    case FfnKind::swiglu:
+      return "swiglu";
+    case FfnKind::relu2:
+      return "squared-relu";
+    case FfnKind::relu:
+      return "";
   }
   return "";
 }
@@ -35,18 +40,18 @@ std::string trainer(const Model& model, const Launch& launch) {
 }
 
 std::string shape(const Model& m) {
-  std::string t = line(2, "mcore_gpt", "true") + line(2, "num_layers", str(m.layers)) +
-                  line(2, "hidden_size", str(m.hidden)) +
-                  line(2, "ffn_hidden_size", str(m.ffn_hidden)) +
-                  line(2, "num_attention_heads", str(m.heads)) +
-                  line(2, "num_query_groups", m.kv_heads == m.heads ? "null" : str(m.kv_heads)) +
-                  line(2, "activation", activation(m.ffn)) +
-                  line(2, "normalization", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm") +
-                  line(2, "bias", yes(m.bias)) +
-                  line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
-                  line(2, "share_embeddings_and_output_weights", yes(m.tied_embeddings)) +
-                  line(2, "encoder_seq_length", str(m.seq_len)) +
-                  line(2, "max_position_embeddings", str(m.seq_len));
+  std::string t =
+      line(2, "mcore_gpt", "true") + line(2, "num_layers", str(m.layers)) +
+      line(2, "hidden_size", str(m.hidden)) + line(2, "ffn_hidden_size", str(m.ffn_hidden)) +
+      line(2, "num_attention_heads", str(m.heads)) +
+      line(2, "num_query_groups", m.kv_heads == m.heads ? "null" : str(m.kv_heads)) +
+      line(2, "activation", activation(m.ffn)) +
+      line(2, "normalization", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm") +
+      line(2, "bias", yes(m.bias)) +
+      line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
+      line(2, "share_embeddings_and_output_weights", yes(m.tied_embeddings)) +
+      line(2, "encoder_seq_length", str(m.seq_len)) +
+      line(2, "max_position_embeddings", str(m.seq_len));
   return t;
 }
 
@@ -105,16 +110,18 @@ std::optional<Limit> nemo_limit(const Input& in) {
                  "training.dtype bf16 or fp32 in the model file"};
   }
   if (in.model.ffn == FfnKind::relu) {
-    return Limit{"NeMo's model.activation has no plain ReLU (gelu, geglu, swiglu, reglu, "
-                 "squared-relu)",
-                 std::nullopt, "ffn gelu, geglu, swiglu or relu2 in the model file"};
+    return Limit{
+        "NeMo's model.activation has no plain ReLU (gelu, geglu, swiglu, reglu, "
+        "squared-relu)",
+        std::nullopt, "ffn gelu, geglu, swiglu or relu2 in the model file"};
   }
   if (in.config.zero == 3 && in.config.pp > 1) {
     ParallelConfig fixed = in.config;
     fixed.zero = 2;
-    return Limit{"ZeRO-3 is NeMo's torch FSDP, documented with TP and not with pipeline "
-                 "parallelism (docs/source/features/parallelisms.rst:180)",
-                 fixed, ""};
+    return Limit{
+        "ZeRO-3 is NeMo's torch FSDP, documented with TP and not with pipeline "
+        "parallelism (docs/source/features/parallelisms.rst:180)",
+        fixed, ""};
   }
   return std::nullopt;
 }
@@ -122,11 +129,14 @@ std::optional<Limit> nemo_limit(const Input& in) {
 std::string nemo_text(const Input& in, const Launch& launch) {
   std::string t = header_line(in);
   t += "# still to add: model.data.data_prefix; model.tokenizer (library, type, model) for "
-       "the vocabulary of " + str(in.model.vocab) + "; trainer.max_steps; model.optim.lr and "
+       "the vocabulary of " +
+       str(in.model.vocab) +
+       "; trainer.max_steps; model.optim.lr and "
        "sched; exp_manager\n";
   t += placement_comment(launch, "#");
   t += "# run: python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
-       "on each of the " + str(launch.nodes) + " nodes (" + str(launch.gpus_per_node) +
+       "on each of the " +
+       str(launch.nodes) + " nodes (" + str(launch.gpus_per_node) +
        " tasks each, e.g. srun --ntasks-per-node " + str(launch.gpus_per_node) + ")\n";
   t += "defaults:\n  - megatron_gpt_config\n  - _self_\n";
   t += trainer(in.model, launch);

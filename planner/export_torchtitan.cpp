@@ -46,8 +46,9 @@ std::string training(const Model& model, const ParallelConfig& c) {
   const long long per_replica = model.training.global_batch / c.dp;
   const long long local = c.pp > 1 ? per_replica : c.micro_batch;
   const bool fp32 = model.training.dtype == Dtype::fp32;
-  return "[training]\nlocal_batch_size = " + str(local) + "\nglobal_batch_size = " +
-         str(model.training.global_batch) + "\nseq_len = " + str(model.seq_len) +
+  return "[training]\nlocal_batch_size = " + str(local) +
+         "\nglobal_batch_size = " + str(model.training.global_batch) +
+         "\nseq_len = " + str(model.seq_len) +
          "\nmixed_precision_param = " + q(fp32 ? "float32" : "bfloat16") + "\n";
 }
 
@@ -81,40 +82,46 @@ ParallelConfig with_zero(ParallelConfig c, int zero) {
 std::optional<Limit> torchtitan_limit(const Input& in) {
   const ParallelConfig& c = in.config;
   if (flavor_of(in.model) == nullptr) {
-    return Limit{"torchtitan builds models from registered flavors "
-                 "(torchtitan/models/llama3/__init__.py), and none has " + in.model.name +
-                     "'s shape",
-                 std::nullopt, "--model llama3-8b, llama3-70b or llama3-405b"};
+    return Limit{
+        "torchtitan builds models from registered flavors "
+        "(torchtitan/models/llama3/__init__.py), and none has " +
+            in.model.name + "'s shape",
+        std::nullopt, "--model llama3-8b, llama3-70b or llama3-405b"};
   }
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::fp16 || dtype == Dtype::tf32) {
     return Limit{std::string("torchtitan trains in bfloat16 or float32 "
-                             "(training.mixed_precision_param), not ") + to_string(dtype),
+                             "(training.mixed_precision_param), not ") +
+                     to_string(dtype),
                  std::nullopt, "training.dtype bf16 in the model file"};
   }
   if (c.zero == 0 && (c.tp > 1 || c.pp > 1)) {
-    return Limit{"torchtitan raises 'DDP has not supported > 1D parallelism' "
-                 "(models/llama3/infra/parallelize.py:151)",
-                 with_zero(c, 2), ""};
+    return Limit{
+        "torchtitan raises 'DDP has not supported > 1D parallelism' "
+        "(models/llama3/infra/parallelize.py:151)",
+        with_zero(c, 2), ""};
   }
   if (c.zero == 1) {
-    return Limit{"torchtitan shards with FSDP2, which shards gradients with the optimizer "
-                 "state: no ZeRO-1",
-                 with_zero(c, 2), ""};
+    return Limit{
+        "torchtitan shards with FSDP2, which shards gradients with the optimizer "
+        "state: no ZeRO-1",
+        with_zero(c, 2), ""};
   }
   if (c.tp > 1 && !c.sequence_parallel) {
     ParallelConfig fixed = c;
     fixed.sequence_parallel = true;
-    return Limit{"torchtitan's tensor parallel plan always shards the sequence "
-                 "(SequenceParallel norms, models/llama3/infra/parallelize.py)",
-                 fixed, ""};
+    return Limit{
+        "torchtitan's tensor parallel plan always shards the sequence "
+        "(SequenceParallel norms, models/llama3/infra/parallelize.py)",
+        fixed, ""};
   }
   if (c.recompute == Recompute::selective) {
     ParallelConfig fixed = c;
     fixed.recompute = Recompute::full;
-    return Limit{"torchtitan's selective mode saves matmul outputs per op or checkpoints "
-                 "every Nth layer; it is not Megatron's attention-only recompute",
-                 fixed, ""};
+    return Limit{
+        "torchtitan's selective mode saves matmul outputs per op or checkpoints "
+        "every Nth layer; it is not Megatron's attention-only recompute",
+        fixed, ""};
   }
   return std::nullopt;
 }
@@ -136,8 +143,8 @@ std::string torchtitan_text(const Input& in, const Launch& launch) {
   t += training(in.model, c);
   t += '\n';
   t += parallelism(in.model, c);
-  t += "\n[activation_checkpoint]\nmode = " +
-       q(c.recompute == Recompute::full ? "full" : "none") + "\n";
+  t += "\n[activation_checkpoint]\nmode = " + q(c.recompute == Recompute::full ? "full" : "none") +
+       "\n";
   if (fp8) t += "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n";
   return t;
 }

@@ -3,15 +3,15 @@
 // (tests/data/emit/*.txt, scripts/emit-argdefs), parsers for the emitted text, and the
 // frameworks' cross-flag rules re-stated with their source lines. Each check returns the
 // first violation as a sentence, or "" when the text passes.
+#include <yaml-cpp/yaml.h>
+
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 namespace trident::test {
 

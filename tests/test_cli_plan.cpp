@@ -174,7 +174,8 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   CHECK(second.out.find("Plan #2:") != std::string::npos);
   const Run emit = trident(kSeed + " --emit megatron");
   REQUIRE(emit.code == 0);
-  CHECK(emit.out.rfind("# Megatron-LM core_v0.19.0 (github.com/NVIDIA/Megatron-LM commit ", 0) == 0);
+  CHECK(emit.out.rfind("# Megatron-LM core_v0.19.0 (github.com/NVIDIA/Megatron-LM commit ", 0) ==
+        0);
   CHECK(emit.out.find("\n  --tensor-model-parallel-size ") != std::string::npos);
 }
 
@@ -199,6 +200,18 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
   CHECK(lines(ds.err) == 1);
   CHECK(ds.err.find("--emit deepspeed@v0.19.3: plan 1 (") != std::string::npos);
   CHECK(ds.err.find("nearest plan it can run: --tp 1 ") != std::string::npos);
+  // The refusal also names the best-ranked plan the release runs, and that command emits.
+  const std::string llama70 = "plan --model llama3-70b --gpus 64 --servers 8 --top 30 ";
+  const Run refused = trident(llama70 + "--emit deepspeed");
+  REQUIRE(refused.code == 2);
+  const std::string hint = "the best plan of this ranking it runs is plan ";
+  const auto at = refused.err.find(hint);
+  REQUIRE(at != std::string::npos);
+  const std::size_t from = at + hint.size();
+  const std::string rank = refused.err.substr(from, refused.err.find(' ', from) - from);
+  const Run runs = trident(llama70 + "--explain " + rank + " --emit deepspeed@v0.19.5");
+  CHECK(runs.code == 0);
+  CHECK(runs.out.rfind("# DeepSpeed v0.19.5 ", 0) == 0);
   const Run old = trident(llama + "--emit megatron@core_v0.18.0");
   CHECK(old.code == 2);
   CHECK(old.err.find("--emit 'megatron@core_v0.18.0': expected") != std::string::npos);

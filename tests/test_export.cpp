@@ -3,6 +3,7 @@
 // obeys the framework's cross-flag rules (re-stated below with their source lines), or
 // refuses in one line naming the nearest plan it can run.
 #include <catch2/catch.hpp>
+#include <tuple>
 
 #include "planner/export.h"
 #include "tests/emit_rules.h"
@@ -64,9 +65,10 @@ std::string megatron_rules(const std::string& text, const Model& m, const Parall
   const bool mfsdp = s.count("--use-megatron-fsdp") != 0;
   // 997-1013: torch FSDP2 needs PP 1, no distributed optimizer, no gradient-accumulation
   // fusion, ckpt torch_dist|torch_dcp, untied embeddings, no fp16.
-  if (fsdp2 && (num(s, "--pipeline-model-parallel-size") != 1 ||
-                s.count("--use-distributed-optimizer") || !s.count("--no-gradient-accumulation-fusion") ||
-                !s.count("--untie-embeddings-and-output-weights") || s.count("--fp16"))) {
+  if (fsdp2 &&
+      (num(s, "--pipeline-model-parallel-size") != 1 || s.count("--use-distributed-optimizer") ||
+       !s.count("--no-gradient-accumulation-fusion") ||
+       !s.count("--untie-embeddings-and-output-weights") || s.count("--fp16"))) {
     return "--use-torch-fsdp2 fails its asserts (arguments.py:997-1013)";
   }
   // 1146: Megatron-FSDP needs --ckpt-format fsdp_dtensor; 1143: CUDA_DEVICE_MAX_CONNECTIONS != 1.
@@ -79,8 +81,8 @@ std::string megatron_rules(const std::string& text, const Model& m, const Parall
     return "TP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
   }
   // ZeRO-2 shards gradients, ZeRO-3 weights too: optim_grads / optim_grads_params (3023).
-  const std::string strategy = s.count("--data-parallel-sharding-strategy")
-                                   ? s.at("--data-parallel-sharding-strategy") : "";
+  const std::string strategy =
+      s.count("--data-parallel-sharding-strategy") ? s.at("--data-parallel-sharding-strategy") : "";
   if ((c.zero == 2) != (strategy == "optim_grads") ||
       (c.zero == 3) != (strategy == "optim_grads_params") ||
       (c.zero == 1) != (s.count("--use-distributed-optimizer") && !mfsdp)) {
@@ -110,8 +112,8 @@ std::string nemo_rules(const std::string& text, const ParallelConfig& c, const A
     return "FSDP with a distributed optimizer (megatron_trainer_builder.py:66)";
   }
   // nlp_overrides.py:815-816: full | grad (hybrid asserted off).
-  if (s.count("model.fsdp_sharding_strategy") &&
-      s.at("model.fsdp_sharding_strategy") != "full" && s.at("model.fsdp_sharding_strategy") != "grad") {
+  if (s.count("model.fsdp_sharding_strategy") && s.at("model.fsdp_sharding_strategy") != "full" &&
+      s.at("model.fsdp_sharding_strategy") != "grad") {
     return "fsdp_sharding_strategy";
   }
   const char* expected[] = {"fused_adam", "mcore_distributed_optim", "distributed_fused_adam",
@@ -129,8 +131,8 @@ std::string deepspeed_rules(const std::string& text, const ParallelConfig& c, co
   const Settings s = parse_deepspeed(text);
   if (auto bad = check_names(s, defs); !bad.empty()) return bad;
   // config.py:924: train_batch_size == micro * gradient_accumulation_steps * DP world size.
-  if (num(s, "train_batch_size") != num(s, "train_micro_batch_size_per_gpu") *
-                                        num(s, "gradient_accumulation_steps") * c.dp) {
+  if (num(s, "train_batch_size") !=
+      num(s, "train_micro_batch_size_per_gpu") * num(s, "gradient_accumulation_steps") * c.dp) {
     return "batch identity (runtime/config.py:924)";
   }
   const long long stage = num(s, "zero_optimization.stage");
@@ -181,9 +183,11 @@ std::string torchtitan_rules(const std::string& text, const Model& m, const Para
     // stage) divide by PP; 1F1B one stage per rank, Interleaved1F1B at least two.
     const long long per = num(s, "parallelism.pipeline_parallel_layers_per_stage");
     const long long first = s.count("parallelism.pipeline_parallel_first_stage_less_layers")
-                                ? num(s, "parallelism.pipeline_parallel_first_stage_less_layers") : 1;
+                                ? num(s, "parallelism.pipeline_parallel_first_stage_less_layers")
+                                : 1;
     const long long last = s.count("parallelism.pipeline_parallel_last_stage_less_layers")
-                               ? num(s, "parallelism.pipeline_parallel_last_stage_less_layers") : 1;
+                               ? num(s, "parallelism.pipeline_parallel_last_stage_less_layers")
+                               : 1;
     const long long stages = (f.at("layers") + first + last + per - 1) / per;
     const bool single = s.at("parallelism.pipeline_parallel_schedule") == "1F1B";
     if (stages % pp != 0 || (single && stages / pp != 1) || (!single && stages / pp < 2)) {
@@ -201,21 +205,24 @@ std::string rules(const Release& r, const std::string& text, const Model& m,
   const ArgDefs defs = load_argdefs(data_file(r));
   // The data file was generated at the commit the output names.
   const std::string commit = split(defs.header, ' ').back();
-  if (text.find(commit) == std::string::npos || text.rfind(std::string("# ") + r.title + " " +
-                                                               r.version, 0) != 0) {
+  if (text.find(commit) == std::string::npos ||
+      text.rfind(std::string("# ") + r.title + " " + r.version, 0) != 0) {
     return "first line does not name " + release_id(r) + " at " + commit;
   }
   switch (r.framework) {
-    case Framework::megatron: return megatron_rules(text, m, c, defs);
-    case Framework::nemo: return nemo_rules(text, c, defs);
-    case Framework::deepspeed: return deepspeed_rules(text, c, r, defs);
-    case Framework::torchtitan: return torchtitan_rules(text, m, c, defs);
+    case Framework::megatron:
+      return megatron_rules(text, m, c, defs);
+    case Framework::nemo:
+      return nemo_rules(text, c, defs);
+    case Framework::deepspeed:
+      return deepspeed_rules(text, c, r, defs);
+    case Framework::torchtitan:
+      return torchtitan_rules(text, m, c, defs);
   }
   return "unknown framework";
 }
 
 }  // namespace
-
 
 namespace {
 
@@ -252,9 +259,9 @@ Model gpt_style() {
 void check_one(const Release& r, const Cluster& cluster, const Model& m, const ParallelConfig& c,
                int& emitted, int& refused) {
   const Export e = export_plan(r, cluster, m, c);
-  INFO(release_id(r) << " " << m.name << " tp" << c.tp << " pp" << c.pp << " vp"
-                     << c.virtual_stages << " zero" << c.zero << " " << to_string(c.recompute)
-                     << " sp" << c.sequence_parallel);
+  INFO(release_id(r) << " " << m.name << " tp" << c.tp << " pp" << c.pp << " vp" << c.virtual_stages
+                     << " zero" << c.zero << " " << to_string(c.recompute) << " sp"
+                     << c.sequence_parallel);
   if (!e.refusal) {
     ++emitted;
     CHECK(rules(r, e.text, m, c) == "");
@@ -337,6 +344,21 @@ TEST_CASE("torchtitan: stage count, local batch, no DDP beyond 1D", "[export]") 
   REQUIRE(ddp.refusal.has_value());
   CHECK(ddp.refusal->reason.find("parallelize.py:151") != std::string::npos);
   CHECK(ddp.refusal->nearest->zero == 2);
+  // 70B and 405B: their flavors (the data file computes the FFN sizes from torchtitan's
+  // multipliers: 70B 2/3 x 4 x 8192 = 21845, x 1.3 = 28398, up to a multiple of 4096 = 28672).
+  for (const auto& [layers, hidden, heads, ffn] :
+       {std::tuple{80, 8192, 64, 28672}, std::tuple{126, 16384, 128, 53248}}) {
+    Model big = llama8b();
+    big.layers = layers;
+    big.hidden = hidden;
+    big.heads = heads;
+    big.ffn_hidden = ffn;
+    big.training.global_batch = 32;
+    const ParallelConfig c = config_of({2, 1, 1}, 3, Recompute::full, true);
+    const auto e = export_plan(titan, cluster, big, c);
+    REQUIRE_FALSE(e.refusal.has_value());
+    CHECK(rules(titan, e.text, big, c) == "");
+  }
   // Selective is not Megatron's selective: nearest is full recompute.
   const auto selective =
       export_plan(titan, cluster, llama8b(), config_of({1, 1, 1}, 3, Recompute::selective, false));
@@ -349,13 +371,16 @@ TEST_CASE("Megatron-LM: ZeRO stages, FP8, FSDP without pipelining", "[export]") 
   Model fp8 = llama8b();
   fp8.training.dtype = Dtype::fp8;
   const auto zero2 = export_plan(mlm, cluster, fp8, config_of({2, 1, 1}, 2, Recompute::none, true));
-  CHECK(zero2.text.find("  --data-parallel-sharding-strategy optim_grads \\\n") != std::string::npos);
+  CHECK(zero2.text.find("  --data-parallel-sharding-strategy optim_grads \\\n") !=
+        std::string::npos);
   CHECK(zero2.text.find("  --fp8-format hybrid \\\n  --fp8-recipe delayed") != std::string::npos);
   CHECK(zero2.text.find("CUDA_DEVICE_MAX_CONNECTIONS") == std::string::npos);
-  const auto zero3 = export_plan(mlm, cluster, llama8b(), config_of({1, 4, 1}, 3, Recompute::none, false));
+  const auto zero3 =
+      export_plan(mlm, cluster, llama8b(), config_of({1, 4, 1}, 3, Recompute::none, false));
   REQUIRE(zero3.refusal.has_value());
   CHECK(zero3.refusal->nearest->zero == 1);
-  const auto gpt = export_plan(mlm, cluster, gpt_style(), config_of({2, 4, 2}, 1, Recompute::full, true));
+  const auto gpt =
+      export_plan(mlm, cluster, gpt_style(), config_of({2, 4, 2}, 1, Recompute::full, true));
   CHECK(gpt.text.find("--untie-embeddings-and-output-weights") == std::string::npos);
   CHECK(gpt.text.find("  --num-layers-per-virtual-pipeline-stage 4 \\\n") != std::string::npos);
 }
