@@ -49,7 +49,7 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   std::string message = fmt::format("--emit {}: plan {} ({}) cannot run there: {}",
                                     release_id(release), rank, summary(config), r.reason);
   if (r.nearest) {
-    message += "; nearest plan it can run: " + pins_of(*r.nearest) + " (pin it to price it)";
+    message += "; nearest plan it can run: " + pins_of(*r.nearest);
   } else if (!r.change.empty()) {
     message += "; nearest it can run: " + r.change;
   }

@@ -190,6 +190,15 @@ std::string text_of(const emit::Input& in, const emit::Launch& launch) {
   return {};
 }
 
+/// `c`, or `c` with micro-batch 1, when DP x micro-batch divides the global batch (a fix
+/// that moves TP into DP can break that); nullopt otherwise.
+std::optional<ParallelConfig> dividing(ParallelConfig c, long long global_batch) {
+  if (global_batch % (static_cast<long long>(c.dp) * c.micro_batch) == 0) return c;
+  c.micro_batch = 1;
+  if (global_batch % c.dp == 0) return c;
+  return std::nullopt;
+}
+
 /// Applies each limit's fix until the release can run the plan (at most one fix per knob).
 Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
   Refusal refusal{limit.reason, std::nullopt, limit.change};
@@ -198,7 +207,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
     const ParallelConfig candidate = *next;
     const auto again = first_limit({in.release, in.cluster, in.model, candidate});
     if (!again) {
-      refusal.nearest = candidate;
+      refusal.nearest = dividing(candidate, in.model.training.global_batch);
+      if (!refusal.nearest) refusal.change = "no split of the same GPUs it runs divides the batch";
       break;
     }
     next = again->fixed;

@@ -402,6 +402,22 @@ TEST_CASE("DeepSpeed: AutoTP, ZeRO-3 by release, batch identity", "[export]") {
   REQUIRE(piped.refusal.has_value());  // AutoTP has no pipeline axis: TP 1, DP 4 x 2 = 8
   CHECK(piped.refusal->nearest->tp == 1);
   CHECK(piped.refusal->nearest->dp == 8);
+  // Moving TP 2 into DP doubles DP 8 to 16. Global batch 32, micro-batch 4: 16 x 4 = 64 does
+  // not divide 32, micro-batch 1 does (32 / 16 = 2 micro-batches). Global batch 24: 24 / 16
+  // is no whole number at any micro-batch, so no nearest split, only what to change.
+  Model small = llama8b();
+  small.training.global_batch = 32;
+  ParallelConfig mb4 = config_of({2, 2, 1}, 1, Recompute::none, false);
+  mb4.micro_batch = 4;
+  const auto fallback = export_plan(parse_release("deepspeed"), cluster, small, mb4);
+  REQUIRE(fallback.refusal->nearest.has_value());
+  CHECK(fallback.refusal->nearest->micro_batch == 1);
+  small.training.global_batch = 24;
+  ParallelConfig mb1 = mb4;
+  mb1.micro_batch = 1;
+  const auto none = export_plan(parse_release("deepspeed"), cluster, small, mb1);
+  CHECK_FALSE(none.refusal->nearest.has_value());
+  CHECK(none.refusal->change == "no split of the same GPUs it runs divides the batch");
 }
 
 TEST_CASE("NeMo: ZeRO-3 is torch FSDP full sharding", "[export]") {
