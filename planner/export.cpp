@@ -18,6 +18,9 @@ const std::vector<Release>& releases() {
        "5be9626709af2722333bf54797c954c09edeada3", "pretrain_gpt.py flags"},
       {Framework::nemo, "nemo", "v2.4.0", "NeMo", "NVIDIA/NeMo",
        "2381f42f6979449b5b99538f8f80135831009b51",
+       "NeMo 2.0 recipe API (nemo.collections.llm pretrain_recipe, run by nemo_run)"},
+      {Framework::nemo_hydra, "nemo-hydra", "v2.4.0", "NeMo", "NVIDIA/NeMo",
+       "2381f42f6979449b5b99538f8f80135831009b51",
        "examples/nlp/language_modeling/megatron_gpt_pretraining.py Hydra keys over "
        "conf/megatron_gpt_config.yaml (the NeMo 1.x YAML)"},
       {Framework::deepspeed, "deepspeed", "v0.19.5", "DeepSpeed", "deepspeedai/DeepSpeed",
@@ -65,7 +68,8 @@ const Release& parse_release(const std::string& spec) {
       return r;
     }
   }
-  throw InputError("--emit '" + spec + "': expected megatron|nemo|deepspeed|torchtitan, " +
+  throw InputError("--emit '" + spec +
+                   "': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, " +
                    "optionally @VERSION: " + all_release_ids());
 }
 
@@ -168,6 +172,8 @@ std::optional<emit::Limit> first_limit(const emit::Input& in) {
       return emit::megatron_limit(in);
     case Framework::nemo:
       return emit::nemo_limit(in);
+    case Framework::nemo_hydra:
+      return emit::nemo_hydra_limit(in);
     case Framework::deepspeed:
       return emit::deepspeed_limit(in);
     case Framework::torchtitan:
@@ -182,6 +188,8 @@ std::string text_of(const emit::Input& in, const emit::Launch& launch) {
       return emit::megatron_text(in, launch);
     case Framework::nemo:
       return emit::nemo_text(in, launch);
+    case Framework::nemo_hydra:
+      return emit::nemo_hydra_text(in, launch);
     case Framework::deepspeed:
       return emit::deepspeed_text(in, launch);
     case Framework::torchtitan:

@@ -1,6 +1,7 @@
-// --emit nemo: NeMo v2.4.0's megatron_gpt_pretraining.py, whose Hydra config is
-// examples/nlp/language_modeling/conf/megatron_gpt_config.yaml (the NeMo 1.x keys; the file
-// is tests/data/emit/nemo-v2.4.0.txt's source). The emitted YAML overrides that file's keys.
+// --emit nemo: a NeMo 2.0 script at v2.4.0 that takes a pretraining recipe
+// (nemo/collections/llm/recipes/NAME.py) and sets the plan on it; run by nemo_run. Names:
+// tests/data/emit/nemo-v2.4.0.txt (MegatronStrategy and MockDataModule parameters, the
+// keywords and attributes NeMo's own recipes set, the recipes' model shapes).
 #include <string>
 
 #include "planner/export_target.h"
@@ -9,139 +10,139 @@ namespace trident::emit {
 
 namespace {
 
-std::string line(int indent, const std::string& key, const std::string& value) {
-  return std::string(static_cast<std::size_t>(indent), ' ') + key + ": " + value + "\n";
-}
+/// The recipes whose model the plan can be: their config dataclass in
+/// nemo/collections/llm/gpt/model (llama.py Llama3Config8B, Llama3Config70B,
+/// Llama31Config405B; gpt.py GPTConfig175B).
+struct Recipe {
+  const char* name;
+  int layers, hidden, heads, kv_heads, ffn_hidden;
+  bool llama;  ///< SwiGLU, RMSNorm, RoPE, untied, no biases; else GeLU, LayerNorm, learned, tied
+};
+constexpr Recipe kRecipes[] = {
+    {"llama3_8b", 32, 4096, 32, 8, 14336, true},
+    {"llama3_70b", 80, 8192, 64, 8, 28672, true},
+    {"llama31_405b", 126, 16384, 128, 8, 53248, true},
+    {"gpt3_175b", 96, 12288, 96, 96, 49152, false},
+};
 
-std::string yes(bool value) { return value ? "true" : "false"; }
-
-/// megatron_gpt_config.yaml: activation 'gelu', 'geglu', 'swiglu', 'reglu', 'squared-relu'.
-std::string activation(FfnKind kind) {
-  switch (kind) {
-    case FfnKind::gelu:
-      return "gelu";
-    case FfnKind::geglu:
-      return "geglu";
-    case FfnKind::swiglu:
-      return "swiglu";
-    case FfnKind::relu2:
-      return "squared-relu";
-    case FfnKind::relu:
-      return "";
+const Recipe* recipe_of(const Model& m) {
+  const bool llama = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm &&
+                     !m.learned_positions && !m.tied_embeddings && !m.bias;
+  const bool gpt = m.ffn == FfnKind::gelu && m.norm == NormKind::layernorm && m.learned_positions &&
+                   m.tied_embeddings;
+  for (const Recipe& r : kRecipes) {
+    if ((r.llama ? llama : gpt) && r.layers == m.layers && r.hidden == m.hidden &&
+        r.heads == m.heads && r.kv_heads == m.kv_heads && r.ffn_hidden == m.ffn_hidden) {
+      return &r;
+    }
   }
-  return "";
+  return nullptr;
 }
 
-std::string trainer(const Model& model, const Launch& launch) {
-  const Dtype dtype = model.training.dtype;
-  const std::string precision = dtype == Dtype::fp16 ? "16" : dtype == Dtype::fp32 ? "32" : "bf16";
-  return "trainer:\n" + line(2, "devices", str(launch.gpus_per_node)) +
-         line(2, "num_nodes", str(launch.nodes)) + line(2, "precision", precision);
+std::string set(const std::string& key, const std::string& value) {
+  return "recipe." + key + " = " + value + "\n";
 }
 
-std::string shape(const Model& m) {
-  std::string t =
-      line(2, "mcore_gpt", "true") + line(2, "num_layers", str(m.layers)) +
-      line(2, "hidden_size", str(m.hidden)) + line(2, "ffn_hidden_size", str(m.ffn_hidden)) +
-      line(2, "num_attention_heads", str(m.heads)) +
-      line(2, "num_query_groups", m.kv_heads == m.heads ? "null" : str(m.kv_heads)) +
-      line(2, "activation", activation(m.ffn)) +
-      line(2, "normalization", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm") +
-      line(2, "bias", yes(m.bias)) +
-      line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
-      line(2, "share_embeddings_and_output_weights", yes(m.tied_embeddings)) +
-      line(2, "encoder_seq_length", str(m.seq_len)) +
-      line(2, "max_position_embeddings", str(m.seq_len));
-  return t;
+std::string q(const char* text) { return std::string("\"") + text + "\""; }
+
+/// recipes/precision/mixed_precision.py: bf16_mixed, fp16_mixed, bf16_with_fp8_mixed
+/// (Transformer Engine HYBRID format, delayed scaling).
+const char* plugin(Dtype dtype) {
+  if (dtype == Dtype::fp16) return "fp16_mixed";
+  if (dtype == Dtype::fp8) return "bf16_with_fp8_mixed";
+  return "bf16_mixed";
 }
 
-/// FP8 through Transformer Engine: HYBRID format (fp8_hybrid), delayed scaling (fp8_interval,
-/// fp8_amax_history_len keep the file's defaults).
-std::string precision(const Model& m, int zero) {
-  const Dtype dtype = m.training.dtype;
-  // O2 keeps fp32 main weights beside 16-bit ones; torch FSDP switches it off itself
-  // (megatron_trainer_builder.py:73), FP32 has nothing to keep.
-  const bool o2 = zero != 3 && dtype != Dtype::fp32;
-  std::string t = line(2, "megatron_amp_O2", yes(o2));
-  if (dtype == Dtype::fp8) {
-    t += line(2, "transformer_engine", "true") + line(2, "fp8", "true") +
-         line(2, "fp8_hybrid", "true");
-  }
-  return t;
-}
-
-std::string parallel(const Model& model, const ParallelConfig& c) {
-  std::string t = line(2, "micro_batch_size", str(c.micro_batch)) +
-                  line(2, "global_batch_size", str(model.training.global_batch)) +
-                  line(2, "tensor_model_parallel_size", str(c.tp)) +
-                  line(2, "pipeline_model_parallel_size", str(c.pp)) +
-                  line(2, "virtual_pipeline_model_parallel_size",
-                       c.virtual_stages > 1 ? str(c.virtual_stages) : "null") +
-                  line(2, "sequence_parallel", yes(c.sequence_parallel));
-  if (c.recompute == Recompute::none) {
-    t += line(2, "activations_checkpoint_granularity", "null");
-  } else if (c.recompute == Recompute::selective) {
-    t += line(2, "activations_checkpoint_granularity", "selective");
+/// The recipes set context_parallelism 2 (llama3_8b.py:65) or 4 (llama31_405b.py:70): the
+/// plan has none, so it is set to 1. ZeRO-2/3 are Megatron-FSDP (strategy fsdp="megatron",
+/// megatron_strategy.py:380) sharding optim_grads / optim_grads_params, which wants
+/// average_in_collective off (llama3_8b.py:121).
+std::string strategy(const ParallelConfig& c) {
+  std::string t = set("trainer.strategy.tensor_model_parallel_size", str(c.tp)) +
+                  set("trainer.strategy.pipeline_model_parallel_size", str(c.pp)) +
+                  set("trainer.strategy.virtual_pipeline_model_parallel_size",
+                      c.virtual_stages > 1 ? str(c.virtual_stages) : "None") +
+                  set("trainer.strategy.context_parallel_size", "1") +
+                  set("trainer.strategy.sequence_parallel", c.sequence_parallel ? "True" : "False");
+  if (c.zero >= 2) {
+    t += set("trainer.strategy.fsdp", q("megatron")) +
+         set("trainer.strategy.ddp.data_parallel_sharding_strategy",
+             q(c.zero == 2 ? "optim_grads" : "optim_grads_params")) +
+         set("trainer.strategy.ddp.average_in_collective", "False");
   } else {
-    t += line(2, "activations_checkpoint_granularity", "full") +
-         line(2, "activations_checkpoint_method", "uniform") +
-         line(2, "activations_checkpoint_num_layers", "1");
+    t += set("trainer.strategy.fsdp", "None");
   }
+  t += set("optim.config.use_distributed_optimizer", c.zero >= 1 ? "True" : "False");
   return t;
 }
 
-/// ZeRO-0: fused_adam; ZeRO-1: Megatron's distributed optimizer (mcore_distributed_optim,
-/// megatron_base_model.py:151); ZeRO-2: apex distributed_fused_adam (optimizer state and
-/// gradients); ZeRO-3: torch FSDP full sharding (nlp_overrides.py:810-816), which refuses a
-/// distributed optimizer (megatron_trainer_builder.py:66-69).
-std::string sharding(int zero) {
-  const char* names[] = {"fused_adam", "mcore_distributed_optim", "distributed_fused_adam",
-                         "fused_adam"};
-  std::string t;
-  if (zero == 3) t += line(2, "fsdp", "true") + line(2, "fsdp_sharding_strategy", "full");
-  return t + "  optim:\n" + line(4, "name", names[zero]);
+std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
+  std::string t = set("data.seq_length", str(m.seq_len)) +
+                  set("data.global_batch_size", str(m.training.global_batch)) +
+                  set("data.micro_batch_size", str(c.micro_batch)) +
+                  set("model.config.seq_length", str(m.seq_len));
+  if (c.recompute == Recompute::none) return t + set("model.config.recompute_granularity", "None");
+  if (c.recompute == Recompute::selective) {
+    return t + set("model.config.recompute_granularity", q("selective"));
+  }
+  return t + set("model.config.recompute_granularity", q("full")) +
+         set("model.config.recompute_method", q("uniform")) +
+         set("model.config.recompute_num_layers", "1");
 }
 
 }  // namespace
 
 std::optional<Limit> nemo_limit(const Input& in) {
-  if (in.model.training.dtype == Dtype::tf32) {
-    return Limit{"NeMo's trainer.precision has no TF32 setting (bf16, 16, 32)", std::nullopt,
-                 "training.dtype bf16 or fp32 in the model file"};
-  }
-  if (in.model.ffn == FfnKind::relu) {
+  if (recipe_of(in.model) == nullptr) {
     return Limit{
-        "NeMo's model.activation has no plain ReLU (gelu, geglu, swiglu, reglu, "
-        "squared-relu)",
-        std::nullopt, "ffn gelu, geglu, swiglu or relu2 in the model file"};
+        "NeMo 2.0 pretraining recipes build their model from a config class "
+        "(nemo/collections/llm/recipes), and none has " +
+            in.model.name + "'s shape",
+        std::nullopt,
+        "--model llama3-8b, llama3-70b, llama3-405b or gpt3-175b, or --emit nemo-hydra"};
   }
-  if (in.config.zero == 3 && in.config.pp > 1) {
+  const Dtype dtype = in.model.training.dtype;
+  if (dtype == Dtype::fp32 || dtype == Dtype::tf32) {
+    return Limit{std::string("NeMo 2.0's precision recipes are bf16/fp16 mixed (with or "
+                             "without FP8), not ") +
+                     to_string(dtype),
+                 std::nullopt, "training.dtype bf16 in the model file"};
+  }
+  if (in.config.zero >= 2 && in.config.pp > 1) {
     ParallelConfig fixed = in.config;
-    fixed.zero = 2;
+    fixed.zero = 1;
     return Limit{
-        "ZeRO-3 is NeMo's torch FSDP, documented with TP and not with pipeline "
-        "parallelism (docs/source/features/parallelisms.rst:180)",
+        "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
+        "parallelism (Megatron-LM docs/user-guide/features/megatron_fsdp.md:493)",
         fixed, ""};
   }
   return std::nullopt;
 }
 
 std::string nemo_text(const Input& in, const Launch& launch) {
+  const Recipe& recipe = *recipe_of(in.model);
+  const char* precision = plugin(in.model.training.dtype);
   std::string t = header_line(in);
-  t += "# still to add: model.data.data_prefix; model.tokenizer (library, type, model) for "
-       "the vocabulary of " +
-       str(in.model.vocab) +
-       "; trainer.max_steps; model.optim.lr and "
-       "sched; exp_manager\n";
+  t += "# still to add: recipe.data = your llm.PreTrainingDataModule (paths, tokenizer) in "
+       "place of the recipe's MockDataModule, keeping the three batch and length settings; "
+       "recipe.trainer.max_steps; recipe.optim.config.lr; recipe.log\n";
   t += placement_comment(launch, "#");
-  t += "# run: python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
-       "on each of the " +
-       str(launch.nodes) + " nodes (" + str(launch.gpus_per_node) +
-       " tasks each, e.g. srun --ntasks-per-node " + str(launch.gpus_per_node) + ")\n";
-  t += "defaults:\n  - megatron_gpt_config\n  - _self_\n";
-  t += trainer(in.model, launch);
-  t += "model:\n" + shape(in.model) + precision(in.model, in.config.zero) +
-       parallel(in.model, in.config) + sharding(in.config.zero);
+  t += "# run: python THIS_FILE; on " + str(launch.nodes) +
+       " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +
+       ", ntasks_per_node=" + str(launch.gpus_per_node) + ", ...) instead of the LocalExecutor\n";
+  t += "import nemo_run as run\nfrom nemo.collections import llm\n";
+  t += std::string("from nemo.collections.llm.recipes.precision.mixed_precision import ") +
+       precision + "\n\n";
+  t += std::string("recipe = llm.") + recipe.name +
+       ".pretrain_recipe(name=\"trident\", num_nodes=" + str(launch.nodes) +
+       ", num_gpus_per_node=" + str(launch.gpus_per_node) + ")\n";
+  t += set("trainer.num_nodes", str(launch.nodes)) +
+       set("trainer.devices", str(launch.gpus_per_node)) +
+       set("trainer.plugins", std::string(precision) + "()");
+  t += strategy(in.config) + batches_and_recompute(in.model, in.config);
+  t += "\nif __name__ == \"__main__\":\n    run.run(recipe, executor=run.LocalExecutor("
+       "ntasks_per_node=" +
+       str(launch.gpus_per_node) + ", launcher=\"torchrun\"))\n";
   return t;
 }
 

@@ -59,6 +59,8 @@ struct LaunchOrLimit {
 [[nodiscard]] std::string megatron_text(const Input& in, const Launch& launch);
 [[nodiscard]] std::optional<Limit> nemo_limit(const Input& in);
 [[nodiscard]] std::string nemo_text(const Input& in, const Launch& launch);
+[[nodiscard]] std::optional<Limit> nemo_hydra_limit(const Input& in);
+[[nodiscard]] std::string nemo_hydra_text(const Input& in, const Launch& launch);
 [[nodiscard]] std::optional<Limit> deepspeed_limit(const Input& in);
 [[nodiscard]] std::string deepspeed_text(const Input& in, const Launch& launch);
 [[nodiscard]] std::optional<Limit> torchtitan_limit(const Input& in);

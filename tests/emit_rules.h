@@ -20,7 +20,9 @@ struct ArgDefs {
   std::string header;  ///< first line: "# NAME VERSION commit SHA"
   std::map<std::string, std::string> kind;
   std::map<std::string, std::vector<std::string>> choices;
-  std::map<std::string, std::map<std::string, long long>> flavors;  ///< torchtitan llama3
+  std::map<std::string, std::map<std::string, long long>> flavors;    ///< torchtitan llama3
+  std::map<std::string, std::map<std::string, std::string>> recipes;  ///< NeMo 2.0 recipes
+  std::vector<std::string> precisions;  ///< NeMo 2.0 precision plugin factories
 };
 
 inline std::vector<std::string> split(const std::string& text, char sep) {
@@ -39,6 +41,17 @@ inline ArgDefs load_argdefs(const std::string& file) {
   while (std::getline(in, line)) {
     const auto words = split(line, ' ');
     if (words.size() < 2 || words[0] == "#") continue;
+    if (words[0] == "precision") {
+      defs.precisions.push_back(words[1]);
+      continue;
+    }
+    if (words[0] == "recipe") {
+      for (std::size_t i = 2; i < words.size(); ++i) {
+        const auto kv = split(words[i], '=');
+        defs.recipes[words[1]][kv[0]] = kv[1];
+      }
+      continue;
+    }
     if (words[0] == "flavor") {
       for (std::size_t i = 2; i < words.size(); ++i) {
         const auto kv = split(words[i], '=');
@@ -110,6 +123,23 @@ inline Settings parse_deepspeed(const std::string& text) {
   }
   Settings out;
   flatten_json(nlohmann::json::parse(json), "", out);
+  return out;
+}
+
+/// NeMo 2.0 script: "recipe.KEY = VALUE" lines (the recipe name and precision plugin under
+/// "recipe" and "plugin").
+inline Settings parse_nemo2(const std::string& text) {
+  Settings out;
+  for (const auto& line : split(text, '\n')) {
+    const auto eq = line.find(" = ");
+    if (line.rfind("recipe = llm.", 0) == 0) {
+      out["recipe"] = line.substr(13, line.find(".pretrain_recipe(") - 13);
+    } else if (line.rfind("recipe.", 0) == 0 && eq != std::string::npos) {
+      std::string value = line.substr(eq + 3);
+      if (value.size() >= 2 && value.front() == '"') value = value.substr(1, value.size() - 2);
+      out[line.substr(0, eq)] = value;
+    }
+  }
   return out;
 }
 

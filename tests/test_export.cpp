@@ -2,11 +2,12 @@
 // in that release's own argument definitions (tests/data/emit, scripts/emit-argdefs) and that
 // obeys the framework's cross-flag rules (re-stated below with their source lines), or
 // refuses in one line naming the nearest plan it can run.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <tuple>
 
 #include "planner/export.h"
-#include "tests/emit_rules.h"
+#include "tests/emit_framework_rules.h"
 
 using namespace trident;
 using namespace trident::test;
@@ -39,187 +40,6 @@ Model llama8b() {
   m.learned_positions = false;
   m.training.global_batch = 256;
   return m;
-}
-
-std::string data_file(const Release& r) { return std::string(r.name) + "-" + r.version + ".txt"; }
-
-std::string world_mismatch(long long nodes, long long per_node, const ParallelConfig& c) {
-  if (nodes * per_node == c.gpus()) return "";
-  return "launcher starts " + std::to_string(nodes * per_node) + " ranks, the plan has " +
-         std::to_string(c.gpus());
-}
-
-std::string launcher_number(const std::string& line, const std::string& flag) {
-  const auto at = line.find(flag + " ");
-  if (at == std::string::npos) return "0";
-  return split(line.substr(at + flag.size() + 1), ' ')[0];
-}
-
-// Megatron-LM core_v0.19.0 megatron/training/arguments.py.
-std::string megatron_rules(const std::string& text, const Model& m, const ParallelConfig& c,
-                           const ArgDefs& defs) {
-  std::string launcher;
-  const Settings s = parse_megatron(text, &launcher);
-  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
-  const bool fsdp2 = s.count("--use-torch-fsdp2") != 0;
-  const bool mfsdp = s.count("--use-megatron-fsdp") != 0;
-  // 997-1013: torch FSDP2 needs PP 1, no distributed optimizer, no gradient-accumulation
-  // fusion, ckpt torch_dist|torch_dcp, untied embeddings, no fp16.
-  if (fsdp2 &&
-      (num(s, "--pipeline-model-parallel-size") != 1 || s.count("--use-distributed-optimizer") ||
-       !s.count("--no-gradient-accumulation-fusion") ||
-       !s.count("--untie-embeddings-and-output-weights") || s.count("--fp16"))) {
-    return "--use-torch-fsdp2 fails its asserts (arguments.py:997-1013)";
-  }
-  // 1146: Megatron-FSDP needs --ckpt-format fsdp_dtensor; 1143: CUDA_DEVICE_MAX_CONNECTIONS != 1.
-  if (mfsdp && (s.at("--ckpt-format") != "fsdp_dtensor" ||
-                launcher.find("CUDA_DEVICE_MAX_CONNECTIONS=1") != std::string::npos)) {
-    return "Megatron-FSDP asserts (arguments.py:1143, 1146)";
-  }
-  // 1437: TP without FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (before Blackwell).
-  if (c.tp > 1 && !mfsdp && launcher.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 ", 0) != 0) {
-    return "TP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
-  }
-  // ZeRO-2 shards gradients, ZeRO-3 weights too: optim_grads / optim_grads_params (3023).
-  const std::string strategy =
-      s.count("--data-parallel-sharding-strategy") ? s.at("--data-parallel-sharding-strategy") : "";
-  if ((c.zero == 2) != (strategy == "optim_grads") ||
-      (c.zero == 3) != (strategy == "optim_grads_params") ||
-      (c.zero == 1) != (s.count("--use-distributed-optimizer") && !mfsdp)) {
-    return "ZeRO-" + std::to_string(c.zero) + " emitted as another stage";
-  }
-  // 933-936: layers divide by PP, and layers per stage by layers per virtual stage.
-  const long long layers = num(s, "--num-layers"), pp = num(s, "--pipeline-model-parallel-size");
-  const long long per_vp = num(s, "--num-layers-per-virtual-pipeline-stage");
-  if (layers % pp != 0 || (per_vp != 0 && (layers / pp) % per_vp != 0)) return "layer split";
-  if (per_vp != 0 && layers / pp / per_vp != c.virtual_stages) return "virtual stages";
-  if (num(s, "--global-batch-size") % (num(s, "--micro-batch-size") * c.dp) != 0) return "batch";
-  if (num(s, "--hidden-size") != m.hidden || num(s, "--seq-length") != m.seq_len) return "shape";
-  return world_mismatch(std::stoll(launcher_number(launcher, "--nnodes")),
-                        std::stoll(launcher_number(launcher, "--nproc-per-node")), c);
-}
-
-// NeMo v2.4.0 nemo/collections/nlp/parts/megatron_trainer_builder.py and nlp_overrides.py.
-std::string nemo_rules(const std::string& text, const ParallelConfig& c, const ArgDefs& defs) {
-  Settings s;
-  flatten_yaml(YAML::Load(text), "", s);
-  s.erase("defaults");  // Hydra's own composition list
-  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
-  const std::string optim = s.at("model.optim.name");
-  // megatron_trainer_builder.py:66-69: FSDP refuses a distributed optimizer.
-  if (s.count("model.fsdp") && s.at("model.fsdp") == "true" &&
-      (optim == "distributed_fused_adam" || optim == "mcore_distributed_optim")) {
-    return "FSDP with a distributed optimizer (megatron_trainer_builder.py:66)";
-  }
-  // nlp_overrides.py:815-816: full | grad (hybrid asserted off).
-  if (s.count("model.fsdp_sharding_strategy") && s.at("model.fsdp_sharding_strategy") != "full" &&
-      s.at("model.fsdp_sharding_strategy") != "grad") {
-    return "fsdp_sharding_strategy";
-  }
-  const char* expected[] = {"fused_adam", "mcore_distributed_optim", "distributed_fused_adam",
-                            "fused_adam"};
-  if (optim != expected[c.zero] || (c.zero == 3) != (s.count("model.fsdp") != 0)) return "ZeRO";
-  if (num(s, "model.global_batch_size") % (num(s, "model.micro_batch_size") * c.dp) != 0) {
-    return "batch";
-  }
-  return world_mismatch(num(s, "trainer.num_nodes"), num(s, "trainer.devices"), c);
-}
-
-// DeepSpeed runtime/config.py, runtime/pipe/engine.py, runtime/engine.py.
-std::string deepspeed_rules(const std::string& text, const ParallelConfig& c, const Release& r,
-                            const ArgDefs& defs) {
-  const Settings s = parse_deepspeed(text);
-  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
-  // config.py:924: train_batch_size == micro * gradient_accumulation_steps * DP world size.
-  if (num(s, "train_batch_size") !=
-      num(s, "train_micro_batch_size_per_gpu") * num(s, "gradient_accumulation_steps") * c.dp) {
-    return "batch identity (runtime/config.py:924)";
-  }
-  const long long stage = num(s, "zero_optimization.stage");
-  const long long autotp = num(s, "tensor_parallel.autotp_size");
-  if (stage != c.zero || (c.tp > 1) != (autotp == c.tp)) return "ZeRO or AutoTP size";
-  if (c.pp > 1 && stage >= 2) return "pipe/engine.py:77: ZeRO-2/3 with pipeline";
-  if (c.pp > 1 && autotp > 1) return "AutoTP has no pipeline axis";
-  if (std::string(r.version) == "v0.19.3" && autotp > 1 && stage == 3) {
-    return "engine.py:634 (v0.19.3): AutoTP with ZeRO-3";
-  }
-  if (c.recompute == Recompute::full && !s.count("activation_checkpointing")) return "recompute";
-  if (c.pp > 1 && text.find("num_stages=" + std::to_string(c.pp) + ")") == std::string::npos) {
-    return "pipeline stages not stated";
-  }
-  const auto launch = text.substr(text.find("# launch: "));
-  return world_mismatch(std::stoll(launcher_number(launch, "--num_nodes")),
-                        std::stoll(launcher_number(launch, "--num_gpus")), c);
-}
-
-// torchtitan v0.2.2.
-std::string torchtitan_rules(const std::string& text, const Model& m, const ParallelConfig& c,
-                             const ArgDefs& defs) {
-  Settings s = parse_toml(text);
-  const std::string flavor = s.at("model.flavor");
-  for (const auto& key : {"model.flavor", "model.name", "model.converters"}) s.erase(key);
-  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
-  // The flavor is the model: llama3_args in torchtitan/models/llama3/__init__.py.
-  const auto f = defs.flavors.at(flavor);
-  if (f.at("dim") != m.hidden || f.at("layers") != m.layers || f.at("kv_heads") != m.kv_heads ||
-      f.at("ffn_hidden") != m.ffn_hidden || f.at("vocab") != m.vocab) {
-    return "flavor " + flavor + " is not the model";
-  }
-  const long long replicate = num(s, "parallelism.data_parallel_replicate_degree");
-  const long long shard = num(s, "parallelism.data_parallel_shard_degree");
-  const long long tp = num(s, "parallelism.tensor_parallel_degree");
-  const long long pp = num(s, "parallelism.pipeline_parallel_degree");
-  // models/llama3/infra/parallelize.py:151: DDP only without TP/PP.
-  if (replicate > 1 && shard == 1 && (tp > 1 || pp > 1)) return "DDP with > 1D parallelism";
-  // train.py:200-215: global % (local * DP) == 0; the quotient is gradient accumulation.
-  const long long local = num(s, "training.local_batch_size");
-  const long long global = num(s, "training.global_batch_size");
-  if (global % (local * replicate * shard) != 0) return "batch (train.py:203)";
-  if (pp > 1) {
-    // pipeline_parallel.py:187-192: local % microbatch == 0; microbatches = trident's m.
-    const long long mb = num(s, "parallelism.pipeline_parallel_microbatch_size");
-    if (local % mb != 0 || local / mb != c.num_micro_batches(global)) return "pipeline batch";
-    // pipeline_parallel.py:71-108: stages = ceil((layers + first_less + last_less) / per
-    // stage) divide by PP; 1F1B one stage per rank, Interleaved1F1B at least two.
-    const long long per = num(s, "parallelism.pipeline_parallel_layers_per_stage");
-    const long long first = s.count("parallelism.pipeline_parallel_first_stage_less_layers")
-                                ? num(s, "parallelism.pipeline_parallel_first_stage_less_layers")
-                                : 1;
-    const long long last = s.count("parallelism.pipeline_parallel_last_stage_less_layers")
-                               ? num(s, "parallelism.pipeline_parallel_last_stage_less_layers")
-                               : 1;
-    const long long stages = (f.at("layers") + first + last + per - 1) / per;
-    const bool single = s.at("parallelism.pipeline_parallel_schedule") == "1F1B";
-    if (stages % pp != 0 || (single && stages / pp != 1) || (!single && stages / pp < 2)) {
-      return "stage count " + std::to_string(stages) + " for PP " + std::to_string(pp);
-    }
-    if (stages != pp * c.virtual_stages) return "virtual stages";
-  } else if (local * replicate * shard * c.num_micro_batches(global) != global) {
-    return "gradient accumulation is not trident's micro-batching";
-  }
-  return world_mismatch(1, replicate * shard * tp * pp, c);
-}
-
-std::string rules(const Release& r, const std::string& text, const Model& m,
-                  const ParallelConfig& c) {
-  const ArgDefs defs = load_argdefs(data_file(r));
-  // The data file was generated at the commit the output names.
-  const std::string commit = split(defs.header, ' ').back();
-  if (text.find(commit) == std::string::npos ||
-      text.rfind(std::string("# ") + r.title + " " + r.version, 0) != 0) {
-    return "first line does not name " + release_id(r) + " at " + commit;
-  }
-  switch (r.framework) {
-    case Framework::megatron:
-      return megatron_rules(text, m, c, defs);
-    case Framework::nemo:
-      return nemo_rules(text, c, defs);
-    case Framework::deepspeed:
-      return deepspeed_rules(text, c, r, defs);
-    case Framework::torchtitan:
-      return torchtitan_rules(text, m, c, defs);
-  }
-  return "unknown framework";
 }
 
 }  // namespace
@@ -312,10 +132,11 @@ TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[
   CHECK(std::string(parse_release("deepspeed").version) == "v0.19.5");
   CHECK(std::string(parse_release("deepspeed@0.19.3").version) == "v0.19.3");
   CHECK(std::string(parse_release("torchtitan@v0.2.2").version) == "v0.2.2");
-  CHECK_THROWS_WITH(parse_release("torchtitan@v9"),
-                    "--emit 'torchtitan@v9': expected megatron|nemo|deepspeed|torchtitan, "
-                    "optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|deepspeed@v0.19.5|"
-                    "deepspeed@v0.19.3|torchtitan@v0.2.2");
+  CHECK_THROWS_WITH(
+      parse_release("torchtitan@v9"),
+      "--emit 'torchtitan@v9': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, "
+      "optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|nemo-hydra@v2.4.0|"
+      "deepspeed@v0.19.5|deepspeed@v0.19.3|torchtitan@v0.2.2");
 }
 
 TEST_CASE("torchtitan: stage count, local batch, no DDP beyond 1D", "[export]") {
@@ -420,8 +241,24 @@ TEST_CASE("DeepSpeed: AutoTP, ZeRO-3 by release, batch identity", "[export]") {
   CHECK(none.refusal->change == "no split of the same GPUs it runs divides the batch");
 }
 
-TEST_CASE("NeMo: ZeRO-3 is torch FSDP full sharding", "[export]") {
-  const auto e = export_plan(parse_release("nemo"), cluster_of(4), llama8b(),
+TEST_CASE("NeMo 2.0: a recipe with the plan set, context parallelism off", "[export]") {
+  const Release& nemo = parse_release("nemo");
+  const ParallelConfig c = config_of({2, 4, 2}, 1, Recompute::full, true);
+  const auto e = export_plan(nemo, cluster_of(4), llama8b(), c);
+  REQUIRE_FALSE(e.refusal.has_value());
+  const Settings s = parse_nemo2(e.text);
+  CHECK(s.at("recipe") == "llama3_8b");
+  CHECK(s.at("recipe.trainer.strategy.context_parallel_size") == "1");
+  CHECK(s.at("recipe.trainer.strategy.virtual_pipeline_model_parallel_size") == "2");
+  CHECK(s.at("recipe.model.config.recompute_method") == "uniform");
+  // GPT-3-style shapes map to gpt3_175b only at its size; this one has no recipe.
+  const auto gpt = export_plan(nemo, cluster_of(4), gpt_style(), c);
+  REQUIRE(gpt.refusal.has_value());
+  CHECK(gpt.refusal->change.find("--emit nemo-hydra") != std::string::npos);
+}
+
+TEST_CASE("NeMo Hydra: ZeRO-3 is torch FSDP full sharding", "[export]") {
+  const auto e = export_plan(parse_release("nemo-hydra"), cluster_of(4), llama8b(),
                              config_of({2, 1, 1}, 3, Recompute::selective, true));
   Settings s;
   flatten_yaml(YAML::Load(e.text), "", s);
