@@ -12,6 +12,7 @@
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/emit_report.h"
 #include "cli/html_report.h"  // pictures: --svg --svg-plan --report
 #include "cli/output_file.h"
 #include "cli/plan_explain.h"
@@ -90,7 +91,8 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
       ->default_str("1");
   sub.add_flag("--show-infeasible", f.show_infeasible, "also list plans that do not fit");
   sub.add_option("--emit", f.emit,
-                 "print the best plan as launch flags: megatron|nemo|deepspeed|torchtitan");
+                 "print the best plan as a framework release's launch configuration: "
+                 "megatron|nemo|nemo-hydra|deepspeed|torchtitan[@VERSION]");
   sub.add_option("--fail-link", f.fail_links,
                  "plan under a failure (repeatable): nvlink:S/G[:K|:all], mesh:S/A-B, nic:S/N, "
                  "gpu:S/G, server:S");
@@ -183,17 +185,12 @@ std::string render(const PlanFlags& f, const SearchResult& result, const ReportC
 
 std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& cluster,
                  const Model& model) {
-  const Framework framework = parse_framework(f.emit);
-  const std::size_t n = f.explain.value_or(1);
-  if (n > result.plans.size()) throw PlanError("--emit: no plan fits to emit");
-  const Export exported = export_plan(framework, cluster, model, result.plans[n - 1].config);
-  for (const auto& note : exported.notes) std::fprintf(stderr, "trident: note: %s\n", note.c_str());
-  return exported.text;
+  return emit_plan(parse_release(f.emit), result.plans, f.explain.value_or(1), cluster, model);
 }
 
 void run(const PlanFlags& f) {
   check_format(f);
-  if (!f.emit.empty()) (void)parse_framework(f.emit);
+  if (!f.emit.empty()) (void)parse_release(f.emit);
   SearchOptions options = search_options(f);
   Cluster cluster = resolve_cluster(f.cluster);
   const Model model = resolve_model(f.model);

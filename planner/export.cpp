@@ -1,197 +1,239 @@
-// Launch flags / config keys per framework; see export.h for the sources.
+// --emit: the releases, the launch shape, and the search for the nearest plan a release runs.
 #include "planner/export.h"
 
-#include <algorithm>
+#include <map>
 #include <string>
 
+#include "planner/export_target.h"
+#include "planner/layout.h"
 #include "topology/errors.h"
 
 namespace trident {
 
+const std::vector<Release>& releases() {
+  // Commits: `git rev-parse TAG^{commit}` in each repository; the same commits head
+  // tests/data/emit/*.txt (scripts/emit-argdefs).
+  static const std::vector<Release> table = {
+      {Framework::megatron, "megatron", "core_v0.19.0", "Megatron-LM", "NVIDIA/Megatron-LM",
+       "5be9626709af2722333bf54797c954c09edeada3", "pretrain_gpt.py flags"},
+      {Framework::nemo, "nemo", "v2.4.0", "NeMo", "NVIDIA/NeMo",
+       "2381f42f6979449b5b99538f8f80135831009b51",
+       "NeMo 2.0 recipe API (nemo.collections.llm pretrain_recipe, run by nemo_run)"},
+      {Framework::nemo_hydra, "nemo-hydra", "v2.4.0", "NeMo", "NVIDIA/NeMo",
+       "2381f42f6979449b5b99538f8f80135831009b51",
+       "examples/nlp/language_modeling/megatron_gpt_pretraining.py Hydra keys over "
+       "conf/megatron_gpt_config.yaml (the NeMo 1.x YAML)"},
+      {Framework::deepspeed, "deepspeed", "v0.19.5", "DeepSpeed", "deepspeedai/DeepSpeed",
+       "cf44300453eb0af79ed84ed8f1cb49d57478bd76",
+       "deepspeed.initialize(config=FILE), read with hjson"},
+      {Framework::deepspeed, "deepspeed", "v0.19.3", "DeepSpeed", "deepspeedai/DeepSpeed",
+       "0c36f6d3efb806c07a44e5c2c9b18a81d204b821",
+       "deepspeed.initialize(config=FILE), read with hjson"},
+      {Framework::torchtitan, "torchtitan", "v0.2.2", "torchtitan", "pytorch/torchtitan",
+       "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", "torchtitan.train --job.config_file FILE"},
+  };
+  return table;
+}
+
+std::string release_id(const Release& release) {
+  return std::string(release.name) + "@" + release.version;
+}
+
 namespace {
 
-std::string str(long long value) { return std::to_string(value); }
-
-long long layers_per_virtual_stage(const Model& model, const ParallelConfig& config) {
-  return model.layers / (config.pp * config.virtual_stages);
+/// "core_v0.19.0" -> "0.19.0", "v2.4.0" -> "2.4.0".
+std::string bare_version(std::string version) {
+  if (version.rfind("core_", 0) == 0) version.erase(0, 5);
+  if (!version.empty() && version[0] == 'v') version.erase(0, 1);
+  return version;
 }
 
-long long servers_used(const Cluster& cluster, const ParallelConfig& config) {
-  return (config.gpus() + cluster.gpus_per_server - 1) / cluster.gpus_per_server;
-}
-
-const char* precision_flag(Dtype dtype) {
-  return dtype == Dtype::fp16 ? "--fp16" : "--bf16";
-}
-
-Export megatron(const Model& model, const ParallelConfig& c) {
-  Export out;
-  std::string& t = out.text;
-  t += "--tensor-model-parallel-size " + str(c.tp) + " \\\n";
-  t += "--pipeline-model-parallel-size " + str(c.pp) + " \\\n";
-  if (c.virtual_stages > 1) {
-    t += "--num-layers-per-virtual-pipeline-stage " + str(layers_per_virtual_stage(model, c)) +
-         " \\\n";
-  }
-  t += "--micro-batch-size " + str(c.micro_batch) + " \\\n";
-  t += "--global-batch-size " + str(model.training.global_batch) + " \\\n";
-  if (c.sequence_parallel) t += "--sequence-parallel \\\n";
-  if (c.recompute == Recompute::selective) t += "--recompute-granularity selective \\\n";
-  if (c.recompute == Recompute::full) {
-    t += "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1 \\\n";
-  }
-  if (c.zero == 1 || c.zero == 2) t += "--use-distributed-optimizer \\\n";
-  if (c.zero == 3) {
-    t += "--use-torch-fsdp2 \\\n";
-    out.notes.push_back("Megatron-LM: ZeRO-3 maps to --use-torch-fsdp2, which does not work with "
-                        "pipeline parallelism (arguments.py help text)");
-  }
-  if (c.zero == 2) {
-    out.notes.push_back("Megatron-LM: --use-distributed-optimizer shards the optimizer state "
-                        "(ZeRO-1, 6 + 12/dp bytes per parameter); it has no ZeRO-2 flag");
-  }
-  t += precision_flag(model.training.dtype);
-  t += "\n";
-  out.notes.push_back("Megatron-LM: data parallel size is implied: world size " + str(c.gpus()) +
-                      " / (tp " + str(c.tp) + " x pp " + str(c.pp) + ") = " + str(c.dp));
-  return out;
-}
-
-Export nemo(const Cluster& cluster, const Model& model, const ParallelConfig& c) {
-  Export out;
-  std::string& t = out.text;
-  t += "trainer:\n";
-  t += "  devices: " + str(std::min(cluster.gpus_per_server, c.gpus())) + "\n";
-  t += "  num_nodes: " + str(servers_used(cluster, c)) + "\n";
-  t += "  precision: " + std::string(model.training.dtype == Dtype::fp16 ? "16" : "bf16") + "\n";
-  t += "model:\n";
-  t += "  micro_batch_size: " + str(c.micro_batch) + "\n";
-  t += "  global_batch_size: " + str(model.training.global_batch) + "\n";
-  t += "  tensor_model_parallel_size: " + str(c.tp) + "\n";
-  t += "  pipeline_model_parallel_size: " + str(c.pp) + "\n";
-  t += "  virtual_pipeline_model_parallel_size: " +
-       (c.virtual_stages > 1 ? str(c.virtual_stages) : std::string("null")) + "\n";
-  t += "  sequence_parallel: " + std::string(c.sequence_parallel ? "true" : "false") + "\n";
-  if (c.recompute == Recompute::none) {
-    t += "  activations_checkpoint_granularity: null\n";
-  } else if (c.recompute == Recompute::selective) {
-    t += "  activations_checkpoint_granularity: selective\n";
-  } else {
-    t += "  activations_checkpoint_granularity: full\n";
-    t += "  activations_checkpoint_method: uniform\n";
-    t += "  activations_checkpoint_num_layers: 1\n";
-  }
-  t += "  optim:\n";
-  t += std::string("    name: ") + (c.zero >= 1 ? "distributed_fused_adam" : "fused_adam") + "\n";
-  if (c.zero == 3) {
-    out.notes.push_back("NeMo: ZeRO-3 has no key in this config; distributed_fused_adam shards "
-                        "optimizer state and gradients only");
-  }
-  return out;
-}
-
-Export deepspeed(const Model& model, const ParallelConfig& c) {
-  Export out;
-  const long long m = c.num_micro_batches(model.training.global_batch);
-  std::string& t = out.text;
-  t += "{\n";
-  t += "  \"train_batch_size\": " + str(model.training.global_batch) + ",\n";
-  t += "  \"train_micro_batch_size_per_gpu\": " + str(c.micro_batch) + ",\n";
-  t += "  \"gradient_accumulation_steps\": " + str(m) + ",\n";
-  t += "  \"zero_optimization\": {\"stage\": " + str(c.zero) + "},\n";
-  if (c.tp > 1) t += "  \"tensor_parallel\": {\"autotp_size\": " + str(c.tp) + "},\n";
-  if (c.recompute != Recompute::none) {
-    t += "  \"activation_checkpointing\": {\"partition_activations\": " +
-         std::string(c.tp > 1 ? "true" : "false") + ", \"contiguous_memory_optimization\": false},\n";
-  }
-  t += std::string("  \"") + (model.training.dtype == Dtype::fp16 ? "fp16" : "bf16") +
-       "\": {\"enabled\": true}\n";
-  t += "}\n";
-  if (c.pp > 1) {
-    out.notes.push_back("DeepSpeed: pipeline parallelism is set in code: "
-                        "deepspeed.pipe.PipelineModule(layers, num_stages=" + str(c.pp) + ")");
-  }
-  if (c.virtual_stages > 1) {
-    out.notes.push_back("DeepSpeed: no interleaved schedule; the plan's " +
-                        str(c.virtual_stages) + " virtual stages run as plain 1F1B");
-  }
-  if (c.sequence_parallel) {
-    out.notes.push_back("DeepSpeed: Megatron-style sequence parallelism comes from the model "
-                        "code (Megatron-DeepSpeed --sequence-parallel), not this config");
-  }
-  if (c.recompute == Recompute::selective) {
-    out.notes.push_back("DeepSpeed: checkpointing is per call of deepspeed.checkpointing."
-                        "checkpoint(); wrap only the attention core for selective recompute");
-  }
-  return out;
-}
-
-Export torchtitan(const Model& model, const ParallelConfig& c) {
-  Export out;
-  const long long local_batch = model.training.global_batch / c.dp;
-  std::string& t = out.text;
-  t += "[training]\n";
-  t += "local_batch_size = " + str(local_batch) + "\n";
-  t += "global_batch_size = " + str(model.training.global_batch) + "\n";
-  t += "seq_len = " + str(model.seq_len) + "\n";
-  t += "\n[parallelism]\n";
-  const bool sharded = c.zero >= 1;
-  t += "data_parallel_replicate_degree = " + str(sharded ? 1 : c.dp) + "\n";
-  t += "data_parallel_shard_degree = " + str(sharded ? c.dp : 1) + "\n";
-  if (c.zero == 1 || c.zero == 2) t += "fsdp_reshard_after_forward = \"never\"\n";
-  t += "tensor_parallel_degree = " + str(c.tp) + "\n";
-  t += "pipeline_parallel_degree = " + str(c.pp) + "\n";
-  if (c.pp > 1) {
-    t += std::string("pipeline_parallel_schedule = \"") +
-         (c.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") + "\"\n";
-    t += "pipeline_parallel_layers_per_stage = " + str(layers_per_virtual_stage(model, c)) + "\n";
-    t += "pipeline_parallel_microbatch_size = " + str(c.micro_batch) + "\n";
-  }
-  t += "\n[activation_checkpoint]\n";
-  t += std::string("mode = \"") + to_string(c.recompute) + "\"\n";
-  if (c.zero == 1 || c.zero == 2) {
-    out.notes.push_back("torchtitan: no ZeRO-1/2; FSDP2 without resharding after forward "
-                        "(fsdp_reshard_after_forward = \"never\") is the closest");
-  }
-  if (c.tp > 1 && !c.sequence_parallel) {
-    out.notes.push_back("torchtitan: tensor parallelism always runs with sequence parallelism");
-  }
-  if (c.pp == 1 && c.micro_batch != local_batch) {
-    out.notes.push_back("torchtitan: without pipeline parallelism there is no micro-batching; "
-                        "local_batch_size " + str(local_batch) + " runs at once");
+std::string all_release_ids() {
+  std::string out;
+  for (const Release& r : releases()) {
+    if (!out.empty()) out += '|';
+    out += release_id(r);
   }
   return out;
 }
 
 }  // namespace
 
-Framework parse_framework(const std::string& name) {
-  if (name == "megatron") return Framework::megatron;
-  if (name == "nemo") return Framework::nemo;
-  if (name == "deepspeed") return Framework::deepspeed;
-  if (name == "torchtitan") return Framework::torchtitan;
-  throw InputError("--emit '" + name + "': expected megatron|nemo|deepspeed|torchtitan");
-}
-
-const char* to_string(Framework framework) {
-  switch (framework) {
-    case Framework::megatron: return "megatron";
-    case Framework::nemo: return "nemo";
-    case Framework::deepspeed: return "deepspeed";
-    case Framework::torchtitan: return "torchtitan";
+const Release& parse_release(const std::string& spec) {
+  const auto at = spec.find('@');
+  const std::string name = spec.substr(0, at);
+  const std::string version = at == std::string::npos ? "" : bare_version(spec.substr(at + 1));
+  for (const Release& r : releases()) {
+    if (name == r.name && (at == std::string::npos || version == bare_version(r.version))) {
+      return r;
+    }
   }
-  return "?";
+  throw InputError("--emit '" + spec +
+                   "': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, " +
+                   "optionally @VERSION: " + all_release_ids());
 }
 
-Export export_plan(Framework framework, const Cluster& cluster, const Model& model,
-                   const ParallelConfig& config) {
-  switch (framework) {
-    case Framework::megatron: return megatron(model, config);
-    case Framework::nemo: return nemo(cluster, model, config);
-    case Framework::deepspeed: return deepspeed(model, config);
-    case Framework::torchtitan: return torchtitan(model, config);
+namespace emit {
+
+std::string str(long long value) { return std::to_string(value); }
+
+int layers_per_chunk(const Model& model, const ParallelConfig& config) {
+  return model.layers / (config.pp * config.virtual_stages);
+}
+
+std::string plan_summary(const ParallelConfig& c) {
+  return "TP" + str(c.tp) + " PP" + str(c.pp) + " DP" + str(c.dp) + " mb" + str(c.micro_batch) +
+         " VP" + str(c.virtual_stages) + " recompute " + to_string(c.recompute) + " ZeRO-" +
+         str(c.zero) + " SP " + (c.sequence_parallel ? "on" : "off") + ", " + str(c.gpus()) +
+         " GPUs";
+}
+
+std::string header_line(const Input& in) {
+  const Release& r = in.release;
+  return std::string("# ") + r.title + " " + r.version + " (github.com/" + r.repo + " commit " +
+         r.commit + "), " + r.entry + "; trident plan " + plan_summary(in.config) + " of " +
+         in.model.name + " on " + in.cluster.name + "\n";
+}
+
+namespace {
+
+/// Cordon the first used server with a dead GPU; without one, whole servers are the fix.
+std::string uneven_fix(const Cluster& cluster, const std::map<int, std::vector<int>>& used) {
+  for (const int gpu : cluster.health.dead_gpus) {
+    if (used.count(cluster.server_of(gpu)) != 0) {
+      return "cordon the whole server: --fail-link server:" + str(cluster.server_of(gpu));
+    }
+  }
+  return "a split whose GPUs fill whole servers of " + str(cluster.gpus_per_server);
+}
+
+}  // namespace
+
+LaunchOrLimit launch_of(const Cluster& cluster, const ParallelConfig& config) {
+  const std::vector<int> live = live_gpus(cluster);
+  std::map<int, std::vector<int>> by_server;
+  for (int rank = 0; rank < config.gpus() && rank < static_cast<int>(live.size()); ++rank) {
+    const int gpu = live[static_cast<std::size_t>(rank)];
+    by_server[cluster.server_of(gpu)].push_back(gpu % cluster.gpus_per_server);
+  }
+  LaunchOrLimit out;
+  const auto& [first_server, first] = *by_server.begin();
+  for (const auto& [server, gpus] : by_server) {
+    if (gpus != first) {
+      out.limit = Limit{"its ranks sit unevenly: server " + str(first_server) + " runs " +
+                            str(static_cast<long long>(first.size())) + " of them, server " +
+                            str(server) + " runs " + str(static_cast<long long>(gpus.size())) +
+                            ", and the launcher starts the same GPUs on every node",
+                        std::nullopt, uneven_fix(cluster, by_server)};
+      return out;
+    }
+    out.launch.servers.push_back(server);
+  }
+  out.launch.nodes = static_cast<int>(by_server.size());
+  out.launch.gpus_per_node = static_cast<int>(first.size());
+  out.launch.local_gpus = first;
+  out.launch.whole_servers = out.launch.gpus_per_node == cluster.gpus_per_server;
+  return out;
+}
+
+std::string placement_comment(const Launch& launch, const char* comment) {
+  std::string out;
+  const bool first_servers = launch.servers.back() == launch.nodes - 1;
+  if (!first_servers) {
+    std::string ranges;
+    for (std::size_t i = 0; i < launch.servers.size(); ++i) {
+      const std::size_t start = i;
+      while (i + 1 < launch.servers.size() && launch.servers[i + 1] == launch.servers[i] + 1) ++i;
+      if (!ranges.empty()) ranges += ',';
+      ranges += str(launch.servers[start]);
+      if (i > start) ranges += '-' + str(launch.servers[i]);
+    }
+    out += std::string(comment) + " nodes: servers " + ranges +
+           " of the cluster (the others hold no rank)\n";
+  }
+  if (!launch.whole_servers) {
+    std::string list;
+    for (const int g : launch.local_gpus) {
+      if (!list.empty()) list += ',';
+      list += str(g);
+    }
+    out += std::string(comment) + " on every node: export CUDA_VISIBLE_DEVICES=" + list + "\n";
+  }
+  return out;
+}
+
+}  // namespace emit
+
+namespace {
+
+std::optional<emit::Limit> first_limit(const emit::Input& in) {
+  switch (in.release.framework) {
+    case Framework::megatron:
+      return emit::megatron_limit(in);
+    case Framework::nemo:
+      return emit::nemo_limit(in);
+    case Framework::nemo_hydra:
+      return emit::nemo_hydra_limit(in);
+    case Framework::deepspeed:
+      return emit::deepspeed_limit(in);
+    case Framework::torchtitan:
+      return emit::torchtitan_limit(in);
+  }
+  return std::nullopt;
+}
+
+std::string text_of(const emit::Input& in, const emit::Launch& launch) {
+  switch (in.release.framework) {
+    case Framework::megatron:
+      return emit::megatron_text(in, launch);
+    case Framework::nemo:
+      return emit::nemo_text(in, launch);
+    case Framework::nemo_hydra:
+      return emit::nemo_hydra_text(in, launch);
+    case Framework::deepspeed:
+      return emit::deepspeed_text(in, launch);
+    case Framework::torchtitan:
+      return emit::torchtitan_text(in, launch);
   }
   return {};
+}
+
+/// `c`, or `c` with micro-batch 1, when DP x micro-batch divides the global batch (a fix
+/// that moves TP into DP can break that); nullopt otherwise.
+std::optional<ParallelConfig> dividing(ParallelConfig c, long long global_batch) {
+  if (global_batch % (static_cast<long long>(c.dp) * c.micro_batch) == 0) return c;
+  c.micro_batch = 1;
+  if (global_batch % c.dp == 0) return c;
+  return std::nullopt;
+}
+
+/// Applies each limit's fix until the release can run the plan (at most one fix per knob).
+Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
+  Refusal refusal{limit.reason, std::nullopt, limit.change};
+  std::optional<ParallelConfig> next = limit.fixed;
+  for (int step = 0; next && step < 8; ++step) {
+    const ParallelConfig candidate = *next;
+    const auto again = first_limit({in.release, in.cluster, in.model, candidate});
+    if (!again) {
+      refusal.nearest = dividing(candidate, in.model.training.global_batch);
+      if (!refusal.nearest) refusal.change = "no split of the same GPUs it runs divides the batch";
+      break;
+    }
+    next = again->fixed;
+    if (!next) refusal.change = again->change;
+  }
+  return refusal;
+}
+
+}  // namespace
+
+Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
+                   const ParallelConfig& config) {
+  const emit::Input in{release, cluster, model, config};
+  const emit::LaunchOrLimit placed = emit::launch_of(cluster, config);
+  if (placed.limit) return {"", Refusal{placed.limit->reason, std::nullopt, placed.limit->change}};
+  if (const auto limit = first_limit(in)) return {"", refusal_from(in, *limit)};
+  return {text_of(in, placed.launch), std::nullopt};
 }
 
 }  // namespace trident

@@ -174,7 +174,47 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   CHECK(second.out.find("Plan #2:") != std::string::npos);
   const Run emit = trident(kSeed + " --emit megatron");
   REQUIRE(emit.code == 0);
-  CHECK(emit.out.rfind("--tensor-model-parallel-size ", 0) == 0);
+  CHECK(emit.out.rfind("# Megatron-LM core_v0.19.0 (github.com/NVIDIA/Megatron-LM commit ", 0) ==
+        0);
+  CHECK(emit.out.find("\n  --tensor-model-parallel-size ") != std::string::npos);
+}
+
+TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the nearest plan",
+          "[cli_plan]") {
+  const std::string llama = "plan --model llama3-8b --gpus 64 --servers 8 ";
+  const Run titan = trident(llama + "--emit torchtitan@v0.2.2");
+  REQUIRE(titan.code == 0);
+  CHECK(titan.out.rfind("# torchtitan v0.2.2 (github.com/pytorch/torchtitan commit "
+                        "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce)", 0) == 0);
+  CHECK(titan.out.find("\nflavor = \"8B\"\n") != std::string::npos);
+  // GPT-3 175B has no torchtitan flavor: exit 2, one line, what to change.
+  const Run gpt = trident(kSeed + " --emit torchtitan");
+  CHECK(gpt.code == 2);
+  CHECK(lines(gpt.err) == 1);
+  CHECK(gpt.out.empty());
+  CHECK(gpt.err.find("nearest it can run: --model llama3-8b, llama3-70b or llama3-405b") !=
+        std::string::npos);
+  // DeepSpeed has no interleaving and AutoTP no pipeline axis: pins of the nearest plan.
+  const Run ds = trident(kSeed + " --emit deepspeed@0.19.3");
+  CHECK(ds.code == 2);
+  CHECK(lines(ds.err) == 1);
+  CHECK(ds.err.find("--emit deepspeed@v0.19.3: plan 1 (") != std::string::npos);
+  CHECK(ds.err.find("nearest plan it can run: --tp 1 ") != std::string::npos);
+  // The refusal also names the best-ranked plan the release runs, and that command emits.
+  const std::string llama70 = "plan --model llama3-70b --gpus 64 --servers 8 --top 30 ";
+  const Run refused = trident(llama70 + "--emit deepspeed");
+  REQUIRE(refused.code == 2);
+  const std::string hint = "the best plan of this ranking it runs is plan ";
+  const auto at = refused.err.find(hint);
+  REQUIRE(at != std::string::npos);
+  const std::size_t from = at + hint.size();
+  const std::string rank = refused.err.substr(from, refused.err.find(' ', from) - from);
+  const Run runs = trident(llama70 + "--explain " + rank + " --emit deepspeed@v0.19.5");
+  CHECK(runs.code == 0);
+  CHECK(runs.out.rfind("# DeepSpeed v0.19.5 ", 0) == 0);
+  const Run old = trident(llama + "--emit megatron@core_v0.18.0");
+  CHECK(old.code == 2);
+  CHECK(old.err.find("--emit 'megatron@core_v0.18.0': expected") != std::string::npos);
 }
 
 TEST_CASE("bad flags give one line on stderr and exit 2", "[cli_plan]") {

@@ -1,11 +1,10 @@
-// planner: enumeration rules, pins and limits, ordering, rank orders, placement tiers, export.
+// planner: enumeration rules, pins and limits, ordering, rank orders, placement tiers.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <string>
 
 #include "costmodel/placement.h"
-#include "planner/export.h"
 #include "planner/layout.h"
 #include "planner/search.h"
 #include "costmodel/stack.h"
@@ -359,41 +358,4 @@ TEST_CASE("infeasible plans are listed only when asked", "[planner]") {
   CHECK(result.infeasible[0].infeasible_reason.rfind("needs ", 0) == 0);
   CHECK(result.infeasible[0].estimate.memory.total_bytes <=
         result.infeasible[4].estimate.memory.total_bytes);
-}
-
-TEST_CASE("export writes each framework's own names", "[planner]") {
-  Model model = tiny();
-  model.training.global_batch = 1536;
-  model.layers = 96;
-  ParallelConfig config;
-  config.tp = 8;
-  config.pp = 8;
-  config.dp = 8;
-  config.micro_batch = 1;
-  config.virtual_stages = 2;
-  config.recompute = Recompute::selective;
-  config.zero = 1;
-  config.sequence_parallel = true;
-  const Cluster cluster = dgx(64);
-  const auto megatron = export_plan(Framework::megatron, cluster, model, config).text;
-  CHECK(megatron.find("--tensor-model-parallel-size 8") != std::string::npos);
-  CHECK(megatron.find("--pipeline-model-parallel-size 8") != std::string::npos);
-  // 96 layers / (8 stages x 2 virtual) = 6 layers per virtual stage
-  CHECK(megatron.find("--num-layers-per-virtual-pipeline-stage 6") != std::string::npos);
-  CHECK(megatron.find("--global-batch-size 1536") != std::string::npos);
-  CHECK(megatron.find("--sequence-parallel") != std::string::npos);
-  CHECK(megatron.find("--recompute-granularity selective") != std::string::npos);
-  CHECK(megatron.find("--use-distributed-optimizer") != std::string::npos);
-  const auto nemo = export_plan(Framework::nemo, cluster, model, config).text;
-  CHECK(nemo.find("  num_nodes: 64\n") != std::string::npos);
-  CHECK(nemo.find("  virtual_pipeline_model_parallel_size: 2\n") != std::string::npos);
-  const auto ds = export_plan(Framework::deepspeed, cluster, model, config).text;
-  // m = 1536 / (8 x 1) = 192 micro-batches = gradient accumulation steps
-  CHECK(ds.find("\"gradient_accumulation_steps\": 192") != std::string::npos);
-  CHECK(ds.find("\"zero_optimization\": {\"stage\": 1}") != std::string::npos);
-  const auto titan = export_plan(Framework::torchtitan, cluster, model, config).text;
-  CHECK(titan.find("pipeline_parallel_schedule = \"Interleaved1F1B\"") != std::string::npos);
-  CHECK(titan.find("data_parallel_shard_degree = 8") != std::string::npos);
-  CHECK_THROWS_WITH(parse_framework("jax"),
-                    "--emit 'jax': expected megatron|nemo|deepspeed|torchtitan");
 }

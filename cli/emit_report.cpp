@@ -1,0 +1,59 @@
+// plan --emit: the configuration, or a refusal with the nearest plan the release can run.
+#include "cli/emit_report.h"
+
+#include <fmt/format.h>
+
+#include "topology/errors.h"
+
+namespace trident::cli {
+
+std::string pins_of(const ParallelConfig& c) {
+  return fmt::format(
+      "--tp {} --pp {} --dp {} --micro-batch {} --vp {} --recompute {} --zero {} "
+      "--sequence-parallel {}",
+      c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
+      c.sequence_parallel ? "on" : "off");
+}
+
+namespace {
+
+std::string summary(const ParallelConfig& c) {
+  return fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO-{} SP {}", c.tp, c.pp, c.dp, c.micro_batch,
+                     c.virtual_stages, to_string(c.recompute), c.zero,
+                     c.sequence_parallel ? "on" : "off");
+}
+
+/// The best-ranked plan of `plans` the release can run, as a sentence; empty when none.
+std::string best_runnable(const Release& release, const std::vector<PlanResult>& plans,
+                          const Cluster& cluster, const Model& model) {
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    if (!export_plan(release, cluster, model, plans[i].config).refusal) {
+      return fmt::format(
+          "; the best plan of this ranking it runs is plan {} ({}): --explain {} "
+          "--emit {}",
+          i + 1, summary(plans[i].config), i + 1, release_id(release));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
+                      std::size_t rank, const Cluster& cluster, const Model& model) {
+  if (rank > plans.size()) throw PlanError("--emit: no plan fits to emit");
+  const ParallelConfig& config = plans[rank - 1].config;
+  const Export exported = export_plan(release, cluster, model, config);
+  if (!exported.refusal) return exported.text;
+  const Refusal& r = *exported.refusal;
+  std::string message = fmt::format("--emit {}: plan {} ({}) cannot run there: {}",
+                                    release_id(release), rank, summary(config), r.reason);
+  if (r.nearest) {
+    message += "; nearest plan it can run: " + pins_of(*r.nearest);
+  } else if (!r.change.empty()) {
+    message += "; nearest it can run: " + r.change;
+  }
+  throw PlanError(message + best_runnable(release, plans, cluster, model));
+}
+
+}  // namespace trident::cli

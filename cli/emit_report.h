@@ -1,0 +1,22 @@
+#pragma once
+/// `plan --emit NAME[@VERSION]`: the chosen plan as the release's configuration, or the
+/// one-line refusal that names the nearest plan the release can run.
+#include <string>
+#include <vector>
+
+#include "planner/export.h"
+#include "planner/search.h"
+
+namespace trident::cli {
+
+/// Plan `rank` (1-based) of `plans` as `release`'s configuration. Throws PlanError (exit 2)
+/// "--emit ID: plan N (SUMMARY) cannot run there: REASON; nearest it can run: PINS; ..."
+/// when the release cannot run it, naming also the best-ranked plan of `plans` it can run.
+[[nodiscard]] std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
+                                    std::size_t rank, const Cluster& cluster, const Model& model);
+
+/// "--tp 1 --pp 8 --dp 64 --micro-batch 1 --vp 1 --recompute full --zero 1
+/// --sequence-parallel off": the pins that make `plan` evaluate exactly this config.
+[[nodiscard]] std::string pins_of(const ParallelConfig& config);
+
+}  // namespace trident::cli

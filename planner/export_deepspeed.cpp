@@ -1,0 +1,135 @@
+// --emit deepspeed: a DeepSpeed config for v0.19.5 (or v0.19.3). Keys:
+// tests/data/emit/deepspeed-*.txt (deepspeed/runtime/constants.py and the pydantic models of
+// each section). DeepSpeed reads the file with hjson (runtime/config.py:687), so the leading
+// # comments load. The model, its layers' checkpointing and pipeline stages live in the
+// training script; the comments say what it must do.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "planner/export_target.h"
+
+namespace trident::emit {
+
+namespace {
+
+std::string model_comment(const Model& m) {
+  return "# the training script builds the model: " + str(m.layers) + " layers, hidden " +
+         str(m.hidden) + ", " + str(m.heads) + " heads (" + str(m.kv_heads) + " key/value), FFN " +
+         str(m.ffn_hidden) + " " + to_string(m.ffn) + ", " + to_string(m.norm) + ", " +
+         (m.learned_positions ? "learned positions" : "RoPE") + ", vocabulary " + str(m.vocab) +
+         ", " + (m.tied_embeddings ? "tied" : "untied") + " output layer, sequences of " +
+         str(m.seq_len) + "\n";
+}
+
+std::string code_comments(const ParallelConfig& c) {
+  std::string t;
+  if (c.pp > 1) {
+    t += "# pipeline: wrap the layers in deepspeed.pipe.PipelineModule(layers, num_stages=" +
+         str(c.pp) + ") and train with engine.train_batch(); it runs " +
+         "gradient_accumulation_steps micro-batches per step\n";
+  }
+  if (c.recompute == Recompute::full) {
+    t += "# recompute: the block below only configures checkpointing; wrap each transformer "
+         "layer's forward in deepspeed.checkpointing.checkpoint (Hugging Face models: "
+         "model.gradient_checkpointing_enable())\n";
+  }
+  if (c.tp > 1) {
+    t += "# tensor parallel: AutoTP shards the Hugging Face model's linear layers over " +
+         str(c.tp) + " GPUs; every rank of a TP group must read the same batch\n";
+  }
+  return t;
+}
+
+std::string body(const Model& model, const ParallelConfig& c) {
+  const long long m = c.num_micro_batches(model.training.global_batch);
+  // runtime/config.py:924: train_batch_size == micro * gradient_accumulation * DP world size.
+  std::vector<std::string> entries = {"\"train_batch_size\": " + str(model.training.global_batch),
+                                      "\"train_micro_batch_size_per_gpu\": " + str(c.micro_batch),
+                                      "\"gradient_accumulation_steps\": " + str(m),
+                                      "\"zero_optimization\": {\"stage\": " + str(c.zero) + "}"};
+  if (c.tp > 1) entries.push_back("\"tensor_parallel\": {\"autotp_size\": " + str(c.tp) + "}");
+  if (c.recompute == Recompute::full) {
+    entries.push_back(
+        "\"activation_checkpointing\": {\"partition_activations\": false, "
+        "\"contiguous_memory_optimization\": false, \"cpu_checkpointing\": false}");
+  }
+  const Dtype dtype = model.training.dtype;
+  if (dtype == Dtype::bf16) entries.push_back("\"bf16\": {\"enabled\": true}");
+  if (dtype == Dtype::fp16) entries.push_back("\"fp16\": {\"enabled\": true}");
+  std::string t = "{\n";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    t += "  " + entries[i] + (i + 1 < entries.size() ? ",\n" : "\n");
+  }
+  return t + "}\n";
+}
+
+ParallelConfig with(ParallelConfig c, void (*change)(ParallelConfig&)) {
+  change(c);
+  return c;
+}
+
+}  // namespace
+
+std::optional<Limit> deepspeed_limit(const Input& in) {
+  const ParallelConfig& c = in.config;
+  const Dtype dtype = in.model.training.dtype;
+  if (dtype == Dtype::fp8 || dtype == Dtype::tf32) {
+    return Limit{std::string("DeepSpeed's config has no ") + to_string(dtype) +
+                     " training switch (bf16, fp16, or neither for FP32)",
+                 std::nullopt, "training.dtype bf16 in the model file"};
+  }
+  if (c.virtual_stages > 1) {
+    return Limit{
+        "DeepSpeed's pipeline engine has no interleaved schedule "
+        "(runtime/pipe/schedule.py TrainSchedule: one stage per rank)",
+        with(c, [](ParallelConfig& x) { x.virtual_stages = 1; }), ""};
+  }
+  if (c.tp > 1 && c.pp > 1) {
+    ParallelConfig fixed = c;
+    fixed.dp *= fixed.tp;
+    fixed.tp = 1;
+    fixed.sequence_parallel = false;
+    return Limit{
+        "AutoTP builds a tensor x data parallel mesh with no pipeline axis "
+        "(runtime/engine.py _configure_tensor_parallel_states, "
+        "groups._init_tp_mesh_device)",
+        fixed, ""};
+  }
+  if (c.pp > 1 && c.zero >= 2) {
+    return Limit{
+        "runtime/pipe/engine.py:77 asserts ZeRO-2 and ZeRO-3 are incompatible with "
+        "pipeline parallelism",
+        with(c, [](ParallelConfig& x) { x.zero = 1; }), ""};
+  }
+  if (std::strcmp(in.release.version, "v0.19.3") == 0 && c.tp > 1 && c.zero == 3) {
+    return Limit{
+        "v0.19.3 asserts AutoTP with ZeRO-3 'has not been validated' "
+        "(runtime/engine.py:634; allowed from v0.19.4)",
+        with(c, [](ParallelConfig& x) { x.zero = 2; }), ""};
+  }
+  if (c.sequence_parallel) {
+    return Limit{"AutoTP has no Megatron-style sequence parallelism",
+                 with(c, [](ParallelConfig& x) { x.sequence_parallel = false; }), ""};
+  }
+  if (c.recompute == Recompute::selective) {
+    return Limit{
+        "DeepSpeed recomputes whole deepspeed.checkpointing.checkpoint calls; it has "
+        "no attention-only (Megatron selective) recompute",
+        with(c, [](ParallelConfig& x) { x.recompute = Recompute::full; }), ""};
+  }
+  return std::nullopt;
+}
+
+std::string deepspeed_text(const Input& in, const Launch& launch) {
+  std::string t = header_line(in);
+  t += "# still to add: the optimizer and scheduler (\"optimizer\"/\"scheduler\" here or in "
+       "code), the data loader, checkpoint paths\n";
+  t += model_comment(in.model) + code_comments(in.config);
+  t += placement_comment(launch, "#");
+  t += "# launch: deepspeed --hostfile HOSTFILE --num_nodes " + str(launch.nodes) + " --num_gpus " +
+       str(launch.gpus_per_node) + " train.py --deepspeed --deepspeed_config THIS_FILE\n";
+  return t + body(in.model, in.config);
+}
+
+}  // namespace trident::emit

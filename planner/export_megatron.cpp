@@ -1,0 +1,121 @@
+// --emit megatron: Megatron-LM pretrain_gpt.py flags at core_v0.19.0. Flag names and choices:
+// tests/data/emit/megatron-core_v0.19.0.txt (megatron/training/arguments.py and the
+// dataclasses its ArgumentGroupFactory turns into flags).
+#include <string>
+
+#include "planner/export_target.h"
+
+namespace trident::emit {
+
+namespace {
+
+std::string flag(const std::string& name, const std::string& value = "") {
+  return "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
+}
+
+/// ZeRO-0: DDP; ZeRO-1: the distributed optimizer; ZeRO-2/3: Megatron-FSDP, sharding
+/// "optim_grads" / "optim_grads_params" (arguments.py --data-parallel-sharding-strategy;
+/// Megatron-FSDP asserts --ckpt-format fsdp_dtensor, arguments.py:1146, and turns the
+/// distributed optimizer on itself, arguments.py:1112). Not --use-torch-fsdp2: it asserts
+/// untied embeddings, no fp16 and no gradient-accumulation fusion (arguments.py:997-1013).
+std::string sharding_flags(int zero) {
+  if (zero == 0) return "";
+  if (zero == 1) return flag("--use-distributed-optimizer");
+  return flag("--use-distributed-optimizer") + flag("--use-megatron-fsdp") +
+         flag("--data-parallel-sharding-strategy",
+              zero == 2 ? "optim_grads" : "optim_grads_params") +
+         flag("--ckpt-format", "fsdp_dtensor");
+}
+
+std::string model_flags(const Model& m) {
+  std::string t = flag("--num-layers", str(m.layers)) + flag("--hidden-size", str(m.hidden)) +
+                  flag("--num-attention-heads", str(m.heads));
+  if (m.kv_heads != m.heads) {
+    t += flag("--group-query-attention") + flag("--num-query-groups", str(m.kv_heads));
+  }
+  t += flag("--ffn-hidden-size", str(m.ffn_hidden));
+  if (m.ffn == FfnKind::swiglu) t += flag("--swiglu");
+  if (m.ffn == FfnKind::relu2) t += flag("--squared-relu");
+  t += flag("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
+  if (!m.bias) t += flag("--disable-bias-linear");
+  t += flag("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
+  t += flag("--max-position-embeddings", str(m.seq_len)) + flag("--seq-length", str(m.seq_len));
+  if (!m.tied_embeddings) t += flag("--untie-embeddings-and-output-weights");
+  t += flag("--mock-data") + flag("--tokenizer-type", "NullTokenizer") +
+       flag("--vocab-size", str(m.vocab));
+  return t;
+}
+
+/// FP8: Transformer Engine's hybrid format (E4M3 forward, E5M2 backward) with delayed
+/// scaling, Megatron-LM's default recipe; the 16-bit parts in BF16.
+std::string precision_flags(Dtype dtype) {
+  if (dtype == Dtype::fp16) return flag("--fp16");
+  if (dtype == Dtype::fp8) {
+    return flag("--bf16") + flag("--fp8-format", "hybrid") + flag("--fp8-recipe", "delayed");
+  }
+  if (dtype == Dtype::bf16) return flag("--bf16");
+  return "";  // fp32: neither flag
+}
+
+std::string parallel_flags(const Model& model, const ParallelConfig& c) {
+  std::string t = flag("--tensor-model-parallel-size", str(c.tp)) +
+                  flag("--pipeline-model-parallel-size", str(c.pp));
+  if (c.virtual_stages > 1) {
+    t += flag("--num-layers-per-virtual-pipeline-stage", str(layers_per_chunk(model, c)));
+  }
+  if (c.sequence_parallel) t += flag("--sequence-parallel");
+  t += flag("--micro-batch-size", str(c.micro_batch)) +
+       flag("--global-batch-size", str(model.training.global_batch));
+  if (c.recompute == Recompute::selective) t += flag("--recompute-granularity", "selective");
+  if (c.recompute == Recompute::full) {
+    t += flag("--recompute-granularity", "full") + flag("--recompute-method", "uniform") +
+         flag("--recompute-num-layers", "1");
+  }
+  return t + sharding_flags(c.zero);
+}
+
+}  // namespace
+
+std::optional<Limit> megatron_limit(const Input& in) {
+  const Dtype dtype = in.model.training.dtype;
+  if (dtype == Dtype::tf32) {
+    return Limit{"Megatron-LM has no TF32 switch (--bf16, --fp16, or FP32 with neither)",
+                 std::nullopt, "training.dtype bf16 or fp32 in the model file"};
+  }
+  if (in.model.ffn == FfnKind::relu || in.model.ffn == FfnKind::geglu) {
+    return Limit{std::string("Megatron-LM has no flag for a ") + to_string(in.model.ffn) +
+                     " FFN (GeLU by default, --swiglu, --squared-relu)",
+                 std::nullopt, "ffn gelu, swiglu or relu2 in the model file"};
+  }
+  if (in.config.zero >= 2 && in.config.pp > 1) {
+    ParallelConfig fixed = in.config;
+    fixed.zero = 1;
+    return Limit{
+        "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
+        "parallelism (docs/user-guide/features/megatron_fsdp.md:493)",
+        fixed, ""};
+  }
+  return std::nullopt;
+}
+
+std::string megatron_text(const Input& in, const Launch& launch) {
+  std::string t = header_line(in);
+  t += "# still to add: --data-path and --tokenizer-type/--tokenizer-model for your data in "
+       "place of --mock-data and the NullTokenizer (vocabulary " +
+       str(in.model.vocab) + "); --train-iters; --lr and its schedule; --save/--load\n";
+  t += placement_comment(launch, "#");
+  t += "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
+       " and MASTER_ADDR the first node's address:\n";
+  // Before Blackwell, TP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437) and
+  // Megatron-FSDP asserts it is not 1 (arguments.py:1143).
+  if (in.config.tp > 1 && in.config.zero < 2) t += "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+  t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
+       " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
+  t += "  pretrain_gpt.py \\\n";
+  std::string flags = model_flags(in.model) + precision_flags(in.model.training.dtype) +
+                      parallel_flags(in.model, in.config);
+  flags.resize(flags.size() - 3);  // the last line has no continuation
+  return t + flags + "\n";
+}
+
+}  // namespace trident::emit

@@ -1,0 +1,149 @@
+// --emit nemo: a NeMo 2.0 script at v2.4.0 that takes a pretraining recipe
+// (nemo/collections/llm/recipes/NAME.py) and sets the plan on it; run by nemo_run. Names:
+// tests/data/emit/nemo-v2.4.0.txt (MegatronStrategy and MockDataModule parameters, the
+// keywords and attributes NeMo's own recipes set, the recipes' model shapes).
+#include <string>
+
+#include "planner/export_target.h"
+
+namespace trident::emit {
+
+namespace {
+
+/// The recipes whose model the plan can be: their config dataclass in
+/// nemo/collections/llm/gpt/model (llama.py Llama3Config8B, Llama3Config70B,
+/// Llama31Config405B; gpt.py GPTConfig175B).
+struct Recipe {
+  const char* name;
+  int layers, hidden, heads, kv_heads, ffn_hidden;
+  bool llama;  ///< SwiGLU, RMSNorm, RoPE, untied, no biases; else GeLU, LayerNorm, learned, tied
+};
+constexpr Recipe kRecipes[] = {
+    {"llama3_8b", 32, 4096, 32, 8, 14336, true},
+    {"llama3_70b", 80, 8192, 64, 8, 28672, true},
+    {"llama31_405b", 126, 16384, 128, 8, 53248, true},
+    {"gpt3_175b", 96, 12288, 96, 96, 49152, false},
+};
+
+const Recipe* recipe_of(const Model& m) {
+  const bool llama = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm &&
+                     !m.learned_positions && !m.tied_embeddings && !m.bias;
+  const bool gpt = m.ffn == FfnKind::gelu && m.norm == NormKind::layernorm && m.learned_positions &&
+                   m.tied_embeddings;
+  for (const Recipe& r : kRecipes) {
+    if ((r.llama ? llama : gpt) && r.layers == m.layers && r.hidden == m.hidden &&
+        r.heads == m.heads && r.kv_heads == m.kv_heads && r.ffn_hidden == m.ffn_hidden) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+std::string set(const std::string& key, const std::string& value) {
+  return "recipe." + key + " = " + value + "\n";
+}
+
+std::string q(const char* text) { return std::string("\"") + text + "\""; }
+
+/// recipes/precision/mixed_precision.py: bf16_mixed, fp16_mixed, bf16_with_fp8_mixed
+/// (Transformer Engine HYBRID format, delayed scaling).
+const char* plugin(Dtype dtype) {
+  if (dtype == Dtype::fp16) return "fp16_mixed";
+  if (dtype == Dtype::fp8) return "bf16_with_fp8_mixed";
+  return "bf16_mixed";
+}
+
+/// The recipes set context_parallelism 2 (llama3_8b.py:65) or 4 (llama31_405b.py:70): the
+/// plan has none, so it is set to 1. ZeRO-2/3 are Megatron-FSDP (strategy fsdp="megatron",
+/// megatron_strategy.py:380) sharding optim_grads / optim_grads_params, which wants
+/// average_in_collective off (llama3_8b.py:121).
+std::string strategy(const ParallelConfig& c) {
+  std::string t = set("trainer.strategy.tensor_model_parallel_size", str(c.tp)) +
+                  set("trainer.strategy.pipeline_model_parallel_size", str(c.pp)) +
+                  set("trainer.strategy.virtual_pipeline_model_parallel_size",
+                      c.virtual_stages > 1 ? str(c.virtual_stages) : "None") +
+                  set("trainer.strategy.context_parallel_size", "1") +
+                  set("trainer.strategy.sequence_parallel", c.sequence_parallel ? "True" : "False");
+  if (c.zero >= 2) {
+    t += set("trainer.strategy.fsdp", q("megatron")) +
+         set("trainer.strategy.ddp.data_parallel_sharding_strategy",
+             q(c.zero == 2 ? "optim_grads" : "optim_grads_params")) +
+         set("trainer.strategy.ddp.average_in_collective", "False");
+  } else {
+    t += set("trainer.strategy.fsdp", "None");
+  }
+  t += set("optim.config.use_distributed_optimizer", c.zero >= 1 ? "True" : "False");
+  return t;
+}
+
+std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
+  std::string t = set("data.seq_length", str(m.seq_len)) +
+                  set("data.global_batch_size", str(m.training.global_batch)) +
+                  set("data.micro_batch_size", str(c.micro_batch)) +
+                  set("model.config.seq_length", str(m.seq_len));
+  if (c.recompute == Recompute::none) return t + set("model.config.recompute_granularity", "None");
+  if (c.recompute == Recompute::selective) {
+    return t + set("model.config.recompute_granularity", q("selective"));
+  }
+  return t + set("model.config.recompute_granularity", q("full")) +
+         set("model.config.recompute_method", q("uniform")) +
+         set("model.config.recompute_num_layers", "1");
+}
+
+}  // namespace
+
+std::optional<Limit> nemo_limit(const Input& in) {
+  if (recipe_of(in.model) == nullptr) {
+    return Limit{
+        "NeMo 2.0 pretraining recipes build their model from a config class "
+        "(nemo/collections/llm/recipes), and none has " +
+            in.model.name + "'s shape",
+        std::nullopt,
+        "--model llama3-8b, llama3-70b, llama3-405b or gpt3-175b, or --emit nemo-hydra"};
+  }
+  const Dtype dtype = in.model.training.dtype;
+  if (dtype == Dtype::fp32 || dtype == Dtype::tf32) {
+    return Limit{std::string("NeMo 2.0's precision recipes are bf16/fp16 mixed (with or "
+                             "without FP8), not ") +
+                     to_string(dtype),
+                 std::nullopt, "training.dtype bf16 in the model file"};
+  }
+  if (in.config.zero >= 2 && in.config.pp > 1) {
+    ParallelConfig fixed = in.config;
+    fixed.zero = 1;
+    return Limit{
+        "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
+        "parallelism (Megatron-LM docs/user-guide/features/megatron_fsdp.md:493)",
+        fixed, ""};
+  }
+  return std::nullopt;
+}
+
+std::string nemo_text(const Input& in, const Launch& launch) {
+  const Recipe& recipe = *recipe_of(in.model);
+  const char* precision = plugin(in.model.training.dtype);
+  std::string t = header_line(in);
+  t += "# still to add: recipe.data = your llm.PreTrainingDataModule (paths, tokenizer) in "
+       "place of the recipe's MockDataModule, keeping the three batch and length settings; "
+       "recipe.trainer.max_steps; recipe.optim.config.lr; recipe.log\n";
+  t += placement_comment(launch, "#");
+  t += "# run: python THIS_FILE; on " + str(launch.nodes) +
+       " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +
+       ", ntasks_per_node=" + str(launch.gpus_per_node) + ", ...) instead of the LocalExecutor\n";
+  t += "import nemo_run as run\nfrom nemo.collections import llm\n";
+  t += std::string("from nemo.collections.llm.recipes.precision.mixed_precision import ") +
+       precision + "\n\n";
+  t += std::string("recipe = llm.") + recipe.name +
+       ".pretrain_recipe(name=\"trident\", num_nodes=" + str(launch.nodes) +
+       ", num_gpus_per_node=" + str(launch.gpus_per_node) + ")\n";
+  t += set("trainer.num_nodes", str(launch.nodes)) +
+       set("trainer.devices", str(launch.gpus_per_node)) +
+       set("trainer.plugins", std::string(precision) + "()");
+  t += strategy(in.config) + batches_and_recompute(in.model, in.config);
+  t += "\nif __name__ == \"__main__\":\n    run.run(recipe, executor=run.LocalExecutor("
+       "ntasks_per_node=" +
+       str(launch.gpus_per_node) + ", launcher=\"torchrun\"))\n";
+  return t;
+}
+
+}  // namespace trident::emit

@@ -1,0 +1,148 @@
+// --emit nemo-hydra: NeMo v2.4.0's megatron_gpt_pretraining.py, whose Hydra config is
+// examples/nlp/language_modeling/conf/megatron_gpt_config.yaml (the NeMo 1.x keys; the file
+// is tests/data/emit/nemo-hydra-v2.4.0.txt's source). The emitted YAML overrides that file's keys.
+#include <string>
+
+#include "planner/export_target.h"
+
+namespace trident::emit {
+
+namespace {
+
+std::string line(int indent, const std::string& key, const std::string& value) {
+  return std::string(static_cast<std::size_t>(indent), ' ') + key + ": " + value + "\n";
+}
+
+std::string yes(bool value) { return value ? "true" : "false"; }
+
+/// megatron_gpt_config.yaml: activation 'gelu', 'geglu', 'swiglu', 'reglu', 'squared-relu'.
+std::string activation(FfnKind kind) {
+  switch (kind) {
+    case FfnKind::gelu:
+      return "gelu";
+    case FfnKind::geglu:
+      return "geglu";
+    case FfnKind::swiglu:
+      return "swiglu";
+    case FfnKind::relu2:
+      return "squared-relu";
+    case FfnKind::relu:
+      return "";
+  }
+  return "";
+}
+
+std::string trainer(const Model& model, const Launch& launch) {
+  const Dtype dtype = model.training.dtype;
+  const std::string precision = dtype == Dtype::fp16 ? "16" : dtype == Dtype::fp32 ? "32" : "bf16";
+  return "trainer:\n" + line(2, "devices", str(launch.gpus_per_node)) +
+         line(2, "num_nodes", str(launch.nodes)) + line(2, "precision", precision);
+}
+
+std::string shape(const Model& m) {
+  std::string t =
+      line(2, "mcore_gpt", "true") + line(2, "num_layers", str(m.layers)) +
+      line(2, "hidden_size", str(m.hidden)) + line(2, "ffn_hidden_size", str(m.ffn_hidden)) +
+      line(2, "num_attention_heads", str(m.heads)) +
+      line(2, "num_query_groups", m.kv_heads == m.heads ? "null" : str(m.kv_heads)) +
+      line(2, "activation", activation(m.ffn)) +
+      line(2, "normalization", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm") +
+      line(2, "bias", yes(m.bias)) +
+      line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
+      line(2, "share_embeddings_and_output_weights", yes(m.tied_embeddings)) +
+      line(2, "encoder_seq_length", str(m.seq_len)) +
+      line(2, "max_position_embeddings", str(m.seq_len));
+  return t;
+}
+
+/// FP8 through Transformer Engine: HYBRID format (fp8_hybrid), delayed scaling (fp8_interval,
+/// fp8_amax_history_len keep the file's defaults).
+std::string precision(const Model& m, int zero) {
+  const Dtype dtype = m.training.dtype;
+  // O2 keeps fp32 main weights beside 16-bit ones; torch FSDP switches it off itself
+  // (megatron_trainer_builder.py:73), FP32 has nothing to keep.
+  const bool o2 = zero != 3 && dtype != Dtype::fp32;
+  std::string t = line(2, "megatron_amp_O2", yes(o2));
+  if (dtype == Dtype::fp8) {
+    t += line(2, "transformer_engine", "true") + line(2, "fp8", "true") +
+         line(2, "fp8_hybrid", "true");
+  }
+  return t;
+}
+
+std::string parallel(const Model& model, const ParallelConfig& c) {
+  std::string t = line(2, "micro_batch_size", str(c.micro_batch)) +
+                  line(2, "global_batch_size", str(model.training.global_batch)) +
+                  line(2, "tensor_model_parallel_size", str(c.tp)) +
+                  line(2, "pipeline_model_parallel_size", str(c.pp)) +
+                  line(2, "virtual_pipeline_model_parallel_size",
+                       c.virtual_stages > 1 ? str(c.virtual_stages) : "null") +
+                  line(2, "sequence_parallel", yes(c.sequence_parallel));
+  if (c.recompute == Recompute::none) {
+    t += line(2, "activations_checkpoint_granularity", "null");
+  } else if (c.recompute == Recompute::selective) {
+    t += line(2, "activations_checkpoint_granularity", "selective");
+  } else {
+    t += line(2, "activations_checkpoint_granularity", "full") +
+         line(2, "activations_checkpoint_method", "uniform") +
+         line(2, "activations_checkpoint_num_layers", "1");
+  }
+  return t;
+}
+
+/// ZeRO-0: fused_adam; ZeRO-1: Megatron's distributed optimizer (mcore_distributed_optim,
+/// megatron_base_model.py:151); ZeRO-2: apex distributed_fused_adam (optimizer state and
+/// gradients); ZeRO-3: torch FSDP full sharding (nlp_overrides.py:810-816), which refuses a
+/// distributed optimizer (megatron_trainer_builder.py:66-69).
+std::string sharding(int zero) {
+  const char* names[] = {"fused_adam", "mcore_distributed_optim", "distributed_fused_adam",
+                         "fused_adam"};
+  std::string t;
+  if (zero == 3) t += line(2, "fsdp", "true") + line(2, "fsdp_sharding_strategy", "full");
+  return t + "  optim:\n" + line(4, "name", names[zero]);
+}
+
+}  // namespace
+
+std::optional<Limit> nemo_hydra_limit(const Input& in) {
+  if (in.model.training.dtype == Dtype::tf32) {
+    return Limit{"NeMo's trainer.precision has no TF32 setting (bf16, 16, 32)", std::nullopt,
+                 "training.dtype bf16 or fp32 in the model file"};
+  }
+  if (in.model.ffn == FfnKind::relu) {
+    return Limit{
+        "NeMo's model.activation has no plain ReLU (gelu, geglu, swiglu, reglu, "
+        "squared-relu)",
+        std::nullopt, "ffn gelu, geglu, swiglu or relu2 in the model file"};
+  }
+  if (in.config.zero == 3 && in.config.pp > 1) {
+    ParallelConfig fixed = in.config;
+    fixed.zero = 2;
+    return Limit{
+        "ZeRO-3 is NeMo's torch FSDP, documented with TP and not with pipeline "
+        "parallelism (docs/source/features/parallelisms.rst:180)",
+        fixed, ""};
+  }
+  return std::nullopt;
+}
+
+std::string nemo_hydra_text(const Input& in, const Launch& launch) {
+  std::string t = header_line(in);
+  t += "# still to add: model.data.data_prefix; model.tokenizer (library, type, model) for "
+       "the vocabulary of " +
+       str(in.model.vocab) +
+       "; trainer.max_steps; model.optim.lr and "
+       "sched; exp_manager\n";
+  t += placement_comment(launch, "#");
+  t += "# run: python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
+       "on each of the " +
+       str(launch.nodes) + " nodes (" + str(launch.gpus_per_node) +
+       " tasks each, e.g. srun --ntasks-per-node " + str(launch.gpus_per_node) + ")\n";
+  t += "defaults:\n  - megatron_gpt_config\n  - _self_\n";
+  t += trainer(in.model, launch);
+  t += "model:\n" + shape(in.model) + precision(in.model, in.config.zero) +
+       parallel(in.model, in.config) + sharding(in.config.zero);
+  return t;
+}
+
+}  // namespace trident::emit

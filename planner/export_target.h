@@ -1,0 +1,69 @@
+#pragma once
+/// Internal to planner/export*.cpp: what every --emit target shares (the launch shape, the
+/// header lines) and each target's two functions (its limits, its text).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/export.h"
+
+namespace trident::emit {
+
+/// What torchrun / the deepspeed launcher start: the same number of ranks on every node.
+struct Launch {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  std::vector<int> servers;     ///< cluster servers the ranks run on, ascending
+  std::vector<int> local_gpus;  ///< GPU indexes used on each of those servers
+  bool whole_servers = true;    ///< local_gpus is 0..gpus_per_server-1
+};
+
+struct Input {
+  const Release& release;
+  const Cluster& cluster;
+  const Model& model;
+  const ParallelConfig& config;
+};
+
+/// The first thing `release` cannot run in this plan. `fixed` is the same plan with that
+/// one knob changed to what the release can run (nullopt when no knob of the split helps).
+struct Limit {
+  std::string reason;
+  std::optional<ParallelConfig> fixed;
+  std::string change;
+};
+
+/// Where the plan's ranks sit (planner/layout.h: rank r on the r-th live GPU); a Limit when
+/// servers hold different numbers of them or different GPU indexes.
+struct LaunchOrLimit {
+  Launch launch;
+  std::optional<Limit> limit;
+};
+[[nodiscard]] LaunchOrLimit launch_of(const Cluster& cluster, const ParallelConfig& config);
+
+/// "TP4 PP8 DP16 mb1 VP4 recompute selective ZeRO-1 SP on, 512 GPUs".
+[[nodiscard]] std::string plan_summary(const ParallelConfig& config);
+
+/// The first line: "# TITLE VERSION (github.com/REPO commit C), ENTRY; trident plan ...".
+[[nodiscard]] std::string header_line(const Input& in);
+
+/// "# nodes: servers 0-16,18-54" and "CUDA_VISIBLE_DEVICES=..." comment lines when the ranks
+/// do not sit on servers 0..n-1 whole; empty otherwise.
+[[nodiscard]] std::string placement_comment(const Launch& launch, const char* comment);
+
+[[nodiscard]] std::string str(long long value);
+/// layers / (pp * v): layers per virtual pipeline stage.
+[[nodiscard]] int layers_per_chunk(const Model& model, const ParallelConfig& config);
+
+[[nodiscard]] std::optional<Limit> megatron_limit(const Input& in);
+[[nodiscard]] std::string megatron_text(const Input& in, const Launch& launch);
+[[nodiscard]] std::optional<Limit> nemo_limit(const Input& in);
+[[nodiscard]] std::string nemo_text(const Input& in, const Launch& launch);
+[[nodiscard]] std::optional<Limit> nemo_hydra_limit(const Input& in);
+[[nodiscard]] std::string nemo_hydra_text(const Input& in, const Launch& launch);
+[[nodiscard]] std::optional<Limit> deepspeed_limit(const Input& in);
+[[nodiscard]] std::string deepspeed_text(const Input& in, const Launch& launch);
+[[nodiscard]] std::optional<Limit> torchtitan_limit(const Input& in);
+[[nodiscard]] std::string torchtitan_text(const Input& in, const Launch& launch);
+
+}  // namespace trident::emit

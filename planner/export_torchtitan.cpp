@@ -1,0 +1,152 @@
+// --emit torchtitan: a torchtitan v0.2.2 TOML job config. Keys and choices:
+// tests/data/emit/torchtitan-v0.2.2.txt (torchtitan/config/job_config.py), model flavors from
+// torchtitan/models/llama3/__init__.py (the same file's `flavor` lines).
+#include <string>
+
+#include "planner/export_target.h"
+
+namespace trident::emit {
+
+namespace {
+
+/// torchtitan builds a model from a registered flavor, not from sizes in the config:
+/// llama3_args in torchtitan/models/llama3/__init__.py (v0.2.2), FFN hidden as
+/// model/model.py FeedForward computes it (2/3 of 4 x dim, times ffn_dim_multiplier, rounded
+/// up to multiple_of); vocabulary 128256 (model/args.py); RMSNorm, RoPE, SwiGLU, no biases,
+/// untied output layer.
+struct Flavor {
+  const char* name;
+  int dim, layers, heads, kv_heads, ffn_hidden, vocab;
+};
+constexpr Flavor kLlama3[] = {
+    {"8B", 4096, 32, 32, 8, 14336, 128256},
+    {"70B", 8192, 80, 64, 8, 28672, 128256},
+    {"405B", 16384, 126, 128, 8, 53248, 128256},
+};
+
+const Flavor* flavor_of(const Model& m) {
+  const bool llama_kind = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm && !m.bias &&
+                          !m.learned_positions && !m.tied_embeddings;
+  for (const Flavor& f : kLlama3) {
+    if (llama_kind && f.dim == m.hidden && f.layers == m.layers && f.heads == m.heads &&
+        f.kv_heads == m.kv_heads && f.ffn_hidden == m.ffn_hidden && f.vocab == m.vocab) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+std::string q(const std::string& text) { return "\"" + text + "\""; }
+
+/// Without PP, torchtitan accumulates gradients: global = local x DP x steps (train.py:200-
+/// 215), so local_batch_size is the micro-batch. With PP, local_batch_size is the whole
+/// per-replica batch, split into pipeline_parallel_microbatch_size micro-batches
+/// (distributed/pipeline_parallel.py:187-192).
+std::string training(const Model& model, const ParallelConfig& c) {
+  const long long per_replica = model.training.global_batch / c.dp;
+  const long long local = c.pp > 1 ? per_replica : c.micro_batch;
+  const bool fp32 = model.training.dtype == Dtype::fp32;
+  return "[training]\nlocal_batch_size = " + str(local) +
+         "\nglobal_batch_size = " + str(model.training.global_batch) +
+         "\nseq_len = " + str(model.seq_len) +
+         "\nmixed_precision_param = " + q(fp32 ? "float32" : "bfloat16") + "\n";
+}
+
+/// ZeRO-0: DDP (replicate); ZeRO-2: FSDP2 that keeps the gathered weights from forward to
+/// backward (reshard "never"); ZeRO-3: FSDP2 resharding after forward ("always").
+/// Pipeline stages: layers / (PP x v) each, first/last stage not lightened, so
+/// ceil(layers / per_stage) = PP x v stages (pipeline_parallel.py:71-108).
+std::string parallelism(const Model& model, const ParallelConfig& c) {
+  const bool shard = c.zero >= 2;
+  std::string t = "[parallelism]\ndata_parallel_replicate_degree = " + str(shard ? 1 : c.dp) +
+                  "\ndata_parallel_shard_degree = " + str(shard ? c.dp : 1) + "\n";
+  if (shard) t += "fsdp_reshard_after_forward = " + q(c.zero == 2 ? "never" : "always") + "\n";
+  t += "tensor_parallel_degree = " + str(c.tp) + "\npipeline_parallel_degree = " + str(c.pp) + "\n";
+  if (c.pp > 1) {
+    t += "pipeline_parallel_schedule = " + q(c.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") +
+         "\npipeline_parallel_layers_per_stage = " + str(layers_per_chunk(model, c)) +
+         "\npipeline_parallel_first_stage_less_layers = 0" +
+         "\npipeline_parallel_last_stage_less_layers = 0" +
+         "\npipeline_parallel_microbatch_size = " + str(c.micro_batch) + "\n";
+  }
+  return t;
+}
+
+ParallelConfig with_zero(ParallelConfig c, int zero) {
+  c.zero = zero;
+  return c;
+}
+
+}  // namespace
+
+std::optional<Limit> torchtitan_limit(const Input& in) {
+  const ParallelConfig& c = in.config;
+  if (flavor_of(in.model) == nullptr) {
+    return Limit{
+        "torchtitan builds models from registered flavors "
+        "(torchtitan/models/llama3/__init__.py), and none has " +
+            in.model.name + "'s shape",
+        std::nullopt, "--model llama3-8b, llama3-70b or llama3-405b"};
+  }
+  const Dtype dtype = in.model.training.dtype;
+  if (dtype == Dtype::fp16 || dtype == Dtype::tf32) {
+    return Limit{std::string("torchtitan trains in bfloat16 or float32 "
+                             "(training.mixed_precision_param), not ") +
+                     to_string(dtype),
+                 std::nullopt, "training.dtype bf16 in the model file"};
+  }
+  if (c.zero == 0 && (c.tp > 1 || c.pp > 1)) {
+    return Limit{
+        "torchtitan raises 'DDP has not supported > 1D parallelism' "
+        "(models/llama3/infra/parallelize.py:151)",
+        with_zero(c, 2), ""};
+  }
+  if (c.zero == 1) {
+    return Limit{
+        "torchtitan shards with FSDP2, which shards gradients with the optimizer "
+        "state: no ZeRO-1",
+        with_zero(c, 2), ""};
+  }
+  if (c.tp > 1 && !c.sequence_parallel) {
+    ParallelConfig fixed = c;
+    fixed.sequence_parallel = true;
+    return Limit{
+        "torchtitan's tensor parallel plan always shards the sequence "
+        "(SequenceParallel norms, models/llama3/infra/parallelize.py)",
+        fixed, ""};
+  }
+  if (c.recompute == Recompute::selective) {
+    ParallelConfig fixed = c;
+    fixed.recompute = Recompute::full;
+    return Limit{
+        "torchtitan's selective mode saves matmul outputs per op or checkpoints "
+        "every Nth layer; it is not Megatron's attention-only recompute",
+        fixed, ""};
+  }
+  return std::nullopt;
+}
+
+std::string torchtitan_text(const Input& in, const Launch& launch) {
+  const ParallelConfig& c = in.config;
+  const bool fp8 = in.model.training.dtype == Dtype::fp8;
+  std::string t = header_line(in);
+  t += "# still to add: [model] hf_assets_path (the tokenizer); [training] dataset or "
+       "dataset_path, steps; [optimizer] lr; [checkpoint]\n";
+  t += placement_comment(launch, "#");
+  t += "# launch on every node: torchrun --nnodes " + str(launch.nodes) + " --nproc_per_node " +
+       str(launch.gpus_per_node) +
+       " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 -m torchtitan.train "
+       "--job.config_file THIS_FILE\n";
+  t += "[model]\nname = \"llama3\"\nflavor = " + q(flavor_of(in.model)->name) + "\n";
+  if (fp8) t += "converters = [\"quantize.linear.float8\"]\n";
+  t += '\n';
+  t += training(in.model, c);
+  t += '\n';
+  t += parallelism(in.model, c);
+  t += "\n[activation_checkpoint]\nmode = " + q(c.recompute == Recompute::full ? "full" : "none") +
+       "\n";
+  if (fp8) t += "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n";
+  return t;
+}
+
+}  // namespace trident::emit

@@ -1,0 +1,247 @@
+#pragma once
+// For test_export.cpp: each framework's cross-flag rules, re-stated from its source at the
+// pinned commit (file:line beside each), applied to an emitted configuration. Each returns
+// the first violation as a sentence, or "" when the text passes.
+#include <algorithm>
+#include <string>
+
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+#include "planner/export.h"
+#include "tests/emit_rules.h"
+
+namespace trident::test {
+
+inline std::string data_file(const Release& r) {
+  return std::string(r.name) + "-" + r.version + ".txt";
+}
+
+inline std::string world_mismatch(long long nodes, long long per_node, const ParallelConfig& c) {
+  if (nodes * per_node == c.gpus()) return "";
+  return "launcher starts " + std::to_string(nodes * per_node) + " ranks, the plan has " +
+         std::to_string(c.gpus());
+}
+
+inline std::string launcher_number(const std::string& line, const std::string& flag) {
+  const auto at = line.find(flag + " ");
+  if (at == std::string::npos) return "0";
+  return split(line.substr(at + flag.size() + 1), ' ')[0];
+}
+
+// Megatron-LM core_v0.19.0 megatron/training/arguments.py.
+inline std::string megatron_rules(const std::string& text, const Model& m, const ParallelConfig& c,
+                                  const ArgDefs& defs) {
+  std::string launcher;
+  const Settings s = parse_megatron(text, &launcher);
+  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
+  const bool fsdp2 = s.count("--use-torch-fsdp2") != 0;
+  const bool mfsdp = s.count("--use-megatron-fsdp") != 0;
+  // 997-1013: torch FSDP2 needs PP 1, no distributed optimizer, no gradient-accumulation
+  // fusion, ckpt torch_dist|torch_dcp, untied embeddings, no fp16.
+  if (fsdp2 &&
+      (num(s, "--pipeline-model-parallel-size") != 1 || s.count("--use-distributed-optimizer") ||
+       !s.count("--no-gradient-accumulation-fusion") ||
+       !s.count("--untie-embeddings-and-output-weights") || s.count("--fp16"))) {
+    return "--use-torch-fsdp2 fails its asserts (arguments.py:997-1013)";
+  }
+  // 1146: Megatron-FSDP needs --ckpt-format fsdp_dtensor; 1143: CUDA_DEVICE_MAX_CONNECTIONS != 1.
+  if (mfsdp && (s.at("--ckpt-format") != "fsdp_dtensor" ||
+                launcher.find("CUDA_DEVICE_MAX_CONNECTIONS=1") != std::string::npos)) {
+    return "Megatron-FSDP asserts (arguments.py:1143, 1146)";
+  }
+  // 1437: TP without FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (before Blackwell).
+  if (c.tp > 1 && !mfsdp && launcher.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 ", 0) != 0) {
+    return "TP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
+  }
+  // ZeRO-2 shards gradients, ZeRO-3 weights too: optim_grads / optim_grads_params (3023).
+  const std::string strategy =
+      s.count("--data-parallel-sharding-strategy") ? s.at("--data-parallel-sharding-strategy") : "";
+  if ((c.zero == 2) != (strategy == "optim_grads") ||
+      (c.zero == 3) != (strategy == "optim_grads_params") ||
+      (c.zero == 1) != (s.count("--use-distributed-optimizer") && !mfsdp)) {
+    return "ZeRO-" + std::to_string(c.zero) + " emitted as another stage";
+  }
+  // 933-936: layers divide by PP, and layers per stage by layers per virtual stage.
+  const long long layers = num(s, "--num-layers"), pp = num(s, "--pipeline-model-parallel-size");
+  const long long per_vp = num(s, "--num-layers-per-virtual-pipeline-stage");
+  if (layers % pp != 0 || (per_vp != 0 && (layers / pp) % per_vp != 0)) return "layer split";
+  if (per_vp != 0 && layers / pp / per_vp != c.virtual_stages) return "virtual stages";
+  if (num(s, "--global-batch-size") % (num(s, "--micro-batch-size") * c.dp) != 0) return "batch";
+  if (num(s, "--hidden-size") != m.hidden || num(s, "--seq-length") != m.seq_len) return "shape";
+  return world_mismatch(std::stoll(launcher_number(launcher, "--nnodes")),
+                        std::stoll(launcher_number(launcher, "--nproc-per-node")), c);
+}
+
+// NeMo v2.4.0, NeMo 2.0: nemo/collections/llm/recipes and nemo/lightning.
+inline std::string nemo_rules(const std::string& text, const Model& m, const ParallelConfig& c,
+                              const ArgDefs& defs) {
+  Settings s = parse_nemo2(text);
+  const std::string name = s.at("recipe");
+  std::string plugin = s.at("recipe.trainer.plugins");
+  plugin = plugin.substr(0, plugin.size() - 2);  // "bf16_mixed()"
+  s.erase("recipe");
+  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
+  if (std::find(defs.precisions.begin(), defs.precisions.end(), plugin) == defs.precisions.end()) {
+    return plugin + ": no such precision recipe";
+  }
+  if ((m.training.dtype == Dtype::fp8) != (plugin.find("fp8") != std::string::npos)) return "fp8";
+  // The recipe's model is the plan's: its config class's fields.
+  const auto r = defs.recipes.at(name);
+  const bool llama = m.ffn == FfnKind::swiglu;
+  if (std::stoll(r.at("layers")) != m.layers || std::stoll(r.at("hidden")) != m.hidden ||
+      std::stoll(r.at("heads")) != m.heads || std::stoll(r.at("kv_heads")) != m.kv_heads ||
+      std::stoll(r.at("ffn_hidden")) != m.ffn_hidden || (r.at("gated") == "1") != llama ||
+      (r.at("tied") == "1") != m.tied_embeddings || (r.at("rope") == "1") == m.learned_positions) {
+    return "recipe " + name + " is not the model";
+  }
+  // llama3_8b.py:65 (and the other recipes) default context parallelism to 2 or 4.
+  if (s.at("recipe.trainer.strategy.context_parallel_size") != "1") return "context parallel";
+  const bool fsdp = s.at("recipe.trainer.strategy.fsdp") == "megatron";
+  const std::string strategy =
+      fsdp ? s.at("recipe.trainer.strategy.ddp.data_parallel_sharding_strategy") : "";
+  // Megatron-FSDP: no PP; average_in_collective off (llama3_8b.py:121); ZeRO-2/3 sharding.
+  if (fsdp && (c.pp > 1 || s.at("recipe.trainer.strategy.ddp.average_in_collective") != "False")) {
+    return "Megatron-FSDP settings";
+  }
+  if ((c.zero == 2) != (strategy == "optim_grads") ||
+      (c.zero == 3) != (strategy == "optim_grads_params") ||
+      (c.zero >= 1) != (s.at("recipe.optim.config.use_distributed_optimizer") == "True")) {
+    return "ZeRO";
+  }
+  if (num(s, "recipe.data.global_batch_size") % (num(s, "recipe.data.micro_batch_size") * c.dp)) {
+    return "batch";
+  }
+  if (num(s, "recipe.trainer.strategy.tensor_model_parallel_size") != c.tp ||
+      num(s, "recipe.trainer.strategy.pipeline_model_parallel_size") != c.pp) {
+    return "parallel sizes";
+  }
+  return world_mismatch(num(s, "recipe.trainer.num_nodes"), num(s, "recipe.trainer.devices"), c);
+}
+
+// NeMo v2.4.0 nemo/collections/nlp/parts/megatron_trainer_builder.py and nlp_overrides.py.
+inline std::string nemo_hydra_rules(const std::string& text, const ParallelConfig& c,
+                                    const ArgDefs& defs) {
+  Settings s;
+  flatten_yaml(YAML::Load(text), "", s);
+  s.erase("defaults");  // Hydra's own composition list
+  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
+  const std::string optim = s.at("model.optim.name");
+  // megatron_trainer_builder.py:66-69: FSDP refuses a distributed optimizer.
+  if (s.count("model.fsdp") && s.at("model.fsdp") == "true" &&
+      (optim == "distributed_fused_adam" || optim == "mcore_distributed_optim")) {
+    return "FSDP with a distributed optimizer (megatron_trainer_builder.py:66)";
+  }
+  // nlp_overrides.py:815-816: full | grad (hybrid asserted off).
+  if (s.count("model.fsdp_sharding_strategy") && s.at("model.fsdp_sharding_strategy") != "full" &&
+      s.at("model.fsdp_sharding_strategy") != "grad") {
+    return "fsdp_sharding_strategy";
+  }
+  const char* expected[] = {"fused_adam", "mcore_distributed_optim", "distributed_fused_adam",
+                            "fused_adam"};
+  if (optim != expected[c.zero] || (c.zero == 3) != (s.count("model.fsdp") != 0)) return "ZeRO";
+  if (num(s, "model.global_batch_size") % (num(s, "model.micro_batch_size") * c.dp) != 0) {
+    return "batch";
+  }
+  return world_mismatch(num(s, "trainer.num_nodes"), num(s, "trainer.devices"), c);
+}
+
+// DeepSpeed runtime/config.py, runtime/pipe/engine.py, runtime/engine.py.
+inline std::string deepspeed_rules(const std::string& text, const ParallelConfig& c,
+                                   const Release& r, const ArgDefs& defs) {
+  const Settings s = parse_deepspeed(text);
+  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
+  // config.py:924: train_batch_size == micro * gradient_accumulation_steps * DP world size.
+  if (num(s, "train_batch_size") !=
+      num(s, "train_micro_batch_size_per_gpu") * num(s, "gradient_accumulation_steps") * c.dp) {
+    return "batch identity (runtime/config.py:924)";
+  }
+  const long long stage = num(s, "zero_optimization.stage");
+  const long long autotp = num(s, "tensor_parallel.autotp_size");
+  if (stage != c.zero || (c.tp > 1) != (autotp == c.tp)) return "ZeRO or AutoTP size";
+  if (c.pp > 1 && stage >= 2) return "pipe/engine.py:77: ZeRO-2/3 with pipeline";
+  if (c.pp > 1 && autotp > 1) return "AutoTP has no pipeline axis";
+  if (std::string(r.version) == "v0.19.3" && autotp > 1 && stage == 3) {
+    return "engine.py:634 (v0.19.3): AutoTP with ZeRO-3";
+  }
+  if (c.recompute == Recompute::full && !s.count("activation_checkpointing")) return "recompute";
+  if (c.pp > 1 && text.find("num_stages=" + std::to_string(c.pp) + ")") == std::string::npos) {
+    return "pipeline stages not stated";
+  }
+  const auto launch = text.substr(text.find("# launch: "));
+  return world_mismatch(std::stoll(launcher_number(launch, "--num_nodes")),
+                        std::stoll(launcher_number(launch, "--num_gpus")), c);
+}
+
+// torchtitan v0.2.2.
+inline std::string torchtitan_rules(const std::string& text, const Model& m,
+                                    const ParallelConfig& c, const ArgDefs& defs) {
+  Settings s = parse_toml(text);
+  const std::string flavor = s.at("model.flavor");
+  for (const auto& key : {"model.flavor", "model.name", "model.converters"}) s.erase(key);
+  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
+  // The flavor is the model: llama3_args in torchtitan/models/llama3/__init__.py.
+  const auto f = defs.flavors.at(flavor);
+  if (f.at("dim") != m.hidden || f.at("layers") != m.layers || f.at("kv_heads") != m.kv_heads ||
+      f.at("ffn_hidden") != m.ffn_hidden || f.at("vocab") != m.vocab) {
+    return "flavor " + flavor + " is not the model";
+  }
+  const long long replicate = num(s, "parallelism.data_parallel_replicate_degree");
+  const long long shard = num(s, "parallelism.data_parallel_shard_degree");
+  const long long tp = num(s, "parallelism.tensor_parallel_degree");
+  const long long pp = num(s, "parallelism.pipeline_parallel_degree");
+  // models/llama3/infra/parallelize.py:151: DDP only without TP/PP.
+  if (replicate > 1 && shard == 1 && (tp > 1 || pp > 1)) return "DDP with > 1D parallelism";
+  // train.py:200-215: global % (local * DP) == 0; the quotient is gradient accumulation.
+  const long long local = num(s, "training.local_batch_size");
+  const long long global = num(s, "training.global_batch_size");
+  if (global % (local * replicate * shard) != 0) return "batch (train.py:203)";
+  if (pp > 1) {
+    // pipeline_parallel.py:187-192: local % microbatch == 0; microbatches = trident's m.
+    const long long mb = num(s, "parallelism.pipeline_parallel_microbatch_size");
+    if (local % mb != 0 || local / mb != c.num_micro_batches(global)) return "pipeline batch";
+    // pipeline_parallel.py:71-108: stages = ceil((layers + first_less + last_less) / per
+    // stage) divide by PP; 1F1B one stage per rank, Interleaved1F1B at least two.
+    const long long per = num(s, "parallelism.pipeline_parallel_layers_per_stage");
+    const long long first = s.count("parallelism.pipeline_parallel_first_stage_less_layers")
+                                ? num(s, "parallelism.pipeline_parallel_first_stage_less_layers")
+                                : 1;
+    const long long last = s.count("parallelism.pipeline_parallel_last_stage_less_layers")
+                               ? num(s, "parallelism.pipeline_parallel_last_stage_less_layers")
+                               : 1;
+    const long long stages = (f.at("layers") + first + last + per - 1) / per;
+    const bool single = s.at("parallelism.pipeline_parallel_schedule") == "1F1B";
+    if (stages % pp != 0 || (single && stages / pp != 1) || (!single && stages / pp < 2)) {
+      return "stage count " + std::to_string(stages) + " for PP " + std::to_string(pp);
+    }
+    if (stages != pp * c.virtual_stages) return "virtual stages";
+  } else if (local * replicate * shard * c.num_micro_batches(global) != global) {
+    return "gradient accumulation is not trident's micro-batching";
+  }
+  return world_mismatch(1, replicate * shard * tp * pp, c);
+}
+
+inline std::string rules(const Release& r, const std::string& text, const Model& m,
+                         const ParallelConfig& c) {
+  const ArgDefs defs = load_argdefs(data_file(r));
+  // The data file was generated at the commit the output names.
+  const std::string commit = split(defs.header, ' ').back();
+  if (text.find(commit) == std::string::npos ||
+      text.rfind(std::string("# ") + r.title + " " + r.version, 0) != 0) {
+    return "first line does not name " + release_id(r) + " at " + commit;
+  }
+  switch (r.framework) {
+    case Framework::megatron:
+      return megatron_rules(text, m, c, defs);
+    case Framework::nemo:
+      return nemo_rules(text, m, c, defs);
+    case Framework::nemo_hydra:
+      return nemo_hydra_rules(text, c, defs);
+    case Framework::deepspeed:
+      return deepspeed_rules(text, c, r, defs);
+    case Framework::torchtitan:
+      return torchtitan_rules(text, m, c, defs);
+  }
+  return "unknown framework";
+}
+
+}  // namespace trident::test

@@ -1,0 +1,302 @@
+// planner/export: every --emit release either writes a configuration whose every flag/key is
+// in that release's own argument definitions (tests/data/emit, scripts/emit-argdefs) and that
+// obeys the framework's cross-flag rules (re-stated below with their source lines), or
+// refuses in one line naming the nearest plan it can run.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <tuple>
+
+#include "planner/export.h"
+#include "tests/emit_framework_rules.h"
+
+using namespace trident;
+using namespace trident::test;
+
+namespace {
+
+Cluster cluster_of(int servers) {
+  Cluster cluster;
+  cluster.name = "test-dgx";
+  cluster.servers = servers;
+  cluster.gpus_per_server = 8;
+  cluster.nvlink.domain_gpus = 8;
+  return cluster;
+}
+
+/// Llama 3 8B's shape (torchtitan's "8B" flavor): SwiGLU, RMSNorm, RoPE, no biases, untied.
+Model llama8b() {
+  Model m;
+  m.name = "llama3-8b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.ffn = FfnKind::swiglu;
+  m.vocab = 128256;
+  m.seq_len = 8192;
+  m.norm = NormKind::rmsnorm;
+  m.bias = false;
+  m.learned_positions = false;
+  m.training.global_batch = 256;
+  return m;
+}
+
+}  // namespace
+
+namespace {
+
+struct Split {
+  int tp, pp, vp;
+};
+
+ParallelConfig config_of(Split split, int zero, Recompute recompute, bool sp) {
+  ParallelConfig c;
+  c.tp = split.tp;
+  c.pp = split.pp;
+  c.dp = 32 / (split.tp * split.pp);
+  c.virtual_stages = split.vp;
+  c.zero = zero;
+  c.recompute = recompute;
+  c.sequence_parallel = sp;
+  return c;
+}
+
+/// A GPT-style model torchtitan has no flavor for: GeLU, LayerNorm, learned positions,
+/// biases, tied embeddings.
+Model gpt_style() {
+  Model m = llama8b();
+  m.name = "gpt-style";
+  m.ffn = FfnKind::gelu;
+  m.norm = NormKind::layernorm;
+  m.learned_positions = true;
+  m.bias = true;
+  m.tied_embeddings = true;
+  return m;
+}
+
+/// Emits or refuses; a refusal is one line and its nearest plan emits and passes.
+void check_one(const Release& r, const Cluster& cluster, const Model& m, const ParallelConfig& c,
+               int& emitted, int& refused) {
+  const Export e = export_plan(r, cluster, m, c);
+  INFO(release_id(r) << " " << m.name << " tp" << c.tp << " pp" << c.pp << " vp" << c.virtual_stages
+                     << " zero" << c.zero << " " << to_string(c.recompute) << " sp"
+                     << c.sequence_parallel);
+  if (!e.refusal) {
+    ++emitted;
+    CHECK(rules(r, e.text, m, c) == "");
+    return;
+  }
+  ++refused;
+  CHECK(e.text.empty());
+  CHECK_FALSE(e.refusal->reason.empty());
+  CHECK(e.refusal->reason.find('\n') == std::string::npos);
+  CHECK((e.refusal->nearest.has_value() || !e.refusal->change.empty()));
+  if (e.refusal->nearest) {
+    const Export nearest = export_plan(r, cluster, m, *e.refusal->nearest);
+    REQUIRE_FALSE(nearest.refusal.has_value());
+    CHECK(rules(r, nearest.text, m, *e.refusal->nearest) == "");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every release emits a passing config or refuses with the nearest plan", "[export]") {
+  // 32 GPUs on 4 servers; DP = 32 / (TP x PP); global batch 256, micro-batch 1.
+  const Cluster cluster = cluster_of(4);
+  Model fp8 = llama8b();
+  fp8.training.dtype = Dtype::fp8;
+  const Split splits[] = {{1, 1, 1}, {2, 1, 1}, {1, 4, 1}, {2, 4, 1}, {2, 4, 2}};
+  for (const Release& r : releases()) {
+    int emitted = 0, refused = 0;
+    for (const Model& m : {llama8b(), fp8, gpt_style()}) {
+      for (const Split split : splits) {
+        for (int zero = 0; zero <= 3; ++zero) {
+          for (const Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+            for (const bool sp : {false, true}) {
+              if (sp && split.tp < 2) continue;
+              check_one(r, cluster, m, config_of(split, zero, rc, sp), emitted, refused);
+            }
+          }
+        }
+      }
+    }
+    INFO(release_id(r));
+    CHECK(emitted > 0);  // the matrix exercises the rules for every release
+  }
+}
+
+TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[export]") {
+  CHECK(std::string(parse_release("megatron").version) == "core_v0.19.0");
+  CHECK(std::string(parse_release("megatron@0.19.0").version) == "core_v0.19.0");
+  CHECK(std::string(parse_release("deepspeed").version) == "v0.19.5");
+  CHECK(std::string(parse_release("deepspeed@0.19.3").version) == "v0.19.3");
+  CHECK(std::string(parse_release("torchtitan@v0.2.2").version) == "v0.2.2");
+  CHECK_THROWS_WITH(
+      parse_release("torchtitan@v9"),
+      "--emit 'torchtitan@v9': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, "
+      "optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|nemo-hydra@v2.4.0|"
+      "deepspeed@v0.19.5|deepspeed@v0.19.3|torchtitan@v0.2.2");
+}
+
+TEST_CASE("torchtitan: stage count, local batch, no DDP beyond 1D", "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const Release& titan = parse_release("torchtitan");
+  // PP 4, v 2: 32 layers / (4 x 2) = 4 per stage; stages = ceil((32 + 0 + 0) / 4) = 8 = 4 x 2.
+  // Per replica 256 / DP 4 = 64 sequences = local_batch_size, in 64 micro-batches of 1.
+  const auto interleaved =
+      export_plan(titan, cluster, llama8b(), config_of({2, 4, 2}, 2, Recompute::full, true));
+  REQUIRE_FALSE(interleaved.refusal.has_value());
+  const Settings s = parse_toml(interleaved.text);
+  CHECK(s.at("parallelism.pipeline_parallel_layers_per_stage") == "4");
+  CHECK(s.at("parallelism.pipeline_parallel_first_stage_less_layers") == "0");
+  CHECK(s.at("parallelism.pipeline_parallel_last_stage_less_layers") == "0");
+  CHECK(s.at("parallelism.pipeline_parallel_schedule") == "Interleaved1F1B");
+  CHECK(s.at("training.local_batch_size") == "64");
+  // PP 1, DP 32: local_batch_size is the micro-batch (1); torchtitan accumulates
+  // 256 / (1 x 32) = 8 steps, trident's 8 micro-batches.
+  const auto flat =
+      export_plan(titan, cluster, llama8b(), config_of({1, 1, 1}, 3, Recompute::none, false));
+  CHECK(parse_toml(flat.text).at("training.local_batch_size") == "1");
+  CHECK(parse_toml(flat.text).at("parallelism.fsdp_reshard_after_forward") == "always");
+  // ZeRO-0 with TP 2 would be DDP over a 2-D mesh: refused, nearest ZeRO-2 (FSDP2, no reshard).
+  const auto ddp =
+      export_plan(titan, cluster, llama8b(), config_of({2, 1, 1}, 0, Recompute::none, true));
+  REQUIRE(ddp.refusal.has_value());
+  CHECK(ddp.refusal->reason.find("parallelize.py:151") != std::string::npos);
+  CHECK(ddp.refusal->nearest->zero == 2);
+  // 70B and 405B: their flavors (the data file computes the FFN sizes from torchtitan's
+  // multipliers: 70B 2/3 x 4 x 8192 = 21845, x 1.3 = 28398, up to a multiple of 4096 = 28672).
+  for (const auto& [layers, hidden, heads, ffn] :
+       {std::tuple{80, 8192, 64, 28672}, std::tuple{126, 16384, 128, 53248}}) {
+    Model big = llama8b();
+    big.layers = layers;
+    big.hidden = hidden;
+    big.heads = heads;
+    big.ffn_hidden = ffn;
+    big.training.global_batch = 32;
+    const ParallelConfig c = config_of({2, 1, 1}, 3, Recompute::full, true);
+    const auto e = export_plan(titan, cluster, big, c);
+    REQUIRE_FALSE(e.refusal.has_value());
+    CHECK(rules(titan, e.text, big, c) == "");
+  }
+  // Selective is not Megatron's selective: nearest is full recompute.
+  const auto selective =
+      export_plan(titan, cluster, llama8b(), config_of({1, 1, 1}, 3, Recompute::selective, false));
+  CHECK(selective.refusal->nearest->recompute == Recompute::full);
+}
+
+TEST_CASE("Megatron-LM: ZeRO stages, FP8, FSDP without pipelining", "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const Release& mlm = parse_release("megatron");
+  Model fp8 = llama8b();
+  fp8.training.dtype = Dtype::fp8;
+  const auto zero2 = export_plan(mlm, cluster, fp8, config_of({2, 1, 1}, 2, Recompute::none, true));
+  CHECK(zero2.text.find("  --data-parallel-sharding-strategy optim_grads \\\n") !=
+        std::string::npos);
+  CHECK(zero2.text.find("  --fp8-format hybrid \\\n  --fp8-recipe delayed") != std::string::npos);
+  CHECK(zero2.text.find("CUDA_DEVICE_MAX_CONNECTIONS") == std::string::npos);
+  const auto zero3 =
+      export_plan(mlm, cluster, llama8b(), config_of({1, 4, 1}, 3, Recompute::none, false));
+  REQUIRE(zero3.refusal.has_value());
+  CHECK(zero3.refusal->nearest->zero == 1);
+  const auto gpt =
+      export_plan(mlm, cluster, gpt_style(), config_of({2, 4, 2}, 1, Recompute::full, true));
+  CHECK(gpt.text.find("--untie-embeddings-and-output-weights") == std::string::npos);
+  CHECK(gpt.text.find("  --num-layers-per-virtual-pipeline-stage 4 \\\n") != std::string::npos);
+}
+
+TEST_CASE("DeepSpeed: AutoTP, ZeRO-3 by release, batch identity", "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const ParallelConfig tp2_zero3 = config_of({2, 1, 1}, 3, Recompute::full, false);
+  const auto v5 = export_plan(parse_release("deepspeed@v0.19.5"), cluster, llama8b(), tp2_zero3);
+  REQUIRE_FALSE(v5.refusal.has_value());
+  const Settings s = parse_deepspeed(v5.text);
+  // DP 16, micro-batch 1: 256 = 1 x 16 x 16 gradient accumulation steps.
+  CHECK(s.at("gradient_accumulation_steps") == "16");
+  CHECK(s.at("tensor_parallel.autotp_size") == "2");
+  const auto v3 = export_plan(parse_release("deepspeed@v0.19.3"), cluster, llama8b(), tp2_zero3);
+  REQUIRE(v3.refusal.has_value());
+  CHECK(v3.refusal->nearest->zero == 2);
+  const auto piped = export_plan(parse_release("deepspeed"), cluster, llama8b(),
+                                 config_of({2, 4, 1}, 1, Recompute::none, false));
+  REQUIRE(piped.refusal.has_value());  // AutoTP has no pipeline axis: TP 1, DP 4 x 2 = 8
+  CHECK(piped.refusal->nearest->tp == 1);
+  CHECK(piped.refusal->nearest->dp == 8);
+  // Moving TP 2 into DP doubles DP 8 to 16. Global batch 32, micro-batch 4: 16 x 4 = 64 does
+  // not divide 32, micro-batch 1 does (32 / 16 = 2 micro-batches). Global batch 24: 24 / 16
+  // is no whole number at any micro-batch, so no nearest split, only what to change.
+  Model small = llama8b();
+  small.training.global_batch = 32;
+  ParallelConfig mb4 = config_of({2, 2, 1}, 1, Recompute::none, false);
+  mb4.micro_batch = 4;
+  const auto fallback = export_plan(parse_release("deepspeed"), cluster, small, mb4);
+  REQUIRE(fallback.refusal->nearest.has_value());
+  CHECK(fallback.refusal->nearest->micro_batch == 1);
+  small.training.global_batch = 24;
+  ParallelConfig mb1 = mb4;
+  mb1.micro_batch = 1;
+  const auto none = export_plan(parse_release("deepspeed"), cluster, small, mb1);
+  CHECK_FALSE(none.refusal->nearest.has_value());
+  CHECK(none.refusal->change == "no split of the same GPUs it runs divides the batch");
+}
+
+TEST_CASE("NeMo 2.0: a recipe with the plan set, context parallelism off", "[export]") {
+  const Release& nemo = parse_release("nemo");
+  const ParallelConfig c = config_of({2, 4, 2}, 1, Recompute::full, true);
+  const auto e = export_plan(nemo, cluster_of(4), llama8b(), c);
+  REQUIRE_FALSE(e.refusal.has_value());
+  const Settings s = parse_nemo2(e.text);
+  CHECK(s.at("recipe") == "llama3_8b");
+  CHECK(s.at("recipe.trainer.strategy.context_parallel_size") == "1");
+  CHECK(s.at("recipe.trainer.strategy.virtual_pipeline_model_parallel_size") == "2");
+  CHECK(s.at("recipe.model.config.recompute_method") == "uniform");
+  // GPT-3-style shapes map to gpt3_175b only at its size; this one has no recipe.
+  const auto gpt = export_plan(nemo, cluster_of(4), gpt_style(), c);
+  REQUIRE(gpt.refusal.has_value());
+  CHECK(gpt.refusal->change.find("--emit nemo-hydra") != std::string::npos);
+}
+
+TEST_CASE("NeMo Hydra: ZeRO-3 is torch FSDP full sharding", "[export]") {
+  const auto e = export_plan(parse_release("nemo-hydra"), cluster_of(4), llama8b(),
+                             config_of({2, 1, 1}, 3, Recompute::selective, true));
+  Settings s;
+  flatten_yaml(YAML::Load(e.text), "", s);
+  CHECK(s.at("model.fsdp") == "true");
+  CHECK(s.at("model.fsdp_sharding_strategy") == "full");
+  CHECK(s.at("model.optim.name") == "fused_adam");
+  CHECK(s.at("model.num_query_groups") == "8");
+}
+
+TEST_CASE("a cordoned GPU: uneven nodes refused, a cordoned server emitted", "[export]") {
+  // 4 servers of 8, GPU 1 of server 1 dead: 31 live GPUs. 24 ranks on the first 24 live GPUs:
+  // server 0 runs 8, server 1 runs 7, server 2 runs 8, server 3 runs 1.
+  Cluster cluster = cluster_of(4);
+  cluster.health.dead_gpus = {9};
+  const ParallelConfig c = [] {
+    ParallelConfig x;
+    x.tp = 2;
+    x.pp = 2;
+    x.dp = 6;
+    x.zero = 1;
+    x.sequence_parallel = true;
+    return x;
+  }();
+  Model model = llama8b();
+  model.training.global_batch = 240;  // DP 6 x 40
+  for (const Release& r : releases()) {
+    const Export e = export_plan(r, cluster, model, c);
+    REQUIRE(e.refusal.has_value());
+    CHECK(e.refusal->reason ==
+          "its ranks sit unevenly: server 0 runs 8 of them, server 1 runs 7, and the launcher "
+          "starts the same GPUs on every node");
+    CHECK(e.refusal->change == "cordon the whole server: --fail-link server:1");
+  }
+  // Server 1 cordoned: the 24 ranks fill servers 0, 2 and 3.
+  cluster.health.dead_servers = {1};
+  const Export mlm = export_plan(parse_release("megatron"), cluster, model, c);
+  REQUIRE_FALSE(mlm.refusal.has_value());
+  CHECK(mlm.text.find("# nodes: servers 0,2-3 of the cluster") != std::string::npos);
+  CHECK(mlm.text.find("torchrun --nnodes 3 --nproc-per-node 8 ") != std::string::npos);
+  CHECK(rules(parse_release("megatron"), mlm.text, model, c) == "");
+}
