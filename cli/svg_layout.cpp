@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/plan_report.h"
+#include "cli/report_text.h"
 #include "cli/svg_panels.h"
 #include "costmodel/placement.h"
 
@@ -250,8 +251,8 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
            fmt::format("servers {} not drawn", range_text(lo, hi)),
            {{"font-size", "10.5"}, {"font-weight", "bold"}});
   svg.text(x + kPad, y + 27,
-           fmt::format("{} servers, {} GPUs", with_commas(servers),
-                       with_commas(servers * c.gpus_per_server)),
+           fmt::format("{} servers, {} GPUs", thousands(servers),
+                       thousands(servers * c.gpus_per_server)),
            {{"font-size", "10"}});
   const int lines = std::max(1, static_cast<int>((g.box_h - 34) / 12));
   int line = 0;
@@ -262,18 +263,18 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
       long long rest = 0;
       for (auto r = it; r != per_stage.end(); ++r) rest += r->second;
       svg.text(x + kPad, ty,
-               fmt::format("stages {}-{}: {} GPUs", stage, per_stage.rbegin()->first, with_commas(rest)),
+               fmt::format("stages {}-{}: {} GPUs", stage, per_stage.rbegin()->first, thousands(rest)),
                {{"font-size", "10"}});
       ++line;
       break;
     }
     svg.rect(x + kPad, ty - 8, 9, 9, {{"fill", stage_colour(stage)}});
-    svg.text(x + kPad + 13, ty, fmt::format("stage {}: {} GPUs", stage, with_commas(count)),
+    svg.text(x + kPad + 13, ty, fmt::format("stage {}: {} GPUs", stage, thousands(count)),
              {{"font-size", "10"}});
     ++line;
   }
   if (idle > 0 && line < lines) {
-    svg.text(x + kPad, y + 40 + line * 12, fmt::format("idle: {} GPUs", with_commas(idle)),
+    svg.text(x + kPad, y + 40 + line * 12, fmt::format("idle: {} GPUs", thousands(idle)),
              {{"font-size", "10"}});
   }
   svg.close_group();
@@ -346,11 +347,11 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   const std::vector<int> full = servers_in_full(c, ranks);
   const int hidden = c.servers - static_cast<int>(full.size());
   std::string subtitle = fmt::format(
-      "{} GPUs in {} server{} of {}; rank order {} (rank r on GPU r); {}", with_commas(c.gpus()),
-      with_commas(c.servers), c.servers > 1 ? "s" : "", c.gpus_per_server,
+      "{} GPUs in {} server{} of {}; rank order {} (rank r on GPU r); {}", thousands(c.gpus()),
+      thousands(c.servers), c.servers > 1 ? "s" : "", c.gpus_per_server,
       plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
       hidden > 0 ? fmt::format("{} servers drawn in full, {} summarised with counts", full.size(),
-                               with_commas(hidden))
+                               thousands(hidden))
                  : std::string("every server drawn"));
   if (!input.layout_note.empty()) subtitle += "\n" + input.layout_note;
   double y = top + draw_panel_title(svg, top, "1. Rank layout: " + split_label(plan.config),
