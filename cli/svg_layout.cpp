@@ -26,6 +26,9 @@ constexpr double kSpacing = 10.0;
 constexpr std::size_t kServersInFull = 8;
 const char* const kFailed = "#d62728";
 
+/// The grid row of the `index`-th cell, `per_row` cells to a row (integer division on purpose).
+int row_of(int index, int per_row) { return index / per_row; }
+
 struct Geometry {
   int cols = 8;
   int rows = 1;
@@ -146,7 +149,7 @@ void outline_tp_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int
     if (!ends) continue;
     if (ranks.used(prev)) {
       const double x = gx + (run_start % cols) * kPitch - 1.5;
-      const double y = gy + (run_start / cols) * kPitch - 1.5;
+      const double y = gy + row_of(run_start, cols) * kPitch - 1.5;
       svg.rect(x, y, (local - run_start) * kPitch, kCell + 3,
                {{"class", "tpgroup"}, {"fill", "none"}, {"stroke", "#1a1a1a"},
                 {"stroke-width", "1.6"}, {"rx", "4"}});
@@ -204,18 +207,18 @@ void draw_server(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Geo
   const double gy = y + kHeader + 2;
   for (int local = 0; local < c.gpus_per_server; ++local) {
     draw_gpu(svg, c, ranks, first + local, gx + (local % g.cols) * kPitch,
-             gy + (local / g.cols) * kPitch);
+             gy + row_of(local, g.cols) * kPitch);
   }
   outline_tp_groups(svg, c, ranks, server, gx, gy, g.cols);
   for (int local = 0; local < c.gpus_per_server; ++local) {
     mark_gpu_failure(svg, c, first + local, gx + (local % g.cols) * kPitch,
-                     gy + (local / g.cols) * kPitch);
+                     gy + row_of(local, g.cols) * kPitch);
   }
   for (const auto& [a, b] : c.health.dead_mesh_links) {
     if (c.server_of(a) != server) continue;
     const int la = a - first, lb = b - first;
     const auto cx = [&](int l) { return gx + (l % g.cols) * kPitch + kCell / 2; };
-    const auto cy = [&](int l) { return gy + (l / g.cols) * kPitch + kCell / 2; };
+    const auto cy = [&](int l) { return gy + row_of(l, g.cols) * kPitch + kCell / 2; };
     svg.line(cx(la), cy(la), cx(lb), cy(lb),
              {{"class", "failed"}, {"data-failure", "mesh"}, {"stroke", kFailed},
               {"stroke-width", "3"}, {"stroke-dasharray", "5 3"}});
@@ -360,7 +363,7 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   int item = 0;
   const auto place = [&](auto&& draw) {
     const double x = 16 + (item % g.per_row) * (g.box_w + kSpacing);
-    const double iy = y + (item / g.per_row) * (g.box_h + kSpacing);
+    const double iy = y + row_of(item, g.per_row) * (g.box_h + kSpacing);
     draw(x, iy);
     ++item;
   };

@@ -30,6 +30,7 @@ std::filesystem::path validate_executable() {
   std::vector<std::string> words{program, "validate"};
   words.insert(words.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(words.size() + 1);
   for (auto& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
   ::execv(path.c_str(), argv.data());
