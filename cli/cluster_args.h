@@ -1,7 +1,7 @@
 #pragma once
-/// The cluster and model flags every planning command shares (DESIGN.md: --cluster --gpus
-/// --servers --gpus-per-server --gpu --model --global-batch --seq-len), how they resolve to a
-/// Cluster and a Model, and the one-line summaries commands print.
+/// The cluster and model flags every planning command shares (docs/cli.md "Flags": --cluster
+/// --gpus --servers --gpus-per-server --gpu --model --global-batch --seq-len), how they resolve
+/// to a Cluster and a Model, and the one-line summaries commands print.
 #include <CLI/CLI.hpp>
 #include <string>
 

@@ -1,5 +1,6 @@
 // trident validate: run a plan's collectives and GEMMs for real (under mpirun / srun), print
-// predicted vs measured, write a calibration file. MPI is initialised here and only here.
+// predicted vs measured, write a calibration file. MPI is initialised here and only here. Built
+// into `trident-validate` only (cli/validate_main.cpp); `trident validate` execs that.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -210,10 +211,7 @@ void validate(const ValidateFlags& flags) {
 
 void add_validate_command(CLI::App& app) {
   auto flags = std::make_shared<ValidateFlags>();
-  auto* sub = app.add_subcommand(
-      "validate",
-      "Run a plan's collectives and GEMMs for real (launch with mpirun -np N or srun -n N, one "
-      "rank per GPU), print predicted vs measured, write a calibration file");
+  auto* sub = app.add_subcommand("validate", kValidateDescription);
   sub->add_option("--plan", flags->plan, "plan JSON from `trident plan --format json`")
       ->required();
   sub->add_option("--plan-index", flags->plan_index, "which of plans[] to run (default 0)")

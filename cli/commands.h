@@ -22,7 +22,15 @@ struct CommandEntry {
 
 void add_plan_command(CLI::App& app);
 void add_topo_command(CLI::App& app);
+/// `validate` in `trident`: hands the whole command line to `trident-validate` beside the
+/// binary (cli/validate_launcher.cpp), so `trident` itself links no MPI or GPU library.
+void add_validate_launcher(CLI::App& app);
+/// `validate` in `trident-validate`: the real command (cli/cmd_validate.cpp).
 void add_validate_command(CLI::App& app);
+/// What `validate` does, as both executables' help lists it.
+inline constexpr const char* kValidateDescription =
+    "Run a plan's collectives and GEMMs for real (launch with mpirun -np N or srun -n N, one "
+    "rank per GPU), print predicted vs measured, write a calibration file";
 void add_calibrate_command(CLI::App& app);
 void add_presets_command(CLI::App& app);
 /// `trident topo import ...`: added to the `topo` sub-command by cmd_topo.cpp.
@@ -30,7 +38,7 @@ void add_topo_import_subcommand(CLI::App& topo);
 
 inline constexpr CommandEntry kCommands[] = {
     {"plan", add_plan_command},         {"topo", add_topo_command},
-    {"validate", add_validate_command}, {"calibrate", add_calibrate_command},
+    {"validate", add_validate_launcher}, {"calibrate", add_calibrate_command},
     {"presets", add_presets_command},
 };
 

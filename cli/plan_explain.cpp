@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/plan_report.h"
+#include "cli/report_text.h"
 #include "planner/layout.h"
 
 namespace trident::cli {
@@ -17,16 +18,6 @@ std::string bytes_text(double bytes) {
   if (bytes >= 1e6) return fmt::format("{:.1f} MB", bytes / 1e6);
   if (bytes >= 1e3) return fmt::format("{:.1f} KB", bytes / 1e3);
   return fmt::format("{:.0f} B", bytes);
-}
-
-std::string thousands(double value) {
-  const std::string digits = fmt::format("{:.0f}", value);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
 }
 
 std::string share(double part, double whole) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/report_text.h"
 #include "costmodel/compute.h"
 
 namespace trident::cli {
@@ -15,17 +16,6 @@ using Json = nlohmann::ordered_json;
 constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
 
 const char* on_off(bool value) { return value ? "on" : "off"; }
-
-std::string grouped(double value) {
-  const std::string digits = fmt::format("{:.0f}", value);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    const std::size_t left = digits.size() - i;
-    if (i > 0 && left % 3 == 0 && digits[i - 1] != '-') out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
 
 Json link_gbps(const GroupLink& link) {
   if (link.ranks < 2) return 0.0;
@@ -138,7 +128,7 @@ std::string table_row(std::size_t rank, const PlanResult& plan) {
                      "{:>6.1f} {:>10} {:>7.1f}  {}",
                      rank, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
                      to_string(c.recompute), c.zero, on_off(c.sequence_parallel), e.time.step_s,
-                     grouped(e.tokens_per_s), 100.0 * e.mfu, memory_text(plan),
+                     thousands(e.tokens_per_s), 100.0 * e.mfu, memory_text(plan),
                      100.0 * e.bubble_fraction, tiers_text(plan));
 }
 
@@ -152,10 +142,10 @@ std::string table_header() {
 std::string search_summary(const SearchResult& result, const ReportContext& context) {
   return fmt::format("searched {} configurations ({} cost-model evaluations, {} placements) in "
                      "{:.2f} s; {} fit in memory",
-                     grouped(static_cast<double>(result.configurations_searched)),
-                     grouped(static_cast<double>(result.evaluations)),
-                     grouped(static_cast<double>(result.placements)), context.search_seconds,
-                     grouped(static_cast<double>(result.feasible)));
+                     thousands(result.configurations_searched),
+                     thousands(result.evaluations),
+                     thousands(result.placements), context.search_seconds,
+                     thousands(result.feasible));
 }
 
 }  // namespace
@@ -226,8 +216,8 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   }
   if (!result.infeasible.empty()) {
     out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
-                       grouped(static_cast<double>(result.configurations_searched - result.feasible)),
-                       grouped(static_cast<double>(result.configurations_searched)));
+                       thousands(result.configurations_searched - result.feasible),
+                       thousands(result.configurations_searched));
     out += table_header();
     for (std::size_t i = 0; i < result.infeasible.size(); ++i) {
       const auto& plan = result.infeasible[i];
@@ -246,7 +236,7 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
     const auto& c = plan.config;
     const auto& e = plan.estimate;
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},"
-                       "{},\"{}\"\n",
+                       "{},{}\n",
                        rank, c.tp, c.pp, c.dp, c.micro_batch, e.num_micro_batches,
                        c.virtual_stages, to_string(c.recompute), c.zero,
                        c.sequence_parallel ? "true" : "false", e.time.step_s, e.tokens_per_s, e.mfu,
@@ -254,7 +244,7 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
                        e.bubble_fraction, link_name(plan.placement.tp),
                        link_name(plan.placement.pp), link_name(plan.placement.dp),
                        plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
-                       plan.infeasible_reason);
+                       csv_quoted(plan.infeasible_reason));
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) row(i + 1, result.plans[i]);
   for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i]);

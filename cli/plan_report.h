@@ -1,6 +1,7 @@
 #pragma once
-/// Formats a search result: table (default), JSON (DESIGN.md keys plus docs/architecture.md's
-/// "Plan JSON" extras), CSV. No modelling here: every number comes from the planner.
+/// Formats a search result: table (default), JSON (docs/cli.md "JSON keys", with
+/// docs/architecture.md's "Plan JSON" extras), CSV. No modelling here: every number comes from
+/// the planner.
 #include <string>
 #include <vector>
 

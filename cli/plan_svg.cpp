@@ -48,16 +48,6 @@ std::string split_label(const ParallelConfig& c) {
                      c.sequence_parallel ? " SP" : "");
 }
 
-std::string with_commas(long long value) {
-  const std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return value < 0 ? "-" + out : out;
-}
-
 double draw_axis(SvgWriter& svg, double x0, double y, double length, double max_value,
                  const std::string& label) {
   svg.line(x0, y, x0 + length, y, {{"stroke", "#333333"}});

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/plan_report.h"
+#include "cli/report_text.h"
 #include "cli/svg_panels.h"
 #include "costmodel/placement.h"
 
@@ -24,6 +25,9 @@ constexpr double kPad = 8.0;
 constexpr double kSpacing = 10.0;
 constexpr std::size_t kServersInFull = 8;
 const char* const kFailed = "#d62728";
+
+/// The grid row of the `index`-th cell, `per_row` cells to a row (integer division on purpose).
+int row_of(int index, int per_row) { return index / per_row; }
 
 struct Geometry {
   int cols = 8;
@@ -145,7 +149,7 @@ void outline_tp_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int
     if (!ends) continue;
     if (ranks.used(prev)) {
       const double x = gx + (run_start % cols) * kPitch - 1.5;
-      const double y = gy + (run_start / cols) * kPitch - 1.5;
+      const double y = gy + row_of(run_start, cols) * kPitch - 1.5;
       svg.rect(x, y, (local - run_start) * kPitch, kCell + 3,
                {{"class", "tpgroup"}, {"fill", "none"}, {"stroke", "#1a1a1a"},
                 {"stroke-width", "1.6"}, {"rx", "4"}});
@@ -203,18 +207,18 @@ void draw_server(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Geo
   const double gy = y + kHeader + 2;
   for (int local = 0; local < c.gpus_per_server; ++local) {
     draw_gpu(svg, c, ranks, first + local, gx + (local % g.cols) * kPitch,
-             gy + (local / g.cols) * kPitch);
+             gy + row_of(local, g.cols) * kPitch);
   }
   outline_tp_groups(svg, c, ranks, server, gx, gy, g.cols);
   for (int local = 0; local < c.gpus_per_server; ++local) {
     mark_gpu_failure(svg, c, first + local, gx + (local % g.cols) * kPitch,
-                     gy + (local / g.cols) * kPitch);
+                     gy + row_of(local, g.cols) * kPitch);
   }
   for (const auto& [a, b] : c.health.dead_mesh_links) {
     if (c.server_of(a) != server) continue;
     const int la = a - first, lb = b - first;
     const auto cx = [&](int l) { return gx + (l % g.cols) * kPitch + kCell / 2; };
-    const auto cy = [&](int l) { return gy + (l / g.cols) * kPitch + kCell / 2; };
+    const auto cy = [&](int l) { return gy + row_of(l, g.cols) * kPitch + kCell / 2; };
     svg.line(cx(la), cy(la), cx(lb), cy(lb),
              {{"class", "failed"}, {"data-failure", "mesh"}, {"stroke", kFailed},
               {"stroke-width", "3"}, {"stroke-dasharray", "5 3"}});
@@ -250,8 +254,8 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
            fmt::format("servers {} not drawn", range_text(lo, hi)),
            {{"font-size", "10.5"}, {"font-weight", "bold"}});
   svg.text(x + kPad, y + 27,
-           fmt::format("{} servers, {} GPUs", with_commas(servers),
-                       with_commas(servers * c.gpus_per_server)),
+           fmt::format("{} servers, {} GPUs", thousands(servers),
+                       thousands(servers * c.gpus_per_server)),
            {{"font-size", "10"}});
   const int lines = std::max(1, static_cast<int>((g.box_h - 34) / 12));
   int line = 0;
@@ -262,18 +266,18 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
       long long rest = 0;
       for (auto r = it; r != per_stage.end(); ++r) rest += r->second;
       svg.text(x + kPad, ty,
-               fmt::format("stages {}-{}: {} GPUs", stage, per_stage.rbegin()->first, with_commas(rest)),
+               fmt::format("stages {}-{}: {} GPUs", stage, per_stage.rbegin()->first, thousands(rest)),
                {{"font-size", "10"}});
       ++line;
       break;
     }
     svg.rect(x + kPad, ty - 8, 9, 9, {{"fill", stage_colour(stage)}});
-    svg.text(x + kPad + 13, ty, fmt::format("stage {}: {} GPUs", stage, with_commas(count)),
+    svg.text(x + kPad + 13, ty, fmt::format("stage {}: {} GPUs", stage, thousands(count)),
              {{"font-size", "10"}});
     ++line;
   }
   if (idle > 0 && line < lines) {
-    svg.text(x + kPad, y + 40 + line * 12, fmt::format("idle: {} GPUs", with_commas(idle)),
+    svg.text(x + kPad, y + 40 + line * 12, fmt::format("idle: {} GPUs", thousands(idle)),
              {{"font-size", "10"}});
   }
   svg.close_group();
@@ -346,11 +350,11 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   const std::vector<int> full = servers_in_full(c, ranks);
   const int hidden = c.servers - static_cast<int>(full.size());
   std::string subtitle = fmt::format(
-      "{} GPUs in {} server{} of {}; rank order {} (rank r on GPU r); {}", with_commas(c.gpus()),
-      with_commas(c.servers), c.servers > 1 ? "s" : "", c.gpus_per_server,
+      "{} GPUs in {} server{} of {}; rank order {} (rank r on GPU r); {}", thousands(c.gpus()),
+      thousands(c.servers), c.servers > 1 ? "s" : "", c.gpus_per_server,
       plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
       hidden > 0 ? fmt::format("{} servers drawn in full, {} summarised with counts", full.size(),
-                               with_commas(hidden))
+                               thousands(hidden))
                  : std::string("every server drawn"));
   if (!input.layout_note.empty()) subtitle += "\n" + input.layout_note;
   double y = top + draw_panel_title(svg, top, "1. Rank layout: " + split_label(plan.config),
@@ -359,7 +363,7 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   int item = 0;
   const auto place = [&](auto&& draw) {
     const double x = 16 + (item % g.per_row) * (g.box_w + kSpacing);
-    const double iy = y + (item / g.per_row) * (g.box_h + kSpacing);
+    const double iy = y + row_of(item, g.per_row) * (g.box_h + kSpacing);
     draw(x, iy);
     ++item;
   };

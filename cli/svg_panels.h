@@ -40,7 +40,4 @@ double draw_panel_title(SvgWriter& svg, double top, const std::string& title,
 double draw_axis(SvgWriter& svg, double x0, double y, double length, double max_value,
                  const std::string& label);
 
-/// "1,234,567".
-[[nodiscard]] std::string with_commas(long long value);
-
 }  // namespace trident::cli

@@ -1,5 +1,5 @@
 #pragma once
-/// Loader for model descriptions (configs/models/*.yaml, DESIGN.md "Input files"; YAML or
+/// Loader for model descriptions (configs/models/*.yaml, docs/cli.md "Input files"; YAML or
 /// JSON) and the built-in model presets. Errors: InputError "SOURCE:LINE: KEY: expected ...".
 #include <string>
 

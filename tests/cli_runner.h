@@ -39,13 +39,12 @@ struct TempDir {
   TempDir& operator=(const TempDir&) = delete;
 };
 
-/// Runs `TRIDENT_BINARY ARGS` through the shell; captures stdout, stderr and the exit code.
-inline Run run_trident(const std::string& args) {
+/// Runs `command` through the shell; captures stdout, stderr and the exit code.
+inline Run run_shell(const std::string& command) {
   TempDir dir;
   const std::string err_path = (dir.path / "stderr").string();
-  const std::string command = std::string(TRIDENT_BINARY) + " " + args + " 2>" + err_path;
   Run run;
-  FILE* pipe = ::popen(command.c_str(), "r");
+  FILE* pipe = ::popen((command + " 2>" + err_path).c_str(), "r");
   if (pipe == nullptr) return run;
   char buffer[4096];
   std::size_t n = 0;
@@ -54,6 +53,11 @@ inline Run run_trident(const std::string& args) {
   run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.err = slurp(err_path);
   return run;
+}
+
+/// Runs `TRIDENT_BINARY ARGS` through the shell; captures stdout, stderr and the exit code.
+inline Run run_trident(const std::string& args) {
+  return run_shell(std::string(TRIDENT_BINARY) + " " + args);
 }
 
 }  // namespace cli_test

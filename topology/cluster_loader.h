@@ -1,5 +1,5 @@
 #pragma once
-/// Loaders for GPU and cluster descriptions (DESIGN.md "Input files"; YAML or JSON text) and
+/// Loaders for GPU and cluster descriptions (docs/cli.md "Input files"; YAML or JSON text) and
 /// the built-in presets. Errors are InputError "SOURCE:LINE: KEY: what was expected".
 #include <string>
 

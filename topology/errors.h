@@ -1,5 +1,5 @@
 #pragma once
-/// Typed exceptions of the core library. Only cli/main.cpp catches them and maps them to
+/// Typed exceptions of the core library. Only cli/app.cpp (run_app) catches them and maps them to
 /// exit codes: InputError -> 2 (bad input from the user), everything else -> 1 (internal).
 #include <stdexcept>
 #include <string>

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "topology/errors.h"
+#include "topology/yaml_util.h"  // edit_distance
 
 namespace trident {
 namespace {
@@ -35,26 +36,10 @@ constexpr std::array<KindForm, 5> kKinds{{
   spec_error(spec, "expected " + std::string(form));
 }
 
-/// Edit distance for "did you mean" (kind words are short).
-[[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 [[noreturn]] void unknown_kind(const std::string& spec, const std::string& word) {
   std::string message = "unknown kind '" + word + "' (expected nvlink, mesh, nic, gpu or server)";
   for (const auto& kind : kKinds) {
-    if (edit_distance(word, kind.word) <= 2) {
+    if (yaml::edit_distance(word, kind.word) <= 2) {
       message = "unknown kind '" + word + "' (did you mean '" + std::string(kind.word) + "'?)";
       break;
     }

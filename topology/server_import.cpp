@@ -187,7 +187,7 @@ double nvlink_gbps_for(const std::string& gpu_preset, int sm) {
 namespace {
 
 /// NIC speed to assume when the input does not give it: the NIC these servers ship with
-/// (hardware_facts.md: DGX-1 EDR 100, DGX A100 HDR 200, DGX H100 NDR 400 Gb/s).
+/// (docs/hardware.md: DGX-1 EDR 100, DGX A100 HDR 200, DGX H100 NDR 400 Gb/s).
 [[nodiscard]] double assumed_nic_gbits(const std::string& gpu) {
   if (gpu.rfind("v100", 0) == 0) return 100.0;
   if (gpu.rfind("a100", 0) == 0) return 200.0;

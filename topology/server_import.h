@@ -47,7 +47,7 @@ struct ServerNvlink {
 [[nodiscard]] std::string guess_gpu_preset(const ImportedServer& server);
 
 /// Nominal GB/s per NVLink, one direction, for a GPU preset name or NCCL SM (25 up to Hopper,
-/// 50 from Blackwell; hardware_facts.md NVLink table); 0 when neither says.
+/// 50 from Blackwell; docs/hardware.md NVLink table); 0 when neither says.
 [[nodiscard]] double nvlink_gbps_for(const std::string& gpu_preset, int sm);
 
 struct ImportOptions {

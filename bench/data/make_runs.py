@@ -5,7 +5,7 @@ cases/published_runs_stacks.yaml and research_runs_2026.yaml (public runs found 
 import re, subprocess, sys, yaml
 old = yaml.safe_load(subprocess.run(['git', 'show', '55682c6:bench/data/published_runs.yaml'],
                                     capture_output=True, text=True, check=True).stdout)
-shared = yaml.safe_load(open(sys.argv[1] if len(sys.argv) > 1 else '../../../shared/cases/published_runs_stacks.yaml'))
+shared = yaml.safe_load(open(sys.argv[1]))  # path of the brief's cases/published_runs_stacks.yaml
 research = yaml.safe_load(open('research_runs_2026.yaml'))
 rows = []
 for r in old['runs']:
