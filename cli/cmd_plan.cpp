@@ -184,8 +184,9 @@ std::string render(const PlanFlags& f, const SearchResult& result, const ReportC
 }
 
 std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& cluster,
-                 const Model& model) {
-  return emit_plan(parse_release(f.emit), result.plans, f.explain.value_or(1), cluster, model);
+                 const Model& model, const Stack& stack) {
+  return emit_plan(parse_release(f.emit), result.plans, f.explain.value_or(1), cluster, model,
+                   stack.selective);
 }
 
 void run(const PlanFlags& f) {
@@ -244,7 +245,7 @@ void run(const PlanFlags& f) {
   }
   const std::string text = f.emit.empty()
                                ? render(f, result, context, measured, estimate_options(options))
-                               : emit(f, result, cluster, model);
+                               : emit(f, result, cluster, model, options.stack);
   write_search_pictures(f.pictures, result, context, measured, estimate_options(options));
   write_output(f.output, text);
 }

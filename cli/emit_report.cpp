@@ -25,9 +25,9 @@ std::string summary(const ParallelConfig& c) {
 
 /// The best-ranked plan of `plans` the release can run, as a sentence; empty when none.
 std::string best_runnable(const Release& release, const std::vector<PlanResult>& plans,
-                          const Cluster& cluster, const Model& model) {
+                          const Cluster& cluster, const Model& model, SelectiveKind selective) {
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (!export_plan(release, cluster, model, plans[i].config).refusal) {
+    if (!export_plan(release, cluster, model, plans[i].config, selective).refusal) {
       return fmt::format(
           "; the best plan of this ranking it runs is plan {} ({}): --explain {} "
           "--emit {}",
@@ -40,10 +40,11 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
 }  // namespace
 
 std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
-                      std::size_t rank, const Cluster& cluster, const Model& model) {
+                      std::size_t rank, const Cluster& cluster, const Model& model,
+                      SelectiveKind selective) {
   if (rank > plans.size()) throw PlanError("--emit: no plan fits to emit");
   const ParallelConfig& config = plans[rank - 1].config;
-  const Export exported = export_plan(release, cluster, model, config);
+  const Export exported = export_plan(release, cluster, model, config, selective);
   if (!exported.refusal) return exported.text;
   const Refusal& r = *exported.refusal;
   std::string message = fmt::format("--emit {}: plan {} ({}) cannot run there: {}",
@@ -53,7 +54,7 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   } else if (!r.change.empty()) {
     message += "; nearest it can run: " + r.change;
   }
-  throw PlanError(message + best_runnable(release, plans, cluster, model));
+  throw PlanError(message + best_runnable(release, plans, cluster, model, selective));
 }
 
 }  // namespace trident::cli

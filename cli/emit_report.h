@@ -13,7 +13,8 @@ namespace trident::cli {
 /// "--emit ID: plan N (SUMMARY) cannot run there: REASON; nearest it can run: PINS; ..."
 /// when the release cannot run it, naming also the best-ranked plan of `plans` it can run.
 [[nodiscard]] std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
-                                    std::size_t rank, const Cluster& cluster, const Model& model);
+                                    std::size_t rank, const Cluster& cluster, const Model& model,
+                                    SelectiveKind selective = SelectiveKind::attention);
 
 /// "--tp 1 --pp 8 --dp 64 --micro-batch 1 --vp 1 --recompute full --zero 1
 /// --sequence-parallel off": the pins that make `plan` evaluate exactly this config.

@@ -228,8 +228,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
 }  // namespace
 
 Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
-                   const ParallelConfig& config) {
-  const emit::Input in{release, cluster, model, config};
+                   const ParallelConfig& config, SelectiveKind selective) {
+  const emit::Input in{release, cluster, model, config, selective};
   const emit::LaunchOrLimit placed = emit::launch_of(cluster, config);
   if (placed.limit) return {"", Refusal{placed.limit->reason, std::nullopt, placed.limit->change}};
   if (const auto limit = first_limit(in)) return {"", refusal_from(in, *limit)};

@@ -1,4 +1,5 @@
 #pragma once
+#include "costmodel/stack.h"
 /// Internal to planner/export*.cpp: what every --emit target shares (the launch shape, the
 /// header lines) and each target's two functions (its limits, its text).
 #include <optional>
@@ -23,6 +24,9 @@ struct Input {
   const Cluster& cluster;
   const Model& model;
   const ParallelConfig& config;
+  /// What selective recompute means in the stack the plan was priced under (torchtitan's
+  /// per-op policy is torchtitan's own "selective"/"op" mode).
+  SelectiveKind selective = SelectiveKind::attention;
 };
 
 /// The first thing `release` cannot run in this plan. `fixed` is the same plan with that

@@ -53,14 +53,16 @@ std::string training(const Model& model, const ParallelConfig& c) {
 }
 
 /// ZeRO-0: DDP (replicate); ZeRO-2: FSDP2 that keeps the gathered weights from forward to
-/// backward (reshard "never"); ZeRO-3: FSDP2 resharding after forward ("always").
+/// backward (reshard "never"); ZeRO-3: torchtitan's "default" policy, which reshards after
+/// forward without PP and keeps the weights gathered with PP (fsdp.py
+/// get_fsdp_reshard_after_forward_policy), as the torchtitan stack prices it.
 /// Pipeline stages: layers / (PP x v) each, first/last stage not lightened, so
 /// ceil(layers / per_stage) = PP x v stages (pipeline_parallel.py:71-108).
 std::string parallelism(const Model& model, const ParallelConfig& c) {
   const bool shard = c.zero >= 2;
   std::string t = "[parallelism]\ndata_parallel_replicate_degree = " + str(shard ? 1 : c.dp) +
                   "\ndata_parallel_shard_degree = " + str(shard ? c.dp : 1) + "\n";
-  if (shard) t += "fsdp_reshard_after_forward = " + q(c.zero == 2 ? "never" : "always") + "\n";
+  if (shard) t += "fsdp_reshard_after_forward = " + q(c.zero == 2 ? "never" : "default") + "\n";
   t += "tensor_parallel_degree = " + str(c.tp) + "\npipeline_parallel_degree = " + str(c.pp) + "\n";
   if (c.pp > 1) {
     t += "pipeline_parallel_schedule = " + q(c.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") +
@@ -115,7 +117,7 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
         "(SequenceParallel norms, models/llama3/infra/parallelize.py)",
         fixed, ""};
   }
-  if (c.recompute == Recompute::selective) {
+  if (c.recompute == Recompute::selective && in.selective != SelectiveKind::per_op) {
     ParallelConfig fixed = c;
     fixed.recompute = Recompute::full;
     return Limit{
@@ -143,8 +145,11 @@ std::string torchtitan_text(const Input& in, const Launch& launch) {
   t += training(in.model, c);
   t += '\n';
   t += parallelism(in.model, c);
-  t += "\n[activation_checkpoint]\nmode = " + q(c.recompute == Recompute::full ? "full" : "none") +
-       "\n";
+  // Selective under the torchtitan stack is its per-op policy: mode "selective", option "op".
+  const bool per_op = c.recompute == Recompute::selective;
+  t += "\n[activation_checkpoint]\nmode = " +
+       q(c.recompute == Recompute::full ? "full" : per_op ? "selective" : "none") + "\n";
+  if (per_op) t += "selective_ac_option = \"op\"\n";
   if (fp8) t += "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n";
   return t;
 }

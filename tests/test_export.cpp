@@ -158,7 +158,7 @@ TEST_CASE("torchtitan: stage count, local batch, no DDP beyond 1D", "[export]") 
   const auto flat =
       export_plan(titan, cluster, llama8b(), config_of({1, 1, 1}, 3, Recompute::none, false));
   CHECK(parse_toml(flat.text).at("training.local_batch_size") == "1");
-  CHECK(parse_toml(flat.text).at("parallelism.fsdp_reshard_after_forward") == "always");
+  CHECK(parse_toml(flat.text).at("parallelism.fsdp_reshard_after_forward") == "default");
   // ZeRO-0 with TP 2 would be DDP over a 2-D mesh: refused, nearest ZeRO-2 (FSDP2, no reshard).
   const auto ddp =
       export_plan(titan, cluster, llama8b(), config_of({2, 1, 1}, 0, Recompute::none, true));
@@ -299,4 +299,19 @@ TEST_CASE("a cordoned GPU: uneven nodes refused, a cordoned server emitted", "[e
   CHECK(mlm.text.find("# nodes: servers 0,2-3 of the cluster") != std::string::npos);
   CHECK(mlm.text.find("torchrun --nnodes 3 --nproc-per-node 8 ") != std::string::npos);
   CHECK(rules(parse_release("megatron"), mlm.text, model, c) == "");
+}
+
+TEST_CASE("torchtitan: selective means what the plan's stack priced", "[export][stack]") {
+  const Cluster cluster = cluster_of(4);
+  const Release& titan = parse_release("torchtitan");
+  const ParallelConfig config = config_of({2, 1, 16}, 3, Recompute::selective, true);
+  // Priced under megatron-core, selective is Megatron's attention-only recompute: refused.
+  CHECK(export_plan(titan, cluster, llama8b(), config).refusal.has_value());
+  // Priced under --stack torchtitan, it is torchtitan's per-op policy.
+  const auto per_op = export_plan(titan, cluster, llama8b(), config, SelectiveKind::per_op);
+  REQUIRE_FALSE(per_op.refusal.has_value());
+  const Settings s = parse_toml(per_op.text);
+  CHECK(s.at("activation_checkpoint.mode") == "selective");
+  CHECK(s.at("activation_checkpoint.selective_ac_option") == "op");
+  CHECK(s.at("parallelism.fsdp_reshard_after_forward") == "default");
 }
