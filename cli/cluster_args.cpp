@@ -5,9 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
-#include <fstream>
-#include <sstream>
 
+#include "cli/input_file.h"
 #include "configs/presets.h"
 #include "costmodel/model_loader.h"
 #include "topology/cluster_loader.h"
@@ -50,6 +49,16 @@ CLI::Validator positive_integer_check() {
 CLI::Validator non_negative_integer_check() {
   return number_check<long long>(true, "a non-negative integer");
 }
+CLI::Validator positive_integer_check(long long most) {
+  const std::string words = "a positive integer at most " + std::to_string(most);
+  return CLI::Validator(
+      [most, words](const std::string& text) -> std::string {
+        const auto value = parse_whole<long long>(text);
+        if (value && *value > 0 && *value <= most) return "";
+        return "expected " + words + ", got '" + text + "'";
+      },
+      "N");
+}
 CLI::Validator positive_number_check() { return number_check<double>(false, "a positive number"); }
 CLI::Validator non_negative_number_check() {
   return number_check<double>(true, "a non-negative number");
@@ -72,21 +81,14 @@ void add_cluster_flags(CLI::App& app, ClusterArgs& args) {
 
 void add_model_flags(CLI::App& app, ModelArgs& args) {
   app.add_option("--model", args.model, "model preset NAME or YAML/JSON FILE (default gpt3-175b)");
-  app.add_option("--global-batch", args.global_batch, "sequences per step")->check(kPositive);
+  app.add_option("--global-batch", args.global_batch, "sequences per step (at most 2^24)")
+      ->check(positive_integer_check(kMaxGlobalBatch));
   app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
 }
 
 bool names_file(const std::string& arg) {
   return arg.find('/') != std::string::npos || arg.ends_with(".yaml") || arg.ends_with(".yml") ||
          arg.ends_with(".json");
-}
-
-std::string read_input_file(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(flag + " '" + path + "': cannot read the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 namespace {

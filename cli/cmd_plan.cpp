@@ -13,7 +13,9 @@
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
 #include "cli/html_report.h"  // pictures: --svg --svg-plan --report
+#include "cli/input_file.h"
 #include "cli/output_file.h"
+#include "cli/plan_checks.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_report.h"
 #include "cli/whatif_report.h"
@@ -65,8 +67,10 @@ bool parse_on_off(const std::string& text) {
 void add_flags(CLI::App& sub, PlanFlags& f) {
   add_cluster_flags(sub, f.cluster);
   add_model_flags(sub, f.model);
-  sub.add_option("--min-tp", f.search.min_tp, "smallest tensor parallel size tried (default 1)");
-  sub.add_option("--max-tp", f.search.max_tp, "largest tensor parallel size tried (default: any)");
+  sub.add_option("--min-tp", f.search.min_tp, "smallest tensor parallel size tried (default 1)")
+      ->check(positive_integer_check());
+  sub.add_option("--max-tp", f.search.max_tp, "largest tensor parallel size tried (default: any)")
+      ->check(positive_integer_check());
   sub.add_option("--tp", f.tp, "pin tensor parallel size");
   sub.add_option("--pp", f.pp, "pin pipeline parallel size");
   sub.add_option("--dp", f.dp, "pin data parallel size");
@@ -186,8 +190,25 @@ std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& 
   return exported.text;
 }
 
+/// Every file the run reads and writes (cli/output_file.h): refused up front when an output
+/// would overwrite an input or another output.
+RunOutputs declare_files(const PlanFlags& f) {
+  RunOutputs files;
+  for (const auto& [flag, arg] : {std::pair<const char*, std::string>{"--cluster", f.cluster.cluster},
+                                  {"--gpu", f.cluster.gpu},
+                                  {"--model", f.model.model}}) {
+    if (names_file(arg)) files.add_input(flag, arg);
+  }
+  files.add_input("--calibration", f.calibration_file);
+  files.add_output("--output", f.output);
+  declare_picture_outputs(f.pictures, files);
+  files.check();
+  return files;
+}
+
 void run(const PlanFlags& f) {
   check_format(f);
+  RunOutputs files = declare_files(f);
   if (!f.emit.empty()) (void)parse_framework(f.emit);
   const SearchOptions options = search_options(f);
   Cluster cluster = resolve_cluster(f.cluster);
@@ -203,6 +224,7 @@ void run(const PlanFlags& f) {
       "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "
       "--micro-batch --vp --recompute --zero --sequence-parallel");
   context.failures = run_failures(f, cluster);
+  check_gpus_left(cluster, f.fail_links);
   context.cluster = &cluster;
   context.model = &model;
   std::optional<Calibration> calibration;
@@ -219,8 +241,9 @@ void run(const PlanFlags& f) {
                                             options, measured, context, f.format);
     // pictures: --svg / --report under --fail-link
     write_what_if_pictures(f.pictures, f.fail_links, resolve_cluster(f.cluster), model, options,
-                           measured, context);
-    write_output(f.output, text);
+                           measured, context, files);
+    files.set_text("--output", text);
+    files.commit();
     return;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -239,8 +262,11 @@ void run(const PlanFlags& f) {
   const std::string text = f.emit.empty()
                                ? render(f, result, context, measured, options.reserve_gib)
                                : emit(f, result, cluster, model);
-  write_search_pictures(f.pictures, result, context, measured, options.reserve_gib);  // pictures
-  write_output(f.output, text);
+  check_finite(result);
+  write_search_pictures(f.pictures, result, context, measured, options.reserve_gib,
+                        files);  // pictures
+  files.set_text("--output", text);
+  files.commit();
 }
 
 }  // namespace

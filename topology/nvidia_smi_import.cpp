@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "topology/errors.h"
+#include "topology/server_import.h"
 
 namespace trident {
 namespace {
@@ -85,6 +86,7 @@ constexpr std::array<std::string_view, 8> kPaths{"X", "PIX", "PXB", "PHB", "NODE
     if (c < '0' || c > '9') return std::nullopt;
     links = links * 10 + (c - '0');
   }
+  if (links < 1 || links > kMaxNvlinks) return std::nullopt;
   return Cell{links, token};
 }
 
@@ -129,6 +131,13 @@ std::size_t Reader::find_header() const {
 void Reader::read_columns(const Line& header) {
   for (const std::string& token : header.tokens) {
     if (is_trailer(token)) break;
+    if (gpu_index(token) && columns_.size() > static_cast<std::size_t>(gpus_)) {
+      fail(header.number, "column '" + token + "' after the NIC column '" + columns_.back() +
+                              "': expected the GPU columns first");
+    }
+    if (gpus_ >= kMaxImportGpus && gpu_index(token)) {
+      fail(header.number, "more than " + std::to_string(kMaxImportGpus) + " GPU columns");
+    }
     if (std::find(columns_.begin(), columns_.end(), token) != columns_.end()) {
       fail(header.number, "column '" + token + "' appears twice");
     }
@@ -156,7 +165,13 @@ void Reader::read_row(const Line& line, std::size_t column_of_row) {
     const auto cell = parse_cell(token);
     if (!cell) {
       fail(line.number, "row '" + name + "', column '" + columns_[c] + "': unknown connection '" +
-                            token + "' (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
+                            token + "' (expected X, NV1..NV" + std::to_string(kMaxNvlinks) +
+                            ", PIX, PXB, PHB, NODE or SYS)");
+    }
+    if ((cell->path == "X") != (c == column_of_row)) {
+      fail(line.number, "row '" + name + "', column '" + columns_[c] + "': '" + token +
+                            (c == column_of_row ? "' on the diagonal: expected X"
+                                                : "' off the diagonal: X marks a device itself"));
     }
     cells.push_back(*cell);
   }

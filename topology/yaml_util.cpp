@@ -106,12 +106,46 @@ void throw_problem(const std::string& source, const KeyLines& lines, const std::
   throw InputError(position(source, line_for_key(lines, key), key) + ": " + message);
 }
 
+namespace {
+
+/// yaml-cpp keeps a repeated key (the first wins in a lookup): refuse it with both lines.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
+                           const std::string& source) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      const std::string dotted = path.empty() ? key : path + "." + key;
+      const int line = line_of(entry.first, 1);
+      if (const auto [it, inserted] = seen.emplace(key, line); !inserted) {
+        throw InputError(position(source, line, dotted) + ": duplicate key (first at line " +
+                         std::to_string(it->second) + ")");
+      }
+      reject_duplicate_keys(entry.second, dotted, source);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      reject_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", source);
+    }
+  }
+}
+
+}  // namespace
+
 YAML::Node parse(const std::string& text, const std::string& source) {
+  std::vector<YAML::Node> documents;
   try {
-    return YAML::Load(text);
+    documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
+  if (documents.size() > 1) {
+    throw InputError(source + ":" + std::to_string(line_of(documents[1], 1)) +
+                     ": a second YAML document (after '---' or '...'); expected one document");
+  }
+  if (documents.empty()) return YAML::Node();
+  reject_duplicate_keys(documents.front(), "", source);
+  return documents.front();
 }
 
 int line_of(const YAML::Node& node, int fallback) {

@@ -27,17 +27,26 @@ const json& need(const json& object, const Where& at, const char* name) {
   return *it;
 }
 
-long long positive_integer(const json& object, const Where& at, const char* name) {
+/// Bounds on what a plan file may ask validate to run: a size whose product wrapped to the
+/// MPI world size passed the rank check, and 1e300 bytes gave garbage "measurements".
+constexpr long long kMaxPlanDimension = 1LL << 24;  ///< tp, pp, dp and their product
+constexpr long long kMaxGemmDimension = (1LL << 31) - 1;
+constexpr double kMaxPlanNumber = 1e15;  ///< bytes per call, calls per step, TFLOP/s
+
+long long positive_integer(const json& object, const Where& at, const char* name,
+                           long long most) {
   const json& value = need(object, at, name);
-  if (!value.is_number_integer() || value.get<long long>() <= 0) {
-    (at / name).fail("expected a positive integer");
+  if (!value.is_number_integer() || value.get<long long>() <= 0 || value.get<long long>() > most) {
+    (at / name).fail("expected a positive integer at most " + std::to_string(most));
   }
   return value.get<long long>();
 }
 
 double non_negative(const json& object, const Where& at, const char* name) {
   const json& value = need(object, at, name);
-  if (!value.is_number() || value.get<double>() < 0.0) (at / name).fail("expected a number >= 0");
+  if (!value.is_number() || !(value.get<double>() >= 0.0) || value.get<double>() > kMaxPlanNumber) {
+    (at / name).fail("expected a number in [0, 1e15]");
+  }
   return value.get<double>();
 }
 
@@ -76,7 +85,7 @@ std::optional<PlanComm> read_comm(const json& comm, const Where& at, const char*
   if (!entry.is_object()) here.fail("expected an object");
   PlanComm out;
   out.name = name;
-  out.ranks = static_cast<int>(positive_integer(entry, here, "ranks"));
+  out.ranks = static_cast<int>(positive_integer(entry, here, "ranks", kMaxPlanDimension));
   if (out.ranks == 1) return std::nullopt;  // no traffic ("collective": "none")
   out.collectives = collectives(text(entry, here, "collective"), here / "collective");
   out.bytes_per_call = non_negative(entry, here, "bytes_per_call");
@@ -94,9 +103,9 @@ PlanGemm read_gemm(const json& entry, const Where& here) {
   if (!entry.is_object()) here.fail("expected an object");
   PlanGemm gemm;
   gemm.name = text(entry, here, "name");
-  gemm.m = positive_integer(entry, here, "m");
-  gemm.n = positive_integer(entry, here, "n");
-  gemm.k = positive_integer(entry, here, "k");
+  gemm.m = positive_integer(entry, here, "m", kMaxGemmDimension);
+  gemm.n = positive_integer(entry, here, "n", kMaxGemmDimension);
+  gemm.k = positive_integer(entry, here, "k", kMaxGemmDimension);
   gemm.calls_per_step = non_negative(entry, here, "calls_per_step");
   gemm.predicted_tflops = non_negative(entry, here, "predicted_tflops");
   return gemm;
@@ -117,9 +126,16 @@ void check_comm_sizes(const PlanSpec& spec, const Where& at) {
 PlanSpec read_one(const json& plan, const json& document, const Where& at) {
   PlanSpec spec;
   if (!plan.is_object()) at.fail("expected an object");
-  spec.config.tp = static_cast<int>(positive_integer(plan, at, "tp"));
-  spec.config.pp = static_cast<int>(positive_integer(plan, at, "pp"));
-  spec.config.dp = static_cast<int>(positive_integer(plan, at, "dp"));
+  const long long tp = positive_integer(plan, at, "tp", kMaxPlanDimension);
+  const long long pp = positive_integer(plan, at, "pp", kMaxPlanDimension);
+  const long long dp = positive_integer(plan, at, "dp", kMaxPlanDimension);
+  if (tp * pp > kMaxPlanDimension || tp * pp * dp > kMaxPlanDimension) {  // each <= 2^24: no wrap
+    at.fail("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " +
+            std::to_string(dp) + " ranks; expected at most " + std::to_string(kMaxPlanDimension));
+  }
+  spec.config.tp = static_cast<int>(tp);
+  spec.config.pp = static_cast<int>(pp);
+  spec.config.dp = static_cast<int>(dp);
   spec.order = rank_order(plan, at);
   const json& comm = need(plan, at, "comm");
   if (!comm.is_object()) (at / "comm").fail("expected an object");
