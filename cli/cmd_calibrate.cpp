@@ -4,8 +4,8 @@
 
 #include <chrono>
 #include <ctime>
-#include <optional>
 #include <iterator>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/input_file.h"
@@ -29,9 +29,9 @@ void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibra
                std::string& report) {
   const Tier tier = flags.tier.empty() ? infer_tier(table) : parse_tier(flags.tier, "--tier");
   report += fmt::format("{}: {} ranks on {} host(s){}{} -> {} as {}\n", table.test, table.ranks,
-             table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
-             table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
-             to_string(table.collective), to_string(tier));
+                        table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
+                        table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
+                        to_string(table.collective), to_string(tier));
   for (const auto& sample : to_samples(table, tier)) out.collectives.push_back(sample);
   if (out.gpu.empty()) out.gpu = table.gpu;
   if (out.nccl_version.empty()) out.nccl_version = table.nccl_version;
@@ -41,17 +41,19 @@ std::string format_calibration(const Calibration& c) {
   std::string out;
   auto to = std::back_inserter(out);
   fmt::format_to(to, "\n{:<16} {:>5} {:<8} {:>12} {:>12} {:>11}\n", "collective", "ranks", "tier",
-             "bytes", "time_us", "busbw_GB/s");
+                 "bytes", "time_us", "busbw_GB/s");
   for (const auto& s : c.collectives) {
-    fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12.0f} {:>12.2f} {:>11.3f}\n", to_string(s.collective),
-               s.ranks, to_string(s.tier), s.bytes, s.time_s * 1e6, s.busbw_gbps);
+    fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12.0f} {:>12.2f} {:>11.3f}\n",
+                   to_string(s.collective), s.ranks, to_string(s.tier), s.bytes, s.time_s * 1e6,
+                   s.busbw_gbps);
   }
-  fmt::format_to(to, "\nfits: t(S) = steps x latency + S x factor / busbw (least squares, relative)\n");
-  fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12} {:>11}\n", "collective", "ranks", "tier", "latency_us",
-             "busbw_GB/s");
+  fmt::format_to(to,
+                 "\nfits: t(S) = steps x latency + S x factor / busbw (least squares, relative)\n");
+  fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12} {:>11}\n", "collective", "ranks", "tier",
+                 "latency_us", "busbw_GB/s");
   for (const auto& f : c.fits) {
     fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12.3f} {:>11.3f}\n", to_string(f.collective), f.ranks,
-               to_string(f.tier), f.latency_s * 1e6, f.busbw_gbps);
+                   to_string(f.tier), f.latency_s * 1e6, f.busbw_gbps);
   }
   return out;
 }
@@ -94,7 +96,8 @@ void calibrate(const CalibrateFlags& flags) {
     (void)parse_calibration(json, "calibration");
   } catch (const InputError& e) {
     throw InputError(std::string("--nccl-tests: the measurements give a calibration that plan "
-                                 "--calibration would refuse: ") + e.what());
+                                 "--calibration would refuse: ") +
+                     e.what());
   }
   report += format_calibration(calibration);
   if (!flags.output.empty()) {

@@ -194,9 +194,10 @@ std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& 
 /// would overwrite an input or another output.
 RunOutputs declare_files(const PlanFlags& f) {
   RunOutputs files;
-  for (const auto& [flag, arg] : {std::pair<const char*, std::string>{"--cluster", f.cluster.cluster},
-                                  {"--gpu", f.cluster.gpu},
-                                  {"--model", f.model.model}}) {
+  for (const auto& [flag, arg] :
+       {std::pair<const char*, std::string>{"--cluster", f.cluster.cluster},
+        {"--gpu", f.cluster.gpu},
+        {"--model", f.model.model}}) {
     if (names_file(arg)) files.add_input(flag, arg);
   }
   files.add_input("--calibration", f.calibration_file);

@@ -73,9 +73,10 @@ void check_name(const std::string& name) {
   for (const char c : name) {
     const auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20 || byte == 0x7f) {
-      throw InputError(fmt::format("--name: expected one line of printable characters, got a "
-                                   "control character (0x{:02x})",
-                                   byte));
+      throw InputError(
+          fmt::format("--name: expected one line of printable characters, got a "
+                      "control character (0x{:02x})",
+                      byte));
     }
   }
   if (!is_clean_text(name)) throw InputError("--name: expected UTF-8 text");

@@ -2,13 +2,12 @@
 #include "cli/input_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "topology/errors.h"
 #include "topology/text_check.h"
@@ -42,8 +41,9 @@ std::string read_bounded(int fd, const std::string& flag, const std::string& pat
     if (n == 0) return text;
     text.append(buffer, static_cast<std::size_t>(n));
   }
-  refuse(flag, path, fmt::format("larger than {} MiB; expected a configuration file or log",
-                                 kMaxInputBytes >> 20));
+  refuse(flag, path,
+         fmt::format("larger than {} MiB; expected a configuration file or log",
+                     kMaxInputBytes >> 20));
 }
 
 /// Closes the descriptor on every path out.
@@ -59,7 +59,8 @@ struct Fd {
 std::string read_input_file(const std::string& path, const std::string& flag) {
   const bool from_stdin = path == "-";
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
-  const Fd file{from_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  const Fd file{from_stdin ? STDIN_FILENO
+                           : ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (file.fd < 0) refuse(flag, path, std::string("cannot read the file: ") + std::strerror(errno));
   if (!from_stdin) {
     struct stat info {};

@@ -1,12 +1,11 @@
 // trident: the thin executable. Parses flags, calls the core, maps errors to exit codes:
 // 0 success, 2 bad input (one line on stderr), 1 internal failure.
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "topology/errors.h"

@@ -2,6 +2,7 @@
 #include "cli/output_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,8 +13,6 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "cli/input_file.h"
 #include "topology/errors.h"
@@ -166,8 +165,8 @@ void make_dir(const Target& t, Staged& staged) {
                      "; expected a directory");
   }
   if (::mkdir(dir.c_str(), 0777) != 0) {
-    throw InputError(t.output->flag + " '" + dir + "': cannot create the directory: " +
-                     std::strerror(errno));
+    throw InputError(t.output->flag + " '" + dir +
+                     "': cannot create the directory: " + std::strerror(errno));
   }
   staged.made_dirs.push_back(dir);
 }
@@ -223,8 +222,8 @@ void write_streams_and_devices(const std::vector<Target>& targets, const std::st
     if (t.way == Way::to_stdout) error = write_stream(stdout, t.output->text);
     if (t.way == Way::to_stderr) error = write_stream(stderr, t.output->text);
     if (t.way == Way::in_place) error = write_in_place(t);
-    if (error != 0) cannot_write(t.output->flag, t.way == Way::to_stdout ? "" : path_of(*t.output),
-                                 error);
+    if (error != 0)
+      cannot_write(t.output->flag, t.way == Way::to_stdout ? "" : path_of(*t.output), error);
   }
 }
 

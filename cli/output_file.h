@@ -32,8 +32,7 @@ class RunOutputs {
   void add_output(const std::string& flag, const std::string& path);
   /// An output FILE inside DIR (`--report DIR`): DIR is created at commit when missing (its
   /// parent must exist) and removed again when the commit fails.
-  void add_output_in_dir(const std::string& flag, const std::string& dir,
-                         const std::string& file);
+  void add_output_in_dir(const std::string& flag, const std::string& dir, const std::string& file);
   /// Throws InputError for a target commit would refuse ("--output 'm.yaml': is the input
   /// --model 'm.yaml'; refusing to overwrite an input").
   void check() const;

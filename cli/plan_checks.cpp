@@ -15,9 +15,10 @@ void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& spe
   if (specs.empty()) return;
   const std::size_t dead = dead_gpu_ids(cluster).size();
   if (dead >= static_cast<std::size_t>(cluster.gpus())) {
-    throw PlanError(fmt::format("--fail-link: all {} GPUs of the cluster have failed; nothing is "
-                                "left to run on",
-                                cluster.gpus()));
+    throw PlanError(
+        fmt::format("--fail-link: all {} GPUs of the cluster have failed; nothing is "
+                    "left to run on",
+                    cluster.gpus()));
   }
 }
 
@@ -44,10 +45,10 @@ void check_plan(const PlanResult& plan, const std::string& label) {
   };
   for (const auto& [name, value] : values) {
     if (!std::isfinite(value)) {
-      throw PlanError(fmt::format("{} (tp {}, pp {}, dp {}): {} is not a finite number ({}); an "
-                                  "input rate or size is too extreme to price",
-                                  label, plan.config.tp, plan.config.pp, plan.config.dp, name,
-                                  value));
+      throw PlanError(
+          fmt::format("{} (tp {}, pp {}, dp {}): {} is not a finite number ({}); an "
+                      "input rate or size is too extreme to price",
+                      label, plan.config.tp, plan.config.pp, plan.config.dp, name, value));
     }
   }
 }

@@ -1,12 +1,11 @@
 // `plan --fail-link` reports (cli/whatif_report.h).
 #include "cli/whatif_report.h"
 
-#include "cli/plan_checks.h"
-
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/plan_checks.h"
 #include "topology/failure.h"
 
 namespace trident::cli {

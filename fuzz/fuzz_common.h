@@ -4,10 +4,10 @@
 /// the input as a crash.
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <initializer_list>
 #include <string>
 
 #include "topology/errors.h"

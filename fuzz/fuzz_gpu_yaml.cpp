@@ -2,8 +2,8 @@
 // 8-GPU server of that GPU: a GPU that loads gives finite times (no NaN out).
 #include <cmath>
 
-#include "costmodel/model_loader.h"
 #include "costmodel/kernels.h"
+#include "costmodel/model_loader.h"
 #include "fuzz/fuzz_common.h"
 #include "planner/search.h"
 #include "topology/cluster_loader.h"

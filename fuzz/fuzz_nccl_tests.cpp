@@ -34,9 +34,8 @@ void calibrate(const std::string& text, const std::string& source) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   for (const char* source : {"all_reduce_perf.log", "log.txt"}) {
-    trident::fuzz::accept_input_errors([&] {
-      calibrate(trident::fuzz::as_checked_text(data, size, source), source);
-    });
+    trident::fuzz::accept_input_errors(
+        [&] { calibrate(trident::fuzz::as_checked_text(data, size, source), source); });
   }
   return 0;
 }

@@ -170,7 +170,7 @@ TEST_CASE("bad input: plan files and presets", "[bad_input][plan]") {
   check_refused("plan --gpu nope", "--gpu nope: unknown GPU preset; known: ...");
   check_refused("plan --model gpt5", "--model gpt5: unknown model preset; known: ...");
   check_refused("plan --model /nonexistent/m.yaml",
-                "--model '/nonexistent/m.yaml': cannot read the file");
+                "--model '/nonexistent/m.yaml': cannot read the file: No such file or directory");
   const std::string missing = write("missing.yaml", "name: x\nlayers: 2\n");
   check_refused("plan --model " + missing, missing + ":1: hidden: missing required key");
   const std::string vocab0 = write("vocab0.yaml", model_yaml("2", "64", "4", "0", "16", "8"));
@@ -181,7 +181,8 @@ TEST_CASE("bad input: plan files and presets", "[bad_input][plan]") {
   const std::string bad = write("bad.json", "{bad json");
   check_refused("plan --model " + bad, bad + ":1: invalid YAML: end of map flow not found");
   check_refused("plan" + kModel + " --calibration /nonexistent/c.json",
-                "--calibration '/nonexistent/c.json': cannot read the file");
+                "--calibration '/nonexistent/c.json': cannot read the file: "
+                "No such file or directory");
   check_refused("plan" + kModel + " --calibration " + bad, bad + ": invalid JSON at byte 2: ...");
   const std::string huge = write("huge.json", "{\"trident_calibration\": 1e999}");
   check_refused("plan" + kModel + " --calibration " + huge,
@@ -193,7 +194,8 @@ TEST_CASE("bad input: topo", "[bad_input][topo]") {
   check_refused("topo show --format xml", "--format: xml not in {table,json} (see --help)");
   check_refused("topo import", "topo import: give one of --nvidia-smi FILE or --nccl-xml FILE");
   check_refused("topo import --nvidia-smi /nonexistent/t.txt",
-                "--nvidia-smi '/nonexistent/t.txt': cannot read the file");
+                "--nvidia-smi '/nonexistent/t.txt': cannot read the file: "
+                "No such file or directory");
   const std::string empty = write("empty_topo.txt", "");
   check_refused("topo import --nvidia-smi " + empty,
                 empty +
@@ -216,7 +218,8 @@ TEST_CASE("bad input: topo", "[bad_input][topo]") {
 
 TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
   check_refused("calibrate --nccl-tests /nonexistent/l.txt",
-                "--nccl-tests '/nonexistent/l.txt': cannot read the file");
+                "--nccl-tests '/nonexistent/l.txt': cannot read the file: "
+                "No such file or directory");
   const std::string empty = write("empty.log", "");
   check_refused("calibrate --nccl-tests " + empty,
                 empty +
@@ -229,7 +232,7 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
                 "--output '/nonexistent/c.json': cannot write: No such file or directory", true);
   const std::string plan = kData + "plan_1gpu.json";
   check_refused("validate --plan /nonexistent/p.json",
-                "--plan '/nonexistent/p.json': cannot read the file");
+                "--plan '/nonexistent/p.json': cannot read the file: No such file or directory");
   const std::string bad = write("bad_plan.json", "{\"plans\": [");
   check_refused("validate --plan " + bad, bad + ": invalid JSON at byte ...");
   check_refused("validate --plan " + plan + " --plan-index 5",

@@ -42,8 +42,8 @@ struct Scene {
     const std::string err = (logs.path / "err").string();
     const std::string redirect = stdout_to.empty() ? "> " + out : stdout_to;
     const std::string command = "cd " + dir.path.string() + " && timeout 120 " +
-                                std::string(TRIDENT_BINARY) + " " + args + " " + redirect +
-                                " 2> " + err;
+                                std::string(TRIDENT_BINARY) + " " + args + " " + redirect + " 2> " +
+                                err;
     const int status = std::system(command.c_str());
     Run r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -199,7 +199,8 @@ TEST_CASE("class 4: numbers that would wrap are refused", "[hardening]") {
                 "m.yaml:8: training.global_batch: expected a positive integer at most 16777216, "
                 "got 2147483648");
   // An efficiency of 1e-300 gave NaN step times with exit 0.
-  const std::string gpu = slurp(std::string(TRIDENT_SOURCE_DIR) + "/configs/gpus/h100-sxm-80g.yaml");
+  const std::string gpu =
+      slurp(std::string(TRIDENT_SOURCE_DIR) + "/configs/gpus/h100-sxm-80g.yaml");
   scene.write("g.yaml", replaced(gpu, "matmul_efficiency: 0.80", "matmul_efficiency: 1e-300"));
   check_refused(scene, kPlan + " --gpu g.yaml",
                 "g.yaml:20: matmul_efficiency: expected a number in [1e-06, 1], got 1e-300");
@@ -217,8 +218,8 @@ TEST_CASE("class 5: inputs that never end, block or explode are refused", "[hard
   scene.write("big.yaml", std::string((16u << 20) + 1, '#'));
   check_refused(scene, "plan --model big.yaml",
                 "--model 'big.yaml': larger than 16 MiB; expected a configuration file or log");
-  const std::string cluster = slurp(std::string(TRIDENT_SOURCE_DIR) +
-                                    "/configs/clusters/dgx-h100.yaml");
+  const std::string cluster =
+      slurp(std::string(TRIDENT_SOURCE_DIR) + "/configs/clusters/dgx-h100.yaml");
   scene.write("huge-domain.yaml", replaced(cluster, "domain_gpus: 8", "domain_gpus: 2147483647"));
   check_refused(scene, "plan --cluster huge-domain.yaml", "huge-domain.yaml:...");
   std::string xml = "<system version=\"1\"><cpu><pci busid=\"0000:00:00.0\">";
@@ -316,7 +317,8 @@ TEST_CASE("class 11: validate checks the plan file's sizes", "[hardening]") {
   check_refused(scene, "validate --plan wrap.json",
                 "wrap.json: plans[0]: tp 65536 x pp 65536 x dp 2 ranks; expected at most "
                 "16777216");
-  scene.write("bytes.json", replaced(plan, "\"bytes_per_call\": 262144", "\"bytes_per_call\": 1e300"));
+  scene.write("bytes.json",
+              replaced(plan, "\"bytes_per_call\": 262144", "\"bytes_per_call\": 1e300"));
   check_refused(scene, "validate --plan bytes.json",
                 "bytes.json: plans[0].comm.tp.bytes_per_call: expected a number in [0, 1e15]");
 }
@@ -367,8 +369,10 @@ TEST_CASE("class 13: the smaller items", "[hardening]") {
                 "--model 'd.yaml': is a directory; expected a regular file (or - for standard "
                 "input)");
   scene.write("nul.yaml", std::string("name: a\0b\n", 10));
-  check_refused(scene, "plan --model nul.yaml", "nul.yaml:1: a NUL byte at column 8; expected text");
-  check_refused(scene, kPlan + " --max-tp 0", "--max-tp: expected a positive integer, got '0' (see --help)");
+  check_refused(scene, "plan --model nul.yaml",
+                "nul.yaml:1: a NUL byte at column 8; expected text");
+  check_refused(scene, kPlan + " --max-tp 0",
+                "--max-tp: expected a positive integer, got '0' (see --help)");
   scene.write("two.yaml", kTinyModel + "...\nlayers: 8\n");
   check_refused(scene, "plan --gpus 8 --servers 1 --model two.yaml",
                 "two.yaml:10: a second YAML document (after '---' or '...'); expected one "

@@ -103,7 +103,8 @@ void Reader::add_net(const XMLElement* net) {
   if (net->Attribute("dev") == nullptr) return;  // NCCL ignores nets without dev too
   if (net->IntAttribute("net", 1) == 0) return;   // a physical NIC fused into a virtual one
   const int mbits = net->Attribute("speed") == nullptr ? 0 : int_attribute(net, "speed");
-  if (mbits < 0) fail(net, "<net>: attribute 'speed': expected Mb/s >= 0, got " + std::to_string(mbits));
+  if (mbits < 0)
+    fail(net, "<net>: attribute 'speed': expected Mb/s >= 0, got " + std::to_string(mbits));
   nets_.push_back(XmlNet{.name = attribute(net, "name"),
                          .gbits = mbits > 0 ? mbits / 1000.0 : 0.0});
 }

@@ -69,8 +69,8 @@ void check_text(std::string_view text, const std::string& source) {
   }
   const std::size_t column = at - line_start + 1;
   if (text[at] == '\0') {
-    throw InputError(fmt::format("{}:{}: a NUL byte at column {}; expected text", source, line,
-                                 column));
+    throw InputError(
+        fmt::format("{}:{}: a NUL byte at column {}; expected text", source, line, column));
   }
   throw InputError(fmt::format("{}:{}: not UTF-8 text (byte 0x{:02x} at column {})", source, line,
                                static_cast<unsigned char>(text[at]), column));

@@ -11,9 +11,9 @@
 #include <regex>
 #include <sstream>
 
+#include "topology/errors.h"
 #include "validate/collective_fit.h"
 #include "validate/nccl_tests_common.h"
-#include "topology/errors.h"
 
 namespace trident {
 namespace nccl_tests {
@@ -296,9 +296,8 @@ namespace {
 /// Bytes per element of an nccl-tests type name; 0 when unknown.
 double type_bytes(const std::string& type) {
   static const std::map<std::string, double> sizes = {
-      {"int8", 1},    {"uint8", 1},   {"f8e4m3", 1},  {"f8e5m2", 1},   {"half", 2},
-      {"bfloat16", 2}, {"int32", 4},  {"uint32", 4},  {"float", 4},    {"int64", 8},
-      {"uint64", 8},  {"double", 8}};
+      {"int8", 1},  {"uint8", 1},  {"f8e4m3", 1}, {"f8e5m2", 1}, {"half", 2},   {"bfloat16", 2},
+      {"int32", 4}, {"uint32", 4}, {"float", 4},  {"int64", 8},  {"uint64", 8}, {"double", 8}};
   const auto it = sizes.find(type);
   return it == sizes.end() ? 0.0 : it->second;
 }
@@ -339,17 +338,19 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
     const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
     const std::string where = row.line > 0 ? fmt::format(":{}", row.line) : std::string();
     if (table.wrong_is_count && chosen.wrong && *chosen.wrong != 0.0) {
-      throw InputError(fmt::format("{}{}: #wrong is {} at {} bytes: the collective gave wrong "
-                                   "results; fix the run before calibrating on it",
-                                   table.source, where, *chosen.wrong, row.bytes));
+      throw InputError(
+          fmt::format("{}{}: #wrong is {} at {} bytes: the collective gave wrong "
+                      "results; fix the run before calibrating on it",
+                      table.source, where, *chosen.wrong, row.bytes));
     }
     if (!std::isfinite(row.bytes) || row.bytes > kMaxRowBytes) {
       throw InputError(fmt::format("{}{}: size: expected at most {:g} bytes, got {:g}",
                                    table.source, where, kMaxRowBytes, row.bytes));
     }
     if (chosen.time_us && (!std::isfinite(*chosen.time_us) || *chosen.time_us > kMaxRowTimeUs)) {
-      throw InputError(fmt::format("{}{}: time: expected a finite time of at most {:g} us, got {:g}",
-                                   table.source, where, kMaxRowTimeUs, *chosen.time_us));
+      throw InputError(
+          fmt::format("{}{}: time: expected a finite time of at most {:g} us, got {:g}",
+                      table.source, where, kMaxRowTimeUs, *chosen.time_us));
     }
     if (!chosen.time_us || *chosen.time_us <= 0.0 || row.bytes <= 0.0) continue;
     CollectiveSample sample;

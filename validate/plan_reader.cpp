@@ -33,8 +33,7 @@ constexpr long long kMaxPlanDimension = 1LL << 24;  ///< tp, pp, dp and their pr
 constexpr long long kMaxGemmDimension = (1LL << 31) - 1;
 constexpr double kMaxPlanNumber = 1e15;  ///< bytes per call, calls per step, TFLOP/s
 
-long long positive_integer(const json& object, const Where& at, const char* name,
-                           long long most) {
+long long positive_integer(const json& object, const Where& at, const char* name, long long most) {
   const json& value = need(object, at, name);
   if (!value.is_number_integer() || value.get<long long>() <= 0 || value.get<long long>() > most) {
     (at / name).fail("expected a positive integer at most " + std::to_string(most));
