@@ -205,7 +205,9 @@ TEST_CASE("plan reader", "[validate][plan]") {
     return out;
   };
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 0,"), "plan.json"); }) ==
-        "plan.json: plans[0].tp: expected a positive integer at most 16777216");
+        "plan.json: plans[0].tp: expected a positive integer");
+  CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 16777217,"), "plan.json"); }) ==
+        "plan.json: plans[0].tp: expected at most 16777216");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", ""), "plan.json"); }) ==
         "plan.json: plans[0].tp: missing");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp-dp-pp\"", "\"dp-tp\""), "plan.json"); }) ==

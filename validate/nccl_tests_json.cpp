@@ -7,6 +7,7 @@
 
 #include "validate/nccl_tests_common.h"
 #include "topology/errors.h"
+#include "topology/json_reader.h"
 
 namespace trident::nccl_tests {
 namespace {
@@ -71,17 +72,10 @@ void read_devices(const json& config, NcclTestsTable& table) {
 }  // namespace
 
 std::vector<NcclTestsTable> parse_json(const std::string& text, const std::string& source) {
-  json document;
-  try {
-    document = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                     e.what());
-  } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
-    throw InputError(source + ": invalid JSON: " + e.what());
-  }
+  const json document = json_reader::parse(text, source);
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   NcclTestsTable table;
+  table.wrong_is_count = true;  // "nwrong": a count of wrong elements
   table.test = test_name(document, source);
   table.collective = collective_of(table.test, source);
   if (document.contains("nccl_version") && document["nccl_version"].is_number_integer()) {
