@@ -59,6 +59,18 @@ CLI::Validator positive_integer_check(long long most) {
       },
       "N");
 }
+CLI::Validator choice_check(std::vector<std::string> names) {
+  const std::string words = yaml::join(names, "|");
+  return CLI::Validator(
+      [names = std::move(names), words](const std::string& text) -> std::string {
+        for (const auto& name : names) {
+          if (text == name) return "";
+        }
+        return "expected " + words + ", got '" + text + "'";
+      },
+      words);
+}
+
 CLI::Validator positive_number_check() { return number_check<double>(false, "a positive number"); }
 CLI::Validator non_negative_number_check() {
   return number_check<double>(true, "a non-negative number");

@@ -4,6 +4,7 @@
 /// Cluster and a Model, and the one-line summaries commands print.
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "costmodel/model.h"
 #include "topology/cluster.h"
@@ -32,6 +33,8 @@ struct ModelArgs {
 /// instead of CLI11's range text; numbers must be finite.
 [[nodiscard]] CLI::Validator positive_integer_check();
 [[nodiscard]] CLI::Validator non_negative_integer_check();
+/// One of `names`, the error in the same style: "expected none|selective|full, got 'maybe'".
+[[nodiscard]] CLI::Validator choice_check(std::vector<std::string> names);
 /// A positive integer at most `most` ("expected a positive integer at most 16777216, got ...").
 [[nodiscard]] CLI::Validator positive_integer_check(long long most);
 [[nodiscard]] CLI::Validator positive_number_check();

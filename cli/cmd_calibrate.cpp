@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 
+#include "cli/cluster_args.h"
 #include "cli/commands.h"
 #include "cli/input_file.h"
 #include "cli/output_file.h"
@@ -117,7 +118,8 @@ void add_calibrate_command(CLI::App& app) {
   sub->add_option("--nccl-tests", flags->files, "nccl-tests output files")->required();
   sub->add_option("--tier", flags->tier,
                   "link tier of the measured ranks: nvlink|network|pcie (default: nvlink when "
-                  "all ranks are on one host, else network)");
+                  "all ranks are on one host, else network)")
+      ->check(choice_check({"nvlink", "pcie", "network"}));
   sub->add_option("--collective", flags->collective,
                   "the collective the logs measured: all-reduce|all-gather|reduce-scatter|"
                   "send-recv|all-to-all|broadcast (default: the '*_perf' name in the log or the "

@@ -71,20 +71,28 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
       ->check(positive_integer_check());
   sub.add_option("--max-tp", f.search.max_tp, "largest tensor parallel size tried (default: any)")
       ->check(positive_integer_check());
-  sub.add_option("--tp", f.tp, "pin tensor parallel size");
-  sub.add_option("--pp", f.pp, "pin pipeline parallel size");
-  sub.add_option("--dp", f.dp, "pin data parallel size");
-  sub.add_option("--micro-batch", f.micro_batch, "pin micro-batch size (sequences)");
-  sub.add_option("--vp", f.vp, "pin virtual pipeline stages per GPU (interleaving)");
-  sub.add_option("--recompute", f.recompute, "pin activation recomputation: none|selective|full");
-  sub.add_option("--zero", f.zero, "pin ZeRO stage: 0|1|2|3");
-  sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off");
+  const CLI::Validator positive = positive_integer_check();
+  sub.add_option("--tp", f.tp, "pin tensor parallel size")->check(positive);
+  sub.add_option("--pp", f.pp, "pin pipeline parallel size")->check(positive);
+  sub.add_option("--dp", f.dp, "pin data parallel size")->check(positive);
+  sub.add_option("--micro-batch", f.micro_batch, "pin micro-batch size (sequences)")
+      ->check(positive);
+  sub.add_option("--vp", f.vp, "pin virtual pipeline stages per GPU (interleaving)")
+      ->check(positive);
+  sub.add_option("--recompute", f.recompute, "pin activation recomputation: none|selective|full")
+      ->check(choice_check({"none", "selective", "full"}));
+  sub.add_option("--zero", f.zero, "pin ZeRO stage: 0|1|2|3")
+      ->check(choice_check({"0", "1", "2", "3"}));
+  sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off")
+      ->check(choice_check({"on", "off"}));
   sub.add_option("--calibration", f.calibration_file,
                  "calibration JSON from validate/calibrate: measured values replace defaults");
   sub.add_option("--top", f.top, "plans to show (default 10)")->check(positive_integer_check());
-  sub.add_option("--format", f.format, "table|json|csv (default table)");
+  sub.add_option("--format", f.format, "table|json|csv (default table)")
+      ->check(choice_check({"table", "json", "csv"}));
   sub.add_option("--output", f.output, "write to FILE (atomically) instead of stdout");
   sub.add_option("--explain", f.explain, "explain plan N of the ranking (default 1)")
+      ->check(positive)
       ->expected(0, 1)
       ->default_str("1");
   sub.add_flag("--show-infeasible", f.show_infeasible, "also list plans that do not fit");

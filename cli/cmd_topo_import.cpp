@@ -83,7 +83,6 @@ void check_name(const std::string& name) {
 }
 
 void run_import(const ImportFlags& flags) {
-  if (flags.servers < 1) throw InputError("--servers " + std::to_string(flags.servers) + ": expected at least 1");
   check_name(flags.name);
   RunOutputs files;
   files.add_input("--nvidia-smi", flags.nvidia_smi);
