@@ -1,9 +1,12 @@
 #include "topology/yaml_util.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 #include "topology/errors.h"
 
@@ -130,22 +133,47 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
   }
 }
 
+/// Counts documents without building them; remembers where the last one started.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  int line = 1;
+  void OnDocumentStart(const YAML::Mark& mark) override { line = mark.line + 1; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+/// Refuses a second document (after '---' or '...'), which a load would ignore. Two steps of
+/// the parser at most: YAML::LoadAll looped forever on some malformed input (found by fuzzing).
+void reject_second_document(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  if (!parser.HandleNextDocument(counter) || !parser.HandleNextDocument(counter)) return;
+  throw InputError(source + ":" + std::to_string(counter.line) +
+                   ": a second YAML document (after '---' or '...'); expected one document");
+}
+
 }  // namespace
 
 YAML::Node parse(const std::string& text, const std::string& source) {
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    root = YAML::Load(text);
+    reject_second_document(text, source);
   } catch (const YAML::ParserException& e) {
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
-  if (documents.size() > 1) {
-    throw InputError(source + ":" + std::to_string(line_of(documents[1], 1)) +
-                     ": a second YAML document (after '---' or '...'); expected one document");
-  }
-  if (documents.empty()) return YAML::Node();
-  reject_duplicate_keys(documents.front(), "", source);
-  return documents.front();
+  reject_duplicate_keys(root, "", source);
+  return root;
 }
 
 int line_of(const YAML::Node& node, int fallback) {
