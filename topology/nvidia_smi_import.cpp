@@ -90,6 +90,9 @@ constexpr std::array<std::string_view, 8> kPaths{"X", "PIX", "PXB", "PHB", "NODE
   return Cell{links, token};
 }
 
+/// GPUs and NICs together: each row holds one cell per column, and rows are looked up by name.
+constexpr std::size_t kMaxColumns = 4096;
+
 class Reader {
  public:
   Reader(const std::string& text, const std::string& source)
@@ -114,6 +117,7 @@ class Reader {
   std::vector<Line> lines_;
   std::string source_;
   std::vector<std::string> columns_;
+  std::map<std::string, std::size_t> column_of_;  ///< name -> index in columns_
   int gpus_ = 0;
   std::map<std::size_t, std::vector<Cell>> rows_;  ///< column index of the row -> its cells
   std::map<std::string, std::string> legend_;      ///< NIC0 -> mlx5_0
@@ -138,9 +142,11 @@ void Reader::read_columns(const Line& header) {
     if (gpus_ >= kMaxImportGpus && gpu_index(token)) {
       fail(header.number, "more than " + std::to_string(kMaxImportGpus) + " GPU columns");
     }
-    if (std::find(columns_.begin(), columns_.end(), token) != columns_.end()) {
-      fail(header.number, "column '" + token + "' appears twice");
+    if (columns_.size() >= kMaxColumns) {
+      fail(header.number, "more than " + std::to_string(kMaxColumns) + " columns");
     }
+    if (column_of_.count(token) != 0) fail(header.number, "column '" + token + "' appears twice");
+    column_of_[token] = columns_.size();
     const auto gpu = gpu_index(token);
     if (gpu && *gpu != gpus_) {
       fail(header.number, "column '" + token + "': expected GPU" + std::to_string(gpus_) +
@@ -183,8 +189,8 @@ void Reader::read_rows(std::size_t from) {
     const Line& line = lines_[i];
     if (line.tokens.empty()) continue;
     if (line.tokens.front() == "Legend:") break;
-    const auto column = std::find(columns_.begin(), columns_.end(), line.tokens.front());
-    if (column != columns_.end()) read_row(line, column - columns_.begin());
+    const auto column = column_of_.find(line.tokens.front());
+    if (column != column_of_.end()) read_row(line, column->second);
   }
   for (int g = 0; g < gpus_; ++g) {
     if (rows_.count(g) == 0) {
