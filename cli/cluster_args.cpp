@@ -99,8 +99,8 @@ void add_model_flags(CLI::App& app, ModelArgs& args) {
 }
 
 bool names_file(const std::string& arg) {
-  return arg.find('/') != std::string::npos || arg.ends_with(".yaml") || arg.ends_with(".yml") ||
-         arg.ends_with(".json");
+  return arg == "-" || arg.find('/') != std::string::npos || arg.ends_with(".yaml") ||
+         arg.ends_with(".yml") || arg.ends_with(".json");
 }
 
 namespace {
@@ -116,14 +116,14 @@ namespace {
 Cluster base_cluster(const ClusterArgs& a) {
   if (a.cluster.empty()) return cluster_preset(kDefaultCluster);
   if (names_file(a.cluster))
-    return load_cluster(read_input_file(a.cluster, "--cluster"), a.cluster);
+    return load_cluster(read_input_file(a.cluster, "--cluster"), input_source(a.cluster));
   if (!preset_text(PresetKind::cluster, a.cluster))
     unknown(PresetKind::cluster, "--cluster", a.cluster);
   return cluster_preset(a.cluster);
 }
 
 Gpu flag_gpu(const std::string& arg) {
-  if (names_file(arg)) return load_gpu(read_input_file(arg, "--gpu"), arg);
+  if (names_file(arg)) return load_gpu(read_input_file(arg, "--gpu"), input_source(arg));
   if (!preset_text(PresetKind::gpu, arg)) unknown(PresetKind::gpu, "--gpu", arg);
   return gpu_preset(arg);
 }
@@ -185,7 +185,7 @@ Model resolve_model(const ModelArgs& args) {
   if (args.model.empty()) {
     model = model_preset(kDefaultModel);
   } else if (names_file(args.model)) {
-    model = load_model(read_input_file(args.model, "--model"), args.model);
+    model = load_model(read_input_file(args.model, "--model"), input_source(args.model));
   } else {
     if (!preset_text(PresetKind::model, args.model))
       unknown(PresetKind::model, "--model", args.model);

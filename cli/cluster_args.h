@@ -43,7 +43,8 @@ struct ModelArgs {
 void add_cluster_flags(CLI::App& app, ClusterArgs& args);
 void add_model_flags(CLI::App& app, ModelArgs& args);
 
-/// True when a NAME|FILE argument names a file: it has a '/' or ends .yaml/.yml/.json.
+/// True when a NAME|FILE argument names a file: "-" (standard input), or it has a '/' or ends
+/// .yaml/.yml/.json.
 [[nodiscard]] bool names_file(const std::string& arg);
 
 /// The cluster the flags describe: --cluster (default dgx-h100), --gpu swapping the GPU (the

@@ -84,7 +84,7 @@ void calibrate(const CalibrateFlags& flags) {
   calibration.date = now_iso8601();
   for (const auto& file : flags.files) {
     const std::string text = read_input_file(file, "--nccl-tests");
-    for (const auto& table : parse_nccl_tests(text, file, collective)) {
+    for (const auto& table : parse_nccl_tests(text, input_source(file), collective)) {
       add_table(table, flags, calibration, report);
     }
   }

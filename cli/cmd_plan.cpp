@@ -239,7 +239,7 @@ void run(const PlanFlags& f) {
   std::optional<Calibration> calibration;
   if (!f.calibration_file.empty()) {
     calibration = parse_calibration(read_input_file(f.calibration_file, "--calibration"),
-                                    f.calibration_file);
+                                    input_source(f.calibration_file));
     context.calibration_source = f.calibration_file;
   }
   const Calibration* measured = calibration ? &*calibration : nullptr;

@@ -38,9 +38,10 @@ struct ImportFlags {
   }
   if (!flags.nvidia_smi.empty()) {
     return parse_nvidia_smi_topo(read_input_file(flags.nvidia_smi, "--nvidia-smi"),
-                                 flags.nvidia_smi);
+                                 input_source(flags.nvidia_smi));
   }
-  return parse_nccl_topo_xml(read_input_file(flags.nccl_xml, "--nccl-xml"), flags.nccl_xml);
+  return parse_nccl_topo_xml(read_input_file(flags.nccl_xml, "--nccl-xml"),
+                             input_source(flags.nccl_xml));
 }
 
 /// --gpu, else the preset the input's device name or PCI id points to; checked to exist.

@@ -209,7 +209,8 @@ void validate(const ValidateFlags& flags) {
   PlanSpec plan;
   try {
     declare_files(flags).check();  // before MPI starts: a bad --output costs nothing
-    plan = read_plan(read_input_file(flags.plan, "--plan"), flags.plan, flags.plan_index);
+    plan = read_plan(read_input_file(flags.plan, "--plan"), input_source(flags.plan),
+                     flags.plan_index);
   } catch (const InputError&) {
     rethrow_on_rank0(rank);
   }

@@ -24,6 +24,8 @@ const char* file_kind(unsigned mode) {
   return "not a regular file";
 }
 
+std::string input_source(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
 namespace {
 
 [[noreturn]] void refuse(const std::string& flag, const std::string& path, const std::string& why) {
@@ -76,7 +78,7 @@ std::string read_input_file(const std::string& path, const std::string& flag) {
     if (flags >= 0) (void)::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK);
   }
   std::string text = read_bounded(file.fd, flag, from_stdin ? "-" : path);
-  check_text(text, from_stdin ? "<stdin>" : path);
+  check_text(text, input_source(path));
   return text;
 }
 

@@ -20,6 +20,9 @@ inline constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;
 ///   "PATH:LINE: not UTF-8 text (byte 0xff at column 7)"
 [[nodiscard]] std::string read_input_file(const std::string& path, const std::string& flag);
 
+/// The name errors give the input: "<stdin>" for "-", else the path.
+[[nodiscard]] std::string input_source(const std::string& path);
+
 /// What kind of file `mode` (struct stat's st_mode) is, in words ("a FIFO", "a directory").
 [[nodiscard]] const char* file_kind(unsigned mode);
 

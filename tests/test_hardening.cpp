@@ -236,9 +236,13 @@ TEST_CASE("class 5: inputs that never end, block or explode are refused", "[hard
                 "--svg: the pipeline schedule of TP8 PP1 DP1 mb1 v1 ZeRO-0 recompute none SP has "
                 "2097152 blocks (2 x 1048576 micro-batches x pp 1 x vp 1); a picture draws at "
                 "most 100000: pin a larger --micro-batch or give a smaller --global-batch");
-  // Standard input is an input too.
-  const Run r = scene.run("topo show --cluster - < /dev/null");
-  CHECK(r.code == 2);
+  // Standard input is an input too ("-"), named <stdin> in errors.
+  check_refused(scene, "topo show --cluster - < /dev/null",
+                "<stdin>:1: document: expected a mapping, got nothing");
+  scene.write("m.yaml", kTinyModel);
+  const Run piped = scene.run("plan --gpus 8 --servers 1 --model - --top 1 < m.yaml");
+  CHECK(piped.code == 0);
+  CHECK(piped.out.find("model tiny") != std::string::npos);
 }
 
 TEST_CASE("class 6: standard output errors are not ignored", "[hardening]") {
@@ -305,6 +309,14 @@ TEST_CASE("class 10: calibrate refuses impossible times and wrong results", "[ha
   const Run inferred = scene.run("calibrate --nccl-tests log.txt");
   CHECK(inferred.code == 0);
   CHECK(inferred.out.find("-> all-gather as network") != std::string::npos);
+  // The -J JSON form without a test name in args[0] or the file name: --collective says it.
+  std::string json = slurp(kData + "nccl_tests/sendrecv.json");
+  json = replaced(json, "sendrecv_perf", "some_binary");
+  scene.write("j.json", json);
+  check_refused(scene, "calibrate --nccl-tests j.json", "j.json: args: cannot tell...");
+  const Run named = scene.run("calibrate --nccl-tests j.json --collective send-recv");
+  CHECK(named.code == 0);
+  CHECK(named.out.find("send-recv (--collective)") != std::string::npos);
   const Run told = scene.run("calibrate --nccl-tests log.txt --collective all-reduce");
   CHECK(told.code == 0);
   CHECK(told.out.find("-> all-reduce as network") != std::string::npos);

@@ -71,13 +71,19 @@ void read_devices(const json& config, NcclTestsTable& table) {
 
 }  // namespace
 
-std::vector<NcclTestsTable> parse_json(const std::string& text, const std::string& source) {
+std::vector<NcclTestsTable> parse_json(const std::string& text, const std::string& source,
+                                       std::optional<Collective> given) {
   const json document = json_reader::parse(text, source);
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   NcclTestsTable table;
   table.wrong_is_count = true;  // "nwrong": a count of wrong elements
-  table.test = test_name(document, source);
-  table.collective = collective_of(table.test, source);
+  if (given) {
+    table.collective = *given;
+    table.test = std::string(to_string(*given)) + " (--collective)";
+  } else {
+    table.test = test_name(document, source);
+    table.collective = collective_of(table.test, source);
+  }
   if (document.contains("nccl_version") && document["nccl_version"].is_number_integer()) {
     table.nccl_version = version_of_code(document["nccl_version"].get<long long>());
   }

@@ -202,7 +202,7 @@ NcclTestsTable start_table(const Context& context, const std::string& source,
   std::optional<std::string> test = context.test;
   if (!test) test = nccl_tests::find_test_name(source);
   if (given) {
-    table.test = test.value_or("");
+    table.test = test.value_or(std::string(to_string(*given)) + " (--collective)");
     table.collective = *given;
   } else if (test) {
     table.test = *test;
@@ -281,11 +281,8 @@ std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text, const std:
                                              std::optional<Collective> collective) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
-    auto tables = nccl_tests::parse_json(text, source);
-    for (auto& table : tables) {
-      table.source = source;
-      if (collective) table.collective = *collective;
-    }
+    auto tables = nccl_tests::parse_json(text, source, collective);
+    for (auto& table : tables) table.source = source;
     return tables;
   }
   return parse_text(text, source, collective);
