@@ -138,6 +138,15 @@ TEST_CASE("class 1: special and linked outputs are written in place, never repla
   const Run dash = scene.run(kPlan + " --output -");
   CHECK(dash.code == 0);
   CHECK(dash.out.find("TP") != std::string::npos);
+  const Run named_stdout = scene.run(kPlan + " --output /dev/stdout");
+  CHECK(named_stdout.code == 0);
+  CHECK(named_stdout.out.find("TP") != std::string::npos);
+  // A device that cannot take the text is an error, and stays the device.
+  check_refused(scene, kPlan + " --output /dev/full",
+                "--output '/dev/full': cannot write: No space left on device");
+  struct stat full {};
+  REQUIRE(::stat("/dev/full", &full) == 0);
+  CHECK(S_ISCHR(full.st_mode));
   fs::create_directory(scene.path("sub"));
   check_refused(scene, kPlan + " --output sub",
                 "--output 'sub': is a directory; expected a regular file, a FIFO, a character "
