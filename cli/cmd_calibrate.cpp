@@ -59,20 +59,27 @@ std::string format_calibration(const Calibration& c) {
   return out;
 }
 
-std::optional<Collective> given_collective(const CalibrateFlags& flags) {
-  if (flags.collective.empty()) return std::nullopt;
-  try {
-    return parse_collective(flags.collective);
-  } catch (const std::exception&) {
-    throw InputError("--collective '" + flags.collective +
-                     "': expected all-reduce|all-gather|reduce-scatter|send-recv|all-to-all|"
-                     "broadcast");
-  }
+/// --collective: a name parse_collective knows ("all-reduce", "allreduce", "all_reduce"...).
+CLI::Validator collective_check() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        try {
+          (void)parse_collective(text);
+          return "";
+        } catch (const InputError&) {
+          return "expected all-reduce|all-gather|reduce-scatter|send-recv|all-to-all|broadcast, "
+                 "got '" +
+                 text + "'";
+        }
+      },
+      "NAME");
 }
 
 void calibrate(const CalibrateFlags& flags) {
   if (!flags.tier.empty()) (void)parse_tier(flags.tier, "--tier");
-  const std::optional<Collective> collective = given_collective(flags);
+  const std::optional<Collective> collective =
+      flags.collective.empty() ? std::nullopt
+                               : std::optional<Collective>(parse_collective(flags.collective));
   RunOutputs files;
   for (const auto& file : flags.files) files.add_input("--nccl-tests", file);
   if (!flags.output.empty()) files.add_output("--output", flags.output);
@@ -123,7 +130,8 @@ void add_calibrate_command(CLI::App& app) {
   sub->add_option("--collective", flags->collective,
                   "the collective the logs measured: all-reduce|all-gather|reduce-scatter|"
                   "send-recv|all-to-all|broadcast (default: the '*_perf' name in the log or the "
-                  "file name, else inferred from the table's count, type and redop)");
+                  "file name, else inferred from the table's count, type and redop)")
+      ->check(collective_check());
   sub->add_option("--output", flags->output, "calibration file to write");
   sub->callback([flags] { calibrate(*flags); });
 }

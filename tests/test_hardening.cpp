@@ -330,8 +330,8 @@ TEST_CASE("class 10: calibrate refuses impossible times and wrong results", "[ha
   CHECK(told.code == 0);
   CHECK(told.out.find("-> all-reduce as network") != std::string::npos);
   check_refused(scene, "calibrate --nccl-tests log.txt --collective gather",
-                "--collective 'gather': expected all-reduce|all-gather|reduce-scatter|send-recv|"
-                "all-to-all|broadcast");
+                "--collective: expected all-reduce|all-gather|reduce-scatter|send-recv|"
+                "all-to-all|broadcast, got 'gather' (see --help)");
 }
 
 TEST_CASE("class 11: validate checks the plan file's sizes", "[hardening]") {
