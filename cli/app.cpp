@@ -2,10 +2,14 @@
 #include "cli/app.h"
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
 
 #include "topology/errors.h"
+#include "topology/text_check.h"
 
 #ifndef TRIDENT_VERSION
 #error "TRIDENT_VERSION comes from project(VERSION) in CMakeLists.txt (cli/CMakeLists.txt)"
@@ -25,18 +29,28 @@ std::string first_line(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end);
 }
 
-}  // namespace
+/// Every argument is UTF-8 text: names and paths end up in JSON, YAML and SVG outputs.
+std::string check_arguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (!is_clean_text(argv[i])) {
+      return "argument " + std::to_string(i) + " is not UTF-8 text; give names and paths in UTF-8";
+    }
+  }
+  return "";
+}
 
-std::string version_text() { return std::string("trident ") + TRIDENT_VERSION; }
+/// What was printed must have reached standard output (`> /dev/full`, a closed stdout).
+int flush_stdout(int code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    const int error = errno != 0 ? errno : EIO;
+    if (code != 0) return code;  // the first error has been reported
+    return fail(2, std::string("standard output: cannot write: ") + std::strerror(error));
+  }
+  return code;
+}
 
-int run_app(std::span<const CommandEntry> commands, int argc, char** argv) {
-  CLI::App app{
-      "trident: rank tensor x pipeline x data parallel splits of a model over a GPU cluster, "
-      "say which link each dimension rides, what breaks when a link fails, and calibrate on "
-      "real hardware."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", version_text());
-  for (const auto& command : commands) command.add(app);
+int parse_and_run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -54,9 +68,26 @@ int run_app(std::span<const CommandEntry> commands, int argc, char** argv) {
   } catch (const PlanError& e) {
     return fail(2, e.what());
   } catch (const std::exception& e) {
+    if (std::ferror(stdout)) return fail(2, "standard output: cannot write");
     return fail(1, std::string("internal: ") + e.what());
   }
   return 0;
+}
+
+}  // namespace
+
+std::string version_text() { return std::string("trident ") + TRIDENT_VERSION; }
+
+int run_app(std::span<const CommandEntry> commands, int argc, char** argv) {
+  CLI::App app{
+      "trident: rank tensor x pipeline x data parallel splits of a model over a GPU cluster, "
+      "say which link each dimension rides, what breaks when a link fails, and calibrate on "
+      "real hardware."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", version_text());
+  for (const auto& command : commands) command.add(app);
+  if (const std::string bad = check_arguments(argc, argv); !bad.empty()) return fail(2, bad);
+  return flush_stdout(parse_and_run(app, argc, argv));
 }
 
 }  // namespace trident::cli

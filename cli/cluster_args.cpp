@@ -5,9 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
-#include <fstream>
-#include <sstream>
 
+#include "cli/input_file.h"
 #include "configs/presets.h"
 #include "costmodel/model_loader.h"
 #include "topology/cluster_loader.h"
@@ -50,6 +49,28 @@ CLI::Validator positive_integer_check() {
 CLI::Validator non_negative_integer_check() {
   return number_check<long long>(true, "a non-negative integer");
 }
+CLI::Validator positive_integer_check(long long most) {
+  const std::string words = "a positive integer at most " + std::to_string(most);
+  return CLI::Validator(
+      [most, words](const std::string& text) -> std::string {
+        const auto value = parse_whole<long long>(text);
+        if (value && *value > 0 && *value <= most) return "";
+        return "expected " + words + ", got '" + text + "'";
+      },
+      "N");
+}
+CLI::Validator choice_check(std::vector<std::string> names) {
+  const std::string words = yaml::join(names, "|");
+  return CLI::Validator(
+      [names = std::move(names), words](const std::string& text) -> std::string {
+        for (const auto& name : names) {
+          if (text == name) return "";
+        }
+        return "expected " + words + ", got '" + text + "'";
+      },
+      words);
+}
+
 CLI::Validator positive_number_check() { return number_check<double>(false, "a positive number"); }
 CLI::Validator non_negative_number_check() {
   return number_check<double>(true, "a non-negative number");
@@ -72,21 +93,14 @@ void add_cluster_flags(CLI::App& app, ClusterArgs& args) {
 
 void add_model_flags(CLI::App& app, ModelArgs& args) {
   app.add_option("--model", args.model, "model preset NAME or YAML/JSON FILE (default gpt3-175b)");
-  app.add_option("--global-batch", args.global_batch, "sequences per step")->check(kPositive);
+  app.add_option("--global-batch", args.global_batch, "sequences per step (at most 2^24)")
+      ->check(positive_integer_check(kMaxGlobalBatch));
   app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
 }
 
 bool names_file(const std::string& arg) {
-  return arg.find('/') != std::string::npos || arg.ends_with(".yaml") || arg.ends_with(".yml") ||
-         arg.ends_with(".json");
-}
-
-std::string read_input_file(const std::string& path, const std::string& flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(flag + " '" + path + "': cannot read the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return arg == "-" || arg.find('/') != std::string::npos || arg.ends_with(".yaml") ||
+         arg.ends_with(".yml") || arg.ends_with(".json");
 }
 
 namespace {
@@ -102,14 +116,14 @@ namespace {
 Cluster base_cluster(const ClusterArgs& a) {
   if (a.cluster.empty()) return cluster_preset(kDefaultCluster);
   if (names_file(a.cluster))
-    return load_cluster(read_input_file(a.cluster, "--cluster"), a.cluster);
+    return load_cluster(read_input_file(a.cluster, "--cluster"), input_source(a.cluster));
   if (!preset_text(PresetKind::cluster, a.cluster))
     unknown(PresetKind::cluster, "--cluster", a.cluster);
   return cluster_preset(a.cluster);
 }
 
 Gpu flag_gpu(const std::string& arg) {
-  if (names_file(arg)) return load_gpu(read_input_file(arg, "--gpu"), arg);
+  if (names_file(arg)) return load_gpu(read_input_file(arg, "--gpu"), input_source(arg));
   if (!preset_text(PresetKind::gpu, arg)) unknown(PresetKind::gpu, "--gpu", arg);
   return gpu_preset(arg);
 }
@@ -171,7 +185,7 @@ Model resolve_model(const ModelArgs& args) {
   if (args.model.empty()) {
     model = model_preset(kDefaultModel);
   } else if (names_file(args.model)) {
-    model = load_model(read_input_file(args.model, "--model"), args.model);
+    model = load_model(read_input_file(args.model, "--model"), input_source(args.model));
   } else {
     if (!preset_text(PresetKind::model, args.model))
       unknown(PresetKind::model, "--model", args.model);

@@ -4,6 +4,7 @@
 /// to a Cluster and a Model, and the one-line summaries commands print.
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "costmodel/model.h"
 #include "topology/cluster.h"
@@ -32,16 +33,19 @@ struct ModelArgs {
 /// instead of CLI11's range text; numbers must be finite.
 [[nodiscard]] CLI::Validator positive_integer_check();
 [[nodiscard]] CLI::Validator non_negative_integer_check();
+/// One of `names`, the error in the same style: "expected none|selective|full, got 'maybe'".
+[[nodiscard]] CLI::Validator choice_check(std::vector<std::string> names);
+/// A positive integer at most `most` ("expected a positive integer at most 16777216, got ...").
+[[nodiscard]] CLI::Validator positive_integer_check(long long most);
 [[nodiscard]] CLI::Validator positive_number_check();
 [[nodiscard]] CLI::Validator non_negative_number_check();
 
 void add_cluster_flags(CLI::App& app, ClusterArgs& args);
 void add_model_flags(CLI::App& app, ModelArgs& args);
 
-/// True when a NAME|FILE argument names a file: it has a '/' or ends .yaml/.yml/.json.
+/// True when a NAME|FILE argument names a file: "-" (standard input), or it has a '/' or ends
+/// .yaml/.yml/.json.
 [[nodiscard]] bool names_file(const std::string& arg);
-/// The file's text; InputError "FLAG 'PATH': cannot read the file" when it cannot be read.
-[[nodiscard]] std::string read_input_file(const std::string& path, const std::string& flag);
 
 /// The cluster the flags describe: --cluster (default dgx-h100), --gpu swapping the GPU (the
 /// server's links stay), then the shape: --gpus with --servers derives GPUs per server,

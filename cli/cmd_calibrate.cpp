@@ -4,8 +4,12 @@
 
 #include <chrono>
 #include <ctime>
+#include <iterator>
+#include <optional>
 
+#include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/input_file.h"
 #include "cli/output_file.h"
 #include "costmodel/calibration_io.h"
 #include "topology/errors.h"
@@ -18,55 +22,98 @@ namespace {
 struct CalibrateFlags {
   std::vector<std::string> files;
   std::string tier;  ///< "" = inferred per table
+  std::string collective;  ///< "" = from the log's test name, the file name or the table
   std::string output;
 };
 
-void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibration& out) {
+void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibration& out,
+               std::string& report) {
   const Tier tier = flags.tier.empty() ? infer_tier(table) : parse_tier(flags.tier, "--tier");
-  fmt::print("{}: {} ranks on {} host(s){}{} -> {} as {}\n", table.test, table.ranks,
-             table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
-             table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
-             to_string(table.collective), to_string(tier));
+  report += fmt::format("{}: {} ranks on {} host(s){}{} -> {} as {}\n", table.test, table.ranks,
+                        table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
+                        table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
+                        to_string(table.collective), to_string(tier));
   for (const auto& sample : to_samples(table, tier)) out.collectives.push_back(sample);
   if (out.gpu.empty()) out.gpu = table.gpu;
   if (out.nccl_version.empty()) out.nccl_version = table.nccl_version;
 }
 
-void print_calibration(const Calibration& c) {
-  fmt::print("\n{:<16} {:>5} {:<8} {:>12} {:>12} {:>11}\n", "collective", "ranks", "tier",
-             "bytes", "time_us", "busbw_GB/s");
+std::string format_calibration(const Calibration& c) {
+  std::string out;
+  auto to = std::back_inserter(out);
+  fmt::format_to(to, "\n{:<16} {:>5} {:<8} {:>12} {:>12} {:>11}\n", "collective", "ranks", "tier",
+                 "bytes", "time_us", "busbw_GB/s");
   for (const auto& s : c.collectives) {
-    fmt::print("{:<16} {:>5} {:<8} {:>12.0f} {:>12.2f} {:>11.3f}\n", to_string(s.collective),
-               s.ranks, to_string(s.tier), s.bytes, s.time_s * 1e6, s.busbw_gbps);
+    fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12.0f} {:>12.2f} {:>11.3f}\n",
+                   to_string(s.collective), s.ranks, to_string(s.tier), s.bytes, s.time_s * 1e6,
+                   s.busbw_gbps);
   }
-  fmt::print("\nfits: t(S) = steps x latency + S x factor / busbw (least squares, relative)\n");
-  fmt::print("{:<16} {:>5} {:<8} {:>12} {:>11}\n", "collective", "ranks", "tier", "latency_us",
-             "busbw_GB/s");
+  fmt::format_to(to,
+                 "\nfits: t(S) = steps x latency + S x factor / busbw (least squares, relative)\n");
+  fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12} {:>11}\n", "collective", "ranks", "tier",
+                 "latency_us", "busbw_GB/s");
   for (const auto& f : c.fits) {
-    fmt::print("{:<16} {:>5} {:<8} {:>12.3f} {:>11.3f}\n", to_string(f.collective), f.ranks,
-               to_string(f.tier), f.latency_s * 1e6, f.busbw_gbps);
+    fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12.3f} {:>11.3f}\n", to_string(f.collective), f.ranks,
+                   to_string(f.tier), f.latency_s * 1e6, f.busbw_gbps);
   }
+  return out;
+}
+
+/// --collective: a name parse_collective knows ("all-reduce", "allreduce", "all_reduce"...).
+CLI::Validator collective_check() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        try {
+          (void)parse_collective(text);
+          return "";
+        } catch (const InputError&) {
+          return "expected all-reduce|all-gather|reduce-scatter|send-recv|all-to-all|broadcast, "
+                 "got '" +
+                 text + "'";
+        }
+      },
+      "NAME");
 }
 
 void calibrate(const CalibrateFlags& flags) {
   if (!flags.tier.empty()) (void)parse_tier(flags.tier, "--tier");
+  const std::optional<Collective> collective =
+      flags.collective.empty() ? std::nullopt
+                               : std::optional<Collective>(parse_collective(flags.collective));
+  RunOutputs files;
+  for (const auto& file : flags.files) files.add_input("--nccl-tests", file);
+  if (!flags.output.empty()) files.add_output("--output", flags.output);
+  files.check();
   Calibration calibration;
+  std::string report;
   calibration.source = "calibrate --nccl-tests";
   calibration.backend = "nccl-tests";
   calibration.date = now_iso8601();
   for (const auto& file : flags.files) {
     const std::string text = read_input_file(file, "--nccl-tests");
-    for (const auto& table : parse_nccl_tests(text, file)) add_table(table, flags, calibration);
+    for (const auto& table : parse_nccl_tests(text, input_source(file), collective)) {
+      add_table(table, flags, calibration, report);
+    }
   }
   if (calibration.collectives.empty()) {
     throw InputError("--nccl-tests: no result row with a time in the given logs");
   }
   calibration.fits = fit_all(calibration.collectives);
-  print_calibration(calibration);
-  if (!flags.output.empty()) {
-    write_output(flags.output, to_json(calibration));
-    fmt::print("\nwrote {}\n", flags.output);
+  const std::string json = to_json(calibration);
+  try {  // what calibrate writes, plan --calibration must accept
+    (void)parse_calibration(json, "calibration");
+  } catch (const InputError& e) {
+    throw InputError(std::string("--nccl-tests: the measurements give a calibration that plan "
+                                 "--calibration would refuse: ") +
+                     e.what());
   }
+  report += format_calibration(calibration);
+  if (!flags.output.empty()) {
+    files.set_text("--output", json);
+    report += fmt::format("\nwrote {}\n", flags.output);
+  }
+  files.print(report);
+  files.commit();
 }
 
 }  // namespace
@@ -78,7 +125,13 @@ void add_calibrate_command(CLI::App& app) {
   sub->add_option("--nccl-tests", flags->files, "nccl-tests output files")->required();
   sub->add_option("--tier", flags->tier,
                   "link tier of the measured ranks: nvlink|network|pcie (default: nvlink when "
-                  "all ranks are on one host, else network)");
+                  "all ranks are on one host, else network)")
+      ->check(choice_check({"nvlink", "pcie", "network"}));
+  sub->add_option("--collective", flags->collective,
+                  "the collective the logs measured: all-reduce|all-gather|reduce-scatter|"
+                  "send-recv|all-to-all|broadcast (default: the '*_perf' name in the log or the "
+                  "file name, else inferred from the table's count, type and redop)")
+      ->check(collective_check());
   sub->add_option("--output", flags->output, "calibration file to write");
   sub->callback([flags] { calibrate(*flags); });
 }

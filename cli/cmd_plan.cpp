@@ -14,7 +14,9 @@
 #include "cli/commands.h"
 #include "cli/emit_report.h"
 #include "cli/html_report.h"  // pictures: --svg --svg-plan --report
+#include "cli/input_file.h"
 #include "cli/output_file.h"
+#include "cli/plan_checks.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_report.h"
 #include "cli/stack_args.h"
@@ -68,25 +70,35 @@ bool parse_on_off(const std::string& text) {
 void add_flags(CLI::App& sub, PlanFlags& f) {
   add_cluster_flags(sub, f.cluster);
   add_model_flags(sub, f.model);
-  sub.add_option("--min-tp", f.search.min_tp, "smallest tensor parallel size tried (default 1)");
-  sub.add_option("--max-tp", f.search.max_tp, "largest tensor parallel size tried (default: any)");
-  sub.add_option("--tp", f.tp, "pin tensor parallel size");
-  sub.add_option("--pp", f.pp, "pin pipeline parallel size");
-  sub.add_option("--dp", f.dp, "pin data parallel size");
-  sub.add_option("--micro-batch", f.micro_batch, "pin micro-batch size (sequences)");
-  sub.add_option("--vp", f.vp, "pin virtual pipeline stages per GPU (interleaving)");
-  sub.add_option("--recompute", f.recompute, "pin activation recomputation: none|selective|full");
-  sub.add_option("--zero", f.zero, "pin ZeRO stage: 0|1|2|3");
-  sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off");
+  sub.add_option("--min-tp", f.search.min_tp, "smallest tensor parallel size tried (default 1)")
+      ->check(positive_integer_check());
+  sub.add_option("--max-tp", f.search.max_tp, "largest tensor parallel size tried (default: any)")
+      ->check(positive_integer_check());
+  const CLI::Validator positive = positive_integer_check();
+  sub.add_option("--tp", f.tp, "pin tensor parallel size")->check(positive);
+  sub.add_option("--pp", f.pp, "pin pipeline parallel size")->check(positive);
+  sub.add_option("--dp", f.dp, "pin data parallel size")->check(positive);
+  sub.add_option("--micro-batch", f.micro_batch, "pin micro-batch size (sequences)")
+      ->check(positive);
+  sub.add_option("--vp", f.vp, "pin virtual pipeline stages per GPU (interleaving)")
+      ->check(positive);
+  sub.add_option("--recompute", f.recompute, "pin activation recomputation: none|selective|full")
+      ->check(choice_check({"none", "selective", "full"}));
+  sub.add_option("--zero", f.zero, "pin ZeRO stage: 0|1|2|3")
+      ->check(choice_check({"0", "1", "2", "3"}));
+  sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off")
+      ->check(choice_check({"on", "off"}));
   sub.add_option("--stack", f.stack,
                  "software stack NAME|FILE: megatron-core (default), megatron-core-perf, "
                  "megatron-2021, deepspeed-megatron, fsdp, torchtitan (trident presets)");
   sub.add_option("--calibration", f.calibration_file,
                  "calibration JSON from validate/calibrate: measured values replace defaults");
   sub.add_option("--top", f.top, "plans to show (default 10)")->check(positive_integer_check());
-  sub.add_option("--format", f.format, "table|json|csv (default table)");
+  sub.add_option("--format", f.format, "table|json|csv (default table)")
+      ->check(choice_check({"table", "json", "csv"}));
   sub.add_option("--output", f.output, "write to FILE (atomically) instead of stdout");
   sub.add_option("--explain", f.explain, "explain plan N of the ranking (default 1)")
+      ->check(positive)
       ->expected(0, 1)
       ->default_str("1");
   sub.add_flag("--show-infeasible", f.show_infeasible, "also list plans that do not fit");
@@ -189,8 +201,27 @@ std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& 
                    stack.selective);
 }
 
+/// Every file the run reads and writes (cli/output_file.h): refused up front when an output
+/// would overwrite an input or another output.
+RunOutputs declare_files(const PlanFlags& f) {
+  RunOutputs files;
+  for (const auto& [flag, arg] :
+       {std::pair<const char*, std::string>{"--cluster", f.cluster.cluster},
+        {"--gpu", f.cluster.gpu},
+        {"--model", f.model.model},
+        {"--stack", f.stack}}) {
+    if (names_file(arg)) files.add_input(flag, arg);
+  }
+  files.add_input("--calibration", f.calibration_file);
+  files.add_output("--output", f.output);
+  declare_picture_outputs(f.pictures, files);
+  files.check();
+  return files;
+}
+
 void run(const PlanFlags& f) {
   check_format(f);
+  RunOutputs files = declare_files(f);
   if (!f.emit.empty()) (void)parse_release(f.emit);
   SearchOptions options = search_options(f);
   Cluster cluster = resolve_cluster(f.cluster);
@@ -210,12 +241,13 @@ void run(const PlanFlags& f) {
       "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "
       "--micro-batch --vp --recompute --zero --sequence-parallel");
   context.failures = run_failures(f, cluster);
+  check_gpus_left(cluster, f.fail_links);
   context.cluster = &cluster;
   context.model = &model;
   std::optional<Calibration> calibration;
   if (!f.calibration_file.empty()) {
     calibration = parse_calibration(read_input_file(f.calibration_file, "--calibration"),
-                                    f.calibration_file);
+                                    input_source(f.calibration_file));
     context.calibration_source = f.calibration_file;
   }
   const Calibration* measured = calibration ? &*calibration : nullptr;
@@ -226,8 +258,9 @@ void run(const PlanFlags& f) {
                                             options, measured, context, f.format);
     // pictures: --svg / --report under --fail-link
     write_what_if_pictures(f.pictures, f.fail_links, resolve_cluster(f.cluster), model, options,
-                           measured, context);
-    write_output(f.output, text);
+                           measured, context, files);
+    files.set_text("--output", text);
+    files.commit();
     return;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -246,8 +279,11 @@ void run(const PlanFlags& f) {
   const std::string text = f.emit.empty()
                                ? render(f, result, context, measured, estimate_options(options))
                                : emit(f, result, cluster, model, options.stack);
-  write_search_pictures(f.pictures, result, context, measured, estimate_options(options));
-  write_output(f.output, text);
+  check_finite(result);
+  write_search_pictures(f.pictures, result, context, measured, estimate_options(options),
+                        files);  // pictures
+  files.set_text("--output", text);
+  files.commit();
 }
 
 }  // namespace

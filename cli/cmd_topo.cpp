@@ -165,7 +165,7 @@ void add_topo_command(CLI::App& app) {
       "show", "print servers, NVLink domains, tiers with per-GPU bandwidth and latency");
   add_cluster_flags(*show_cmd, options->cluster);
   show_cmd->add_option("--format", options->format, "table or json")
-      ->check(CLI::IsMember({"table", "json"}));
+      ->check(choice_check({"table", "json"}));
   show_cmd->callback([options] { show(*options); });
   add_topo_import_subcommand(*topo);
 }

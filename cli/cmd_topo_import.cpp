@@ -1,5 +1,7 @@
 // trident topo import: a cluster YAML from a server's own `nvidia-smi topo -m` output or NCCL
 // topology dump (topology/nvidia_smi_import.h, topology/nccl_xml_import.h).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -7,12 +9,14 @@
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/input_file.h"
 #include "cli/output_file.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
 #include "topology/nccl_xml_import.h"
 #include "topology/nvidia_smi_import.h"
 #include "topology/server_import.h"
+#include "topology/text_check.h"
 
 namespace trident::cli {
 namespace {
@@ -34,9 +38,10 @@ struct ImportFlags {
   }
   if (!flags.nvidia_smi.empty()) {
     return parse_nvidia_smi_topo(read_input_file(flags.nvidia_smi, "--nvidia-smi"),
-                                 flags.nvidia_smi);
+                                 input_source(flags.nvidia_smi));
   }
-  return parse_nccl_topo_xml(read_input_file(flags.nccl_xml, "--nccl-xml"), flags.nccl_xml);
+  return parse_nccl_topo_xml(read_input_file(flags.nccl_xml, "--nccl-xml"),
+                             input_source(flags.nccl_xml));
 }
 
 /// --gpu, else the preset the input's device name or PCI id points to; checked to exist.
@@ -64,8 +69,27 @@ struct ImportFlags {
   return std::filesystem::path(server.source).stem().string();
 }
 
+/// --name goes into a YAML file: one line of printable characters (a newline would add keys).
+void check_name(const std::string& name) {
+  for (const char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      throw InputError(
+          fmt::format("--name: expected one line of printable characters, got a "
+                      "control character (0x{:02x})",
+                      byte));
+    }
+  }
+  if (!is_clean_text(name)) throw InputError("--name: expected UTF-8 text");
+}
+
 void run_import(const ImportFlags& flags) {
-  if (flags.servers < 1) throw InputError("--servers " + std::to_string(flags.servers) + ": expected at least 1");
+  check_name(flags.name);
+  RunOutputs files;
+  files.add_input("--nvidia-smi", flags.nvidia_smi);
+  files.add_input("--nccl-xml", flags.nccl_xml);
+  files.add_output("--output", flags.output);
+  files.check();
   const ImportedServer server = read_server(flags);
   ImportOptions options{.name = flags.name.empty() ? default_name(server) : flags.name,
                         .gpu = resolve_gpu(flags, server),
@@ -74,7 +98,8 @@ void run_import(const ImportFlags& flags) {
                         .gbps_per_link = flags.nvlink_gbps};
   const std::string yaml = cluster_yaml(server, options);
   (void)load_cluster(yaml, options.name + ".yaml");  // what we print must load as a cluster
-  write_output(flags.output, yaml);
+  files.set_text("--output", yaml);
+  files.commit();
   if (!flags.output.empty()) {
     std::fprintf(stderr, "trident: wrote %s (%d servers of %d GPUs, GPU %s)\n",
                  flags.output.c_str(), flags.servers, server.gpus, options.gpu.c_str());

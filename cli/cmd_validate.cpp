@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/input_file.h"
 #include "cli/output_file.h"
 #include "costmodel/calibration_io.h"
 #include "topology/errors.h"
@@ -36,6 +38,14 @@ struct ValidateFlags {
   int test_die_rank = -1;        ///< testing only (hidden): this rank dies mid-run
   int test_hang_rank = -1;       ///< testing only (hidden): this rank stops answering mid-run
 };
+
+/// The plan read and the calibration written: --output may not be --plan.
+RunOutputs declare_files(const ValidateFlags& flags) {
+  RunOutputs files;
+  files.add_input("--plan", flags.plan);
+  if (!flags.output.empty()) files.add_output("--output", flags.output);
+  return files;
+}
 
 /// The launcher's rank before MPI_Init (Open MPI, PMIx, MPICH, Slurm); 0 when none says.
 int launcher_rank() {
@@ -146,7 +156,10 @@ void report(const ValidateFlags& flags, const PlanSpec& plan, const Backend& bac
   print_gemms(m);
   print_comparison(m);
   if (!flags.output.empty()) {
-    write_output(flags.output, to_json(m.calibration));
+    RunOutputs files = declare_files(flags);
+    files.set_text("--output", to_json(m.calibration));
+    std::fflush(stdout);
+    files.commit();
     fmt::print("\nwrote {}\n", flags.output);
   }
 }
@@ -196,7 +209,9 @@ void validate(const ValidateFlags& flags) {
   }
   PlanSpec plan;
   try {
-    plan = read_plan(read_input_file(flags.plan, "--plan"), flags.plan, flags.plan_index);
+    declare_files(flags).check();  // before MPI starts: a bad --output costs nothing
+    plan = read_plan(read_input_file(flags.plan, "--plan"), input_source(flags.plan),
+                     flags.plan_index);
   } catch (const InputError&) {
     rethrow_on_rank0(rank);
   }

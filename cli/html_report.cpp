@@ -1,10 +1,6 @@
 // `plan --report DIR` and the writing of the pictures (cli/html_report.h).
 #include "cli/html_report.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-
 #include <fmt/format.h>
 
 #include "cli/output_file.h"
@@ -29,43 +25,16 @@ pre { background: #f6f6f6; border: 1px solid #ddd; padding: 10px; font-size: 12p
 .picture { overflow-x: auto; border: 1px solid #ddd; }
 )";
 
-/// Writes `text` to `path` atomically, naming `flag` in the error.
-void write_file(const std::string& flag, const std::string& path, const std::string& text) {
-  try {
-    write_output(path, text);
-  } catch (const InputError& error) {
-    const std::string what = error.what();
-    const std::string marker = "cannot write: ";
-    const std::size_t at = what.find(marker);
-    throw InputError(flag + " '" + path + "': cannot write: " +
-                     (at == std::string::npos ? what : what.substr(at + marker.size())));
-  }
-}
-
-/// Creates DIR when missing (its parent must exist).
-void make_report_dir(const std::string& dir) {
-  std::error_code error;
-  if (std::filesystem::is_directory(dir, error)) return;
-  if (!std::filesystem::create_directory(dir, error)) {
-    throw InputError("--report '" + dir + "': cannot create the directory: " + error.message());
-  }
-}
-
-/// Builds every text first, then writes: an error leaves nothing half-written.
+/// Builds every text; the run's commit writes them with the other outputs, all or none.
 void write_pictures(const PictureFlags& flags, const PictureInput& input,
                     const ReportContext& context, const std::string& table,
-                    const std::string& explain) {
+                    const std::string& explain, RunOutputs& files) {
   const std::string svg = plan_svg(input);
-  std::string page;
+  if (!flags.svg.empty()) files.set_text("--svg", svg);
   if (!flags.report.empty()) {
     const std::string title = fmt::format("trident plan: {} on {} ({} GPUs)", input.model->name,
                                           input.cluster->name, input.cluster->gpus());
-    page = html_report(title, context.assumptions, table, explain, svg);
-  }
-  if (!flags.report.empty()) make_report_dir(flags.report);
-  if (!flags.svg.empty()) write_file("--svg", flags.svg, svg);
-  if (!flags.report.empty()) {
-    write_file("--report", (std::filesystem::path(flags.report) / "index.html").string(), page);
+    files.set_text("--report", html_report(title, context.assumptions, table, explain, svg));
   }
 }
 
@@ -87,9 +56,14 @@ std::string html_report(const std::string& title, const std::vector<std::string>
   return out;
 }
 
+void declare_picture_outputs(const PictureFlags& flags, RunOutputs& files) {
+  if (!flags.svg.empty()) files.add_output("--svg", flags.svg);
+  if (!flags.report.empty()) files.add_output_in_dir("--report", flags.report, "index.html");
+}
+
 void write_search_pictures(const PictureFlags& flags, const SearchResult& result,
                            const ReportContext& context, const Calibration* calibration,
-                           const EstimateOptions& options) {
+                           const EstimateOptions& options, RunOutputs& files) {
   if (!flags.wanted()) return;
   const PictureInput input =
       pictures_of_search(*context.cluster, *context.model, result, flags.svg_plan);
@@ -100,13 +74,13 @@ void write_search_pictures(const PictureFlags& flags, const SearchResult& result
     explain = explain_plan(*context.cluster, *context.model, result.plans[flags.svg_plan - 1],
                            flags.svg_plan, calibration, options);
   }
-  write_pictures(flags, input, context, table, explain);
+  write_pictures(flags, input, context, table, explain, files);
 }
 
 void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::string>& specs,
                             const Cluster& healthy, const Model& model,
                             const SearchOptions& options, const Calibration* calibration,
-                            ReportContext context) {
+                            ReportContext context, RunOutputs& files) {
   if (!flags.wanted()) return;
   std::vector<Failure> failures;
   for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
@@ -121,7 +95,7 @@ void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::st
     explain = explain_plan(w.degraded, model, input.plans[input.drawn], flags.svg_plan,
                            calibration, estimate_options(options));
   }
-  write_pictures(flags, input, context, table, explain);
+  write_pictures(flags, input, context, table, explain, files);
 }
 
 }  // namespace trident::cli

@@ -1,17 +1,20 @@
-// Writing outputs atomically (temporary file + rename).
+// Writing a run's outputs all or none (cli/output_file.h).
 #include "cli/output_file.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <ctime>
+#include <filesystem>
+#include <optional>
 
+#include "cli/input_file.h"
 #include "topology/errors.h"
 
 namespace trident::cli {
@@ -25,11 +28,109 @@ std::string now_iso8601() {
   return text;
 }
 
-
 namespace {
 
-[[noreturn]] void cannot_write(const std::string& path, int error) {
-  throw InputError("--output '" + path + "': cannot write: " + std::strerror(error));
+namespace fs = std::filesystem;
+
+/// How one output is written.
+enum class Way { to_stdout, to_stderr, in_place, replace };
+
+struct Target {
+  const RunOutputs::Output* output;
+  Way way = Way::replace;
+  std::optional<struct stat> existing;  ///< the file it replaces or writes into
+  std::string resolved;                 ///< replace: the real path (a symlink's target)
+};
+
+[[noreturn]] void cannot_write(const std::string& flag, const std::string& path, int error) {
+  if (path.empty()) {
+    throw InputError(std::string("standard output: cannot write: ") + std::strerror(error));
+  }
+  throw InputError(flag + " '" + path + "': cannot write: " + std::strerror(error));
+}
+
+std::string path_of(const RunOutputs::Output& o) {
+  return o.dir.empty() ? o.path : (fs::path(o.dir) / o.path).string();
+}
+
+/// 'PATH', or "standard output" for the default.
+std::string shown(const RunOutputs::Output& o) {
+  return o.path.empty() ? std::string("(standard output)") : fmt::format("'{}'", path_of(o));
+}
+
+Target classify(const RunOutputs::Output& o) {
+  Target t{&o, Way::replace, std::nullopt, ""};
+  const std::string path = path_of(o);
+  if (o.path.empty() || o.path == "-" || path == "/dev/stdout") {
+    t.way = Way::to_stdout;
+    return t;
+  }
+  if (path == "/dev/stderr") {
+    t.way = Way::to_stderr;
+    return t;
+  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    t.resolved = path;  // new: created beside where it will live
+    return t;
+  }
+  t.existing = info;
+  if (S_ISREG(info.st_mode)) {
+    std::error_code error;
+    const fs::path real = fs::canonical(path, error);
+    t.resolved = error ? path : real.string();
+    return t;
+  }
+  if (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode)) {
+    t.way = Way::in_place;
+    return t;
+  }
+  throw InputError(o.flag + " '" + path + "': is " + file_kind(info.st_mode) +
+                   "; expected a regular file, a FIFO, a character device or - for standard "
+                   "output");
+}
+
+bool same_file(const struct stat& a, unsigned long long device, unsigned long long inode) {
+  return static_cast<unsigned long long>(a.st_dev) == device &&
+         static_cast<unsigned long long>(a.st_ino) == inode;
+}
+
+/// Two targets name the same file: the same inode, or the same path once made absolute.
+bool same_target(const Target& a, const Target& b) {
+  if (a.way == Way::to_stdout || b.way == Way::to_stdout) {
+    return a.way == b.way;
+  }
+  if (a.existing && b.existing) {
+    return a.existing->st_dev == b.existing->st_dev && a.existing->st_ino == b.existing->st_ino;
+  }
+  std::error_code e1;
+  std::error_code e2;
+  const fs::path pa = fs::weakly_canonical(path_of(*a.output), e1);
+  const fs::path pb = fs::weakly_canonical(path_of(*b.output), e2);
+  return !e1 && !e2 && pa == pb;
+}
+
+std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
+                                 const std::vector<RunOutputs::Input>& inputs) {
+  std::vector<Target> targets;
+  for (const auto& o : outputs) {
+    Target t = classify(o);
+    const std::string path = path_of(o);
+    for (const auto& in : inputs) {
+      if (t.existing && same_file(*t.existing, in.device, in.inode)) {
+        throw InputError(o.flag + " '" + path + "': is the input " + in.flag + " '" + in.path +
+                         "'; refusing to overwrite an input");
+      }
+    }
+    for (const auto& other : targets) {
+      if (same_target(t, other)) {
+        throw InputError(o.flag + " " + shown(o) + ": is also " + other.output->flag + " " +
+                         shown(*other.output) + "; give each output its own file");
+      }
+    }
+    targets.push_back(std::move(t));
+  }
+  return targets;
 }
 
 /// Writes all of `text` to `fd`; returns 0 or the errno of the failure.
@@ -37,38 +138,142 @@ int write_all(int fd, const std::string& text) {
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
     done += static_cast<std::size_t>(n);
   }
-  return ::fsync(fd) == 0 ? 0 : errno;
+  return 0;
+}
+
+/// What a commit has done so far, undone when it fails before the renames.
+struct Staged {
+  std::vector<std::pair<std::string, const Target*>> temps;  ///< temporary file, its target
+  std::vector<std::string> made_dirs;
+  void undo() const {
+    for (const auto& [temp, target] : temps) ::unlink(temp.c_str());
+    for (const auto& dir : made_dirs) ::rmdir(dir.c_str());
+  }
+};
+
+void make_dir(const Target& t, Staged& staged) {
+  const std::string& dir = t.output->dir;
+  struct stat info {};
+  if (::stat(dir.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) return;
+    throw InputError(t.output->flag + " '" + dir + "': is " + file_kind(info.st_mode) +
+                     "; expected a directory");
+  }
+  if (::mkdir(dir.c_str(), 0777) != 0) {
+    throw InputError(t.output->flag + " '" + dir +
+                     "': cannot create the directory: " + std::strerror(errno));
+  }
+  staged.made_dirs.push_back(dir);
+}
+
+/// The temporary file: a short name in the target's directory, so a 255-byte name still fits.
+void stage(const Target& t, Staged& staged) {
+  if (!t.output->dir.empty()) make_dir(t, staged);
+  const fs::path target(t.resolved);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string pattern = (dir / ".trident-XXXXXX").string();
+  const int fd = ::mkstemp(pattern.data());
+  if (fd < 0) cannot_write(t.output->flag, path_of(*t.output), errno);
+  staged.temps.emplace_back(pattern, &t);
+  mode_t mode = 0;
+  if (t.existing) {
+    mode = t.existing->st_mode & 07777;
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  int error = write_all(fd, t.output->text);
+  if (error == 0 && ::fchmod(fd, mode) != 0) error = errno;
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) cannot_write(t.output->flag, path_of(*t.output), error);
+}
+
+/// A FIFO or device: opened without waiting (a FIFO with no reader fails with ENXIO).
+int write_in_place(const Target& t) {
+  const int fd = ::open(path_of(*t.output).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  int error = write_all(fd, t.output->text);
+  if (::close(fd) != 0 && error == 0) error = errno;
+  return error;
+}
+
+int write_stream(std::FILE* stream, const std::string& text) {
+  errno = 0;
+  if (!text.empty() && std::fwrite(text.data(), 1, text.size(), stream) != text.size()) {
+    return errno != 0 ? errno : EIO;
+  }
+  if (std::fflush(stream) != 0 || std::ferror(stream)) return errno != 0 ? errno : EIO;
+  return 0;
+}
+
+void write_streams_and_devices(const std::vector<Target>& targets, const std::string& printed) {
+  if (const int error = write_stream(stdout, printed)) cannot_write("", "", error);
+  for (const auto& t : targets) {
+    int error = 0;
+    if (t.way == Way::to_stdout) error = write_stream(stdout, t.output->text);
+    if (t.way == Way::to_stderr) error = write_stream(stderr, t.output->text);
+    if (t.way == Way::in_place) error = write_in_place(t);
+    if (error != 0)
+      cannot_write(t.output->flag, t.way == Way::to_stdout ? "" : path_of(*t.output), error);
+  }
 }
 
 }  // namespace
 
-void write_output(const std::string& path, const std::string& text) {
-  if (path.empty()) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return;
+void RunOutputs::add_input(const std::string& flag, const std::string& path) {
+  struct stat info {};
+  if (path.empty() || path == "-" || ::stat(path.c_str(), &info) != 0) return;
+  inputs_.push_back({flag, path, static_cast<unsigned long long>(info.st_dev),
+                     static_cast<unsigned long long>(info.st_ino)});
+}
+
+void RunOutputs::add_output(const std::string& flag, const std::string& path) {
+  outputs_.push_back({flag, path == "-" ? "" : path, "", ""});
+}
+
+void RunOutputs::add_output_in_dir(const std::string& flag, const std::string& dir,
+                                   const std::string& file) {
+  outputs_.push_back({flag, file, dir, ""});
+}
+
+void RunOutputs::check() const { (void)classify_all(outputs_, inputs_); }
+
+void RunOutputs::set_text(const std::string& flag, std::string text) {
+  for (auto& o : outputs_) {
+    if (o.flag == flag) o.text = std::move(text);
   }
-  std::string pattern = path + ".tmp.XXXXXX";
-  std::vector<char> name(pattern.begin(), pattern.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) cannot_write(path, errno);
-  // mkstemp creates 0600; give the file the mode a plain open() would (0666 less the umask).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  const int error = write_all(fd, text);
-  ::close(fd);
-  if (error != 0 || std::rename(name.data(), path.c_str()) != 0) {
-    const int reason = error != 0 ? error : errno;
-    std::remove(name.data());
-    cannot_write(path, reason);
+}
+
+void RunOutputs::print(const std::string& text) { printed_ += text; }
+
+void RunOutputs::commit() {
+  const std::vector<Target> targets = classify_all(outputs_, inputs_);
+  Staged staged;
+  try {
+    for (const auto& t : targets) {
+      if (t.way == Way::replace) stage(t, staged);
+    }
+    write_streams_and_devices(targets, printed_);
+  } catch (...) {
+    staged.undo();
+    throw;
+  }
+  for (std::size_t i = 0; i < staged.temps.size(); ++i) {
+    const auto& [temp, target] = staged.temps[i];
+    if (std::rename(temp.c_str(), target->resolved.c_str()) != 0) {
+      const int error = errno;
+      for (std::size_t j = i; j < staged.temps.size(); ++j) ::unlink(staged.temps[j].first.c_str());
+      cannot_write(target->output->flag, path_of(*target->output), error);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/cluster_args.h"
+#include "cli/input_file.h"
 #include "configs/presets.h"
 #include "topology/errors.h"
 #include "topology/yaml_util.h"

@@ -190,6 +190,9 @@ std::string bubble_line(const PlanResult& plan, const std::vector<ScheduleBlock>
                      e.time.dp_comm_s, e.time.optimizer_s, e.time.step_s);
 }
 
+/// Most forward and backward blocks one picture draws (~10 MB of SVG).
+constexpr long long kMaxDrawnBlocks = 100000;
+
 }  // namespace
 
 double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, double width) {
@@ -197,6 +200,14 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
   const ParallelConfig& config = plan.config;
   const long long m = plan.estimate.num_micro_batches;
   const GanttTimes g = gantt_times(plan.estimate);
+  const long long drawn = 2 * m * config.pp * config.virtual_stages;
+  if (drawn > kMaxDrawnBlocks) {  // before the schedule is built: 2^24 micro-batches wrote 3 GB
+    throw PlanError(fmt::format(
+        "--svg: the pipeline schedule of {} has {} blocks (2 x {} "
+        "micro-batches x pp {} x vp {}); a picture draws at most {}: pin a "
+        "larger --micro-batch or give a smaller --global-batch",
+        split_label(config), drawn, m, config.pp, config.virtual_stages, kMaxDrawnBlocks));
+  }
   const auto blocks = schedule_1f1b(config.pp, static_cast<int>(m), config.virtual_stages,
                                     g.forward_s, g.backward_s);
   if (static_cast<long long>(blocks.size()) != 2 * m * config.pp * config.virtual_stages) {

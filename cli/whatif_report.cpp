@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/plan_checks.h"
 #include "topology/failure.h"
 
 namespace trident::cli {
@@ -151,6 +152,8 @@ std::string what_if_report(const std::vector<std::string>& specs, const Cluster&
   std::vector<Failure> failures;
   for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
   const WhatIf w = what_if(healthy, model, failures, options, calibration);
+  check_finite(w);
+  check_something_runs(w);
   context.cluster = &w.degraded;
   context.model = &model;
   if (format == "json") return format_what_if_json(w, context);

@@ -2,124 +2,35 @@
 // the file and the key path.
 #include "costmodel/calibration_io.h"
 
-#include <cstdio>
-#include <initializer_list>
-#include <nlohmann/json.hpp>
-
 #include "topology/errors.h"
+#include "topology/json_reader.h"
 
 namespace trident {
 namespace {
 
-using nlohmann::json;
-
-/// Where a value sits: "calib.json: fits[2].busbw_gbps".
-struct Path {
-  const std::string& source;
-  std::string key;
-  [[nodiscard]] Path child(const std::string& name) const {
-    return {source, key.empty() ? name : key + "." + name};
-  }
-  [[nodiscard]] Path index(std::size_t i) const {
-    return {source, key + "[" + std::to_string(i) + "]"};
-  }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(source + ": " + key + ": " + what);
-  }
-};
-
-void check_keys(const json& object, const Path& path, std::initializer_list<const char*> known) {
-  if (!object.is_object()) path.fail("expected an object");
-  for (const auto& item : object.items()) {
-    bool found = false;
-    for (const char* name : known) found = found || item.key() == name;
-    if (!found) path.child(item.key()).fail("unknown key");
-  }
-}
-
-const json& member(const json& object, const Path& path, const char* name) {
-  const auto it = object.find(name);
-  if (it == object.end()) path.child(name).fail("missing");
-  return *it;
-}
+using json_reader::any_number;
+using json_reader::array_member;
+using json_reader::bounded_integer;
+using json_reader::bounded_number;
+using json_reader::check_keys;
+using json_reader::json;
+using json_reader::member;
+using json_reader::non_negative_number;
+using json_reader::optional_string;
+using json_reader::Path;
+using json_reader::positive_integer;
+using json_reader::positive_number;
+using json_reader::string_value;
 
 /// Bounds on measured values (TFLOP/s, GB/s, seconds): far outside any real hardware, inside
-/// what keeps a predicted step time finite.
+/// what keeps a predicted step time finite (a busbw of 1e-308 GB/s made the step NaN).
 constexpr double kMinRate = 1e-6;
 constexpr double kMaxRate = 1e6;
 constexpr double kMaxLatencyS = 1e3;
 
-double positive_number(const json& object, const Path& path, const char* name) {
-  const json& value = member(object, path, name);
-  if (!value.is_number() || value.get<double>() <= 0.0) {
-    path.child(name).fail("expected a positive number");
-  }
-  return value.get<double>();
-}
-
-double non_negative_number(const json& object, const Path& path, const char* name);
-
-/// "1e+06": a bound for messages.
-std::string bound_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
-
-/// A measured rate or latency: positive (or >= 0 when `low` is 0) and within [low, high], so
-/// that the times predicted from it stay finite (a busbw of 1e-308 GB/s made the step NaN).
-double measured_number(const json& object, const Path& path, const char* name, double low,
-                       double high) {
-  const double value = low > 0.0 ? positive_number(object, path, name)
-                                  : non_negative_number(object, path, name);
-  if (value < low) path.child(name).fail("expected at least " + bound_text(low));
-  if (value > high) path.child(name).fail("expected at most " + bound_text(high));
-  return value;
-}
-
-double non_negative_number(const json& object, const Path& path, const char* name) {
-  const json& value = member(object, path, name);
-  if (!value.is_number() || value.get<double>() < 0.0) {
-    path.child(name).fail("expected a number >= 0");
-  }
-  return value.get<double>();
-}
-
-double any_number(const json& object, const Path& path, const char* name) {
-  const json& value = member(object, path, name);
-  if (!value.is_number()) path.child(name).fail("expected a number");
-  return value.get<double>();
-}
-
-long long positive_integer(const json& object, const Path& path, const char* name) {
-  const json& value = member(object, path, name);
-  if (!value.is_number_integer() || value.get<long long>() <= 0) {
-    path.child(name).fail("expected a positive integer");
-  }
-  return value.get<long long>();
-}
-
 /// "ranks": a positive integer that fits a group of a cluster (at most 2^24).
 int rank_count(const json& object, const Path& path) {
-  const long long ranks = positive_integer(object, path, "ranks");
-  if (ranks > (1LL << 24)) path.child("ranks").fail("expected at most 16777216");
-  return static_cast<int>(ranks);
-}
-
-std::string string_value(const json& object, const Path& path, const char* name) {
-  const json& value = member(object, path, name);
-  if (!value.is_string()) path.child(name).fail("expected a string");
-  return value.get<std::string>();
-}
-
-std::string optional_string(const json& object, const Path& path, const char* name) {
-  return object.contains(name) ? string_value(object, path, name) : std::string();
-}
-
-const json& array_member(const json& object, const Path& path, const char* name) {
-  const json& value = member(object, path, name);
-  if (!value.is_array()) path.child(name).fail("expected an array");
-  return value;
+  return static_cast<int>(bounded_integer(object, path, "ranks", 1LL << 24));
 }
 
 Collective collective_value(const json& object, const Path& path) {
@@ -139,7 +50,7 @@ GemmSample parse_gemm(const json& entry, const Path& path) {
   gemm.k = positive_integer(entry, path, "k");
   gemm.dtype = parse_dtype(string_value(entry, path, "dtype"), path.source + ": " +
                                                                    path.child("dtype").key);
-  gemm.tflops = measured_number(entry, path, "tflops", kMinRate, kMaxRate);
+  gemm.tflops = bounded_number(entry, path, "tflops", kMinRate, kMaxRate);
   return gemm;
 }
 
@@ -163,8 +74,8 @@ CollectiveFit parse_fit(const json& entry, const Path& path) {
   fit.ranks = rank_count(entry, path);
   fit.tier = parse_tier(string_value(entry, path, "tier"),
                         path.source + ": " + path.child("tier").key);
-  fit.latency_s = measured_number(entry, path, "latency_s", 0.0, kMaxLatencyS);
-  fit.busbw_gbps = measured_number(entry, path, "busbw_gbps", kMinRate, kMaxRate);
+  fit.latency_s = bounded_number(entry, path, "latency_s", 0.0, kMaxLatencyS);
+  fit.busbw_gbps = bounded_number(entry, path, "busbw_gbps", kMinRate, kMaxRate);
   return fit;
 }
 
@@ -187,16 +98,6 @@ std::vector<T> parse_list(const json& document, const Path& root, const char* na
   return out;
 }
 
-json parse_text(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                     e.what());
-  } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
-    throw InputError(source + ": invalid JSON: " + e.what());
-  }
-}
 
 }  // namespace
 
@@ -215,7 +116,7 @@ Dtype parse_dtype(const std::string& text, const std::string& what) {
 }
 
 Calibration parse_calibration(const std::string& text, const std::string& source) {
-  const json document = parse_text(text, source);
+  const json document = json_reader::parse(text, source);
   const Path root{source, ""};
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   check_keys(document, root,

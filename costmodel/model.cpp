@@ -98,9 +98,10 @@ std::optional<Problem> find_model_problem(const Model& m) {
     return Problem{"kv_heads", std::to_string(m.kv_heads) + " does not divide heads " +
                                    std::to_string(m.heads)};
   }
-  if (m.training.global_batch < 0) {
-    return Problem{"training.global_batch",
-                   "expected a positive integer, got " + std::to_string(m.training.global_batch)};
+  if (m.training.global_batch < 0 || m.training.global_batch > kMaxGlobalBatch) {
+    return Problem{"training.global_batch", "expected a positive integer at most " +
+                                                std::to_string(kMaxGlobalBatch) + ", got " +
+                                                std::to_string(m.training.global_batch)};
   }
   return std::nullopt;
 }

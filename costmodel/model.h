@@ -19,6 +19,10 @@ enum class Optimizer { adam, sgd };
 [[nodiscard]] const char* to_string(NormKind kind);
 [[nodiscard]] const char* to_string(Optimizer optimizer);
 
+/// Most sequences a step may have (2^24): a micro-batch, a divisor of the batch, stays an int
+/// and enumerating the batch's divisors stays instant (2^63-1 took hours; 2^31 wrapped).
+inline constexpr long long kMaxGlobalBatch = 1LL << 24;
+
 struct Training {
   long long global_batch = 0;  ///< sequences per step; 0 = not given (must come from a flag)
   Dtype dtype = Dtype::bf16;

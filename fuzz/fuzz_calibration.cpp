@@ -8,6 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   bool parsed = false;
   std::string written;
   trident::fuzz::accept_input_errors([&] {
+    trident::check_text(text, "input");  // as cli/input_file.h does first
     const trident::Calibration calibration = trident::parse_calibration(text, "calib.json");
     written = trident::to_json(calibration);
     parsed = true;

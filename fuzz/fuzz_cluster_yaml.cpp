@@ -7,6 +7,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = trident::fuzz::as_text(data, size);
   trident::fuzz::accept_input_errors([&] {
+    trident::check_text(text, "input");  // as cli/input_file.h does first
     const trident::Cluster cluster = trident::load_cluster(text, "cluster.yaml");
     // A loaded cluster passed check_cluster: its sizes are positive and finite.
     trident::fuzz::require(cluster.gpus() > 0, "gpus() > 0");

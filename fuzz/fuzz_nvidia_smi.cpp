@@ -6,7 +6,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = trident::fuzz::as_text(data, size);
-  trident::fuzz::accept_input_errors(
-      [&] { trident::fuzz::check_imported_server(trident::parse_nvidia_smi_topo(text, "topo.txt")); });
+  trident::fuzz::accept_input_errors([&] {
+    trident::check_text(text, "input");  // as cli/input_file.h does first
+    trident::fuzz::check_imported_server(trident::parse_nvidia_smi_topo(text, "topo.txt"));
+  });
   return 0;
 }

@@ -305,6 +305,10 @@ struct Regrouped {
 [[nodiscard]] std::optional<PlanResult> best_plan(const Context& c, const Cluster& cluster,
                                                   std::string& why) {
   const int gpus = static_cast<int>(live_gpus(cluster).size());
+  if (gpus == 0) {  // search() would divide by the zero GPUs (SIGFPE: every GPU cordoned)
+    why = "no GPU is left";
+    return std::nullopt;
+  }
   try {
     SearchResult result = search(cluster, c.model, c.options, c.calibration);
     if (!result.plans.empty()) return result.plans.front();

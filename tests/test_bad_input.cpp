@@ -135,23 +135,28 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
   check_refused("plan --gpus 99999999999", "Could not convert: --gpus = 99999999999 (see --help)");
   check_refused("plan --servers 3 --gpus 16", "--gpus 16: not divisible into 3 servers");
   check_refused("plan --bogus", "The following argument was not expected: --bogus (see --help)");
-  check_refused("plan" + kModel + " --tp 0", "--tp 0: expected a positive integer");
-  check_refused("plan" + kModel + " --dp -1", "--dp -1: expected a positive integer");
+  check_refused("plan" + kModel + " --tp 0",
+                "--tp: expected a positive integer, got '0' (see --help)");
+  check_refused("plan" + kModel + " --dp -1",
+                "--dp: expected a positive integer, got '-1' (see --help)");
   check_refused("plan" + kModel + " --pp 1000", "--pp 1000: more stages than the model's 32 layers");
   check_refused("plan" + kModel + " --micro-batch 0",
-                "--micro-batch 0: expected a positive integer");
-  check_refused("plan" + kModel + " --vp 0", "--vp 0: expected a positive integer");
+                "--micro-batch: expected a positive integer, got '0' (see --help)");
+  check_refused("plan" + kModel + " --vp 0",
+                "--vp: expected a positive integer, got '0' (see --help)");
   check_refused("plan" + kModel + " --recompute maybe",
-                "--recompute 'maybe': expected none|selective|full");
-  check_refused("plan" + kModel + " --zero 4", "--zero 4: expected 0, 1, 2 or 3");
+                "--recompute: expected none|selective|full, got 'maybe' (see --help)");
+  check_refused("plan" + kModel + " --zero 4", "--zero: expected 0|1|2|3, got '4' (see --help)");
   check_refused("plan" + kModel + " --sequence-parallel yes",
-                "--sequence-parallel 'yes': expected on|off");
+                "--sequence-parallel: expected on|off, got 'yes' (see --help)");
   check_refused("plan" + kModel + " --top -1",
                 "--top: expected a positive integer, got '-1' (see --help)");
   check_refused("plan" + kModel + " --top 0",
                 "--top: expected a positive integer, got '0' (see --help)");
-  check_refused("plan" + kModel + " --format xml", "--format 'xml': expected table|json|csv");
-  check_refused("plan" + kModel + " --explain 0", "--explain 0: plans are numbered from 1");
+  check_refused("plan" + kModel + " --format xml",
+                "--format: expected table|json|csv, got 'xml' (see --help)");
+  check_refused("plan" + kModel + " --explain 0",
+                "--explain: expected a positive integer, got '0' (see --help)");
   check_refused("plan" + kModel + " --explain 999999", "--explain 999999: only ...");
   check_refused("plan" + kModel + " --emit foo",
                 "--emit 'foo': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, optionally "
@@ -172,7 +177,7 @@ TEST_CASE("bad input: plan files and presets", "[bad_input][plan]") {
   check_refused("plan --gpu nope", "--gpu nope: unknown GPU preset; known: ...");
   check_refused("plan --model gpt5", "--model gpt5: unknown model preset; known: ...");
   check_refused("plan --model /nonexistent/m.yaml",
-                "--model '/nonexistent/m.yaml': cannot read the file");
+                "--model '/nonexistent/m.yaml': cannot read the file: No such file or directory");
   const std::string missing = write("missing.yaml", "name: x\nlayers: 2\n");
   check_refused("plan --model " + missing, missing + ":1: hidden: missing required key");
   const std::string vocab0 = write("vocab0.yaml", model_yaml("2", "64", "4", "0", "16", "8"));
@@ -183,7 +188,8 @@ TEST_CASE("bad input: plan files and presets", "[bad_input][plan]") {
   const std::string bad = write("bad.json", "{bad json");
   check_refused("plan --model " + bad, bad + ":1: invalid YAML: end of map flow not found");
   check_refused("plan" + kModel + " --calibration /nonexistent/c.json",
-                "--calibration '/nonexistent/c.json': cannot read the file");
+                "--calibration '/nonexistent/c.json': cannot read the file: "
+                "No such file or directory");
   check_refused("plan" + kModel + " --calibration " + bad, bad + ": invalid JSON at byte 2: ...");
   const std::string huge = write("huge.json", "{\"trident_calibration\": 1e999}");
   check_refused("plan" + kModel + " --calibration " + huge,
@@ -192,10 +198,11 @@ TEST_CASE("bad input: plan files and presets", "[bad_input][plan]") {
 
 TEST_CASE("bad input: topo", "[bad_input][topo]") {
   check_refused("topo show --cluster nope", "--cluster nope: unknown cluster preset; known: ...");
-  check_refused("topo show --format xml", "--format: xml not in {table,json} (see --help)");
+  check_refused("topo show --format xml", "--format: expected table|json, got 'xml' (see --help)");
   check_refused("topo import", "topo import: give one of --nvidia-smi FILE or --nccl-xml FILE");
   check_refused("topo import --nvidia-smi /nonexistent/t.txt",
-                "--nvidia-smi '/nonexistent/t.txt': cannot read the file");
+                "--nvidia-smi '/nonexistent/t.txt': cannot read the file: "
+                "No such file or directory");
   const std::string empty = write("empty_topo.txt", "");
   check_refused("topo import --nvidia-smi " + empty,
                 empty +
@@ -218,7 +225,8 @@ TEST_CASE("bad input: topo", "[bad_input][topo]") {
 
 TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
   check_refused("calibrate --nccl-tests /nonexistent/l.txt",
-                "--nccl-tests '/nonexistent/l.txt': cannot read the file");
+                "--nccl-tests '/nonexistent/l.txt': cannot read the file: "
+                "No such file or directory");
   const std::string empty = write("empty.log", "");
   check_refused("calibrate --nccl-tests " + empty,
                 empty +
@@ -226,12 +234,12 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
                     "followed by rows)");
   const std::string log = kData + "nccl_tests/sendrecv.json";
   check_refused("calibrate --nccl-tests " + log + " --tier fast",
-                "--tier: expected nvlink|pcie|network, got 'fast'");
+                "--tier: expected nvlink|pcie|network, got 'fast' (see --help)");
   check_refused("calibrate --nccl-tests " + log + " --output /nonexistent/c.json",
                 "--output '/nonexistent/c.json': cannot write: No such file or directory", true);
   const std::string plan = kData + "plan_1gpu.json";
   check_refused("validate --plan /nonexistent/p.json",
-                "--plan '/nonexistent/p.json': cannot read the file");
+                "--plan '/nonexistent/p.json': cannot read the file: No such file or directory");
   const std::string bad = write("bad_plan.json", "{\"plans\": [");
   check_refused("validate --plan " + bad, bad + ": invalid JSON at byte ...");
   check_refused("validate --plan " + plan + " --plan-index 5",
@@ -268,7 +276,8 @@ TEST_CASE("bad input: no partial output file is left behind", "[bad_input][outpu
                 "no configuration of 8 GPUs ...");
   CHECK_FALSE(std::filesystem::exists(report));
   const std::string kept = write("kept.json", "keep");  // an existing file stays as it was
-  check_refused("plan" + kModel + " --zero 7 --output " + kept, "--zero 7: expected 0, 1, 2 or 3");
+  check_refused("plan" + kModel + " --zero 7 --output " + kept,
+                "--zero: expected 0|1|2|3, got '7' (see --help)");
   CHECK(slurp(kept) == "keep");
   const std::string yaml = scratch("never.yaml");
   check_refused("topo import --nvidia-smi " + kSmi + " --gpu nope --output " + yaml,

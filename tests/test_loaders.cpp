@@ -137,6 +137,17 @@ TEST_CASE("an empty document, a list and a YAML syntax error", "[loaders]") {
   CHECK(cluster_error("name: x\n  servers: 4\n") == "c.yaml:2: invalid YAML: illegal map value");
 }
 
+TEST_CASE("a key twice, a second document", "[loaders]") {
+  // yaml-cpp keeps both and a lookup finds the first: refused with both lines.
+  CHECK(cluster_error("name: x\nname: y\n") == "c.yaml:2: name: duplicate key (first at line 1)");
+  CHECK(cluster_error(cluster_with("  kind: switch\n", "  kind: switch\n  kind: mesh\n")) ==
+        "c.yaml:8: nvlink.kind: duplicate key (first at line 7)");
+  CHECK(cluster_error(kCluster + "---\nname: other\n")
+            .ends_with(": a second YAML document (after '---' or '...'); expected one document"));
+  CHECK(cluster_error(kCluster + "...\nservers: 1000\n")
+            .ends_with(": a second YAML document (after '---' or '...'); expected one document"));
+}
+
 TEST_CASE("inline GPU and mesh links", "[loaders]") {
   const std::string mesh = R"(name: mesh4
 gpu:

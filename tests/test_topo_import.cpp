@@ -156,8 +156,19 @@ TEST_CASE("nvidia-smi: malformed input is named by line", "[import]") {
   CHECK(smi_error("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X\tNV4\t0-7\nGPU1\tNV4\n") ==
         "topo.txt:3: row 'GPU1': expected 2 cells (one per column GPU0..GPU1), got 1");
   CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNVX\nGPU1\tNV4\tX\n") ==
-        "topo.txt:2: row 'GPU0', column 'GPU1': unknown connection 'NVX' (expected X, NV#, PIX, "
-        "PXB, PHB, NODE or SYS)");
+        "topo.txt:2: row 'GPU0', column 'GPU1': unknown connection 'NVX' (expected X, NV1..NV64, "
+        "PIX, PXB, PHB, NODE or SYS)");
+  // Counts 1..64 (kMaxNvlinks); X exactly on the diagonal; GPU columns before NIC columns.
+  CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNV999\nGPU1\tNV4\tX\n").find("'NV999'") !=
+        std::string::npos);
+  CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNV0\nGPU1\tNV4\tX\n").find("'NV0'") !=
+        std::string::npos);
+  CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tX\nGPU1\tNV4\tX\n") ==
+        "topo.txt:2: row 'GPU0', column 'GPU1': 'X' off the diagonal: X marks a device itself");
+  CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t NV4\tNV4\nGPU1\tNV4\tX\n") ==
+        "topo.txt:2: row 'GPU0', column 'GPU0': 'NV4' on the diagonal: expected X");
+  CHECK(smi_error("\tGPU0\tNIC0\tGPU1\n") ==
+        "topo.txt:1: column 'GPU1' after the NIC column 'NIC0': expected the GPU columns first");
   CHECK(smi_error("\tGPU0\tGPU2\n") ==
         "topo.txt:1: column 'GPU2': expected GPU1 (GPU columns in order, before the NICs)");
   CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNV4\n") == "topo.txt: row 'GPU1' is missing");
@@ -215,6 +226,30 @@ TEST_CASE("NCCL XML: malformed input is named by line", "[import]") {
                   "<nvlink target=\"0000:02:00.0\" count=\"2\" tclass=\"0x030200\"/>"
                   "</gpu></pci></system>") ==
         "topo.xml:2: <nvlink>: target '0000:02:00.0' is not a GPU here");
+}
+
+TEST_CASE("NCCL XML: link counts, NIC speeds and GPU counts are bounded", "[import]") {
+  const std::string gpu = "<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\">\n";
+  const auto link = [&](const std::string& count) {
+    return xml_error(gpu + "<nvlink target=\"0000:05:00.0\" count=\"" + count +
+                     "\" tclass=\"0x068000\"/></gpu></pci></system>");
+  };
+  CHECK(link("-1") == "topo.xml:2: <nvlink>: attribute 'count': expected 1..64, got -1");
+  CHECK(link("999") == "topo.xml:2: <nvlink>: attribute 'count': expected 1..64, got 999");
+  // 40 + 40 links to the switch: each count is fine, the GPU's 80 in all is not.
+  CHECK(xml_error(gpu + "<nvlink target=\"0000:05:00.0\" count=\"40\" tclass=\"0x068000\"/>\n"
+                        "<nvlink target=\"0000:06:00.0\" count=\"40\" tclass=\"0x068000\"/>"
+                        "</gpu></pci></system>") ==
+        "topo.xml:3: <nvlink>: GPU 0 has more than 64 NVLinks in all");
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
+                  "<net name=\"mlx5_0\" dev=\"0\" speed=\"fast\"/></system>") ==
+        "topo.xml:2: <net>: attribute 'speed': expected an integer, got 'fast'");
+  std::string many = "<system>";
+  for (int g = 0; g <= kMaxImportGpus; ++g) {
+    many += "<pci busid=\"0000:" + std::to_string(g) + ":00.0\"><gpu dev=\"" + std::to_string(g) +
+            "\"/></pci>";
+  }
+  CHECK(xml_error(many + "</system>") == "topo.xml:1: <gpu>: more than 1024 GPUs in one server");
 }
 
 TEST_CASE("cluster YAML from an import loads back as the same server", "[import]") {

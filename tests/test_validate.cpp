@@ -102,14 +102,62 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   CHECK(samples[2].time_s == Approx(39.1e-6));  // in-place when out-of-place is nan
 }
 
+TEST_CASE("nccl-tests: the collective inferred from the table, or given",
+          "[validate][nccl_tests]") {
+  // 2 ranks, float = 4 bytes. All-reduce: count x 4 = size (256 x 4 = 1024) with a reducing
+  // redop; reduce-scatter: count x 4 x ranks = size (128 x 4 x 2 = 1024) with one; all-gather:
+  // the same counts with redop none.
+  const std::string head =
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "
+      "busbw #wrong\n";
+  const auto row = [](const char* count, const char* redop) {
+    return std::string("1024 ") + count + " float " + redop + " -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n";
+  };
+  const auto collective = [&](const std::string& rows) {
+    return parse_nccl_tests(head + rows, "log.txt").front().collective;
+  };
+  CHECK(collective(row("256", "sum")) == Collective::all_reduce);
+  CHECK(collective(row("128", "sum")) == Collective::reduce_scatter);
+  CHECK(collective(row("128", "none")) == Collective::all_gather);
+  CHECK(collective(row("256", "sum") + row("256", "max")) == Collective::all_reduce);
+  // Rows that disagree, or fit nothing (100 x 4 = 400 is neither 1024 nor 1024 / 2):
+  CHECK(error_of([&] {
+          (void)collective(row("256", "sum") + row("128", "none"));
+        }).ends_with("give --collective"));
+  CHECK(error_of([&] { (void)collective(row("100", "sum")); }).ends_with("give --collective"));
+  // --collective wins over the table and the name.
+  CHECK(parse_nccl_tests(head + row("128", "none"), "all_reduce_perf.log", Collective::broadcast)
+            .front()
+            .collective == Collective::broadcast);
+}
+
+TEST_CASE("nccl-tests: rows with wrong results or impossible numbers", "[validate][nccl_tests]") {
+  const std::string head =
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "
+      "busbw #wrong\n";
+  const auto samples = [&](const std::string& row) {
+    const auto tables = parse_nccl_tests(head + row, "all_reduce_perf.log");
+    return to_samples(tables.front(), Tier::nvlink);
+  };
+  CHECK(samples("1024 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n").size() == 1);
+  CHECK(error_of([&] { (void)samples("1024 256 float sum -1 10.0 0.1 0.1 2 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: #wrong is 2 at 1024 bytes: the collective gave wrong results; fix "
+        "the run before calibrating on it");
+  CHECK(error_of([&] { (void)samples("1024 256 float sum -1 inf 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: time: expected a finite time of at most 1e+09 us, got inf");
+  CHECK(error_of([&] { (void)samples("1e16 256 float sum -1 10 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: size: expected at most 1e+15 bytes, got 1e+16");
+}
+
 TEST_CASE("nccl-tests errors", "[validate][nccl_tests]") {
   CHECK(error_of([] { (void)parse_nccl_tests("hello\n", "x.log"); }) ==
         "x.log: no nccl-tests result table (a '#  size  count  type ...' header followed by rows)");
   const std::string header =
       "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
   CHECK(error_of([&] { (void)parse_nccl_tests(header, "x.log"); }) ==
-        "x.log:2: cannot tell which nccl-tests binary wrote this table (no '*_perf' name in the "
-        "log before it, nor in the file name)");
+        "x.log:2: cannot tell which collective this table measured (no '*_perf' name in the log "
+        "or the file name, and its rows match no all-reduce, reduce-scatter or all-gather); "
+        "give --collective");
   CHECK(error_of([&] { (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 x\n", "all_reduce_perf.log"); }) ==
         "all_reduce_perf.log:3: expected 13 columns, got 8");
   CHECK(error_of([&] {
@@ -158,6 +206,8 @@ TEST_CASE("plan reader", "[validate][plan]") {
   };
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 0,"), "plan.json"); }) ==
         "plan.json: plans[0].tp: expected a positive integer");
+  CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 16777217,"), "plan.json"); }) ==
+        "plan.json: plans[0].tp: expected at most 16777216");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", ""), "plan.json"); }) ==
         "plan.json: plans[0].tp: missing");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp-dp-pp\"", "\"dp-tp\""), "plan.json"); }) ==

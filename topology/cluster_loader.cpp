@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
 
 #include "configs/presets.h"
 #include "topology/errors.h"
@@ -126,8 +127,16 @@ NvlinkSpec read_nvlink(const MapReader& nv, const Gpu& gpu) {
   } else if (spec.kind == NvlinkKind::mesh) {
     spec.mesh = read_mesh_links(nv);
     spec.links_per_gpu = 0;  // informational for mesh: the most links any GPU has
-    for (int local = 0; local < spec.domain_gpus; ++local) {
-      spec.links_per_gpu = std::max(spec.links_per_gpu, mesh_links_of(spec, local));
+    // One pass over the list, not 0..domain_gpus-1 x the list: domain_gpus is checked later
+    // (check_cluster) and 2147483647 spun here. 64-bit sums: counts are unchecked yet.
+    std::map<int, long long> links_of;
+    for (const MeshLink& link : spec.mesh) {
+      links_of[link.a] += link.links;
+      if (link.b != link.a) links_of[link.b] += link.links;
+    }
+    for (const auto& [local, links] : links_of) {
+      spec.links_per_gpu = static_cast<int>(
+          std::min<long long>(std::max<long long>(spec.links_per_gpu, links), 1LL << 30));
     }
   } else {
     spec.links_per_gpu = 0;

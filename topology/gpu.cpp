@@ -104,17 +104,18 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
        {std::pair<const char*, double>{"attention_forward_efficiency",
                                        gpu.attention_forward_efficiency},
         {"attention_backward_efficiency", gpu.attention_backward_efficiency}}) {
-    if (value < 0.0 || value > 1.0) {
-      return Problem{key, fmt::format("expected a number in [0, 1], got {}", value)};
+    if (value < 0.0 || value > 1.0 || (value > 0.0 && value < kMinEfficiency)) {
+      return Problem{key, fmt::format("expected 0 (the default) or a number in [{}, 1], got {}",
+                                      kMinEfficiency, value)};
     }
   }
-  if (gpu.sustained_clock_ratio <= 0.0 || gpu.sustained_clock_ratio > 1.0) {
-    return Problem{"sustained_clock_ratio",
-                   fmt::format("expected a number in (0, 1], got {}", gpu.sustained_clock_ratio)};
+  if (gpu.sustained_clock_ratio < kMinEfficiency || gpu.sustained_clock_ratio > 1.0) {
+    return Problem{"sustained_clock_ratio", fmt::format("expected a number in [{}, 1], got {}",
+                                                        kMinEfficiency, gpu.sustained_clock_ratio)};
   }
-  if (gpu.matmul_efficiency <= 0.0 || gpu.matmul_efficiency > 1.0) {
-    return Problem{"matmul_efficiency",
-                   fmt::format("expected a number in (0, 1], got {}", gpu.matmul_efficiency)};
+  if (gpu.matmul_efficiency < kMinEfficiency || gpu.matmul_efficiency > 1.0) {
+    return Problem{"matmul_efficiency", fmt::format("expected a number in [{}, 1], got {}",
+                                                    kMinEfficiency, gpu.matmul_efficiency)};
   }
   return std::nullopt;
 }

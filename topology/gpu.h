@@ -15,6 +15,8 @@ enum class Dtype { bf16, fp16, fp8, tf32, fp32 };
 inline constexpr double kMinHardwareRate = 1e-12;
 inline constexpr double kMaxHardwareRate = 1e12;
 inline constexpr double kMaxLatencyUs = 1e6;
+/// Smallest efficiency or clock ratio a GPU may have (1e-6): 1e-300 made step times NaN.
+inline constexpr double kMinEfficiency = 1e-6;
 
 struct Gpu {
   std::string name;

@@ -90,6 +90,9 @@ void Reader::add_gpu(const XMLElement* gpu) {
                .busid = lower(attribute(pci, "busid")),
                .pci_device = pci->Attribute("device") ? pci->Attribute("device") : "",
                .element = gpu};
+  if (gpus_.size() >= static_cast<std::size_t>(kMaxImportGpus)) {
+    fail(gpu, "<gpu>: more than " + std::to_string(kMaxImportGpus) + " GPUs in one server");
+  }
   for (const XmlGpu& other : gpus_) {
     if (other.dev == entry.dev) fail(gpu, "<gpu>: dev " + std::to_string(entry.dev) + " twice");
   }
@@ -99,7 +102,9 @@ void Reader::add_gpu(const XMLElement* gpu) {
 void Reader::add_net(const XMLElement* net) {
   if (net->Attribute("dev") == nullptr) return;  // NCCL ignores nets without dev too
   if (net->IntAttribute("net", 1) == 0) return;   // a physical NIC fused into a virtual one
-  const int mbits = net->IntAttribute("speed", 0);
+  const int mbits = net->Attribute("speed") == nullptr ? 0 : int_attribute(net, "speed");
+  if (mbits < 0)
+    fail(net, "<net>: attribute 'speed': expected Mb/s >= 0, got " + std::to_string(mbits));
   nets_.push_back(XmlNet{.name = attribute(net, "name"),
                          .gbits = mbits > 0 ? mbits / 1000.0 : 0.0});
 }
@@ -114,6 +119,13 @@ void Reader::walk(const XMLElement* element) {
   }
 }
 
+/// NVLinks GPU g reports so far, to the switch and to its peers.
+int total_links(const ImportedServer& server, int g) {
+  int total = server.switch_links[g];
+  for (const int links : server.pair_links[g]) total += links;
+  return total;
+}
+
 /// NCCL's classes (src/graph/topo.cc kvDictPciClass): 0x068000 NVSwitch, 0x068001 CPU,
 /// 0x03xxxx GPU.
 void Reader::add_links(ImportedServer& server) const {
@@ -124,6 +136,10 @@ void Reader::add_links(ImportedServer& server) const {
     for (const XMLElement* link = gpu->FirstChildElement("nvlink"); link != nullptr;
          link = link->NextSiblingElement("nvlink")) {
       const int count = int_attribute(link, "count");
+      if (count < 1 || count > kMaxNvlinks) {
+        fail(link, "<nvlink>: attribute 'count': expected 1.." + std::to_string(kMaxNvlinks) +
+                       ", got " + std::to_string(count));
+      }
       const std::string tclass = lower(attribute(link, "tclass"));
       if (tclass == "0x068000") {
         server.switch_links[g] += count;
@@ -133,6 +149,10 @@ void Reader::add_links(ImportedServer& server) const {
           fail(link, "<nvlink>: target '" + attribute(link, "target") + "' is not a GPU here");
         }
         server.pair_links[g][peer->second] += count;
+      }
+      if (total_links(server, g) > kMaxNvlinks) {
+        fail(link, "<nvlink>: GPU " + std::to_string(g) + " has more than " +
+                       std::to_string(kMaxNvlinks) + " NVLinks in all");
       }
     }
   }

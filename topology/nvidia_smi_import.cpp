@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "topology/errors.h"
+#include "topology/server_import.h"
 
 namespace trident {
 namespace {
@@ -85,8 +86,12 @@ constexpr std::array<std::string_view, 8> kPaths{"X", "PIX", "PXB", "PHB", "NODE
     if (c < '0' || c > '9') return std::nullopt;
     links = links * 10 + (c - '0');
   }
+  if (links < 1 || links > kMaxNvlinks) return std::nullopt;
   return Cell{links, token};
 }
+
+/// GPUs and NICs together: each row holds one cell per column, and rows are looked up by name.
+constexpr std::size_t kMaxColumns = 4096;
 
 class Reader {
  public:
@@ -112,6 +117,7 @@ class Reader {
   std::vector<Line> lines_;
   std::string source_;
   std::vector<std::string> columns_;
+  std::map<std::string, std::size_t> column_of_;  ///< name -> index in columns_
   int gpus_ = 0;
   std::map<std::size_t, std::vector<Cell>> rows_;  ///< column index of the row -> its cells
   std::map<std::string, std::string> legend_;      ///< NIC0 -> mlx5_0
@@ -129,9 +135,18 @@ std::size_t Reader::find_header() const {
 void Reader::read_columns(const Line& header) {
   for (const std::string& token : header.tokens) {
     if (is_trailer(token)) break;
-    if (std::find(columns_.begin(), columns_.end(), token) != columns_.end()) {
-      fail(header.number, "column '" + token + "' appears twice");
+    if (gpu_index(token) && columns_.size() > static_cast<std::size_t>(gpus_)) {
+      fail(header.number, "column '" + token + "' after the NIC column '" + columns_.back() +
+                              "': expected the GPU columns first");
     }
+    if (gpus_ >= kMaxImportGpus && gpu_index(token)) {
+      fail(header.number, "more than " + std::to_string(kMaxImportGpus) + " GPU columns");
+    }
+    if (columns_.size() >= kMaxColumns) {
+      fail(header.number, "more than " + std::to_string(kMaxColumns) + " columns");
+    }
+    if (column_of_.count(token) != 0) fail(header.number, "column '" + token + "' appears twice");
+    column_of_[token] = columns_.size();
     const auto gpu = gpu_index(token);
     if (gpu && *gpu != gpus_) {
       fail(header.number, "column '" + token + "': expected GPU" + std::to_string(gpus_) +
@@ -156,7 +171,13 @@ void Reader::read_row(const Line& line, std::size_t column_of_row) {
     const auto cell = parse_cell(token);
     if (!cell) {
       fail(line.number, "row '" + name + "', column '" + columns_[c] + "': unknown connection '" +
-                            token + "' (expected X, NV#, PIX, PXB, PHB, NODE or SYS)");
+                            token + "' (expected X, NV1..NV" + std::to_string(kMaxNvlinks) +
+                            ", PIX, PXB, PHB, NODE or SYS)");
+    }
+    if ((cell->path == "X") != (c == column_of_row)) {
+      fail(line.number, "row '" + name + "', column '" + columns_[c] + "': '" + token +
+                            (c == column_of_row ? "' on the diagonal: expected X"
+                                                : "' off the diagonal: X marks a device itself"));
     }
     cells.push_back(*cell);
   }
@@ -168,8 +189,8 @@ void Reader::read_rows(std::size_t from) {
     const Line& line = lines_[i];
     if (line.tokens.empty()) continue;
     if (line.tokens.front() == "Legend:") break;
-    const auto column = std::find(columns_.begin(), columns_.end(), line.tokens.front());
-    if (column != columns_.end()) read_row(line, column - columns_.begin());
+    const auto column = column_of_.find(line.tokens.front());
+    if (column != column_of_.end()) read_row(line, column->second);
   }
   for (int g = 0; g < gpus_; ++g) {
     if (rows_.count(g) == 0) {

@@ -9,6 +9,12 @@
 
 namespace trident {
 
+/// Most GPUs one imported server may have (1024; the largest NVLink domain built, NVL576,
+/// has 576): the readers keep a GPUs x GPUs matrix, and a 7 MB dump of 10^5 GPUs asked for 40 GB.
+inline constexpr int kMaxImportGpus = 1024;
+/// Most NVLinks a GPU may report, to one peer or in all (H100: 18): NV999 is a typo.
+inline constexpr int kMaxNvlinks = 64;
+
 /// What the input says about one server. Local GPU indexes 0..gpus-1 in the input's order
 /// (nvidia-smi's GPU# / NCCL's CUDA dev).
 struct ImportedServer {

@@ -1,9 +1,12 @@
 #include "topology/yaml_util.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 #include "topology/errors.h"
 
@@ -106,12 +109,71 @@ void throw_problem(const std::string& source, const KeyLines& lines, const std::
   throw InputError(position(source, line_for_key(lines, key), key) + ": " + message);
 }
 
+namespace {
+
+/// yaml-cpp keeps a repeated key (the first wins in a lookup): refuse it with both lines.
+void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
+                           const std::string& source) {
+  if (node.IsMap()) {
+    std::map<std::string, int> seen;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      const std::string dotted = path.empty() ? key : path + "." + key;
+      const int line = line_of(entry.first, 1);
+      if (const auto [it, inserted] = seen.emplace(key, line); !inserted) {
+        throw InputError(position(source, line, dotted) + ": duplicate key (first at line " +
+                         std::to_string(it->second) + ")");
+      }
+      reject_duplicate_keys(entry.second, dotted, source);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      reject_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", source);
+    }
+  }
+}
+
+/// Counts documents without building them; remembers where the last one started.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  int line = 1;
+  void OnDocumentStart(const YAML::Mark& mark) override { line = mark.line + 1; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+/// Refuses a second document (after '---' or '...'), which a load would ignore. Two steps of
+/// the parser at most: YAML::LoadAll looped forever on some malformed input (found by fuzzing).
+void reject_second_document(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  if (!parser.HandleNextDocument(counter) || !parser.HandleNextDocument(counter)) return;
+  throw InputError(source + ":" + std::to_string(counter.line) +
+                   ": a second YAML document (after '---' or '...'); expected one document");
+}
+
+}  // namespace
+
 YAML::Node parse(const std::string& text, const std::string& source) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
+    reject_second_document(text, source);
   } catch (const YAML::ParserException& e) {
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
+  reject_duplicate_keys(root, "", source);
+  return root;
 }
 
 int line_of(const YAML::Node& node, int fallback) {

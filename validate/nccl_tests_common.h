@@ -18,8 +18,9 @@ namespace trident::nccl_tests {
 /// Fills max_ranks_per_host and hosts from one hostname per rank.
 void set_hosts(NcclTestsTable& table, const std::vector<std::string>& host_of_rank);
 
-/// The JSON form (-J FILE).
+/// The JSON form (-J FILE); `given` (--collective) replaces the test name args[0] holds.
 [[nodiscard]] std::vector<NcclTestsTable> parse_json(const std::string& text,
-                                                     const std::string& source);
+                                                     const std::string& source,
+                                                     std::optional<Collective> given);
 
 }  // namespace trident::nccl_tests

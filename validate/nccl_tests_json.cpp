@@ -7,6 +7,7 @@
 
 #include "validate/nccl_tests_common.h"
 #include "topology/errors.h"
+#include "topology/json_reader.h"
 
 namespace trident::nccl_tests {
 namespace {
@@ -70,20 +71,19 @@ void read_devices(const json& config, NcclTestsTable& table) {
 
 }  // namespace
 
-std::vector<NcclTestsTable> parse_json(const std::string& text, const std::string& source) {
-  json document;
-  try {
-    document = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                     e.what());
-  } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
-    throw InputError(source + ": invalid JSON: " + e.what());
-  }
+std::vector<NcclTestsTable> parse_json(const std::string& text, const std::string& source,
+                                       std::optional<Collective> given) {
+  const json document = json_reader::parse(text, source);
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   NcclTestsTable table;
-  table.test = test_name(document, source);
-  table.collective = collective_of(table.test, source);
+  table.wrong_is_count = true;  // "nwrong": a count of wrong elements
+  if (given) {
+    table.collective = *given;
+    table.test = std::string(to_string(*given)) + " (--collective)";
+  } else {
+    table.test = test_name(document, source);
+    table.collective = collective_of(table.test, source);
+  }
   if (document.contains("nccl_version") && document["nccl_version"].is_number_integer()) {
     table.nccl_version = version_of_code(document["nccl_version"].get<long long>());
   }

@@ -2,15 +2,18 @@
 // version; each "# size count type ..." header starts a table read by column name.
 #include "validate/nccl_tests_parser.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <regex>
 #include <sstream>
 
+#include "topology/errors.h"
 #include "validate/collective_fit.h"
 #include "validate/nccl_tests_common.h"
-#include "topology/errors.h"
 
 namespace trident {
 namespace nccl_tests {
@@ -82,6 +85,7 @@ struct Columns {
   int size = -1, count = -1, type = -1, redop = -1;
   int time[2] = {-1, -1}, algbw[2] = {-1, -1}, busbw[2] = {-1, -1}, wrong[2] = {-1, -1};
   int width = 0;
+  bool wrong_is_count = false;
 };
 
 bool is_header(const std::vector<std::string>& t) {
@@ -102,6 +106,7 @@ Columns read_header(const std::vector<std::string>& t) {
     if (name == "algbw" && seen_alg < 2) c.algbw[seen_alg++] = col;
     if (name == "busbw" && seen_bus < 2) c.busbw[seen_bus++] = col;
     if ((name == "#wrong" || name == "error") && seen_wrong < 2) c.wrong[seen_wrong++] = col;
+    if (name == "#wrong") c.wrong_is_count = true;
     if (name != "timestamp") c.width = col + 1;
   }
   return c;
@@ -127,6 +132,7 @@ NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
                      std::to_string(t.size()));
   }
   NcclTestsRow row;
+  row.line = std::atoi(where.c_str() + where.rfind(':') + 1);
   row.bytes = *cell(t[static_cast<std::size_t>(c.size)], where);
   row.count = c.count < 0 ? 0.0 : cell(t[static_cast<std::size_t>(c.count)], where).value_or(0);
   if (c.type >= 0) row.type = t[static_cast<std::size_t>(c.type)];
@@ -188,32 +194,55 @@ void read_plain(const std::string& line, Context& context) {
   if (std::regex_search(line, match, version)) context.nccl_version = match[1].str();
 }
 
-NcclTestsTable start_table(const Context& context, const std::string& source, int line_no) {
+/// test empty: the collective is inferred from the rows once read (finish_table).
+NcclTestsTable start_table(const Context& context, const std::string& source,
+                           std::optional<Collective> given) {
   NcclTestsTable table;
+  table.source = source;
   std::optional<std::string> test = context.test;
   if (!test) test = nccl_tests::find_test_name(source);
-  if (!test) {
-    throw InputError(source + ":" + std::to_string(line_no) +
-                     ": cannot tell which nccl-tests binary wrote this table (no '*_perf' name "
-                     "in the log before it, nor in the file name)");
+  if (given) {
+    table.test = test.value_or(std::string(to_string(*given)) + " (--collective)");
+    table.collective = *given;
+  } else if (test) {
+    table.test = *test;
+    table.collective = nccl_tests::collective_of(*test, source);
   }
-  table.test = *test;
-  table.collective = nccl_tests::collective_of(*test, source);
   table.ranks = context.host_of_rank.empty() ? context.threads_x_gpus
                                              : static_cast<int>(context.host_of_rank.size());
   table.gpu = context.gpu;
   table.nccl_version = context.nccl_version;
   nccl_tests::set_hosts(table, context.host_of_rank);
+  return table;
+}
+
+void check_ranks(const NcclTestsTable& table, const std::string& source, int line_no) {
   if (table.ranks <= 0) {
     throw InputError(source + ":" + std::to_string(line_no) +
                      ": cannot tell the number of ranks (no '# nThread N nGpus M' line and no "
                      "'#  Rank' device lines before the table)");
   }
-  return table;
 }
 
-std::vector<NcclTestsTable> parse_text(const std::string& text, const std::string& source) {
+/// A table without a test name gets the collective its rows show.
+void finish_table(NcclTestsTable& table, const std::string& source, int line_no,
+                  bool collective_given) {
+  if (collective_given || !table.test.empty()) return;
+  const auto inferred = infer_collective(table);
+  if (!inferred) {
+    throw InputError(source + ":" + std::to_string(line_no) +
+                     ": cannot tell which collective this table measured (no '*_perf' name in "
+                     "the log or the file name, and its rows match no all-reduce, "
+                     "reduce-scatter or all-gather); give --collective");
+  }
+  table.collective = *inferred;
+  table.test = std::string(to_string(*inferred)) + " (inferred from the table)";
+}
+
+std::vector<NcclTestsTable> parse_text(const std::string& text, const std::string& source,
+                                       std::optional<Collective> given) {
   std::vector<NcclTestsTable> tables;
+  int table_line = 0;
   std::optional<Columns> columns;
   Context context;
   std::istringstream in(text);
@@ -224,8 +253,12 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
     if (t.empty()) continue;
     if (const auto test = nccl_tests::find_test_name(line)) context.test = test;
     if (is_header(t)) {
-      tables.push_back(start_table(context, source, line_no));
+      if (!tables.empty()) finish_table(tables.back(), source, table_line, given.has_value());
+      tables.push_back(start_table(context, source, given));
+      check_ranks(tables.back(), source, line_no);
+      table_line = line_no;
       columns = read_header(t);
+      tables.back().wrong_is_count = columns->wrong_is_count;
     } else if (t[0].front() == '#') {
       read_comment(line, t, context);
     } else if (columns && std::isdigit(static_cast<unsigned char>(t[0].front()))) {
@@ -238,15 +271,58 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
     throw InputError(source + ": no nccl-tests result table (a '#  size  count  type ...' "
                               "header followed by rows)");
   }
+  finish_table(tables.back(), source, table_line, given.has_value());
   return tables;
 }
 
 }  // namespace
 
-std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text, const std::string& source) {
+std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text, const std::string& source,
+                                             std::optional<Collective> collective) {
   const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') return nccl_tests::parse_json(text, source);
-  return parse_text(text, source);
+  if (first != std::string::npos && text[first] == '{') {
+    auto tables = nccl_tests::parse_json(text, source, collective);
+    for (auto& table : tables) table.source = source;
+    return tables;
+  }
+  return parse_text(text, source, collective);
+}
+
+namespace {
+
+/// Bytes per element of an nccl-tests type name; 0 when unknown.
+double type_bytes(const std::string& type) {
+  static const std::map<std::string, double> sizes = {
+      {"int8", 1},  {"uint8", 1},  {"f8e4m3", 1}, {"f8e5m2", 1}, {"half", 2},   {"bfloat16", 2},
+      {"int32", 4}, {"uint32", 4}, {"float", 4},  {"int64", 8},  {"uint64", 8}, {"double", 8}};
+  const auto it = sizes.find(type);
+  return it == sizes.end() ? 0.0 : it->second;
+}
+
+std::optional<Collective> infer_row(const NcclTestsRow& row, int ranks) {
+  const double element = type_bytes(row.type);
+  if (element == 0.0 || row.bytes <= 0.0) return std::nullopt;
+  const double counted = row.count * element;
+  if (row.redop == "none") {
+    if (counted * ranks == row.bytes) return Collective::all_gather;
+    return std::nullopt;
+  }
+  if (row.redop.empty()) return std::nullopt;
+  if (counted == row.bytes && ranks > 1) return Collective::all_reduce;
+  if (counted * ranks == row.bytes) return Collective::reduce_scatter;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Collective> infer_collective(const NcclTestsTable& table) {
+  std::optional<Collective> found;
+  for (const auto& row : table.rows) {
+    const auto collective = infer_row(row, table.ranks);
+    if (!collective || (found && *found != *collective)) return std::nullopt;
+    found = collective;
+  }
+  return found;
 }
 
 Tier infer_tier(const NcclTestsTable& table) {
@@ -257,6 +333,22 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
   std::vector<CollectiveSample> out;
   for (const auto& row : table.rows) {
     const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
+    const std::string where = row.line > 0 ? fmt::format(":{}", row.line) : std::string();
+    if (table.wrong_is_count && chosen.wrong && *chosen.wrong != 0.0) {
+      throw InputError(
+          fmt::format("{}{}: #wrong is {} at {} bytes: the collective gave wrong "
+                      "results; fix the run before calibrating on it",
+                      table.source, where, *chosen.wrong, row.bytes));
+    }
+    if (!std::isfinite(row.bytes) || row.bytes > kMaxRowBytes) {
+      throw InputError(fmt::format("{}{}: size: expected at most {:g} bytes, got {:g}",
+                                   table.source, where, kMaxRowBytes, row.bytes));
+    }
+    if (chosen.time_us && (!std::isfinite(*chosen.time_us) || *chosen.time_us > kMaxRowTimeUs)) {
+      throw InputError(
+          fmt::format("{}{}: time: expected a finite time of at most {:g} us, got {:g}",
+                      table.source, where, kMaxRowTimeUs, *chosen.time_us));
+    }
     if (!chosen.time_us || *chosen.time_us <= 0.0 || row.bytes <= 0.0) continue;
     CollectiveSample sample;
     sample.collective = table.collective;

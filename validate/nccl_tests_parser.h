@@ -20,6 +20,7 @@ struct NcclTestsCell {
 };
 
 struct NcclTestsRow {
+  int line = 0;        ///< 1-based line in the text log; 0 in the JSON form
   double bytes = 0.0;  ///< "size" (S)
   double count = 0.0;
   std::string type;
@@ -29,6 +30,7 @@ struct NcclTestsRow {
 };
 
 struct NcclTestsTable {
+  std::string source;  ///< the file, for errors
   std::string test;  ///< "all_reduce_perf"
   Collective collective = Collective::all_reduce;
   int ranks = 0;
@@ -36,20 +38,36 @@ struct NcclTestsTable {
   int max_ranks_per_host = 0;  ///< 0 when no device lines
   int hosts = 0;
   std::string nccl_version;  ///< "2.19.3", "" when absent
+  bool wrong_is_count = false;  ///< the column is "#wrong" (a count; old logs: max "error")
   std::vector<NcclTestsRow> rows;
 };
 
-/// Parses a text log or a `-J` JSON file (detected by a leading '{'). `source` names the file
-/// in errors and is searched for the test name ("all_gather_perf.log") when the log lacks it.
-/// Throws InputError ("log.txt:12: expected 13 columns, got 9").
-[[nodiscard]] std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text,
-                                                           const std::string& source);
+/// Largest message size and time a row may hold (1 PB, 1000 s): beyond them the busbw is no
+/// rate a calibration file can hold (costmodel/calibration_io.h bounds).
+inline constexpr double kMaxRowBytes = 1e15;
+inline constexpr double kMaxRowTimeUs = 1e9;
+
+/// Parses a text log or a `-J` JSON file (detected by a leading '{'). The collective is
+/// `collective` when given, else the test name in the log, else in `source` ("all_gather_perf
+/// .log"), else inferred from the table (infer_collective). Throws InputError ("log.txt:12:
+/// expected 13 columns, got 9").
+[[nodiscard]] std::vector<NcclTestsTable> parse_nccl_tests(
+    const std::string& text, const std::string& source,
+    std::optional<Collective> collective = std::nullopt);
+
+/// The collective a table's rows show, for logs without a test name: redop "sum"/"prod"/
+/// "max"/"min"/"avg" with count x type size = size is an all-reduce, with count x type size x
+/// ranks = size a reduce-scatter; redop "none" with count x type size x ranks = size an
+/// all-gather. nullopt when the rows fit none of these (or disagree).
+[[nodiscard]] std::optional<Collective> infer_collective(const NcclTestsTable& table);
 
 /// Tier from the log: all ranks on one host -> nvlink, otherwise network.
 [[nodiscard]] Tier infer_tier(const NcclTestsTable& table);
 
 /// One sample per row with a time: out-of-place, else in-place; busbw recomputed from size
-/// and time as nccl-tests defines it (the printed column is rounded to 0.01 GB/s).
+/// and time as nccl-tests defines it (the printed column is rounded to 0.01 GB/s). Throws
+/// InputError for a row whose "#wrong" is not 0 (the collective gave wrong results) or whose
+/// size or time is not finite or past kMaxRowBytes / kMaxRowTimeUs.
 [[nodiscard]] std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier);
 
 }  // namespace trident

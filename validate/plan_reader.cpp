@@ -2,59 +2,43 @@
 // range, and an error names the file and the key path.
 #include "validate/plan_reader.h"
 
-#include <nlohmann/json.hpp>
-
 #include "costmodel/calibration_io.h"
 #include "topology/errors.h"
+#include "topology/json_reader.h"
 
 namespace trident {
 namespace {
 
-using nlohmann::json;
+using json_reader::json;
+using json_reader::member;
+using json_reader::Path;
 
-struct Where {
-  const std::string& source;
-  std::string key;
-  [[nodiscard]] Where operator/(const std::string& name) const { return {source, key + "." + name}; }
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(source + ": " + key + ": " + what);
-  }
-};
+/// Bounds on what a plan file may ask validate to run: a size whose product wrapped to the
+/// MPI world size passed the rank check, and 1e300 bytes gave garbage "measurements".
+constexpr long long kMaxPlanDimension = 1LL << 24;  ///< tp, pp, dp and their product
+constexpr long long kMaxGemmDimension = (1LL << 31) - 1;
+constexpr double kMaxPlanNumber = 1e15;  ///< bytes per call, calls per step, TFLOP/s
 
-const json& need(const json& object, const Where& at, const char* name) {
-  const auto it = object.find(name);
-  if (it == object.end()) (at / name).fail("missing");
-  return *it;
+long long positive_integer(const json& object, const Path& at, const char* name, long long most) {
+  return json_reader::bounded_integer(object, at, name, most);
 }
 
-long long positive_integer(const json& object, const Where& at, const char* name) {
-  const json& value = need(object, at, name);
-  if (!value.is_number_integer() || value.get<long long>() <= 0) {
-    (at / name).fail("expected a positive integer");
-  }
-  return value.get<long long>();
+double non_negative(const json& object, const Path& at, const char* name) {
+  return json_reader::bounded_number(object, at, name, 0.0, kMaxPlanNumber);
 }
 
-double non_negative(const json& object, const Where& at, const char* name) {
-  const json& value = need(object, at, name);
-  if (!value.is_number() || value.get<double>() < 0.0) (at / name).fail("expected a number >= 0");
-  return value.get<double>();
+std::string text(const json& object, const Path& at, const char* name) {
+  return json_reader::string_value(object, at, name);
 }
 
-std::string text(const json& object, const Where& at, const char* name) {
-  const json& value = need(object, at, name);
-  if (!value.is_string()) (at / name).fail("expected a string");
-  return value.get<std::string>();
-}
-
-RankOrder rank_order(const json& plan, const Where& at) {
+RankOrder rank_order(const json& plan, const Path& at) {
   const std::string order = text(plan, at, "rank_order");
   if (order == "tp-dp-pp") return RankOrder::tp_dp_pp;
   if (order == "tp-pp-dp") return RankOrder::tp_pp_dp;
-  (at / "rank_order").fail("expected tp-dp-pp|tp-pp-dp, got '" + order + "'");
+  at.child("rank_order").fail("expected tp-dp-pp|tp-pp-dp, got '" + order + "'");
 }
 
-std::vector<Collective> collectives(const std::string& names, const Where& at) {
+std::vector<Collective> collectives(const std::string& names, const Path& at) {
   std::vector<Collective> out;
   std::size_t start = 0;
   while (start <= names.size()) {
@@ -69,43 +53,43 @@ std::vector<Collective> collectives(const std::string& names, const Where& at) {
   return out;
 }
 
-std::optional<PlanComm> read_comm(const json& comm, const Where& at, const char* name) {
+std::optional<PlanComm> read_comm(const json& comm, const Path& at, const char* name) {
   if (!comm.contains(name)) return std::nullopt;
   const json& entry = comm.at(name);
-  const Where here = at / name;
+  const Path here = at.child(name);
   if (!entry.is_object()) here.fail("expected an object");
   PlanComm out;
   out.name = name;
-  out.ranks = static_cast<int>(positive_integer(entry, here, "ranks"));
+  out.ranks = static_cast<int>(positive_integer(entry, here, "ranks", kMaxPlanDimension));
   if (out.ranks == 1) return std::nullopt;  // no traffic ("collective": "none")
-  out.collectives = collectives(text(entry, here, "collective"), here / "collective");
+  out.collectives = collectives(text(entry, here, "collective"), here.child("collective"));
   out.bytes_per_call = non_negative(entry, here, "bytes_per_call");
   out.gather_bytes_per_call = entry.contains("gather_bytes_per_call")
                                   ? non_negative(entry, here, "gather_bytes_per_call")
                                   : out.bytes_per_call;
   out.calls_per_step = non_negative(entry, here, "calls_per_step");
-  out.tier = parse_tier(text(entry, here, "tier"), here.source + ": " + (here / "tier").key);
+  out.tier = parse_tier(text(entry, here, "tier"), here.child("tier").where());
   out.time_per_call_s = non_negative(entry, here, "time_per_call_s");
   if (out.bytes_per_call <= 0.0) return std::nullopt;
   return out;
 }
 
-PlanGemm read_gemm(const json& entry, const Where& here) {
+PlanGemm read_gemm(const json& entry, const Path& here) {
   if (!entry.is_object()) here.fail("expected an object");
   PlanGemm gemm;
   gemm.name = text(entry, here, "name");
-  gemm.m = positive_integer(entry, here, "m");
-  gemm.n = positive_integer(entry, here, "n");
-  gemm.k = positive_integer(entry, here, "k");
+  gemm.m = positive_integer(entry, here, "m", kMaxGemmDimension);
+  gemm.n = positive_integer(entry, here, "n", kMaxGemmDimension);
+  gemm.k = positive_integer(entry, here, "k", kMaxGemmDimension);
   gemm.calls_per_step = non_negative(entry, here, "calls_per_step");
   gemm.predicted_tflops = non_negative(entry, here, "predicted_tflops");
   return gemm;
 }
 
-void check_comm_sizes(const PlanSpec& spec, const Where& at) {
+void check_comm_sizes(const PlanSpec& spec, const Path& at) {
   const auto check = [&](const std::optional<PlanComm>& comm, int size) {
     if (comm && comm->ranks != size) {
-      (at / "comm" / comm->name / "ranks")
+      at.child("comm").child(comm->name).child("ranks")
           .fail("expected " + std::to_string(size) + " (the plan's " + comm->name + ")");
     }
   };
@@ -114,27 +98,33 @@ void check_comm_sizes(const PlanSpec& spec, const Where& at) {
   check(spec.dp, spec.config.dp);
 }
 
-PlanSpec read_one(const json& plan, const json& document, const Where& at) {
+PlanSpec read_one(const json& plan, const json& document, const Path& at) {
   PlanSpec spec;
   if (!plan.is_object()) at.fail("expected an object");
-  spec.config.tp = static_cast<int>(positive_integer(plan, at, "tp"));
-  spec.config.pp = static_cast<int>(positive_integer(plan, at, "pp"));
-  spec.config.dp = static_cast<int>(positive_integer(plan, at, "dp"));
-  spec.order = rank_order(plan, at);
-  const json& comm = need(plan, at, "comm");
-  if (!comm.is_object()) (at / "comm").fail("expected an object");
-  spec.tp = read_comm(comm, at / "comm", "tp");
-  spec.pp = read_comm(comm, at / "comm", "pp");
-  spec.dp = read_comm(comm, at / "comm", "dp");
-  check_comm_sizes(spec, at);
-  const json& gemms = need(plan, at, "gemms");
-  if (!gemms.is_array()) (at / "gemms").fail("expected an array");
-  for (std::size_t i = 0; i < gemms.size(); ++i) {
-    spec.gemms.push_back(read_gemm(gemms[i], {at.source, at.key + ".gemms[" +
-                                                            std::to_string(i) + "]"}));
+  const long long tp = positive_integer(plan, at, "tp", kMaxPlanDimension);
+  const long long pp = positive_integer(plan, at, "pp", kMaxPlanDimension);
+  const long long dp = positive_integer(plan, at, "dp", kMaxPlanDimension);
+  if (tp * pp > kMaxPlanDimension || tp * pp * dp > kMaxPlanDimension) {  // each <= 2^24: no wrap
+    at.fail("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " +
+            std::to_string(dp) + " ranks; expected at most " + std::to_string(kMaxPlanDimension));
   }
-  const Where model{at.source, "model"};
-  const json& model_entry = need(document, {at.source, ""}, "model");
+  spec.config.tp = static_cast<int>(tp);
+  spec.config.pp = static_cast<int>(pp);
+  spec.config.dp = static_cast<int>(dp);
+  spec.order = rank_order(plan, at);
+  const json& comm = member(plan, at, "comm");
+  if (!comm.is_object()) at.child("comm").fail("expected an object");
+  spec.tp = read_comm(comm, at.child("comm"), "tp");
+  spec.pp = read_comm(comm, at.child("comm"), "pp");
+  spec.dp = read_comm(comm, at.child("comm"), "dp");
+  check_comm_sizes(spec, at);
+  const json& gemms = member(plan, at, "gemms");
+  if (!gemms.is_array()) at.child("gemms").fail("expected an array");
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    spec.gemms.push_back(read_gemm(gemms[i], at.child("gemms").index(i)));
+  }
+  const Path model{at.source, "model"};
+  const json& model_entry = member(document, {at.source, ""}, "model");
   spec.dtype = parse_dtype(text(model_entry, model, "dtype"), at.source + ": model.dtype");
   if (document.contains("cluster") && document["cluster"].contains("gpu") &&
       document["cluster"]["gpu"].is_string()) {
@@ -156,15 +146,7 @@ std::string PlanComm::label() const {
 }
 
 PlanSpec read_plan(const std::string& text_in, const std::string& source, int index) {
-  json document;
-  try {
-    document = json::parse(text_in);
-  } catch (const json::parse_error& e) {
-    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                     e.what());
-  } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
-    throw InputError(source + ": invalid JSON: " + e.what());
-  }
+  const json document = json_reader::parse(text_in, source);
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   const auto plans = document.find("plans");
   if (plans == document.end() || !plans->is_array()) {
@@ -174,7 +156,7 @@ PlanSpec read_plan(const std::string& text_in, const std::string& source, int in
     throw InputError(source + ": plans[" + std::to_string(index) + "]: missing (the file has " +
                      std::to_string(plans->size()) + " plans; see --plan-index)");
   }
-  const Where at{source, "plans[" + std::to_string(index) + "]"};
+  const Path at{source, "plans[" + std::to_string(index) + "]"};
   PlanSpec spec = read_one((*plans)[static_cast<std::size_t>(index)], document, at);
   spec.source = source;
   spec.index = index;

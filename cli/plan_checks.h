@@ -1,0 +1,27 @@
+#pragma once
+/// Checks `plan` makes on what the planner returns before anything is reported: the answer's
+/// numbers are finite, and failures leave something to plan on.
+#include <string>
+#include <vector>
+
+#include "planner/search.h"
+#include "planner/whatif.h"
+#include "topology/cluster.h"
+
+namespace trident::cli {
+
+/// Throws PlanError "--fail-link: every GPU of the cluster has failed; nothing is left to run
+/// on" when the failures leave no live GPU (a dead server of a one-server cluster).
+void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& specs);
+
+/// Throws PlanError "plan 1 (tp 8, pp 1, dp 1): step_s is not a finite number (inf); an input
+/// rate or size is too extreme to price" when a reported time, rate, FLOP count or memory is
+/// NaN or infinite. Every plan shown (feasible and infeasible) is checked.
+void check_finite(const SearchResult& result);
+/// Throws PlanError "--fail-link: no plan can run under the failures: WHY" when no option of
+/// the what-if is available (the answer would otherwise be a report with nothing to run).
+void check_something_runs(const WhatIf& what_if);
+/// The same for every plan a what-if reports (the baseline and each available option).
+void check_finite(const WhatIf& what_if);
+
+}  // namespace trident::cli

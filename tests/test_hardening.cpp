@@ -1,0 +1,414 @@
+// Reliability round two, end to end (docs/hardening.md "Classes of bad input"): for each class
+// of issue 15 the binary exits 2 with one line naming the input and what was expected, and
+// nothing on disk changes: no input or special file is overwritten, no partial output is left.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "cli_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using cli_test::Run;
+using cli_test::slurp;
+using cli_test::TempDir;
+
+const std::string kData = std::string(TRIDENT_SOURCE_DIR) + "/tests/data/";
+const std::string kPlan = "plan --gpus 8 --servers 1 --model llama3-8b --top 2";
+const std::string kTinyModel =
+    "name: tiny\nlayers: 4\nhidden: 256\nheads: 4\nvocab: 1000\nseq_len: 128\ntraining:\n"
+    "  global_batch: 8\n";
+
+/// A scratch folder the commands run in, and a second one for their stdout and stderr.
+struct Scene {
+  TempDir dir;
+  TempDir logs;
+  std::string path(const std::string& name) const { return (dir.path / name).string(); }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir.path / name, std::ios::binary) << text;
+  }
+  /// `trident ARGS` in the scene's folder, bounded by `timeout 120` (124 = a hang).
+  /// `stdout_to` replaces the capture of stdout ("> /dev/full", ">&-").
+  Run run(const std::string& args, const std::string& stdout_to = "") const {
+    const std::string out = (logs.path / "out").string();
+    const std::string err = (logs.path / "err").string();
+    const std::string redirect = stdout_to.empty() ? "> " + out : stdout_to;
+    const std::string command = "cd " + dir.path.string() + " && timeout 120 " +
+                                std::string(TRIDENT_BINARY) + " " + args + " " + redirect + " 2> " +
+                                err;
+    const int status = std::system(command.c_str());
+    Run r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = stdout_to.empty() ? slurp(out) : "";
+    r.err = slurp(err);
+    return r;
+  }
+};
+
+/// Every entry of the folder: its kind, mode and (for files) contents.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> seen;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    struct stat info {};
+    ::lstat(entry.path().c_str(), &info);
+    std::string what = std::to_string(info.st_mode);
+    if (S_ISREG(info.st_mode)) what.append(":").append(slurp(entry.path()));
+    if (S_ISLNK(info.st_mode)) what.append("->").append(fs::read_symlink(entry.path()).string());
+    seen[fs::relative(entry.path(), dir).string()] = what;
+  }
+  return seen;
+}
+
+/// Exit 2, one line "trident: error: MESSAGE" (a prefix when MESSAGE ends "..."), nothing on
+/// stdout, and the scene's folder exactly as before.
+void check_refused(const Scene& scene, const std::string& args, std::string message,
+                   const std::string& stdout_to = "") {
+  const auto before = snapshot(scene.dir.path);
+  const Run r = scene.run(args, stdout_to);
+  INFO("trident " << args << "\nstderr: " << r.err << "stdout: " << r.out.substr(0, 300));
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  const bool prefix = message.ends_with("...");
+  if (prefix) message.resize(message.size() - 3);
+  if (prefix) {
+    CHECK(r.err.starts_with("trident: error: " + message));
+  } else {
+    CHECK(r.err == "trident: error: " + message + "\n");
+  }
+  CHECK(snapshot(scene.dir.path) == before);
+}
+
+bool is_fifo(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISFIFO(info.st_mode);
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("class 1: special and linked outputs are written in place, never replaced",
+          "[hardening]") {
+  Scene scene;
+  const std::string fifo = scene.path("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A FIFO nobody reads: an error at once (ENXIO), not a hang, and the FIFO stays.
+  check_refused(scene, kPlan + " --output fifo",
+                "--output 'fifo': cannot write: No such device or address");
+  CHECK(is_fifo(fifo));
+  // With a reader, the plan goes through the FIFO.
+  const Run piped = scene.run("--version >/dev/null; (cat fifo > got &) ; sleep 1; " +
+                              std::string(TRIDENT_BINARY) + " " + kPlan + " --output fifo");
+  CHECK(piped.code == 0);
+  CHECK(is_fifo(fifo));
+  ::sleep(1);
+  CHECK(slurp(scene.path("got")).find("TP") != std::string::npos);
+
+  // A symlink: its target gets the text, the link stays a link.
+  scene.write("real.txt", "old");
+  fs::create_symlink("real.txt", scene.path("link.txt"));
+  REQUIRE(scene.run(kPlan + " --output link.txt").code == 0);
+  CHECK(fs::is_symlink(scene.path("link.txt")));
+  CHECK(slurp(scene.path("real.txt")).find("TP") != std::string::npos);
+
+  // A character device named on purpose is written, not replaced (as root a rename would
+  // have put a regular file at /dev/null).
+  struct stat before {};
+  REQUIRE(::stat("/dev/null", &before) == 0);
+  CHECK(scene.run(kPlan + " --output /dev/null").code == 0);
+  struct stat after {};
+  REQUIRE(::stat("/dev/null", &after) == 0);
+  CHECK(S_ISCHR(after.st_mode));
+  CHECK(after.st_rdev == before.st_rdev);
+
+  // "-" is standard output; a directory is refused.
+  const Run dash = scene.run(kPlan + " --output -");
+  CHECK(dash.code == 0);
+  CHECK(dash.out.find("TP") != std::string::npos);
+  const Run named_stdout = scene.run(kPlan + " --output /dev/stdout");
+  CHECK(named_stdout.code == 0);
+  CHECK(named_stdout.out.find("TP") != std::string::npos);
+  // A device that cannot take the text is an error, and stays the device.
+  check_refused(scene, kPlan + " --output /dev/full",
+                "--output '/dev/full': cannot write: No space left on device");
+  struct stat full {};
+  REQUIRE(::stat("/dev/full", &full) == 0);
+  CHECK(S_ISCHR(full.st_mode));
+  fs::create_directory(scene.path("sub"));
+  check_refused(scene, kPlan + " --output sub",
+                "--output 'sub': is a directory; expected a regular file, a FIFO, a character "
+                "device or - for standard output");
+}
+
+TEST_CASE("class 2: an output that is an input of the run is refused", "[hardening]") {
+  Scene scene;
+  scene.write("m.yaml", kTinyModel);
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --output m.yaml",
+                "--output 'm.yaml': is the input --model 'm.yaml'; refusing to overwrite an input");
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --output ./m.yaml",
+                "--output './m.yaml': is the input --model 'm.yaml'; refusing to overwrite an "
+                "input");
+  check_refused(scene, kPlan + " --output x.svg --svg x.svg",
+                "--svg 'x.svg': is also --output 'x.svg'; give each output its own file");
+  fs::copy_file(kData + "nccl_tests/all_gather_new.txt", scene.path("a.log"));
+  check_refused(scene, "calibrate --nccl-tests a.log --output a.log",
+                "--output 'a.log': is the input --nccl-tests 'a.log'; refusing to overwrite an "
+                "input");
+  fs::copy_file(kData + "topo/h100_hgx_nvidia_smi.txt", scene.path("smi.txt"));
+  check_refused(scene, "topo import --nvidia-smi smi.txt --output smi.txt",
+                "--output 'smi.txt': is the input --nvidia-smi 'smi.txt'; refusing to overwrite "
+                "an input");
+  fs::copy_file(kData + "plan_tp2_pp2_dp2.json", scene.path("p.json"));
+  check_refused(scene, "validate --plan p.json --output p.json",
+                "--output 'p.json': is the input --plan 'p.json'; refusing to overwrite an input");
+}
+
+TEST_CASE("class 3: failures that leave nothing to run on", "[hardening]") {
+  Scene scene;
+  check_refused(scene, kPlan + " --fail-link server:0",
+                "--fail-link: all 8 GPUs of the cluster have failed; nothing is left to run on");
+  check_refused(scene, kPlan + " --fail-link server:0 --emit megatron",
+                "--fail-link: all 8 GPUs of the cluster have failed; nothing is left to run on");
+  std::string every_gpu;
+  for (int g = 0; g < 8; ++g) every_gpu += " --fail-link gpu:0/" + std::to_string(g);
+  check_refused(scene, kPlan + every_gpu,
+                "--fail-link: all 8 GPUs of the cluster have failed; nothing is left to run on");
+  // GPUs are left but no option runs llama3-70b on 8 of them: exit 2, not an empty report.
+  check_refused(scene,
+                "plan --gpus 16 --servers 2 --model llama3-70b --fail-link server:0 --svg f.svg",
+                "--fail-link: no plan can run under the failures: the plan has ranks on 8 GPUs "
+                "(0-7) that are dead: it cannot run as placed");
+  // One NVLink down on each of the 8 GPUs: cordoning them all left no GPU, and the search
+  // divided by zero (SIGFPE); now the cordon option is simply unavailable.
+  std::string one_link_each;
+  for (int g = 0; g < 8; ++g) one_link_each += " --fail-link nvlink:0/" + std::to_string(g);
+  const Run r = scene.run(kPlan + one_link_each);
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("takes GPU 0-7 out: no GPU is left") != std::string::npos);
+}
+
+TEST_CASE("class 4: numbers that would wrap are refused", "[hardening]") {
+  Scene scene;
+  // 2^31 wrapped to a negative micro-batch, 2^32 divided by zero, 2^63-1 enumerated divisors
+  // for hours; the limit is 2^24 = 16777216 sequences.
+  for (const std::string batch : {"2147483648", "4294967296", "9223372036854775807"}) {
+    check_refused(scene, kPlan + " --global-batch " + batch,
+                  "--global-batch: expected a positive integer at most 16777216, got '" + batch +
+                      "' (see --help)");
+  }
+  scene.write("m.yaml", replaced(kTinyModel, "global_batch: 8", "global_batch: 2147483648"));
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml",
+                "m.yaml:8: training.global_batch: expected a positive integer at most 16777216, "
+                "got 2147483648");
+  // An efficiency of 1e-300 gave NaN step times with exit 0.
+  const std::string gpu =
+      slurp(std::string(TRIDENT_SOURCE_DIR) + "/configs/gpus/h100-sxm-80g.yaml");
+  scene.write("g.yaml", replaced(gpu, "matmul_efficiency: 0.80", "matmul_efficiency: 1e-300"));
+  check_refused(scene, kPlan + " --gpu g.yaml",
+                "g.yaml:20: matmul_efficiency: expected a number in [1e-06, 1], got 1e-300");
+}
+
+TEST_CASE("class 5: inputs that never end, block or explode are refused", "[hardening]") {
+  Scene scene;
+  check_refused(scene, "plan --model /dev/zero",
+                "--model '/dev/zero': is a character device; expected a regular file (or - for "
+                "standard input)");
+  REQUIRE(::mkfifo(scene.path("c.yaml").c_str(), 0600) == 0);
+  check_refused(scene, "plan --cluster c.yaml",
+                "--cluster 'c.yaml': is a FIFO; expected a regular file (or - for standard "
+                "input)");
+  scene.write("big.yaml", std::string((16u << 20) + 1, '#'));
+  check_refused(scene, "plan --model big.yaml",
+                "--model 'big.yaml': larger than 16 MiB; expected a configuration file or log");
+  const std::string cluster =
+      slurp(std::string(TRIDENT_SOURCE_DIR) + "/configs/clusters/dgx-h100.yaml");
+  scene.write("huge-domain.yaml", replaced(cluster, "domain_gpus: 8", "domain_gpus: 2147483647"));
+  check_refused(scene, "plan --cluster huge-domain.yaml", "huge-domain.yaml:...");
+  std::string xml = "<system version=\"1\"><cpu><pci busid=\"0000:00:00.0\">";
+  for (int g = 0; g < 1100; ++g) {
+    xml += "<pci busid=\"0000:" + std::to_string(g) + ":00.0\"><gpu dev=\"" + std::to_string(g) +
+           "\" sm=\"90\"/></pci>";
+  }
+  scene.write("many.xml", xml + "</pci></cpu></system>\n");
+  check_refused(scene, "topo import --nccl-xml many.xml --gpu h100-sxm-80g",
+                "many.xml:1: <gpu>: more than 1024 GPUs in one server");
+  // A picture is sized before it is drawn: 2^20 micro-batches would be 2^21 blocks (~3 GB of
+  // SVG at 2^24).
+  check_refused(scene, kPlan + " --global-batch 1048576 --tp 8 --micro-batch 1 --svg x.svg",
+                "--svg: the pipeline schedule of TP8 PP1 DP1 mb1 v1 ZeRO-0 recompute none SP has "
+                "2097152 blocks (2 x 1048576 micro-batches x pp 1 x vp 1); a picture draws at "
+                "most 100000: pin a larger --micro-batch or give a smaller --global-batch");
+  // Standard input is an input too ("-"), named <stdin> in errors.
+  check_refused(scene, "topo show --cluster - < /dev/null",
+                "<stdin>:1: document: expected a mapping, got nothing");
+  scene.write("m.yaml", kTinyModel);
+  const Run piped = scene.run("plan --gpus 8 --servers 1 --model - --top 1 < m.yaml");
+  CHECK(piped.code == 0);
+  CHECK(piped.out.find("model tiny") != std::string::npos);
+}
+
+TEST_CASE("class 6: standard output errors are not ignored", "[hardening]") {
+  Scene scene;
+  check_refused(scene, "presets", "standard output: cannot write: No space left on device",
+                "> /dev/full");
+  check_refused(scene, kPlan, "standard output: cannot write: No space left on device",
+                "> /dev/full");
+  check_refused(scene, "topo show", "standard output: cannot write: Bad file descriptor", ">&-");
+}
+
+TEST_CASE("class 7: no partial --svg or --report when a later output fails", "[hardening]") {
+  Scene scene;
+  check_refused(scene, kPlan + " --output out.txt --svg p.svg --report nodir/rep",
+                "--report 'nodir/rep': cannot create the directory: No such file or directory");
+  check_refused(scene, kPlan + " --svg p.svg --report rep --output nodir/out.txt",
+                "--output 'nodir/out.txt': cannot write: No such file or directory");
+  check_refused(scene, kPlan + " --svg p.svg --report rep --explain 100000",
+                "--explain 100000: only ...");
+}
+
+TEST_CASE("class 8: duplicate keys and injected names", "[hardening]") {
+  Scene scene;
+  scene.write("m.yaml", kTinyModel + "layers: 8\n");
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml",
+                "m.yaml:9: layers: duplicate key (first at line 2)");
+  scene.write("n.yaml", replaced(kTinyModel, "  global_batch: 8\n",
+                                 "  global_batch: 8\n  global_batch: 16\n"));
+  check_refused(scene, "plan --gpus 8 --servers 1 --model n.yaml",
+                "n.yaml:9: training.global_batch: duplicate key (first at line 8)");
+  fs::copy_file(kData + "topo/h100_hgx_nvidia_smi.txt", scene.path("smi.txt"));
+  check_refused(scene, "topo import --nvidia-smi smi.txt --name \"$(printf 'a\\nservers: 1000')\"",
+                "--name: expected one line of printable characters, got a control character "
+                "(0x0a)");
+}
+
+TEST_CASE("class 9: bytes that are not UTF-8", "[hardening]") {
+  Scene scene;
+  scene.write("m.yaml", replaced(kTinyModel, "name: tiny", "name: caf\xe9"));
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml",
+                "m.yaml:1: not UTF-8 text (byte 0xe9 at column 10)");
+  check_refused(scene, "plan --model \"$(printf '\\377.yaml')\"",
+                "argument 3 is not UTF-8 text; give names and paths in UTF-8");
+}
+
+TEST_CASE("class 10: calibrate refuses impossible times and wrong results", "[hardening]") {
+  Scene scene;
+  const std::string log = slurp(kData + "nccl_tests/all_gather_new.txt");
+  const std::string row = "    48.12   21.79   19.07      0";
+  scene.write("inf_perf.txt", replaced(log, row, "      inf   21.79   19.07      0"));
+  check_refused(scene, "calibrate --nccl-tests inf_perf.txt",
+                "inf_perf.txt:18: time: expected a finite time of at most 1e+09 us, got inf");
+  scene.write("big_perf.txt", replaced(log, row, "   1e+308   21.79   19.07      0"));
+  check_refused(scene, "calibrate --nccl-tests big_perf.txt --output c.json",
+                "big_perf.txt:18: time: expected a finite time of at most 1e+09 us, got 1e+308");
+  scene.write("wrong_perf.txt", replaced(log, row, "    48.12   21.79   19.07      3"));
+  check_refused(scene, "calibrate --nccl-tests wrong_perf.txt",
+                "wrong_perf.txt:18: #wrong is 3 at 1048576 bytes: the collective gave wrong "
+                "results; fix the run before calibrating on it");
+  // No '*_perf' anywhere: the table says all-gather (redop none, count x 4 B x 8 ranks = size).
+  std::string anonymous = replaced(log, "# Collective test starting: all_gather_perf\n", "");
+  anonymous = replaced(anonymous, "# Collective test concluded: all_gather_perf\n", "");
+  scene.write("log.txt", anonymous);
+  const Run inferred = scene.run("calibrate --nccl-tests log.txt");
+  CHECK(inferred.code == 0);
+  CHECK(inferred.out.find("-> all-gather as network") != std::string::npos);
+  // The -J JSON form without a test name in args[0] or the file name: --collective says it.
+  std::string json = slurp(kData + "nccl_tests/sendrecv.json");
+  json = replaced(json, "sendrecv_perf", "some_binary");
+  scene.write("j.json", json);
+  check_refused(scene, "calibrate --nccl-tests j.json", "j.json: args: cannot tell...");
+  const Run named = scene.run("calibrate --nccl-tests j.json --collective send-recv");
+  CHECK(named.code == 0);
+  CHECK(named.out.find("send-recv (--collective)") != std::string::npos);
+  const Run told = scene.run("calibrate --nccl-tests log.txt --collective all-reduce");
+  CHECK(told.code == 0);
+  CHECK(told.out.find("-> all-reduce as network") != std::string::npos);
+  check_refused(scene, "calibrate --nccl-tests log.txt --collective gather",
+                "--collective: expected all-reduce|all-gather|reduce-scatter|send-recv|"
+                "all-to-all|broadcast, got 'gather' (see --help)");
+}
+
+TEST_CASE("class 11: validate checks the plan file's sizes", "[hardening]") {
+  Scene scene;
+  const std::string plan = slurp(kData + "plan_tp2_pp2_dp2.json");
+  // 65536 x 65536 x 2 wraps a 32-bit product to 0.
+  std::string wrapped = replaced(plan, "\"tp\": 2,", "\"tp\": 65536,");
+  wrapped = replaced(wrapped, "\"pp\": 2,", "\"pp\": 65536,");
+  scene.write("wrap.json", wrapped);
+  check_refused(scene, "validate --plan wrap.json",
+                "wrap.json: plans[0]: tp 65536 x pp 65536 x dp 2 ranks; expected at most "
+                "16777216");
+  scene.write("bytes.json",
+              replaced(plan, "\"bytes_per_call\": 262144", "\"bytes_per_call\": 1e300"));
+  check_refused(scene, "validate --plan bytes.json",
+                "bytes.json: plans[0].comm.tp.bytes_per_call: expected at most 1e+15");
+}
+
+TEST_CASE("class 12: topo import checks the matrix", "[hardening]") {
+  Scene scene;
+  const std::string smi = slurp(kData + "topo/h100_hgx_nvidia_smi.txt");
+  scene.write("nv999.txt", replaced(smi, "X    NV18", "X    NV999"));
+  check_refused(scene, "topo import --nvidia-smi nv999.txt",
+                "nv999.txt:12: row 'GPU0', column 'GPU1': unknown connection 'NV999' (expected "
+                "X, NV1..NV64, PIX, PXB, PHB, NODE or SYS)");
+  scene.write("x.txt", replaced(smi, "X    NV18", "X       X"));
+  check_refused(scene, "topo import --nvidia-smi x.txt",
+                "x.txt:12: row 'GPU0', column 'GPU1': 'X' off the diagonal: X marks a device "
+                "itself");
+  scene.write("order.txt", replaced(smi, "GPU7    NIC0", "NIC0    GPU7"));
+  check_refused(scene, "topo import --nvidia-smi order.txt",
+                "order.txt:11: column 'GPU7' after the NIC column 'NIC0': expected the GPU "
+                "columns first");
+  const std::string xml = slurp(kData + "topo/h100_nccl_topo.xml");
+  scene.write("count.xml", replaced(xml, "count=\"5\"", "count=\"-1\""));
+  check_refused(scene, "topo import --nccl-xml count.xml",
+                "count.xml:6: <nvlink>: attribute 'count': expected 1..64, got -1");
+  scene.write("speed.xml", replaced(xml, "speed=\"400000\"", "speed=\"fast\""));
+  check_refused(scene, "topo import --nccl-xml speed.xml",
+                "speed.xml:14: <net>: attribute 'speed': expected an integer, got 'fast'");
+}
+
+TEST_CASE("class 13: the smaller items", "[hardening]") {
+  Scene scene;
+  // A 254-byte file name (the old temporary name added 11 bytes past NAME_MAX).
+  const std::string long_name = std::string(250, 'n') + ".txt";
+  CHECK(scene.run(kPlan + " --output " + long_name).code == 0);
+  CHECK(fs::file_size(scene.path(long_name)) > 0);
+  // An existing file keeps its mode.
+  scene.write("keep.txt", "old");
+  fs::permissions(scene.path("keep.txt"), fs::perms::owner_read | fs::perms::owner_write);
+  REQUIRE(scene.run(kPlan + " --output keep.txt").code == 0);
+  CHECK(fs::status(scene.path("keep.txt")).permissions() ==
+        (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK(slurp(scene.path("keep.txt")) != "old");
+  // No temporary file is left behind.
+  for (const auto& entry : fs::directory_iterator(scene.dir.path)) {
+    CHECK_FALSE(entry.path().filename().string().starts_with(".trident-"));
+  }
+  fs::create_directory(scene.path("d.yaml"));
+  check_refused(scene, "plan --model d.yaml",
+                "--model 'd.yaml': is a directory; expected a regular file (or - for standard "
+                "input)");
+  scene.write("nul.yaml", std::string("name: a\0b\n", 10));
+  check_refused(scene, "plan --model nul.yaml",
+                "nul.yaml:1: a NUL byte at column 8; expected text");
+  check_refused(scene, kPlan + " --max-tp 0",
+                "--max-tp: expected a positive integer, got '0' (see --help)");
+  scene.write("two.yaml", kTinyModel + "...\nlayers: 8\n");
+  check_refused(scene, "plan --gpus 8 --servers 1 --model two.yaml",
+                "two.yaml:10: a second YAML document (after '---' or '...'); expected one "
+                "document");
+}

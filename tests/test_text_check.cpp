@@ -1,0 +1,50 @@
+// topology/text_check.h: every input is UTF-8 text without NUL bytes; the first bad byte is
+// reported with its line and column.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "topology/errors.h"
+#include "topology/text_check.h"
+
+using trident::check_text;
+using trident::is_clean_text;
+
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    check_text(text, "f.yaml");
+  } catch (const trident::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("text check: valid UTF-8 passes", "[text_check]") {
+  CHECK(is_clean_text(""));
+  CHECK(is_clean_text("name: h100\n"));
+  CHECK(is_clean_text("caf\xc3\xa9"));               // U+00E9, 2 bytes
+  CHECK(is_clean_text("\xe2\x82\xac"));              // U+20AC, 3 bytes
+  CHECK(is_clean_text("\xf0\x9f\x98\x80"));          // U+1F600, 4 bytes
+  CHECK(is_clean_text("\xf4\x8f\xbf\xbf"));          // U+10FFFF, the last code point
+  CHECK(is_clean_text("\x1b[4mGPU0\x1b[0m\r\n\t"));  // control characters are text
+  CHECK(error_of("a: 1\nb: 2\n").empty());
+}
+
+TEST_CASE("text check: NUL and invalid sequences are refused where they are", "[text_check]") {
+  // "name: a" is 7 bytes, so the NUL is column 8 of line 1.
+  CHECK(error_of(std::string("name: a\0b\n", 10)) ==
+        "f.yaml:1: a NUL byte at column 8; expected text");
+  // Line 2 starts after "ok\n"; "caf" is columns 1-3, the Latin-1 0xe9 column 4.
+  CHECK(error_of("ok\ncaf\xe9\n") == "f.yaml:2: not UTF-8 text (byte 0xe9 at column 4)");
+  CHECK_FALSE(is_clean_text("\xc0\xaf"));          // overlong '/'
+  CHECK_FALSE(is_clean_text("\xe0\x80\xaf"));      // overlong, 3 bytes
+  CHECK_FALSE(is_clean_text("\xed\xa0\x80"));      // U+D800, a surrogate
+  CHECK_FALSE(is_clean_text("\xf4\x90\x80\x80"));  // U+110000, past the last code point
+  CHECK_FALSE(is_clean_text("\xc3"));              // truncated
+  CHECK_FALSE(is_clean_text("\x80"));              // a continuation byte alone
+  CHECK_FALSE(is_clean_text("\xff"));
+  CHECK(error_of("\xff") == "f.yaml:1: not UTF-8 text (byte 0xff at column 1)");
+}

@@ -1,0 +1,79 @@
+#include "topology/text_check.h"
+
+#include <fmt/format.h>
+
+#include <cstddef>
+
+#include "topology/errors.h"
+
+namespace trident {
+
+namespace {
+
+/// Length of the valid UTF-8 sequence starting at `at`, or 0 when it is not one (RFC 3629
+/// table 3-7: the second byte's range depends on the first byte).
+std::size_t sequence_length(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (at + length > text.size()) return 0;
+  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+/// Offset of the first NUL or invalid byte; npos when the text is clean.
+std::size_t first_bad_byte(std::string_view text) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == '\0') return at;
+    const std::size_t length = sequence_length(text, at);
+    if (length == 0) return at;
+    at += length;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+bool is_clean_text(std::string_view text) { return first_bad_byte(text) == std::string_view::npos; }
+
+void check_text(std::string_view text, const std::string& source) {
+  const std::size_t at = first_bad_byte(text);
+  if (at == std::string_view::npos) return;
+  std::size_t line = 1;
+  std::size_t line_start = 0;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  const std::size_t column = at - line_start + 1;
+  if (text[at] == '\0') {
+    throw InputError(
+        fmt::format("{}:{}: a NUL byte at column {}; expected text", source, line, column));
+  }
+  throw InputError(fmt::format("{}:{}: not UTF-8 text (byte 0x{:02x} at column {})", source, line,
+                               static_cast<unsigned char>(text[at]), column));
+}
+
+}  // namespace trident

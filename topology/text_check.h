@@ -1,0 +1,18 @@
+#pragma once
+/// Every input file is text: UTF-8 without NUL bytes. Checked once, before any parser sees the
+/// bytes, so no parser has to cope with a NUL inside a key or a name that cannot be written
+/// back as JSON.
+#include <string>
+#include <string_view>
+
+namespace trident {
+
+/// Throws InputError "SOURCE:LINE: not UTF-8 text (byte 0xff at column 7)" or "SOURCE:LINE: a
+/// NUL byte at column 3; expected text" at the first offending byte (LINE and column 1-based).
+void check_text(std::string_view text, const std::string& source);
+
+/// True when `text` is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, at most
+/// U+10FFFF) without NUL bytes.
+[[nodiscard]] bool is_clean_text(std::string_view text);
+
+}  // namespace trident
