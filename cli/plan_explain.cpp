@@ -1,6 +1,8 @@
 // --explain: one plan in words and numbers.
 #include "cli/plan_explain.h"
 
+#include "costmodel/pipeline.h"
+
 #include <fmt/format.h>
 
 #include "cli/plan_report.h"
@@ -145,8 +147,7 @@ std::string bubble(const PlanResult& plan) {
   const long long m = e.num_micro_batches;
   std::string out = "Pipeline bubble\n";
   if (c.pp < 2) return out + "  none: one pipeline stage\n";
-  const double ideal =
-      static_cast<double>(c.pp - 1) / (static_cast<double>(c.virtual_stages) * static_cast<double>(m));
+  const double ideal = bubble_fraction(c.pp, c.virtual_stages, m);  // costmodel/pipeline.h
   out += fmt::format("  (p-1)/(v*m) = ({}-1)/({}*{}) = {:.2f}% of the ideal time -> {:.3f} s, "
                      "{} of the step\n",
                      c.pp, c.virtual_stages, m, 100.0 * ideal, e.time.bubble_s,

@@ -6,7 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/report_text.h"
+#include <cmath>
+
 #include "costmodel/compute.h"
+#include "costmodel/gemms.h"
+#include "costmodel/pipeline.h"
 
 namespace trident::cli {
 
@@ -169,22 +173,20 @@ std::string dp_collective_name(const ParallelConfig& config) {
 }
 
 std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& config) {
-  const long long rows = static_cast<long long>(config.micro_batch) * model.seq_len;
-  const long long t = config.tp;
-  const long long h = model.hidden;
-  const long long f = model.ffn_hidden;
+  // The cost model's own list (costmodel/gemms.h); calls on the busiest stage.
+  const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
   const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
-  const double layer_calls = passes * (model.layers / config.pp) *
-                             static_cast<double>(config.num_micro_batches(model.training.global_batch));
-  const long long up = is_gated(model.ffn) ? 2 * f : f;
-  std::vector<GemmCall> out{
-      {"qkv", rows, (h + 2LL * model.kv_hidden()) / t, h, layer_calls},
-      {"attention_out", rows, h, h / t, layer_calls},
-      {"ffn_up", rows, up / t, h, layer_calls},
-      {"ffn_down", rows, h, f / t, layer_calls}};
-  // The output layer runs on the last stage only, once per micro-batch.
-  out.push_back({"logits", rows, model.vocab / t, h,
-                 3.0 * static_cast<double>(config.num_micro_batches(model.training.global_batch))});
+  const double layers = stage_layers(model.layers, config.pp).most();
+  const auto as_call = [](const NamedGemm& gemm, double calls) {
+    return GemmCall{gemm.name, std::llround(gemm.shape.m), std::llround(gemm.shape.n),
+                    std::llround(gemm.shape.k), calls};
+  };
+  std::vector<GemmCall> out;
+  for (const NamedGemm& gemm : layer_linear_gemms(model, config.micro_batch, config.tp)) {
+    out.push_back(as_call(gemm, passes * layers * m));
+  }
+  // The output layer runs on the last stage only, once per micro-batch (never recomputed).
+  out.push_back(as_call(logits_gemm(model, config.micro_batch, config.tp), 3.0 * m));
   return out;
 }
 

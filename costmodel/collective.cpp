@@ -32,12 +32,9 @@ std::string squash(const std::string& text) {
   return out;
 }
 
-/// Ring time of a flat group: steps x latency + S x factor / busbw.
 double ring_time_s(Collective collective, double bytes, int ranks, double busbw_gbps,
                    double latency_s) {
-  if (busbw_gbps <= 0.0) return 0.0;
-  return latency_steps(collective, ranks) * latency_s +
-         bytes * busbw_factor(collective, ranks) / (busbw_gbps * 1e9);
+  return alpha_beta_time_s(collective, bytes, ranks, busbw_gbps, latency_s);
 }
 
 /// NCCL's ring protocols (src/graph/tuning.cc @5067397, ncclTunerConstantsDefaults, Ring
@@ -112,6 +109,13 @@ double flat_ring_time_s(Collective collective, double bytes, const GroupLink& li
 }
 
 }  // namespace
+
+double alpha_beta_time_s(Collective collective, double bytes, int ranks, double busbw_gbps,
+                         double latency_s) {
+  if (busbw_gbps <= 0.0) return 0.0;
+  return latency_steps(collective, ranks) * latency_s +
+         bytes * busbw_factor(collective, ranks) / (busbw_gbps * 1e9);
+}
 
 const char* to_string(Collective collective) {
   for (const auto& row : kCollectives) {

@@ -28,6 +28,11 @@ enum class Collective { all_reduce, all_gather, reduce_scatter, send_recv, all_t
 /// link_gbps x achievable_fraction(tier).
 [[nodiscard]] double effective_gbps(Tier tier, double link_gbps);
 
+/// The alpha-beta time of a flat ring: latency_steps x latency + S x factor / busbw (the one
+/// formula the calibration fit and a calibrated estimate share).
+[[nodiscard]] double alpha_beta_time_s(Collective collective, double bytes, int ranks,
+                                       double busbw_gbps, double latency_s);
+
 struct Calibration;
 
 /// Time of one collective of `bytes` (for all-gather/reduce-scatter: the whole gathered

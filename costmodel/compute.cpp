@@ -42,17 +42,6 @@ double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig
   return 2.0 * without_attention + (fused_attention ? 0.0 : 11.0 * scores);
 }
 
-struct AttentionCore {
-  GemmShape scores;
-  GemmShape context;
-};
-
-AttentionCore attention_core_shapes(const Model& model, const ParallelConfig& config) {
-  const double s = model.seq_len;
-  const double d = model.head_dim();
-  const double heads = static_cast<double>(config.micro_batch) * model.heads / config.tp;
-  return {{s, s, d, heads}, {s, d, s, heads}};
-}
 
 constexpr double kCrossEntropyForwardBytes = 38.0;
 constexpr double kCrossEntropyBackwardBytes = 22.0;
@@ -158,7 +147,7 @@ struct CoreTime {
 CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                              const Model& model, const ParallelConfig& config, bool fused,
                              const Calibration* calibration) {
-  AttentionCore core = attention_core_shapes(model, config);
+  AttentionGemms core = attention_gemms(model, config.micro_batch, config.tp);
   CoreTime time;
   if (fused) {
     core.scores.batch *= 0.5;
@@ -189,21 +178,11 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
                      const ComputeFeatures& features, const Calibration* calibration) {
   const Dtype dtype = model.training.dtype;
   const KernelProfile profile = kernel_profile(gpu);
-  const double tp = config.tp;
-  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  const double h = model.hidden;
-  const double f = model.ffn_hidden;
-  const double in_matrices = is_gated(model.ffn) ? 2.0 : 1.0;
-  const std::array<GemmShape, 4> linear{{
-      {tokens, (h + 2.0 * model.kv_hidden()) / tp, h},  // QKV
-      {tokens, h, h / tp},                              // output projection
-      {tokens, in_matrices * f / tp, h},                // FFN up (and gate)
-      {tokens, h, f / tp},                              // FFN down
-  }};
+  const auto linear = layer_linear_gemms(model, config.micro_batch, config.tp);
   LayerTime time;
   double linear_backward_s = 0.0;
   for (std::size_t i = 0; i < linear.size(); ++i) {
-    const GemmShape& shape = linear[i];
+    const GemmShape& shape = linear[i].shape;
     time.gemm_fprop_s[i] = gemm_time_s(gpu, dtype, profile, shape, calibration);
     time.gemm_dgrad_s[i] =
         gemm_time_s(gpu, dtype, profile, {shape.m, shape.k, shape.n, shape.batch}, calibration);
@@ -240,8 +219,7 @@ LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& 
                       const Calibration* calibration) {
   const Dtype dtype = model.training.dtype;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  const GemmShape logits{tokens, static_cast<double>(model.vocab) / config.tp,
-                         static_cast<double>(model.hidden)};
+  const GemmShape logits = logits_gemm(model, config.micro_batch, config.tp).shape;
   // Vocab-parallel cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy), bytes per
   // logit: forward cast to fp32 (r2 w4), max (r4), subtract max (r4 w4), exp (r4 w4), sum (r4),
   // divide (r4 w4) = 38; backward softmax - one-hot (r4 w4), x grad (r4 w4), cast (r4 w2) = 22.

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "costmodel/calibration.h"
+#include "costmodel/gemms.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
 #include "costmodel/stack.h"
@@ -21,14 +22,6 @@ inline constexpr double kGemmKFill = 64.0;
 /// Nsight Compute measurements; A100 80GB: ~1.7 of 2.0 TB/s).
 inline constexpr double kHbmAchievableFraction = 0.85;
 
-/// One GEMM C[m x n] = A[m x k] B[k x n], repeated `batch` times (batched attention GEMMs).
-struct GemmShape {
-  double m = 0.0;
-  double n = 0.0;
-  double k = 0.0;
-  double batch = 1.0;
-  [[nodiscard]] double flops() const { return 2.0 * m * n * k * batch; }
-};
 
 /// Tile quantisation of a GEMM: useful / padded work with kGemmTile tiles along m and n, times
 /// k / (k + kGemmKFill) for the per-tile fixed cost. 1 for large multiples of the tile.

@@ -1,24 +1,24 @@
 #include "costmodel/flops.h"
 
+#include "costmodel/gemms.h"
+
 namespace trident {
 
 LayerFlops layer_forward_flops(const Model& model, double sequences) {
-  const double tokens = sequences * model.seq_len;
-  const double h = model.hidden;
-  const double h_kv = static_cast<double>(model.kv_hidden());
-  const double s = model.seq_len;
-  const double matrices = is_gated(model.ffn) ? 3.0 : 2.0;
+  // The whole layer is the GEMM list of one GPU without a TP split (costmodel/gemms.h).
+  const auto linear = layer_linear_gemms(model, sequences, 1);
+  const AttentionGemms core = attention_gemms(model, sequences, 1);
   LayerFlops flops;
-  flops.qkv = 2.0 * tokens * h * (h + 2.0 * h_kv);
-  flops.scores = 2.0 * tokens * s * h;
-  flops.context = 2.0 * tokens * s * h;
-  flops.out_proj = 2.0 * tokens * h * h;
-  flops.ffn = 2.0 * tokens * h * model.ffn_hidden * matrices;
+  flops.qkv = linear[0].shape.flops();
+  flops.scores = core.scores.flops();
+  flops.context = core.context.flops();
+  flops.out_proj = linear[1].shape.flops();
+  flops.ffn = linear[2].shape.flops() + linear[3].shape.flops();
   return flops;
 }
 
 double logits_forward_flops(const Model& model, double sequences) {
-  return 2.0 * sequences * model.seq_len * static_cast<double>(model.hidden) * model.vocab;
+  return logits_gemm(model, sequences, 1).shape.flops();
 }
 
 double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,

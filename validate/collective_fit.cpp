@@ -43,8 +43,7 @@ double busbw_gbps(Collective collective, int ranks, double bytes, double time_s)
 }
 
 double fitted_time_s(const CollectiveFit& fit, double bytes) {
-  return latency_steps(fit.collective, fit.ranks) * fit.latency_s +
-         bytes * busbw_factor(fit.collective, fit.ranks) / (fit.busbw_gbps * 1e9);
+  return alpha_beta_time_s(fit.collective, bytes, fit.ranks, fit.busbw_gbps, fit.latency_s);
 }
 
 CollectiveFit fit_collective(const std::vector<CollectiveSample>& samples) {

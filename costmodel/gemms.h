@@ -1,0 +1,44 @@
+#pragma once
+/// The one list of a transformer layer's GEMMs, as one GPU runs them for one micro-batch after
+/// the TP split. Compute time (compute.h), FLOPs (flops.h), the plan JSON's `gemms` and
+/// validate's measurements all read it, so what is priced is what is counted and measured.
+#include <array>
+
+#include "costmodel/model.h"
+
+namespace trident {
+
+/// One GEMM C[m x n] = A[m x k] B[k x n], repeated `batch` times (batched attention GEMMs).
+struct GemmShape {
+  double m = 0.0;
+  double n = 0.0;
+  double k = 0.0;
+  double batch = 1.0;
+  [[nodiscard]] double flops() const { return 2.0 * m * n * k * batch; }
+};
+
+struct NamedGemm {
+  const char* name;  ///< "qkv", "attention_out", "ffn_up", "ffn_down", "logits"
+  GemmShape shape;
+};
+
+/// The four linear GEMMs of one layer, forward, for `sequences` sequences on one of `tp` GPUs:
+/// QKV [b*s x (h + 2 h_kv)/t x h], attention output [b*s x h x h/t], FFN up (and gate when
+/// gated) [b*s x (1|2) f/t x h], FFN down [b*s x h x f/t]. Backward runs each twice more
+/// (input gradient m x k x n, weight gradient k x n x m).
+[[nodiscard]] std::array<NamedGemm, 4> layer_linear_gemms(const Model& model, double sequences,
+                                                          int tp);
+
+/// The attention core, forward: scores Q K^T [s x s x d] and context [s x d x s], each batched
+/// over the sequences' heads on this GPU (sequences x heads / t). Not halved for the causal
+/// mask: the caller decides (flash kernels skip the masked half).
+struct AttentionGemms {
+  GemmShape scores;
+  GemmShape context;
+};
+[[nodiscard]] AttentionGemms attention_gemms(const Model& model, double sequences, int tp);
+
+/// The output layer (logits) on the last stage: [b*s x V/t x h].
+[[nodiscard]] NamedGemm logits_gemm(const Model& model, double sequences, int tp);
+
+}  // namespace trident
