@@ -21,7 +21,7 @@ struct Part {
   double value;
 };
 
-using TimeParts = std::array<Part, 6>;
+using TimeParts = std::array<Part, 7>;
 using MemoryParts = std::array<Part, 5>;
 
 TimeParts time_parts(const Estimate& e) {
@@ -31,7 +31,8 @@ TimeParts time_parts(const Estimate& e) {
            {"PP comm", "#edc948", t.pp_comm_s},
            {"DP comm", "#8c6bb1", t.dp_comm_s},
            {"bubble", "#b5b5b5", t.bubble_s},
-           {"optimizer", "#59a14f", t.optimizer_s}}};
+           {"optimizer", "#59a14f", t.optimizer_s},
+           {"SM contention", "#e15759", t.overlap_contention_s}}};
 }
 
 MemoryParts memory_parts(const Estimate& e) {

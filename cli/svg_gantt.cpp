@@ -16,7 +16,8 @@ GanttTimes gantt_times(const Estimate& e) {
   const TimeBreakdown& t = e.time;
   const double forward = t.forward_s / m;
   const double backward = (t.backward_s + t.recompute_s) / m;
-  const double comm = (t.tp_comm_s + t.pp_comm_s) / m;
+  // Exposed TP/PP time and the compute slowed by overlapped NCCL kernels stretch each block.
+  const double comm = (t.tp_comm_s + t.pp_comm_s + t.overlap_contention_s) / m;
   const double compute = forward + backward;
   const double scale = compute > 0.0 ? 1.0 + comm / compute : 1.0;
   return {forward * scale, backward * scale, t.dp_comm_s, t.optimizer_s};

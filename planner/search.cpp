@@ -318,7 +318,8 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
     throw PlanError("no configuration of " + std::to_string(result.gpus) +
                     " GPUs obeys the rules and pins (tp divides heads " +
                     std::to_string(model.heads) + " and kv_heads " +
-                    std::to_string(model.kv_heads) + ", pp divides layers " +
+                    std::to_string(model.kv_heads) +
+                    (options.stack.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
                     std::to_string(model.layers) + ", tp*pp*dp = GPUs, dp divides the global "
                     "batch " + std::to_string(model.training.global_batch) +
                     ", micro-batch divides global batch / dp)");
