@@ -69,8 +69,9 @@ Cluster cluster_of(const YAML::Node& row, int gpus) {
 }
 
 Recompute recompute_of(const std::string& name) {
-  return name == "none" ? Recompute::none : name == "selective" ? Recompute::selective
-                                                                : Recompute::full;
+  return name == "none"        ? Recompute::none
+         : name == "selective" ? Recompute::selective
+                               : Recompute::full;
 }
 
 SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
@@ -84,7 +85,8 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
   if (pins["vp"]) o.vp = pins["vp"].as<int>();
   if (pins["zero"]) o.zero = pins["zero"].as<int>();
   if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
-  if (pins["sequence_parallel"]) o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";
+  if (pins["sequence_parallel"])
+    o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";
   return o;
 }
 
@@ -107,7 +109,8 @@ std::vector<Row> load_rows(const std::string& path) {
     row.precision = node["precision"].as<std::string>();
     const int gpus = node["gpus"].as<int>();
     row.cluster = cluster_of(node, gpus);
-    row.model = model_of(node["model"], row.id, row.precision, node["global_batch"].as<long long>());
+    row.model =
+        model_of(node["model"], row.id, row.precision, node["global_batch"].as<long long>());
     row.options = options_of(node["pins"], stack_of(row.stack, dir));
     const auto measured = *node["measured"].begin();
     row.measure = measured.first.as<std::string>();
@@ -134,8 +137,10 @@ double measured_step_s(const Row& row) {
   const double tokens = static_cast<double>(m.training.global_batch) * m.seq_len;
   if (row.measure == "step_time_s") return row.measured;
   if (row.measure == "tokens_per_s_per_gpu") return tokens / (row.measured * gpus);
-  if (row.measure == "narayanan_tflops_per_gpu") return narayanan_flops(m) / (gpus * row.measured * 1e12);
-  const double model_flops = step_flops(m, static_cast<double>(m.training.global_batch), Recompute::none).model;
+  if (row.measure == "narayanan_tflops_per_gpu")
+    return narayanan_flops(m) / (gpus * row.measured * 1e12);
+  const double model_flops =
+      step_flops(m, static_cast<double>(m.training.global_batch), Recompute::none).model;
   if (row.measure == "model_tflops_per_gpu") return model_flops / (gpus * row.measured * 1e12);
   return model_flops / (gpus * row.cluster.gpu.peak_tflops(m.training.dtype) * 1e12 * row.measured);
 }
@@ -151,8 +156,9 @@ struct Stats {
   }
   [[nodiscard]] std::string text() const {
     if (n == 0) return "no rows";
-    return fmt::format("rows {:>2}  mean |error| {:>5.1f}%  max |error| {:>5.1f}%  mean signed {:>+6.1f}%",
-                       n, sum_abs / n, max_abs, sum_signed / n);
+    return fmt::format(
+        "rows {:>2}  mean |error| {:>5.1f}%  max |error| {:>5.1f}%  mean signed {:>+6.1f}%", n,
+        sum_abs / n, max_abs, sum_signed / n);
   }
 };
 
@@ -168,9 +174,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "accuracy: {}: {}\n", path, e.what());
     return 2;
   }
-  fmt::print("{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>9} {:>9} {:>7}\n",
-             "run", "stack", "half", "tp", "pp", "dp", "mb", "vp", "recompute", "z", "sp",
-             "measured", "predicted", "err%");
+  fmt::print(
+      "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>9} {:>9} {:>7}\n",
+      "run", "stack", "half", "tp", "pp", "dp", "mb", "vp", "recompute", "z", "sp", "measured",
+      "predicted", "err%");
   Stats all;
   std::map<std::string, Stats> by_half, by_stack;
   int failed = 0;
@@ -178,7 +185,8 @@ int main(int argc, char** argv) {
     try {
       const SearchResult result = search(row.cluster, row.model, row.options);
       if (result.plans.empty()) {
-        fmt::print("{:<36} {:<20} {:<8} | no configuration fits in memory\n", row.id, row.stack, row.half);
+        fmt::print("{:<36} {:<20} {:<8} | no configuration fits in memory\n", row.id, row.stack,
+                   row.half);
         ++failed;
         continue;
       }
@@ -190,10 +198,12 @@ int main(int argc, char** argv) {
       all.add(error);
       by_half[row.half].add(error);
       by_stack[row.stack].add(error);
-      fmt::print("{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>8.2f}s {:>8.2f}s {:>+7.1f}\n",
-                 row.id, row.stack, row.half, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
-                 to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "-", measured, predicted,
-                 error);
+      fmt::print(
+          "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>8.2f}s "
+          "{:>8.2f}s {:>+7.1f}\n",
+          row.id, row.stack, row.half, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
+          to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "-", measured, predicted,
+          error);
     } catch (const std::exception& e) {
       fmt::print("{:<36} {:<20} {:<8} | error: {}\n", row.id, row.stack, row.half, e.what());
       ++failed;

@@ -8,9 +8,8 @@
 #include <benchmark/benchmark.h>
 
 #include "configs/presets.h"
-#include "costmodel/stack.h"
-
 #include "costmodel/model_loader.h"
+#include "costmodel/stack.h"
 #include "planner/search.h"
 #include "topology/cluster_loader.h"
 

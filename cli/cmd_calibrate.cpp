@@ -21,7 +21,7 @@ namespace {
 
 struct CalibrateFlags {
   std::vector<std::string> files;
-  std::string tier;  ///< "" = inferred per table
+  std::string tier;        ///< "" = inferred per table
   std::string collective;  ///< "" = from the log's test name, the file name or the table
   std::string output;
 };

@@ -1,4 +1,5 @@
 // trident plan: rank every split of the model over the cluster, place it, explain it.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -7,8 +8,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"

@@ -55,7 +55,7 @@ struct ImportFlags {
     return flags.gpu;
   }
   const std::string guess = guess_gpu_preset(server);
-  const std::string seen = !server.device_name.empty() ? "'" + server.device_name + "'"
+  const std::string seen = !server.device_name.empty()  ? "'" + server.device_name + "'"
                            : !server.pci_device.empty() ? "PCI device " + server.pci_device
                                                         : "no device name";
   if (guess.empty()) {
@@ -117,8 +117,8 @@ void add_topo_import_subcommand(CLI::App& topo) {
       "NV18, a missing pair) is described from its own output");
   auto* smi = sub->add_option("--nvidia-smi", flags->nvidia_smi, "`nvidia-smi topo -m` output")
                   ->type_name("FILE");
-  auto* xml = sub->add_option("--nccl-xml", flags->nccl_xml, "NCCL topology XML dump")
-                  ->type_name("FILE");
+  auto* xml =
+      sub->add_option("--nccl-xml", flags->nccl_xml, "NCCL topology XML dump")->type_name("FILE");
   smi->excludes(xml);
   sub->add_option("--name", flags->name, "cluster name (default: the file's name)");
   sub->add_option("--gpu", flags->gpu,

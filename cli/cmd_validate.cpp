@@ -33,10 +33,10 @@ struct ValidateFlags {
   int warmup = 5;
   double timeout_s = 60.0;
   std::string output;
-  double max_bytes = -1.0;       ///< -1: the backend's default
-  long long max_gemm_dim = -1;   ///< -1: the backend's default
-  int test_die_rank = -1;        ///< testing only (hidden): this rank dies mid-run
-  int test_hang_rank = -1;       ///< testing only (hidden): this rank stops answering mid-run
+  double max_bytes = -1.0;      ///< -1: the backend's default
+  long long max_gemm_dim = -1;  ///< -1: the backend's default
+  int test_die_rank = -1;       ///< testing only (hidden): this rank dies mid-run
+  int test_hang_rank = -1;      ///< testing only (hidden): this rank stops answering mid-run
 };
 
 /// The plan read and the calibration written: --output may not be --plan.
@@ -65,8 +65,8 @@ int launcher_rank() {
 
 void print_sweep(const Measurement& m) {
   fmt::print("\ncollectives (time: mean of the timed runs, max over ranks; busbw as nccl-tests)\n");
-  fmt::print("{:<4} {:<16} {:>5} {:<8} {:>12} {:>12} {:>11} {:>7}\n", "dim", "collective",
-             "ranks", "tier", "bytes", "time_us", "busbw_GB/s", "#wrong");
+  fmt::print("{:<4} {:<16} {:>5} {:<8} {:>12} {:>12} {:>11} {:>7}\n", "dim", "collective", "ranks",
+             "tier", "bytes", "time_us", "busbw_GB/s", "#wrong");
   for (const auto& p : m.sweep) {
     fmt::print("{:<4} {:<16} {:>5} {:<8} {:>12.0f} {:>12.2f} {:>11.3f} {:>7}\n", p.dimension,
                to_string(p.sample.collective), p.sample.ranks, to_string(p.sample.tier),
@@ -89,8 +89,7 @@ void print_gemms(const Measurement& m) {
     fmt::print("{:<14} {:>22} {:>22} {:<5} {:>10.3f} {:>10.1f} {:>7}\n", g.planned.name,
                fmt::format("{}x{}x{}", g.planned.m, g.planned.n, g.planned.k),
                fmt::format("{}x{}x{}", g.measured.m, g.measured.n, g.measured.k),
-               to_string(g.measured.dtype), g.measured.tflops, g.planned.predicted_tflops,
-               g.wrong);
+               to_string(g.measured.dtype), g.measured.tflops, g.planned.predicted_tflops, g.wrong);
   }
 }
 
@@ -100,12 +99,13 @@ void print_comparison(const Measurement& m) {
   for (const auto& r : m.calibration.comparison) {
     bool marked = false;
     for (const auto& e : m.extrapolated) marked = marked || e == r.component;
-    fmt::print("{:<34} {:>14.6g} {:>14.6g} {:>8.1f}%{}\n", r.component, r.predicted_s,
-               r.measured_s, r.error_pct, marked ? " *" : "");
+    fmt::print("{:<34} {:>14.6g} {:>14.6g} {:>8.1f}%{}\n", r.component, r.predicted_s, r.measured_s,
+               r.error_pct, marked ? " *" : "");
   }
   if (!m.extrapolated.empty()) {
-    fmt::print("* measured at a capped size (--max-bytes / --max-gemm-dim): the time at the "
-               "plan's size comes from the fit / the capped shape's TFLOP/s\n");
+    fmt::print(
+        "* measured at a capped size (--max-bytes / --max-gemm-dim): the time at the "
+        "plan's size comes from the fit / the capped shape's TFLOP/s\n");
   }
 }
 
@@ -139,18 +139,21 @@ MeasureOptions measure_options(const ValidateFlags& flags, const Backend& backen
 void report(const ValidateFlags& flags, const PlanSpec& plan, const Backend& backend,
             const MeasureOptions& options, Measurement& m) {
   m.calibration.date = now_iso8601();
-  fmt::print("trident validate: {} plans[{}]: tp {} x pp {} x dp {} = {} ranks, backend {} ({}{})\n",
-             flags.plan, plan.index, plan.config.tp, plan.config.pp, plan.config.dp,
-             plan.world_size(), backend.name(), backend.device_name(),
-             backend.nccl_version().empty() ? "" : ", NCCL " + backend.nccl_version());
-  fmt::print("{} warm-up + {} timed runs per point; messages capped at {:.0f} bytes; GEMMs in {}{}\n",
-             options.run.warmup, options.run.iters, options.max_bytes,
-             to_string(backend.gemm_dtype(plan.dtype)),
-             options.max_gemm_dim > 0 ? fmt::format(", dims capped at {}", options.max_gemm_dim)
-                                      : std::string());
+  fmt::print(
+      "trident validate: {} plans[{}]: tp {} x pp {} x dp {} = {} ranks, backend {} ({}{})\n",
+      flags.plan, plan.index, plan.config.tp, plan.config.pp, plan.config.dp, plan.world_size(),
+      backend.name(), backend.device_name(),
+      backend.nccl_version().empty() ? "" : ", NCCL " + backend.nccl_version());
+  fmt::print(
+      "{} warm-up + {} timed runs per point; messages capped at {:.0f} bytes; GEMMs in {}{}\n",
+      options.run.warmup, options.run.iters, options.max_bytes,
+      to_string(backend.gemm_dtype(plan.dtype)),
+      options.max_gemm_dim > 0 ? fmt::format(", dims capped at {}", options.max_gemm_dim)
+                               : std::string());
   if (backend.name() == "mpi") {
-    fmt::print("CPU backend: MPI over the hosts' network, fp32 GEMMs through OpenBLAS; these "
-               "numbers calibrate a CPU cluster, not a GPU one\n");
+    fmt::print(
+        "CPU backend: MPI over the hosts' network, fp32 GEMMs through OpenBLAS; these "
+        "numbers calibrate a CPU cluster, not a GPU one\n");
   }
   print_sweep(m);
   print_gemms(m);
@@ -171,8 +174,8 @@ void run_validate(const ValidateFlags& flags, const PlanSpec& plan) {
     throw InputError(fmt::format(
         "{}: plans[{}] needs {} ranks (tp {} x pp {} x dp {}) but the launcher started {}: "
         "use mpirun -np {} (or srun -n {})",
-        flags.plan, plan.index, plan.world_size(), plan.config.tp, plan.config.pp,
-        plan.config.dp, mpi.size(), plan.world_size(), plan.world_size()));
+        flags.plan, plan.index, plan.world_size(), plan.config.tp, plan.config.pp, plan.config.dp,
+        mpi.size(), plan.world_size(), plan.world_size()));
   }
   std::unique_ptr<Backend> backend;
   try {
@@ -227,8 +230,7 @@ void validate(const ValidateFlags& flags) {
 void add_validate_command(CLI::App& app) {
   auto flags = std::make_shared<ValidateFlags>();
   auto* sub = app.add_subcommand("validate", kValidateDescription);
-  sub->add_option("--plan", flags->plan, "plan JSON from `trident plan --format json`")
-      ->required();
+  sub->add_option("--plan", flags->plan, "plan JSON from `trident plan --format json`")->required();
   sub->add_option("--plan-index", flags->plan_index, "which of plans[] to run (default 0)")
       ->check(non_negative_integer_check());
   sub->add_option("--backend", flags->backend,

@@ -37,7 +37,7 @@ void add_presets_command(CLI::App& app);
 void add_topo_import_subcommand(CLI::App& topo);
 
 inline constexpr CommandEntry kCommands[] = {
-    {"plan", add_plan_command},         {"topo", add_topo_command},
+    {"plan", add_plan_command},          {"topo", add_topo_command},
     {"validate", add_validate_launcher}, {"calibrate", add_calibrate_command},
     {"presets", add_presets_command},
 };

@@ -92,8 +92,8 @@ void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::st
   std::string explain;
   if (!flags.report.empty()) {
     table = format_what_if_table(w, context);
-    explain = explain_plan(w.degraded, model, input.plans[input.drawn], flags.svg_plan,
-                           calibration, estimate_options(options));
+    explain = explain_plan(w.degraded, model, input.plans[input.drawn], flags.svg_plan, calibration,
+                           estimate_options(options));
   }
   write_pictures(flags, input, context, table, explain, files);
 }

@@ -1,12 +1,11 @@
 // --explain: one plan in words and numbers.
 #include "cli/plan_explain.h"
 
-#include "costmodel/pipeline.h"
-
 #include <fmt/format.h>
 
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
+#include "costmodel/pipeline.h"
 #include "planner/layout.h"
 
 namespace trident::cli {
@@ -37,20 +36,21 @@ std::string link_text(const GroupLink& link) {
     return fmt::format("{} at {:.1f} GB/s per GPU across {} NVLink domains (one rank in each)",
                        to_string(link.tier), link.inter_gbps, link.domains);
   }
-  return fmt::format("{} at {:.1f} GB/s per GPU across {} NVLink domains (up to {} ranks in one, "
-                     "{:.0f} GB/s between those)",
-                     to_string(link.tier), link.inter_gbps, link.domains, link.ranks_per_domain,
-                     link.intra_gbps);
+  return fmt::format(
+      "{} at {:.1f} GB/s per GPU across {} NVLink domains (up to {} ranks in one, "
+      "{:.0f} GB/s between those)",
+      to_string(link.tier), link.inter_gbps, link.domains, link.ranks_per_domain, link.intra_gbps);
 }
 
 std::string knobs_text(const ParallelConfig& c, long long m) {
-  return fmt::format("TP {} x PP {} x DP {}, micro-batch {} ({} micro-batches per step), {}, "
-                     "recompute {}, ZeRO-{}, sequence parallel {}",
-                     c.tp, c.pp, c.dp, c.micro_batch, m,
-                     c.virtual_stages > 1 ? fmt::format("interleaved 1F1B with {} virtual stages",
-                                                        c.virtual_stages)
-                                          : std::string("1F1B"),
-                     to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "off");
+  return fmt::format(
+      "TP {} x PP {} x DP {}, micro-batch {} ({} micro-batches per step), {}, "
+      "recompute {}, ZeRO-{}, sequence parallel {}",
+      c.tp, c.pp, c.dp, c.micro_batch, m,
+      c.virtual_stages > 1
+          ? fmt::format("interleaved 1F1B with {} virtual stages", c.virtual_stages)
+          : std::string("1F1B"),
+      to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "off");
 }
 
 std::string three_numbers(const Cluster& cluster, const Model& model, const PlanResult& plan) {
@@ -60,10 +60,11 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
   out += fmt::format("  step time    {:.3f} s\n", e.time.step_s);
   out += fmt::format("  throughput   {} tokens/s  ({} tokens per step / {:.3f} s)\n",
                      thousands(e.tokens_per_s), thousands(tokens), e.time.step_s);
-  out += fmt::format("  MFU          {:.1f}%  ({:.0f} model TFLOP/s per GPU of {:.0f} dense peak; "
-                     "{:.0f} TFLOP/s executed with recomputation)\n",
-                     100.0 * e.mfu, e.model_tflops_per_gpu,
-                     cluster.gpu.peak_tflops(model.training.dtype), e.hardware_tflops_per_gpu);
+  out += fmt::format(
+      "  MFU          {:.1f}%  ({:.0f} model TFLOP/s per GPU of {:.0f} dense peak; "
+      "{:.0f} TFLOP/s executed with recomputation)\n",
+      100.0 * e.mfu, e.model_tflops_per_gpu, cluster.gpu.peak_tflops(model.training.dtype),
+      e.hardware_tflops_per_gpu);
   return out;
 }
 
@@ -89,13 +90,13 @@ std::string dimension(const char* name, const std::string& collective, const Com
                       double step_s, const char* why) {
   if (comm.link.ranks < 2) return fmt::format("  {}: size 1, no traffic\n", name);
   // ZeRO's reduce-scatter (fp32 gradients) and all-gather (16-bit weights) differ in size.
-  const bool split_sizes = comm.gather_bytes_per_call > 0.0 &&
-                           comm.gather_bytes_per_call != comm.bytes_per_call;
+  const bool split_sizes =
+      comm.gather_bytes_per_call > 0.0 && comm.gather_bytes_per_call != comm.bytes_per_call;
   const std::string what =
-      split_sizes ? fmt::format("reduce-scatter of {} + all-gather of {}",
-                                bytes_text(comm.bytes_per_call),
-                                bytes_text(comm.gather_bytes_per_call))
-                  : fmt::format("{} of {}", collective, bytes_text(comm.bytes_per_call));
+      split_sizes
+          ? fmt::format("reduce-scatter of {} + all-gather of {}", bytes_text(comm.bytes_per_call),
+                        bytes_text(comm.gather_bytes_per_call))
+          : fmt::format("{} of {}", collective, bytes_text(comm.bytes_per_call));
   std::string out = fmt::format(
       "  {}: {} per call, {:.0f} call{} per step, {} ranks\n"
       "      link: {}\n"
@@ -111,9 +112,10 @@ std::string dimension(const char* name, const std::string& collective, const Com
         "latency {} times, hidden only behind the neighbouring unit's compute\n",
         1e3 * comm.unit_gather_s, comm.unit_gathers_per_step, 1e3 * comm.unit_scatter_s,
         comm.unit_scatters_per_step, comm.link.ranks, comm.link.ranks - 1);
-    return out + "      why: sharded data parallel gathers every layer's weights before it runs "
-                 "and reduce-scatters its gradients after, on every micro-batch the stack "
-                 "does; what the next unit's compute cannot cover is exposed\n";
+    return out +
+           "      why: sharded data parallel gathers every layer's weights before it runs "
+           "and reduce-scatters its gradients after, on every micro-batch the stack "
+           "does; what the next unit's compute cannot cover is exposed\n";
   }
   return out + fmt::format("      why: {}\n", why);
 }
@@ -122,10 +124,10 @@ std::string communication(const PlanResult& plan) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const double step = e.time.step_s;
-  std::string out = fmt::format("Communication per dimension (rank order {}, {})\n",
-                                plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp"
-                                                                            : "tp-pp-dp",
-                                "TP innermost as in Megatron-LM");
+  std::string out =
+      fmt::format("Communication per dimension (rank order {}, {})\n",
+                  plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
+                  "TP innermost as in Megatron-LM");
   out += dimension("TP", tp_collective_name(c), e.tp, step,
                    e.tp.link.domains > 1
                        ? "every layer waits for it, forward and backward; this group is wider "
@@ -148,10 +150,11 @@ std::string bubble(const PlanResult& plan) {
   std::string out = "Pipeline bubble\n";
   if (c.pp < 2) return out + "  none: one pipeline stage\n";
   const double ideal = bubble_fraction(c.pp, c.virtual_stages, m);  // costmodel/pipeline.h
-  out += fmt::format("  (p-1)/(v*m) = ({}-1)/({}*{}) = {:.2f}% of the ideal time -> {:.3f} s, "
-                     "{} of the step\n",
-                     c.pp, c.virtual_stages, m, 100.0 * ideal, e.time.bubble_s,
-                     share(e.time.bubble_s, e.time.step_s));
+  out += fmt::format(
+      "  (p-1)/(v*m) = ({}-1)/({}*{}) = {:.2f}% of the ideal time -> {:.3f} s, "
+      "{} of the step\n",
+      c.pp, c.virtual_stages, m, 100.0 * ideal, e.time.bubble_s,
+      share(e.time.bubble_s, e.time.step_s));
   if (c.virtual_stages > 1) {
     out += fmt::format("  interleaving cuts it {}x at {}x the point-to-point messages\n",
                        c.virtual_stages, c.virtual_stages);
@@ -194,9 +197,10 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   line("activations", m.activations_bytes);
   line("other", m.other_bytes);
   line("total", m.total_bytes);
-  out += fmt::format("  usable       {:>8.2f} GiB ({:.0f} GiB reserved for context and NCCL "
-                     "buffers): {}\n",
-                     m.capacity_bytes / kGib, reserve_gib, m.fits ? "fits" : "does NOT fit");
+  out += fmt::format(
+      "  usable       {:>8.2f} GiB ({:.0f} GiB reserved for context and NCCL "
+      "buffers): {}\n",
+      m.capacity_bytes / kGib, reserve_gib, m.fits ? "fits" : "does NOT fit");
   return out;
 }
 
@@ -205,8 +209,8 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
 std::string explain_plan(const Cluster& cluster, const Model& model, const PlanResult& plan,
                          std::size_t rank, const Calibration* calibration,
                          const EstimateOptions& options) {
-  std::string out = fmt::format("Plan #{}: {}\n", rank,
-                                knobs_text(plan.config, plan.estimate.num_micro_batches));
+  std::string out =
+      fmt::format("Plan #{}: {}\n", rank, knobs_text(plan.config, plan.estimate.num_micro_batches));
   for (const std::string& part :
        {three_numbers(cluster, model, plan), step_breakdown(plan), communication(plan),
         bubble(plan), tp_across(cluster, model, plan, calibration, options),

@@ -3,11 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "cli/report_text.h"
-#include <cmath>
-
 #include "costmodel/compute.h"
 #include "costmodel/gemms.h"
 #include "costmodel/pipeline.h"
@@ -29,9 +28,8 @@ Json link_gbps(const GroupLink& link) {
 Json comm_json(const CommDetail& comm, const std::string& collective) {
   return Json{{"collective", collective},
               {"bytes_per_call", comm.bytes_per_call},
-              {"gather_bytes_per_call", comm.gather_bytes_per_call > 0.0
-                                            ? comm.gather_bytes_per_call
-                                            : comm.bytes_per_call},
+              {"gather_bytes_per_call",
+               comm.gather_bytes_per_call > 0.0 ? comm.gather_bytes_per_call : comm.bytes_per_call},
               {"calls_per_step", comm.calls_per_step},
               {"ranks", comm.link.ranks},
               {"tier", link_name(comm.link)},
@@ -53,7 +51,10 @@ Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& pl
     const GemmShape shape{static_cast<double>(gemm.m), static_cast<double>(gemm.n),
                           static_cast<double>(gemm.k), 1.0};
     const double seconds = gemm_time_s(cluster.gpu, model.training.dtype, shape, calibration);
-    out.push_back(Json{{"name", gemm.name}, {"m", gemm.m}, {"n", gemm.n}, {"k", gemm.k},
+    out.push_back(Json{{"name", gemm.name},
+                       {"m", gemm.m},
+                       {"n", gemm.n},
+                       {"k", gemm.k},
                        {"calls_per_step", gemm.calls_per_step},
                        {"predicted_tflops", seconds > 0 ? shape.flops() / seconds / 1e12 : 0.0}});
   }
@@ -66,32 +67,45 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
   const auto& e = plan.estimate;
   const auto& p = plan.placement;
   const auto& mem = e.memory;
-  Json json{
-      {"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}, {"micro_batch", c.micro_batch},
-      {"num_micro_batches", e.num_micro_batches}, {"virtual_stages", c.virtual_stages},
-      {"recompute", to_string(c.recompute)}, {"zero", c.zero},
-      {"sequence_parallel", c.sequence_parallel}, {"step_time_s", e.time.step_s},
-      {"tokens_per_s", e.tokens_per_s}, {"model_tflops_per_gpu", e.model_tflops_per_gpu},
-      {"hardware_tflops_per_gpu", e.hardware_tflops_per_gpu}, {"mfu", e.mfu},
-      {"mfu_causal", e.mfu_causal}, {"step_time_s_low", e.step_s_low},
-      {"step_time_s_high", e.step_s_high}, {"stack", context.stack},
-      {"memory_gib_per_gpu", mem.total_bytes / kGib}, {"fits", mem.fits},
-      {"bubble_fraction", e.bubble_fraction}};
-  json["time"] = Json{{"compute_s", e.time.compute_s()}, {"tp_comm_s", e.time.tp_comm_s},
-                      {"pp_comm_s", e.time.pp_comm_s}, {"dp_comm_s", e.time.dp_comm_s},
-                      {"bubble_s", e.time.bubble_s}, {"exposed_comm_s", e.time.exposed_comm_s()},
-                      {"forward_s", e.time.forward_s}, {"backward_s", e.time.backward_s},
-                      {"recompute_s", e.time.recompute_s}, {"optimizer_s", e.time.optimizer_s},
+  Json json{{"tp", c.tp},
+            {"pp", c.pp},
+            {"dp", c.dp},
+            {"micro_batch", c.micro_batch},
+            {"num_micro_batches", e.num_micro_batches},
+            {"virtual_stages", c.virtual_stages},
+            {"recompute", to_string(c.recompute)},
+            {"zero", c.zero},
+            {"sequence_parallel", c.sequence_parallel},
+            {"step_time_s", e.time.step_s},
+            {"tokens_per_s", e.tokens_per_s},
+            {"model_tflops_per_gpu", e.model_tflops_per_gpu},
+            {"hardware_tflops_per_gpu", e.hardware_tflops_per_gpu},
+            {"mfu", e.mfu},
+            {"mfu_causal", e.mfu_causal},
+            {"step_time_s_low", e.step_s_low},
+            {"step_time_s_high", e.step_s_high},
+            {"stack", context.stack},
+            {"memory_gib_per_gpu", mem.total_bytes / kGib},
+            {"fits", mem.fits},
+            {"bubble_fraction", e.bubble_fraction}};
+  json["time"] = Json{{"compute_s", e.time.compute_s()},
+                      {"tp_comm_s", e.time.tp_comm_s},
+                      {"pp_comm_s", e.time.pp_comm_s},
+                      {"dp_comm_s", e.time.dp_comm_s},
+                      {"bubble_s", e.time.bubble_s},
+                      {"exposed_comm_s", e.time.exposed_comm_s()},
+                      {"forward_s", e.time.forward_s},
+                      {"backward_s", e.time.backward_s},
+                      {"recompute_s", e.time.recompute_s},
+                      {"optimizer_s", e.time.optimizer_s},
                       {"overlap_contention_s", e.time.overlap_contention_s}};
-  json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
-                            {"gradients", mem.gradients_bytes / kGib},
-                            {"optimizer", mem.optimizer_bytes / kGib},
-                            {"activations", mem.activations_bytes / kGib},
-                            {"other", mem.other_bytes / kGib},
-                            {"capacity", mem.capacity_bytes / kGib}};
+  json["memory_gib"] =
+      Json{{"weights", mem.weights_bytes / kGib},     {"gradients", mem.gradients_bytes / kGib},
+           {"optimizer", mem.optimizer_bytes / kGib}, {"activations", mem.activations_bytes / kGib},
+           {"other", mem.other_bytes / kGib},         {"capacity", mem.capacity_bytes / kGib}};
   json["links"] = Json{{"tp", link_name(p.tp)}, {"pp", link_name(p.pp)}, {"dp", link_name(p.dp)}};
-  json["collectives"] = Json{{"tp", tp_collective_name(c)}, {"pp", pp_collective_name(c)},
-                             {"dp", dp_collective_name(c)}};
+  json["collectives"] = Json{
+      {"tp", tp_collective_name(c)}, {"pp", pp_collective_name(c)}, {"dp", dp_collective_name(c)}};
   json["rank_order"] = p.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp";
   json["comm"] = Json{{"tp", comm_json(e.tp, tp_collective_name(c))},
                       {"pp", comm_json(e.pp, pp_collective_name(c))},
@@ -102,16 +116,26 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
 }
 
 Json cluster_json(const Cluster& cluster, int gpus_used) {
-  return Json{{"name", cluster.name}, {"gpus", gpus_used}, {"servers", cluster.servers},
-              {"gpu", cluster.gpu.name}, {"gpus_per_server", cluster.gpus_per_server},
-              {"domain_gpus", cluster.nvlink.domain_gpus}, {"total_gpus", cluster.gpus()}};
+  return Json{{"name", cluster.name},
+              {"gpus", gpus_used},
+              {"servers", cluster.servers},
+              {"gpu", cluster.gpu.name},
+              {"gpus_per_server", cluster.gpus_per_server},
+              {"domain_gpus", cluster.nvlink.domain_gpus},
+              {"total_gpus", cluster.gpus()}};
 }
 
 Json model_json(const Model& model) {
-  return Json{{"name", model.name}, {"parameters", count_parameters(model).total},
-              {"layers", model.layers}, {"hidden", model.hidden}, {"heads", model.heads},
-              {"kv_heads", model.kv_heads}, {"ffn_hidden", model.ffn_hidden},
-              {"ffn", to_string(model.ffn)}, {"vocab", model.vocab}, {"seq_len", model.seq_len},
+  return Json{{"name", model.name},
+              {"parameters", count_parameters(model).total},
+              {"layers", model.layers},
+              {"hidden", model.hidden},
+              {"heads", model.heads},
+              {"kv_heads", model.kv_heads},
+              {"ffn_hidden", model.ffn_hidden},
+              {"ffn", to_string(model.ffn)},
+              {"vocab", model.vocab},
+              {"seq_len", model.seq_len},
               {"global_batch", model.training.global_batch},
               {"dtype", to_string(model.training.dtype)}};
 }
@@ -128,28 +152,28 @@ std::string tiers_text(const PlanResult& plan) {
 std::string table_row(std::size_t rank, const PlanResult& plan) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
-  return fmt::format("{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9.3f} {:>12} "
-                     "{:>6.1f} {:>10} {:>7.1f}  {}",
-                     rank, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
-                     to_string(c.recompute), c.zero, on_off(c.sequence_parallel), e.time.step_s,
-                     thousands(e.tokens_per_s), 100.0 * e.mfu, memory_text(plan),
-                     100.0 * e.bubble_fraction, tiers_text(plan));
+  return fmt::format(
+      "{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9.3f} {:>12} "
+      "{:>6.1f} {:>10} {:>7.1f}  {}",
+      rank, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
+      on_off(c.sequence_parallel), e.time.step_s, thousands(e.tokens_per_s), 100.0 * e.mfu,
+      memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan));
 }
 
 std::string table_header() {
-  return fmt::format("{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9} {:>12} {:>6} "
-                     "{:>10} {:>7}  {}\n",
-                     "rank", "TP", "PP", "DP", "mb", "VP", "recompute", "ZeRO", "SP", "step (s)",
-                     "tokens/s", "MFU %", "mem/GPU", "bubble%", "link TP/PP/DP");
+  return fmt::format(
+      "{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9} {:>12} {:>6} "
+      "{:>10} {:>7}  {}\n",
+      "rank", "TP", "PP", "DP", "mb", "VP", "recompute", "ZeRO", "SP", "step (s)", "tokens/s",
+      "MFU %", "mem/GPU", "bubble%", "link TP/PP/DP");
 }
 
 std::string search_summary(const SearchResult& result, const ReportContext& context) {
-  return fmt::format("searched {} configurations ({} cost-model evaluations, {} placements) in "
-                     "{:.2f} s; {} fit in memory",
-                     thousands(result.configurations_searched),
-                     thousands(result.evaluations),
-                     thousands(result.placements), context.search_seconds,
-                     thousands(result.feasible));
+  return fmt::format(
+      "searched {} configurations ({} cost-model evaluations, {} placements) in "
+      "{:.2f} s; {} fit in memory",
+      thousands(result.configurations_searched), thousands(result.evaluations),
+      thousands(result.placements), context.search_seconds, thousands(result.feasible));
 }
 
 }  // namespace
@@ -207,14 +231,16 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   out += "# " + search_summary(result, context) + "\n";
   out += "# link TP/PP/DP: the tier of the slowest group of each dimension (none = size 1)\n";
   out += table_header();
-  for (std::size_t i = 0; i < result.plans.size(); ++i) out += table_row(i + 1, result.plans[i]) + "\n";
+  for (std::size_t i = 0; i < result.plans.size(); ++i)
+    out += table_row(i + 1, result.plans[i]) + "\n";
   if (result.plans.size() > 1) {
     const auto& lead = result.plans.front().estimate;
     const std::size_t tied = tied_count(result.plans);
-    out += fmt::format("# band: {:.3f}-{:.3f} s for plan 1 (stack {}'s measured error); {}\n",
-                       lead.step_s_low, lead.step_s_high, context.stack,
-                       tied > 1 ? fmt::format("plans 1-{} are tied within the model's error", tied)
-                                : std::string("plan 1 is ahead of the rest beyond the model's error"));
+    out +=
+        fmt::format("# band: {:.3f}-{:.3f} s for plan 1 (stack {}'s measured error); {}\n",
+                    lead.step_s_low, lead.step_s_high, context.stack,
+                    tied > 1 ? fmt::format("plans 1-{} are tied within the model's error", tied)
+                             : std::string("plan 1 is ahead of the rest beyond the model's error"));
   }
   if (!result.infeasible.empty()) {
     out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
@@ -237,16 +263,16 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
   auto row = [&out](std::size_t rank, const PlanResult& plan) {
     const auto& c = plan.config;
     const auto& e = plan.estimate;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},"
-                       "{},{}\n",
-                       rank, c.tp, c.pp, c.dp, c.micro_batch, e.num_micro_batches,
-                       c.virtual_stages, to_string(c.recompute), c.zero,
-                       c.sequence_parallel ? "true" : "false", e.time.step_s, e.tokens_per_s, e.mfu,
-                       e.memory.total_bytes / kGib, e.memory.fits ? "true" : "false",
-                       e.bubble_fraction, link_name(plan.placement.tp),
-                       link_name(plan.placement.pp), link_name(plan.placement.dp),
-                       plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
-                       csv_quoted(plan.infeasible_reason));
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},"
+        "{},{}\n",
+        rank, c.tp, c.pp, c.dp, c.micro_batch, e.num_micro_batches, c.virtual_stages,
+        to_string(c.recompute), c.zero, c.sequence_parallel ? "true" : "false", e.time.step_s,
+        e.tokens_per_s, e.mfu, e.memory.total_bytes / kGib, e.memory.fits ? "true" : "false",
+        e.bubble_fraction, link_name(plan.placement.tp), link_name(plan.placement.pp),
+        link_name(plan.placement.dp),
+        plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
+        csv_quoted(plan.infeasible_reason));
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) row(i + 1, result.plans[i]);
   for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i]);
@@ -278,8 +304,8 @@ std::string format_json(const SearchResult& result, const ReportContext& context
                        {"placements", result.placements},
                        {"seconds", context.search_seconds}};
   doc["assumptions"] = context.assumptions;
-  doc["calibration"] = context.calibration_source.empty() ? Json(nullptr)
-                                                          : Json(context.calibration_source);
+  doc["calibration"] =
+      context.calibration_source.empty() ? Json(nullptr) : Json(context.calibration_source);
   if (!explain_text.empty()) doc["explain"] = explain_text;
   return doc.dump(2) + "\n";
 }

@@ -20,7 +20,7 @@ struct ReportContext {
   std::string calibration_source;        ///< file whose measurements were used; "" = defaults
   const Calibration* calibration = nullptr;
   double search_seconds = 0.0;
-  std::string stack;                     ///< the software stack's name (JSON "stack")
+  std::string stack;  ///< the software stack's name (JSON "stack")
 };
 
 /// Plans 1..N (1-based count from the top) whose step time lies inside the leader's band.

@@ -1,11 +1,11 @@
 // `plan --svg`: the document and the helpers its three panels share (cli/plan_svg.h).
 #include "cli/plan_svg.h"
 
-#include <algorithm>
-#include <cmath>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
 
 #include "cli/svg_panels.h"
 #include "topology/errors.h"
@@ -72,7 +72,8 @@ double draw_panel_title(SvgWriter& svg, double top, const std::string& title,
   while (start < subtitle.size()) {
     const std::size_t end = std::min(subtitle.find('\n', start), subtitle.size());
     y += 15;
-    svg.text(16, y, subtitle.substr(start, end - start), {{"font-size", "11"}, {"fill", "#444444"}});
+    svg.text(16, y, subtitle.substr(start, end - start),
+             {{"font-size", "11"}, {"fill", "#444444"}});
     start = end + 1;
   }
   return y - top + 10;
@@ -130,15 +131,16 @@ PictureInput pictures_of_what_if(const WhatIf& w, const Model& model, std::size_
     if (input.plans.size() < kPlansCompared || available == svg_plan) {
       input.plans.push_back(*o.plan);
       input.labels.push_back(available == 1 ? fmt::format("best: {}", to_string(o.kind))
-                                           : std::string(to_string(o.kind)));
+                                            : std::string(to_string(o.kind)));
     }
   }
   if (svg_plan > available) {
     throw PlanError(fmt::format("--svg-plan {}: only {} options can run", svg_plan, available));
   }
   input.layout_plan = &w.baseline;
-  input.layout_note = "The healthy plan's layout with the failures marked (red): where they land "
-                      "in the job running now.";
+  input.layout_note =
+      "The healthy plan's layout with the failures marked (red): where they land "
+      "in the job running now.";
   for (std::size_t i = 0; i < w.failures.size(); ++i) {
     input.failures.push_back(w.failures[i].spec + ": " + w.described[i]);
   }

@@ -28,9 +28,9 @@ namespace trident::cli {
 
 /// The picture flags of `plan`, as parsed.
 struct PictureFlags {
-  std::string svg;          ///< --svg FILE
-  std::size_t svg_plan = 1; ///< --svg-plan N (1-based rank of the drawn plan)
-  std::string report;       ///< --report DIR
+  std::string svg;           ///< --svg FILE
+  std::size_t svg_plan = 1;  ///< --svg-plan N (1-based rank of the drawn plan)
+  std::string report;        ///< --report DIR
   [[nodiscard]] bool wanted() const { return !svg.empty() || !report.empty(); }
 };
 
@@ -40,15 +40,15 @@ void add_picture_flags(CLI::App& sub, PictureFlags& flags);
 struct PictureInput {
   const Cluster* cluster = nullptr;  ///< the cluster as planned (failures applied)
   const Model* model = nullptr;
-  std::vector<PlanResult> plans;     ///< compared in panel 3, in order
-  std::vector<std::string> labels;   ///< one per plan: "#1", "healthy", "keep"...
-  std::size_t drawn = 0;             ///< index into plans of the plan in panels 1 and 2
+  std::vector<PlanResult> plans;    ///< compared in panel 3, in order
+  std::vector<std::string> labels;  ///< one per plan: "#1", "healthy", "keep"...
+  std::size_t drawn = 0;            ///< index into plans of the plan in panels 1 and 2
   /// Plan whose rank layout panel 1 shows (rank r on GPU r); the drawn plan when not failing,
   /// the healthy baseline under --fail-link (where the failure lands in the running job).
   const PlanResult* layout_plan = nullptr;
-  std::string layout_note;             ///< a line under panel 1's title
-  std::vector<std::string> failures;   ///< specs with descriptions
-  std::vector<GroupHit> hits;          ///< groups of the layout plan the failures reach
+  std::string layout_note;            ///< a line under panel 1's title
+  std::vector<std::string> failures;  ///< specs with descriptions
+  std::vector<GroupHit> hits;         ///< groups of the layout plan the failures reach
 };
 
 /// Panel 3 compares at most this many plans.

@@ -46,9 +46,9 @@ std::string summarize_stack(const Stack& s) {
   return fmt::format(
       "attention {}, TP overlap {}, DP overlap {}, grad reduce {}, ZeRO {} (with PP {}), "
       "recompute {}{}",
-      to_string(s.attention), to_string(s.tp_overlap),
-      s.dp_overlap_grad_reduce ? "on" : "off", s.grad_reduce_bytes >= 4 ? "fp32" : "16-bit",
-      zero_list(s.zero_stages), zero_list(s.zero_stages_with_pp),
+      to_string(s.attention), to_string(s.tp_overlap), s.dp_overlap_grad_reduce ? "on" : "off",
+      s.grad_reduce_bytes >= 4 ? "fp32" : "16-bit", zero_list(s.zero_stages),
+      zero_list(s.zero_stages_with_pp),
       std::string(s.supports(Recompute::none) ? "none" : "") +
           (s.supports(Recompute::selective)
                ? (s.selective == SelectiveKind::per_op ? "/selective(per-op)" : "/selective")
@@ -59,8 +59,8 @@ std::string summarize_stack(const Stack& s) {
 }
 
 std::string describe_stack(const ResolvedStack& r) {
-  const std::string origin = r.origin == "default" ? "default; change with --stack"
-                                                   : "from " + r.origin;
+  const std::string origin =
+      r.origin == "default" ? "default; change with --stack" : "from " + r.origin;
   return fmt::format("stack {} ({}): {}", r.stack.name, origin, summarize_stack(r.stack));
 }
 

@@ -1,10 +1,10 @@
 // The SVG writer (cli/svg.h).
 #include "cli/svg.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace trident::cli {
 
@@ -13,12 +13,23 @@ std::string xml_escape(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -42,8 +53,7 @@ std::string attrs_text(const SvgAttrs& attrs) {
 
 }  // namespace
 
-void SvgWriter::element(std::string_view name, const std::string& geometry,
-                        const SvgAttrs& attrs) {
+void SvgWriter::element(std::string_view name, const std::string& geometry, const SvgAttrs& attrs) {
   body_ += "<";
   body_ += name;
   body_ += geometry + attrs_text(attrs) + "/>\n";

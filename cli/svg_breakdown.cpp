@@ -1,9 +1,9 @@
 // Panel 3 of `plan --svg`: where the step time and the GPU memory go, one stacked bar per
 // plan, the plans side by side (under --fail-link: the healthy baseline against each option).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
-
-#include <fmt/format.h>
 
 #include "cli/svg_panels.h"
 
@@ -78,7 +78,8 @@ void draw_bar(SvgWriter& svg, const std::array<Part, N>& parts, double x, double
     }
     at += w;
   }
-  svg.text(at + 5, by + 14, fmt::format("{:.2f} {}", total_of(parts), unit), {{"font-size", "10.5"}});
+  svg.text(at + 5, by + 14, fmt::format("{:.2f} {}", total_of(parts), unit),
+           {{"font-size", "10.5"}});
 }
 
 /// Room for the total written after the longest bar.
@@ -88,10 +89,10 @@ constexpr double kTotalRoom = 70.0;
 
 double draw_breakdown_panel(SvgWriter& svg, const PictureInput& input, double top, double width) {
   const std::size_t n = input.plans.size();  // the callers keep the few compared
-  double y = top + draw_panel_title(
-                       svg, top, "3. Where the step time and the memory go",
-                       "Per GPU, on the critical path (time) and on the peak rank (memory); "
-                       "communication counts only the exposed part.");
+  double y =
+      top + draw_panel_title(svg, top, "3. Where the step time and the memory go",
+                             "Per GPU, on the critical path (time) and on the peak rank (memory); "
+                             "communication counts only the exposed part.");
   const double gap = 40.0;
   const double chart_w = (width - 32 - gap) / 2;
   const double x_time = 16;
@@ -114,8 +115,8 @@ double draw_breakdown_panel(SvgWriter& svg, const PictureInput& input, double to
   if (n > 0) {  // drawn first: the totals written after the bars stay readable over it
     const double usable = input.plans[0].estimate.memory.capacity_bytes / kGib;
     const double ux = x_mem + usable * mem_scale;
-    svg.line(ux, y + 10, ux, bottom, {{"stroke", "#d62728"}, {"stroke-dasharray", "5 3"},
-                                      {"stroke-width", "1.5"}});
+    svg.line(ux, y + 10, ux, bottom,
+             {{"stroke", "#d62728"}, {"stroke-dasharray", "5 3"}, {"stroke-width", "1.5"}});
     svg.text(ux - 4, y + 8, fmt::format("usable {:.0f} GiB", usable),
              {{"font-size", "10"}, {"fill", "#d62728"}, {"text-anchor", "end"}});
   }
@@ -124,15 +125,15 @@ double draw_breakdown_panel(SvgWriter& svg, const PictureInput& input, double to
     const PlanResult& plan = input.plans[i];
     const std::string name = input.labels[i] + "  " + split_label(plan.config);
     svg.open_group({{"class", "bar"}, {"data-plan", input.labels[i]}});
-    draw_bar(svg, time_parts(plan.estimate), x_time, y + kRow * static_cast<double>(i), time_scale, name, "s",
-             i == input.drawn);
-    draw_bar(svg, memory_parts(plan.estimate), x_mem, y + kRow * static_cast<double>(i), mem_scale, name, "GiB",
-             i == input.drawn);
+    draw_bar(svg, time_parts(plan.estimate), x_time, y + kRow * static_cast<double>(i), time_scale,
+             name, "s", i == input.drawn);
+    draw_bar(svg, memory_parts(plan.estimate), x_mem, y + kRow * static_cast<double>(i), mem_scale,
+             name, "GiB", i == input.drawn);
     svg.close_group();
   }
   svg.close_group();
-  const double axis_h = draw_axis(svg, x_time, bottom, time_scale * max_time, max_time,
-                                  "seconds per step");
+  const double axis_h =
+      draw_axis(svg, x_time, bottom, time_scale * max_time, max_time, "seconds per step");
   draw_axis(svg, x_mem, bottom, mem_scale * max_mem, max_mem, "GiB per GPU");
   return bottom + axis_h - top;
 }

@@ -1,9 +1,9 @@
 // Panel 2 of `plan --svg`: the pipeline schedule of one step as a Gantt chart, block by block
 // from costmodel/pipeline.h's schedule_1f1b (the schedule the cost model's bubble describes).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "cli/svg_panels.h"
 #include "costmodel/pipeline.h"
@@ -42,10 +42,10 @@ std::string shade(const char* base, int chunk, int v) {
 }
 
 struct Chart {
-  double x0 = 0.0;      // left edge of time 0
-  double y0 = 0.0;      // top of lane 0
-  double width = 0.0;   // pixels for [t0, t1]
-  double lane = 0.0;    // lane height
+  double x0 = 0.0;     // left edge of time 0
+  double y0 = 0.0;     // top of lane 0
+  double width = 0.0;  // pixels for [t0, t1]
+  double lane = 0.0;   // lane height
   double t0 = 0.0;
   double t1 = 1.0;
   int pp = 1;
@@ -60,7 +60,8 @@ void draw_lanes(SvgWriter& svg, const Chart& c, bool labels, bool counted) {
   const int every = std::max(1, static_cast<int>(std::ceil(11.0 / c.lane)));
   for (int s = 0; s < c.pp; ++s) {
     SvgAttrs attrs{{"fill", "#e6e6e6"}, {"stroke", "#ffffff"}, {"stroke-width", "1"}};
-    if (counted) attrs.insert(attrs.begin(), {{"class", "stage"}, {"data-stage", std::to_string(s)}});
+    if (counted)
+      attrs.insert(attrs.begin(), {{"class", "stage"}, {"data-stage", std::to_string(s)}});
     svg.rect(c.x0, c.y(s), c.width, c.lane, attrs);
     if (!labels) continue;
     svg.rect(4, c.y(s) + 1, 8, c.lane - 2, {{"fill", stage_colour(s)}});
@@ -88,7 +89,8 @@ void draw_block(SvgWriter& svg, const Chart& c, const ScheduleBlock& b, bool lab
   const std::string label = std::to_string(b.micro_batch);
   if (!labelled || c.lane < 10 || w < 6.5 * static_cast<double>(label.size()) + 4) return;
   svg.text(x + w / 2, c.y(b.stage) + c.lane / 2 + 3.5, label,
-           {{"font-size", c.lane >= 14 ? "10" : "8"}, {"text-anchor", "middle"},
+           {{"font-size", c.lane >= 14 ? "10" : "8"},
+            {"text-anchor", "middle"},
             {"fill", b.chunk * 2 < c.v || c.v == 1 ? "#ffffff" : "#1a1a1a"}});
 }
 
@@ -103,7 +105,8 @@ void draw_busy_runs(SvgWriter& svg, const Chart& c, const std::vector<ScheduleBl
   const auto mix = [share](unsigned f, unsigned b) {
     return static_cast<unsigned>(std::lround(f + (static_cast<double>(b) - f) * share));
   };
-  const std::string fill = fmt::format("#{:02x}{:02x}{:02x}", mix(fr, br), mix(fg, bg), mix(fb, bb));
+  const std::string fill =
+      fmt::format("#{:02x}{:02x}{:02x}", mix(fr, br), mix(fg, bg), mix(fb, bb));
   const double joined = 1e-9 * c.t1;
   std::size_t i = 0;
   while (i < blocks.size()) {  // blocks are ordered by stage, then start time
@@ -138,7 +141,8 @@ void draw_legend(SvgWriter& svg, double x, double y, int v) {
     svg.text(at + 19, y, text, {{"font-size", "11"}});
   };
   item(x, kForward, v > 1 ? "forward (chunk 0 dark ... chunk v-1 light)" : "forward");
-  item(x + 290, kBackward, v > 1 ? "backward incl. recompute (same shading)" : "backward incl. recompute");
+  item(x + 290, kBackward,
+       v > 1 ? "backward incl. recompute (same shading)" : "backward incl. recompute");
   item(x + 570, "#e6e6e6", "idle: the pipeline bubble");
   item(x + 760, "#8c6bb1", "DP comm (exposed)");
   item(x + 910, "#59a14f", "optimizer step");
@@ -159,16 +163,21 @@ void draw_zoom(SvgWriter& svg, const std::vector<ScheduleBlock>& blocks, Chart c
 
 std::string schedule_title(const ParallelConfig& config, long long m) {
   if (config.virtual_stages > 1) {
-    return fmt::format("2. Pipeline schedule of one step: interleaved 1F1B, {} stages x {} "
-                       "chunks, {} micro-batches ({} blocks)",
-                       config.pp, config.virtual_stages, m, 2 * m * config.pp * config.virtual_stages);
+    return fmt::format(
+        "2. Pipeline schedule of one step: interleaved 1F1B, {} stages x {} "
+        "chunks, {} micro-batches ({} blocks)",
+        config.pp, config.virtual_stages, m, 2 * m * config.pp * config.virtual_stages);
   }
   if (config.pp == 1) {
-    return fmt::format("2. Schedule of one step: no pipeline (1 stage), {} micro-batches "
-                       "({} blocks)", m, 2 * m);
+    return fmt::format(
+        "2. Schedule of one step: no pipeline (1 stage), {} micro-batches "
+        "({} blocks)",
+        m, 2 * m);
   }
-  return fmt::format("2. Pipeline schedule of one step: 1F1B, {} stages, {} micro-batches "
-                     "({} blocks)", config.pp, m, 2 * m * config.pp);
+  return fmt::format(
+      "2. Pipeline schedule of one step: 1F1B, {} stages, {} micro-batches "
+      "({} blocks)",
+      config.pp, m, 2 * m * config.pp);
 }
 
 std::string bubble_line(const PlanResult& plan, const std::vector<ScheduleBlock>& blocks,
@@ -179,16 +188,16 @@ std::string bubble_line(const PlanResult& plan, const std::vector<ScheduleBlock>
     if (b.stage == 0) busy += b.end_s - b.start_s;
   }
   const double idle = makespan - busy;
-  return fmt::format("Stages top to bottom, time left to right; a block is one micro-batch (its "
-                     "number inside where it fits) through one model chunk of one stage, as "
-                     "costmodel's schedule_1f1b runs it with the cost model's times.\n"
-                     "makespan {:.3f} s, every stage idle {:.3f} s of it (grey: the bubble); cost "
-                     "model: bubble {:.3f} s = (p-1)/(v*m) = {:.2f}% of the ideal time; then DP "
-                     "{:.3f} s + optimizer {:.3f} s: step {:.3f} s",
-                     makespan, idle, e.time.bubble_s,
-                     100.0 * bubble_fraction(plan.config.pp, plan.config.virtual_stages,
-                                             e.num_micro_batches),
-                     e.time.dp_comm_s, e.time.optimizer_s, e.time.step_s);
+  return fmt::format(
+      "Stages top to bottom, time left to right; a block is one micro-batch (its "
+      "number inside where it fits) through one model chunk of one stage, as "
+      "costmodel's schedule_1f1b runs it with the cost model's times.\n"
+      "makespan {:.3f} s, every stage idle {:.3f} s of it (grey: the bubble); cost "
+      "model: bubble {:.3f} s = (p-1)/(v*m) = {:.2f}% of the ideal time; then DP "
+      "{:.3f} s + optimizer {:.3f} s: step {:.3f} s",
+      makespan, idle, e.time.bubble_s,
+      100.0 * bubble_fraction(plan.config.pp, plan.config.virtual_stages, e.num_micro_batches),
+      e.time.dp_comm_s, e.time.optimizer_s, e.time.step_s);
 }
 
 /// Most forward and backward blocks one picture draws (~10 MB of SVG).
@@ -219,13 +228,19 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
                                     bubble_line(plan, blocks, makespan));
   draw_legend(svg, kLabelWidth, y + 12, config.virtual_stages);
   y += 26;
-  Chart c{kLabelWidth, y, width - kLabelWidth - 24, lane_height(config.pp),
-          0.0, makespan + g.tail_dp_s + g.tail_optimizer_s, config.pp, config.virtual_stages};
+  Chart c{kLabelWidth,
+          y,
+          width - kLabelWidth - 24,
+          lane_height(config.pp),
+          0.0,
+          makespan + g.tail_dp_s + g.tail_optimizer_s,
+          config.pp,
+          config.virtual_stages};
   const double block_px = c.width * g.forward_s / config.virtual_stages / c.t1;
   // Crisp edges only where blocks cover whole pixels: below that, sampling one block per pixel
   // draws moire bands that read as long runs of forwards or backwards.
-  svg.open_group({{"id", "gantt-step"},
-                  {"shape-rendering", block_px >= 3.0 ? "crispEdges" : "auto"}});
+  svg.open_group(
+      {{"id", "gantt-step"}, {"shape-rendering", block_px >= 3.0 ? "crispEdges" : "auto"}});
   draw_lanes(svg, c, true, true);
   if (block_px < 3.0) draw_busy_runs(svg, c, blocks, g);
   for (const auto& b : blocks) draw_block(svg, c, b, true);

@@ -1,12 +1,12 @@
 // Panel 1 of `plan --svg`: the rank layout. Servers as boxes of GPUs coloured by pipeline
 // stage, TP groups outlined, DP replicas numbered, the link of each dimension named, failed
 // parts marked. Large clusters: a few servers in full, the rest as boxes of counts.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <iterator>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
@@ -107,9 +107,13 @@ void draw_gpu(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int gpu, dou
   }
   const RankCoord rc = ranks.at(gpu);
   svg.rect(x, y, kCell, kCell,
-           {{"class", "gpu"}, {"data-gpu", std::to_string(gpu)},
-            {"data-stage", std::to_string(rc.pp)}, {"data-tp", std::to_string(rc.tp)},
-            {"data-dp", std::to_string(rc.dp)}, {"fill", stage_colour(rc.pp)}, {"rx", "3"}});
+           {{"class", "gpu"},
+            {"data-gpu", std::to_string(gpu)},
+            {"data-stage", std::to_string(rc.pp)},
+            {"data-tp", std::to_string(rc.tp)},
+            {"data-dp", std::to_string(rc.dp)},
+            {"fill", stage_colour(rc.pp)},
+            {"rx", "3"}});
   svg.title(fmt::format("GPU {} (server {}, local {}): stage {}, TP rank {}, DP replica {}", gpu,
                         c.server_of(gpu), gpu % c.gpus_per_server, rc.pp, rc.tp, rc.dp));
   const SvgAttrs small{{"font-size", "8.5"}, {"text-anchor", "middle"}, {"fill", "#111111"}};
@@ -120,24 +124,29 @@ void draw_gpu(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int gpu, dou
 void mark_gpu_failure(SvgWriter& svg, const Cluster& c, int gpu, double x, double y) {
   const ClusterHealth& h = c.health;
   if (h.dead_gpus.count(gpu) != 0) {
-    svg.path(fmt::format("M{} {} L{} {} M{} {} L{} {}", svg_num(x), svg_num(y),
-                         svg_num(x + kCell), svg_num(y + kCell), svg_num(x + kCell), svg_num(y),
-                         svg_num(x), svg_num(y + kCell)),
-             {{"class", "failed"}, {"data-failure", "gpu"}, {"stroke", kFailed},
+    svg.path(fmt::format("M{} {} L{} {} M{} {} L{} {}", svg_num(x), svg_num(y), svg_num(x + kCell),
+                         svg_num(y + kCell), svg_num(x + kCell), svg_num(y), svg_num(x),
+                         svg_num(y + kCell)),
+             {{"class", "failed"},
+              {"data-failure", "gpu"},
+              {"stroke", kFailed},
               {"stroke-width", "3.5"}});
   }
   const auto down = h.nvlinks_down.find(gpu);
   if (down != h.nvlinks_down.end()) {
     svg.rect(x - 2, y - 2, kCell + 4, kCell + 4,
-             {{"class", "failed"}, {"data-failure", "nvlink"}, {"fill", "none"},
-              {"stroke", kFailed}, {"stroke-width", "3"}});
+             {{"class", "failed"},
+              {"data-failure", "nvlink"},
+              {"fill", "none"},
+              {"stroke", kFailed},
+              {"stroke-width", "3"}});
     svg.title(fmt::format("GPU {}: {} NVLinks down", gpu, down->second));
   }
 }
 
 /// TP groups outlined: runs of consecutive GPUs of one group within one row of the box.
-void outline_tp_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int server,
-                       double gx, double gy, int cols) {
+void outline_tp_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int server, double gx,
+                       double gy, int cols) {
   const int tp = ranks.config->tp;
   if (tp < 2) return;
   const int first = server * c.gpus_per_server;
@@ -151,8 +160,11 @@ void outline_tp_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int
       const double x = gx + (run_start % cols) * kPitch - 1.5;
       const double y = gy + row_of(run_start, cols) * kPitch - 1.5;
       svg.rect(x, y, (local - run_start) * kPitch, kCell + 3,
-               {{"class", "tpgroup"}, {"fill", "none"}, {"stroke", "#1a1a1a"},
-                {"stroke-width", "1.6"}, {"rx", "4"}});
+               {{"class", "tpgroup"},
+                {"fill", "none"},
+                {"stroke", "#1a1a1a"},
+                {"stroke-width", "1.6"},
+                {"rx", "4"}});
     }
     run_start = local;
   }
@@ -171,10 +183,10 @@ std::string server_footer(const Cluster& c, const Ranks& ranks, int server) {
   }
   if (stage_hi < 0) return "idle";
   const int tp = ranks.config->tp;
-  const std::string spans =
-      tp > c.gpus_per_server
-          ? fmt::format(" · TP group spans {} servers", (tp + c.gpus_per_server - 1) / c.gpus_per_server)
-          : "";
+  const std::string spans = tp > c.gpus_per_server
+                                ? fmt::format(" · TP group spans {} servers",
+                                              (tp + c.gpus_per_server - 1) / c.gpus_per_server)
+                                : "";
   return fmt::format("stage {} · DP {}{}", range_text(stage_lo, stage_hi), range_text(dp_lo, dp_hi),
                      spans);
 }
@@ -185,23 +197,30 @@ void draw_server(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Geo
   svg.open_group({{"class", "server"}, {"data-server", std::to_string(server)}});
   svg.rect(x, y, g.box_w, g.box_h, {{"fill", "#fafafa"}, {"stroke", "#555555"}, {"rx", "5"}});
   const int first = server * c.gpus_per_server;
-  svg.text(x + kPad, y + 13,
-           fmt::format("server {} · GPUs {}", server, range_text(first, first + c.gpus_per_server - 1)),
-           {{"font-size", "10.5"}, {"font-weight", "bold"}});
+  svg.text(
+      x + kPad, y + 13,
+      fmt::format("server {} · GPUs {}", server, range_text(first, first + c.gpus_per_server - 1)),
+      {{"font-size", "10.5"}, {"font-weight", "bold"}});
   int nvlinks = 0;
   for (int local = 0; local < c.gpus_per_server; ++local) {
     const auto down = c.health.nvlinks_down.find(first + local);
     if (down != c.health.nvlinks_down.end()) nvlinks += down->second;
   }
   if (nvlinks > 0) {
-    svg.text(x + g.box_w - kPad, y + 13, fmt::format("{} NVLink{} down", nvlinks, nvlinks > 1 ? "s" : ""),
-             {{"font-size", "10"}, {"text-anchor", "end"}, {"fill", kFailed}, {"font-weight", "bold"}});
+    svg.text(
+        x + g.box_w - kPad, y + 13,
+        fmt::format("{} NVLink{} down", nvlinks, nvlinks > 1 ? "s" : ""),
+        {{"font-size", "10"}, {"text-anchor", "end"}, {"fill", kFailed}, {"font-weight", "bold"}});
   }
   const auto nics = c.health.nics_down.find(server);
   if (nics != c.health.nics_down.end()) {
     svg.text(x + g.box_w - kPad, y + 13, fmt::format("{} NIC down", nics->second),
-             {{"class", "failed"}, {"data-failure", "nic"}, {"font-size", "10"},
-              {"text-anchor", "end"}, {"fill", kFailed}, {"font-weight", "bold"}});
+             {{"class", "failed"},
+              {"data-failure", "nic"},
+              {"font-size", "10"},
+              {"text-anchor", "end"},
+              {"fill", kFailed},
+              {"font-weight", "bold"}});
   }
   const double gx = x + kPad;
   const double gy = y + kHeader + 2;
@@ -220,15 +239,20 @@ void draw_server(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Geo
     const auto cx = [&](int l) { return gx + (l % g.cols) * kPitch + kCell / 2; };
     const auto cy = [&](int l) { return gy + row_of(l, g.cols) * kPitch + kCell / 2; };
     svg.line(cx(la), cy(la), cx(lb), cy(lb),
-             {{"class", "failed"}, {"data-failure", "mesh"}, {"stroke", kFailed},
-              {"stroke-width", "3"}, {"stroke-dasharray", "5 3"}});
+             {{"class", "failed"},
+              {"data-failure", "mesh"},
+              {"stroke", kFailed},
+              {"stroke-width", "3"},
+              {"stroke-dasharray", "5 3"}});
   }
   svg.text(x + kPad, y + g.box_h - 7, dead ? "server down" : server_footer(c, ranks, server),
            {{"font-size", "10"}, {"fill", dead ? kFailed : "#333333"}});
   if (dead) {
     svg.path(fmt::format("M{} {} L{} {}", svg_num(x), svg_num(y), svg_num(x + g.box_w),
                          svg_num(y + g.box_h)),
-             {{"class", "failed"}, {"data-failure", "server"}, {"stroke", kFailed},
+             {{"class", "failed"},
+              {"data-failure", "server"},
+              {"stroke", kFailed},
               {"stroke-width", "4"}});
   }
   svg.close_group();
@@ -250,8 +274,7 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
   svg.rect(x, y, g.box_w, g.box_h,
            {{"fill", "#f3f3f3"}, {"stroke", "#888888"}, {"stroke-dasharray", "5 3"}, {"rx", "5"}});
   const long long servers = hi - lo + 1;
-  svg.text(x + kPad, y + 13,
-           fmt::format("servers {} not drawn", range_text(lo, hi)),
+  svg.text(x + kPad, y + 13, fmt::format("servers {} not drawn", range_text(lo, hi)),
            {{"font-size", "10.5"}, {"font-weight", "bold"}});
   svg.text(x + kPad, y + 27,
            fmt::format("{} servers, {} GPUs", thousands(servers),
@@ -265,9 +288,10 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
     if (line + 1 == lines && std::next(it) != per_stage.end()) {
       long long rest = 0;
       for (auto r = it; r != per_stage.end(); ++r) rest += r->second;
-      svg.text(x + kPad, ty,
-               fmt::format("stages {}-{}: {} GPUs", stage, per_stage.rbegin()->first, thousands(rest)),
-               {{"font-size", "10"}});
+      svg.text(
+          x + kPad, ty,
+          fmt::format("stages {}-{}: {} GPUs", stage, per_stage.rbegin()->first, thousands(rest)),
+          {{"font-size", "10"}});
       ++line;
       break;
     }
@@ -285,19 +309,22 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
 
 std::string link_words(const GroupLink& link) {
   if (link.ranks < 2) return "no traffic (group of one)";
-  const std::string where =
-      link.domains < 2 ? "inside one NVLink domain"
-                       : fmt::format("across {} NVLink domains", link.domains);
-  return fmt::format("over {} at {:.0f} GB/s per GPU, {}", link_name(link),
-                     link.bottleneck_gbps(), where);
+  const std::string where = link.domains < 2
+                                ? "inside one NVLink domain"
+                                : fmt::format("across {} NVLink domains", link.domains);
+  return fmt::format("over {} at {:.0f} GB/s per GPU, {}", link_name(link), link.bottleneck_gbps(),
+                     where);
 }
 
 const char* tier_colour(const GroupLink& link) {
   if (link.ranks < 2) return "#bbbbbb";
   switch (link.tier) {
-    case Tier::nvlink: return "#2ca02c";
-    case Tier::pcie: return "#ff7f0e";
-    case Tier::network: return "#7f7f7f";
+    case Tier::nvlink:
+      return "#2ca02c";
+    case Tier::pcie:
+      return "#ff7f0e";
+    case Tier::network:
+      return "#7f7f7f";
   }
   return "#7f7f7f";
 }
@@ -319,7 +346,9 @@ double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
   for (int i = 0; i < 3; ++i) {
     const double ly = y + 15.0 * i;
     svg.line(x, ly - 4, x + 26, ly - 4,
-             {{"class", "link"}, {"stroke", tier_colour(*links[i])}, {"stroke-width", "3"},
+             {{"class", "link"},
+              {"stroke", tier_colour(*links[i])},
+              {"stroke-width", "3"},
               {"stroke-dasharray", links[i]->tier == Tier::network ? "6 3" : "none"}});
     svg.text(x + 34, ly, rows[i], {{"font-size", "11"}});
   }
@@ -328,12 +357,15 @@ double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
 
 std::string hit_text(const GroupHit& hit) {
   const std::string gpus = hit.gpus.empty() ? std::string("?")
-                           : fmt::format("{}..{} ({} GPUs)", hit.gpus.front(), hit.gpus.back(), hit.gpus.size());
+                                            : fmt::format("{}..{} ({} GPUs)", hit.gpus.front(),
+                                                          hit.gpus.back(), hit.gpus.size());
   if (hit.lost) return fmt::format("{} group {}: a member GPU is dead", hit.dimension, gpus);
   if (hit.before.domains > 1) {
-    return fmt::format("{} group {}: inside a server {:.0f} -> {:.0f} GB/s, across servers "
-                       "{:.0f} -> {:.0f} GB/s", hit.dimension, gpus, hit.before.intra_gbps,
-                       hit.after.intra_gbps, hit.before.inter_gbps, hit.after.inter_gbps);
+    return fmt::format(
+        "{} group {}: inside a server {:.0f} -> {:.0f} GB/s, across servers "
+        "{:.0f} -> {:.0f} GB/s",
+        hit.dimension, gpus, hit.before.intra_gbps, hit.after.intra_gbps, hit.before.inter_gbps,
+        hit.after.inter_gbps);
   }
   return fmt::format("{} group {}: {} {:.0f} GB/s -> {} {:.0f} GB/s", hit.dimension, gpus,
                      to_string(hit.before.tier), hit.before.bottleneck_gbps(),
@@ -357,8 +389,8 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
                                thousands(hidden))
                  : std::string("every server drawn"));
   if (!input.layout_note.empty()) subtitle += "\n" + input.layout_note;
-  double y = top + draw_panel_title(svg, top, "1. Rank layout: " + split_label(plan.config),
-                                    subtitle);
+  double y =
+      top + draw_panel_title(svg, top, "1. Rank layout: " + split_label(plan.config), subtitle);
   svg.open_group({{"id", "layout"}});
   int item = 0;
   const auto place = [&](auto&& draw) {

@@ -33,8 +33,9 @@ using Json = nlohmann::ordered_json;
     return fmt::format("{} [{}]: {} {:.2f} GB/s -> {} {:.2f} GB/s", hit.dimension, gpus,
                        to_string(a.tier), a.intra_gbps, to_string(b.tier), b.intra_gbps);
   }
-  return fmt::format("{} [{}]: in-server {:.2f} -> {:.2f} GB/s, across servers {:.2f} -> {:.2f} GB/s",
-                     hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps);
+  return fmt::format(
+      "{} [{}]: in-server {:.2f} -> {:.2f} GB/s, across servers {:.2f} -> {:.2f} GB/s",
+      hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps);
 }
 
 [[nodiscard]] std::string option_row(std::size_t rank, const WhatIfOption& o) {
@@ -56,9 +57,10 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
     out += "# failure " + w.failures[i].spec + ": " + w.described[i] + "\n";
   }
   const Estimate& base = w.baseline.estimate;
-  out += fmt::format("baseline (healthy, {} GPUs): {}: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
-                     w.baseline.config.gpus(), split_text(w.baseline.config), base.time.step_s,
-                     base.tokens_per_s, 100.0 * base.mfu);
+  out +=
+      fmt::format("baseline (healthy, {} GPUs): {}: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
+                  w.baseline.config.gpus(), split_text(w.baseline.config), base.time.step_s,
+                  base.tokens_per_s, 100.0 * base.mfu);
   out += fmt::format("groups of the baseline the failures reach: {}\n",
                      w.groups_hit.empty() ? "none" : std::to_string(w.groups_hit.size()));
   for (std::size_t i = 0; i < w.groups_hit.size() && i < 6; ++i) {
@@ -88,7 +90,9 @@ namespace {
 }
 
 [[nodiscard]] Json hit_json(const GroupHit& hit) {
-  Json out{{"dimension", hit.dimension}, {"gpus", hit.gpus}, {"lost", hit.lost},
+  Json out{{"dimension", hit.dimension},
+           {"gpus", hit.gpus},
+           {"lost", hit.lost},
            {"before", link_json(hit.before)}};
   out["after"] = hit.lost ? Json(nullptr) : link_json(hit.after);
   return out;

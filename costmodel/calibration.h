@@ -24,7 +24,7 @@ struct CollectiveSample {
   Collective collective = Collective::all_reduce;
   int ranks = 0;
   Tier tier = Tier::nvlink;
-  double bytes = 0.0;       ///< nccl-tests "size" (S)
+  double bytes = 0.0;  ///< nccl-tests "size" (S)
   double time_s = 0.0;
   double busbw_gbps = 0.0;  ///< nccl-tests busbw, GB/s
 };

@@ -48,8 +48,8 @@ GemmSample parse_gemm(const json& entry, const Path& path) {
   gemm.m = positive_integer(entry, path, "m");
   gemm.n = positive_integer(entry, path, "n");
   gemm.k = positive_integer(entry, path, "k");
-  gemm.dtype = parse_dtype(string_value(entry, path, "dtype"), path.source + ": " +
-                                                                   path.child("dtype").key);
+  gemm.dtype =
+      parse_dtype(string_value(entry, path, "dtype"), path.source + ": " + path.child("dtype").key);
   gemm.tflops = bounded_number(entry, path, "tflops", kMinRate, kMaxRate);
   return gemm;
 }
@@ -59,8 +59,8 @@ CollectiveSample parse_sample(const json& entry, const Path& path) {
   CollectiveSample sample;
   sample.collective = collective_value(entry, path);
   sample.ranks = rank_count(entry, path);
-  sample.tier = parse_tier(string_value(entry, path, "tier"),
-                           path.source + ": " + path.child("tier").key);
+  sample.tier =
+      parse_tier(string_value(entry, path, "tier"), path.source + ": " + path.child("tier").key);
   sample.bytes = positive_number(entry, path, "bytes");
   sample.time_s = positive_number(entry, path, "time_s");
   sample.busbw_gbps = non_negative_number(entry, path, "busbw_gbps");
@@ -72,8 +72,8 @@ CollectiveFit parse_fit(const json& entry, const Path& path) {
   CollectiveFit fit;
   fit.collective = collective_value(entry, path);
   fit.ranks = rank_count(entry, path);
-  fit.tier = parse_tier(string_value(entry, path, "tier"),
-                        path.source + ": " + path.child("tier").key);
+  fit.tier =
+      parse_tier(string_value(entry, path, "tier"), path.source + ": " + path.child("tier").key);
   fit.latency_s = bounded_number(entry, path, "latency_s", 0.0, kMaxLatencyS);
   fit.busbw_gbps = bounded_number(entry, path, "busbw_gbps", kMinRate, kMaxRate);
   return fit;
@@ -97,7 +97,6 @@ std::vector<T> parse_list(const json& document, const Path& root, const char* na
   for (std::size_t i = 0; i < list.size(); ++i) out.push_back(parse(list[i], path.index(i)));
   return out;
 }
-
 
 }  // namespace
 
@@ -151,19 +150,24 @@ std::string to_json(const Calibration& calibration) {
                    {"backend", calibration.backend}};
   json gemms = json::array();
   for (const auto& g : calibration.gemms) {
-    gemms.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", to_string(g.dtype)},
-                     {"tflops", g.tflops}});
+    gemms.push_back(
+        {{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", to_string(g.dtype)}, {"tflops", g.tflops}});
   }
   json samples = json::array();
   for (const auto& s : calibration.collectives) {
-    samples.push_back({{"collective", to_string(s.collective)}, {"ranks", s.ranks},
-                       {"tier", to_string(s.tier)}, {"bytes", s.bytes}, {"time_s", s.time_s},
+    samples.push_back({{"collective", to_string(s.collective)},
+                       {"ranks", s.ranks},
+                       {"tier", to_string(s.tier)},
+                       {"bytes", s.bytes},
+                       {"time_s", s.time_s},
                        {"busbw_gbps", s.busbw_gbps}});
   }
   json fits = json::array();
   for (const auto& f : calibration.fits) {
-    fits.push_back({{"collective", to_string(f.collective)}, {"ranks", f.ranks},
-                    {"tier", to_string(f.tier)}, {"latency_s", f.latency_s},
+    fits.push_back({{"collective", to_string(f.collective)},
+                    {"ranks", f.ranks},
+                    {"tier", to_string(f.tier)},
+                    {"latency_s", f.latency_s},
                     {"busbw_gbps", f.busbw_gbps}});
   }
   document["gemms"] = gemms;
@@ -172,8 +176,10 @@ std::string to_json(const Calibration& calibration) {
   if (!calibration.comparison.empty()) {
     json rows = json::array();
     for (const auto& r : calibration.comparison) {
-      rows.push_back({{"component", r.component}, {"predicted_s", r.predicted_s},
-                      {"measured_s", r.measured_s}, {"error_pct", r.error_pct}});
+      rows.push_back({{"component", r.component},
+                      {"predicted_s", r.predicted_s},
+                      {"measured_s", r.measured_s},
+                      {"error_pct", r.error_pct}});
     }
     document["comparison"] = rows;
   }

@@ -49,9 +49,9 @@ struct RingProtocol {
   double bandwidth_share;
 };
 constexpr RingProtocol kRingProtocols[] = {
-    {6.6, 0.6, 1.0, 2.7, 0.5},     // LL
-    {14.0, 1.9, 2.5, 4.0, 0.92},   // LL128
-    {8.4, 3.4, 5.7, 14.0, 1.0},    // Simple
+    {6.6, 0.6, 1.0, 2.7, 0.5},    // LL
+    {14.0, 1.9, 2.5, 4.0, 0.92},  // LL128
+    {8.4, 3.4, 5.7, 14.0, 1.0},   // Simple
 };
 constexpr RingProtocol kSimple = kRingProtocols[2];
 
@@ -71,8 +71,8 @@ double nccl_ring_time_s(Collective collective, double bytes, int ranks, double i
   double best = 1e300;
   for (const RingProtocol& p : kRingProtocols) {
     const double hop_us = intra == Tier::pcie ? p.pcie_us : p.nvlink_us;
-    const double latency_us = p.base_us + intra_steps * hop_us * intra_scale +
-                              inter_steps * p.net_us * inter_scale;
+    const double latency_us =
+        p.base_us + intra_steps * hop_us * intra_scale + inter_steps * p.net_us * inter_scale;
     best = std::min(best, latency_us * 1e-6 + wire_s / p.bandwidth_share);
   }
   return best;
@@ -90,8 +90,7 @@ double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
                                       intra, link.intra_latency_s);
   const double inter_bytes = bytes / r;
   const double inter_s = inter_bytes * busbw_factor(Collective::all_reduce, d) / (inter * 1e9) +
-                         2.0 * std::ceil(std::log2(static_cast<double>(d))) *
-                             link.inter_latency_s;
+                         2.0 * std::ceil(std::log2(static_cast<double>(d))) * link.inter_latency_s;
   return kSimple.base_us * 1e-6 + 2.0 * intra_rs + inter_s;
 }
 
@@ -101,8 +100,8 @@ double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
 /// min(intra, min_ranks_per_domain x inter).
 double flat_ring_time_s(Collective collective, double bytes, const GroupLink& link) {
   const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
-  const double inter = effective_gbps(Tier::network, link.inter_gbps) *
-                       std::max(1, link.min_ranks_per_domain);
+  const double inter =
+      effective_gbps(Tier::network, link.inter_gbps) * std::max(1, link.min_ranks_per_domain);
   const double busbw = link.ranks_per_domain > 1 ? std::min(intra, inter) : inter;
   return nccl_ring_time_s(collective, bytes, link.ranks, latency_steps(collective, link.domains),
                           busbw, link.intra_tier, link.intra_latency_s, link.inter_latency_s);

@@ -36,12 +36,11 @@ double layer_elementwise_forward_bytes(const Model& model, const ParallelConfig&
 /// gradient: twice the forward bytes; unfused softmax + dropout 11 bytes per score.
 double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig& config,
                                         bool fused_attention) {
-  const double scores = static_cast<double>(config.micro_batch) * model.seq_len *
-                        model.seq_len * model.heads / config.tp;
+  const double scores = static_cast<double>(config.micro_batch) * model.seq_len * model.seq_len *
+                        model.heads / config.tp;
   const double without_attention = layer_elementwise_forward_bytes(model, config, true);
   return 2.0 * without_attention + (fused_attention ? 0.0 : 11.0 * scores);
 }
-
 
 constexpr double kCrossEntropyForwardBytes = 38.0;
 constexpr double kCrossEntropyBackwardBytes = 22.0;
@@ -63,8 +62,8 @@ double dtype_bytes(Dtype dtype) {
 }
 
 double gemm_shape_efficiency(const GemmShape& shape) {
-  return tile_fill(shape.m, kGemmTile) * tile_fill(shape.n, kGemmTile) *
-         shape.k / (shape.k + kGemmKFill);
+  return tile_fill(shape.m, kGemmTile) * tile_fill(shape.n, kGemmTile) * shape.k /
+         (shape.k + kGemmKFill);
 }
 
 double gemm_shape_efficiency(const GemmShape& shape, int sm_count, double k_fill_elems) {
@@ -92,8 +91,7 @@ double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count) {
 double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                         const GemmShape& shape) {
   return gpu.peak_tflops(dtype) * gpu.matmul_efficiency * profile.sustained_ratio *
-         gemm_shape_efficiency(shape, profile.sm_count,
-                               gemm_k_fill(gpu, dtype, profile.sm_count));
+         gemm_shape_efficiency(shape, profile.sm_count, gemm_k_fill(gpu, dtype, profile.sm_count));
 }
 
 double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
@@ -195,9 +193,9 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
                                             features.fused_attention, calibration);
   const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true);
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
-  time.backward_s = linear_backward_s + core.backward_s +
-                    hbm_time_s(gpu, layer_elementwise_backward_bytes(
-                                        model, config, features.fused_attention));
+  time.backward_s =
+      linear_backward_s + core.backward_s +
+      hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention));
   switch (config.recompute) {
     case Recompute::none:
       break;
@@ -227,8 +225,7 @@ LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& 
   LayerTime time;
   time.gemm_forward_s = gemm_time_s(gpu, dtype, logits, calibration);
   time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, kCrossEntropyForwardBytes * logit_elems);
-  time.backward_s =
-      gemm_backward_time_s(gpu, dtype, logits, calibration) +
+  time.backward_s = gemm_backward_time_s(gpu, dtype, logits, calibration) +
                     hbm_time_s(gpu, kCrossEntropyBackwardBytes * logit_elems);
   return time;
 }

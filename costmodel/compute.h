@@ -22,7 +22,6 @@ inline constexpr double kGemmKFill = 64.0;
 /// Nsight Compute measurements; A100 80GB: ~1.7 of 2.0 TB/s).
 inline constexpr double kHbmAchievableFraction = 0.85;
 
-
 /// Tile quantisation of a GEMM: useful / padded work with kGemmTile tiles along m and n, times
 /// k / (k + kGemmKFill) for the per-tile fixed cost. 1 for large multiples of the tile.
 [[nodiscard]] double gemm_shape_efficiency(const GemmShape& shape);
@@ -58,9 +57,8 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 /// Forward GEMM time plus its two backward GEMMs (dA: m x k x n, dB: k x n x m).
 [[nodiscard]] double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
                                           const Calibration* calibration = nullptr);
-[[nodiscard]] double gemm_backward_time_s(const Gpu& gpu, Dtype dtype,
-                                          const KernelProfile& profile, const GemmShape& shape,
-                                          const Calibration* calibration);
+[[nodiscard]] double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                                          const GemmShape& shape, const Calibration* calibration);
 
 /// Seconds to stream `bytes` through HBM at the achievable fraction.
 [[nodiscard]] double hbm_time_s(const Gpu& gpu, double bytes);
@@ -78,7 +76,7 @@ struct ComputeFeatures {
 struct LayerTime {
   double forward_s = 0.0;
   double backward_s = 0.0;
-  double recompute_s = 0.0;  ///< extra forward work of the recompute mode
+  double recompute_s = 0.0;     ///< extra forward work of the recompute mode
   double gemm_forward_s = 0.0;  ///< the linear-layer GEMMs alone (what TP overlap can hide)
   /// Each linear GEMM (QKV, output projection, FFN up, FFN down): forward, input gradient,
   /// weight gradient — what each TP collective overlaps with (Transformer Engine userbuffers).
@@ -87,8 +85,8 @@ struct LayerTime {
   std::array<double, 4> gemm_wgrad_s{};
 };
 
-[[nodiscard]] LayerTime layer_time(const Gpu& gpu, const Model& model,
-                                   const ParallelConfig& config, const ComputeFeatures& features,
+[[nodiscard]] LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                                   const ComputeFeatures& features,
                                    const Calibration* calibration = nullptr);
 
 /// One micro-batch through the output layer and the cross-entropy loss (last stage).

@@ -34,9 +34,9 @@ double launch_floor_s(const Stack& stack, Recompute recompute) {
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                      const EstimateOptions& options, const Calibration* calibration) {
   const Stack& stack = options.stack;
-  LayerTime layer = layer_time(cluster.gpu, model, config,
-                               {stack.attention != AttentionKernel::unfused, stack.selective},
-                               calibration);
+  LayerTime layer =
+      layer_time(cluster.gpu, model, config,
+                 {stack.attention != AttentionKernel::unfused, stack.selective}, calibration);
   const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
   const double floor_s = launch_floor_s(stack, config.recompute);
   if (floor_s > gpu_s && gpu_s > 0.0) {  // CPU-bound: every pass stretched alike
@@ -121,8 +121,8 @@ double overlapped_exposed_s(double gemm_s, double comm_s, double sm_share, doubl
 /// gradient; pipeline (16 SMs, 4 splits) for the proj/fc2 forward reduce-scatter; bulk
 /// (16 SMs) for the qkv/fc1 input re-gather (behind dgrad) and gradient reduce-scatter
 /// (behind wgrad). Full recompute repeats the forward overlaps.
-double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatter_s,
-                          int sm_count, bool full_recompute) {
+double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatter_s, int sm_count,
+                          bool full_recompute) {
   const double sms = sm_count > 0 ? sm_count : kTpOverlapDefaultSms;
   const double ring = 1.0 / sms;
   const double wide = kTpOverlapCommSms / sms;
@@ -130,7 +130,7 @@ double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatte
   double forward = 0.0;
   double backward = 0.0;
   for (const std::size_t in : {std::size_t{0}, std::size_t{2}}) {  // QKV, FFN up
-    const std::size_t out = in + 1;                                 // projection, FFN down
+    const std::size_t out = in + 1;                                // projection, FFN down
     forward += overlapped_exposed_s(layer.gemm_fprop_s[in], gather_s, ring, 0.0) +
                overlapped_exposed_s(layer.gemm_fprop_s[out], scatter_s, wide, fill);
     backward += overlapped_exposed_s(layer.gemm_dgrad_s[out], gather_s, ring, 0.0) +
@@ -145,9 +145,8 @@ double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatte
 /// the column-parallel layers (QKV, FFN up) runs behind their weight-gradient GEMM
 /// (LinearWithGradAccumulationAndAsyncCommunication); with sequence parallelism the input
 /// re-gather runs behind the input-gradient GEMM and the reduce-scatter behind wgrad.
-double tp_backward_overlap_layer_s(const LayerTime& layer, const CommDetail& tp,
-                                   double gather_s, double scatter_s, bool sequence_parallel,
-                                   bool full_recompute) {
+double tp_backward_overlap_layer_s(const LayerTime& layer, const CommDetail& tp, double gather_s,
+                                   double scatter_s, bool sequence_parallel, bool full_recompute) {
   const double forward_calls = full_recompute ? 4.0 : 2.0;
   double exposed = forward_calls * tp.time_per_call_s;
   for (const std::size_t in : {std::size_t{0}, std::size_t{2}}) {  // QKV, FFN up
@@ -184,8 +183,9 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
 void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
                  double parameters, Dtype weight_dtype, const StageTime& stage,
                  const Calibration* calibration) {
-  const double bucket = std::min(parameters, std::max(stack.dp_bucket_parameters,
-                                                      stack.dp_bucket_parameters_per_rank * config.dp));
+  const double bucket = std::min(
+      parameters,
+      std::max(stack.dp_bucket_parameters, stack.dp_bucket_parameters_per_rank * config.dp));
   const double reduce_bytes = stack.reduce_bytes(weight_dtype);
   const double weight_bytes = dtype_bytes(weight_dtype);
   const double grad_bytes = parameters * reduce_bytes;
@@ -193,11 +193,10 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   comm.bytes_per_call = grad_bytes;
   comm.calls_per_step = 1.0;
   const Collective reduce = config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-  const double grad_s = bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes,
-                                        comm.link, calibration);
-  const double grad_exposed_s = stack.dp_overlap_grad_reduce
-                                    ? unhidden_s(grad_s, stage.backward_s, grad_s * share)
-                                    : grad_s;
+  const double grad_s =
+      bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
+  const double grad_exposed_s =
+      stack.dp_overlap_grad_reduce ? unhidden_s(grad_s, stage.backward_s, grad_s * share) : grad_s;
   if (config.zero == 0) {
     comm.time_per_call_s = grad_s;
     comm.total_s = grad_s;
@@ -234,10 +233,10 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   comm.collective = Collective::reduce_scatter;
   comm.bytes_per_call = unit_params * stack.reduce_bytes(model.training.dtype);
   comm.gather_bytes_per_call = unit_params * weight_bytes;
-  comm.unit_gather_s = collective_time_s(Collective::all_gather, comm.gather_bytes_per_call,
-                                         comm.link, calibration);
-  comm.unit_scatter_s = collective_time_s(Collective::reduce_scatter, comm.bytes_per_call,
-                                          comm.link, calibration);
+  comm.unit_gather_s =
+      collective_time_s(Collective::all_gather, comm.gather_bytes_per_call, comm.link, calibration);
+  comm.unit_scatter_s =
+      collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, comm.link, calibration);
   const double ag = comm.unit_gather_s;
   const double rs = comm.unit_scatter_s;
   const double fwd_unit = stage.layer.forward_s;
@@ -298,9 +297,8 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
 double nccl_sm_share(const Cluster& cluster, const GroupLink& link) {
   const int sms = kernel_profile(cluster.gpu).sm_count;
   if (sms <= 0 || link.ranks < 2) return 0.0;
-  const double channels = link.domains > 1
-                              ? kNcclChannelsPerNic * cluster.network.nics_per_server
-                              : kNcclChannelsInDomain;
+  const double channels = link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
+                                           : kNcclChannelsInDomain;
   return std::min(1.0, channels / sms);
 }
 
@@ -327,10 +325,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
   out.tp.exposed_s = out.tp.total_s;
   if (config.tp > 1 && stack.tp_overlap != TpOverlap::none) {
-    const double gather_s = collective_time_s(Collective::all_gather, out.tp.bytes_per_call,
-                                              placement.tp, calibration);
-    const double scatter_s = collective_time_s(Collective::reduce_scatter,
-                                               out.tp.bytes_per_call, placement.tp, calibration);
+    const double gather_s =
+        collective_time_s(Collective::all_gather, out.tp.bytes_per_call, placement.tp, calibration);
+    const double scatter_s = collective_time_s(Collective::reduce_scatter, out.tp.bytes_per_call,
+                                               placement.tp, calibration);
     const bool full = config.recompute == Recompute::full;
     // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core
     // still overlaps the backward input-gradient all-reduce.
@@ -380,8 +378,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.dp_comm_s = out.dp.exposed_s;
   // NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
   // Engine userbuffers price their own SMs in tp_overlap_layer_s).
-  const bool tp_nccl_overlap = stack.tp_overlap == TpOverlap::backward ||
-                               (stack.tp_overlap == TpOverlap::userbuffers && !config.sequence_parallel);
+  const bool tp_nccl_overlap =
+      stack.tp_overlap == TpOverlap::backward ||
+      (stack.tp_overlap == TpOverlap::userbuffers && !config.sequence_parallel);
   const double tp_hidden_s = tp_nccl_overlap ? out.tp.total_s - out.tp.exposed_s : 0.0;
   out.time.overlap_contention_s =
       std::max(0.0, tp_hidden_s) * nccl_sm_share(cluster, placement.tp) +

@@ -13,14 +13,14 @@ namespace trident {
 
 /// Seconds per training step, by where they go. step_s = the sum of the critical-path terms.
 struct TimeBreakdown {
-  double forward_s = 0.0;     ///< forward compute of one GPU over all its micro-batches
+  double forward_s = 0.0;  ///< forward compute of one GPU over all its micro-batches
   double backward_s = 0.0;
-  double recompute_s = 0.0;   ///< extra forward work from activation recomputation
-  double tp_comm_s = 0.0;     ///< exposed TP communication (on the critical path)
-  double pp_comm_s = 0.0;     ///< exposed PP send/recv
-  double dp_comm_s = 0.0;     ///< exposed DP communication (what backward cannot hide)
-  double bubble_s = 0.0;      ///< pipeline bubble
-  double optimizer_s = 0.0;   ///< optimizer step (memory bound)
+  double recompute_s = 0.0;  ///< extra forward work from activation recomputation
+  double tp_comm_s = 0.0;    ///< exposed TP communication (on the critical path)
+  double pp_comm_s = 0.0;    ///< exposed PP send/recv
+  double dp_comm_s = 0.0;    ///< exposed DP communication (what backward cannot hide)
+  double bubble_s = 0.0;     ///< pipeline bubble
+  double optimizer_s = 0.0;  ///< optimizer step (memory bound)
   /// Compute slowed while overlapped NCCL collectives hold SMs (each channel is a thread block
   /// that owns an SM): hidden communication time x channels / SMs.
   double overlap_contention_s = 0.0;
@@ -35,7 +35,7 @@ struct MemoryBreakdown {
   double gradients_bytes = 0.0;
   double optimizer_bytes = 0.0;
   double activations_bytes = 0.0;
-  double other_bytes = 0.0;     ///< embedding/logits on first/last stage, temporary buffers
+  double other_bytes = 0.0;  ///< embedding/logits on first/last stage, temporary buffers
   double total_bytes = 0.0;
   double capacity_bytes = 0.0;  ///< GPU memory minus the reserve
   bool fits = false;
@@ -54,8 +54,8 @@ struct CommDetail {
   double calls_per_step = 0.0;
   GroupLink link;
   double time_per_call_s = 0.0;
-  double total_s = 0.0;         ///< all calls, before overlap
-  double exposed_s = 0.0;       ///< on the critical path
+  double total_s = 0.0;    ///< all calls, before overlap
+  double exposed_s = 0.0;  ///< on the critical path
   /// Sharded data parallel (ZeRO-3/FSDP): one unit's weight all-gather and gradient
   /// reduce-scatter, and how many of each run per step (0 otherwise).
   double unit_gather_s = 0.0;
@@ -67,17 +67,17 @@ struct CommDetail {
 struct Estimate {
   TimeBreakdown time;
   MemoryBreakdown memory;
-  double model_flops = 0.0;     ///< per step, whole job, each useful FLOP once
-  double hardware_flops = 0.0;  ///< per step, whole job, recomputation included
+  double model_flops = 0.0;         ///< per step, whole job, each useful FLOP once
+  double hardware_flops = 0.0;      ///< per step, whole job, recomputation included
   double model_flops_causal = 0.0;  ///< same, attention halved for the causal mask
   double model_tflops_per_gpu = 0.0;
   double hardware_tflops_per_gpu = 0.0;
-  double mfu = 0.0;             ///< model FLOPs / (GPUs x dense peak x step time)
-  double mfu_causal = 0.0;      ///< same with attention's causal half not counted
-  double step_s_low = 0.0;      ///< step time minus the stack's measured error
-  double step_s_high = 0.0;     ///< step time plus the stack's measured error
+  double mfu = 0.0;          ///< model FLOPs / (GPUs x dense peak x step time)
+  double mfu_causal = 0.0;   ///< same with attention's causal half not counted
+  double step_s_low = 0.0;   ///< step time minus the stack's measured error
+  double step_s_high = 0.0;  ///< step time plus the stack's measured error
   double tokens_per_s = 0.0;
-  double bubble_fraction = 0.0; ///< bubble_s / step_s
+  double bubble_fraction = 0.0;  ///< bubble_s / step_s
   long long num_micro_batches = 0;
   CommDetail tp;
   CommDetail pp;

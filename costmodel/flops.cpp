@@ -27,9 +27,8 @@ double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
     case Recompute::none:
       return 0.0;
     case Recompute::selective:
-      return selective == SelectiveKind::attention
-                 ? layer.attention_core()
-                 : 0.5 * (layer.qkv + layer.out_proj + layer.ffn);
+      return selective == SelectiveKind::attention ? layer.attention_core()
+                                                   : 0.5 * (layer.qkv + layer.out_proj + layer.ffn);
     case Recompute::full:
       return layer.total();
   }

@@ -24,8 +24,9 @@ AttentionGemms attention_gemms(const Model& model, double sequences, int tp) {
 }
 
 NamedGemm logits_gemm(const Model& model, double sequences, int tp) {
-  return {"logits", {sequences * model.seq_len, static_cast<double>(model.vocab) / tp,
-                     static_cast<double>(model.hidden)}};
+  return {"logits",
+          {sequences * model.seq_len, static_cast<double>(model.vocab) / tp,
+           static_cast<double>(model.hidden)}};
 }
 
 }  // namespace trident

@@ -23,9 +23,9 @@ void check_model_on_gpu(const Model& model, const Gpu& gpu) {
   const Dtype dtype = model.training.dtype;
   if (gpu.peak_tflops(dtype) > 0.0) return;
   const char* other = gpu.peak_tflops_fp16 > 0.0 ? "fp16" : "bf16";
-  throw InputError(fmt::format(
-      "model {}: dtype {} not supported by {} (no {} peak); set training.dtype: {}", model.name,
-      to_string(dtype), gpu.name, to_string(dtype), other));
+  throw InputError(
+      fmt::format("model {}: dtype {} not supported by {} (no {} peak); set training.dtype: {}",
+                  model.name, to_string(dtype), gpu.name, to_string(dtype), other));
 }
 
 }  // namespace trident

@@ -13,8 +13,8 @@ namespace trident {
 /// Kernel facts of one GPU type. Zeros mean "not published": the model then falls back to
 /// the tile model without waves, a sustained ratio of 1 and the GEMM tile model for attention.
 struct KernelProfile {
-  int sm_count = 0;                ///< streaming multiprocessors (wave quantisation)
-  double sustained_ratio = 1.0;    ///< MSMF / MAMF: saturated-clock GEMM over boost burst
+  int sm_count = 0;                   ///< streaming multiprocessors (wave quantisation)
+  double sustained_ratio = 1.0;       ///< MSMF / MAMF: saturated-clock GEMM over boost burst
   double flash_forward_share = 0.0;   ///< fused attention forward, share of dense peak
   double flash_backward_share = 0.0;  ///< fused attention backward, share of dense peak
 };

@@ -32,9 +32,8 @@ struct StateBytes {
 StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config,
                                      const MemoryOptions& options) {
   const double dp = config.dp;
-  const double optimizer = model.training.optimizer == Optimizer::adam
-                               ? kAdamStateBytesPerParameter
-                               : kSgdStateBytesPerParameter;
+  const double optimizer = model.training.optimizer == Optimizer::adam ? kAdamStateBytesPerParameter
+                                                                       : kSgdStateBytesPerParameter;
   StateBytes bytes{dtype_bytes(model.training.dtype), options.grad_buffer_bytes, optimizer};
   // ZeRO-3 with PP in torchtitan keeps the gathered weights and the unsharded gradients
   // across the micro-batches (reshard_after_forward False, no gradient sync until the last).
@@ -54,10 +53,10 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
   const double sbh = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden;
   const double params = stage_parameters(model, config, first, last);
   const StateBytes per = state_bytes_per_parameter(model, config, options);
-  const double in_flight = first ? in_flight_micro_batches(config.pp, config.virtual_stages,
-                                                           micro_batches)
-                                 : std::min<double>(static_cast<double>(config.pp) - 1.0,
-                                                    static_cast<double>(micro_batches));
+  const double in_flight =
+      first ? in_flight_micro_batches(config.pp, config.virtual_stages, micro_batches)
+            : std::min<double>(static_cast<double>(config.pp) - 1.0,
+                               static_cast<double>(micro_batches));
   // Stage s keeps p - s micro-batches in flight: the last one, the second p - 1.
   const double stage_in_flight = last && !first ? 1.0 : in_flight;
   MemoryBreakdown memory;
@@ -66,7 +65,7 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
   memory.optimizer_bytes = params * per.optimizer;
   memory.activations_bytes =
       layer_activation_bytes(model, config, options.fused_attention, options.selective) *
-                             layers_on_stage(model, config, first, last) * stage_in_flight;
+      layers_on_stage(model, config, first, last) * stage_in_flight;
   double other = 2.0 * sbh;  // the gathered layer input of sequence/tensor parallelism
   if (first) other += sbh / sp * stage_in_flight;  // embedding dropout mask (1 byte)
   if (last) {
@@ -136,8 +135,8 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
   const ParameterCount count = count_parameters(model);
   const double tp = config.tp;
   const double sharded = count.attention_per_layer + count.ffn_per_layer;
-  double params =
-      layers_on_stage(model, config, first_stage, last_stage) * (sharded / tp + count.norms_per_layer);
+  double params = layers_on_stage(model, config, first_stage, last_stage) *
+                  (sharded / tp + count.norms_per_layer);
   const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
   if (first_stage) params += token_embedding / tp + (count.embedding - token_embedding);
   if (last_stage) {

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "topology/errors.h"
-
 #include "topology/gpu.h"
 
 namespace trident {
@@ -34,15 +33,15 @@ struct Model {
   int layers = 0;
   int hidden = 0;
   int heads = 0;
-  int kv_heads = 0;      ///< fewer than heads: grouped-query attention
+  int kv_heads = 0;  ///< fewer than heads: grouped-query attention
   int ffn_hidden = 0;
   FfnKind ffn = FfnKind::gelu;
   int vocab = 0;
   int seq_len = 0;
   bool tied_embeddings = false;
   NormKind norm = NormKind::layernorm;
-  bool bias = true;                 ///< linear layers carry biases (GPT-3: yes, Llama: no)
-  bool learned_positions = true;    ///< learned absolute position embeddings (seq_len x hidden)
+  bool bias = true;               ///< linear layers carry biases (GPT-3: yes, Llama: no)
+  bool learned_positions = true;  ///< learned absolute position embeddings (seq_len x hidden)
   Training training;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
@@ -51,13 +50,13 @@ struct Model {
 
 /// Exact parameter counts, in parameters.
 struct ParameterCount {
-  double embedding = 0.0;        ///< token (vocab x hidden) + learned positions
-  double per_layer = 0.0;        ///< one transformer layer, norms included
+  double embedding = 0.0;  ///< token (vocab x hidden) + learned positions
+  double per_layer = 0.0;  ///< one transformer layer, norms included
   double attention_per_layer = 0.0;
   double ffn_per_layer = 0.0;
   double norms_per_layer = 0.0;
   double final_norm = 0.0;
-  double output_layer = 0.0;     ///< 0 when tied to the embedding
+  double output_layer = 0.0;  ///< 0 when tied to the embedding
   double total = 0.0;
 };
 

@@ -14,7 +14,7 @@ struct ParallelConfig {
   int micro_batch = 1;     ///< sequences per micro-batch
   int virtual_stages = 1;  ///< interleaved 1F1B model chunks per GPU; 1 = plain 1F1B
   Recompute recompute = Recompute::none;
-  int zero = 0;            ///< 0..3
+  int zero = 0;  ///< 0..3
   bool sequence_parallel = false;
 
   [[nodiscard]] int gpus() const { return tp * pp * dp; }

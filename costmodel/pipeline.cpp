@@ -26,8 +26,8 @@ Op nth_op(int k, int pp, int v, bool forward) {
 /// backwards (megatron/core/pipeline_parallel/schedules.py).
 std::vector<Op> stage_order(int stage, int pp, int m, int v) {
   const int total = m * v;
-  const int warmup = v == 1 ? std::min(pp - stage - 1, m)
-                            : std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
+  const int warmup =
+      v == 1 ? std::min(pp - stage - 1, m) : std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
   std::vector<Op> order;
   order.reserve(static_cast<std::size_t>(2 * total));
   for (int k = 0; k < warmup; ++k) order.push_back(nth_op(k, pp, v, true));

@@ -43,9 +43,9 @@ GroupLink slowest_neighbour_pair(const Cluster& cluster, const std::vector<int>&
   for (std::size_t i = 0; i + 1 < stages.size(); ++i) {
     const int pair[2] = {stages[i], stages[i + 1]};
     const GroupLink link = query_group(cluster, pair);
-    const bool slower = !found || link.domains > slowest.domains ||
-                        (link.domains == slowest.domains &&
-                         link.bottleneck_gbps() < slowest.bottleneck_gbps());
+    const bool slower =
+        !found || link.domains > slowest.domains ||
+        (link.domains == slowest.domains && link.bottleneck_gbps() < slowest.bottleneck_gbps());
     if (slower) slowest = link;
     found = true;
   }
@@ -82,8 +82,7 @@ std::vector<int> pp_group(const ParallelConfig& config, RankOrder order, int ran
   return group_along(config, order, rank, &RankCoord::pp, config.pp);
 }
 
-Placement default_placement(const Cluster& cluster, const ParallelConfig& config,
-                            RankOrder order) {
+Placement default_placement(const Cluster& cluster, const ParallelConfig& config, RankOrder order) {
   Placement placement;
   placement.order = order;
   const std::vector<int> tp = tp_group(config, order, 0);

@@ -60,7 +60,8 @@ unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallb
   unsigned bits = 0;
   for (const auto& item : list) {
     const long long stage = yaml::to_int(item, Range::non_negative, where);
-    if (stage > 3) throw InputError(where + ": expected ZeRO stages 0..3, got " + std::to_string(stage));
+    if (stage > 3)
+      throw InputError(where + ": expected ZeRO stages 0..3, got " + std::to_string(stage));
     bits |= 1u << stage;
   }
   return bits;
@@ -105,8 +106,7 @@ Stack read_stack(const MapReader& m) {
   s.grad_buffer_bytes = m.optional_double("grad_buffer_bytes", 4.0, Range::positive);
   s.zero_stages = read_zero_list(m, "zero_stages", 0b0011);
   s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp", s.zero_stages & 0b0011);
-  s.prefetch_units =
-      static_cast<int>(m.optional_int("prefetch_units", 1, Range::non_negative));
+  s.prefetch_units = static_cast<int>(m.optional_int("prefetch_units", 1, Range::non_negative));
   s.backward_prefetch =
       static_cast<BackwardPrefetch>(m.optional_choice("backward_prefetch", kPrefetchNames, 0));
   s.fp16_grads_in_fp16 = m.optional_bool("fp16_grads_in_fp16", false);
@@ -127,7 +127,8 @@ Stack read_stack(const MapReader& m) {
   if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
-  if (s.kernels_per_layer_forward > 10000) m.fail("kernels_per_layer_forward", "expected at most 10000");
+  if (s.kernels_per_layer_forward > 10000)
+    m.fail("kernels_per_layer_forward", "expected at most 10000");
   if ((s.zero_stages_with_pp & ~s.zero_stages) != 0) {
     m.fail("zero_stages_with_pp", "expected a subset of zero_stages");
   }

@@ -102,8 +102,7 @@ struct Stack {
 /// The first reason `config` cannot run on `stack`, keyed by the knob ("zero", "pp",
 /// "recompute", "sequence_parallel", "vp"), or nullopt.
 [[nodiscard]] std::optional<Problem> find_stack_problem(const Stack& stack,
-                                                        const ParallelConfig& config,
-                                                        int layers);
+                                                        const ParallelConfig& config, int layers);
 
 /// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY.
 [[nodiscard]] Stack load_stack(const std::string& text, const std::string& source);

@@ -148,7 +148,10 @@ std::string torchtitan_text(const Input& in, const Launch& launch) {
   // Selective under the torchtitan stack is its per-op policy: mode "selective", option "op".
   const bool per_op = c.recompute == Recompute::selective;
   t += "\n[activation_checkpoint]\nmode = " +
-       q(c.recompute == Recompute::full ? "full" : per_op ? "selective" : "none") + "\n";
+       q(c.recompute == Recompute::full ? "full"
+         : per_op                       ? "selective"
+                                        : "none") +
+       "\n";
   if (per_op) t += "selective_ac_option = \"op\"\n";
   if (fp8) t += "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n";
   return t;

@@ -77,7 +77,8 @@ void for_each_group(int ranks, const Dimension& dim, bool pairs, const std::vect
       for (int lo = 0; lo < dim.stride; ++lo) {
         const int base = hi + j * dim.stride + lo;
         for (int k = 0; k < members; ++k) {
-          ids[static_cast<std::size_t>(k)] = gpu_of[static_cast<std::size_t>(base + k * dim.stride)];
+          ids[static_cast<std::size_t>(k)] =
+              gpu_of[static_cast<std::size_t>(base + k * dim.stride)];
         }
         visit(ids);
       }
@@ -145,10 +146,10 @@ GroupLink slowest_group(const Cluster& cluster, int ranks, const Dimension& dim,
 }
 
 bool same_link(const GroupLink& a, const GroupLink& b) {
-  return std::tie(a.tier, a.ranks, a.domains, a.ranks_per_domain, a.intra_gbps,
-                  a.intra_latency_s, a.inter_gbps, a.inter_latency_s) ==
-         std::tie(b.tier, b.ranks, b.domains, b.ranks_per_domain, b.intra_gbps,
-                  b.intra_latency_s, b.inter_gbps, b.inter_latency_s);
+  return std::tie(a.tier, a.ranks, a.domains, a.ranks_per_domain, a.intra_gbps, a.intra_latency_s,
+                  a.inter_gbps, a.inter_latency_s) ==
+         std::tie(b.tier, b.ranks, b.domains, b.ranks_per_domain, b.intra_gbps, b.intra_latency_s,
+                  b.inter_gbps, b.inter_latency_s);
 }
 
 }  // namespace
@@ -192,12 +193,12 @@ Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder 
   const auto strides = rank_strides(config, order);
   Placement placement;
   placement.order = order;
-  placement.tp = slowest_group(cluster, ranks, {config.tp, strides.tp, Collective::all_reduce},
-                               false, gpu_of);
-  placement.pp = slowest_group(cluster, ranks, {config.pp, strides.pp, Collective::send_recv},
-                               true, gpu_of);
-  placement.dp = slowest_group(cluster, ranks, {config.dp, strides.dp, Collective::all_reduce},
-                               false, gpu_of);
+  placement.tp =
+      slowest_group(cluster, ranks, {config.tp, strides.tp, Collective::all_reduce}, false, gpu_of);
+  placement.pp =
+      slowest_group(cluster, ranks, {config.pp, strides.pp, Collective::send_recv}, true, gpu_of);
+  placement.dp =
+      slowest_group(cluster, ranks, {config.dp, strides.dp, Collective::all_reduce}, false, gpu_of);
   return placement;
 }
 

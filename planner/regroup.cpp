@@ -19,7 +19,9 @@ std::vector<int> failure_gpus(const Cluster& cluster, const std::vector<Failure>
     switch (f.kind) {
       case FailureKind::nvlink:
       case FailureKind::nvlink_all:
-      case FailureKind::gpu: gpus.insert(first + f.gpu); break;
+      case FailureKind::gpu:
+        gpus.insert(first + f.gpu);
+        break;
       case FailureKind::mesh_link:
         gpus.insert(first + f.gpu);
         gpus.insert(first + f.peer);
@@ -53,7 +55,8 @@ class Slowest {
   bool seen_ = false;
 };
 
-[[nodiscard]] std::vector<int> on_gpus(const std::vector<int>& ranks, const std::vector<int>& gpu_of) {
+[[nodiscard]] std::vector<int> on_gpus(const std::vector<int>& ranks,
+                                       const std::vector<int>& gpu_of) {
   std::vector<int> gpus;
   gpus.reserve(ranks.size());
   for (const int rank : ranks) gpus.push_back(gpu_of[static_cast<std::size_t>(rank)]);
@@ -61,16 +64,15 @@ class Slowest {
 }
 
 /// Offers every group of one dimension (TP or DP) that holds `rank`, once per group.
-void offer_group(const Cluster& cluster, const std::vector<int>& ranks, const std::vector<int>& gpu_of,
-                 std::set<int>& seen, Slowest& slowest) {
+void offer_group(const Cluster& cluster, const std::vector<int>& ranks,
+                 const std::vector<int>& gpu_of, std::set<int>& seen, Slowest& slowest) {
   if (ranks.size() < 2 || !seen.insert(ranks.front()).second) return;
   slowest.offer(query_group(cluster, on_gpus(ranks, gpu_of)));
 }
 
 /// Offers the pairs of neighbouring pipeline stages that hold `rank`.
-void offer_pp_pairs(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
-                    int rank, const std::vector<int>& gpu_of, std::set<int>& seen,
-                    Slowest& slowest) {
+void offer_pp_pairs(const Cluster& cluster, const ParallelConfig& config, RankOrder order, int rank,
+                    const std::vector<int>& gpu_of, std::set<int>& seen, Slowest& slowest) {
   if (config.pp < 2) return;
   const std::vector<int> stages = pp_group(config, order, rank);
   const int stage = rank_coord(config, order, rank).pp;

@@ -52,7 +52,8 @@ std::string memory_reason(const MemoryBreakdown& memory, double reserve_gib) {
 
 void check_positive(const std::optional<int>& pin, const char* flag) {
   if (pin && *pin < 1) {
-    throw InputError(std::string(flag) + " " + std::to_string(*pin) + ": expected a positive integer");
+    throw InputError(std::string(flag) + " " + std::to_string(*pin) +
+                     ": expected a positive integer");
   }
 }
 
@@ -63,10 +64,12 @@ void check_options(const Model& model, const SearchOptions& options) {
   check_positive(options.micro_batch, "--micro-batch");
   check_positive(options.vp, "--vp");
   if (options.min_tp < 1) {
-    throw InputError("--min-tp " + std::to_string(options.min_tp) + ": expected a positive integer");
+    throw InputError("--min-tp " + std::to_string(options.min_tp) +
+                     ": expected a positive integer");
   }
   if (options.max_tp < 0) {
-    throw InputError("--max-tp " + std::to_string(options.max_tp) + ": expected a positive integer");
+    throw InputError("--max-tp " + std::to_string(options.max_tp) +
+                     ": expected a positive integer");
   }
   if (options.max_tp > 0 && options.min_tp > options.max_tp) {
     throw InputError("--min-tp " + std::to_string(options.min_tp) + " is above --max-tp " +
@@ -84,7 +87,8 @@ void check_options(const Model& model, const SearchOptions& options) {
     throw InputError("--pp " + std::to_string(*options.pp) + ": stack " + stack.name +
                      " has no pipeline parallelism; use --pp 1 or another --stack");
   }
-  if (options.zero && options.pp && *options.pp > 1 && !stack.supports_zero(*options.zero, *options.pp)) {
+  if (options.zero && options.pp && *options.pp > 1 &&
+      !stack.supports_zero(*options.zero, *options.pp)) {
     throw InputError("--zero " + std::to_string(*options.zero) + " with --pp " +
                      std::to_string(*options.pp) + ": stack " + stack.name +
                      " does not combine ZeRO-" + std::to_string(*options.zero) +
@@ -95,7 +99,8 @@ void check_options(const Model& model, const SearchOptions& options) {
                      stack.name + " has no " + to_string(*options.recompute) + " recompute");
   }
   if (options.sequence_parallel && *options.sequence_parallel && !stack.sequence_parallel) {
-    throw InputError("--sequence-parallel on: stack " + stack.name + " has no sequence parallelism");
+    throw InputError("--sequence-parallel on: stack " + stack.name +
+                     " has no sequence parallelism");
   }
   if (options.vp && *options.vp > 1 && !stack.interleaved_pipeline) {
     throw InputError("--vp " + std::to_string(*options.vp) + ": stack " + stack.name +
@@ -116,8 +121,9 @@ void check_options(const Model& model, const SearchOptions& options) {
                      std::to_string(model.layers) + " layers");
   }
   if (model.training.global_batch < 1) {
-    throw InputError("global batch: not given (set training.global_batch in the model or pass "
-                     "--global-batch N)");
+    throw InputError(
+        "global batch: not given (set training.global_batch in the model or pass "
+        "--global-batch N)");
   }
 }
 
@@ -160,8 +166,12 @@ class SplitSearch {
  public:
   SplitSearch(const Cluster& cluster, const Model& model, const SearchOptions& options,
               const Calibration* calibration, SearchResult& result)
-      : cluster_(cluster), model_(model), options_(options), calibration_(calibration),
-        result_(result), estimate_options_(estimate_options(options)) {}
+      : cluster_(cluster),
+        model_(model),
+        options_(options),
+        calibration_(calibration),
+        result_(result),
+        estimate_options_(estimate_options(options)) {}
 
   void run(const Split& split) {
     ParallelConfig config;
@@ -223,8 +233,10 @@ class SplitSearch {
   void evaluate(const ParallelConfig& config) {
     ensure_placed(config);
     ++result_.configurations_searched;
-    PlanResult plan{config, first_, estimate(cluster_, model_, config, first_, calibration_,
-                                             estimate_options_), {}};
+    PlanResult plan{config,
+                    first_,
+                    estimate(cluster_, model_, config, first_, calibration_, estimate_options_),
+                    {}};
     ++result_.evaluations;
     // Memory does not depend on where the groups sit: one order decides feasibility.
     if (!plan.estimate.memory.fits) {
@@ -236,8 +248,10 @@ class SplitSearch {
     }
     ++result_.feasible;
     if (!orders_alike_) {
-      PlanResult other{config, second_, estimate(cluster_, model_, config, second_, calibration_,
-                                                 estimate_options_), {}};
+      PlanResult other{config,
+                       second_,
+                       estimate(cluster_, model_, config, second_, calibration_, estimate_options_),
+                       {}};
       ++result_.evaluations;
       if (better_plan(other, plan)) plan = std::move(other);
     }
@@ -294,11 +308,12 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   PlanResult best;
   for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
     const auto placement = place(cluster, config, order);
-    PlanResult plan{config, placement,
-                    estimate(cluster, model, config, placement, calibration, options), {}};
+    PlanResult plan{
+        config, placement, estimate(cluster, model, config, placement, calibration, options), {}};
     if (order == RankOrder::tp_dp_pp || better_plan(plan, best)) best = std::move(plan);
   }
-  if (!best.estimate.memory.fits) best.infeasible_reason = memory_reason(best.estimate.memory, reserve_gib);
+  if (!best.estimate.memory.fits)
+    best.infeasible_reason = memory_reason(best.estimate.memory, reserve_gib);
   return best;
 }
 
@@ -315,14 +330,15 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
     if (progress) progress(i + 1, all.size());
   }
   if (result.configurations_searched == 0) {
-    throw PlanError("no configuration of " + std::to_string(result.gpus) +
-                    " GPUs obeys the rules and pins (tp divides heads " +
-                    std::to_string(model.heads) + " and kv_heads " +
-                    std::to_string(model.kv_heads) +
-                    (options.stack.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
-                    std::to_string(model.layers) + ", tp*pp*dp = GPUs, dp divides the global "
-                    "batch " + std::to_string(model.training.global_batch) +
-                    ", micro-batch divides global batch / dp)");
+    throw PlanError(
+        "no configuration of " + std::to_string(result.gpus) +
+        " GPUs obeys the rules and pins (tp divides heads " + std::to_string(model.heads) +
+        " and kv_heads " + std::to_string(model.kv_heads) +
+        (options.stack.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
+        std::to_string(model.layers) +
+        ", tp*pp*dp = GPUs, dp divides the global "
+        "batch " +
+        std::to_string(model.training.global_batch) + ", micro-batch divides global batch / dp)");
   }
   return result;
 }

@@ -29,10 +29,10 @@ struct SearchOptions {
   std::optional<int> zero;
   std::optional<bool> sequence_parallel;
   int min_tp = 1;
-  int max_tp = 0;           ///< 0 = no limit
-  double reserve_gib = 4.0; ///< kept free on every GPU (context, NCCL buffers)
-  Stack stack;              ///< the software that runs the split; only what it supports is tried
-  std::size_t keep = 10;    ///< feasible plans kept, best first
+  int max_tp = 0;            ///< 0 = no limit
+  double reserve_gib = 4.0;  ///< kept free on every GPU (context, NCCL buffers)
+  Stack stack;               ///< the software that runs the split; only what it supports is tried
+  std::size_t keep = 10;     ///< feasible plans kept, best first
   bool show_infeasible = false;
   std::size_t keep_infeasible = 10;  ///< closest-to-fitting infeasible plans kept when shown
 };
@@ -45,8 +45,8 @@ struct PlanResult {
 };
 
 struct SearchResult {
-  std::vector<PlanResult> plans;       ///< feasible, best first, at most options.keep
-  std::vector<PlanResult> infeasible;  ///< when asked: least memory first
+  std::vector<PlanResult> plans;          ///< feasible, best first, at most options.keep
+  std::vector<PlanResult> infeasible;     ///< when asked: least memory first
   long long configurations_searched = 0;  ///< valid configurations enumerated
   long long feasible = 0;                 ///< of those, how many fit in memory
   long long evaluations = 0;              ///< cost-model calls (a config in two rank orders: 2)

@@ -14,10 +14,14 @@ namespace trident {
 
 const char* to_string(WhatIfKind kind) {
   switch (kind) {
-    case WhatIfKind::keep: return "keep";
-    case WhatIfKind::replace: return "re-place";
-    case WhatIfKind::cordon_gpu: return "cordon-gpu";
-    case WhatIfKind::cordon_server: return "cordon-server";
+    case WhatIfKind::keep:
+      return "keep";
+    case WhatIfKind::replace:
+      return "re-place";
+    case WhatIfKind::cordon_gpu:
+      return "cordon-gpu";
+    case WhatIfKind::cordon_server:
+      return "cordon-server";
   }
   return "?";
 }
@@ -34,7 +38,9 @@ constexpr double kSameSpeed = 1e-9;
 }
 
 [[nodiscard]] std::string seconds(double s) { return printf_string("%.3f s", s); }
-[[nodiscard]] std::string percent(double fraction) { return printf_string("%+.1f%%", 100.0 * fraction); }
+[[nodiscard]] std::string percent(double fraction) {
+  return printf_string("%+.1f%%", 100.0 * fraction);
+}
 [[nodiscard]] std::string gbps(double value) { return printf_string("%.0f GB/s", value); }
 
 /// "136-139", "128..252 every 4", "8,12" for a set of GPU ids.
@@ -45,7 +51,8 @@ constexpr double kSameSpeed = 1e-9;
   const int step = n > 1 ? sorted[1] - sorted[0] : 0;
   bool even = n > 2;
   for (int i = 1; i < n && even; ++i) even = sorted[i] - sorted[i - 1] == step;
-  if (even && step == 1) return std::to_string(sorted.front()) + "-" + std::to_string(sorted.back());
+  if (even && step == 1)
+    return std::to_string(sorted.front()) + "-" + std::to_string(sorted.back());
   if (even) {
     return std::to_string(sorted.front()) + ".." + std::to_string(sorted.back()) + " every " +
            std::to_string(step);
@@ -81,12 +88,14 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
              const std::vector<int>& gpus, std::set<std::vector<int>>& seen,
              std::vector<GroupHit>& hits) {
   if (gpus.size() < 2 || !seen.insert(gpus).second) return;
-  GroupHit hit{.dimension = dimension, .gpus = gpus, .before = query_group(healthy, gpus),
-               .after = {}, .lost = false};
+  GroupHit hit{.dimension = dimension,
+               .gpus = gpus,
+               .before = query_group(healthy, gpus),
+               .after = {},
+               .lost = false};
   const auto dead = dead_gpu_ids(degraded);
-  hit.lost = std::any_of(gpus.begin(), gpus.end(), [&](int g) {
-    return std::binary_search(dead.begin(), dead.end(), g);
-  });
+  hit.lost = std::any_of(gpus.begin(), gpus.end(),
+                         [&](int g) { return std::binary_search(dead.begin(), dead.end(), g); });
   if (!hit.lost) hit.after = query_group(degraded, gpus);
   if (hit.lost || changed(hit.before, hit.after)) hits.push_back(std::move(hit));
 }
@@ -107,9 +116,10 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
     const int stage = rank_coord(config, order, gpu).pp;
     for (const int lower : {stage - 1, stage}) {
       if (lower < 0 || lower + 1 >= config.pp) continue;
-      add_hit(healthy, degraded, "pp",
-              {stages[static_cast<std::size_t>(lower)], stages[static_cast<std::size_t>(lower + 1)]},
-              seen, hits);
+      add_hit(
+          healthy, degraded, "pp",
+          {stages[static_cast<std::size_t>(lower)], stages[static_cast<std::size_t>(lower + 1)]},
+          seen, hits);
     }
     add_hit(healthy, degraded, "dp", dp_group(config, order, gpu), seen, hits);
   }
@@ -119,7 +129,8 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
 [[nodiscard]] std::string hit_text(const GroupHit& hit) {
   std::string dim = hit.dimension;
   for (char& ch : dim) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  const std::string what = dim + (hit.dimension == "pp" ? " pair " : " group ") + gpu_range(hit.gpus);
+  const std::string what =
+      dim + (hit.dimension == "pp" ? " pair " : " group ") + gpu_range(hit.gpus);
   if (hit.lost) return what + " lost a GPU";
   const GroupLink& a = hit.before;
   const GroupLink& b = hit.after;
@@ -142,7 +153,8 @@ struct Context {
   const WhatIf& w;
 };
 
-[[nodiscard]] WhatIfOption with_plan(WhatIfKind kind, PlanResult plan, int gpus, std::string detail) {
+[[nodiscard]] WhatIfOption with_plan(WhatIfKind kind, PlanResult plan, int gpus,
+                                     std::string detail) {
   WhatIfOption option;
   option.kind = kind;
   option.available = true;
@@ -162,7 +174,8 @@ struct Context {
 
 [[nodiscard]] std::string dead_text(const Cluster& degraded) {
   const auto dead = dead_gpu_ids(degraded);
-  return std::to_string(dead.size()) + (dead.size() == 1 ? " GPU (" : " GPUs (") + gpu_range(dead) + ")";
+  return std::to_string(dead.size()) + (dead.size() == 1 ? " GPU (" : " GPUs (") + gpu_range(dead) +
+         ")";
 }
 
 [[nodiscard]] WhatIfOption keep_option(const Context& c) {
@@ -172,7 +185,8 @@ struct Context {
                                              " that are dead: it cannot run as placed");
   }
   const Placement placement = place(c.degraded, base.config, base.placement.order);
-  PlanResult plan{base.config, placement,
+  PlanResult plan{base.config,
+                  placement,
                   estimate(c.degraded, c.model, base.config, placement, c.calibration,
                            estimate_options(c.options)),
                   {}};
@@ -181,7 +195,8 @@ struct Context {
   for (std::size_t i = 0; i < c.w.groups_hit.size() && i < 3; ++i) {
     detail += (i == 0 ? "; " : ", ") + hit_text(c.w.groups_hit[i]);
   }
-  if (c.w.groups_hit.size() > 3) detail += " and " + std::to_string(c.w.groups_hit.size() - 3) + " more";
+  if (c.w.groups_hit.size() > 3)
+    detail += " and " + std::to_string(c.w.groups_hit.size() - 3) + " more";
   return with_plan(WhatIfKind::keep, std::move(plan), base.config.gpus(), detail);
 }
 
@@ -209,7 +224,8 @@ struct Context {
   }
   if (tp >= per_server) {
     return "TP " + std::to_string(tp) + " takes the whole server: there is no other grouping" +
-           (c.healthy.nvlink.kind == NvlinkKind::mesh ? " (its ring already routes around the link)" : "");
+           (c.healthy.nvlink.kind == NvlinkKind::mesh ? " (its ring already routes around the link)"
+                                                      : "");
   }
   return "TP " + std::to_string(tp) + " does not split a server into groups (TP 2-" +
          std::to_string(per_server / 2) + " do)";
@@ -241,7 +257,8 @@ struct Regrouped {
   for (const int server : regroupable_servers(c)) {
     const std::vector<int>* chosen = nullptr;
     std::vector<int> changed(static_cast<std::size_t>(per_server));
-    for (int g = 0; g < per_server; ++g) changed[static_cast<std::size_t>(g)] = server * per_server + g;
+    for (int g = 0; g < per_server; ++g)
+      changed[static_cast<std::size_t>(g)] = server * per_server + g;
     const auto candidates = regroupings(per_server, config.tp);
     for (const auto& order : candidates) {
       std::vector<int> gpu_of = best.gpu_of;
@@ -251,7 +268,8 @@ struct Regrouped {
       }
       const Placement placement =
           place_mapped(c.degraded, config, base.placement.order, gpu_of, changed, base.placement);
-      PlanResult plan{config, placement,
+      PlanResult plan{config,
+                      placement,
                       estimate(c.degraded, c.model, config, placement, c.calibration,
                                estimate_options(c.options)),
                       {}};
@@ -272,13 +290,15 @@ struct Regrouped {
   if (!dead.empty()) {
     const int live = static_cast<int>(live_gpus(c.degraded).size());
     if (live < config.gpus()) {
-      return unavailable(WhatIfKind::replace,
-                         "the split needs " + std::to_string(config.gpus()) + " GPUs and " +
-                             std::to_string(live) + " are left: no spare server to move the ranks "
-                             "of " + dead_text(c.degraded) + " to (the job uses all " +
-                             std::to_string(c.healthy.servers) + ")");
+      return unavailable(WhatIfKind::replace, "the split needs " + std::to_string(config.gpus()) +
+                                                  " GPUs and " + std::to_string(live) +
+                                                  " are left: no spare server to move the ranks "
+                                                  "of " +
+                                                  dead_text(c.degraded) + " to (the job uses all " +
+                                                  std::to_string(c.healthy.servers) + ")");
     }
-    PlanResult plan = evaluate_plan(c.degraded, c.model, config, c.calibration, estimate_options(c.options));
+    PlanResult plan =
+        evaluate_plan(c.degraded, c.model, config, c.calibration, estimate_options(c.options));
     return with_plan(WhatIfKind::replace, std::move(plan), config.gpus(),
                      "moves the ranks of " + dead_text(c.degraded) + " onto spare GPUs");
   }
@@ -371,26 +391,30 @@ struct Regrouped {
     if (plan) {
       WhatIfOption option = with_plan(
           WhatIfKind::cordon_server, std::move(*plan), gpus,
-          what + (spares == 0 ? "" : "; " + first_why + ", so " + std::to_string(spares) +
-                                         " more idle as spares") +
-              ": re-plans on " + std::to_string(left.size()) + " servers (" +
-              std::to_string(gpus) + " GPUs)");
+          what +
+              (spares == 0
+                   ? ""
+                   : "; " + first_why + ", so " + std::to_string(spares) + " more idle as spares") +
+              ": re-plans on " + std::to_string(left.size()) + " servers (" + std::to_string(gpus) +
+              " GPUs)");
       option.spare_servers = spares;
       return option;
     }
     cluster.health.dead_servers.insert(left.back());  // set the highest-numbered one aside
     left.pop_back();
   }
-  return unavailable(WhatIfKind::cordon_server, what + ": " + first_why + " on any number of servers");
+  return unavailable(WhatIfKind::cordon_server,
+                     what + ": " + first_why + " on any number of servers");
 }
 
 // ---- ranking and the recommendation -----------------------------------------------------
 
 void rank_options(std::vector<WhatIfOption>& options) {
-  std::stable_sort(options.begin(), options.end(), [](const WhatIfOption& a, const WhatIfOption& b) {
-    if (a.available != b.available) return a.available;
-    return a.available && a.step_time_s < b.step_time_s * (1 - kSameSpeed);
-  });
+  std::stable_sort(options.begin(), options.end(),
+                   [](const WhatIfOption& a, const WhatIfOption& b) {
+                     if (a.available != b.available) return a.available;
+                     return a.available && a.step_time_s < b.step_time_s * (1 - kSameSpeed);
+                   });
 }
 
 [[nodiscard]] std::string why_clause(const WhatIfOption& best, const WhatIf& w) {
@@ -401,19 +425,23 @@ void rank_options(std::vector<WhatIfOption>& options) {
                                   : "running at the pace of the degraded group costs less than "
                                     "giving up GPUs";
     case WhatIfKind::replace:
-      return "it keeps all " + std::to_string(best.gpus) + " GPUs and takes the failure out of "
+      return "it keeps all " + std::to_string(best.gpus) +
+             " GPUs and takes the failure out of "
              "the slowest groups";
     case WhatIfKind::cordon_gpu:
     case WhatIfKind::cordon_server: {
-      const std::string lost = std::to_string(before - best.gpus) + " of " + std::to_string(before) + " GPUs";
-      const bool keep_runs = std::any_of(w.options.begin(), w.options.end(), [](const WhatIfOption& o) {
-        return o.kind == WhatIfKind::keep && o.available;
-      });
+      const std::string lost =
+          std::to_string(before - best.gpus) + " of " + std::to_string(before) + " GPUs";
+      const bool keep_runs = std::any_of(
+          w.options.begin(), w.options.end(),
+          [](const WhatIfOption& o) { return o.kind == WhatIfKind::keep && o.available; });
       if (!keep_runs) {
         return "the healthy plan cannot run without its dead GPUs and there is no spare, so it "
-               "re-plans on what is left, giving up " + lost;
+               "re-plans on what is left, giving up " +
+               lost;
       }
-      return "losing " + lost + " costs less than running every step at the pace of the degraded group";
+      return "losing " + lost +
+             " costs less than running every step at the pace of the degraded group";
     }
   }
   return "";

@@ -30,11 +30,11 @@ enum class WhatIfKind { keep, replace, cordon_gpu, cordon_server };
 
 /// A group of the healthy best plan that the failures reach, with its link before and after.
 struct GroupHit {
-  std::string dimension;   ///< "tp", "pp" (a pair of neighbouring stages) or "dp"
-  std::vector<int> gpus;   ///< global GPU ids of the group
+  std::string dimension;  ///< "tp", "pp" (a pair of neighbouring stages) or "dp"
+  std::vector<int> gpus;  ///< global GPU ids of the group
   GroupLink before;
-  GroupLink after;         ///< unset when `lost`
-  bool lost = false;       ///< a member GPU is dead: the group cannot run
+  GroupLink after;    ///< unset when `lost`
+  bool lost = false;  ///< a member GPU is dead: the group cannot run
 };
 
 struct WhatIfOption {
@@ -46,17 +46,17 @@ struct WhatIfOption {
   int gpus = 0;                    ///< GPUs the job runs on
   int spare_servers = 0;           ///< whole live servers left idle (cordon-server)
   double step_time_s = 0.0;
-  double slowdown = 0.0;           ///< step_time_s / healthy step time - 1
+  double slowdown = 0.0;  ///< step_time_s / healthy step time - 1
 };
 
 struct WhatIf {
   std::vector<Failure> failures;
   std::vector<std::string> described;  ///< describe() of each failure
-  Cluster degraded;                     ///< the cluster with every failure applied
-  PlanResult baseline;                  ///< the healthy best plan
-  std::vector<GroupHit> groups_hit;     ///< groups of the baseline the failures reach
-  std::vector<WhatIfOption> options;    ///< available first, fastest first; then the others
-  std::string reason;                   ///< why options.front() is recommended, with numbers
+  Cluster degraded;                    ///< the cluster with every failure applied
+  PlanResult baseline;                 ///< the healthy best plan
+  std::vector<GroupHit> groups_hit;    ///< groups of the baseline the failures reach
+  std::vector<WhatIfOption> options;   ///< available first, fastest first; then the others
+  std::string reason;                  ///< why options.front() is recommended, with numbers
 };
 
 /// Runs the comparison. `options` narrows every search as it narrows the healthy one.

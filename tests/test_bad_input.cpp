@@ -139,7 +139,8 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
                 "--tp: expected a positive integer, got '0' (see --help)");
   check_refused("plan" + kModel + " --dp -1",
                 "--dp: expected a positive integer, got '-1' (see --help)");
-  check_refused("plan" + kModel + " --pp 1000", "--pp 1000: more stages than the model's 32 layers");
+  check_refused("plan" + kModel + " --pp 1000",
+                "--pp 1000: more stages than the model's 32 layers");
   check_refused("plan" + kModel + " --micro-batch 0",
                 "--micro-batch: expected a positive integer, got '0' (see --help)");
   check_refused("plan" + kModel + " --vp 0",
@@ -304,16 +305,17 @@ TEST_CASE("absurd inputs: an error naming the input, never an overflow", "[bad_i
   check_refused("plan --model " + vocab0, vocab0 + ":5: vocab: ...");
   // A GPU of 1e-300 TFLOP/s gave a step of 1.6e305 s; a little less and it was inf.
   const std::string slow_gpu =
-      write("slow_gpu.yaml", "name: slowpoke\npeak_tflops:\n  bf16: 1e-300\nmemory_gib: 80\n"
-                             "memory_gbps: 3000\n");
+      write("slow_gpu.yaml",
+            "name: slowpoke\npeak_tflops:\n  bf16: 1e-300\nmemory_gib: 80\n"
+            "memory_gbps: 3000\n");
   check_refused("plan" + kModel + " --gpu " + slow_gpu,
                 slow_gpu + ":3: peak_tflops.bf16: expected a number in [1e-12, 1e+12], got 1e-300");
   // A calibrated bus bandwidth of 1e-308 GB/s made the step time NaN (printed as null).
-  const std::string calib = write(
-      "tiny_busbw.json",
-      "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": [], \"fits\": "
-      "[{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", "
-      "\"latency_s\": 1e-5, \"busbw_gbps\": 1e-308}]}");
+  const std::string calib =
+      write("tiny_busbw.json",
+            "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": [], \"fits\": "
+            "[{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", "
+            "\"latency_s\": 1e-5, \"busbw_gbps\": 1e-308}]}");
   check_refused("plan" + kModel + " --tp 8 --calibration " + calib,
                 calib + ": fits[0].busbw_gbps: expected at least 1e-06");
 }

@@ -1,17 +1,15 @@
 // `trident plan --fail-link` and `trident topo import` end to end: runs the binary
 // (TRIDENT_BINARY) through the seed question and the other failure kinds.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
 
@@ -45,7 +43,8 @@ std::vector<std::string> option_kinds(const nlohmann::json& doc) {
 
 }  // namespace
 
-TEST_CASE("seed question: the healthy plan, then one NVLink of server 17 broken", "[cli][failures]") {
+TEST_CASE("seed question: the healthy plan, then one NVLink of server 17 broken",
+          "[cli][failures]") {
   const auto healthy = json_of(kSeed);
   const auto& best = healthy["plans"][0];
   // The split is the cost model's choice; TP stays inside the server and all GPUs are used.
@@ -68,8 +67,9 @@ TEST_CASE("seed question: the healthy plan, then one NVLink of server 17 broken"
         std::vector<std::string>{"keep", "cordon-server", "re-place", "cordon-gpu"});
   CHECK(impact["step_time_s_before"] == best["step_time_s"]);
   CHECK(impact["step_time_s_after"].get<double>() > impact["step_time_s_before"].get<double>());
-  CHECK(impact["slowdown"].get<double>() ==
-        Approx(impact["step_time_s_after"].get<double>() / impact["step_time_s_before"].get<double>() - 1));
+  CHECK(impact["slowdown"].get<double>() == Approx(impact["step_time_s_after"].get<double>() /
+                                                       impact["step_time_s_before"].get<double>() -
+                                                   1));
   // GPU 3 of server 17 is GPU 139: its TP group (136-139 with TP 4, 136-143 with TP 8) goes
   // from 18 x 25 to 17 x 25 GB/s.
   const auto& hit = impact["groups_hit"][0];
@@ -122,22 +122,26 @@ TEST_CASE("other failure kinds: all links, a dead GPU, a NIC, a server", "[cli][
 }
 
 TEST_CASE("mesh server: a dead direct link is laid around", "[cli][failures]") {
-  const auto doc = json_of("plan --cluster dgx1-v100 --model " + kSource +
-                           "/tests/data/failures/llama2-7b-fp16.yaml --tp 2 --fail-link mesh:0/0-1");
+  const auto doc =
+      json_of("plan --cluster dgx1-v100 --model " + kSource +
+              "/tests/data/failures/llama2-7b-fp16.yaml --tp 2 --fail-link mesh:0/0-1");
   CHECK(doc["impact"]["recommended"] == "re-place");
   CHECK(doc["impact"]["options"][0]["detail"] ==
         "same split, GPUs regrouped: server 0 TP groups [0 4] [1 5] [2 6] [3 7]");
   CHECK(doc["impact"]["slowdown"].get<double>() == Approx(0.0).margin(1e-12));
 }
 
-TEST_CASE("failure specs that are wrong or name missing parts exit 2 with one line", "[cli][failures]") {
+TEST_CASE("failure specs that are wrong or name missing parts exit 2 with one line",
+          "[cli][failures]") {
   const Run missing = trident(kSeed + " --fail-link gpu:70/1");
   CHECK(missing.code == 2);
   CHECK(missing.err ==
-        "trident: error: --fail-link 'gpu:70/1': server 70 does not exist (cluster has 64 servers, 0-63)\n");
+        "trident: error: --fail-link 'gpu:70/1': server 70 does not exist (cluster has 64 servers, "
+        "0-63)\n");
   const Run malformed = trident(kSeed + " --fail-link nvlink:3");
   CHECK(malformed.code == 2);
-  CHECK(malformed.err == "trident: error: --fail-link 'nvlink:3': expected nvlink:SERVER/GPU[:COUNT|:all]\n");
+  CHECK(malformed.err ==
+        "trident: error: --fail-link 'nvlink:3': expected nvlink:SERVER/GPU[:COUNT|:all]\n");
   const Run mesh_on_switch = trident(kSeed + " --fail-link mesh:0/1-2");
   CHECK(mesh_on_switch.code == 2);
 }
@@ -147,23 +151,27 @@ TEST_CASE("topo import: a degraded server's own output feeds plan --fail-link", 
   const std::string file = (dir.path / "h100.yaml").string();
   const Run import = trident("topo import --nvidia-smi " + kSource +
                              "/tests/data/topo/h100_dead_link_nvidia_smi.txt --gpu h100-sxm-80g "
-                             "--servers 64 --name h100-64 --output " + file);
+                             "--servers 64 --name h100-64 --output " +
+                             file);
   REQUIRE(import.code == 0);
   const std::string yaml = slurp(file);
-  CHECK(yaml.find("# degraded: plan this server (server 0) as it is with --fail-link nvlink:0/3\n") !=
-        std::string::npos);
+  CHECK(
+      yaml.find("# degraded: plan this server (server 0) as it is with --fail-link nvlink:0/3\n") !=
+      std::string::npos);
   CHECK(trident("topo show --cluster " + file).code == 0);
   const auto doc = json_of("plan --cluster " + file + " --min-tp 4 --fail-link nvlink:0/3");
   CHECK(doc["cluster"]["name"] == "h100-64");
   CHECK(doc["impact"]["groups_hit"][0]["after"]["intra_gbps"] == 425.0);
 
-  const Run xml = trident("topo import --nccl-xml " + kSource + "/tests/data/topo/dgx1_v100_nccl_topo.xml");
+  const Run xml =
+      trident("topo import --nccl-xml " + kSource + "/tests/data/topo/dgx1_v100_nccl_topo.xml");
   REQUIRE(xml.code == 0);  // GPU from the PCI id 0x1db5, NIC speed from the XML
   CHECK(xml.out.find("gpu: v100-sxm-32g\n") != std::string::npos);
   CHECK(xml.out.find("  kind: mesh\n") != std::string::npos);
   CHECK(xml.out.find("  nic_gbits: 100   # from the input\n") != std::string::npos);
 
-  const Run unnamed = trident("topo import --nvidia-smi " + kSource + "/tests/data/topo/dgx_a100_nvidia_smi.txt");
+  const Run unnamed =
+      trident("topo import --nvidia-smi " + kSource + "/tests/data/topo/dgx_a100_nvidia_smi.txt");
   CHECK(unnamed.code == 2);
   CHECK(unnamed.err.find("cannot tell which GPU this is (no device name): pass --gpu NAME") !=
         std::string::npos);

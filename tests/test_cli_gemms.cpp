@@ -2,10 +2,8 @@
 // prices and counts. Their FLOPs times calls, over all GPUs, plus the attention core (batched
 // GEMMs validate does not time) equal the estimate's hardware FLOPs.
 #include <catch2/catch.hpp>
-
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli_runner.h"
 

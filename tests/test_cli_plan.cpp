@@ -1,17 +1,15 @@
 // trident plan end to end: runs the binary (TRIDENT_BINARY) and checks what a user gets.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
 
@@ -49,8 +47,8 @@ TEST_CASE("plan JSON has the DESIGN keys with their types", "[cli_plan]") {
   CHECK(doc.at("cluster").at("domain_gpus").is_number_integer());
   CHECK(doc.at("model").at("name").is_string());
   CHECK(doc.at("model").at("parameters").is_number());
-  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
-                          "seq_len", "global_batch"}) {
+  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len",
+                          "global_batch"}) {
     CHECK(doc.at("model").at(key).is_number_integer());
   }
   CHECK(doc.at("model").at("ffn").is_string());
@@ -59,20 +57,20 @@ TEST_CASE("plan JSON has the DESIGN keys with their types", "[cli_plan]") {
   const auto& plans = doc.at("plans");
   REQUIRE(plans.size() == 5u);
   for (const auto& plan : plans) {
-    for (const char* key : {"tp", "pp", "dp", "micro_batch", "num_micro_batches",
-                            "virtual_stages", "zero"}) {
+    for (const char* key :
+         {"tp", "pp", "dp", "micro_batch", "num_micro_batches", "virtual_stages", "zero"}) {
       CHECK(plan.at(key).is_number_integer());
     }
-    for (const char* key : {"step_time_s", "tokens_per_s", "model_tflops_per_gpu",
-                            "hardware_tflops_per_gpu", "mfu", "memory_gib_per_gpu",
-                            "bubble_fraction"}) {
+    for (const char* key :
+         {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "hardware_tflops_per_gpu", "mfu",
+          "memory_gib_per_gpu", "bubble_fraction"}) {
       CHECK(plan.at(key).is_number());
     }
     CHECK(plan.at("recompute").is_string());
     CHECK(plan.at("sequence_parallel").is_boolean());
     CHECK(plan.at("fits").is_boolean());
-    for (const char* key : {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s",
-                            "exposed_comm_s"}) {
+    for (const char* key :
+         {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "exposed_comm_s"}) {
       CHECK(plan.at("time").at(key).is_number());
     }
     for (const char* key : {"weights", "gradients", "optimizer", "activations", "other"}) {
@@ -104,8 +102,7 @@ TEST_CASE("plan JSON has the DESIGN keys with their types", "[cli_plan]") {
   }
 }
 
-TEST_CASE("the seed question: sorted, whole, fitting plans with TP inside a server",
-          "[cli_plan]") {
+TEST_CASE("the seed question: sorted, whole, fitting plans with TP inside a server", "[cli_plan]") {
   const Run run = trident(kSeed + " --format json --top 10");
   REQUIRE(run.code == 0);
   const auto doc = nlohmann::json::parse(run.out);
@@ -146,9 +143,10 @@ TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   for (const auto& plan : limited_doc.at("plans")) {
     CHECK(plan.at("tp").get<int>() <= 2);
   }
-  const Run one = trident(kSeed + " --tp 8 --pp 8 --dp 8 --micro-batch 1 --vp 2 "
-                                  "--recompute selective --zero 1 --sequence-parallel on "
-                                  "--format json");
+  const Run one = trident(kSeed +
+                          " --tp 8 --pp 8 --dp 8 --micro-batch 1 --vp 2 "
+                          "--recompute selective --zero 1 --sequence-parallel on "
+                          "--format json");
   REQUIRE(one.code == 0);
   const auto doc = nlohmann::json::parse(one.out);
   CHECK(doc.at("search").at("configurations_searched") == 1);
@@ -185,7 +183,8 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
   const Run titan = trident(llama + "--emit torchtitan@v0.2.2");
   REQUIRE(titan.code == 0);
   CHECK(titan.out.rfind("# torchtitan v0.2.2 (github.com/pytorch/torchtitan commit "
-                        "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce)", 0) == 0);
+                        "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce)",
+                        0) == 0);
   CHECK(titan.out.find("\nflavor = \"8B\"\n") != std::string::npos);
   // GPT-3 175B has no torchtitan flavor: exit 2, one line, what to change.
   const Run gpt = trident(kSeed + " --emit torchtitan");
@@ -218,10 +217,10 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
 }
 
 TEST_CASE("bad flags give one line on stderr and exit 2", "[cli_plan]") {
-  for (const char* args : {"plan --bogus", "plan --format xml", "plan --recompute maybe",
-                           "plan --tp 5", "plan --min-tp 8 --max-tp 4", "plan --zero 7",
-                           "plan --sequence-parallel yes", "plan --emit jax",
-                           "plan --gpus 512 --servers 64 --dp 3"}) {
+  for (const char* args :
+       {"plan --bogus", "plan --format xml", "plan --recompute maybe", "plan --tp 5",
+        "plan --min-tp 8 --max-tp 4", "plan --zero 7", "plan --sequence-parallel yes",
+        "plan --emit jax", "plan --gpus 512 --servers 64 --dp 3"}) {
     INFO(args);
     const Run run = trident(args);
     CHECK(run.code == 2);

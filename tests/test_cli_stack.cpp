@@ -1,12 +1,10 @@
 // trident plan --stack end to end: the stack in the assumptions and the JSON, its refusals,
 // the cluster file's `stack:` key, the band and ties.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli_runner.h"
 
@@ -54,7 +52,8 @@ TEST_CASE("the stack is stated in the assumptions and the JSON", "[cli_stack]") 
 TEST_CASE("what a stack cannot run is refused with one line and exit 2", "[cli_stack]") {
   const Run unknown = trident(kSmall + " --stack fsdq");
   CHECK(unknown.code == 2);
-  CHECK(unknown.err.rfind("trident: error: --stack 'fsdq': unknown stack (did you mean 'fsdp'?)", 0) == 0);
+  CHECK(unknown.err.rfind("trident: error: --stack 'fsdq': unknown stack (did you mean 'fsdp'?)",
+                          0) == 0);
   const Run zero = trident(kSmall + " --stack megatron-2021 --zero 1");
   CHECK(zero.code == 2);
   CHECK(zero.err == "trident: error: --zero 1: stack megatron-2021 does not run ZeRO-1\n");
@@ -81,8 +80,9 @@ TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cl
                                 " --model llama3-8b --global-batch 64 --format json --top 1");
   REQUIRE(from_file.code == 0);
   CHECK(nlohmann::json::parse(from_file.out).at("stack") == "torchtitan");
-  const Run flag = trident("plan --cluster " + cluster.string() +
-                           " --model llama3-8b --global-batch 64 --stack fsdp --format json --top 1");
+  const Run flag =
+      trident("plan --cluster " + cluster.string() +
+              " --model llama3-8b --global-batch 64 --stack fsdp --format json --top 1");
   REQUIRE(flag.code == 0);
   CHECK(nlohmann::json::parse(flag.out).at("stack") == "fsdp");
 
@@ -107,8 +107,8 @@ TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cl
 TEST_CASE("trident presets lists the stacks", "[cli_stack]") {
   const Run run = trident("presets");
   REQUIRE(run.code == 0);
-  for (const char* name : {"megatron-core ", "megatron-2021 ", "deepspeed-megatron ", "fsdp ",
-                           "torchtitan "}) {
+  for (const char* name :
+       {"megatron-core ", "megatron-2021 ", "deepspeed-megatron ", "fsdp ", "torchtitan "}) {
     CHECK(run.out.find(std::string("stack    ") + name) != std::string::npos);
   }
 }

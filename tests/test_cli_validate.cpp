@@ -1,13 +1,11 @@
 // End to end: `mpirun -np 8 trident validate --backend cpu` on loopback (TP2 x PP2 x DP2),
 // the calibration file it writes, refusals (world size, malformed plan), `trident calibrate`.
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
-
 #include <sys/wait.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "costmodel/calibration_io.h"
@@ -27,9 +25,11 @@ std::string mpirun(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   return "ASAN_OPTIONS=detect_leaks=0 OPENBLAS_NUM_THREADS=1 timeout 300 mpirun "
-         "--allow-run-as-root --oversubscribe -np " + std::to_string(ranks) +
+         "--allow-run-as-root --oversubscribe -np " +
+         std::to_string(ranks) +
          " --mca btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
-         "-x ASAN_OPTIONS -x OPENBLAS_NUM_THREADS " + kBinary;
+         "-x ASAN_OPTIONS -x OPENBLAS_NUM_THREADS " +
+         kBinary;
 }
 
 int run(const std::string& command, const std::string& log) {
@@ -106,10 +106,10 @@ TEST_CASE("validate: malformed plan JSON exits 2", "[cli][validate]") {
 TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
   const std::string out = temp("nccl.json");
   const std::string log = temp("calibrate.log");
-  const int code = run(kBinary + " calibrate --nccl-tests " + kData + "nccl_tests/all_reduce_old.txt " +
-                           kData + "nccl_tests/all_gather_new.txt " + kData +
-                           "nccl_tests/sendrecv.json --output " + out,
-                       log);
+  const int code =
+      run(kBinary + " calibrate --nccl-tests " + kData + "nccl_tests/all_reduce_old.txt " + kData +
+              "nccl_tests/all_gather_new.txt " + kData + "nccl_tests/sendrecv.json --output " + out,
+          log);
   INFO(slurp(log));
   REQUIRE(code == 0);
   const Calibration c = parse_calibration(slurp(out), out);
@@ -123,8 +123,9 @@ TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
 
 TEST_CASE("validate on the planner's own plan; plan --calibration then predicts slower",
           "[cli][validate][mpi][plan]") {
-  const std::string plan_args = " plan --gpus 8 --servers 2 --gpu h100-sxm-80g --model llama2-7b "
-                                "--tp 2 --pp 2 --dp 2 --format json --output ";
+  const std::string plan_args =
+      " plan --gpus 8 --servers 2 --gpu h100-sxm-80g --model llama2-7b "
+      "--tp 2 --pp 2 --dp 2 --format json --output ";
   const std::string plan = temp("plan.json");
   const std::string calibrated = temp("plan_calibrated.json");
   const std::string calib = temp("planner_calib.json");

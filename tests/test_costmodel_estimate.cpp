@@ -1,8 +1,7 @@
 // estimate(): every term of the step for the small model (2 layers, tp 2, pp 2, dp 2), the
 // GEMM roofline, rank placement, and the invariants.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
@@ -101,8 +100,7 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   // Bubble: (p-1)/(v*m) = 1/4 of compute + TP + PP.
   const double ideal = e.time.compute_s() + e.time.tp_comm_s + e.time.pp_comm_s;
   CHECK(e.time.bubble_s == Approx(ideal / 4));
-  CHECK(e.time.step_s == Approx(ideal + e.time.bubble_s + e.time.dp_comm_s +
-                                e.time.optimizer_s));
+  CHECK(e.time.step_s == Approx(ideal + e.time.bubble_s + e.time.dp_comm_s + e.time.optimizer_s));
   // FLOPs and rates: Korthikanti model FLOPs 261881856 (test_costmodel_flops) over 8 GPUs.
   CHECK(e.model_flops == Approx(261881856.0));
   CHECK(e.mfu == Approx(e.model_flops / (8 * 100e12 * e.time.step_s)));

@@ -37,9 +37,9 @@ TEST_CASE("kernel profile from the GPU preset", "[kernels]") {
 
 TEST_CASE("wave quantisation", "[kernels]") {
   CHECK(wave_efficiency(132, 132) == 1.0);
-  CHECK(wave_efficiency(133, 132) == Approx(133.0 / 264.0));  // a tail wave of one tile
+  CHECK(wave_efficiency(133, 132) == Approx(133.0 / 264.0));             // a tail wave of one tile
   CHECK(wave_efficiency(3072, 132) == Approx(3072.0 / (132.0 * 24.0)));  // 23.27 -> 24 waves
-  CHECK(wave_efficiency(10, 0) == 1.0);  // SM count unknown
+  CHECK(wave_efficiency(10, 0) == 1.0);                                  // SM count unknown
   // 16384 x 6144 x 2048 on 132 SMs: 128x256 tiles 128*24 = 3072 -> 0.9697 (256x128: 64*48
   // = 3072, same); k fill 2048 / (2048 + 64) = 0.96970 -> 0.94031
   CHECK(gemm_shape_efficiency({16384, 6144, 2048}, 132, 64.0) ==

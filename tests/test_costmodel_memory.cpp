@@ -8,7 +8,7 @@
 using namespace trident;
 
 TEST_CASE("layer activations reduce to Korthikanti 2022", "[memory]") {
-  const Model model = test::small_model();  // s 32, b 1, h 64, a 4: sbh = 2048
+  const Model model = test::small_model();       // s 32, b 1, h 64, a 4: sbh = 2048
   ParallelConfig config = test::small_config();  // t = 2
   // TP, no SP: sbh*(10 + 24/t + 5as/(ht)) = 2048 * (10 + 12 + 5*4*32/128) = 2048 * 27
   CHECK(layer_activation_bytes(model, config, false) == Approx(55296.0));

@@ -1,8 +1,7 @@
 // Software stacks (costmodel/stack.h): presets, the file format, what each stack refuses, and
 // the mechanisms a stack switches: per-unit sharded data parallel, uneven pipeline stages.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "configs/presets.h"
 #include "costmodel/collective.h"
@@ -64,19 +63,21 @@ TEST_CASE("stack files: errors name the file, line and key", "[stack]") {
   CHECK_THROWS_WITH(load_stack("name: x\nattention: flsh\ntp_overlap: none\n", "s.yaml"),
                     "s.yaml:2: attention: expected unfused|flash|cudnn, got 'flsh' (did you mean "
                     "'flash'?)");
-  CHECK_THROWS_WITH(load_stack("name: x\nattention: flash\ntp_overlap: none\nzero_stages: [0, 4]\n",
-                               "s.yaml"),
-                    "s.yaml:4: zero_stages: expected ZeRO stages 0..3, got 4");
+  CHECK_THROWS_WITH(
+      load_stack("name: x\nattention: flash\ntp_overlap: none\nzero_stages: [0, 4]\n", "s.yaml"),
+      "s.yaml:4: zero_stages: expected ZeRO stages 0..3, got 4");
   CHECK_THROWS_WITH(load_stack("name: x\nattention: flash\ntp_overlap: none\nzero_stages: [0]\n"
                                "zero_stages_with_pp: [0, 1]\n",
                                "s.yaml"),
                     "s.yaml:5: zero_stages_with_pp: expected a subset of zero_stages");
-  CHECK_THROWS_AS(load_stack("name: x\nattention: flash\ntp_overlap: none\nprefetch: 2\n", "s.yaml"),
-                  InputError);
+  CHECK_THROWS_AS(
+      load_stack("name: x\nattention: flash\ntp_overlap: none\nprefetch: 2\n", "s.yaml"),
+      InputError);
   CHECK_THROWS_WITH(stack_preset("fsdq"), Catch::Contains("did you mean 'fsdp'"));
-  const Stack s = load_stack("name: mine\nattention: unfused\ntp_overlap: backward\n"
-                             "recompute: [none, full]\nzero_stages: [0, 1]\n",
-                             "s.yaml");
+  const Stack s = load_stack(
+      "name: mine\nattention: unfused\ntp_overlap: backward\n"
+      "recompute: [none, full]\nzero_stages: [0, 1]\n",
+      "s.yaml");
   CHECK(s.attention == AttentionKernel::unfused);
   CHECK(s.supports(Recompute::full));
   CHECK_FALSE(s.supports(Recompute::selective));
@@ -128,8 +129,7 @@ TEST_CASE("uneven pipeline stages split as the frameworks do", "[stack][pipeline
   const ParameterCount count = count_parameters(model);
   const double per_layer = count.attention_per_layer + count.ffn_per_layer + count.norms_per_layer;
   CHECK(stage_parameters(model, config, false, false) == Approx(6 * per_layer));
-  CHECK(stage_parameters(model, config, true, false) ==
-        Approx(5 * per_layer + count.embedding));
+  CHECK(stage_parameters(model, config, true, false) == Approx(5 * per_layer + count.embedding));
 }
 
 TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack][estimate]") {
@@ -181,8 +181,10 @@ TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack]
   CHECK(once.dp.exposed_s == Approx(4 * forward + backward + 3 * gather_only));
 }
 
-TEST_CASE("ZeRO-3 with PP keeps the gathered weights: one gather and one reduce-scatter per "
-          "unit per step", "[stack][estimate]") {
+TEST_CASE(
+    "ZeRO-3 with PP keeps the gathered weights: one gather and one reduce-scatter per "
+    "unit per step",
+    "[stack][estimate]") {
   const Model model = test::small_model();
   ParallelConfig config;
   config.pp = 2;

@@ -1,7 +1,6 @@
 // The --fail-link grammar: parsing, applying to a cluster, and what query_group then sees.
-#include <catch2/catch.hpp>
-
 #include <array>
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "topology/cluster_loader.h"
@@ -80,22 +79,27 @@ TEST_CASE("parse_failure reads every form of the grammar", "[failure]") {
 }
 
 TEST_CASE("parse_failure rejects malformed specs with one precise line", "[failure]") {
-  CHECK(parse_error("nvlink:3") == "--fail-link 'nvlink:3': expected nvlink:SERVER/GPU[:COUNT|:all]");
-  CHECK(parse_error("nvlink:3/x") == "--fail-link 'nvlink:3/x': expected nvlink:SERVER/GPU[:COUNT|:all]");
+  CHECK(parse_error("nvlink:3") ==
+        "--fail-link 'nvlink:3': expected nvlink:SERVER/GPU[:COUNT|:all]");
+  CHECK(parse_error("nvlink:3/x") ==
+        "--fail-link 'nvlink:3/x': expected nvlink:SERVER/GPU[:COUNT|:all]");
   CHECK(parse_error("nvlink:3/1:0") ==
         "--fail-link 'nvlink:3/1:0': the NVLink count must be at least 1 (or 'all')");
   CHECK(parse_error("nvlink:3/1:some") ==
         "--fail-link 'nvlink:3/1:some': expected nvlink:SERVER/GPU[:COUNT|:all]");
-  CHECK(parse_error("nvlink:-1/1") == "--fail-link 'nvlink:-1/1': expected nvlink:SERVER/GPU[:COUNT|:all]");
+  CHECK(parse_error("nvlink:-1/1") ==
+        "--fail-link 'nvlink:-1/1': expected nvlink:SERVER/GPU[:COUNT|:all]");
   CHECK(parse_error("mesh:0/1") == "--fail-link 'mesh:0/1': expected mesh:SERVER/GPU-GPU");
   CHECK(parse_error("mesh:0/2-2") == "--fail-link 'mesh:0/2-2': a link joins two different GPUs");
   CHECK(parse_error("nic:4") == "--fail-link 'nic:4': expected nic:SERVER/NIC");
   CHECK(parse_error("gpu:4/") == "--fail-link 'gpu:4/': expected gpu:SERVER/GPU");
   CHECK(parse_error("server:a") == "--fail-link 'server:a': expected server:SERVER");
   CHECK(parse_error("server:1/2") == "--fail-link 'server:1/2': expected server:SERVER");
-  CHECK(parse_error("nvlnk:1/2") == "--fail-link 'nvlnk:1/2': unknown kind 'nvlnk' (did you mean 'nvlink'?)");
-  CHECK(parse_error("switch:1") ==
-        "--fail-link 'switch:1': unknown kind 'switch' (expected nvlink, mesh, nic, gpu or server)");
+  CHECK(parse_error("nvlnk:1/2") ==
+        "--fail-link 'nvlnk:1/2': unknown kind 'nvlnk' (did you mean 'nvlink'?)");
+  CHECK(
+      parse_error("switch:1") ==
+      "--fail-link 'switch:1': unknown kind 'switch' (expected nvlink, mesh, nic, gpu or server)");
   CHECK(parse_error("17/3") ==
         "--fail-link '17/3': expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "
         "mesh:SERVER/GPU-GPU, nic:SERVER/NIC, gpu:SERVER/GPU, server:SERVER");
@@ -162,7 +166,8 @@ TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
   const GroupLink link = query_group(c, across);
   CHECK(link.tier == Tier::network);
   CHECK(link.inter_gbps == Approx(43.75));
-  CHECK(describe(parse_failure("nic:3/1"), c) == "NIC 1 of 8 on server 3: its GPUs share the other 7");
+  CHECK(describe(parse_failure("nic:3/1"), c) ==
+        "NIC 1 of 8 on server 3: its GPUs share the other 7");
   Cluster seven = c;  // NICs 1..7 down, NIC 0 left
   for (int nic = 2; nic < 8; ++nic) {
     seven = apply_failure(seven, parse_failure("nic:3/" + std::to_string(nic)));
@@ -174,7 +179,8 @@ TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
 }
 
 TEST_CASE("dead GPUs and servers", "[failure]") {
-  const Cluster c = apply_failures(h100_64(), {parse_failure("gpu:1/2"), parse_failure("server:3")});
+  const Cluster c =
+      apply_failures(h100_64(), {parse_failure("gpu:1/2"), parse_failure("server:3")});
   const std::vector<int> expected{10, 24, 25, 26, 27, 28, 29, 30, 31};  // 1 x 8 + 2; 3 x 8 .. +7
   CHECK(dead_gpu_ids(c) == expected);
   const std::array<int, 2> with_dead{9, 10};

@@ -82,7 +82,7 @@ TEST_CASE("a good cluster file loads with its defaults", "[loaders]") {
   CHECK(c.nvlink.kind == NvlinkKind::switch_fabric);
   CHECK(c.network.rail_optimized);
   CHECK(c.network.oversubscription == 1.0);
-  CHECK(c.pcie.gbps == 50.0);          // from the GPU preset
+  CHECK(c.pcie.gbps == 50.0);           // from the GPU preset
   CHECK(c.network.latency_us == 14.0);  // from the GPU preset (NCCL NET Simple hop)
 }
 

@@ -1,13 +1,12 @@
 // planner: enumeration rules, pins and limits, ordering, rank orders, placement tiers.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 
 #include "costmodel/placement.h"
+#include "costmodel/stack.h"
 #include "planner/layout.h"
 #include "planner/search.h"
-#include "costmodel/stack.h"
 #include "topology/errors.h"
 
 using namespace trident;
@@ -96,16 +95,16 @@ TEST_CASE("placement tiers on two DGX servers", "[planner]") {
   config.dp = 2;
   SECTION("tp-dp-pp: TP and DP inside a server, PP crosses") {
     const auto placement = place(cluster, config, RankOrder::tp_dp_pp);
-    CHECK(placement.tp.tier == Tier::nvlink);  // ranks 0-3 on server 0
-    CHECK(placement.dp.tier == Tier::nvlink);  // ranks 0 and 4 on server 0
-    CHECK(placement.pp.tier == Tier::network); // ranks 0 and 8: servers 0 and 1
+    CHECK(placement.tp.tier == Tier::nvlink);   // ranks 0-3 on server 0
+    CHECK(placement.dp.tier == Tier::nvlink);   // ranks 0 and 4 on server 0
+    CHECK(placement.pp.tier == Tier::network);  // ranks 0 and 8: servers 0 and 1
     CHECK(placement.order == RankOrder::tp_dp_pp);
   }
   SECTION("tp-pp-dp: PP inside a server, DP crosses") {
     const auto placement = place(cluster, config, RankOrder::tp_pp_dp);
     CHECK(placement.tp.tier == Tier::nvlink);
-    CHECK(placement.pp.tier == Tier::nvlink);  // ranks 0 and 4
-    CHECK(placement.dp.tier == Tier::network); // ranks 0 and 8
+    CHECK(placement.pp.tier == Tier::nvlink);   // ranks 0 and 4
+    CHECK(placement.dp.tier == Tier::network);  // ranks 0 and 8
     CHECK(placement.dp.domains == 2);
   }
   SECTION("TP of 16 spans both servers and is priced as network") {
@@ -318,7 +317,8 @@ TEST_CASE("impossible pins are refused with one line", "[planner]") {
                     "has no uneven pipeline stages");
   options.pp = 5;
   options.stack = stack_preset("megatron-core");
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options), "--pp 5: more stages than the model's 4 layers");
+  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
+                    "--pp 5: more stages than the model's 4 layers");
   options = {};
   options.min_tp = 4;
   options.max_tp = 2;

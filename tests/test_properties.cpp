@@ -187,7 +187,8 @@ SearchOptions random_pins(std::mt19937& rng, const PlanResult& anchor) {
   if (pin(rng)) o.micro_batch = anchor.config.micro_batch;
   if (pin(rng)) o.recompute = anchor.config.recompute;
   // Only a stage the default stack runs with this PP (megatron-core: no ZeRO-2, ZeRO-3 without PP).
-  if (pin(rng) && o.stack.supports_zero(anchor.config.zero, anchor.config.pp)) o.zero = anchor.config.zero;
+  if (pin(rng) && o.stack.supports_zero(anchor.config.zero, anchor.config.pp))
+    o.zero = anchor.config.zero;
   if (pin(rng)) o.sequence_parallel = anchor.config.sequence_parallel;
   o.keep = 25;
   return o;

@@ -1,26 +1,24 @@
 // Pictures (`plan --svg`, `--report`): the SVG parses as XML (tinyxml2), its element counts
 // match the plan, failures are marked, a large cluster stays summarised, and the binary writes
 // the SVG and the HTML report end to end; rsvg-convert renders it when installed.
-#include <catch2/catch.hpp>
-
 #include <sys/wait.h>
+#include <tinyxml2.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-#include <tinyxml2.h>
-
 #include "cli/plan_svg.h"
 #include "cli/svg.h"
-#include "cli_runner.h"
 #include "cli/svg_panels.h"
+#include "cli_runner.h"
 #include "costmodel/pipeline.h"
 #include "costmodel_fixture.h"
 #include "planner/search.h"
@@ -41,7 +39,8 @@ bool has_class(const tinyxml2::XMLElement* e, const std::string& name) {
   return false;
 }
 
-void visit(const tinyxml2::XMLElement* e, const std::function<void(const tinyxml2::XMLElement*)>& f) {
+void visit(const tinyxml2::XMLElement* e,
+           const std::function<void(const tinyxml2::XMLElement*)>& f) {
   for (; e != nullptr; e = e->NextSiblingElement()) {
     f(e);
     visit(e->FirstChildElement(), f);
@@ -57,7 +56,8 @@ struct Parsed {
     REQUIRE(std::string(doc.RootElement()->Name()) == "svg");
   }
   /// Elements of class `name` (optionally `tag` only), anywhere or under the element `id`.
-  int count(const std::string& name, const std::string& tag = "", const std::string& id = "") const {
+  int count(const std::string& name, const std::string& tag = "",
+            const std::string& id = "") const {
     int n = 0;
     const tinyxml2::XMLElement* root = doc.RootElement();
     if (!id.empty()) {
@@ -133,8 +133,10 @@ TEST_CASE("svg writer escapes text and attributes and formats numbers") {
   svg.close_group();
   const Parsed parsed(svg.document(10, 10, ""));
   CHECK(parsed.count("t", "text", "g") == 1);
-  CHECK(std::string(parsed.doc.RootElement()->FirstChildElement("g")->FirstChildElement("text")
-                        ->GetText()) == "x < y");
+  CHECK(
+      std::string(
+          parsed.doc.RootElement()->FirstChildElement("g")->FirstChildElement("text")->GetText()) ==
+      "x < y");
 }
 
 TEST_CASE("1F1B picture: a box per GPU, a lane per stage, 2*m*pp blocks") {
@@ -144,8 +146,8 @@ TEST_CASE("1F1B picture: a box per GPU, a lane per stage, 2*m*pp blocks") {
   const PlanResult plan = plan_of(cluster, model, 2, 4, 4, 1);
   REQUIRE(plan.estimate.num_micro_batches == 8);
   const Parsed svg(cli::plan_svg(input_of(cluster, model, plan)));
-  CHECK(svg.count("gpu", "rect") == 32);      // 4 servers of 8, all drawn
-  CHECK(svg.count("tpgroup") == 16);          // 32 GPUs / TP 2
+  CHECK(svg.count("gpu", "rect") == 32);  // 4 servers of 8, all drawn
+  CHECK(svg.count("tpgroup") == 16);      // 32 GPUs / TP 2
   CHECK(svg.count("stage", "rect", "gantt-step") == 4);
   CHECK(svg.count("fwd", "rect", "gantt-step") == 8 * 4);  // m * pp
   CHECK(svg.count("bwd", "rect", "gantt-step") == 8 * 4);
@@ -195,8 +197,7 @@ TEST_CASE("the Gantt chart runs on the cost model's times: makespan = ideal + bu
     // = ideal + the cost model's bubble.
     const double ideal = e.time.compute_s() + e.time.tp_comm_s + e.time.pp_comm_s;
     CHECK(8 * (g.forward_s + g.backward_s) == Approx(ideal).epsilon(1e-12));
-    const double makespan =
-        schedule_makespan_s(schedule_1f1b(4, 8, v, g.forward_s, g.backward_s));
+    const double makespan = schedule_makespan_s(schedule_1f1b(4, 8, v, g.forward_s, g.backward_s));
     CHECK(makespan == Approx(ideal + e.time.bubble_s).epsilon(1e-9));
     CHECK(makespan + g.tail_dp_s + g.tail_optimizer_s == Approx(e.time.step_s).epsilon(1e-9));
   }
@@ -262,8 +263,7 @@ Run run(const std::string& command, const TempDir& dir) {
   return r;
 }
 
-const std::string kSeed =
-    std::string(TRIDENT_BINARY) + " plan --gpus 512 --servers 64 --min-tp 4";
+const std::string kSeed = std::string(TRIDENT_BINARY) + " plan --gpus 512 --servers 64 --min-tp 4";
 
 }  // namespace
 
@@ -297,7 +297,8 @@ TEST_CASE("plan --svg --report end to end on the seed question") {
   CHECK(page.find("http") == page.find("http://www.w3.org/2000/svg"));  // nothing fetched
   // No temporary files left beside the outputs.
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(report)) files += entry.is_regular_file();
+  for (const auto& entry : std::filesystem::directory_iterator(report))
+    files += entry.is_regular_file();
   CHECK(files == 1);
 }
 
@@ -314,7 +315,8 @@ TEST_CASE("plan --svg-plan N draws plan N; past the ranking is an error") {
   const Run bad = run(std::string(TRIDENT_BINARY) +
                           " plan --gpus 8 --servers 1 --model llama3-8b --tp 8 --pp 1 --dp 1 "
                           "--micro-batch 1 --vp 1 --recompute none --zero 1 "
-                          "--sequence-parallel on --svg-plan 2 --svg " + svg.string() + "x",
+                          "--sequence-parallel on --svg-plan 2 --svg " +
+                          svg.string() + "x",
                       dir);
   CHECK(bad.code == 2);
   CHECK(bad.err == "trident: error: --svg-plan 2: only 1 plans fit\n");
@@ -363,8 +365,10 @@ TEST_CASE("rsvg-convert renders the seed picture at its size") {
   REQUIRE(bytes.size() > 24);
   CHECK(bytes.substr(1, 3) == "PNG");
   const auto be32 = [&](std::size_t at) {
-    return (static_cast<unsigned char>(bytes[at]) << 24) | (static_cast<unsigned char>(bytes[at + 1]) << 16) |
-           (static_cast<unsigned char>(bytes[at + 2]) << 8) | static_cast<unsigned char>(bytes[at + 3]);
+    return (static_cast<unsigned char>(bytes[at]) << 24) |
+           (static_cast<unsigned char>(bytes[at + 1]) << 16) |
+           (static_cast<unsigned char>(bytes[at + 2]) << 8) |
+           static_cast<unsigned char>(bytes[at + 3]);
   };
   const Parsed parsed(slurp(svg));
   CHECK(be32(16) == 1400);  // IHDR width, then height: the SVG's own size

@@ -1,7 +1,6 @@
 // Reading servers from `nvidia-smi topo -m` and NCCL's topology dump; the samples in
 // tests/data/topo/ are written from the documented formats (see tests/data/topo/README.md).
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -146,13 +145,15 @@ TEST_CASE("nvidia-smi: DGX-1 with the 0-4 pair missing", "[import]") {
   CHECK(nv.mesh.size() == 15);
   CHECK(nv.links_per_gpu == 6);
   REQUIRE(nv.notes.size() == 2);  // GPUs 0 and 4: 6 - 2 = 4 links each
-  CHECK(nv.notes[0] == "GPU 0 has 4 NVLinks where others have 6: a link may be down (the mesh "
-                       "lists only the pairs that are up)");
+  CHECK(nv.notes[0] ==
+        "GPU 0 has 4 NVLinks where others have 6: a link may be down (the mesh "
+        "lists only the pairs that are up)");
 }
 
 TEST_CASE("nvidia-smi: malformed input is named by line", "[import]") {
-  CHECK(smi_error("hello\n") ==
-        "topo.txt: no `nvidia-smi topo -m` matrix found (expected a header line starting with GPU0)");
+  CHECK(
+      smi_error("hello\n") ==
+      "topo.txt: no `nvidia-smi topo -m` matrix found (expected a header line starting with GPU0)");
   CHECK(smi_error("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X\tNV4\t0-7\nGPU1\tNV4\n") ==
         "topo.txt:3: row 'GPU1': expected 2 cells (one per column GPU0..GPU1), got 1");
   CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNVX\nGPU1\tNV4\tX\n") ==
@@ -271,9 +272,10 @@ TEST_CASE("cluster YAML from an import loads back as the same server", "[import]
   const Cluster degraded = apply_failure(c, parse_failure("nvlink:0/3"));
   CHECK(degraded.health.nvlinks_down.at(3) == 1);
 
-  const Cluster mesh = load_cluster(
-      cluster_yaml(xml("dgx1_v100_nccl_topo.xml"), ImportOptions{.name = "dgx1", .gpu = "v100-sxm-32g"}),
-      "dgx1.yaml");
+  const Cluster mesh =
+      load_cluster(cluster_yaml(xml("dgx1_v100_nccl_topo.xml"),
+                                ImportOptions{.name = "dgx1", .gpu = "v100-sxm-32g"}),
+                   "dgx1.yaml");
   CHECK(mesh.nvlink.kind == NvlinkKind::mesh);
   CHECK(mesh.nvlink.mesh.size() == 16);
   CHECK(mesh.network.nic_gbits == 100.0);  // from the XML's speed="100000"

@@ -87,8 +87,9 @@ TEST_CASE("oversubscription and non-rail fabrics", "[topology]") {
   c.network.oversubscription = 2.0;
   c.network.rail_optimized = false;
   const GroupLink g = query(c, {0, 8});
-  CHECK(g.inter_gbps == 25.0);               // 50 / 2
-  CHECK(g.inter_latency_s == Approx(15e-6));  // 14 us (NCCL NET Simple) + 2 extra switch hops x 0.5 us
+  CHECK(g.inter_gbps == 25.0);  // 50 / 2
+  CHECK(g.inter_latency_s ==
+        Approx(15e-6));  // 14 us (NCCL NET Simple) + 2 extra switch hops x 0.5 us
 }
 
 TEST_CASE("dead GPUs and out-of-range ids are refused", "[topology]") {

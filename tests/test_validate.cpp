@@ -1,7 +1,6 @@
 // validate/: nccl-tests parser on real-format samples, fits, plan reader, groups, patterns;
 // costmodel/calibration_io round trip and error texts.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -65,7 +64,8 @@ TEST_CASE("nccl-tests old text layout (error column, no root)", "[validate][nccl
   CHECK(samples[2].time_s == Approx(61.20e-6));
 }
 
-TEST_CASE("nccl-tests new text layout (root, #wrong, exponents, two hosts)", "[validate][nccl_tests]") {
+TEST_CASE("nccl-tests new text layout (root, #wrong, exponents, two hosts)",
+          "[validate][nccl_tests]") {
   const auto tables = parse_nccl_tests(data("nccl_tests/all_gather_new.txt"), "log.txt");
   REQUIRE(tables.size() == 1);
   const auto& t = tables[0];
@@ -153,13 +153,15 @@ TEST_CASE("nccl-tests errors", "[validate][nccl_tests]") {
   CHECK(error_of([] { (void)parse_nccl_tests("hello\n", "x.log"); }) ==
         "x.log: no nccl-tests result table (a '#  size  count  type ...' header followed by rows)");
   const std::string header =
-      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n";
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw busbw "
+      "#wrong\n";
   CHECK(error_of([&] { (void)parse_nccl_tests(header, "x.log"); }) ==
         "x.log:2: cannot tell which collective this table measured (no '*_perf' name in the log "
         "or the file name, and its rows match no all-reduce, reduce-scatter or all-gather); "
         "give --collective");
-  CHECK(error_of([&] { (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 x\n", "all_reduce_perf.log"); }) ==
-        "all_reduce_perf.log:3: expected 13 columns, got 8");
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 x\n", "all_reduce_perf.log");
+        }) == "all_reduce_perf.log:3: expected 13 columns, got 8");
   CHECK(error_of([&] {
           (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 0.1 0 1.0 0.1 abc 0\n",
                                  "all_reduce_perf.log");
@@ -206,18 +208,21 @@ TEST_CASE("plan reader", "[validate][plan]") {
   };
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 0,"), "plan.json"); }) ==
         "plan.json: plans[0].tp: expected a positive integer");
-  CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 16777217,"), "plan.json"); }) ==
-        "plan.json: plans[0].tp: expected at most 16777216");
+  CHECK(error_of([&] {
+          (void)read_plan(replace("\"tp\": 2,", "\"tp\": 16777217,"), "plan.json");
+        }) == "plan.json: plans[0].tp: expected at most 16777216");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", ""), "plan.json"); }) ==
         "plan.json: plans[0].tp: missing");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp-dp-pp\"", "\"dp-tp\""), "plan.json"); }) ==
         "plan.json: plans[0].rank_order: expected tp-dp-pp|tp-pp-dp, got 'dp-tp'");
-  CHECK(error_of([&] { (void)read_plan(replace("\"send-recv\", \"bytes", "\"gossip\", \"bytes"), "plan.json"); }) ==
-        "plan.json: plans[0].comm.pp.collective: unknown collective 'gossip'");
+  CHECK(error_of([&] {
+          (void)read_plan(replace("\"send-recv\", \"bytes", "\"gossip\", \"bytes"), "plan.json");
+        }) == "plan.json: plans[0].comm.pp.collective: unknown collective 'gossip'");
   CHECK(error_of([&] { (void)read_plan(text, "plan.json", 3); }) ==
         "plan.json: plans[3]: missing (the file has 1 plans; see --plan-index)");
-  CHECK(error_of([] { (void)read_plan("{\"plans\": [", "plan.json"); }).rfind(
-            "plan.json: invalid JSON at byte 12: ", 0) == 0);
+  CHECK(error_of([] {
+          (void)read_plan("{\"plans\": [", "plan.json");
+        }).rfind("plan.json: invalid JSON at byte 12: ", 0) == 0);
 }
 
 TEST_CASE("groups follow the planner's tp-dp-pp placement", "[validate][groups]") {
@@ -279,15 +284,20 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
   c.fits[2].busbw_gbps = -1.0;
   CHECK(error_of([&] { (void)parse_calibration(to_json(c), "calib.json"); }) ==
         "calib.json: fits[2].busbw_gbps: expected a positive number");
-  CHECK(error_of([] { (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": []}", "c.json"); }) ==
-        "c.json: collectives: missing");
   CHECK(error_of([] {
-          (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": "
-                                  "[], \"fits\": [], \"colour\": 1}", "c.json");
+          (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": []}", "c.json");
+        }) == "c.json: collectives: missing");
+  CHECK(error_of([] {
+          (void)parse_calibration(
+              "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": "
+              "[], \"fits\": [], \"colour\": 1}",
+              "c.json");
         }) == "c.json: colour: unknown key");
   CHECK(error_of([] {
-          (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": [{\"m\": 1, \"n\": 1, "
-                                  "\"k\": 1, \"dtype\": \"bf17\", \"tflops\": 1}], "
-                                  "\"collectives\": [], \"fits\": []}", "c.json");
+          (void)parse_calibration(
+              "{\"trident_calibration\": 1, \"gemms\": [{\"m\": 1, \"n\": 1, "
+              "\"k\": 1, \"dtype\": \"bf17\", \"tflops\": 1}], "
+              "\"collectives\": [], \"fits\": []}",
+              "c.json");
         }) == "c.json: gemms[0].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'bf17'");
 }

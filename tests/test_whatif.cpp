@@ -1,6 +1,5 @@
 // The failure what-if: keep, re-place, cordon GPU, cordon server, and the recommendation.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 #include <sstream>
 
@@ -54,7 +53,8 @@ struct Mesh {
 TEST_CASE("regroupings list each split of a server once, identity first", "[whatif]") {
   CHECK(regroupings(8, 4).size() == 35);   // 8! / (4!^2 x 2!) = 40320 / 1152
   CHECK(regroupings(8, 2).size() == 105);  // 7 x 5 x 3 x 1
-  CHECK(regroupings(4, 2) == std::vector<std::vector<int>>{{0, 1, 2, 3}, {0, 2, 1, 3}, {0, 3, 1, 2}});
+  CHECK(regroupings(4, 2) ==
+        std::vector<std::vector<int>>{{0, 1, 2, 3}, {0, 2, 1, 3}, {0, 3, 1, 2}});
   CHECK(regroupings(8, 8).size() == 1);
   CHECK(regroupings(16, 4).empty());  // more than 8 GPUs: not tried
   CHECK(regroupings(8, 3).empty());
@@ -76,7 +76,8 @@ TEST_CASE("place_mapped with the identity map prices as place()", "[whatif]") {
   std::vector<int> server17;
   for (int g = 136; g < 144; ++g) server17.push_back(g);
   const Placement healthy = place(seed.cluster, config, RankOrder::tp_dp_pp);
-  const Placement mapped = place_mapped(degraded, config, RankOrder::tp_dp_pp, identity, server17, healthy);
+  const Placement mapped =
+      place_mapped(degraded, config, RankOrder::tp_dp_pp, identity, server17, healthy);
   const Placement direct = place(degraded, config, RankOrder::tp_dp_pp);
   CHECK(same_links(mapped, direct));
   CHECK(mapped.tp.intra_gbps == Approx(425.0));  // 17 x 25
@@ -121,8 +122,9 @@ TEST_CASE("seed question: one NVLink of GPU 3 on server 17 down", "[whatif]") {
   if (base.tp == 8) {
     CHECK(replace.detail == "TP 8 takes the whole server: there is no other grouping");
   } else {
-    CHECK(replace.detail == "on an NVSwitch a group runs at its slowest member's links and every "
-                            "GPU is in some TP group: no regrouping of the same split avoids the bad GPU");
+    CHECK(replace.detail ==
+          "on an NVSwitch a group runs at its slowest member's links and every "
+          "GPU is in some TP group: no regrouping of the same split avoids the bad GPU");
   }
   const WhatIfOption& gpu = option(w, WhatIfKind::cordon_gpu);
   CHECK_FALSE(gpu.available);
@@ -169,7 +171,8 @@ TEST_CASE("a NIC down: every group leaving the server shares seven NICs", "[what
   bool network_hit = false;
   for (const GroupHit& hit : w.groups_hit) {
     // 8 NICs x 400 Gb/s / 8 bits / 8 GPUs = 50 GB/s; 7 NICs: 43.75 GB/s.
-    if (hit.before.inter_gbps == Approx(50.0) && hit.after.inter_gbps == Approx(43.75)) network_hit = true;
+    if (hit.before.inter_gbps == Approx(50.0) && hit.after.inter_gbps == Approx(43.75))
+      network_hit = true;
   }
   CHECK(network_hit);
   CHECK(option(w, WhatIfKind::cordon_gpu).detail == "the failure is not on one GPU");

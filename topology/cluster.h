@@ -27,15 +27,15 @@ struct MeshLink {
 struct NvlinkSpec {
   int domain_gpus = 8;  ///< GPUs per NVLink domain: divides a server, equals it, or tiles servers
   NvlinkKind kind = NvlinkKind::switch_fabric;
-  int links_per_gpu = 18;      ///< switch: links from each GPU into the NVSwitch fabric
-  double gbps_per_link = 25.0; ///< GB/s per link, one direction
-  std::vector<MeshLink> mesh;  ///< mesh only: the pairs and their link counts
+  int links_per_gpu = 18;       ///< switch: links from each GPU into the NVSwitch fabric
+  double gbps_per_link = 25.0;  ///< GB/s per link, one direction
+  std::vector<MeshLink> mesh;   ///< mesh only: the pairs and their link counts
   double latency_us = 2.0;
 };
 
 struct NetworkSpec {
   int nics_per_server = 8;
-  double nic_gbits = 400.0;       ///< Gb/s per NIC (bits)
+  double nic_gbits = 400.0;  ///< Gb/s per NIC (bits)
   bool rail_optimized = true;
   double oversubscription = 1.0;  ///< core-to-edge taper; >= 1
   double latency_us = 5.0;
@@ -48,10 +48,10 @@ struct PcieSpec {
 
 /// What is broken, kept sparse so a 100,000-GPU cluster stays cheap to copy.
 struct ClusterHealth {
-  std::map<int, int> nvlinks_down;            ///< global GPU id -> NVLinks down (switch kind)
+  std::map<int, int> nvlinks_down;                ///< global GPU id -> NVLinks down (switch kind)
   std::set<std::pair<int, int>> dead_mesh_links;  ///< global GPU id pairs (a < b), mesh kind
-  std::map<int, int> nics_down;               ///< server -> NICs down
-  std::set<int> dead_gpus;                    ///< global GPU ids
+  std::map<int, int> nics_down;                   ///< server -> NICs down
+  std::set<int> dead_gpus;                        ///< global GPU ids
   std::set<int> dead_servers;
   [[nodiscard]] bool healthy() const;
 };

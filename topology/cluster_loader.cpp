@@ -15,13 +15,22 @@ namespace {
 using yaml::MapReader;
 using yaml::Range;
 
-const std::vector<std::string> kGpuKeys = {
-    "name",      "peak_tflops",     "memory_gib",        "memory_gbps",       "matmul_efficiency",
-    "pcie_gbps", "pcie_latency_us", "nvlink_latency_us", "network_latency_us", "sm_count",
-    "sustained_clock_ratio", "attention_forward_efficiency", "attention_backward_efficiency"};
+const std::vector<std::string> kGpuKeys = {"name",
+                                           "peak_tflops",
+                                           "memory_gib",
+                                           "memory_gbps",
+                                           "matmul_efficiency",
+                                           "pcie_gbps",
+                                           "pcie_latency_us",
+                                           "nvlink_latency_us",
+                                           "network_latency_us",
+                                           "sm_count",
+                                           "sustained_clock_ratio",
+                                           "attention_forward_efficiency",
+                                           "attention_backward_efficiency"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
-const std::vector<std::string> kClusterKeys = {"name", "stack",   "gpu",     "servers", "gpus_per_server",
-                                               "nvlink", "network", "pcie"};
+const std::vector<std::string> kClusterKeys = {
+    "name", "stack", "gpu", "servers", "gpus_per_server", "nvlink", "network", "pcie"};
 const std::vector<std::string> kNvlinkKeys = {"domain_gpus",   "kind",  "links_per_gpu",
                                               "gbps_per_link", "links", "latency_us"};
 const std::vector<std::string> kNvlinkKinds = {"switch", "mesh", "none"};

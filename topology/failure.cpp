@@ -134,8 +134,9 @@ constexpr std::array<KindForm, 5> kKinds{{
 Failure parse_failure(const std::string& spec) {
   const auto kind_rest = split(spec, ':');
   if (!kind_rest) {
-    spec_error(spec, "expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "
-                     "mesh:SERVER/GPU-GPU, nic:SERVER/NIC, gpu:SERVER/GPU, server:SERVER");
+    spec_error(spec,
+               "expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "
+               "mesh:SERVER/GPU-GPU, nic:SERVER/NIC, gpu:SERVER/GPU, server:SERVER");
   }
   const std::string word = lower(kind_rest->first);
   const std::string_view rest = kind_rest->second;
@@ -170,9 +171,8 @@ void check_server(const Cluster& cluster, const Failure& f) {
 void check_gpu(const Cluster& cluster, const Failure& f, int local) {
   if (local < cluster.gpus_per_server) return;
   spec_error(f.spec, "GPU " + std::to_string(local) + " does not exist on server " +
-                         std::to_string(f.server) + " (" +
-                         std::to_string(cluster.gpus_per_server) + " GPUs per server, " +
-                         range_text(cluster.gpus_per_server) + ")");
+                         std::to_string(f.server) + " (" + std::to_string(cluster.gpus_per_server) +
+                         " GPUs per server, " + range_text(cluster.gpus_per_server) + ")");
 }
 
 [[nodiscard]] int global_id(const Cluster& cluster, int server, int local) {
@@ -245,10 +245,9 @@ void apply_nvlink(Cluster& cluster, const Failure& f) {
   const auto peers = mesh_peers(cluster, f.server, f.gpu);
   spec_error(f.spec, "server " + std::to_string(f.server) +
                          " has direct GPU-GPU links (nvlink.kind: mesh): name the pair, mesh:" +
-                         std::to_string(f.server) + "/" + std::to_string(f.gpu) +
-                         "-PEER (GPU " + std::to_string(f.gpu) + " links to " +
-                         peer_list(peers) + "), or nvlink:" + std::to_string(f.server) + "/" +
-                         std::to_string(f.gpu) + ":all");
+                         std::to_string(f.server) + "/" + std::to_string(f.gpu) + "-PEER (GPU " +
+                         std::to_string(f.gpu) + " links to " + peer_list(peers) + "), or nvlink:" +
+                         std::to_string(f.server) + "/" + std::to_string(f.gpu) + ":all");
 }
 
 void apply_mesh_link(Cluster& cluster, const Failure& f) {
@@ -266,11 +265,11 @@ void apply_mesh_link(Cluster& cluster, const Failure& f) {
   if (!linked) {
     spec_error(f.spec, "GPUs " + std::to_string(f.gpu) + " and " + std::to_string(f.peer) +
                            " of server " + std::to_string(f.server) +
-                           " have no direct NVLink (GPU " + std::to_string(f.gpu) +
-                           " links to " + peer_list(peers) + ")");
+                           " have no direct NVLink (GPU " + std::to_string(f.gpu) + " links to " +
+                           peer_list(peers) + ")");
   }
-  cluster.health.dead_mesh_links.insert(ordered(global_id(cluster, f.server, f.gpu),
-                                                global_id(cluster, f.server, f.peer)));
+  cluster.health.dead_mesh_links.insert(
+      ordered(global_id(cluster, f.server, f.gpu), global_id(cluster, f.server, f.peer)));
 }
 
 void apply_nic(Cluster& cluster, const Failure& f) {
@@ -296,14 +295,22 @@ Cluster apply_failure(const Cluster& cluster, const Failure& failure) {
   check_server(out, failure);
   switch (failure.kind) {
     case FailureKind::nvlink:
-    case FailureKind::nvlink_all: apply_nvlink(out, failure); break;
-    case FailureKind::mesh_link: apply_mesh_link(out, failure); break;
-    case FailureKind::nic: apply_nic(out, failure); break;
+    case FailureKind::nvlink_all:
+      apply_nvlink(out, failure);
+      break;
+    case FailureKind::mesh_link:
+      apply_mesh_link(out, failure);
+      break;
+    case FailureKind::nic:
+      apply_nic(out, failure);
+      break;
     case FailureKind::gpu:
       check_gpu(out, failure, failure.gpu);
       out.health.dead_gpus.insert(global_id(out, failure.server, failure.gpu));
       break;
-    case FailureKind::server: out.health.dead_servers.insert(failure.server); break;
+    case FailureKind::server:
+      out.health.dead_servers.insert(failure.server);
+      break;
   }
   return out;
 }
@@ -314,12 +321,17 @@ namespace {
 [[nodiscard]] bool same_part(const Failure& a, const Failure& b) {
   if (a.kind != b.kind || a.server != b.server) return false;
   switch (a.kind) {
-    case FailureKind::nvlink: return false;  // nvlink:S/G twice = two links down
+    case FailureKind::nvlink:
+      return false;  // nvlink:S/G twice = two links down
     case FailureKind::nvlink_all:
-    case FailureKind::gpu: return a.gpu == b.gpu;
-    case FailureKind::mesh_link: return a.gpu == b.gpu && a.peer == b.peer;
-    case FailureKind::nic: return a.nic == b.nic;
-    case FailureKind::server: return true;
+    case FailureKind::gpu:
+      return a.gpu == b.gpu;
+    case FailureKind::mesh_link:
+      return a.gpu == b.gpu && a.peer == b.peer;
+    case FailureKind::nic:
+      return a.nic == b.nic;
+    case FailureKind::server:
+      return true;
   }
   return false;
 }
@@ -350,8 +362,8 @@ std::vector<int> dead_gpu_ids(const Cluster& cluster) {
 namespace {
 
 [[nodiscard]] std::string gpu_on(const Cluster& cluster, int server, int local) {
-  return "GPU " + std::to_string(local) + " on server " + std::to_string(server) +
-         " (global GPU " + std::to_string(global_id(cluster, server, local)) + ")";
+  return "GPU " + std::to_string(local) + " on server " + std::to_string(server) + " (global GPU " +
+         std::to_string(global_id(cluster, server, local)) + ")";
 }
 
 [[nodiscard]] std::string describe_nvlink(const Failure& f, const Cluster& cluster) {
@@ -385,14 +397,17 @@ std::string describe(const Failure& failure, const Cluster& cluster) {
   const Failure& f = failure;
   switch (f.kind) {
     case FailureKind::nvlink:
-    case FailureKind::nvlink_all: return describe_nvlink(f, cluster);
-    case FailureKind::mesh_link: return describe_mesh(f, cluster);
+    case FailureKind::nvlink_all:
+      return describe_nvlink(f, cluster);
+    case FailureKind::mesh_link:
+      return describe_mesh(f, cluster);
     case FailureKind::nic: {
       const int nics = cluster.network.nics_per_server;
       return "NIC " + std::to_string(f.nic) + " of " + std::to_string(nics) + " on server " +
              std::to_string(f.server) + ": its GPUs share the other " + std::to_string(nics - 1);
     }
-    case FailureKind::gpu: return gpu_on(cluster, f.server, f.gpu) + " dead";
+    case FailureKind::gpu:
+      return gpu_on(cluster, f.server, f.gpu) + " dead";
     case FailureKind::server: {
       const int first = global_id(cluster, f.server, 0);
       return "server " + std::to_string(f.server) + " dead (GPUs " + std::to_string(first) + "-" +

@@ -22,10 +22,10 @@ struct Gpu {
   std::string name;
   double peak_tflops_bf16 = 0.0;  ///< dense, no sparsity
   double peak_tflops_fp16 = 0.0;
-  double peak_tflops_fp8 = 0.0;   ///< 0 = not supported
+  double peak_tflops_fp8 = 0.0;  ///< 0 = not supported
   double peak_tflops_tf32 = 0.0;
-  double memory_gib = 0.0;        ///< HBM capacity, GiB
-  double memory_gbps = 0.0;       ///< HBM bandwidth, GB/s (1e9 bytes/s)
+  double memory_gib = 0.0;   ///< HBM capacity, GiB
+  double memory_gbps = 0.0;  ///< HBM bandwidth, GB/s (1e9 bytes/s)
   /// Best measured large square BF16 GEMM as a share of peak (MAMF tables); the GEMM
   /// roofline's ceiling. Source in the preset file.
   double matmul_efficiency = 0.8;
@@ -37,10 +37,10 @@ struct Gpu {
   /// (attention then runs at the GEMM tile model's rate).
   double attention_forward_efficiency = 0.0;
   double attention_backward_efficiency = 0.0;
-  double pcie_gbps = 0.0;          ///< per GPU, one direction, GB/s (default for clusters)
+  double pcie_gbps = 0.0;  ///< per GPU, one direction, GB/s (default for clusters)
   double pcie_latency_us = 2.0;
-  double nvlink_latency_us = 2.0;  ///< default NVLink hop latency for clusters
-  double network_latency_us = 5.0; ///< default NIC-to-NIC latency for clusters
+  double nvlink_latency_us = 2.0;   ///< default NVLink hop latency for clusters
+  double network_latency_us = 5.0;  ///< default NIC-to-NIC latency for clusters
 
   /// Dense peak for a dtype in TFLOP/s; fp32 falls back to tf32. 0 = unsupported.
   [[nodiscard]] double peak_tflops(Dtype dtype) const;

@@ -11,8 +11,7 @@ json parse(const std::string& text, const std::string& source) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " +
-                     e.what());
+    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
   } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
     throw InputError(source + ": invalid JSON: " + e.what());
   }
@@ -75,8 +74,8 @@ double non_negative_number(const json& object, const Path& path, const char* nam
 
 double bounded_number(const json& object, const Path& path, const char* name, double low,
                       double high) {
-  const double value = low > 0.0 ? positive_number(object, path, name)
-                                 : non_negative_number(object, path, name);
+  const double value =
+      low > 0.0 ? positive_number(object, path, name) : non_negative_number(object, path, name);
   if (value < low) path.child(name).fail(fmt::format("expected at least {:g}", low));
   if (value > high) path.child(name).fail(fmt::format("expected at most {:g}", high));
   return value;
@@ -90,8 +89,7 @@ long long positive_integer(const json& object, const Path& path, const char* nam
   return value.get<long long>();
 }
 
-long long bounded_integer(const json& object, const Path& path, const char* name,
-                          long long most) {
+long long bounded_integer(const json& object, const Path& path, const char* name, long long most) {
   const long long value = positive_integer(object, path, name);
   if (value > most) path.child(name).fail("expected at most " + std::to_string(most));
   return value;

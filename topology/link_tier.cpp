@@ -107,7 +107,8 @@ Spread spread_of(const Cluster& c, std::span<const int> ids) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const int domain = grouped ? c.domain_of(ids[i]) : sorted[i];
     if (domain != previous && run > 0) {
-      s.min_ranks_per_domain = s.min_ranks_per_domain == 0 ? run : std::min(s.min_ranks_per_domain, run);
+      s.min_ranks_per_domain =
+          s.min_ranks_per_domain == 0 ? run : std::min(s.min_ranks_per_domain, run);
     }
     run = domain == previous ? run + 1 : 1;
     if (domain != previous) ++s.domains;
@@ -115,7 +116,8 @@ Spread spread_of(const Cluster& c, std::span<const int> ids) {
     s.ranks_per_domain = std::max(s.ranks_per_domain, run);
     s.one_server = s.one_server && c.server_of(ids[i]) == first_server;
   }
-  s.min_ranks_per_domain = s.min_ranks_per_domain == 0 ? run : std::min(s.min_ranks_per_domain, run);
+  s.min_ranks_per_domain =
+      s.min_ranks_per_domain == 0 ? run : std::min(s.min_ranks_per_domain, run);
   return s;
 }
 

@@ -20,14 +20,14 @@ struct GroupLink {
   /// Tier of the in-domain part: nvlink, or pcie when NVLink is missing or broken there.
   Tier intra_tier = Tier::nvlink;
   int ranks = 1;
-  int domains = 1;            ///< NVLink domains the group spans
-  int ranks_per_domain = 1;   ///< largest number of members in one domain
+  int domains = 1;           ///< NVLink domains the group spans
+  int ranks_per_domain = 1;  ///< largest number of members in one domain
   /// Smallest number of members in one domain: the narrowest cut a cross-domain ring passes
   /// (a 2+4 split crosses on the 2 GPUs' NICs, not the 4's).
   int min_ranks_per_domain = 1;
-  double intra_gbps = 0.0;    ///< per-GPU bandwidth inside a domain (bottleneck member), GB/s
+  double intra_gbps = 0.0;  ///< per-GPU bandwidth inside a domain (bottleneck member), GB/s
   double intra_latency_s = 0.0;
-  double inter_gbps = 0.0;    ///< per-GPU bandwidth across domains (bottleneck member), GB/s
+  double inter_gbps = 0.0;  ///< per-GPU bandwidth across domains (bottleneck member), GB/s
   double inter_latency_s = 0.0;
   // intra_* are filled even when ranks_per_domain == 1 (the members' own link bandwidth, never
   // 0); inter_* are 0 when domains == 1. See link_tier.cpp for the model.

@@ -76,8 +76,12 @@ int Reader::int_attribute(const XMLElement* at, const char* name) const {
   const std::string text = attribute(at, name);
   int value = 0;
   if (tinyxml2::XMLUtil::ToInt(text.c_str(), &value)) return value;
-  fail(at, tag(at).append(": attribute '").append(name).append("': expected an integer, got '")
-               .append(text).append("'"));
+  fail(at, tag(at)
+               .append(": attribute '")
+               .append(name)
+               .append("': expected an integer, got '")
+               .append(text)
+               .append("'"));
 }
 
 void Reader::add_gpu(const XMLElement* gpu) {
@@ -101,12 +105,12 @@ void Reader::add_gpu(const XMLElement* gpu) {
 
 void Reader::add_net(const XMLElement* net) {
   if (net->Attribute("dev") == nullptr) return;  // NCCL ignores nets without dev too
-  if (net->IntAttribute("net", 1) == 0) return;   // a physical NIC fused into a virtual one
+  if (net->IntAttribute("net", 1) == 0) return;  // a physical NIC fused into a virtual one
   const int mbits = net->Attribute("speed") == nullptr ? 0 : int_attribute(net, "speed");
   if (mbits < 0)
     fail(net, "<net>: attribute 'speed': expected Mb/s >= 0, got " + std::to_string(mbits));
-  nets_.push_back(XmlNet{.name = attribute(net, "name"),
-                         .gbits = mbits > 0 ? mbits / 1000.0 : 0.0});
+  nets_.push_back(
+      XmlNet{.name = attribute(net, "name"), .gbits = mbits > 0 ? mbits / 1000.0 : 0.0});
 }
 
 void Reader::walk(const XMLElement* element) {
@@ -183,8 +187,8 @@ void Reader::choose_nics(ImportedServer& server) const {
 ImportedServer Reader::read(const std::string& text) {
   tinyxml2::XMLDocument doc;
   if (doc.Parse(text.c_str(), text.size()) != tinyxml2::XML_SUCCESS) {
-    throw InputError(source_ + ":" + std::to_string(doc.ErrorLineNum()) +
-                     ": not valid XML (" + doc.ErrorName() + ")");
+    throw InputError(source_ + ":" + std::to_string(doc.ErrorLineNum()) + ": not valid XML (" +
+                     doc.ErrorName() + ")");
   }
   const XMLElement* system = doc.FirstChildElement("system");
   if (system == nullptr) {
@@ -192,7 +196,8 @@ ImportedServer Reader::read(const std::string& text) {
   }
   walk(system);
   if (gpus_.empty()) throw InputError(source_ + ": no <gpu> element in <system>");
-  std::sort(gpus_.begin(), gpus_.end(), [](const XmlGpu& a, const XmlGpu& b) { return a.dev < b.dev; });
+  std::sort(gpus_.begin(), gpus_.end(),
+            [](const XmlGpu& a, const XmlGpu& b) { return a.dev < b.dev; });
   ImportedServer server;
   server.source = source_;
   server.format = "NCCL topology XML";

@@ -75,8 +75,8 @@ struct Cell {
   std::string path;  ///< "NV18", "PIX", ...
 };
 
-constexpr std::array<std::string_view, 8> kPaths{"X", "PIX", "PXB", "PHB", "NODE", "SYS",
-                                                 "SOC", "PSB"};
+constexpr std::array<std::string_view, 8> kPaths{"X",    "PIX", "PXB", "PHB",
+                                                 "NODE", "SYS", "SOC", "PSB"};
 
 [[nodiscard]] std::optional<Cell> parse_cell(const std::string& token) {
   if (std::find(kPaths.begin(), kPaths.end(), token) != kPaths.end()) return Cell{0, token};
@@ -128,8 +128,9 @@ std::size_t Reader::find_header() const {
   for (std::size_t i = 0; i < lines_.size(); ++i) {
     if (!lines_[i].tokens.empty() && lines_[i].tokens.front() == "GPU0") return i;
   }
-  throw InputError(source_ + ": no `nvidia-smi topo -m` matrix found (expected a header line "
-                             "starting with GPU0)");
+  throw InputError(source_ +
+                   ": no `nvidia-smi topo -m` matrix found (expected a header line "
+                   "starting with GPU0)");
 }
 
 void Reader::read_columns(const Line& header) {
@@ -239,8 +240,9 @@ void Reader::choose_nics(ImportedServer& server) const {
   }
   server.nics = near;
   for (const auto& name : far) {
-    server.other_nics.push_back(name + ": no GPU behind the same PCIe switch (storage or "
-                                       "management)");
+    server.other_nics.push_back(name +
+                                ": no GPU behind the same PCIe switch (storage or "
+                                "management)");
   }
 }
 

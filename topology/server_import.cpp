@@ -123,8 +123,8 @@ void add_switch_degraded(ServerNvlink& out, const std::vector<int>& per_gpu) {
 }  // namespace
 
 ServerNvlink infer_nvlink(const ImportedServer& server) {
-  const bool has_switch =
-      std::any_of(server.switch_links.begin(), server.switch_links.end(), [](int l) { return l > 0; });
+  const bool has_switch = std::any_of(server.switch_links.begin(), server.switch_links.end(),
+                                      [](int l) { return l > 0; });
   ServerNvlink out = has_switch ? from_switch_links(server) : from_pairs(server);
   if (out.kind == NvlinkKind::none && server.gpus > 1) {
     out.notes.push_back("no NVLink between any two GPUs: PCIe only");
@@ -141,15 +141,22 @@ struct PresetHint {
 
 // PCI ids from the PCI ID database (pci-ids.ucw.cz, vendor 10de); names as nvidia-smi -L prints.
 constexpr std::array<PresetHint, 7> kPciIds{{
-    {"0x1db5", "v100-sxm-32g"}, {"0x20b0", "a100-sxm-40g"},
-    {"0x20b2", "a100-sxm-80g"}, {"0x2330", "h100-sxm-80g"}, {"0x2335", "h200-sxm-141g"},
-    {"0x2901", "b200"},         {"0x2941", "gb200"},
+    {"0x1db5", "v100-sxm-32g"},
+    {"0x20b0", "a100-sxm-40g"},
+    {"0x20b2", "a100-sxm-80g"},
+    {"0x2330", "h100-sxm-80g"},
+    {"0x2335", "h200-sxm-141g"},
+    {"0x2901", "b200"},
+    {"0x2941", "gb200"},
 }};
 constexpr std::array<PresetHint, 8> kNames{{
     {"V100-SXM2-32GB", "v100-sxm-32g"},
-    {"A100-SXM4-40GB", "a100-sxm-40g"}, {"A100-SXM4-80GB", "a100-sxm-80g"},
-    {"H100 80GB HBM3", "h100-sxm-80g"}, {"H100-SXM5-80GB", "h100-sxm-80g"},
-    {"H200", "h200-sxm-141g"},          {"GB200", "gb200"},
+    {"A100-SXM4-40GB", "a100-sxm-40g"},
+    {"A100-SXM4-80GB", "a100-sxm-80g"},
+    {"H100 80GB HBM3", "h100-sxm-80g"},
+    {"H100-SXM5-80GB", "h100-sxm-80g"},
+    {"H200", "h200-sxm-141g"},
+    {"GB200", "gb200"},
     {"B200", "b200"},
 }};
 
@@ -202,9 +209,12 @@ namespace {
 
 [[nodiscard]] const char* kind_word(NvlinkKind kind) {
   switch (kind) {
-    case NvlinkKind::switch_fabric: return "switch";
-    case NvlinkKind::mesh: return "mesh";
-    case NvlinkKind::none: return "none";
+    case NvlinkKind::switch_fabric:
+      return "switch";
+    case NvlinkKind::mesh:
+      return "mesh";
+    case NvlinkKind::none:
+      return "none";
   }
   return "none";
 }
@@ -254,11 +264,10 @@ void write_header(std::ostringstream& out, const ImportedServer& server, const S
   out << "# imported by `trident topo import` from " << server.source << " (" << server.format
       << "): " << summary(server, nv) << "\n";
   if (!server.nics.empty()) {
-    out << "# NICs used: " << std::accumulate(std::next(server.nics.begin()), server.nics.end(),
-                                              server.nics.front(),
-                                              [](std::string a, const std::string& b) {
-                                                return std::move(a) + ", " + b;
-                                              })
+    out << "# NICs used: "
+        << std::accumulate(
+               std::next(server.nics.begin()), server.nics.end(), server.nics.front(),
+               [](std::string a, const std::string& b) { return std::move(a) + ", " + b; })
         << "\n";
   }
   for (const std::string& nic : server.other_nics) out << "# NIC left out: " << nic << "\n";

@@ -40,11 +40,11 @@ struct ServerNvlink {
   /// switch: the healthy link count per GPU (the most any GPU has); mesh: the most NVLinks any
   /// one GPU has over all its pairs; none: 0.
   int links_per_gpu = 0;
-  std::vector<MeshLink> mesh;         ///< mesh: every connected pair (a < b) with its links
+  std::vector<MeshLink> mesh;  ///< mesh: every connected pair (a < b) with its links
   /// --fail-link specs (server 0) for what the output shows broken on a switch server:
   /// "nvlink:0/3" for a GPU with 17 links where the others have 18.
   std::vector<std::string> degraded;
-  std::vector<std::string> notes;     ///< one line each: what was assumed or looks odd
+  std::vector<std::string> notes;  ///< one line each: what was assumed or looks odd
 };
 
 [[nodiscard]] ServerNvlink infer_nvlink(const ImportedServer& server);
@@ -57,11 +57,11 @@ struct ServerNvlink {
 [[nodiscard]] double nvlink_gbps_for(const std::string& gpu_preset, int sm);
 
 struct ImportOptions {
-  std::string name;           ///< cluster name
-  std::string gpu;            ///< GPU preset (required)
+  std::string name;  ///< cluster name
+  std::string gpu;   ///< GPU preset (required)
   int servers = 1;
-  double nic_gbits = 0.0;     ///< overrides the input; 0 = from the input, else assumed
-  double gbps_per_link = 0.0; ///< overrides; 0 = from the GPU
+  double nic_gbits = 0.0;      ///< overrides the input; 0 = from the input, else assumed
+  double gbps_per_link = 0.0;  ///< overrides; 0 = from the GPU
 };
 
 /// A cluster YAML (configs/clusters format) of `options.servers` servers like this one,

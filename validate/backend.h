@@ -14,9 +14,9 @@
 namespace trident {
 
 struct RunOptions {
-  int warmup = 5;          ///< untimed runs first
-  int iters = 20;          ///< timed runs; the time is their mean
-  double timeout_s = 60.0; ///< any wait longer than this aborts the job naming the group
+  int warmup = 5;           ///< untimed runs first
+  int iters = 20;           ///< timed runs; the time is their mean
+  double timeout_s = 60.0;  ///< any wait longer than this aborts the job naming the group
 };
 
 /// One measurement on this rank: seconds per run, and wrong elements of the checked output.

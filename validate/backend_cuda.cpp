@@ -109,17 +109,17 @@ class CudaBackend final : public Backend {
     const float alpha = 1.0f;
     const float beta = 0.0f;
     const auto launch = [&] {
-      const cublasStatus_t status = cublasGemmEx(
-          blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
-          static_cast<int>(k), &alpha, a.get(), types.in, static_cast<int>(m), b.get(), types.in,
-          static_cast<int>(k), &beta, c.get(), types.out, static_cast<int>(m), types.compute,
-          CUBLAS_GEMM_DEFAULT);
+      const cublasStatus_t status =
+          cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(n),
+                       static_cast<int>(k), &alpha, a.get(), types.in, static_cast<int>(m), b.get(),
+                       types.in, static_cast<int>(k), &beta, c.get(), types.out,
+                       static_cast<int>(m), types.compute, CUBLAS_GEMM_DEFAULT);
       if (status != CUBLAS_STATUS_SUCCESS) {
         throw std::runtime_error(std::string("cublasGemmEx: ") + cublasGetStatusString(status));
       }
     };
-    const std::string what = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                             std::to_string(k);
+    const std::string what =
+        "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
     for (int i = 0; i < options.warmup; ++i) launch();
     wait(nullptr, what, options.timeout_s);
     cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
@@ -132,8 +132,8 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  void start(Collective collective, const GroupMembership& group, ncclComm_t comm,
-             const void* send, void* recv, const BufferCounts& counts) {
+  void start(Collective collective, const GroupMembership& group, ncclComm_t comm, const void* send,
+             void* recv, const BufferCounts& counts) {
     switch (collective) {
       case Collective::all_reduce:
         nccl_check(ncclAllReduce(send, recv, counts.send, ncclFloat, ncclSum, comm, stream_),
@@ -154,8 +154,7 @@ class CudaBackend final : public Backend {
         nccl_check(ncclGroupEnd(), "ncclGroupEnd");
         return;
       default:
-        throw std::invalid_argument(std::string("validate does not run ") +
-                                    to_string(collective));
+        throw std::invalid_argument(std::string("validate does not run ") + to_string(collective));
     }
   }
 
@@ -206,8 +205,6 @@ bool cuda_available() {
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-std::unique_ptr<Backend> make_cuda_backend() {
-  return std::make_unique<CudaBackend>();
-}
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
 
 }  // namespace trident

@@ -108,16 +108,15 @@ class MpiBackend final : public Backend {
                                   &requests[0]);
         return 1;
       case Collective::all_gather:
-        MPI_Iallgather(send.data(), send_count, MPI_FLOAT, recv.data(), send_count, MPI_FLOAT,
-                       comm, &requests[0]);
+        MPI_Iallgather(send.data(), send_count, MPI_FLOAT, recv.data(), send_count, MPI_FLOAT, comm,
+                       &requests[0]);
         return 1;
       case Collective::send_recv:
         MPI_Irecv(recv.data(), recv_count, MPI_FLOAT, group.prev(), 0, comm, &requests[0]);
         MPI_Isend(send.data(), send_count, MPI_FLOAT, group.next(), 0, comm, &requests[1]);
         return 2;
       default:
-        throw std::invalid_argument(std::string("validate does not run ") +
-                                    to_string(collective));
+        throw std::invalid_argument(std::string("validate does not run ") + to_string(collective));
     }
   }
 

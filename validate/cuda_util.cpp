@@ -123,10 +123,14 @@ void DeviceBuffer::upload_bytes(const std::vector<std::uint8_t>& host) {
 
 GemmTypes gemm_types(Dtype dtype) {
   switch (dtype) {
-    case Dtype::fp16: return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 2, 4, 1e-5};
-    case Dtype::tf32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4, 1e-5};
-    case Dtype::fp32: return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4, 1e-5};
-    default: return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2, 1e-2};
+    case Dtype::fp16:
+      return {CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 2, 4, 1e-5};
+    case Dtype::tf32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4, 1e-5};
+    case Dtype::fp32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 4, 4, 1e-5};
+    default:
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2, 1e-2};
   }
 }
 

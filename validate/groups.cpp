@@ -21,9 +21,12 @@ GroupMembership membership(GroupKind kind, std::vector<int> members, int rank) {
 
 const char* to_string(GroupKind kind) {
   switch (kind) {
-    case GroupKind::tp: return "tp";
-    case GroupKind::pp: return "pp";
-    case GroupKind::dp: return "dp";
+    case GroupKind::tp:
+      return "tp";
+    case GroupKind::pp:
+      return "pp";
+    case GroupKind::dp:
+      return "dp";
   }
   return "?";
 }
@@ -43,9 +46,12 @@ std::string GroupMembership::describe() const {
 
 const GroupMembership& RankGroups::get(GroupKind kind) const {
   switch (kind) {
-    case GroupKind::tp: return tp;
-    case GroupKind::pp: return pp;
-    case GroupKind::dp: return dp;
+    case GroupKind::tp:
+      return tp;
+    case GroupKind::pp:
+      return pp;
+    case GroupKind::dp:
+      return dp;
   }
   return tp;
 }

@@ -42,7 +42,8 @@ const CollectiveFit& fit_for(const std::vector<CollectiveFit>& fits, Collective 
 void measure_comm(Backend& backend, const PlanComm& comm, const GroupMembership& group,
                   const MeasureOptions& options, Measurement& out) {
   for (const Collective collective : comm.collectives) {
-    for (const double bytes : sweep_sizes(comm.bytes_of(collective), comm.ranks, options.max_bytes)) {
+    for (const double bytes :
+         sweep_sizes(comm.bytes_of(collective), comm.ranks, options.max_bytes)) {
       const auto count = static_cast<std::size_t>(bytes / sizeof(float));
       const RunResult run = backend.run_collective(group, collective, count, options.run);
       SweepPoint point;
@@ -94,8 +95,8 @@ void measure_gemms(Backend& backend, const PlanSpec& plan, const MeasureOptions&
     const double predicted_s =
         gemm.predicted_tflops > 0.0 ? gemm.flops() / (gemm.predicted_tflops * 1e12) : 0.0;
     const double measured_s = gemm.flops() / (point.measured.tflops * 1e12);
-    out.calibration.comparison.push_back({"gemm " + gemm.name, predicted_s, measured_s,
-                                          error_pct(predicted_s, measured_s)});
+    out.calibration.comparison.push_back(
+        {"gemm " + gemm.name, predicted_s, measured_s, error_pct(predicted_s, measured_s)});
     if (point.measured.m != gemm.m || point.measured.n != gemm.n || point.measured.k != gemm.k) {
       out.extrapolated.push_back("gemm " + gemm.name);
     }

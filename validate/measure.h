@@ -14,8 +14,8 @@ namespace trident {
 
 struct MeasureOptions {
   RunOptions run;
-  double max_bytes = 0.0;       ///< sweep cap per message (S); larger plan sizes use the fit
-  long long max_gemm_dim = 0;   ///< cap on each GEMM dimension; 0 = none
+  double max_bytes = 0.0;      ///< sweep cap per message (S); larger plan sizes use the fit
+  long long max_gemm_dim = 0;  ///< cap on each GEMM dimension; 0 = none
 };
 
 /// One point of a sweep, as every rank agreed on it.
@@ -34,7 +34,7 @@ struct GemmPoint {
 struct Measurement {
   std::vector<SweepPoint> sweep;
   std::vector<GemmPoint> gemms;
-  Calibration calibration;  ///< gpu, nccl_version, backend, samples, fits, comparison
+  Calibration calibration;                ///< gpu, nccl_version, backend, samples, fits, comparison
   std::vector<std::string> extrapolated;  ///< components measured at a capped size
   [[nodiscard]] long long wrong() const;
 };

@@ -28,8 +28,10 @@ MpiSession::~MpiSession() {
 }
 
 void abort_hung(const std::string& what, double timeout_s) {
-  std::fprintf(stderr, "trident: error: validate: %s did not finish within %g s (--timeout-s); "
-                       "aborting the job\n", what.c_str(), timeout_s);
+  std::fprintf(stderr,
+               "trident: error: validate: %s did not finish within %g s (--timeout-s); "
+               "aborting the job\n",
+               what.c_str(), timeout_s);
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();

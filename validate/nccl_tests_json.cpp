@@ -5,9 +5,9 @@
 // Doubles are written with %lf; NaN as the string "nan"; nwrong is null without validation.
 #include <nlohmann/json.hpp>
 
-#include "validate/nccl_tests_common.h"
 #include "topology/errors.h"
 #include "topology/json_reader.h"
+#include "validate/nccl_tests_common.h"
 
 namespace trident::nccl_tests {
 namespace {
@@ -52,8 +52,9 @@ std::string test_name(const json& document, const std::string& source) {
     if (auto name = find_test_name(document["args"][0].get<std::string>())) return *name;
   }
   if (auto name = find_test_name(source)) return *name;
-  throw InputError(source + ": args: cannot tell which nccl-tests binary wrote this file (no "
-                            "'*_perf' name in args[0] nor in the file name)");
+  throw InputError(source +
+                   ": args: cannot tell which nccl-tests binary wrote this file (no "
+                   "'*_perf' name in args[0] nor in the file name)");
 }
 
 void read_devices(const json& config, NcclTestsTable& table) {

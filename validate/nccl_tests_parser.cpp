@@ -27,9 +27,11 @@ std::optional<std::string> find_test_name(const std::string& text) {
 
 Collective collective_of(const std::string& test, const std::string& source) {
   static const std::map<std::string, Collective> known = {
-      {"all_reduce_perf", Collective::all_reduce},   {"all_gather_perf", Collective::all_gather},
+      {"all_reduce_perf", Collective::all_reduce},
+      {"all_gather_perf", Collective::all_gather},
       {"reduce_scatter_perf", Collective::reduce_scatter},
-      {"sendrecv_perf", Collective::send_recv},      {"alltoall_perf", Collective::all_to_all},
+      {"sendrecv_perf", Collective::send_recv},
+      {"alltoall_perf", Collective::all_to_all},
       {"broadcast_perf", Collective::broadcast}};
   const auto it = known.find(test);
   if (it == known.end()) {
@@ -147,7 +149,7 @@ struct Context {
   std::optional<std::string> test;
   std::vector<std::string> host_of_rank;  ///< from "#  Rank  3 ... on HOST device ..."
   std::string gpu;
-  int threads_x_gpus = 0;                 ///< "# nThread 1 nGpus 8"
+  int threads_x_gpus = 0;  ///< "# nThread 1 nGpus 8"
   std::string nccl_version;
 };
 
@@ -177,7 +179,7 @@ void read_comment(const std::string& line, const std::vector<std::string>& t, Co
   if (t.size() > 4 && t[1] == "nThread" && t[3] == "nGpus") {
     const long long product = static_cast<long long>(small_count(t[2])) * small_count(t[4]);
     context.threads_x_gpus = product <= (1 << 20) ? static_cast<int>(product) : 0;
-  } else if (t.size() > 1 && t[1] == "Using" ) {
+  } else if (t.size() > 1 && t[1] == "Using") {
     context.host_of_rank.clear();
   } else if (t.size() > 2 && t[1] == "Rank") {
     read_device_line(t, context);
@@ -268,8 +270,9 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
     }
   }
   if (tables.empty()) {
-    throw InputError(source + ": no nccl-tests result table (a '#  size  count  type ...' "
-                              "header followed by rows)");
+    throw InputError(source +
+                     ": no nccl-tests result table (a '#  size  count  type ...' "
+                     "header followed by rows)");
   }
   finish_table(tables.back(), source, table_line, given.has_value());
   return tables;

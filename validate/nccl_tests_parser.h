@@ -31,13 +31,13 @@ struct NcclTestsRow {
 
 struct NcclTestsTable {
   std::string source;  ///< the file, for errors
-  std::string test;  ///< "all_reduce_perf"
+  std::string test;    ///< "all_reduce_perf"
   Collective collective = Collective::all_reduce;
   int ranks = 0;
-  std::string gpu;           ///< from the device lines, "" when absent
+  std::string gpu;             ///< from the device lines, "" when absent
   int max_ranks_per_host = 0;  ///< 0 when no device lines
   int hosts = 0;
-  std::string nccl_version;  ///< "2.19.3", "" when absent
+  std::string nccl_version;     ///< "2.19.3", "" when absent
   bool wrong_is_count = false;  ///< the column is "#wrong" (a count; old logs: max "error")
   std::vector<NcclTestsRow> rows;
 };

@@ -26,10 +26,14 @@ BufferCounts buffer_counts(Collective collective, int ranks, std::size_t count) 
   const std::size_t n = static_cast<std::size_t>(ranks);
   switch (collective) {
     case Collective::all_reduce:
-    case Collective::send_recv: return {count, count};
-    case Collective::reduce_scatter: return {count, count / n};
-    case Collective::all_gather: return {count / n, count};
-    default: unsupported(collective);
+    case Collective::send_recv:
+      return {count, count};
+    case Collective::reduce_scatter:
+      return {count, count / n};
+    case Collective::all_gather:
+      return {count / n, count};
+    default:
+      unsupported(collective);
   }
 }
 
@@ -46,13 +50,20 @@ long long count_wrong(Collective collective, int ranks, int rank, int prev, std:
   for (std::size_t i = 0; i < recv.size(); ++i) {
     float expected = 0.0f;
     switch (collective) {
-      case Collective::all_reduce: expected = sum_over_ranks(ranks, i); break;
+      case Collective::all_reduce:
+        expected = sum_over_ranks(ranks, i);
+        break;
       case Collective::reduce_scatter:
         expected = sum_over_ranks(ranks, static_cast<std::size_t>(rank) * chunk + i);
         break;
-      case Collective::all_gather: expected = value(static_cast<int>(i / chunk), i % chunk); break;
-      case Collective::send_recv: expected = value(prev, i); break;
-      default: unsupported(collective);
+      case Collective::all_gather:
+        expected = value(static_cast<int>(i / chunk), i % chunk);
+        break;
+      case Collective::send_recv:
+        expected = value(prev, i);
+        break;
+      default:
+        unsupported(collective);
     }
     wrong += recv[i] != expected ? 1 : 0;
   }

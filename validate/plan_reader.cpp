@@ -89,7 +89,9 @@ PlanGemm read_gemm(const json& entry, const Path& here) {
 void check_comm_sizes(const PlanSpec& spec, const Path& at) {
   const auto check = [&](const std::optional<PlanComm>& comm, int size) {
     if (comm && comm->ranks != size) {
-      at.child("comm").child(comm->name).child("ranks")
+      at.child("comm")
+          .child(comm->name)
+          .child("ranks")
           .fail("expected " + std::to_string(size) + " (the plan's " + comm->name + ")");
     }
   };

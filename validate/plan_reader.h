@@ -28,7 +28,7 @@ struct PlanComm {
   double calls_per_step = 0.0;
   int ranks = 1;
   Tier tier = Tier::nvlink;
-  double time_per_call_s = 0.0;         ///< predicted, all `collectives` of one call together
+  double time_per_call_s = 0.0;  ///< predicted, all `collectives` of one call together
   /// Label for reports: "tp all-reduce", "dp reduce-scatter+all-gather".
   [[nodiscard]] std::string label() const;
 };
@@ -52,7 +52,7 @@ struct PlanSpec {
   ParallelConfig config;
   RankOrder order = RankOrder::tp_dp_pp;
   Dtype dtype = Dtype::bf16;
-  std::string gpu;          ///< cluster.gpu (preset name), "" when absent
+  std::string gpu;             ///< cluster.gpu (preset name), "" when absent
   std::optional<PlanComm> tp;  ///< absent: no traffic in that dimension (size 1)
   std::optional<PlanComm> pp;
   std::optional<PlanComm> dp;
@@ -62,7 +62,6 @@ struct PlanSpec {
 
 /// Reads plans[index] of a plan JSON. Throws InputError naming `source` and the key:
 /// "plan.json: plans[0].tp: expected a positive integer".
-[[nodiscard]] PlanSpec read_plan(const std::string& text, const std::string& source,
-                                 int index = 0);
+[[nodiscard]] PlanSpec read_plan(const std::string& text, const std::string& source, int index = 0);
 
 }  // namespace trident
