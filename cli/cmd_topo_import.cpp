@@ -54,7 +54,7 @@ struct ImportFlags {
     }
     return flags.gpu;
   }
-  const std::string guess = guess_gpu_preset(server);
+  std::string guess = guess_gpu_preset(server);
   const std::string seen = !server.device_name.empty()  ? "'" + server.device_name + "'"
                            : !server.pci_device.empty() ? "PCI device " + server.pci_device
                                                         : "no device name";

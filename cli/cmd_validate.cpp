@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <thread>
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
@@ -55,9 +56,18 @@ int launcher_rank() {
   return 0;
 }
 
+/// A rank other than 0 that hit the same input error exits quietly, but only after rank 0 has
+/// had time to report it: mpirun tears the job down at the first non-zero exit, which could
+/// otherwise kill rank 0 before its one line reaches stderr (seen under load in
+/// test_validate_faults). Before MPI starts there is no barrier to wait on; 2 s is bounded.
+[[noreturn]] void exit_quietly_after_rank0() {
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  throw ExitStatus{2};
+}
+
 /// Only rank 0 reports an error every rank hit; the others exit with the same code quietly.
 [[noreturn]] void rethrow_on_rank0(int rank) {
-  if (rank != 0) throw ExitStatus{2};
+  if (rank != 0) exit_quietly_after_rank0();
   throw;
 }
 
@@ -207,7 +217,7 @@ void run_validate(const ValidateFlags& flags, const PlanSpec& plan) {
 void validate(const ValidateFlags& flags) {
   const int rank = launcher_rank();
   if (flags.backend != "auto" && flags.backend != "cuda" && flags.backend != "cpu") {
-    if (rank != 0) throw ExitStatus{2};  // checked before MPI starts: a bad flag costs nothing
+    if (rank != 0) exit_quietly_after_rank0();  // before MPI starts: a bad flag costs nothing
     throw InputError("--backend: expected auto|cuda|cpu, got '" + flags.backend + "'");
   }
   PlanSpec plan;

@@ -83,6 +83,7 @@ void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::st
                             ReportContext context, RunOutputs& files) {
   if (!flags.wanted()) return;
   std::vector<Failure> failures;
+  failures.reserve(specs.size());
   for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
   const WhatIf w = what_if(healthy, model, failures, options, calibration);
   context.cluster = &w.degraded;

@@ -247,9 +247,9 @@ void RunOutputs::add_output_in_dir(const std::string& flag, const std::string& d
 
 void RunOutputs::check() const { (void)classify_all(outputs_, inputs_); }
 
-void RunOutputs::set_text(const std::string& flag, std::string text) {
+void RunOutputs::set_text(const std::string& flag, const std::string& text) {
   for (auto& o : outputs_) {
-    if (o.flag == flag) o.text = std::move(text);
+    if (o.flag == flag) o.text = text;  // a flag names one output; copy so every match gets it
   }
 }
 

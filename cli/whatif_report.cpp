@@ -154,6 +154,7 @@ std::string what_if_report(const std::vector<std::string>& specs, const Cluster&
                            const Calibration* calibration, ReportContext context,
                            const std::string& format) {
   std::vector<Failure> failures;
+  failures.reserve(specs.size());
   for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
   const WhatIf w = what_if(healthy, model, failures, options, calibration);
   check_finite(w);

@@ -29,7 +29,7 @@ std::vector<Op> stage_order(int stage, int pp, int m, int v) {
   const int warmup =
       v == 1 ? std::min(pp - stage - 1, m) : std::min((pp - stage - 1) * 2 + (v - 1) * pp, total);
   std::vector<Op> order;
-  order.reserve(static_cast<std::size_t>(2 * total));
+  order.reserve(2 * static_cast<std::size_t>(total));
   for (int k = 0; k < warmup; ++k) order.push_back(nth_op(k, pp, v, true));
   for (int k = 0; k < total - warmup; ++k) {
     order.push_back(nth_op(warmup + k, pp, v, true));
@@ -94,6 +94,7 @@ std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_
   const int m = micro_batches;
   const int v = virtual_stages;
   std::vector<std::vector<Op>> orders;
+  orders.reserve(static_cast<std::size_t>(pp));
   for (int s = 0; s < pp; ++s) orders.push_back(stage_order(s, pp, m, v));
   std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
   std::vector<double> free_at(static_cast<std::size_t>(pp), 0.0);

@@ -81,8 +81,12 @@ unsigned read_recompute_list(const MapReader& m) {
     std::size_t i = 0;
     while (i < kRecomputeNames.size() && kRecomputeNames[i] != name) ++i;
     if (i == kRecomputeNames.size()) {
-      throw InputError(where + ": expected none|selective|full, got '" + name + "'" +
-                       yaml::did_you_mean(name, kRecomputeNames));
+      std::string message = where;
+      message += ": expected none|selective|full, got '";
+      message += name;
+      message += "'";
+      message += yaml::did_you_mean(name, kRecomputeNames);
+      throw InputError(message);
     }
     bits |= 1u << i;
   }

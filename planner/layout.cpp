@@ -35,7 +35,8 @@ std::vector<char> touched_gpus(const Cluster& cluster) {
   }
   for (const auto& [server, nics] : health.nics_down) {
     for (int local = 0; local < cluster.gpus_per_server; ++local) {
-      touched[static_cast<std::size_t>(server * cluster.gpus_per_server + local)] = 1;
+      touched[static_cast<std::size_t>(server) * static_cast<std::size_t>(cluster.gpus_per_server) +
+              static_cast<std::size_t>(local)] = 1;
     }
   }
   return touched;
@@ -78,7 +79,8 @@ void for_each_group(int ranks, const Dimension& dim, bool pairs, const std::vect
         const int base = hi + j * dim.stride + lo;
         for (int k = 0; k < members; ++k) {
           ids[static_cast<std::size_t>(k)] =
-              gpu_of[static_cast<std::size_t>(base + k * dim.stride)];
+              gpu_of[static_cast<std::size_t>(base) +
+                     static_cast<std::size_t>(k) * static_cast<std::size_t>(dim.stride)];
         }
         visit(ids);
       }

@@ -79,7 +79,7 @@ void offer_pp_pairs(const Cluster& cluster, const ParallelConfig& config, RankOr
   for (const int lower : {stage - 1, stage}) {
     if (lower < 0 || lower + 1 >= config.pp) continue;
     const std::vector<int> pair{stages[static_cast<std::size_t>(lower)],
-                                stages[static_cast<std::size_t>(lower + 1)]};
+                                stages[static_cast<std::size_t>(lower) + 1]};
     if (!seen.insert(pair.front()).second) continue;
     slowest.offer(query_group(cluster, on_gpus(pair, gpu_of)));
   }

@@ -28,6 +28,17 @@ const char* to_string(WhatIfKind kind) {
 
 namespace {
 
+/// "; WHY, so N more idle as spares" when servers are left idle; "" when none.
+std::string spare_note(int spares, const std::string& why) {
+  if (spares == 0) return "";
+  std::string note = "; ";
+  note += why;
+  note += ", so ";
+  note += std::to_string(spares);
+  note += " more idle as spares";
+  return note;
+}
+
 /// Relative step-time difference below which two options count as equally fast.
 constexpr double kSameSpeed = 1e-9;
 
@@ -118,7 +129,7 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
       if (lower < 0 || lower + 1 >= config.pp) continue;
       add_hit(
           healthy, degraded, "pp",
-          {stages[static_cast<std::size_t>(lower)], stages[static_cast<std::size_t>(lower + 1)]},
+          {stages[static_cast<std::size_t>(lower)], stages[static_cast<std::size_t>(lower) + 1]},
           seen, hits);
     }
     add_hit(healthy, degraded, "dp", dp_group(config, order, gpu), seen, hits);
@@ -263,7 +274,8 @@ struct Regrouped {
     for (const auto& order : candidates) {
       std::vector<int> gpu_of = best.gpu_of;
       for (int slot = 0; slot < per_server; ++slot) {
-        gpu_of[static_cast<std::size_t>(server * per_server + slot)] =
+        gpu_of[static_cast<std::size_t>(server) * static_cast<std::size_t>(per_server) +
+               static_cast<std::size_t>(slot)] =
             server * per_server + order[static_cast<std::size_t>(slot)];
       }
       const Placement placement =
@@ -389,14 +401,10 @@ struct Regrouped {
     if (spares == 0) first_why = why;
     const int gpus = static_cast<int>(left.size()) * c.healthy.gpus_per_server;
     if (plan) {
-      WhatIfOption option = with_plan(
-          WhatIfKind::cordon_server, std::move(*plan), gpus,
-          what +
-              (spares == 0
-                   ? ""
-                   : "; " + first_why + ", so " + std::to_string(spares) + " more idle as spares") +
-              ": re-plans on " + std::to_string(left.size()) + " servers (" + std::to_string(gpus) +
-              " GPUs)");
+      WhatIfOption option = with_plan(WhatIfKind::cordon_server, std::move(*plan), gpus,
+                                      what + spare_note(spares, first_why) + ": re-plans on " +
+                                          std::to_string(left.size()) + " servers (" +
+                                          std::to_string(gpus) + " GPUs)");
       option.spare_servers = spares;
       return option;
     }

@@ -34,7 +34,7 @@ std::string scratch(const std::string& name) {
 }
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = scratch(name);
+  std::string path = scratch(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -121,7 +121,7 @@ nlohmann::json check_answer(const std::string& args) {
   const Run r = trident(args + " --format json --top 3");
   INFO("trident " << args << "\nstderr: " << r.err);
   REQUIRE(r.code == 0);
-  const auto doc = nlohmann::json::parse(r.out);
+  auto doc = nlohmann::json::parse(r.out);
   REQUIRE(!doc.at("plans").empty());
   check_numbers(doc.at("plans"), "plans");
   return doc;

@@ -20,7 +20,7 @@ using cli_test::slurp;
 using cli_test::TempDir;
 
 Run trident(const std::string& args) {
-  const Run run = cli_test::run_trident(args);
+  Run run = cli_test::run_trident(args);
   REQUIRE(run.code != -1);
   return run;
 }

@@ -206,9 +206,13 @@ TEST_CASE("class 4: numbers that would wrap are refused", "[hardening]") {
   // 2^31 wrapped to a negative micro-batch, 2^32 divided by zero, 2^63-1 enumerated divisors
   // for hours; the limit is 2^24 = 16777216 sequences.
   for (const std::string batch : {"2147483648", "4294967296", "9223372036854775807"}) {
-    check_refused(scene, kPlan + " --global-batch " + batch,
-                  "--global-batch: expected a positive integer at most 16777216, got '" + batch +
-                      "' (see --help)");
+    std::string args = kPlan;
+    args += " --global-batch ";
+    args += batch;
+    std::string expected = "--global-batch: expected a positive integer at most 16777216, got '";
+    expected += batch;
+    expected += "' (see --help)";
+    check_refused(scene, args, expected);
   }
   scene.write("m.yaml", replaced(kTinyModel, "global_batch: 8", "global_batch: 2147483648"));
   check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml",

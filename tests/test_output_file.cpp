@@ -34,7 +34,7 @@ std::string error_of(Fn&& fn) {
 }
 
 std::string write(const TempDir& dir, const std::string& name, const std::string& text) {
-  const std::string path = (dir.path / name).string();
+  std::string path = (dir.path / name).string();
   std::ofstream(path) << text;
   return path;
 }

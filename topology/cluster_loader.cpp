@@ -183,7 +183,7 @@ MapReader document(const YAML::Node& root, const std::string& source) {
 
 Gpu load_gpu(const std::string& text, const std::string& source) {
   const YAML::Node root = yaml::parse(text, source);
-  const Gpu gpu = read_gpu(document(root, source));
+  Gpu gpu = read_gpu(document(root, source));
   if (const auto problem = find_gpu_problem(gpu)) {
     yaml::throw_problem(source, yaml::key_lines(root), problem->key, problem->message);
   }

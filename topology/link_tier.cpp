@@ -145,7 +145,10 @@ Intra switch_intra(const Cluster& c, std::span<const int> ids) {
 struct MeshGraph {
   int n = 0;
   std::vector<int> links;  // n x n
-  [[nodiscard]] int& at(int a, int b) { return links[static_cast<std::size_t>(a * n + b)]; }
+  [[nodiscard]] int& at(int a, int b) {
+    return links[static_cast<std::size_t>(a) * static_cast<std::size_t>(n) +
+                 static_cast<std::size_t>(b)];
+  }
 };
 
 MeshGraph mesh_graph(const Cluster& c, int domain) {

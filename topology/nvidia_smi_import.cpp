@@ -171,14 +171,24 @@ void Reader::read_row(const Line& line, std::size_t column_of_row) {
     const std::string& token = line.tokens[c + 1];
     const auto cell = parse_cell(token);
     if (!cell) {
-      fail(line.number, "row '" + name + "', column '" + columns_[c] + "': unknown connection '" +
-                            token + "' (expected X, NV1..NV" + std::to_string(kMaxNvlinks) +
-                            ", PIX, PXB, PHB, NODE or SYS)");
+      std::string message = "row '" + name;
+      message += "', column '";
+      message += columns_[c];
+      message += "': unknown connection '";
+      message += token;
+      message += "' (expected X, NV1..NV" + std::to_string(kMaxNvlinks);
+      message += ", PIX, PXB, PHB, NODE or SYS)";
+      fail(line.number, message);
     }
     if ((cell->path == "X") != (c == column_of_row)) {
-      fail(line.number, "row '" + name + "', column '" + columns_[c] + "': '" + token +
-                            (c == column_of_row ? "' on the diagonal: expected X"
-                                                : "' off the diagonal: X marks a device itself"));
+      std::string message = "row '" + name;
+      message += "', column '";
+      message += columns_[c];
+      message += "': '";
+      message += token;
+      message += c == column_of_row ? "' on the diagonal: expected X"
+                                    : "' off the diagonal: X marks a device itself";
+      fail(line.number, message);
     }
     cells.push_back(*cell);
   }

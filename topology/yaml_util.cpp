@@ -118,7 +118,9 @@ void reject_duplicate_keys(const YAML::Node& node, const std::string& path,
     std::map<std::string, int> seen;
     for (const auto& entry : node) {
       const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-      const std::string dotted = path.empty() ? key : path + "." + key;
+      std::string dotted = path;
+      if (!dotted.empty()) dotted += ".";
+      dotted += key;
       const int line = line_of(entry.first, 1);
       if (const auto [it, inserted] = seen.emplace(key, line); !inserted) {
         throw InputError(position(source, line, dotted) + ": duplicate key (first at line " +
@@ -261,8 +263,8 @@ std::string to_string(const YAML::Node& node, const std::string& where) {
   return node.Scalar();
 }
 
-MapReader::MapReader(YAML::Node node, std::string source, std::string path, int line)
-    : node_(std::move(node)), source_(std::move(source)), path_(std::move(path)), line_(line) {
+MapReader::MapReader(const YAML::Node& node, std::string source, std::string path, int line)
+    : node_(node), source_(std::move(source)), path_(std::move(path)), line_(line) {
   if (!node_.IsMap()) {
     const std::string where = position(source_, line_, path_.empty() ? "document" : path_);
     expected(where, "a mapping", node_);

@@ -46,7 +46,7 @@ enum class Range { any, positive, non_negative, at_least_one, fraction };
 class MapReader {
  public:
   /// Throws "SOURCE:LINE: PATH: expected a mapping, got ..." when `node` is not a mapping.
-  MapReader(YAML::Node node, std::string source, std::string path, int line);
+  MapReader(const YAML::Node& node, std::string source, std::string path, int line);
 
   [[nodiscard]] bool has(std::string_view key) const;
   [[nodiscard]] YAML::Node node(std::string_view key) const;

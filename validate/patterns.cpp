@@ -13,7 +13,9 @@ float value(int rank, std::size_t i) {
 }
 
 float sum_over_ranks(int ranks, std::size_t i) {
-  return static_cast<float>(static_cast<long long>(i % 13 + 1) * ranks * (ranks + 1) / 2);
+  const long long triangle =
+      static_cast<long long>(ranks) * (ranks + 1) / 2;  // exact: one of two is even
+  return static_cast<float>(static_cast<long long>(i % 13 + 1) * triangle);
 }
 
 [[noreturn]] void unsupported(Collective collective) {
