@@ -253,11 +253,11 @@ void run(const PlanFlags& f) {
   context.calibration = measured;
   // --fail-link: the failure what-if (cli/whatif_report.h) answers instead of one search.
   if (!f.fail_links.empty() && f.emit.empty()) {
-    const std::string text = what_if_report(f.fail_links, resolve_cluster(f.cluster), model,
-                                            options, measured, context, f.format);
-    // pictures: --svg / --report under --fail-link
-    write_what_if_pictures(f.pictures, f.fail_links, resolve_cluster(f.cluster), model, options,
-                           measured, context, files);
+    // One what-if for the report and the pictures (--svg / --report under --fail-link).
+    const WhatIf w =
+        run_what_if(f.fail_links, resolve_cluster(f.cluster), model, options, measured);
+    const std::string text = what_if_report(w, model, context, f.format);
+    write_what_if_pictures(f.pictures, w, model, options, measured, context, files);
     files.set_text("--output", text);
     files.commit();
     return;

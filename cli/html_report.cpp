@@ -77,15 +77,10 @@ void write_search_pictures(const PictureFlags& flags, const SearchResult& result
   write_pictures(flags, input, context, table, explain, files);
 }
 
-void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::string>& specs,
-                            const Cluster& healthy, const Model& model,
+void write_what_if_pictures(const PictureFlags& flags, const WhatIf& w, const Model& model,
                             const SearchOptions& options, const Calibration* calibration,
                             ReportContext context, RunOutputs& files) {
   if (!flags.wanted()) return;
-  std::vector<Failure> failures;
-  failures.reserve(specs.size());
-  for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
-  const WhatIf w = what_if(healthy, model, failures, options, calibration);
   context.cluster = &w.degraded;
   context.model = &model;
   const PictureInput input = pictures_of_what_if(w, model, flags.svg_plan);

@@ -29,8 +29,7 @@ void write_search_pictures(const PictureFlags& flags, const SearchResult& result
                            const EstimateOptions& options, RunOutputs& files);
 
 /// --svg / --report under --fail-link: runs the what-if as the report does and draws it.
-void write_what_if_pictures(const PictureFlags& flags, const std::vector<std::string>& specs,
-                            const Cluster& healthy, const Model& model,
+void write_what_if_pictures(const PictureFlags& flags, const WhatIf& w, const Model& model,
                             const SearchOptions& options, const Calibration* calibration,
                             ReportContext context, RunOutputs& files);
 

@@ -149,16 +149,20 @@ std::string format_what_if_json(const WhatIf& w, const ReportContext& context) {
   return doc.dump(2) + "\n";
 }
 
-std::string what_if_report(const std::vector<std::string>& specs, const Cluster& healthy,
-                           const Model& model, const SearchOptions& options,
-                           const Calibration* calibration, ReportContext context,
-                           const std::string& format) {
+WhatIf run_what_if(const std::vector<std::string>& specs, const Cluster& healthy,
+                   const Model& model, const SearchOptions& options,
+                   const Calibration* calibration) {
   std::vector<Failure> failures;
   failures.reserve(specs.size());
   for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
-  const WhatIf w = what_if(healthy, model, failures, options, calibration);
+  WhatIf w = what_if(healthy, model, failures, options, calibration);
   check_finite(w);
   check_something_runs(w);
+  return w;
+}
+
+std::string what_if_report(const WhatIf& w, const Model& model, ReportContext context,
+                           const std::string& format) {
   context.cluster = &w.degraded;
   context.model = &model;
   if (format == "json") return format_what_if_json(w, context);

@@ -16,10 +16,14 @@ namespace trident::cli {
 
 /// Parses and applies `specs` to `healthy`, runs the what-if and formats it as `format`
 /// (table|json|csv). `context` carries the model, assumptions and calibration of the run.
-[[nodiscard]] std::string what_if_report(const std::vector<std::string>& specs,
-                                         const Cluster& healthy, const Model& model,
-                                         const SearchOptions& options,
-                                         const Calibration* calibration, ReportContext context,
+/// Parses the --fail-link specs and runs the what-if once, checked: every number finite and
+/// something left to run (InputError otherwise). The report and the pictures both read it.
+[[nodiscard]] WhatIf run_what_if(const std::vector<std::string>& specs, const Cluster& healthy,
+                                 const Model& model, const SearchOptions& options,
+                                 const Calibration* calibration);
+
+/// The what-if as the table, JSON or CSV of `format`.
+[[nodiscard]] std::string what_if_report(const WhatIf& w, const Model& model, ReportContext context,
                                          const std::string& format);
 
 [[nodiscard]] std::string format_what_if_table(const WhatIf& w, const ReportContext& context);
