@@ -1,5 +1,9 @@
 #include "costmodel/placement.h"
 
+#include <tuple>
+
+#include "costmodel/collective.h"
+
 namespace trident {
 
 namespace {
@@ -43,16 +47,28 @@ GroupLink slowest_neighbour_pair(const Cluster& cluster, const std::vector<int>&
   for (std::size_t i = 0; i + 1 < stages.size(); ++i) {
     const int pair[2] = {stages[i], stages[i + 1]};
     const GroupLink link = query_group(cluster, pair);
-    const bool slower =
-        !found || link.domains > slowest.domains ||
-        (link.domains == slowest.domains && link.bottleneck_gbps() < slowest.bottleneck_gbps());
-    if (slower) slowest = link;
+    if (!found || slower_link(slowest, link, Collective::send_recv)) slowest = link;
     found = true;
   }
   return slowest;
 }
 
 }  // namespace
+
+bool slower_link(const GroupLink& a, const GroupLink& b, Collective collective) {
+  constexpr double kProbeBytes = 64e6;  // bandwidth, not latency, decides
+  const double time_a = collective_time_s(collective, kProbeBytes, a);
+  const double time_b = collective_time_s(collective, kProbeBytes, b);
+  if (time_a != time_b) return time_b > time_a;
+  return std::tuple(static_cast<int>(b.tier), -b.bottleneck_gbps()) >
+         std::tuple(static_cast<int>(a.tier), -a.bottleneck_gbps());
+}
+
+RankStrides rank_strides(const ParallelConfig& config, RankOrder order) {
+  const int base = rank_of(config, order, {0, 0, 0});
+  return {rank_of(config, order, {1, 0, 0}) - base, rank_of(config, order, {0, 1, 0}) - base,
+          rank_of(config, order, {0, 0, 1}) - base};
+}
 
 RankCoord rank_coord(const ParallelConfig& config, RankOrder order, int rank) {
   const OuterSizes sizes = outer_sizes(config, order);

@@ -3,6 +3,7 @@
 /// fills it from the topology for the real rank layout; tests use default_placement.
 #include <vector>
 
+#include "costmodel/collective.h"
 #include "costmodel/parallel_config.h"
 #include "topology/cluster.h"
 #include "topology/link_tier.h"
@@ -26,6 +27,20 @@ struct RankCoord {
   int pp = 0;
   int dp = 0;
 };
+
+/// True when `b` is a slower link than `a` for `collective`-like traffic: compares the time
+/// of a 64 MB collective (a total order: ties broken on tier, then bandwidth). The one
+/// "slowest link" ordering: the planner's placement and default_placement both use it.
+[[nodiscard]] bool slower_link(const GroupLink& a, const GroupLink& b, Collective collective);
+
+/// Stride between neighbouring members of a dimension's group, in ranks (from rank_of: the
+/// one rank layout).
+struct RankStrides {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+};
+[[nodiscard]] RankStrides rank_strides(const ParallelConfig& config, RankOrder order);
 
 /// Rank -> coordinates for an order (rank = GPU id when the job uses GPUs 0..N-1).
 [[nodiscard]] RankCoord rank_coord(const ParallelConfig& config, RankOrder order, int rank);

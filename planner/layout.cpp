@@ -12,10 +12,6 @@ namespace trident {
 
 namespace {
 
-/// Message size used to rank links against each other: large enough that bandwidth, not
-/// latency, decides (a 64 MB gradient bucket or activation all-reduce).
-constexpr double kProbeBytes = 64e6;
-
 /// One dimension's groups: `count` members `stride` ranks apart; group bases are the ranks
 /// whose coordinate in this dimension is 0. For PP the "group" is a pair of neighbours.
 struct Dimension {
@@ -166,19 +162,6 @@ std::vector<int> live_gpus(const Cluster& cluster) {
     ids.push_back(gpu);
   }
   return ids;
-}
-
-RankStrides rank_strides(const ParallelConfig& config, RankOrder order) {
-  if (order == RankOrder::tp_dp_pp) return {1, config.tp * config.dp, config.tp};
-  return {1, config.tp, config.tp * config.pp};
-}
-
-bool slower_link(const GroupLink& a, const GroupLink& b, Collective collective) {
-  const double time_a = collective_time_s(collective, kProbeBytes, a);
-  const double time_b = collective_time_s(collective, kProbeBytes, b);
-  if (time_a != time_b) return time_b > time_a;
-  return std::tuple(static_cast<int>(b.tier), -b.bottleneck_gbps()) >
-         std::tuple(static_cast<int>(a.tier), -a.bottleneck_gbps());
 }
 
 bool same_links(const Placement& a, const Placement& b) {

@@ -16,14 +16,6 @@ namespace trident {
 /// Global ids of the GPUs that can take a rank, ascending.
 [[nodiscard]] std::vector<int> live_gpus(const Cluster& cluster);
 
-/// Stride between neighbouring members of a dimension's group, in ranks.
-struct RankStrides {
-  int tp = 1;
-  int pp = 1;
-  int dp = 1;
-};
-[[nodiscard]] RankStrides rank_strides(const ParallelConfig& config, RankOrder order);
-
 /// The slowest TP group, the slowest pair of neighbouring pipeline stages and the slowest DP
 /// group for `config` laid out in `order` on `cluster`'s live GPUs. On a healthy cluster
 /// only groups that differ in position within the repeating server/domain pattern are
@@ -31,10 +23,6 @@ struct RankStrides {
 /// dead GPU is queried as well. Throws PlanError when config.gpus() exceeds the live GPUs.
 [[nodiscard]] Placement place(const Cluster& cluster, const ParallelConfig& config,
                               RankOrder order);
-
-/// True when `b` is a slower link than `a` for `collective`-like traffic: compares the time
-/// of a 64 MB collective (a total order: ties broken on tier, then bandwidth fields).
-[[nodiscard]] bool slower_link(const GroupLink& a, const GroupLink& b, Collective collective);
 
 /// Both placements carry the same links (the two rank orders price alike).
 [[nodiscard]] bool same_links(const Placement& a, const Placement& b);
