@@ -320,6 +320,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.recompute_s = md * stage.recompute_s;
 
   const Stack& stack = options.stack;
+  // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core still
+  // overlaps the backward input-gradient all-reduce, through NCCL.
+  const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel;
   out.tp = tp_comm(model, config, placement.tp, stage.layers, calibration);
   out.tp.calls_per_step *= md;
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
@@ -330,14 +333,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     const double scatter_s = collective_time_s(Collective::reduce_scatter, out.tp.bytes_per_call,
                                                placement.tp, calibration);
     const bool full = config.recompute == Recompute::full;
-    // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core
-    // still overlaps the backward input-gradient all-reduce.
     const double per_layer_s =
-        stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel
-            ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s, kernel_profile(gpu).sm_count,
-                                 full)
-            : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
-                                          config.sequence_parallel, full);
+        userbuffers ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
+                                         kernel_profile(gpu).sm_count, full)
+                    : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
+                                                  config.sequence_parallel, full);
     out.tp.exposed_s = std::min(out.tp.total_s, md * stage.layers * per_layer_s);
   }
 
@@ -378,10 +378,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.dp_comm_s = out.dp.exposed_s;
   // NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
   // Engine userbuffers price their own SMs in tp_overlap_layer_s).
-  const bool tp_nccl_overlap =
-      stack.tp_overlap == TpOverlap::backward ||
-      (stack.tp_overlap == TpOverlap::userbuffers && !config.sequence_parallel);
-  const double tp_hidden_s = tp_nccl_overlap ? out.tp.total_s - out.tp.exposed_s : 0.0;
+  const double tp_hidden_s = userbuffers ? 0.0 : out.tp.total_s - out.tp.exposed_s;
   out.time.overlap_contention_s =
       std::max(0.0, tp_hidden_s) * nccl_sm_share(cluster, placement.tp) +
       std::max(0.0, out.dp.total_s - out.dp.exposed_s) * nccl_sm_share(cluster, placement.dp) +

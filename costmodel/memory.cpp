@@ -29,18 +29,22 @@ struct StateBytes {
   double optimizer = 0.0;
 };
 
+/// ZeRO-3 with PP in torchtitan keeps the gathered weights and the unsharded gradients across
+/// the micro-batches (reshard_after_forward False, no gradient sync until the last).
+bool keeps_gathered(const ParallelConfig& config, const MemoryOptions& options) {
+  return config.zero >= 3 && config.pp > 1 && options.zero3_keeps_gathered;
+}
+
 StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config,
                                      const MemoryOptions& options) {
   const double dp = config.dp;
   const double optimizer = model.training.optimizer == Optimizer::adam ? kAdamStateBytesPerParameter
                                                                        : kSgdStateBytesPerParameter;
   StateBytes bytes{dtype_bytes(model.training.dtype), options.grad_buffer_bytes, optimizer};
-  // ZeRO-3 with PP in torchtitan keeps the gathered weights and the unsharded gradients
-  // across the micro-batches (reshard_after_forward False, no gradient sync until the last).
-  const bool keeps_gathered = config.zero >= 3 && config.pp > 1 && options.zero3_keeps_gathered;
+  const bool keeps = keeps_gathered(config, options);
   if (config.zero >= 1) bytes.optimizer /= dp;
-  if (config.zero >= 2 && !keeps_gathered) bytes.gradients /= dp;
-  if (config.zero >= 3 && !keeps_gathered) bytes.weights /= dp;
+  if (config.zero >= 2 && !keeps) bytes.gradients /= dp;
+  if (config.zero >= 3 && !keeps) bytes.weights /= dp;
   return bytes;
 }
 
@@ -73,8 +77,7 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
     other += 4.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / tp +
              2.0 * sbh / sp;
   }
-  const bool keeps_gathered = config.pp > 1 && options.zero3_keeps_gathered;
-  if (config.zero >= 3 && config.dp > 1 && !keeps_gathered) {  // dp 1: nothing is gathered
+  if (config.zero >= 3 && config.dp > 1 && !keeps_gathered(config, options)) {  // dp 1: none
     // The unit being computed and the prefetched ones, gathered (weights) and unsharded
     // (gradients before their reduce-scatter).
     const ParameterCount count = count_parameters(model);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "configs/presets.h"
+#include "topology/cluster_loader.h"
 #include "topology/errors.h"
 #include "topology/yaml_util.h"
 
@@ -77,7 +78,7 @@ Model read_model(const MapReader& m) {
 
 Model load_model(const std::string& text, const std::string& source) {
   const YAML::Node root = yaml::parse(text, source);
-  const Model model = read_model(MapReader(root, source, "", yaml::line_of(root, 1)));
+  Model model = read_model(MapReader(root, source, "", yaml::line_of(root, 1)));
   if (const auto problem = find_model_problem(model)) {
     yaml::throw_problem(source, yaml::key_lines(root), problem->key, problem->message);
   }
@@ -86,11 +87,7 @@ Model load_model(const std::string& text, const std::string& source) {
 
 Model model_preset(const std::string& name) {
   const auto text = preset_text(PresetKind::model, name);
-  if (!text) {
-    const auto names = preset_names(PresetKind::model);
-    throw InputError("unknown model preset '" + name + "'" + yaml::did_you_mean(name, names) +
-                     "; known: " + yaml::join(names));
-  }
+  if (!text) unknown_preset(PresetKind::model, name);
   return load_model(std::string(*text), preset_source(PresetKind::model, name));
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "configs/presets.h"
+#include "topology/cluster_loader.h"
 #include "topology/yaml_util.h"
 
 namespace trident {
@@ -188,35 +189,6 @@ bool Stack::supports(Recompute recompute) const {
   return (recompute_modes & (1u << static_cast<unsigned>(recompute))) != 0;
 }
 
-std::optional<Problem> find_stack_problem(const Stack& stack, const ParallelConfig& config,
-                                          int layers) {
-  if (!stack.supports_zero(config.zero, 1)) {
-    return Problem{"zero", "ZeRO-" + std::to_string(config.zero) + " is not run by this stack"};
-  }
-  if (config.pp > 1 && !stack.pipelines()) {
-    return Problem{"pp", "this stack has no pipeline parallelism"};
-  }
-  if (!stack.supports_zero(config.zero, config.pp)) {
-    return Problem{"zero", "ZeRO-" + std::to_string(config.zero) +
-                               " does not combine with pipeline parallelism in this stack"};
-  }
-  if (!stack.supports(config.recompute)) {
-    return Problem{"recompute",
-                   std::string(to_string(config.recompute)) + " recompute is not in this stack"};
-  }
-  if (config.sequence_parallel && !stack.sequence_parallel) {
-    return Problem{"sequence_parallel", "this stack has no sequence parallelism"};
-  }
-  if (config.virtual_stages > 1 && !stack.interleaved_pipeline) {
-    return Problem{"vp", "this stack has no interleaved pipeline schedule"};
-  }
-  if (config.pp > 0 && layers % config.pp != 0 && !stack.uneven_stages) {
-    return Problem{"pp", "this stack needs the layers (" + std::to_string(layers) +
-                             ") to divide by the pipeline size"};
-  }
-  return std::nullopt;
-}
-
 Stack load_stack(const std::string& text, const std::string& source) {
   const YAML::Node root = yaml::parse(text, source);
   return read_stack(MapReader(root, source, "", yaml::line_of(root, 1)));
@@ -224,11 +196,7 @@ Stack load_stack(const std::string& text, const std::string& source) {
 
 Stack stack_preset(const std::string& name) {
   const auto text = preset_text(PresetKind::stack, name);
-  if (!text) {
-    const auto names = preset_names(PresetKind::stack);
-    throw InputError("unknown stack preset '" + name + "'" + yaml::did_you_mean(name, names) +
-                     "; known: " + yaml::join(names));
-  }
+  if (!text) unknown_preset(PresetKind::stack, name);
   return load_stack(std::string(*text), preset_source(PresetKind::stack, name));
 }
 

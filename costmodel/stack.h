@@ -4,7 +4,6 @@
 /// preset file (configs/stacks/*.yaml) whose every field cites its source; the cost model
 /// prices a split as that stack runs it and the search only tries what the stack supports.
 /// Derivations: docs/cost_model.md#stacks.
-#include <optional>
 #include <string>
 
 #include "costmodel/parallel_config.h"
@@ -98,11 +97,6 @@ struct Stack {
   [[nodiscard]] double buffer_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
 };
-
-/// The first reason `config` cannot run on `stack`, keyed by the knob ("zero", "pp",
-/// "recompute", "sequence_parallel", "vp"), or nullopt.
-[[nodiscard]] std::optional<Problem> find_stack_problem(const Stack& stack,
-                                                        const ParallelConfig& config, int layers);
 
 /// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY.
 [[nodiscard]] Stack load_stack(const std::string& text, const std::string& source);

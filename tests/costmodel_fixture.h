@@ -51,6 +51,16 @@ inline Gpu round_gpu() {
   return gpu;
 }
 
+/// One server of 8 round GPUs (its links are the placement's business: tests pass GroupLinks).
+inline Cluster round_cluster() {
+  Cluster cluster;
+  cluster.name = "round";
+  cluster.gpu = round_gpu();
+  cluster.servers = 1;
+  cluster.gpus_per_server = 8;
+  return cluster;
+}
+
 /// A group inside one NVLink domain: `ranks` GPUs at 100 GB/s, 1 us per step.
 inline GroupLink nvlink_group(int ranks) {
   GroupLink link;

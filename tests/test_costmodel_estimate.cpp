@@ -12,15 +12,6 @@ using namespace trident;
 
 namespace {
 
-Cluster round_cluster() {
-  Cluster cluster;
-  cluster.name = "round";
-  cluster.gpu = test::round_gpu();
-  cluster.servers = 1;
-  cluster.gpus_per_server = 8;
-  return cluster;
-}
-
 Placement round_placement() {
   Placement placement;
   placement.tp = test::nvlink_group(2);
@@ -65,7 +56,8 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   const ParallelConfig config = test::small_config();  // m = 4
   EstimateOptions plain;
   plain.stack.tp_overlap = TpOverlap::none;
-  const Estimate e = estimate(round_cluster(), model, config, round_placement(), nullptr, plain);
+  const Estimate e =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, plain);
   CHECK(e.num_micro_batches == 4);
   // TP: S = b*s*h*2 = 4096 bytes; 1 layer/stage * 4 all-reduces * 4 micro-batches = 16 calls;
   // all-reduce over 2 ranks, 2 hops of 1 us; NCCL's LL protocol wins on 4 KB: 6.6 us base +
@@ -77,7 +69,7 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   // Megatron's backward overlap (the default stack): the input-gradient all-reduce of QKV and
   // FFN-up hides behind their weight-gradient GEMMs: 16 t - 4 x (min(t, wgrad_qkv) +
   // min(t, wgrad_up)).
-  const Estimate overlapped = estimate(round_cluster(), model, config, round_placement());
+  const Estimate overlapped = estimate(test::round_cluster(), model, config, round_placement());
   const LayerTime one = layer_time(test::round_gpu(), model, config, {true});
   const double t = 7.05529e-6;
   CHECK(overlapped.time.tp_comm_s ==
@@ -118,7 +110,7 @@ TEST_CASE("estimate invariants", "[estimate][invariant]") {
   model.layers = 8;
   model.training.global_batch = 64;
   ParallelConfig config = test::small_config();
-  Cluster cluster = round_cluster();
+  Cluster cluster = test::round_cluster();
   const Placement base = round_placement();
   for (const int zero : {0, 1, 3}) {
     config.zero = zero;

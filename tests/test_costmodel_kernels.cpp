@@ -77,10 +77,7 @@ TEST_CASE("TP overlap: exposed time of Transformer Engine's methods", "[kernels]
   config.pp = 1;
   config.dp = 1;
   config.sequence_parallel = true;
-  Cluster cluster;
-  cluster.gpu = test::round_gpu();
-  cluster.servers = 1;
-  cluster.gpus_per_server = 8;
+  const Cluster cluster = test::round_cluster();
   Placement placement;
   placement.tp = test::nvlink_group(2);
   placement.pp = test::nvlink_group(1);

@@ -17,15 +17,6 @@ using namespace trident;
 
 namespace {
 
-Cluster round_cluster() {
-  Cluster cluster;
-  cluster.name = "round";
-  cluster.gpu = test::round_gpu();
-  cluster.servers = 1;
-  cluster.gpus_per_server = 8;
-  return cluster;
-}
-
 Placement dp_placement(int dp) {
   Placement placement;
   placement.tp = test::nvlink_group(1);
@@ -85,20 +76,17 @@ TEST_CASE("stack files: errors name the file, line and key", "[stack]") {
   CHECK_FALSE(s.supports_zero(3, 1));
 }
 
-TEST_CASE("what a stack cannot run is a problem keyed by the knob", "[stack]") {
-  ParallelConfig config;
-  config.pp = 2;
-  config.zero = 3;
-  const auto problem = find_stack_problem(stack_preset("megatron-core"), config, 4);
-  REQUIRE(problem);
-  CHECK(problem->key == "zero");
-  CHECK_FALSE(find_stack_problem(stack_preset("torchtitan"), config, 4));
-  config.zero = 0;
-  config.pp = 3;
-  const auto uneven = find_stack_problem(stack_preset("megatron-2021"), config, 4);
-  REQUIRE(uneven);
-  CHECK(uneven->key == "pp");
-  CHECK_FALSE(find_stack_problem(stack_preset("megatron-core"), config, 4));
+TEST_CASE("what a stack runs: ZeRO with and without PP, PP at all, uneven stages", "[stack]") {
+  // ZeRO-3 with PP 2: megatron-core no (Megatron-FSDP without PP), torchtitan yes.
+  CHECK_FALSE(stack_preset("megatron-core").supports_zero(3, 2));
+  CHECK(stack_preset("megatron-core").supports_zero(3, 1));
+  CHECK(stack_preset("torchtitan").supports_zero(3, 2));
+  // 4 layers over PP 3: megatron-2021 needs even stages, megatron-core splits unevenly.
+  CHECK_FALSE(stack_preset("megatron-2021").uneven_stages);
+  CHECK(stack_preset("megatron-core").uneven_stages);
+  // llm-foundry's FSDP has no pipeline at all.
+  CHECK_FALSE(stack_preset("fsdp").pipelines());
+  CHECK(stack_preset("deepspeed-megatron").pipelines());
 }
 
 TEST_CASE("uneven pipeline stages split as the frameworks do", "[stack][pipeline]") {
@@ -142,7 +130,7 @@ TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack]
   EstimateOptions options;
   options.stack = stack_preset("torchtitan");  // BACKWARD_PRE-style prefetch of one unit
   const Placement placement = dp_placement(2);
-  const Estimate e = estimate(round_cluster(), model, config, placement, nullptr, options);
+  const Estimate e = estimate(test::round_cluster(), model, config, placement, nullptr, options);
   // A unit is one layer: 4h^2 attention + 2hf FFN + 2h norms = 16384 + 32768 + 128 = 49280
   // parameters; its all-gather moves 49280 x 2 bytes, its reduce-scatter 49280 x 4 (fp32).
   const double unit = 49280.0;
@@ -168,14 +156,14 @@ TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack]
   // BACKWARD_POST (Composer's default): every backward gather waits for the previous unit's
   // gradients, so both gathers are exposed and only the reduce-scatter overlaps.
   options.stack.backward_prefetch = BackwardPrefetch::post;
-  const Estimate post = estimate(round_cluster(), model, config, placement, nullptr, options);
+  const Estimate post = estimate(test::round_cluster(), model, config, placement, nullptr, options);
   const double post_backward = 2 * ag + rs + std::max(0.0, rs - layer.backward_s);
   CHECK(post.dp.exposed_s == Approx(4 * (forward + post_backward)));
 
   // A stack that reduces only on the last micro-batch: 2 reduce-scatters per step.
   options.stack.backward_prefetch = BackwardPrefetch::pre;
   options.stack.reduce_every_micro_batch = false;
-  const Estimate once = estimate(round_cluster(), model, config, placement, nullptr, options);
+  const Estimate once = estimate(test::round_cluster(), model, config, placement, nullptr, options);
   CHECK(once.dp.unit_scatters_per_step == Approx(2.0));
   const double gather_only = ag + std::max(0.0, ag - layer.backward_s);
   CHECK(once.dp.exposed_s == Approx(4 * forward + backward + 3 * gather_only));
@@ -195,7 +183,7 @@ TEST_CASE(
   options.stack = stack_preset("torchtitan");
   Placement placement = dp_placement(2);
   placement.pp = test::nvlink_group(2);
-  const Estimate e = estimate(round_cluster(), model, config, placement, nullptr, options);
+  const Estimate e = estimate(test::round_cluster(), model, config, placement, nullptr, options);
   // One layer per stage, m = 8 / (2 x 1) = 4: gathered once and reduce-scattered once.
   CHECK(e.dp.unit_gathers_per_step == Approx(1.0));
   CHECK(e.dp.unit_scatters_per_step == Approx(1.0));
@@ -213,7 +201,8 @@ TEST_CASE("MFU under the causal convention and the step-time band", "[stack][est
   config.dp = 2;
   EstimateOptions options;
   options.stack.measured_error = 0.1;
-  const Estimate e = estimate(round_cluster(), model, config, dp_placement(2), nullptr, options);
+  const Estimate e =
+      estimate(test::round_cluster(), model, config, dp_placement(2), nullptr, options);
   CHECK(e.mfu_causal < e.mfu);
   CHECK(e.mfu_causal == Approx(e.mfu * e.model_flops_causal / e.model_flops));
   CHECK(e.step_s_low == Approx(0.9 * e.time.step_s));

@@ -73,14 +73,6 @@ Gpu read_gpu(const MapReader& m) {
   return gpu;
 }
 
-[[noreturn]] void unknown_preset(PresetKind kind, const std::string& name,
-                                 const std::string& where) {
-  const auto names = preset_names(kind);
-  const std::string label = kind == PresetKind::gpu ? "GPU" : to_string(kind);
-  throw InputError(where + "unknown " + label + " preset '" + name + "'" +
-                   yaml::did_you_mean(name, names) + "; known: " + yaml::join(names));
-}
-
 Gpu cluster_gpu(const MapReader& m) {
   const YAML::Node node = m.node("gpu");
   if (node.IsMap()) return read_gpu(MapReader(node, m.source(), "gpu", m.line("gpu")));
@@ -207,6 +199,13 @@ Cluster load_cluster(const std::string& text, const std::string& source) {
     yaml::throw_problem(source, yaml::key_lines(root), problem->key, problem->message);
   }
   return cluster;
+}
+
+void unknown_preset(PresetKind kind, const std::string& name, const std::string& where) {
+  const auto names = preset_names(kind);
+  const std::string label = kind == PresetKind::gpu ? "GPU" : to_string(kind);
+  throw InputError(where + "unknown " + label + " preset '" + name + "'" +
+                   yaml::did_you_mean(name, names) + "; known: " + yaml::join(names));
 }
 
 Gpu gpu_preset(const std::string& name) {

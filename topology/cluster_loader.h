@@ -3,6 +3,7 @@
 /// the built-in presets. Errors are InputError "SOURCE:LINE: KEY: what was expected".
 #include <string>
 
+#include "configs/presets.h"
 #include "topology/cluster.h"
 #include "topology/gpu.h"
 
@@ -10,9 +11,10 @@ namespace trident {
 
 /// A GPU file (configs/gpus/*.yaml). Keys: name, peak_tflops {bf16, fp16 (default bf16),
 /// fp8 (0), tf32 (0)}, memory_gib, memory_gbps; optional matmul_efficiency (0.8), pcie_gbps
-/// (24: PCIe Gen4 x16 achievable), pcie_latency_us (2), nvlink_latency_us (2),
-/// network_latency_us (5), sm_count (0 = unknown), sustained_clock_ratio (1),
-/// attention_forward_efficiency and attention_backward_efficiency (0 = not published).
+/// (24: PCIe Gen4 x16 achievable), pcie_latency_us (5.7), nvlink_latency_us (3.4),
+/// network_latency_us (14; NCCL's Simple-protocol hops), sm_count (0 = unknown),
+/// sustained_clock_ratio (1), attention_forward_efficiency and attention_backward_efficiency (0 =
+/// not published).
 [[nodiscard]] Gpu load_gpu(const std::string& text, const std::string& source);
 
 /// A cluster file (configs/clusters/*.yaml). `gpu` is a preset name or an inline GPU mapping.
@@ -24,5 +26,10 @@ namespace trident {
 /// you mean 'Y'?); known: a, b, c".
 [[nodiscard]] Gpu gpu_preset(const std::string& name);
 [[nodiscard]] Cluster cluster_preset(const std::string& name);
+
+/// Throws InputError "WHEREunknown KIND preset 'NAME' (did you mean 'Y'?); known: a, b, c"
+/// (KIND "GPU", "cluster", "model", "stack"): the one message of every preset lookup.
+[[noreturn]] void unknown_preset(PresetKind kind, const std::string& name,
+                                 const std::string& where = "");
 
 }  // namespace trident

@@ -207,18 +207,6 @@ namespace {
   return out.str();
 }
 
-[[nodiscard]] const char* kind_word(NvlinkKind kind) {
-  switch (kind) {
-    case NvlinkKind::switch_fabric:
-      return "switch";
-    case NvlinkKind::mesh:
-      return "mesh";
-    case NvlinkKind::none:
-      return "none";
-  }
-  return "none";
-}
-
 [[nodiscard]] std::string summary(const ImportedServer& server, const ServerNvlink& nvlink) {
   std::string text = std::to_string(server.gpus) + " GPUs, ";
   if (nvlink.kind == NvlinkKind::switch_fabric) {
@@ -235,7 +223,7 @@ void write_nvlink(std::ostringstream& out, const ImportedServer& server, const S
                   double gbps_per_link) {
   out << "nvlink:\n";
   out << "  domain_gpus: " << (nv.kind == NvlinkKind::none ? 1 : server.gpus) << "\n";
-  out << "  kind: " << kind_word(nv.kind) << "\n";
+  out << "  kind: " << to_string(nv.kind) << "\n";
   if (nv.kind == NvlinkKind::none) return;
   if (nv.kind == NvlinkKind::switch_fabric) out << "  links_per_gpu: " << nv.links_per_gpu << "\n";
   out << "  gbps_per_link: " << number(gbps_per_link) << "\n";
