@@ -68,7 +68,10 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
   } catch (const PlanError& e) {
     return fail(2, e.what());
   } catch (const std::exception& e) {
-    if (std::ferror(stdout)) return fail(2, "standard output: cannot write");
+    if (std::ferror(stdout)) {  // fmt::print throws once stdio's buffer fails to flush
+      const int error = errno != 0 ? errno : EIO;
+      return fail(2, std::string("standard output: cannot write: ") + std::strerror(error));
+    }
     return fail(1, std::string("internal: ") + e.what());
   }
   return 0;

@@ -236,10 +236,21 @@ std::string summarize_gpu(const Gpu& g) {
 }
 
 std::string summarize_model(const Model& m) {
-  return fmt::format("{} parameters: {} layers, hidden {}, {}/{} heads, {} {}, seq {}, batch {}",
-                     format_count(count_parameters(m).total), m.layers, m.hidden, m.heads,
-                     m.kv_heads, to_string(m.ffn), m.ffn_hidden, m.seq_len,
-                     m.training.global_batch);
+  const ParameterCount count = count_parameters(m);
+  std::string text =
+      fmt::format("{} parameters: {} layers, hidden {}, {}/{} heads, {} {}, seq {}, batch {}",
+                  format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads,
+                  to_string(m.ffn), m.ffn_hidden, m.seq_len, m.training.global_batch);
+  if (m.attention == AttentionKind::mla) text += ", multi-head latent attention";
+  if (m.is_moe()) {
+    text += fmt::format(
+        "; MoE: {} of {} layers, {} experts of ffn {} (top-{}{}), {} active parameters; FLOPs "
+        "and MFU count active parameters",
+        m.moe_layers(), m.layers, m.moe.experts, m.moe.expert_ffn_hidden, m.moe.top_k,
+        m.moe.shared_experts > 0 ? fmt::format(" + {} shared", m.moe.shared_experts) : "",
+        format_count(count.active));
+  }
+  return text;
 }
 
 std::string describe_assumptions(const ClusterArgs& cluster_args, const ModelArgs& model_args,

@@ -35,7 +35,7 @@ struct PlanFlags {
   ClusterArgs cluster;  ///< --cluster --gpus --servers --gpus-per-server --gpu
   ModelArgs model;      ///< --model --global-batch --seq-len
   SearchOptions search;
-  std::optional<int> tp, pp, dp, micro_batch, vp, zero;
+  std::optional<int> tp, pp, dp, micro_batch, vp, zero, cp, ep;
   std::string recompute;
   std::string sequence_parallel;
   std::string calibration_file;
@@ -87,6 +87,19 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
       ->check(choice_check({"0", "1", "2", "3"}));
   sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off")
       ->check(choice_check({"on", "off"}));
+  sub.add_option("--cp", f.cp, "pin context parallel size (ring / all-to-all attention)")
+      ->check(positive);
+  sub.add_option("--ep", f.ep, "pin expert parallel size (MoE models)")->check(positive);
+  sub.add_option("--min-cp", f.search.min_cp, "smallest context parallel size tried (default 1)")
+      ->check(positive);
+  sub.add_option("--max-cp", f.search.max_cp,
+                 "largest context parallel size tried (default 32; searched from 16384 tokens)")
+      ->check(positive);
+  sub.add_option("--min-ep", f.search.min_ep, "smallest expert parallel size tried (default 1)")
+      ->check(positive);
+  sub.add_option("--max-ep", f.search.max_ep,
+                 "largest expert parallel size tried (default: the experts)")
+      ->check(positive);
   sub.add_option("--stack", f.stack,
                  "software stack NAME|FILE: megatron-core (default), megatron-core-perf, "
                  "megatron-2021, deepspeed-megatron, fsdp, torchtitan (trident presets)");
@@ -118,6 +131,8 @@ SearchOptions search_options(const PlanFlags& f) {
   options.micro_batch = f.micro_batch;
   options.vp = f.vp;
   options.zero = f.zero;
+  options.cp = f.cp;
+  options.ep = f.ep;
   if (!f.recompute.empty()) options.recompute = parse_recompute(f.recompute);
   if (!f.sequence_parallel.empty()) options.sequence_parallel = parse_on_off(f.sequence_parallel);
   if (f.top < 1) throw InputError("--top 0: expected a positive number of plans");
@@ -239,6 +254,9 @@ void run(const PlanFlags& f) {
       "search: every TP x PP x DP split with micro-batch, interleaving, recompute, ZeRO and "
       "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "
       "--micro-batch --vp --recompute --zero --sequence-parallel");
+  if (const std::string line = describe_cp_ep_search(model, options); !line.empty()) {
+    context.assumptions.push_back(line);
+  }
   context.failures = run_failures(f, cluster);
   check_gpus_left(cluster, f.fail_links);
   context.cluster = &cluster;

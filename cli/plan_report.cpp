@@ -76,6 +76,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"recompute", to_string(c.recompute)},
             {"zero", c.zero},
             {"sequence_parallel", c.sequence_parallel},
+            {"cp", c.cp},
+            {"ep", c.ep},
             {"step_time_s", e.time.step_s},
             {"tokens_per_s", e.tokens_per_s},
             {"model_tflops_per_gpu", e.model_tflops_per_gpu},
@@ -98,18 +100,34 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"backward_s", e.time.backward_s},
                       {"recompute_s", e.time.recompute_s},
                       {"optimizer_s", e.time.optimizer_s},
-                      {"overlap_contention_s", e.time.overlap_contention_s}};
+                      {"overlap_contention_s", e.time.overlap_contention_s},
+                      {"cp_comm_s", e.time.cp_comm_s},
+                      {"ep_comm_s", e.time.ep_comm_s}};
   json["memory_gib"] =
       Json{{"weights", mem.weights_bytes / kGib},     {"gradients", mem.gradients_bytes / kGib},
            {"optimizer", mem.optimizer_bytes / kGib}, {"activations", mem.activations_bytes / kGib},
            {"other", mem.other_bytes / kGib},         {"capacity", mem.capacity_bytes / kGib}};
-  json["links"] = Json{{"tp", link_name(p.tp)}, {"pp", link_name(p.pp)}, {"dp", link_name(p.dp)}};
-  json["collectives"] = Json{
-      {"tp", tp_collective_name(c)}, {"pp", pp_collective_name(c)}, {"dp", dp_collective_name(c)}};
+  json["links"] = Json{{"tp", link_name(p.tp)},
+                       {"pp", link_name(p.pp)},
+                       {"dp", link_name(p.dp)},
+                       {"cp", link_name(p.cp)},
+                       {"ep", link_name(p.ep)}};
+  json["collectives"] = Json{{"tp", tp_collective_name(c)},
+                             {"pp", pp_collective_name(c)},
+                             {"dp", dp_collective_name(c)},
+                             {"cp", cp_collective_name(plan)},
+                             {"ep", ep_collective_name(c)}};
+  if (c.cp > 1) json["cp_comm_type"] = to_string(e.cp_kind);
   json["rank_order"] = p.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp";
   json["comm"] = Json{{"tp", comm_json(e.tp, tp_collective_name(c))},
                       {"pp", comm_json(e.pp, pp_collective_name(c))},
-                      {"dp", comm_json(e.dp, dp_collective_name(c))}};
+                      {"dp", comm_json(e.dp, dp_collective_name(c))},
+                      {"cp", comm_json(e.cp, cp_collective_name(plan))},
+                      {"ep", comm_json(e.ep, ep_collective_name(c))}};
+  if (model.is_moe()) {
+    json["comm"]["expert_dp"] = comm_json(e.edp, e.edp.link.ranks > 1 ? "all-reduce" : "none");
+    json["flops_basis"] = "active_parameters";
+  }
   json["gemms"] = gemms_json(*context.cluster, model, plan, context.calibration);
   if (!plan.infeasible_reason.empty()) json["reason"] = plan.infeasible_reason;
   return json;
@@ -126,46 +144,71 @@ Json cluster_json(const Cluster& cluster, int gpus_used) {
 }
 
 Json model_json(const Model& model) {
-  return Json{{"name", model.name},
-              {"parameters", count_parameters(model).total},
-              {"layers", model.layers},
-              {"hidden", model.hidden},
-              {"heads", model.heads},
-              {"kv_heads", model.kv_heads},
-              {"ffn_hidden", model.ffn_hidden},
-              {"ffn", to_string(model.ffn)},
-              {"vocab", model.vocab},
-              {"seq_len", model.seq_len},
-              {"global_batch", model.training.global_batch},
-              {"dtype", to_string(model.training.dtype)}};
+  const ParameterCount count = count_parameters(model);
+  Json json{{"name", model.name},
+            {"parameters", count.total},
+            {"layers", model.layers},
+            {"hidden", model.hidden},
+            {"heads", model.heads},
+            {"kv_heads", model.kv_heads},
+            {"ffn_hidden", model.ffn_hidden},
+            {"ffn", to_string(model.ffn)},
+            {"vocab", model.vocab},
+            {"seq_len", model.seq_len},
+            {"global_batch", model.training.global_batch},
+            {"dtype", to_string(model.training.dtype)}};
+  if (model.attention == AttentionKind::mla) json["attention"] = "mla";
+  if (model.is_moe()) {
+    json["active_parameters"] = count.active;
+    json["moe"] = Json{{"experts", model.moe.experts},
+                       {"top_k", model.moe.top_k},
+                       {"expert_ffn_hidden", model.moe.expert_ffn_hidden},
+                       {"shared_experts", model.moe.shared_experts},
+                       {"moe_layers", model.moe_layers()},
+                       {"capacity_factor", model.moe.capacity_factor},
+                       {"dropless", model.moe.capacity_factor <= 0.0}};
+  }
+  return json;
 }
 
 std::string memory_text(const PlanResult& plan) {
   return fmt::format("{:.1f} GiB", plan.estimate.memory.total_bytes / kGib);
 }
 
-std::string tiers_text(const PlanResult& plan) {
-  return fmt::format("{}/{}/{}", link_name(plan.placement.tp), link_name(plan.placement.pp),
-                     link_name(plan.placement.dp));
+std::string tiers_text(const PlanResult& plan, bool cp_ep) {
+  const Placement& p = plan.placement;
+  std::string text = fmt::format("{}/{}/{}", link_name(p.tp), link_name(p.pp), link_name(p.dp));
+  if (cp_ep) text += fmt::format("/{}/{}", link_name(p.cp), link_name(p.ep));
+  return text;
 }
 
-std::string table_row(std::size_t rank, const PlanResult& plan) {
+/// The CP and EP columns: shown when either is above 1 in any shown row.
+bool shows_cp_ep(const std::vector<PlanResult>& plans) {
+  for (const auto& plan : plans) {
+    if (plan.config.cp > 1 || plan.config.ep > 1) return true;
+  }
+  return false;
+}
+
+std::string table_row(std::size_t rank, const PlanResult& plan, bool cp_ep) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
+  const std::string cp_ep_cells = cp_ep ? fmt::format(" {:>3} {:>3}", c.cp, c.ep) : "";
   return fmt::format(
-      "{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9.3f} {:>12} "
+      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9.3f} {:>12} "
       "{:>6.1f} {:>10} {:>7.1f}  {}",
-      rank, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
-      on_off(c.sequence_parallel), e.time.step_s, thousands(e.tokens_per_s), 100.0 * e.mfu,
-      memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan));
+      rank, c.tp, cp_ep_cells, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute),
+      c.zero, on_off(c.sequence_parallel), e.time.step_s, thousands(e.tokens_per_s), 100.0 * e.mfu,
+      memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan, cp_ep));
 }
 
-std::string table_header() {
+std::string table_header(bool cp_ep) {
+  const std::string cp_ep_cells = cp_ep ? fmt::format(" {:>3} {:>3}", "CP", "EP") : "";
   return fmt::format(
-      "{:>4} {:>3} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9} {:>12} {:>6} "
+      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9} {:>12} {:>6} "
       "{:>10} {:>7}  {}\n",
-      "rank", "TP", "PP", "DP", "mb", "VP", "recompute", "ZeRO", "SP", "step (s)", "tokens/s",
-      "MFU %", "mem/GPU", "bubble%", "link TP/PP/DP");
+      "rank", "TP", cp_ep_cells, "PP", "DP", "mb", "VP", "recompute", "ZeRO", "SP", "step (s)",
+      "tokens/s", "MFU %", "mem/GPU", "bubble%", cp_ep ? "link TP/PP/DP/CP/EP" : "link TP/PP/DP");
 }
 
 std::string search_summary(const SearchResult& result, const ReportContext& context) {
@@ -194,6 +237,39 @@ std::string pp_collective_name(const ParallelConfig& config) {
 std::string dp_collective_name(const ParallelConfig& config) {
   if (config.dp < 2) return "none";
   return config.zero == 0 ? "all-reduce" : "reduce-scatter+all-gather";
+}
+
+std::string cp_collective_name(const PlanResult& plan) {
+  if (plan.config.cp < 2) return "none";
+  return plan.estimate.cp_kind == CpKind::p2p ? "send-recv" : "all-to-all";
+}
+
+std::string ep_collective_name(const ParallelConfig& config) {
+  return config.ep < 2 ? "none" : "all-to-all";
+}
+
+std::string describe_cp_ep_search(const Model& model, const SearchOptions& options) {
+  std::string text;
+  const Stack& stack = options.stack;
+  if (options.cp) {
+    text = fmt::format("context parallel pinned at {}", *options.cp);
+  } else if (stack.context_parallel() &&
+             (model.seq_len >= kCpSearchMinSeqLen || options.min_cp > 1)) {
+    text = fmt::format(
+        "context parallel searched over powers of two with 2 cp dividing seq {} (ring p2p / "
+        "all-to-all, the faster; --cp --min-cp --max-cp)",
+        model.seq_len);
+  }
+  if (model.is_moe()) {
+    if (!text.empty()) text += "; ";
+    text += options.ep ? fmt::format("expert parallel pinned at {}", *options.ep)
+            : stack.expert_parallel
+                ? std::string(
+                      "expert parallel searched over powers of two dividing the experts "
+                      "and TP x CP x DP (expert TP 1; --ep --min-ep --max-ep)")
+                : "stack " + stack.name + " has no expert parallelism: experts replicated";
+  }
+  return text;
 }
 
 std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& config) {
@@ -229,10 +305,14 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
            " replace the default efficiencies\n";
   }
   out += "# " + search_summary(result, context) + "\n";
-  out += "# link TP/PP/DP: the tier of the slowest group of each dimension (none = size 1)\n";
-  out += table_header();
+  const bool cp_ep = shows_cp_ep(result.plans) || shows_cp_ep(result.infeasible);
+  out += cp_ep
+             ? "# link TP/PP/DP/CP/EP: the tier of the slowest group of each dimension (none = "
+               "size 1; DP is DP x CP: gradients reduce over both)\n"
+             : "# link TP/PP/DP: the tier of the slowest group of each dimension (none = size 1)\n";
+  out += table_header(cp_ep);
   for (std::size_t i = 0; i < result.plans.size(); ++i)
-    out += table_row(i + 1, result.plans[i]) + "\n";
+    out += table_row(i + 1, result.plans[i], cp_ep) + "\n";
   if (result.plans.size() > 1) {
     const auto& lead = result.plans.front().estimate;
     const std::size_t tied = tied_count(result.plans);
@@ -246,10 +326,10 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
     out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
                        thousands(result.configurations_searched - result.feasible),
                        thousands(result.configurations_searched));
-    out += table_header();
+    out += table_header(cp_ep);
     for (std::size_t i = 0; i < result.infeasible.size(); ++i) {
       const auto& plan = result.infeasible[i];
-      out += table_row(i + 1, plan) + "  " + plan.infeasible_reason + "\n";
+      out += table_row(i + 1, plan, cp_ep) + "  " + plan.infeasible_reason + "\n";
     }
   }
   return out;

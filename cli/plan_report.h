@@ -37,6 +37,13 @@ struct ReportContext {
 [[nodiscard]] std::string tp_collective_name(const ParallelConfig& config);
 [[nodiscard]] std::string pp_collective_name(const ParallelConfig& config);
 [[nodiscard]] std::string dp_collective_name(const ParallelConfig& config);
+/// "none" (cp 1), "send-recv" (ring attention, p2p) or "all-to-all" (Ulysses, a2a).
+[[nodiscard]] std::string cp_collective_name(const PlanResult& plan);
+/// "none" (ep 1) or "all-to-all" (MoE dispatch and combine).
+[[nodiscard]] std::string ep_collective_name(const ParallelConfig& config);
+/// The assumption line on how context and expert parallelism are searched ("" when neither
+/// can be: a short sequence under a dense model without pins).
+[[nodiscard]] std::string describe_cp_ep_search(const Model& model, const SearchOptions& options);
 /// "nvlink" | "pcie" | "network", or "none" for a group of one GPU.
 [[nodiscard]] std::string link_name(const GroupLink& link);
 

@@ -107,6 +107,29 @@ double flat_ring_time_s(Collective collective, double bytes, const GroupLink& li
                           busbw, link.intra_tier, link.intra_latency_s, link.inter_latency_s);
 }
 
+/// All-to-all as NCCL runs it: every rank sends S/n to each peer through grouped
+/// ncclSend/ncclRecv (nccl-tests src/alltoall.cu; NCCL src/collectives.cc ncclAllToAll), the
+/// peers served concurrently over the channels. Nothing is aggregated: each GPU pushes its own
+/// off-domain share (n - r_min)/n x S through its NIC share and its in-domain share
+/// (r_max - 1)/n x S over NVLink, the slower of the two bounding the call. Latency: NCCL's
+/// Simple base plus one hop per tier used (per-peer latency is not modelled: unsourced, a
+/// lower bound; docs/cost_model.md#all-to-all).
+double all_to_all_time_s(double bytes, const GroupLink& link) {
+  const double n = link.ranks;
+  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
+  const double in_domain = bytes * (std::max(1, link.ranks_per_domain) - 1.0) / n;
+  double wire_s = intra > 0.0 ? in_domain / (intra * 1e9) : 0.0;
+  double latency_s =
+      kSimple.base_us * 1e-6 + (link.ranks_per_domain > 1 ? link.intra_latency_s : 0.0);
+  if (link.domains > 1) {
+    const double inter = effective_gbps(Tier::network, link.inter_gbps);
+    const double off_domain = bytes * (n - std::max(1, link.min_ranks_per_domain)) / n;
+    if (inter > 0.0) wire_s = std::max(wire_s, off_domain / (inter * 1e9));
+    latency_s += link.inter_latency_s;
+  }
+  return latency_s + wire_s;
+}
+
 }  // namespace
 
 double alpha_beta_time_s(Collective collective, double bytes, int ranks, double busbw_gbps,
@@ -188,6 +211,7 @@ double collective_time_s(Collective collective, double bytes, const GroupLink& l
       return ring_time_s(collective, bytes, link.ranks, fit->busbw_gbps, fit->latency_s);
     }
   }
+  if (collective == Collective::all_to_all) return all_to_all_time_s(bytes, link);
   if (collective == Collective::send_recv) {
     const bool crosses = link.domains > 1;
     const Tier tier = crosses ? Tier::network : link.tier;

@@ -191,6 +191,8 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
   }
   const CoreTime core = attention_core_time(gpu, dtype, profile, model, config,
                                             features.fused_attention, calibration);
+  time.attention_forward_s = core.forward_s;
+  time.attention_backward_s = core.backward_s;
   const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true);
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
   time.backward_s =

@@ -78,6 +78,10 @@ struct LayerTime {
   double backward_s = 0.0;
   double recompute_s = 0.0;     ///< extra forward work of the recompute mode
   double gemm_forward_s = 0.0;  ///< the linear-layer GEMMs alone (what TP overlap can hide)
+  /// The attention core (scores, softmax, context) alone, forward and backward: what a
+  /// context-parallel ring step hides behind (costmodel/context_parallel.h).
+  double attention_forward_s = 0.0;
+  double attention_backward_s = 0.0;
   /// Each linear GEMM (QKV, output projection, FFN up, FFN down): forward, input gradient,
   /// weight gradient — what each TP collective overlaps with (Transformer Engine userbuffers).
   std::array<double, 4> gemm_fprop_s{};

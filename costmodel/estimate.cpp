@@ -4,9 +4,11 @@
 #include <cmath>
 
 #include "costmodel/compute.h"
+#include "costmodel/context_parallel.h"
 #include "costmodel/flops.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
+#include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
 
 namespace trident {
@@ -20,6 +22,7 @@ struct StageTime {
   double backward_s = 0.0;
   double recompute_s = 0.0;
   LayerTime layer;      ///< one layer, one micro-batch (per-GEMM times for the TP overlap)
+  LayerTime cp_step;    ///< the layer before context parallelism: one ring step's attention
   double layers = 0.0;  ///< layers on the bottleneck stage
   [[nodiscard]] double total_s() const { return forward_s + backward_s + recompute_s; }
 };
@@ -31,12 +34,31 @@ double launch_floor_s(const Stack& stack, Recompute recompute) {
   return stack.kernels_per_layer_forward * stack.kernel_launch_us * 1e-6 * passes;
 }
 
+/// What the per-GPU dense view (context_parallel.h, moe.h) leaves out of a layer: attention
+/// against the other CP ranks' chunks and the routed experts (averaged over the layers).
+LayerTime with_cp_and_experts(LayerTime layer, const Gpu& gpu, const Model& model,
+                              const ParallelConfig& config, SelectiveKind selective,
+                              const Calibration* calibration) {
+  add_cp_attention(layer, config.cp, config.recompute, selective);
+  if (!model.is_moe()) return layer;
+  const LayerTime experts = routed_expert_time(gpu, model, config, calibration);
+  const double share = moe_fraction(model);
+  layer.forward_s += share * experts.forward_s;
+  layer.backward_s += share * experts.backward_s;
+  layer.recompute_s += share * experts.recompute_s;
+  return layer;
+}
+
+/// `model` / `config`: the per-GPU dense view; `real` / `given`: the model and split as given.
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
-                     const EstimateOptions& options, const Calibration* calibration) {
+                     const Model& real, const ParallelConfig& given, const EstimateOptions& options,
+                     const Calibration* calibration) {
   const Stack& stack = options.stack;
-  LayerTime layer =
+  const LayerTime dense =
       layer_time(cluster.gpu, model, config,
                  {stack.attention != AttentionKernel::unfused, stack.selective}, calibration);
+  LayerTime layer =
+      with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, calibration);
   const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
   const double floor_s = launch_floor_s(stack, config.recompute);
   if (floor_s > gpu_s && gpu_s > 0.0) {  // CPU-bound: every pass stretched alike
@@ -59,6 +81,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   time.backward_s = time.layers * layer.backward_s + head * logits.backward_s;
   time.recompute_s = time.layers * layer.recompute_s;
   time.layer = layer;
+  time.cp_step = dense;
   return time;
 }
 
@@ -309,12 +332,17 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                   const EstimateOptions& options) {
   Estimate out;
   const Gpu& gpu = cluster.gpu;
+  // The dense machinery prices the per-GPU view: context parallel chunks as sequences (cp
+  // folded into dp), MoE layers' routed experts taken out (context_parallel.h, moe.h).
+  const CpView view = cp_local_view(moe_dense_view(model), config);
+  const Model& local = view.model;
+  const ParallelConfig& split = view.config;
   const long long m = config.num_micro_batches(model.training.global_batch);
   const double md = static_cast<double>(m);
   out.num_micro_batches = m;
   out.used_calibration = calibration != nullptr && !calibration->empty();
 
-  const StageTime stage = stage_time(cluster, model, config, options, calibration);
+  const StageTime stage = stage_time(cluster, local, split, model, config, options, calibration);
   out.time.forward_s = md * stage.forward_s;
   out.time.backward_s = md * stage.backward_s;
   out.time.recompute_s = md * stage.recompute_s;
@@ -323,7 +351,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core still
   // overlaps the backward input-gradient all-reduce, through NCCL.
   const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel;
-  out.tp = tp_comm(model, config, placement.tp, stage.layers, calibration);
+  out.tp = tp_comm(local, split, placement.tp, stage.layers, calibration);
   out.tp.calls_per_step *= md;
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
   out.tp.exposed_s = out.tp.total_s;
@@ -340,8 +368,26 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                                                   config.sequence_parallel, full);
     out.tp.exposed_s = std::min(out.tp.total_s, md * stage.layers * per_layer_s);
   }
+  // MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by the
+  // EP all-to-all from their sequence-parallel shard): half of those layers' TP calls remain.
+  const double tp_share = 1.0 - 0.5 * moe_fraction(model);
+  out.tp.calls_per_step *= tp_share;
+  out.tp.total_s *= tp_share;
+  out.tp.exposed_s *= tp_share;
 
-  out.pp = pp_comm(model, config, placement.pp, calibration);
+  const CpComm cp =
+      cp_comm(model, config, placement.cp, stage.cp_step, stage.layers, stack, calibration);
+  out.cp_kind = cp.kind;
+  out.cp = cp.detail;
+  out.cp.calls_per_step *= md;
+  out.cp.total_s *= md;
+  out.cp.exposed_s *= md;
+  out.ep = ep_comm(model, config, placement.ep, stage.layers * moe_fraction(model), calibration);
+  out.ep.calls_per_step *= md;
+  out.ep.total_s *= md;
+  out.ep.exposed_s *= md;
+
+  out.pp = pp_comm(local, split, placement.pp, calibration);
   out.pp.calls_per_step *= md;
   out.pp.total_s = out.pp.calls_per_step * out.pp.time_per_call_s;
   // Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
@@ -350,8 +396,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                          ? std::min(out.pp.total_s, 2.0 * (config.pp - 1) * out.pp.time_per_call_s)
                          : out.pp.total_s;
 
-  const double first_params = stage_parameters(model, config, true, config.pp == 1);
-  const double last_params = stage_parameters(model, config, config.pp == 1, true);
+  const double first_params = stage_parameters(local, split, true, config.pp == 1);
+  const double last_params = stage_parameters(local, split, config.pp == 1, true);
   const double params = std::max(first_params, last_params);
   // DP traffic overlaps with whatever holds the compute stream, exposed TP collectives
   // included: widen the stage's windows by the TP time exposed per unit and micro-batch.
@@ -365,29 +411,46 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     window.forward_s += stage.layers * tp_unit_s * forward_share;
     window.backward_s += stage.layers * tp_unit_s * (1.0 - forward_share);
   }
-  out.dp = dp_comm(model, config, placement.dp, params, m, window, options, calibration);
+  out.dp = dp_comm(local, split, placement.dp, params, m, window, options, calibration);
+  // Expert gradients reduce over the expert-data-parallel group (tp x cp x dp / ep ranks).
+  const double expert_params = expert_parameters_per_gpu(model, config);
+  ParallelConfig expert_split = split;
+  expert_split.dp = expert_dp(config);
+  if (expert_params > 0.0) {
+    out.edp =
+        dp_comm(local, expert_split, placement.edp, expert_params, m, window, options, calibration);
+  }
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
-  // micro-batch (TP and PP communication).
-  const double ideal_s = out.time.compute_s() + out.tp.exposed_s + out.pp.exposed_s;
+  // micro-batch (TP, PP, CP and EP communication).
+  const double ideal_s = out.time.compute_s() + out.tp.exposed_s + out.pp.exposed_s +
+                         out.cp.exposed_s + out.ep.exposed_s;
   out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
-  const double sharded = config.zero >= 1 ? config.dp : 1.0;
-  out.time.optimizer_s = optimizer_time_s(gpu, model.training.optimizer, params / sharded);
+  const double sharded = config.zero >= 1 ? split.dp : 1.0;
+  const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
+  out.time.optimizer_s = optimizer_time_s(gpu, model.training.optimizer,
+                                          params / sharded + expert_params / expert_sharded);
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
-  out.time.dp_comm_s = out.dp.exposed_s;
+  out.time.dp_comm_s = out.dp.exposed_s + out.edp.exposed_s;
+  out.time.cp_comm_s = out.cp.exposed_s;
+  out.time.ep_comm_s = out.ep.exposed_s;
   // NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
   // Engine userbuffers price their own SMs in tp_overlap_layer_s).
   const double tp_hidden_s = userbuffers ? 0.0 : out.tp.total_s - out.tp.exposed_s;
   out.time.overlap_contention_s =
       std::max(0.0, tp_hidden_s) * nccl_sm_share(cluster, placement.tp) +
       std::max(0.0, out.dp.total_s - out.dp.exposed_s) * nccl_sm_share(cluster, placement.dp) +
-      std::max(0.0, out.pp.total_s - out.pp.exposed_s) * nccl_sm_share(cluster, placement.pp);
+      std::max(0.0, out.pp.total_s - out.pp.exposed_s) * nccl_sm_share(cluster, placement.pp) +
+      std::max(0.0, out.cp.total_s - out.cp.exposed_s) * nccl_sm_share(cluster, placement.cp) +
+      std::max(0.0, out.edp.total_s - out.edp.exposed_s) * nccl_sm_share(cluster, placement.edp);
   out.time.step_s = out.time.compute_s() + out.time.exposed_comm_s() + out.time.bubble_s +
                     out.time.optimizer_s + out.time.overlap_contention_s;
 
   const double global_batch = static_cast<double>(model.training.global_batch);
-  const StepFlops flops = step_flops(model, global_batch, config.recompute, stack.selective);
+  // MoE: FLOPs on the active parameters (each token's top_k and shared experts).
+  const StepFlops flops =
+      step_flops(moe_active_view(model), global_batch, config.recompute, stack.selective);
   out.model_flops = flops.model;
   out.model_flops_causal = flops.model_causal;
   out.hardware_flops = flops.hardware;
@@ -408,7 +471,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.prefetch_units = stack.prefetch_units;
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
   memory.selective = stack.selective;
-  out.memory = peak_memory(gpu, model, config, memory);
+  out.memory = peak_memory(gpu, local, split, memory);
+  add_expert_memory(out.memory, model, config, memory);
   return out;
 }
 

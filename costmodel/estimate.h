@@ -19,6 +19,8 @@ struct TimeBreakdown {
   double tp_comm_s = 0.0;    ///< exposed TP communication (on the critical path)
   double pp_comm_s = 0.0;    ///< exposed PP send/recv
   double dp_comm_s = 0.0;    ///< exposed DP communication (what backward cannot hide)
+  double cp_comm_s = 0.0;    ///< exposed context-parallel K/V exchange (ring) or all-to-alls
+  double ep_comm_s = 0.0;    ///< exposed MoE dispatch/combine all-to-alls
   double bubble_s = 0.0;     ///< pipeline bubble
   double optimizer_s = 0.0;  ///< optimizer step (memory bound)
   /// Compute slowed while overlapped NCCL collectives hold SMs (each channel is a thread block
@@ -26,7 +28,9 @@ struct TimeBreakdown {
   double overlap_contention_s = 0.0;
   double step_s = 0.0;
   [[nodiscard]] double compute_s() const { return forward_s + backward_s + recompute_s; }
-  [[nodiscard]] double exposed_comm_s() const { return tp_comm_s + pp_comm_s + dp_comm_s; }
+  [[nodiscard]] double exposed_comm_s() const {
+    return tp_comm_s + pp_comm_s + dp_comm_s + cp_comm_s + ep_comm_s;
+  }
 };
 
 /// Bytes on the peak rank.
@@ -81,7 +85,11 @@ struct Estimate {
   long long num_micro_batches = 0;
   CommDetail tp;
   CommDetail pp;
-  CommDetail dp;
+  CommDetail dp;   ///< over DP x CP when cp > 1; MoE: the non-expert parameters
+  CommDetail cp;   ///< the ring's send-recv (p2p) or Ulysses' all-to-all (a2a), per step
+  CommDetail ep;   ///< MoE dispatch + combine all-to-alls
+  CommDetail edp;  ///< MoE expert gradients over the expert-data-parallel group
+  CpKind cp_kind = CpKind::p2p;
   bool used_calibration = false;
 };
 

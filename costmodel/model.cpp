@@ -28,6 +28,25 @@ const char* to_string(NormKind kind) {
 
 const char* to_string(Optimizer optimizer) { return optimizer == Optimizer::adam ? "adam" : "sgd"; }
 
+const char* to_string(AttentionKind kind) { return kind == AttentionKind::mla ? "mla" : "mha"; }
+
+bool Model::is_moe_layer(int index) const {
+  if (!is_moe()) return false;
+  if (!moe.layer_list.empty()) {
+    for (const int layer : moe.layer_list) {
+      if (layer == index) return true;
+    }
+    return false;
+  }
+  return index >= moe.first_dense && index % moe.layer_freq == 0;
+}
+
+int Model::moe_layers() const {
+  int count = 0;
+  for (int i = 0; i < layers; ++i) count += is_moe_layer(i) ? 1 : 0;
+  return count;
+}
+
 namespace {
 
 /// LayerNorm carries a scale and a shift per channel, RMSNorm only the scale.
@@ -36,8 +55,26 @@ double norm_parameters(const Model& m) {
   return m.norm == NormKind::layernorm ? 2.0 * h : h;
 }
 
+/// Multi-head latent attention (DeepSeek-V3 modeling: q_a_proj h x q_lora, q_a_layernorm,
+/// q_b_proj q_lora x heads*(nope+rope); kv_a_proj_with_mqa h x (kv_lora + rope),
+/// kv_a_layernorm, kv_b_proj kv_lora x heads*(nope+v); o_proj heads*v x h). No biases.
+double mla_parameters(const Model& m) {
+  const double h = m.hidden;
+  const double heads = m.heads;
+  const MlaSpec& a = m.mla;
+  const double q = a.q_lora_rank > 0
+                       ? h * a.q_lora_rank + a.q_lora_rank +
+                             static_cast<double>(a.q_lora_rank) * heads * m.qk_head_dim()
+                       : h * heads * m.qk_head_dim();
+  const double kv =
+      h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
+      static_cast<double>(a.kv_lora_rank) * heads * (a.qk_nope_head_dim + a.v_head_dim);
+  return q + kv + heads * a.v_head_dim * h;
+}
+
 /// Q and O are h x h; K and V are h x (kv_heads * head_dim) each (grouped-query attention).
 double attention_parameters(const Model& m) {
+  if (m.attention == AttentionKind::mla) return mla_parameters(m);
   const double h = m.hidden;
   const double kv = m.kv_hidden();
   const double weights = h * h + 2.0 * h * kv + h * h;
@@ -46,9 +83,8 @@ double attention_parameters(const Model& m) {
 }
 
 /// Two matrices h x f and f x h; gated FFNs add a second input matrix (gate and up).
-double ffn_parameters(const Model& m) {
+double ffn_parameters(const Model& m, double f) {
   const double h = m.hidden;
-  const double f = m.ffn_hidden;
   const double inputs = is_gated(m.ffn) ? 2.0 : 1.0;
   const double weights = (inputs + 1.0) * h * f;
   const double biases = m.bias ? inputs * f + h : 0.0;
@@ -62,13 +98,28 @@ ParameterCount count_parameters(const Model& m) {
   ParameterCount count;
   count.embedding = static_cast<double>(m.vocab) * h + (m.learned_positions ? m.seq_len * h : 0.0);
   count.attention_per_layer = attention_parameters(m);
-  count.ffn_per_layer = ffn_parameters(m);
+  count.ffn_per_layer = ffn_parameters(m, m.ffn_hidden);
+  if (m.is_moe()) {
+    // Dense FFNs, shared experts and routers (h x experts, replicated) averaged per layer;
+    // routed experts apart.
+    const double moe = m.moe_layers();
+    const double dense = m.layers - moe;
+    const double f_e = m.moe.expert_ffn_hidden;
+    const double shared = m.moe.shared_experts * ffn_parameters(m, f_e);
+    const double router = h * m.moe.experts;
+    count.ffn_per_layer =
+        (dense * ffn_parameters(m, m.ffn_hidden) + moe * (shared + router)) / m.layers;
+    count.per_expert = ffn_parameters(m, f_e);
+    count.routed_experts = moe * m.moe.experts * count.per_expert;
+  }
   count.norms_per_layer = 2.0 * norm_parameters(m);
   count.per_layer = count.attention_per_layer + count.ffn_per_layer + count.norms_per_layer;
   count.final_norm = norm_parameters(m);
   count.output_layer = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * h;
-  count.total =
-      count.embedding + m.layers * count.per_layer + count.final_norm + count.output_layer;
+  count.total = count.embedding + m.layers * count.per_layer + count.final_norm +
+                count.output_layer + count.routed_experts;
+  count.active = count.total - count.routed_experts +
+                 static_cast<double>(m.moe_layers()) * m.moe.top_k * count.per_expert;
   return count;
 }
 
@@ -77,6 +128,34 @@ namespace {
 std::optional<Problem> not_positive(const char* key, long long value) {
   if (value > 0) return std::nullopt;
   return Problem{key, "expected a positive integer, got " + std::to_string(value)};
+}
+
+std::optional<Problem> find_moe_problem(const Model& m) {
+  if (!m.is_moe()) return std::nullopt;
+  const MoeSpec& e = m.moe;
+  const std::pair<const char*, long long> positive[] = {
+      {"moe.top_k", e.top_k},
+      {"moe.expert_ffn_hidden", e.expert_ffn_hidden},
+      {"moe.layers", e.layer_freq}};
+  for (const auto& [key, value] : positive) {
+    if (auto problem = not_positive(key, value)) return problem;
+  }
+  if (e.top_k > e.experts) {
+    return Problem{"moe.top_k", std::to_string(e.top_k) + " is more than the " +
+                                    std::to_string(e.experts) + " experts"};
+  }
+  for (const int layer : e.layer_list) {
+    if (layer < 0 || layer >= m.layers) {
+      return Problem{"moe.layers", "layer " + std::to_string(layer) + " is not in 0.." +
+                                       std::to_string(m.layers - 1)};
+    }
+  }
+  if (m.moe_layers() == 0) return Problem{"moe.layers", "no layer is a MoE layer"};
+  if (e.capacity_factor < 0.0 || (e.capacity_factor > 0.0 && e.capacity_factor < 1.0)) {
+    return Problem{"moe.capacity_factor", "expected at least 1 (or dropless: true)"};
+  }
+  if (e.imbalance < 1.0) return Problem{"moe.imbalance", "expected at least 1.0"};
+  return std::nullopt;
 }
 
 }  // namespace
@@ -97,6 +176,17 @@ std::optional<Problem> find_model_problem(const Model& m) {
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
     return Problem{"kv_heads", std::to_string(m.kv_heads) + " does not divide heads " +
                                    std::to_string(m.heads)};
+  }
+  if (auto problem = find_moe_problem(m)) return problem;
+  if (m.attention == AttentionKind::mla) {
+    const MlaSpec& a = m.mla;
+    const std::pair<const char*, long long> dims[] = {{"mla.kv_lora_rank", a.kv_lora_rank},
+                                                      {"mla.qk_nope_head_dim", a.qk_nope_head_dim},
+                                                      {"mla.qk_rope_head_dim", a.qk_rope_head_dim},
+                                                      {"mla.v_head_dim", a.v_head_dim}};
+    for (const auto& [key, value] : dims) {
+      if (auto problem = not_positive(key, value)) return problem;
+    }
   }
   if (m.training.global_batch < 0 || m.training.global_batch > kMaxGlobalBatch) {
     return Problem{"training.global_batch", "expected a positive integer at most " +

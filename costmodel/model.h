@@ -2,6 +2,7 @@
 /// The transformer to train and how: what a model preset (configs/models/*.yaml) describes.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "topology/errors.h"
 #include "topology/gpu.h"
@@ -11,6 +12,9 @@ namespace trident {
 enum class FfnKind { gelu, relu, relu2, swiglu, geglu };
 enum class NormKind { layernorm, rmsnorm };
 enum class Optimizer { adam, sgd };
+/// Multi-head (grouped-query) attention, or DeepSeek's multi-head latent attention (low-rank
+/// compressed Q and KV, decoupled RoPE dims; DeepSeek-V2/V3 reports §2.1).
+enum class AttentionKind { mha, mla };
 
 /// Gated FFNs (swiglu, geglu) have three matrices (gate, up, down); the others two.
 [[nodiscard]] bool is_gated(FfnKind kind);
@@ -28,6 +32,30 @@ struct Training {
   Optimizer optimizer = Optimizer::adam;
 };
 
+/// Mixture of experts (the model file's `moe:` mapping). experts == 0: a dense model.
+struct MoeSpec {
+  int experts = 0;               ///< routed experts per MoE layer
+  int top_k = 0;                 ///< routed experts per token
+  int expert_ffn_hidden = 0;     ///< FFN hidden size of one routed (and shared) expert
+  int shared_experts = 0;        ///< always-active experts of the same size (DeepSeek: 1)
+  int layer_freq = 1;            ///< every N-th layer is MoE (Megatron --moe-layer-freq N)
+  int first_dense = 0;           ///< the first K layers stay dense (DeepSeek first_k_dense_replace)
+  std::vector<int> layer_list;   ///< explicit MoE layer indices (0-based); overrides the above
+  double capacity_factor = 0.0;  ///< tokens per expert capped at this x the mean; 0 = dropless
+  /// Busiest expert-parallel rank's tokens over the mean (dropless). 1.0 = perfect balance:
+  /// unsourced, a lower bound (docs/cost_model.md#moe).
+  double imbalance = 1.0;
+};
+
+/// Multi-head latent attention dimensions (DeepSeek-V3 config.json).
+struct MlaSpec {
+  int q_lora_rank = 0;  ///< 0: Q projected directly (DeepSeek-V2-Lite)
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
 struct Model {
   std::string name;
   int layers = 0;
@@ -42,10 +70,26 @@ struct Model {
   NormKind norm = NormKind::layernorm;
   bool bias = true;               ///< linear layers carry biases (GPT-3: yes, Llama: no)
   bool learned_positions = true;  ///< learned absolute position embeddings (seq_len x hidden)
+  AttentionKind attention = AttentionKind::mha;
+  MlaSpec mla;  ///< when attention == mla
+  MoeSpec moe;  ///< experts == 0: dense
   Training training;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }
   [[nodiscard]] int kv_hidden() const { return kv_heads * head_dim(); }
+  /// Per-head dims of Q/K (scores) and V (context): head_dim for MHA; MLA's nope + rope, v.
+  [[nodiscard]] int qk_head_dim() const {
+    return attention == AttentionKind::mla ? mla.qk_nope_head_dim + mla.qk_rope_head_dim
+                                           : head_dim();
+  }
+  [[nodiscard]] int v_head_dim() const {
+    return attention == AttentionKind::mla ? mla.v_head_dim : head_dim();
+  }
+  [[nodiscard]] bool is_moe() const { return moe.experts > 0; }
+  /// Whether layer `index` (0-based) is a MoE layer.
+  [[nodiscard]] bool is_moe_layer(int index) const;
+  /// MoE layers in the model (0 when dense).
+  [[nodiscard]] int moe_layers() const;
 };
 
 /// Exact parameter counts, in parameters.
@@ -57,10 +101,18 @@ struct ParameterCount {
   double norms_per_layer = 0.0;
   double final_norm = 0.0;
   double output_layer = 0.0;  ///< 0 when tied to the embedding
+  /// MoE: every routed expert of every MoE layer (sharded over expert parallelism); not in
+  /// per_layer. ffn_per_layer then averages the dense FFNs, shared experts and routers.
+  double routed_experts = 0.0;
+  double per_expert = 0.0;  ///< one routed expert (gated: 3 x h x f_e)
   double total = 0.0;
+  /// Parameters one token passes through: routed experts counted top_k of experts.
+  double active = 0.0;
 };
 
 [[nodiscard]] ParameterCount count_parameters(const Model& model);
+
+[[nodiscard]] const char* to_string(AttentionKind kind);
 
 /// The first reason the model is impossible, keyed by its YAML key ("kv_heads"), or nullopt.
 [[nodiscard]] std::optional<Problem> find_model_problem(const Model& model);

@@ -15,9 +15,30 @@ namespace {
 using yaml::MapReader;
 using yaml::Range;
 
-const std::vector<std::string> kModelKeys = {
-    "name",  "layers",  "hidden",          "heads", "kv_heads", "ffn_hidden",         "ffn",
-    "vocab", "seq_len", "tied_embeddings", "norm",  "bias",     "position_embedding", "training"};
+const std::vector<std::string> kModelKeys = {"name",
+                                             "layers",
+                                             "hidden",
+                                             "heads",
+                                             "kv_heads",
+                                             "ffn_hidden",
+                                             "ffn",
+                                             "vocab",
+                                             "seq_len",
+                                             "tied_embeddings",
+                                             "norm",
+                                             "bias",
+                                             "position_embedding",
+                                             "training",
+                                             "attention",
+                                             "mla",
+                                             "moe"};
+const std::vector<std::string> kMoeKeys = {
+    "experts",     "top_k",           "expert_ffn_hidden", "shared_experts", "layers",
+    "first_dense", "capacity_factor", "dropless",          "imbalance",      "router"};
+const std::vector<std::string> kMlaKeys = {"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                           "qk_rope_head_dim", "v_head_dim"};
+const std::vector<std::string> kAttentionKinds = {"mha", "mla"};
+const std::vector<std::string> kRouterNames = {"softmax", "sigmoid"};
 const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer"};
 const std::vector<std::string> kFfnNames = {"gelu", "relu", "relu2", "swiglu", "geglu"};
 const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
@@ -50,6 +71,56 @@ Training read_training(const std::optional<MapReader>& t) {
   return training;
 }
 
+/// `layers: N` (every N-th layer, Megatron --moe-layer-freq) or `layers: [i, j, ...]`.
+void read_moe_layers(const MapReader& e, MoeSpec& moe) {
+  if (!e.has("layers")) return;
+  const YAML::Node node = e.node("layers");
+  const std::string where = yaml::position(e.source(), e.line("layers"), e.path("layers"));
+  if (node.IsSequence()) {
+    for (const auto& item : node) {
+      moe.layer_list.push_back(static_cast<int>(yaml::to_int(item, Range::non_negative, where)));
+    }
+    if (moe.layer_list.empty()) e.fail("layers", "expected a frequency N or a list of layers");
+    return;
+  }
+  moe.layer_freq = to_int32(e, "layers", e.required_int("layers", Range::positive));
+}
+
+MoeSpec read_moe(const std::optional<MapReader>& e) {
+  MoeSpec moe;
+  if (!e) return moe;
+  e->reject_unknown(kMoeKeys);
+  moe.experts = required_count(*e, "experts");
+  moe.top_k = required_count(*e, "top_k");
+  moe.expert_ffn_hidden = required_count(*e, "expert_ffn_hidden");
+  moe.shared_experts =
+      to_int32(*e, "shared_experts", e->optional_int("shared_experts", 0, Range::non_negative));
+  moe.first_dense =
+      to_int32(*e, "first_dense", e->optional_int("first_dense", 0, Range::non_negative));
+  read_moe_layers(*e, moe);
+  const bool dropless = e->optional_bool("dropless", !e->has("capacity_factor"));
+  if (dropless && e->has("capacity_factor")) {
+    e->fail("capacity_factor", "set either capacity_factor or dropless: true, not both");
+  }
+  if (!dropless) moe.capacity_factor = e->required_double("capacity_factor", Range::positive);
+  moe.imbalance = e->optional_double("imbalance", 1.0, Range::positive);
+  (void)e->optional_choice("router", kRouterNames, 0);
+  return moe;
+}
+
+MlaSpec read_mla(const MapReader& m) {
+  const MapReader a = m.required_map("mla");
+  a.reject_unknown(kMlaKeys);
+  MlaSpec mla;
+  mla.q_lora_rank =
+      to_int32(a, "q_lora_rank", a.optional_int("q_lora_rank", 0, Range::non_negative));
+  mla.kv_lora_rank = required_count(a, "kv_lora_rank");
+  mla.qk_nope_head_dim = required_count(a, "qk_nope_head_dim");
+  mla.qk_rope_head_dim = required_count(a, "qk_rope_head_dim");
+  mla.v_head_dim = required_count(a, "v_head_dim");
+  return mla;
+}
+
 Model read_model(const MapReader& m) {
   m.reject_unknown(kModelKeys);
   Model model;
@@ -71,6 +142,14 @@ Model read_model(const MapReader& m) {
   model.bias = m.optional_bool("bias", true);
   model.learned_positions = m.optional_choice("position_embedding", kPositionNames, 0) == 0;
   model.training = read_training(m.optional_map("training"));
+  model.attention = m.optional_choice("attention", kAttentionKinds, 0) == 0 ? AttentionKind::mha
+                                                                            : AttentionKind::mla;
+  if (model.attention == AttentionKind::mla) {
+    model.mla = read_mla(m);
+  } else if (m.has("mla")) {
+    m.fail("mla", "only with attention: mla");
+  }
+  model.moe = read_moe(m.optional_map("moe"));
   return model;
 }
 

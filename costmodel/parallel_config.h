@@ -16,8 +16,13 @@ struct ParallelConfig {
   Recompute recompute = Recompute::none;
   int zero = 0;  ///< 0..3
   bool sequence_parallel = false;
+  /// Context parallel: each sequence split over cp GPUs (ring attention or all-to-all).
+  int cp = 1;
+  /// Expert parallel: a MoE layer's experts spread over ep GPUs carved out of tp x cp x dp
+  /// (Megatron-Core: expert TP 1, ep x expert-DP = tp x cp x dp); no GPUs of its own.
+  int ep = 1;
 
-  [[nodiscard]] int gpus() const { return tp * pp * dp; }
+  [[nodiscard]] int gpus() const { return tp * cp * pp * dp; }
   /// m = global_batch / (dp * micro_batch); caller guarantees divisibility.
   [[nodiscard]] long long num_micro_batches(long long global_batch) const {
     return global_batch / (static_cast<long long>(dp) * micro_batch);

@@ -1,5 +1,6 @@
 #include "costmodel/placement.h"
 
+#include <algorithm>
 #include <tuple>
 
 #include "costmodel/collective.h"
@@ -65,25 +66,27 @@ bool slower_link(const GroupLink& a, const GroupLink& b, Collective collective) 
 }
 
 RankStrides rank_strides(const ParallelConfig& config, RankOrder order) {
-  const int base = rank_of(config, order, {0, 0, 0});
-  return {rank_of(config, order, {1, 0, 0}) - base, rank_of(config, order, {0, 1, 0}) - base,
-          rank_of(config, order, {0, 0, 1}) - base};
+  const int base = rank_of(config, order, {0, 0, 0, 0});
+  return {rank_of(config, order, {1, 0, 0, 0}) - base, rank_of(config, order, {0, 1, 0, 0}) - base,
+          rank_of(config, order, {0, 0, 1, 0}) - base, rank_of(config, order, {0, 0, 0, 1}) - base};
 }
 
 RankCoord rank_coord(const ParallelConfig& config, RankOrder order, int rank) {
   const OuterSizes sizes = outer_sizes(config, order);
   const int tp = rank % config.tp;
-  const int middle = (rank / config.tp) % sizes.middle;
-  const int outer = rank / (config.tp * sizes.middle);
-  if (order == RankOrder::tp_dp_pp) return {tp, outer, middle};
-  return {tp, middle, outer};
+  const int cp = (rank / config.tp) % config.cp;
+  const int inner = config.tp * config.cp;
+  const int middle = (rank / inner) % sizes.middle;
+  const int outer = rank / (inner * sizes.middle);
+  if (order == RankOrder::tp_dp_pp) return {tp, outer, middle, cp};
+  return {tp, middle, outer, cp};
 }
 
 int rank_of(const ParallelConfig& config, RankOrder order, RankCoord coord) {
   const OuterSizes sizes = outer_sizes(config, order);
   const int middle = order == RankOrder::tp_dp_pp ? coord.dp : coord.pp;
   const int outer = order == RankOrder::tp_dp_pp ? coord.pp : coord.dp;
-  return coord.tp + config.tp * (middle + sizes.middle * outer);
+  return coord.tp + config.tp * (coord.cp + config.cp * (middle + sizes.middle * outer));
 }
 
 std::vector<int> tp_group(const ParallelConfig& config, RankOrder order, int rank) {
@@ -98,15 +101,52 @@ std::vector<int> pp_group(const ParallelConfig& config, RankOrder order, int ran
   return group_along(config, order, rank, &RankCoord::pp, config.pp);
 }
 
+std::vector<int> cp_group(const ParallelConfig& config, RankOrder order, int rank) {
+  return group_along(config, order, rank, &RankCoord::cp, config.cp);
+}
+
+std::vector<int> ep_group(const ParallelConfig& config, int rank) {
+  const int first = rank - rank % std::max(1, config.ep);
+  std::vector<int> ranks(static_cast<std::size_t>(std::max(1, config.ep)));
+  for (std::size_t i = 0; i < ranks.size(); ++i) ranks[i] = first + static_cast<int>(i);
+  return ranks;
+}
+
+std::vector<int> edp_group(const ParallelConfig& config, int rank) {
+  const int block = config.tp * config.cp * config.dp;
+  const int base = rank - rank % block + rank % std::max(1, config.ep);
+  std::vector<int> ranks;
+  for (int r = base; r < rank - rank % block + block; r += std::max(1, config.ep)) {
+    ranks.push_back(r);
+  }
+  return ranks;
+}
+
+std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int rank) {
+  std::vector<int> ranks;
+  RankCoord coord = rank_coord(config, order, rank);
+  for (int d = 0; d < config.dp; ++d) {
+    for (int c = 0; c < config.cp; ++c) {
+      coord.dp = d;
+      coord.cp = c;
+      ranks.push_back(rank_of(config, order, coord));
+    }
+  }
+  return ranks;
+}
+
 Placement default_placement(const Cluster& cluster, const ParallelConfig& config, RankOrder order) {
   Placement placement;
   placement.order = order;
-  const std::vector<int> tp = tp_group(config, order, 0);
-  const std::vector<int> dp = dp_group(config, order, 0);
-  const std::vector<int> pp = pp_group(config, order, 0);
-  placement.tp = tp.size() > 1 ? query_group(cluster, tp) : single_rank_link();
-  placement.dp = dp.size() > 1 ? query_group(cluster, dp) : single_rank_link();
-  placement.pp = slowest_neighbour_pair(cluster, pp);
+  const auto link_of = [&cluster](const std::vector<int>& ranks) {
+    return ranks.size() > 1 ? query_group(cluster, ranks) : single_rank_link();
+  };
+  placement.tp = link_of(tp_group(config, order, 0));
+  placement.dp = link_of(dp_cp_group(config, order, 0));
+  placement.pp = slowest_neighbour_pair(cluster, pp_group(config, order, 0));
+  placement.cp = link_of(cp_group(config, order, 0));
+  placement.ep = link_of(ep_group(config, 0));
+  placement.edp = config.ep > 1 ? link_of(edp_group(config, 0)) : placement.dp;
   return placement;
 }
 

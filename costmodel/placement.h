@@ -11,21 +11,27 @@
 namespace trident {
 
 /// Order of the dimensions from innermost (fastest-varying rank) outwards. TP is always
-/// innermost; Megatron-LM's default is tp-dp-pp; the planner also tries tp-pp-dp.
+/// innermost, CP next (Megatron-Core's order tp-cp-ep-dp-pp, parallel_state.py L617 @d98e8a64);
+/// Megatron-LM's default is tp-(cp-)dp-pp; the planner also tries tp-pp-dp when cp = ep = 1.
+/// Expert parallel groups are ep consecutive ranks of the tp x cp x dp block (expert TP 1).
 enum class RankOrder { tp_dp_pp, tp_pp_dp };
 
 struct Placement {
   RankOrder order = RankOrder::tp_dp_pp;
-  GroupLink tp;  ///< the slowest TP group
-  GroupLink pp;  ///< the slowest pair of neighbouring stages
-  GroupLink dp;  ///< the slowest DP group
+  GroupLink tp;   ///< the slowest TP group
+  GroupLink pp;   ///< the slowest pair of neighbouring stages
+  GroupLink dp;   ///< the slowest DP group (DP x CP when cp > 1: gradients reduce over both)
+  GroupLink cp;   ///< the slowest CP group (ring neighbours and all-to-all alike)
+  GroupLink ep;   ///< the slowest expert-parallel group (the MoE all-to-alls)
+  GroupLink edp;  ///< the slowest expert-data-parallel group (expert gradients)
 };
 
-/// Coordinates of a rank in the (tp, pp, dp) grid.
+/// Coordinates of a rank in the (tp, cp, pp, dp) grid.
 struct RankCoord {
   int tp = 0;
   int pp = 0;
   int dp = 0;
+  int cp = 0;
 };
 
 /// True when `b` is a slower link than `a` for `collective`-like traffic: compares the time
@@ -39,6 +45,7 @@ struct RankStrides {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  int cp = 1;
 };
 [[nodiscard]] RankStrides rank_strides(const ParallelConfig& config, RankOrder order);
 
@@ -51,6 +58,14 @@ struct RankStrides {
 [[nodiscard]] std::vector<int> tp_group(const ParallelConfig& config, RankOrder order, int rank);
 [[nodiscard]] std::vector<int> dp_group(const ParallelConfig& config, RankOrder order, int rank);
 [[nodiscard]] std::vector<int> pp_group(const ParallelConfig& config, RankOrder order, int rank);
+[[nodiscard]] std::vector<int> cp_group(const ParallelConfig& config, RankOrder order, int rank);
+/// The ep ranks of `rank`'s expert-parallel group: consecutive in the tp x cp x dp block
+/// (order tp-dp-pp; expert TP 1: Megatron-Core's expert order etp-ep-edp-pp).
+[[nodiscard]] std::vector<int> ep_group(const ParallelConfig& config, int rank);
+/// The tp*cp*dp/ep ranks holding the same experts as `rank` (expert data parallel).
+[[nodiscard]] std::vector<int> edp_group(const ParallelConfig& config, int rank);
+/// Ranks of the DP x CP group of `rank` (Megatron reduces gradients over it).
+[[nodiscard]] std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int rank);
 
 /// Healthy-cluster placement with ranks = GPU ids 0..N-1: queries the topology for rank 0's
 /// TP and DP groups and for its first pair of neighbouring pipeline stages.

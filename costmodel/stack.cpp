@@ -42,6 +42,9 @@ const std::vector<std::string> kStackKeys = {
     "kernel_launch_us",
     "kernels_per_layer_forward",
     "measured_error",
+    "context_parallel",
+    "expert_parallel",
+    "ep_overlap",
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
@@ -95,6 +98,38 @@ unsigned read_recompute_list(const MapReader& m) {
   return bits;
 }
 
+const std::vector<std::string> kCpKindNames = {"p2p", "a2a"};
+
+unsigned read_cp_kinds(const MapReader& m) {
+  if (!m.has("context_parallel")) return 0;
+  const YAML::Node list = m.node("context_parallel");
+  const std::string where =
+      yaml::position(m.source(), m.line("context_parallel"), m.path("context_parallel"));
+  if (!list.IsSequence()) {
+    throw InputError(where + ": expected a list like [p2p, a2a] (or [] for none), got " +
+                     yaml::describe_value(list));
+  }
+  unsigned bits = 0;
+  for (const auto& item : list) {
+    const std::string name = item.IsScalar() ? item.Scalar() : std::string();
+    bool found = false;
+    for (std::size_t i = 0; i < kCpKindNames.size(); ++i) {
+      if (kCpKindNames[i] == name) {
+        bits |= 1u << i;
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string message = where;
+      message += ": expected p2p|a2a, got '";
+      message += name;
+      message += "'";
+      throw InputError(message);
+    }
+  }
+  return bits;
+}
+
 Stack read_stack(const MapReader& m) {
   m.reject_unknown(kStackKeys);
   Stack s;
@@ -128,6 +163,9 @@ Stack read_stack(const MapReader& m) {
   s.kernels_per_layer_forward =
       m.optional_double("kernels_per_layer_forward", 0.0, Range::non_negative);
   s.measured_error = m.optional_double("measured_error", 0.0, Range::fraction);
+  s.cp_kinds = read_cp_kinds(m);
+  s.expert_parallel = m.optional_bool("expert_parallel", false);
+  s.ep_overlap = m.optional_bool("ep_overlap", false);
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
   if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
@@ -166,6 +204,8 @@ const char* to_string(TpOverlap overlap) {
   }
   return "?";
 }
+
+const char* to_string(CpKind kind) { return kind == CpKind::p2p ? "p2p" : "a2a"; }
 
 const char* to_string(SelectiveKind kind) {
   return kind == SelectiveKind::attention ? "attention" : "per_op";

@@ -29,6 +29,10 @@ enum class SelectiveKind { attention, per_op };
 
 enum class BackwardPrefetch { pre, post, none };
 
+/// Context parallel attention: ring exchange of K/V chunks overlapped with attention (TE
+/// `p2p`, Megatron's default), Ulysses all-to-all of Q/K/V and the output (TE `a2a`).
+enum class CpKind { p2p, a2a };
+
 [[nodiscard]] const char* to_string(AttentionKernel kernel);
 [[nodiscard]] const char* to_string(TpOverlap overlap);
 [[nodiscard]] const char* to_string(SelectiveKind kind);
@@ -85,6 +89,13 @@ struct Stack {
   /// transformer layer launches forward (backward launches twice as many).
   double kernel_launch_us = 0.0;
   double kernels_per_layer_forward = 0.0;
+  /// Context parallel kinds the stack runs (bit CpKind set; 0 = no context parallelism).
+  unsigned cp_kinds = 0b11;
+  /// Expert parallelism for MoE layers (token dispatch/combine all-to-alls).
+  bool expert_parallel = true;
+  /// The MoE all-to-alls overlapped with another micro-batch's compute (Megatron-Core
+  /// --overlap-moe-expert-parallel-comm); false: exposed.
+  bool ep_overlap = false;
   /// Measured mean |error| of bench/accuracy for this stack, as a fraction: the band shown on
   /// step time. 0 = not measured.
   double measured_error = 0.0;
@@ -96,7 +107,13 @@ struct Stack {
   [[nodiscard]] double reduce_bytes(Dtype dtype) const;
   [[nodiscard]] double buffer_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
+  [[nodiscard]] bool supports(CpKind kind) const {
+    return (cp_kinds & (1u << static_cast<unsigned>(kind))) != 0;
+  }
+  [[nodiscard]] bool context_parallel() const { return cp_kinds != 0; }
 };
+
+[[nodiscard]] const char* to_string(CpKind kind);
 
 /// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY.
 [[nodiscard]] Stack load_stack(const std::string& text, const std::string& source);

@@ -165,7 +165,8 @@ std::vector<int> live_gpus(const Cluster& cluster) {
 }
 
 bool same_links(const Placement& a, const Placement& b) {
-  return same_link(a.tp, b.tp) && same_link(a.pp, b.pp) && same_link(a.dp, b.dp);
+  return same_link(a.tp, b.tp) && same_link(a.pp, b.pp) && same_link(a.dp, b.dp) &&
+         same_link(a.cp, b.cp) && same_link(a.ep, b.ep) && same_link(a.edp, b.edp);
 }
 
 Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order) {
@@ -182,8 +183,27 @@ Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder 
       slowest_group(cluster, ranks, {config.tp, strides.tp, Collective::all_reduce}, false, gpu_of);
   placement.pp =
       slowest_group(cluster, ranks, {config.pp, strides.pp, Collective::send_recv}, true, gpu_of);
-  placement.dp =
-      slowest_group(cluster, ranks, {config.dp, strides.dp, Collective::all_reduce}, false, gpu_of);
+  // Gradients reduce over DP x CP (Megatron's data-parallel group with CP): cp x dp ranks
+  // tp apart in the order tp-cp-dp-pp, the only one searched with cp > 1.
+  const bool dp_with_cp = config.cp > 1 && order == RankOrder::tp_dp_pp;
+  placement.dp = slowest_group(cluster, ranks,
+                               {dp_with_cp ? config.dp * config.cp : config.dp,
+                                dp_with_cp ? strides.cp : strides.dp, Collective::all_reduce},
+                               false, gpu_of);
+  placement.cp =
+      slowest_group(cluster, ranks, {config.cp, strides.cp, Collective::send_recv}, false, gpu_of);
+  // Expert parallel: ep consecutive ranks of the tp x cp x dp block (expert TP 1); the expert
+  // data parallel group: the block's ranks ep apart. Only with ep > 1 (order tp-cp-dp-pp).
+  if (config.ep > 1) {
+    placement.ep =
+        slowest_group(cluster, ranks, {config.ep, 1, Collective::all_to_all}, false, gpu_of);
+    const int edp = config.tp * config.cp * config.dp / config.ep;
+    placement.edp =
+        slowest_group(cluster, ranks, {edp, config.ep, Collective::all_reduce}, false, gpu_of);
+  } else {
+    placement.ep = slowest_group(cluster, ranks, {1, 1, Collective::all_to_all}, false, gpu_of);
+    placement.edp = placement.dp;
+  }
   return placement;
 }
 

@@ -96,25 +96,43 @@ Placement place_mapped(const Cluster& cluster, const ParallelConfig& config, Ran
   Slowest tp(Collective::all_reduce);
   Slowest pp(Collective::send_recv);
   Slowest dp(Collective::all_reduce);
+  Slowest cp(Collective::send_recv);
+  Slowest ep(Collective::all_to_all);
+  Slowest edp(Collective::all_reduce);
   if (!everything) {
     tp.offer(base.tp);
     pp.offer(base.pp);
     dp.offer(base.dp);
+    cp.offer(base.cp);
+    ep.offer(base.ep);
+    edp.offer(base.edp);
   }
   std::set<int> seen_tp;
   std::set<int> seen_pp;
   std::set<int> seen_dp;
+  std::set<int> seen_cp;
+  std::set<int> seen_ep;
+  std::set<int> seen_edp;
   for (int rank = 0; rank < config.gpus(); ++rank) {
     if (is_changed[static_cast<std::size_t>(gpu_of[static_cast<std::size_t>(rank)])] == 0) continue;
     offer_group(cluster, tp_group(config, order, rank), gpu_of, seen_tp, tp);
-    offer_group(cluster, dp_group(config, order, rank), gpu_of, seen_dp, dp);
+    // Gradients reduce over DP x CP (costmodel/placement.h).
+    offer_group(cluster, dp_cp_group(config, order, rank), gpu_of, seen_dp, dp);
     offer_pp_pairs(cluster, config, order, rank, gpu_of, seen_pp, pp);
+    if (config.cp > 1) offer_group(cluster, cp_group(config, order, rank), gpu_of, seen_cp, cp);
+    if (config.ep > 1) {
+      offer_group(cluster, ep_group(config, rank), gpu_of, seen_ep, ep);
+      offer_group(cluster, edp_group(config, rank), gpu_of, seen_edp, edp);
+    }
   }
   Placement out;
   out.order = order;
   out.tp = config.tp < 2 ? base.tp : tp.link_or(base.tp);
   out.pp = config.pp < 2 ? base.pp : pp.link_or(base.pp);
-  out.dp = config.dp < 2 ? base.dp : dp.link_or(base.dp);
+  out.dp = config.dp * config.cp < 2 ? base.dp : dp.link_or(base.dp);
+  out.cp = config.cp < 2 ? base.cp : cp.link_or(base.cp);
+  out.ep = config.ep < 2 ? base.ep : ep.link_or(base.ep);
+  out.edp = config.ep < 2 ? out.dp : edp.link_or(base.edp);
   return out;
 }
 

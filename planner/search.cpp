@@ -19,7 +19,7 @@ constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
 auto plan_key(const PlanResult& plan) {
   const auto& c = plan.config;
   return std::tuple(c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
-                    static_cast<int>(c.recompute), c.zero, c.sequence_parallel,
+                    static_cast<int>(c.recompute), c.zero, c.sequence_parallel, c.cp, c.ep,
                     static_cast<int>(plan.placement.order));
 }
 
@@ -54,6 +54,61 @@ void check_positive(const std::optional<int>& pin, const char* flag) {
   if (pin && *pin < 1) {
     throw InputError(std::string(flag) + " " + std::to_string(*pin) +
                      ": expected a positive integer");
+  }
+}
+
+void check_limits(const char* name, int min_value, int max_value) {
+  const std::string flag = name;
+  if (min_value < 1) {
+    throw InputError("--min-" + flag + " " + std::to_string(min_value) +
+                     ": expected a positive integer");
+  }
+  if (max_value < 0) {
+    throw InputError("--max-" + flag + " " + std::to_string(max_value) +
+                     ": expected a positive integer");
+  }
+  if (max_value > 0 && min_value > max_value) {
+    throw InputError("--min-" + flag + " " + std::to_string(min_value) + " is above --max-" + flag +
+                     " " + std::to_string(max_value));
+  }
+}
+
+/// Context and expert parallel pins and limits against the model and the stack.
+void check_cp_ep(const Model& model, const SearchOptions& options) {
+  check_positive(options.cp, "--cp");
+  check_positive(options.ep, "--ep");
+  check_limits("cp", options.min_cp, options.max_cp);
+  check_limits("ep", options.min_ep, options.max_ep);
+  const Stack& stack = options.stack;
+  if (options.cp && *options.cp > 1) {
+    const std::string cp = "--cp " + std::to_string(*options.cp);
+    if (!stack.context_parallel()) {
+      throw InputError(cp + ": stack " + stack.name +
+                       " has no context parallelism; use --cp 1 or --stack megatron-core");
+    }
+    if (model.seq_len % (2 * *options.cp) != 0) {
+      throw InputError(cp + ": 2 x cp must divide the sequence length " +
+                       std::to_string(model.seq_len) + " (causal load balancing: 2 cp chunks)");
+    }
+  }
+  if (options.ep && *options.ep > 1) {
+    const std::string ep = "--ep " + std::to_string(*options.ep);
+    if (!model.is_moe()) {
+      throw InputError(ep + ": model " + model.name + " has no experts (no moe: in its file)");
+    }
+    if (!stack.expert_parallel) {
+      throw InputError(ep + ": stack " + stack.name +
+                       " has no expert parallelism; use --ep 1 or --stack megatron-core");
+    }
+    if (model.moe.experts % *options.ep != 0) {
+      throw InputError(ep + ": must divide the model's " + std::to_string(model.moe.experts) +
+                       " experts");
+    }
+  }
+  if (options.zero && *options.zero >= 3 && model.is_moe()) {
+    throw InputError(
+        "--zero 3: MoE models are planned with ZeRO 0-2 (sharding experts per unit "
+        "is not modelled)");
   }
 }
 
@@ -120,6 +175,7 @@ void check_options(const Model& model, const SearchOptions& options) {
     throw InputError("--pp " + std::to_string(*options.pp) + ": more stages than the model's " +
                      std::to_string(model.layers) + " layers");
   }
+  check_cp_ep(model, options);
   if (model.training.global_batch < 1) {
     throw InputError(
         "global batch: not given (set training.global_batch in the model or pass "
@@ -137,25 +193,65 @@ std::vector<int> tp_candidates(const Model& model, const SearchOptions& options)
   return out;
 }
 
+/// CP sizes: 1, and powers of two with 2 cp dividing the sequence (causal load balancing)
+/// when the stack has CP and the sequence is long (or CP is pinned or --min-cp asks).
+std::vector<int> cp_candidates(const Model& model, const SearchOptions& options) {
+  if (options.cp) return {*options.cp};
+  std::vector<int> out;
+  if (options.min_cp <= 1) out.push_back(1);
+  const bool search = options.stack.context_parallel() &&
+                      (model.seq_len >= kCpSearchMinSeqLen || options.min_cp > 1);
+  if (!search) return out;
+  const int most = options.max_cp > 0 ? options.max_cp : kMaxSearchedCp;
+  for (int cp = 2; cp <= most && model.seq_len % (2 * cp) == 0; cp *= 2) {
+    if (cp >= options.min_cp) out.push_back(cp);
+  }
+  return out;
+}
+
+/// EP sizes for a MoE model: powers of two dividing the experts and tp x cp x dp.
+std::vector<int> ep_candidates(const Model& model, const SearchOptions& options, int block) {
+  if (options.ep)
+    return block % *options.ep == 0 ? std::vector<int>{*options.ep} : std::vector<int>{};
+  std::vector<int> out;
+  if (options.min_ep <= 1) out.push_back(1);
+  if (!model.is_moe() || !options.stack.expert_parallel) return out;
+  const int most = options.max_ep > 0 ? options.max_ep : model.moe.experts;
+  for (int ep = 2; ep <= most && model.moe.experts % ep == 0 && block % ep == 0; ep *= 2) {
+    if (ep >= options.min_ep) out.push_back(ep);
+  }
+  return out;
+}
+
 struct Split {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  int cp = 1;
+  int ep = 1;
 };
 
 std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options) {
   std::vector<Split> out;
   const long long batch = model.training.global_batch;
+  const auto cps = cp_candidates(model, options);
   for (const int tp : tp_candidates(model, options)) {
-    if (gpus % tp != 0) continue;
-    // Even splits: PP divides the layers. With uneven stages any PP up to the layers that
-    // divides the GPUs left by TP.
-    const auto pps = options.stack.uneven_stages ? divisors(gpus / tp) : divisors(model.layers);
-    for (const int pp : pps) {
-      if (pp > model.layers || (pp > 1 && !options.stack.pipelines())) break;
-      if (!allowed(options.pp, pp) || gpus % (tp * pp) != 0) continue;
-      const int dp = gpus / (tp * pp);
-      if (allowed(options.dp, dp) && batch % dp == 0) out.push_back({tp, pp, dp});
+    for (const int cp : cps) {
+      if (gpus % (tp * cp) != 0) continue;
+      const int inner = tp * cp;
+      // Even splits: PP divides the layers. With uneven stages any PP up to the layers that
+      // divides the GPUs left by TP and CP.
+      const auto pps =
+          options.stack.uneven_stages ? divisors(gpus / inner) : divisors(model.layers);
+      for (const int pp : pps) {
+        if (pp > model.layers || (pp > 1 && !options.stack.pipelines())) break;
+        if (!allowed(options.pp, pp) || gpus % (inner * pp) != 0) continue;
+        const int dp = gpus / (inner * pp);
+        if (!allowed(options.dp, dp) || batch % dp != 0) continue;
+        for (const int ep : ep_candidates(model, options, inner * dp)) {
+          out.push_back({tp, pp, dp, cp, ep});
+        }
+      }
     }
   }
   return out;
@@ -178,6 +274,8 @@ class SplitSearch {
     config.tp = split.tp;
     config.pp = split.pp;
     config.dp = split.dp;
+    config.cp = split.cp;
+    config.ep = split.ep;
     placed_ = false;
     const long long per_replica = model_.training.global_batch / split.dp;
     for (const int mb : divisors(per_replica)) {
@@ -210,9 +308,12 @@ class SplitSearch {
         // asserts ZeRO < 2; Megatron's distributed optimizer is ZeRO-1; torchtitan runs FSDP
         // with PP): costmodel/stack.h.
         if (!options_.stack.supports_zero(zero, config.pp)) continue;
+        if (zero >= 3 && model_.is_moe()) continue;  // experts not sharded per unit
         config.zero = zero;
         for (const bool sp : {false, true}) {
           if (sp && (config.tp < 2 || !options_.stack.sequence_parallel)) continue;
+          // MoE with TP runs sequence parallel (Megatron moe_layer.py L636 refuses otherwise).
+          if (!sp && config.tp > 1 && model_.is_moe()) continue;
           if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
           config.sequence_parallel = sp;
           evaluate(config);
@@ -224,8 +325,10 @@ class SplitSearch {
   void ensure_placed(const ParallelConfig& config) {
     if (placed_) return;
     first_ = place(cluster_, config, RankOrder::tp_dp_pp);
-    second_ = place(cluster_, config, RankOrder::tp_pp_dp);
-    orders_alike_ = same_links(first_, second_);
+    // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order).
+    const bool one_order = config.cp > 1 || config.ep > 1;
+    second_ = one_order ? first_ : place(cluster_, config, RankOrder::tp_pp_dp);
+    orders_alike_ = one_order || same_links(first_, second_);
     result_.placements += orders_alike_ ? 1 : 2;
     placed_ = true;
   }
@@ -307,6 +410,7 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   const double reserve_gib = options.reserve_gib;
   PlanResult best;
   for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
+    if (order == RankOrder::tp_pp_dp && (config.cp > 1 || config.ep > 1)) break;
     const auto placement = place(cluster, config, order);
     PlanResult plan{
         config, placement, estimate(cluster, model, config, placement, calibration, options), {}};

@@ -28,8 +28,19 @@ struct SearchOptions {
   std::optional<Recompute> recompute;
   std::optional<int> zero;
   std::optional<bool> sequence_parallel;
+  std::optional<int> cp;  ///< context parallel size
+  std::optional<int> ep;  ///< expert parallel size (MoE models)
   int min_tp = 1;
-  int max_tp = 0;            ///< 0 = no limit
+  int max_tp = 0;  ///< 0 = no limit
+  /// Context parallel sizes tried: powers of two with 2 cp dividing the sequence, from min_cp
+  /// to max_cp (0 = kMaxSearchedCp), only for sequences of kCpSearchMinSeqLen tokens or more
+  /// unless min_cp > 1 or pinned, and only under a stack with context parallelism.
+  int min_cp = 1;
+  int max_cp = 0;
+  /// Expert parallel sizes tried (MoE models): powers of two dividing the experts and
+  /// tp x cp x dp, from min_ep to max_ep (0 = the experts).
+  int min_ep = 1;
+  int max_ep = 0;
   double reserve_gib = 4.0;  ///< kept free on every GPU (context, NCCL buffers)
   Stack stack;               ///< the software that runs the split; only what it supports is tried
   std::size_t keep = 10;     ///< feasible plans kept, best first
@@ -53,6 +64,13 @@ struct SearchResult {
   long long placements = 0;               ///< (tp, pp, dp, order) placements computed
   int gpus = 0;                           ///< live GPUs the splits use
 };
+
+/// Context parallelism is searched (not pinned) only from this sequence length: a choice to
+/// keep the search small (unsourced; docs/cost_model.md#context-parallel), pins and --min-cp
+/// reach any length.
+inline constexpr int kCpSearchMinSeqLen = 16384;
+/// Largest context parallel size the search tries unless --max-cp says otherwise.
+inline constexpr int kMaxSearchedCp = 32;
 
 /// Called after each (tp, pp) pair with (pairs done, pairs in all).
 using SearchProgress = std::function<void(std::size_t done, std::size_t total)>;

@@ -235,14 +235,14 @@ TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {
   for (const auto& name : preset_names(PresetKind::model)) CHECK_NOTHROW(model_preset(name));
   CHECK(preset_names(PresetKind::gpu).size() == 8);
   CHECK(preset_names(PresetKind::cluster).size() == 7);
-  CHECK(preset_names(PresetKind::model).size() == 8);
+  CHECK(preset_names(PresetKind::model).size() == 11);  // + mixtral-8x7b/8x22b, deepseek-v3
   CHECK_THROWS_WITH(cluster_preset("dgx-h10"),
                     "unknown cluster preset 'dgx-h10' (did you mean 'dgx-h100'?); known: "
                     "dgx-a100, dgx-b200, dgx-h100, dgx1-v100, gb200-nvl72, hgx-h200, pcie-8gpu");
   CHECK_THROWS_WITH(model_preset("gpt3"),
-                    "unknown model preset 'gpt3' (did you mean 'gpt3-175b'?); known: gpt3-175b, "
-                    "llama2-70b, llama2-7b, "
-                    "llama3-405b, llama3-70b, llama3-8b, megatron-1t, mt-nlg-530b");
+                    "unknown model preset 'gpt3' (did you mean 'gpt3-175b'?); known: deepseek-v3, "
+                    "gpt3-175b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b, "
+                    "megatron-1t, mixtral-8x22b, mixtral-8x7b, mt-nlg-530b");
 }
 
 TEST_CASE("quick flags resolve to a cluster, errors name the flag", "[loaders][cli]") {

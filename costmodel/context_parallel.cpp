@@ -1,0 +1,126 @@
+#include "costmodel/context_parallel.h"
+
+#include <algorithm>
+
+#include "costmodel/compute.h"
+
+namespace trident {
+
+CpView cp_local_view(const Model& model, const ParallelConfig& config) {
+  CpView view{model, config};
+  if (config.cp <= 1) return view;
+  view.model.seq_len = model.seq_len / config.cp;
+  view.model.training.global_batch = model.training.global_batch * config.cp;
+  view.config.dp = config.dp * config.cp;
+  view.config.cp = 1;
+  return view;
+}
+
+void add_cp_attention(LayerTime& layer, int cp, Recompute recompute, SelectiveKind selective) {
+  if (cp <= 1) return;
+  const double more = cp - 1.0;
+  layer.forward_s += more * layer.attention_forward_s;
+  layer.backward_s += more * layer.attention_backward_s;
+  const bool repeats_attention =
+      recompute == Recompute::full ||
+      (recompute == Recompute::selective && selective == SelectiveKind::attention);
+  if (repeats_attention) layer.recompute_s += more * layer.attention_forward_s;
+  layer.attention_forward_s *= cp;
+  layer.attention_backward_s *= cp;
+}
+
+double kv_elements_per_token(const Model& model) {
+  if (model.attention == AttentionKind::mla) {
+    return static_cast<double>(model.heads) * (model.qk_head_dim() + model.v_head_dim());
+  }
+  return 2.0 * model.kv_hidden();
+}
+
+double cp_kv_chunk_bytes(const Model& model, const ParallelConfig& config) {
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len / config.cp;
+  return tokens * kv_elements_per_token(model) / config.tp * dtype_bytes(model.training.dtype);
+}
+
+bool cp_a2a_possible(const Model& model, const ParallelConfig& config) {
+  const int heads = model.heads / config.tp;
+  const int kv_heads =
+      model.attention == AttentionKind::mla ? heads : std::max(1, model.kv_heads / config.tp);
+  return heads % config.cp == 0 && kv_heads % config.cp == 0;
+}
+
+namespace {
+
+/// Ring p2p: per layer (cp - 1) sends of the K/V chunk forward (again under full or attention
+/// recompute), 2 (cp - 1) backward (K/V on, dK/dV back); each step hides behind one step's
+/// attention (TE double-buffers the next chunk while computing the current one).
+CommDetail ring_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
+                     const LayerTime& layer, double layers, bool forward_again,
+                     const Calibration* calibration) {
+  CommDetail comm;
+  comm.collective = Collective::send_recv;
+  comm.link = link;
+  comm.bytes_per_call = cp_kv_chunk_bytes(model, config);
+  comm.time_per_call_s =
+      collective_time_s(Collective::send_recv, comm.bytes_per_call, link, calibration);
+  const double steps = config.cp - 1.0;
+  const double forward_passes = forward_again ? 2.0 : 1.0;
+  comm.calls_per_step = layers * steps * (forward_passes + 2.0);
+  comm.total_s = comm.calls_per_step * comm.time_per_call_s;
+  const double t = comm.time_per_call_s;
+  const double forward_exposed = std::max(0.0, t - layer.attention_forward_s);
+  const double backward_exposed = std::max(0.0, 2.0 * t - layer.attention_backward_s);
+  comm.exposed_s = layers * steps * (forward_passes * forward_exposed + backward_exposed);
+  return comm;
+}
+
+/// Ulysses: per layer an all-to-all of Q, K, V before attention and of the output after,
+/// forward and backward (again forward under full recompute); nothing overlapped.
+CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
+                    double layers, bool full_recompute, const Calibration* calibration) {
+  CommDetail comm;
+  comm.collective = Collective::all_to_all;
+  comm.link = link;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len / config.cp;
+  const double bytes = dtype_bytes(model.training.dtype) * tokens / config.tp;
+  const double q = static_cast<double>(model.heads) * model.qk_head_dim();
+  const double out = static_cast<double>(model.heads) * model.v_head_dim();
+  const double qkv_bytes = bytes * (q + kv_elements_per_token(model));
+  const double out_bytes = bytes * out;
+  const double pair_s = collective_time_s(Collective::all_to_all, qkv_bytes, link, calibration) +
+                        collective_time_s(Collective::all_to_all, out_bytes, link, calibration);
+  const double passes = full_recompute ? 3.0 : 2.0;
+  comm.bytes_per_call = 0.5 * (qkv_bytes + out_bytes);
+  comm.calls_per_step = layers * passes * 2.0;
+  comm.time_per_call_s = 0.5 * pair_s;
+  comm.total_s = layers * passes * pair_s;
+  comm.exposed_s = comm.total_s;
+  return comm;
+}
+
+}  // namespace
+
+CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
+               const LayerTime& layer, double layers, const Stack& stack,
+               const Calibration* calibration) {
+  CpComm best;
+  best.detail.link = link;
+  if (config.cp <= 1) return best;
+  const bool full = config.recompute == Recompute::full;
+  const bool attention_again = full || (config.recompute == Recompute::selective &&
+                                        stack.selective == SelectiveKind::attention);
+  bool found = false;
+  if (stack.supports(CpKind::p2p)) {
+    best.detail = ring_comm(model, config, link, layer, layers, attention_again, calibration);
+    found = true;
+  }
+  if (stack.supports(CpKind::a2a) && cp_a2a_possible(model, config)) {
+    const CommDetail a2a = a2a_comm(model, config, link, layers, full, calibration);
+    if (!found || a2a.exposed_s < best.detail.exposed_s) {
+      best.kind = CpKind::a2a;
+      best.detail = a2a;
+    }
+  }
+  return best;
+}
+
+}  // namespace trident

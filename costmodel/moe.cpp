@@ -1,0 +1,155 @@
+#include "costmodel/moe.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "costmodel/pipeline.h"
+
+namespace trident {
+
+namespace {
+
+/// Matrices of one expert that take the input: gate and up when gated, else up.
+double input_matrices(const Model& model) { return is_gated(model.ffn) ? 2.0 : 1.0; }
+
+/// A view with the FFN hidden size set to the per-layer average `ffn_per_layer`.
+Model with_ffn(const Model& model, double ffn_per_layer) {
+  Model view = model;
+  view.ffn_hidden = static_cast<int>(std::lround(ffn_per_layer));
+  view.moe = MoeSpec{};  // a dense model from here on
+  return view;
+}
+
+}  // namespace
+
+double moe_fraction(const Model& model) {
+  if (!model.is_moe() || model.layers <= 0) return 0.0;
+  return static_cast<double>(model.moe_layers()) / model.layers;
+}
+
+Model moe_dense_view(const Model& model) {
+  if (!model.is_moe()) return model;
+  const double share = moe_fraction(model);
+  const double shared = static_cast<double>(model.moe.shared_experts) * model.moe.expert_ffn_hidden;
+  return with_ffn(model, (1.0 - share) * model.ffn_hidden + share * shared);
+}
+
+Model moe_active_view(const Model& model) {
+  if (!model.is_moe()) return model;
+  const double share = moe_fraction(model);
+  const double active =
+      static_cast<double>(model.moe.shared_experts + model.moe.top_k) * model.moe.expert_ffn_hidden;
+  return with_ffn(model, (1.0 - share) * model.ffn_hidden + share * active);
+}
+
+double moe_tokens_per_gpu(const Model& model, const ParallelConfig& config) {
+  return static_cast<double>(config.micro_batch) * model.seq_len /
+         (static_cast<double>(config.cp) * config.tp);
+}
+
+double moe_load_factor(const MoeSpec& moe) {
+  if (moe.capacity_factor > 0.0) return std::min(moe.imbalance, moe.capacity_factor);
+  return moe.imbalance;
+}
+
+ExpertGemms expert_gemms(const Model& model, const ParallelConfig& config) {
+  const double tokens = moe_tokens_per_gpu(model, config);
+  const double experts = model.moe.experts;
+  const double local = experts / config.ep;
+  const double per_expert =
+      tokens * model.moe.top_k * config.ep / experts * moe_load_factor(model.moe);
+  const double h = model.hidden;
+  const double f = model.moe.expert_ffn_hidden;
+  ExpertGemms gemms;
+  gemms.up = {per_expert, input_matrices(model) * f, h, local};
+  gemms.down = {per_expert, h, f, local};
+  gemms.router = {tokens, experts, h, 1.0};
+  return gemms;
+}
+
+LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                             const Calibration* calibration) {
+  LayerTime time;
+  if (!model.is_moe()) return time;
+  const Dtype dtype = model.training.dtype;
+  const ExpertGemms g = expert_gemms(model, config);
+  time.gemm_forward_s = gemm_time_s(gpu, dtype, g.up, calibration) +
+                        gemm_time_s(gpu, dtype, g.down, calibration) +
+                        gemm_time_s(gpu, dtype, g.router, calibration);
+  const double backward_gemms_s = gemm_backward_time_s(gpu, dtype, g.up, calibration) +
+                                  gemm_backward_time_s(gpu, dtype, g.down, calibration) +
+                                  gemm_backward_time_s(gpu, dtype, g.router, calibration);
+  // Memory-bound: the expert activation over the routed rows (gated: read gate and up, write:
+  // 6 bytes per element; else 4) and the permutation before and after the experts (read and
+  // write each routed row of h: 2 x 4 bytes per element). Backward twice the bytes.
+  const double rows = g.up.m * g.up.batch;
+  const double f = model.moe.expert_ffn_hidden;
+  const double bytes =
+      (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + 2.0 * 4.0 * rows * model.hidden;
+  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes);
+  time.backward_s = backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes);
+  if (config.recompute == Recompute::full) time.recompute_s = time.forward_s;
+  return time;
+}
+
+CommDetail ep_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
+                   double moe_layers, const Calibration* calibration) {
+  CommDetail comm;
+  comm.collective = Collective::all_to_all;
+  comm.link = link;
+  if (config.ep <= 1 || !model.is_moe()) return comm;
+  comm.bytes_per_call = moe_tokens_per_gpu(model, config) * model.moe.top_k * model.hidden *
+                        dtype_bytes(model.training.dtype);
+  comm.time_per_call_s =
+      collective_time_s(Collective::all_to_all, comm.bytes_per_call, link, calibration);
+  const double per_layer = config.recompute == Recompute::full ? 6.0 : 4.0;
+  comm.calls_per_step = moe_layers * per_layer;
+  comm.total_s = comm.calls_per_step * comm.time_per_call_s;
+  comm.exposed_s = comm.total_s;
+  return comm;
+}
+
+int expert_dp(const ParallelConfig& config) {
+  return std::max(1, config.tp * config.cp * config.dp / std::max(1, config.ep));
+}
+
+double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config) {
+  if (!model.is_moe()) return 0.0;
+  const ParameterCount count = count_parameters(model);
+  const double layers = stage_layers(model.layers, config.pp).most() * moe_fraction(model);
+  return layers * static_cast<double>(model.moe.experts) / config.ep * count.per_expert;
+}
+
+void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
+                       const MemoryOptions& options) {
+  if (!model.is_moe()) return;
+  const double params = expert_parameters_per_gpu(model, config);
+  const double edp = expert_dp(config);
+  const double optimizer = model.training.optimizer == Optimizer::adam ? kAdamStateBytesPerParameter
+                                                                       : kSgdStateBytesPerParameter;
+  const double weights =
+      params * dtype_bytes(model.training.dtype) / (config.zero >= 3 ? edp : 1.0);
+  const double gradients = params * options.grad_buffer_bytes / (config.zero >= 2 ? edp : 1.0);
+  const double states = params * optimizer / (config.zero >= 1 ? edp : 1.0);
+  double activations = 0.0;
+  if (config.recompute != Recompute::full) {
+    // Kept per MoE layer and micro-batch: the permuted expert input (2 bytes x h per routed
+    // row), the activation's input (4 f gated, 2 f) and output (2 f) per routed row.
+    const ExpertGemms g = expert_gemms(model, config);
+    const double rows = g.up.m * g.up.batch;
+    const double f = model.moe.expert_ffn_hidden;
+    const double per_layer =
+        rows * (2.0 * model.hidden + (is_gated(model.ffn) ? 4.0 : 2.0) * f + 2.0 * f);
+    const long long m = config.num_micro_batches(model.training.global_batch);
+    const double layers = stage_layers(model.layers, config.pp).most() * moe_fraction(model);
+    activations = per_layer * layers * in_flight_micro_batches(config.pp, config.virtual_stages, m);
+  }
+  memory.weights_bytes += weights;
+  memory.gradients_bytes += gradients;
+  memory.optimizer_bytes += states;
+  memory.activations_bytes += activations;
+  memory.total_bytes += weights + gradients + states + activations;
+  memory.fits = memory.total_bytes <= memory.capacity_bytes;
+}
+
+}  // namespace trident

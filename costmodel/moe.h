@@ -1,0 +1,72 @@
+#pragma once
+/// Mixture of experts with expert parallelism (Megatron-Core's alltoall token dispatcher,
+/// expert TP 1): per MoE layer each GPU routes its tokens (b x s / (cp x tp) with sequence
+/// parallelism) to top_k of the experts, dispatches them by all-to-all over the EP group,
+/// runs its experts / ep local experts as one grouped GEMM, and combines the outputs back by
+/// a second all-to-all; backward the same two. Derivation and sources:
+/// docs/cost_model.md#moe.
+#include "costmodel/calibration.h"
+#include "costmodel/compute.h"
+#include "costmodel/estimate.h"
+#include "costmodel/memory.h"
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+
+namespace trident {
+
+/// Share of the layers that are MoE layers (0 for a dense model).
+[[nodiscard]] double moe_fraction(const Model& model);
+
+/// The model with each layer's FFN replaced by what stays dense (replicated over EP, split by
+/// TP): the average per layer of the dense layers' FFN and the MoE layers' shared experts.
+/// A dense model (no `moe`): the cost model's dense machinery prices it; routed experts
+/// (and the routers, h x experts per MoE layer, left out of it) come on top.
+[[nodiscard]] Model moe_dense_view(const Model& model);
+
+/// The model with each layer's FFN the average active FFN (dense FFN, or top_k + shared
+/// experts): its FLOPs are the MoE model's FLOPs counted on active parameters.
+[[nodiscard]] Model moe_active_view(const Model& model);
+
+/// Tokens one GPU routes per micro-batch: b x seq_len / tp (`model` is the context-parallel
+/// view, so seq_len is already the local chunk; MoE with TP runs sequence parallel).
+[[nodiscard]] double moe_tokens_per_gpu(const Model& model, const ParallelConfig& config);
+
+/// Busiest rank's expert tokens over the mean: the model's imbalance, capped by its capacity
+/// factor when tokens are dropped.
+[[nodiscard]] double moe_load_factor(const MoeSpec& moe);
+
+/// The grouped GEMMs of one GPU's local experts for one micro-batch: experts / ep GEMMs of
+/// m = tokens x top_k x ep / experts (x load factor) rows each.
+struct ExpertGemms {
+  GemmShape up;      ///< [m x (1|2) f_e x h], batch experts / ep
+  GemmShape down;    ///< [m x h x f_e], batch experts / ep
+  GemmShape router;  ///< [tokens x experts x h]
+};
+[[nodiscard]] ExpertGemms expert_gemms(const Model& model, const ParallelConfig& config);
+
+/// Routed experts of one MoE layer, one micro-batch, one GPU: grouped GEMMs, router, the
+/// expert activation and the token permutation (memory bound).
+[[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
+                                           const ParallelConfig& config,
+                                           const Calibration* calibration);
+
+/// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
+/// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype
+/// bytes each (nccl-tests' per-rank buffer; (ep - 1)/ep of it leaves the GPU).
+[[nodiscard]] CommDetail ep_comm(const Model& model, const ParallelConfig& config,
+                                 const GroupLink& link, double moe_layers,
+                                 const Calibration* calibration);
+
+/// Routed-expert parameters one GPU holds on its stage (experts / ep of each MoE layer).
+[[nodiscard]] double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config);
+
+/// Expert-data-parallel size: tp x cp x dp / ep (expert TP 1).
+[[nodiscard]] int expert_dp(const ParallelConfig& config);
+
+/// The peak rank's expert weights, gradients and optimizer states (sharded over the expert
+/// data parallel group as ZeRO shards the rest) and routed-expert activations, added to
+/// `memory` (its capacity and fits updated).
+void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
+                       const MemoryOptions& options);
+
+}  // namespace trident

@@ -1,0 +1,94 @@
+// trident plan with context and expert parallelism end to end: the CP and EP columns, the JSON
+// keys (cp, ep, links.cp/ep, collectives.cp/ep), the MoE presets, pins and refusals.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_runner.h"
+
+namespace {
+
+using cli_test::Run;
+
+Run trident(const std::string& args) {
+  Run run = cli_test::run_trident(args);
+  REQUIRE(run.code != -1);
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("dense short-sequence plans keep the table without CP/EP columns", "[cli_cpmoe]") {
+  const Run run = trident("plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --top 3");
+  REQUIRE(run.code == 0);
+  CHECK(run.out.find(" CP  EP ") == std::string::npos);
+  CHECK(run.out.find("link TP/PP/DP\n") != std::string::npos);
+  const Run json = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --top 1 --format json");
+  REQUIRE(json.code == 0);
+  const auto plan = nlohmann::json::parse(json.out).at("plans")[0];
+  CHECK(plan.at("cp") == 1);
+  CHECK(plan.at("ep") == 1);
+  CHECK(plan.at("links").at("cp") == "none");
+  CHECK(plan.at("collectives").at("ep") == "none");
+}
+
+TEST_CASE("MoE preset: a ranked EP x PP x DP table naming the all-to-all's link", "[cli_cpmoe]") {
+  const Run run = trident("plan --gpus 2048 --servers 256 --model deepseek-v3 --top 3");
+  REQUIRE(run.code == 0);
+  CHECK(run.out.find(" CP  EP ") != std::string::npos);
+  CHECK(run.out.find("link TP/PP/DP/CP/EP") != std::string::npos);
+  CHECK(run.out.find("FLOPs and MFU count active parameters") != std::string::npos);
+  const Run json =
+      trident("plan --gpus 2048 --servers 256 --model deepseek-v3 --top 1 --format json");
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  CHECK(doc.at("model").at("active_parameters").get<double>() == Approx(37.55e9).epsilon(0.01));
+  const auto& plan = doc.at("plans")[0];
+  CHECK(plan.at("ep").get<int>() > 1);
+  CHECK(plan.at("collectives").at("ep") == "all-to-all");
+  CHECK(plan.at("links").at("ep") != "none");
+  CHECK(plan.at("comm").at("ep").at("bytes_per_call").get<double>() > 0.0);
+  CHECK(plan.at("flops_basis") == "active_parameters");
+}
+
+TEST_CASE("pinned CP on a 128k-token Llama: the ring's link and collective", "[cli_cpmoe]") {
+  const std::string base =
+      "plan --gpus 512 --servers 64 --model llama3-70b --seq-len 131072 --global-batch 32 ";
+  const Run json = trident(base + "--cp 8 --tp 8 --top 1 --format json");
+  REQUIRE(json.code == 0);
+  const auto plan = nlohmann::json::parse(json.out).at("plans")[0];
+  CHECK(plan.at("cp") == 8);
+  CHECK(plan.at("links").at("cp") == "network");  // TP 8 fills the server: CP crosses
+  CHECK(plan.at("collectives").at("cp") == "send-recv");
+  CHECK(plan.at("cp_comm_type") == "p2p");
+  // Ring chunk: 1 x 131072 / 8 tokens x 2 x 1024 (K, V: 8 KV heads x 128) / tp 8 x 2 bytes.
+  CHECK(plan.at("comm").at("cp").at("bytes_per_call").get<double>() ==
+        16384.0 * 2048.0 / 8.0 * 2.0);
+  const Run searched = trident(base + "--top 3");
+  REQUIRE(searched.code == 0);
+  CHECK(searched.out.find("context parallel searched") != std::string::npos);
+  CHECK(searched.out.find(" CP  EP ") != std::string::npos);
+}
+
+TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {
+  const Run stack = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 "
+      "--stack megatron-2021 --cp 2");
+  CHECK(stack.code == 2);
+  CHECK(stack.err.find("--cp 2: stack megatron-2021 has no context parallelism") !=
+        std::string::npos);
+  const Run dense =
+      trident("plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --ep 2");
+  CHECK(dense.code == 2);
+  CHECK(dense.err.find("--ep 2: model llama3-8b has no experts") != std::string::npos);
+  const Run experts = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --ep 16");
+  CHECK(experts.code == 2);
+  CHECK(experts.err.find("must divide the model's 8 experts") != std::string::npos);
+  const Run seq = trident("plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --cp 3");
+  CHECK(seq.code == 2);
+  CHECK(seq.err.find("2 x cp must divide the sequence length 8192") != std::string::npos);
+  const Run limits = trident("plan --gpus 64 --servers 8 --model llama3-8b --min-cp 4 --max-cp 2");
+  CHECK(limits.code == 2);
+  CHECK(limits.err.find("--min-cp 4 is above --max-cp 2") != std::string::npos);
+}

@@ -1,0 +1,126 @@
+// Context parallelism: the per-GPU view, attention over the whole sequence, the ring's steps
+// and bytes, Ulysses' all-to-all, and what an estimate with CP keeps and divides.
+#include <catch2/catch.hpp>
+
+#include "costmodel/context_parallel.h"
+#include "costmodel/estimate.h"
+#include "costmodel/model_loader.h"
+#include "costmodel/placement.h"
+#include "costmodel_fixture.h"
+
+using namespace trident;
+
+TEST_CASE("the CP view: chunks as sequences, cp folded into dp", "[cp]") {
+  const Model model = test::small_model();  // s = 32, B = 8
+  ParallelConfig config = test::small_config();
+  config.cp = 2;
+  const CpView view = cp_local_view(model, config);
+  CHECK(view.model.seq_len == 16);
+  CHECK(view.model.training.global_batch == 16);
+  CHECK(view.config.dp == 4);
+  CHECK(view.config.cp == 1);
+  // The micro-batch count is unchanged: 16 / (4 x 1) = 8 / (2 x 1) = 4.
+  CHECK(view.config.num_micro_batches(16) == config.num_micro_batches(8));
+}
+
+TEST_CASE("attention over the whole sequence: cp ring steps of one block each", "[cp]") {
+  LayerTime layer;
+  layer.forward_s = 10.0;
+  layer.backward_s = 20.0;
+  layer.attention_forward_s = 1.0;
+  layer.attention_backward_s = 2.5;
+  // cp 4: 4 steps of the (s/cp)^2 half block: +3 forward, +7.5 backward; selective
+  // recompute of the core attention repeats the 3 extra forward steps.
+  add_cp_attention(layer, 4, Recompute::selective, SelectiveKind::attention);
+  CHECK(layer.forward_s == 13.0);
+  CHECK(layer.backward_s == 27.5);
+  CHECK(layer.recompute_s == 3.0);
+  CHECK(layer.attention_forward_s == 4.0);
+}
+
+TEST_CASE("ring p2p: cp-1 K/V sends forward, twice backward, each behind a step", "[cp]") {
+  const Model model = test::small_model();  // h_kv = 64, s = 32
+  ParallelConfig config;
+  config.cp = 4;
+  config.micro_batch = 1;
+  // Chunk: 1 x (32 / 4) tokens x 2 x 64 (K and V) x 2 bytes / tp 1 = 2048 bytes.
+  CHECK(cp_kv_chunk_bytes(model, config) == 2048.0);
+  Stack p2p;
+  p2p.cp_kinds = 1u << static_cast<unsigned>(CpKind::p2p);
+  LayerTime step;  // one ring step's attention: no time, so every send is exposed
+  const GroupLink link = test::nvlink_group(4);
+  const CpComm comm = cp_comm(model, config, link, step, 2.0, p2p, nullptr);
+  CHECK(comm.kind == CpKind::p2p);
+  CHECK(comm.detail.collective == Collective::send_recv);
+  // 2 layers x 3 steps x (1 forward + 2 backward) = 18 sends.
+  CHECK(comm.detail.calls_per_step == 18.0);
+  CHECK(comm.detail.exposed_s == Approx(comm.detail.total_s));
+  // A step's attention longer than a send hides it completely.
+  step.attention_forward_s = 1.0;
+  step.attention_backward_s = 2.5;
+  CHECK(cp_comm(model, config, link, step, 2.0, p2p, nullptr).detail.exposed_s == 0.0);
+}
+
+TEST_CASE("Ulysses all-to-all: Q, K, V and the output, when the heads split", "[cp]") {
+  const Model model = test::small_model();  // 4 heads, 4 KV heads, head dim 16
+  ParallelConfig config;
+  config.cp = 4;
+  config.micro_batch = 1;
+  CHECK(cp_a2a_possible(model, config));
+  config.tp = 2;  // 2 heads per TP rank cannot split 4 ways
+  CHECK_FALSE(cp_a2a_possible(model, config));
+  config.tp = 1;
+  Stack a2a;
+  a2a.cp_kinds = 1u << static_cast<unsigned>(CpKind::a2a);
+  const CpComm comm = cp_comm(model, config, test::nvlink_group(4), LayerTime{}, 2.0, a2a, nullptr);
+  CHECK(comm.kind == CpKind::a2a);
+  // Per layer: QKV 8 tokens x (64 + 128) x 2 = 3072 bytes and output 8 x 64 x 2 = 1024,
+  // forward and backward: 4 calls, mean 2048 bytes.
+  CHECK(comm.detail.calls_per_step == 8.0);
+  CHECK(comm.detail.bytes_per_call == 2048.0);
+}
+
+TEST_CASE("CP estimate: same FLOPs, activations divided, gradients over DP x CP", "[cp]") {
+  Model model = model_preset("llama3-8b");
+  model.seq_len = 32768;
+  model.training.global_batch = 8;
+  const Cluster cluster = test::round_cluster();
+  ParallelConfig config;
+  config.tp = 2;
+  config.dp = 4;
+  config.sequence_parallel = true;
+  config.recompute = Recompute::selective;
+  config.zero = 1;
+  const Estimate one = estimate(cluster, model, config, default_placement(cluster, config));
+  ParallelConfig with_cp = config;
+  with_cp.dp = 2;
+  with_cp.cp = 2;
+  const Placement placement = default_placement(cluster, with_cp);
+  CHECK(placement.cp.ranks == 2);
+  CHECK(placement.dp.ranks == 4);  // DP x CP
+  const Estimate two = estimate(cluster, model, with_cp, placement);
+  CHECK(two.model_flops == Approx(one.model_flops));
+  // Each GPU holds half the tokens of a sequence: activations halve (same micro-batches).
+  CHECK(two.memory.activations_bytes == Approx(one.memory.activations_bytes / 2.0).epsilon(0.01));
+  CHECK(two.cp.calls_per_step > 0.0);
+  CHECK(two.time.cp_comm_s == Approx(two.cp.exposed_s));
+  CHECK(one.time.cp_comm_s == 0.0);
+}
+
+TEST_CASE("rank layout: CP after TP, EP consecutive, expert DP strided", "[cp][placement]") {
+  ParallelConfig config;
+  config.tp = 2;
+  config.cp = 2;
+  config.dp = 4;
+  config.pp = 2;
+  config.ep = 4;
+  CHECK(cp_group(config, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 2});
+  CHECK(dp_group(config, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 4, 8, 12});
+  CHECK(pp_group(config, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 16});
+  CHECK(ep_group(config, 5) == std::vector<int>{4, 5, 6, 7});
+  CHECK(edp_group(config, 5) == std::vector<int>{1, 5, 9, 13});
+  CHECK(dp_cp_group(config, RankOrder::tp_dp_pp, 1).size() == 8);
+  const RankStrides strides = rank_strides(config, RankOrder::tp_dp_pp);
+  CHECK(strides.cp == 2);
+  CHECK(strides.dp == 4);
+}

@@ -1,0 +1,182 @@
+// Mixture of experts: parameter counts against the published totals, the expert-parallel
+// all-to-all bytes and time, the grouped expert GEMMs, expert memory, FLOPs on active
+// parameters; multi-head latent attention's parameters.
+#include <catch2/catch.hpp>
+
+#include "costmodel/estimate.h"
+#include "costmodel/model_loader.h"
+#include "costmodel/moe.h"
+#include "costmodel/placement.h"
+#include "costmodel_fixture.h"
+#include "topology/errors.h"
+
+using namespace trident;
+
+TEST_CASE("Mixtral 8x7B parameters: 46.7B total, 12.9B active", "[moe]") {
+  const Model model = model_preset("mixtral-8x7b");
+  const ParameterCount count = count_parameters(model);
+  // Per layer: attention q,o 2 x 4096^2 = 33,554,432 + k,v 2 x 4096 x 1024 = 8,388,608
+  // -> 41,943,040; one expert 3 x 4096 x 14336 = 176,160,768, x 8 = 1,409,286,144; router
+  // 4096 x 8 = 32,768; norms 2 x 4096 = 8,192 -> 1,451,270,144; x 32 = 46,440,644,608.
+  // Embedding + output 2 x 32000 x 4096 = 262,144,000, final norm 4096.
+  CHECK(count.per_expert == 176160768.0);
+  CHECK(count.routed_experts == 32.0 * 8.0 * 176160768.0);
+  CHECK(count.total == 46702792704.0);
+  // Active: 2 of 8 experts: 41,943,040 + 352,321,536 + 32,768 + 8,192 = 394,305,536 x 32
+  // = 12,617,777,152 + 262,148,096 = 12,879,925,248 (Jiang et al. 2024: 13B active).
+  CHECK(count.active == 12879925248.0);
+  CHECK(count.total == Approx(46.7e9).epsilon(0.001));
+  CHECK(count.active == Approx(12.9e9).epsilon(0.002));
+}
+
+TEST_CASE("Mixtral 8x22B parameters: 141B total, 39B active", "[moe]") {
+  const ParameterCount count = count_parameters(model_preset("mixtral-8x22b"));
+  // Per layer: attention 2 x 6144^2 + 2 x 6144 x 1024 = 88,080,384; experts 8 x 3 x 6144 x
+  // 16384 = 2,415,919,104; router 49,152; norms 12,288 -> 2,504,060,928 x 56 =
+  // 140,227,411,968; + 2 x 32000 x 6144 + 6144 = 140,620,634,112.
+  CHECK(count.total == 140620634112.0);
+  // Active: 88,080,384 + 2 x 301,989,888 + 49,152 + 12,288 = 692,121,600 x 56 + 393,222,144.
+  CHECK(count.active == 39152031744.0);
+  CHECK(count.total == Approx(141e9).epsilon(0.005));
+  CHECK(count.active == Approx(39e9).epsilon(0.01));
+}
+
+TEST_CASE("DeepSeek-V3 parameters with MLA: 671B total, 37B active", "[moe][mla]") {
+  const Model model = model_preset("deepseek-v3");
+  REQUIRE(model.attention == AttentionKind::mla);
+  CHECK(model.moe_layers() == 58);
+  const ParameterCount count = count_parameters(model);
+  // MLA per layer: q_a 7168 x 1536 + norm 1536 + q_b 1536 x 128 x 192 = 48,760,320;
+  // kv_a 7168 x 576 + norm 512 + kv_b 512 x 128 x 256 = 20,906,496; o 128 x 128 x 7168 =
+  // 117,440,512 -> 187,107,328.
+  CHECK(count.attention_per_layer == 187107328.0);
+  // 61 x (attention + 2 norms 14,336) + 3 dense FFN 3 x 7168 x 18432 + 58 x (shared expert
+  // 44,040,192 + router 7168 x 256) + 58 x 256 x 44,040,192 + 2 x 129280 x 7168 + 7168.
+  CHECK(count.total == 671026404352.0);
+  CHECK(count.active == 37552282624.0);  // 8 routed experts instead of 256
+  CHECK(count.total == Approx(671e9).epsilon(0.001));
+  CHECK(count.active == Approx(37e9).epsilon(0.02));  // the report's 37B, rounded
+}
+
+TEST_CASE("MoE layers: frequency, first dense layers, list", "[moe]") {
+  Model model = model_preset("mixtral-8x7b");
+  model.moe.layer_freq = 2;  // layers 0, 2, 4, ... (Megatron --moe-layer-freq 2)
+  CHECK(model.moe_layers() == 16);
+  CHECK(model.is_moe_layer(0));
+  CHECK_FALSE(model.is_moe_layer(1));
+  model.moe.layer_list = {1, 5};
+  CHECK(model.moe_layers() == 2);
+  CHECK(moe_fraction(model) == Approx(2.0 / 32.0));
+}
+
+TEST_CASE("MoE model file: keys, errors name the key", "[moe][loader]") {
+  const std::string base = "name: m\nlayers: 4\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 32\n";
+  const Model model =
+      load_model(base +
+                     "moe:\n  experts: 8\n  top_k: 2\n  expert_ffn_hidden: 128\n  layers: [1, 3]\n"
+                     "  capacity_factor: 1.25\n",
+                 "m.yaml");
+  CHECK(model.moe.experts == 8);
+  CHECK(model.moe_layers() == 2);
+  CHECK(model.moe.capacity_factor == 1.25);
+  CHECK(model.ffn_hidden == 256);  // the dense layers' FFN: 4h by default
+  CHECK_THROWS_WITH(
+      load_model(base + "moe:\n  experts: 8\n  top_k: 9\n  expert_ffn_hidden: 8\n", "m.yaml"),
+      Catch::Contains("moe.top_k") && Catch::Contains("more than the 8 experts"));
+  CHECK_THROWS_WITH(
+      load_model(base + "moe:\n  experts: 8\n  top_k: 2\n  expert_ffn: 8\n", "m.yaml"),
+      Catch::Contains("m.yaml:10") && Catch::Contains("expert_ffn"));
+  CHECK_THROWS_WITH(
+      load_model(base + "moe:\n  experts: 8\n  top_k: 2\n  expert_ffn_hidden: 8\n  layers: [7]\n",
+                 "m.yaml"),
+      Catch::Contains("moe.layers"));
+  CHECK_THROWS_WITH(load_model(base + "mla:\n  kv_lora_rank: 4\n", "m.yaml"),
+                    Catch::Contains("only with attention: mla"));
+}
+
+TEST_CASE("EP all-to-all: bytes per call and time on NVLink", "[moe][ep]") {
+  const Model model = model_preset("mixtral-8x7b");
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.micro_batch = 1;
+  // Tokens per GPU 1 x 4096 / (cp 1 x tp 1) = 4096; S = 4096 x top-2 x 4096 x 2 bytes =
+  // 67,108,864 bytes (nccl-tests' per-rank buffer); (ep-1)/ep = 7/8 of it leaves the GPU.
+  const GroupLink link = test::nvlink_group(8);
+  const CommDetail comm = ep_comm(model, config, link, 32.0, nullptr);
+  CHECK(comm.collective == Collective::all_to_all);
+  CHECK(comm.bytes_per_call == 67108864.0);
+  // Dispatch + combine, forward and backward: 4 per MoE layer, 32 layers.
+  CHECK(comm.calls_per_step == 128.0);
+  // NVLink 100 GB/s x 0.80 = 80 GB/s: 8.4 us base + 1 us hop + 67,108,864 x 7/8 / 80e9 s.
+  CHECK(comm.time_per_call_s == Approx(9.4e-6 + 58720256.0 / 80e9));
+  CHECK(comm.exposed_s == comm.total_s);  // megatron-core: no EP overlap by default
+  config.recompute = Recompute::full;     // the forward pair again
+  CHECK(ep_comm(model, config, link, 32.0, nullptr).calls_per_step == 192.0);
+}
+
+TEST_CASE("all-to-all across servers: each GPU's off-domain share over its NIC", "[moe][ep]") {
+  GroupLink link;
+  link.tier = Tier::network;
+  link.ranks = 16;
+  link.domains = 2;
+  link.ranks_per_domain = 8;
+  link.min_ranks_per_domain = 8;
+  link.intra_gbps = 100.0;
+  link.inter_gbps = 50.0;
+  link.intra_latency_s = 1e-6;
+  link.inter_latency_s = 5e-6;
+  // S = 1.6e9: 8/16 leaves the domain over 50 x 0.94 = 47 GB/s (17.02 ms); 7/16 stays on
+  // NVLink at 80 GB/s (8.75 ms): the NIC bounds it. Latency 8.4 + 1 + 5 us.
+  CHECK(collective_time_s(Collective::all_to_all, 1.6e9, link) == Approx(14.4e-6 + 0.8e9 / 47e9));
+}
+
+TEST_CASE("grouped expert GEMMs see the per-expert rows", "[moe][ep]") {
+  const Model model = model_preset("deepseek-v3");
+  ParallelConfig config;
+  config.tp = 2;
+  config.dp = 32;
+  config.ep = 64;
+  config.micro_batch = 1;
+  // Tokens per GPU 4096 / tp 2 = 2048 (sequence parallel); per expert 2048 x 8 x 64 / 256 =
+  // 4096 rows; 256 / 64 = 4 local experts, up [4096 x 2 x 2048 x 7168], down [4096 x 7168 x 2048].
+  const ExpertGemms g = expert_gemms(model, config);
+  CHECK(g.up.m == 4096.0);
+  CHECK(g.up.n == 4096.0);
+  CHECK(g.up.k == 7168.0);
+  CHECK(g.up.batch == 4.0);
+  CHECK(g.down.n == 7168.0);
+  CHECK(g.down.k == 2048.0);
+  CHECK(g.router.n == 256.0);
+  CHECK(expert_dp(config) == 1);  // 2 x 1 x 32 / 64
+}
+
+TEST_CASE("MoE estimate: FLOPs on active parameters, experts sharded over EP", "[moe][ep]") {
+  Model model = model_preset("mixtral-8x7b");
+  model.training.global_batch = 64;
+  Cluster cluster = test::round_cluster();
+  cluster.gpu.memory_gib = 1000.0;
+  ParallelConfig config;
+  config.dp = 8;
+  config.micro_batch = 1;
+  config.zero = 1;
+  const Placement placement = default_placement(cluster, config);
+  const Estimate dense = estimate(cluster, model, config, placement);
+  config.ep = 8;
+  const Estimate ep = estimate(cluster, model, config, default_placement(cluster, config));
+  // Model FLOPs do not depend on the split and count the active FFN (2 x 14336 per layer):
+  // 6 x tokens x active-ish parameters; the same as a dense model of ffn 28672.
+  CHECK(ep.model_flops == Approx(dense.model_flops));
+  Model active = model;
+  active.moe = MoeSpec{};
+  active.ffn_hidden = 2 * 14336;
+  const Estimate as_dense = estimate(cluster, active, config, default_placement(cluster, config));
+  CHECK(ep.model_flops == Approx(as_dense.model_flops));
+  // Expert weights: 32 layers x 8 experts x 176,160,768 x 2 bytes on every GPU without EP,
+  // an eighth with EP 8.
+  const double expert_bytes = 32.0 * 8.0 * 176160768.0 * 2.0;
+  CHECK(dense.memory.weights_bytes - ep.memory.weights_bytes == Approx(expert_bytes * 7.0 / 8.0));
+  CHECK(ep.ep.calls_per_step > 0.0);
+  CHECK(ep.time.ep_comm_s == Approx(ep.ep.exposed_s));
+  CHECK(dense.time.ep_comm_s == 0.0);
+}
