@@ -84,6 +84,8 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
   if (pins["micro_batch"]) o.micro_batch = pins["micro_batch"].as<int>();
   if (pins["vp"]) o.vp = pins["vp"].as<int>();
   if (pins["zero"]) o.zero = pins["zero"].as<int>();
+  if (pins["cp"]) o.cp = pins["cp"].as<int>();
+  if (pins["ep"]) o.ep = pins["ep"].as<int>();
   if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
   if (pins["sequence_parallel"])
     o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";
@@ -175,9 +177,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   fmt::print(
-      "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>9} {:>9} {:>7}\n",
-      "run", "stack", "half", "tp", "pp", "dp", "mb", "vp", "recompute", "z", "sp", "measured",
-      "predicted", "err%");
+      "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} {:>2} {:>2} | {:>9} "
+      "{:>9} {:>7}\n",
+      "run", "stack", "half", "tp", "pp", "dp", "mb", "vp", "recompute", "z", "sp", "cp", "ep",
+      "measured", "predicted", "err%");
   Stats all;
   std::map<std::string, Stats> by_half, by_stack;
   int failed = 0;
@@ -199,11 +202,11 @@ int main(int argc, char** argv) {
       by_half[row.half].add(error);
       by_stack[row.stack].add(error);
       fmt::print(
-          "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} | {:>8.2f}s "
-          "{:>8.2f}s {:>+7.1f}\n",
+          "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} {:>2} {:>2} | "
+          "{:>8.2f}s {:>8.2f}s {:>+7.1f}\n",
           row.id, row.stack, row.half, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
-          to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "-", measured, predicted,
-          error);
+          to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "-", c.cp, c.ep, measured,
+          predicted, error);
     } catch (const std::exception& e) {
       fmt::print("{:<36} {:<20} {:<8} | error: {}\n", row.id, row.stack, row.half, e.what());
       ++failed;

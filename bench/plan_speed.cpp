@@ -4,6 +4,9 @@
 //   (1,800 racks of 72). The preset's 2,048 sequences cannot be split over 8,192+ data
 //   parallel replicas (TP <= 8, PP | 126 layers), so these two use one sequence per GPU at
 //   full data parallelism: global batch = GPU count, which every DP degree divides.
+//   Context parallel free: Llama 3 405B at 131,072 tokens on 131,072 H100s, global batch 128
+//   sequences (16M tokens, the Llama 3 paper's long-context stage, §3.4.2). MoE: DeepSeek-V3
+//   (its preset: batch 15,360 of 4,096 tokens) on 16,384 H100s, EP free.
 // Counters: configurations searched, cost-model evaluations per second, placements.
 #include <benchmark/benchmark.h>
 
@@ -63,8 +66,20 @@ void BM_plan_llama3_405b_129600_gb200(benchmark::State& state) {
   run_search(state, sized("gb200-nvl72", 1800 * 18), with_batch("llama3-405b", 129600));
 }
 
+void BM_plan_llama3_405b_128k_cp_131072_h100(benchmark::State& state) {
+  Model model = with_batch("llama3-405b", 128);
+  model.seq_len = 131072;
+  run_search(state, sized("dgx-h100", 16384), model);
+}
+
+void BM_plan_deepseek_v3_16384_h100(benchmark::State& state) {
+  run_search(state, sized("dgx-h100", 2048), with_batch("deepseek-v3", 0));
+}
+
 }  // namespace
 
+BENCHMARK(BM_plan_llama3_405b_128k_cp_131072_h100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_plan_deepseek_v3_16384_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_gpt3_175b_4096_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_llama3_405b_131072_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_llama3_405b_129600_gb200)->Unit(benchmark::kMillisecond);

@@ -1,5 +1,6 @@
 #include "costmodel/model.h"
 
+#include <algorithm>
 #include <string>
 
 namespace trident {
@@ -42,9 +43,16 @@ bool Model::is_moe_layer(int index) const {
 }
 
 int Model::moe_layers() const {
-  int count = 0;
-  for (int i = 0; i < layers; ++i) count += is_moe_layer(i) ? 1 : 0;
-  return count;
+  if (!is_moe()) return 0;
+  if (!moe.layer_list.empty()) {
+    int count = 0;
+    for (int i = 0; i < layers; ++i) count += is_moe_layer(i) ? 1 : 0;
+    return count;
+  }
+  // Multiples of layer_freq in [first_dense, layers).
+  const int freq = std::max(1, moe.layer_freq);
+  const int first = (std::max(0, moe.first_dense) + freq - 1) / freq * freq;
+  return first >= layers ? 0 : (layers - 1 - first) / freq + 1;
 }
 
 namespace {

@@ -26,6 +26,8 @@ def pins_of(p):
     out = {}
     for k in ('tp', 'pp', 'dp', 'micro_batch', 'vp', 'zero'):
         if isinstance(p.get(k), int): out[k] = p[k]
+    for k in ('cp', 'ep'):  # context / expert parallel: pinned only when above 1
+        if isinstance(p.get(k), int) and p[k] > 1: out[k] = p[k]
     if p.get('recompute') in ('none', 'selective', 'full'): out['recompute'] = p['recompute']
     if p.get('sequence_parallel') in ('on', 'off'): out['sequence_parallel'] = p['sequence_parallel']
     return out
@@ -64,7 +66,10 @@ wanted = ['lf-mpt13b-512xh100-bf16', 'lf-mpt30b-512xh100-bf16', 'lf-mpt70b-512xh
           'lf-mpt30b-8xa100-80g-bf16', 'bloom-176b-384xa100-80g-bf16', 'mtnlg-530b-2240xa100-fp16', 'mtnlg-530b-2800xa100-fp16',
           'mtnlg-530b-3360xa100-fp16', 'dgxc2411-gpt3-175b-128xh100-bf16', 'dgxc2411-gpt3-175b-2048xh100-bf16',
           'dgxc2411-nemotron4-340b-128xh100-bf16', 'dgxc2411-nemotron4-15b-16xh100-bf16',
-          'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16']
+          'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16',
+          # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
+          'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
+          'dgxc2411-l31-70b-2048xh100-bf16', 'dgxc2411-l31-405b-576xh100-bf16', 'dgxc2411-l31-405b-2304xh100-bf16']
 by_id = {r['id']: r for r in research['runs']}
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
@@ -74,6 +79,8 @@ for rid in wanted:
     if rid.startswith('lf-'): stack = 'fsdp'                                 # amp_bf16 DEFAULT in the table notes
     row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
                global_batch=r['global_batch'], pins=pins_of(p), model=clean_model(r['model']))
+    if rid.startswith('dgxc2411-l31'):  # Llama 3.1: RMSNorm, no biases, RoPE (HF config.json)
+        row['model'].update(norm='rmsnorm', bias=False, position_embedding='rope')
     row['cluster'] = 'dgx-h100' if r['gpu'].startswith('h100') else 'dgx-a100'
     if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
     if rid.startswith('bloom'):  # Jean Zay: 4 Omni-Path links of 100 Gb/s per node (tr11 README)
