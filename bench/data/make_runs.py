@@ -69,7 +69,10 @@ wanted = ['lf-mpt13b-512xh100-bf16', 'lf-mpt30b-512xh100-bf16', 'lf-mpt70b-512xh
           'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16',
           # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
           'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
-          'dgxc2411-l31-70b-2048xh100-bf16', 'dgxc2411-l31-405b-576xh100-bf16', 'dgxc2411-l31-405b-2304xh100-bf16']
+          'dgxc2411-l31-70b-2048xh100-bf16', 'dgxc2411-l31-405b-576xh100-bf16', 'dgxc2411-l31-405b-2304xh100-bf16',
+          # Expert parallel (issue 13): NVIDIA dgxc-benchmarking DeepSeek-V3 BF16 on H100 and GB200.
+          'dgxc-dsv3-512xh100-bf16', 'dgxc-dsv3-1024xh100-bf16', 'dgxc-dsv3-128xgb200-bf16',
+          'dgxc-dsv3-256xgb200-bf16', 'dgxc-dsv3-512xgb200-bf16']
 by_id = {r['id']: r for r in research['runs']}
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
@@ -78,10 +81,13 @@ for rid in wanted:
     if rid.startswith('dgxc'): stack = 'megatron-core-perf'                  # ub_tp_comm_overlap in the yamls
     if rid.startswith('lf-'): stack = 'fsdp'                                 # amp_bf16 DEFAULT in the table notes
     row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
-               global_batch=r['global_batch'], pins=pins_of(p), model=clean_model(r['model']))
+               global_batch=r['global_batch'], pins=pins_of(p),
+               model=r['model'] if 'preset' in r['model'] else clean_model(r['model']))
     if rid.startswith('dgxc2411-l31'):  # Llama 3.1: RMSNorm, no biases, RoPE (HF config.json)
         row['model'].update(norm='rmsnorm', bias=False, position_embedding='rope')
-    row['cluster'] = 'dgx-h100' if r['gpu'].startswith('h100') else 'dgx-a100'
+    row['cluster'] = ('dgx-h100' if r['gpu'].startswith('h100') else
+                      'gb200-nvl72' if r['gpu'] == 'gb200' else 'dgx-a100')
+    if rid.startswith('dgxc-dsv3'): row['stack'] = 'megatron-core'  # no userbuffers stated
     if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
     if rid.startswith('bloom'):  # Jean Zay: 4 Omni-Path links of 100 Gb/s per node (tr11 README)
         row['nics_per_server'] = 4; row['nic_gbits'] = 100
