@@ -18,9 +18,12 @@ std::string pins_of(const ParallelConfig& c) {
 namespace {
 
 std::string summary(const ParallelConfig& c) {
-  return fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO-{} SP {}", c.tp, c.pp, c.dp, c.micro_batch,
-                     c.virtual_stages, to_string(c.recompute), c.zero,
-                     c.sequence_parallel ? "on" : "off");
+  std::string text = fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO-{} SP {}", c.tp, c.pp, c.dp,
+                                 c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
+                                 c.sequence_parallel ? "on" : "off");
+  if (c.cp > 1) text += fmt::format(" CP{}", c.cp);
+  if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
+  return text;
 }
 
 /// The best-ranked plan of `plans` the release can run, as a sentence; empty when none.

@@ -42,8 +42,9 @@ std::string link_text(const GroupLink& link) {
       to_string(link.tier), link.inter_gbps, link.domains, link.ranks_per_domain, link.intra_gbps);
 }
 
-std::string knobs_text(const ParallelConfig& c, long long m) {
-  return fmt::format(
+std::string knobs_text(const PlanResult& plan, long long m) {
+  const ParallelConfig& c = plan.config;
+  std::string text = fmt::format(
       "TP {} x PP {} x DP {}, micro-batch {} ({} micro-batches per step), {}, "
       "recompute {}, ZeRO-{}, sequence parallel {}",
       c.tp, c.pp, c.dp, c.micro_batch, m,
@@ -51,6 +52,9 @@ std::string knobs_text(const ParallelConfig& c, long long m) {
           ? fmt::format("interleaved 1F1B with {} virtual stages", c.virtual_stages)
           : std::string("1F1B"),
       to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "off");
+  if (c.cp > 1) text += fmt::format(", CP {} ({})", c.cp, to_string(plan.estimate.cp_kind));
+  if (c.ep > 1) text += fmt::format(", EP {} (expert TP 1)", c.ep);
+  return text;
 }
 
 std::string three_numbers(const Cluster& cluster, const Model& model, const PlanResult& plan) {
@@ -65,6 +69,9 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
       "{:.0f} TFLOP/s executed with recomputation)\n",
       100.0 * e.mfu, e.model_tflops_per_gpu, cluster.gpu.peak_tflops(model.training.dtype),
       e.hardware_tflops_per_gpu);
+  if (model.is_moe()) {
+    out += "  (MoE: FLOPs and MFU count active parameters: top_k + shared experts per token)\n";
+  }
   return out;
 }
 
@@ -80,6 +87,8 @@ std::string step_breakdown(const PlanResult& plan) {
   line("TP communication (exposed)", t.tp_comm_s);
   line("PP communication (exposed)", t.pp_comm_s);
   line("DP communication (exposed)", t.dp_comm_s);
+  if (plan.config.cp > 1) line("CP communication (exposed)", t.cp_comm_s);
+  if (plan.config.ep > 1) line("EP all-to-all (exposed)", t.ep_comm_s);
   line("pipeline bubble", t.bubble_s);
   line("optimizer step", t.optimizer_s);
   line("overlap SM contention", t.overlap_contention_s);
@@ -138,8 +147,36 @@ std::string communication(const PlanResult& plan) {
                    "one activation per micro-batch per stage boundary: small bursts, so it "
                    "tolerates the network");
   out += dimension("DP", dp_collective_name(c), e.dp, step,
-                   "gradients once per step, overlapped with backward; only the part backward "
-                   "cannot hide counts");
+                   c.cp > 1 ? "gradients once per step over DP x CP (CP ranks hold the same "
+                              "weights), overlapped with backward; only the part backward cannot "
+                              "hide counts"
+                            : "gradients once per step, overlapped with backward; only the part "
+                              "backward cannot hide counts");
+  if (c.cp > 1) {
+    out += dimension(
+        "CP", cp_collective_name(plan), e.cp, step,
+        e.cp_kind == CpKind::p2p
+            ? "ring attention: each layer passes its K/V chunk cp-1 times forward (and K/V plus "
+              "their gradients backward), each send hidden behind one step's attention; only "
+              "what a step's attention cannot cover is exposed"
+            : "Ulysses: Q, K, V and the output change from sequence- to head-sharded by "
+              "all-to-all around every attention, forward and backward, not overlapped");
+  }
+  if (c.ep > 1) {
+    out += dimension("EP", ep_collective_name(c), e.ep, step,
+                     e.ep.link.domains > 1
+                         ? "every MoE layer dispatches its tokens to their experts and combines "
+                           "them back, forward and backward, exposed; this group is wider than "
+                           "the NVLink domain, so each GPU's off-domain share crosses its NIC"
+                         : "every MoE layer dispatches its tokens to their experts and combines "
+                           "them back, forward and backward, exposed; the group sits inside one "
+                           "NVLink domain");
+  }
+  if (e.edp.link.ranks > 1) {
+    out += dimension("expert DP", "all-reduce", e.edp, step,
+                     "the experts' gradients reduce over the ranks holding the same experts "
+                     "(tp x cp x dp / ep), overlapped with backward as DP's");
+  }
   return out;
 }
 
@@ -210,7 +247,7 @@ std::string explain_plan(const Cluster& cluster, const Model& model, const PlanR
                          std::size_t rank, const Calibration* calibration,
                          const EstimateOptions& options) {
   std::string out =
-      fmt::format("Plan #{}: {}\n", rank, knobs_text(plan.config, plan.estimate.num_micro_batches));
+      fmt::format("Plan #{}: {}\n", rank, knobs_text(plan, plan.estimate.num_micro_batches));
   for (const std::string& part :
        {three_numbers(cluster, model, plan), step_breakdown(plan), communication(plan),
         bubble(plan), tp_across(cluster, model, plan, calibration, options),

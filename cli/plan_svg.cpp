@@ -43,9 +43,10 @@ std::string stage_colour(int stage) {
 }
 
 std::string split_label(const ParallelConfig& c) {
-  return fmt::format("TP{} PP{} DP{} mb{} v{} ZeRO-{} recompute {}{}", c.tp, c.pp, c.dp,
+  return fmt::format("TP{} PP{} DP{} mb{} v{} ZeRO-{} recompute {}{}{}{}", c.tp, c.pp, c.dp,
                      c.micro_batch, c.virtual_stages, c.zero, to_string(c.recompute),
-                     c.sequence_parallel ? " SP" : "");
+                     c.sequence_parallel ? " SP" : "", c.cp > 1 ? fmt::format(" CP{}", c.cp) : "",
+                     c.ep > 1 ? fmt::format(" EP{}", c.ep) : "");
 }
 
 double draw_axis(SvgWriter& svg, double x0, double y, double length, double max_value,

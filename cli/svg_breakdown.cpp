@@ -19,9 +19,10 @@ struct Part {
   const char* name;
   const char* colour;
   double value;
+  bool optional = false;  ///< in the legend only when some plan has it (CP, EP)
 };
 
-using TimeParts = std::array<Part, 7>;
+using TimeParts = std::array<Part, 9>;
 using MemoryParts = std::array<Part, 5>;
 
 TimeParts time_parts(const Estimate& e) {
@@ -30,6 +31,8 @@ TimeParts time_parts(const Estimate& e) {
            {"TP comm", "#76b7b2", t.tp_comm_s},
            {"PP comm", "#edc948", t.pp_comm_s},
            {"DP comm", "#8c6bb1", t.dp_comm_s},
+           {"CP comm", "#ff9da7", t.cp_comm_s, true},
+           {"EP comm", "#9c755f", t.ep_comm_s, true},
            {"bubble", "#b5b5b5", t.bubble_s},
            {"optimizer", "#59a14f", t.optimizer_s},
            {"SM contention", "#e15759", t.overlap_contention_s}}};
@@ -52,8 +55,10 @@ double total_of(const std::array<Part, N>& parts) {
 }
 
 template <std::size_t N>
-void draw_legend(SvgWriter& svg, const std::array<Part, N>& parts, double x, double y) {
+void draw_legend(SvgWriter& svg, const std::array<Part, N>& parts, double x, double y,
+                 bool show_optional = false) {
   for (const Part& p : parts) {
+    if (p.optional && !show_optional) continue;
     svg.rect(x, y - 9, 11, 11, {{"fill", p.colour}});
     svg.text(x + 15, y, p.name, {{"font-size", "10.5"}});
     x += 24 + 6.2 * static_cast<double>(std::string(p.name).size());
@@ -99,14 +104,17 @@ double draw_breakdown_panel(SvgWriter& svg, const PictureInput& input, double to
   const double x_mem = 16 + chart_w + gap;
   double max_time = 0.0;
   double max_mem = 0.0;
+  bool cp_ep = false;
   for (std::size_t i = 0; i < n; ++i) {
+    const ParallelConfig& c = input.plans[i].config;
+    cp_ep = cp_ep || c.cp > 1 || c.ep > 1;
     max_time = std::max(max_time, total_of(time_parts(input.plans[i].estimate)));
     max_mem = std::max({max_mem, total_of(memory_parts(input.plans[i].estimate)),
                         input.plans[i].estimate.memory.capacity_bytes / kGib});
   }
   svg.text(x_time, y + 4, "Step time per GPU (s)", {{"font-size", "12"}, {"font-weight", "bold"}});
   svg.text(x_mem, y + 4, "Memory per GPU (GiB)", {{"font-size", "12"}, {"font-weight", "bold"}});
-  draw_legend(svg, time_parts(Estimate{}), x_time, y + 22);
+  draw_legend(svg, time_parts(Estimate{}), x_time, y + 22, cp_ep);
   draw_legend(svg, memory_parts(Estimate{}), x_mem, y + 22);
   y += 32;
   const double time_scale = (chart_w - kTotalRoom) / std::max(max_time, 1e-12);

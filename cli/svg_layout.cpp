@@ -7,6 +7,8 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
@@ -114,11 +116,18 @@ void draw_gpu(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int gpu, dou
             {"data-dp", std::to_string(rc.dp)},
             {"fill", stage_colour(rc.pp)},
             {"rx", "3"}});
-  svg.title(fmt::format("GPU {} (server {}, local {}): stage {}, TP rank {}, DP replica {}", gpu,
-                        c.server_of(gpu), gpu % c.gpus_per_server, rc.pp, rc.tp, rc.dp));
+  const ParallelConfig& config = *ranks.config;
+  std::string title =
+      fmt::format("GPU {} (server {}, local {}): stage {}, TP rank {}, DP replica {}", gpu,
+                  c.server_of(gpu), gpu % c.gpus_per_server, rc.pp, rc.tp, rc.dp);
+  if (config.cp > 1) title += fmt::format(", CP rank {}", rc.cp);
+  if (config.ep > 1) title += fmt::format(", EP group {}", gpu / config.ep);
+  svg.title(title);
   const SvgAttrs small{{"font-size", "8.5"}, {"text-anchor", "middle"}, {"fill", "#111111"}};
   svg.text(x + kCell / 2, y + 11, fmt::format("s{}", rc.pp), small);
-  svg.text(x + kCell / 2, y + 23, fmt::format("d{}", rc.dp), small);
+  // With CP the second line names the CP rank too: c#d#.
+  svg.text(x + kCell / 2, y + 23,
+           config.cp > 1 ? fmt::format("c{}d{}", rc.cp, rc.dp) : fmt::format("d{}", rc.dp), small);
 }
 
 void mark_gpu_failure(SvgWriter& svg, const Cluster& c, int gpu, double x, double y) {
@@ -144,10 +153,11 @@ void mark_gpu_failure(SvgWriter& svg, const Cluster& c, int gpu, double x, doubl
   }
 }
 
-/// TP groups outlined: runs of consecutive GPUs of one group within one row of the box.
-void outline_tp_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int server, double gx,
-                       double gy, int cols) {
-  const int tp = ranks.config->tp;
+/// Groups of `size` consecutive ranks outlined (TP; EP, whose groups are consecutive ranks of
+/// the tp x cp x dp block): runs of one group within one row of the box.
+void outline_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int server, double gx,
+                    double gy, int cols, int size, const SvgAttrs& style) {
+  const int tp = size;
   if (tp < 2) return;
   const int first = server * c.gpus_per_server;
   int run_start = 0;
@@ -159,12 +169,7 @@ void outline_tp_groups(SvgWriter& svg, const Cluster& c, const Ranks& ranks, int
     if (ranks.used(prev)) {
       const double x = gx + (run_start % cols) * kPitch - 1.5;
       const double y = gy + row_of(run_start, cols) * kPitch - 1.5;
-      svg.rect(x, y, (local - run_start) * kPitch, kCell + 3,
-               {{"class", "tpgroup"},
-                {"fill", "none"},
-                {"stroke", "#1a1a1a"},
-                {"stroke-width", "1.6"},
-                {"rx", "4"}});
+      svg.rect(x, y, (local - run_start) * kPitch, kCell + 3, style);
     }
     run_start = local;
   }
@@ -228,7 +233,20 @@ void draw_server(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Geo
     draw_gpu(svg, c, ranks, first + local, gx + (local % g.cols) * kPitch,
              gy + row_of(local, g.cols) * kPitch);
   }
-  outline_tp_groups(svg, c, ranks, server, gx, gy, g.cols);
+  outline_groups(svg, c, ranks, server, gx, gy, g.cols, ranks.config->tp,
+                 {{"class", "tpgroup"},
+                  {"fill", "none"},
+                  {"stroke", "#1a1a1a"},
+                  {"stroke-width", "1.6"},
+                  {"rx", "4"}});
+  // EP groups: a wider dashed purple outline around the TP boxes.
+  outline_groups(svg, c, ranks, server, gx - 2.5, gy - 2.5, g.cols, ranks.config->ep,
+                 {{"class", "epgroup"},
+                  {"fill", "none"},
+                  {"stroke", "#9467bd"},
+                  {"stroke-width", "1.6"},
+                  {"stroke-dasharray", "4 2"},
+                  {"rx", "5"}});
   for (int local = 0; local < c.gpus_per_server; ++local) {
     mark_gpu_failure(svg, c, first + local, gx + (local % g.cols) * kPitch,
                      gy + row_of(local, g.cols) * kPitch);
@@ -332,7 +350,7 @@ const char* tier_colour(const GroupLink& link) {
 double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
   const ParallelConfig& c = plan.config;
   const Placement& p = plan.placement;
-  const std::string rows[3] = {
+  std::vector<std::string> rows = {
       c.tp < 2 ? std::string("TP: 1 GPU per group, no tensor parallel traffic")
                : fmt::format("TP (outlined boxes): {} GPUs per group, {} {}", c.tp,
                              tp_collective_name(c), link_words(p.tp)),
@@ -342,9 +360,19 @@ double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
       c.dp < 2 ? std::string("DP: 1 replica, no gradient traffic")
                : fmt::format("DP (d#): {} replicas, {} of the gradients {}", c.dp,
                              dp_collective_name(c), link_words(p.dp))};
-  const GroupLink* links[3] = {&p.tp, &p.pp, &p.dp};
-  for (int i = 0; i < 3; ++i) {
-    const double ly = y + 15.0 * i;
+  std::vector<const GroupLink*> links = {&p.tp, &p.pp, &p.dp};
+  if (c.cp > 1) {
+    rows.push_back(fmt::format("CP (c#): {} GPUs per sequence, {} of K/V chunks {}", c.cp,
+                               cp_collective_name(plan), link_words(p.cp)));
+    links.push_back(&p.cp);
+  }
+  if (c.ep > 1) {
+    rows.push_back(fmt::format("EP (dashed purple boxes): {} GPUs per expert group, {} {}", c.ep,
+                               ep_collective_name(c), link_words(p.ep)));
+    links.push_back(&p.ep);
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double ly = y + 15.0 * static_cast<double>(i);
     svg.line(x, ly - 4, x + 26, ly - 4,
              {{"class", "link"},
               {"stroke", tier_colour(*links[i])},
@@ -352,7 +380,7 @@ double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
               {"stroke-dasharray", links[i]->tier == Tier::network ? "6 3" : "none"}});
     svg.text(x + 34, ly, rows[i], {{"font-size", "11"}});
   }
-  return 48.0;
+  return 48.0 + 15.0 * static_cast<double>(rows.size() - 3);
 }
 
 std::string hit_text(const GroupHit& hit) {

@@ -166,7 +166,27 @@ std::string placement_comment(const Launch& launch, const char* comment) {
 
 namespace {
 
+/// What no target writes yet: MoE models (expert flags) and context parallelism. A CP plan's
+/// nearest is the same GPUs with CP folded into DP.
+std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
+  if (in.model.is_moe()) {
+    return emit::Limit{"--emit writes dense models only: model " + in.model.name +
+                           " has experts (MoE flags are not written yet)",
+                       std::nullopt, "emit a dense model or write the MoE flags by hand"};
+  }
+  if (in.config.cp > 1) {
+    ParallelConfig fixed = in.config;
+    fixed.dp *= fixed.cp;
+    fixed.cp = 1;
+    return emit::Limit{
+        "--emit does not write context parallelism yet (CP " + std::to_string(in.config.cp) + ")",
+        fixed, "--cp 1"};
+  }
+  return std::nullopt;
+}
+
 std::optional<emit::Limit> first_limit(const emit::Input& in) {
+  if (auto limit = cp_moe_limit(in)) return limit;
   switch (in.release.framework) {
     case Framework::megatron:
       return emit::megatron_limit(in);

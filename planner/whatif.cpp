@@ -133,6 +133,8 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
           seen, hits);
     }
     add_hit(healthy, degraded, "dp", dp_group(config, order, gpu), seen, hits);
+    if (config.cp > 1) add_hit(healthy, degraded, "cp", cp_group(config, order, gpu), seen, hits);
+    if (config.ep > 1) add_hit(healthy, degraded, "ep", ep_group(config, gpu), seen, hits);
   }
   return hits;
 }

@@ -92,3 +92,50 @@ TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {
   CHECK(limits.code == 2);
   CHECK(limits.err.find("--min-cp 4 is above --max-cp 2") != std::string::npos);
 }
+
+TEST_CASE("--explain names the CP and EP links and times", "[cli_cpmoe]") {
+  const Run ep = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --ep 8 --explain");
+  REQUIRE(ep.code == 0);
+  CHECK(ep.out.find("EP 8 (expert TP 1)") != std::string::npos);
+  CHECK(ep.out.find("EP all-to-all (exposed)") != std::string::npos);
+  CHECK(ep.out.find("  EP: all-to-all of ") != std::string::npos);
+  CHECK(ep.out.find("  expert DP: ") != std::string::npos);
+  CHECK(ep.out.find("FLOPs and MFU count active parameters") != std::string::npos);
+  const Run cp = trident(
+      "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 64 --cp 8 "
+      "--tp 1 --explain");
+  REQUIRE(cp.code == 0);
+  CHECK(cp.out.find("CP 8 (") != std::string::npos);
+  CHECK(cp.out.find("CP communication (exposed)") != std::string::npos);
+  CHECK(cp.out.find("  CP: ") != std::string::npos);
+}
+
+TEST_CASE("--fail-link reports the EP and CP groups a broken link hits", "[cli_cpmoe]") {
+  const Run run = trident(
+      "plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --ep 8 --top 1 "
+      "--fail-link nvlink:0/1 --format json");
+  REQUIRE(run.code == 0);
+  bool ep_hit = false;
+  const auto doc = nlohmann::json::parse(run.out);
+  for (const auto& hit : doc.at("impact").at("groups_hit")) {
+    ep_hit = ep_hit || hit.at("dimension") == "ep";
+  }
+  CHECK(ep_hit);
+  const Run cp = trident(
+      "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 64 --cp 8 "
+      "--tp 1 --top 1 --fail-link nvlink:0/1");
+  REQUIRE(cp.code == 0);
+  CHECK(cp.out.find("  cp [") != std::string::npos);
+}
+
+TEST_CASE("--emit refuses CP and MoE plans it cannot write, with the nearest", "[cli_cpmoe]") {
+  const Run cp = trident(
+      "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 256 --cp 8 "
+      "--tp 1 --emit megatron");
+  CHECK(cp.code == 2);
+  CHECK(cp.err.find("--emit does not write context parallelism yet (CP 8)") != std::string::npos);
+  CHECK(cp.err.find("nearest plan it can run: --tp 1") != std::string::npos);
+  const Run moe = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --emit megatron");
+  CHECK(moe.code == 2);
+  CHECK(moe.err.find("has experts") != std::string::npos);
+}
