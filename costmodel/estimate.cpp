@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "costmodel/compute.h"
 #include "costmodel/context_parallel.h"
@@ -334,9 +335,12 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const Gpu& gpu = cluster.gpu;
   // The dense machinery prices the per-GPU view: context parallel chunks as sequences (cp
   // folded into dp), MoE layers' routed experts taken out (context_parallel.h, moe.h).
-  const CpView view = cp_local_view(moe_dense_view(model), config);
-  const Model& local = view.model;
-  const ParallelConfig& split = view.config;
+  // Dense models without CP are their own view: no copy in the search's hot path.
+  const bool viewed = model.is_moe() || config.cp > 1;
+  const std::optional<CpView> view =
+      viewed ? std::optional<CpView>(cp_local_view(moe_dense_view(model), config)) : std::nullopt;
+  const Model& local = viewed ? view->model : model;
+  const ParallelConfig& split = viewed ? view->config : config;
   const long long m = config.num_micro_batches(model.training.global_batch);
   const double md = static_cast<double>(m);
   out.num_micro_batches = m;
@@ -450,7 +454,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double global_batch = static_cast<double>(model.training.global_batch);
   // MoE: FLOPs on the active parameters (each token's top_k and shared experts).
   const StepFlops flops =
-      step_flops(moe_active_view(model), global_batch, config.recompute, stack.selective);
+      model.is_moe()
+          ? step_flops(moe_active_view(model), global_batch, config.recompute, stack.selective)
+          : step_flops(model, global_batch, config.recompute, stack.selective);
   out.model_flops = flops.model;
   out.model_flops_causal = flops.model_causal;
   out.hardware_flops = flops.hardware;
