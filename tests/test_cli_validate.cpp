@@ -143,3 +143,27 @@ TEST_CASE("validate on the planner's own plan; plan --calibration then predicts 
   // loopback TCP moves well under 1 GB/s against NVLink's default 450 GB/s: slower, not faster
   CHECK(after > before);
 }
+
+TEST_CASE("validate runs a plan's CP ring send-recv and EP all-to-all at the plan's sizes",
+          "[cli][validate][mpi][plan]") {
+  const std::string plan = temp("plan_cp_ep.json");
+  const std::string calib = temp("cp_ep_calib.json");
+  const std::string log = temp("cp_ep.log");
+  REQUIRE(run(kBinary + " plan --gpus 8 --servers 1 --model " + kData +
+                  "tiny-moe.yaml --cp 2 --ep 4 --tp 2 --dp 2 --top 1 --format json --output " +
+                  plan,
+              log) == 0);
+  const int code = run(mpirun(8) + " validate --plan " + plan + " --backend cpu --iters 2 " +
+                           "--warmup 1 --max-bytes 1048576 --max-gemm-dim 128 --output " + calib,
+                       log);
+  INFO(slurp(log));
+  REQUIRE(code == 0);
+  const std::string out = slurp(log);
+  CHECK(out.find("cp   send-recv") != std::string::npos);
+  CHECK(out.find("ep   all-to-all") != std::string::npos);
+  const auto c = nlohmann::json::parse(slurp(calib));
+  bool all_to_all = false;
+  for (const auto& fit : c.at("fits"))
+    all_to_all = all_to_all || fit.at("collective") == "all-to-all";
+  CHECK(all_to_all);
+}

@@ -240,6 +240,44 @@ TEST_CASE("groups follow the planner's tp-dp-pp placement", "[validate][groups]"
   CHECK(g.tp.describe() == "tp group (ranks 4,5)");
 }
 
+TEST_CASE("plan reader and groups with context and expert parallelism", "[validate][plan]") {
+  // tests/data/plan_cp2_ep4.json: trident plan --gpus 8 --servers 1 --model
+  // tests/data/tiny-moe.yaml --cp 2 --ep 4 --tp 2 --dp 2 --top 1 --format json
+  const auto plan = read_plan(data("plan_cp2_ep4.json"), "plan.json");
+  CHECK(plan.world_size() == 8);
+  CHECK(plan.config.cp == 2);
+  CHECK(plan.config.ep == 4);
+  REQUIRE(plan.cp.has_value());
+  CHECK(plan.cp->collectives == std::vector<Collective>{Collective::send_recv});
+  REQUIRE(plan.ep.has_value());
+  CHECK(plan.ep->collectives == std::vector<Collective>{Collective::all_to_all});
+  CHECK(plan.ep->ranks == 4);
+  CHECK(plan.dp->ranks == 4);  // DP x CP
+  // tp-cp-dp-pp: rank = tp + 2 (cp + 2 dp); rank 5 = (tp 1, cp 0, dp 1).
+  const auto g = rank_groups(plan, 5);
+  CHECK(g.coord.cp == 0);
+  CHECK(g.coord.dp == 1);
+  CHECK(g.cp.members == std::vector<int>{5, 7});
+  CHECK(g.dp.members == std::vector<int>{1, 3, 5, 7});
+  CHECK(g.ep.members == std::vector<int>{4, 5, 6, 7});
+  CHECK(g.ep.describe() == "ep group (ranks 4,5,6,7)");
+}
+
+TEST_CASE("all-to-all pattern: chunk j comes from peer j", "[validate][measure]") {
+  // 4 ranks, 8 floats each (chunks of 2): rank 1 receives peer j's elements 2..3.
+  std::vector<float> recv(8);
+  for (int peer = 0; peer < 4; ++peer) {
+    const auto sent = input_pattern(Collective::all_to_all, 4, peer, 8);
+    for (std::size_t k = 0; k < 2; ++k) {
+      recv[static_cast<std::size_t>(peer) * 2 + k] = sent[2 + k];
+    }
+  }
+  CHECK(count_wrong(Collective::all_to_all, 4, 1, 0, 8, recv) == 0);
+  recv[5] += 1.0f;
+  CHECK(count_wrong(Collective::all_to_all, 4, 1, 0, 8, recv) == 1);
+  CHECK(buffer_counts(Collective::all_to_all, 4, 8).recv == 8);
+}
+
 TEST_CASE("sweep sizes and result checks", "[validate][measure]") {
   CHECK(sweep_sizes(262144, 2, 16777216) ==
         std::vector<double>{32768, 65536, 131072, 262144, 524288});

@@ -147,6 +147,20 @@ class CudaBackend final : public Backend {
         nccl_check(ncclAllGather(send, recv, counts.send, ncclFloat, comm, stream_),
                    "ncclAllGather");
         return;
+      case Collective::all_to_all: {
+        // As nccl-tests' alltoall_perf: grouped ncclSend/ncclRecv of count / n to every peer.
+        const std::size_t chunk = counts.send / static_cast<std::size_t>(group.size());
+        const auto* from = static_cast<const float*>(send);
+        auto* to = static_cast<float*>(recv);
+        nccl_check(ncclGroupStart(), "ncclGroupStart");
+        for (int peer = 0; peer < group.size(); ++peer) {
+          const std::size_t at = static_cast<std::size_t>(peer) * chunk;
+          nccl_check(ncclSend(from + at, chunk, ncclFloat, peer, comm, stream_), "ncclSend");
+          nccl_check(ncclRecv(to + at, chunk, ncclFloat, peer, comm, stream_), "ncclRecv");
+        }
+        nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+        return;
+      }
       case Collective::send_recv:
         nccl_check(ncclGroupStart(), "ncclGroupStart");
         nccl_check(ncclSend(send, counts.send, ncclFloat, group.next(), comm, stream_), "ncclSend");

@@ -111,6 +111,10 @@ class MpiBackend final : public Backend {
         MPI_Iallgather(send.data(), send_count, MPI_FLOAT, recv.data(), send_count, MPI_FLOAT, comm,
                        &requests[0]);
         return 1;
+      case Collective::all_to_all:
+        MPI_Ialltoall(send.data(), send_count / group.size(), MPI_FLOAT, recv.data(),
+                      recv_count / group.size(), MPI_FLOAT, comm, &requests[0]);
+        return 1;
       case Collective::send_recv:
         MPI_Irecv(recv.data(), recv_count, MPI_FLOAT, group.prev(), 0, comm, &requests[0]);
         MPI_Isend(send.data(), send_count, MPI_FLOAT, group.next(), 0, comm, &requests[1]);

@@ -27,6 +27,10 @@ const char* to_string(GroupKind kind) {
       return "pp";
     case GroupKind::dp:
       return "dp";
+    case GroupKind::cp:
+      return "cp";
+    case GroupKind::ep:
+      return "ep";
   }
   return "?";
 }
@@ -52,6 +56,10 @@ const GroupMembership& RankGroups::get(GroupKind kind) const {
       return pp;
     case GroupKind::dp:
       return dp;
+    case GroupKind::cp:
+      return cp;
+    case GroupKind::ep:
+      return ep;
   }
   return tp;
 }
@@ -61,7 +69,14 @@ RankGroups rank_groups(const PlanSpec& plan, int rank) {
   out.coord = rank_coord(plan.config, plan.order, rank);
   out.tp = membership(GroupKind::tp, tp_group(plan.config, plan.order, rank), rank);
   out.pp = membership(GroupKind::pp, pp_group(plan.config, plan.order, rank), rank);
-  out.dp = membership(GroupKind::dp, dp_group(plan.config, plan.order, rank), rank);
+  out.dp = membership(GroupKind::dp,
+                      plan.config.cp > 1 ? dp_cp_group(plan.config, plan.order, rank)
+                                         : dp_group(plan.config, plan.order, rank),
+                      rank);
+  out.cp = membership(GroupKind::cp, cp_group(plan.config, plan.order, rank), rank);
+  out.ep =
+      membership(GroupKind::ep,
+                 plan.config.ep > 1 ? ep_group(plan.config, rank) : std::vector<int>{rank}, rank);
   return out;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-/// Which ranks talk to which in a plan: the planner's rank -> (tp, pp, dp) placement
+/// Which ranks talk to which in a plan: the planner's rank -> (tp, cp, pp, dp, ep) placement
 /// (costmodel/placement.h) turned into communicator colours and ring neighbours.
 #include <string>
 #include <vector>
@@ -8,7 +8,7 @@
 
 namespace trident {
 
-enum class GroupKind { tp, pp, dp };
+enum class GroupKind { tp, pp, dp, cp, ep };
 [[nodiscard]] const char* to_string(GroupKind kind);
 
 /// One rank's membership in one kind of group.
@@ -29,7 +29,9 @@ struct RankGroups {
   RankCoord coord;
   GroupMembership tp;
   GroupMembership pp;
-  GroupMembership dp;
+  GroupMembership dp;  ///< DP x CP when cp > 1 (the gradients' group)
+  GroupMembership cp;  ///< the context-parallel ring
+  GroupMembership ep;  ///< the expert-parallel all-to-all group
   [[nodiscard]] const GroupMembership& get(GroupKind kind) const;
 };
 

@@ -128,13 +128,15 @@ std::vector<double> sweep_sizes(double bytes, int ranks, double max_bytes) {
 Measurement measure_plan(Backend& backend, const PlanSpec& plan, int world_rank,
                          const MeasureOptions& options) {
   const RankGroups groups = rank_groups(plan, world_rank);
-  for (const GroupKind kind : {GroupKind::tp, GroupKind::pp, GroupKind::dp}) {
+  for (const GroupKind kind :
+       {GroupKind::tp, GroupKind::pp, GroupKind::dp, GroupKind::cp, GroupKind::ep}) {
     backend.create_group(groups.get(kind));
   }
   Measurement out;
-  const std::optional<PlanComm>* comms[] = {&plan.tp, &plan.pp, &plan.dp};
-  const GroupKind kinds[] = {GroupKind::tp, GroupKind::pp, GroupKind::dp};
-  for (int i = 0; i < 3; ++i) {
+  const std::optional<PlanComm>* comms[] = {&plan.tp, &plan.pp, &plan.dp, &plan.cp, &plan.ep};
+  const GroupKind kinds[] = {GroupKind::tp, GroupKind::pp, GroupKind::dp, GroupKind::cp,
+                             GroupKind::ep};
+  for (int i = 0; i < 5; ++i) {
     if (*comms[i]) measure_comm(backend, **comms[i], groups.get(kinds[i]), options, out);
   }
   for (const auto& point : out.sweep) out.calibration.collectives.push_back(point.sample);

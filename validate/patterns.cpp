@@ -29,6 +29,7 @@ BufferCounts buffer_counts(Collective collective, int ranks, std::size_t count) 
   switch (collective) {
     case Collective::all_reduce:
     case Collective::send_recv:
+    case Collective::all_to_all:
       return {count, count};
     case Collective::reduce_scatter:
       return {count, count / n};
@@ -63,6 +64,11 @@ long long count_wrong(Collective collective, int ranks, int rank, int prev, std:
         break;
       case Collective::send_recv:
         expected = value(prev, i);
+        break;
+      case Collective::all_to_all:
+        // Chunk j came from peer j: its chunk for this rank (elements rank x chunk onwards).
+        expected =
+            value(static_cast<int>(i / chunk), static_cast<std::size_t>(rank) * chunk + i % chunk);
         break;
       default:
         unsupported(collective);

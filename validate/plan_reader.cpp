@@ -97,7 +97,9 @@ void check_comm_sizes(const PlanSpec& spec, const Path& at) {
   };
   check(spec.tp, spec.config.tp);
   check(spec.pp, spec.config.pp);
-  check(spec.dp, spec.config.dp);
+  check(spec.dp, spec.config.dp * spec.config.cp);  // gradients reduce over DP x CP
+  check(spec.cp, spec.config.cp);
+  check(spec.ep, spec.config.ep);
 }
 
 PlanSpec read_one(const json& plan, const json& document, const Path& at) {
@@ -106,19 +108,33 @@ PlanSpec read_one(const json& plan, const json& document, const Path& at) {
   const long long tp = positive_integer(plan, at, "tp", kMaxPlanDimension);
   const long long pp = positive_integer(plan, at, "pp", kMaxPlanDimension);
   const long long dp = positive_integer(plan, at, "dp", kMaxPlanDimension);
-  if (tp * pp > kMaxPlanDimension || tp * pp * dp > kMaxPlanDimension) {  // each <= 2^24: no wrap
+  // cp and ep: 1 when absent (plans written before context/expert parallelism).
+  const long long cp =
+      plan.contains("cp") ? positive_integer(plan, at, "cp", kMaxPlanDimension) : 1;
+  const long long ep =
+      plan.contains("ep") ? positive_integer(plan, at, "ep", kMaxPlanDimension) : 1;
+  if (tp * pp > kMaxPlanDimension || tp * pp * dp > kMaxPlanDimension ||
+      tp * pp * dp * cp > kMaxPlanDimension) {  // each <= 2^24: no wrap
     at.fail("tp " + std::to_string(tp) + " x pp " + std::to_string(pp) + " x dp " +
-            std::to_string(dp) + " ranks; expected at most " + std::to_string(kMaxPlanDimension));
+            std::to_string(dp) + (cp > 1 ? " x cp " + std::to_string(cp) : std::string()) +
+            " ranks; expected at most " + std::to_string(kMaxPlanDimension));
+  }
+  if ((tp * cp * dp) % ep != 0) {
+    at.child("ep").fail("expected a divisor of tp x cp x dp = " + std::to_string(tp * cp * dp));
   }
   spec.config.tp = static_cast<int>(tp);
   spec.config.pp = static_cast<int>(pp);
   spec.config.dp = static_cast<int>(dp);
+  spec.config.cp = static_cast<int>(cp);
+  spec.config.ep = static_cast<int>(ep);
   spec.order = rank_order(plan, at);
   const json& comm = member(plan, at, "comm");
   if (!comm.is_object()) at.child("comm").fail("expected an object");
   spec.tp = read_comm(comm, at.child("comm"), "tp");
   spec.pp = read_comm(comm, at.child("comm"), "pp");
   spec.dp = read_comm(comm, at.child("comm"), "dp");
+  spec.cp = read_comm(comm, at.child("comm"), "cp");
+  spec.ep = read_comm(comm, at.child("comm"), "ep");
   check_comm_sizes(spec, at);
   const json& gemms = member(plan, at, "gemms");
   if (!gemms.is_array()) at.child("gemms").fail("expected an array");

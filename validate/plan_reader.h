@@ -15,7 +15,7 @@ namespace trident {
 
 /// One dimension's traffic as the plan predicts it ("comm": {"tp": {...}}).
 struct PlanComm {
-  std::string name;                     ///< "tp" | "pp" | "dp"
+  std::string name;                     ///< "tp" | "pp" | "dp" | "cp" | "ep"
   std::vector<Collective> collectives;  ///< "reduce-scatter+all-gather" -> two
   double bytes_per_call = 0.0;          ///< S of each collective, as nccl-tests counts it
   double gather_bytes_per_call = 0.0;   ///< S of the all-gather half (ZeRO: the weights)
@@ -55,7 +55,9 @@ struct PlanSpec {
   std::string gpu;             ///< cluster.gpu (preset name), "" when absent
   std::optional<PlanComm> tp;  ///< absent: no traffic in that dimension (size 1)
   std::optional<PlanComm> pp;
-  std::optional<PlanComm> dp;
+  std::optional<PlanComm> dp;  ///< over DP x CP when cp > 1
+  std::optional<PlanComm> cp;  ///< the ring's send-recv or Ulysses' all-to-all
+  std::optional<PlanComm> ep;  ///< MoE dispatch/combine all-to-all
   std::vector<PlanGemm> gemms;
   [[nodiscard]] int world_size() const { return config.gpus(); }
 };
