@@ -105,6 +105,12 @@ void check_cp_ep(const Model& model, const SearchOptions& options) {
                        " experts");
     }
   }
+  if (model.is_moe() && options.tp && *options.tp > 1 && options.sequence_parallel &&
+      !*options.sequence_parallel) {
+    throw InputError("--sequence-parallel off with --tp " + std::to_string(*options.tp) +
+                     ": MoE layers with tensor parallelism run sequence parallel (Megatron "
+                     "moe_layer.py refuses otherwise); use --sequence-parallel on or --tp 1");
+  }
   if (options.zero && *options.zero >= 3 && model.is_moe()) {
     throw InputError(
         "--zero 3: MoE models are planned with ZeRO 0-2 (sharding experts per unit "
@@ -440,9 +446,10 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
         " and kv_heads " + std::to_string(model.kv_heads) +
         (options.stack.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
         std::to_string(model.layers) +
-        ", tp*pp*dp = GPUs, dp divides the global "
+        ", tp*cp*pp*dp = GPUs, dp divides the global "
         "batch " +
-        std::to_string(model.training.global_batch) + ", micro-batch divides global batch / dp)");
+        std::to_string(model.training.global_batch) + ", micro-batch divides global batch / dp" +
+        (model.is_moe() ? ", ep divides the experts and tp*cp*dp" : "") + ")");
   }
   return result;
 }

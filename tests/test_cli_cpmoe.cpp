@@ -88,6 +88,11 @@ TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {
   const Run seq = trident("plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --cp 3");
   CHECK(seq.code == 2);
   CHECK(seq.err.find("2 x cp must divide the sequence length 8192") != std::string::npos);
+  const Run sp =
+      trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --sequence-parallel off");
+  CHECK(sp.code == 2);
+  CHECK(sp.err.find("MoE layers with tensor parallelism run sequence parallel") !=
+        std::string::npos);
   const Run limits = trident("plan --gpus 64 --servers 8 --model llama3-8b --min-cp 4 --max-cp 2");
   CHECK(limits.code == 2);
   CHECK(limits.err.find("--min-cp 4 is above --max-cp 2") != std::string::npos);
