@@ -8,7 +8,9 @@
 
 #include "cli/report_text.h"
 #include "costmodel/compute.h"
+#include "costmodel/context_parallel.h"
 #include "costmodel/gemms.h"
+#include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
 
 namespace trident::cli {
@@ -273,20 +275,32 @@ std::string describe_cp_ep_search(const Model& model, const SearchOptions& optio
 }
 
 std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& config) {
-  // The cost model's own list (costmodel/gemms.h); calls on the busiest stage.
+  // The cost model's own list (costmodel/gemms.h) on one GPU's view: a CP rank's chunk of each
+  // sequence (context_parallel.h), a MoE layer's dense part (moe.h) and its grouped expert
+  // GEMMs; calls on the busiest stage.
+  const CpView view = cp_local_view(moe_dense_view(model), config);
   const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
   const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
   const double layers = stage_layers(model.layers, config.pp).most();
-  const auto as_call = [](const NamedGemm& gemm, double calls) {
-    return GemmCall{gemm.name, std::llround(gemm.shape.m), std::llround(gemm.shape.n),
-                    std::llround(gemm.shape.k), calls};
+  const auto as_call = [](const char* name, const GemmShape& shape, double calls) {
+    return GemmCall{name, std::llround(shape.m), std::llround(shape.n), std::llround(shape.k),
+                    calls};
   };
   std::vector<GemmCall> out;
-  for (const NamedGemm& gemm : layer_linear_gemms(model, config.micro_batch, config.tp)) {
-    out.push_back(as_call(gemm, passes * layers * m));
+  for (const NamedGemm& gemm : layer_linear_gemms(view.model, config.micro_batch, config.tp)) {
+    if (gemm.shape.flops() <= 0.0) continue;  // a MoE model without dense FFN
+    out.push_back(as_call(gemm.name, gemm.shape, passes * layers * m));
+  }
+  if (model.is_moe()) {
+    // One expert's GEMM of the grouped call, as many calls as local experts.
+    const ExpertGemms experts = expert_gemms(model, config);
+    const double calls = passes * layers * moe_fraction(model) * m * experts.up.batch;
+    out.push_back(as_call("expert_up", {experts.up.m, experts.up.n, experts.up.k}, calls));
+    out.push_back(as_call("expert_down", {experts.down.m, experts.down.n, experts.down.k}, calls));
   }
   // The output layer runs on the last stage only, once per micro-batch (never recomputed).
-  out.push_back(as_call(logits_gemm(model, config.micro_batch, config.tp), 3.0 * m));
+  out.push_back(
+      as_call("logits", logits_gemm(view.model, config.micro_batch, config.tp).shape, 3.0 * m));
   return out;
 }
 

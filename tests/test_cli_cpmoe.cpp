@@ -144,3 +144,29 @@ TEST_CASE("--emit refuses CP and MoE plans it cannot write, with the nearest", "
   CHECK(moe.code == 2);
   CHECK(moe.err.find("has experts") != std::string::npos);
 }
+
+TEST_CASE("the plan's GEMMs: a CP rank's chunk, MoE grouped expert GEMMs", "[cli_cpmoe]") {
+  const Run moe = trident(
+      "plan --gpus 64 --servers 8 --model mixtral-8x7b --ep 8 --tp 1 --micro-batch 1 --top 1 "
+      "--format json");
+  REQUIRE(moe.code == 0);
+  const auto plan = nlohmann::json::parse(moe.out).at("plans")[0];
+  bool expert_up = false;
+  for (const auto& gemm : plan.at("gemms")) {
+    CHECK(gemm.at("name") != "ffn_up");  // no dense FFN in Mixtral: only experts
+    if (gemm.at("name") == "expert_up") {
+      expert_up = true;
+      // 4096 tokens x top-2 x ep 8 / 8 experts = 8192 rows; gate + up 2 x 14336; h 4096.
+      CHECK(gemm.at("m") == 8192);
+      CHECK(gemm.at("n") == 28672);
+      CHECK(gemm.at("k") == 4096);
+    }
+  }
+  CHECK(expert_up);
+  const Run cp = trident(
+      "plan --gpus 512 --servers 64 --model llama3-70b --seq-len 131072 --global-batch 32 "
+      "--cp 8 --tp 8 --micro-batch 1 --top 1 --format json");
+  REQUIRE(cp.code == 0);
+  // Each CP rank's GEMMs see 131072 / 8 = 16384 tokens of a sequence.
+  CHECK(nlohmann::json::parse(cp.out).at("plans")[0].at("gemms")[0].at("m") == 16384);
+}
