@@ -350,16 +350,19 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
 }
 
 std::string format_csv(const SearchResult& result, const ReportContext& /*context*/) {
+  // cp,ep,link_cp,link_ep columns at the end when CP or EP is above 1 in any row (as the table).
+  const bool cp_ep = shows_cp_ep(result.plans) || shows_cp_ep(result.infeasible);
   std::string out =
       "rank,tp,pp,dp,micro_batch,num_micro_batches,virtual_stages,recompute,zero,"
       "sequence_parallel,step_time_s,tokens_per_s,mfu,memory_gib_per_gpu,fits,bubble_fraction,"
-      "link_tp,link_pp,link_dp,rank_order,reason\n";
-  auto row = [&out](std::size_t rank, const PlanResult& plan) {
+      "link_tp,link_pp,link_dp,rank_order,reason";
+  out += cp_ep ? ",cp,ep,link_cp,link_ep\n" : "\n";
+  auto row = [&out, cp_ep](std::size_t rank, const PlanResult& plan) {
     const auto& c = plan.config;
     const auto& e = plan.estimate;
     out += fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{},{},{},"
-        "{},{}\n",
+        "{},{}",
         rank, c.tp, c.pp, c.dp, c.micro_batch, e.num_micro_batches, c.virtual_stages,
         to_string(c.recompute), c.zero, c.sequence_parallel ? "true" : "false", e.time.step_s,
         e.tokens_per_s, e.mfu, e.memory.total_bytes / kGib, e.memory.fits ? "true" : "false",
@@ -367,6 +370,11 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
         link_name(plan.placement.dp),
         plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
         csv_quoted(plan.infeasible_reason));
+    if (cp_ep) {
+      out += fmt::format(",{},{},{},{}", c.cp, c.ep, link_name(plan.placement.cp),
+                         link_name(plan.placement.ep));
+    }
+    out += "\n";
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) row(i + 1, result.plans[i]);
   for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i]);

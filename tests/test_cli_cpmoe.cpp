@@ -170,3 +170,15 @@ TEST_CASE("the plan's GEMMs: a CP rank's chunk, MoE grouped expert GEMMs", "[cli
   // Each CP rank's GEMMs see 131072 / 8 = 16384 tokens of a sequence.
   CHECK(nlohmann::json::parse(cp.out).at("plans")[0].at("gemms")[0].at("m") == 16384);
 }
+
+TEST_CASE("CSV gains cp,ep,link_cp,link_ep only when a row uses them", "[cli_cpmoe]") {
+  const Run moe =
+      trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --ep 8 --top 1 --format csv");
+  REQUIRE(moe.code == 0);
+  CHECK(moe.out.find("rank_order,reason,cp,ep,link_cp,link_ep\n") != std::string::npos);
+  CHECK(moe.out.find(",1,8,none,nvlink\n") != std::string::npos);  // EP 8 inside the server
+  const Run dense = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --top 1 --format csv");
+  REQUIRE(dense.code == 0);
+  CHECK(dense.out.find("rank_order,reason\n") != std::string::npos);
+}
