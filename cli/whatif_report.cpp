@@ -14,9 +14,12 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 [[nodiscard]] std::string split_text(const ParallelConfig& c) {
-  return fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO{} SP {}", c.tp, c.pp, c.dp, c.micro_batch,
-                     c.virtual_stages, to_string(c.recompute), c.zero,
-                     c.sequence_parallel ? "on" : "off");
+  std::string text = fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO{} SP {}", c.tp, c.pp, c.dp,
+                                 c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
+                                 c.sequence_parallel ? "on" : "off");
+  if (c.cp > 1) text += fmt::format(" CP{}", c.cp);
+  if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
+  return text;
 }
 
 [[nodiscard]] std::string hit_line(const GroupHit& hit) {
@@ -107,6 +110,8 @@ namespace {
   out["tp"] = c.tp;
   out["pp"] = c.pp;
   out["dp"] = c.dp;
+  out["cp"] = c.cp;
+  out["ep"] = c.ep;
   out["step_time_s"] = o.step_time_s;
   out["slowdown"] = o.slowdown;
   return out;
