@@ -8,11 +8,14 @@
 namespace trident::cli {
 
 std::string pins_of(const ParallelConfig& c) {
-  return fmt::format(
+  std::string pins = fmt::format(
       "--tp {} --pp {} --dp {} --micro-batch {} --vp {} --recompute {} --zero {} "
       "--sequence-parallel {}",
       c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
       c.sequence_parallel ? "on" : "off");
+  if (c.cp > 1) pins += fmt::format(" --cp {}", c.cp);
+  if (c.ep > 1) pins += fmt::format(" --ep {}", c.ep);
+  return pins;
 }
 
 namespace {
@@ -30,7 +33,8 @@ std::string summary(const ParallelConfig& c) {
 std::string best_runnable(const Release& release, const std::vector<PlanResult>& plans,
                           const Cluster& cluster, const Model& model, SelectiveKind selective) {
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (!export_plan(release, cluster, model, plans[i].config, selective).refusal) {
+    if (!export_plan(release, cluster, model, plans[i].config, selective, plans[i].estimate.cp_kind)
+             .refusal) {
       return fmt::format(
           "; the best plan of this ranking it runs is plan {} ({}): --explain {} "
           "--emit {}",
@@ -47,7 +51,8 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
                       SelectiveKind selective) {
   if (rank > plans.size()) throw PlanError("--emit: no plan fits to emit");
   const ParallelConfig& config = plans[rank - 1].config;
-  const Export exported = export_plan(release, cluster, model, config, selective);
+  const Export exported =
+      export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind);
   if (!exported.refusal) return exported.text;
   const Refusal& r = *exported.refusal;
   std::string message = fmt::format("--emit {}: plan {} ({}) cannot run there: {}",

@@ -166,21 +166,23 @@ std::string placement_comment(const Launch& launch, const char* comment) {
 
 namespace {
 
-/// What no target writes yet: MoE models (expert flags) and context parallelism. A CP plan's
-/// nearest is the same GPUs with CP folded into DP.
+/// What no target writes yet: MoE models (expert flags), and context parallelism outside
+/// Megatron-LM and NeMo. A CP plan's nearest is the same GPUs with CP folded into DP.
 std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
+  const Framework framework = in.release.framework;
+  const bool writes_cp = framework == Framework::megatron || framework == Framework::nemo;
   if (in.model.is_moe()) {
     return emit::Limit{"--emit writes dense models only: model " + in.model.name +
                            " has experts (MoE flags are not written yet)",
                        std::nullopt, "emit a dense model or write the MoE flags by hand"};
   }
-  if (in.config.cp > 1) {
+  if (in.config.cp > 1 && !writes_cp) {
     ParallelConfig fixed = in.config;
     fixed.dp *= fixed.cp;
     fixed.cp = 1;
-    return emit::Limit{
-        "--emit does not write context parallelism yet (CP " + std::to_string(in.config.cp) + ")",
-        fixed, "--cp 1"};
+    return emit::Limit{"--emit writes context parallelism (CP " + std::to_string(in.config.cp) +
+                           ") for megatron and nemo only",
+                       fixed, "--cp 1"};
   }
   return std::nullopt;
 }
@@ -233,7 +235,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
   std::optional<ParallelConfig> next = limit.fixed;
   for (int step = 0; next && step < 8; ++step) {
     const ParallelConfig candidate = *next;
-    const auto again = first_limit({in.release, in.cluster, in.model, candidate});
+    const auto again =
+        first_limit({in.release, in.cluster, in.model, candidate, in.selective, in.cp_kind});
     if (!again) {
       refusal.nearest = dividing(candidate, in.model.training.global_batch);
       if (!refusal.nearest) refusal.change = "no split of the same GPUs it runs divides the batch";
@@ -248,8 +251,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
 }  // namespace
 
 Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
-                   const ParallelConfig& config, SelectiveKind selective) {
-  const emit::Input in{release, cluster, model, config, selective};
+                   const ParallelConfig& config, SelectiveKind selective, CpKind cp_kind) {
+  const emit::Input in{release, cluster, model, config, selective, cp_kind};
   const emit::LaunchOrLimit placed = emit::launch_of(cluster, config);
   if (placed.limit) return {"", Refusal{placed.limit->reason, std::nullopt, placed.limit->change}};
   if (const auto limit = first_limit(in)) return {"", refusal_from(in, *limit)};

@@ -62,6 +62,7 @@ struct Export {
 /// `selective`: what selective recompute meant in the stack that priced the plan.
 [[nodiscard]] Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
                                  const ParallelConfig& config,
-                                 SelectiveKind selective = SelectiveKind::attention);
+                                 SelectiveKind selective = SelectiveKind::attention,
+                                 CpKind cp_kind = CpKind::p2p);
 
 }  // namespace trident

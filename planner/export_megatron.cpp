@@ -57,9 +57,13 @@ std::string precision_flags(Dtype dtype) {
   return "";  // fp32: neither flag
 }
 
-std::string parallel_flags(const Model& model, const ParallelConfig& c) {
+std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind cp_kind) {
   std::string t = flag("--tensor-model-parallel-size", str(c.tp)) +
                   flag("--pipeline-model-parallel-size", str(c.pp));
+  // Context parallel (arguments.py --context-parallel-size, --cp-comm-type p2p|a2a).
+  if (c.cp > 1) {
+    t += flag("--context-parallel-size", str(c.cp)) + flag("--cp-comm-type", to_string(cp_kind));
+  }
   if (c.virtual_stages > 1) {
     t += flag("--num-layers-per-virtual-pipeline-stage", str(layers_per_chunk(model, c)));
   }
@@ -113,7 +117,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
        " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
   t += "  pretrain_gpt.py \\\n";
   std::string flags = model_flags(in.model) + precision_flags(in.model.training.dtype) +
-                      parallel_flags(in.model, in.config);
+                      parallel_flags(in.model, in.config, in.cp_kind);
   flags.resize(flags.size() - 3);  // the last line has no continuation
   return t + flags + "\n";
 }

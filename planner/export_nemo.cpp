@@ -53,16 +53,17 @@ const char* plugin(Dtype dtype) {
   return "bf16_mixed";
 }
 
-/// The recipes set context_parallelism 2 (llama3_8b.py:65) or 4 (llama31_405b.py:70): the
-/// plan has none, so it is set to 1. ZeRO-2/3 are Megatron-FSDP (strategy fsdp="megatron",
-/// megatron_strategy.py:380) sharding optim_grads / optim_grads_params, which wants
-/// average_in_collective off (llama3_8b.py:121).
-std::string strategy(const ParallelConfig& c) {
+/// The recipes set context_parallelism 2 (llama3_8b.py:65) or 4 (llama31_405b.py:70): set to
+/// the plan's, with its K/V exchange (model.config.cp_comm_type) when above 1. ZeRO-2/3 are
+/// Megatron-FSDP (strategy fsdp="megatron", megatron_strategy.py:380) sharding optim_grads /
+/// optim_grads_params, which wants average_in_collective off (llama3_8b.py:121).
+std::string strategy(const ParallelConfig& c, CpKind cp_kind) {
   std::string t = set("trainer.strategy.tensor_model_parallel_size", str(c.tp)) +
                   set("trainer.strategy.pipeline_model_parallel_size", str(c.pp)) +
                   set("trainer.strategy.virtual_pipeline_model_parallel_size",
                       c.virtual_stages > 1 ? str(c.virtual_stages) : "None") +
-                  set("trainer.strategy.context_parallel_size", "1") +
+                  set("trainer.strategy.context_parallel_size", str(c.cp)) +
+                  (c.cp > 1 ? set("model.config.cp_comm_type", q(to_string(cp_kind))) : "") +
                   set("trainer.strategy.sequence_parallel", c.sequence_parallel ? "True" : "False");
   if (c.zero >= 2) {
     t += set("trainer.strategy.fsdp", q("megatron")) +
@@ -139,7 +140,7 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   t += set("trainer.num_nodes", str(launch.nodes)) +
        set("trainer.devices", str(launch.gpus_per_node)) +
        set("trainer.plugins", std::string(precision) + "()");
-  t += strategy(in.config) + batches_and_recompute(in.model, in.config);
+  t += strategy(in.config, in.cp_kind) + batches_and_recompute(in.model, in.config);
   t += "\nif __name__ == \"__main__\":\n    run.run(recipe, executor=run.LocalExecutor("
        "ntasks_per_node=" +
        str(launch.gpus_per_node) + ", launcher=\"torchrun\"))\n";

@@ -27,6 +27,8 @@ struct Input {
   /// What selective recompute means in the stack the plan was priced under (torchtitan's
   /// per-op policy is torchtitan's own "selective"/"op" mode).
   SelectiveKind selective = SelectiveKind::attention;
+  /// How the plan's context parallel attention exchanges K/V (the cost model's choice).
+  CpKind cp_kind = CpKind::p2p;
 };
 
 /// The first thing `release` cannot run in this plan. `fixed` is the same plan with that

@@ -94,8 +94,11 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
       (r.at("tied") == "1") != m.tied_embeddings || (r.at("rope") == "1") == m.learned_positions) {
     return "recipe " + name + " is not the model";
   }
-  // llama3_8b.py:65 (and the other recipes) default context parallelism to 2 or 4.
-  if (s.at("recipe.trainer.strategy.context_parallel_size") != "1") return "context parallel";
+  // llama3_8b.py:65 (and the other recipes) default context parallelism to 2 or 4: it must be
+  // set to the plan's.
+  if (s.at("recipe.trainer.strategy.context_parallel_size") != std::to_string(c.cp)) {
+    return "context parallel";
+  }
   const bool fsdp = s.at("recipe.trainer.strategy.fsdp") == "megatron";
   const std::string strategy =
       fsdp ? s.at("recipe.trainer.strategy.ddp.data_parallel_sharding_strategy") : "";

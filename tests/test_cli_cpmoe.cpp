@@ -133,13 +133,24 @@ TEST_CASE("--fail-link reports the EP and CP groups a broken link hits", "[cli_c
   CHECK(cp.out.find("  cp [") != std::string::npos);
 }
 
-TEST_CASE("--emit refuses CP and MoE plans it cannot write, with the nearest", "[cli_cpmoe]") {
-  const Run cp = trident(
+TEST_CASE("--emit writes CP for megatron and nemo, refuses it elsewhere and MoE models",
+          "[cli_cpmoe]") {
+  const std::string base =
       "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 256 --cp 8 "
-      "--tp 1 --emit megatron");
+      "--tp 1 --emit ";
+  const Run megatron = trident(base + "megatron");
+  REQUIRE(megatron.code == 0);
+  CHECK(megatron.out.find("--context-parallel-size 8 \\\n  --cp-comm-type p2p") !=
+        std::string::npos);
+  const Run nemo = trident(base + "nemo");
+  REQUIRE(nemo.code == 0);
+  CHECK(nemo.out.find("recipe.trainer.strategy.context_parallel_size = 8") != std::string::npos);
+  CHECK(nemo.out.find("recipe.model.config.cp_comm_type = \"p2p\"") != std::string::npos);
+  const Run cp = trident(base + "torchtitan");
   CHECK(cp.code == 2);
-  CHECK(cp.err.find("--emit does not write context parallelism yet (CP 8)") != std::string::npos);
-  CHECK(cp.err.find("nearest plan it can run: --tp 1") != std::string::npos);
+  CHECK(cp.err.find("--emit writes context parallelism (CP 8) for megatron and nemo only") !=
+        std::string::npos);
+  CHECK(cp.err.find("nearest plan it can run: --tp 1 --pp 1 --dp 256") != std::string::npos);
   const Run moe = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --emit megatron");
   CHECK(moe.code == 2);
   CHECK(moe.err.find("has experts") != std::string::npos);

@@ -315,3 +315,28 @@ TEST_CASE("torchtitan: selective means what the plan's stack priced", "[export][
   CHECK(s.at("activation_checkpoint.selective_ac_option") == "op");
   CHECK(s.at("parallelism.fsdp_reshard_after_forward") == "default");
 }
+
+TEST_CASE("context parallelism: megatron and nemo write it, the others fold it into DP",
+          "[export]") {
+  // 32 GPUs: TP 2 x CP 2 x DP 8, sequence 8192 (2 x CP divides it).
+  const Cluster cluster = cluster_of(4);
+  ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::selective, true);
+  c.dp = 8;
+  c.cp = 2;
+  for (const Release& r : releases()) {
+    int emitted = 0, refused = 0;
+    check_one(r, cluster, llama8b(), c, emitted, refused);
+    const bool writes = r.framework == Framework::megatron || r.framework == Framework::nemo;
+    INFO(release_id(r));
+    CHECK(emitted == (writes ? 1 : 0));
+  }
+  const auto mlm = export_plan(parse_release("megatron"), cluster, llama8b(), c,
+                               SelectiveKind::attention, CpKind::a2a);
+  REQUIRE_FALSE(mlm.refusal.has_value());
+  CHECK(mlm.text.find("--context-parallel-size 2 \\\n  --cp-comm-type a2a") != std::string::npos);
+  const auto titan = export_plan(parse_release("torchtitan"), cluster, llama8b(), c);
+  REQUIRE(titan.refusal.has_value());
+  REQUIRE(titan.refusal->nearest.has_value());
+  CHECK(titan.refusal->nearest->dp == 16);
+  CHECK(titan.refusal->nearest->cp == 1);
+}
