@@ -166,6 +166,11 @@ Stack read_stack(const MapReader& m) {
   s.cp_kinds = read_cp_kinds(m);
   s.expert_parallel = m.optional_bool("expert_parallel", false);
   s.ep_overlap = m.optional_bool("ep_overlap", false);
+  if (s.ep_overlap) {
+    m.fail("ep_overlap",
+           "true is not modelled yet (the MoE all-to-alls are priced exposed); "
+           "set false");
+  }
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
   if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");

@@ -94,7 +94,8 @@ struct Stack {
   /// Expert parallelism for MoE layers (token dispatch/combine all-to-alls).
   bool expert_parallel = true;
   /// The MoE all-to-alls overlapped with another micro-batch's compute (Megatron-Core
-  /// --overlap-moe-expert-parallel-comm); false: exposed.
+  /// --overlap-moe-expert-parallel-comm); false: exposed. A stack file with true is refused:
+  /// the overlap is not modelled.
   bool ep_overlap = false;
   /// Measured mean |error| of bench/accuracy for this stack, as a fraction: the band shown on
   /// step time. 0 = not measured.

@@ -7,6 +7,7 @@
 #include "costmodel/model_loader.h"
 #include "costmodel/moe.h"
 #include "costmodel/placement.h"
+#include "costmodel/stack.h"
 #include "costmodel_fixture.h"
 #include "topology/errors.h"
 
@@ -179,4 +180,18 @@ TEST_CASE("MoE estimate: FLOPs on active parameters, experts sharded over EP", "
   CHECK(ep.ep.calls_per_step > 0.0);
   CHECK(ep.time.ep_comm_s == Approx(ep.ep.exposed_s));
   CHECK(dense.time.ep_comm_s == 0.0);
+}
+
+TEST_CASE("stack file: EP overlap is refused, CP kinds are read", "[moe][stack]") {
+  const std::string base = "name: s\nattention: cudnn\ntp_overlap: none\n";
+  const Stack stack =
+      load_stack(base + "context_parallel: [a2a]\nexpert_parallel: true\n", "s.yaml");
+  CHECK(stack.supports(CpKind::a2a));
+  CHECK_FALSE(stack.supports(CpKind::p2p));
+  CHECK(stack.expert_parallel);
+  CHECK_FALSE(load_stack(base, "s.yaml").context_parallel());
+  CHECK_THROWS_WITH(load_stack(base + "ep_overlap: true\n", "s.yaml"),
+                    Catch::Contains("s.yaml:4") && Catch::Contains("not modelled"));
+  CHECK_THROWS_WITH(load_stack(base + "context_parallel: [ring]\n", "s.yaml"),
+                    Catch::Contains("expected p2p|a2a, got 'ring'"));
 }
