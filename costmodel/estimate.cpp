@@ -317,6 +317,14 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
   return comm;
 }
 
+/// One micro-batch's traffic (calls, total and exposed time) over the step's micro-batches.
+CommDetail per_step(CommDetail comm, double micro_batches) {
+  comm.calls_per_step *= micro_batches;
+  comm.total_s *= micro_batches;
+  comm.exposed_s *= micro_batches;
+  return comm;
+}
+
 /// Channels of a group's ring and the share of the GPU's SMs they hold while they run.
 double nccl_sm_share(const Cluster& cluster, const GroupLink& link) {
   const int sms = kernel_profile(cluster.gpu).sm_count;
@@ -382,14 +390,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const CpComm cp =
       cp_comm(model, config, placement.cp, stage.cp_step, stage.layers, stack, calibration);
   out.cp_kind = cp.kind;
-  out.cp = cp.detail;
-  out.cp.calls_per_step *= md;
-  out.cp.total_s *= md;
-  out.cp.exposed_s *= md;
-  out.ep = ep_comm(model, config, placement.ep, stage.layers * moe_fraction(model), calibration);
-  out.ep.calls_per_step *= md;
-  out.ep.total_s *= md;
-  out.ep.exposed_s *= md;
+  out.cp = per_step(cp.detail, md);
+  out.ep = per_step(
+      ep_comm(model, config, placement.ep, stage.layers * moe_fraction(model), calibration), md);
 
   out.pp = pp_comm(local, split, placement.pp, calibration);
   out.pp.calls_per_step *= md;
