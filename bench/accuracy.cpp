@@ -43,18 +43,21 @@ std::string read_text(const std::string& path) {
 }
 
 /// The row's model as a model file would say it, through the real loader.
+/// An FP8 row's `fp8` mapping (recipe, params, ...) goes to the loader as training.fp8.
 Model model_of(const YAML::Node& node, const std::string& id, const std::string& precision,
-               long long batch) {
+               const YAML::Node& fp8, long long batch) {
   Model model;
   if (node["preset"]) {
     model = model_preset(node["preset"].as<std::string>());
+    model.training.dtype = precision == "fp16" ? Dtype::fp16 : Dtype::bf16;
   } else {
     YAML::Node doc = YAML::Clone(node);
     doc["name"] = id;
+    doc["training"]["dtype"] = precision == "fp8" ? "fp8" : precision == "fp16" ? "fp16" : "bf16";
+    if (precision == "fp8" && fp8) doc["training"]["fp8"] = fp8;
     model = load_model(YAML::Dump(doc), id);
   }
   model.training.global_batch = batch;
-  model.training.dtype = precision == "fp16" ? Dtype::fp16 : Dtype::bf16;
   return model;
 }
 
@@ -109,8 +112,8 @@ std::vector<Row> load_rows(const std::string& path) {
     row.precision = node["precision"].as<std::string>();
     const int gpus = node["gpus"].as<int>();
     row.cluster = cluster_of(node, gpus);
-    row.model =
-        model_of(node["model"], row.id, row.precision, node["global_batch"].as<long long>());
+    row.model = model_of(node["model"], row.id, row.precision, node["fp8"],
+                         node["global_batch"].as<long long>());
     row.options = options_of(node["pins"], stack_of(row.stack, dir));
     const auto measured = *node["measured"].begin();
     row.measure = measured.first.as<std::string>();

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "costmodel/kernels.h"
+#include "costmodel/precision.h"
 
 namespace trident {
 
@@ -90,7 +91,7 @@ double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count) {
 
 double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                         const GemmShape& shape) {
-  return gpu.peak_tflops(dtype) * gpu.matmul_efficiency * profile.sustained_ratio *
+  return gpu.peak_tflops(dtype) * gpu.gemm_efficiency(dtype) * profile.sustained_ratio *
          gemm_shape_efficiency(shape, profile.sm_count, gemm_k_fill(gpu, dtype, profile.sm_count));
 }
 
@@ -174,7 +175,8 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
 
 LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                      const ComputeFeatures& features, const Calibration* calibration) {
-  const Dtype dtype = model.training.dtype;
+  const Precision precision = precision_of(model.training);
+  const Dtype dtype = precision.linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
   const auto linear = layer_linear_gemms(model, config.micro_batch, config.tp);
   LayerTime time;
@@ -189,13 +191,15 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
     time.gemm_forward_s += time.gemm_fprop_s[i];
     linear_backward_s += time.gemm_dgrad_s[i] + time.gemm_wgrad_s[i];
   }
-  const CoreTime core = attention_core_time(gpu, dtype, profile, model, config,
+  const CoreTime core = attention_core_time(gpu, precision.attention, profile, model, config,
                                             features.fused_attention, calibration);
-  const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true);
+  const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true) +
+                           fp8_cast_forward_bytes(model, config, precision);
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
   time.backward_s =
       linear_backward_s + core.backward_s +
-      hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention));
+      hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention) +
+                          fp8_cast_backward_bytes(model, config, precision));
   switch (config.recompute) {
     case Recompute::none:
       break;
@@ -215,7 +219,7 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
 
 LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                       const Calibration* calibration) {
-  const Dtype dtype = model.training.dtype;
+  const Dtype dtype = precision_of(model.training).output_gemm;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const GemmShape logits = logits_gemm(model, config.micro_batch, config.tp).shape;
   // Vocab-parallel cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy), bytes per
@@ -234,6 +238,12 @@ double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters) 
   const double per_parameter =
       optimizer == Optimizer::adam ? kAdamBytesPerParameter : kSgdBytesPerParameter;
   return hbm_time_s(gpu, per_parameter * parameters);
+}
+
+double fp8_weight_cast_time_s(const Gpu& gpu, const Precision& precision, double casts_per_step,
+                              double parameters) {
+  if (!precision.fp8) return 0.0;
+  return casts_per_step * hbm_time_s(gpu, kFp8WeightCastBytesPerParameter * parameters);
 }
 
 }  // namespace trident

@@ -103,4 +103,11 @@ inline constexpr double kSgdBytesPerParameter = 22.0;
 /// Seconds of the optimizer step over `parameters` local parameters (memory bound).
 [[nodiscard]] double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters);
 
+struct Precision;
+/// Seconds per step of an FP8 run's weight casts: kFp8WeightCastBytesPerParameter over the
+/// `parameters` local weights, `casts_per_step` times (1 when the stack caches the FP8 copy
+/// over the micro-batches, else once per micro-batch). 0 without FP8.
+[[nodiscard]] double fp8_weight_cast_time_s(const Gpu& gpu, const Precision& precision,
+                                            double casts_per_step, double parameters);
+
 }  // namespace trident

@@ -8,6 +8,7 @@
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/pipeline.h"
+#include "costmodel/precision.h"
 
 namespace trident {
 
@@ -70,8 +71,9 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
   CommDetail comm;
   comm.link = link;
   if (config.tp <= 1) return comm;
+  const Precision precision = precision_of(model.training);
   comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
-                        dtype_bytes(model.training.dtype);
+                        precision.activation_bytes;
   comm.calls_per_step = layers * (config.recompute == Recompute::full ? 6.0 : 4.0);
   if (config.sequence_parallel) {
     // Forward 2 all-gathers + 2 reduce-scatters; backward 2 all-gathers of the output
@@ -82,7 +84,10 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
     comm.collective = Collective::reduce_scatter;
     comm.time_per_call_s =
         collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
-        collective_time_s(Collective::all_gather, comm.bytes_per_call, link, calibration);
+        collective_time_s(
+            Collective::all_gather,
+            comm.bytes_per_call * precision.tp_gather_bytes / precision.activation_bytes, link,
+            calibration);
   } else {
     comm.time_per_call_s =
         collective_time_s(Collective::all_reduce, comm.bytes_per_call, link, calibration);
@@ -99,7 +104,7 @@ CommDetail pp_comm(const Model& model, const ParallelConfig& config, const Group
   comm.link = link;
   if (config.pp <= 1) return comm;
   comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
-                        dtype_bytes(model.training.dtype) / config.tp;
+                        precision_of(model.training).activation_bytes / config.tp;
   comm.calls_per_step = 2.0 * config.virtual_stages;
   comm.time_per_call_s =
       collective_time_s(Collective::send_recv, comm.bytes_per_call, link, calibration);
@@ -181,13 +186,13 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
 /// reduce-scatter with the weights all-gathered back), overlapped with the last micro-batch's
 /// backward / the next forward as far as the stack does; the last bucket cannot hide.
 void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
-                 double parameters, Dtype weight_dtype, const StageTime& stage,
+                 double parameters, const Training& training, const StageTime& stage,
                  const Calibration* calibration) {
   const double bucket = std::min(
       parameters,
       std::max(stack.dp_bucket_parameters, stack.dp_bucket_parameters_per_rank * config.dp));
-  const double reduce_bytes = stack.reduce_bytes(weight_dtype);
-  const double weight_bytes = dtype_bytes(weight_dtype);
+  const double reduce_bytes = stack.reduce_bytes(training.dtype);
+  const double weight_bytes = precision_of(training).weight_gather_bytes;
   const double grad_bytes = parameters * reduce_bytes;
   const double share = bucket / parameters;
   comm.bytes_per_call = grad_bytes;
@@ -226,7 +231,7 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
 void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& config,
                 const Stack& stack, long long m, const StageTime& stage,
                 const Calibration* calibration) {
-  const double weight_bytes = dtype_bytes(model.training.dtype);
+  const double weight_bytes = precision_of(model.training).weight_gather_bytes;
   const double unit_params =
       count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
   const double units = stage.layers;
@@ -288,7 +293,7 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
   if (config.zero >= 3 || (config.zero == 2 && stack.zero2_per_unit)) {
     sharded_dp(comm, model, config, stack, m, stage, calibration);
   } else {
-    bucketed_dp(comm, config, stack, parameters, model.training.dtype, stage, calibration);
+    bucketed_dp(comm, config, stack, parameters, model.training, stage, calibration);
   }
   return comm;
 }
@@ -372,7 +377,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s + out.pp.exposed_s;
   out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
   const double sharded = config.zero >= 1 ? config.dp : 1.0;
-  out.time.optimizer_s = optimizer_time_s(gpu, model.training.optimizer, params / sharded);
+  out.time.optimizer_s = optimizer_time_s(gpu, model.training.optimizer, params / sharded) +
+                         fp8_weight_cast_time_s(gpu, precision_of(model.training),
+                                                stack.fp8_weight_cache ? 1.0 : double(m), params);
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.time.dp_comm_s = out.dp.exposed_s;
@@ -405,6 +412,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.reserve_gib = options.reserve_gib;
   memory.fused_attention = stack.attention != AttentionKernel::unfused;
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
+  memory.weight_bytes =
+      weight_memory_bytes_per_parameter(precision_of(model.training), stack.fp8_weight_cache);
   memory.prefetch_units = stack.prefetch_units;
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
   memory.selective = stack.selective;

@@ -40,7 +40,7 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
   const double dp = config.dp;
   const double optimizer = model.training.optimizer == Optimizer::adam ? kAdamStateBytesPerParameter
                                                                        : kSgdStateBytesPerParameter;
-  StateBytes bytes{dtype_bytes(model.training.dtype), options.grad_buffer_bytes, optimizer};
+  StateBytes bytes{options.weight_bytes, options.grad_buffer_bytes, optimizer};
   const bool keeps = keeps_gathered(config, options);
   if (config.zero >= 1) bytes.optimizer /= dp;
   if (config.zero >= 2 && !keeps) bytes.gradients /= dp;
@@ -82,8 +82,7 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
     // (gradients before their reduce-scatter).
     const ParameterCount count = count_parameters(model);
     const double units = 1.0 + options.prefetch_units;
-    other += units * count.per_layer / tp *
-             (dtype_bytes(model.training.dtype) + options.grad_buffer_bytes);
+    other += units * count.per_layer / tp * (options.weight_bytes + options.grad_buffer_bytes);
   }
   memory.other_bytes = other;
   memory.total_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +

@@ -39,6 +39,9 @@ struct MemoryOptions {
   double reserve_gib = 4.0;
   bool fused_attention = true;
   double grad_buffer_bytes = kGradientBytesPerParameter;  ///< the stack's gradient dtype
+  /// Bytes per parameter of the weights held for compute (16-bit: 2; FP8 adds its cached copies:
+  /// weight_memory_bytes_per_parameter in costmodel/precision.h).
+  double weight_bytes = 2.0;
   int prefetch_units = 1;             ///< ZeRO-3 units gathered ahead of the one computing
   bool zero3_keeps_gathered = false;  ///< ZeRO-3 with PP keeps weights and gradients whole
   SelectiveKind selective = SelectiveKind::attention;

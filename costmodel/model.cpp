@@ -28,6 +28,18 @@ const char* to_string(NormKind kind) {
 
 const char* to_string(Optimizer optimizer) { return optimizer == Optimizer::adam ? "adam" : "sgd"; }
 
+const char* to_string(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::delayed:
+      return "delayed";
+    case Fp8Recipe::current:
+      return "current";
+    case Fp8Recipe::blockwise:
+      return "blockwise";
+  }
+  return "delayed";
+}
+
 namespace {
 
 /// LayerNorm carries a scale and a shift per channel, RMSNorm only the scale.

@@ -11,21 +11,37 @@ namespace trident {
 enum class FfnKind { gelu, relu, relu2, swiglu, geglu };
 enum class NormKind { layernorm, rmsnorm };
 enum class Optimizer { adam, sgd };
+/// How an FP8 run scales its 8-bit tensors (Transformer Engine recipes): delayed (scale from
+/// the amax history of earlier steps, TE's DelayedScaling), current (per-tensor amax of this
+/// tensor first, TE Float8CurrentScaling / torchao tensorwise), blockwise (per-block scales,
+/// TE Float8BlockScaling / MXFP8).
+enum class Fp8Recipe { delayed, current, blockwise };
 
 /// Gated FFNs (swiglu, geglu) have three matrices (gate, up, down); the others two.
 [[nodiscard]] bool is_gated(FfnKind kind);
 [[nodiscard]] const char* to_string(FfnKind kind);
 [[nodiscard]] const char* to_string(NormKind kind);
 [[nodiscard]] const char* to_string(Optimizer optimizer);
+[[nodiscard]] const char* to_string(Fp8Recipe recipe);
 
 /// Most sequences a step may have (2^24): a micro-batch, a divisor of the batch, stays an int
 /// and enumerating the batch's divisors stays instant (2^63-1 took hours; 2^31 wrapped).
 inline constexpr long long kMaxGlobalBatch = 1LL << 24;
 
+/// Which tensors of an FP8 run are 8-bit (the model file's training.fp8). The linear layers'
+/// GEMMs always are; attention's batched GEMMs and the TP/ZeRO-3 messages only when asked.
+struct Fp8Options {
+  Fp8Recipe recipe = Fp8Recipe::delayed;  ///< Transformer Engine's default recipe
+  bool attention = false;                 ///< FP8 fused attention (cuDNN FP8 / FA3 FP8)
+  bool communication = false;  ///< TP all-gathers in FP8 (TE userbuffers' FP8 all-gather)
+  bool params = false;         ///< FP8 weights only, gathered in FP8 (Megatron --fp8-param-gather)
+};
+
 struct Training {
   long long global_batch = 0;  ///< sequences per step; 0 = not given (must come from a flag)
   Dtype dtype = Dtype::bf16;
   Optimizer optimizer = Optimizer::adam;
+  Fp8Options fp8;  ///< read only when dtype is fp8
 };
 
 struct Model {

@@ -18,7 +18,9 @@ using yaml::Range;
 const std::vector<std::string> kModelKeys = {
     "name",  "layers",  "hidden",          "heads", "kv_heads", "ffn_hidden",         "ffn",
     "vocab", "seq_len", "tied_embeddings", "norm",  "bias",     "position_embedding", "training"};
-const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer"};
+const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer", "fp8"};
+const std::vector<std::string> kFp8Keys = {"recipe", "attention", "communication", "params"};
+const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 const std::vector<std::string> kFfnNames = {"gelu", "relu", "relu2", "swiglu", "geglu"};
 const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
 const std::vector<std::string> kPositionNames = {"learned", "rope"};
@@ -47,6 +49,15 @@ Training read_training(const std::optional<MapReader>& t) {
   training.dtype = dtypes[t->optional_choice("dtype", kDtypeNames, 0)];
   training.optimizer =
       t->optional_choice("optimizer", kOptimizerNames, 0) == 0 ? Optimizer::adam : Optimizer::sgd;
+  if (const auto fp8 = t->optional_map("fp8")) {
+    if (training.dtype != Dtype::fp8) t->fail("fp8", "expected only with dtype: fp8");
+    fp8->reject_unknown(kFp8Keys);
+    constexpr Fp8Recipe recipes[] = {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::blockwise};
+    training.fp8.recipe = recipes[fp8->optional_choice("recipe", kFp8RecipeNames, 0)];
+    training.fp8.attention = fp8->optional_bool("attention", false);
+    training.fp8.communication = fp8->optional_bool("communication", false);
+    training.fp8.params = fp8->optional_bool("params", false);
+  }
   return training;
 }
 

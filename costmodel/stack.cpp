@@ -1,5 +1,7 @@
 #include "costmodel/stack.h"
 
+#include <fmt/format.h>
+
 #include <string_view>
 #include <vector>
 
@@ -42,12 +44,15 @@ const std::vector<std::string> kStackKeys = {
     "kernel_launch_us",
     "kernels_per_layer_forward",
     "measured_error",
+    "fp8_recipes",
+    "fp8_weight_cache",
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
 const std::vector<std::string> kSelectiveNames = {"attention", "per_op"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
+const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 
 /// A list of ZeRO stages ([0, 1, 3]) as a bit set.
 unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallback) {
@@ -68,30 +73,31 @@ unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallb
   return bits;
 }
 
-unsigned read_recompute_list(const MapReader& m) {
-  if (!m.has("recompute")) return 0b111;
-  const YAML::Node list = m.node("recompute");
-  const std::string where = yaml::position(m.source(), m.line("recompute"), m.path("recompute"));
+/// A list of names under `key` as bits (bit i = names[i]); `fallback` when the key is absent.
+unsigned read_name_list(const MapReader& m, std::string_view key,
+                        const std::vector<std::string>& names, unsigned fallback,
+                        bool allow_empty) {
+  if (!m.has(key)) return fallback;
+  const YAML::Node list = m.node(key);
+  const std::string where = yaml::position(m.source(), m.line(key), m.path(key));
+  std::string choices;
+  for (const std::string& name : names) choices += (choices.empty() ? "" : "|") + name;
   if (!list.IsSequence()) {
-    throw InputError(where + ": expected a list like [none, full], got " +
+    throw InputError(where + ": expected a list of " + choices + ", got " +
                      yaml::describe_value(list));
   }
   unsigned bits = 0;
   for (const auto& item : list) {
     const std::string name = yaml::to_string(item, where);
     std::size_t i = 0;
-    while (i < kRecomputeNames.size() && kRecomputeNames[i] != name) ++i;
-    if (i == kRecomputeNames.size()) {
-      std::string message = where;
-      message += ": expected none|selective|full, got '";
-      message += name;
-      message += "'";
-      message += yaml::did_you_mean(name, kRecomputeNames);
-      throw InputError(message);
+    while (i < names.size() && names[i] != name) ++i;
+    if (i == names.size()) {
+      throw InputError(fmt::format("{}: expected {}, got '{}'{}", where, choices, name,
+                                   yaml::did_you_mean(name, names)));
     }
     bits |= 1u << i;
   }
-  if (bits == 0) throw InputError(where + ": expected at least one recompute mode");
+  if (bits == 0 && !allow_empty) throw InputError(where + ": expected at least one of " + choices);
   return bits;
 }
 
@@ -122,7 +128,9 @@ Stack read_stack(const MapReader& m) {
   s.sequence_parallel = m.optional_bool("sequence_parallel", false);
   s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", false);
   s.uneven_stages = m.optional_bool("uneven_stages", false);
-  s.recompute_modes = read_recompute_list(m);
+  s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, 0b111, false);
+  s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, 0, true);
+  s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", false);
   s.selective = static_cast<SelectiveKind>(m.optional_choice("selective", kSelectiveNames, 0));
   s.kernel_launch_us = m.optional_double("kernel_launch_us", 0.0, Range::non_negative);
   s.kernels_per_layer_forward =
@@ -183,6 +191,10 @@ double Stack::reduce_bytes(Dtype dtype) const {
 
 double Stack::buffer_bytes(Dtype dtype) const {
   return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_buffer_bytes;
+}
+
+bool Stack::supports(Fp8Recipe recipe) const {
+  return (fp8_recipes & (1u << static_cast<unsigned>(recipe))) != 0;
 }
 
 bool Stack::supports(Recompute recompute) const {

@@ -6,6 +6,7 @@
 /// Derivations: docs/cost_model.md#stacks.
 #include <string>
 
+#include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
 #include "topology/errors.h"
 #include "topology/gpu.h"
@@ -85,6 +86,11 @@ struct Stack {
   /// transformer layer launches forward (backward launches twice as many).
   double kernel_launch_us = 0.0;
   double kernels_per_layer_forward = 0.0;
+  /// FP8 recipes the stack runs (bit Fp8Recipe set; 0 = no FP8), and whether it casts the
+  /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
+  /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.
+  unsigned fp8_recipes = 0b111;
+  bool fp8_weight_cache = true;
   /// Measured mean |error| of bench/accuracy for this stack, as a fraction: the band shown on
   /// step time. 0 = not measured.
   double measured_error = 0.0;
@@ -96,6 +102,7 @@ struct Stack {
   [[nodiscard]] double reduce_bytes(Dtype dtype) const;
   [[nodiscard]] double buffer_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
+  [[nodiscard]] bool supports(Fp8Recipe recipe) const;
 };
 
 /// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY.

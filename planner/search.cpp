@@ -120,6 +120,12 @@ void check_options(const Model& model, const SearchOptions& options) {
     throw InputError("--pp " + std::to_string(*options.pp) + ": more stages than the model's " +
                      std::to_string(model.layers) + " layers");
   }
+  if (model.training.dtype == Dtype::fp8 && !stack.supports(model.training.fp8.recipe)) {
+    throw InputError(
+        "model " + model.name + ": training.fp8.recipe " + to_string(model.training.fp8.recipe) +
+        ": stack " + stack.name +
+        (stack.fp8_recipes == 0 ? " has no FP8 training" : " does not run this FP8 recipe"));
+  }
   if (model.training.global_batch < 1) {
     throw InputError(
         "global batch: not given (set training.global_batch in the model or pass "

@@ -7,6 +7,7 @@ old = yaml.safe_load(subprocess.run(['git', 'show', '55682c6:bench/data/publishe
                                     capture_output=True, text=True, check=True).stdout)
 shared = yaml.safe_load(open(sys.argv[1]))  # path of the brief's cases/published_runs_stacks.yaml
 research = yaml.safe_load(open('research_runs_2026.yaml'))
+precision_rows = yaml.safe_load(open('precision_runs_2026.yaml'))['runs']
 rows = []
 for r in old['runs']:
     src = r['source']; nar = src == 'narayanan-2021'
@@ -64,8 +65,20 @@ wanted = ['lf-mpt13b-512xh100-bf16', 'lf-mpt30b-512xh100-bf16', 'lf-mpt70b-512xh
           'lf-mpt30b-8xa100-80g-bf16', 'bloom-176b-384xa100-80g-bf16', 'mtnlg-530b-2240xa100-fp16', 'mtnlg-530b-2800xa100-fp16',
           'mtnlg-530b-3360xa100-fp16', 'dgxc2411-gpt3-175b-128xh100-bf16', 'dgxc2411-gpt3-175b-2048xh100-bf16',
           'dgxc2411-nemotron4-340b-128xh100-bf16', 'dgxc2411-nemotron4-15b-16xh100-bf16',
-          'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16']
+          'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16',
+          'nemo2407-gpt3-175b-128xh100-fp8', 'nemo2407-gpt3-175b-512xh100-fp8',
+          'tt-l31-8b-fsdp-32xh200-fp8', 'tt-l31-8b-fsdp-64xh200-fp8']
+# FP8 as each source ran it: NeMo 24.07 launcher confs set fp8 + fp8_hybrid (delayed) without
+# fp8_params; torchtitan's Float8 with enable_fsdp_float8_all_gather is tensorwise dynamic
+# scaling (current) with the weights all-gathered in FP8.
+fp8_of = {'nemo2407-gpt3-175b-128xh100-fp8': {'recipe': 'delayed'},
+          'nemo2407-gpt3-175b-512xh100-fp8': {'recipe': 'delayed'},
+          'tt-l31-8b-fsdp-32xh200-fp8': {'recipe': 'current', 'params': True},
+          'tt-l31-8b-fsdp-64xh200-fp8': {'recipe': 'current', 'params': True}}
 by_id = {r['id']: r for r in research['runs']}
+by_id.update({r['id']: r for r in precision_rows})
+wanted += [r['id'] for r in precision_rows]
+for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
     if rid.startswith('llama3-405b'): stack = 'torchtitan'; p['zero'] = 3   # FSDP with PP, no reshard
@@ -74,7 +87,9 @@ for rid in wanted:
     if rid.startswith('lf-'): stack = 'fsdp'                                 # amp_bf16 DEFAULT in the table notes
     row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
                global_batch=r['global_batch'], pins=pins_of(p), model=clean_model(r['model']))
-    row['cluster'] = 'dgx-h100' if r['gpu'].startswith('h100') else 'dgx-a100'
+    if fp8_of.get(rid): row['fp8'] = fp8_of[rid]
+    row['cluster'] = ('dgx-h100' if r['gpu'].startswith('h100') else
+                      'hgx-h200' if r['gpu'].startswith('h200') else 'dgx-a100')
     if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
     if rid.startswith('bloom'):  # Jean Zay: 4 Omni-Path links of 100 Gb/s per node (tr11 README)
         row['nics_per_server'] = 4; row['nic_gbits'] = 100
