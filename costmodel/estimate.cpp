@@ -293,13 +293,29 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
   return comm;
 }
 
-/// Channels of a group's ring and the share of the GPU's SMs they hold while they run.
+/// Channels of a group's ring: inside one NVLink domain or across the NICs; 0 for no group.
+double nccl_ring_channels(const Cluster& cluster, const GroupLink& link) {
+  if (link.ranks < 2) return 0.0;
+  return link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
+                          : kNcclChannelsInDomain;
+}
+
+/// The share of the GPU's SMs a group's ring channels hold while they run.
 double nccl_sm_share(const Cluster& cluster, const GroupLink& link) {
   const int sms = kernel_profile(cluster.gpu).sm_count;
   if (sms <= 0 || link.ranks < 2) return 0.0;
-  const double channels = link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
-                                           : kNcclChannelsInDomain;
-  return std::min(1.0, channels / sms);
+  return std::min(1.0, nccl_ring_channels(cluster, link) / sms);
+}
+
+/// The communicators the plan creates on one GPU (TP, DP rings; PP send/recv neighbours).
+NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
+                       const Placement& placement) {
+  NcclGroups groups;
+  groups.tp_channels = nccl_ring_channels(cluster, placement.tp);
+  groups.dp_channels = nccl_ring_channels(cluster, placement.dp);
+  groups.pp_peers = std::min(2, config.pp - 1);
+  groups.pp_over_network = placement.pp.domains > 1;
+  return groups;
 }
 
 }  // namespace
@@ -407,7 +423,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
   memory.prefetch_units = stack.prefetch_units;
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
+  memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   memory.selective = stack.selective;
+  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit;
+  memory.adam_state_bytes = stack.adam_state_bytes;
+  memory.nccl = nccl_groups(cluster, config, placement);
   out.memory = peak_memory(gpu, model, config, memory);
   return out;
 }
