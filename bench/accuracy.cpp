@@ -245,11 +245,13 @@ int main(int argc, char** argv) {
       argc > 2 ? argv[2] : std::string(TRIDENT_SOURCE_DIR) + "/bench/data/published_memory.yaml";
   std::vector<Row> rows;
   std::vector<MemoryRow> memory_rows;
+  std::string reading = path;
   try {
     rows = load_rows(path);
+    reading = memory_path;
     memory_rows = load_memory_rows(memory_path);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "accuracy: {}: {}\n", path, e.what());
+    fmt::print(stderr, "accuracy: {}: {}\n", reading, e.what());
     return 2;
   }
   fmt::print(
