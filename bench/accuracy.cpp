@@ -227,8 +227,9 @@ int memory_check(const std::vector<MemoryRow>& rows) {
     const double error = reserved ? (predicted / row.published_gib - 1.0) * 100.0 : 0.0;
     if (reserved) (row.conditions.empty() ? priced : unpriced).add(error);
     if (!m.fits) ++not_fitting;
-    fmt::print("{:<40} {:<12} {:>9.1f} {:>9.1f} {:>+7.1f} {:>9.1f} {:>6}  {}\n", row.id,
-               row.measure, row.published_gib, predicted, error, m.total_bytes / kGib,
+    const std::string error_text = reserved ? fmt::format("{:+.1f}", error) : std::string("-");
+    fmt::print("{:<40} {:<12} {:>9.1f} {:>9.1f} {:>7} {:>9.1f} {:>6}  {}\n", row.id, row.measure,
+               row.published_gib, predicted, error_text, m.total_bytes / kGib,
                m.fits ? "yes" : "NO", row.conditions.empty() ? "-" : row.conditions);
   }
   fmt::print("memory, all priced          {}\n", priced.text());
