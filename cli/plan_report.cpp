@@ -99,10 +99,26 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"recompute_s", e.time.recompute_s},
                       {"optimizer_s", e.time.optimizer_s},
                       {"overlap_contention_s", e.time.overlap_contention_s}};
-  json["memory_gib"] =
-      Json{{"weights", mem.weights_bytes / kGib},     {"gradients", mem.gradients_bytes / kGib},
-           {"optimizer", mem.optimizer_bytes / kGib}, {"activations", mem.activations_bytes / kGib},
-           {"other", mem.other_bytes / kGib},         {"capacity", mem.capacity_bytes / kGib}};
+  json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
+                            {"gradients", mem.gradients_bytes / kGib},
+                            {"optimizer", mem.optimizer_bytes / kGib},
+                            {"activations", mem.activations_bytes / kGib},
+                            {"other", mem.other_bytes / kGib},
+                            {"capacity", mem.capacity_bytes / kGib},
+                            {"weight_copies", mem.weight_copies_bytes / kGib},
+                            {"workspace", mem.workspace_bytes / kGib},
+                            {"tp_gather", mem.tp_gather_bytes / kGib},
+                            {"recompute_working", mem.recompute_working_bytes / kGib},
+                            {"layer_units", mem.layer_units_bytes / kGib},
+                            {"loss", mem.loss_bytes / kGib},
+                            {"output_unit", mem.output_unit_bytes / kGib},
+                            {"transient", mem.transient_bytes / kGib},
+                            {"allocated", mem.allocated_bytes / kGib},
+                            {"fragmentation", mem.fragmentation_bytes / kGib},
+                            {"reserved", mem.reserved_bytes / kGib},
+                            {"cuda_context", mem.cuda_context_bytes / kGib},
+                            {"nccl_buffers", mem.nccl_buffer_bytes / kGib},
+                            {"total", mem.total_bytes / kGib}};
   json["links"] = Json{{"tp", link_name(p.tp)}, {"pp", link_name(p.pp)}, {"dp", link_name(p.dp)}};
   json["collectives"] = Json{
       {"tp", tp_collective_name(c)}, {"pp", pp_collective_name(c)}, {"dp", dp_collective_name(c)}};

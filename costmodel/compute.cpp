@@ -193,13 +193,15 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
   }
   const CoreTime core = attention_core_time(gpu, precision.attention, profile, model, config,
                                             features.fused_attention, calibration);
-  const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true) +
-                           fp8_cast_forward_bytes(model, config, precision);
+  const double fwd_bytes =
+      layer_elementwise_forward_bytes(model, config, true) +
+      fp8_cast_forward_bytes(model, config, precision, features.fp8_saves_fp8_inputs);
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
   time.backward_s =
       linear_backward_s + core.backward_s +
       hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention) +
-                          fp8_cast_backward_bytes(model, config, precision));
+                          fp8_cast_backward_bytes(model, config, precision,
+                                                  features.fp8_saves_fp8_inputs));
   switch (config.recompute) {
     case Recompute::none:
       break;

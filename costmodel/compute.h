@@ -70,6 +70,7 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 struct ComputeFeatures {
   bool fused_attention = true;  ///< flash-style attention: no s^2 tensors, causal blocks skipped
   SelectiveKind selective = SelectiveKind::attention;  ///< what selective recompute repeats
+  bool fp8_saves_fp8_inputs = true;  ///< FP8: inputs kept as their FP8 copy (TE), not recast
 };
 
 /// One micro-batch through one transformer layer on one GPU (after the TP split).

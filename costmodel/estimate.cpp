@@ -35,9 +35,10 @@ double launch_floor_s(const Stack& stack, Recompute recompute) {
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                      const EstimateOptions& options, const Calibration* calibration) {
   const Stack& stack = options.stack;
-  LayerTime layer =
-      layer_time(cluster.gpu, model, config,
-                 {stack.attention != AttentionKernel::unfused, stack.selective}, calibration);
+  LayerTime layer = layer_time(
+      cluster.gpu, model, config,
+      {stack.attention != AttentionKernel::unfused, stack.selective, stack.fp8_saves_fp8_inputs},
+      calibration);
   const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
   const double floor_s = launch_floor_s(stack, config.recompute);
   if (floor_s > gpu_s && gpu_s > 0.0) {  // CPU-bound: every pass stretched alike
@@ -298,13 +299,29 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
   return comm;
 }
 
-/// Channels of a group's ring and the share of the GPU's SMs they hold while they run.
+/// Channels of a group's ring: inside one NVLink domain or across the NICs; 0 for no group.
+double nccl_ring_channels(const Cluster& cluster, const GroupLink& link) {
+  if (link.ranks < 2) return 0.0;
+  return link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
+                          : kNcclChannelsInDomain;
+}
+
+/// The share of the GPU's SMs a group's ring channels hold while they run.
 double nccl_sm_share(const Cluster& cluster, const GroupLink& link) {
   const int sms = kernel_profile(cluster.gpu).sm_count;
   if (sms <= 0 || link.ranks < 2) return 0.0;
-  const double channels = link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
-                                           : kNcclChannelsInDomain;
-  return std::min(1.0, channels / sms);
+  return std::min(1.0, nccl_ring_channels(cluster, link) / sms);
+}
+
+/// The communicators the plan creates on one GPU (TP, DP rings; PP send/recv neighbours).
+NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
+                       const Placement& placement) {
+  NcclGroups groups;
+  groups.tp_channels = nccl_ring_channels(cluster, placement.tp);
+  groups.dp_channels = nccl_ring_channels(cluster, placement.dp);
+  groups.pp_peers = std::min(2, config.pp - 1);
+  groups.pp_over_network = placement.pp.domains > 1;
+  return groups;
 }
 
 }  // namespace
@@ -412,11 +429,18 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.reserve_gib = options.reserve_gib;
   memory.fused_attention = stack.attention != AttentionKernel::unfused;
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
-  memory.weight_bytes =
-      weight_memory_bytes_per_parameter(precision_of(model.training), stack.fp8_weight_cache);
+  const Precision precision = precision_of(model.training);
+  memory.weight_bytes = precision.weight_bytes;
+  memory.weight_copy_bytes_per_parameter =
+      weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
+  memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;
   memory.prefetch_units = stack.prefetch_units;
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
+  memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   memory.selective = stack.selective;
+  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit;
+  memory.adam_state_bytes = stack.adam_state_bytes;
+  memory.nccl = nccl_groups(cluster, config, placement);
   out.memory = peak_memory(gpu, model, config, memory);
   return out;
 }

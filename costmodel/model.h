@@ -58,6 +58,10 @@ struct Model {
   NormKind norm = NormKind::layernorm;
   bool bias = true;               ///< linear layers carry biases (GPT-3: yes, Llama: no)
   bool learned_positions = true;  ///< learned absolute position embeddings (seq_len x hidden)
+  /// Hidden and attention dropout probability; 0 = no dropout layers, so no masks are kept.
+  /// The loader's default: 0.1 with learned positions (GPT-2/3, Megatron-LM's hidden_dropout
+  /// and attention_dropout defaults), 0 otherwise (Llama, MPT, BLOOM, GPT-NeoX ship without).
+  double dropout = 0.0;
   Training training;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }

@@ -16,8 +16,9 @@ using yaml::MapReader;
 using yaml::Range;
 
 const std::vector<std::string> kModelKeys = {
-    "name",  "layers",  "hidden",          "heads", "kv_heads", "ffn_hidden",         "ffn",
-    "vocab", "seq_len", "tied_embeddings", "norm",  "bias",     "position_embedding", "training"};
+    "name",    "layers",  "hidden",          "heads", "kv_heads", "ffn_hidden",         "ffn",
+    "vocab",   "seq_len", "tied_embeddings", "norm",  "bias",     "position_embedding", "dropout",
+    "training"};
 const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer", "fp8"};
 const std::vector<std::string> kFp8Keys = {"recipe", "attention", "communication", "params"};
 const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
@@ -81,6 +82,9 @@ Model read_model(const MapReader& m) {
       m.optional_choice("norm", kNormNames, 0) == 0 ? NormKind::layernorm : NormKind::rmsnorm;
   model.bias = m.optional_bool("bias", true);
   model.learned_positions = m.optional_choice("position_embedding", kPositionNames, 0) == 0;
+  model.dropout =
+      m.optional_double("dropout", model.learned_positions ? 0.1 : 0.0, Range::non_negative);
+  if (model.dropout >= 1.0) m.fail("dropout", "expected a probability below 1");
   model.training = read_training(m.optional_map("training"));
   return model;
 }

@@ -18,6 +18,8 @@ constexpr double kNormFusedCastBytes = -1.0 + 1.0 + 1.0;
 /// Current scaling computes the tensor's amax before the cast: one more read of the
 /// 16-bit tensor (TE Float8CurrentScaling; torchao tensorwise dynamic scaling).
 constexpr double kCurrentScalingAmaxBytes = 2.0;
+/// A plain cast (torchao's hp_tensor_to_float8_dynamic): read 2, write 1.
+constexpr double kCastBytes = 2.0 + 1.0;
 
 double amax_pass_bytes(const Precision& precision) {
   return precision.recipe == Fp8Recipe::current ? kCurrentScalingAmaxBytes : 0.0;
@@ -59,27 +61,31 @@ double weight_memory_bytes_per_parameter(const Precision& precision, bool fp8_we
 }
 
 double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
-                              const Precision& precision) {
+                              const Precision& precision, bool saves_fp8_inputs) {
   if (!precision.fp8) return 0.0;
   const auto gemms = layer_linear_gemms(model, config.micro_batch, config.tp);
   double bytes = 0.0;
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const GemmShape& shape = gemms[i].shape;
     const bool after_norm = i == 0 || i == 2;  // qkv and ffn_up follow the two norms
-    bytes += shape.m * shape.k * shape.batch *
-             ((after_norm ? kNormFusedCastBytes : kCastTransposeBytes) +
-              amax_pass_bytes(precision));
+    const double cast = !saves_fp8_inputs ? kCastBytes
+                        : after_norm      ? kNormFusedCastBytes
+                                          : kCastTransposeBytes;
+    bytes += shape.m * shape.k * shape.batch * (cast + amax_pass_bytes(precision));
   }
   return bytes;
 }
 
 double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
-                               const Precision& precision) {
+                               const Precision& precision, bool saves_fp8_inputs) {
   if (!precision.fp8) return 0.0;
   double bytes = 0.0;
   for (const NamedGemm& gemm : layer_linear_gemms(model, config.micro_batch, config.tp)) {
-    const double output_grads = gemm.shape.m * gemm.shape.n * gemm.shape.batch;
-    bytes += output_grads * (kCastTransposeBytes + amax_pass_bytes(precision));
+    const GemmShape& shape = gemm.shape;
+    bytes += shape.m * shape.n * shape.batch * (kCastTransposeBytes + amax_pass_bytes(precision));
+    if (!saves_fp8_inputs) {
+      bytes += shape.m * shape.k * shape.batch * (kCastBytes + amax_pass_bytes(precision));
+    }
   }
   return bytes;
 }

@@ -9,14 +9,14 @@
 namespace trident {
 
 struct Precision {
-  Dtype linear_gemm = Dtype::bf16;  ///< QKV, output projection, FFN (TE modules)
-  Dtype attention = Dtype::bf16;    ///< fused attention's batched GEMMs
-  Dtype output_gemm = Dtype::bf16;  ///< the output layer (not a TE module: never FP8)
-  double activation_bytes = 2.0;    ///< activations, TP/PP messages, saved tensors
-  double tp_gather_bytes = 2.0;     ///< an element of a TP all-gather
+  Dtype linear_gemm = Dtype::bf16;   ///< QKV, output projection, FFN (TE modules)
+  Dtype attention = Dtype::bf16;     ///< fused attention's batched GEMMs
+  Dtype output_gemm = Dtype::bf16;   ///< the output layer (not a TE module: never FP8)
+  double activation_bytes = 2.0;     ///< activations, TP/PP messages, saved tensors
+  double tp_gather_bytes = 2.0;      ///< an element of a TP all-gather
   double weight_gather_bytes = 2.0;  ///< an element of a ZeRO-3/FSDP weight all-gather
-  double weight_bytes = 2.0;  ///< the model's weights as the optimizer writes them
-  bool fp8_params = false;    ///< FP8 weights replace the 16-bit copy (Megatron fp8-param-gather)
+  double weight_bytes = 2.0;         ///< the model's weights as the optimizer writes them
+  bool fp8_params = false;  ///< FP8 weights replace the 16-bit copy (Megatron fp8-param-gather)
   bool fp8 = false;
   Fp8Recipe recipe = Fp8Recipe::delayed;
 };
@@ -31,13 +31,19 @@ struct Precision {
 /// weight gradient (TE cast_transpose: read 2, write 1 + 1); the two inputs that follow a
 /// norm (QKV, FFN up) come out of the fused LayerNormLinear in FP8, leaving the transpose
 /// (read 1, write 1). Current scaling reads each tensor once more for its amax. 0 without FP8.
+/// `saves_fp8_inputs` false (torchao): each input is only cast (read 2, write 1), no norm
+/// fusion, no transpose kept.
 [[nodiscard]] double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
-                                            const Precision& precision);
+                                            const Precision& precision,
+                                            bool saves_fp8_inputs = true);
 
 /// The same for the backward: each linear GEMM's output gradient cast and transposed (read 2,
 /// write 1 + 1), plus current scaling's amax pass. 0 without FP8.
+/// `saves_fp8_inputs` false (torchao): the 16-bit inputs are cast again for the weight
+/// gradient (read 2, write 1 each).
 [[nodiscard]] double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
-                                             const Precision& precision);
+                                             const Precision& precision,
+                                             bool saves_fp8_inputs = true);
 
 /// Bytes per parameter of the weights a GPU holds for compute: the 16-bit weights (2, fp32
 /// runs 4); an FP8 run adds its FP8 copy and that copy's transpose (1 + 1) when the stack

@@ -43,9 +43,13 @@ const std::vector<std::string> kStackKeys = {
     "selective",
     "kernel_launch_us",
     "kernels_per_layer_forward",
+    "adam_state_bytes",
+    "loss_bytes_per_logit",
+    "zero3_fp32_shard_only",
     "measured_error",
     "fp8_recipes",
     "fp8_weight_cache",
+    "fp8_saves_fp8_inputs",
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
@@ -131,14 +135,20 @@ Stack read_stack(const MapReader& m) {
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, 0b111, false);
   s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, 0, true);
   s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", false);
+  s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", false);
   s.selective = static_cast<SelectiveKind>(m.optional_choice("selective", kSelectiveNames, 0));
   s.kernel_launch_us = m.optional_double("kernel_launch_us", 0.0, Range::non_negative);
   s.kernels_per_layer_forward =
       m.optional_double("kernels_per_layer_forward", 0.0, Range::non_negative);
+  s.adam_state_bytes = m.optional_double("adam_state_bytes", 12.0, Range::positive);
+  s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", false);
+  s.loss_bytes_per_logit = m.optional_double("loss_bytes_per_logit", 6.0, Range::positive);
   s.measured_error = m.optional_double("measured_error", 0.0, Range::fraction);
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
   if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
+  if (s.adam_state_bytes > 16) m.fail("adam_state_bytes", "expected at most 16");
+  if (s.loss_bytes_per_logit > 64) m.fail("loss_bytes_per_logit", "expected at most 64");
   if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
   if (s.kernels_per_layer_forward > 10000)
     m.fail("kernels_per_layer_forward", "expected at most 10000");

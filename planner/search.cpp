@@ -44,9 +44,18 @@ void keep_best(std::vector<PlanResult>& kept, std::size_t limit, PlanResult&& pl
 bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
 
 std::string memory_reason(const MemoryBreakdown& memory, double reserve_gib) {
-  char text[160];
-  std::snprintf(text, sizeof text, "needs %.2f GiB per GPU, %.2f GiB usable (%.0f GiB reserved)",
-                memory.total_bytes / kGib, memory.capacity_bytes / kGib, reserve_gib);
+  char text[200];
+  if (reserve_gib > 0.0) {
+    std::snprintf(text, sizeof text,
+                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
+                  "usable (%.0f GiB kept free)",
+                  memory.total_bytes / kGib, memory.capacity_bytes / kGib, reserve_gib);
+  } else {
+    std::snprintf(text, sizeof text,
+                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
+                  "usable",
+                  memory.total_bytes / kGib, memory.capacity_bytes / kGib);
+  }
   return text;
 }
 

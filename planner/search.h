@@ -30,7 +30,7 @@ struct SearchOptions {
   std::optional<bool> sequence_parallel;
   int min_tp = 1;
   int max_tp = 0;            ///< 0 = no limit
-  double reserve_gib = 4.0;  ///< kept free on every GPU (context, NCCL buffers)
+  double reserve_gib = 0.0;  ///< extra headroom kept free on every GPU (context, NCCL priced)
   Stack stack;               ///< the software that runs the split; only what it supports is tried
   std::size_t keep = 10;     ///< feasible plans kept, best first
   bool show_infeasible = false;

@@ -4,6 +4,7 @@
 
 #include "costmodel/compute.h"
 #include "costmodel/kernels.h"
+#include "costmodel/memory.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/precision.h"
 #include "costmodel/stack.h"
@@ -161,12 +162,30 @@ TEST_CASE("FP8 recipes per stack", "[precision][stack]") {
   CHECK_FALSE(stack_preset("torchtitan").supports(Fp8Recipe::delayed));
   CHECK_FALSE(stack_preset("torchtitan").fp8_weight_cache);
   CHECK(stack_preset("fsdp").supports(Fp8Recipe::delayed));
-  const Stack none = load_stack(
-      "name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: []\n", "s.yaml");
+  const Stack none =
+      load_stack("name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: []\n", "s.yaml");
   CHECK(none.fp8_recipes == 0u);
   CHECK_THROWS_WITH(
       load_stack("name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: [tensorwise]\n",
                  "s.yaml"),
       Catch::Contains("s.yaml:4: fp8_recipes: expected delayed|current|blockwise, got "
                       "'tensorwise'"));
+}
+
+TEST_CASE("FP8 linear inputs kept as their FP8 copy", "[precision][memory]") {
+  // small model, tp 2, no SP, no dropout: s*b = 32, h = 64, f = 256. The QKV and FFN inputs
+  // (kept whole on each TP rank) drop from 2 to 1 byte: -2 x 32 x 64 = -4096; the output
+  // projection and FFN down inputs (split over TP) too: -(32 x 64 + 32 x 256) / 2 = -5120.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  const double bf16 = layer_activation_bytes(model, config, true, SelectiveKind::attention, false);
+  const double fp8 = layer_activation_bytes(model, config, true, SelectiveKind::attention, true);
+  CHECK(bf16 - fp8 == 4096.0 + 5120.0);
+  // torchao recasts the 16-bit inputs in backward: + 3 bytes per input element (9216 of them).
+  const Precision p = precision_of(fp8_training(Fp8Recipe::delayed));
+  CHECK(fp8_cast_backward_bytes(model, config, p, false) -
+            fp8_cast_backward_bytes(model, config, p) ==
+        3.0 * 9216.0);
+  // ... and casts them forward without the norm fusion or the transpose: 3 x 9216.
+  CHECK(fp8_cast_forward_bytes(model, config, p, false) == 3.0 * 9216.0);
 }

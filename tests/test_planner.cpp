@@ -346,8 +346,9 @@ TEST_CASE("both rank orders are tried and the better kept", "[planner]") {
 
 TEST_CASE("infeasible plans are listed only when asked", "[planner]") {
   Cluster cluster = dgx(1);
-  cluster.gpu.memory_gib = 4.0;  // all of it reserved: nothing fits
+  cluster.gpu.memory_gib = 4.0;
   SearchOptions options = keep_all();
+  options.reserve_gib = 4.0;  // all of it kept free: nothing fits
   CHECK(search(cluster, tiny(), options).plans.empty());
   CHECK(search(cluster, tiny(), options).infeasible.empty());
   options.show_infeasible = true;

@@ -84,6 +84,7 @@ for rid in wanted:
     if rid.startswith('llama3-405b'): stack = 'torchtitan'; p['zero'] = 3   # FSDP with PP, no reshard
     if rid.startswith('mtnlg'): p['zero'] = 1                               # DeepSpeed ZeRO-1 (paper)
     if rid.startswith('dgxc'): stack = 'megatron-core-perf'                  # ub_tp_comm_overlap in the yamls
+    if rid.startswith('dgxc2411-nemotron4-340b'): stack = 'stacks/nemo-2409-optim-bf16.yaml'  # optim dtype bf16
     if rid.startswith('lf-'): stack = 'fsdp'                                 # amp_bf16 DEFAULT in the table notes
     row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
                global_batch=r['global_batch'], pins=pins_of(p), model=clean_model(r['model']))
@@ -100,6 +101,19 @@ for rid in wanted:
         if key in meas: row['measured'] = {key: meas[key]}; break
     if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:400]
     rows.append(row)
+# Dropout (memory: masks are kept only where the model has dropout; the model loader defaults to
+# 0.1 with learned positions, 0 otherwise). Set where the row's model file would need it:
+DROPOUT = [  # (id prefix, probability, source)
+    ('mpt-', 0.0, 'mosaicml/llm-foundry@8c8dd48 config_defaults.py attn_pdrop 0.0, configuration_mpt.py resid/emb_pdrop 0.0'),
+    ('lf-mpt', 0.0, 'mosaicml/llm-foundry@8c8dd48 (as above)'),
+    ('gpt-neox-20b', 0.0, 'EleutherAI/gpt-neox@ea7aefd configs/20B.yml hidden_dropout 0, attention_dropout 0'),
+    ('bloom-', 0.1, 'bigscience-workshop/bigscience@9e64ede train/tr11-176B-ml/README.md: Megatron-LM defaults 0.1'),
+    ('dgxc2411-nemotron4', 0.0, 'NVIDIA/dgxc-benchmarking@35a9aec nemotron/nemotron4-*-synth.yaml hidden_dropout 0.0'),
+    ('llama3-405b', 0.0, 'Llama 3 (Grattafiori et al. 2024): no dropout layers'),
+]
+for row in rows:
+    for prefix, p, _ in DROPOUT:
+        if row['id'].startswith(prefix) and 'preset' not in row['model']: row['model']['dropout'] = p
 for i, row in enumerate(rows): row['half'] = 'tuning' if i % 2 == 0 else 'checking'
 hdr = open('published_runs.header').read()
 open('published_runs.yaml', 'w').write(hdr + yaml.dump({'runs': rows}, sort_keys=False, width=120))
