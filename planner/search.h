@@ -61,9 +61,10 @@ using SearchProgress = std::function<void(std::size_t done, std::size_t total)>;
 /// recompute, ZeRO, sequence parallel, rank order. Stable across runs.
 [[nodiscard]] bool better_plan(const PlanResult& a, const PlanResult& b);
 
-/// Throws InputError when a pin or limit is impossible on its own (a pinned TP that does not
-/// divide the heads, --min-tp above --max-tp, ZeRO 4...) naming the flag; PlanError when the
-/// pins together leave no configuration.
+/// Throws OptionError (an InputError carrying find_option_problem's data, planner/
+/// option_check.h) when a pin or limit is impossible on its own (a pinned TP that does not
+/// divide the heads, a minimum TP above the maximum, ZeRO 4...); PlanError when the pins
+/// together leave no configuration.
 [[nodiscard]] SearchResult search(const Cluster& cluster, const Model& model,
                                   const SearchOptions& options,
                                   const Calibration* calibration = nullptr,
