@@ -15,8 +15,8 @@ namespace trident {
 [[nodiscard]] float from_e4m3(std::uint8_t bits);
 
 /// cuBLASLt FP8 matmuls need 16-byte aligned leading dimensions and pointers; with 1-byte
-/// elements, validate keeps every dimension a multiple of 16 (Transformer Engine refuses FP8
-/// GEMMs whose dimensions are not multiples of 16 for the same reason).
+/// elements, validate keeps every dimension a multiple of 16 (Transformer Engine asserts a
+/// like rule before its FP8 GEMMs: the input's rows a multiple of 8, its columns of 16).
 inline constexpr long long kFp8Alignment = 16;
 /// `dim` rounded up to a multiple of kFp8Alignment: the shape validate pads an FP8 GEMM to.
 [[nodiscard]] long long fp8_gemm_dim(long long dim);
