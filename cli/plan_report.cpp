@@ -10,6 +10,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/gemms.h"
 #include "costmodel/pipeline.h"
+#include "costmodel/precision.h"
 
 namespace trident::cli {
 
@@ -50,11 +51,12 @@ Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& pl
     // predicted_tflops: the cost model's roofline (or calibrated) rate for this shape.
     const GemmShape shape{static_cast<double>(gemm.m), static_cast<double>(gemm.n),
                           static_cast<double>(gemm.k), 1.0};
-    const double seconds = gemm_time_s(cluster.gpu, model.training.dtype, shape, calibration);
+    const double seconds = gemm_time_s(cluster.gpu, gemm.dtype, shape, calibration);
     out.push_back(Json{{"name", gemm.name},
                        {"m", gemm.m},
                        {"n", gemm.n},
                        {"k", gemm.k},
+                       {"dtype", to_string(gemm.dtype)},
                        {"calls_per_step", gemm.calls_per_step},
                        {"predicted_tflops", seconds > 0 ? shape.flops() / seconds / 1e12 : 0.0}});
   }
@@ -217,16 +219,22 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
   const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
   const double layers = stage_layers(model.layers, config.pp).most();
-  const auto as_call = [](const NamedGemm& gemm, double calls) {
-    return GemmCall{gemm.name, std::llround(gemm.shape.m), std::llround(gemm.shape.n),
-                    std::llround(gemm.shape.k), calls};
+  const Precision precision = precision_of(model.training);
+  const auto as_call = [](const NamedGemm& gemm, double calls, Dtype dtype) {
+    return GemmCall{gemm.name,
+                    std::llround(gemm.shape.m),
+                    std::llround(gemm.shape.n),
+                    std::llround(gemm.shape.k),
+                    calls,
+                    dtype};
   };
   std::vector<GemmCall> out;
   for (const NamedGemm& gemm : layer_linear_gemms(model, config.micro_batch, config.tp)) {
-    out.push_back(as_call(gemm, passes * layers * m));
+    out.push_back(as_call(gemm, passes * layers * m, precision.linear_gemm));
   }
   // The output layer runs on the last stage only, once per micro-batch (never recomputed).
-  out.push_back(as_call(logits_gemm(model, config.micro_batch, config.tp), 3.0 * m));
+  out.push_back(
+      as_call(logits_gemm(model, config.micro_batch, config.tp), 3.0 * m, precision.output_gemm));
   return out;
 }
 
