@@ -4,7 +4,10 @@
 // Compares the predicted step time with the measured one and reports per stack and per half
 // (tuning / checking) the mean |error|, max |error| and mean signed error.
 // Error = measured step / predicted step - 1: positive = trident is optimistic (too fast).
-//   usage: accuracy [published_runs.yaml]
+// Then the memory check (bench/data/published_memory.yaml): the published peak per GPU against
+// the predicted one for the same pinned plan (error = predicted / published - 1), and every
+// published run that ran but is predicted not to fit.
+//   usage: accuracy [published_runs.yaml [published_memory.yaml]]
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -16,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "configs/presets.h"
 #include "costmodel/flops.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/stack.h"
@@ -43,18 +47,23 @@ std::string read_text(const std::string& path) {
 }
 
 /// The row's model as a model file would say it, through the real loader.
+/// An FP8 row's `fp8` mapping (recipe, params, ...) goes to the loader as training.fp8.
 Model model_of(const YAML::Node& node, const std::string& id, const std::string& precision,
-               long long batch) {
-  Model model;
+               const YAML::Node& fp8, long long batch) {
+  YAML::Node doc;
   if (node["preset"]) {
-    model = model_preset(node["preset"].as<std::string>());
+    const std::string name = node["preset"].as<std::string>();
+    const auto text = preset_text(PresetKind::model, name);
+    if (!text) throw std::runtime_error(id + ": unknown model preset " + name);
+    doc = YAML::Load(std::string(*text));
   } else {
-    YAML::Node doc = YAML::Clone(node);
+    doc = YAML::Clone(node);
     doc["name"] = id;
-    model = load_model(YAML::Dump(doc), id);
   }
+  doc["training"]["dtype"] = precision == "fp8" ? "fp8" : precision == "fp16" ? "fp16" : "bf16";
+  if (precision == "fp8" && fp8) doc["training"]["fp8"] = fp8;
+  Model model = load_model(YAML::Dump(doc), id);
   model.training.global_batch = batch;
-  model.training.dtype = precision == "fp16" ? Dtype::fp16 : Dtype::bf16;
   return model;
 }
 
@@ -111,8 +120,8 @@ std::vector<Row> load_rows(const std::string& path) {
     row.precision = node["precision"].as<std::string>();
     const int gpus = node["gpus"].as<int>();
     row.cluster = cluster_of(node, gpus);
-    row.model =
-        model_of(node["model"], row.id, row.precision, node["global_batch"].as<long long>());
+    row.model = model_of(node["model"], row.id, row.precision, node["fp8"],
+                         node["global_batch"].as<long long>());
     row.options = options_of(node["pins"], stack_of(row.stack, dir));
     const auto measured = *node["measured"].begin();
     row.measure = measured.first.as<std::string>();
@@ -164,16 +173,94 @@ struct Stats {
   }
 };
 
+/// A published peak-memory figure and the run it belongs to.
+struct MemoryRow {
+  std::string id, stack, conditions, measure;
+  Cluster cluster;
+  Model model;
+  SearchOptions options;
+  double published_gib = 0.0;
+};
+
+std::vector<MemoryRow> load_memory_rows(const std::string& path) {
+  const std::string dir = path.substr(0, path.find_last_of('/'));
+  std::vector<MemoryRow> rows;
+  for (const auto& node : YAML::LoadFile(path)["memory"]) {
+    MemoryRow row;
+    row.id = node["id"].as<std::string>();
+    row.stack = node["stack"].as<std::string>();
+    row.cluster = cluster_of(node, node["gpus"].as<int>());
+    if (node["gpu_memory_gib"]) row.cluster.gpu.memory_gib = node["gpu_memory_gib"].as<double>();
+    row.model = model_of(node["model"], row.id, node["precision"].as<std::string>(), node["fp8"],
+                         node["global_batch"].as<long long>());
+    row.options = options_of(node["pins"], stack_of(row.stack, dir));
+    row.options.show_infeasible = true;
+    if (node["conditions"]) row.conditions = node["conditions"].as<std::string>();
+    const auto published = *node["published"].begin();
+    row.measure = published.first.as<std::string>();
+    row.published_gib = published.second.as<double>();
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+/// The pinned plan, fitting or not.
+std::optional<PlanResult> pinned_plan(const Cluster& cluster, const Model& model,
+                                      const SearchOptions& options) {
+  const SearchResult result = search(cluster, model, options);
+  if (!result.plans.empty()) return result.plans.front();
+  if (!result.infeasible.empty()) return result.infeasible.front();
+  return std::nullopt;
+}
+
+/// Prints predicted vs published peak per row; returns the rows that ran but do not fit.
+int memory_check(const std::vector<MemoryRow>& rows) {
+  constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+  fmt::print("\nPeak memory per GPU (GiB): published vs predicted for the pinned plan\n");
+  fmt::print("{:<40} {:<12} {:>9} {:>9} {:>7} {:>9} {:>6}  {}\n", "run", "reads", "published",
+             "predicted", "err%", "total", "fits", "not priced");
+  Stats priced, unpriced;
+  int not_fitting = 0;
+  for (const MemoryRow& row : rows) {
+    const auto plan = pinned_plan(row.cluster, row.model, row.options);
+    if (!plan) {
+      fmt::print("{:<40} no plan with these pins\n", row.id);
+      ++not_fitting;
+      continue;
+    }
+    const MemoryBreakdown& m = plan->estimate.memory;
+    // reserved_gib reads the caching allocator; ran_on_gib says only that it ran.
+    const bool reserved = row.measure == "reserved_gib";
+    const double predicted = (reserved ? m.reserved_bytes : m.total_bytes) / kGib;
+    const double error = reserved ? (predicted / row.published_gib - 1.0) * 100.0 : 0.0;
+    if (reserved) (row.conditions.empty() ? priced : unpriced).add(error);
+    if (!m.fits) ++not_fitting;
+    const std::string error_text = reserved ? fmt::format("{:+.1f}", error) : std::string("-");
+    fmt::print("{:<40} {:<12} {:>9.1f} {:>9.1f} {:>7} {:>9.1f} {:>6}  {}\n", row.id, row.measure,
+               row.published_gib, predicted, error_text, m.total_bytes / kGib,
+               m.fits ? "yes" : "NO", row.conditions.empty() ? "-" : row.conditions);
+  }
+  fmt::print("memory, all priced          {}\n", priced.text());
+  fmt::print("memory, with unpriced parts {}\n", unpriced.text());
+  return not_fitting;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string path =
       argc > 1 ? argv[1] : std::string(TRIDENT_SOURCE_DIR) + "/bench/data/published_runs.yaml";
+  const std::string memory_path =
+      argc > 2 ? argv[2] : std::string(TRIDENT_SOURCE_DIR) + "/bench/data/published_memory.yaml";
   std::vector<Row> rows;
+  std::vector<MemoryRow> memory_rows;
+  std::string reading = path;
   try {
     rows = load_rows(path);
+    reading = memory_path;
+    memory_rows = load_memory_rows(memory_path);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "accuracy: {}: {}\n", path, e.what());
+    fmt::print(stderr, "accuracy: {}: {}\n", reading, e.what());
     return 2;
   }
   fmt::print(
@@ -216,5 +303,8 @@ int main(int argc, char** argv) {
   for (const auto& [half, stats] : by_half) fmt::print("{:<10} {}\n", half, stats.text());
   for (const auto& [stack, stats] : by_stack) fmt::print("{:<22} {}\n", stack, stats.text());
   if (failed > 0) fmt::print("{} run(s) could not be planned\n", failed);
-  return failed > 0 ? 1 : 0;
+  const int not_fitting = memory_check(memory_rows);
+  fmt::print("published runs predicted not to fit: {} (step-time rows) + {} (memory rows)\n",
+             failed, not_fitting);
+  return failed + not_fitting > 0 ? 1 : 0;
 }

@@ -63,6 +63,9 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
     return fail(2, first_line(e.what()) + " (see --help)");
   } catch (const ExitStatus& e) {
     return e.code;
+  } catch (const SpecError& e) {
+    return fail(2,
+                std::string(e.kind() == SpecKind::failure ? "--fail-link " : "--emit ") + e.what());
   } catch (const InputError& e) {
     return fail(2, e.what());
   } catch (const PlanError& e) {

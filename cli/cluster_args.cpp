@@ -235,12 +235,23 @@ std::string summarize_gpu(const Gpu& g) {
                      g.memory_gib, g.memory_gbps, g.matmul_efficiency * 100.0, g.pcie_gbps);
 }
 
+std::string summarize_precision(const Training& t) {
+  if (t.dtype != Dtype::fp8) return to_string(t.dtype);
+  std::string eight = "linear GEMMs";
+  std::string sixteen = "output layer, activations";
+  (t.fp8.attention ? eight : sixteen) += ", attention";
+  if (t.fp8.communication) eight += ", TP all-gathers";
+  if (t.fp8.params) eight += ", weights";
+  return fmt::format("fp8 {} scaling ({} in FP8; {} in bf16)", to_string(t.fp8.recipe), eight,
+                     sixteen);
+}
+
 std::string summarize_model(const Model& m) {
   const ParameterCount count = count_parameters(m);
-  std::string text =
-      fmt::format("{} parameters: {} layers, hidden {}, {}/{} heads, {} {}, seq {}, batch {}",
-                  format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads,
-                  to_string(m.ffn), m.ffn_hidden, m.seq_len, m.training.global_batch);
+  std::string text = fmt::format(
+      "{} parameters: {} layers, hidden {}, {}/{} heads, {} {}, seq {}, batch {}, {}",
+      format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, to_string(m.ffn),
+      m.ffn_hidden, m.seq_len, m.training.global_batch, summarize_precision(m.training));
   if (m.attention == AttentionKind::mla) text += ", multi-head latent attention";
   if (m.is_moe()) {
     text += fmt::format(

@@ -242,6 +242,7 @@ void run(const PlanFlags& f) {
   const Model model = resolve_model(f.model);
   const ResolvedStack stack = resolve_stack(f.stack, cluster);
   options.stack = stack.stack;
+  check_options(model, options);
   ReportContext context;
   context.stack = stack.stack.name;
   const std::string assumed = describe_assumptions(f.cluster, f.model, cluster, model);

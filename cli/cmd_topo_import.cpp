@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/input_file.h"
 #include "cli/output_file.h"
+#include "cli/topo_yaml.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
 #include "topology/nccl_xml_import.h"

@@ -3,6 +3,7 @@
 // into `trident-validate` only (cli/validate_main.cpp); `trident validate` execs that.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,8 @@
 #include "cli/input_file.h"
 #include "cli/output_file.h"
 #include "costmodel/calibration_io.h"
+#include "costmodel/compute.h"
+#include "topology/cluster_loader.h"
 #include "topology/errors.h"
 #include "validate/plan_reader.h"
 #ifdef TRIDENT_HAVE_MPI
@@ -103,6 +106,27 @@ void print_gemms(const Measurement& m) {
   }
 }
 
+void print_memory_copy(const Measurement& m, const PlanSpec& plan) {
+  if (!m.memory_copy) return;
+  const MemoryCopyPoint& copy = *m.memory_copy;
+  fmt::print(
+      "\nhbm: device-to-device copy of {:.0f} bytes: {:.3f} ms, {:.1f} GB/s (read + write) "
+      "#wrong {}\n",
+      copy.bytes, copy.time_s * 1e3, copy.gbps, copy.wrong);
+  if (plan.gpu.empty()) return;
+  try {
+    const Gpu gpu = gpu_preset(plan.gpu);
+    const double model_gbps = gpu.memory_gbps * kHbmAchievableFraction;
+    fmt::print(
+        "     the cost model's memory-bound rate for {}: {:.0f} GB/s x {:.2f} = {:.0f} GB/s "
+        "(measured / model = {:.3f})\n",
+        plan.gpu, gpu.memory_gbps, kHbmAchievableFraction, model_gbps,
+        model_gbps > 0.0 ? copy.gbps / model_gbps : 0.0);
+  } catch (const InputError&) {
+    fmt::print("     (no GPU preset named '{}' to compare with)\n", plan.gpu);
+  }
+}
+
 void print_comparison(const Measurement& m) {
   fmt::print("\npredicted vs measured, per call (error = (predicted - measured) / measured)\n");
   fmt::print("{:<34} {:>14} {:>14} {:>9}\n", "component", "predicted_s", "measured_s", "error");
@@ -114,8 +138,9 @@ void print_comparison(const Measurement& m) {
   }
   if (!m.extrapolated.empty()) {
     fmt::print(
-        "* measured at a capped size (--max-bytes / --max-gemm-dim): the time at the "
-        "plan's size comes from the fit / the capped shape's TFLOP/s\n");
+        "* measured at a capped size (--max-bytes / --max-gemm-dim) or, for fp8 GEMMs, padded "
+        "to multiples of 16: the time at the plan's size comes from the fit / the shape's "
+        "TFLOP/s\n");
   }
 }
 
@@ -143,7 +168,33 @@ MeasureOptions measure_options(const ValidateFlags& flags, const Backend& backen
   options.run = {flags.warmup, flags.iters, flags.timeout_s};
   options.max_bytes = flags.max_bytes >= 0 ? flags.max_bytes : (gpu ? 1073741824.0 : 16777216.0);
   options.max_gemm_dim = flags.max_gemm_dim >= 0 ? flags.max_gemm_dim : (gpu ? 0 : 512);
+  options.hbm_copy_bytes = gpu ? 1073741824.0 : 0.0;  // 1 GiB: far past every cache
   return options;
+}
+
+/// The dtypes the plan's GEMMs run in here, once each in order of appearance: "fp8, bf16".
+std::string gemm_dtypes(const PlanSpec& plan, const Backend& backend) {
+  std::vector<std::string> names;
+  for (const auto& gemm : plan.gemms) {
+    const std::string name = to_string(backend.gemm_dtype(gemm.dtype));
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  if (names.empty()) return to_string(backend.gemm_dtype(plan.dtype));
+  std::string out = names.front();
+  for (std::size_t i = 1; i < names.size(); ++i) out += ", " + names[i];
+  return out;
+}
+
+/// The backend's notes on GEMM dtypes it cannot run as planned, once each.
+std::vector<std::string> gemm_notes(const PlanSpec& plan, const Backend& backend) {
+  std::vector<std::string> notes;
+  for (const auto& gemm : plan.gemms) {
+    const std::string note = backend.gemm_note(gemm.dtype);
+    if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end()) {
+      notes.push_back(note);
+    }
+  }
+  return notes;
 }
 
 void report(const ValidateFlags& flags, const PlanSpec& plan, const Backend& backend,
@@ -156,10 +207,10 @@ void report(const ValidateFlags& flags, const PlanSpec& plan, const Backend& bac
       backend.nccl_version().empty() ? "" : ", NCCL " + backend.nccl_version());
   fmt::print(
       "{} warm-up + {} timed runs per point; messages capped at {:.0f} bytes; GEMMs in {}{}\n",
-      options.run.warmup, options.run.iters, options.max_bytes,
-      to_string(backend.gemm_dtype(plan.dtype)),
+      options.run.warmup, options.run.iters, options.max_bytes, gemm_dtypes(plan, backend),
       options.max_gemm_dim > 0 ? fmt::format(", dims capped at {}", options.max_gemm_dim)
                                : std::string());
+  for (const std::string& note : gemm_notes(plan, backend)) fmt::print("note: {}\n", note);
   if (backend.name() == "mpi") {
     fmt::print(
         "CPU backend: MPI over the hosts' network, fp32 GEMMs through OpenBLAS; these "
@@ -167,6 +218,7 @@ void report(const ValidateFlags& flags, const PlanSpec& plan, const Backend& bac
   }
   print_sweep(m);
   print_gemms(m);
+  print_memory_copy(m, plan);
   print_comparison(m);
   if (!flags.output.empty()) {
     RunOutputs files = declare_files(flags);

@@ -11,6 +11,111 @@
 
 namespace trident::cli {
 
+const char* flag_of(Knob knob) {
+  switch (knob) {
+    case Knob::tp:
+      return "--tp";
+    case Knob::pp:
+      return "--pp";
+    case Knob::dp:
+      return "--dp";
+    case Knob::micro_batch:
+      return "--micro-batch";
+    case Knob::vp:
+      return "--vp";
+    case Knob::min_tp:
+      return "--min-tp";
+    case Knob::max_tp:
+      return "--max-tp";
+    case Knob::zero:
+      return "--zero";
+    case Knob::recompute:
+      return "--recompute";
+    case Knob::sequence_parallel:
+      return "--sequence-parallel";
+    case Knob::fp8_recipe:
+      return "training.fp8.recipe";
+    case Knob::global_batch:
+      return "--global-batch";
+  }
+  return "?";
+}
+
+namespace {
+
+/// What the stack lacks, for "stack S ...": "does not run ZeRO-1", "has no full recompute".
+std::string stack_lack(const OptionProblem& p, const Stack& stack) {
+  switch (p.knob) {
+    case Knob::zero:
+      return fmt::format("does not run ZeRO-{}", p.value);
+    case Knob::pp:
+      return "has no pipeline parallelism; use --pp 1 or another --stack";
+    case Knob::recompute:
+      return fmt::format("has no {} recompute", to_string(static_cast<Recompute>(p.value)));
+    case Knob::sequence_parallel:
+      return "has no sequence parallelism";
+    case Knob::vp:
+      return "has no interleaved pipeline schedule";
+    case Knob::fp8_recipe:
+      return stack.fp8_recipes == 0 ? "has no FP8 training" : "does not run this FP8 recipe";
+    default:
+      return "does not run it";
+  }
+}
+
+/// The pinned value as the flag spells it.
+std::string value_text(const OptionProblem& p) {
+  if (p.knob == Knob::recompute) return to_string(static_cast<Recompute>(p.value));
+  if (p.knob == Knob::sequence_parallel) return "on";
+  if (p.knob == Knob::fp8_recipe) return to_string(static_cast<Fp8Recipe>(p.value));
+  return std::to_string(p.value);
+}
+
+}  // namespace
+
+std::string describe(const OptionProblem& p, const Model& model, const Stack& stack) {
+  const std::string pin = fmt::format("{} {}", flag_of(p.knob), value_text(p));
+  switch (p.issue) {
+    case OptionIssue::not_positive:
+      return pin + ": expected a positive integer";
+    case OptionIssue::min_above_max:
+      return fmt::format("{} is above --max-tp {}", pin, p.limit);
+    case OptionIssue::out_of_range:
+      return pin + ": expected 0, 1, 2 or 3";
+    case OptionIssue::stack_lacks:
+      if (p.knob == Knob::fp8_recipe) {
+        return fmt::format("model {}: {}: stack {} {}", model.name, pin, stack.name,
+                           stack_lack(p, stack));
+      }
+      return fmt::format("{}: stack {} {}", pin, stack.name, stack_lack(p, stack));
+    case OptionIssue::stack_lacks_with_pp:
+      return fmt::format(
+          "{} with --pp {}: stack {} does not combine ZeRO-{} with pipeline parallelism; use "
+          "another --zero, --pp 1 or another --stack",
+          pin, p.limit, stack.name, p.value);
+    case OptionIssue::not_dividing_heads:
+      return fmt::format("{}: must divide the model's heads ({}) and kv_heads ({})", pin,
+                         model.heads, model.kv_heads);
+    case OptionIssue::not_dividing_layers:
+      return fmt::format(
+          "{}: must divide the model's layers ({}) under stack {}, which has no uneven pipeline "
+          "stages",
+          pin, model.layers, stack.name);
+    case OptionIssue::more_than_layers:
+      return fmt::format("{}: more stages than the model's {} layers", pin, model.layers);
+    case OptionIssue::missing:
+      return "global batch: not given (set training.global_batch in the model or pass "
+             "--global-batch N)";
+  }
+  return pin + ": impossible";
+}
+
+void check_options(const Model& model, const SearchOptions& options) {
+  if (const auto problem = find_option_problem(model, options)) {
+    throw InputError(describe(*problem, model, options.stack));
+  }
+}
+
 void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& specs) {
   if (specs.empty()) return;
   const std::size_t dead = dead_gpu_ids(cluster).size();

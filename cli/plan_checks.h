@@ -4,11 +4,24 @@
 #include <string>
 #include <vector>
 
+#include "planner/option_check.h"
 #include "planner/search.h"
 #include "planner/whatif.h"
 #include "topology/cluster.h"
 
 namespace trident::cli {
+
+/// The flag that sets a knob ("--tp", "--min-tp", "--global-batch"...).
+[[nodiscard]] const char* flag_of(Knob knob);
+
+/// The one-line message for an impossible pin or limit, naming its flag: "--tp 3: must divide
+/// the model's heads (4) and kv_heads (2)", "--zero 1: stack megatron-2021 does not run ZeRO-1".
+[[nodiscard]] std::string describe(const OptionProblem& problem, const Model& model,
+                                   const Stack& stack);
+
+/// Throws InputError with describe()'s line when the pins and limits cannot run (checked
+/// before any search, what-if or emit).
+void check_options(const Model& model, const SearchOptions& options);
 
 /// Throws PlanError "--fail-link: every GPU of the cluster has failed; nothing is left to run
 /// on" when the failures leave no live GPU (a dead server of a one-server cluster).

@@ -5,6 +5,7 @@
 
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
+#include "costmodel/memory.h"
 #include "costmodel/pipeline.h"
 #include "planner/layout.h"
 
@@ -224,20 +225,39 @@ std::string tp_across(const Cluster& cluster, const Model& model, const PlanResu
 
 std::string memory(const PlanResult& plan, double reserve_gib) {
   const auto& m = plan.estimate.memory;
-  std::string out = "Memory on the peak GPU\n";
-  const auto line = [&](const char* name, double bytes) {
-    out += fmt::format("  {:<12} {:>8.2f} GiB\n", name, bytes / kGib);
+  std::string out = "Memory on the peak GPU (docs/cost_model.md#memory)\n";
+  const auto line = [&](const char* name, double bytes, const char* note) {
+    out += fmt::format("  {:<30} {:>8.2f} GiB{}\n", name, bytes / kGib, note);
   };
-  line("weights", m.weights_bytes);
-  line("gradients", m.gradients_bytes);
-  line("optimizer", m.optimizer_bytes);
-  line("activations", m.activations_bytes);
-  line("other", m.other_bytes);
-  line("total", m.total_bytes);
-  out += fmt::format(
-      "  usable       {:>8.2f} GiB ({:.0f} GiB reserved for context and NCCL "
-      "buffers): {}\n",
-      m.capacity_bytes / kGib, reserve_gib, m.fits ? "fits" : "does NOT fit");
+  line("weights", m.weights_bytes, "");
+  line("gradients", m.gradients_bytes, "");
+  line("optimizer states", m.optimizer_bytes, "");
+  if (m.weight_copies_bytes > 0.0) line("extra weight copies", m.weight_copies_bytes, "");
+  line("activations kept", m.activations_bytes, "");
+  line("cuBLAS workspace", m.workspace_bytes, "");
+  // The transients of the two moments; only the larger one is at the peak.
+  const double backward = m.recompute_working_bytes + m.layer_units_bytes;
+  const double loss = m.loss_bytes + m.output_unit_bytes;
+  const char* backward_note = backward >= loss ? "" : "  (not at the peak: the loss is larger)";
+  const char* loss_note =
+      loss > backward ? "" : "  (not at the peak: a layer's backward is larger)";
+  line("TP/SP gathered layer input", m.tp_gather_bytes, "");
+  line("layer being recomputed", m.recompute_working_bytes, backward_note);
+  line("ZeRO-3 gathered layers", m.layer_units_bytes, backward_note);
+  line("logits + cross-entropy", m.loss_bytes, loss_note);
+  line("ZeRO-3 gathered output layer", m.output_unit_bytes, loss_note);
+  line("allocated (peak)", m.allocated_bytes, "");
+  const std::string fragmentation = fmt::format(
+      "  ({:.0f}% of the activations' and transients' reserve)", 100.0 * kAllocatorFragmentation);
+  line("allocator fragmentation", m.fragmentation_bytes, fragmentation.c_str());
+  line("reserved by PyTorch", m.reserved_bytes, "");
+  line("CUDA context", m.cuda_context_bytes, "");
+  line("NCCL buffers", m.nccl_buffer_bytes, "");
+  line("total", m.total_bytes, "");
+  const std::string kept =
+      reserve_gib > 0.0 ? fmt::format(", {:.0f} GiB kept free", reserve_gib) : std::string();
+  out += fmt::format("  {:<30} {:>8.2f} GiB{}: {}\n", "usable", m.capacity_bytes / kGib, kept,
+                     m.fits ? "fits" : "does NOT fit");
   return out;
 }
 

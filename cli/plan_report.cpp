@@ -12,6 +12,7 @@
 #include "costmodel/gemms.h"
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
+#include "costmodel/precision.h"
 
 namespace trident::cli {
 
@@ -52,11 +53,12 @@ Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& pl
     // predicted_tflops: the cost model's roofline (or calibrated) rate for this shape.
     const GemmShape shape{static_cast<double>(gemm.m), static_cast<double>(gemm.n),
                           static_cast<double>(gemm.k), 1.0};
-    const double seconds = gemm_time_s(cluster.gpu, model.training.dtype, shape, calibration);
+    const double seconds = gemm_time_s(cluster.gpu, gemm.dtype, shape, calibration);
     out.push_back(Json{{"name", gemm.name},
                        {"m", gemm.m},
                        {"n", gemm.n},
                        {"k", gemm.k},
+                       {"dtype", to_string(gemm.dtype)},
                        {"calls_per_step", gemm.calls_per_step},
                        {"predicted_tflops", seconds > 0 ? shape.flops() / seconds / 1e12 : 0.0}});
   }
@@ -105,10 +107,26 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"overlap_contention_s", e.time.overlap_contention_s},
                       {"cp_comm_s", e.time.cp_comm_s},
                       {"ep_comm_s", e.time.ep_comm_s}};
-  json["memory_gib"] =
-      Json{{"weights", mem.weights_bytes / kGib},     {"gradients", mem.gradients_bytes / kGib},
-           {"optimizer", mem.optimizer_bytes / kGib}, {"activations", mem.activations_bytes / kGib},
-           {"other", mem.other_bytes / kGib},         {"capacity", mem.capacity_bytes / kGib}};
+  json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
+                            {"gradients", mem.gradients_bytes / kGib},
+                            {"optimizer", mem.optimizer_bytes / kGib},
+                            {"activations", mem.activations_bytes / kGib},
+                            {"other", mem.other_bytes / kGib},
+                            {"capacity", mem.capacity_bytes / kGib},
+                            {"weight_copies", mem.weight_copies_bytes / kGib},
+                            {"workspace", mem.workspace_bytes / kGib},
+                            {"tp_gather", mem.tp_gather_bytes / kGib},
+                            {"recompute_working", mem.recompute_working_bytes / kGib},
+                            {"layer_units", mem.layer_units_bytes / kGib},
+                            {"loss", mem.loss_bytes / kGib},
+                            {"output_unit", mem.output_unit_bytes / kGib},
+                            {"transient", mem.transient_bytes / kGib},
+                            {"allocated", mem.allocated_bytes / kGib},
+                            {"fragmentation", mem.fragmentation_bytes / kGib},
+                            {"reserved", mem.reserved_bytes / kGib},
+                            {"cuda_context", mem.cuda_context_bytes / kGib},
+                            {"nccl_buffers", mem.nccl_buffer_bytes / kGib},
+                            {"total", mem.total_bytes / kGib}};
   json["links"] = Json{{"tp", link_name(p.tp)},
                        {"pp", link_name(p.pp)},
                        {"dp", link_name(p.dp)},
@@ -282,25 +300,28 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
   const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
   const double layers = stage_layers(model.layers, config.pp).most();
-  const auto as_call = [](const char* name, const GemmShape& shape, double calls) {
-    return GemmCall{name, std::llround(shape.m), std::llround(shape.n), std::llround(shape.k),
-                    calls};
+  const Precision precision = precision_of(model.training);
+  const auto as_call = [](const char* name, const GemmShape& shape, double calls, Dtype dtype) {
+    return GemmCall{
+        name, std::llround(shape.m), std::llround(shape.n), std::llround(shape.k), calls, dtype};
   };
   std::vector<GemmCall> out;
   for (const NamedGemm& gemm : layer_linear_gemms(view.model, config.micro_batch, config.tp)) {
     if (gemm.shape.flops() <= 0.0) continue;  // a MoE model without dense FFN
-    out.push_back(as_call(gemm.name, gemm.shape, passes * layers * m));
+    out.push_back(as_call(gemm.name, gemm.shape, passes * layers * m, precision.linear_gemm));
   }
   if (model.is_moe()) {
     // One expert's GEMM of the grouped call, as many calls as local experts.
     const ExpertGemms experts = expert_gemms(model, config);
     const double calls = passes * layers * moe_fraction(model) * m * experts.up.batch;
-    out.push_back(as_call("expert_up", {experts.up.m, experts.up.n, experts.up.k}, calls));
-    out.push_back(as_call("expert_down", {experts.down.m, experts.down.n, experts.down.k}, calls));
+    out.push_back(as_call("expert_up", {experts.up.m, experts.up.n, experts.up.k}, calls,
+                          precision.linear_gemm));
+    out.push_back(as_call("expert_down", {experts.down.m, experts.down.n, experts.down.k}, calls,
+                          precision.linear_gemm));
   }
   // The output layer runs on the last stage only, once per micro-batch (never recomputed).
-  out.push_back(
-      as_call("logits", logits_gemm(view.model, config.micro_batch, config.tp).shape, 3.0 * m));
+  out.push_back(as_call("logits", logits_gemm(view.model, config.micro_batch, config.tp).shape,
+                        3.0 * m, precision.output_gemm));
   return out;
 }
 

@@ -54,6 +54,7 @@ struct GemmCall {
   long long n = 0;
   long long k = 0;
   double calls_per_step = 0.0;  ///< forward + the two backward GEMMs (+1 with full recompute)
+  Dtype dtype = Dtype::bf16;    ///< precision_of(training): linear_gemm, output_gemm for logits
 };
 [[nodiscard]] std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& config);
 

@@ -56,6 +56,10 @@ struct Calibration {
   std::vector<CollectiveSample> collectives;
   std::vector<CollectiveFit> fits;
   std::vector<ComparisonRow> comparison;  ///< empty unless written by validate
+  /// Device-to-device copy rate measured by validate on GPUs, (read + write bytes) / time in
+  /// GB/s, beside which the cost model's memory_gbps x kHbmAchievableFraction is printed;
+  /// 0 = not measured (optional key "hbm_gbps"; recorded, not yet read by the cost model).
+  double hbm_gbps = 0.0;
 
   /// Measured TFLOP/s for the nearest measured shape of this dtype, when one lies within a
   /// factor of 2 in every dimension; nullopt otherwise.

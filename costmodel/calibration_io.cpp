@@ -120,7 +120,7 @@ Calibration parse_calibration(const std::string& text, const std::string& source
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   check_keys(document, root,
              {"trident_calibration", "gpu", "nccl_version", "date", "source", "backend", "gemms",
-              "collectives", "fits", "comparison"});
+              "collectives", "fits", "comparison", "hbm_gbps"});
   const json& version = member(document, root, "trident_calibration");
   if (!version.is_number_integer() || version.get<long long>() != kCalibrationFormat) {
     root.child("trident_calibration").fail("expected 1");
@@ -137,6 +137,9 @@ Calibration parse_calibration(const std::string& text, const std::string& source
   calibration.fits = parse_list<CollectiveFit>(document, root, "fits", parse_fit);
   if (document.contains("comparison")) {
     calibration.comparison = parse_list<ComparisonRow>(document, root, "comparison", parse_row);
+  }
+  if (document.contains("hbm_gbps")) {
+    calibration.hbm_gbps = bounded_number(document, root, "hbm_gbps", kMinRate, kMaxRate);
   }
   return calibration;
 }
@@ -183,6 +186,7 @@ std::string to_json(const Calibration& calibration) {
     }
     document["comparison"] = rows;
   }
+  if (calibration.hbm_gbps > 0.0) document["hbm_gbps"] = calibration.hbm_gbps;
   return document.dump(2) + "\n";
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "costmodel/kernels.h"
+#include "costmodel/precision.h"
 
 namespace trident {
 
@@ -17,29 +18,42 @@ double tile_fill(double extent, double tile) {
 }
 
 /// Bytes of the non-GEMM work of one layer's forward pass on one GPU (docs/cost_model.md):
-/// two norms (read + write), two bias-dropout-residual adds (read 2, write 1, 1-byte mask),
-/// the FFN activation, and the unfused softmax + dropout over the b*a*s^2 scores.
+/// two norms (read + write), two bias-dropout-residual adds (read 2 + 2, write 2, and the
+/// 1-byte mask where the model has dropout), the FFN activation, and the unfused softmax
+/// (+ dropout) over the b*a*s^2 scores.
 double layer_elementwise_forward_bytes(const Model& model, const ParallelConfig& config,
                                        bool fused_attention) {
   const double tp = config.tp;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const double hidden_elems = tokens * model.hidden / (config.sequence_parallel ? tp : 1.0);
   const double ffn_elems = tokens * model.ffn_hidden / tp;
+  const bool dropout = model.dropout > 0.0;
   const double norms = 2.0 * (2.0 + 2.0) * hidden_elems;
-  const double residuals = 2.0 * (2.0 * 2.0 + 2.0 + 1.0) * hidden_elems;
+  const double residuals = 2.0 * (2.0 * 2.0 + 2.0 + (dropout ? 1.0 : 0.0)) * hidden_elems;
   const double activation = (is_gated(model.ffn) ? 6.0 : 4.0) * ffn_elems;
-  return norms + residuals + activation +
-         (fused_attention ? 0.0 : 9.0 * tokens * model.seq_len * model.heads / tp);
+  const double scores = tokens * model.seq_len * model.heads / tp;
+  return norms + residuals + activation + (fused_attention ? 0.0 : (dropout ? 9.0 : 4.0) * scores);
 }
 
 /// Backward of the same ops: read the saved input and the incoming gradient, write the
-/// gradient: twice the forward bytes; unfused softmax + dropout 11 bytes per score.
+/// gradient: twice the forward bytes; unfused softmax backward (read output and gradient,
+/// write 2 = 6 bytes per score) and dropout's (read 2 + mask 1, write 2 = 5).
 double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig& config,
                                         bool fused_attention) {
   const double scores = static_cast<double>(config.micro_batch) * model.seq_len * model.seq_len *
                         model.heads / config.tp;
   const double without_attention = layer_elementwise_forward_bytes(model, config, true);
-  return 2.0 * without_attention + (fused_attention ? 0.0 : 11.0 * scores);
+  return 2.0 * without_attention +
+         (fused_attention ? 0.0 : (model.dropout > 0.0 ? 11.0 : 6.0) * scores);
+}
+
+/// Rotary position embedding of Q and K (models without learned positions): read and write
+/// each 16-bit element once (Megatron's fused RoPE, on by default: --no-rope-fusion turns it
+/// off; TE fused_apply_rotary_pos_emb), forward and again backward on the gradients.
+double rope_bytes(const Model& model, const ParallelConfig& config) {
+  if (model.learned_positions) return 0.0;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  return (2.0 + 2.0) * tokens * (model.hidden + model.kv_hidden()) / config.tp;
 }
 
 constexpr double kCrossEntropyForwardBytes = 38.0;
@@ -90,7 +104,7 @@ double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count) {
 
 double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                         const GemmShape& shape) {
-  return gpu.peak_tflops(dtype) * gpu.matmul_efficiency * profile.sustained_ratio *
+  return gpu.peak_tflops(dtype) * gpu.gemm_efficiency(dtype) * profile.sustained_ratio *
          gemm_shape_efficiency(shape, profile.sm_count, gemm_k_fill(gpu, dtype, profile.sm_count));
 }
 
@@ -164,7 +178,8 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
   }
   time.forward_s = gemm_time_s(gpu, dtype, profile, core.scores, calibration) +
                    gemm_time_s(gpu, dtype, profile, core.context, calibration) +
-                   hbm_time_s(gpu, 9.0 * core.scores.m * core.scores.n * core.scores.batch);
+                   hbm_time_s(gpu, (model.dropout > 0.0 ? 9.0 : 4.0) * core.scores.m *
+                                       core.scores.n * core.scores.batch);
   time.backward_s = gemm_backward_time_s(gpu, dtype, profile, core.scores, calibration) +
                     gemm_backward_time_s(gpu, dtype, profile, core.context, calibration);
   return time;
@@ -174,7 +189,8 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
 
 LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                      const ComputeFeatures& features, const Calibration* calibration) {
-  const Dtype dtype = model.training.dtype;
+  const Precision precision = precision_of(model.training);
+  const Dtype dtype = precision.linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
   const auto linear = layer_linear_gemms(model, config.micro_batch, config.tp);
   LayerTime time;
@@ -189,15 +205,20 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
     time.gemm_forward_s += time.gemm_fprop_s[i];
     linear_backward_s += time.gemm_dgrad_s[i] + time.gemm_wgrad_s[i];
   }
-  const CoreTime core = attention_core_time(gpu, dtype, profile, model, config,
+  const CoreTime core = attention_core_time(gpu, precision.attention, profile, model, config,
                                             features.fused_attention, calibration);
   time.attention_forward_s = core.forward_s;
   time.attention_backward_s = core.backward_s;
-  const double fwd_bytes = layer_elementwise_forward_bytes(model, config, true);
+  const double fwd_bytes =
+      layer_elementwise_forward_bytes(model, config, true) + rope_bytes(model, config) +
+      fp8_cast_forward_bytes(model, config, precision, features.fp8_saves_fp8_inputs);
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
   time.backward_s =
       linear_backward_s + core.backward_s +
-      hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention));
+      hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention) +
+                          rope_bytes(model, config) +
+                          fp8_cast_backward_bytes(model, config, precision,
+                                                  features.fp8_saves_fp8_inputs));
   switch (config.recompute) {
     case Recompute::none:
       break;
@@ -217,7 +238,7 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
 
 LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                       const Calibration* calibration) {
-  const Dtype dtype = model.training.dtype;
+  const Dtype dtype = precision_of(model.training).output_gemm;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const GemmShape logits = logits_gemm(model, config.micro_batch, config.tp).shape;
   // Vocab-parallel cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy), bytes per
@@ -236,6 +257,12 @@ double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters) 
   const double per_parameter =
       optimizer == Optimizer::adam ? kAdamBytesPerParameter : kSgdBytesPerParameter;
   return hbm_time_s(gpu, per_parameter * parameters);
+}
+
+double fp8_weight_cast_time_s(const Gpu& gpu, const Precision& precision, double casts_per_step,
+                              double parameters) {
+  if (!precision.fp8) return 0.0;
+  return casts_per_step * hbm_time_s(gpu, kFp8WeightCastBytesPerParameter * parameters);
 }
 
 }  // namespace trident

@@ -70,6 +70,7 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 struct ComputeFeatures {
   bool fused_attention = true;  ///< flash-style attention: no s^2 tensors, causal blocks skipped
   SelectiveKind selective = SelectiveKind::attention;  ///< what selective recompute repeats
+  bool fp8_saves_fp8_inputs = true;  ///< FP8: inputs kept as their FP8 copy (TE), not recast
 };
 
 /// One micro-batch through one transformer layer on one GPU (after the TP split).
@@ -106,5 +107,12 @@ inline constexpr double kSgdBytesPerParameter = 22.0;
 
 /// Seconds of the optimizer step over `parameters` local parameters (memory bound).
 [[nodiscard]] double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters);
+
+struct Precision;
+/// Seconds per step of an FP8 run's weight casts: kFp8WeightCastBytesPerParameter over the
+/// `parameters` local weights, `casts_per_step` times (1 when the stack caches the FP8 copy
+/// over the micro-batches, else once per micro-batch). 0 without FP8.
+[[nodiscard]] double fp8_weight_cast_time_s(const Gpu& gpu, const Precision& precision,
+                                            double casts_per_step, double parameters);
 
 }  // namespace trident

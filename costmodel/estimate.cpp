@@ -11,6 +11,7 @@
 #include "costmodel/memory.h"
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
+#include "costmodel/precision.h"
 
 namespace trident {
 
@@ -55,9 +56,10 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
                      const Model& real, const ParallelConfig& given, const EstimateOptions& options,
                      const Calibration* calibration) {
   const Stack& stack = options.stack;
-  const LayerTime dense =
-      layer_time(cluster.gpu, model, config,
-                 {stack.attention != AttentionKernel::unfused, stack.selective}, calibration);
+  const LayerTime dense = layer_time(
+      cluster.gpu, model, config,
+      {stack.attention != AttentionKernel::unfused, stack.selective, stack.fp8_saves_fp8_inputs},
+      calibration);
   LayerTime layer =
       with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, calibration);
   const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
@@ -94,8 +96,9 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
   CommDetail comm;
   comm.link = link;
   if (config.tp <= 1) return comm;
+  const Precision precision = precision_of(model.training);
   comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
-                        dtype_bytes(model.training.dtype);
+                        precision.activation_bytes;
   comm.calls_per_step = layers * (config.recompute == Recompute::full ? 6.0 : 4.0);
   if (config.sequence_parallel) {
     // Forward 2 all-gathers + 2 reduce-scatters; backward 2 all-gathers of the output
@@ -106,7 +109,10 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
     comm.collective = Collective::reduce_scatter;
     comm.time_per_call_s =
         collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
-        collective_time_s(Collective::all_gather, comm.bytes_per_call, link, calibration);
+        collective_time_s(
+            Collective::all_gather,
+            comm.bytes_per_call * precision.tp_gather_bytes / precision.activation_bytes, link,
+            calibration);
   } else {
     comm.time_per_call_s =
         collective_time_s(Collective::all_reduce, comm.bytes_per_call, link, calibration);
@@ -123,7 +129,7 @@ CommDetail pp_comm(const Model& model, const ParallelConfig& config, const Group
   comm.link = link;
   if (config.pp <= 1) return comm;
   comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
-                        dtype_bytes(model.training.dtype) / config.tp;
+                        precision_of(model.training).activation_bytes / config.tp;
   comm.calls_per_step = 2.0 * config.virtual_stages;
   comm.time_per_call_s =
       collective_time_s(Collective::send_recv, comm.bytes_per_call, link, calibration);
@@ -205,13 +211,13 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
 /// reduce-scatter with the weights all-gathered back), overlapped with the last micro-batch's
 /// backward / the next forward as far as the stack does; the last bucket cannot hide.
 void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
-                 double parameters, Dtype weight_dtype, const StageTime& stage,
+                 double parameters, const Training& training, const StageTime& stage,
                  const Calibration* calibration) {
   const double bucket = std::min(
       parameters,
       std::max(stack.dp_bucket_parameters, stack.dp_bucket_parameters_per_rank * config.dp));
-  const double reduce_bytes = stack.reduce_bytes(weight_dtype);
-  const double weight_bytes = dtype_bytes(weight_dtype);
+  const double reduce_bytes = stack.reduce_bytes(training.dtype);
+  const double weight_bytes = precision_of(training).weight_gather_bytes;
   const double grad_bytes = parameters * reduce_bytes;
   const double share = bucket / parameters;
   comm.bytes_per_call = grad_bytes;
@@ -250,7 +256,7 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
 void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& config,
                 const Stack& stack, long long m, const StageTime& stage,
                 const Calibration* calibration) {
-  const double weight_bytes = dtype_bytes(model.training.dtype);
+  const double weight_bytes = precision_of(model.training).weight_gather_bytes;
   const double unit_params =
       count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
   const double units = stage.layers;
@@ -312,7 +318,7 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const Group
   if (config.zero >= 3 || (config.zero == 2 && stack.zero2_per_unit)) {
     sharded_dp(comm, model, config, stack, m, stage, calibration);
   } else {
-    bucketed_dp(comm, config, stack, parameters, model.training.dtype, stage, calibration);
+    bucketed_dp(comm, config, stack, parameters, model.training, stage, calibration);
   }
   return comm;
 }
@@ -326,12 +332,33 @@ CommDetail per_step(CommDetail comm, double micro_batches) {
 }
 
 /// Channels of a group's ring and the share of the GPU's SMs they hold while they run.
+/// Channels of a group's ring: inside one NVLink domain or across the NICs; 0 for no group.
+double nccl_ring_channels(const Cluster& cluster, const GroupLink& link) {
+  if (link.ranks < 2) return 0.0;
+  return link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
+                          : kNcclChannelsInDomain;
+}
+
+/// The share of the GPU's SMs a group's ring channels hold while they run.
 double nccl_sm_share(const Cluster& cluster, const GroupLink& link) {
   const int sms = kernel_profile(cluster.gpu).sm_count;
   if (sms <= 0 || link.ranks < 2) return 0.0;
-  const double channels = link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
-                                           : kNcclChannelsInDomain;
-  return std::min(1.0, channels / sms);
+  return std::min(1.0, nccl_ring_channels(cluster, link) / sms);
+}
+
+/// The communicators the plan creates on one GPU (TP, DP rings; PP send/recv neighbours).
+NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
+                       const Placement& placement) {
+  NcclGroups groups;
+  groups.tp_channels = nccl_ring_channels(cluster, placement.tp);
+  // CP, EP and expert-DP communicators hold buffers as DP's does: counted with DP's channels.
+  groups.dp_channels = nccl_ring_channels(cluster, placement.dp) +
+                       nccl_ring_channels(cluster, placement.cp) +
+                       nccl_ring_channels(cluster, placement.ep) +
+                       (config.ep > 1 ? nccl_ring_channels(cluster, placement.edp) : 0.0);
+  groups.pp_peers = std::min(2, config.pp - 1);
+  groups.pp_over_network = placement.pp.domains > 1;
+  return groups;
 }
 
 }  // namespace
@@ -435,8 +462,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
   const double sharded = config.zero >= 1 ? split.dp : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
-  out.time.optimizer_s = optimizer_time_s(gpu, model.training.optimizer,
-                                          params / sharded + expert_params / expert_sharded);
+  out.time.optimizer_s =
+      optimizer_time_s(gpu, model.training.optimizer,
+                       params / sharded + expert_params / expert_sharded) +
+      fp8_weight_cast_time_s(gpu, precision_of(model.training),
+                             stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.time.dp_comm_s = out.dp.exposed_s + out.edp.exposed_s;
@@ -477,9 +507,18 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.reserve_gib = options.reserve_gib;
   memory.fused_attention = stack.attention != AttentionKernel::unfused;
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
+  const Precision precision = precision_of(model.training);
+  memory.weight_bytes = precision.weight_bytes;
+  memory.weight_copy_bytes_per_parameter =
+      weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
+  memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;
   memory.prefetch_units = stack.prefetch_units;
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
+  memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   memory.selective = stack.selective;
+  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit;
+  memory.adam_state_bytes = stack.adam_state_bytes;
+  memory.nccl = nccl_groups(cluster, config, placement);
   out.memory = peak_memory(gpu, local, split, memory);
   add_expert_memory(out.memory, model, config, memory);
   return out;

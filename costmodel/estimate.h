@@ -33,15 +33,34 @@ struct TimeBreakdown {
   }
 };
 
-/// Bytes on the peak rank.
+/// Bytes on the peak rank, term by term (docs/cost_model.md#memory).
+/// allocated = states + activations + workspace + transient (what max_memory_allocated reads);
+/// reserved = allocated + fragmentation (max_memory_reserved); total = reserved + CUDA context +
+/// NCCL buffers (what the GPU holds, nvidia-smi).
 struct MemoryBreakdown {
   double weights_bytes = 0.0;
   double gradients_bytes = 0.0;
   double optimizer_bytes = 0.0;
-  double activations_bytes = 0.0;
-  double other_bytes = 0.0;  ///< embedding/logits on first/last stage, temporary buffers
+  /// Extra weight copies a precision recipe keeps (FP8's cast/transposed weights); 0 in 16-bit.
+  double weight_copies_bytes = 0.0;
+  double activations_bytes = 0.0;  ///< kept for backward, every micro-batch in flight
+  double workspace_bytes = 0.0;    ///< cuBLAS workspace
+  /// Transients at the peak; the larger of the two moments counts (transient_bytes):
+  double tp_gather_bytes = 0.0;          ///< the TP/SP-gathered layer input (both moments)
+  double recompute_working_bytes = 0.0;  ///< moment 1: the layer in backward, rebuilt
+  double layer_units_bytes = 0.0;        ///< moment 1: ZeRO-3 layers gathered, grads unsharded
+  double loss_bytes = 0.0;               ///< moment 2 (last stage): logits and cross-entropy
+  double output_unit_bytes = 0.0;        ///< moment 2: ZeRO-3 output layer gathered
+  double transient_bytes = 0.0;
+  double allocated_bytes = 0.0;
+  double fragmentation_bytes = 0.0;  ///< caching allocator: reserved - allocated
+  double reserved_bytes = 0.0;
+  double cuda_context_bytes = 0.0;
+  double nccl_buffer_bytes = 0.0;
+  /// Everything but the states and the activations (the summary views' "other").
+  double other_bytes = 0.0;
   double total_bytes = 0.0;
-  double capacity_bytes = 0.0;  ///< GPU memory minus the reserve
+  double capacity_bytes = 0.0;  ///< GPU memory minus the user's reserve
   bool fits = false;
 };
 
@@ -107,10 +126,12 @@ inline constexpr double kTpOverlapDefaultSms = 132.0;
 inline constexpr double kNcclChannelsInDomain = 24.0;
 inline constexpr double kNcclChannelsPerNic = 2.0;
 
-/// Memory reserve and the software stack that runs the split (costmodel/stack.h). The
+/// Headroom kept free and the software stack that runs the split (costmodel/stack.h). The
 /// default stack is Megatron-Core's, as the `megatron-core` preset describes it.
 struct EstimateOptions {
-  double reserve_gib = 4.0;  ///< kept free on each GPU (CUDA context, NCCL buffers, fragmentation)
+  /// Extra headroom kept free on each GPU; the CUDA context, NCCL buffers and the allocator's
+  /// fragmentation are priced in MemoryBreakdown.
+  double reserve_gib = 0.0;
   Stack stack;
 };
 

@@ -38,18 +38,44 @@ bool keeps_gathered(const ParallelConfig& config, const MemoryOptions& options) 
 StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config,
                                      const MemoryOptions& options) {
   const double dp = config.dp;
-  const double optimizer = model.training.optimizer == Optimizer::adam ? kAdamStateBytesPerParameter
+  const double optimizer = model.training.optimizer == Optimizer::adam ? options.adam_state_bytes
                                                                        : kSgdStateBytesPerParameter;
-  StateBytes bytes{dtype_bytes(model.training.dtype), options.grad_buffer_bytes, optimizer};
+  StateBytes bytes{options.weight_bytes, options.grad_buffer_bytes, optimizer};
   const bool keeps = keeps_gathered(config, options);
   if (config.zero >= 1) bytes.optimizer /= dp;
   if (config.zero >= 2 && !keeps) bytes.gradients /= dp;
   if (config.zero >= 3 && !keeps) bytes.weights /= dp;
+  if (config.zero >= 3 && !keeps && options.zero3_fp32_shard_only && bytes.optimizer > 4.0 / dp) {
+    // FSDP: the sharded parameter is the fp32 master (4 of the optimizer's bytes), the 16-bit
+    // weights exist only gathered (layer_units_bytes).
+    bytes.weights = 4.0 / dp;
+    bytes.optimizer -= 4.0 / dp;
+  }
   return bytes;
 }
 
+/// ZeRO-3 units gathered while one layer computes: the unit computing and the prefetched ones,
+/// gathered (16-bit weights) and unsharded (gradients before their reduce-scatter); none with
+/// dp 1, none when ZeRO-3 with PP keeps everything whole.
+double layer_units_bytes(const Model& model, const ParallelConfig& config,
+                         const MemoryOptions& options) {
+  if (config.zero < 3 || config.dp <= 1 || keeps_gathered(config, options)) return 0.0;
+  const double units = 1.0 + options.prefetch_units;
+  return units * count_parameters(model).per_layer / config.tp *
+         (options.weight_bytes + options.grad_buffer_bytes);
+}
+
+/// The output layer as the unit gathered at the loss (ZeRO-3, last stage): V*h/t weights and
+/// their unsharded gradients.
+double output_unit_bytes(const Model& model, const ParallelConfig& config,
+                         const MemoryOptions& options) {
+  if (config.zero < 3 || config.dp <= 1 || keeps_gathered(config, options)) return 0.0;
+  const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
+  return token_embedding / config.tp * (options.weight_bytes + options.grad_buffer_bytes);
+}
+
 /// Everything one stage holds, split the way MemoryBreakdown reports it.
-MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
+MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                              const MemoryOptions& options, bool first, bool last,
                              long long micro_batches) {
   const double tp = config.tp;
@@ -67,34 +93,49 @@ MemoryBreakdown stage_memory(const Model& model, const ParallelConfig& config,
   memory.weights_bytes = params * per.weights;
   memory.gradients_bytes = params * per.gradients;
   memory.optimizer_bytes = params * per.optimizer;
-  memory.activations_bytes =
-      layer_activation_bytes(model, config, options.fused_attention, options.selective) *
-      layers_on_stage(model, config, first, last) * stage_in_flight;
-  double other = 2.0 * sbh;  // the gathered layer input of sequence/tensor parallelism
-  if (first) other += sbh / sp * stage_in_flight;  // embedding dropout mask (1 byte)
+  memory.weight_copies_bytes = params * options.weight_copy_bytes_per_parameter;
+  double activations = layer_activation_bytes(model, config, options.fused_attention,
+                                              options.selective, options.fp8_saved_inputs) *
+                       layers_on_stage(model, config, first, last) * stage_in_flight;
+  // The embedding's dropout mask (1 byte) per micro-batch in flight, where there is dropout.
+  if (first && model.dropout > 0.0) activations += sbh / sp * stage_in_flight;
+  // The output layer's 16-bit input (the final norm's output), one micro-batch.
+  if (last) activations += 2.0 * sbh / sp;
+  memory.activations_bytes = activations;
+  memory.workspace_bytes = cublas_workspace_bytes(gpu);
+  // Moment 1, a layer's backward: the TP/SP-gathered input, the rebuilt layer, ZeRO-3 units.
+  memory.tp_gather_bytes = config.tp > 1 ? 2.0 * sbh : 0.0;
+  memory.recompute_working_bytes = recompute_working_bytes(
+      model, config, options.fused_attention, options.selective, options.fp8_saved_inputs);
+  memory.layer_units_bytes = layer_units_bytes(model, config, options);
+  // Moment 2, the last stage's loss: logits and cross-entropy, the output layer's unit.
   if (last) {
-    // fp32 logits of one micro-batch and the output layer's 16-bit input.
-    other += 4.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / tp +
-             2.0 * sbh / sp;
+    memory.loss_bytes = loss_transient_bytes(model, config, options.loss_bytes_per_logit);
+    memory.output_unit_bytes = output_unit_bytes(model, config, options);
   }
-  if (config.zero >= 3 && config.dp > 1 && !keeps_gathered(config, options)) {  // dp 1: none
-    // The unit being computed and the prefetched ones, gathered (weights) and unsharded
-    // (gradients before their reduce-scatter).
-    const ParameterCount count = count_parameters(model);
-    const double units = 1.0 + options.prefetch_units;
-    other += units * count.per_layer / tp *
-             (dtype_bytes(model.training.dtype) + options.grad_buffer_bytes);
-  }
-  memory.other_bytes = other;
-  memory.total_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
-                       memory.activations_bytes + memory.other_bytes;
+  memory.transient_bytes =
+      memory.tp_gather_bytes + std::max(memory.recompute_working_bytes + memory.layer_units_bytes,
+                                        memory.loss_bytes + memory.output_unit_bytes);
+  memory.allocated_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
+                           memory.weight_copies_bytes + memory.activations_bytes +
+                           memory.workspace_bytes + memory.transient_bytes;
+  // Fragmentation is of what is allocated and freed within a step (activations, transients);
+  // the states and the workspace are allocated once, at their size.
+  memory.fragmentation_bytes =
+      allocator_fragmentation_bytes(memory.activations_bytes + memory.transient_bytes);
+  memory.reserved_bytes = memory.allocated_bytes + memory.fragmentation_bytes;
+  memory.cuda_context_bytes = kCudaContextBytes;
+  memory.nccl_buffer_bytes = nccl_buffer_bytes(options.nccl);
+  memory.total_bytes = memory.reserved_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes;
+  memory.other_bytes = memory.total_bytes - memory.weights_bytes - memory.gradients_bytes -
+                       memory.optimizer_bytes - memory.activations_bytes;
   return memory;
 }
 
 }  // namespace
 
 double layer_activation_bytes(const Model& model, const ParallelConfig& config,
-                              bool fused_attention, SelectiveKind selective) {
+                              bool fused_attention, SelectiveKind selective, bool fp8_inputs) {
   const double tp = config.tp;
   const double sp = config.sequence_parallel ? tp : 1.0;
   const double sb = static_cast<double>(config.micro_batch) * model.seq_len;
@@ -110,20 +151,64 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
     return 2.0 * sb * h / sp + (sb * mm_out + 2.0 * sb * h + 4.0 * sb * model.heads) / config.tp;
   }
   // Kept whole on every TP rank unless sequence parallel: two norm inputs (4), the QKV and
-  // FFN inputs (2 + 2), two dropout masks (1 + 1).
-  const double replicated = 10.0 * sb * h;
+  // FFN inputs (2 + 2), two dropout masks (1 + 1) where the model has dropout.
+  // Under FP8 (Transformer Engine) the four linear inputs are kept as their FP8 copy: the QKV
+  // and FFN inputs, the output projection input and the FFN down input, 1 byte each.
+  const double linear_in = fp8_inputs ? 1.0 : 2.0;
+  const bool dropout = model.dropout > 0.0;
+  const double replicated = ((dropout ? 6.0 : 4.0) + 2.0 * linear_in) * sb * h;
   // Split over TP: Q and K (2(h + h_kv)), V (2 h_kv), the output projection input (2h), the
   // FFN activation input (2f, 4f gated) and output (2f).
   const double act_in = is_gated(model.ffn) ? 4.0 : 2.0;
-  const double split = sb * (2.0 * (h + h_kv) + 2.0 * h_kv + 2.0 * h + act_in * f + 2.0 * f);
-  // Scores: softmax output (2), dropout mask (1), dropout output (2) per b*a*s^2 element;
-  // fused attention keeps only the fp32 log-sum-exp per row (4 bytes per b*a*s).
+  const double split =
+      sb * (2.0 * (h + h_kv) + 2.0 * h_kv + linear_in * h + act_in * f + linear_in * f);
+  // Scores: softmax output (2), dropout mask (1), dropout output (2) per b*a*s^2 element
+  // (the softmax output alone without dropout); fused attention keeps only the fp32
+  // log-sum-exp per row (4 bytes per b*a*s).
   const double a = model.heads;
   const bool keep_scores = !fused_attention && config.recompute == Recompute::none;
+  const double score_bytes = dropout ? 5.0 : 2.0;
   const double scores = fused_attention ? 4.0 * sb * a
-                        : keep_scores   ? 5.0 * sb * model.seq_len * a
+                        : keep_scores   ? score_bytes * sb * model.seq_len * a
                                         : 0.0;
   return replicated / sp + (split + scores) / tp;
+}
+
+double recompute_working_bytes(const Model& model, const ParallelConfig& config,
+                               bool fused_attention, SelectiveKind selective, bool fp8_inputs) {
+  if (config.recompute == Recompute::none) return 0.0;
+  ParallelConfig whole = config;
+  whole.recompute = Recompute::none;
+  return layer_activation_bytes(model, whole, fused_attention, selective, fp8_inputs) -
+         layer_activation_bytes(model, config, fused_attention, selective, fp8_inputs);
+}
+
+double loss_transient_bytes(const Model& model, const ParallelConfig& config,
+                            double bytes_per_logit) {
+  return bytes_per_logit * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) /
+         config.tp;
+}
+
+double cublas_workspace_bytes(const Gpu& gpu) {
+  return gpu.peak_tflops_fp8 > 0.0 ? kCublasWorkspaceHopperBytes : kCublasWorkspaceBytes;
+}
+
+double nccl_ring_buffer_bytes(double channels) {
+  return channels * (kNcclLlBufferBytes + kNcclLl128BufferBytes + kNcclSimpleBufferBytes);
+}
+
+double nccl_p2p_buffer_bytes(int peers, bool over_network) {
+  const double chunk = over_network ? kNcclP2pNetChunkBytes : kNcclP2pNvlinkChunkBytes;
+  return peers * kNcclP2pChannelsPerPeer * kNcclSteps * chunk;
+}
+
+double nccl_buffer_bytes(const NcclGroups& groups) {
+  return nccl_ring_buffer_bytes(groups.tp_channels) + nccl_ring_buffer_bytes(groups.dp_channels) +
+         nccl_p2p_buffer_bytes(groups.pp_peers, groups.pp_over_network);
+}
+
+double allocator_fragmentation_bytes(double churning_bytes) {
+  return churning_bytes * kAllocatorFragmentation / (1.0 - kAllocatorFragmentation);
 }
 
 double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches) {
@@ -153,14 +238,14 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
 MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                             const MemoryOptions& options) {
   const long long m = config.num_micro_batches(model.training.global_batch);
-  const MemoryBreakdown first = stage_memory(model, config, options, true, config.pp == 1, m);
+  const MemoryBreakdown first = stage_memory(gpu, model, config, options, true, config.pp == 1, m);
   MemoryBreakdown peak = first;
   if (config.pp > 1) {
-    const MemoryBreakdown last = stage_memory(model, config, options, false, true, m);
+    const MemoryBreakdown last = stage_memory(gpu, model, config, options, false, true, m);
     if (last.total_bytes > peak.total_bytes) peak = last;
   }
   if (config.pp > 2) {  // the second stage: p - 1 in flight, a middle stage's layers
-    const MemoryBreakdown middle = stage_memory(model, config, options, false, false, m);
+    const MemoryBreakdown middle = stage_memory(gpu, model, config, options, false, false, m);
     if (middle.total_bytes > peak.total_bytes) peak = middle;
   }
   peak.capacity_bytes = (gpu.memory_gib - options.reserve_gib) * kBytesPerGib;

@@ -1,7 +1,9 @@
 #pragma once
-/// Memory on the peak rank: model states (weights, gradients, optimizer states under ZeRO
-/// 0-3), activations with the micro-batches in flight of 1F1B / interleaved 1F1B (Korthikanti
-/// et al. 2022), embedding and logits on the first/last stage, temporary buffers.
+/// Memory on the peak rank as the allocator sees it: model states (weights, gradients,
+/// optimizer states under ZeRO 0-3), activations with the micro-batches in flight of 1F1B /
+/// interleaved 1F1B (Korthikanti et al. 2022), the transients at the peak (the layer being
+/// recomputed, the loss over the vocabulary, ZeRO-3's gathered units), the caching allocator's
+/// fragmentation, and what lives outside it (CUDA context, NCCL buffers).
 /// Derivation and sources: docs/cost_model.md#memory.
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
@@ -19,12 +21,78 @@ inline constexpr double kGradientBytesPerParameter = 4.0;
 inline constexpr double kAdamStateBytesPerParameter = 12.0;
 inline constexpr double kSgdStateBytesPerParameter = 8.0;
 
+/// CUDA context of one process with lazy module loading (PyTorch's default since 1.13):
+/// 287,047,680 bytes measured in pytorch/pytorch#86509 (666,632,192 loading eagerly).
+inline constexpr double kCudaContextBytes = 287047680.0;
+/// cuBLAS workspace per process: 32 MiB on Hopper and later, 4 MiB before (Transformer
+/// Engine pytorch/cpp_extensions/gemm.py get_cublas_workspace_size_bytes @d0067d0).
+inline constexpr double kCublasWorkspaceHopperBytes = 33554432.0;
+inline constexpr double kCublasWorkspaceBytes = 4194304.0;
+
+/// NCCL buffers per channel and connection, one per protocol (NVIDIA/nccl@5067397
+/// src/init.cc DEFAULT_*BUFFSIZE, src/include/device.h): LL 8 lines x 512 threads x 8 steps x
+/// 16 bytes, LL128 120 elements x 640 threads x 8 steps x 8 bytes, Simple NCCL_BUFFSIZE 4 MiB.
+inline constexpr double kNcclLlBufferBytes = 8.0 * 512.0 * 8.0 * 16.0;      // 524,288
+inline constexpr double kNcclLl128BufferBytes = 120.0 * 640.0 * 8.0 * 8.0;  // 4,915,200
+inline constexpr double kNcclSimpleBufferBytes = 4194304.0;                 // 4 MiB
+/// Point-to-point (PP send/recv): NCCL_STEPS 8 chunks of NCCL_P2P_NVL_CHUNKSIZE 512 KiB over
+/// NVLink, NCCL_P2P_NET_CHUNKSIZE 128 KiB over the network (src/init.cc), on 2 channels per
+/// peer (NCCL_NCHANNELS_PER_NET_PEER's documented default).
+inline constexpr double kNcclSteps = 8.0;
+inline constexpr double kNcclP2pNvlinkChunkBytes = 524288.0;
+inline constexpr double kNcclP2pNetChunkBytes = 131072.0;
+inline constexpr double kNcclP2pChannelsPerPeer = 2.0;
+
+/// PyTorch caching allocator fragmentation, (reserved - allocated) / reserved: 15% on average
+/// over eight LLMs on A100-80GB (Guo et al., GMLake, ASPLOS 2024, arXiv 2401.08156: what
+/// virtual-memory stitching removes, "15% (up to 33%)").
+inline constexpr double kAllocatorFragmentation = 0.15;
+
 /// Activation bytes one layer keeps for one micro-batch on one GPU (16-bit activations,
-/// 1-byte dropout masks). Reduces to Korthikanti's s*b*h*(10 + 24/t + 5*a*s/(h*t)) for
-/// f = 4h, k = a, no sequence parallelism, unfused attention, no recompute.
+/// 1-byte dropout masks where the model has dropout). Reduces to Korthikanti's
+/// s*b*h*(10 + 24/t + 5*a*s/(h*t)) for f = 4h, k = a, dropout, no sequence parallelism,
+/// unfused attention, no recompute. `fp8_inputs`: the linear layers keep their inputs as the
+/// FP8 copy cast for the GEMM (Transformer Engine), 1 byte instead of 2.
 [[nodiscard]] double layer_activation_bytes(const Model& model, const ParallelConfig& config,
                                             bool fused_attention,
-                                            SelectiveKind selective = SelectiveKind::attention);
+                                            SelectiveKind selective = SelectiveKind::attention,
+                                            bool fp8_inputs = false);
+
+/// The working set of the layer whose backward runs under recomputation: everything the layer
+/// would keep without recompute that it did not keep (its activations are rebuilt and live
+/// together for its backward). 0 without recompute.
+[[nodiscard]] double recompute_working_bytes(const Model& model, const ParallelConfig& config,
+                                             bool fused_attention, SelectiveKind selective,
+                                             bool fp8_inputs = false);
+
+/// The loss at the start of the last stage's backward: `bytes_per_logit` (the stack's) over
+/// the micro-batch's s*b*V/t logits.
+[[nodiscard]] double loss_transient_bytes(const Model& model, const ParallelConfig& config,
+                                          double bytes_per_logit);
+
+/// cuBLAS workspace of one process on `gpu` (allocated through the caching allocator); Hopper
+/// and later, the GPUs with FP8 tensor cores, take the 32 MiB one.
+[[nodiscard]] double cublas_workspace_bytes(const Gpu& gpu);
+
+/// NCCL buffers of one ring communicator: per channel one connection's LL, LL128 and Simple
+/// buffers.
+[[nodiscard]] double nccl_ring_buffer_bytes(double channels);
+/// NCCL buffers of PP send/recv with `peers` neighbouring stages.
+[[nodiscard]] double nccl_p2p_buffer_bytes(int peers, bool over_network);
+
+/// Communicators a plan creates on one GPU: the ring channels of its TP and DP groups
+/// (0 = no group), its PP neighbours and whether they are across the network.
+struct NcclGroups {
+  double tp_channels = 0.0;
+  double dp_channels = 0.0;
+  int pp_peers = 0;
+  bool pp_over_network = true;
+};
+[[nodiscard]] double nccl_buffer_bytes(const NcclGroups& groups);
+
+/// Bytes the caching allocator reserves beyond `churning_bytes` (what is allocated and freed
+/// within a step: activations and transients) at kAllocatorFragmentation.
+[[nodiscard]] double allocator_fragmentation_bytes(double churning_bytes);
 
 /// Micro-batches whose activations stage 0 holds at its peak, in units of one micro-batch
 /// through its layers: min(p, m) for 1F1B, times (1 + (p-1)/(p*v)) when interleaved.
@@ -36,12 +104,24 @@ inline constexpr double kSgdStateBytesPerParameter = 8.0;
                                       bool first_stage, bool last_stage);
 
 struct MemoryOptions {
-  double reserve_gib = 4.0;
+  double reserve_gib = 0.0;  ///< extra headroom the user keeps free on each GPU
   bool fused_attention = true;
   double grad_buffer_bytes = kGradientBytesPerParameter;  ///< the stack's gradient dtype
-  int prefetch_units = 1;             ///< ZeRO-3 units gathered ahead of the one computing
-  bool zero3_keeps_gathered = false;  ///< ZeRO-3 with PP keeps weights and gradients whole
+  /// Bytes per parameter of the 16-bit (fp32: 4) weights held for compute; FP8's cached copies
+  /// are weight_copy_bytes_per_parameter (costmodel/precision.h says which).
+  double weight_bytes = 2.0;
+  int prefetch_units = 1;              ///< ZeRO-3 units gathered ahead of the one computing
+  bool zero3_keeps_gathered = false;   ///< ZeRO-3 with PP keeps weights and gradients whole
+  bool zero3_fp32_shard_only = false;  ///< ZeRO-3 keeps no 16-bit weights, only the fp32 shard
   SelectiveKind selective = SelectiveKind::attention;
+  double loss_bytes_per_logit = 6.0;  ///< the stack's cross-entropy (Stack::loss_bytes_per_logit)
+  double adam_state_bytes = kAdamStateBytesPerParameter;  ///< the stack's Adam state dtypes
+  /// Extra weight bytes per parameter a precision recipe keeps beside the 16-bit weights (the
+  /// FP8 recipe's transposed/cast copies); 0 for BF16/FP16. Filled by the precision recipe.
+  double weight_copy_bytes_per_parameter = 0.0;
+  /// The linear layers keep FP8 copies of their inputs for backward (TE under an FP8 recipe).
+  bool fp8_saved_inputs = false;
+  NcclGroups nccl;
 };
 
 /// Memory of the peak rank (the largest of the first, a middle and the last pipeline stage).

@@ -55,6 +55,18 @@ int Model::moe_layers() const {
   return first >= layers ? 0 : (layers - 1 - first) / freq + 1;
 }
 
+const char* to_string(Fp8Recipe recipe) {
+  switch (recipe) {
+    case Fp8Recipe::delayed:
+      return "delayed";
+    case Fp8Recipe::current:
+      return "current";
+    case Fp8Recipe::blockwise:
+      return "blockwise";
+  }
+  return "delayed";
+}
+
 namespace {
 
 /// LayerNorm carries a scale and a shift per channel, RMSNorm only the scale.

@@ -15,21 +15,37 @@ enum class Optimizer { adam, sgd };
 /// Multi-head (grouped-query) attention, or DeepSeek's multi-head latent attention (low-rank
 /// compressed Q and KV, decoupled RoPE dims; DeepSeek-V2/V3 reports §2.1).
 enum class AttentionKind { mha, mla };
+/// How an FP8 run scales its 8-bit tensors (Transformer Engine recipes): delayed (scale from
+/// the amax history of earlier steps, TE's DelayedScaling), current (per-tensor amax of this
+/// tensor first, TE Float8CurrentScaling / torchao tensorwise), blockwise (per-block scales,
+/// TE Float8BlockScaling / MXFP8).
+enum class Fp8Recipe { delayed, current, blockwise };
 
 /// Gated FFNs (swiglu, geglu) have three matrices (gate, up, down); the others two.
 [[nodiscard]] bool is_gated(FfnKind kind);
 [[nodiscard]] const char* to_string(FfnKind kind);
 [[nodiscard]] const char* to_string(NormKind kind);
 [[nodiscard]] const char* to_string(Optimizer optimizer);
+[[nodiscard]] const char* to_string(Fp8Recipe recipe);
 
 /// Most sequences a step may have (2^24): a micro-batch, a divisor of the batch, stays an int
 /// and enumerating the batch's divisors stays instant (2^63-1 took hours; 2^31 wrapped).
 inline constexpr long long kMaxGlobalBatch = 1LL << 24;
 
+/// Which tensors of an FP8 run are 8-bit (the model file's training.fp8). The linear layers'
+/// GEMMs always are; attention's batched GEMMs and the TP/ZeRO-3 messages only when asked.
+struct Fp8Options {
+  Fp8Recipe recipe = Fp8Recipe::delayed;  ///< Transformer Engine's default recipe
+  bool attention = false;                 ///< FP8 fused attention (cuDNN FP8 / FA3 FP8)
+  bool communication = false;  ///< TP all-gathers in FP8 (TE userbuffers' FP8 all-gather)
+  bool params = false;         ///< FP8 weights only, gathered in FP8 (Megatron --fp8-param-gather)
+};
+
 struct Training {
   long long global_batch = 0;  ///< sequences per step; 0 = not given (must come from a flag)
   Dtype dtype = Dtype::bf16;
   Optimizer optimizer = Optimizer::adam;
+  Fp8Options fp8;  ///< read only when dtype is fp8
 };
 
 /// Mixture of experts (the model file's `moe:` mapping). experts == 0: a dense model.
@@ -73,6 +89,10 @@ struct Model {
   AttentionKind attention = AttentionKind::mha;
   MlaSpec mla;  ///< when attention == mla
   MoeSpec moe;  ///< experts == 0: dense
+  /// Hidden and attention dropout probability; 0 = no dropout layers, so no masks are kept.
+  /// The loader's default: 0.1 with learned positions (GPT-2/3, Megatron-LM's hidden_dropout
+  /// and attention_dropout defaults), 0 otherwise (Llama, MPT, BLOOM, GPT-NeoX ship without).
+  double dropout = 0.0;
   Training training;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }

@@ -28,6 +28,7 @@ const std::vector<std::string> kModelKeys = {"name",
                                              "norm",
                                              "bias",
                                              "position_embedding",
+                                             "dropout",
                                              "training",
                                              "attention",
                                              "mla",
@@ -39,7 +40,9 @@ const std::vector<std::string> kMlaKeys = {"q_lora_rank", "kv_lora_rank", "qk_no
                                            "qk_rope_head_dim", "v_head_dim"};
 const std::vector<std::string> kAttentionKinds = {"mha", "mla"};
 const std::vector<std::string> kRouterNames = {"softmax", "sigmoid"};
-const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer"};
+const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer", "fp8"};
+const std::vector<std::string> kFp8Keys = {"recipe", "attention", "communication", "params"};
+const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 const std::vector<std::string> kFfnNames = {"gelu", "relu", "relu2", "swiglu", "geglu"};
 const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
 const std::vector<std::string> kPositionNames = {"learned", "rope"};
@@ -68,6 +71,15 @@ Training read_training(const std::optional<MapReader>& t) {
   training.dtype = dtypes[t->optional_choice("dtype", kDtypeNames, 0)];
   training.optimizer =
       t->optional_choice("optimizer", kOptimizerNames, 0) == 0 ? Optimizer::adam : Optimizer::sgd;
+  if (const auto fp8 = t->optional_map("fp8")) {
+    if (training.dtype != Dtype::fp8) t->fail("fp8", "expected only with dtype: fp8");
+    fp8->reject_unknown(kFp8Keys);
+    constexpr Fp8Recipe recipes[] = {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::blockwise};
+    training.fp8.recipe = recipes[fp8->optional_choice("recipe", kFp8RecipeNames, 0)];
+    training.fp8.attention = fp8->optional_bool("attention", false);
+    training.fp8.communication = fp8->optional_bool("communication", false);
+    training.fp8.params = fp8->optional_bool("params", false);
+  }
   return training;
 }
 
@@ -141,6 +153,9 @@ Model read_model(const MapReader& m) {
       m.optional_choice("norm", kNormNames, 0) == 0 ? NormKind::layernorm : NormKind::rmsnorm;
   model.bias = m.optional_bool("bias", true);
   model.learned_positions = m.optional_choice("position_embedding", kPositionNames, 0) == 0;
+  model.dropout =
+      m.optional_double("dropout", model.learned_positions ? 0.1 : 0.0, Range::non_negative);
+  if (model.dropout >= 1.0) m.fail("dropout", "expected a probability below 1");
   model.training = read_training(m.optional_map("training"));
   model.attention = m.optional_choice("attention", kAttentionKinds, 0) == 0 ? AttentionKind::mha
                                                                             : AttentionKind::mla;

@@ -125,7 +125,7 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   if (!model.is_moe()) return;
   const double params = expert_parameters_per_gpu(model, config);
   const double edp = expert_dp(config);
-  const double optimizer = model.training.optimizer == Optimizer::adam ? kAdamStateBytesPerParameter
+  const double optimizer = model.training.optimizer == Optimizer::adam ? options.adam_state_bytes
                                                                        : kSgdStateBytesPerParameter;
   const double weights =
       params * dtype_bytes(model.training.dtype) / (config.zero >= 3 ? edp : 1.0);
@@ -148,7 +148,14 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   memory.gradients_bytes += gradients;
   memory.optimizer_bytes += states;
   memory.activations_bytes += activations;
-  memory.total_bytes += weights + gradients + states + activations;
+  // As peak_memory sums them: allocated, the allocator's fragmentation of what churns (the
+  // activations), reserved, and what the GPU holds besides.
+  memory.allocated_bytes += weights + gradients + states + activations;
+  memory.fragmentation_bytes += allocator_fragmentation_bytes(activations);
+  memory.reserved_bytes = memory.allocated_bytes + memory.fragmentation_bytes;
+  memory.total_bytes = memory.reserved_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes;
+  memory.other_bytes = memory.total_bytes - memory.weights_bytes - memory.gradients_bytes -
+                       memory.optimizer_bytes - memory.activations_bytes;
   memory.fits = memory.total_bytes <= memory.capacity_bytes;
 }
 

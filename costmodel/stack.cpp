@@ -1,5 +1,7 @@
 #include "costmodel/stack.h"
 
+#include <fmt/format.h>
+
 #include <string_view>
 #include <vector>
 
@@ -41,16 +43,23 @@ const std::vector<std::string> kStackKeys = {
     "selective",
     "kernel_launch_us",
     "kernels_per_layer_forward",
+    "adam_state_bytes",
+    "loss_bytes_per_logit",
+    "zero3_fp32_shard_only",
     "measured_error",
     "context_parallel",
     "expert_parallel",
     "ep_overlap",
+    "fp8_recipes",
+    "fp8_weight_cache",
+    "fp8_saves_fp8_inputs",
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
 const std::vector<std::string> kSelectiveNames = {"attention", "per_op"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
+const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 
 /// A list of ZeRO stages ([0, 1, 3]) as a bit set.
 unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallback) {
@@ -71,30 +80,31 @@ unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallb
   return bits;
 }
 
-unsigned read_recompute_list(const MapReader& m) {
-  if (!m.has("recompute")) return 0b111;
-  const YAML::Node list = m.node("recompute");
-  const std::string where = yaml::position(m.source(), m.line("recompute"), m.path("recompute"));
+/// A list of names under `key` as bits (bit i = names[i]); `fallback` when the key is absent.
+unsigned read_name_list(const MapReader& m, std::string_view key,
+                        const std::vector<std::string>& names, unsigned fallback,
+                        bool allow_empty) {
+  if (!m.has(key)) return fallback;
+  const YAML::Node list = m.node(key);
+  const std::string where = yaml::position(m.source(), m.line(key), m.path(key));
+  std::string choices;
+  for (const std::string& name : names) choices += (choices.empty() ? "" : "|") + name;
   if (!list.IsSequence()) {
-    throw InputError(where + ": expected a list like [none, full], got " +
+    throw InputError(where + ": expected a list of " + choices + ", got " +
                      yaml::describe_value(list));
   }
   unsigned bits = 0;
   for (const auto& item : list) {
     const std::string name = yaml::to_string(item, where);
     std::size_t i = 0;
-    while (i < kRecomputeNames.size() && kRecomputeNames[i] != name) ++i;
-    if (i == kRecomputeNames.size()) {
-      std::string message = where;
-      message += ": expected none|selective|full, got '";
-      message += name;
-      message += "'";
-      message += yaml::did_you_mean(name, kRecomputeNames);
-      throw InputError(message);
+    while (i < names.size() && names[i] != name) ++i;
+    if (i == names.size()) {
+      throw InputError(fmt::format("{}: expected {}, got '{}'{}", where, choices, name,
+                                   yaml::did_you_mean(name, names)));
     }
     bits |= 1u << i;
   }
-  if (bits == 0) throw InputError(where + ": expected at least one recompute mode");
+  if (bits == 0 && !allow_empty) throw InputError(where + ": expected at least one of " + choices);
   return bits;
 }
 
@@ -157,11 +167,17 @@ Stack read_stack(const MapReader& m) {
   s.sequence_parallel = m.optional_bool("sequence_parallel", false);
   s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", false);
   s.uneven_stages = m.optional_bool("uneven_stages", false);
-  s.recompute_modes = read_recompute_list(m);
+  s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, 0b111, false);
+  s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, 0, true);
+  s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", false);
+  s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", false);
   s.selective = static_cast<SelectiveKind>(m.optional_choice("selective", kSelectiveNames, 0));
   s.kernel_launch_us = m.optional_double("kernel_launch_us", 0.0, Range::non_negative);
   s.kernels_per_layer_forward =
       m.optional_double("kernels_per_layer_forward", 0.0, Range::non_negative);
+  s.adam_state_bytes = m.optional_double("adam_state_bytes", 12.0, Range::positive);
+  s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", false);
+  s.loss_bytes_per_logit = m.optional_double("loss_bytes_per_logit", 6.0, Range::positive);
   s.measured_error = m.optional_double("measured_error", 0.0, Range::fraction);
   s.cp_kinds = read_cp_kinds(m);
   s.expert_parallel = m.optional_bool("expert_parallel", false);
@@ -174,6 +190,8 @@ Stack read_stack(const MapReader& m) {
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
   if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
+  if (s.adam_state_bytes > 16) m.fail("adam_state_bytes", "expected at most 16");
+  if (s.loss_bytes_per_logit > 64) m.fail("loss_bytes_per_logit", "expected at most 64");
   if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
   if (s.kernels_per_layer_forward > 10000)
     m.fail("kernels_per_layer_forward", "expected at most 10000");
@@ -228,6 +246,10 @@ double Stack::reduce_bytes(Dtype dtype) const {
 
 double Stack::buffer_bytes(Dtype dtype) const {
   return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_buffer_bytes;
+}
+
+bool Stack::supports(Fp8Recipe recipe) const {
+  return (fp8_recipes & (1u << static_cast<unsigned>(recipe))) != 0;
 }
 
 bool Stack::supports(Recompute recompute) const {

@@ -6,6 +6,7 @@
 /// Derivations: docs/cost_model.md#stacks.
 #include <string>
 
+#include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
 #include "topology/errors.h"
 #include "topology/gpu.h"
@@ -75,6 +76,10 @@ struct Stack {
   /// ZeRO-3 with PP > 1 keeps the gathered weights for all micro-batches (torchtitan sets
   /// reshard_after_forward false with PP): one gather per unit per step, not per micro-batch.
   bool pp_keeps_gathered_weights = true;
+  /// ZeRO-3 shards only the fp32 parameter (the master weight) and gathers 16-bit copies per
+  /// unit: FSDP mixed precision (FlatParameter / DTensor shard in fp32, param_dtype bf16), so no
+  /// persistent 16-bit weights; DeepSpeed ZeRO-3 keeps a 16-bit partition beside the fp32 one.
+  bool zero3_fp32_shard_only = false;
   /// ZeRO-2 runs per unit like ZeRO-3 without the backward re-gather (FSDP SHARD_GRAD_OP),
   /// rather than as bucketed reduce-scatter + all-gather (DeepSpeed, Megatron).
   bool zero2_per_unit = false;
@@ -97,6 +102,23 @@ struct Stack {
   /// --overlap-moe-expert-parallel-comm); false: exposed. A stack file with true is refused:
   /// the overlap is not modelled.
   bool ep_overlap = false;
+  /// FP8 recipes the stack runs (bit Fp8Recipe set; 0 = no FP8), and whether it casts the
+  /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
+  /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.
+  unsigned fp8_recipes = 0b111;
+  bool fp8_weight_cache = true;
+  /// The FP8 linear layers keep the FP8 copy of their input for the weight gradient
+  /// (Transformer Engine), rather than the 16-bit input, cast again in backward (torchao).
+  bool fp8_saves_fp8_inputs = true;
+  /// Adam state bytes per parameter: fp32 master, momentum, variance (12); NeMo's
+  /// distributed_fused_adam with optim dtype bf16 keeps bf16 momentum and variance and no master
+  /// copy (4: megatron_base_model.py store_params False when the optim dtype is the model's).
+  double adam_state_bytes = 12.0;
+  /// Bytes per logit element (s*b*V/t) live at the loss's peak, the start of the last stage's
+  /// backward: Megatron's vocab-parallel cross-entropy casts the 16-bit logits to fp32 and
+  /// computes softmax and its gradient in place (2 + 4 = 6); PyTorch's F.cross_entropy on
+  /// logits.float() keeps the fp32 log-softmax output and builds two fp32 gradients (4 + 4 + 4).
+  double loss_bytes_per_logit = 6.0;
   /// Measured mean |error| of bench/accuracy for this stack, as a fraction: the band shown on
   /// step time. 0 = not measured.
   double measured_error = 0.0;
@@ -112,6 +134,7 @@ struct Stack {
     return (cp_kinds & (1u << static_cast<unsigned>(kind))) != 0;
   }
   [[nodiscard]] bool context_parallel() const { return cp_kinds != 0; }
+  [[nodiscard]] bool supports(Fp8Recipe recipe) const;
 };
 
 [[nodiscard]] const char* to_string(CpKind kind);

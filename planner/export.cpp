@@ -68,9 +68,9 @@ const Release& parse_release(const std::string& spec) {
       return r;
     }
   }
-  throw InputError("--emit '" + spec +
-                   "': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, " +
-                   "optionally @VERSION: " + all_release_ids());
+  throw SpecError(SpecKind::emit, spec,
+                  "expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, optionally @VERSION: " +
+                      all_release_ids());
 }
 
 namespace emit {

@@ -46,12 +46,19 @@ std::string model_flags(const Model& m) {
   return t;
 }
 
-/// FP8: Transformer Engine's hybrid format (E4M3 forward, E5M2 backward) with delayed
-/// scaling, Megatron-LM's default recipe; the 16-bit parts in BF16.
-std::string precision_flags(Dtype dtype) {
+/// FP8: Transformer Engine's hybrid format (E4M3 forward, E5M2 backward) with the model's
+/// recipe (current scaling is Megatron's "tensorwise"), FP8 parameters with
+/// --fp8-param-gather; the 16-bit parts in BF16.
+std::string precision_flags(const Training& training) {
+  const Dtype dtype = training.dtype;
   if (dtype == Dtype::fp16) return flag("--fp16");
   if (dtype == Dtype::fp8) {
-    return flag("--bf16") + flag("--fp8-format", "hybrid") + flag("--fp8-recipe", "delayed");
+    const Fp8Recipe recipe = training.fp8.recipe;
+    std::string t =
+        flag("--bf16") + flag("--fp8-format", "hybrid") +
+        flag("--fp8-recipe", recipe == Fp8Recipe::current ? "tensorwise" : to_string(recipe));
+    if (training.fp8.params) t += flag("--fp8-param-gather");
+    return t;
   }
   if (dtype == Dtype::bf16) return flag("--bf16");
   return "";  // fp32: neither flag
@@ -116,7 +123,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
        " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
   t += "  pretrain_gpt.py \\\n";
-  std::string flags = model_flags(in.model) + precision_flags(in.model.training.dtype) +
+  std::string flags = model_flags(in.model) + precision_flags(in.model.training) +
                       parallel_flags(in.model, in.config, in.cp_kind);
   flags.resize(flags.size() - 3);  // the last line has no continuation
   return t + flags + "\n";

@@ -79,6 +79,22 @@ ParallelConfig with_zero(ParallelConfig c, int zero) {
   return c;
 }
 
+/// torchao Float8: current scaling is "tensorwise", blockwise the per-row "rowwise"; TE's
+/// delayed scaling has no torchao recipe (tensorwise written, said in a comment). FP8 weights:
+/// the FSDP all-gather in FP8 (tensorwise only).
+std::string float8_section(const Fp8Options& fp8) {
+  const bool rowwise = fp8.recipe == Fp8Recipe::blockwise;
+  std::string t = "\n[quantize.linear.float8]\n";
+  if (fp8.recipe == Fp8Recipe::delayed) {
+    t += "# delayed scaling has no torchao recipe: tensorwise (current scaling) instead\n";
+  }
+  t += "recipe_name = " + q(rowwise ? "rowwise" : "tensorwise") + "\n";
+  if (fp8.params && !rowwise) {
+    t += "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n";
+  }
+  return t;
+}
+
 }  // namespace
 
 std::optional<Limit> torchtitan_limit(const Input& in) {
@@ -153,7 +169,7 @@ std::string torchtitan_text(const Input& in, const Launch& launch) {
                                         : "none") +
        "\n";
   if (per_op) t += "selective_ac_option = \"op\"\n";
-  if (fp8) t += "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n";
+  if (fp8) t += float8_section(in.model.training.fp8);
   return t;
 }
 

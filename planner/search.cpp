@@ -8,6 +8,7 @@
 
 #include "costmodel/kernels.h"
 #include "planner/layout.h"
+#include "planner/option_check.h"
 #include "topology/errors.h"
 
 namespace trident {
@@ -44,9 +45,18 @@ void keep_best(std::vector<PlanResult>& kept, std::size_t limit, PlanResult&& pl
 bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
 
 std::string memory_reason(const MemoryBreakdown& memory, double reserve_gib) {
-  char text[160];
-  std::snprintf(text, sizeof text, "needs %.2f GiB per GPU, %.2f GiB usable (%.0f GiB reserved)",
-                memory.total_bytes / kGib, memory.capacity_bytes / kGib, reserve_gib);
+  char text[200];
+  if (reserve_gib > 0.0) {
+    std::snprintf(text, sizeof text,
+                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
+                  "usable (%.0f GiB kept free)",
+                  memory.total_bytes / kGib, memory.capacity_bytes / kGib, reserve_gib);
+  } else {
+    std::snprintf(text, sizeof text,
+                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
+                  "usable",
+                  memory.total_bytes / kGib, memory.capacity_bytes / kGib);
+  }
   return text;
 }
 
@@ -115,77 +125,6 @@ void check_cp_ep(const Model& model, const SearchOptions& options) {
     throw InputError(
         "--zero 3: MoE models are planned with ZeRO 0-2 (sharding experts per unit "
         "is not modelled)");
-  }
-}
-
-void check_options(const Model& model, const SearchOptions& options) {
-  check_positive(options.tp, "--tp");
-  check_positive(options.pp, "--pp");
-  check_positive(options.dp, "--dp");
-  check_positive(options.micro_batch, "--micro-batch");
-  check_positive(options.vp, "--vp");
-  if (options.min_tp < 1) {
-    throw InputError("--min-tp " + std::to_string(options.min_tp) +
-                     ": expected a positive integer");
-  }
-  if (options.max_tp < 0) {
-    throw InputError("--max-tp " + std::to_string(options.max_tp) +
-                     ": expected a positive integer");
-  }
-  if (options.max_tp > 0 && options.min_tp > options.max_tp) {
-    throw InputError("--min-tp " + std::to_string(options.min_tp) + " is above --max-tp " +
-                     std::to_string(options.max_tp));
-  }
-  if (options.zero && (*options.zero < 0 || *options.zero > 3)) {
-    throw InputError("--zero " + std::to_string(*options.zero) + ": expected 0, 1, 2 or 3");
-  }
-  const Stack& stack = options.stack;
-  if (options.zero && !stack.supports_zero(*options.zero, 1)) {
-    throw InputError("--zero " + std::to_string(*options.zero) + ": stack " + stack.name +
-                     " does not run ZeRO-" + std::to_string(*options.zero));
-  }
-  if (options.pp && *options.pp > 1 && !stack.pipelines()) {
-    throw InputError("--pp " + std::to_string(*options.pp) + ": stack " + stack.name +
-                     " has no pipeline parallelism; use --pp 1 or another --stack");
-  }
-  if (options.zero && options.pp && *options.pp > 1 &&
-      !stack.supports_zero(*options.zero, *options.pp)) {
-    throw InputError("--zero " + std::to_string(*options.zero) + " with --pp " +
-                     std::to_string(*options.pp) + ": stack " + stack.name +
-                     " does not combine ZeRO-" + std::to_string(*options.zero) +
-                     " with pipeline parallelism; use another --zero, --pp 1 or another --stack");
-  }
-  if (options.recompute && !stack.supports(*options.recompute)) {
-    throw InputError(std::string("--recompute ") + to_string(*options.recompute) + ": stack " +
-                     stack.name + " has no " + to_string(*options.recompute) + " recompute");
-  }
-  if (options.sequence_parallel && *options.sequence_parallel && !stack.sequence_parallel) {
-    throw InputError("--sequence-parallel on: stack " + stack.name +
-                     " has no sequence parallelism");
-  }
-  if (options.vp && *options.vp > 1 && !stack.interleaved_pipeline) {
-    throw InputError("--vp " + std::to_string(*options.vp) + ": stack " + stack.name +
-                     " has no interleaved pipeline schedule");
-  }
-  if (options.tp && (model.heads % *options.tp != 0 || model.kv_heads % *options.tp != 0)) {
-    throw InputError("--tp " + std::to_string(*options.tp) + ": must divide the model's heads (" +
-                     std::to_string(model.heads) + ") and kv_heads (" +
-                     std::to_string(model.kv_heads) + ")");
-  }
-  if (options.pp && model.layers % *options.pp != 0 && !stack.uneven_stages) {
-    throw InputError("--pp " + std::to_string(*options.pp) + ": must divide the model's layers (" +
-                     std::to_string(model.layers) + ") under stack " + stack.name +
-                     ", which has no uneven pipeline stages");
-  }
-  if (options.pp && *options.pp > model.layers) {
-    throw InputError("--pp " + std::to_string(*options.pp) + ": more stages than the model's " +
-                     std::to_string(model.layers) + " layers");
-  }
-  check_cp_ep(model, options);
-  if (model.training.global_batch < 1) {
-    throw InputError(
-        "global batch: not given (set training.global_batch in the model or pass "
-        "--global-batch N)");
   }
 }
 
@@ -429,7 +368,8 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
 
 SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& options,
                     const Calibration* calibration, const SearchProgress& progress) {
-  check_options(model, options);
+  if (const auto problem = find_option_problem(model, options)) throw OptionError(*problem);
+  check_cp_ep(model, options);
   check_model_on_gpu(model, cluster.gpu);
   SearchResult result;
   result.gpus = static_cast<int>(live_gpus(cluster).size());

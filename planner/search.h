@@ -41,7 +41,7 @@ struct SearchOptions {
   /// tp x cp x dp, from min_ep to max_ep (0 = the experts).
   int min_ep = 1;
   int max_ep = 0;
-  double reserve_gib = 4.0;  ///< kept free on every GPU (context, NCCL buffers)
+  double reserve_gib = 0.0;  ///< extra headroom kept free on every GPU (context, NCCL priced)
   Stack stack;               ///< the software that runs the split; only what it supports is tried
   std::size_t keep = 10;     ///< feasible plans kept, best first
   bool show_infeasible = false;
@@ -79,9 +79,10 @@ using SearchProgress = std::function<void(std::size_t done, std::size_t total)>;
 /// recompute, ZeRO, sequence parallel, rank order. Stable across runs.
 [[nodiscard]] bool better_plan(const PlanResult& a, const PlanResult& b);
 
-/// Throws InputError when a pin or limit is impossible on its own (a pinned TP that does not
-/// divide the heads, --min-tp above --max-tp, ZeRO 4...) naming the flag; PlanError when the
-/// pins together leave no configuration.
+/// Throws OptionError (an InputError carrying find_option_problem's data, planner/
+/// option_check.h) when a pin or limit is impossible on its own (a pinned TP that does not
+/// divide the heads, a minimum TP above the maximum, ZeRO 4...); PlanError when the pins
+/// together leave no configuration.
 [[nodiscard]] SearchResult search(const Cluster& cluster, const Model& model,
                                   const SearchOptions& options,
                                   const Calibration* calibration = nullptr,

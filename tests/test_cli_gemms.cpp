@@ -30,3 +30,39 @@ TEST_CASE("JSON GEMM FLOPs x calls = the estimate's hardware FLOPs", "[cli_gemms
                           plan.at("step_time_s").get<double>() * 8;
   CHECK(linear_and_logits + core == Approx(hardware).epsilon(1e-9));
 }
+
+TEST_CASE("JSON GEMMs carry their dtype: FP8 linear layers, bf16 output layer",
+          "[cli_gemms][fp8]") {
+  // What validate runs each GEMM in (docs/validate.md): precision_of's linear_gemm and
+  // output_gemm, priced at that dtype's rate.
+  cli_test::TempDir dir;
+  const std::string model =
+      "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"
+      "seq_len: 2048\ntraining:\n  global_batch: 64\n  dtype: ";
+  std::ofstream(dir.path / "fp8.yaml") << model << "fp8\n  fp8: {recipe: delayed}\n";
+  std::ofstream(dir.path / "bf16.yaml") << model << "bf16\n";
+  const auto plan_of = [&](const char* file) {
+    const auto run = cli_test::run_trident(
+        "plan --gpus 1 --servers 1 --gpu h200-sxm-141g --tp 1 --pp 1 --dp 1 --micro-batch 1 "
+        "--format json --model " +
+        (dir.path / file).string());
+    REQUIRE(run.code == 0);
+    return nlohmann::json::parse(run.out).at("plans").at(0).at("gemms");
+  };
+  const auto fp8 = plan_of("fp8.yaml");
+  const auto bf16 = plan_of("bf16.yaml");
+  REQUIRE(fp8.size() == bf16.size());
+  for (std::size_t i = 0; i < fp8.size(); ++i) {
+    const bool logits = fp8[i].at("name") == "logits";
+    INFO(fp8[i].at("name"));
+    CHECK(fp8[i].at("dtype") == (logits ? "bf16" : "fp8"));
+    CHECK(bf16[i].at("dtype") == "bf16");
+    const double ratio =
+        fp8[i].at("predicted_tflops").get<double>() / bf16[i].at("predicted_tflops").get<double>();
+    if (logits) {
+      CHECK(ratio == Approx(1.0));
+    } else {
+      CHECK(ratio > 1.2);  // the FP8 ceiling (0.734 x 1979) over BF16's, less the k fill
+    }
+  }
+}

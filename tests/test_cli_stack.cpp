@@ -112,3 +112,31 @@ TEST_CASE("trident presets lists the stacks", "[cli_stack]") {
     CHECK(run.out.find(std::string("stack    ") + name) != std::string::npos);
   }
 }
+
+TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without FP8",
+          "[cli_stack]") {
+  TempDir dir;
+  const auto path = dir.path / "fp8.yaml";
+  std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"
+                         "seq_len: 2048\ntraining:\n  global_batch: 64\n  dtype: fp8\n"
+                         "  fp8: {recipe: current}\n";
+  const std::string plan = "plan --gpus 8 --servers 1 --model " + path.string();
+  const Run ok = trident(plan + " --top 1");
+  CHECK(ok.code == 0);
+  CHECK(ok.out.find("fp8 current scaling (linear GEMMs in FP8; output layer, activations, "
+                    "attention in bf16)") != std::string::npos);
+  const Run old = trident(plan + " --stack megatron-2021");
+  CHECK(old.code == 2);
+  CHECK(old.err ==
+        "trident: error: model fp8-model: training.fp8.recipe current: stack megatron-2021 has no "
+        "FP8 training\n");
+  const Run titan = trident(plan + " --stack torchtitan --top 1");
+  CHECK(titan.code == 0);  // torchao's dynamic (current) scaling
+  std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"
+                         "seq_len: 2048\ntraining:\n  global_batch: 64\n  dtype: fp8\n";
+  const Run delayed = trident(plan + " --stack torchtitan");
+  CHECK(delayed.code == 2);
+  CHECK(delayed.err ==
+        "trident: error: model fp8-model: training.fp8.recipe delayed: stack torchtitan does not "
+        "run this FP8 recipe\n");
+}

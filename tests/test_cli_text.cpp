@@ -1,12 +1,17 @@
-// cli/report_text.h: the one thousands separator and the one CSV quoting of the reporters.
+// cli/report_text.h: the one thousands separator and the one CSV quoting of the reporters;
+// cli/plan_checks.h: the planner's option problems worded with their flags.
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "cli/plan_checks.h"
 #include "cli/report_text.h"
+#include "costmodel/stack.h"
+#include "planner/option_check.h"
 
 using trident::cli::csv_quoted;
 using trident::cli::group_thousands;
 using trident::cli::thousands;
+using namespace trident;
 
 TEST_CASE("thousands: a comma every three digits from the right, sign kept", "[report_text]") {
   CHECK(group_thousands("") == "");
@@ -37,4 +42,48 @@ TEST_CASE("csv_quoted: RFC 4180 field, embedded quotes doubled", "[report_text]"
   CHECK(csv_quoted("say \"hi\"") == "\"say \"\"hi\"\"\"");
   CHECK(csv_quoted("\"") == "\"\"\"\"");
   CHECK(csv_quoted("two\nlines") == "\"two\nlines\"");
+}
+
+TEST_CASE("the planner's option problems in words, with their flags", "[cli_text]") {
+  Model model;
+  model.name = "m";
+  model.heads = 4;
+  model.kv_heads = 2;
+  model.layers = 4;
+  const Stack core = stack_preset("megatron-core");
+  const Stack old = stack_preset("megatron-2021");
+  using P = OptionProblem;
+  CHECK(cli::describe(P{Knob::tp, OptionIssue::not_dividing_heads, 3, 0}, model, core) ==
+        "--tp 3: must divide the model's heads (4) and kv_heads (2)");
+  CHECK(cli::describe(P{Knob::pp, OptionIssue::not_dividing_layers, 3, 0}, model, old) ==
+        "--pp 3: must divide the model's layers (4) under stack megatron-2021, which has no "
+        "uneven pipeline stages");
+  CHECK(cli::describe(P{Knob::pp, OptionIssue::more_than_layers, 5, 0}, model, core) ==
+        "--pp 5: more stages than the model's 4 layers");
+  CHECK(cli::describe(P{Knob::min_tp, OptionIssue::min_above_max, 4, 2}, model, core) ==
+        "--min-tp 4 is above --max-tp 2");
+  CHECK(cli::describe(P{Knob::micro_batch, OptionIssue::not_positive, 0, 0}, model, core) ==
+        "--micro-batch 0: expected a positive integer");
+  CHECK(cli::describe(P{Knob::zero, OptionIssue::out_of_range, 4, 0}, model, core) ==
+        "--zero 4: expected 0, 1, 2 or 3");
+  CHECK(cli::describe(P{Knob::zero, OptionIssue::stack_lacks_with_pp, 3, 2}, model, core) ==
+        "--zero 3 with --pp 2: stack megatron-core does not combine ZeRO-3 with pipeline "
+        "parallelism; use another --zero, --pp 1 or another --stack");
+  CHECK(cli::describe(P{Knob::zero, OptionIssue::stack_lacks, 1, 0}, model, old) ==
+        "--zero 1: stack megatron-2021 does not run ZeRO-1");
+  CHECK(cli::describe(P{Knob::recompute, OptionIssue::stack_lacks,
+                        static_cast<long long>(Recompute::selective), 0},
+                      model, old) ==
+        "--recompute selective: stack megatron-2021 has no selective recompute");
+  CHECK(cli::describe(P{Knob::sequence_parallel, OptionIssue::stack_lacks, 1, 0}, model, old) ==
+        "--sequence-parallel on: stack megatron-2021 has no sequence parallelism");
+  CHECK(cli::describe(P{Knob::vp, OptionIssue::stack_lacks, 2, 0}, model, stack_preset("fsdp")) ==
+        "--vp 2: stack fsdp has no interleaved pipeline schedule");
+  CHECK(cli::describe(P{Knob::fp8_recipe, OptionIssue::stack_lacks,
+                        static_cast<long long>(Fp8Recipe::delayed), 0},
+                      model, old) ==
+        "model m: training.fp8.recipe delayed: stack megatron-2021 has no FP8 training");
+  CHECK(cli::describe(P{Knob::global_batch, OptionIssue::missing, 0, 0}, model, core) ==
+        "global batch: not given (set training.global_batch in the model or pass --global-batch "
+        "N)");
 }

@@ -105,3 +105,23 @@ TEST_CASE("TP overlap: exposed time of Transformer Engine's methods", "[kernels]
   // It hides at most the GEMMs it runs behind.
   CHECK(overlapped.time.tp_comm_s > plain.time.tp_comm_s - 16 * gemms);
 }
+
+TEST_CASE("RoPE and dropout masks priced only where the model has them", "[kernels]") {
+  const Gpu gpu = test::round_gpu();  // 1000 GB/s x 0.85 achievable
+  const ParallelConfig config = test::small_config();
+  Model rope = test::small_model();  // no learned positions: RoPE, no dropout
+  Model learned = rope;
+  learned.learned_positions = true;
+  const LayerTime with_rope = layer_time(gpu, rope, config, ComputeFeatures{});
+  const LayerTime without = layer_time(gpu, learned, config, ComputeFeatures{});
+  // RoPE reads and writes Q and K: 4 bytes x 32 tokens x (64 + 64) / tp 2 = 8192 bytes, forward
+  // and backward.
+  CHECK(with_rope.forward_s - without.forward_s == Approx(8192.0 / 850e9));
+  CHECK(with_rope.backward_s - without.backward_s == Approx(8192.0 / 850e9));
+  // Dropout adds the two residual masks: 2 x 1 byte x 32 x 64 = 4096 forward, twice backward.
+  Model dropout = learned;
+  dropout.dropout = 0.1;
+  const LayerTime masked = layer_time(gpu, dropout, config, ComputeFeatures{});
+  CHECK(masked.forward_s - without.forward_s == Approx(4096.0 / 850e9));
+  CHECK(masked.backward_s - without.backward_s == Approx(8192.0 / 850e9));
+}

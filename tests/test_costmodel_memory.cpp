@@ -1,4 +1,5 @@
-// Memory on the peak rank: Korthikanti activations, ZeRO sharding, pipeline in-flight.
+// Memory on the peak rank: Korthikanti activations, ZeRO sharding, pipeline in-flight, and the
+// allocator's view (transients, fragmentation, CUDA context, NCCL buffers).
 #include <catch2/catch.hpp>
 
 #include "costmodel/estimate.h"
@@ -8,7 +9,8 @@
 using namespace trident;
 
 TEST_CASE("layer activations reduce to Korthikanti 2022", "[memory]") {
-  const Model model = test::small_model();       // s 32, b 1, h 64, a 4: sbh = 2048
+  Model model = test::small_model();             // s 32, b 1, h 64, a 4: sbh = 2048
+  model.dropout = 0.1;                           // Korthikanti's GPT has dropout (masks counted)
   ParallelConfig config = test::small_config();  // t = 2
   // TP, no SP: sbh*(10 + 24/t + 5as/(ht)) = 2048 * (10 + 12 + 5*4*32/128) = 2048 * 27
   CHECK(layer_activation_bytes(model, config, false) == Approx(55296.0));
@@ -45,22 +47,114 @@ TEST_CASE("parameters per stage after the TP split", "[memory]") {
   CHECK(stage_parameters(model, config, false, true) == Approx(56768.0));
 }
 
-TEST_CASE("peak rank memory, term by term", "[memory]") {
+TEST_CASE("layer activations without dropout keep no masks", "[memory]") {
+  const Model model = test::small_model();  // dropout 0 (RoPE model, the loader's default)
+  const ParallelConfig config = test::small_config();  // t = 2, no SP
+  // replicated 8*sbh (norm inputs 4, QKV and FFN inputs 2 + 2) = 16384; split over TP 24*sbh =
+  // 49152; unfused scores: the softmax output alone, 2*a*s^2*b = 2*4*32*32 = 8192.
+  // 16384 + (49152 + 8192) / 2 = 45056 (with dropout: 55296, the 10*sbh and 5*a*s^2*b).
+  CHECK(layer_activation_bytes(model, config, false) == Approx(45056.0));
+}
+
+TEST_CASE("working set of the layer being recomputed", "[memory]") {
   const Model model = test::small_model();
-  const ParallelConfig config = test::small_config();  // m = 4, p = 2, ZeRO 0
-  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, {4.0, false});
-  // First stage: states 56704 * (2 + 4 + 12) = 1020672; activations 55296 * 1 layer * 2 in
-  // flight = 110592; other: gathered input 2*2048 + embedding mask 2048 * 2 = 8192 -> 1139456.
-  // Last stage: states 56768 * 18 = 1021824; activations 55296 * 1; other: 4096 + fp32 logits
-  // 4*32*1000/2 = 64000 + output-layer input 4096 = 72192 -> 1149312: the peak.
+  ParallelConfig config = test::small_config();
+  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention) == 0.0);
+  // Full: the whole layer (45056, above) less the kept input 2*sbh = 4096 -> 40960.
+  config.recompute = Recompute::full;
+  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention) == Approx(40960.0));
+  // With SP: whole 8*2048/2 + 28672 = 36864 less 2*sbh/t = 2048 -> 34816.
+  config.sequence_parallel = true;
+  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention) == Approx(34816.0));
+  // Megatron's selective with fused attention recomputes nothing that is kept: 0.
+  config.sequence_parallel = false;
+  config.recompute = Recompute::selective;
+  CHECK(recompute_working_bytes(model, config, true, SelectiveKind::attention) == Approx(0.0));
+  // Per-op: whole with fused attention 16384 + (49152 + 4*sb*a = 512) / 2 = 41216; kept
+  // 2*sbh = 4096 + (sb*(3h + 2h_kv + f) = 32*576 = 18432 + 2*sbh = 4096 + 512) / 2 = 15616.
+  CHECK(recompute_working_bytes(model, config, true, SelectiveKind::per_op) == Approx(25600.0));
+}
+
+TEST_CASE("allocator-level terms from their sources", "[memory]") {
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  // Loss: bytes per logit x b*s*V/t = 12 * 1 * 32 * 1000 / 2 (PyTorch's cross-entropy).
+  CHECK(loss_transient_bytes(model, config, 12.0) == Approx(192000.0));
+  // NCCL ring: per channel LL 8*512*8*16 = 524288 + LL128 120*640*8*8 = 4915200 + Simple
+  // 4194304 = 9633792; 24 channels (one NVLink domain) = 231211008.
+  CHECK(nccl_ring_buffer_bytes(24.0) == Approx(231211008.0));
+  // P2P: peers x 2 channels x 8 steps x chunk (128 KiB network, 512 KiB NVLink).
+  CHECK(nccl_p2p_buffer_bytes(2, true) == Approx(4194304.0));
+  CHECK(nccl_p2p_buffer_bytes(1, false) == Approx(8388608.0));
+  // TP ring 24 channels + DP ring across 8 NICs (16 channels: 154140672) + PP both peers.
+  CHECK(nccl_buffer_bytes({24.0, 16.0, 2, true}) == Approx(231211008.0 + 154140672.0 + 4194304.0));
+  // Fragmentation 15% of the reserved churn: 85 churning bytes -> 100 reserved.
+  CHECK(allocator_fragmentation_bytes(85.0) == Approx(15.0));
+  Gpu gpu = test::round_gpu();
+  CHECK(cublas_workspace_bytes(gpu) == Approx(4194304.0));
+  gpu.peak_tflops_fp8 = 1000.0;  // Hopper and later
+  CHECK(cublas_workspace_bytes(gpu) == Approx(33554432.0));
+}
+
+TEST_CASE("peak rank memory, term by term", "[memory]") {
+  const Model model = test::small_model();             // no dropout
+  const ParallelConfig config = test::small_config();  // m = 4, p = 2, ZeRO 0, unfused
+  MemoryOptions options;
+  options.fused_attention = false;
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  // First stage: states 56704 * (2 + 4 + 12) = 1020672; activations 45056 * 1 layer * 2 in
+  // flight = 90112 (no embedding mask: no dropout); TP-gathered input 2*sbh = 4096.
+  // Last stage: states 56768 * 18 = 1021824; activations 45056 + the output layer's input
+  // 2*sbh = 4096 -> 49152; gathered input 4096; loss 6 bytes * 32 * 1000 / 2 = 96000 (no
+  // recompute, so it is the larger moment). 1171072 > 1114880: the last stage is the peak.
   CHECK(peak.weights_bytes == Approx(113536.0));
   CHECK(peak.gradients_bytes == Approx(227072.0));
   CHECK(peak.optimizer_bytes == Approx(681216.0));
-  CHECK(peak.activations_bytes == Approx(55296.0));
-  CHECK(peak.other_bytes == Approx(72192.0));
-  CHECK(peak.total_bytes == Approx(1149312.0));
-  CHECK(peak.capacity_bytes == Approx(76.0 * 1024 * 1024 * 1024));
+  CHECK(peak.activations_bytes == Approx(49152.0));
+  CHECK(peak.tp_gather_bytes == Approx(4096.0));
+  CHECK(peak.loss_bytes == Approx(96000.0));
+  CHECK(peak.transient_bytes == Approx(100096.0));
+  // + cuBLAS workspace 4 MiB (no FP8 tensor cores) = 1171072 + 4194304.
+  CHECK(peak.allocated_bytes == Approx(5365376.0));
+  // Fragmentation: 15% of what churns within a step, activations + transients 149248 /
+  // 0.85 - 149248 = 26337.88; + CUDA context 287047680; no NCCL groups given.
+  const double fragmentation = 149248.0 * 0.15 / 0.85;
+  CHECK(peak.fragmentation_bytes == Approx(fragmentation));
+  CHECK(peak.reserved_bytes == Approx(5365376.0 + fragmentation));
+  CHECK(peak.cuda_context_bytes == Approx(287047680.0));
+  CHECK(peak.nccl_buffer_bytes == Approx(0.0));
+  CHECK(peak.total_bytes == Approx(5365376.0 + fragmentation + 287047680.0));
+  CHECK(peak.other_bytes == Approx(peak.total_bytes - 113536.0 - 227072.0 - 681216.0 - 49152.0));
+  CHECK(peak.capacity_bytes == Approx(80.0 * 1024 * 1024 * 1024));
   CHECK(peak.fits);
+}
+
+TEST_CASE("ZeRO-3 gathers a layer's units, the loss its output layer", "[memory]") {
+  const Model model = test::small_model();
+  ParallelConfig config = test::small_config();
+  config.zero = 3;
+  config.pp = 1;  // one stage: both moments on it
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, {});
+  // Layer units: (1 + 1 prefetched) x one layer 49280 / t = 24640 x (2 + 4 bytes) = 295680.
+  CHECK(peak.layer_units_bytes == Approx(295680.0));
+  // Output layer at the loss: V*h/t = 32000 x 6 = 192000; loss 96000 -> 288000 < 295680.
+  CHECK(peak.output_unit_bytes == Approx(192000.0));
+  CHECK(peak.transient_bytes == Approx(4096.0 + 295680.0));
+}
+
+TEST_CASE("dropout adds its masks and the embedding's", "[memory]") {
+  Model model = test::small_model();
+  ParallelConfig config = test::small_config();
+  config.pp = 1;  // one stage, first and last: 2 layers, 1 micro-batch in flight
+  MemoryOptions options;
+  options.fused_attention = false;
+  // No dropout: 2 layers x 45056 + the output layer's input 2*sbh = 4096.
+  CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
+        Approx(94208.0));
+  // Dropout: 2 x 55296 + the embedding's mask sbh = 2048 + 4096.
+  model.dropout = 0.1;
+  CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
+        Approx(116736.0));
 }
 
 TEST_CASE("ZeRO shards the states over DP", "[memory]") {
@@ -70,8 +164,11 @@ TEST_CASE("ZeRO shards the states over DP", "[memory]") {
   CHECK(peak_memory(test::round_gpu(), model, config, {}).optimizer_bytes == Approx(340608.0));
   config.zero = 2;  // + gradients / 2
   CHECK(peak_memory(test::round_gpu(), model, config, {}).gradients_bytes == Approx(113536.0));
-  config.zero = 3;  // + weights / 2
-  CHECK(peak_memory(test::round_gpu(), model, config, {}).weights_bytes == Approx(56768.0));
+  // + weights / 2. The peak moves to the first stage: its 2 micro-batches in flight (2 x 41216
+  // fused) outweigh the last stage's loss once both carry ZeRO-3's gathered layers (4096 +
+  // 295680): 56704 * 9 + 82432 + 299776 = 892544 > 56768 * 9 + 45312 + 299776 = 856000.
+  config.zero = 3;
+  CHECK(peak_memory(test::round_gpu(), model, config, {}).weights_bytes == Approx(56704.0));
 }
 
 TEST_CASE("memory invariants", "[memory][invariant]") {
@@ -80,7 +177,8 @@ TEST_CASE("memory invariants", "[memory][invariant]") {
   const Gpu gpu = test::round_gpu();
   for (const bool fused : {false, true}) {
     ParallelConfig config = test::small_config();
-    const MemoryOptions options{4.0, fused};
+    MemoryOptions options;
+    options.fused_attention = fused;
     const double zero0 = peak_memory(gpu, model, config, options).total_bytes;
     config.zero = 3;
     CHECK(peak_memory(gpu, model, config, options).total_bytes <= zero0);

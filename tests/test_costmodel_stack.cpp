@@ -48,6 +48,26 @@ TEST_CASE("every built-in stack loads, and megatron-core is the default's values
   CHECK(preset.dp_bucket_parameters_per_rank == defaults.dp_bucket_parameters_per_rank);
   CHECK(preset.grad_reduce_bytes == defaults.grad_reduce_bytes);
   CHECK(preset.uneven_stages == defaults.uneven_stages);
+  CHECK(preset.loss_bytes_per_logit == defaults.loss_bytes_per_logit);
+  CHECK(preset.adam_state_bytes == defaults.adam_state_bytes);
+}
+
+TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
+  // Cross-entropy per logit: Megatron's in-place fp32 (6), PyTorch's F.cross_entropy on
+  // logits.float() (12), flash-attn's 16-bit (4).
+  CHECK(stack_preset("megatron-core").loss_bytes_per_logit == 6.0);
+  CHECK(stack_preset("torchtitan").loss_bytes_per_logit == 12.0);
+  CHECK(stack_preset("fsdp").loss_bytes_per_logit == 4.0);
+  // FSDP shards only the fp32 parameter; Megatron-Core's gradient buffer has the reduce dtype.
+  CHECK(stack_preset("torchtitan").zero3_fp32_shard_only);
+  CHECK_FALSE(stack_preset("deepspeed-megatron").zero3_fp32_shard_only);
+  CHECK(stack_preset("megatron-core-perf").grad_buffer_bytes == 2.0);
+  CHECK(stack_preset("megatron-core").adam_state_bytes == 12.0);
+  const std::string head = "name: x\nattention: flash\ntp_overlap: none\n";
+  CHECK_THROWS_WITH(load_stack(head + "loss_bytes_per_logit: 100\n", "s.yaml"),
+                    "s.yaml:4: loss_bytes_per_logit: expected at most 64");
+  CHECK_THROWS_WITH(load_stack(head + "adam_state_bytes: 20\n", "s.yaml"),
+                    "s.yaml:4: adam_state_bytes: expected at most 16");
 }
 
 TEST_CASE("stack files: errors name the file, line and key", "[stack]") {

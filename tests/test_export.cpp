@@ -132,11 +132,10 @@ TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[
   CHECK(std::string(parse_release("deepspeed").version) == "v0.19.5");
   CHECK(std::string(parse_release("deepspeed@0.19.3").version) == "v0.19.3");
   CHECK(std::string(parse_release("torchtitan@v0.2.2").version) == "v0.2.2");
-  CHECK_THROWS_WITH(
-      parse_release("torchtitan@v9"),
-      "--emit 'torchtitan@v9': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, "
-      "optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|nemo-hydra@v2.4.0|"
-      "deepspeed@v0.19.5|deepspeed@v0.19.3|torchtitan@v0.2.2");
+  CHECK_THROWS_WITH(parse_release("torchtitan@v9"),
+                    "'torchtitan@v9': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, "
+                    "optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|nemo-hydra@v2.4.0|"
+                    "deepspeed@v0.19.5|deepspeed@v0.19.3|torchtitan@v0.2.2");
 }
 
 TEST_CASE("torchtitan: stage count, local batch, no DDP beyond 1D", "[export]") {

@@ -79,49 +79,44 @@ TEST_CASE("parse_failure reads every form of the grammar", "[failure]") {
 }
 
 TEST_CASE("parse_failure rejects malformed specs with one precise line", "[failure]") {
-  CHECK(parse_error("nvlink:3") ==
-        "--fail-link 'nvlink:3': expected nvlink:SERVER/GPU[:COUNT|:all]");
-  CHECK(parse_error("nvlink:3/x") ==
-        "--fail-link 'nvlink:3/x': expected nvlink:SERVER/GPU[:COUNT|:all]");
+  CHECK(parse_error("nvlink:3") == "'nvlink:3': expected nvlink:SERVER/GPU[:COUNT|:all]");
+  CHECK(parse_error("nvlink:3/x") == "'nvlink:3/x': expected nvlink:SERVER/GPU[:COUNT|:all]");
   CHECK(parse_error("nvlink:3/1:0") ==
-        "--fail-link 'nvlink:3/1:0': the NVLink count must be at least 1 (or 'all')");
+        "'nvlink:3/1:0': the NVLink count must be at least 1 (or 'all')");
   CHECK(parse_error("nvlink:3/1:some") ==
-        "--fail-link 'nvlink:3/1:some': expected nvlink:SERVER/GPU[:COUNT|:all]");
-  CHECK(parse_error("nvlink:-1/1") ==
-        "--fail-link 'nvlink:-1/1': expected nvlink:SERVER/GPU[:COUNT|:all]");
-  CHECK(parse_error("mesh:0/1") == "--fail-link 'mesh:0/1': expected mesh:SERVER/GPU-GPU");
-  CHECK(parse_error("mesh:0/2-2") == "--fail-link 'mesh:0/2-2': a link joins two different GPUs");
-  CHECK(parse_error("nic:4") == "--fail-link 'nic:4': expected nic:SERVER/NIC");
-  CHECK(parse_error("gpu:4/") == "--fail-link 'gpu:4/': expected gpu:SERVER/GPU");
-  CHECK(parse_error("server:a") == "--fail-link 'server:a': expected server:SERVER");
-  CHECK(parse_error("server:1/2") == "--fail-link 'server:1/2': expected server:SERVER");
-  CHECK(parse_error("nvlnk:1/2") ==
-        "--fail-link 'nvlnk:1/2': unknown kind 'nvlnk' (did you mean 'nvlink'?)");
-  CHECK(
-      parse_error("switch:1") ==
-      "--fail-link 'switch:1': unknown kind 'switch' (expected nvlink, mesh, nic, gpu or server)");
+        "'nvlink:3/1:some': expected nvlink:SERVER/GPU[:COUNT|:all]");
+  CHECK(parse_error("nvlink:-1/1") == "'nvlink:-1/1': expected nvlink:SERVER/GPU[:COUNT|:all]");
+  CHECK(parse_error("mesh:0/1") == "'mesh:0/1': expected mesh:SERVER/GPU-GPU");
+  CHECK(parse_error("mesh:0/2-2") == "'mesh:0/2-2': a link joins two different GPUs");
+  CHECK(parse_error("nic:4") == "'nic:4': expected nic:SERVER/NIC");
+  CHECK(parse_error("gpu:4/") == "'gpu:4/': expected gpu:SERVER/GPU");
+  CHECK(parse_error("server:a") == "'server:a': expected server:SERVER");
+  CHECK(parse_error("server:1/2") == "'server:1/2': expected server:SERVER");
+  CHECK(parse_error("nvlnk:1/2") == "'nvlnk:1/2': unknown kind 'nvlnk' (did you mean 'nvlink'?)");
+  CHECK(parse_error("switch:1") ==
+        "'switch:1': unknown kind 'switch' (expected nvlink, mesh, nic, gpu or server)");
   CHECK(parse_error("17/3") ==
-        "--fail-link '17/3': expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "
+        "'17/3': expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "
         "mesh:SERVER/GPU-GPU, nic:SERVER/NIC, gpu:SERVER/GPU, server:SERVER");
   CHECK(parse_error("nvlink:1234567890/1") ==
-        "--fail-link 'nvlink:1234567890/1': expected nvlink:SERVER/GPU[:COUNT|:all]");
+        "'nvlink:1234567890/1': expected nvlink:SERVER/GPU[:COUNT|:all]");
 }
 
 TEST_CASE("apply_failure rejects parts that do not exist", "[failure]") {
   const Cluster c = h100_64();
   CHECK(apply_error(c, "gpu:70/1") ==
-        "--fail-link 'gpu:70/1': server 70 does not exist (cluster has 64 servers, 0-63)");
+        "'gpu:70/1': server 70 does not exist (cluster has 64 servers, 0-63)");
   CHECK(apply_error(c, "server:64") ==
-        "--fail-link 'server:64': server 64 does not exist (cluster has 64 servers, 0-63)");
+        "'server:64': server 64 does not exist (cluster has 64 servers, 0-63)");
   CHECK(apply_error(c, "nvlink:3/8") ==
-        "--fail-link 'nvlink:3/8': GPU 8 does not exist on server 3 (8 GPUs per server, 0-7)");
+        "'nvlink:3/8': GPU 8 does not exist on server 3 (8 GPUs per server, 0-7)");
   CHECK(apply_error(c, "nic:3/8") ==
-        "--fail-link 'nic:3/8': NIC 8 does not exist on server 3 (8 NICs per server, 0-7)");
+        "'nic:3/8': NIC 8 does not exist on server 3 (8 NICs per server, 0-7)");
   CHECK(apply_error(c, "nvlink:0/1:19") ==
-        "--fail-link 'nvlink:0/1:19': GPU 1 of server 0 has 18 NVLinks (0 already down), cannot "
+        "'nvlink:0/1:19': GPU 1 of server 0 has 18 NVLinks (0 already down), cannot "
         "take 19 more down");
   CHECK(apply_error(c, "mesh:0/1-2") ==
-        "--fail-link 'mesh:0/1-2': server 0 has no direct GPU-GPU links (nvlink.kind: switch): "
+        "'mesh:0/1-2': server 0 has no direct GPU-GPU links (nvlink.kind: switch): "
         "use nvlink:0/GPU[:COUNT|:all]");
 }
 
@@ -153,7 +148,7 @@ TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[failure]"
   const std::array<int, 2> pair{4, 5};
   CHECK(query_group(c, pair).intra_gbps == Approx(325.0));
   CHECK(apply_error(c, "nvlink:0/2") ==
-        "--fail-link 'nvlink:0/2': GPU 2 of server 0 has 18 NVLinks (18 already down), cannot "
+        "'nvlink:0/2': GPU 2 of server 0 has 18 NVLinks (18 already down), cannot "
         "take 1 more down");
 }
 
@@ -174,7 +169,7 @@ TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
   }
   CHECK(seven.health.nics_down.at(3) == 7);
   CHECK(apply_error(seven, "nic:3/0") ==
-        "--fail-link 'nic:3/0': that would leave server 3 with no NIC: it is cut off from the "
+        "'nic:3/0': that would leave server 3 with no NIC: it is cut off from the "
         "fabric, use server:3");
 }
 
@@ -191,7 +186,7 @@ TEST_CASE("dead GPUs and servers", "[failure]") {
     (void)apply_failures(h100_64(), {parse_failure("gpu:1/2"), parse_failure("gpu:1/2")});
     FAIL("a part named twice must be refused");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()) == "--fail-link 'gpu:1/2': names the same part as 'gpu:1/2'");
+    CHECK(std::string(e.what()) == "'gpu:1/2': names the same part as 'gpu:1/2'");
   }
 }
 
@@ -208,10 +203,10 @@ TEST_CASE("mesh servers: a direct link down, by pair", "[failure]") {
   CHECK(query_group(healthy, pair).intra_gbps == Approx(50.0));
   CHECK(query_group(c, pair).tier == Tier::pcie);
   CHECK(apply_error(healthy, "mesh:0/0-5") ==
-        "--fail-link 'mesh:0/0-5': GPUs 0 and 5 of server 0 have no direct NVLink (GPU 0 links "
+        "'mesh:0/0-5': GPUs 0 and 5 of server 0 have no direct NVLink (GPU 0 links "
         "to 1, 2, 3, 4)");
   CHECK(apply_error(healthy, "nvlink:0/1") ==
-        "--fail-link 'nvlink:0/1': server 0 has direct GPU-GPU links (nvlink.kind: mesh): name "
+        "'nvlink:0/1': server 0 has direct GPU-GPU links (nvlink.kind: mesh): name "
         "the pair, mesh:0/1-PEER (GPU 1 links to 0, 2, 3, 5), or nvlink:0/1:all");
   const Cluster cut = apply_failure(healthy, parse_failure("nvlink:0/1:all"));
   CHECK(cut.health.dead_mesh_links.size() == 4);  // GPU 1's four peers: 0, 2, 3, 5

@@ -221,9 +221,14 @@ TEST_CASE("class 4: numbers that would wrap are refused", "[hardening]") {
   // An efficiency of 1e-300 gave NaN step times with exit 0.
   const std::string gpu =
       slurp(std::string(TRIDENT_SOURCE_DIR) + "/configs/gpus/h100-sxm-80g.yaml");
-  scene.write("g.yaml", replaced(gpu, "matmul_efficiency: 0.80", "matmul_efficiency: 1e-300"));
+  scene.write("g.yaml", replaced(gpu, "\nmatmul_efficiency: 0.80", "\nmatmul_efficiency: 1e-300"));
+  const auto key_at = gpu.find("\nmatmul_efficiency:");
+  REQUIRE(key_at != std::string::npos);
+  const auto line =
+      std::count(gpu.begin(), gpu.begin() + static_cast<std::ptrdiff_t>(key_at), '\n') + 2;
   check_refused(scene, kPlan + " --gpu g.yaml",
-                "g.yaml:20: matmul_efficiency: expected a number in [1e-06, 1], got 1e-300");
+                "g.yaml:" + std::to_string(line) +
+                    ": matmul_efficiency: expected a number in [1e-06, 1], got 1e-300");
 }
 
 TEST_CASE("class 5: inputs that never end, block or explode are refused", "[hardening]") {

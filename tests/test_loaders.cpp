@@ -227,6 +227,14 @@ TEST_CASE("model defaults and errors", "[loaders]") {
         "m.yaml:8: training.optimiser: unknown key (did you mean 'optimizer'?)");
   CHECK(model_error(kModel + "position_embedding: alibi\n") ==
         "m.yaml:7: position_embedding: expected learned|rope, got 'alibi'");
+  // dropout: 0.1 by default with learned positions, 0 with RoPE; a probability below 1.
+  CHECK(m.dropout == Approx(0.1));
+  CHECK(load_model(kModel + "position_embedding: rope\n", "m.yaml").dropout == 0.0);
+  CHECK(load_model(kModel + "dropout: 0\n", "m.yaml").dropout == 0.0);
+  CHECK(model_error(kModel + "dropout: 1\n") ==
+        "m.yaml:7: dropout: expected a probability below 1");
+  CHECK(model_error(kModel + "dropout: -0.1\n") ==
+        "m.yaml:7: dropout: expected a non-negative number, got '-0.1'");
 }
 
 TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {

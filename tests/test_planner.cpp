@@ -6,6 +6,7 @@
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "planner/layout.h"
+#include "planner/option_check.h"
 #include "planner/search.h"
 #include "topology/errors.h"
 
@@ -256,6 +257,31 @@ TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   }
 }
 
+namespace {
+
+/// The problem search() refuses with (OptionError carries it as data; the CLI words it).
+OptionProblem refusal(const Model& model, const SearchOptions& options) {
+  try {
+    (void)search(dgx(1), model, options);
+  } catch (const OptionError& e) {
+    CHECK(find_option_problem(model, options).has_value());
+    return e.problem();
+  }
+  FAIL("search accepted options it should refuse");
+  return {};
+}
+
+void check_refusal(const SearchOptions& options, Knob knob, OptionIssue issue, long long value,
+                   long long limit = 0) {
+  const OptionProblem p = refusal(tiny(), options);
+  CHECK(p.knob == knob);
+  CHECK(p.issue == issue);
+  CHECK(p.value == value);
+  CHECK(p.limit == limit);
+}
+
+}  // namespace
+
 TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]") {
   for (const auto& plan : search(dgx(1), tiny(), keep_all()).plans) {
     if (plan.config.zero >= 2) CHECK(plan.config.pp == 1);
@@ -264,36 +290,32 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
   SearchOptions options;
   options.zero = 3;
   options.pp = 2;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--zero 3 with --pp 2: stack megatron-core does not combine ZeRO-3 with "
-                    "pipeline parallelism; use another --zero, --pp 1 or another --stack");
+  check_refusal(options, Knob::zero, OptionIssue::stack_lacks_with_pp, 3, 2);
   options.stack = stack_preset("torchtitan");  // FSDP2 with PP: allowed
   CHECK_NOTHROW(search(dgx(1), tiny(), options));
   options = {};
   options.stack = stack_preset("deepspeed-megatron");
   options.zero = 2;
   options.pp = 2;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--zero 2 with --pp 2: stack deepspeed-megatron does not combine ZeRO-2 with "
-                    "pipeline parallelism; use another --zero, --pp 1 or another --stack");
+  check_refusal(options, Knob::zero, OptionIssue::stack_lacks_with_pp, 2, 2);
   options = {};
   options.stack = stack_preset("megatron-2021");
   options.zero = 1;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--zero 1: stack megatron-2021 does not run ZeRO-1");
+  check_refusal(options, Knob::zero, OptionIssue::stack_lacks, 1);
   options.zero.reset();
   options.recompute = Recompute::selective;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--recompute selective: stack megatron-2021 has no selective recompute");
+  check_refusal(options, Knob::recompute, OptionIssue::stack_lacks,
+                static_cast<long long>(Recompute::selective));
   options.recompute.reset();
   options.sequence_parallel = true;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--sequence-parallel on: stack megatron-2021 has no sequence parallelism");
+  check_refusal(options, Knob::sequence_parallel, OptionIssue::stack_lacks, 1);
   options = {};
   options.stack = stack_preset("fsdp");
   options.vp = 2;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--vp 2: stack fsdp has no interleaved pipeline schedule");
+  check_refusal(options, Knob::vp, OptionIssue::stack_lacks, 2);
+  options.vp.reset();
+  options.pp = 2;
+  check_refusal(options, Knob::pp, OptionIssue::stack_lacks, 2);
   // The free search under a stack tries only its knobs.
   options = keep_all();
   options.stack = stack_preset("megatron-2021");
@@ -304,25 +326,30 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
   }
 }
 
-TEST_CASE("impossible pins are refused with one line", "[planner]") {
+TEST_CASE("impossible pins are refused as data", "[planner]") {
   SearchOptions options;
-  options.tp = 3;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--tp 3: must divide the model's heads (4) and kv_heads (2)");
+  options.tp = 3;  // tiny(): 4 heads, 2 KV heads
+  check_refusal(options, Knob::tp, OptionIssue::not_dividing_heads, 3);
   options = {};
   options.pp = 3;
-  options.stack = stack_preset("megatron-2021");  // no uneven stages
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--pp 3: must divide the model's layers (4) under stack megatron-2021, which "
-                    "has no uneven pipeline stages");
+  options.stack = stack_preset("megatron-2021");  // no uneven stages, 4 layers
+  check_refusal(options, Knob::pp, OptionIssue::not_dividing_layers, 3);
   options.pp = 5;
   options.stack = stack_preset("megatron-core");
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options),
-                    "--pp 5: more stages than the model's 4 layers");
+  check_refusal(options, Knob::pp, OptionIssue::more_than_layers, 5);
   options = {};
   options.min_tp = 4;
   options.max_tp = 2;
-  CHECK_THROWS_WITH(search(dgx(1), tiny(), options), "--min-tp 4 is above --max-tp 2");
+  check_refusal(options, Knob::min_tp, OptionIssue::min_above_max, 4, 2);
+  options = {};
+  options.micro_batch = 0;
+  check_refusal(options, Knob::micro_batch, OptionIssue::not_positive, 0);
+  options = {};
+  options.zero = 4;
+  check_refusal(options, Knob::zero, OptionIssue::out_of_range, 4);
+  Model no_batch = tiny();
+  no_batch.training.global_batch = 0;
+  CHECK(refusal(no_batch, {}).issue == OptionIssue::missing);
   options = {};
   options.dp = 3;
   CHECK_THROWS_AS(search(dgx(1), tiny(), options), PlanError);
@@ -346,8 +373,9 @@ TEST_CASE("both rank orders are tried and the better kept", "[planner]") {
 
 TEST_CASE("infeasible plans are listed only when asked", "[planner]") {
   Cluster cluster = dgx(1);
-  cluster.gpu.memory_gib = 4.0;  // all of it reserved: nothing fits
+  cluster.gpu.memory_gib = 4.0;
   SearchOptions options = keep_all();
+  options.reserve_gib = 4.0;  // all of it kept free: nothing fits
   CHECK(search(cluster, tiny(), options).plans.empty());
   CHECK(search(cluster, tiny(), options).infeasible.empty());
   options.show_infeasible = true;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/topo_yaml.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
@@ -112,7 +113,7 @@ TEST_CASE("nvidia-smi: H100 with one NVLink of GPU 3 down (NV17), CRLF and tabs"
   CHECK(nv.links_per_gpu == 18);
   CHECK(nv.degraded == std::vector<std::string>{"nvlink:0/3"});
   CHECK(nv.notes.front() ==
-        "GPU 3 has 17 NVLinks where the others have 18: plan with --fail-link nvlink:0/3");
+        "GPU 3 has 17 NVLinks where the others have 18: failure spec nvlink:0/3");
 }
 
 TEST_CASE("nvidia-smi: a degraded GPU shown only in its own row still reads as a switch",
@@ -255,8 +256,8 @@ TEST_CASE("NCCL XML: link counts, NIC speeds and GPU counts are bounded", "[impo
 
 TEST_CASE("cluster YAML from an import loads back as the same server", "[import]") {
   const ImportedServer s = smi("h100_dead_link_nvidia_smi.txt");
-  const std::string text =
-      cluster_yaml(s, ImportOptions{.name = "h100-box", .gpu = "h100-sxm-80g", .servers = 4});
+  const std::string text = cli::cluster_yaml(
+      s, cli::ImportOptions{.name = "h100-box", .gpu = "h100-sxm-80g", .servers = 4});
   const Cluster c = load_cluster(text, "imported.yaml");
   CHECK(c.name == "h100-box");
   CHECK(c.servers == 4);
@@ -273,8 +274,8 @@ TEST_CASE("cluster YAML from an import loads back as the same server", "[import]
   CHECK(degraded.health.nvlinks_down.at(3) == 1);
 
   const Cluster mesh =
-      load_cluster(cluster_yaml(xml("dgx1_v100_nccl_topo.xml"),
-                                ImportOptions{.name = "dgx1", .gpu = "v100-sxm-32g"}),
+      load_cluster(cli::cluster_yaml(xml("dgx1_v100_nccl_topo.xml"),
+                                     cli::ImportOptions{.name = "dgx1", .gpu = "v100-sxm-32g"}),
                    "dgx1.yaml");
   CHECK(mesh.nvlink.kind == NvlinkKind::mesh);
   CHECK(mesh.nvlink.mesh.size() == 16);
@@ -283,7 +284,8 @@ TEST_CASE("cluster YAML from an import loads back as the same server", "[import]
 
 TEST_CASE("cluster YAML needs to know the GPU", "[import]") {
   try {
-    (void)cluster_yaml(smi("dgx_a100_nvidia_smi.txt"), ImportOptions{.name = "a100", .gpu = ""});
+    (void)cli::cluster_yaml(smi("dgx_a100_nvidia_smi.txt"),
+                            cli::ImportOptions{.name = "a100", .gpu = ""});
     FAIL("no GPU must be an error");
   } catch (const InputError& e) {
     CHECK(std::string(e.what()) ==

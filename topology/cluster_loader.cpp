@@ -20,6 +20,7 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "memory_gib",
                                            "memory_gbps",
                                            "matmul_efficiency",
+                                           "fp8_matmul_efficiency",
                                            "pcie_gbps",
                                            "pcie_latency_us",
                                            "nvlink_latency_us",
@@ -58,6 +59,7 @@ Gpu read_gpu(const MapReader& m) {
   gpu.memory_gib = m.required_double("memory_gib", Range::positive);
   gpu.memory_gbps = m.required_double("memory_gbps", Range::positive);
   gpu.matmul_efficiency = m.optional_double("matmul_efficiency", 0.8, Range::fraction);
+  gpu.fp8_matmul_efficiency = m.optional_double("fp8_matmul_efficiency", 0.0, Range::fraction);
   const long long sm_count = m.optional_int("sm_count", 0, Range::non_negative);
   if (sm_count > 100000) m.fail("sm_count", "expected at most 100000");
   gpu.sm_count = static_cast<int>(sm_count);

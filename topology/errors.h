@@ -14,6 +14,22 @@ class InputError : public std::runtime_error {
   explicit InputError(const std::string& message) : std::runtime_error(message) {}
 };
 
+/// What kind of spec a SpecError is about; the CLI names its flag (--fail-link, --emit).
+enum class SpecKind { failure, emit };
+
+/// Bad input in a spec string (a failure spec, a framework release): the spec and what is
+/// wrong with it, without the flag that carried it. what() is "'SPEC': PROBLEM"; the CLI
+/// prefixes the flag.
+class SpecError : public InputError {
+ public:
+  SpecError(SpecKind kind, const std::string& spec, const std::string& problem)
+      : InputError("'" + spec + "': " + problem), kind_(kind) {}
+  [[nodiscard]] SpecKind kind() const { return kind_; }
+
+ private:
+  SpecKind kind_;
+};
+
 /// A request the planner cannot satisfy (e.g. no split of the GPUs obeys the pins).
 class PlanError : public std::runtime_error {
  public:

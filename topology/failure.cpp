@@ -29,7 +29,7 @@ constexpr std::array<KindForm, 5> kKinds{{
 }};
 
 [[noreturn]] void spec_error(const std::string& spec, const std::string& what) {
-  throw InputError("--fail-link '" + spec + "': " + what);
+  throw SpecError(SpecKind::failure, spec, what);
 }
 
 [[noreturn]] void expected(const std::string& spec, std::string_view form) {

@@ -19,6 +19,11 @@ double Gpu::peak_tflops(Dtype dtype) const {
   return 0.0;
 }
 
+double Gpu::gemm_efficiency(Dtype dtype) const {
+  return dtype == Dtype::fp8 && fp8_matmul_efficiency > 0.0 ? fp8_matmul_efficiency
+                                                            : matmul_efficiency;
+}
+
 const char* to_string(Dtype dtype) {
   switch (dtype) {
     case Dtype::bf16:
@@ -103,7 +108,8 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
   for (const auto& [key, value] :
        {std::pair<const char*, double>{"attention_forward_efficiency",
                                        gpu.attention_forward_efficiency},
-        {"attention_backward_efficiency", gpu.attention_backward_efficiency}}) {
+        {"attention_backward_efficiency", gpu.attention_backward_efficiency},
+        {"fp8_matmul_efficiency", gpu.fp8_matmul_efficiency}}) {
     if (value < 0.0 || value > 1.0 || (value > 0.0 && value < kMinEfficiency)) {
       return Problem{key, fmt::format("expected 0 (the default) or a number in [{}, 1], got {}",
                                       kMinEfficiency, value)};

@@ -29,6 +29,9 @@ struct Gpu {
   /// Best measured large square BF16 GEMM as a share of peak (MAMF tables); the GEMM
   /// roofline's ceiling. Source in the preset file.
   double matmul_efficiency = 0.8;
+  /// The same for FP8 GEMMs (e4m3, TN layout), measured apart; 0 = not published (FP8 GEMMs
+  /// then use matmul_efficiency, and docs/cost_model.md says so).
+  double fp8_matmul_efficiency = 0.0;
   int sm_count = 0;  ///< streaming multiprocessors, for wave quantisation; 0 = unknown (no waves)
   /// Saturated-clock (power-capped) GEMM rate over the boost-clock burst that
   /// matmul_efficiency measures (ml-engineering MSMF / MAMF); 1 = not published.
@@ -44,6 +47,9 @@ struct Gpu {
 
   /// Dense peak for a dtype in TFLOP/s; fp32 falls back to tf32. 0 = unsupported.
   [[nodiscard]] double peak_tflops(Dtype dtype) const;
+  /// The GEMM ceiling's share of peak for a dtype: fp8_matmul_efficiency for fp8 when
+  /// published, matmul_efficiency otherwise.
+  [[nodiscard]] double gemm_efficiency(Dtype dtype) const;
 };
 
 [[nodiscard]] const char* to_string(Dtype dtype);

@@ -1,7 +1,7 @@
 #pragma once
 /// One server as read from its own tools' output (`nvidia-smi topo -m`, NCCL's topology dump),
 /// what its NVLink wiring is (NVSwitch, direct mesh, none), and the cluster YAML that
-/// describes it. Pure text in, text out: cli reads and writes the files.
+/// describes it (as data; cli/topo_yaml.h writes the YAML). Pure text in, data out.
 #include <string>
 #include <vector>
 
@@ -41,7 +41,7 @@ struct ServerNvlink {
   /// one GPU has over all its pairs; none: 0.
   int links_per_gpu = 0;
   std::vector<MeshLink> mesh;  ///< mesh: every connected pair (a < b) with its links
-  /// --fail-link specs (server 0) for what the output shows broken on a switch server:
+  /// Failure specs (server 0) for what the output shows broken on a switch server:
   /// "nvlink:0/3" for a GPU with 17 links where the others have 18.
   std::vector<std::string> degraded;
   std::vector<std::string> notes;  ///< one line each: what was assumed or looks odd
@@ -56,17 +56,8 @@ struct ServerNvlink {
 /// 50 from Blackwell; docs/hardware.md NVLink table); 0 when neither says.
 [[nodiscard]] double nvlink_gbps_for(const std::string& gpu_preset, int sm);
 
-struct ImportOptions {
-  std::string name;  ///< cluster name
-  std::string gpu;   ///< GPU preset (required)
-  int servers = 1;
-  double nic_gbits = 0.0;      ///< overrides the input; 0 = from the input, else assumed
-  double gbps_per_link = 0.0;  ///< overrides; 0 = from the GPU
-};
-
-/// A cluster YAML (configs/clusters format) of `options.servers` servers like this one,
-/// commented with what was read and assumed; degraded links are listed as --fail-link specs.
-/// Throws InputError when the GPU is unknown or the server has no GPU.
-[[nodiscard]] std::string cluster_yaml(const ImportedServer& server, const ImportOptions& options);
+/// NIC speed (Gb/s) these servers ship with, for an input that does not say (docs/hardware.md:
+/// DGX-1 EDR 100, DGX A100 HDR 200, DGX H100 NDR 400).
+[[nodiscard]] double assumed_nic_gbits(const std::string& gpu_preset);
 
 }  // namespace trident

@@ -44,6 +44,16 @@ class Backend {
   /// C(m x n) = A(m x k) B(k x n) in gemm_dtype(dtype): warm-up, timed runs, check.
   [[nodiscard]] virtual RunResult run_gemm(long long m, long long n, long long k, Dtype dtype,
                                            const RunOptions& options) = 0;
+  /// Why GEMMs of `planned` run here in another dtype than planned ("" when they do not, or
+  /// when the reason is the backend's own, as fp32 on the CPU): e.g. FP8 on a GPU older than
+  /// compute capability 8.9.
+  [[nodiscard]] virtual std::string gemm_note(Dtype /*planned*/) const { return ""; }
+  /// Device-to-device copy of `bytes` (each run reads and writes `bytes`): warm-up, timed
+  /// runs, check of the copy. time_s 0: not measured here (the CPU backend).
+  [[nodiscard]] virtual RunResult run_memory_copy(std::size_t /*bytes*/,
+                                                  const RunOptions& /*options*/) {
+    return {};
+  }
 };
 
 enum class BackendKind { automatic, cuda, cpu };

@@ -1,6 +1,7 @@
 // The GPU backend: NCCL collectives (bootstrapped through MPI, one communicator per group via
-// ncclCommSplit) and cuBLAS GEMMs in the plan's dtype, timed with CUDA events. Plain C++ on the
-// CUDA runtime: inputs are copied from host patterns, outputs are checked on the host.
+// ncclCommSplit), cuBLAS GEMMs in the plan's dtype (FP8 through cuBLASLt, validate/gemm_lt.h)
+// and an HBM copy, timed with CUDA events. Plain C++ on the CUDA runtime: inputs are copied
+// from host patterns, outputs are checked on the host.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -15,6 +16,8 @@
 #include "topology/errors.h"
 #include "validate/backend.h"
 #include "validate/cuda_util.h"
+#include "validate/fp8_host.h"
+#include "validate/gemm_lt.h"
 #include "validate/mpi_util.h"
 #include "validate/nccl_tests_common.h"
 #include "validate/patterns.h"
@@ -43,6 +46,7 @@ class CudaBackend final : public Backend {
   }
 
   ~CudaBackend() override {
+    lt_.reset();
     for (auto& [kind, comm] : comms_) ncclCommDestroy(comm);
     if (world_ != nullptr) ncclCommDestroy(world_);
     cublasDestroy(blas_);
@@ -91,7 +95,15 @@ class CudaBackend final : public Backend {
   }
 
   [[nodiscard]] Dtype gemm_dtype(Dtype planned) const override {
-    return planned == Dtype::fp8 ? Dtype::bf16 : planned;  // fp8 needs cuBLASLt scaling
+    if (planned != Dtype::fp8) return planned;
+    return supports_fp8_gemm(prop_.major, prop_.minor) ? Dtype::fp8 : Dtype::bf16;
+  }
+
+  [[nodiscard]] std::string gemm_note(Dtype planned) const override {
+    if (planned != Dtype::fp8 || gemm_dtype(planned) == Dtype::fp8) return "";
+    return "fp8 GEMMs run as bf16: " + std::string(prop_.name) + " is compute capability " +
+           std::to_string(prop_.major) + "." + std::to_string(prop_.minor) +
+           "; FP8 tensor cores need 8.9 or newer";
   }
 
   [[nodiscard]] RunResult run_gemm(long long m, long long n, long long k, Dtype planned,
@@ -99,6 +111,14 @@ class CudaBackend final : public Backend {
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX) {
       throw InputError("gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                        std::to_string(k) + ": a dimension exceeds cuBLAS's int range");
+    }
+    const std::string what =
+        "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    if (gemm_dtype(planned) == Dtype::fp8) {
+      if (!lt_) lt_ = std::make_unique<LtContext>();
+      Fp8Gemm gemm(*lt_, stream_, m, n, k);
+      const double time_s = timed(what, options, [&] { gemm.launch(); });
+      return {time_s, count_wrong_gemm(gemm.output(), m, n, k, kFp8GemmTolerance)};
     }
     const GemmTypes types = gemm_types(gemm_dtype(planned));
     DeviceBuffer a(static_cast<std::size_t>(m * k) * types.in_bytes);
@@ -118,17 +138,32 @@ class CudaBackend final : public Backend {
         throw std::runtime_error(std::string("cublasGemmEx: ") + cublasGetStatusString(status));
       }
     };
-    const std::string what =
-        "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-    for (int i = 0; i < options.warmup; ++i) launch();
-    wait(nullptr, what, options.timeout_s);
-    cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    for (int i = 0; i < options.iters; ++i) launch();
-    cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
-    wait(nullptr, what, options.timeout_s);
-    const double time_s = elapsed_s() / options.iters;
+    const double time_s = timed(what, options, launch);
     const std::vector<float> out = decode(c, static_cast<std::size_t>(m * n), types.out);
     return {time_s, count_wrong_gemm(out, m, n, k, types.tolerance)};
+  }
+
+  /// cudaMemcpyAsync device to device (nvbandwidth's device-local copy); the rate counts
+  /// 2 x bytes (read + write) / time, as BabelStream's Copy does.
+  [[nodiscard]] RunResult run_memory_copy(std::size_t bytes, const RunOptions& options) override {
+    const std::size_t count = bytes / sizeof(float);
+    DeviceBuffer source(count * sizeof(float));
+    DeviceBuffer target(count * sizeof(float));
+    std::vector<float> pattern(count);
+    for (std::size_t i = 0; i < count; ++i) pattern[i] = static_cast<float>(i % 65521);
+    source.upload(pattern);
+    const auto launch = [&] {
+      cuda_check(cudaMemcpyAsync(target.get(), source.get(), count * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream_),
+                 "cudaMemcpyAsync");
+    };
+    const double time_s =
+        timed("device-to-device copy of " + std::to_string(count * sizeof(float)) + " bytes",
+              options, launch);
+    const std::vector<float> out = target.download<float>(count);
+    long long wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) wrong += out[i] != pattern[i] ? 1 : 0;
+    return {time_s, wrong};
   }
 
  private:
@@ -194,6 +229,18 @@ class CudaBackend final : public Backend {
     }
   }
 
+  /// Warm-up launches, then the mean time of the timed ones (CUDA events on the stream).
+  template <typename Launch>
+  double timed(const std::string& what, const RunOptions& options, const Launch& launch) {
+    for (int i = 0; i < options.warmup; ++i) launch();
+    wait(nullptr, what, options.timeout_s);
+    cuda_check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    for (int i = 0; i < options.iters; ++i) launch();
+    cuda_check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+    wait(nullptr, what, options.timeout_s);
+    return elapsed_s() / options.iters;
+  }
+
   [[nodiscard]] double elapsed_s() const {
     float ms = 0.0f;
     cuda_check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
@@ -210,6 +257,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  std::unique_ptr<LtContext> lt_;  ///< made at the first FP8 GEMM
 };
 
 }  // namespace

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "costmodel/compute.h"
+#include "topology/cluster_loader.h"
+#include "topology/errors.h"
 #include "validate/collective_fit.h"
+#include "validate/fp8_host.h"
 #include "validate/groups.h"
 #include "validate/mpi_util.h"
 
@@ -81,12 +85,9 @@ void measure_gemms(Backend& backend, const PlanSpec& plan, const MeasureOptions&
   for (const auto& gemm : plan.gemms) {
     GemmPoint point;
     point.planned = gemm;
-    point.measured.m = capped(gemm.m, options.max_gemm_dim);
-    point.measured.n = capped(gemm.n, options.max_gemm_dim);
-    point.measured.k = capped(gemm.k, options.max_gemm_dim);
-    point.measured.dtype = backend.gemm_dtype(plan.dtype);
+    point.measured = run_shape(gemm, backend.gemm_dtype(gemm.dtype), options.max_gemm_dim);
     const RunResult run = backend.run_gemm(point.measured.m, point.measured.n, point.measured.k,
-                                           plan.dtype, options.run);
+                                           gemm.dtype, options.run);
     const double time_s = world_max(run.time_s, options.run.timeout_s);
     const PlanGemm shape{gemm.name, point.measured.m, point.measured.n, point.measured.k, 0, 0};
     point.measured.tflops = shape.flops() / time_s / 1e12;
@@ -103,14 +104,56 @@ void measure_gemms(Backend& backend, const PlanSpec& plan, const MeasureOptions&
   }
 }
 
+void measure_memory_copy(Backend& backend, const PlanSpec& plan, const MeasureOptions& options,
+                         Measurement& out) {
+  if (options.hbm_copy_bytes <= 0.0) return;
+  const auto bytes = static_cast<std::size_t>(options.hbm_copy_bytes);
+  const RunResult run = backend.run_memory_copy(bytes, options.run);
+  MemoryCopyPoint point;
+  point.bytes = static_cast<double>(bytes - bytes % sizeof(float));  // whole floats copied
+  point.time_s = world_max(run.time_s, options.run.timeout_s);
+  point.wrong = world_sum(run.wrong, options.run.timeout_s);
+  if (point.time_s <= 0.0) return;  // the backend does not measure it
+  point.gbps = 2.0 * point.bytes / point.time_s / 1e9;
+  out.memory_copy = point;
+  out.calibration.hbm_gbps = point.gbps;
+  if (plan.gpu.empty()) return;
+  try {
+    const double predicted_s = predicted_copy_s(gpu_preset(plan.gpu), point.bytes);
+    if (predicted_s > 0.0) {
+      out.calibration.comparison.push_back(
+          {"hbm copy", predicted_s, point.time_s, error_pct(predicted_s, point.time_s)});
+    }
+  } catch (const InputError&) {
+    // a plan from a custom GPU: no preset to compare with; the rate is still recorded
+  }
+}
+
 }  // namespace
 
 long long Measurement::wrong() const {
   long long total = 0;
   for (const auto& p : sweep) total += p.wrong;
   for (const auto& g : gemms) total += g.wrong;
+  if (memory_copy) total += memory_copy->wrong;
   return total;
 }
+
+GemmSample run_shape(const PlanGemm& gemm, Dtype dtype, long long max_dim) {
+  GemmSample shape;
+  shape.m = capped(gemm.m, max_dim);
+  shape.n = capped(gemm.n, max_dim);
+  shape.k = capped(gemm.k, max_dim);
+  shape.dtype = dtype;
+  if (dtype == Dtype::fp8) {
+    shape.m = fp8_gemm_dim(shape.m);
+    shape.n = fp8_gemm_dim(shape.n);
+    shape.k = fp8_gemm_dim(shape.k);
+  }
+  return shape;
+}
+
+double predicted_copy_s(const Gpu& gpu, double bytes) { return hbm_time_s(gpu, 2.0 * bytes); }
 
 std::vector<double> sweep_sizes(double bytes, int ranks, double max_bytes) {
   const double quantum = 4.0 * ranks;
@@ -146,6 +189,7 @@ Measurement measure_plan(Backend& backend, const PlanSpec& plan, int world_rank,
   }
   measure_gemms(backend, plan, options, out);
   for (const auto& g : out.gemms) out.calibration.gemms.push_back(g.measured);
+  measure_memory_copy(backend, plan, options, out);
   out.calibration.gpu = backend.device_name();
   out.calibration.nccl_version = backend.nccl_version();
   out.calibration.backend = backend.name();

@@ -74,10 +74,15 @@ std::optional<PlanComm> read_comm(const json& comm, const Path& at, const char* 
   return out;
 }
 
-PlanGemm read_gemm(const json& entry, const Path& here) {
+/// One GEMM; its "dtype" (written since plans carry precision per tensor) defaults to the
+/// model's dtype for plan files written before.
+PlanGemm read_gemm(const json& entry, const Path& here, Dtype model_dtype) {
   if (!entry.is_object()) here.fail("expected an object");
   PlanGemm gemm;
   gemm.name = text(entry, here, "name");
+  gemm.dtype = entry.contains("dtype")
+                   ? parse_dtype(text(entry, here, "dtype"), here.child("dtype").where())
+                   : model_dtype;
   gemm.m = positive_integer(entry, here, "m", kMaxGemmDimension);
   gemm.n = positive_integer(entry, here, "n", kMaxGemmDimension);
   gemm.k = positive_integer(entry, here, "k", kMaxGemmDimension);
@@ -136,14 +141,14 @@ PlanSpec read_one(const json& plan, const json& document, const Path& at) {
   spec.cp = read_comm(comm, at.child("comm"), "cp");
   spec.ep = read_comm(comm, at.child("comm"), "ep");
   check_comm_sizes(spec, at);
-  const json& gemms = member(plan, at, "gemms");
-  if (!gemms.is_array()) at.child("gemms").fail("expected an array");
-  for (std::size_t i = 0; i < gemms.size(); ++i) {
-    spec.gemms.push_back(read_gemm(gemms[i], at.child("gemms").index(i)));
-  }
   const Path model{at.source, "model"};
   const json& model_entry = member(document, {at.source, ""}, "model");
   spec.dtype = parse_dtype(text(model_entry, model, "dtype"), at.source + ": model.dtype");
+  const json& gemms = member(plan, at, "gemms");
+  if (!gemms.is_array()) at.child("gemms").fail("expected an array");
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    spec.gemms.push_back(read_gemm(gemms[i], at.child("gemms").index(i), spec.dtype));
+  }
   if (document.contains("cluster") && document["cluster"].contains("gpu") &&
       document["cluster"]["gpu"].is_string()) {
     spec.gpu = document["cluster"]["gpu"].get<std::string>();

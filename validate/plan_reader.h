@@ -41,6 +41,7 @@ struct PlanGemm {
   long long k = 0;
   double calls_per_step = 0.0;
   double predicted_tflops = 0.0;
+  Dtype dtype = Dtype::bf16;  ///< "dtype" (FP8 runs: linear GEMMs fp8, the output layer bf16)
   [[nodiscard]] double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }

@@ -31,6 +31,12 @@ class FaultyBackend final : public Backend {
                                    const RunOptions& options) override {
     return inner_->run_gemm(m, n, k, dtype, options);
   }
+  [[nodiscard]] std::string gemm_note(Dtype planned) const override {
+    return inner_->gemm_note(planned);
+  }
+  [[nodiscard]] RunResult run_memory_copy(std::size_t bytes, const RunOptions& options) override {
+    return inner_->run_memory_copy(bytes, options);
+  }
 
  private:
   [[noreturn]] void fail(const GroupMembership& group) const {

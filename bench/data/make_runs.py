@@ -7,6 +7,7 @@ old = yaml.safe_load(subprocess.run(['git', 'show', '55682c6:bench/data/publishe
                                     capture_output=True, text=True, check=True).stdout)
 shared = yaml.safe_load(open(sys.argv[1]))  # path of the brief's cases/published_runs_stacks.yaml
 research = yaml.safe_load(open('research_runs_2026.yaml'))
+precision_rows = yaml.safe_load(open('precision_runs_2026.yaml'))['runs']
 rows = []
 for r in old['runs']:
     src = r['source']; nar = src == 'narayanan-2021'
@@ -67,25 +68,41 @@ wanted = ['lf-mpt13b-512xh100-bf16', 'lf-mpt30b-512xh100-bf16', 'lf-mpt70b-512xh
           'mtnlg-530b-3360xa100-fp16', 'dgxc2411-gpt3-175b-128xh100-bf16', 'dgxc2411-gpt3-175b-2048xh100-bf16',
           'dgxc2411-nemotron4-340b-128xh100-bf16', 'dgxc2411-nemotron4-15b-16xh100-bf16',
           'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16',
-          # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
-          'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
-          'dgxc2411-l31-70b-2048xh100-bf16', 'dgxc2411-l31-405b-576xh100-bf16', 'dgxc2411-l31-405b-2304xh100-bf16',
-          # Expert parallel (issue 13): NVIDIA dgxc-benchmarking DeepSeek-V3 BF16 on H100 and GB200.
-          'dgxc-dsv3-512xh100-bf16', 'dgxc-dsv3-1024xh100-bf16', 'dgxc-dsv3-128xgb200-bf16',
-          'dgxc-dsv3-256xgb200-bf16', 'dgxc-dsv3-512xgb200-bf16']
+          'nemo2407-gpt3-175b-128xh100-fp8', 'nemo2407-gpt3-175b-512xh100-fp8',
+          'tt-l31-8b-fsdp-32xh200-fp8', 'tt-l31-8b-fsdp-64xh200-fp8']
+# FP8 as each source ran it: NeMo 24.07 launcher confs set fp8 + fp8_hybrid (delayed) without
+# fp8_params; torchtitan's Float8 with enable_fsdp_float8_all_gather is tensorwise dynamic
+# scaling (current) with the weights all-gathered in FP8.
+fp8_of = {'nemo2407-gpt3-175b-128xh100-fp8': {'recipe': 'delayed'},
+          'nemo2407-gpt3-175b-512xh100-fp8': {'recipe': 'delayed'},
+          'tt-l31-8b-fsdp-32xh200-fp8': {'recipe': 'current', 'params': True},
+          'tt-l31-8b-fsdp-64xh200-fp8': {'recipe': 'current', 'params': True}}
 by_id = {r['id']: r for r in research['runs']}
+by_id.update({r['id']: r for r in precision_rows})
+wanted += [r['id'] for r in precision_rows]
+wanted += [  # appended last: the earlier rows keep their halves
+    # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
+    'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
+    'dgxc2411-l31-70b-2048xh100-bf16', 'dgxc2411-l31-405b-576xh100-bf16', 'dgxc2411-l31-405b-2304xh100-bf16',
+    # Expert parallel (issue 13): NVIDIA dgxc-benchmarking DeepSeek-V3 BF16 on H100 and GB200.
+    'dgxc-dsv3-512xh100-bf16', 'dgxc-dsv3-1024xh100-bf16', 'dgxc-dsv3-128xgb200-bf16',
+    'dgxc-dsv3-256xgb200-bf16', 'dgxc-dsv3-512xgb200-bf16']
+for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
     if rid.startswith('llama3-405b'): stack = 'torchtitan'; p['zero'] = 3   # FSDP with PP, no reshard
     if rid.startswith('mtnlg'): p['zero'] = 1                               # DeepSpeed ZeRO-1 (paper)
     if rid.startswith('dgxc'): stack = 'megatron-core-perf'                  # ub_tp_comm_overlap in the yamls
+    if rid.startswith('dgxc2411-nemotron4-340b'): stack = 'stacks/nemo-2409-optim-bf16.yaml'  # optim dtype bf16
     if rid.startswith('lf-'): stack = 'fsdp'                                 # amp_bf16 DEFAULT in the table notes
     row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
                global_batch=r['global_batch'], pins=pins_of(p),
                model=r['model'] if 'preset' in r['model'] else clean_model(r['model']))
+    if fp8_of.get(rid): row['fp8'] = fp8_of[rid]
     if rid.startswith('dgxc2411-l31'):  # Llama 3.1: RMSNorm, no biases, RoPE (HF config.json)
         row['model'].update(norm='rmsnorm', bias=False, position_embedding='rope')
     row['cluster'] = ('dgx-h100' if r['gpu'].startswith('h100') else
+                      'hgx-h200' if r['gpu'].startswith('h200') else
                       'gb200-nvl72' if r['gpu'] == 'gb200' else 'dgx-a100')
     if rid.startswith('dgxc-dsv3'): row['stack'] = 'megatron-core'  # no userbuffers stated
     if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
@@ -98,6 +115,19 @@ for rid in wanted:
         if key in meas: row['measured'] = {key: meas[key]}; break
     if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:400]
     rows.append(row)
+# Dropout (memory: masks are kept only where the model has dropout; the model loader defaults to
+# 0.1 with learned positions, 0 otherwise). Set where the row's model file would need it:
+DROPOUT = [  # (id prefix, probability, source)
+    ('mpt-', 0.0, 'mosaicml/llm-foundry@8c8dd48 config_defaults.py attn_pdrop 0.0, configuration_mpt.py resid/emb_pdrop 0.0'),
+    ('lf-mpt', 0.0, 'mosaicml/llm-foundry@8c8dd48 (as above)'),
+    ('gpt-neox-20b', 0.0, 'EleutherAI/gpt-neox@ea7aefd configs/20B.yml hidden_dropout 0, attention_dropout 0'),
+    ('bloom-', 0.1, 'bigscience-workshop/bigscience@9e64ede train/tr11-176B-ml/README.md: Megatron-LM defaults 0.1'),
+    ('dgxc2411-nemotron4', 0.0, 'NVIDIA/dgxc-benchmarking@35a9aec nemotron/nemotron4-*-synth.yaml hidden_dropout 0.0'),
+    ('llama3-405b', 0.0, 'Llama 3 (Grattafiori et al. 2024): no dropout layers'),
+]
+for row in rows:
+    for prefix, p, _ in DROPOUT:
+        if row['id'].startswith(prefix) and 'preset' not in row['model']: row['model']['dropout'] = p
 for i, row in enumerate(rows): row['half'] = 'tuning' if i % 2 == 0 else 'checking'
 hdr = open('published_runs.header').read()
 open('published_runs.yaml', 'w').write(hdr + yaml.dump({'runs': rows}, sort_keys=False, width=120))

@@ -1,0 +1,60 @@
+#pragma once
+/// Precision per tensor, not per run: which GEMMs of a layer run in which dtype, what the
+/// activations, messages and weights are stored in, and the kernels an FP8 recipe adds (casts,
+/// transposes, amax passes). Sources: docs/cost_model.md#precision.
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+#include "topology/gpu.h"
+
+namespace trident {
+
+struct Precision {
+  Dtype linear_gemm = Dtype::bf16;   ///< QKV, output projection, FFN (TE modules)
+  Dtype attention = Dtype::bf16;     ///< fused attention's batched GEMMs
+  Dtype output_gemm = Dtype::bf16;   ///< the output layer (not a TE module: never FP8)
+  double activation_bytes = 2.0;     ///< activations, TP/PP messages, saved tensors
+  double tp_gather_bytes = 2.0;      ///< an element of a TP all-gather
+  double weight_gather_bytes = 2.0;  ///< an element of a ZeRO-3/FSDP weight all-gather
+  double weight_bytes = 2.0;         ///< the model's weights as the optimizer writes them
+  bool fp8_params = false;  ///< FP8 weights replace the 16-bit copy (Megatron fp8-param-gather)
+  bool fp8 = false;
+  Fp8Recipe recipe = Fp8Recipe::delayed;
+};
+
+/// The precision of each tensor class for a run's training section. bf16/fp16: everything in
+/// that dtype. fp32/tf32: GEMMs tf32, 4-byte tensors. fp8: the linear GEMMs in FP8, the rest
+/// bf16 unless `fp8.attention` / `fp8.communication` (Transformer Engine's fp8_autocast).
+[[nodiscard]] Precision precision_of(const Training& training);
+
+/// Bytes the FP8 cast kernels of one layer's forward move for one micro-batch on one GPU
+/// (after the TP split): each linear GEMM's input is cast to FP8 and transposed for the
+/// weight gradient (TE cast_transpose: read 2, write 1 + 1); the two inputs that follow a
+/// norm (QKV, FFN up) come out of the fused LayerNormLinear in FP8, leaving the transpose
+/// (read 1, write 1). Current scaling reads each tensor once more for its amax. 0 without FP8.
+/// `saves_fp8_inputs` false (torchao): each input is only cast (read 2, write 1), no norm
+/// fusion, no transpose kept.
+[[nodiscard]] double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
+                                            const Precision& precision,
+                                            bool saves_fp8_inputs = true);
+
+/// The same for the backward: each linear GEMM's output gradient cast and transposed (read 2,
+/// write 1 + 1), plus current scaling's amax pass. 0 without FP8.
+/// `saves_fp8_inputs` false (torchao): the 16-bit inputs are cast again for the weight
+/// gradient (read 2, write 1 each).
+[[nodiscard]] double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
+                                             const Precision& precision,
+                                             bool saves_fp8_inputs = true);
+
+/// Bytes per parameter of the weights a GPU holds for compute: the 16-bit weights (2, fp32
+/// runs 4); an FP8 run adds its FP8 copy and that copy's transpose (1 + 1) when the stack
+/// caches them over the micro-batches (TE Float8Tensor data + transpose), and FP8 parameters
+/// hold only those two (no 16-bit copy).
+[[nodiscard]] double weight_memory_bytes_per_parameter(const Precision& precision,
+                                                       bool fp8_weight_cache);
+
+/// Bytes per local parameter of the FP8 weight cast and transpose (read 2, write 1 + 1) done
+/// once per step when the stack caches FP8 weights over micro-batches (Megatron passes
+/// is_first_microbatch to TE), else on every micro-batch. 0 without FP8.
+inline constexpr double kFp8WeightCastBytesPerParameter = 4.0;
+
+}  // namespace trident

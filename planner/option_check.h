@@ -1,0 +1,65 @@
+#pragma once
+/// What makes a search's pins and limits impossible on their own, as data: the knob, what is
+/// wrong and the numbers involved. The CLI turns it into its one-line message with the flag
+/// names (cli/option_text.h); the planner speaks no flags.
+#include <optional>
+
+#include "costmodel/model.h"
+#include "topology/errors.h"
+
+namespace trident {
+
+struct SearchOptions;
+
+/// The search options a user sets (pins, limits) and the model facts they are checked against.
+enum class Knob {
+  tp,
+  pp,
+  dp,
+  micro_batch,
+  vp,
+  min_tp,
+  max_tp,
+  zero,
+  recompute,
+  sequence_parallel,
+  fp8_recipe,
+  global_batch,
+};
+
+enum class OptionIssue {
+  not_positive,         ///< value below 1 (max_tp: below 0)
+  min_above_max,        ///< min_tp `value` above max_tp `limit`
+  out_of_range,         ///< ZeRO stage outside 0..3
+  stack_lacks,          ///< the stack does not run `value` (a ZeRO stage, a Recompute, PP, ...)
+  stack_lacks_with_pp,  ///< the stack does not run ZeRO `value` with PP `limit`
+  not_dividing_heads,   ///< TP `value` does not divide heads and kv_heads
+  not_dividing_layers,  ///< PP `value` leaves uneven stages under a stack without them
+  more_than_layers,     ///< PP `value` above the layer count
+  missing,              ///< not given at all (the global batch)
+};
+
+struct OptionProblem {
+  Knob knob = Knob::tp;
+  OptionIssue issue = OptionIssue::not_positive;
+  long long value = 0;  ///< the pinned value (enums as their integer)
+  long long limit = 0;  ///< the other side: max_tp, the PP size
+};
+
+/// The first impossible pin or limit of `options` for `model` under `options.stack`, or nullopt.
+[[nodiscard]] std::optional<OptionProblem> find_option_problem(const Model& model,
+                                                               const SearchOptions& options);
+
+/// Thrown by search() for find_option_problem's finding; the CLI checks first and says it in
+/// words, so this carries the data for any other caller.
+class OptionError : public InputError {
+ public:
+  explicit OptionError(const OptionProblem& problem)
+      : InputError("impossible search option"), problem_(problem) {}
+  [[nodiscard]] const OptionProblem& problem() const { return problem_; }
+
+ private:
+  OptionProblem problem_;
+};
+
+}  // namespace trident

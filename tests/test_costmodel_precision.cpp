@@ -1,0 +1,191 @@
+// Precision per tensor: which GEMMs run in FP8, the cast kernels an FP8 recipe adds, the FP8
+// weight copies, the FP8 GEMM ceiling, the model file's training.fp8 and the stacks' recipes.
+#include <catch2/catch.hpp>
+
+#include "costmodel/compute.h"
+#include "costmodel/kernels.h"
+#include "costmodel/memory.h"
+#include "costmodel/model_loader.h"
+#include "costmodel/precision.h"
+#include "costmodel/stack.h"
+#include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
+#include "topology/errors.h"
+
+using namespace trident;
+
+namespace {
+
+Training fp8_training(Fp8Recipe recipe) {
+  Training training;
+  training.dtype = Dtype::fp8;
+  training.fp8.recipe = recipe;
+  return training;
+}
+
+}  // namespace
+
+TEST_CASE("precision of each tensor class", "[precision]") {
+  const Precision bf16 = precision_of(Training{});
+  CHECK(bf16.linear_gemm == Dtype::bf16);
+  CHECK(bf16.attention == Dtype::bf16);
+  CHECK(bf16.activation_bytes == 2.0);
+  CHECK_FALSE(bf16.fp8);
+
+  Training fp32;
+  fp32.dtype = Dtype::fp32;
+  CHECK(precision_of(fp32).activation_bytes == 4.0);
+  CHECK(precision_of(fp32).weight_bytes == 4.0);
+
+  // FP8: the linear GEMMs only; attention, the output layer, activations and messages 16-bit.
+  const Precision fp8 = precision_of(fp8_training(Fp8Recipe::delayed));
+  CHECK(fp8.fp8);
+  CHECK(fp8.linear_gemm == Dtype::fp8);
+  CHECK(fp8.attention == Dtype::bf16);
+  CHECK(fp8.output_gemm == Dtype::bf16);
+  CHECK(fp8.activation_bytes == 2.0);
+  CHECK(fp8.tp_gather_bytes == 2.0);
+  CHECK(fp8.weight_gather_bytes == 2.0);
+
+  Training all = fp8_training(Fp8Recipe::current);
+  all.fp8.attention = true;
+  all.fp8.communication = true;
+  all.fp8.params = true;
+  const Precision eight = precision_of(all);
+  CHECK(eight.attention == Dtype::fp8);
+  CHECK(eight.tp_gather_bytes == 1.0);
+  CHECK(eight.weight_gather_bytes == 1.0);
+  CHECK(eight.activation_bytes == 2.0);  // what is not gathered stays 16-bit
+}
+
+TEST_CASE("FP8 cast kernels of one layer, hand-derived", "[precision]") {
+  // small model, tp 2, micro-batch 1, s 32: 32 tokens. GEMMs (m x n x k): qkv 32 x 96 x 64,
+  // attention out 32 x 64 x 32, FFN up 32 x 128 x 64, FFN down 32 x 64 x 128.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  // Inputs (m x k): qkv 2048, out 1024, up 2048, down 4096. qkv and up follow a norm (fused
+  // LayerNormLinear: 1 byte each), out and down are cast and transposed (4 bytes each):
+  // 2048 + 4 x 1024 + 2048 + 4 x 4096 = 24576.
+  CHECK(fp8_cast_forward_bytes(model, config, precision_of(fp8_training(Fp8Recipe::delayed))) ==
+        24576.0);
+  // Current scaling reads every input once more for its amax: + 2 x 9216 = 43008.
+  CHECK(fp8_cast_forward_bytes(model, config, precision_of(fp8_training(Fp8Recipe::current))) ==
+        43008.0);
+  // Output gradients (m x n): 3072 + 2048 + 4096 + 2048 = 11264, cast and transposed: x 4 =
+  // 45056; current scaling + 2 x 11264 = 67584.
+  CHECK(fp8_cast_backward_bytes(model, config, precision_of(fp8_training(Fp8Recipe::delayed))) ==
+        45056.0);
+  CHECK(fp8_cast_backward_bytes(model, config, precision_of(fp8_training(Fp8Recipe::current))) ==
+        67584.0);
+  // BF16 adds no cast.
+  CHECK(fp8_cast_forward_bytes(model, config, precision_of(Training{})) == 0.0);
+  CHECK(fp8_cast_backward_bytes(model, config, precision_of(Training{})) == 0.0);
+}
+
+TEST_CASE("FP8 weight copies and casts", "[precision]") {
+  const Precision bf16 = precision_of(Training{});
+  const Precision fp8 = precision_of(fp8_training(Fp8Recipe::delayed));
+  Training params = fp8_training(Fp8Recipe::delayed);
+  params.fp8.params = true;
+  CHECK(weight_memory_bytes_per_parameter(bf16, true) == 2.0);
+  // bf16 weights + the cached FP8 copy + its transpose: 2 + 1 + 1.
+  CHECK(weight_memory_bytes_per_parameter(fp8, true) == 4.0);
+  CHECK(weight_memory_bytes_per_parameter(fp8, false) == 2.0);  // cast per micro-batch, freed
+  CHECK(weight_memory_bytes_per_parameter(precision_of(params), true) == 2.0);  // FP8 + transpose
+  // 1e9 parameters x 4 bytes at 1000 GB/s x 0.85 = 4.706 ms per cast; 4 micro-batches, no cache.
+  const Gpu gpu = test::round_gpu();
+  CHECK(fp8_weight_cast_time_s(gpu, fp8, 1.0, 1e9) == Approx(4e9 / 850e9));
+  CHECK(fp8_weight_cast_time_s(gpu, fp8, 4.0, 1e9) == Approx(4.0 * 4e9 / 850e9));
+  CHECK(fp8_weight_cast_time_s(gpu, bf16, 4.0, 1e9) == 0.0);
+}
+
+TEST_CASE("FP8 GEMMs run at the FP8 ceiling", "[precision]") {
+  Gpu gpu = test::round_gpu();  // 100 TFLOP/s bf16, efficiency 1, no SM count
+  gpu.peak_tflops_fp8 = 200.0;
+  gpu.matmul_efficiency = 0.8;
+  const GemmShape big{1024, 1024, 4096};
+  const KernelProfile none{};
+  // No FP8 measurement: the BF16 ceiling. k fill 64: 4096 / 4160.
+  CHECK(gemm_rate_tflops(gpu, Dtype::fp8, none, big) == Approx(200.0 * 0.8 * 4096.0 / 4160.0));
+  gpu.fp8_matmul_efficiency = 0.7;
+  CHECK(gemm_rate_tflops(gpu, Dtype::fp8, none, big) == Approx(200.0 * 0.7 * 4096.0 / 4160.0));
+  CHECK(gemm_rate_tflops(gpu, Dtype::bf16, none, big) == Approx(100.0 * 0.8 * 4096.0 / 4160.0));
+  // H100: ml-engineering MAMF 1402.6 of 1979 TFLOP/s.
+  CHECK(gpu_preset("h100-sxm-80g").gemm_efficiency(Dtype::fp8) == Approx(0.709));
+  CHECK(gpu_preset("h100-sxm-80g").gemm_efficiency(Dtype::bf16) == Approx(0.80));
+}
+
+TEST_CASE("an FP8 layer: linear GEMMs faster, attention and casts not", "[precision]") {
+  Gpu gpu = test::round_gpu();
+  gpu.peak_tflops_fp8 = 200.0;
+  Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  const LayerTime bf16 = layer_time(gpu, model, config, ComputeFeatures{});
+  model.training.dtype = Dtype::fp8;
+  const LayerTime fp8 = layer_time(gpu, model, config, ComputeFeatures{});
+  // Each linear GEMM at twice the rate (tiny shapes: the tile model's efficiency is the same,
+  // and the k fill does not depend on the dtype without an SM count), unless HBM-bound.
+  for (std::size_t i = 0; i < 4; ++i) CHECK(fp8.gemm_fprop_s[i] <= bf16.gemm_fprop_s[i]);
+  CHECK(fp8.gemm_forward_s < bf16.gemm_forward_s);
+  // The attention core is the same BF16 work; the casts add HBM time: the forward is more than
+  // the GEMM saving suggests.
+  const double gemm_saving_s = bf16.gemm_forward_s - fp8.gemm_forward_s;
+  CHECK(bf16.forward_s - fp8.forward_s < gemm_saving_s);
+}
+
+TEST_CASE("training.fp8 in the model file", "[precision][loader]") {
+  const std::string base =
+      "name: m\nlayers: 2\nhidden: 64\nheads: 4\nvocab: 1000\nseq_len: 32\ntraining:\n";
+  const Model m = load_model(
+      base + "  dtype: fp8\n  fp8: {recipe: current, attention: true, params: true}\n", "m.yaml");
+  CHECK(m.training.fp8.recipe == Fp8Recipe::current);
+  CHECK(m.training.fp8.attention);
+  CHECK_FALSE(m.training.fp8.communication);
+  CHECK(m.training.fp8.params);
+  // Default: TE's delayed scaling, everything but the linear GEMMs 16-bit.
+  const Model d = load_model(base + "  dtype: fp8\n", "m.yaml");
+  CHECK(d.training.fp8.recipe == Fp8Recipe::delayed);
+  CHECK_FALSE(d.training.fp8.attention);
+  CHECK_THROWS_WITH(load_model(base + "  dtype: bf16\n  fp8: {recipe: delayed}\n", "m.yaml"),
+                    Catch::Contains("m.yaml:9: training.fp8: expected only with dtype: fp8"));
+  CHECK_THROWS_WITH(load_model(base + "  dtype: fp8\n  fp8: {recipe: delayd}\n", "m.yaml"),
+                    Catch::Contains("training.fp8.recipe") && Catch::Contains("delayed"));
+}
+
+TEST_CASE("FP8 recipes per stack", "[precision][stack]") {
+  CHECK(stack_preset("megatron-core").supports(Fp8Recipe::delayed));
+  CHECK(stack_preset("megatron-core").supports(Fp8Recipe::blockwise));
+  CHECK(stack_preset("megatron-core").fp8_weight_cache);
+  CHECK_FALSE(stack_preset("megatron-2021").supports(Fp8Recipe::delayed));
+  CHECK_FALSE(stack_preset("deepspeed-megatron").supports(Fp8Recipe::current));
+  CHECK(stack_preset("torchtitan").supports(Fp8Recipe::current));
+  CHECK_FALSE(stack_preset("torchtitan").supports(Fp8Recipe::delayed));
+  CHECK_FALSE(stack_preset("torchtitan").fp8_weight_cache);
+  CHECK(stack_preset("fsdp").supports(Fp8Recipe::delayed));
+  const Stack none =
+      load_stack("name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: []\n", "s.yaml");
+  CHECK(none.fp8_recipes == 0u);
+  CHECK_THROWS_WITH(
+      load_stack("name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: [tensorwise]\n",
+                 "s.yaml"),
+      Catch::Contains("s.yaml:4: fp8_recipes: expected delayed|current|blockwise, got "
+                      "'tensorwise'"));
+}
+
+TEST_CASE("FP8 linear inputs kept as their FP8 copy", "[precision][memory]") {
+  // small model, tp 2, no SP, no dropout: s*b = 32, h = 64, f = 256. The QKV and FFN inputs
+  // (kept whole on each TP rank) drop from 2 to 1 byte: -2 x 32 x 64 = -4096; the output
+  // projection and FFN down inputs (split over TP) too: -(32 x 64 + 32 x 256) / 2 = -5120.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  const double bf16 = layer_activation_bytes(model, config, true, SelectiveKind::attention, false);
+  const double fp8 = layer_activation_bytes(model, config, true, SelectiveKind::attention, true);
+  CHECK(bf16 - fp8 == 4096.0 + 5120.0);
+  // torchao recasts the 16-bit inputs in backward: + 3 bytes per input element (9216 of them).
+  const Precision p = precision_of(fp8_training(Fp8Recipe::delayed));
+  CHECK(fp8_cast_backward_bytes(model, config, p, false) -
+            fp8_cast_backward_bytes(model, config, p) ==
+        3.0 * 9216.0);
+  // ... and casts them forward without the norm fusion or the transpose: 3 x 9216.
+  CHECK(fp8_cast_forward_bytes(model, config, p, false) == 3.0 * 9216.0);
+}
