@@ -37,6 +37,18 @@ const char* flag_of(Knob knob) {
       return "training.fp8.recipe";
     case Knob::global_batch:
       return "--global-batch";
+    case Knob::cp:
+      return "--cp";
+    case Knob::ep:
+      return "--ep";
+    case Knob::min_cp:
+      return "--min-cp";
+    case Knob::max_cp:
+      return "--max-cp";
+    case Knob::min_ep:
+      return "--min-ep";
+    case Knob::max_ep:
+      return "--max-ep";
   }
   return "?";
 }
@@ -58,6 +70,10 @@ std::string stack_lack(const OptionProblem& p, const Stack& stack) {
       return "has no interleaved pipeline schedule";
     case Knob::fp8_recipe:
       return stack.fp8_recipes == 0 ? "has no FP8 training" : "does not run this FP8 recipe";
+    case Knob::cp:
+      return "has no context parallelism; use --cp 1 or --stack megatron-core";
+    case Knob::ep:
+      return "has no expert parallelism; use --ep 1 or --stack megatron-core";
     default:
       return "does not run it";
   }
@@ -79,7 +95,11 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
     case OptionIssue::not_positive:
       return pin + ": expected a positive integer";
     case OptionIssue::min_above_max:
-      return fmt::format("{} is above --max-tp {}", pin, p.limit);
+      return fmt::format("{} is above {} {}", pin,
+                         flag_of(p.knob == Knob::min_cp   ? Knob::max_cp
+                                 : p.knob == Knob::min_ep ? Knob::max_ep
+                                                          : Knob::max_tp),
+                         p.limit);
     case OptionIssue::out_of_range:
       return pin + ": expected 0, 1, 2 or 3";
     case OptionIssue::stack_lacks:
@@ -106,6 +126,24 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
     case OptionIssue::missing:
       return "global batch: not given (set training.global_batch in the model or pass "
              "--global-batch N)";
+    case OptionIssue::not_dividing_sequence:
+      return fmt::format(
+          "{}: 2 x cp must divide the sequence length {} (causal load balancing: 2 cp chunks)", pin,
+          p.limit);
+    case OptionIssue::no_experts:
+      return fmt::format("{}: model {} has no experts (no moe: in its file)", pin, model.name);
+    case OptionIssue::not_dividing_experts:
+      return fmt::format("{}: must divide the model's {} experts", pin, p.limit);
+    case OptionIssue::moe_needs_sp:
+      return fmt::format(
+          "--sequence-parallel off with --tp {}: MoE layers with tensor parallelism run sequence "
+          "parallel (Megatron moe_layer.py refuses otherwise); use --sequence-parallel on or --tp "
+          "1",
+          p.limit);
+    case OptionIssue::moe_zero3:
+      return fmt::format(
+          "{}: MoE models are planned with ZeRO 0-2 (sharding experts per unit is not modelled)",
+          pin);
   }
   return pin + ": impossible";
 }

@@ -11,6 +11,53 @@ std::optional<OptionProblem> not_positive(Knob knob, const std::optional<int>& p
   return std::nullopt;
 }
 
+/// A [min, max] limit pair (max 0 = no limit).
+std::optional<OptionProblem> limit_problem(Knob min_knob, Knob max_knob, int min_value,
+                                           int max_value) {
+  if (min_value < 1) return OptionProblem{min_knob, OptionIssue::not_positive, min_value, 0};
+  if (max_value < 0) return OptionProblem{max_knob, OptionIssue::not_positive, max_value, 0};
+  if (max_value > 0 && min_value > max_value) {
+    return OptionProblem{min_knob, OptionIssue::min_above_max, min_value, max_value};
+  }
+  return std::nullopt;
+}
+
+/// Context and expert parallel pins and limits that are wrong whatever the stack and model.
+std::optional<OptionProblem> cp_ep_range_problem(const SearchOptions& o) {
+  if (auto problem = not_positive(Knob::cp, o.cp)) return problem;
+  if (auto problem = not_positive(Knob::ep, o.ep)) return problem;
+  if (auto problem = limit_problem(Knob::min_cp, Knob::max_cp, o.min_cp, o.max_cp)) return problem;
+  return limit_problem(Knob::min_ep, Knob::max_ep, o.min_ep, o.max_ep);
+}
+
+/// Context and expert parallel pins against the stack and the model (Megatron: 2 cp chunks per
+/// sequence for causal load balancing; experts divisible by EP, arguments.py L1655-1658; MoE
+/// with TP runs sequence parallel, moe_layer.py L636).
+std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptions& o) {
+  const Stack& stack = o.stack;
+  if (o.cp && *o.cp > 1) {
+    if (!stack.context_parallel())
+      return OptionProblem{Knob::cp, OptionIssue::stack_lacks, *o.cp, 0};
+    if (model.seq_len % (2 * *o.cp) != 0) {
+      return OptionProblem{Knob::cp, OptionIssue::not_dividing_sequence, *o.cp, model.seq_len};
+    }
+  }
+  if (o.ep && *o.ep > 1) {
+    if (!model.is_moe()) return OptionProblem{Knob::ep, OptionIssue::no_experts, *o.ep, 0};
+    if (!stack.expert_parallel) return OptionProblem{Knob::ep, OptionIssue::stack_lacks, *o.ep, 0};
+    if (model.moe.experts % *o.ep != 0) {
+      return OptionProblem{Knob::ep, OptionIssue::not_dividing_experts, *o.ep, model.moe.experts};
+    }
+  }
+  if (model.is_moe() && o.tp && *o.tp > 1 && o.sequence_parallel && !*o.sequence_parallel) {
+    return OptionProblem{Knob::sequence_parallel, OptionIssue::moe_needs_sp, 0, *o.tp};
+  }
+  if (model.is_moe() && o.zero && *o.zero >= 3) {
+    return OptionProblem{Knob::zero, OptionIssue::moe_zero3, *o.zero, 0};
+  }
+  return std::nullopt;
+}
+
 /// Limits and pins that are wrong whatever the stack and the model.
 std::optional<OptionProblem> range_problem(const SearchOptions& o) {
   for (const auto& [knob, pin] :
@@ -26,7 +73,7 @@ std::optional<OptionProblem> range_problem(const SearchOptions& o) {
   if (o.zero && (*o.zero < 0 || *o.zero > 3)) {
     return OptionProblem{Knob::zero, OptionIssue::out_of_range, *o.zero, 0};
   }
-  return std::nullopt;
+  return cp_ep_range_problem(o);
 }
 
 /// Pins the stack cannot run.
@@ -69,6 +116,7 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
     return OptionProblem{Knob::fp8_recipe, OptionIssue::stack_lacks,
                          static_cast<long long>(model.training.fp8.recipe), 0};
   }
+  if (auto problem = cp_ep_problem(model, o)) return problem;
   if (model.training.global_batch < 1) {
     return OptionProblem{Knob::global_batch, OptionIssue::missing, 0, 0};
   }

@@ -25,25 +25,36 @@ enum class Knob {
   sequence_parallel,
   fp8_recipe,
   global_batch,
+  cp,
+  ep,
+  min_cp,
+  max_cp,
+  min_ep,
+  max_ep,
 };
 
 enum class OptionIssue {
-  not_positive,         ///< value below 1 (max_tp: below 0)
-  min_above_max,        ///< min_tp `value` above max_tp `limit`
-  out_of_range,         ///< ZeRO stage outside 0..3
-  stack_lacks,          ///< the stack does not run `value` (a ZeRO stage, a Recompute, PP, ...)
-  stack_lacks_with_pp,  ///< the stack does not run ZeRO `value` with PP `limit`
-  not_dividing_heads,   ///< TP `value` does not divide heads and kv_heads
-  not_dividing_layers,  ///< PP `value` leaves uneven stages under a stack without them
-  more_than_layers,     ///< PP `value` above the layer count
-  missing,              ///< not given at all (the global batch)
+  not_positive,           ///< value below 1 (max_tp: below 0)
+  min_above_max,          ///< min_tp `value` above max_tp `limit`
+  out_of_range,           ///< ZeRO stage outside 0..3
+  stack_lacks,            ///< the stack does not run `value` (a ZeRO stage, a Recompute, PP, ...)
+  stack_lacks_with_pp,    ///< the stack does not run ZeRO `value` with PP `limit`
+  not_dividing_heads,     ///< TP `value` does not divide heads and kv_heads
+  not_dividing_layers,    ///< PP `value` leaves uneven stages under a stack without them
+  more_than_layers,       ///< PP `value` above the layer count
+  missing,                ///< not given at all (the global batch)
+  not_dividing_sequence,  ///< CP `value`: 2 x cp does not divide the sequence `limit`
+  no_experts,             ///< EP `value` on a dense model
+  not_dividing_experts,   ///< EP `value` does not divide the `limit` experts
+  moe_needs_sp,           ///< sequence parallel off with TP `limit` on a MoE model
+  moe_zero3,              ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
 };
 
 struct OptionProblem {
   Knob knob = Knob::tp;
   OptionIssue issue = OptionIssue::not_positive;
   long long value = 0;  ///< the pinned value (enums as their integer)
-  long long limit = 0;  ///< the other side: max_tp, the PP size
+  long long limit = 0;  ///< the other side: max_tp (max_cp, max_ep), the PP size
 };
 
 /// The first impossible pin or limit of `options` for `model` under `options.stack`, or nullopt.

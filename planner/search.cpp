@@ -60,74 +60,6 @@ std::string memory_reason(const MemoryBreakdown& memory, double reserve_gib) {
   return text;
 }
 
-void check_positive(const std::optional<int>& pin, const char* flag) {
-  if (pin && *pin < 1) {
-    throw InputError(std::string(flag) + " " + std::to_string(*pin) +
-                     ": expected a positive integer");
-  }
-}
-
-void check_limits(const char* name, int min_value, int max_value) {
-  const std::string flag = name;
-  if (min_value < 1) {
-    throw InputError("--min-" + flag + " " + std::to_string(min_value) +
-                     ": expected a positive integer");
-  }
-  if (max_value < 0) {
-    throw InputError("--max-" + flag + " " + std::to_string(max_value) +
-                     ": expected a positive integer");
-  }
-  if (max_value > 0 && min_value > max_value) {
-    throw InputError("--min-" + flag + " " + std::to_string(min_value) + " is above --max-" + flag +
-                     " " + std::to_string(max_value));
-  }
-}
-
-/// Context and expert parallel pins and limits against the model and the stack.
-void check_cp_ep(const Model& model, const SearchOptions& options) {
-  check_positive(options.cp, "--cp");
-  check_positive(options.ep, "--ep");
-  check_limits("cp", options.min_cp, options.max_cp);
-  check_limits("ep", options.min_ep, options.max_ep);
-  const Stack& stack = options.stack;
-  if (options.cp && *options.cp > 1) {
-    const std::string cp = "--cp " + std::to_string(*options.cp);
-    if (!stack.context_parallel()) {
-      throw InputError(cp + ": stack " + stack.name +
-                       " has no context parallelism; use --cp 1 or --stack megatron-core");
-    }
-    if (model.seq_len % (2 * *options.cp) != 0) {
-      throw InputError(cp + ": 2 x cp must divide the sequence length " +
-                       std::to_string(model.seq_len) + " (causal load balancing: 2 cp chunks)");
-    }
-  }
-  if (options.ep && *options.ep > 1) {
-    const std::string ep = "--ep " + std::to_string(*options.ep);
-    if (!model.is_moe()) {
-      throw InputError(ep + ": model " + model.name + " has no experts (no moe: in its file)");
-    }
-    if (!stack.expert_parallel) {
-      throw InputError(ep + ": stack " + stack.name +
-                       " has no expert parallelism; use --ep 1 or --stack megatron-core");
-    }
-    if (model.moe.experts % *options.ep != 0) {
-      throw InputError(ep + ": must divide the model's " + std::to_string(model.moe.experts) +
-                       " experts");
-    }
-  }
-  if (model.is_moe() && options.tp && *options.tp > 1 && options.sequence_parallel &&
-      !*options.sequence_parallel) {
-    throw InputError("--sequence-parallel off with --tp " + std::to_string(*options.tp) +
-                     ": MoE layers with tensor parallelism run sequence parallel (Megatron "
-                     "moe_layer.py refuses otherwise); use --sequence-parallel on or --tp 1");
-  }
-  if (options.zero && *options.zero >= 3 && model.is_moe()) {
-    throw InputError(
-        "--zero 3: MoE models are planned with ZeRO 0-2 (sharding experts per unit "
-        "is not modelled)");
-  }
-}
-
 /// TP degrees: divide heads and kv_heads, within the limits and the pin.
 std::vector<int> tp_candidates(const Model& model, const SearchOptions& options) {
   std::vector<int> out;
@@ -369,7 +301,6 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
 SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& options,
                     const Calibration* calibration, const SearchProgress& progress) {
   if (const auto problem = find_option_problem(model, options)) throw OptionError(*problem);
-  check_cp_ep(model, options);
   check_model_on_gpu(model, cluster.gpu);
   SearchResult result;
   result.gpus = static_cast<int>(live_gpus(cluster).size());

@@ -87,3 +87,32 @@ TEST_CASE("the planner's option problems in words, with their flags", "[cli_text
         "global batch: not given (set training.global_batch in the model or pass --global-batch "
         "N)");
 }
+
+TEST_CASE("context and expert parallel option problems in words", "[cli_text]") {
+  Model model;
+  model.name = "m";
+  const Stack core = stack_preset("megatron-core");
+  const Stack old = stack_preset("megatron-2021");
+  using P = OptionProblem;
+  CHECK(cli::describe(P{Knob::cp, OptionIssue::stack_lacks, 2, 0}, model, old) ==
+        "--cp 2: stack megatron-2021 has no context parallelism; use --cp 1 or --stack "
+        "megatron-core");
+  CHECK(cli::describe(P{Knob::cp, OptionIssue::not_dividing_sequence, 3, 8192}, model, core) ==
+        "--cp 3: 2 x cp must divide the sequence length 8192 (causal load balancing: 2 cp chunks)");
+  CHECK(cli::describe(P{Knob::min_cp, OptionIssue::min_above_max, 4, 2}, model, core) ==
+        "--min-cp 4 is above --max-cp 2");
+  CHECK(cli::describe(P{Knob::min_ep, OptionIssue::min_above_max, 4, 2}, model, core) ==
+        "--min-ep 4 is above --max-ep 2");
+  CHECK(cli::describe(P{Knob::ep, OptionIssue::no_experts, 2, 0}, model, core) ==
+        "--ep 2: model m has no experts (no moe: in its file)");
+  CHECK(cli::describe(P{Knob::ep, OptionIssue::not_dividing_experts, 16, 8}, model, core) ==
+        "--ep 16: must divide the model's 8 experts");
+  CHECK(cli::describe(P{Knob::ep, OptionIssue::stack_lacks, 2, 0}, model, old) ==
+        "--ep 2: stack megatron-2021 has no expert parallelism; use --ep 1 or --stack "
+        "megatron-core");
+  CHECK(cli::describe(P{Knob::zero, OptionIssue::moe_zero3, 3, 0}, model, core) ==
+        "--zero 3: MoE models are planned with ZeRO 0-2 (sharding experts per unit is not "
+        "modelled)");
+  CHECK(cli::describe(P{Knob::max_ep, OptionIssue::not_positive, -1, 0}, model, core) ==
+        "--max-ep -1: expected a positive integer");
+}
