@@ -54,7 +54,10 @@ std::string summarize_stack(const Stack& s) {
                ? (s.selective == SelectiveKind::per_op ? "/selective(per-op)" : "/selective")
                : "") +
           (s.supports(Recompute::full) ? "/full" : ""),
-      s.measured_error > 0 ? fmt::format(", measured error +/-{:.0f}%", 100 * s.measured_error)
+      s.measured_error > 0 ? fmt::format(", measured error +/-{:.0f}%", 100 * s.measured_error) +
+                                 (s.measured_error_moe > 0
+                                      ? fmt::format(" (MoE +/-{:.0f}%)", 100 * s.measured_error_moe)
+                                      : "")
                            : "");
 }
 

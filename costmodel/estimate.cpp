@@ -499,8 +499,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.mfu = out.model_tflops_per_gpu / gpu.peak_tflops(model.training.dtype);
   out.mfu_causal = out.mfu * flops.model_causal / flops.model;
   out.time.step_s = std::isfinite(out.time.step_s) ? out.time.step_s : 0.0;
-  out.step_s_low = out.time.step_s * (1.0 - stack.measured_error);
-  out.step_s_high = out.time.step_s * (1.0 + stack.measured_error);
+  const double error = stack.error_for(model);
+  out.step_s_low = out.time.step_s * (1.0 - error);
+  out.step_s_high = out.time.step_s * (1.0 + error);
   out.tokens_per_s = global_batch * model.seq_len / out.time.step_s;
   out.bubble_fraction = out.time.bubble_s / out.time.step_s;
   MemoryOptions memory;

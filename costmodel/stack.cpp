@@ -47,6 +47,7 @@ const std::vector<std::string> kStackKeys = {
     "loss_bytes_per_logit",
     "zero3_fp32_shard_only",
     "measured_error",
+    "measured_error_moe",
     "context_parallel",
     "expert_parallel",
     "ep_overlap",
@@ -179,6 +180,7 @@ Stack read_stack(const MapReader& m) {
   s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", false);
   s.loss_bytes_per_logit = m.optional_double("loss_bytes_per_logit", 6.0, Range::positive);
   s.measured_error = m.optional_double("measured_error", 0.0, Range::fraction);
+  s.measured_error_moe = m.optional_double("measured_error_moe", 0.0, Range::fraction);
   s.cp_kinds = read_cp_kinds(m);
   s.expert_parallel = m.optional_bool("expert_parallel", false);
   s.ep_overlap = m.optional_bool("ep_overlap", false);
@@ -246,6 +248,10 @@ double Stack::reduce_bytes(Dtype dtype) const {
 
 double Stack::buffer_bytes(Dtype dtype) const {
   return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_buffer_bytes;
+}
+
+double Stack::error_for(const Model& model) const {
+  return model.is_moe() && measured_error_moe > 0.0 ? measured_error_moe : measured_error;
 }
 
 bool Stack::supports(Fp8Recipe recipe) const {

@@ -122,6 +122,8 @@ struct Stack {
   /// Measured mean |error| of bench/accuracy for this stack, as a fraction: the band shown on
   /// step time. 0 = not measured.
   double measured_error = 0.0;
+  /// The same over the stack's mixture-of-experts rows, used for MoE models; 0 = measured_error.
+  double measured_error_moe = 0.0;
 
   [[nodiscard]] bool supports_zero(int zero, int pp) const;
   /// Pipeline parallelism at all (some ZeRO stage runs with PP > 1).
@@ -135,6 +137,8 @@ struct Stack {
   }
   [[nodiscard]] bool context_parallel() const { return cp_kinds != 0; }
   [[nodiscard]] bool supports(Fp8Recipe recipe) const;
+  /// The measured error that applies to `model` (MoE models: measured_error_moe when set).
+  [[nodiscard]] double error_for(const Model& model) const;
 };
 
 [[nodiscard]] const char* to_string(CpKind kind);

@@ -8,6 +8,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
 #include "costmodel/memory.h"
+#include "costmodel/model_loader.h"
 #include "costmodel/pipeline.h"
 #include "costmodel/stack.h"
 #include "costmodel_fixture.h"
@@ -227,4 +228,13 @@ TEST_CASE("MFU under the causal convention and the step-time band", "[stack][est
   CHECK(e.mfu_causal == Approx(e.mfu * e.model_flops_causal / e.model_flops));
   CHECK(e.step_s_low == Approx(0.9 * e.time.step_s));
   CHECK(e.step_s_high == Approx(1.1 * e.time.step_s));
+}
+
+TEST_CASE("the band: the stack's measured error, its MoE rows' for MoE models", "[stack]") {
+  const Stack core = stack_preset("megatron-core");
+  // bench/accuracy 2026-12-01: megatron-core-perf's dense rows 8.5%, DeepSeek-V3 rows 35.6%.
+  CHECK(core.error_for(model_preset("llama3-8b")) == Approx(0.085));
+  CHECK(core.error_for(model_preset("deepseek-v3")) == Approx(0.356));
+  const Stack titan = stack_preset("torchtitan");  // no MoE rows: the dense error for both
+  CHECK(titan.error_for(model_preset("deepseek-v3")) == Approx(titan.measured_error));
 }
