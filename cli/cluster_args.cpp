@@ -230,9 +230,13 @@ std::string summarize_server(const Cluster& c) {
 
 std::string summarize_gpu(const Gpu& g) {
   const bool bf16 = g.peak_tflops_bf16 > 0.0;
-  return fmt::format("{} {} TFLOP/s, {} GiB at {} GB/s, GEMM ceiling {:.0f}%, PCIe {} GB/s",
+  const std::string fp8 =
+      g.fp8_matmul_efficiency > 0.0
+          ? fmt::format(" (fp8 {:.0f}% of {})", g.fp8_matmul_efficiency * 100.0, g.peak_tflops_fp8)
+          : "";
+  return fmt::format("{} {} TFLOP/s, {} GiB at {} GB/s, GEMM ceiling {:.0f}%{}, PCIe {} GB/s",
                      bf16 ? "bf16" : "fp16", bf16 ? g.peak_tflops_bf16 : g.peak_tflops_fp16,
-                     g.memory_gib, g.memory_gbps, g.matmul_efficiency * 100.0, g.pcie_gbps);
+                     g.memory_gib, g.memory_gbps, g.matmul_efficiency * 100.0, fp8, g.pcie_gbps);
 }
 
 std::string summarize_precision(const Training& t) {

@@ -44,11 +44,11 @@ ResolvedStack resolve_stack(const std::string& flag_value, const Cluster& cluste
 
 std::string summarize_stack(const Stack& s) {
   return fmt::format(
-      "attention {}, TP overlap {}, DP overlap {}, grad reduce {}, ZeRO {} (with PP {}), "
+      "attention {}, TP overlap {}, DP overlap {}, grad reduce {}, ZeRO {} ({}), "
       "recompute {}{}",
       to_string(s.attention), to_string(s.tp_overlap), s.dp_overlap_grad_reduce ? "on" : "off",
       s.grad_reduce_bytes >= 4 ? "fp32" : "16-bit", zero_list(s.zero_stages),
-      zero_list(s.zero_stages_with_pp),
+      s.pipelines() ? "with PP " + zero_list(s.zero_stages_with_pp) : std::string("no PP"),
       std::string(s.supports(Recompute::none) ? "none" : "") +
           (s.supports(Recompute::selective)
                ? (s.selective == SelectiveKind::per_op ? "/selective(per-op)" : "/selective")

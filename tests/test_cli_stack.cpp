@@ -140,3 +140,13 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
         "trident: error: model fp8-model: training.fp8.recipe delayed: stack torchtitan does not "
         "run this FP8 recipe\n");
 }
+
+TEST_CASE("presets: a stack without PP says so, a GPU its FP8 ceiling", "[cli_stack]") {
+  const Run presets = trident("presets");
+  CHECK(presets.code == 0);
+  CHECK(presets.out.find("grad reduce fp32, ZeRO 0/2/3 (no PP), recompute none/full") !=
+        std::string::npos);                                                  // fsdp
+  CHECK(presets.out.find("ZeRO 0/1/3 (with PP 0/1)") != std::string::npos);  // megatron-core
+  // H100: MAMF float8_e4m3fn 1402.6 of 1979 = 70.9%.
+  CHECK(presets.out.find("GEMM ceiling 80% (fp8 71% of 1979), PCIe 50 GB/s") != std::string::npos);
+}
