@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/report_text.h"
 #include "topology/errors.h"
 
 namespace trident::cli {
@@ -20,15 +21,6 @@ std::string pins_of(const ParallelConfig& c) {
 
 namespace {
 
-std::string summary(const ParallelConfig& c) {
-  std::string text = fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO-{} SP {}", c.tp, c.pp, c.dp,
-                                 c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
-                                 c.sequence_parallel ? "on" : "off");
-  if (c.cp > 1) text += fmt::format(" CP{}", c.cp);
-  if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
-  return text;
-}
-
 /// The best-ranked plan of `plans` the release can run, as a sentence; empty when none.
 std::string best_runnable(const Release& release, const std::vector<PlanResult>& plans,
                           const Cluster& cluster, const Model& model, SelectiveKind selective) {
@@ -38,7 +30,7 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
       return fmt::format(
           "; the best plan of this ranking it runs is plan {} ({}): --explain {} "
           "--emit {}",
-          i + 1, summary(plans[i].config), i + 1, release_id(release));
+          i + 1, split_summary(plans[i].config, "ZeRO-"), i + 1, release_id(release));
     }
   }
   return "";
@@ -55,8 +47,9 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
       export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind);
   if (!exported.refusal) return exported.text;
   const Refusal& r = *exported.refusal;
-  std::string message = fmt::format("--emit {}: plan {} ({}) cannot run there: {}",
-                                    release_id(release), rank, summary(config), r.reason);
+  std::string message =
+      fmt::format("--emit {}: plan {} ({}) cannot run there: {}", release_id(release), rank,
+                  split_summary(config, "ZeRO-"), r.reason);
   if (r.nearest) {
     message += "; nearest plan it can run: " + pins_of(*r.nearest);
   } else if (!r.change.empty()) {

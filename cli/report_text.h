@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "costmodel/parallel_config.h"
+
 namespace trident::cli {
 
 /// `digits` (an optional '-' then decimal digits) with a comma every three digits from the
@@ -22,5 +24,10 @@ template <std::integral Integer>
 /// One CSV field per RFC 4180, always quoted: the text in double quotes, each embedded double
 /// quote doubled (`say "hi"` -> `"say ""hi"""`); commas and line breaks stay inside the quotes.
 [[nodiscard]] std::string csv_quoted(std::string_view text);
+
+/// A split in one line: "TP4 PP16 DP8 mb2 VP6 none ZeRO1 SP on", then " CP2" and " EP8" when
+/// used. `zero_label` spells the ZeRO stage's prefix ("ZeRO" in the what-if table, "ZeRO-" in
+/// the emit report).
+[[nodiscard]] std::string split_summary(const ParallelConfig& c, std::string_view zero_label);
 
 }  // namespace trident::cli

@@ -6,21 +6,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/plan_checks.h"
+#include "cli/report_text.h"
 #include "topology/failure.h"
 
 namespace trident::cli {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-[[nodiscard]] std::string split_text(const ParallelConfig& c) {
-  std::string text = fmt::format("TP{} PP{} DP{} mb{} VP{} {} ZeRO{} SP {}", c.tp, c.pp, c.dp,
-                                 c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
-                                 c.sequence_parallel ? "on" : "off");
-  if (c.cp > 1) text += fmt::format(" CP{}", c.cp);
-  if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
-  return text;
-}
 
 [[nodiscard]] std::string hit_line(const GroupHit& hit) {
   std::string gpus;
@@ -47,8 +39,8 @@ using Json = nlohmann::ordered_json;
                        "-", "-", o.detail);
   }
   return fmt::format("{:>4} {:<13} {:>5} {:<34} {:>9.3f} {:>+9.1f}%  {}\n", rank, to_string(o.kind),
-                     o.gpus, split_text(o.plan->config), o.step_time_s, 100.0 * o.slowdown,
-                     o.detail);
+                     o.gpus, split_summary(o.plan->config, "ZeRO"), o.step_time_s,
+                     100.0 * o.slowdown, o.detail);
 }
 
 }  // namespace
@@ -62,8 +54,8 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
   const Estimate& base = w.baseline.estimate;
   out +=
       fmt::format("baseline (healthy, {} GPUs): {}: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
-                  w.baseline.config.gpus(), split_text(w.baseline.config), base.time.step_s,
-                  base.tokens_per_s, 100.0 * base.mfu);
+                  w.baseline.config.gpus(), split_summary(w.baseline.config, "ZeRO"),
+                  base.time.step_s, base.tokens_per_s, 100.0 * base.mfu);
   out += fmt::format("groups of the baseline the failures reach: {}\n",
                      w.groups_hit.empty() ? "none" : std::to_string(w.groups_hit.size()));
   for (std::size_t i = 0; i < w.groups_hit.size() && i < 6; ++i) {
