@@ -95,6 +95,14 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
   if (pins["zero"]) o.zero = pins["zero"].as<int>();
   if (pins["cp"]) o.cp = pins["cp"].as<int>();
   if (pins["ep"]) o.ep = pins["ep"].as<int>();
+  // Every public row that shards per unit published how: FULL_SHARD over all of DP (llm-foundry
+  // sharding_strategy FULL_SHARD, torchtitan data_parallel_shard_degree -1, "FSDP N"), so a row
+  // without dp_shard pins sharding over all of DP; HSDP rows say dp_shard.
+  if (pins["dp_shard"]) {
+    o.dp_shard = pins["dp_shard"].as<int>();
+  } else if (o.dp && o.zero && *o.zero >= 2) {
+    o.dp_shard = *o.dp;
+  }
   if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
   if (pins["sequence_parallel"])
     o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";

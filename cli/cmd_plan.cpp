@@ -35,7 +35,7 @@ struct PlanFlags {
   ClusterArgs cluster;  ///< --cluster --gpus --servers --gpus-per-server --gpu
   ModelArgs model;      ///< --model --global-batch --seq-len
   SearchOptions search;
-  std::optional<int> tp, pp, dp, micro_batch, vp, zero, cp, ep;
+  std::optional<int> tp, pp, dp, micro_batch, vp, zero, cp, ep, dp_shard;
   std::string recompute;
   std::string sequence_parallel;
   std::string calibration_file;
@@ -90,6 +90,10 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
   sub.add_option("--cp", f.cp, "pin context parallel size (ring / all-to-all attention)")
       ->check(positive);
   sub.add_option("--ep", f.ep, "pin expert parallel size (MoE models)")->check(positive);
+  sub.add_option("--dp-shard", f.dp_shard,
+                 "pin hybrid sharding (HSDP): ZeRO-3 sharded over N DP ranks, replicated "
+                 "across dp/N (fsdp, torchtitan)")
+      ->check(positive);
   sub.add_option("--min-cp", f.search.min_cp, "smallest context parallel size tried (default 1)")
       ->check(positive);
   sub.add_option("--max-cp", f.search.max_cp,
@@ -133,6 +137,7 @@ SearchOptions search_options(const PlanFlags& f) {
   options.zero = f.zero;
   options.cp = f.cp;
   options.ep = f.ep;
+  options.dp_shard = f.dp_shard;
   if (!f.recompute.empty()) options.recompute = parse_recompute(f.recompute);
   if (!f.sequence_parallel.empty()) options.sequence_parallel = parse_on_off(f.sequence_parallel);
   if (f.top < 1) throw InputError("--top 0: expected a positive number of plans");

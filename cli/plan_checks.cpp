@@ -49,6 +49,8 @@ const char* flag_of(Knob knob) {
       return "--min-ep";
     case Knob::max_ep:
       return "--max-ep";
+    case Knob::dp_shard:
+      return "--dp-shard";
   }
   return "?";
 }
@@ -74,6 +76,8 @@ std::string stack_lack(const OptionProblem& p, const Stack& stack) {
       return "has no context parallelism; use --cp 1 or --stack megatron-core";
     case Knob::ep:
       return "has no expert parallelism; use --ep 1 or --stack megatron-core";
+    case Knob::dp_shard:
+      return "has no hybrid sharding (HSDP); drop --dp-shard or use --stack fsdp or torchtitan";
     default:
       return "does not run it";
   }
@@ -140,6 +144,14 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "parallel (Megatron moe_layer.py refuses otherwise); use --sequence-parallel on or --tp "
           "1",
           p.limit);
+    case OptionIssue::not_dividing_dp:
+      return fmt::format("{}: must divide --dp {} (the shard groups tile data parallel)", pin,
+                         p.limit);
+    case OptionIssue::needs_unit_sharding:
+      return fmt::format(
+          "{} with --zero {}: stack {} shards hybrid only what it shards per unit (ZeRO-3{}); use "
+          "--zero 3 or drop --dp-shard",
+          pin, p.limit, stack.name, stack.zero2_per_unit ? " or ZeRO-2" : "");
     case OptionIssue::moe_zero3:
       return fmt::format(
           "{}: MoE models are planned with ZeRO 0-2 (sharding experts per unit is not modelled)",

@@ -122,6 +122,15 @@ std::string dimension(const char* name, const std::string& collective, const Com
         "latency {} times, hidden only behind the neighbouring unit's compute\n",
         1e3 * comm.unit_gather_s, comm.unit_gathers_per_step, 1e3 * comm.unit_scatter_s,
         comm.unit_scatters_per_step, comm.link.ranks, comm.link.ranks - 1);
+    if (comm.unit_replicate_s > 0.0) {
+      out += fmt::format(
+          "      hybrid sharding (HSDP): the {} ranks above are one shard group; after each "
+          "reduce-scatter the unit's {} gradient shard is all-reduced over {} replicas, {:.3f} "
+          "ms x {:.0f} per step, on the same stream\n"
+          "      replicas' link: {}\n",
+          comm.link.ranks, bytes_text(comm.replicate_bytes_per_call), comm.replicate_link.ranks,
+          1e3 * comm.unit_replicate_s, comm.unit_scatters_per_step, link_text(comm.replicate_link));
+    }
     return out +
            "      why: sharded data parallel gathers every layer's weights before it runs "
            "and reduce-scatters its gradients after, on every micro-batch the stack "

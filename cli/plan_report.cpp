@@ -46,6 +46,22 @@ Json comm_json(const CommDetail& comm, const std::string& collective) {
               {"unit_scatters_per_step", comm.unit_scatters_per_step}};
 }
 
+/// HSDP: the all-reduce of each unit's gradient shard across the replicas.
+Json replicate_json(const CommDetail& comm) {
+  return Json{{"collective", "all-reduce"},
+              {"bytes_per_call", comm.replicate_bytes_per_call},
+              {"calls_per_step", comm.unit_scatters_per_step},
+              {"ranks", comm.replicate_link.ranks},
+              {"tier", link_name(comm.replicate_link)},
+              {"gbps", link_gbps(comm.replicate_link)},
+              {"time_per_call_s", comm.unit_replicate_s},
+              {"total_s", comm.unit_replicate_s * comm.unit_scatters_per_step}};
+}
+
+/// DP ranks the ZeRO-sharded state is split over: the HSDP shard group, all of DP, or 1
+/// (ZeRO 0: nothing sharded).
+int shard_ranks_of(const ParallelConfig& c) { return c.zero >= 1 ? c.shard_ranks() : 1; }
+
 Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& plan,
                 const Calibration* calibration) {
   Json out = Json::array();
@@ -82,6 +98,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"sequence_parallel", c.sequence_parallel},
             {"cp", c.cp},
             {"ep", c.ep},
+            {"dp_shard", shard_ranks_of(c)},
+            {"dp_replicate", c.dp / shard_ranks_of(c)},
             {"step_time_s", e.time.step_s},
             {"tokens_per_s", e.tokens_per_s},
             {"model_tflops_per_gpu", e.model_tflops_per_gpu},
@@ -138,12 +156,18 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                              {"cp", cp_collective_name(plan)},
                              {"ep", ep_collective_name(c)}};
   if (c.cp > 1) json["cp_comm_type"] = to_string(e.cp_kind);
+  if (c.hybrid_shard()) {
+    json["links"]["dp_shard"] = link_name(p.shard);
+    json["links"]["dp_replicate"] = link_name(p.replicate);
+  }
+  const bool hybrid = c.hybrid_shard();
   json["rank_order"] = p.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp";
   json["comm"] = Json{{"tp", comm_json(e.tp, tp_collective_name(c))},
                       {"pp", comm_json(e.pp, pp_collective_name(c))},
                       {"dp", comm_json(e.dp, dp_collective_name(c))},
                       {"cp", comm_json(e.cp, cp_collective_name(plan))},
                       {"ep", comm_json(e.ep, ep_collective_name(c))}};
+  if (hybrid) json["comm"]["dp_replicate"] = replicate_json(e.dp);
   if (model.is_moe()) {
     json["comm"]["expert_dp"] = comm_json(e.edp, e.edp.link.ranks > 1 ? "all-reduce" : "none");
     json["flops_basis"] = "active_parameters";
@@ -195,40 +219,65 @@ std::string memory_text(const PlanResult& plan) {
   return fmt::format("{:.1f} GiB", plan.estimate.memory.total_bytes / kGib);
 }
 
-std::string tiers_text(const PlanResult& plan, bool cp_ep) {
+/// Optional table columns: CP and EP when either is above 1 in any shown row; HSDP (shard x
+/// replicate) when any shown row shards hybrid.
+struct Columns {
+  bool cp_ep = false;
+  bool hsdp = false;
+};
+
+Columns columns_of(const SearchResult& result) {
+  Columns columns;
+  for (const auto* plans : {&result.plans, &result.infeasible}) {
+    for (const auto& plan : *plans) {
+      columns.cp_ep = columns.cp_ep || plan.config.cp > 1 || plan.config.ep > 1;
+      columns.hsdp = columns.hsdp || plan.config.hybrid_shard();
+    }
+  }
+  return columns;
+}
+
+/// DP's tier; an HSDP plan's as shard+replicate ("nvlink+network").
+std::string dp_tier_text(const PlanResult& plan) {
   const Placement& p = plan.placement;
-  std::string text = fmt::format("{}/{}/{}", link_name(p.tp), link_name(p.pp), link_name(p.dp));
-  if (cp_ep) text += fmt::format("/{}/{}", link_name(p.cp), link_name(p.ep));
+  if (!plan.config.hybrid_shard()) return link_name(p.dp);
+  return link_name(p.shard) + "+" + link_name(p.replicate);
+}
+
+std::string tiers_text(const PlanResult& plan, Columns columns) {
+  const Placement& p = plan.placement;
+  std::string text = fmt::format("{}/{}/{}", link_name(p.tp), link_name(p.pp), dp_tier_text(plan));
+  if (columns.cp_ep) text += fmt::format("/{}/{}", link_name(p.cp), link_name(p.ep));
   return text;
 }
 
-/// The CP and EP columns: shown when either is above 1 in any shown row.
-bool shows_cp_ep(const std::vector<PlanResult>& plans) {
-  for (const auto& plan : plans) {
-    if (plan.config.cp > 1 || plan.config.ep > 1) return true;
-  }
-  return false;
+/// "8x64": DP ranks per shard group x replicas; "-" when not hybrid.
+std::string hsdp_text(const ParallelConfig& c) {
+  return c.hybrid_shard() ? fmt::format("{}x{}", c.dp_shard, c.dp / c.dp_shard) : "-";
 }
 
-std::string table_row(std::size_t rank, const PlanResult& plan, bool cp_ep) {
+std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
-  const std::string cp_ep_cells = cp_ep ? fmt::format(" {:>3} {:>3}", c.cp, c.ep) : "";
+  const std::string cp_ep_cells = columns.cp_ep ? fmt::format(" {:>3} {:>3}", c.cp, c.ep) : "";
+  const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>7}", hsdp_text(c)) : "";
   return fmt::format(
-      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9.3f} {:>12} "
+      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9.3f} {:>12} "
       "{:>6.1f} {:>10} {:>7.1f}  {}",
       rank, c.tp, cp_ep_cells, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute),
-      c.zero, on_off(c.sequence_parallel), e.time.step_s, thousands(e.tokens_per_s), 100.0 * e.mfu,
-      memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan, cp_ep));
+      c.zero, hsdp_cell, on_off(c.sequence_parallel), e.time.step_s, thousands(e.tokens_per_s),
+      100.0 * e.mfu, memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan, columns));
 }
 
-std::string table_header(bool cp_ep) {
-  const std::string cp_ep_cells = cp_ep ? fmt::format(" {:>3} {:>3}", "CP", "EP") : "";
+std::string table_header(Columns columns) {
+  const std::string cp_ep_cells = columns.cp_ep ? fmt::format(" {:>3} {:>3}", "CP", "EP") : "";
+  const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>7}", "HSDP") : "";
   return fmt::format(
-      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4} {:>3} {:>9} {:>12} {:>6} "
+      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9} {:>12} {:>6} "
       "{:>10} {:>7}  {}\n",
-      "rank", "TP", cp_ep_cells, "PP", "DP", "mb", "VP", "recompute", "ZeRO", "SP", "step (s)",
-      "tokens/s", "MFU %", "mem/GPU", "bubble%", cp_ep ? "link TP/PP/DP/CP/EP" : "link TP/PP/DP");
+      "rank", "TP", cp_ep_cells, "PP", "DP", "mb", "VP", "recompute", "ZeRO", hsdp_cell, "SP",
+      "step (s)", "tokens/s", "MFU %", "mem/GPU", "bubble%",
+      columns.cp_ep ? "link TP/PP/DP/CP/EP" : "link TP/PP/DP");
 }
 
 std::string search_summary(const SearchResult& result, const ReportContext& context) {
@@ -340,14 +389,19 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
            " replace the default efficiencies\n";
   }
   out += "# " + search_summary(result, context) + "\n";
-  const bool cp_ep = shows_cp_ep(result.plans) || shows_cp_ep(result.infeasible);
-  out += cp_ep
+  const Columns columns = columns_of(result);
+  out += columns.cp_ep
              ? "# link TP/PP/DP/CP/EP: the tier of the slowest group of each dimension (none = "
                "size 1; DP is DP x CP: gradients reduce over both)\n"
              : "# link TP/PP/DP: the tier of the slowest group of each dimension (none = size 1)\n";
-  out += table_header(cp_ep);
+  if (columns.hsdp) {
+    out +=
+        "# HSDP: hybrid sharding, DP ranks per shard group x replicas; its DP link reads "
+        "shard group+replicas\n";
+  }
+  out += table_header(columns);
   for (std::size_t i = 0; i < result.plans.size(); ++i)
-    out += table_row(i + 1, result.plans[i], cp_ep) + "\n";
+    out += table_row(i + 1, result.plans[i], columns) + "\n";
   if (result.plans.size() > 1) {
     const auto& lead = result.plans.front().estimate;
     const std::size_t tied = tied_count(result.plans);
@@ -361,24 +415,27 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
     out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
                        thousands(result.configurations_searched - result.feasible),
                        thousands(result.configurations_searched));
-    out += table_header(cp_ep);
+    out += table_header(columns);
     for (std::size_t i = 0; i < result.infeasible.size(); ++i) {
       const auto& plan = result.infeasible[i];
-      out += table_row(i + 1, plan, cp_ep) + "  " + plan.infeasible_reason + "\n";
+      out += table_row(i + 1, plan, columns) + "  " + plan.infeasible_reason + "\n";
     }
   }
   return out;
 }
 
 std::string format_csv(const SearchResult& result, const ReportContext& /*context*/) {
-  // cp,ep,link_cp,link_ep columns at the end when CP or EP is above 1 in any row (as the table).
-  const bool cp_ep = shows_cp_ep(result.plans) || shows_cp_ep(result.infeasible);
+  // cp,ep,link_cp,link_ep columns at the end when CP or EP is above 1 in any row (as the table);
+  // then dp_shard,dp_replicate,link_dp_shard,link_dp_replicate when any row shards hybrid.
+  const Columns columns = columns_of(result);
+  const bool cp_ep = columns.cp_ep;
   std::string out =
       "rank,tp,pp,dp,micro_batch,num_micro_batches,virtual_stages,recompute,zero,"
       "sequence_parallel,step_time_s,tokens_per_s,mfu,memory_gib_per_gpu,fits,bubble_fraction,"
       "link_tp,link_pp,link_dp,rank_order,reason";
-  out += cp_ep ? ",cp,ep,link_cp,link_ep\n" : "\n";
-  auto row = [&out, cp_ep](std::size_t rank, const PlanResult& plan) {
+  out += cp_ep ? ",cp,ep,link_cp,link_ep" : "";
+  out += columns.hsdp ? ",dp_shard,dp_replicate,link_dp_shard,link_dp_replicate\n" : "\n";
+  auto row = [&out, cp_ep, columns](std::size_t rank, const PlanResult& plan) {
     const auto& c = plan.config;
     const auto& e = plan.estimate;
     out += fmt::format(
@@ -394,6 +451,10 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
     if (cp_ep) {
       out += fmt::format(",{},{},{},{}", c.cp, c.ep, link_name(plan.placement.cp),
                          link_name(plan.placement.ep));
+    }
+    if (columns.hsdp) {
+      out += fmt::format(",{},{},{},{}", shard_ranks_of(c), c.dp / shard_ranks_of(c),
+                         link_name(plan.placement.shard), link_name(plan.placement.replicate));
     }
     out += "\n";
   };

@@ -32,6 +32,7 @@ std::string split_summary(const ParallelConfig& c, std::string_view zero_label) 
                                  zero_label, c.zero, c.sequence_parallel ? "on" : "off");
   if (c.cp > 1) text += fmt::format(" CP{}", c.cp);
   if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
+  if (c.hybrid_shard()) text += fmt::format(" HSDP {}x{}", c.dp_shard, c.dp / c.dp_shard);
   return text;
 }
 

@@ -12,6 +12,9 @@ CpView cp_local_view(const Model& model, const ParallelConfig& config) {
   view.model.seq_len = model.seq_len / config.cp;
   view.model.training.global_batch = model.training.global_batch * config.cp;
   view.config.dp = config.dp * config.cp;
+  // FSDP shards over DP x CP (torchtitan's dp_shard_cp mesh): an HSDP shard group holds its
+  // dp_shard DP ranks' CP ranks too.
+  if (config.dp_shard > 0) view.config.dp_shard = config.dp_shard * config.cp;
   view.config.cp = 1;
   return view;
 }

@@ -6,6 +6,7 @@
 
 #include "costmodel/compute.h"
 #include "costmodel/context_parallel.h"
+#include "costmodel/data_parallel.h"
 #include "costmodel/flops.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
@@ -192,137 +193,6 @@ double tp_backward_overlap_layer_s(const LayerTime& layer, const CommDetail& tp,
   return exposed;
 }
 
-/// The part of `comm_s` that overlapping with `window_s` of compute cannot hide; at least
-/// the last bucket's share `floor_s`.
-double unhidden_s(double comm_s, double window_s, double floor_s) {
-  return std::max(comm_s - window_s, std::min(comm_s, floor_s));
-}
-
-/// Time of `total_bytes` moved in buckets of `bucket_bytes`: one collective per bucket, each
-/// paying its latency.
-double bucketed_time_s(Collective collective, double total_bytes, double bucket_bytes,
-                       const GroupLink& link, const Calibration* calibration) {
-  if (total_bytes <= 0.0) return 0.0;
-  const double calls = std::ceil(total_bytes / bucket_bytes);
-  return calls * collective_time_s(collective, total_bytes / calls, link, calibration);
-}
-
-/// ZeRO-0/1/2 as Megatron/DeepSpeed run them: gradients reduced in buckets (all-reduce, or
-/// reduce-scatter with the weights all-gathered back), overlapped with the last micro-batch's
-/// backward / the next forward as far as the stack does; the last bucket cannot hide.
-void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
-                 double parameters, const Training& training, const StageTime& stage,
-                 const Calibration* calibration) {
-  const double bucket = std::min(
-      parameters,
-      std::max(stack.dp_bucket_parameters, stack.dp_bucket_parameters_per_rank * config.dp));
-  const double reduce_bytes = stack.reduce_bytes(training.dtype);
-  const double weight_bytes = precision_of(training).weight_gather_bytes;
-  const double grad_bytes = parameters * reduce_bytes;
-  const double share = bucket / parameters;
-  comm.bytes_per_call = grad_bytes;
-  comm.calls_per_step = 1.0;
-  const Collective reduce = config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
-  const double grad_s =
-      bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
-  const double grad_exposed_s =
-      stack.dp_overlap_grad_reduce ? unhidden_s(grad_s, stage.backward_s, grad_s * share) : grad_s;
-  if (config.zero == 0) {
-    comm.time_per_call_s = grad_s;
-    comm.total_s = grad_s;
-    comm.exposed_s = grad_exposed_s;
-    return;
-  }
-  const double gather_bytes = parameters * weight_bytes;
-  const double gather_s = bucketed_time_s(Collective::all_gather, gather_bytes,
-                                          bucket * weight_bytes, comm.link, calibration);
-  comm.collective = Collective::reduce_scatter;
-  comm.gather_bytes_per_call = gather_bytes;
-  comm.time_per_call_s = grad_s + gather_s;
-  comm.total_s = grad_s + gather_s;
-  comm.exposed_s = grad_exposed_s + (stack.dp_overlap_param_gather
-                                         ? unhidden_s(gather_s, stage.forward_s, gather_s * share)
-                                         : gather_s);
-}
-
-/// Sharded data parallel (ZeRO-3 / FSDP FULL_SHARD; FSDP SHARD_GRAD_OP as ZeRO-2 keeps the
-/// weights through backward): per unit (one transformer layer) an all-gather of its weights
-/// before forward, again before backward when the stack reshards after forward, and a
-/// reduce-scatter of its gradients after backward, on every micro-batch unless the stack
-/// keeps them gathered (ZeRO-3 with PP in torchtitan: once per step). Each call pays NCCL's
-/// ring latency; the stack prefetches `prefetch_units` ahead, so a unit's gather hides behind
-/// the previous unit's compute and only the excess (gather slower than compute) and the first
-/// gather / last reduce-scatter of each pass are exposed.
-void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& config,
-                const Stack& stack, long long m, const StageTime& stage,
-                const Calibration* calibration) {
-  const double weight_bytes = precision_of(model.training).weight_gather_bytes;
-  const double unit_params =
-      count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
-  const double units = stage.layers;
-  comm.collective = Collective::reduce_scatter;
-  comm.bytes_per_call = unit_params * stack.reduce_bytes(model.training.dtype);
-  comm.gather_bytes_per_call = unit_params * weight_bytes;
-  comm.unit_gather_s =
-      collective_time_s(Collective::all_gather, comm.gather_bytes_per_call, comm.link, calibration);
-  comm.unit_scatter_s =
-      collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, comm.link, calibration);
-  const double ag = comm.unit_gather_s;
-  const double rs = comm.unit_scatter_s;
-  const double fwd_unit = stage.layer.forward_s;
-  const double bwd_unit = stage.layer.backward_s + stage.layer.recompute_s;
-  const bool prefetch = stack.prefetch_units > 0;
-  const bool post = stack.backward_prefetch == BackwardPrefetch::post;
-  const bool backward_prefetch = prefetch && stack.backward_prefetch != BackwardPrefetch::none;
-  // One pass over the units: `comm_s` per unit against `compute_s` per unit.
-  const auto pass_exposed = [&](double comm_s, double compute_s, double edge_s, bool ahead) {
-    if (comm_s <= 0.0) return 0.0;
-    if (!ahead) return units * comm_s;
-    return edge_s + std::max(0.0, (units - 1.0) * (comm_s - compute_s));
-  };
-  // Backward: with BACKWARD_POST the next gather waits for the current unit's gradients, so
-  // every gather is exposed and only the reduce-scatters overlap.
-  const auto backward_exposed = [&](double gather_s, double scatter_s) {
-    if (post) return units * gather_s + pass_exposed(scatter_s, bwd_unit, scatter_s, true);
-    return pass_exposed(gather_s + scatter_s, bwd_unit, gather_s + scatter_s, backward_prefetch);
-  };
-  const double md = static_cast<double>(m);
-  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
-  const bool reshard = config.zero >= 3 && stack.reshard_after_forward && !keeps;
-  const double gather_passes = keeps ? 1.0 : md * (reshard ? 2.0 : 1.0);
-  const double scatter_passes = keeps || !stack.reduce_every_micro_batch ? 1.0 : md;
-  comm.unit_gathers_per_step = gather_passes * units;
-  comm.unit_scatters_per_step = scatter_passes * units;
-  comm.calls_per_step = comm.unit_scatters_per_step;
-  comm.time_per_call_s = rs;
-  comm.total_s = comm.unit_gathers_per_step * ag + comm.unit_scatters_per_step * rs;
-  const double forward_passes = keeps ? 1.0 : md;
-  const double backward_gather = reshard ? ag : 0.0;
-  double exposed = forward_passes * pass_exposed(ag, fwd_unit, ag, prefetch);
-  // Backward passes that reduce-scatter, and those that only re-gather.
-  exposed += scatter_passes * backward_exposed(backward_gather, rs);
-  if (!keeps) exposed += (md - scatter_passes) * backward_exposed(backward_gather, 0.0);
-  comm.exposed_s = exposed;
-}
-
-/// DP: the gradient all-reduce (ZeRO 0), reduce-scatter + weight all-gather (ZeRO 1/2), and
-/// per unit all-gathers and reduce-scatters (ZeRO 3, and ZeRO 2 where the stack shards per
-/// unit: FSDP SHARD_GRAD_OP).
-CommDetail dp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   double parameters, long long m, const StageTime& stage,
-                   const EstimateOptions& options, const Calibration* calibration) {
-  CommDetail comm;
-  comm.link = link;
-  if (config.dp <= 1) return comm;
-  const Stack& stack = options.stack;
-  if (config.zero >= 3 || (config.zero == 2 && stack.zero2_per_unit)) {
-    sharded_dp(comm, model, config, stack, m, stage, calibration);
-  } else {
-    bucketed_dp(comm, config, stack, parameters, model.training, stage, calibration);
-  }
-  return comm;
-}
-
 /// One micro-batch's traffic (calls, total and exposed time) over the step's micro-batches.
 CommDetail per_step(CommDetail comm, double micro_batches) {
   comm.calls_per_step *= micro_batches;
@@ -352,8 +222,11 @@ NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
   NcclGroups groups;
   groups.tp_channels = nccl_ring_channels(cluster, placement.tp);
   // CP, EP and expert-DP communicators hold buffers as DP's does: counted with DP's channels.
-  groups.dp_channels = nccl_ring_channels(cluster, placement.dp) +
-                       nccl_ring_channels(cluster, placement.cp) +
+  const double dp_channels = config.hybrid_shard()
+                                 ? nccl_ring_channels(cluster, placement.shard) +
+                                       nccl_ring_channels(cluster, placement.replicate)
+                                 : nccl_ring_channels(cluster, placement.dp);
+  groups.dp_channels = dp_channels + nccl_ring_channels(cluster, placement.cp) +
                        nccl_ring_channels(cluster, placement.ep) +
                        (config.ep > 1 ? nccl_ring_channels(cluster, placement.edp) : 0.0);
   groups.pp_peers = std::min(2, config.pp - 1);
@@ -435,24 +308,27 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double params = std::max(first_params, last_params);
   // DP traffic overlaps with whatever holds the compute stream, exposed TP collectives
   // included: widen the stage's windows by the TP time exposed per unit and micro-batch.
-  StageTime window = stage;
+  DpWindow window{stage.forward_s, stage.backward_s, stage.layers, stage.layer.forward_s,
+                  stage.layer.backward_s + stage.layer.recompute_s};
   if (stage.layers > 0 && md > 0) {
     const double tp_unit_s = out.tp.exposed_s / (md * stage.layers);
     const double unit_s = stage.layer.forward_s + stage.layer.backward_s + stage.layer.recompute_s;
     const double forward_share = unit_s > 0 ? stage.layer.forward_s / unit_s : 0.5;
-    window.layer.forward_s += tp_unit_s * forward_share;
-    window.layer.backward_s += tp_unit_s * (1.0 - forward_share);
+    window.unit_forward_s += tp_unit_s * forward_share;
+    window.unit_backward_s += tp_unit_s * (1.0 - forward_share);
     window.forward_s += stage.layers * tp_unit_s * forward_share;
     window.backward_s += stage.layers * tp_unit_s * (1.0 - forward_share);
   }
-  out.dp = dp_comm(local, split, placement.dp, params, m, window, options, calibration);
+  out.dp = dp_comm(local, split, {placement.dp, placement.shard, placement.replicate}, params, m,
+                   window, stack, calibration);
   // Expert gradients reduce over the expert-data-parallel group (tp x cp x dp / ep ranks).
   const double expert_params = expert_parameters_per_gpu(model, config);
   ParallelConfig expert_split = split;
   expert_split.dp = expert_dp(config);
+  expert_split.dp_shard = 0;
   if (expert_params > 0.0) {
-    out.edp =
-        dp_comm(local, expert_split, placement.edp, expert_params, m, window, options, calibration);
+    out.edp = dp_comm(local, expert_split, {placement.edp, placement.edp, placement.edp},
+                      expert_params, m, window, stack, calibration);
   }
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
@@ -460,7 +336,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s + out.pp.exposed_s +
                          out.cp.exposed_s + out.ep.exposed_s;
   out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
-  const double sharded = config.zero >= 1 ? split.dp : 1.0;
+  const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
   out.time.optimizer_s =
       optimizer_time_s(gpu, model.training.optimizer,
@@ -477,7 +353,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double tp_hidden_s = userbuffers ? 0.0 : out.tp.total_s - out.tp.exposed_s;
   out.time.overlap_contention_s =
       std::max(0.0, tp_hidden_s) * nccl_sm_share(cluster, placement.tp) +
-      std::max(0.0, out.dp.total_s - out.dp.exposed_s) * nccl_sm_share(cluster, placement.dp) +
+      std::max(0.0, out.dp.total_s - out.dp.exposed_s) * nccl_sm_share(cluster, out.dp.link) +
       std::max(0.0, out.pp.total_s - out.pp.exposed_s) * nccl_sm_share(cluster, placement.pp) +
       std::max(0.0, out.cp.total_s - out.cp.exposed_s) * nccl_sm_share(cluster, placement.cp) +
       std::max(0.0, out.edp.total_s - out.edp.exposed_s) * nccl_sm_share(cluster, placement.edp);

@@ -85,6 +85,11 @@ struct CommDetail {
   double unit_scatter_s = 0.0;
   double unit_gathers_per_step = 0.0;
   double unit_scatters_per_step = 0.0;
+  /// HSDP: after each unit's reduce-scatter, the all-reduce of its gradient shard across
+  /// the replicas (S as nccl-tests counts it, its time, its group); one per reduce-scatter.
+  double replicate_bytes_per_call = 0.0;
+  double unit_replicate_s = 0.0;
+  GroupLink replicate_link;
 };
 
 struct Estimate {

@@ -37,7 +37,8 @@ bool keeps_gathered(const ParallelConfig& config, const MemoryOptions& options) 
 
 StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config,
                                      const MemoryOptions& options) {
-  const double dp = config.dp;
+  // HSDP shards over its shard group only (config.shard_ranks()).
+  const double dp = config.shard_ranks();
   const double optimizer = model.training.optimizer == Optimizer::adam ? options.adam_state_bytes
                                                                        : kSgdStateBytesPerParameter;
   StateBytes bytes{options.weight_bytes, options.grad_buffer_bytes, optimizer};
@@ -59,7 +60,7 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
 /// dp 1, none when ZeRO-3 with PP keeps everything whole.
 double layer_units_bytes(const Model& model, const ParallelConfig& config,
                          const MemoryOptions& options) {
-  if (config.zero < 3 || config.dp <= 1 || keeps_gathered(config, options)) return 0.0;
+  if (config.zero < 3 || config.shard_ranks() <= 1 || keeps_gathered(config, options)) return 0.0;
   const double units = 1.0 + options.prefetch_units;
   return units * count_parameters(model).per_layer / config.tp *
          (options.weight_bytes + options.grad_buffer_bytes);
@@ -69,7 +70,7 @@ double layer_units_bytes(const Model& model, const ParallelConfig& config,
 /// their unsharded gradients.
 double output_unit_bytes(const Model& model, const ParallelConfig& config,
                          const MemoryOptions& options) {
-  if (config.zero < 3 || config.dp <= 1 || keeps_gathered(config, options)) return 0.0;
+  if (config.zero < 3 || config.shard_ranks() <= 1 || keeps_gathered(config, options)) return 0.0;
   const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
   return token_embedding / config.tp * (options.weight_bytes + options.grad_buffer_bytes);
 }

@@ -21,8 +21,16 @@ struct ParallelConfig {
   /// Expert parallel: a MoE layer's experts spread over ep GPUs carved out of tp x cp x dp
   /// (Megatron-Core: expert TP 1, ep x expert-DP = tp x cp x dp); no GPUs of its own.
   int ep = 1;
+  /// Hybrid sharded data parallel (HSDP; FSDP HYBRID_SHARD, torchtitan's dp_shard x
+  /// dp_replicate): ZeRO-3 state sharded over dp_shard consecutive DP ranks and replicated
+  /// across the dp / dp_shard such groups. 0 = sharded over all of DP.
+  int dp_shard = 0;
 
   [[nodiscard]] int gpus() const { return tp * cp * pp * dp; }
+  /// DP ranks the ZeRO-sharded state is split over: dp_shard for HSDP, else all of DP.
+  [[nodiscard]] int shard_ranks() const { return dp_shard > 0 ? dp_shard : dp; }
+  /// Sharded over part of DP and replicated across the rest.
+  [[nodiscard]] bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
   /// m = global_batch / (dp * micro_batch); caller guarantees divisibility.
   [[nodiscard]] long long num_micro_batches(long long global_batch) const {
     return global_batch / (static_cast<long long>(dp) * micro_batch);

@@ -135,6 +135,32 @@ std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int 
   return ranks;
 }
 
+std::vector<int> dp_shard_group(const ParallelConfig& config, RankOrder order, int rank) {
+  std::vector<int> ranks;
+  RankCoord coord = rank_coord(config, order, rank);
+  const int shard = config.shard_ranks();
+  const int first = coord.dp - coord.dp % shard;
+  for (int d = first; d < first + shard; ++d) {
+    for (int c = 0; c < config.cp; ++c) {
+      coord.dp = d;
+      coord.cp = c;
+      ranks.push_back(rank_of(config, order, coord));
+    }
+  }
+  return ranks;
+}
+
+std::vector<int> dp_replicate_group(const ParallelConfig& config, RankOrder order, int rank) {
+  std::vector<int> ranks;
+  RankCoord coord = rank_coord(config, order, rank);
+  const int shard = config.shard_ranks();
+  for (int d = coord.dp % shard; d < config.dp; d += shard) {
+    coord.dp = d;
+    ranks.push_back(rank_of(config, order, coord));
+  }
+  return ranks;
+}
+
 Placement default_placement(const Cluster& cluster, const ParallelConfig& config, RankOrder order) {
   Placement placement;
   placement.order = order;
@@ -147,6 +173,13 @@ Placement default_placement(const Cluster& cluster, const ParallelConfig& config
   placement.cp = link_of(cp_group(config, order, 0));
   placement.ep = link_of(ep_group(config, 0));
   placement.edp = config.ep > 1 ? link_of(edp_group(config, 0)) : placement.dp;
+  if (config.hybrid_shard()) {
+    placement.shard = link_of(dp_shard_group(config, order, 0));
+    placement.replicate = link_of(dp_replicate_group(config, order, 0));
+  } else {
+    placement.shard = single_rank_link();
+    placement.replicate = single_rank_link();
+  }
   return placement;
 }
 

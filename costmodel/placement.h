@@ -24,6 +24,11 @@ struct Placement {
   GroupLink cp;   ///< the slowest CP group (ring neighbours and all-to-all alike)
   GroupLink ep;   ///< the slowest expert-parallel group (the MoE all-to-alls)
   GroupLink edp;  ///< the slowest expert-data-parallel group (expert gradients)
+  /// HSDP only (config.hybrid_shard()): the slowest sharding group, dp_shard x cp ranks (the
+  /// per-unit all-gathers and reduce-scatters), and replication group, dp / dp_shard ranks
+  /// (the all-reduce of the gradient shards). One rank otherwise.
+  GroupLink shard;
+  GroupLink replicate;
 };
 
 /// Coordinates of a rank in the (tp, cp, pp, dp) grid.
@@ -65,6 +70,12 @@ struct RankStrides {
 /// The tp*cp*dp/ep ranks holding the same experts as `rank` (expert data parallel).
 [[nodiscard]] std::vector<int> edp_group(const ParallelConfig& config, int rank);
 /// Ranks of the DP x CP group of `rank` (Megatron reduces gradients over it).
+/// HSDP groups of `rank`: its DP block of dp_shard ranks (with their CP ranks), and the DP
+/// ranks dp_shard apart holding the same shard.
+[[nodiscard]] std::vector<int> dp_shard_group(const ParallelConfig& config, RankOrder order,
+                                              int rank);
+[[nodiscard]] std::vector<int> dp_replicate_group(const ParallelConfig& config, RankOrder order,
+                                                  int rank);
 [[nodiscard]] std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int rank);
 
 /// Healthy-cluster placement with ranks = GPU ids 0..N-1: queries the topology for rank 0's

@@ -36,6 +36,7 @@ const std::vector<std::string> kStackKeys = {
     "reduce_every_micro_batch",
     "pp_keeps_gathered_weights",
     "zero2_per_unit",
+    "hybrid_shard",
     "sequence_parallel",
     "interleaved_pipeline",
     "uneven_stages",
@@ -165,6 +166,7 @@ Stack read_stack(const MapReader& m) {
   s.reduce_every_micro_batch = m.optional_bool("reduce_every_micro_batch", true);
   s.pp_keeps_gathered_weights = m.optional_bool("pp_keeps_gathered_weights", true);
   s.zero2_per_unit = m.optional_bool("zero2_per_unit", false);
+  s.hybrid_shard = m.optional_bool("hybrid_shard", false);
   s.sequence_parallel = m.optional_bool("sequence_parallel", false);
   s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", false);
   s.uneven_stages = m.optional_bool("uneven_stages", false);

@@ -83,6 +83,9 @@ struct Stack {
   /// ZeRO-2 runs per unit like ZeRO-3 without the backward re-gather (FSDP SHARD_GRAD_OP),
   /// rather than as bucketed reduce-scatter + all-gather (DeepSpeed, Megatron).
   bool zero2_per_unit = false;
+  /// Hybrid sharding (HSDP): per-unit sharding inside a group of DP ranks, replicated across
+  /// the groups (FSDP1 HYBRID_SHARD / _HYBRID_SHARD_ZERO2, FSDP2 on a 2-D mesh).
+  bool hybrid_shard = false;
   bool sequence_parallel = true;
   bool interleaved_pipeline = true;
   /// Layers that do not divide by PP are allowed (first/last stages get fewer).
@@ -126,6 +129,14 @@ struct Stack {
   double measured_error_moe = 0.0;
 
   [[nodiscard]] bool supports_zero(int zero, int pp) const;
+  /// ZeRO stages sharded per unit (ZeRO-3; ZeRO-2 where zero2_per_unit), the ones HSDP splits.
+  [[nodiscard]] bool shards_per_unit(int zero) const {
+    return zero >= 3 || (zero == 2 && zero2_per_unit);
+  }
+  /// Hybrid sharding for this ZeRO stage.
+  [[nodiscard]] bool supports_hybrid_shard(int zero) const {
+    return hybrid_shard && shards_per_unit(zero);
+  }
   /// Pipeline parallelism at all (some ZeRO stage runs with PP > 1).
   [[nodiscard]] bool pipelines() const { return zero_stages_with_pp != 0; }
   /// Gradient bytes in the reduction / in the buffer for a training dtype.

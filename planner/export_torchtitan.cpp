@@ -60,8 +60,10 @@ std::string training(const Model& model, const ParallelConfig& c) {
 /// ceil(layers / per_stage) = PP x v stages (pipeline_parallel.py:71-108).
 std::string parallelism(const Model& model, const ParallelConfig& c) {
   const bool shard = c.zero >= 2;
-  std::string t = "[parallelism]\ndata_parallel_replicate_degree = " + str(shard ? 1 : c.dp) +
-                  "\ndata_parallel_shard_degree = " + str(shard ? c.dp : 1) + "\n";
+  // HSDP: shard over dp_shard ranks, replicate across the rest (job_config.py Parallelism).
+  const int shard_degree = shard ? c.shard_ranks() : 1;
+  std::string t = "[parallelism]\ndata_parallel_replicate_degree = " + str(c.dp / shard_degree) +
+                  "\ndata_parallel_shard_degree = " + str(shard_degree) + "\n";
   if (shard) t += "fsdp_reshard_after_forward = " + q(c.zero == 2 ? "never" : "default") + "\n";
   t += "tensor_parallel_degree = " + str(c.tp) + "\npipeline_parallel_degree = " + str(c.pp) + "\n";
   if (c.pp > 1) {

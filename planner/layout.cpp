@@ -94,9 +94,15 @@ GroupLink slowest_healthy(const Cluster& cluster, int ranks, const Dimension& di
   const int members = pairs ? 2 : dim.size;
   const int starts = pairs ? dim.size - 1 : 1;
   std::vector<int> ids(static_cast<std::size_t>(members));
-  for (int hi = 0; hi < ranks; hi += span) {
-    for (int j = 0; j < starts; ++j) {
-      for (int lo = 0; lo < dim.stride; ++lo) {
+  // A group's price depends only on its first rank modulo the period, and the first ranks'
+  // residues repeat: over hi every lcm(span, period), over j every period / gcd(stride,
+  // period) and over lo every period. Walking one cycle of each meets every residue.
+  const long long hi_end = std::min<long long>(ranks, std::lcm<long long>(span, period));
+  const int j_end = std::min(starts, period / std::gcd(dim.stride, period));
+  const int lo_end = std::min(dim.stride, period);
+  for (int hi = 0; hi < hi_end; hi += span) {
+    for (int j = 0; j < j_end; ++j) {
+      for (int lo = 0; lo < lo_end; ++lo) {
         const int base = hi + j * dim.stride + lo;
         auto& mark = seen[static_cast<std::size_t>(base % period)];
         if (mark != 0) continue;
@@ -156,6 +162,11 @@ std::vector<int> live_gpus(const Cluster& cluster) {
   std::vector<int> ids;
   ids.reserve(static_cast<std::size_t>(cluster.gpus()));
   const auto& health = cluster.health;
+  if (health.dead_gpus.empty() && health.dead_servers.empty()) {
+    ids.resize(static_cast<std::size_t>(cluster.gpus()));
+    std::iota(ids.begin(), ids.end(), 0);
+    return ids;
+  }
   for (int gpu = 0; gpu < cluster.gpus(); ++gpu) {
     if (health.dead_gpus.count(gpu) != 0) continue;
     if (health.dead_servers.count(cluster.server_of(gpu)) != 0) continue;
@@ -166,7 +177,8 @@ std::vector<int> live_gpus(const Cluster& cluster) {
 
 bool same_links(const Placement& a, const Placement& b) {
   return same_link(a.tp, b.tp) && same_link(a.pp, b.pp) && same_link(a.dp, b.dp) &&
-         same_link(a.cp, b.cp) && same_link(a.ep, b.ep) && same_link(a.edp, b.edp);
+         same_link(a.cp, b.cp) && same_link(a.ep, b.ep) && same_link(a.edp, b.edp) &&
+         same_link(a.shard, b.shard) && same_link(a.replicate, b.replicate);
 }
 
 Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order) {
@@ -204,6 +216,25 @@ Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder 
     placement.ep = slowest_group(cluster, ranks, {1, 1, Collective::all_to_all}, false, gpu_of);
     placement.edp = placement.dp;
   }
+  return with_shard_links(cluster, config, placement);
+}
+
+Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
+                           Placement placement) {
+  const auto gpu_of = live_gpus(cluster);
+  const int ranks = config.gpus();
+  const auto strides = rank_strides(config, placement.order);
+  // HSDP: dp_shard consecutive DP ranks (with their CP ranks) shard; DP ranks dp_shard apart
+  // replicate. One rank each otherwise.
+  const bool hybrid = config.hybrid_shard();
+  const int dp_stride = config.cp > 1 ? strides.cp : strides.dp;
+  placement.shard = slowest_group(
+      cluster, ranks, {hybrid ? config.dp_shard * config.cp : 1, dp_stride, Collective::all_gather},
+      false, gpu_of);
+  placement.replicate = slowest_group(cluster, ranks,
+                                      {hybrid ? config.dp / config.dp_shard : 1,
+                                       config.shard_ranks() * strides.dp, Collective::all_reduce},
+                                      false, gpu_of);
   return placement;
 }
 

@@ -24,6 +24,11 @@ namespace trident {
 [[nodiscard]] Placement place(const Cluster& cluster, const ParallelConfig& config,
                               RankOrder order);
 
+/// `placement` with the HSDP shard and replicate links of `config` filled in (one rank each
+/// when config is not hybrid); the other links as they were.
+[[nodiscard]] Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
+                                         Placement placement);
+
 /// Both placements carry the same links (the two rank orders price alike).
 [[nodiscard]] bool same_links(const Placement& a, const Placement& b);
 

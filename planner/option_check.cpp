@@ -58,6 +58,23 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   return std::nullopt;
 }
 
+/// The HSDP shard size against the stack, the ZeRO pin and the DP pin.
+std::optional<OptionProblem> dp_shard_problem(const SearchOptions& o) {
+  if (!o.dp_shard) return std::nullopt;
+  if (auto problem = not_positive(Knob::dp_shard, o.dp_shard)) return problem;
+  const long long shard = *o.dp_shard;
+  if (o.dp && *o.dp % shard != 0) {
+    return OptionProblem{Knob::dp_shard, OptionIssue::not_dividing_dp, shard, *o.dp};
+  }
+  if (o.dp && *o.dp == shard) return std::nullopt;  // all of DP: plain sharding
+  if (!o.stack.hybrid_shard)
+    return OptionProblem{Knob::dp_shard, OptionIssue::stack_lacks, shard, 0};
+  if (o.zero && !o.stack.supports_hybrid_shard(*o.zero)) {
+    return OptionProblem{Knob::dp_shard, OptionIssue::needs_unit_sharding, shard, *o.zero};
+  }
+  return std::nullopt;
+}
+
 /// Limits and pins that are wrong whatever the stack and the model.
 std::optional<OptionProblem> range_problem(const SearchOptions& o) {
   for (const auto& [knob, pin] :
@@ -98,7 +115,7 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   if (o.vp && *o.vp > 1 && !stack.interleaved_pipeline) {
     return OptionProblem{Knob::vp, OptionIssue::stack_lacks, *o.vp, 0};
   }
-  return std::nullopt;
+  return dp_shard_problem(o);
 }
 
 /// Pins the model cannot take, and what the model asks of the stack.

@@ -31,6 +31,7 @@ enum class Knob {
   max_cp,
   min_ep,
   max_ep,
+  dp_shard,
 };
 
 enum class OptionIssue {
@@ -48,6 +49,8 @@ enum class OptionIssue {
   not_dividing_experts,   ///< EP `value` does not divide the `limit` experts
   moe_needs_sp,           ///< sequence parallel off with TP `limit` on a MoE model
   moe_zero3,              ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
+  not_dividing_dp,        ///< HSDP shard size `value` does not divide the pinned DP `limit`
+  needs_unit_sharding,    ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit
 };
 
 struct OptionProblem {

@@ -99,6 +99,8 @@ Placement place_mapped(const Cluster& cluster, const ParallelConfig& config, Ran
   Slowest cp(Collective::send_recv);
   Slowest ep(Collective::all_to_all);
   Slowest edp(Collective::all_reduce);
+  Slowest shard(Collective::all_gather);
+  Slowest replicate(Collective::all_reduce);
   if (!everything) {
     tp.offer(base.tp);
     pp.offer(base.pp);
@@ -106,6 +108,8 @@ Placement place_mapped(const Cluster& cluster, const ParallelConfig& config, Ran
     cp.offer(base.cp);
     ep.offer(base.ep);
     edp.offer(base.edp);
+    shard.offer(base.shard);
+    replicate.offer(base.replicate);
   }
   std::set<int> seen_tp;
   std::set<int> seen_pp;
@@ -113,6 +117,9 @@ Placement place_mapped(const Cluster& cluster, const ParallelConfig& config, Ran
   std::set<int> seen_cp;
   std::set<int> seen_ep;
   std::set<int> seen_edp;
+  std::set<int> seen_shard;
+  std::set<int> seen_replicate;
+  const bool hybrid = config.hybrid_shard();
   for (int rank = 0; rank < config.gpus(); ++rank) {
     if (is_changed[static_cast<std::size_t>(gpu_of[static_cast<std::size_t>(rank)])] == 0) continue;
     offer_group(cluster, tp_group(config, order, rank), gpu_of, seen_tp, tp);
@@ -124,6 +131,11 @@ Placement place_mapped(const Cluster& cluster, const ParallelConfig& config, Ran
       offer_group(cluster, ep_group(config, rank), gpu_of, seen_ep, ep);
       offer_group(cluster, edp_group(config, rank), gpu_of, seen_edp, edp);
     }
+    if (hybrid) {
+      offer_group(cluster, dp_shard_group(config, order, rank), gpu_of, seen_shard, shard);
+      offer_group(cluster, dp_replicate_group(config, order, rank), gpu_of, seen_replicate,
+                  replicate);
+    }
   }
   Placement out;
   out.order = order;
@@ -133,6 +145,8 @@ Placement place_mapped(const Cluster& cluster, const ParallelConfig& config, Ran
   out.cp = config.cp < 2 ? base.cp : cp.link_or(base.cp);
   out.ep = config.ep < 2 ? base.ep : ep.link_or(base.ep);
   out.edp = config.ep < 2 ? out.dp : edp.link_or(base.edp);
+  out.shard = hybrid ? shard.link_or(base.shard) : base.shard;
+  out.replicate = hybrid ? replicate.link_or(base.replicate) : base.replicate;
   return out;
 }
 

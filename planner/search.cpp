@@ -21,7 +21,7 @@ auto plan_key(const PlanResult& plan) {
   const auto& c = plan.config;
   return std::tuple(c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
                     static_cast<int>(c.recompute), c.zero, c.sequence_parallel, c.cp, c.ep,
-                    static_cast<int>(plan.placement.order));
+                    static_cast<int>(plan.placement.order), c.dp_shard);
 }
 
 /// Infeasible plans: closest to fitting first.
@@ -100,6 +100,24 @@ std::vector<int> ep_candidates(const Model& model, const SearchOptions& options,
   return out;
 }
 
+/// HSDP shard group sizes for a ZeRO stage: 0 (shard over all of DP) and, where the stack
+/// shards this stage per unit with hybrid sharding, powers of two from 2 below dp that divide
+/// it. A pin (N < dp) is the only size tried and leaves out the stages that cannot shard
+/// hybrid; a pin equal to dp means all of DP.
+std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp) {
+  const bool hybrid = options.stack.supports_hybrid_shard(zero);
+  if (options.dp_shard && *options.dp_shard != dp) {
+    if (!hybrid || *options.dp_shard < 1 || dp % *options.dp_shard != 0) return {};
+    return {*options.dp_shard};
+  }
+  std::vector<int> out{0};
+  if (options.dp_shard || !hybrid) return out;
+  for (int shard = 2; shard < dp; shard *= 2) {
+    if (dp % shard == 0) out.push_back(shard);
+  }
+  return out;
+}
+
 struct Split {
   int tp = 1;
   int pp = 1;
@@ -133,6 +151,13 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
   }
   return out;
 }
+
+/// A split's placement in the two rank orders, and whether they price alike.
+struct Placed {
+  Placement first;
+  Placement second;
+  bool alike = false;
+};
 
 /// Runs the knobs of one split; placements computed once per rank order.
 class SplitSearch {
@@ -187,36 +212,82 @@ class SplitSearch {
         if (!options_.stack.supports_zero(zero, config.pp)) continue;
         if (zero >= 3 && model_.is_moe()) continue;  // experts not sharded per unit
         config.zero = zero;
-        for (const bool sp : {false, true}) {
-          if (sp && (config.tp < 2 || !options_.stack.sequence_parallel)) continue;
-          // MoE with TP runs sequence parallel (Megatron moe_layer.py L636 refuses otherwise).
-          if (!sp && config.tp > 1 && model_.is_moe()) continue;
-          if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
-          config.sequence_parallel = sp;
-          evaluate(config);
-        }
+        run_sequence_parallel(config);
       }
     }
   }
 
+  void run_sequence_parallel(ParallelConfig config) {
+    for (const bool sp : {false, true}) {
+      if (sp && (config.tp < 2 || !options_.stack.sequence_parallel)) continue;
+      // MoE with TP runs sequence parallel (Megatron moe_layer.py L636 refuses otherwise).
+      if (!sp && config.tp > 1 && model_.is_moe()) continue;
+      if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
+      config.sequence_parallel = sp;
+      run_shards(config);
+    }
+  }
+
+  /// Sharding over all of DP, then the HSDP shard sizes, of which only the fastest is kept (the
+  /// sizes differ by little; one row per knob setting). An HSDP plan holds more state per GPU
+  /// than sharding over all of DP, so none fits where that does not: not priced.
+  void run_shards(ParallelConfig config) {
+    std::optional<PlanResult> best_hybrid;
+    bool full_fits = true;
+    for (const int shard : shard_candidates(options_, config.zero, config.dp)) {
+      config.dp_shard = shard;
+      if (shard > 0 && !full_fits) break;
+      std::optional<PlanResult> plan = evaluate(config);
+      if (shard == 0) {
+        full_fits = plan.has_value();
+        if (plan) keep_best(result_.plans, options_.keep, std::move(*plan), better_plan);
+      } else if (plan && (!best_hybrid || better_plan(*plan, *best_hybrid))) {
+        best_hybrid = std::move(plan);
+      }
+    }
+    if (best_hybrid) keep_best(result_.plans, options_.keep, std::move(*best_hybrid), better_plan);
+  }
+
+  /// The split's placements in both orders; HSDP configurations get their shard and
+  /// replicate links added (computed once per shard size and split).
+  const Placed& placed(const ParallelConfig& config) {
+    ensure_placed(config);
+    if (!config.hybrid_shard()) return plain_;
+    for (const auto& [shard, hybrid] : hybrid_) {
+      if (shard == config.dp_shard) return hybrid;
+    }
+    Placed hybrid;
+    hybrid.first = with_shard_links(cluster_, config, plain_.first);
+    hybrid.second = plain_.alike ? hybrid.first : with_shard_links(cluster_, config, plain_.second);
+    hybrid.alike = plain_.alike || same_links(hybrid.first, hybrid.second);
+    hybrid_.emplace_back(config.dp_shard, hybrid);
+    return hybrid_.back().second;
+  }
+
   void ensure_placed(const ParallelConfig& config) {
     if (placed_) return;
-    first_ = place(cluster_, config, RankOrder::tp_dp_pp);
+    ParallelConfig plain = config;
+    plain.dp_shard = 0;
+    plain_.first = place(cluster_, plain, RankOrder::tp_dp_pp);
     // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order).
     const bool one_order = config.cp > 1 || config.ep > 1;
-    second_ = one_order ? first_ : place(cluster_, config, RankOrder::tp_pp_dp);
-    orders_alike_ = one_order || same_links(first_, second_);
-    result_.placements += orders_alike_ ? 1 : 2;
+    plain_.second = one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp);
+    plain_.alike = one_order || same_links(plain_.first, plain_.second);
+    result_.placements += plain_.alike ? 1 : 2;
+    hybrid_.clear();
     placed_ = true;
   }
 
-  void evaluate(const ParallelConfig& config) {
-    ensure_placed(config);
+  /// Prices one configuration: the better rank order when it fits; infeasible plans go to
+  /// the infeasible list when asked, and nullopt comes back.
+  std::optional<PlanResult> evaluate(const ParallelConfig& config) {
+    const Placed& where = placed(config);
     ++result_.configurations_searched;
-    PlanResult plan{config,
-                    first_,
-                    estimate(cluster_, model_, config, first_, calibration_, estimate_options_),
-                    {}};
+    PlanResult plan{
+        config,
+        where.first,
+        estimate(cluster_, model_, config, where.first, calibration_, estimate_options_),
+        {}};
     ++result_.evaluations;
     // Memory does not depend on where the groups sit: one order decides feasibility.
     if (!plan.estimate.memory.fits) {
@@ -224,18 +295,19 @@ class SplitSearch {
         plan.infeasible_reason = memory_reason(plan.estimate.memory, options_.reserve_gib);
         keep_best(result_.infeasible, options_.keep_infeasible, std::move(plan), closer_to_fitting);
       }
-      return;
+      return std::nullopt;
     }
     ++result_.feasible;
-    if (!orders_alike_) {
-      PlanResult other{config,
-                       second_,
-                       estimate(cluster_, model_, config, second_, calibration_, estimate_options_),
-                       {}};
+    if (!where.alike) {
+      PlanResult other{
+          config,
+          where.second,
+          estimate(cluster_, model_, config, where.second, calibration_, estimate_options_),
+          {}};
       ++result_.evaluations;
       if (better_plan(other, plan)) plan = std::move(other);
     }
-    keep_best(result_.plans, options_.keep, std::move(plan), better_plan);
+    return plan;
   }
 
   const Cluster& cluster_;
@@ -244,9 +316,8 @@ class SplitSearch {
   const Calibration* calibration_;
   SearchResult& result_;
   EstimateOptions estimate_options_;
-  Placement first_;
-  Placement second_;
-  bool orders_alike_ = false;
+  Placed plain_;
+  std::vector<std::pair<int, Placed>> hybrid_;
   bool placed_ = false;
 };
 

@@ -30,6 +30,9 @@ struct SearchOptions {
   std::optional<bool> sequence_parallel;
   std::optional<int> cp;  ///< context parallel size
   std::optional<int> ep;  ///< expert parallel size (MoE models)
+  /// HSDP shard group size in DP ranks (dp = shard over all of DP); pinned, only ZeRO stages
+  /// the stack shards hybrid are tried.
+  std::optional<int> dp_shard;
   int min_tp = 1;
   int max_tp = 0;  ///< 0 = no limit
   /// Context parallel sizes tried: powers of two with 2 cp dividing the sequence, from min_cp

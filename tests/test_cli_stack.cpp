@@ -150,3 +150,51 @@ TEST_CASE("presets: a stack without PP says so, a GPU its FP8 ceiling", "[cli_st
   // H100: MAMF float8_e4m3fn 1402.6 of 1979 = 70.9%.
   CHECK(presets.out.find("GEMM ceiling 80% (fp8 71% of 1979), PCIe 50 GB/s") != std::string::npos);
 }
+
+TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where it cannot run",
+          "[cli_stack]") {
+  // 64 GPUs, TP 1: DP 64 split into shard groups of 8 (one server, NVLink) x 8 replicas.
+  const std::string hsdp = kSmall + " --stack torchtitan --tp 1 --pp 1 --dp-shard 8";
+  const Run table = trident(hsdp + " --top 2 --explain");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("ZeRO    HSDP  SP") != std::string::npos);
+  CHECK(table.out.find("    8x8 ") != std::string::npos);
+  CHECK(table.out.find("none/none/nvlink+network") != std::string::npos);
+  CHECK(table.out.find("hybrid sharding (HSDP): the 8 ranks above are one shard group") !=
+        std::string::npos);
+  CHECK(table.out.find("all-reduced over 8 replicas") != std::string::npos);
+
+  const Run run = trident(hsdp + " --format json --top 1");
+  REQUIRE(run.code == 0);
+  const auto plan = nlohmann::json::parse(run.out).at("plans")[0];
+  CHECK(plan.at("zero") == 3);
+  CHECK(plan.at("dp_shard") == 8);
+  CHECK(plan.at("dp_replicate") == 8);
+  CHECK(plan.at("links").at("dp_shard") == "nvlink");
+  CHECK(plan.at("links").at("dp_replicate") == "network");
+  const auto& replicate = plan.at("comm").at("dp_replicate");
+  CHECK(replicate.at("ranks") == 8);
+  // Each unit's gradient shard: the fp32 reduce-scatter's bytes / 8.
+  CHECK(replicate.at("bytes_per_call").get<double>() ==
+        Approx(plan.at("comm").at("dp").at("bytes_per_call").get<double>() / 8));
+
+  // Plain plans say how they shard too: ZeRO-1 over all of DP, ZeRO 0 not at all.
+  const Run plain = trident(kSmall + " --tp 1 --pp 1 --zero 1 --format json --top 1");
+  REQUIRE(plain.code == 0);
+  const auto zero1 = nlohmann::json::parse(plain.out).at("plans")[0];
+  CHECK(zero1.at("dp_shard") == 64);
+  CHECK(zero1.at("dp_replicate") == 1);
+
+  const Run megatron = trident(kSmall + " --dp-shard 8");
+  CHECK(megatron.code == 2);
+  CHECK(megatron.err ==
+        "trident: error: --dp-shard 8: stack megatron-core has no hybrid sharding (HSDP); drop "
+        "--dp-shard or use --stack fsdp or torchtitan\n");
+  const Run uneven = trident(kSmall + " --stack fsdp --dp 64 --dp-shard 3");
+  CHECK(uneven.code == 2);
+  CHECK(uneven.err.find("--dp-shard 3: must divide --dp 64") != std::string::npos);
+  const Run zero0 = trident(kSmall + " --stack fsdp --zero 0 --dp-shard 8");
+  CHECK(zero0.code == 2);
+  CHECK(zero0.err.find("--dp-shard 8 with --zero 0: stack fsdp shards hybrid only") !=
+        std::string::npos);
+}

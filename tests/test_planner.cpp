@@ -387,3 +387,52 @@ TEST_CASE("infeasible plans are listed only when asked", "[planner]") {
   CHECK(result.infeasible[0].estimate.memory.total_bytes <=
         result.infeasible[4].estimate.memory.total_bytes);
 }
+
+TEST_CASE("HSDP shard sizes: searched where the stack shards hybrid, pinned exactly",
+          "[planner][stack]") {
+  // 2 servers of 8: 16 GPUs, global batch 16 so DP can reach 16.
+  Model model = tiny();
+  model.training.global_batch = 16;
+  SearchOptions options = keep_all();
+  options.stack = stack_preset("torchtitan");
+  options.tp = 1;
+  options.pp = 1;
+  bool seen_hybrid = false;
+  for (const auto& plan : search(dgx(2), model, options).plans) {
+    const auto& c = plan.config;
+    if (!c.hybrid_shard()) continue;
+    seen_hybrid = true;
+    CHECK(c.zero == 3);  // torchtitan shards only ZeRO-3 per unit
+    // Powers of two below DP 16 that divide it: 2, 4, 8.
+    CHECK((c.dp_shard == 2 || c.dp_shard == 4 || c.dp_shard == 8));
+    CHECK(plan.placement.shard.ranks == c.dp_shard);
+    CHECK(plan.placement.replicate.ranks == c.dp / c.dp_shard);
+  }
+  CHECK(seen_hybrid);
+  // A pin is the only size tried, and only with the ZeRO stages that shard hybrid.
+  options.dp_shard = 8;
+  const auto pinned = search(dgx(2), model, options).plans;
+  REQUIRE_FALSE(pinned.empty());
+  for (const auto& plan : pinned) {
+    CHECK(plan.config.dp_shard == 8);
+    CHECK(plan.config.zero == 3);
+    // Shard group: 8 consecutive GPUs = one server (NVLink); replicas: across the servers.
+    CHECK(plan.placement.shard.tier == Tier::nvlink);
+    CHECK(plan.placement.replicate.domains == 2);
+  }
+  // A pin equal to DP is plain sharding over all of DP.
+  options.dp_shard = 16;
+  for (const auto& plan : search(dgx(2), model, options).plans)
+    CHECK_FALSE(plan.config.hybrid_shard());
+  // Stacks without hybrid sharding never try it and refuse the pin.
+  options = keep_all();
+  for (const auto& plan : search(dgx(2), model, options).plans) CHECK(plan.config.dp_shard == 0);
+  options.dp_shard = 4;
+  check_refusal(options, Knob::dp_shard, OptionIssue::stack_lacks, 4);
+  options.stack = stack_preset("fsdp");
+  options.zero = 0;  // FSDP NO_SHARD: nothing sharded to split
+  check_refusal(options, Knob::dp_shard, OptionIssue::needs_unit_sharding, 4, 0);
+  options.zero.reset();
+  options.dp = 6;
+  check_refusal(options, Knob::dp_shard, OptionIssue::not_dividing_dp, 4, 6);
+}

@@ -339,3 +339,20 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
               "c.json");
         }) == "c.json: gemms[0].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'bf17'");
 }
+
+TEST_CASE("plan reader and groups under hybrid sharding (HSDP)", "[validate][plan]") {
+  // tests/data/plan_hsdp2.json: trident plan --model llama3-8b --seq-len 2048 --gpus 8
+  // --servers 1 --global-batch 16 --stack torchtitan --dp-shard 2 --tp 1 --pp 1 --top 1
+  // --format json: ZeRO-3 sharded over 2 DP ranks, 4 replicas.
+  const auto plan = read_plan(data("plan_hsdp2.json"), "plan.json");
+  CHECK(plan.config.dp == 8);
+  CHECK(plan.config.dp_shard == 2);
+  REQUIRE(plan.dp.has_value());
+  CHECK(plan.dp->ranks == 2);  // the per-unit collectives run in the shard group
+  // tp-dp-pp with tp 1: rank = dp; rank 5's shard group is DP ranks 4-5.
+  const auto g = rank_groups(plan, 5);
+  CHECK(g.dp.members == std::vector<int>{4, 5});
+  // A plan without the key (written before HSDP) shards over all of DP.
+  const auto plain = read_plan(data("plan_tp2_pp2_dp2.json"), "plan.json");
+  CHECK(plain.config.dp_shard == 0);
+}

@@ -81,6 +81,16 @@ TEST_CASE("place_mapped with the identity map prices as place()", "[whatif]") {
   const Placement direct = place(degraded, config, RankOrder::tp_dp_pp);
   CHECK(same_links(mapped, direct));
   CHECK(mapped.tp.intra_gbps == Approx(425.0));  // 17 x 25
+  // HSDP (ZeRO-3 sharded over 8 DP ranks, 4 replicas): its shard and replicate links too.
+  ParallelConfig hybrid = config;
+  hybrid.zero = 3;
+  hybrid.dp_shard = 8;
+  const Placement hybrid_mapped =
+      place_mapped(degraded, hybrid, RankOrder::tp_dp_pp, identity, server17,
+                   place(seed.cluster, hybrid, RankOrder::tp_dp_pp));
+  CHECK(same_links(hybrid_mapped, place(degraded, hybrid, RankOrder::tp_dp_pp)));
+  CHECK(hybrid_mapped.shard.ranks == 8);
+  CHECK(hybrid_mapped.replicate.ranks == 4);
 }
 
 TEST_CASE("seed question: one NVLink of GPU 3 on server 17 down", "[whatif]") {

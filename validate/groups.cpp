@@ -69,9 +69,11 @@ RankGroups rank_groups(const PlanSpec& plan, int rank) {
   out.coord = rank_coord(plan.config, plan.order, rank);
   out.tp = membership(GroupKind::tp, tp_group(plan.config, plan.order, rank), rank);
   out.pp = membership(GroupKind::pp, pp_group(plan.config, plan.order, rank), rank);
+  // Under HSDP the DP traffic (per-unit gathers and reduce-scatters) is the shard group's.
   out.dp = membership(GroupKind::dp,
-                      plan.config.cp > 1 ? dp_cp_group(plan.config, plan.order, rank)
-                                         : dp_group(plan.config, plan.order, rank),
+                      plan.config.hybrid_shard() ? dp_shard_group(plan.config, plan.order, rank)
+                      : plan.config.cp > 1       ? dp_cp_group(plan.config, plan.order, rank)
+                                                 : dp_group(plan.config, plan.order, rank),
                       rank);
   out.cp = membership(GroupKind::cp, cp_group(plan.config, plan.order, rank), rank);
   out.ep =

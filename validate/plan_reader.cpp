@@ -91,6 +91,19 @@ PlanGemm read_gemm(const json& entry, const Path& here, Dtype model_dtype) {
   return gemm;
 }
 
+/// HSDP: the shard group's DP ranks when the plan shards over part of DP (`dp_shard` below
+/// `dp` with ZeRO 2-3; plans without the key shard over all of DP), else 0.
+int hybrid_shard(const json& plan, const Path& at, int dp) {
+  if (!plan.contains("dp_shard") || !plan.contains("zero")) return 0;
+  const long long shard = positive_integer(plan, at, "dp_shard", kMaxPlanDimension);
+  const double zero = non_negative(plan, at, "zero");
+  if (zero < 2 || shard >= dp) return 0;
+  if (dp % shard != 0) {
+    at.child("dp_shard").fail("expected a divisor of dp = " + std::to_string(dp));
+  }
+  return static_cast<int>(shard);
+}
+
 void check_comm_sizes(const PlanSpec& spec, const Path& at) {
   const auto check = [&](const std::optional<PlanComm>& comm, int size) {
     if (comm && comm->ranks != size) {
@@ -102,7 +115,8 @@ void check_comm_sizes(const PlanSpec& spec, const Path& at) {
   };
   check(spec.tp, spec.config.tp);
   check(spec.pp, spec.config.pp);
-  check(spec.dp, spec.config.dp * spec.config.cp);  // gradients reduce over DP x CP
+  // Gradients reduce over DP x CP; under HSDP the DP traffic is the shard group's.
+  check(spec.dp, spec.config.shard_ranks() * spec.config.cp);
   check(spec.cp, spec.config.cp);
   check(spec.ep, spec.config.ep);
 }
@@ -132,6 +146,7 @@ PlanSpec read_one(const json& plan, const json& document, const Path& at) {
   spec.config.dp = static_cast<int>(dp);
   spec.config.cp = static_cast<int>(cp);
   spec.config.ep = static_cast<int>(ep);
+  spec.config.dp_shard = hybrid_shard(plan, at, spec.config.dp);
   spec.order = rank_order(plan, at);
   const json& comm = member(plan, at, "comm");
   if (!comm.is_object()) at.child("comm").fail("expected an object");

@@ -1,0 +1,155 @@
+// Data parallel communication: bucketed (ZeRO 0-2) and per unit (ZeRO-3/FSDP, HSDP).
+#include "costmodel/data_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "costmodel/collective.h"
+#include "costmodel/precision.h"
+
+namespace trident {
+
+/// The part of `comm_s` that overlapping with `window_s` of compute cannot hide; at least
+/// the last bucket's share `floor_s`.
+double unhidden_s(double comm_s, double window_s, double floor_s) {
+  return std::max(comm_s - window_s, std::min(comm_s, floor_s));
+}
+
+namespace {
+
+/// Time of `total_bytes` moved in buckets of `bucket_bytes`: one collective per bucket, each
+/// paying its latency.
+double bucketed_time_s(Collective collective, double total_bytes, double bucket_bytes,
+                       const GroupLink& link, const Calibration* calibration) {
+  if (total_bytes <= 0.0) return 0.0;
+  const double calls = std::ceil(total_bytes / bucket_bytes);
+  return calls * collective_time_s(collective, total_bytes / calls, link, calibration);
+}
+
+/// ZeRO-0/1/2 as Megatron/DeepSpeed run them: gradients reduced in buckets (all-reduce, or
+/// reduce-scatter with the weights all-gathered back), overlapped with the last micro-batch's
+/// backward / the next forward as far as the stack does; the last bucket cannot hide.
+void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
+                 double parameters, const Training& training, const DpWindow& stage,
+                 const Calibration* calibration) {
+  const double bucket = std::min(
+      parameters,
+      std::max(stack.dp_bucket_parameters, stack.dp_bucket_parameters_per_rank * config.dp));
+  const double reduce_bytes = stack.reduce_bytes(training.dtype);
+  const double weight_bytes = precision_of(training).weight_gather_bytes;
+  const double grad_bytes = parameters * reduce_bytes;
+  const double share = bucket / parameters;
+  comm.bytes_per_call = grad_bytes;
+  comm.calls_per_step = 1.0;
+  const Collective reduce = config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+  const double grad_s =
+      bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
+  const double grad_exposed_s =
+      stack.dp_overlap_grad_reduce ? unhidden_s(grad_s, stage.backward_s, grad_s * share) : grad_s;
+  if (config.zero == 0) {
+    comm.time_per_call_s = grad_s;
+    comm.total_s = grad_s;
+    comm.exposed_s = grad_exposed_s;
+    return;
+  }
+  const double gather_bytes = parameters * weight_bytes;
+  const double gather_s = bucketed_time_s(Collective::all_gather, gather_bytes,
+                                          bucket * weight_bytes, comm.link, calibration);
+  comm.collective = Collective::reduce_scatter;
+  comm.gather_bytes_per_call = gather_bytes;
+  comm.time_per_call_s = grad_s + gather_s;
+  comm.total_s = grad_s + gather_s;
+  comm.exposed_s = grad_exposed_s + (stack.dp_overlap_param_gather
+                                         ? unhidden_s(gather_s, stage.forward_s, gather_s * share)
+                                         : gather_s);
+}
+
+/// Sharded data parallel (ZeRO-3 / FSDP FULL_SHARD; FSDP SHARD_GRAD_OP as ZeRO-2 keeps the
+/// weights through backward): per unit (one transformer layer) an all-gather of its weights
+/// before forward, again before backward when the stack reshards after forward, and a
+/// reduce-scatter of its gradients after backward, on every micro-batch unless the stack
+/// keeps them gathered (ZeRO-3 with PP in torchtitan: once per step). Each call pays NCCL's
+/// ring latency; the stack prefetches `prefetch_units` ahead, so a unit's gather hides behind
+/// the previous unit's compute and only the excess (gather slower than compute) and the first
+/// gather / last reduce-scatter of each pass are exposed.
+void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& config,
+                const Stack& stack, long long m, const DpWindow& stage, const DpLinks& links,
+                const Calibration* calibration) {
+  const double weight_bytes = precision_of(model.training).weight_gather_bytes;
+  const double unit_params =
+      count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
+  const double units = stage.layers;
+  comm.collective = Collective::reduce_scatter;
+  comm.bytes_per_call = unit_params * stack.reduce_bytes(model.training.dtype);
+  comm.gather_bytes_per_call = unit_params * weight_bytes;
+  comm.unit_gather_s =
+      collective_time_s(Collective::all_gather, comm.gather_bytes_per_call, comm.link, calibration);
+  comm.unit_scatter_s =
+      collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, comm.link, calibration);
+  if (config.hybrid_shard()) {
+    // HSDP: each unit's reduced gradient shard is then all-reduced across the replicas,
+    // after its reduce-scatter and on the same stream (FSDP1 _reduce_grad; FSDP2
+    // foreach_reduce), so the two run back to back behind the backward compute.
+    comm.replicate_link = links.replicate;
+    comm.replicate_bytes_per_call = comm.bytes_per_call / config.shard_ranks();
+    comm.unit_replicate_s = collective_time_s(Collective::all_reduce, comm.replicate_bytes_per_call,
+                                              links.replicate, calibration);
+  }
+  const double ag = comm.unit_gather_s;
+  const double rs = comm.unit_scatter_s + comm.unit_replicate_s;
+  const double fwd_unit = stage.unit_forward_s;
+  const double bwd_unit = stage.unit_backward_s;
+  const bool prefetch = stack.prefetch_units > 0;
+  const bool post = stack.backward_prefetch == BackwardPrefetch::post;
+  const bool backward_prefetch = prefetch && stack.backward_prefetch != BackwardPrefetch::none;
+  // One pass over the units: `comm_s` per unit against `compute_s` per unit.
+  const auto pass_exposed = [&](double comm_s, double compute_s, double edge_s, bool ahead) {
+    if (comm_s <= 0.0) return 0.0;
+    if (!ahead) return units * comm_s;
+    return edge_s + std::max(0.0, (units - 1.0) * (comm_s - compute_s));
+  };
+  // Backward: with BACKWARD_POST the next gather waits for the current unit's gradients, so
+  // every gather is exposed and only the reduce-scatters overlap.
+  const auto backward_exposed = [&](double gather_s, double scatter_s) {
+    if (post) return units * gather_s + pass_exposed(scatter_s, bwd_unit, scatter_s, true);
+    return pass_exposed(gather_s + scatter_s, bwd_unit, gather_s + scatter_s, backward_prefetch);
+  };
+  const double md = static_cast<double>(m);
+  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
+  const bool reshard = config.zero >= 3 && stack.reshard_after_forward && !keeps;
+  const double gather_passes = keeps ? 1.0 : md * (reshard ? 2.0 : 1.0);
+  const double scatter_passes = keeps || !stack.reduce_every_micro_batch ? 1.0 : md;
+  comm.unit_gathers_per_step = gather_passes * units;
+  comm.unit_scatters_per_step = scatter_passes * units;
+  comm.calls_per_step = comm.unit_scatters_per_step;
+  comm.time_per_call_s = comm.unit_scatter_s;  // the shard group's call; HSDP's all-reduce apart
+  comm.total_s = comm.unit_gathers_per_step * ag + comm.unit_scatters_per_step * rs;
+  const double forward_passes = keeps ? 1.0 : md;
+  const double backward_gather = reshard ? ag : 0.0;
+  double exposed = forward_passes * pass_exposed(ag, fwd_unit, ag, prefetch);
+  // Backward passes that reduce-scatter, and those that only re-gather.
+  exposed += scatter_passes * backward_exposed(backward_gather, rs);
+  if (!keeps) exposed += (md - scatter_passes) * backward_exposed(backward_gather, 0.0);
+  comm.exposed_s = exposed;
+}
+
+}  // namespace
+
+/// DP: the gradient all-reduce (ZeRO 0), reduce-scatter + weight all-gather (ZeRO 1/2), and
+/// per unit all-gathers and reduce-scatters (ZeRO 3, and ZeRO 2 where the stack shards per
+/// unit: FSDP SHARD_GRAD_OP).
+CommDetail dp_comm(const Model& model, const ParallelConfig& config, const DpLinks& links,
+                   double parameters, long long m, const DpWindow& stage, const Stack& stack,
+                   const Calibration* calibration) {
+  CommDetail comm;
+  comm.link = config.hybrid_shard() ? links.shard : links.dp;
+  if (config.dp <= 1) return comm;
+  if (stack.shards_per_unit(config.zero)) {
+    sharded_dp(comm, model, config, stack, m, stage, links, calibration);
+  } else {
+    bucketed_dp(comm, config, stack, parameters, model.training, stage, calibration);
+  }
+  return comm;
+}
+
+}  // namespace trident

@@ -1,0 +1,43 @@
+#pragma once
+/// Data parallel communication as the stack runs it: bucketed gradient reduction (ZeRO 0-2,
+/// Megatron/DeepSpeed) or per-unit gathers and reduce-scatters (ZeRO-3/FSDP), over all of DP
+/// or, with hybrid sharding (HSDP), inside a shard group with the gradient shards all-reduced
+/// across the replicas. Derivations: docs/cost_model.md#data-parallel.
+#include "costmodel/calibration.h"
+#include "costmodel/estimate.h"
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
+#include "costmodel/stack.h"
+
+namespace trident {
+
+/// The compute DP traffic can hide behind: one micro-batch through the bottleneck stage, and
+/// one unit (transformer layer) of it.
+struct DpWindow {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+  double layers = 0.0;           ///< units on the stage
+  double unit_forward_s = 0.0;   ///< one unit's forward
+  double unit_backward_s = 0.0;  ///< one unit's backward with its recomputation
+};
+
+/// The links DP traffic rides: the DP (x CP) group; with HSDP the shard group (gathers and
+/// reduce-scatters) and the replication group (the gradient shards' all-reduce).
+struct DpLinks {
+  GroupLink dp;
+  GroupLink shard;
+  GroupLink replicate;
+};
+
+/// The part of `comm_s` that overlapping with `window_s` of compute cannot hide; at least
+/// `floor_s` (the last bucket's share).
+[[nodiscard]] double unhidden_s(double comm_s, double window_s, double floor_s);
+
+/// DP traffic of one step: `parameters` the stage's parameters on this GPU, `m` micro-batches.
+/// `model` / `config`: the per-GPU dense view (CP folded into DP).
+[[nodiscard]] CommDetail dp_comm(const Model& model, const ParallelConfig& config,
+                                 const DpLinks& links, double parameters, long long m,
+                                 const DpWindow& window, const Stack& stack,
+                                 const Calibration* calibration);
+
+}  // namespace trident

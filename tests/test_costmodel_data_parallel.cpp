@@ -1,0 +1,142 @@
+// Data parallel communication (costmodel/data_parallel.h): hybrid sharding (HSDP), its groups
+// and its memory. The plain per-unit schedule is tested in test_costmodel_stack.cpp.
+#include <catch2/catch.hpp>
+
+#include "configs/presets.h"
+#include "costmodel/collective.h"
+#include "costmodel/compute.h"
+#include "costmodel/estimate.h"
+#include "costmodel/placement.h"
+#include "costmodel/stack.h"
+#include "costmodel_fixture.h"
+
+using namespace trident;
+
+namespace {
+
+/// dp 4 on one NVLink domain; with HSDP the shard group and the replicas are 2 ranks each.
+Placement hsdp_placement() {
+  Placement placement;
+  placement.tp = test::nvlink_group(1);
+  placement.pp = test::nvlink_group(1);
+  placement.dp = test::nvlink_group(4);
+  placement.shard = test::nvlink_group(2);
+  placement.replicate = test::nvlink_group(2);
+  return placement;
+}
+
+ParallelConfig zero3_dp4(int dp_shard) {
+  ParallelConfig config;
+  config.dp = 4;
+  config.micro_batch = 1;
+  config.zero = 3;
+  config.dp_shard = dp_shard;
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("HSDP: per-unit gathers in the shard group, gradient shards all-reduced across",
+          "[data_parallel][estimate]") {
+  // Small model: 2 layers, B = 8; dp 4, micro-batch 1 -> m = 8 / 4 = 2 micro-batches.
+  const Model model = test::small_model();
+  const ParallelConfig config = zero3_dp4(2);
+  REQUIRE(config.hybrid_shard());
+  REQUIRE(config.shard_ranks() == 2);
+  EstimateOptions options;
+  options.stack = stack_preset("torchtitan");
+  const Placement placement = hsdp_placement();
+  const Estimate e = estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  // A unit is one layer: 49,280 parameters (test_costmodel_stack.cpp); gathers move 2 bytes
+  // each, the reduce-scatter 4 (fp32), inside the 2-rank shard group.
+  const double unit = 49280.0;
+  CHECK(e.dp.link.ranks == 2);
+  const double ag = collective_time_s(Collective::all_gather, unit * 2, placement.shard);
+  const double rs = collective_time_s(Collective::reduce_scatter, unit * 4, placement.shard);
+  CHECK(e.dp.unit_gather_s == Approx(ag));
+  CHECK(e.dp.unit_scatter_s == Approx(rs));
+  // Then each unit's reduced shard, unit x 4 / 2 = 98,560 bytes, is all-reduced over the
+  // 2 replicas.
+  CHECK(e.dp.replicate_bytes_per_call == Approx(98560.0));
+  CHECK(e.dp.replicate_link.ranks == 2);
+  const double ar = collective_time_s(Collective::all_reduce, 98560.0, placement.replicate);
+  CHECK(e.dp.unit_replicate_s == Approx(ar));
+  // Per step: 2 micro-batches x 2 layers x (forward + backward gather) = 8 gathers; 4
+  // reduce-scatters, each followed by its all-reduce.
+  CHECK(e.dp.unit_gathers_per_step == Approx(8.0));
+  CHECK(e.dp.unit_scatters_per_step == Approx(4.0));
+  CHECK(e.dp.total_s == Approx(8 * ag + 4 * (rs + ar)));
+  // Exposed per micro-batch (prefetch one unit): forward ag + max(0, ag - fwd); backward
+  // (ag + rs + ar) + max(0, ag + rs + ar - bwd). Times 2.
+  const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
+  const double forward = ag + std::max(0.0, ag - layer.forward_s);
+  const double backward = (ag + rs + ar) + std::max(0.0, ag + rs + ar - layer.backward_s);
+  CHECK(e.dp.exposed_s == Approx(2 * (forward + backward)));
+}
+
+TEST_CASE("HSDP memory: the model state sharded over the shard group, not all of DP",
+          "[data_parallel][memory]") {
+  const Model model = test::small_model();
+  EstimateOptions options;
+  options.stack = stack_preset("torchtitan");
+  const Placement placement = hsdp_placement();
+  const Estimate full =
+      estimate(test::round_cluster(), model, zero3_dp4(0), placement, nullptr, options);
+  const Estimate hybrid =
+      estimate(test::round_cluster(), model, zero3_dp4(2), placement, nullptr, options);
+  // FSDP shards the fp32 parameter and Adam's two moments: 12 bytes per parameter / ranks.
+  // Over 4 ranks 3 bytes, over the 2-rank shard group 6: twice as much.
+  CHECK(hybrid.memory.optimizer_bytes == Approx(2.0 * full.memory.optimizer_bytes));
+  CHECK(hybrid.memory.gradients_bytes == Approx(2.0 * full.memory.gradients_bytes));
+  CHECK(hybrid.memory.weights_bytes == Approx(2.0 * full.memory.weights_bytes));
+  // Sharding over all of DP has no replicas and no all-reduce.
+  CHECK_FALSE(zero3_dp4(4).hybrid_shard());
+  CHECK(full.dp.unit_replicate_s == 0.0);
+  CHECK(full.dp.link.ranks == 4);
+}
+
+TEST_CASE("HSDP groups: consecutive DP ranks shard, DP ranks dp_shard apart replicate",
+          "[data_parallel][placement]") {
+  // tp 2, dp 8, shard 4, order tp-dp-pp: DP ranks are 2 apart; rank 0's shard group holds
+  // DP ranks 0-3 = GPUs 0 2 4 6, its replicas DP ranks 0 and 4 = GPUs 0 and 8.
+  ParallelConfig config;
+  config.tp = 2;
+  config.dp = 8;
+  config.zero = 3;
+  config.dp_shard = 4;
+  CHECK(dp_shard_group(config, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 2, 4, 6});
+  CHECK(dp_replicate_group(config, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 8});
+  CHECK(dp_replicate_group(config, RankOrder::tp_dp_pp, 3) == std::vector<int>{3, 11});
+  // With CP 2 (tp 1, dp 4, shard 2): the shard group takes its DP ranks' CP ranks too
+  // (FSDP shards over DP x CP): DP 0-1 x CP 0-1 = 0 1 2 3; replicas: DP 0 and 2 = 0 and 4.
+  ParallelConfig cp;
+  cp.cp = 2;
+  cp.dp = 4;
+  cp.zero = 3;
+  cp.dp_shard = 2;
+  CHECK(dp_shard_group(cp, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 1, 2, 3});
+  CHECK(dp_replicate_group(cp, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 4});
+  // The placement of a plain config has one-rank shard and replicate links.
+  Cluster cluster = test::round_cluster();
+  cluster.servers = 2;
+  cluster.nvlink.domain_gpus = 8;
+  const Placement plain = default_placement(cluster, zero3_dp4(0), RankOrder::tp_dp_pp);
+  CHECK(plain.shard.ranks == 1);
+  CHECK(plain.replicate.ranks == 1);
+  const Placement hybrid = default_placement(cluster, config, RankOrder::tp_dp_pp);
+  CHECK(hybrid.shard.ranks == 4);
+  CHECK(hybrid.replicate.ranks == 2);
+  CHECK(hybrid.replicate.domains == 2);  // GPUs 0 and 8: two servers
+}
+
+TEST_CASE("which stacks shard hybrid, and which ZeRO stages", "[data_parallel][stack]") {
+  CHECK(stack_preset("fsdp").supports_hybrid_shard(3));
+  CHECK(stack_preset("fsdp").supports_hybrid_shard(2));  // _HYBRID_SHARD_ZERO2
+  CHECK_FALSE(stack_preset("fsdp").supports_hybrid_shard(1));
+  CHECK(stack_preset("torchtitan").supports_hybrid_shard(3));
+  CHECK_FALSE(stack_preset("torchtitan").supports_hybrid_shard(2));
+  for (const char* name :
+       {"megatron-core", "megatron-core-perf", "megatron-2021", "deepspeed-megatron"}) {
+    CHECK_FALSE(stack_preset(name).supports_hybrid_shard(3));
+  }
+}
