@@ -205,8 +205,15 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
     time.gemm_forward_s += time.gemm_fprop_s[i];
     linear_backward_s += time.gemm_dgrad_s[i] + time.gemm_wgrad_s[i];
   }
-  const CoreTime core = attention_core_time(gpu, precision.attention, profile, model, config,
-                                            features.fused_attention, calibration);
+  KernelProfile attention_profile = profile;
+  if (features.flash2 && profile.flash2_forward_share > 0.0 &&
+      profile.flash2_backward_share > 0.0) {
+    // FlashAttention-2 on a GPU where it is slower than the fused kernel (Hopper).
+    attention_profile.flash_forward_share = profile.flash2_forward_share;
+    attention_profile.flash_backward_share = profile.flash2_backward_share;
+  }
+  const CoreTime core = attention_core_time(gpu, precision.attention, attention_profile, model,
+                                            config, features.fused_attention, calibration);
   time.attention_forward_s = core.forward_s;
   time.attention_backward_s = core.backward_s;
   const double fwd_bytes =

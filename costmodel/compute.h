@@ -71,6 +71,8 @@ struct ComputeFeatures {
   bool fused_attention = true;  ///< flash-style attention: no s^2 tensors, causal blocks skipped
   SelectiveKind selective = SelectiveKind::attention;  ///< what selective recompute repeats
   bool fp8_saves_fp8_inputs = true;  ///< FP8: inputs kept as their FP8 copy (TE), not recast
+  /// The fused kernel is FlashAttention-2 (stack attention `flash`), not cuDNN's (`cudnn`).
+  bool flash2 = false;
 };
 
 /// One micro-batch through one transformer layer on one GPU (after the TP split).

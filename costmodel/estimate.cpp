@@ -57,10 +57,11 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
                      const Model& real, const ParallelConfig& given, const EstimateOptions& options,
                      const Calibration* calibration) {
   const Stack& stack = options.stack;
-  const LayerTime dense = layer_time(
-      cluster.gpu, model, config,
-      {stack.attention != AttentionKernel::unfused, stack.selective, stack.fp8_saves_fp8_inputs},
-      calibration);
+  const LayerTime dense =
+      layer_time(cluster.gpu, model, config,
+                 {stack.attention != AttentionKernel::unfused, stack.selective,
+                  stack.fp8_saves_fp8_inputs, stack.attention == AttentionKernel::flash},
+                 calibration);
   LayerTime layer =
       with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, calibration);
   const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;

@@ -9,8 +9,12 @@
 namespace trident {
 
 KernelProfile kernel_profile(const Gpu& gpu) {
-  return {gpu.sm_count, gpu.sustained_clock_ratio, gpu.attention_forward_efficiency,
-          gpu.attention_backward_efficiency};
+  return {gpu.sm_count,
+          gpu.sustained_clock_ratio,
+          gpu.attention_forward_efficiency,
+          gpu.attention_backward_efficiency,
+          gpu.flash2_forward_efficiency,
+          gpu.flash2_backward_efficiency};
 }
 
 double wave_efficiency(double tiles, int sm_count) {

@@ -17,6 +17,9 @@ struct KernelProfile {
   double sustained_ratio = 1.0;       ///< MSMF / MAMF: saturated-clock GEMM over boost burst
   double flash_forward_share = 0.0;   ///< fused attention forward, share of dense peak
   double flash_backward_share = 0.0;  ///< fused attention backward, share of dense peak
+  /// FlashAttention-2's shares where they differ (Hopper); 0 = the fused shares above.
+  double flash2_forward_share = 0.0;
+  double flash2_backward_share = 0.0;
 };
 
 /// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,

@@ -125,3 +125,39 @@ TEST_CASE("RoPE and dropout masks priced only where the model has them", "[kerne
   CHECK(masked.forward_s - without.forward_s == Approx(4096.0 / 850e9));
   CHECK(masked.backward_s - without.backward_s == Approx(8192.0 / 850e9));
 }
+
+TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hopper)", "[kernels]") {
+  // H100: cuDNN fused attention 609 / 499 TFLOP/s, FA2 368 / 310 (FlashAttention-3 paper,
+  // head dim 128, seq 4k).
+  const KernelProfile h100 = kernel_profile(gpu_preset("h100-sxm-80g"));
+  CHECK(h100.flash2_forward_share == Approx(368.0 / 989.0).epsilon(1e-4));
+  CHECK(h100.flash2_backward_share == Approx(310.0 / 989.0).epsilon(1e-4));
+  // A100: FA2 is the fused kernel the shares already describe; no separate keys.
+  CHECK(kernel_profile(gpu_preset("a100-sxm-80g")).flash2_forward_share == 0.0);
+
+  // Round GPU (100 TFLOP/s, sustained 1) with fused shares 0.5 / 0.4 and FA2 0.25 / 0.2: the
+  // attention core takes exactly twice as long under FA2, forward and backward; the rest of
+  // the layer is the same.
+  Gpu gpu = test::round_gpu();
+  gpu.attention_forward_efficiency = 0.5;
+  gpu.attention_backward_efficiency = 0.4;
+  gpu.flash2_forward_efficiency = 0.25;
+  gpu.flash2_backward_efficiency = 0.2;
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  ComputeFeatures cudnn;
+  ComputeFeatures flash2;
+  flash2.flash2 = true;
+  const LayerTime a = layer_time(gpu, model, config, cudnn);
+  const LayerTime b = layer_time(gpu, model, config, flash2);
+  // QK^T and AV: 2 GEMMs x 2 b s^2 h / tp = 4 x 1 x 32^2 x 64 / 2 = 131,072 FLOPs; the causal
+  // half 65,536, at 0.5 x 100 = 50 TFLOP/s.
+  CHECK(a.attention_forward_s == Approx(65536.0 / 50e12));
+  CHECK(b.attention_forward_s == Approx(2.0 * a.attention_forward_s));
+  CHECK(b.attention_backward_s == Approx(2.0 * a.attention_backward_s));
+  CHECK(b.forward_s - a.forward_s == Approx(a.attention_forward_s));
+  // Without FA2 keys the flash kernel prices as the fused one.
+  gpu.flash2_forward_efficiency = 0.0;
+  gpu.flash2_backward_efficiency = 0.0;
+  CHECK(layer_time(gpu, model, config, flash2).forward_s == Approx(a.forward_s));
+}

@@ -28,7 +28,9 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "sm_count",
                                            "sustained_clock_ratio",
                                            "attention_forward_efficiency",
-                                           "attention_backward_efficiency"};
+                                           "attention_backward_efficiency",
+                                           "flash2_forward_efficiency",
+                                           "flash2_backward_efficiency"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
 const std::vector<std::string> kClusterKeys = {
     "name", "stack", "gpu", "servers", "gpus_per_server", "nvlink", "network", "pcie"};
@@ -68,6 +70,10 @@ Gpu read_gpu(const MapReader& m) {
       m.optional_double("attention_forward_efficiency", 0.0, Range::non_negative);
   gpu.attention_backward_efficiency =
       m.optional_double("attention_backward_efficiency", 0.0, Range::non_negative);
+  gpu.flash2_forward_efficiency =
+      m.optional_double("flash2_forward_efficiency", 0.0, Range::non_negative);
+  gpu.flash2_backward_efficiency =
+      m.optional_double("flash2_backward_efficiency", 0.0, Range::non_negative);
   gpu.pcie_gbps = m.optional_double("pcie_gbps", 24.0, Range::positive);
   gpu.pcie_latency_us = m.optional_double("pcie_latency_us", 5.7, Range::non_negative);
   gpu.nvlink_latency_us = m.optional_double("nvlink_latency_us", 3.4, Range::non_negative);

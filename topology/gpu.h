@@ -40,6 +40,11 @@ struct Gpu {
   /// (attention then runs at the GEMM tile model's rate).
   double attention_forward_efficiency = 0.0;
   double attention_backward_efficiency = 0.0;
+  /// FlashAttention-2 (the flash-attn package, PyTorch SDPA's flash backend) where it differs
+  /// from the fused kernel above: on Hopper FA2 has no WGMMA/TMA path and reaches far less
+  /// than cuDNN's fused attention; 0 = the same as attention_*_efficiency.
+  double flash2_forward_efficiency = 0.0;
+  double flash2_backward_efficiency = 0.0;
   double pcie_gbps = 0.0;  ///< per GPU, one direction, GB/s (default for clusters)
   double pcie_latency_us = 2.0;
   double nvlink_latency_us = 2.0;   ///< default NVLink hop latency for clusters
