@@ -1,12 +1,16 @@
 // cli/report_text.h: the one thousands separator and the one CSV quoting of the reporters;
-// cli/plan_checks.h: the planner's option problems worded with their flags.
+// cli/plan_checks.h: the planner's option problems worded with their flags; cli/failure_text.h
+// and cli/whatif_text.h: failures and the what-if's options in words.
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "cli/failure_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
+#include "cli/whatif_text.h"
 #include "costmodel/stack.h"
 #include "planner/option_check.h"
+#include "topology/cluster_loader.h"
 
 using trident::cli::csv_quoted;
 using trident::cli::group_thousands;
@@ -115,4 +119,104 @@ TEST_CASE("context and expert parallel option problems in words", "[cli_text]") 
         "modelled)");
   CHECK(cli::describe(P{Knob::max_ep, OptionIssue::not_positive, -1, 0}, model, core) ==
         "--max-ep -1: expected a positive integer");
+}
+
+TEST_CASE("failures in words", "[cli_text]") {
+  Cluster h100 = cluster_preset("dgx-h100");  // 8 x H100, 18 NVLinks, 8 NICs a server
+  h100.servers = 64;
+  const Cluster c = apply_failure(h100, parse_failure("nvlink:17/3"));
+  CHECK(cli::describe(parse_failure("nvlink:17/3"), c) ==
+        "one of 18 NVLinks of GPU 3 on server 17 (global GPU 139): it keeps 17");
+  CHECK(cli::describe(parse_failure("nvlink:0/2:all"), h100) ==
+        "all 18 NVLinks of GPU 2 on server 0 (global GPU 2): its traffic falls back to PCIe");
+  CHECK(cli::describe(parse_failure("nic:3/1"), h100) ==
+        "NIC 1 of 8 on server 3: its GPUs share the other 7");
+  CHECK(cli::describe(parse_failure("gpu:1/2"), h100) == "GPU 2 on server 1 (global GPU 10) dead");
+  CHECK(cli::describe(parse_failure("server:3"), h100) == "server 3 dead (GPUs 24-31)");
+  const Cluster mesh = cluster_preset("dgx1-v100");  // hybrid cube mesh
+  CHECK(cli::describe(parse_failure("mesh:1/0-4"), mesh) ==
+        "the direct link GPU 0 - GPU 4 on server 1 (2 NVLinks)");
+  CHECK(cli::describe(parse_failure("nvlink:1/0:all"), mesh) ==
+        "every direct NVLink of GPU 0 on server 1 (global GPU 8) (to GPUs 1, 2, 3, 4)");
+}
+
+namespace {
+
+/// The seed question's shape: 512 H100 in 64 servers, TP 8 x PP 8 x DP 8, GPU 139 dead.
+WhatIf seed_what_if() {
+  WhatIf w;
+  w.degraded = cluster_preset("dgx-h100");
+  w.degraded.servers = 64;
+  w.degraded.health.dead_gpus.insert(139);
+  w.baseline.config = ParallelConfig{.tp = 8, .pp = 8, .dp = 8, .micro_batch = 1};
+  w.baseline.estimate.time.step_s = 10.0;
+  return w;
+}
+
+WhatIfOption note(WhatIfKind kind, OptionNote why) {
+  WhatIfOption o;
+  o.kind = kind;
+  o.note = why;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the what-if's options in words", "[cli_text]") {
+  WhatIf w = seed_what_if();
+  CHECK(cli::option_text(note(WhatIfKind::keep, OptionNote::ranks_on_dead), w) ==
+        "the plan has ranks on 1 GPU (139) that are dead: it cannot run as placed");
+  CHECK(cli::option_text(note(WhatIfKind::replace, OptionNote::no_spare), w) ==
+        "the split needs 512 GPUs and 511 are left: no spare server to move the ranks of 1 GPU "
+        "(139) to (the job uses all 64)");
+  CHECK(cli::option_text(note(WhatIfKind::replace, OptionNote::tp_whole_server), w) ==
+        "TP 8 takes the whole server: there is no other grouping");
+  CHECK(cli::option_text(note(WhatIfKind::replace, OptionNote::switch_no_gain), w) ==
+        "on an NVSwitch a group runs at its slowest member's links and every GPU is in some TP "
+        "group: no regrouping of the same split avoids the bad GPU");
+  CHECK(cli::option_text(note(WhatIfKind::cordon_gpu, OptionNote::not_one_gpu), w) ==
+        "the failure is not on one GPU");
+  WhatIfOption gpu = note(WhatIfKind::cordon_gpu, OptionNote::cordoned);
+  gpu.cordoned = {139};
+  gpu.replan = {Replan::no_split, 511};
+  CHECK(cli::option_text(gpu, w) ==
+        "takes GPU 139 out: no split of 511 GPUs divides the model and batch");
+  WhatIfOption servers = note(WhatIfKind::cordon_server, OptionNote::cordoned);
+  servers.available = true;
+  servers.cordoned = {3, 5};
+  servers.replan = {Replan::no_fit, 496};
+  servers.gpus = 488;
+  servers.servers = 61;
+  servers.spare_servers = 1;
+  CHECK(cli::option_text(servers, w) ==
+        "takes servers 3,5 out; no split of 496 GPUs fits in memory, so 1 more idle as spares: "
+        "re-plans on 61 servers (488 GPUs)");
+  w.baseline.config.tp = 2;
+  WhatIfOption regrouped = note(WhatIfKind::replace, OptionNote::regrouped);
+  regrouped.regrouped = {{0, {0, 4, 1, 5, 2, 6, 3, 7}}};
+  CHECK(cli::option_text(regrouped, w) ==
+        "same split, GPUs regrouped: server 0 TP groups [0 4] [1 5] [2 6] [3 7]");
+}
+
+TEST_CASE("the what-if's recommendation and groups hit in words", "[cli_text]") {
+  WhatIf w = seed_what_if();
+  WhatIfOption server = note(WhatIfKind::cordon_server, OptionNote::cordoned);
+  server.available = true;
+  server.gpus = 504;
+  server.step_time_s = 12.0;
+  server.slowdown = 0.2;
+  w.options = {server, note(WhatIfKind::keep, OptionNote::ranks_on_dead)};
+  CHECK(cli::recommendation(w) ==
+        "cordon-server: 12.000 s/step (+20.0% vs the healthy 10.000 s); the healthy plan cannot "
+        "run without its dead GPUs and there is no spare, so it re-plans on what is left, giving "
+        "up 8 of 512 GPUs");
+  w.options = {note(WhatIfKind::keep, OptionNote::ranks_on_dead)};
+  CHECK(cli::recommendation(w) ==
+        "no option runs: the plan has ranks on 1 GPU (139) that are dead: it cannot run as placed");
+  GroupHit hit{.dimension = "tp", .gpus = {136, 137, 138, 139}, .before = {}, .after = {}};
+  hit.before.intra_gbps = 450.0;
+  hit.after.intra_gbps = 425.0;
+  CHECK(cli::hit_text(hit) == "TP group 136-139: 450 GB/s -> 425 GB/s");
+  hit.lost = true;
+  CHECK(cli::hit_text(hit) == "TP group 136-139 lost a GPU");
 }

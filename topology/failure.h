@@ -12,6 +12,7 @@
 /// On a mesh server nvlink:S/G:all takes down every direct link of GPU G; a bare nvlink:S/G
 /// is refused there (name the pair). A spec naming a part twice is refused by apply_failures.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/cluster.h"
@@ -45,7 +46,9 @@ struct Failure {
 /// Global ids of the GPUs that are dead (dead GPUs plus every GPU of a dead server), sorted.
 [[nodiscard]] std::vector<int> dead_gpu_ids(const Cluster& cluster);
 
-/// Human-readable one-line description ("one of 18 NVLinks of GPU 3 on server 17").
-[[nodiscard]] std::string describe(const Failure& failure, const Cluster& cluster);
+/// The mesh peers (server-local indexes) of server-local GPU `local` on `server`, with the
+/// number of NVLinks to each, ascending. Empty on an NVSwitch server.
+[[nodiscard]] std::vector<std::pair<int, int>> mesh_peers(const Cluster& cluster, int server,
+                                                          int local);
 
 }  // namespace trident
