@@ -94,13 +94,14 @@ struct Context {
   const WhatIf& w;
 };
 
-[[nodiscard]] WhatIfOption with_plan(WhatIfKind kind, PlanResult plan, int gpus, OptionNote note) {
+[[nodiscard]] WhatIfOption with_plan(WhatIfKind kind, const PlanResult& plan, int gpus,
+                                     OptionNote note) {
   WhatIfOption option;
   option.kind = kind;
   option.available = true;
   option.note = note;
   option.step_time_s = plan.estimate.time.step_s;
-  option.plan = std::move(plan);
+  option.plan = plan;
   option.gpus = gpus;
   return option;
 }
@@ -123,7 +124,7 @@ struct Context {
                   estimate(c.degraded, c.model, base.config, placement, c.calibration,
                            estimate_options(c.options)),
                   {}};
-  return with_plan(WhatIfKind::keep, std::move(plan), base.config.gpus(), OptionNote::same_gpus);
+  return with_plan(WhatIfKind::keep, plan, base.config.gpus(), OptionNote::same_gpus);
 }
 
 /// Servers whose GPUs can be regrouped into other TP groups around a bad GPU or link.
@@ -183,7 +184,7 @@ struct Regrouped {
                       {}};
       if (plan.estimate.time.step_s < best.plan.estimate.time.step_s * (1 - kSameSpeed)) {
         best.gpu_of = gpu_of;
-        best.plan = std::move(plan);
+        best.plan = plan;
         chosen = &order;
       }
     }
@@ -199,7 +200,7 @@ struct Regrouped {
     if (live < config.gpus()) return unavailable(WhatIfKind::replace, OptionNote::no_spare);
     PlanResult plan =
         evaluate_plan(c.degraded, c.model, config, c.calibration, estimate_options(c.options));
-    return with_plan(WhatIfKind::replace, std::move(plan), config.gpus(), OptionNote::onto_spares);
+    return with_plan(WhatIfKind::replace, plan, config.gpus(), OptionNote::onto_spares);
   }
   const int per_server = c.healthy.gpus_per_server;
   const bool can_regroup = !regroupable_servers(c).empty() && config.tp >= 2 &&
@@ -213,7 +214,7 @@ struct Regrouped {
                        switched ? OptionNote::switch_no_gain : OptionNote::no_better_grouping);
   }
   WhatIfOption option =
-      with_plan(WhatIfKind::replace, std::move(best.plan), config.gpus(), OptionNote::regrouped);
+      with_plan(WhatIfKind::replace, best.plan, config.gpus(), OptionNote::regrouped);
   option.regrouped = std::move(best.layout);
   return option;
 }
@@ -251,9 +252,8 @@ struct Regrouped {
   ReplanOutcome outcome;
   auto plan = best_plan(c, cluster, outcome);
   const int gpus = static_cast<int>(live_gpus(cluster).size());
-  WhatIfOption option =
-      plan ? with_plan(WhatIfKind::cordon_gpu, std::move(*plan), gpus, OptionNote::cordoned)
-           : unavailable(WhatIfKind::cordon_gpu, OptionNote::cordoned);
+  WhatIfOption option = plan ? with_plan(WhatIfKind::cordon_gpu, *plan, gpus, OptionNote::cordoned)
+                             : unavailable(WhatIfKind::cordon_gpu, OptionNote::cordoned);
   option.cordoned = std::move(bad);
   option.replan = outcome;
   return option;
@@ -281,7 +281,7 @@ struct Regrouped {
     if (spares == 0) first = outcome;
     const int gpus = static_cast<int>(left.size()) * c.healthy.gpus_per_server;
     if (plan) {
-      option = with_plan(WhatIfKind::cordon_server, std::move(*plan), gpus, OptionNote::cordoned);
+      option = with_plan(WhatIfKind::cordon_server, *plan, gpus, OptionNote::cordoned);
       option.servers = static_cast<int>(left.size());
       option.spare_servers = spares;
       break;

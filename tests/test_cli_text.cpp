@@ -1,12 +1,14 @@
 // cli/report_text.h: the one thousands separator and the one CSV quoting of the reporters;
 // cli/plan_checks.h: the planner's option problems worded with their flags; cli/failure_text.h
-// and cli/whatif_text.h: failures and the what-if's options in words.
+// and cli/whatif_text.h: failures and the what-if's options in words; cli/search_text.h: why a
+// plan does not fit, the rules no split obeyed.
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "cli/failure_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
+#include "cli/search_text.h"
 #include "cli/whatif_text.h"
 #include "costmodel/stack.h"
 #include "planner/option_check.h"
@@ -219,4 +221,33 @@ TEST_CASE("the what-if's recommendation and groups hit in words", "[cli_text]") 
   CHECK(cli::hit_text(hit) == "TP group 136-139: 450 GB/s -> 425 GB/s");
   hit.lost = true;
   CHECK(cli::hit_text(hit) == "TP group 136-139 lost a GPU");
+}
+
+TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  MemoryShortfall s{.needed_bytes = 93.2 * gib, .usable_bytes = 79.2 * gib, .reserve_gib = 0.0};
+  CHECK(cli::shortfall_text(s) ==
+        "needs 93.20 GiB per GPU (CUDA context and NCCL buffers included), 79.20 GiB usable");
+  s.reserve_gib = 2.0;
+  CHECK(cli::shortfall_text(s) ==
+        "needs 93.20 GiB per GPU (CUDA context and NCCL buffers included), 79.20 GiB usable "
+        "(2 GiB kept free)");
+  CHECK(cli::shortfall_text(PlanResult{}).empty());
+  SplitRules rules{.gpus = 64,
+                   .heads = 32,
+                   .kv_heads = 8,
+                   .layers = 32,
+                   .uneven_stages = false,
+                   .global_batch = 256,
+                   .moe = false};
+  CHECK(cli::no_split_text(rules) ==
+        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads "
+        "8, pp divides layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch 256, "
+        "micro-batch divides global batch / dp)");
+  rules.uneven_stages = true;
+  rules.moe = true;
+  CHECK(cli::no_split_text(rules) ==
+        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads "
+        "8, pp at most the layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch 256, "
+        "micro-batch divides global batch / dp, ep divides the experts and tp*cp*dp)");
 }
