@@ -1,10 +1,11 @@
 // cli/report_text.h: the one thousands separator and the one CSV quoting of the reporters;
 // cli/plan_checks.h: the planner's option problems worded with their flags; cli/failure_text.h
 // and cli/whatif_text.h: failures and the what-if's options in words; cli/search_text.h: why a
-// plan does not fit, the rules no split obeyed.
+// plan does not fit, the rules no split obeyed; cli/emit_text.h: --emit refusals.
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "cli/emit_text.h"
 #include "cli/failure_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
@@ -250,4 +251,86 @@ TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
         "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads "
         "8, pp at most the layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch 256, "
         "micro-batch divides global batch / dp, ep divides the experts and tp*cp*dp)");
+}
+
+TEST_CASE("--emit refusals in words: one line each, what to change when no knob helps",
+          "[cli_text]") {
+  Model model;
+  model.name = "custom";
+  model.training.dtype = Dtype::tf32;
+  model.ffn = FfnKind::relu;
+  const RefusalKind all[] = {RefusalKind::uneven_ranks,
+                             RefusalKind::moe_model,
+                             RefusalKind::context_parallel,
+                             RefusalKind::dtype,
+                             RefusalKind::ffn,
+                             RefusalKind::model_shape,
+                             RefusalKind::sharding_with_pp,
+                             RefusalKind::interleaved,
+                             RefusalKind::tp_with_pp,
+                             RefusalKind::tp_with_zero3,
+                             RefusalKind::sequence_parallel,
+                             RefusalKind::no_sequence_parallel,
+                             RefusalKind::selective_recompute,
+                             RefusalKind::ddp_multi_dim,
+                             RefusalKind::zero1};
+  for (const Release& release : releases()) {
+    for (const RefusalKind kind : all) {
+      Obstacle o;
+      o.kind = kind;
+      const std::string reason = cli::refusal_reason(o, release, model);
+      INFO(release_id(release) << " " << static_cast<int>(kind));
+      CHECK_FALSE(reason.empty());
+      CHECK(reason.find('\n') == std::string::npos);
+    }
+  }
+  Obstacle uneven;
+  uneven.server = 0;
+  uneven.ranks = 8;
+  uneven.other_server = 1;
+  uneven.other_ranks = 7;
+  uneven.dead_server = 1;
+  uneven.gpus_per_server = 8;
+  const Release& megatron = parse_release("megatron");
+  CHECK(cli::refusal_reason(uneven, megatron, model) ==
+        "its ranks sit unevenly: server 0 runs 8 of them, server 1 runs 7, and the launcher "
+        "starts the same GPUs on every node");
+  Refusal refusal{uneven, std::nullopt, uneven, false};
+  CHECK(cli::refusal_change(refusal, megatron) == "cordon the whole server: --fail-link server:1");
+  refusal.change.dead_server = -1;
+  CHECK(cli::refusal_change(refusal, megatron) == "a split whose GPUs fill whole servers of 8");
+  refusal.no_dividing_split = true;
+  CHECK(cli::refusal_change(refusal, megatron) ==
+        "no split of the same GPUs it runs divides the batch");
+}
+
+TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_text]") {
+  Model model;
+  model.name = "custom";
+  model.training.dtype = Dtype::fp32;
+  Obstacle o;
+  o.kind = RefusalKind::ddp_multi_dim;
+  const Release& titan = parse_release("torchtitan");
+  CHECK(cli::refusal_reason(o, titan, model) ==
+        "torchtitan raises 'DDP has not supported > 1D parallelism' "
+        "(models/llama3/infra/parallelize.py:151)");
+  o.kind = RefusalKind::dtype;
+  const Release& nemo = parse_release("nemo");
+  CHECK(cli::refusal_reason(o, nemo, model) ==
+        "NeMo 2.0's precision recipes are bf16/fp16 mixed (with or without FP8), not fp32");
+  o.kind = RefusalKind::model_shape;
+  o.models = {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b"};
+  o.other_release = "nemo-hydra";
+  CHECK(cli::refusal_reason(o, nemo, model) ==
+        "NeMo 2.0 pretraining recipes build their model from a config class "
+        "(nemo/collections/llm/recipes), and none has custom's shape");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo) ==
+        "--model llama3-8b, llama3-70b, llama3-405b or gpt3-175b, or --emit nemo-hydra");
+  o.kind = RefusalKind::context_parallel;
+  o.cp = 2;
+  CHECK(cli::refusal_reason(o, titan, model) ==
+        "--emit writes context parallelism (CP 2) for megatron and nemo only");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan) == "--cp 1");
+  o.kind = RefusalKind::selective_recompute;
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan).empty());  // a knob fixes it
 }
