@@ -9,6 +9,7 @@
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
 #include "cli/whatif_text.h"
+#include "topology/errors.h"
 #include "topology/failure.h"
 
 namespace trident::cli {
@@ -157,7 +158,12 @@ WhatIf run_what_if(const std::vector<std::string>& specs, const Cluster& healthy
   std::vector<Failure> failures;
   failures.reserve(specs.size());
   for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
-  WhatIf w = what_if(healthy, model, failures, options, calibration);
+  WhatIf w;
+  try {
+    w = what_if(healthy, model, failures, options, calibration);
+  } catch (const NoHealthyPlanError&) {
+    throw PlanError("no plan fits the healthy cluster: nothing to compare the failures with");
+  }
   check_finite(w);
   check_something_runs(w);
   return w;

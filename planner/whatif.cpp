@@ -313,7 +313,7 @@ WhatIf what_if(const Cluster& healthy, const Model& model, const std::vector<Fai
   w.degraded = apply_failures(healthy, failures);
   SearchResult healthy_result = search(healthy, model, options, calibration);
   if (healthy_result.plans.empty()) {
-    throw PlanError("no plan fits the healthy cluster: nothing to compare the failures with");
+    throw NoHealthyPlanError();
   }
   w.baseline = healthy_result.plans.front();
   w.groups_hit = groups_hit(healthy, w.degraded, w.baseline, failure_gpus(healthy, failures));

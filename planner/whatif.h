@@ -20,6 +20,7 @@
 #include "costmodel/model.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
+#include "topology/errors.h"
 #include "topology/failure.h"
 
 namespace trident {
@@ -100,9 +101,17 @@ struct WhatIf {
   std::vector<WhatIfOption> options;  ///< available first, fastest first; then the others
 };
 
+/// Thrown by what_if() when no plan fits the healthy cluster: nothing to compare the failures
+/// with. The CLI says so in words (cli/whatif_report.cpp).
+class NoHealthyPlanError : public PlanError {
+ public:
+  NoHealthyPlanError() : PlanError("no healthy plan") {}
+};
+
 /// Runs the comparison. `options` narrows every search as it narrows the healthy one.
 /// Throws what parse/apply/search throw: InputError for a spec naming a missing part,
-/// PlanError when the healthy cluster has no plan at all.
+/// NoSplitError when the healthy cluster has no split at all, NoHealthyPlanError when none
+/// of its splits fits.
 [[nodiscard]] WhatIf what_if(const Cluster& healthy, const Model& model,
                              const std::vector<Failure>& failures, const SearchOptions& options,
                              const Calibration* calibration = nullptr);

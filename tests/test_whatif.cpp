@@ -194,3 +194,11 @@ TEST_CASE("mesh: a dead link in a TP pair is laid around by regrouping the serve
   CHECK(best.step_time_s == Approx(w.baseline.estimate.time.step_s));
   CHECK(option(w, WhatIfKind::keep).step_time_s > best.step_time_s);
 }
+
+TEST_CASE("no plan fits the healthy cluster: nothing to compare the failures with", "[whatif]") {
+  Cluster one = cluster_preset("dgx-h100");
+  one.servers = 1;  // 8 x 80 GB cannot hold Llama 3 405B's weights and optimizer state
+  CHECK_THROWS_AS(
+      what_if(one, model_preset("llama3-405b"), {parse_failure("gpu:0/1")}, SearchOptions{}),
+      NoHealthyPlanError);
+}
