@@ -36,7 +36,8 @@ struct Release {
 [[nodiscard]] const std::vector<Release>& releases();
 
 /// Parses "NAME" or "NAME@VERSION" (VERSION with or without its leading "v"/"core_v").
-/// Throws InputError "--emit 'SPEC': expected ..." listing the releases otherwise.
+/// Throws SpecError "'SPEC': expected ..." listing the releases otherwise (the CLI prefixes
+/// its flag).
 [[nodiscard]] const Release& parse_release(const std::string& spec);
 
 /// "megatron@core_v0.19.0".

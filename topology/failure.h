@@ -31,7 +31,8 @@ struct Failure {
   std::string spec;  ///< as the user wrote it
 };
 
-/// Parses one spec; throws InputError "--fail-link 'SPEC': expected ..." on a bad one.
+/// Parses one spec; throws SpecError "'SPEC': expected ..." on a bad one (the CLI prefixes
+/// its flag).
 [[nodiscard]] Failure parse_failure(const std::string& spec);
 
 /// The cluster with the failure applied. Throws InputError when the spec names a server,
@@ -39,7 +40,7 @@ struct Failure {
 [[nodiscard]] Cluster apply_failure(const Cluster& cluster, const Failure& failure);
 
 /// Applies the failures in order; throws InputError as apply_failure does, and when two specs
-/// name the same NIC, GPU, server or mesh pair ("--fail-link 'gpu:1/2': names the same part
+/// name the same NIC, GPU, server or mesh pair ("'gpu:1/2': names the same part
 /// as 'gpu:1/2'"). nvlink:S/G given twice means two of its links down.
 [[nodiscard]] Cluster apply_failures(const Cluster& cluster, const std::vector<Failure>& failures);
 
