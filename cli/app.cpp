@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 
+#include "cli/search_text.h"
 #include "topology/errors.h"
 #include "topology/text_check.h"
 
@@ -68,6 +69,8 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
                 std::string(e.kind() == SpecKind::failure ? "--fail-link " : "--emit ") + e.what());
   } catch (const InputError& e) {
     return fail(2, e.what());
+  } catch (const NoSplitError& e) {
+    return fail(2, no_split_text(e.rules()));
   } catch (const PlanError& e) {
     return fail(2, e.what());
   } catch (const std::exception& e) {

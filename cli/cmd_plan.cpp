@@ -12,6 +12,7 @@
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
 #include "cli/emit_report.h"
+#include "cli/failure_text.h"
 #include "cli/html_report.h"  // pictures: --svg --svg-plan --report
 #include "cli/input_file.h"
 #include "cli/output_file.h"

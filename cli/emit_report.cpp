@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/emit_text.h"
 #include "cli/report_text.h"
 #include "topology/errors.h"
 
@@ -49,11 +50,11 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   const Refusal& r = *exported.refusal;
   std::string message =
       fmt::format("--emit {}: plan {} ({}) cannot run there: {}", release_id(release), rank,
-                  split_summary(config, "ZeRO-"), r.reason);
+                  split_summary(config, "ZeRO-"), refusal_reason(r.reason, release, model));
   if (r.nearest) {
     message += "; nearest plan it can run: " + pins_of(*r.nearest);
-  } else if (!r.change.empty()) {
-    message += "; nearest it can run: " + r.change;
+  } else if (const std::string change = refusal_change(r, release); !change.empty()) {
+    message += "; nearest it can run: " + change;
   }
   throw PlanError(message + best_runnable(release, plans, cluster, model, selective));
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <utility>
 
+#include "cli/whatif_text.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
 
@@ -221,7 +222,8 @@ void check_something_runs(const WhatIf& what_if) {
   for (const auto& option : what_if.options) {
     if (option.available) return;
   }
-  const std::string why = what_if.options.empty() ? "" : ": " + what_if.options.front().detail;
+  const std::string why =
+      what_if.options.empty() ? "" : ": " + option_text(what_if.options.front(), what_if);
   throw PlanError("--fail-link: no plan can run under the failures" + why);
 }
 

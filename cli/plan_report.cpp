@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/report_text.h"
+#include "cli/search_text.h"
 #include "costmodel/compute.h"
 #include "costmodel/context_parallel.h"
 #include "costmodel/gemms.h"
@@ -173,7 +174,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
     json["flops_basis"] = "active_parameters";
   }
   json["gemms"] = gemms_json(*context.cluster, model, plan, context.calibration);
-  if (!plan.infeasible_reason.empty()) json["reason"] = plan.infeasible_reason;
+  if (plan.shortfall) json["reason"] = shortfall_text(*plan.shortfall);
   return json;
 }
 
@@ -418,7 +419,7 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
     out += table_header(columns);
     for (std::size_t i = 0; i < result.infeasible.size(); ++i) {
       const auto& plan = result.infeasible[i];
-      out += table_row(i + 1, plan, columns) + "  " + plan.infeasible_reason + "\n";
+      out += table_row(i + 1, plan, columns) + "  " + shortfall_text(plan) + "\n";
     }
   }
   return out;
@@ -447,7 +448,7 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
         e.bubble_fraction, link_name(plan.placement.tp), link_name(plan.placement.pp),
         link_name(plan.placement.dp),
         plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
-        csv_quoted(plan.infeasible_reason));
+        csv_quoted(shortfall_text(plan)));
     if (cp_ep) {
       out += fmt::format(",{},{},{},{}", c.cp, c.ep, link_name(plan.placement.cp),
                          link_name(plan.placement.ep));

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/failure_text.h"
 #include "cli/svg_panels.h"
 #include "topology/errors.h"
 
@@ -143,7 +144,7 @@ PictureInput pictures_of_what_if(const WhatIf& w, const Model& model, std::size_
       "The healthy plan's layout with the failures marked (red): where they land "
       "in the job running now.";
   for (std::size_t i = 0; i < w.failures.size(); ++i) {
-    input.failures.push_back(w.failures[i].spec + ": " + w.described[i]);
+    input.failures.push_back(w.failures[i].spec + ": " + describe(w.failures[i], w.degraded));
   }
   input.hits = w.groups_hit;
   return input;

@@ -5,8 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/failure_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
+#include "cli/whatif_text.h"
+#include "topology/errors.h"
 #include "topology/failure.h"
 
 namespace trident::cli {
@@ -33,14 +36,14 @@ using Json = nlohmann::ordered_json;
       hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps);
 }
 
-[[nodiscard]] std::string option_row(std::size_t rank, const WhatIfOption& o) {
+[[nodiscard]] std::string option_row(std::size_t rank, const WhatIfOption& o, const WhatIf& w) {
   if (!o.available) {
     return fmt::format("   - {:<13} {:>5} {:<34} {:>9} {:>10}  {}\n", to_string(o.kind), "-", "-",
-                       "-", "-", o.detail);
+                       "-", "-", option_text(o, w));
   }
   return fmt::format("{:>4} {:<13} {:>5} {:<34} {:>9.3f} {:>+9.1f}%  {}\n", rank, to_string(o.kind),
                      o.gpus, split_summary(o.plan->config, "ZeRO"), o.step_time_s,
-                     100.0 * o.slowdown, o.detail);
+                     100.0 * o.slowdown, option_text(o, w));
 }
 
 }  // namespace
@@ -49,7 +52,7 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
   std::string out;
   for (const auto& line : context.assumptions) out += "# " + line + "\n";
   for (std::size_t i = 0; i < w.failures.size(); ++i) {
-    out += "# failure " + w.failures[i].spec + ": " + w.described[i] + "\n";
+    out += "# failure " + w.failures[i].spec + ": " + describe(w.failures[i], w.degraded) + "\n";
   }
   const Estimate& base = w.baseline.estimate;
   out +=
@@ -65,8 +68,8 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
   out += fmt::format("rank {:<13} {:>5} {:<34} {:>9} {:>10}  {}\n", "option", "GPUs", "split",
                      "step (s)", "vs healthy", "what it does");
   std::size_t rank = 0;
-  for (const WhatIfOption& o : w.options) out += option_row(o.available ? ++rank : 0, o);
-  out += "recommended: " + w.reason + "\n";
+  for (const WhatIfOption& o : w.options) out += option_row(o.available ? ++rank : 0, o, w);
+  out += "recommended: " + recommendation(w) + "\n";
   return out;
 }
 
@@ -93,8 +96,9 @@ namespace {
   return out;
 }
 
-[[nodiscard]] Json option_json(const WhatIfOption& o) {
-  Json out{{"option", to_string(o.kind)}, {"available", o.available}, {"detail", o.detail}};
+[[nodiscard]] Json option_json(const WhatIfOption& o, const WhatIf& w) {
+  Json out{
+      {"option", to_string(o.kind)}, {"available", o.available}, {"detail", option_text(o, w)}};
   if (!o.available) return out;
   const ParallelConfig& c = o.plan->config;
   out["gpus"] = o.gpus;
@@ -133,15 +137,17 @@ std::string format_what_if_json(const WhatIf& w, const ReportContext& context) {
   impact["slowdown"] = best.available ? Json(best.slowdown) : Json(nullptr);
   impact["step_time_s_before"] = w.baseline.estimate.time.step_s;
   impact["step_time_s_after"] = best.available ? Json(best.step_time_s) : Json(nullptr);
-  impact["failures_described"] = w.described;
+  std::vector<std::string> described;
+  for (const Failure& f : w.failures) described.push_back(describe(f, w.degraded));
+  impact["failures_described"] = described;
   Json hits = Json::array();
   for (const GroupHit& hit : w.groups_hit) hits.push_back(hit_json(hit));
   impact["groups_hit"] = hits;
   Json options = Json::array();
-  for (const WhatIfOption& o : w.options) options.push_back(option_json(o));
+  for (const WhatIfOption& o : w.options) options.push_back(option_json(o, w));
   impact["options"] = options;
   impact["recommended"] = best.available ? Json(to_string(best.kind)) : Json(nullptr);
-  impact["reason"] = w.reason;
+  impact["reason"] = recommendation(w);
   doc["impact"] = impact;
   return doc.dump(2) + "\n";
 }
@@ -152,7 +158,12 @@ WhatIf run_what_if(const std::vector<std::string>& specs, const Cluster& healthy
   std::vector<Failure> failures;
   failures.reserve(specs.size());
   for (const std::string& spec : specs) failures.push_back(parse_failure(spec));
-  WhatIf w = what_if(healthy, model, failures, options, calibration);
+  WhatIf w;
+  try {
+    w = what_if(healthy, model, failures, options, calibration);
+  } catch (const NoHealthyPlanError&) {
+    throw PlanError("no plan fits the healthy cluster: nothing to compare the failures with");
+  }
   check_finite(w);
   check_something_runs(w);
   return w;

@@ -1,8 +1,9 @@
 // libFuzzer target: the --fail-link grammar (topology/failure.h). Each input line is one
-// spec; every spec is parsed, then all are applied to an NVSwitch and a mesh preset.
+// spec; every spec is parsed, then all are applied to an NVSwitch and a mesh preset and described.
 #include <sstream>
 #include <vector>
 
+#include "cli/failure_text.h"
 #include "fuzz/fuzz_common.h"
 #include "topology/cluster_loader.h"
 #include "topology/failure.h"
@@ -13,7 +14,7 @@ void apply_to(const trident::Cluster& cluster, const std::vector<trident::Failur
   trident::fuzz::accept_input_errors([&] {
     const trident::Cluster broken = trident::apply_failures(cluster, failures);
     for (const trident::Failure& failure : failures) {
-      (void)trident::describe(failure, cluster);
+      (void)trident::cli::describe(failure, cluster);
     }
     (void)trident::dead_gpu_ids(broken);
   });

@@ -97,14 +97,12 @@ std::string header_line(const Input& in) {
 
 namespace {
 
-/// Cordon the first used server with a dead GPU; without one, whole servers are the fix.
-std::string uneven_fix(const Cluster& cluster, const std::map<int, std::vector<int>>& used) {
+/// The first used server with a dead GPU (cordon it whole), or -1: whole servers are the fix.
+int server_to_cordon(const Cluster& cluster, const std::map<int, std::vector<int>>& used) {
   for (const int gpu : cluster.health.dead_gpus) {
-    if (used.count(cluster.server_of(gpu)) != 0) {
-      return "cordon the whole server: --fail-link server:" + str(cluster.server_of(gpu));
-    }
+    if (used.count(cluster.server_of(gpu)) != 0) return cluster.server_of(gpu);
   }
-  return "a split whose GPUs fill whole servers of " + str(cluster.gpus_per_server);
+  return -1;
 }
 
 }  // namespace
@@ -120,11 +118,14 @@ LaunchOrLimit launch_of(const Cluster& cluster, const ParallelConfig& config) {
   const auto& [first_server, first] = *by_server.begin();
   for (const auto& [server, gpus] : by_server) {
     if (gpus != first) {
-      out.limit = Limit{"its ranks sit unevenly: server " + str(first_server) + " runs " +
-                            str(static_cast<long long>(first.size())) + " of them, server " +
-                            str(server) + " runs " + str(static_cast<long long>(gpus.size())) +
-                            ", and the launcher starts the same GPUs on every node",
-                        std::nullopt, uneven_fix(cluster, by_server)};
+      out.limit = limit(RefusalKind::uneven_ranks);
+      Obstacle& uneven = out.limit->obstacle;
+      uneven.server = first_server;
+      uneven.ranks = static_cast<int>(first.size());
+      uneven.other_server = server;
+      uneven.other_ranks = static_cast<int>(gpus.size());
+      uneven.dead_server = server_to_cordon(cluster, by_server);
+      uneven.gpus_per_server = cluster.gpus_per_server;
       return out;
     }
     out.launch.servers.push_back(server);
@@ -171,18 +172,14 @@ namespace {
 std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   const Framework framework = in.release.framework;
   const bool writes_cp = framework == Framework::megatron || framework == Framework::nemo;
-  if (in.model.is_moe()) {
-    return emit::Limit{"--emit writes dense models only: model " + in.model.name +
-                           " has experts (MoE flags are not written yet)",
-                       std::nullopt, "emit a dense model or write the MoE flags by hand"};
-  }
+  if (in.model.is_moe()) return emit::limit(RefusalKind::moe_model);
   if (in.config.cp > 1 && !writes_cp) {
     ParallelConfig fixed = in.config;
     fixed.dp *= fixed.cp;
     fixed.cp = 1;
-    return emit::Limit{"--emit writes context parallelism (CP " + std::to_string(in.config.cp) +
-                           ") for megatron and nemo only",
-                       fixed, "--cp 1"};
+    emit::Limit cp = emit::limit(RefusalKind::context_parallel, fixed);
+    cp.obstacle.cp = in.config.cp;
+    return cp;
   }
   return std::nullopt;
 }
@@ -231,7 +228,7 @@ std::optional<ParallelConfig> dividing(ParallelConfig c, long long global_batch)
 
 /// Applies each limit's fix until the release can run the plan (at most one fix per knob).
 Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
-  Refusal refusal{limit.reason, std::nullopt, limit.change};
+  Refusal refusal{limit.obstacle, std::nullopt, limit.obstacle, false};
   std::optional<ParallelConfig> next = limit.fixed;
   for (int step = 0; next && step < 8; ++step) {
     const ParallelConfig candidate = *next;
@@ -239,11 +236,11 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
         first_limit({in.release, in.cluster, in.model, candidate, in.selective, in.cp_kind});
     if (!again) {
       refusal.nearest = dividing(candidate, in.model.training.global_batch);
-      if (!refusal.nearest) refusal.change = "no split of the same GPUs it runs divides the batch";
+      refusal.no_dividing_split = !refusal.nearest;
       break;
     }
     next = again->fixed;
-    if (!next) refusal.change = again->change;
+    if (!next) refusal.change = again->obstacle;
   }
   return refusal;
 }
@@ -254,7 +251,9 @@ Export export_plan(const Release& release, const Cluster& cluster, const Model& 
                    const ParallelConfig& config, SelectiveKind selective, CpKind cp_kind) {
   const emit::Input in{release, cluster, model, config, selective, cp_kind};
   const emit::LaunchOrLimit placed = emit::launch_of(cluster, config);
-  if (placed.limit) return {"", Refusal{placed.limit->reason, std::nullopt, placed.limit->change}};
+  if (placed.limit) {
+    return {"", Refusal{placed.limit->obstacle, std::nullopt, placed.limit->obstacle, false}};
+  }
   if (const auto limit = first_limit(in)) return {"", refusal_from(in, *limit)};
   return {text_of(in, placed.launch), std::nullopt};
 }

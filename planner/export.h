@@ -36,19 +36,58 @@ struct Release {
 [[nodiscard]] const std::vector<Release>& releases();
 
 /// Parses "NAME" or "NAME@VERSION" (VERSION with or without its leading "v"/"core_v").
-/// Throws InputError "--emit 'SPEC': expected ..." listing the releases otherwise.
+/// Throws SpecError "'SPEC': expected ..." listing the releases otherwise (the CLI prefixes
+/// its flag).
 [[nodiscard]] const Release& parse_release(const std::string& spec);
 
 /// "megatron@core_v0.19.0".
 [[nodiscard]] std::string release_id(const Release& release);
 
+/// What stops a release running a plan, one kind per rule of the targets. cli/emit_text.h
+/// says each in words, citing where in the release's source the rule comes from.
+enum class RefusalKind {
+  uneven_ranks,          ///< servers hold different numbers of ranks (or GPU indexes)
+  moe_model,             ///< the model has experts: no target writes expert flags yet
+  context_parallel,      ///< CP above 1 on a target that does not write it
+  dtype,                 ///< the model's training dtype has no switch in the release
+  ffn,                   ///< the model's FFN has no flag in the release
+  model_shape,           ///< no recipe (nemo) or flavor (torchtitan) has the model's shape
+  sharding_with_pp,      ///< ZeRO-2/3 (nemo-hydra: ZeRO-3) with pipeline parallelism
+  interleaved,           ///< virtual pipeline stages (deepspeed: one stage per rank)
+  tp_with_pp,            ///< TP with PP (deepspeed's AutoTP has no pipeline axis)
+  tp_with_zero3,         ///< TP with ZeRO-3 (deepspeed v0.19.3)
+  sequence_parallel,     ///< sequence parallelism on (deepspeed's AutoTP has none)
+  no_sequence_parallel,  ///< TP without sequence parallelism (torchtitan always shards it)
+  selective_recompute,   ///< attention-only recompute (deepspeed, torchtitan)
+  ddp_multi_dim,         ///< ZeRO-0 with TP or PP (torchtitan's DDP is one-dimensional)
+  zero1,                 ///< ZeRO-1 (torchtitan's FSDP2 has none)
+};
+
+/// One thing a release cannot run, with the facts its words need beyond the model and plan
+/// (the model's name, dtype and FFN are the caller's).
+struct Obstacle {
+  RefusalKind kind = RefusalKind::uneven_ranks;
+  int cp = 0;  ///< context_parallel: the plan's CP size
+  /// uneven_ranks: server `server` runs `ranks` of them, server `other_server` `other_ranks`.
+  int server = 0;
+  int ranks = 0;
+  int other_server = 0;
+  int other_ranks = 0;
+  int dead_server = -1;     ///< uneven_ranks: a used server with a dead GPU to cordon, or -1
+  int gpus_per_server = 0;  ///< uneven_ranks: what whole servers hold
+  std::vector<std::string> models;  ///< model_shape: the presets the release has a class for
+  std::string other_release;        ///< model_shape: a target that takes any shape, or empty
+};
+
 /// Why a release cannot run a plan, and the nearest plan it can run: the same split with the
 /// knobs it cannot express changed (`nearest`), or, when the plan's GPUs or model are the
-/// obstacle, `change` says what to change instead.
+/// obstacle, `change` is the obstacle no knob of the split gets past.
 struct Refusal {
-  std::string reason;
-  std::optional<ParallelConfig> nearest;
-  std::string change;
+  Obstacle reason;                        ///< the first thing the release cannot run
+  std::optional<ParallelConfig> nearest;  ///< unset when no split of the same GPUs runs
+  Obstacle change;                        ///< what to change instead when `nearest` is unset
+  /// Every knob fixed, but no split of the same GPUs it runs divides the global batch.
+  bool no_dividing_split = false;
 };
 
 struct Export {

@@ -75,48 +75,32 @@ std::optional<Limit> deepspeed_limit(const Input& in) {
   const ParallelConfig& c = in.config;
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::fp8 || dtype == Dtype::tf32) {
-    return Limit{std::string("DeepSpeed's config has no ") + to_string(dtype) +
-                     " training switch (bf16, fp16, or neither for FP32)",
-                 std::nullopt, "training.dtype bf16 in the model file"};
+    return limit(RefusalKind::dtype);
   }
   if (c.virtual_stages > 1) {
-    return Limit{
-        "DeepSpeed's pipeline engine has no interleaved schedule "
-        "(runtime/pipe/schedule.py TrainSchedule: one stage per rank)",
-        with(c, [](ParallelConfig& x) { x.virtual_stages = 1; }), ""};
+    return limit(RefusalKind::interleaved,
+                 with(c, [](ParallelConfig& x) { x.virtual_stages = 1; }));
   }
   if (c.tp > 1 && c.pp > 1) {
     ParallelConfig fixed = c;
     fixed.dp *= fixed.tp;
     fixed.tp = 1;
     fixed.sequence_parallel = false;
-    return Limit{
-        "AutoTP builds a tensor x data parallel mesh with no pipeline axis "
-        "(runtime/engine.py _configure_tensor_parallel_states, "
-        "groups._init_tp_mesh_device)",
-        fixed, ""};
+    return limit(RefusalKind::tp_with_pp, fixed);
   }
   if (c.pp > 1 && c.zero >= 2) {
-    return Limit{
-        "runtime/pipe/engine.py:77 asserts ZeRO-2 and ZeRO-3 are incompatible with "
-        "pipeline parallelism",
-        with(c, [](ParallelConfig& x) { x.zero = 1; }), ""};
+    return limit(RefusalKind::sharding_with_pp, with(c, [](ParallelConfig& x) { x.zero = 1; }));
   }
   if (std::strcmp(in.release.version, "v0.19.3") == 0 && c.tp > 1 && c.zero == 3) {
-    return Limit{
-        "v0.19.3 asserts AutoTP with ZeRO-3 'has not been validated' "
-        "(runtime/engine.py:634; allowed from v0.19.4)",
-        with(c, [](ParallelConfig& x) { x.zero = 2; }), ""};
+    return limit(RefusalKind::tp_with_zero3, with(c, [](ParallelConfig& x) { x.zero = 2; }));
   }
   if (c.sequence_parallel) {
-    return Limit{"AutoTP has no Megatron-style sequence parallelism",
-                 with(c, [](ParallelConfig& x) { x.sequence_parallel = false; }), ""};
+    return limit(RefusalKind::sequence_parallel,
+                 with(c, [](ParallelConfig& x) { x.sequence_parallel = false; }));
   }
   if (c.recompute == Recompute::selective) {
-    return Limit{
-        "DeepSpeed recomputes whole deepspeed.checkpointing.checkpoint calls; it has "
-        "no attention-only (Megatron selective) recompute",
-        with(c, [](ParallelConfig& x) { x.recompute = Recompute::full; }), ""};
+    return limit(RefusalKind::selective_recompute,
+                 with(c, [](ParallelConfig& x) { x.recompute = Recompute::full; }));
   }
   return std::nullopt;
 }

@@ -90,21 +90,15 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
 std::optional<Limit> megatron_limit(const Input& in) {
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::tf32) {
-    return Limit{"Megatron-LM has no TF32 switch (--bf16, --fp16, or FP32 with neither)",
-                 std::nullopt, "training.dtype bf16 or fp32 in the model file"};
+    return limit(RefusalKind::dtype);
   }
   if (in.model.ffn == FfnKind::relu || in.model.ffn == FfnKind::geglu) {
-    return Limit{std::string("Megatron-LM has no flag for a ") + to_string(in.model.ffn) +
-                     " FFN (GeLU by default, --swiglu, --squared-relu)",
-                 std::nullopt, "ffn gelu, swiglu or relu2 in the model file"};
+    return limit(RefusalKind::ffn);
   }
   if (in.config.zero >= 2 && in.config.pp > 1) {
     ParallelConfig fixed = in.config;
     fixed.zero = 1;
-    return Limit{
-        "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
-        "parallelism (docs/user-guide/features/megatron_fsdp.md:493)",
-        fixed, ""};
+    return limit(RefusalKind::sharding_with_pp, fixed);
   }
   return std::nullopt;
 }

@@ -95,27 +95,19 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
 
 std::optional<Limit> nemo_limit(const Input& in) {
   if (recipe_of(in.model) == nullptr) {
-    return Limit{
-        "NeMo 2.0 pretraining recipes build their model from a config class "
-        "(nemo/collections/llm/recipes), and none has " +
-            in.model.name + "'s shape",
-        std::nullopt,
-        "--model llama3-8b, llama3-70b, llama3-405b or gpt3-175b, or --emit nemo-hydra"};
+    Limit shape = limit(RefusalKind::model_shape);
+    shape.obstacle.models = {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b"};
+    shape.obstacle.other_release = "nemo-hydra";  // takes any shape
+    return shape;
   }
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::fp32 || dtype == Dtype::tf32) {
-    return Limit{std::string("NeMo 2.0's precision recipes are bf16/fp16 mixed (with or "
-                             "without FP8), not ") +
-                     to_string(dtype),
-                 std::nullopt, "training.dtype bf16 in the model file"};
+    return limit(RefusalKind::dtype);
   }
   if (in.config.zero >= 2 && in.config.pp > 1) {
     ParallelConfig fixed = in.config;
     fixed.zero = 1;
-    return Limit{
-        "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
-        "parallelism (Megatron-LM docs/user-guide/features/megatron_fsdp.md:493)",
-        fixed, ""};
+    return limit(RefusalKind::sharding_with_pp, fixed);
   }
   return std::nullopt;
 }

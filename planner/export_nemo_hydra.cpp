@@ -106,22 +106,15 @@ std::string sharding(int zero) {
 
 std::optional<Limit> nemo_hydra_limit(const Input& in) {
   if (in.model.training.dtype == Dtype::tf32) {
-    return Limit{"NeMo's trainer.precision has no TF32 setting (bf16, 16, 32)", std::nullopt,
-                 "training.dtype bf16 or fp32 in the model file"};
+    return limit(RefusalKind::dtype);
   }
   if (in.model.ffn == FfnKind::relu) {
-    return Limit{
-        "NeMo's model.activation has no plain ReLU (gelu, geglu, swiglu, reglu, "
-        "squared-relu)",
-        std::nullopt, "ffn gelu, geglu, swiglu or relu2 in the model file"};
+    return limit(RefusalKind::ffn);
   }
   if (in.config.zero == 3 && in.config.pp > 1) {
     ParallelConfig fixed = in.config;
     fixed.zero = 2;
-    return Limit{
-        "ZeRO-3 is NeMo's torch FSDP, documented with TP and not with pipeline "
-        "parallelism (docs/source/features/parallelisms.rst:180)",
-        fixed, ""};
+    return limit(RefusalKind::sharding_with_pp, fixed);
   }
   return std::nullopt;
 }

@@ -34,10 +34,18 @@ struct Input {
 /// The first thing `release` cannot run in this plan. `fixed` is the same plan with that
 /// one knob changed to what the release can run (nullopt when no knob of the split helps).
 struct Limit {
-  std::string reason;
+  Obstacle obstacle;
   std::optional<ParallelConfig> fixed;
-  std::string change;
 };
+
+/// A Limit of `kind` with no facts beyond the model and plan, fixed by `fixed`.
+[[nodiscard]] inline Limit limit(RefusalKind kind,
+                                 const std::optional<ParallelConfig>& fixed = std::nullopt) {
+  Limit out;
+  out.obstacle.kind = kind;
+  out.fixed = fixed;
+  return out;
+}
 
 /// Where the plan's ranks sit (planner/layout.h: rank r on the r-th live GPU); a Limit when
 /// servers hold different numbers of them or different GPU indexes.

@@ -102,46 +102,29 @@ std::string float8_section(const Fp8Options& fp8) {
 std::optional<Limit> torchtitan_limit(const Input& in) {
   const ParallelConfig& c = in.config;
   if (flavor_of(in.model) == nullptr) {
-    return Limit{
-        "torchtitan builds models from registered flavors "
-        "(torchtitan/models/llama3/__init__.py), and none has " +
-            in.model.name + "'s shape",
-        std::nullopt, "--model llama3-8b, llama3-70b or llama3-405b"};
+    Limit shape = limit(RefusalKind::model_shape);
+    shape.obstacle.models = {"llama3-8b", "llama3-70b", "llama3-405b"};
+    return shape;
   }
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::fp16 || dtype == Dtype::tf32) {
-    return Limit{std::string("torchtitan trains in bfloat16 or float32 "
-                             "(training.mixed_precision_param), not ") +
-                     to_string(dtype),
-                 std::nullopt, "training.dtype bf16 in the model file"};
+    return limit(RefusalKind::dtype);
   }
   if (c.zero == 0 && (c.tp > 1 || c.pp > 1)) {
-    return Limit{
-        "torchtitan raises 'DDP has not supported > 1D parallelism' "
-        "(models/llama3/infra/parallelize.py:151)",
-        with_zero(c, 2), ""};
+    return limit(RefusalKind::ddp_multi_dim, with_zero(c, 2));
   }
   if (c.zero == 1) {
-    return Limit{
-        "torchtitan shards with FSDP2, which shards gradients with the optimizer "
-        "state: no ZeRO-1",
-        with_zero(c, 2), ""};
+    return limit(RefusalKind::zero1, with_zero(c, 2));
   }
   if (c.tp > 1 && !c.sequence_parallel) {
     ParallelConfig fixed = c;
     fixed.sequence_parallel = true;
-    return Limit{
-        "torchtitan's tensor parallel plan always shards the sequence "
-        "(SequenceParallel norms, models/llama3/infra/parallelize.py)",
-        fixed, ""};
+    return limit(RefusalKind::no_sequence_parallel, fixed);
   }
   if (c.recompute == Recompute::selective && in.selective != SelectiveKind::per_op) {
     ParallelConfig fixed = c;
     fixed.recompute = Recompute::full;
-    return Limit{
-        "torchtitan's selective mode saves matmul outputs per op or checkpoints "
-        "every Nth layer; it is not Megatron's attention-only recompute",
-        fixed, ""};
+    return limit(RefusalKind::selective_recompute, fixed);
   }
   return std::nullopt;
 }

@@ -1,7 +1,7 @@
 #pragma once
 /// What makes a search's pins and limits impossible on their own, as data: the knob, what is
 /// wrong and the numbers involved. The CLI turns it into its one-line message with the flag
-/// names (cli/option_text.h); the planner speaks no flags.
+/// names (cli/plan_checks.h); the planner speaks no flags.
 #include <optional>
 
 #include "costmodel/model.h"

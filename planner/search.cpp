@@ -2,7 +2,6 @@
 #include "planner/search.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <numeric>
 #include <tuple>
 
@@ -14,8 +13,6 @@
 namespace trident {
 
 namespace {
-
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
 
 auto plan_key(const PlanResult& plan) {
   const auto& c = plan.config;
@@ -34,30 +31,19 @@ bool closer_to_fitting(const PlanResult& a, const PlanResult& b) {
 
 /// Keeps the best `limit` plans under `less`, sorted.
 template <typename Less>
-void keep_best(std::vector<PlanResult>& kept, std::size_t limit, PlanResult&& plan, Less less) {
+void keep_best(std::vector<PlanResult>& kept, std::size_t limit, const PlanResult& plan,
+               Less less) {
   if (limit == 0) return;
   if (kept.size() == limit && !less(plan, kept.back())) return;
   const auto at = std::upper_bound(kept.begin(), kept.end(), plan, less);
-  kept.insert(at, std::move(plan));
+  kept.insert(at, plan);
   if (kept.size() > limit) kept.pop_back();
 }
 
 bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
 
-std::string memory_reason(const MemoryBreakdown& memory, double reserve_gib) {
-  char text[200];
-  if (reserve_gib > 0.0) {
-    std::snprintf(text, sizeof text,
-                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
-                  "usable (%.0f GiB kept free)",
-                  memory.total_bytes / kGib, memory.capacity_bytes / kGib, reserve_gib);
-  } else {
-    std::snprintf(text, sizeof text,
-                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
-                  "usable",
-                  memory.total_bytes / kGib, memory.capacity_bytes / kGib);
-  }
-  return text;
+MemoryShortfall shortfall_of(const MemoryBreakdown& memory, double reserve_gib) {
+  return {memory.total_bytes, memory.capacity_bytes, reserve_gib};
 }
 
 /// TP degrees: divide heads and kv_heads, within the limits and the pin.
@@ -240,12 +226,12 @@ class SplitSearch {
       std::optional<PlanResult> plan = evaluate(config);
       if (shard == 0) {
         full_fits = plan.has_value();
-        if (plan) keep_best(result_.plans, options_.keep, std::move(*plan), better_plan);
+        if (plan) keep_best(result_.plans, options_.keep, *plan, better_plan);
       } else if (plan && (!best_hybrid || better_plan(*plan, *best_hybrid))) {
-        best_hybrid = std::move(plan);
+        best_hybrid = plan;
       }
     }
-    if (best_hybrid) keep_best(result_.plans, options_.keep, std::move(*best_hybrid), better_plan);
+    if (best_hybrid) keep_best(result_.plans, options_.keep, *best_hybrid, better_plan);
   }
 
   /// The split's placements in both orders; HSDP configurations get their shard and
@@ -292,8 +278,8 @@ class SplitSearch {
     // Memory does not depend on where the groups sit: one order decides feasibility.
     if (!plan.estimate.memory.fits) {
       if (options_.show_infeasible) {
-        plan.infeasible_reason = memory_reason(plan.estimate.memory, options_.reserve_gib);
-        keep_best(result_.infeasible, options_.keep_infeasible, std::move(plan), closer_to_fitting);
+        plan.shortfall = shortfall_of(plan.estimate.memory, options_.reserve_gib);
+        keep_best(result_.infeasible, options_.keep_infeasible, plan, closer_to_fitting);
       }
       return std::nullopt;
     }
@@ -305,7 +291,7 @@ class SplitSearch {
           estimate(cluster_, model_, config, where.second, calibration_, estimate_options_),
           {}};
       ++result_.evaluations;
-      if (better_plan(other, plan)) plan = std::move(other);
+      if (better_plan(other, plan)) plan = other;
     }
     return plan;
   }
@@ -362,10 +348,9 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
     const auto placement = place(cluster, config, order);
     PlanResult plan{
         config, placement, estimate(cluster, model, config, placement, calibration, options), {}};
-    if (order == RankOrder::tp_dp_pp || better_plan(plan, best)) best = std::move(plan);
+    if (order == RankOrder::tp_dp_pp || better_plan(plan, best)) best = plan;
   }
-  if (!best.estimate.memory.fits)
-    best.infeasible_reason = memory_reason(best.estimate.memory, reserve_gib);
+  if (!best.estimate.memory.fits) best.shortfall = shortfall_of(best.estimate.memory, reserve_gib);
   return best;
 }
 
@@ -382,16 +367,13 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
     if (progress) progress(i + 1, all.size());
   }
   if (result.configurations_searched == 0) {
-    throw PlanError(
-        "no configuration of " + std::to_string(result.gpus) +
-        " GPUs obeys the rules and pins (tp divides heads " + std::to_string(model.heads) +
-        " and kv_heads " + std::to_string(model.kv_heads) +
-        (options.stack.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
-        std::to_string(model.layers) +
-        ", tp*cp*pp*dp = GPUs, dp divides the global "
-        "batch " +
-        std::to_string(model.training.global_batch) + ", micro-batch divides global batch / dp" +
-        (model.is_moe() ? ", ep divides the experts and tp*cp*dp" : "") + ")");
+    throw NoSplitError({.gpus = result.gpus,
+                        .heads = model.heads,
+                        .kv_heads = model.kv_heads,
+                        .layers = model.layers,
+                        .uneven_stages = options.stack.uneven_stages,
+                        .global_batch = model.training.global_batch,
+                        .moe = model.is_moe()});
   }
   return result;
 }

@@ -14,6 +14,7 @@
 #include "costmodel/parallel_config.h"
 #include "costmodel/placement.h"
 #include "topology/cluster.h"
+#include "topology/errors.h"
 
 namespace trident {
 
@@ -51,11 +52,19 @@ struct SearchOptions {
   std::size_t keep_infeasible = 10;  ///< closest-to-fitting infeasible plans kept when shown
 };
 
+/// Why a plan does not fit: what it needs per GPU (CUDA context and NCCL buffers included)
+/// against what is usable. cli/search_text.h says it in words.
+struct MemoryShortfall {
+  double needed_bytes = 0.0;
+  double usable_bytes = 0.0;
+  double reserve_gib = 0.0;  ///< the extra headroom kept free (0: none)
+};
+
 struct PlanResult {
   ParallelConfig config;
   Placement placement;
   Estimate estimate;
-  std::string infeasible_reason;  ///< empty when the plan fits
+  std::optional<MemoryShortfall> shortfall;  ///< set on a plan kept although it does not fit
 };
 
 struct SearchResult {
@@ -82,9 +91,33 @@ using SearchProgress = std::function<void(std::size_t done, std::size_t total)>;
 /// recompute, ZeRO, sequence parallel, rank order. Stable across runs.
 [[nodiscard]] bool better_plan(const PlanResult& a, const PlanResult& b);
 
+/// The rules every split obeys, with the numbers of the model and GPUs they were checked
+/// against: what a search that enumerated no configuration reports (NoSplitError).
+struct SplitRules {
+  int gpus = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int layers = 0;
+  bool uneven_stages = false;  ///< the stack splits layers unevenly: pp at most the layers
+  long long global_batch = 0;
+  bool moe = false;  ///< ep divides the experts and tp x cp x dp
+};
+
+/// Thrown by search() when the pins together leave no configuration; the CLI says the rules
+/// in words (cli/search_text.h) from the data.
+class NoSplitError : public PlanError {
+ public:
+  explicit NoSplitError(const SplitRules& rules)
+      : PlanError("no configuration obeys the rules and pins"), rules_(rules) {}
+  [[nodiscard]] const SplitRules& rules() const { return rules_; }
+
+ private:
+  SplitRules rules_;
+};
+
 /// Throws OptionError (an InputError carrying find_option_problem's data, planner/
 /// option_check.h) when a pin or limit is impossible on its own (a pinned TP that does not
-/// divide the heads, a minimum TP above the maximum, ZeRO 4...); PlanError when the pins
+/// divide the heads, a minimum TP above the maximum, ZeRO 4...); NoSplitError when the pins
 /// together leave no configuration.
 [[nodiscard]] SearchResult search(const Cluster& cluster, const Model& model,
                                   const SearchOptions& options,

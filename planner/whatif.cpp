@@ -2,8 +2,6 @@
 #include "planner/whatif.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdio>
 #include <set>
 
 #include "costmodel/placement.h"
@@ -28,62 +26,8 @@ const char* to_string(WhatIfKind kind) {
 
 namespace {
 
-/// "; WHY, so N more idle as spares" when servers are left idle; "" when none.
-std::string spare_note(int spares, const std::string& why) {
-  if (spares == 0) return "";
-  std::string note = "; ";
-  note += why;
-  note += ", so ";
-  note += std::to_string(spares);
-  note += " more idle as spares";
-  return note;
-}
-
 /// Relative step-time difference below which two options count as equally fast.
 constexpr double kSameSpeed = 1e-9;
-
-[[nodiscard]] std::string printf_string(const char* format, double a, double b = 0.0) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, a, b);
-  return buffer;
-}
-
-[[nodiscard]] std::string seconds(double s) { return printf_string("%.3f s", s); }
-[[nodiscard]] std::string percent(double fraction) {
-  return printf_string("%+.1f%%", 100.0 * fraction);
-}
-[[nodiscard]] std::string gbps(double value) { return printf_string("%.0f GB/s", value); }
-
-/// "136-139", "128..252 every 4", "8,12" for a set of GPU ids.
-[[nodiscard]] std::string gpu_range(const std::vector<int>& gpus) {
-  std::vector<int> sorted = gpus;
-  std::sort(sorted.begin(), sorted.end());
-  const int n = static_cast<int>(sorted.size());
-  const int step = n > 1 ? sorted[1] - sorted[0] : 0;
-  bool even = n > 2;
-  for (int i = 1; i < n && even; ++i) even = sorted[i] - sorted[i - 1] == step;
-  if (even && step == 1)
-    return std::to_string(sorted.front()) + "-" + std::to_string(sorted.back());
-  if (even) {
-    return std::to_string(sorted.front()) + ".." + std::to_string(sorted.back()) + " every " +
-           std::to_string(step);
-  }
-  std::string text;
-  for (const int gpu : sorted) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(gpu);
-  }
-  return text;
-}
-
-[[nodiscard]] std::string join(const std::vector<std::string>& parts, const char* separator) {
-  std::string text;
-  for (const auto& part : parts) {
-    if (!text.empty()) text += separator;
-    text += part;
-  }
-  return text;
-}
 
 // ---- groups hit -------------------------------------------------------------------------
 
@@ -139,22 +83,6 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
   return hits;
 }
 
-[[nodiscard]] std::string hit_text(const GroupHit& hit) {
-  std::string dim = hit.dimension;
-  for (char& ch : dim) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  const std::string what =
-      dim + (hit.dimension == "pp" ? " pair " : " group ") + gpu_range(hit.gpus);
-  if (hit.lost) return what + " lost a GPU";
-  const GroupLink& a = hit.before;
-  const GroupLink& b = hit.after;
-  if (a.domains > 1 && a.inter_gbps != b.inter_gbps) {
-    return what + ": across servers " + gbps(a.inter_gbps) + " -> " + gbps(b.inter_gbps);
-  }
-  const std::string inside = a.domains > 1 ? "inside the server " : "";
-  return what + ": " + inside + gbps(a.intra_gbps) + " -> " + gbps(b.intra_gbps) +
-         (b.tier != a.tier ? " (" + std::string(to_string(b.tier)) + ")" : "");
-}
-
 // ---- the options ------------------------------------------------------------------------
 
 struct Context {
@@ -166,36 +94,29 @@ struct Context {
   const WhatIf& w;
 };
 
-[[nodiscard]] WhatIfOption with_plan(WhatIfKind kind, PlanResult plan, int gpus,
-                                     std::string detail) {
+[[nodiscard]] WhatIfOption with_plan(WhatIfKind kind, const PlanResult& plan, int gpus,
+                                     OptionNote note) {
   WhatIfOption option;
   option.kind = kind;
   option.available = true;
-  option.detail = std::move(detail);
+  option.note = note;
   option.step_time_s = plan.estimate.time.step_s;
-  option.plan = std::move(plan);
+  option.plan = plan;
   option.gpus = gpus;
   return option;
 }
 
-[[nodiscard]] WhatIfOption unavailable(WhatIfKind kind, std::string why) {
+[[nodiscard]] WhatIfOption unavailable(WhatIfKind kind, OptionNote why) {
   WhatIfOption option;
   option.kind = kind;
-  option.detail = std::move(why);
+  option.note = why;
   return option;
-}
-
-[[nodiscard]] std::string dead_text(const Cluster& degraded) {
-  const auto dead = dead_gpu_ids(degraded);
-  return std::to_string(dead.size()) + (dead.size() == 1 ? " GPU (" : " GPUs (") + gpu_range(dead) +
-         ")";
 }
 
 [[nodiscard]] WhatIfOption keep_option(const Context& c) {
   const PlanResult& base = c.w.baseline;
   if (!dead_gpu_ids(c.degraded).empty()) {
-    return unavailable(WhatIfKind::keep, "the plan has ranks on " + dead_text(c.degraded) +
-                                             " that are dead: it cannot run as placed");
+    return unavailable(WhatIfKind::keep, OptionNote::ranks_on_dead);
   }
   const Placement placement = place(c.degraded, base.config, base.placement.order);
   PlanResult plan{base.config,
@@ -203,14 +124,7 @@ struct Context {
                   estimate(c.degraded, c.model, base.config, placement, c.calibration,
                            estimate_options(c.options)),
                   {}};
-  std::string detail = "same split on the same GPUs";
-  if (c.w.groups_hit.empty()) detail += "; no group of this split crosses the failed part";
-  for (std::size_t i = 0; i < c.w.groups_hit.size() && i < 3; ++i) {
-    detail += (i == 0 ? "; " : ", ") + hit_text(c.w.groups_hit[i]);
-  }
-  if (c.w.groups_hit.size() > 3)
-    detail += " and " + std::to_string(c.w.groups_hit.size() - 3) + " more";
-  return with_plan(WhatIfKind::keep, std::move(plan), base.config.gpus(), detail);
+  return with_plan(WhatIfKind::keep, plan, base.config.gpus(), OptionNote::same_gpus);
 }
 
 /// Servers whose GPUs can be regrouped into other TP groups around a bad GPU or link.
@@ -225,39 +139,20 @@ struct Context {
   return {servers.begin(), servers.end()};
 }
 
-[[nodiscard]] std::string no_regroup_reason(const Context& c, int tp) {
+[[nodiscard]] OptionNote no_regroup_reason(const Context& c, int tp) {
   const int per_server = c.healthy.gpus_per_server;
-  const bool links = !regroupable_servers(c).empty();
-  if (!links) {
-    return "a GPU carries its traffic over its server's NICs whichever rank it holds: no layout "
-           "of the same split avoids a NIC";
-  }
+  if (regroupable_servers(c).empty()) return OptionNote::nic_only;
   if (c.healthy.nvlink.domain_gpus != per_server || per_server > 8) {
-    return "regrouping is tried only on servers of up to 8 GPUs that are one NVLink domain";
+    return OptionNote::not_one_domain;
   }
-  if (tp >= per_server) {
-    return "TP " + std::to_string(tp) + " takes the whole server: there is no other grouping" +
-           (c.healthy.nvlink.kind == NvlinkKind::mesh ? " (its ring already routes around the link)"
-                                                      : "");
-  }
-  return "TP " + std::to_string(tp) + " does not split a server into groups (TP 2-" +
-         std::to_string(per_server / 2) + " do)";
+  return tp >= per_server ? OptionNote::tp_whole_server : OptionNote::tp_no_split;
 }
 
 struct Regrouped {
   std::vector<int> gpu_of;
   PlanResult plan;
-  std::vector<std::string> layout;  ///< per regrouped server: "server 1 TP groups [0 2 3 5] [..]"
+  std::vector<Regrouping> layout;  ///< the servers regrouped
 };
-
-[[nodiscard]] std::string groups_text(int server, const std::vector<int>& order, int tp) {
-  std::string text = "server " + std::to_string(server) + " TP groups";
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    text += (i % static_cast<std::size_t>(tp) == 0 ? " [" : " ") + std::to_string(order[i]);
-    if ((i + 1) % static_cast<std::size_t>(tp) == 0) text += "]";
-  }
-  return text;
-}
 
 /// Tries every regrouping of each bad server's GPUs (one server at a time) for the baseline's
 /// split and order; returns the fastest found, the identity when nothing beats it.
@@ -289,32 +184,23 @@ struct Regrouped {
                       {}};
       if (plan.estimate.time.step_s < best.plan.estimate.time.step_s * (1 - kSameSpeed)) {
         best.gpu_of = gpu_of;
-        best.plan = std::move(plan);
+        best.plan = plan;
         chosen = &order;
       }
     }
-    if (chosen != nullptr) best.layout.push_back(groups_text(server, *chosen, config.tp));
+    if (chosen != nullptr) best.layout.push_back({server, *chosen});
   }
   return best;
 }
 
 [[nodiscard]] WhatIfOption replace_option(const Context& c, const WhatIfOption& keep) {
   const ParallelConfig& config = c.w.baseline.config;
-  const auto dead = dead_gpu_ids(c.degraded);
-  if (!dead.empty()) {
+  if (!dead_gpu_ids(c.degraded).empty()) {
     const int live = static_cast<int>(live_gpus(c.degraded).size());
-    if (live < config.gpus()) {
-      return unavailable(WhatIfKind::replace, "the split needs " + std::to_string(config.gpus()) +
-                                                  " GPUs and " + std::to_string(live) +
-                                                  " are left: no spare server to move the ranks "
-                                                  "of " +
-                                                  dead_text(c.degraded) + " to (the job uses all " +
-                                                  std::to_string(c.healthy.servers) + ")");
-    }
+    if (live < config.gpus()) return unavailable(WhatIfKind::replace, OptionNote::no_spare);
     PlanResult plan =
         evaluate_plan(c.degraded, c.model, config, c.calibration, estimate_options(c.options));
-    return with_plan(WhatIfKind::replace, std::move(plan), config.gpus(),
-                     "moves the ranks of " + dead_text(c.degraded) + " onto spare GPUs");
+    return with_plan(WhatIfKind::replace, plan, config.gpus(), OptionNote::onto_spares);
   }
   const int per_server = c.healthy.gpus_per_server;
   const bool can_regroup = !regroupable_servers(c).empty() && config.tp >= 2 &&
@@ -325,30 +211,28 @@ struct Regrouped {
   if (best.layout.empty()) {
     const bool switched = c.healthy.nvlink.kind == NvlinkKind::switch_fabric;
     return unavailable(WhatIfKind::replace,
-                       switched ? "on an NVSwitch a group runs at its slowest member's links and "
-                                  "every GPU is in some TP group: no regrouping of the same split "
-                                  "avoids the bad GPU"
-                                : "no regrouping of the bad server's GPUs into TP groups of " +
-                                      std::to_string(config.tp) + " beats keeping the plan");
+                       switched ? OptionNote::switch_no_gain : OptionNote::no_better_grouping);
   }
-  return with_plan(WhatIfKind::replace, std::move(best.plan), config.gpus(),
-                   "same split, GPUs regrouped: " + join(best.layout, "; "));
+  WhatIfOption option =
+      with_plan(WhatIfKind::replace, best.plan, config.gpus(), OptionNote::regrouped);
+  option.regrouped = std::move(best.layout);
+  return option;
 }
 
-/// Searches `cluster`; nullopt with `why` filled when no split exists or none fits.
+/// Searches `cluster`; nullopt with `outcome` saying why when no split exists or none fits.
 [[nodiscard]] std::optional<PlanResult> best_plan(const Context& c, const Cluster& cluster,
-                                                  std::string& why) {
-  const int gpus = static_cast<int>(live_gpus(cluster).size());
-  if (gpus == 0) {  // search() would divide by the zero GPUs (SIGFPE: every GPU cordoned)
-    why = "no GPU is left";
+                                                  ReplanOutcome& outcome) {
+  outcome.gpus = static_cast<int>(live_gpus(cluster).size());
+  if (outcome.gpus == 0) {  // search() would divide by the zero GPUs (SIGFPE: all cordoned)
+    outcome.result = Replan::no_gpu_left;
     return std::nullopt;
   }
   try {
     SearchResult result = search(cluster, c.model, c.options, c.calibration);
+    outcome.result = result.plans.empty() ? Replan::no_fit : Replan::runs;
     if (!result.plans.empty()) return result.plans.front();
-    why = "no split of " + std::to_string(gpus) + " GPUs fits in memory";
   } catch (const PlanError&) {
-    why = "no split of " + std::to_string(gpus) + " GPUs divides the model and batch";
+    outcome.result = Replan::no_split;
   }
   return std::nullopt;
 }
@@ -363,17 +247,16 @@ struct Regrouped {
     }
     bad.push_back(f.server * c.healthy.gpus_per_server + f.gpu);  // a mesh link: its first GPU
   }
-  if (bad.empty()) {
-    return unavailable(WhatIfKind::cordon_gpu, "the failure is not on one GPU");
-  }
+  if (bad.empty()) return unavailable(WhatIfKind::cordon_gpu, OptionNote::not_one_gpu);
   for (const int gpu : bad) cluster.health.dead_gpus.insert(gpu);
-  std::string why;
-  auto plan = best_plan(c, cluster, why);
+  ReplanOutcome outcome;
+  auto plan = best_plan(c, cluster, outcome);
   const int gpus = static_cast<int>(live_gpus(cluster).size());
-  const std::string what = "takes GPU " + gpu_range(bad) + " out";
-  if (!plan) return unavailable(WhatIfKind::cordon_gpu, what + ": " + why);
-  return with_plan(WhatIfKind::cordon_gpu, std::move(*plan), gpus,
-                   what + ", re-plans on " + std::to_string(gpus) + " GPUs");
+  WhatIfOption option = plan ? with_plan(WhatIfKind::cordon_gpu, *plan, gpus, OptionNote::cordoned)
+                             : unavailable(WhatIfKind::cordon_gpu, OptionNote::cordoned);
+  option.cordoned = std::move(bad);
+  option.replan = outcome;
+  return option;
 }
 
 [[nodiscard]] std::vector<int> live_servers(const Cluster& cluster) {
@@ -389,35 +272,29 @@ struct Regrouped {
   std::set<int> bad;
   for (const Failure& f : c.w.failures) bad.insert(f.server);
   for (const int s : bad) cluster.health.dead_servers.insert(s);
-  std::string list;
-  for (const int s : bad) {
-    if (!list.empty()) list += ',';
-    list += std::to_string(s);
-  }
-  const std::string what = (bad.size() == 1 ? "takes server " : "takes servers ") + list + " out";
-  std::string first_why;
+  ReplanOutcome first;
   std::vector<int> left = live_servers(cluster);
+  WhatIfOption option = unavailable(WhatIfKind::cordon_server, OptionNote::cordoned);
   for (int spares = 0; !left.empty(); ++spares) {
-    std::string why;
-    auto plan = best_plan(c, cluster, why);
-    if (spares == 0) first_why = why;
+    ReplanOutcome outcome;
+    auto plan = best_plan(c, cluster, outcome);
+    if (spares == 0) first = outcome;
     const int gpus = static_cast<int>(left.size()) * c.healthy.gpus_per_server;
     if (plan) {
-      WhatIfOption option = with_plan(WhatIfKind::cordon_server, std::move(*plan), gpus,
-                                      what + spare_note(spares, first_why) + ": re-plans on " +
-                                          std::to_string(left.size()) + " servers (" +
-                                          std::to_string(gpus) + " GPUs)");
+      option = with_plan(WhatIfKind::cordon_server, *plan, gpus, OptionNote::cordoned);
+      option.servers = static_cast<int>(left.size());
       option.spare_servers = spares;
-      return option;
+      break;
     }
     cluster.health.dead_servers.insert(left.back());  // set the highest-numbered one aside
     left.pop_back();
   }
-  return unavailable(WhatIfKind::cordon_server,
-                     what + ": " + first_why + " on any number of servers");
+  option.cordoned.assign(bad.begin(), bad.end());
+  option.replan = first;
+  return option;
 }
 
-// ---- ranking and the recommendation -----------------------------------------------------
+// ---- ranking ----------------------------------------------------------------------------
 
 void rank_options(std::vector<WhatIfOption>& options) {
   std::stable_sort(options.begin(), options.end(),
@@ -427,52 +304,6 @@ void rank_options(std::vector<WhatIfOption>& options) {
                    });
 }
 
-[[nodiscard]] std::string why_clause(const WhatIfOption& best, const WhatIf& w) {
-  const int before = w.baseline.config.gpus();
-  switch (best.kind) {
-    case WhatIfKind::keep:
-      return w.groups_hit.empty() ? "no group of the plan uses the failed part"
-                                  : "running at the pace of the degraded group costs less than "
-                                    "giving up GPUs";
-    case WhatIfKind::replace:
-      return "it keeps all " + std::to_string(best.gpus) +
-             " GPUs and takes the failure out of "
-             "the slowest groups";
-    case WhatIfKind::cordon_gpu:
-    case WhatIfKind::cordon_server: {
-      const std::string lost =
-          std::to_string(before - best.gpus) + " of " + std::to_string(before) + " GPUs";
-      const bool keep_runs = std::any_of(
-          w.options.begin(), w.options.end(),
-          [](const WhatIfOption& o) { return o.kind == WhatIfKind::keep && o.available; });
-      if (!keep_runs) {
-        return "the healthy plan cannot run without its dead GPUs and there is no spare, so it "
-               "re-plans on what is left, giving up " +
-               lost;
-      }
-      return "losing " + lost +
-             " costs less than running every step at the pace of the degraded group";
-    }
-  }
-  return "";
-}
-
-[[nodiscard]] std::string recommend(const WhatIf& w) {
-  const WhatIfOption& best = w.options.front();
-  if (!best.available) return "no option runs: " + best.detail;
-  std::string text = std::string(to_string(best.kind)) + ": " + seconds(best.step_time_s) +
-                     "/step (" + percent(best.slowdown) + " vs the healthy " +
-                     seconds(w.baseline.estimate.time.step_s) + ")";
-  std::string others;
-  for (std::size_t i = 1; i < w.options.size(); ++i) {
-    const WhatIfOption& o = w.options[i];
-    if (!o.available) continue;
-    others += (others.empty() ? " against " : ", ") + std::string(to_string(o.kind)) + " " +
-              seconds(o.step_time_s) + " (" + percent(o.slowdown) + ")";
-  }
-  return text + others + "; " + why_clause(best, w);
-}
-
 }  // namespace
 
 WhatIf what_if(const Cluster& healthy, const Model& model, const std::vector<Failure>& failures,
@@ -480,10 +311,9 @@ WhatIf what_if(const Cluster& healthy, const Model& model, const std::vector<Fai
   WhatIf w;
   w.failures = failures;
   w.degraded = apply_failures(healthy, failures);
-  for (const Failure& f : failures) w.described.push_back(describe(f, w.degraded));
   SearchResult healthy_result = search(healthy, model, options, calibration);
   if (healthy_result.plans.empty()) {
-    throw PlanError("no plan fits the healthy cluster: nothing to compare the failures with");
+    throw NoHealthyPlanError();
   }
   w.baseline = healthy_result.plans.front();
   w.groups_hit = groups_hit(healthy, w.degraded, w.baseline, failure_gpus(healthy, failures));
@@ -495,7 +325,6 @@ WhatIf what_if(const Cluster& healthy, const Model& model, const std::vector<Fai
     if (o.available) o.slowdown = o.step_time_s / w.baseline.estimate.time.step_s - 1.0;
   }
   rank_options(w.options);
-  w.reason = recommend(w);
   return w;
 }
 

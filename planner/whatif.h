@@ -10,7 +10,8 @@
 ///   cordon server take the bad servers out and re-plan on the rest; when no split of what is
 ///                 left divides the model, whole servers are set aside as spares until one
 ///                 does. The global batch stays the same throughout.
-/// Options are ranked by step time; the fastest is recommended, with one sentence saying why.
+/// Options are ranked by step time; the fastest is recommended. What each option does, or why
+/// it cannot run, is data (OptionNote and its numbers); cli/whatif_text.h says it in words.
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "costmodel/model.h"
 #include "planner/search.h"
 #include "topology/cluster.h"
+#include "topology/errors.h"
 #include "topology/failure.h"
 
 namespace trident {
@@ -37,31 +39,79 @@ struct GroupHit {
   bool lost = false;  ///< a member GPU is dead: the group cannot run
 };
 
+/// What an option does, or why it cannot run, with the WhatIf's own data (its baseline, the
+/// degraded cluster, the groups hit) and the option's fields below.
+enum class OptionNote {
+  same_gpus,           ///< keep: the same split on the same GPUs (groups_hit: what changed)
+  ranks_on_dead,       ///< keep: the plan has ranks on dead GPUs
+  no_spare,            ///< re-place: fewer live GPUs than the split needs
+  onto_spares,         ///< re-place: the dead GPUs' ranks move onto spare GPUs
+  nic_only,            ///< re-place: no bad GPU or link to group around (a NIC)
+  not_one_domain,      ///< re-place: regrouping needs servers of up to 8 GPUs, one NVLink domain
+  tp_whole_server,     ///< re-place: the baseline's TP takes the whole server
+  tp_no_split,         ///< re-place: the baseline's TP does not split a server into groups
+  switch_no_gain,      ///< re-place: on an NVSwitch no regrouping avoids the bad GPU
+  no_better_grouping,  ///< re-place: no regrouping beats keeping the plan
+  regrouped,           ///< re-place: the GPUs of `regrouped` servers regrouped
+  not_one_gpu,         ///< cordon-gpu: no failure is on one GPU
+  cordoned,            ///< cordon-gpu, cordon-server: `cordoned` taken out, `replan` how it went
+};
+
+/// How the search on what is left ended (the cordon options).
+enum class Replan {
+  none,         ///< no search ran: nothing was left
+  runs,         ///< a plan fits
+  no_gpu_left,  ///< every GPU is cordoned
+  no_fit,       ///< no split of `gpus` fits in memory
+  no_split,     ///< no split of `gpus` divides the model and batch
+};
+
+struct ReplanOutcome {
+  Replan result = Replan::none;
+  int gpus = 0;  ///< live GPUs searched
+};
+
+/// A server whose GPUs re-place regrouped: its TP groups are consecutive runs of `order`
+/// (server-local GPU indexes), TP GPUs each.
+struct Regrouping {
+  int server = 0;
+  std::vector<int> order;
+};
+
 struct WhatIfOption {
   WhatIfKind kind = WhatIfKind::keep;
   bool available = false;
-  /// What the option does (available) or why it cannot be done (not available); one line.
-  std::string detail;
-  std::optional<PlanResult> plan;  ///< the plan this option runs; set when available
-  int gpus = 0;                    ///< GPUs the job runs on
-  int spare_servers = 0;           ///< whole live servers left idle (cordon-server)
+  OptionNote note = OptionNote::same_gpus;  ///< what it does, or why it cannot be done
+  std::vector<int> cordoned;          ///< cordon-gpu: GPU ids; cordon-server: server ids, ascending
+  ReplanOutcome replan;               ///< cordon: the search with no server set aside as spare
+  std::vector<Regrouping> regrouped;  ///< re-place (regrouped): the servers regrouped
+  std::optional<PlanResult> plan;     ///< the plan this option runs; set when available
+  int gpus = 0;                       ///< GPUs the job runs on
+  int servers = 0;                    ///< cordon-server: live servers the job runs on
+  int spare_servers = 0;              ///< whole live servers left idle (cordon-server)
   double step_time_s = 0.0;
   double slowdown = 0.0;  ///< step_time_s / healthy step time - 1
 };
 
 struct WhatIf {
   std::vector<Failure> failures;
-  std::vector<std::string> described;  ///< describe() of each failure
-  Cluster degraded;                    ///< the cluster with every failure applied
-  PlanResult baseline;                 ///< the healthy best plan
-  std::vector<GroupHit> groups_hit;    ///< groups of the baseline the failures reach
-  std::vector<WhatIfOption> options;   ///< available first, fastest first; then the others
-  std::string reason;                  ///< why options.front() is recommended, with numbers
+  Cluster degraded;                   ///< the cluster with every failure applied
+  PlanResult baseline;                ///< the healthy best plan
+  std::vector<GroupHit> groups_hit;   ///< groups of the baseline the failures reach
+  std::vector<WhatIfOption> options;  ///< available first, fastest first; then the others
+};
+
+/// Thrown by what_if() when no plan fits the healthy cluster: nothing to compare the failures
+/// with. The CLI says so in words (cli/whatif_report.cpp).
+class NoHealthyPlanError : public PlanError {
+ public:
+  NoHealthyPlanError() : PlanError("no healthy plan") {}
 };
 
 /// Runs the comparison. `options` narrows every search as it narrows the healthy one.
 /// Throws what parse/apply/search throw: InputError for a spec naming a missing part,
-/// PlanError when the healthy cluster has no plan at all.
+/// NoSplitError when the healthy cluster has no split at all, NoHealthyPlanError when none
+/// of its splits fits.
 [[nodiscard]] WhatIf what_if(const Cluster& healthy, const Model& model,
                              const std::vector<Failure>& failures, const SearchOptions& options,
                              const Calibration* calibration = nullptr);

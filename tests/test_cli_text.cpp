@@ -1,12 +1,19 @@
 // cli/report_text.h: the one thousands separator and the one CSV quoting of the reporters;
-// cli/plan_checks.h: the planner's option problems worded with their flags.
+// cli/plan_checks.h: the planner's option problems worded with their flags; cli/failure_text.h
+// and cli/whatif_text.h: failures and the what-if's options in words; cli/search_text.h: why a
+// plan does not fit, the rules no split obeyed; cli/emit_text.h: --emit refusals.
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "cli/emit_text.h"
+#include "cli/failure_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
+#include "cli/search_text.h"
+#include "cli/whatif_text.h"
 #include "costmodel/stack.h"
 #include "planner/option_check.h"
+#include "topology/cluster_loader.h"
 
 using trident::cli::csv_quoted;
 using trident::cli::group_thousands;
@@ -115,4 +122,215 @@ TEST_CASE("context and expert parallel option problems in words", "[cli_text]") 
         "modelled)");
   CHECK(cli::describe(P{Knob::max_ep, OptionIssue::not_positive, -1, 0}, model, core) ==
         "--max-ep -1: expected a positive integer");
+}
+
+TEST_CASE("failures in words", "[cli_text]") {
+  Cluster h100 = cluster_preset("dgx-h100");  // 8 x H100, 18 NVLinks, 8 NICs a server
+  h100.servers = 64;
+  const Cluster c = apply_failure(h100, parse_failure("nvlink:17/3"));
+  CHECK(cli::describe(parse_failure("nvlink:17/3"), c) ==
+        "one of 18 NVLinks of GPU 3 on server 17 (global GPU 139): it keeps 17");
+  CHECK(cli::describe(parse_failure("nvlink:0/2:all"), h100) ==
+        "all 18 NVLinks of GPU 2 on server 0 (global GPU 2): its traffic falls back to PCIe");
+  CHECK(cli::describe(parse_failure("nic:3/1"), h100) ==
+        "NIC 1 of 8 on server 3: its GPUs share the other 7");
+  CHECK(cli::describe(parse_failure("gpu:1/2"), h100) == "GPU 2 on server 1 (global GPU 10) dead");
+  CHECK(cli::describe(parse_failure("server:3"), h100) == "server 3 dead (GPUs 24-31)");
+  const Cluster mesh = cluster_preset("dgx1-v100");  // hybrid cube mesh
+  CHECK(cli::describe(parse_failure("mesh:1/0-4"), mesh) ==
+        "the direct link GPU 0 - GPU 4 on server 1 (2 NVLinks)");
+  CHECK(cli::describe(parse_failure("nvlink:1/0:all"), mesh) ==
+        "every direct NVLink of GPU 0 on server 1 (global GPU 8) (to GPUs 1, 2, 3, 4)");
+}
+
+namespace {
+
+/// The seed question's shape: 512 H100 in 64 servers, TP 8 x PP 8 x DP 8, GPU 139 dead.
+WhatIf seed_what_if() {
+  WhatIf w;
+  w.degraded = cluster_preset("dgx-h100");
+  w.degraded.servers = 64;
+  w.degraded.health.dead_gpus.insert(139);
+  w.baseline.config = ParallelConfig{.tp = 8, .pp = 8, .dp = 8, .micro_batch = 1};
+  w.baseline.estimate.time.step_s = 10.0;
+  return w;
+}
+
+WhatIfOption note(WhatIfKind kind, OptionNote why) {
+  WhatIfOption o;
+  o.kind = kind;
+  o.note = why;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the what-if's options in words", "[cli_text]") {
+  WhatIf w = seed_what_if();
+  CHECK(cli::option_text(note(WhatIfKind::keep, OptionNote::ranks_on_dead), w) ==
+        "the plan has ranks on 1 GPU (139) that are dead: it cannot run as placed");
+  CHECK(cli::option_text(note(WhatIfKind::replace, OptionNote::no_spare), w) ==
+        "the split needs 512 GPUs and 511 are left: no spare server to move the ranks of 1 GPU "
+        "(139) to (the job uses all 64)");
+  CHECK(cli::option_text(note(WhatIfKind::replace, OptionNote::tp_whole_server), w) ==
+        "TP 8 takes the whole server: there is no other grouping");
+  CHECK(cli::option_text(note(WhatIfKind::replace, OptionNote::switch_no_gain), w) ==
+        "on an NVSwitch a group runs at its slowest member's links and every GPU is in some TP "
+        "group: no regrouping of the same split avoids the bad GPU");
+  CHECK(cli::option_text(note(WhatIfKind::cordon_gpu, OptionNote::not_one_gpu), w) ==
+        "the failure is not on one GPU");
+  WhatIfOption gpu = note(WhatIfKind::cordon_gpu, OptionNote::cordoned);
+  gpu.cordoned = {139};
+  gpu.replan = {Replan::no_split, 511};
+  CHECK(cli::option_text(gpu, w) ==
+        "takes GPU 139 out: no split of 511 GPUs divides the model and batch");
+  WhatIfOption servers = note(WhatIfKind::cordon_server, OptionNote::cordoned);
+  servers.available = true;
+  servers.cordoned = {3, 5};
+  servers.replan = {Replan::no_fit, 496};
+  servers.gpus = 488;
+  servers.servers = 61;
+  servers.spare_servers = 1;
+  CHECK(cli::option_text(servers, w) ==
+        "takes servers 3,5 out; no split of 496 GPUs fits in memory, so 1 more idle as spares: "
+        "re-plans on 61 servers (488 GPUs)");
+  w.baseline.config.tp = 2;
+  WhatIfOption regrouped = note(WhatIfKind::replace, OptionNote::regrouped);
+  regrouped.regrouped = {{0, {0, 4, 1, 5, 2, 6, 3, 7}}};
+  CHECK(cli::option_text(regrouped, w) ==
+        "same split, GPUs regrouped: server 0 TP groups [0 4] [1 5] [2 6] [3 7]");
+}
+
+TEST_CASE("the what-if's recommendation and groups hit in words", "[cli_text]") {
+  WhatIf w = seed_what_if();
+  WhatIfOption server = note(WhatIfKind::cordon_server, OptionNote::cordoned);
+  server.available = true;
+  server.gpus = 504;
+  server.step_time_s = 12.0;
+  server.slowdown = 0.2;
+  w.options = {server, note(WhatIfKind::keep, OptionNote::ranks_on_dead)};
+  CHECK(cli::recommendation(w) ==
+        "cordon-server: 12.000 s/step (+20.0% vs the healthy 10.000 s); the healthy plan cannot "
+        "run without its dead GPUs and there is no spare, so it re-plans on what is left, giving "
+        "up 8 of 512 GPUs");
+  w.options = {note(WhatIfKind::keep, OptionNote::ranks_on_dead)};
+  CHECK(cli::recommendation(w) ==
+        "no option runs: the plan has ranks on 1 GPU (139) that are dead: it cannot run as placed");
+  GroupHit hit{.dimension = "tp", .gpus = {136, 137, 138, 139}, .before = {}, .after = {}};
+  hit.before.intra_gbps = 450.0;
+  hit.after.intra_gbps = 425.0;
+  CHECK(cli::hit_text(hit) == "TP group 136-139: 450 GB/s -> 425 GB/s");
+  hit.lost = true;
+  CHECK(cli::hit_text(hit) == "TP group 136-139 lost a GPU");
+}
+
+TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  MemoryShortfall s{.needed_bytes = 93.2 * gib, .usable_bytes = 79.2 * gib, .reserve_gib = 0.0};
+  CHECK(cli::shortfall_text(s) ==
+        "needs 93.20 GiB per GPU (CUDA context and NCCL buffers included), 79.20 GiB usable");
+  s.reserve_gib = 2.0;
+  CHECK(cli::shortfall_text(s) ==
+        "needs 93.20 GiB per GPU (CUDA context and NCCL buffers included), 79.20 GiB usable "
+        "(2 GiB kept free)");
+  CHECK(cli::shortfall_text(PlanResult{}).empty());
+  SplitRules rules{.gpus = 64,
+                   .heads = 32,
+                   .kv_heads = 8,
+                   .layers = 32,
+                   .uneven_stages = false,
+                   .global_batch = 256,
+                   .moe = false};
+  CHECK(cli::no_split_text(rules) ==
+        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads "
+        "8, pp divides layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch 256, "
+        "micro-batch divides global batch / dp)");
+  rules.uneven_stages = true;
+  rules.moe = true;
+  CHECK(cli::no_split_text(rules) ==
+        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads "
+        "8, pp at most the layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch 256, "
+        "micro-batch divides global batch / dp, ep divides the experts and tp*cp*dp)");
+}
+
+TEST_CASE("--emit refusals in words: one line each, what to change when no knob helps",
+          "[cli_text]") {
+  Model model;
+  model.name = "custom";
+  model.training.dtype = Dtype::tf32;
+  model.ffn = FfnKind::relu;
+  const RefusalKind all[] = {RefusalKind::uneven_ranks,
+                             RefusalKind::moe_model,
+                             RefusalKind::context_parallel,
+                             RefusalKind::dtype,
+                             RefusalKind::ffn,
+                             RefusalKind::model_shape,
+                             RefusalKind::sharding_with_pp,
+                             RefusalKind::interleaved,
+                             RefusalKind::tp_with_pp,
+                             RefusalKind::tp_with_zero3,
+                             RefusalKind::sequence_parallel,
+                             RefusalKind::no_sequence_parallel,
+                             RefusalKind::selective_recompute,
+                             RefusalKind::ddp_multi_dim,
+                             RefusalKind::zero1};
+  for (const Release& release : releases()) {
+    for (const RefusalKind kind : all) {
+      Obstacle o;
+      o.kind = kind;
+      const std::string reason = cli::refusal_reason(o, release, model);
+      INFO(release_id(release) << " " << static_cast<int>(kind));
+      CHECK_FALSE(reason.empty());
+      CHECK(reason.find('\n') == std::string::npos);
+    }
+  }
+  Obstacle uneven;
+  uneven.server = 0;
+  uneven.ranks = 8;
+  uneven.other_server = 1;
+  uneven.other_ranks = 7;
+  uneven.dead_server = 1;
+  uneven.gpus_per_server = 8;
+  const Release& megatron = parse_release("megatron");
+  CHECK(cli::refusal_reason(uneven, megatron, model) ==
+        "its ranks sit unevenly: server 0 runs 8 of them, server 1 runs 7, and the launcher "
+        "starts the same GPUs on every node");
+  Refusal refusal{uneven, std::nullopt, uneven, false};
+  CHECK(cli::refusal_change(refusal, megatron) == "cordon the whole server: --fail-link server:1");
+  refusal.change.dead_server = -1;
+  CHECK(cli::refusal_change(refusal, megatron) == "a split whose GPUs fill whole servers of 8");
+  refusal.no_dividing_split = true;
+  CHECK(cli::refusal_change(refusal, megatron) ==
+        "no split of the same GPUs it runs divides the batch");
+}
+
+TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_text]") {
+  Model model;
+  model.name = "custom";
+  model.training.dtype = Dtype::fp32;
+  Obstacle o;
+  o.kind = RefusalKind::ddp_multi_dim;
+  const Release& titan = parse_release("torchtitan");
+  CHECK(cli::refusal_reason(o, titan, model) ==
+        "torchtitan raises 'DDP has not supported > 1D parallelism' "
+        "(models/llama3/infra/parallelize.py:151)");
+  o.kind = RefusalKind::dtype;
+  const Release& nemo = parse_release("nemo");
+  CHECK(cli::refusal_reason(o, nemo, model) ==
+        "NeMo 2.0's precision recipes are bf16/fp16 mixed (with or without FP8), not fp32");
+  o.kind = RefusalKind::model_shape;
+  o.models = {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b"};
+  o.other_release = "nemo-hydra";
+  CHECK(cli::refusal_reason(o, nemo, model) ==
+        "NeMo 2.0 pretraining recipes build their model from a config class "
+        "(nemo/collections/llm/recipes), and none has custom's shape");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo) ==
+        "--model llama3-8b, llama3-70b, llama3-405b or gpt3-175b, or --emit nemo-hydra");
+  o.kind = RefusalKind::context_parallel;
+  o.cp = 2;
+  CHECK(cli::refusal_reason(o, titan, model) ==
+        "--emit writes context parallelism (CP 2) for megatron and nemo only");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan) == "--cp 1");
+  o.kind = RefusalKind::selective_recompute;
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan).empty());  // a knob fixes it
 }

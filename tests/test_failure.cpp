@@ -131,8 +131,6 @@ TEST_CASE("one NVLink down on an H100 server: that GPU keeps 17 of 18 links", "[
   CHECK(hit.intra_gbps == Approx(425.0));  // (18 - 1) links x 25 GB/s
   const std::array<int, 4> spared{136, 137, 138, 140};
   CHECK(query_group(c, spared).intra_gbps == Approx(450.0));  // 18 x 25: no member is hit
-  CHECK(describe(parse_failure("nvlink:17/3"), c) ==
-        "one of 18 NVLinks of GPU 3 on server 17 (global GPU 139): it keeps 17");
 }
 
 TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[failure]") {
@@ -161,8 +159,6 @@ TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
   const GroupLink link = query_group(c, across);
   CHECK(link.tier == Tier::network);
   CHECK(link.inter_gbps == Approx(43.75));
-  CHECK(describe(parse_failure("nic:3/1"), c) ==
-        "NIC 1 of 8 on server 3: its GPUs share the other 7");
   Cluster seven = c;  // NICs 1..7 down, NIC 0 left
   for (int nic = 2; nic < 8; ++nic) {
     seven = apply_failure(seven, parse_failure("nic:3/" + std::to_string(nic)));
@@ -180,8 +176,6 @@ TEST_CASE("dead GPUs and servers", "[failure]") {
   CHECK(dead_gpu_ids(c) == expected);
   const std::array<int, 2> with_dead{9, 10};
   CHECK_THROWS_AS(query_group(c, with_dead), PlanError);
-  CHECK(describe(parse_failure("gpu:1/2"), c) == "GPU 2 on server 1 (global GPU 10) dead");
-  CHECK(describe(parse_failure("server:3"), c) == "server 3 dead (GPUs 24-31)");
   try {
     (void)apply_failures(h100_64(), {parse_failure("gpu:1/2"), parse_failure("gpu:1/2")});
     FAIL("a part named twice must be refused");
@@ -196,8 +190,8 @@ TEST_CASE("mesh servers: a direct link down, by pair", "[failure]") {
   // Server 1's GPUs are 8..15: the pair (8, 12).
   REQUIRE(c.health.dead_mesh_links.size() == 1);
   CHECK(*c.health.dead_mesh_links.begin() == std::make_pair(8, 12));
-  CHECK(describe(parse_failure("mesh:1/0-4"), c) ==
-        "the direct link GPU 0 - GPU 4 on server 1 (2 NVLinks)");
+  CHECK(mesh_peers(healthy, 1, 0) ==
+        std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {3, 2}, {4, 2}});  // 2 links to GPU 4
   // The pair alone: 2 links x 25 GB/s healthy, PCIe once dead.
   const std::array<int, 2> pair{8, 12};
   CHECK(query_group(healthy, pair).intra_gbps == Approx(50.0));

@@ -250,7 +250,7 @@ TEST_CASE(
       CHECK(p.config.gpus() == cluster.gpus());
       CHECK(p.estimate.memory.fits);
       CHECK(p.estimate.memory.total_bytes <= p.estimate.memory.capacity_bytes);
-      CHECK(p.infeasible_reason.empty());
+      CHECK_FALSE(p.shortfall.has_value());
       check_pins(p.config, options);
       check_finite_times(p.estimate);
       CHECK_FALSE(better_plan(p, p));  // irreflexive

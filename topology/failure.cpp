@@ -1,4 +1,4 @@
-// The --fail-link grammar (topology/failure.h): parsing, applying to a cluster, describing.
+// The --fail-link grammar (topology/failure.h): parsing and applying to a cluster.
 #include "topology/failure.h"
 
 #include <algorithm>
@@ -184,9 +184,9 @@ void check_gpu(const Cluster& cluster, const Failure& f, int local) {
   return gpu_id % cluster.nvlink.domain_gpus;
 }
 
-/// The mesh peers (server-local indexes) of a server-local GPU, with their link counts.
-[[nodiscard]] std::vector<std::pair<int, int>> mesh_peers(const Cluster& cluster, int server,
-                                                          int local) {
+}  // namespace
+
+std::vector<std::pair<int, int>> mesh_peers(const Cluster& cluster, int server, int local) {
   const int id = global_id(cluster, server, local);
   const int domain_base = id - domain_local(cluster, id);
   const int me = domain_local(cluster, id);
@@ -201,6 +201,8 @@ void check_gpu(const Cluster& cluster, const Failure& f, int local) {
   std::sort(peers.begin(), peers.end());
   return peers;
 }
+
+namespace {
 
 [[nodiscard]] std::string peer_list(const std::vector<std::pair<int, int>>& peers) {
   std::string text;
@@ -357,64 +359,6 @@ std::vector<int> dead_gpu_ids(const Cluster& cluster) {
     for (int g = 0; g < cluster.gpus_per_server; ++g) dead.insert(global_id(cluster, server, g));
   }
   return {dead.begin(), dead.end()};
-}
-
-namespace {
-
-[[nodiscard]] std::string gpu_on(const Cluster& cluster, int server, int local) {
-  return "GPU " + std::to_string(local) + " on server " + std::to_string(server) + " (global GPU " +
-         std::to_string(global_id(cluster, server, local)) + ")";
-}
-
-[[nodiscard]] std::string describe_nvlink(const Failure& f, const Cluster& cluster) {
-  const int total = cluster.nvlink.links_per_gpu;
-  if (cluster.nvlink.kind == NvlinkKind::mesh) {
-    return "every direct NVLink of " + gpu_on(cluster, f.server, f.gpu) + " (to GPUs " +
-           peer_list(mesh_peers(cluster, f.server, f.gpu)) + ")";
-  }
-  if (f.kind == FailureKind::nvlink_all) {
-    return "all " + std::to_string(total) + " NVLinks of " + gpu_on(cluster, f.server, f.gpu) +
-           ": its traffic falls back to PCIe";
-  }
-  const std::string count = f.links == 1 ? "one" : std::to_string(f.links);
-  return count + " of " + std::to_string(total) + " NVLinks of " +
-         gpu_on(cluster, f.server, f.gpu) + ": it keeps " + std::to_string(total - f.links);
-}
-
-[[nodiscard]] std::string describe_mesh(const Failure& f, const Cluster& cluster) {
-  int links = 0;
-  for (const auto& [peer, count] : mesh_peers(cluster, f.server, f.gpu)) {
-    if (peer == f.peer) links = count;
-  }
-  return "the direct link GPU " + std::to_string(f.gpu) + " - GPU " + std::to_string(f.peer) +
-         " on server " + std::to_string(f.server) + " (" + std::to_string(links) +
-         (links == 1 ? " NVLink)" : " NVLinks)");
-}
-
-}  // namespace
-
-std::string describe(const Failure& failure, const Cluster& cluster) {
-  const Failure& f = failure;
-  switch (f.kind) {
-    case FailureKind::nvlink:
-    case FailureKind::nvlink_all:
-      return describe_nvlink(f, cluster);
-    case FailureKind::mesh_link:
-      return describe_mesh(f, cluster);
-    case FailureKind::nic: {
-      const int nics = cluster.network.nics_per_server;
-      return "NIC " + std::to_string(f.nic) + " of " + std::to_string(nics) + " on server " +
-             std::to_string(f.server) + ": its GPUs share the other " + std::to_string(nics - 1);
-    }
-    case FailureKind::gpu:
-      return gpu_on(cluster, f.server, f.gpu) + " dead";
-    case FailureKind::server: {
-      const int first = global_id(cluster, f.server, 0);
-      return "server " + std::to_string(f.server) + " dead (GPUs " + std::to_string(first) + "-" +
-             std::to_string(first + cluster.gpus_per_server - 1) + ")";
-    }
-  }
-  return f.spec;
 }
 
 }  // namespace trident

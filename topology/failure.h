@@ -12,6 +12,7 @@
 /// On a mesh server nvlink:S/G:all takes down every direct link of GPU G; a bare nvlink:S/G
 /// is refused there (name the pair). A spec naming a part twice is refused by apply_failures.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/cluster.h"
@@ -30,7 +31,8 @@ struct Failure {
   std::string spec;  ///< as the user wrote it
 };
 
-/// Parses one spec; throws InputError "--fail-link 'SPEC': expected ..." on a bad one.
+/// Parses one spec; throws SpecError "'SPEC': expected ..." on a bad one (the CLI prefixes
+/// its flag).
 [[nodiscard]] Failure parse_failure(const std::string& spec);
 
 /// The cluster with the failure applied. Throws InputError when the spec names a server,
@@ -38,14 +40,16 @@ struct Failure {
 [[nodiscard]] Cluster apply_failure(const Cluster& cluster, const Failure& failure);
 
 /// Applies the failures in order; throws InputError as apply_failure does, and when two specs
-/// name the same NIC, GPU, server or mesh pair ("--fail-link 'gpu:1/2': names the same part
+/// name the same NIC, GPU, server or mesh pair ("'gpu:1/2': names the same part
 /// as 'gpu:1/2'"). nvlink:S/G given twice means two of its links down.
 [[nodiscard]] Cluster apply_failures(const Cluster& cluster, const std::vector<Failure>& failures);
 
 /// Global ids of the GPUs that are dead (dead GPUs plus every GPU of a dead server), sorted.
 [[nodiscard]] std::vector<int> dead_gpu_ids(const Cluster& cluster);
 
-/// Human-readable one-line description ("one of 18 NVLinks of GPU 3 on server 17").
-[[nodiscard]] std::string describe(const Failure& failure, const Cluster& cluster);
+/// The mesh peers (server-local indexes) of server-local GPU `local` on `server`, with the
+/// number of NVLinks to each, ascending. Empty on an NVSwitch server.
+[[nodiscard]] std::vector<std::pair<int, int>> mesh_peers(const Cluster& cluster, int server,
+                                                          int local);
 
 }  // namespace trident

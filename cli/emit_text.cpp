@@ -1,0 +1,182 @@
+// Why a framework release cannot run a plan, in words (cli/emit_text.h).
+#include "cli/emit_text.h"
+
+#include <fmt/format.h>
+
+namespace trident::cli {
+namespace {
+
+/// "a, b or c".
+[[nodiscard]] std::string one_of(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+[[nodiscard]] std::string uneven_reason(const Obstacle& o) {
+  return fmt::format(
+      "its ranks sit unevenly: server {} runs {} of them, server {} runs {}, and the launcher "
+      "starts the same GPUs on every node",
+      o.server, o.ranks, o.other_server, o.other_ranks);
+}
+
+[[nodiscard]] std::string dtype_reason(const Release& release, Dtype dtype) {
+  switch (release.framework) {
+    case Framework::megatron:
+      return "Megatron-LM has no TF32 switch (--bf16, --fp16, or FP32 with neither)";
+    case Framework::nemo:
+      return fmt::format(
+          "NeMo 2.0's precision recipes are bf16/fp16 mixed (with or without FP8), not {}",
+          to_string(dtype));
+    case Framework::nemo_hydra:
+      return "NeMo's trainer.precision has no TF32 setting (bf16, 16, 32)";
+    case Framework::deepspeed:
+      return fmt::format(
+          "DeepSpeed's config has no {} training switch (bf16, fp16, or neither for FP32)",
+          to_string(dtype));
+    case Framework::torchtitan:
+      return fmt::format(
+          "torchtitan trains in bfloat16 or float32 (training.mixed_precision_param), not {}",
+          to_string(dtype));
+  }
+  return "";
+}
+
+[[nodiscard]] std::string ffn_reason(const Release& release, FfnKind ffn) {
+  if (release.framework == Framework::nemo_hydra) {
+    return "NeMo's model.activation has no plain ReLU (gelu, geglu, swiglu, reglu, "
+           "squared-relu)";
+  }
+  return fmt::format(
+      "Megatron-LM has no flag for a {} FFN (GeLU by default, --swiglu, "
+      "--squared-relu)",
+      to_string(ffn));
+}
+
+[[nodiscard]] std::string shape_reason(const Release& release, const Model& model) {
+  if (release.framework == Framework::torchtitan) {
+    return "torchtitan builds models from registered flavors "
+           "(torchtitan/models/llama3/__init__.py), and none has " +
+           model.name + "'s shape";
+  }
+  return "NeMo 2.0 pretraining recipes build their model from a config class "
+         "(nemo/collections/llm/recipes), and none has " +
+         model.name + "'s shape";
+}
+
+[[nodiscard]] std::string sharding_reason(const Release& release) {
+  switch (release.framework) {
+    case Framework::nemo:
+      return "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
+             "parallelism (Megatron-LM docs/user-guide/features/megatron_fsdp.md:493)";
+    case Framework::nemo_hydra:
+      return "ZeRO-3 is NeMo's torch FSDP, documented with TP and not with pipeline "
+             "parallelism (docs/source/features/parallelisms.rst:180)";
+    case Framework::deepspeed:
+      return "runtime/pipe/engine.py:77 asserts ZeRO-2 and ZeRO-3 are incompatible with "
+             "pipeline parallelism";
+    default:
+      return "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
+             "parallelism (docs/user-guide/features/megatron_fsdp.md:493)";
+  }
+}
+
+/// The rules of one framework only (DeepSpeed's AutoTP and engine, torchtitan's FSDP2).
+[[nodiscard]] std::string split_reason(RefusalKind kind, const Release& release) {
+  switch (kind) {
+    case RefusalKind::interleaved:
+      return "DeepSpeed's pipeline engine has no interleaved schedule "
+             "(runtime/pipe/schedule.py TrainSchedule: one stage per rank)";
+    case RefusalKind::tp_with_pp:
+      return "AutoTP builds a tensor x data parallel mesh with no pipeline axis "
+             "(runtime/engine.py _configure_tensor_parallel_states, "
+             "groups._init_tp_mesh_device)";
+    case RefusalKind::tp_with_zero3:
+      return "v0.19.3 asserts AutoTP with ZeRO-3 'has not been validated' "
+             "(runtime/engine.py:634; allowed from v0.19.4)";
+    case RefusalKind::sequence_parallel:
+      return "AutoTP has no Megatron-style sequence parallelism";
+    case RefusalKind::no_sequence_parallel:
+      return "torchtitan's tensor parallel plan always shards the sequence "
+             "(SequenceParallel norms, models/llama3/infra/parallelize.py)";
+    case RefusalKind::selective_recompute:
+      return release.framework == Framework::torchtitan
+                 ? "torchtitan's selective mode saves matmul outputs per op or checkpoints "
+                   "every Nth layer; it is not Megatron's attention-only recompute"
+                 : "DeepSpeed recomputes whole deepspeed.checkpointing.checkpoint calls; it has "
+                   "no attention-only (Megatron selective) recompute";
+    case RefusalKind::ddp_multi_dim:
+      return "torchtitan raises 'DDP has not supported > 1D parallelism' "
+             "(models/llama3/infra/parallelize.py:151)";
+    case RefusalKind::zero1:
+      return "torchtitan shards with FSDP2, which shards gradients with the optimizer "
+             "state: no ZeRO-1";
+    default:
+      return "";
+  }
+}
+
+/// What to change for an obstacle no knob of the split fixes; empty for the others.
+[[nodiscard]] std::string obstacle_change(const Obstacle& o, const Release& release) {
+  const Framework framework = release.framework;
+  switch (o.kind) {
+    case RefusalKind::uneven_ranks:
+      if (o.dead_server >= 0) {
+        return fmt::format("cordon the whole server: --fail-link server:{}", o.dead_server);
+      }
+      return fmt::format("a split whose GPUs fill whole servers of {}", o.gpus_per_server);
+    case RefusalKind::moe_model:
+      return "emit a dense model or write the MoE flags by hand";
+    case RefusalKind::context_parallel:
+      return "--cp 1";
+    case RefusalKind::dtype:
+      return framework == Framework::megatron || framework == Framework::nemo_hydra
+                 ? "training.dtype bf16 or fp32 in the model file"
+                 : "training.dtype bf16 in the model file";
+    case RefusalKind::ffn:
+      return framework == Framework::nemo_hydra
+                 ? "ffn gelu, geglu, swiglu or relu2 in the model file"
+                 : "ffn gelu, swiglu or relu2 in the model file";
+    case RefusalKind::model_shape: {
+      const std::string models = "--model " + one_of(o.models);
+      return o.other_release.empty() ? models : models + ", or --emit " + o.other_release;
+    }
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+std::string refusal_reason(const Obstacle& obstacle, const Release& release, const Model& model) {
+  switch (obstacle.kind) {
+    case RefusalKind::uneven_ranks:
+      return uneven_reason(obstacle);
+    case RefusalKind::moe_model:
+      return "--emit writes dense models only: model " + model.name +
+             " has experts (MoE flags are not written yet)";
+    case RefusalKind::context_parallel:
+      return fmt::format("--emit writes context parallelism (CP {}) for megatron and nemo only",
+                         obstacle.cp);
+    case RefusalKind::dtype:
+      return dtype_reason(release, model.training.dtype);
+    case RefusalKind::ffn:
+      return ffn_reason(release, model.ffn);
+    case RefusalKind::model_shape:
+      return shape_reason(release, model);
+    case RefusalKind::sharding_with_pp:
+      return sharding_reason(release);
+    default:
+      return split_reason(obstacle.kind, release);
+  }
+}
+
+std::string refusal_change(const Refusal& refusal, const Release& release) {
+  if (refusal.no_dividing_split) return "no split of the same GPUs it runs divides the batch";
+  return obstacle_change(refusal.change, release);
+}
+
+}  // namespace trident::cli

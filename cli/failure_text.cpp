@@ -1,0 +1,76 @@
+// A --fail-link failure in words (cli/failure_text.h).
+#include "cli/failure_text.h"
+
+#include <fmt/format.h>
+
+namespace trident::cli {
+namespace {
+
+[[nodiscard]] int global_id(const Cluster& cluster, int server, int local) {
+  return server * cluster.gpus_per_server + local;
+}
+
+[[nodiscard]] std::string gpu_on(const Cluster& cluster, int server, int local) {
+  return fmt::format("GPU {} on server {} (global GPU {})", local, server,
+                     global_id(cluster, server, local));
+}
+
+[[nodiscard]] std::string peer_list(const std::vector<std::pair<int, int>>& peers) {
+  std::string text;
+  for (const auto& [peer, links] : peers) {
+    text += (text.empty() ? "" : ", ") + std::to_string(peer);
+  }
+  return text.empty() ? "none" : text;
+}
+
+[[nodiscard]] std::string describe_nvlink(const Failure& f, const Cluster& cluster) {
+  const int total = cluster.nvlink.links_per_gpu;
+  if (cluster.nvlink.kind == NvlinkKind::mesh) {
+    return fmt::format("every direct NVLink of {} (to GPUs {})", gpu_on(cluster, f.server, f.gpu),
+                       peer_list(mesh_peers(cluster, f.server, f.gpu)));
+  }
+  if (f.kind == FailureKind::nvlink_all) {
+    return fmt::format("all {} NVLinks of {}: its traffic falls back to PCIe", total,
+                       gpu_on(cluster, f.server, f.gpu));
+  }
+  const std::string count = f.links == 1 ? "one" : std::to_string(f.links);
+  return fmt::format("{} of {} NVLinks of {}: it keeps {}", count, total,
+                     gpu_on(cluster, f.server, f.gpu), total - f.links);
+}
+
+[[nodiscard]] std::string describe_mesh(const Failure& f, const Cluster& cluster) {
+  int links = 0;
+  for (const auto& [peer, count] : mesh_peers(cluster, f.server, f.gpu)) {
+    if (peer == f.peer) links = count;
+  }
+  return fmt::format("the direct link GPU {} - GPU {} on server {} ({} {})", f.gpu, f.peer,
+                     f.server, links, links == 1 ? "NVLink" : "NVLinks");
+}
+
+}  // namespace
+
+std::string describe(const Failure& failure, const Cluster& cluster) {
+  const Failure& f = failure;
+  switch (f.kind) {
+    case FailureKind::nvlink:
+    case FailureKind::nvlink_all:
+      return describe_nvlink(f, cluster);
+    case FailureKind::mesh_link:
+      return describe_mesh(f, cluster);
+    case FailureKind::nic: {
+      const int nics = cluster.network.nics_per_server;
+      return fmt::format("NIC {} of {} on server {}: its GPUs share the other {}", f.nic, nics,
+                         f.server, nics - 1);
+    }
+    case FailureKind::gpu:
+      return gpu_on(cluster, f.server, f.gpu) + " dead";
+    case FailureKind::server: {
+      const int first = global_id(cluster, f.server, 0);
+      return fmt::format("server {} dead (GPUs {}-{})", f.server, first,
+                         first + cluster.gpus_per_server - 1);
+    }
+  }
+  return f.spec;
+}
+
+}  // namespace trident::cli

@@ -1,0 +1,44 @@
+// What a search says in words (cli/search_text.h).
+#include "cli/search_text.h"
+
+#include <cstdio>
+
+namespace trident::cli {
+namespace {
+
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace
+
+std::string shortfall_text(const MemoryShortfall& shortfall) {
+  char text[200];
+  if (shortfall.reserve_gib > 0.0) {
+    std::snprintf(text, sizeof text,
+                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
+                  "usable (%.0f GiB kept free)",
+                  shortfall.needed_bytes / kGib, shortfall.usable_bytes / kGib,
+                  shortfall.reserve_gib);
+  } else {
+    std::snprintf(text, sizeof text,
+                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
+                  "usable",
+                  shortfall.needed_bytes / kGib, shortfall.usable_bytes / kGib);
+  }
+  return text;
+}
+
+std::string shortfall_text(const PlanResult& plan) {
+  return plan.shortfall ? shortfall_text(*plan.shortfall) : "";
+}
+
+std::string no_split_text(const SplitRules& rules) {
+  return "no configuration of " + std::to_string(rules.gpus) +
+         " GPUs obeys the rules and pins (tp divides heads " + std::to_string(rules.heads) +
+         " and kv_heads " + std::to_string(rules.kv_heads) +
+         (rules.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
+         std::to_string(rules.layers) + ", tp*cp*pp*dp = GPUs, dp divides the global batch " +
+         std::to_string(rules.global_batch) + ", micro-batch divides global batch / dp" +
+         (rules.moe ? ", ep divides the experts and tp*cp*dp" : "") + ")";
+}
+
+}  // namespace trident::cli

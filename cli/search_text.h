@@ -1,0 +1,21 @@
+#pragma once
+/// What a search says in words: why a plan does not fit in memory, and the rules no split of
+/// the GPUs obeyed. planner/search.h returns the numbers.
+#include <string>
+
+#include "planner/search.h"
+
+namespace trident::cli {
+
+/// "needs 93.20 GiB per GPU (CUDA context and NCCL buffers included), 79.20 GiB usable
+/// (2 GiB kept free)".
+[[nodiscard]] std::string shortfall_text(const MemoryShortfall& shortfall);
+
+/// shortfall_text of the plan's shortfall; empty when the plan fits.
+[[nodiscard]] std::string shortfall_text(const PlanResult& plan);
+
+/// "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads 8,
+/// pp divides layers 32, ...)".
+[[nodiscard]] std::string no_split_text(const SplitRules& rules);
+
+}  // namespace trident::cli
