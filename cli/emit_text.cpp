@@ -114,6 +114,9 @@ namespace {
     case RefusalKind::zero1:
       return "torchtitan shards with FSDP2, which shards gradients with the optimizer "
              "state: no ZeRO-1";
+    case RefusalKind::hybrid_shard:
+      return "--emit writes hybrid sharding (HSDP, --dp-shard) for torchtitan only "
+             "(data_parallel_shard_degree x data_parallel_replicate_degree)";
     default:
       return "";
   }

@@ -84,8 +84,10 @@ int layers_per_chunk(const Model& model, const ParallelConfig& config) {
 std::string plan_summary(const ParallelConfig& c) {
   return "TP" + str(c.tp) + " PP" + str(c.pp) + " DP" + str(c.dp) + " mb" + str(c.micro_batch) +
          " VP" + str(c.virtual_stages) + " recompute " + to_string(c.recompute) + " ZeRO-" +
-         str(c.zero) + " SP " + (c.sequence_parallel ? "on" : "off") + ", " + str(c.gpus()) +
-         " GPUs";
+         str(c.zero) +
+         (c.hybrid_shard() ? " HSDP " + str(c.dp_shard) + "x" + str(c.dp / c.dp_shard)
+                           : std::string()) +
+         " SP " + (c.sequence_parallel ? "on" : "off") + ", " + str(c.gpus()) + " GPUs";
 }
 
 std::string header_line(const Input& in) {
@@ -167,12 +169,18 @@ std::string placement_comment(const Launch& launch, const char* comment) {
 
 namespace {
 
-/// What no target writes yet: MoE models (expert flags), and context parallelism outside
-/// Megatron-LM and NeMo. A CP plan's nearest is the same GPUs with CP folded into DP.
+/// What no target writes yet: MoE models (expert flags), context parallelism outside
+/// Megatron-LM and NeMo, hybrid sharding outside torchtitan. A CP plan's nearest is the same
+/// GPUs with CP folded into DP; an HSDP plan's the same split sharded over all of DP.
 std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   const Framework framework = in.release.framework;
   const bool writes_cp = framework == Framework::megatron || framework == Framework::nemo;
   if (in.model.is_moe()) return emit::limit(RefusalKind::moe_model);
+  if (in.config.hybrid_shard() && framework != Framework::torchtitan) {
+    ParallelConfig fixed = in.config;
+    fixed.dp_shard = 0;
+    return emit::limit(RefusalKind::hybrid_shard, fixed);
+  }
   if (in.config.cp > 1 && !writes_cp) {
     ParallelConfig fixed = in.config;
     fixed.dp *= fixed.cp;

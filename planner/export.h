@@ -61,6 +61,7 @@ enum class RefusalKind {
   selective_recompute,   ///< attention-only recompute (deepspeed, torchtitan)
   ddp_multi_dim,         ///< ZeRO-0 with TP or PP (torchtitan's DDP is one-dimensional)
   zero1,                 ///< ZeRO-1 (torchtitan's FSDP2 has none)
+  hybrid_shard,          ///< HSDP (sharded over part of DP): only torchtitan writes it
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan

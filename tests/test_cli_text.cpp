@@ -273,7 +273,8 @@ TEST_CASE("--emit refusals in words: one line each, what to change when no knob 
                              RefusalKind::no_sequence_parallel,
                              RefusalKind::selective_recompute,
                              RefusalKind::ddp_multi_dim,
-                             RefusalKind::zero1};
+                             RefusalKind::zero1,
+                             RefusalKind::hybrid_shard};
   for (const Release& release : releases()) {
     for (const RefusalKind kind : all) {
       Obstacle o;

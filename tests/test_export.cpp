@@ -348,3 +348,25 @@ TEST_CASE("context parallelism: megatron and nemo write it, the others fold it i
   CHECK(titan.refusal->nearest->dp == 16);
   CHECK(titan.refusal->nearest->cp == 1);
 }
+
+TEST_CASE("hybrid sharding (HSDP): torchtitan writes its two degrees, the others refuse",
+          "[export]") {
+  // 32 GPUs: TP 1 x DP 32, ZeRO-3 sharded over 8 DP ranks, 4 replicas.
+  const Cluster cluster = cluster_of(4);
+  ParallelConfig c = config_of({1, 1, 1}, 3, Recompute::none, false);  // dp = 32
+  c.zero = 3;
+  c.dp_shard = 8;
+  const auto titan = export_plan(parse_release("torchtitan"), cluster, llama8b(), c);
+  REQUIRE_FALSE(titan.refusal.has_value());
+  CHECK(titan.text.find("data_parallel_replicate_degree = 4\ndata_parallel_shard_degree = 8\n") !=
+        std::string::npos);
+  for (const char* name : {"megatron", "nemo", "nemo-hydra", "deepspeed"}) {
+    const auto out = export_plan(parse_release(name), cluster, llama8b(), c);
+    INFO(name);
+    REQUIRE(out.refusal.has_value());
+    CHECK(out.refusal->reason.kind == RefusalKind::hybrid_shard);
+    // The nearest plan: the same split sharded over all of DP (or a further fix of the target).
+    REQUIRE(out.refusal->nearest.has_value());
+    CHECK_FALSE(out.refusal->nearest->hybrid_shard());
+  }
+}
