@@ -122,10 +122,15 @@ std::vector<int> edp_group(const ParallelConfig& config, int rank) {
   return ranks;
 }
 
-std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int rank) {
+namespace {
+
+/// The ranks of DP coordinates [first, first + count), each with all its CP ranks, that share
+/// `rank`'s other coordinates.
+std::vector<int> dp_block(const ParallelConfig& config, RankOrder order, int rank, int first,
+                          int count) {
   std::vector<int> ranks;
   RankCoord coord = rank_coord(config, order, rank);
-  for (int d = 0; d < config.dp; ++d) {
+  for (int d = first; d < first + count; ++d) {
     for (int c = 0; c < config.cp; ++c) {
       coord.dp = d;
       coord.cp = c;
@@ -135,19 +140,16 @@ std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int 
   return ranks;
 }
 
+}  // namespace
+
+std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int rank) {
+  return dp_block(config, order, rank, 0, config.dp);
+}
+
 std::vector<int> dp_shard_group(const ParallelConfig& config, RankOrder order, int rank) {
-  std::vector<int> ranks;
-  RankCoord coord = rank_coord(config, order, rank);
   const int shard = config.shard_ranks();
-  const int first = coord.dp - coord.dp % shard;
-  for (int d = first; d < first + shard; ++d) {
-    for (int c = 0; c < config.cp; ++c) {
-      coord.dp = d;
-      coord.cp = c;
-      ranks.push_back(rank_of(config, order, coord));
-    }
-  }
-  return ranks;
+  const int dp = rank_coord(config, order, rank).dp;
+  return dp_block(config, order, rank, dp - dp % shard, shard);
 }
 
 std::vector<int> dp_replicate_group(const ParallelConfig& config, RankOrder order, int rank) {

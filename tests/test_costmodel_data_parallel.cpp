@@ -107,6 +107,8 @@ TEST_CASE("HSDP groups: consecutive DP ranks shard, DP ranks dp_shard apart repl
   CHECK(dp_shard_group(config, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 2, 4, 6});
   CHECK(dp_replicate_group(config, RankOrder::tp_dp_pp, 0) == std::vector<int>{0, 8});
   CHECK(dp_replicate_group(config, RankOrder::tp_dp_pp, 3) == std::vector<int>{3, 11});
+  // Rank 9 = (tp 1, dp 4): the second shard group, DP ranks 4-7 = GPUs 9 11 13 15.
+  CHECK(dp_shard_group(config, RankOrder::tp_dp_pp, 9) == std::vector<int>{9, 11, 13, 15});
   // With CP 2 (tp 1, dp 4, shard 2): the shard group takes its DP ranks' CP ranks too
   // (FSDP shards over DP x CP): DP 0-1 x CP 0-1 = 0 1 2 3; replicas: DP 0 and 2 = 0 and 4.
   ParallelConfig cp;
