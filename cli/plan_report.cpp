@@ -349,7 +349,7 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   const CpView view = cp_local_view(moe_dense_view(model), config);
   const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
   const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
-  const double layers = stage_layers(model.layers, config.pp).most();
+  const double layers = model_stage_layers(model, config.pp).most();
   const Precision precision = precision_of(model.training);
   const auto as_call = [](const char* name, const GemmShape& shape, double calls, Dtype dtype) {
     return GemmCall{
@@ -370,8 +370,15 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
                           precision.linear_gemm));
   }
   // The output layer runs on the last stage only, once per micro-batch (never recomputed).
+  // Multi-token prediction runs the output layer once more per module, and its projection.
+  const double heads = 1.0 + model.mtp_layers;
   out.push_back(as_call("logits", logits_gemm(view.model, config.micro_batch, config.tp).shape,
-                        3.0 * m, precision.output_gemm));
+                        3.0 * heads * m, precision.output_gemm));
+  if (model.mtp_layers > 0) {
+    out.push_back(as_call("mtp_projection",
+                          mtp_projection_gemm(view.model, config.micro_batch, config.tp).shape,
+                          3.0 * model.mtp_layers * m, precision.linear_gemm));
+  }
   return out;
 }
 

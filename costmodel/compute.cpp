@@ -260,6 +260,22 @@ LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& 
   return time;
 }
 
+LayerTime output_head_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                           const Calibration* calibration) {
+  LayerTime head = logits_time(gpu, model, config, calibration);
+  if (model.mtp_layers <= 0) return head;
+  // Each MTP module runs the shared output head and its loss once more, and its projection.
+  const double passes = 1.0 + model.mtp_layers;
+  const Dtype dtype = precision_of(model.training).linear_gemm;
+  const GemmShape projection = mtp_projection_gemm(model, config.micro_batch, config.tp).shape;
+  head.gemm_forward_s *= passes;
+  head.forward_s =
+      passes * head.forward_s + model.mtp_layers * gemm_time_s(gpu, dtype, projection, calibration);
+  head.backward_s = passes * head.backward_s +
+                    model.mtp_layers * gemm_backward_time_s(gpu, dtype, projection, calibration);
+  return head;
+}
+
 double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters) {
   const double per_parameter =
       optimizer == Optimizer::adam ? kAdamBytesPerParameter : kSgdBytesPerParameter;

@@ -101,6 +101,14 @@ struct LayerTime {
                                     const ParallelConfig& config,
                                     const Calibration* calibration = nullptr);
 
+/// Everything past the last layer on the last stage, one micro-batch: the output layer and
+/// loss, and for each multi-token-prediction module its projection and another pass through
+/// the shared output layer and loss (its transformer layer is counted with the stage's layers,
+/// pipeline.h model_stage_layers).
+[[nodiscard]] LayerTime output_head_time(const Gpu& gpu, const Model& model,
+                                         const ParallelConfig& config,
+                                         const Calibration* calibration = nullptr);
+
 /// Bytes one Adam step streams per parameter: read fp32 master, grad, m, v (16), write
 /// master, m, v (12) and the bf16 weight (2), read the grad again for the norm clip (4).
 inline constexpr double kAdamBytesPerParameter = 34.0;

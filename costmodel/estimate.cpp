@@ -53,9 +53,11 @@ LayerTime with_cp_and_experts(LayerTime layer, const Gpu& gpu, const Model& mode
 }
 
 /// `model` / `config`: the per-GPU dense view; `real` / `given`: the model and split as given.
+/// `layer_comm_s`: exposed communication that each layer of a stage adds per micro-batch (the
+/// MoE all-to-alls), so the slowest stage is chosen on compute and that communication alike.
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                      const Model& real, const ParallelConfig& given, const EstimateOptions& options,
-                     const Calibration* calibration) {
+                     double layer_comm_s, const Calibration* calibration) {
   const Stack& stack = options.stack;
   const LayerTime dense =
       layer_time(cluster.gpu, model, config,
@@ -72,11 +74,11 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
     layer.backward_s *= stretch;
     layer.recompute_s *= stretch;
   }
-  const LayerTime logits = logits_time(cluster.gpu, model, config, calibration);
-  const StageLayers split = stage_layers(model.layers, config.pp);
+  const LayerTime logits = output_head_time(cluster.gpu, model, config, calibration);
+  const StageLayers split = model_stage_layers(model, config.pp);
   const double with_logits = split.last;
   const double without = std::max(config.pp > 1 ? split.first : 0, split.middle);
-  const double per_layer_s = layer.forward_s + layer.backward_s + layer.recompute_s;
+  const double per_layer_s = layer.forward_s + layer.backward_s + layer.recompute_s + layer_comm_s;
   const bool last_is_slowest =
       with_logits * per_layer_s + logits.forward_s + logits.backward_s >= without * per_layer_s;
   StageTime time;
@@ -255,7 +257,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.num_micro_batches = m;
   out.used_calibration = calibration != nullptr && !calibration->empty();
 
-  const StageTime stage = stage_time(cluster, local, split, model, config, options, calibration);
+  // The MoE all-to-alls are exposed per layer: they count when choosing the slowest stage.
+  const double ep_layer_s =
+      ep_comm(model, config, placement.ep, moe_fraction(model), calibration).exposed_s;
+  const StageTime stage =
+      stage_time(cluster, local, split, model, config, options, ep_layer_s, calibration);
   out.time.forward_s = md * stage.forward_s;
   out.time.backward_s = md * stage.backward_s;
   out.time.recompute_s = md * stage.recompute_s;

@@ -38,8 +38,12 @@ double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
 StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
                      SelectiveKind selective) {
   const LayerFlops layer = layer_forward_flops(model, global_batch);
-  const double layers = model.layers;
-  const double logits = logits_forward_flops(model, global_batch);
+  // Multi-token prediction: each module one more layer, its projection and another pass
+  // through the output layer.
+  const double layers = model.layers + model.mtp_layers;
+  const double logits =
+      (1.0 + model.mtp_layers) * logits_forward_flops(model, global_batch) +
+      model.mtp_layers * mtp_projection_gemm(model, global_batch, 1).shape.flops();
   StepFlops flops;
   flops.model = 3.0 * (layers * layer.total() + logits);
   flops.model_causal = flops.model - 3.0 * layers * 0.5 * layer.attention_core();

@@ -52,4 +52,9 @@ NamedGemm logits_gemm(const Model& model, double sequences, int tp) {
            static_cast<double>(model.hidden)}};
 }
 
+NamedGemm mtp_projection_gemm(const Model& model, double sequences, int tp) {
+  const double h = model.hidden;
+  return {"mtp_projection", {sequences * model.seq_len, h / tp, 2.0 * h}};
+}
+
 }  // namespace trident

@@ -41,4 +41,9 @@ struct AttentionGemms {
 /// The output layer (logits) on the last stage: [b*s x V/t x h].
 [[nodiscard]] NamedGemm logits_gemm(const Model& model, double sequences, int tp);
 
+/// A multi-token-prediction module's projection of [normed hidden; normed next-token
+/// embedding] back to h (DeepSeek-V3 M_k, Megatron-Core eh_proj, column-parallel):
+/// [b*s x h/t x 2h].
+[[nodiscard]] NamedGemm mtp_projection_gemm(const Model& model, double sequences, int tp);
+
 }  // namespace trident

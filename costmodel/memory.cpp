@@ -15,8 +15,8 @@ constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 
 /// Layers on a stage: the first, the last, a middle one (neither), or all of them (both).
 double layers_on_stage(const Model& model, const ParallelConfig& config, bool first, bool last) {
-  const StageLayers split = stage_layers(model.layers, config.pp);
-  if (first && last) return model.layers;
+  const StageLayers split = model_stage_layers(model, config.pp);
+  if (first && last) return model.layers + model.mtp_layers;
   if (first) return split.first;
   if (last) return split.last;
   return split.middle;
@@ -186,8 +186,10 @@ double recompute_working_bytes(const Model& model, const ParallelConfig& config,
 
 double loss_transient_bytes(const Model& model, const ParallelConfig& config,
                             double bytes_per_logit) {
-  return bytes_per_logit * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) /
-         config.tp;
+  // Each multi-token-prediction module computes its own loss in the same forward, and keeps
+  // its logits for backward beside the main loss's.
+  return (1.0 + model.mtp_layers) * bytes_per_logit * config.micro_batch * model.seq_len *
+         static_cast<double>(model.vocab) / config.tp;
 }
 
 double cublas_workspace_bytes(const Gpu& gpu) {

@@ -31,6 +31,8 @@ enum class Fp8Recipe { delayed, current, blockwise };
 /// Most sequences a step may have (2^24): a micro-batch, a divisor of the batch, stays an int
 /// and enumerating the batch's divisors stays instant (2^63-1 took hours; 2^31 wrapped).
 inline constexpr long long kMaxGlobalBatch = 1LL << 24;
+/// Largest multi-token-prediction depth a model file may ask for (DeepSeek-V3 uses 1).
+inline constexpr int kMaxMtpLayers = 16;
 
 /// Which tensors of an FP8 run are 8-bit (the model file's training.fp8). The linear layers'
 /// GEMMs always are; attention's batched GEMMs and the TP/ZeRO-3 messages only when asked.
@@ -93,6 +95,10 @@ struct Model {
   /// The loader's default: 0.1 with learned positions (GPT-2/3, Megatron-LM's hidden_dropout
   /// and attention_dropout defaults), 0 otherwise (Llama, MPT, BLOOM, GPT-NeoX ship without).
   double dropout = 0.0;
+  /// Multi-token prediction depth (DeepSeek-V3 D = 1; Megatron-Core --mtp-num-layers): each
+  /// module is one more transformer layer, a 2h -> h projection and another pass through the
+  /// shared output head and its loss, all on the last pipeline stage. 0 = none.
+  int mtp_layers = 0;
   Training training;
 
   [[nodiscard]] int head_dim() const { return hidden / heads; }

@@ -29,6 +29,7 @@ const std::vector<std::string> kModelKeys = {"name",
                                              "bias",
                                              "position_embedding",
                                              "dropout",
+                                             "mtp_layers",
                                              "training",
                                              "attention",
                                              "mla",
@@ -156,6 +157,11 @@ Model read_model(const MapReader& m) {
   model.dropout =
       m.optional_double("dropout", model.learned_positions ? 0.1 : 0.0, Range::non_negative);
   if (model.dropout >= 1.0) m.fail("dropout", "expected a probability below 1");
+  model.mtp_layers =
+      to_int32(m, "mtp_layers", m.optional_int("mtp_layers", 0, Range::non_negative));
+  if (model.mtp_layers > kMaxMtpLayers) {
+    m.fail("mtp_layers", "expected at most " + std::to_string(kMaxMtpLayers));
+  }
   model.training = read_training(m.optional_map("training"));
   model.attention = m.optional_choice("attention", kAttentionKinds, 0) == 0 ? AttentionKind::mha
                                                                             : AttentionKind::mla;

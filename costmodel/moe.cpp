@@ -116,7 +116,7 @@ int expert_dp(const ParallelConfig& config) {
 double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config) {
   if (!model.is_moe()) return 0.0;
   const ParameterCount count = count_parameters(model);
-  const double layers = stage_layers(model.layers, config.pp).most() * moe_fraction(model);
+  const double layers = model_stage_layers(model, config.pp).most() * moe_fraction(model);
   return layers * static_cast<double>(model.moe.experts) / config.ep * count.per_expert;
 }
 
@@ -141,7 +141,7 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
     const double per_layer =
         rows * (2.0 * model.hidden + (is_gated(model.ffn) ? 4.0 : 2.0) * f + 2.0 * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
-    const double layers = stage_layers(model.layers, config.pp).most() * moe_fraction(model);
+    const double layers = model_stage_layers(model, config.pp).most() * moe_fraction(model);
     activations = per_layer * layers * in_flight_micro_batches(config.pp, config.virtual_stages, m);
   }
   memory.weights_bytes += weights;

@@ -84,6 +84,13 @@ StageLayers stage_layers(int layers, int pp) {
   return out;
 }
 
+StageLayers model_stage_layers(const Model& model, int pp) {
+  StageLayers out = stage_layers(model.layers, pp);
+  out.last += model.mtp_layers;
+  if (pp <= 1) out.first += model.mtp_layers;  // one stage: first and last alike
+  return out;
+}
+
 double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {
   if (micro_batches <= 0 || virtual_stages <= 0) return 0.0;
   return (pp - 1.0) / (static_cast<double>(virtual_stages) * static_cast<double>(micro_batches));

@@ -3,6 +3,8 @@
 /// 2.2) and an explicit schedule, block by block, for drawing and for checking the formula.
 #include <vector>
 
+#include "costmodel/model.h"
+
 namespace trident {
 
 /// Layers each pipeline stage holds, split as Megatron-Core (--decoder-first/last-pipeline-
@@ -18,6 +20,9 @@ struct StageLayers {
   [[nodiscard]] int most() const;
 };
 [[nodiscard]] StageLayers stage_layers(int layers, int pp);
+/// The model's layers split as stage_layers does, then its multi-token-prediction layers on
+/// the last stage (Megatron-Core builds the MTP block in the last stage's post-process).
+[[nodiscard]] StageLayers model_stage_layers(const Model& model, int pp);
 
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);

@@ -66,3 +66,29 @@ TEST_CASE("JSON GEMMs carry their dtype: FP8 linear layers, bf16 output layer",
     }
   }
 }
+
+TEST_CASE("multi-token prediction in the JSON GEMMs: a second output pass and its projection",
+          "[cli_gemms]") {
+  // DeepSeek-V3 (mtp_layers 1) on 128 GPUs: TP 2 x PP 4 x DP 16, EP 32, micro-batch 1, global
+  // batch 64 -> m = 64 / 16 = 4 micro-batches. The output layer runs twice per micro-batch
+  // forward and backward: 3 x 2 x 4 = 24 calls; the projection [b s x h/t x 2h] 3 x 4 = 12.
+  const auto run = cli_test::run_trident(
+      "plan --gpus 128 --servers 16 --model deepseek-v3 --global-batch 64 --tp 2 --pp 4 --dp 16 "
+      "--ep 32 --micro-batch 1 --vp 1 --recompute full --sequence-parallel on --format json "
+      "--show-infeasible");
+  REQUIRE(run.code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  const auto& plans = doc.at("plans").empty() ? doc.at("infeasible") : doc.at("plans");
+  REQUIRE_FALSE(plans.empty());
+  bool projection = false;
+  for (const auto& gemm : plans.at(0).at("gemms")) {
+    if (gemm.at("name") == "logits") CHECK(gemm.at("calls_per_step").get<double>() == 24.0);
+    if (gemm.at("name") != "mtp_projection") continue;
+    projection = true;
+    CHECK(gemm.at("m").get<long long>() == 4096);  // 1 x 4096 tokens
+    CHECK(gemm.at("n").get<long long>() == 3584);  // 7168 / 2
+    CHECK(gemm.at("k").get<long long>() == 14336);
+    CHECK(gemm.at("calls_per_step").get<double>() == 12.0);
+  }
+  CHECK(projection);
+}

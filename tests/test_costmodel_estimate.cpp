@@ -139,3 +139,20 @@ TEST_CASE("estimate invariants", "[estimate][invariant]") {
   config.virtual_stages = 2;
   CHECK(estimate(cluster, model, config, base).time.bubble_s <= plain);
 }
+
+TEST_CASE("output head with multi-token prediction: the output pass twice, plus a projection",
+          "[estimate][compute]") {
+  const Gpu gpu = test::round_gpu();
+  Model model = test::small_model();
+  const ParallelConfig config = test::small_config();  // tp 2, micro-batch 1
+  const LayerTime logits = logits_time(gpu, model, config);
+  CHECK(output_head_time(gpu, model, config).forward_s == Approx(logits.forward_s));
+  model.mtp_layers = 1;
+  const LayerTime head = output_head_time(gpu, model, config);
+  // Projection [32 x 64/2 x 128]: forward one GEMM, backward its two.
+  const GemmShape projection{32.0, 32.0, 128.0};
+  CHECK(head.forward_s ==
+        Approx(2.0 * logits.forward_s + gemm_time_s(gpu, Dtype::bf16, projection)));
+  CHECK(head.backward_s ==
+        Approx(2.0 * logits.backward_s + gemm_backward_time_s(gpu, Dtype::bf16, projection)));
+}

@@ -51,3 +51,15 @@ TEST_CASE("step FLOPs reduce to Korthikanti 2022 and Narayanan 2021 eq. 3", "[fl
   // Causal halving removes half the attention core: 3 * L * B * 0.5 * 4*s^2*h.
   CHECK(none.model - none.model_causal == Approx(3.0 * 2 * 8 * 0.5 * 4 * 32 * 32 * 64));
 }
+
+TEST_CASE("multi-token prediction: one more layer, its projection, another output pass",
+          "[flops]") {
+  Model model = test::small_model();  // 2 layers, h 64, s 32, V 1000
+  const StepFlops plain = step_flops(model, 1.0, Recompute::none);
+  model.mtp_layers = 1;
+  const StepFlops mtp = step_flops(model, 1.0, Recompute::none);
+  // Per forward: layer 3,407,872 (above); logits 2 x 32 x 64 x 1000 = 4,096,000; projection
+  // [32 x 64 x 128]: 2 x 32 x 64 x 128 = 524,288. Forward + backward = 3x.
+  CHECK(plain.model == Approx(3.0 * (2 * 3407872.0 + 4096000.0)));
+  CHECK(mtp.model == Approx(3.0 * (3 * 3407872.0 + 2 * 4096000.0 + 524288.0)));
+}

@@ -14,7 +14,7 @@ TEST_CASE("bubble fraction (p-1)/(v*m)", "[pipeline]") {
 TEST_CASE("1F1B schedule: makespan (m + p - 1)(t_f + t_b)", "[pipeline]") {
   // p 4, m 8, t_f 1, t_b 2: ideal 8 * 3 = 24, bubble 3/8 of it = 9 -> 33.
   const auto blocks = schedule_1f1b(4, 8, 1, 1.0, 2.0);
-  CHECK(blocks.size() == 2u * 4 * 8);
+  CHECK(blocks.size() == std::size_t{64});  // 2 x 4 x 8
   CHECK(schedule_makespan_s(blocks) == Approx(33.0));
   CHECK(schedule_makespan_s(blocks) == Approx(8 * 3.0 * (1 + bubble_fraction(4, 1, 8))));
   // stage 0 starts with p - 1 = 3 warm-up forwards, then alternates
@@ -43,4 +43,22 @@ TEST_CASE("interleaving never increases the bubble", "[pipeline][invariant]") {
       previous = makespan;
     }
   }
+}
+
+TEST_CASE("multi-token prediction layers sit on the last stage", "[pipeline]") {
+  // DeepSeek-V3: 61 layers over PP 8 split 7 | 8 x 6 | 6 (NeMo's perf script: first 64/p - 1,
+  // last 64/p - 2), then the MTP layer on the last stage: 7 | 8 | 7.
+  Model model;
+  model.layers = 61;
+  model.mtp_layers = 1;
+  const StageLayers eight = model_stage_layers(model, 8);
+  CHECK(eight.first == 7);
+  CHECK(eight.middle == 8);
+  CHECK(eight.last == 7);
+  // One stage holds all 61 and the MTP layer.
+  const StageLayers one = model_stage_layers(model, 1);
+  CHECK(one.first == 62);
+  CHECK(one.last == 62);
+  model.mtp_layers = 0;
+  CHECK(model_stage_layers(model, 8).last == 6);
 }

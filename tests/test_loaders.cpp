@@ -235,6 +235,13 @@ TEST_CASE("model defaults and errors", "[loaders]") {
         "m.yaml:7: dropout: expected a probability below 1");
   CHECK(model_error(kModel + "dropout: -0.1\n") ==
         "m.yaml:7: dropout: expected a non-negative number, got '-0.1'");
+  // mtp_layers: 0 by default; DeepSeek-V3's preset 1; at most 16.
+  CHECK(m.mtp_layers == 0);
+  CHECK(load_model(kModel + "mtp_layers: 1\n", "m.yaml").mtp_layers == 1);
+  CHECK(model_preset("deepseek-v3").mtp_layers == 1);
+  CHECK(model_error(kModel + "mtp_layers: 17\n") == "m.yaml:7: mtp_layers: expected at most 16");
+  CHECK(model_error(kModel + "mtp_layers: -1\n") ==
+        "m.yaml:7: mtp_layers: expected a non-negative integer, got '-1'");
 }
 
 TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {
