@@ -338,6 +338,15 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                       expert_params, m, window, stack, calibration);
   }
 
+  // Gradient accumulation outside the GEMMs (the stack's grad_accumulation): one pass over the
+  // stage's gradients, their shard under ZeRO-2/3, after every micro-batch's backward.
+  const bool sharded_grads = config.zero >= 2;
+  const double accumulated =
+      params / (sharded_grads ? split.shard_ranks() : 1.0) +
+      expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
+  out.time.backward_s +=
+      md * hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype) * accumulated);
+
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP and EP communication).
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s + out.pp.exposed_s +

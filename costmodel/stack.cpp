@@ -27,6 +27,7 @@ const std::vector<std::string> kStackKeys = {
     "dp_bucket_parameters_per_rank",
     "grad_reduce_bytes",
     "grad_buffer_bytes",
+    "grad_accumulation",
     "zero_stages",
     "zero_stages_with_pp",
     "prefetch_units",
@@ -60,6 +61,7 @@ const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
 const std::vector<std::string> kSelectiveNames = {"attention", "per_op"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
+const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 
@@ -156,6 +158,8 @@ Stack read_stack(const MapReader& m) {
       m.optional_double("dp_bucket_parameters_per_rank", 0.0, Range::non_negative);
   s.grad_reduce_bytes = m.optional_double("grad_reduce_bytes", 4.0, Range::positive);
   s.grad_buffer_bytes = m.optional_double("grad_buffer_bytes", 4.0, Range::positive);
+  s.grad_accumulation =
+      static_cast<GradAccumulation>(m.optional_choice("grad_accumulation", kAccumulationNames, 0));
   s.zero_stages = read_zero_list(m, "zero_stages", 0b0011);
   s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp", s.zero_stages & 0b0011);
   s.prefetch_units = static_cast<int>(m.optional_int("prefetch_units", 1, Range::non_negative));
@@ -250,6 +254,16 @@ double Stack::reduce_bytes(Dtype dtype) const {
 
 double Stack::buffer_bytes(Dtype dtype) const {
   return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_buffer_bytes;
+}
+
+double Stack::grad_accumulation_bytes(Dtype dtype) const {
+  if (grad_accumulation == GradAccumulation::none) return 0.0;
+  // Weight gradients come out of the GEMMs in the training dtype: 16-bit (fp8 training's too),
+  // fp32 for fp32/tf32 training.
+  const double gradient = dtype == Dtype::fp32 || dtype == Dtype::tf32 ? 4.0 : 2.0;
+  const double buffer = buffer_bytes(dtype);
+  const bool cast = grad_accumulation == GradAccumulation::add_cast && buffer != gradient;
+  return gradient + 2.0 * buffer + (cast ? 2.0 * buffer : 0.0);
 }
 
 double Stack::error_for(const Model& model) const {

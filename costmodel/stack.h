@@ -30,6 +30,12 @@ enum class SelectiveKind { attention, per_op };
 
 enum class BackwardPrefetch { pre, post, none };
 
+/// How each micro-batch's weight gradients join the accumulated ones: inside the weight-gradient
+/// GEMM or only on a reduced shard (none: no pass over the full gradients); one add kernel per
+/// tensor, mixed dtypes in one pass (add: read the 16-bit gradient, read and write the buffer);
+/// or a cast to the buffer's dtype into a temporary first when they differ (add_cast).
+enum class GradAccumulation { none, add, add_cast };
+
 /// Context parallel attention: ring exchange of K/V chunks overlapped with attention (TE
 /// `p2p`, Megatron's default), Ulysses all-to-all of Q/K/V and the output (TE `a2a`).
 enum class CpKind { p2p, a2a };
@@ -59,6 +65,8 @@ struct Stack {
   bool fp16_grads_in_fp16 = false;
   /// Bytes per gradient element kept between backward and the optimizer (4 = fp32 main grads).
   double grad_buffer_bytes = 4.0;
+  /// The gradient accumulation pass per micro-batch (Megatron-Core fuses it into the wgrad GEMM).
+  GradAccumulation grad_accumulation = GradAccumulation::none;
   /// ZeRO stages this stack runs (bit z set = stage z), and those it runs with PP > 1 (none:
   /// the stack has no pipeline parallelism).
   unsigned zero_stages = 0b1011;
@@ -142,6 +150,10 @@ struct Stack {
   /// Gradient bytes in the reduction / in the buffer for a training dtype.
   [[nodiscard]] double reduce_bytes(Dtype dtype) const;
   [[nodiscard]] double buffer_bytes(Dtype dtype) const;
+  /// HBM bytes per accumulated gradient element of one micro-batch's accumulation pass
+  /// (docs/cost_model.md#stacks): 0 for none; gradient + 2 x buffer for add; add_cast also
+  /// writes and reads the cast temporary when the buffer's dtype is not the gradient's.
+  [[nodiscard]] double grad_accumulation_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
   [[nodiscard]] bool supports(CpKind kind) const {
     return (cp_kinds & (1u << static_cast<unsigned>(kind))) != 0;

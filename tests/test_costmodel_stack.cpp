@@ -238,3 +238,37 @@ TEST_CASE("the band: the stack's measured error, its MoE rows' for MoE models", 
   const Stack titan = stack_preset("torchtitan");  // no MoE rows: the dense error for both
   CHECK(titan.error_for(model_preset("deepseek-v3")) == Approx(titan.measured_error));
 }
+
+TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the time it adds",
+          "[stack][estimate]") {
+  // DeepSpeed: fp16 adds into the 16-bit .grad (read 2, read 2, write 2 = 6); bf16 casts the
+  // gradient into an fp32 temporary (read 2, write 4), then adds it into the fp32 buffer
+  // (read 4 + 4, write 4): 18.
+  const Stack deepspeed = stack_preset("deepspeed-megatron");
+  CHECK(deepspeed.grad_accumulation_bytes(Dtype::fp16) == 6.0);
+  CHECK(deepspeed.grad_accumulation_bytes(Dtype::bf16) == 18.0);
+  // Megatron 2021: one mixed-dtype add, fp16 into fp16 (6) or bf16 into fp32 (2 + 4 + 4 = 10).
+  const Stack megatron2021 = stack_preset("megatron-2021");
+  CHECK(megatron2021.grad_accumulation_bytes(Dtype::fp16) == 6.0);
+  CHECK(megatron2021.grad_accumulation_bytes(Dtype::bf16) == 10.0);
+  // Megatron-Core fuses it into the weight-gradient GEMM; FSDP accumulates only its shard.
+  CHECK(stack_preset("megatron-core").grad_accumulation_bytes(Dtype::bf16) == 0.0);
+  CHECK(stack_preset("fsdp").grad_accumulation_bytes(Dtype::bf16) == 0.0);
+
+  // Small model, one stage, dp 2, micro-batch 1: m = 4 passes over the stage's parameters at
+  // the round GPU's 1000 GB/s x 0.85.
+  const Model model = test::small_model();
+  ParallelConfig config;
+  config.dp = 2;
+  config.micro_batch = 1;
+  EstimateOptions options;
+  options.stack = megatron2021;
+  const Placement placement = dp_placement(2);
+  const Estimate added =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  options.stack.grad_accumulation = GradAccumulation::none;
+  const Estimate fused =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  const double params = stage_parameters(model, config, true, true);
+  CHECK(added.time.backward_s - fused.time.backward_s == Approx(4 * 10.0 * params / 850e9));
+}
