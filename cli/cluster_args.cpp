@@ -257,6 +257,9 @@ std::string summarize_model(const Model& m) {
       format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, to_string(m.ffn),
       m.ffn_hidden, m.seq_len, m.training.global_batch, summarize_precision(m.training));
   if (m.attention == AttentionKind::mla) text += ", multi-head latent attention";
+  if (m.mtp_layers > 0) {
+    text += fmt::format(", multi-token prediction depth {} (on the last stage)", m.mtp_layers);
+  }
   if (m.is_moe()) {
     text += fmt::format(
         "; MoE: {} of {} layers, {} experts of ffn {} (top-{}{}), {} active parameters; FLOPs "
