@@ -108,6 +108,7 @@ namespace {
   out["dp"] = c.dp;
   out["cp"] = c.cp;
   out["ep"] = c.ep;
+  out["dp_shard"] = c.zero >= 1 ? c.shard_ranks() : 1;
   out["step_time_s"] = o.step_time_s;
   out["slowdown"] = o.slowdown;
   return out;
