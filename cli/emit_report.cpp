@@ -54,6 +54,10 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
                   split_summary(config, "ZeRO-"), refusal_reason(r.reason, release, model));
   if (r.nearest) {
     message += "; nearest plan it can run: " + pins_of(*r.nearest);
+    // Sharding over all of DP, pinned: a stack with hybrid sharding would try HSDP again.
+    if (r.reason.kind == RefusalKind::hybrid_shard) {
+      message += fmt::format(" --dp-shard {}", r.nearest->dp);
+    }
   } else if (const std::string change = refusal_change(r, release); !change.empty()) {
     message += "; nearest it can run: " + change;
   }

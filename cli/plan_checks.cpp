@@ -153,6 +153,12 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "{} with --zero {}: stack {} shards hybrid only what it shards per unit (ZeRO-3{}); use "
           "--zero 3 or drop --dp-shard",
           pin, p.limit, stack.name, stack.zero2_per_unit ? " or ZeRO-2" : "");
+    case OptionIssue::shard_below_two:
+      return pin + ": expected at least 2 (a shard group of 1 shards nothing; drop --dp-shard)";
+    case OptionIssue::moe_hybrid_shard:
+      return pin +
+             ": MoE models shard over all of DP (the experts' state per shard group is not "
+             "modelled); drop --dp-shard";
     case OptionIssue::moe_zero3:
       return fmt::format(
           "{}: MoE models are planned with ZeRO 0-2 (sharding experts per unit is not modelled)",

@@ -261,7 +261,7 @@ std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns)
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const std::string cp_ep_cells = columns.cp_ep ? fmt::format(" {:>3} {:>3}", c.cp, c.ep) : "";
-  const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>7}", hsdp_text(c)) : "";
+  const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>9}", hsdp_text(c)) : "";
   return fmt::format(
       "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9.3f} {:>12} "
       "{:>6.1f} {:>10} {:>7.1f}  {}",
@@ -272,7 +272,7 @@ std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns)
 
 std::string table_header(Columns columns) {
   const std::string cp_ep_cells = columns.cp_ep ? fmt::format(" {:>3} {:>3}", "CP", "EP") : "";
-  const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>7}", "HSDP") : "";
+  const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>9}", "HSDP") : "";
   return fmt::format(
       "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9} {:>12} {:>6} "
       "{:>10} {:>7}  {}\n",

@@ -38,7 +38,11 @@ std::string no_split_text(const SplitRules& rules) {
          (rules.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
          std::to_string(rules.layers) + ", tp*cp*pp*dp = GPUs, dp divides the global batch " +
          std::to_string(rules.global_batch) + ", micro-batch divides global batch / dp" +
-         (rules.moe ? ", ep divides the experts and tp*cp*dp" : "") + ")";
+         (rules.moe ? ", ep divides the experts and tp*cp*dp" : "") +
+         (rules.dp_shard > 0 ? ", --dp-shard " + std::to_string(rules.dp_shard) +
+                                   " divides dp with a ZeRO stage sharded per unit"
+                             : "") +
+         ")";
 }
 
 }  // namespace trident::cli

@@ -234,6 +234,15 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
     params += count.final_norm;
     // Untied: the output layer; tied across stages: Megatron keeps a copy on the last stage.
     if (!model.tied_embeddings || !first_stage) params += token_embedding / tp;
+    if (model.mtp_layers > 0) {
+      // Each MTP module's 2h -> h projection (column-parallel) and its two norms; the MTP
+      // block embeds the next tokens, so a last stage without the embedding builds one
+      // (Megatron-LM@d98e8a64 megatron/core/models/gpt/gpt_model.py L173: pre_process or
+      // mtp_process builds the embedding).
+      const double h = model.hidden;
+      params += model.mtp_layers * (2.0 * h * h / tp + 2.0 * h);
+      if (!first_stage) params += token_embedding / tp;
+    }
   }
   return params;
 }

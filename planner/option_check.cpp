@@ -55,6 +55,9 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   if (model.is_moe() && o.zero && *o.zero >= 3) {
     return OptionProblem{Knob::zero, OptionIssue::moe_zero3, *o.zero, 0};
   }
+  if (model.is_moe() && o.dp_shard && (!o.dp || *o.dp_shard != *o.dp)) {
+    return OptionProblem{Knob::dp_shard, OptionIssue::moe_hybrid_shard, *o.dp_shard, 0};
+  }
   return std::nullopt;
 }
 
@@ -63,6 +66,7 @@ std::optional<OptionProblem> dp_shard_problem(const SearchOptions& o) {
   if (!o.dp_shard) return std::nullopt;
   if (auto problem = not_positive(Knob::dp_shard, o.dp_shard)) return problem;
   const long long shard = *o.dp_shard;
+  if (shard < 2) return OptionProblem{Knob::dp_shard, OptionIssue::shard_below_two, shard, 0};
   if (o.dp && *o.dp % shard != 0) {
     return OptionProblem{Knob::dp_shard, OptionIssue::not_dividing_dp, shard, *o.dp};
   }

@@ -90,10 +90,11 @@ std::vector<int> ep_candidates(const Model& model, const SearchOptions& options,
 /// shards this stage per unit with hybrid sharding, powers of two from 2 below dp that divide
 /// it. A pin (N < dp) is the only size tried and leaves out the stages that cannot shard
 /// hybrid; a pin equal to dp means all of DP.
-std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp) {
-  const bool hybrid = options.stack.supports_hybrid_shard(zero);
+std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp, bool moe) {
+  // MoE models: the experts' state is sharded over all of DP (moe.h); HSDP is not tried.
+  const bool hybrid = options.stack.supports_hybrid_shard(zero) && !moe;
   if (options.dp_shard && *options.dp_shard != dp) {
-    if (!hybrid || *options.dp_shard < 1 || dp % *options.dp_shard != 0) return {};
+    if (!hybrid || *options.dp_shard < 2 || dp % *options.dp_shard != 0) return {};
     return {*options.dp_shard};
   }
   std::vector<int> out{0};
@@ -220,7 +221,7 @@ class SplitSearch {
   void run_shards(ParallelConfig config) {
     std::optional<PlanResult> best_hybrid;
     bool full_fits = true;
-    for (const int shard : shard_candidates(options_, config.zero, config.dp)) {
+    for (const int shard : shard_candidates(options_, config.zero, config.dp, model_.is_moe())) {
       config.dp_shard = shard;
       if (shard > 0 && !full_fits) break;
       std::optional<PlanResult> plan = evaluate(config);
@@ -373,7 +374,8 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
                         .layers = model.layers,
                         .uneven_stages = options.stack.uneven_stages,
                         .global_batch = model.training.global_batch,
-                        .moe = model.is_moe()});
+                        .moe = model.is_moe(),
+                        .dp_shard = options.dp_shard.value_or(0)});
   }
   return result;
 }

@@ -101,6 +101,7 @@ struct SplitRules {
   bool uneven_stages = false;  ///< the stack splits layers unevenly: pp at most the layers
   long long global_batch = 0;
   bool moe = false;  ///< ep divides the experts and tp x cp x dp
+  int dp_shard = 0;  ///< the pinned HSDP shard size (divides dp, below it, ZeRO-3); 0 = none
 };
 
 /// Thrown by search() when the pins together leave no configuration; the CLI says the rules

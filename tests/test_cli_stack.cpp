@@ -157,8 +157,8 @@ TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where 
   const std::string hsdp = kSmall + " --stack torchtitan --tp 1 --pp 1 --dp-shard 8";
   const Run table = trident(hsdp + " --top 2 --explain");
   REQUIRE(table.code == 0);
-  CHECK(table.out.find("ZeRO    HSDP  SP") != std::string::npos);
-  CHECK(table.out.find("    8x8 ") != std::string::npos);
+  CHECK(table.out.find("ZeRO      HSDP  SP") != std::string::npos);
+  CHECK(table.out.find("      8x8 ") != std::string::npos);
   CHECK(table.out.find("none/none/nvlink+network") != std::string::npos);
   CHECK(table.out.find("hybrid sharding (HSDP): the 8 ranks above are one shard group") !=
         std::string::npos);
@@ -193,6 +193,13 @@ TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where 
   const Run uneven = trident(kSmall + " --stack fsdp --dp 64 --dp-shard 3");
   CHECK(uneven.code == 2);
   CHECK(uneven.err.find("--dp-shard 3: must divide --dp 64") != std::string::npos);
+  const Run one = trident(kSmall + " --stack fsdp --dp-shard 1");
+  CHECK(one.code == 2);
+  CHECK(one.err.find("--dp-shard 1: expected at least 2") != std::string::npos);
+  const Run moe =
+      trident("plan --gpus 256 --servers 32 --model mixtral-8x7b --stack fsdp --dp-shard 8");
+  CHECK(moe.code == 2);
+  CHECK(moe.err.find("--dp-shard 8: MoE models shard over all of DP") != std::string::npos);
   const Run zero0 = trident(kSmall + " --stack fsdp --zero 0 --dp-shard 8");
   CHECK(zero0.code == 2);
   CHECK(zero0.err.find("--dp-shard 8 with --zero 0: stack fsdp shards hybrid only") !=

@@ -434,11 +434,17 @@ TEST_CASE("HSDP shard sizes: searched where the stack shards hybrid, pinned exac
   }
   // A pin equal to DP is plain sharding over all of DP.
   options.dp_shard = 16;
-  for (const auto& plan : search(dgx(2), model, options).plans)
-    CHECK_FALSE(plan.config.hybrid_shard());
+  const auto all_of_dp = search(dgx(2), model, options).plans;
+  REQUIRE_FALSE(all_of_dp.empty());
+  for (const auto& plan : all_of_dp) CHECK_FALSE(plan.config.hybrid_shard());
+  // A shard group of 1 shards nothing: refused.
+  options.dp_shard = 1;
+  check_refusal(options, Knob::dp_shard, OptionIssue::shard_below_two, 1);
   // Stacks without hybrid sharding never try it and refuse the pin.
   options = keep_all();
-  for (const auto& plan : search(dgx(2), model, options).plans) CHECK(plan.config.dp_shard == 0);
+  const auto megatron = search(dgx(2), model, options).plans;
+  REQUIRE_FALSE(megatron.empty());
+  for (const auto& plan : megatron) CHECK(plan.config.dp_shard == 0);
   options.dp_shard = 4;
   check_refusal(options, Knob::dp_shard, OptionIssue::stack_lacks, 4);
   options.stack = stack_preset("fsdp");
@@ -447,4 +453,25 @@ TEST_CASE("HSDP shard sizes: searched where the stack shards hybrid, pinned exac
   options.zero.reset();
   options.dp = 6;
   check_refusal(options, Knob::dp_shard, OptionIssue::not_dividing_dp, 4, 6);
+}
+
+TEST_CASE("MoE models are not sharded hybrid: not searched, and the pin refused",
+          "[planner][stack]") {
+  // The experts' state is sharded over all of DP (costmodel/moe.h add_expert_memory); HSDP
+  // would leave it so while sharding the rest over a group: not modelled, so not offered.
+  Model moe = tiny();
+  moe.moe.experts = 4;
+  moe.moe.top_k = 2;
+  moe.moe.expert_ffn_hidden = 64;
+  moe.training.global_batch = 16;
+  REQUIRE(moe.is_moe());
+  SearchOptions options = keep_all();
+  options.stack = stack_preset("fsdp");
+  const auto plans = search(dgx(2), moe, options).plans;
+  REQUIRE_FALSE(plans.empty());
+  for (const auto& plan : plans) CHECK_FALSE(plan.config.hybrid_shard());
+  options.dp_shard = 4;
+  const OptionProblem p = refusal(moe, options);
+  CHECK(p.knob == Knob::dp_shard);
+  CHECK(p.issue == OptionIssue::moe_hybrid_shard);
 }

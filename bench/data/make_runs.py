@@ -113,7 +113,7 @@ for rid in wanted:
     meas = r['measured']
     for key in ('step_time_s', 'tokens_per_s_per_gpu', 'mfu'):
         if key in meas: row['measured'] = {key: meas[key]}; break
-    if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:400]
+    if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:600]
     rows.append(row)
 # Dropout (memory: masks are kept only where the model has dropout; the model loader defaults to
 # 0.1 with learned positions, 0 otherwise). Set where the row's model file would need it:
