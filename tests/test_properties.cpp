@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "costmodel/model_loader.h"
+#include "planner/layout.h"
 #include "planner/search.h"
+#include "planner/whatif.h"
 #include "topology/cluster_loader.h"
 
 using namespace trident;
@@ -264,4 +266,41 @@ TEST_CASE(
     ++searched;
   }
   CHECK(searched > 30);
+}
+
+TEST_CASE("properties: the placement's residue walk finds the slowest groups a full walk finds",
+          "[properties][placement]") {
+  // place() on a healthy cluster visits one residue cycle of group positions
+  // (planner/layout.cpp slowest_healthy); place_mapped with every GPU changed queries every
+  // group of every dimension one by one. Both must pick links that price alike.
+  std::mt19937 rng(20261201);
+  const std::vector<std::string> clusters = {"dgx-h100", "gb200-nvl72", "pcie-8gpu", "dgx1-v100"};
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    Cluster cluster = cluster_preset(pick(rng, clusters));
+    if (cluster.nvlink.domain_gpus <= cluster.gpus_per_server) {
+      cluster.servers = pick(rng, std::vector<int>{1, 2, 3, 4, 6});
+    }
+    const int gpus = cluster.gpus();
+    ParallelConfig c;
+    c.tp = pick(rng, std::vector<int>{1, 2, 4, 8});
+    c.pp = pick(rng, std::vector<int>{1, 2, 3, 4});
+    c.cp = pick(rng, std::vector<int>{1, 1, 2});
+    if (gpus % (c.tp * c.pp * c.cp) != 0) continue;
+    c.dp = gpus / (c.tp * c.pp * c.cp);
+    c.zero = 3;
+    if (c.dp >= 4 && c.dp % 2 == 0) c.dp_shard = 2;  // HSDP groups too
+    const RankOrder order =
+        c.cp > 1 ? RankOrder::tp_dp_pp
+                 : pick(rng, std::vector<RankOrder>{RankOrder::tp_dp_pp, RankOrder::tp_pp_dp});
+    std::vector<int> identity(static_cast<std::size_t>(gpus));
+    for (int g = 0; g < gpus; ++g) identity[static_cast<std::size_t>(g)] = g;
+    const Placement walked = place(cluster, c, order);
+    const Placement full = place_mapped(cluster, c, order, identity, identity, walked);
+    INFO(cluster.name << " servers " << cluster.servers << " tp " << c.tp << " pp " << c.pp
+                      << " cp " << c.cp << " dp " << c.dp << " shard " << c.dp_shard);
+    CHECK(same_links(walked, full));
+    ++compared;
+  }
+  CHECK(compared >= 20);
 }
