@@ -206,11 +206,15 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
     linear_backward_s += time.gemm_dgrad_s[i] + time.gemm_wgrad_s[i];
   }
   KernelProfile attention_profile = profile;
-  if (features.flash2 && profile.flash2_forward_share > 0.0 &&
-      profile.flash2_backward_share > 0.0) {
-    // FlashAttention-2 on a GPU where it is slower than the fused kernel (Hopper).
-    attention_profile.flash_forward_share = profile.flash2_forward_share;
-    attention_profile.flash_backward_share = profile.flash2_backward_share;
+  if (features.flash2) {
+    // FlashAttention-2 on a GPU where it is slower than the fused kernel (Hopper); a share the
+    // GPU file leaves out stays the fused kernel's.
+    if (profile.flash2_forward_share > 0.0) {
+      attention_profile.flash_forward_share = profile.flash2_forward_share;
+    }
+    if (profile.flash2_backward_share > 0.0) {
+      attention_profile.flash_backward_share = profile.flash2_backward_share;
+    }
   }
   const CoreTime core = attention_core_time(gpu, precision.attention, attention_profile, model,
                                             config, features.fused_attention, calibration);
