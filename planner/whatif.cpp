@@ -76,7 +76,12 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
           {stages[static_cast<std::size_t>(lower)], stages[static_cast<std::size_t>(lower) + 1]},
           seen, hits);
     }
-    add_hit(healthy, degraded, "dp", dp_group(config, order, gpu), seen, hits);
+    if (config.hybrid_shard()) {  // HSDP: the shard group and the replicas, each its own ring
+      add_hit(healthy, degraded, "dp shard", dp_shard_group(config, order, gpu), seen, hits);
+      add_hit(healthy, degraded, "dp replica", dp_replicate_group(config, order, gpu), seen, hits);
+    } else {
+      add_hit(healthy, degraded, "dp", dp_group(config, order, gpu), seen, hits);
+    }
     if (config.cp > 1) add_hit(healthy, degraded, "cp", cp_group(config, order, gpu), seen, hits);
     if (config.ep > 1) add_hit(healthy, degraded, "ep", ep_group(config, gpu), seen, hits);
   }

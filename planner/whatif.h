@@ -32,7 +32,9 @@ enum class WhatIfKind { keep, replace, cordon_gpu, cordon_server };
 
 /// A group of the healthy best plan that the failures reach, with its link before and after.
 struct GroupHit {
-  std::string dimension;  ///< "tp", "pp" (a pair of neighbouring stages) or "dp"
+  /// "tp", "pp" (a pair of neighbouring stages), "dp", "cp", "ep"; under HSDP "dp shard" and
+  /// "dp replica" in place of "dp".
+  std::string dimension;
   std::vector<int> gpus;  ///< global GPU ids of the group
   GroupLink before;
   GroupLink after;    ///< unset when `lost`

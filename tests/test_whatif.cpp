@@ -212,3 +212,28 @@ TEST_CASE("no plan fits the healthy cluster: nothing to compare the failures wit
       what_if(one, model_preset("llama3-405b"), {parse_failure("gpu:0/1")}, SearchOptions{}),
       NoHealthyPlanError);
 }
+
+TEST_CASE("an HSDP plan's hit groups are its shard group and its replicas", "[whatif]") {
+  // Llama 3 8B under torchtitan on the seed's 512 GPUs, TP 1, ZeRO-3 sharded over 8 DP ranks
+  // (one server) and replicated 64 times; a NIC of server 17 goes down.
+  Seed seed;
+  seed.model = model_preset("llama3-8b");
+  seed.model.training.global_batch = 512;
+  seed.options = {};
+  seed.options.stack = stack_preset("torchtitan");
+  seed.options.tp = 1;
+  seed.options.pp = 1;
+  seed.options.zero = 3;
+  seed.options.dp_shard = 8;
+  const WhatIf w = seed.run("nic:17/0");
+  REQUIRE(w.baseline.config.hybrid_shard());
+  bool replica = false;
+  for (const GroupHit& hit : w.groups_hit) {
+    CHECK(hit.dimension != "dp");  // never the whole DP group
+    if (hit.dimension == "dp replica") {
+      replica = true;
+      CHECK(hit.gpus.size() == 64u);  // one GPU per server: across the NICs
+    }
+  }
+  CHECK(replica);
+}
