@@ -59,10 +59,6 @@ Json replicate_json(const CommDetail& comm) {
               {"total_s", comm.unit_replicate_s * comm.unit_scatters_per_step}};
 }
 
-/// DP ranks the ZeRO-sharded state is split over: the HSDP shard group, all of DP, or 1
-/// (ZeRO 0: nothing sharded).
-int shard_ranks_of(const ParallelConfig& c) { return c.zero >= 1 ? c.shard_ranks() : 1; }
-
 Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& plan,
                 const Calibration* calibration) {
   Json out = Json::array();
@@ -99,8 +95,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"sequence_parallel", c.sequence_parallel},
             {"cp", c.cp},
             {"ep", c.ep},
-            {"dp_shard", shard_ranks_of(c)},
-            {"dp_replicate", c.dp / shard_ranks_of(c)},
+            {"dp_shard", c.zero_shard_ranks()},
+            {"dp_replicate", c.dp / c.zero_shard_ranks()},
             {"step_time_s", e.time.step_s},
             {"tokens_per_s", e.tokens_per_s},
             {"model_tflops_per_gpu", e.model_tflops_per_gpu},
@@ -252,16 +248,12 @@ std::string tiers_text(const PlanResult& plan, Columns columns) {
   return text;
 }
 
-/// "8x64": DP ranks per shard group x replicas; "-" when not hybrid.
-std::string hsdp_text(const ParallelConfig& c) {
-  return c.hybrid_shard() ? fmt::format("{}x{}", c.dp_shard, c.dp / c.dp_shard) : "-";
-}
-
 std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const std::string cp_ep_cells = columns.cp_ep ? fmt::format(" {:>3} {:>3}", c.cp, c.ep) : "";
-  const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>9}", hsdp_text(c)) : "";
+  const std::string hsdp_cell =
+      columns.hsdp ? fmt::format(" {:>9}", c.hybrid_shard() ? hsdp_split(c) : "-") : "";
   return fmt::format(
       "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9.3f} {:>12} "
       "{:>6.1f} {:>10} {:>7.1f}  {}",
@@ -461,7 +453,7 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
                          link_name(plan.placement.ep));
     }
     if (columns.hsdp) {
-      out += fmt::format(",{},{},{},{}", shard_ranks_of(c), c.dp / shard_ranks_of(c),
+      out += fmt::format(",{},{},{},{}", c.zero_shard_ranks(), c.dp / c.zero_shard_ranks(),
                          link_name(plan.placement.shard), link_name(plan.placement.replicate));
     }
     out += "\n";

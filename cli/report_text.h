@@ -25,6 +25,9 @@ template <std::integral Integer>
 /// quote doubled (`say "hi"` -> `"say ""hi"""`); commas and line breaks stay inside the quotes.
 [[nodiscard]] std::string csv_quoted(std::string_view text);
 
+/// An HSDP split, "8x64": DP ranks per shard group x replicas (c.hybrid_shard()).
+[[nodiscard]] std::string hsdp_split(const ParallelConfig& c);
+
 /// A split in one line: "TP4 PP16 DP8 mb2 VP6 none ZeRO1 SP on", then " CP2" and " EP8" when
 /// used. `zero_label` spells the ZeRO stage's prefix ("ZeRO" in the what-if table, "ZeRO-" in
 /// the emit report).

@@ -108,7 +108,7 @@ namespace {
   out["dp"] = c.dp;
   out["cp"] = c.cp;
   out["ep"] = c.ep;
-  out["dp_shard"] = c.zero >= 1 ? c.shard_ranks() : 1;
+  out["dp_shard"] = c.zero_shard_ranks();
   out["step_time_s"] = o.step_time_s;
   out["slowdown"] = o.slowdown;
   return out;

@@ -196,11 +196,12 @@ double tp_backward_overlap_layer_s(const LayerTime& layer, const CommDetail& tp,
   return exposed;
 }
 
-/// One micro-batch's traffic (calls, total and exposed time) over the step's micro-batches.
-CommDetail per_step(CommDetail comm, double micro_batches) {
-  comm.calls_per_step *= micro_batches;
-  comm.total_s *= micro_batches;
-  comm.exposed_s *= micro_batches;
+/// Traffic of one micro-batch (or one layer of one) over `times` of them: calls, total and
+/// exposed time scaled alike.
+CommDetail per_step(CommDetail comm, double times) {
+  comm.calls_per_step *= times;
+  comm.total_s *= times;
+  comm.exposed_s *= times;
   return comm;
 }
 
@@ -258,10 +259,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.used_calibration = calibration != nullptr && !calibration->empty();
 
   // The MoE all-to-alls are exposed per layer: they count when choosing the slowest stage.
-  const double ep_layer_s =
-      ep_comm(model, config, placement.ep, moe_fraction(model), calibration).exposed_s;
+  const CommDetail ep_layer =
+      ep_comm(model, config, placement.ep, moe_fraction(model), calibration);
   const StageTime stage =
-      stage_time(cluster, local, split, model, config, options, ep_layer_s, calibration);
+      stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s, calibration);
   out.time.forward_s = md * stage.forward_s;
   out.time.backward_s = md * stage.backward_s;
   out.time.recompute_s = md * stage.recompute_s;
@@ -298,8 +299,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
       cp_comm(model, config, placement.cp, stage.cp_step, stage.layers, stack, calibration);
   out.cp_kind = cp.kind;
   out.cp = per_step(cp.detail, md);
-  out.ep = per_step(
-      ep_comm(model, config, placement.ep, stage.layers * moe_fraction(model), calibration), md);
+  out.ep = per_step(ep_layer, stage.layers * md);
 
   out.pp = pp_comm(local, split, placement.pp, calibration);
   out.pp.calls_per_step *= md;

@@ -29,6 +29,8 @@ struct ParallelConfig {
   [[nodiscard]] int gpus() const { return tp * cp * pp * dp; }
   /// DP ranks the ZeRO-sharded state is split over: dp_shard for HSDP, else all of DP.
   [[nodiscard]] int shard_ranks() const { return dp_shard > 0 ? dp_shard : dp; }
+  /// DP ranks the ZeRO state is split over: shard_ranks() under ZeRO 1-3, 1 under ZeRO 0.
+  [[nodiscard]] int zero_shard_ranks() const { return zero >= 1 ? shard_ranks() : 1; }
   /// Sharded over part of DP and replicated across the rest.
   [[nodiscard]] bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
   /// m = global_batch / (dp * micro_batch); caller guarantees divisibility.

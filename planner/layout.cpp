@@ -149,6 +149,23 @@ GroupLink slowest_group(const Cluster& cluster, int ranks, const Dimension& dim,
   return slowest_degraded(cluster, ranks, dim, pairs, gpu_of);
 }
 
+/// HSDP: dp_shard consecutive DP ranks (with their CP ranks) shard; DP ranks dp_shard apart
+/// replicate. One rank each otherwise.
+void add_shard_links(const Cluster& cluster, const ParallelConfig& config,
+                     const RankStrides& strides, const std::vector<int>& gpu_of,
+                     Placement& placement) {
+  const int ranks = config.gpus();
+  const bool hybrid = config.hybrid_shard();
+  const int dp_stride = config.cp > 1 ? strides.cp : strides.dp;
+  placement.shard = slowest_group(
+      cluster, ranks, {hybrid ? config.dp_shard * config.cp : 1, dp_stride, Collective::all_gather},
+      false, gpu_of);
+  placement.replicate = slowest_group(cluster, ranks,
+                                      {hybrid ? config.dp / config.dp_shard : 1,
+                                       config.shard_ranks() * strides.dp, Collective::all_reduce},
+                                      false, gpu_of);
+}
+
 bool same_link(const GroupLink& a, const GroupLink& b) {
   return std::tie(a.tier, a.ranks, a.domains, a.ranks_per_domain, a.intra_gbps, a.intra_latency_s,
                   a.inter_gbps, a.inter_latency_s) ==
@@ -216,25 +233,14 @@ Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder 
     placement.ep = slowest_group(cluster, ranks, {1, 1, Collective::all_to_all}, false, gpu_of);
     placement.edp = placement.dp;
   }
-  return with_shard_links(cluster, config, placement);
+  add_shard_links(cluster, config, strides, gpu_of, placement);
+  return placement;
 }
 
 Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
                            Placement placement) {
-  const auto gpu_of = live_gpus(cluster);
-  const int ranks = config.gpus();
-  const auto strides = rank_strides(config, placement.order);
-  // HSDP: dp_shard consecutive DP ranks (with their CP ranks) shard; DP ranks dp_shard apart
-  // replicate. One rank each otherwise.
-  const bool hybrid = config.hybrid_shard();
-  const int dp_stride = config.cp > 1 ? strides.cp : strides.dp;
-  placement.shard = slowest_group(
-      cluster, ranks, {hybrid ? config.dp_shard * config.cp : 1, dp_stride, Collective::all_gather},
-      false, gpu_of);
-  placement.replicate = slowest_group(cluster, ranks,
-                                      {hybrid ? config.dp / config.dp_shard : 1,
-                                       config.shard_ranks() * strides.dp, Collective::all_reduce},
-                                      false, gpu_of);
+  add_shard_links(cluster, config, rank_strides(config, placement.order), live_gpus(cluster),
+                  placement);
   return placement;
 }
 

@@ -19,6 +19,18 @@ constexpr int kBias = 7;
 /// Round to nearest, ties to even (the default floating-point environment).
 int round_even(float value) { return static_cast<int>(std::nearbyint(value)); }
 
+/// `columns` columns of k E4M3 elements each, stored one after another (k-major: the layout
+/// of both TN operands), column c holding value_of(c) throughout.
+template <typename ValueOf>
+std::vector<std::uint8_t> k_major_columns(long long columns, long long k, ValueOf value_of) {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(columns * k));
+  for (long long c = 0; c < columns; ++c) {
+    const std::uint8_t value = to_e4m3(value_of(c));
+    for (long long p = 0; p < k; ++p) out[static_cast<std::size_t>(p + c * k)] = value;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::uint8_t to_e4m3(float value) {
@@ -62,21 +74,11 @@ bool fp8_gemm_aligned(long long m, long long n, long long k) {
 }
 
 std::vector<std::uint8_t> fp8_matrix_a_transposed(long long m, long long k) {
-  std::vector<std::uint8_t> a(static_cast<std::size_t>(m * k));
-  for (long long i = 0; i < m; ++i) {
-    const std::uint8_t value = to_e4m3(gemm_a(i));
-    for (long long p = 0; p < k; ++p) a[static_cast<std::size_t>(p + i * k)] = value;
-  }
-  return a;
+  return k_major_columns(m, k, gemm_a);
 }
 
 std::vector<std::uint8_t> fp8_matrix_b(long long k, long long n) {
-  std::vector<std::uint8_t> b(static_cast<std::size_t>(k * n));
-  for (long long j = 0; j < n; ++j) {
-    const std::uint8_t value = to_e4m3(gemm_b(j));
-    for (long long p = 0; p < k; ++p) b[static_cast<std::size_t>(p + j * k)] = value;
-  }
-  return b;
+  return k_major_columns(n, k, gemm_b);
 }
 
 }  // namespace trident
