@@ -409,7 +409,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
   memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   memory.selective = stack.selective;
-  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit;
+  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
+  memory.gathered_inputs = stack.tp_keeps_gathered_inputs && config.tp > 1;
   memory.adam_state_bytes = stack.adam_state_bytes;
   memory.nccl = nccl_groups(cluster, config, placement);
   out.memory = peak_memory(gpu, local, split, memory);

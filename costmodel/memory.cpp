@@ -95,19 +95,22 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   memory.gradients_bytes = params * per.gradients;
   memory.optimizer_bytes = params * per.optimizer;
   memory.weight_copies_bytes = params * options.weight_copy_bytes_per_parameter;
-  double activations = layer_activation_bytes(model, config, options.fused_attention,
-                                              options.selective, options.fp8_saved_inputs) *
-                       layers_on_stage(model, config, first, last) * stage_in_flight;
+  double activations =
+      layer_activation_bytes(model, config, options.fused_attention, options.selective,
+                             options.fp8_saved_inputs, options.gathered_inputs) *
+      layers_on_stage(model, config, first, last) * stage_in_flight;
   // The embedding's dropout mask (1 byte) per micro-batch in flight, where there is dropout.
   if (first && model.dropout > 0.0) activations += sbh / sp * stage_in_flight;
-  // The output layer's 16-bit input (the final norm's output), one micro-batch.
-  if (last) activations += 2.0 * sbh / sp;
+  // The output layer's 16-bit input (the final norm's output), one micro-batch: its shard
+  // (Megatron gathers again in backward) or the gathered tensor (DTensor ColwiseParallel).
+  if (last) activations += 2.0 * sbh / (options.gathered_inputs ? 1.0 : sp);
   memory.activations_bytes = activations;
   memory.workspace_bytes = cublas_workspace_bytes(gpu);
   // Moment 1, a layer's backward: the TP/SP-gathered input, the rebuilt layer, ZeRO-3 units.
   memory.tp_gather_bytes = config.tp > 1 ? 2.0 * sbh : 0.0;
-  memory.recompute_working_bytes = recompute_working_bytes(
-      model, config, options.fused_attention, options.selective, options.fp8_saved_inputs);
+  memory.recompute_working_bytes =
+      recompute_working_bytes(model, config, options.fused_attention, options.selective,
+                              options.fp8_saved_inputs, options.gathered_inputs);
   memory.layer_units_bytes = layer_units_bytes(model, config, options);
   // Moment 2, the last stage's loss: logits and cross-entropy, the output layer's unit.
   if (last) {
@@ -136,7 +139,8 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
 }  // namespace
 
 double layer_activation_bytes(const Model& model, const ParallelConfig& config,
-                              bool fused_attention, SelectiveKind selective, bool fp8_inputs) {
+                              bool fused_attention, SelectiveKind selective, bool fp8_inputs,
+                              bool gathered_inputs) {
   const double tp = config.tp;
   const double sp = config.sequence_parallel ? tp : 1.0;
   const double sb = static_cast<double>(config.micro_batch) * model.seq_len;
@@ -152,12 +156,15 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
     return 2.0 * sb * h / sp + (sb * mm_out + 2.0 * sb * h + 4.0 * sb * model.heads) / config.tp;
   }
   // Kept whole on every TP rank unless sequence parallel: two norm inputs (4), the QKV and
-  // FFN inputs (2 + 2), two dropout masks (1 + 1) where the model has dropout.
+  // FFN inputs (2 + 2), two dropout masks (1 + 1) where the model has dropout. The QKV and
+  // FFN inputs stay whole under sequence parallelism too where the stack keeps the gathered
+  // tensor (`gathered_inputs`).
   // Under FP8 (Transformer Engine) the four linear inputs are kept as their FP8 copy: the QKV
   // and FFN inputs, the output projection input and the FFN down input, 1 byte each.
   const double linear_in = fp8_inputs ? 1.0 : 2.0;
   const bool dropout = model.dropout > 0.0;
-  const double replicated = ((dropout ? 6.0 : 4.0) + 2.0 * linear_in) * sb * h;
+  const double replicated = (dropout ? 6.0 : 4.0) * sb * h;
+  const double linear_inputs = 2.0 * linear_in * sb * h;
   // Split over TP: Q and K (2(h + h_kv)), V (2 h_kv), the output projection input (2h), the
   // FFN activation input (2f, 4f gated) and output (2f).
   const double act_in = is_gated(model.ffn) ? 4.0 : 2.0;
@@ -172,16 +179,19 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   const double scores = fused_attention ? 4.0 * sb * a
                         : keep_scores   ? score_bytes * sb * model.seq_len * a
                                         : 0.0;
-  return replicated / sp + (split + scores) / tp;
+  return replicated / sp + linear_inputs / (gathered_inputs ? 1.0 : sp) + (split + scores) / tp;
 }
 
 double recompute_working_bytes(const Model& model, const ParallelConfig& config,
-                               bool fused_attention, SelectiveKind selective, bool fp8_inputs) {
+                               bool fused_attention, SelectiveKind selective, bool fp8_inputs,
+                               bool gathered_inputs) {
   if (config.recompute == Recompute::none) return 0.0;
   ParallelConfig whole = config;
   whole.recompute = Recompute::none;
-  return layer_activation_bytes(model, whole, fused_attention, selective, fp8_inputs) -
-         layer_activation_bytes(model, config, fused_attention, selective, fp8_inputs);
+  return layer_activation_bytes(model, whole, fused_attention, selective, fp8_inputs,
+                                gathered_inputs) -
+         layer_activation_bytes(model, config, fused_attention, selective, fp8_inputs,
+                                gathered_inputs);
 }
 
 double loss_transient_bytes(const Model& model, const ParallelConfig& config,
@@ -217,8 +227,11 @@ double allocator_fragmentation_bytes(double churning_bytes) {
 double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches) {
   const double p = pp;
   const double v = virtual_stages;
-  const double base = std::min(p, static_cast<double>(micro_batches));
-  return virtual_stages > 1 ? base * (1.0 + (p - 1.0) / (p * v)) : base;
+  const double m = static_cast<double>(micro_batches);
+  // Megatron's interleaved warm-up: (p - 1) * 2 + (v - 1) * p chunk passes, capped at m * v
+  // (Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py L964-978), plus the one in
+  // steady state; each chunk pass holds 1/v of the stage's layers.
+  return virtual_stages > 1 ? std::min(m, p * (1.0 + (p - 1.0) / (p * v))) : std::min(p, m);
 }
 
 double stage_parameters(const Model& model, const ParallelConfig& config, bool first_stage,

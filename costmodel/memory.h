@@ -52,18 +52,20 @@ inline constexpr double kAllocatorFragmentation = 0.15;
 /// 1-byte dropout masks where the model has dropout). Reduces to Korthikanti's
 /// s*b*h*(10 + 24/t + 5*a*s/(h*t)) for f = 4h, k = a, dropout, no sequence parallelism,
 /// unfused attention, no recompute. `fp8_inputs`: the linear layers keep their inputs as the
-/// FP8 copy cast for the GEMM (Transformer Engine), 1 byte instead of 2.
+/// FP8 copy cast for the GEMM (Transformer Engine), 1 byte instead of 2. `gathered_inputs`:
+/// under sequence parallelism the QKV and FFN inputs are kept as the all-gathered tensor
+/// (DTensor's ColwiseParallel saves what it multiplied) rather than the 1/t shard.
 [[nodiscard]] double layer_activation_bytes(const Model& model, const ParallelConfig& config,
                                             bool fused_attention,
                                             SelectiveKind selective = SelectiveKind::attention,
-                                            bool fp8_inputs = false);
+                                            bool fp8_inputs = false, bool gathered_inputs = false);
 
 /// The working set of the layer whose backward runs under recomputation: everything the layer
 /// would keep without recompute that it did not keep (its activations are rebuilt and live
 /// together for its backward). 0 without recompute.
 [[nodiscard]] double recompute_working_bytes(const Model& model, const ParallelConfig& config,
                                              bool fused_attention, SelectiveKind selective,
-                                             bool fp8_inputs = false);
+                                             bool fp8_inputs = false, bool gathered_inputs = false);
 
 /// The loss at the start of the last stage's backward: `bytes_per_logit` (the stack's) over
 /// the micro-batch's s*b*V/t logits.
@@ -95,7 +97,9 @@ struct NcclGroups {
 [[nodiscard]] double allocator_fragmentation_bytes(double churning_bytes);
 
 /// Micro-batches whose activations stage 0 holds at its peak, in units of one micro-batch
-/// through its layers: min(p, m) for 1F1B, times (1 + (p-1)/(p*v)) when interleaved.
+/// through its layers: min(p, m) for 1F1B; interleaved, the warm-up's v*p + p - 1 model-chunk
+/// passes (Korthikanti's p * (1 + (p-1)/(p*v)) micro-batches), never more than the m*v the
+/// step has.
 [[nodiscard]] double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches);
 
 /// Parameters one GPU of a stage holds (after the TP split): its layers, plus the embedding
@@ -121,6 +125,9 @@ struct MemoryOptions {
   double weight_copy_bytes_per_parameter = 0.0;
   /// The linear layers keep FP8 copies of their inputs for backward (TE under an FP8 recipe).
   bool fp8_saved_inputs = false;
+  /// Column-parallel layers keep their all-gathered input under sequence parallelism
+  /// (Stack::tp_keeps_gathered_inputs): the QKV and FFN inputs and the output layer's.
+  bool gathered_inputs = false;
   NcclGroups nccl;
 };
 

@@ -47,6 +47,8 @@ const std::vector<std::string> kStackKeys = {
     "kernels_per_layer_forward",
     "adam_state_bytes",
     "loss_bytes_per_logit",
+    "loss_parallel_bytes_per_logit",
+    "tp_keeps_gathered_inputs",
     "zero3_fp32_shard_only",
     "measured_error",
     "measured_error_moe",
@@ -185,6 +187,9 @@ Stack read_stack(const MapReader& m) {
   s.adam_state_bytes = m.optional_double("adam_state_bytes", 12.0, Range::positive);
   s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", false);
   s.loss_bytes_per_logit = m.optional_double("loss_bytes_per_logit", 6.0, Range::positive);
+  s.loss_parallel_bytes_per_logit =
+      m.optional_double("loss_parallel_bytes_per_logit", 0.0, Range::non_negative);
+  s.tp_keeps_gathered_inputs = m.optional_bool("tp_keeps_gathered_inputs", false);
   s.measured_error = m.optional_double("measured_error", 0.0, Range::fraction);
   s.measured_error_moe = m.optional_double("measured_error_moe", 0.0, Range::fraction);
   s.cp_kinds = read_cp_kinds(m);
@@ -200,6 +205,9 @@ Stack read_stack(const MapReader& m) {
   if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.adam_state_bytes > 16) m.fail("adam_state_bytes", "expected at most 16");
   if (s.loss_bytes_per_logit > 64) m.fail("loss_bytes_per_logit", "expected at most 64");
+  if (s.loss_parallel_bytes_per_logit > 64) {
+    m.fail("loss_parallel_bytes_per_logit", "expected at most 64");
+  }
   if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
   if (s.kernels_per_layer_forward > 10000)
     m.fail("kernels_per_layer_forward", "expected at most 10000");
@@ -246,6 +254,11 @@ bool Stack::supports_zero(int zero, int pp) const {
   if (zero < 0 || zero > 3) return false;
   const unsigned bits = pp > 1 ? zero_stages_with_pp : zero_stages;
   return (bits & (1u << zero)) != 0;
+}
+
+double Stack::loss_bytes_per_logit_at(int tp) const {
+  return tp > 1 && loss_parallel_bytes_per_logit > 0.0 ? loss_parallel_bytes_per_logit
+                                                       : loss_bytes_per_logit;
 }
 
 double Stack::reduce_bytes(Dtype dtype) const {

@@ -130,6 +130,13 @@ struct Stack {
   /// computes softmax and its gradient in place (2 + 4 = 6); PyTorch's F.cross_entropy on
   /// logits.float() keeps the fp32 log-softmax output and builds two fp32 gradients (4 + 4 + 4).
   double loss_bytes_per_logit = 6.0;
+  /// The same with TP > 1 where the stack runs a different, vocab-parallel loss (torchtitan's
+  /// loss_parallel: 16); 0 = loss_bytes_per_logit.
+  double loss_parallel_bytes_per_logit = 0.0;
+  /// Under sequence parallelism the column-parallel layers keep their all-gathered input for
+  /// the weight gradient (DTensor ColwiseParallel: autograd saves what it multiplied) rather
+  /// than the 1/t shard gathered again in backward (Megatron, Korthikanti 2022 §4.2.2).
+  bool tp_keeps_gathered_inputs = false;
   /// Measured mean |error| of bench/accuracy for this stack, as a fraction: the band shown on
   /// step time. 0 = not measured.
   double measured_error = 0.0;
@@ -137,6 +144,8 @@ struct Stack {
   double measured_error_moe = 0.0;
 
   [[nodiscard]] bool supports_zero(int zero, int pp) const;
+  /// Bytes per logit at the loss's peak for a split of `tp` tensor-parallel ranks.
+  [[nodiscard]] double loss_bytes_per_logit_at(int tp) const;
   /// ZeRO stages sharded per unit (ZeRO-3; ZeRO-2 where zero2_per_unit), the ones HSDP splits.
   [[nodiscard]] bool shards_per_unit(int zero) const {
     return zero >= 3 || (zero == 2 && zero2_per_unit);

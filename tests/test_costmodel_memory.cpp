@@ -35,6 +35,27 @@ TEST_CASE("micro-batches in flight on stage 0", "[memory]") {
   CHECK(in_flight_micro_batches(4, 1, 8) == Approx(4.0));
   CHECK(in_flight_micro_batches(4, 2, 8) == Approx(5.5));  // 4 * (1 + 3/8)
   CHECK(in_flight_micro_batches(4, 1, 2) == Approx(2.0));  // fewer micro-batches than stages
+  // Interleaved with few micro-batches: the warm-up (p-1)*2 + (v-1)*p + 1 = 2*7 + 8 + 1 = 23
+  // chunk passes of p 8, v 2 would be 11.5 micro-batches, but the step has m*v = 16 chunk
+  // passes: all 8 micro-batches, no more.
+  CHECK(in_flight_micro_batches(8, 2, 8) == Approx(8.0));
+  CHECK(in_flight_micro_batches(8, 2, 64) == Approx(11.5));  // 8 * (1 + 7/16)
+}
+
+TEST_CASE("sequence parallel through DTensor keeps the gathered QKV and FFN inputs", "[memory]") {
+  const Model model = test::small_model();       // sbh = 2048, no dropout
+  ParallelConfig config = test::small_config();  // t = 2
+  config.sequence_parallel = true;
+  // Megatron: norms 4*sbh and the QKV/FFN inputs 2*2*sbh over SP, split 24*sbh + scores 8192
+  // over TP: (8192 + 8192) / 2 + (49152 + 8192) / 2 = 36864.
+  CHECK(layer_activation_bytes(model, config, false) == Approx(36864.0));
+  // gathered: the QKV and FFN inputs 4*sbh = 8192 whole on each rank, +4096.
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, true) ==
+        Approx(40960.0));
+  // Without SP the inputs are whole anyway: the same either way (45056, below).
+  config.sequence_parallel = false;
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, true) ==
+        Approx(45056.0));
 }
 
 TEST_CASE("parameters per stage after the TP split", "[memory]") {
@@ -127,6 +148,22 @@ TEST_CASE("peak rank memory, term by term", "[memory]") {
   CHECK(peak.other_bytes == Approx(peak.total_bytes - 113536.0 - 227072.0 - 681216.0 - 49152.0));
   CHECK(peak.capacity_bytes == Approx(80.0 * 1024 * 1024 * 1024));
   CHECK(peak.fits);
+}
+
+TEST_CASE("DTensor sequence parallel: gathered inputs and the vocab-parallel loss", "[memory]") {
+  const Model model = test::small_model();       // sbh = 2048, no dropout
+  ParallelConfig config = test::small_config();  // t = 2, p = 2, m = 4
+  config.sequence_parallel = true;
+  MemoryOptions options;
+  options.fused_attention = false;
+  options.gathered_inputs = true;
+  options.loss_bytes_per_logit = 16.0;  // torchtitan's loss_parallel (stack.h)
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  // Last stage: one layer 40960 (the gathered-inputs case above) + the output layer's input
+  // kept gathered, 2*sbh = 4096 (Megatron: its shard, 2048) = 45056.
+  CHECK(peak.activations_bytes == Approx(45056.0));
+  // Loss: 16 bytes x b*s*V/t = 16 * 32 * 1000 / 2.
+  CHECK(peak.loss_bytes == Approx(256000.0));
 }
 
 TEST_CASE("ZeRO-3 gathers a layer's units, the loss its output layer", "[memory]") {
