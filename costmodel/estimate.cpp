@@ -96,7 +96,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
 /// parallelism each becomes a reduce-scatter + all-gather); full recompute repeats the
 /// forward ones. Counts are for one micro-batch through the stage.
 CommDetail tp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   double layers, const Calibration* calibration) {
+                   double layers, bool keeps_gathered_inputs, const Calibration* calibration) {
   CommDetail comm;
   comm.link = link;
   if (config.tp <= 1) return comm;
@@ -108,8 +108,10 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
     // Forward 2 all-gathers + 2 reduce-scatters; backward 2 all-gathers of the output
     // gradient, 2 reduce-scatters of the input gradient and 2 all-gathers of the input again
     // for the weight gradient (Megatron does not keep the gathered input: Korthikanti 2022
-    // §4.2.2): 10 collectives = 5 (reduce-scatter + all-gather) calls; full recompute +2.
-    comm.calls_per_step = layers * (config.recompute == Recompute::full ? 7.0 : 5.0);
+    // §4.2.2): 10 collectives = 5 (reduce-scatter + all-gather) calls; full recompute +2. A
+    // stack that keeps the gathered input (DTensor) skips the re-gather: 4, full recompute 6.
+    const double regather = keeps_gathered_inputs ? 0.0 : 1.0;
+    comm.calls_per_step = layers * ((config.recompute == Recompute::full ? 6.0 : 4.0) + regather);
     comm.collective = Collective::reduce_scatter;
     comm.time_per_call_s =
         collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
@@ -178,16 +180,19 @@ double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatte
 /// userbuffers): forward collectives exposed; in backward the input-gradient all-reduce of
 /// the column-parallel layers (QKV, FFN up) runs behind their weight-gradient GEMM
 /// (LinearWithGradAccumulationAndAsyncCommunication); with sequence parallelism the input
-/// re-gather runs behind the input-gradient GEMM and the reduce-scatter behind wgrad.
+/// re-gather runs behind the input-gradient GEMM (none where the stack keeps the gathered
+/// input) and the reduce-scatter behind wgrad.
 double tp_backward_overlap_layer_s(const LayerTime& layer, const CommDetail& tp, double gather_s,
-                                   double scatter_s, bool sequence_parallel, bool full_recompute) {
+                                   double scatter_s, bool sequence_parallel, bool full_recompute,
+                                   bool keeps_gathered_inputs) {
+  const double regather_s = keeps_gathered_inputs ? 0.0 : gather_s;
   const double forward_calls = full_recompute ? 4.0 : 2.0;
   double exposed = forward_calls * tp.time_per_call_s;
   for (const std::size_t in : {std::size_t{0}, std::size_t{2}}) {  // QKV, FFN up
     if (sequence_parallel) {
       // Row-parallel output gradient gathered before its dgrad (exposed); the column-parallel
       // input re-gathered behind dgrad, its gradient reduce-scattered behind wgrad.
-      exposed += gather_s + std::max(0.0, gather_s - layer.gemm_dgrad_s[in]) +
+      exposed += gather_s + std::max(0.0, regather_s - layer.gemm_dgrad_s[in]) +
                  std::max(0.0, scatter_s - layer.gemm_wgrad_s[in]);
     } else {
       exposed += std::max(0.0, tp.time_per_call_s - layer.gemm_wgrad_s[in]);
@@ -271,7 +276,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core still
   // overlaps the backward input-gradient all-reduce, through NCCL.
   const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel;
-  out.tp = tp_comm(local, split, placement.tp, stage.layers, calibration);
+  out.tp = tp_comm(local, split, placement.tp, stage.layers, stack.tp_keeps_gathered_inputs,
+                   calibration);
   out.tp.calls_per_step *= md;
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
   out.tp.exposed_s = out.tp.total_s;
@@ -285,7 +291,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
         userbuffers ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
                                          kernel_profile(gpu).sm_count, full)
                     : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
-                                                  config.sequence_parallel, full);
+                                                  config.sequence_parallel, full,
+                                                  stack.tp_keeps_gathered_inputs);
     out.tp.exposed_s = std::min(out.tp.total_s, md * stage.layers * per_layer_s);
   }
   // MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by the

@@ -51,6 +51,31 @@ TEST_CASE("rank placement follows Megatron-LM's order", "[placement]") {
   CHECK(pp_group(config, RankOrder::tp_pp_dp, 5) == std::vector<int>{5, 7});
 }
 
+TEST_CASE("TP calls under sequence parallelism: Megatron re-gathers, DTensor keeps", "[estimate]") {
+  const Model model = test::small_model();
+  ParallelConfig config = test::small_config();  // m = 4, 1 layer per stage
+  config.sequence_parallel = true;
+  EstimateOptions plain;
+  plain.stack.tp_overlap = TpOverlap::none;
+  // Megatron: forward 2 AG + 2 RS, backward 4 AG (2 of them the input again) + 2 RS = 5 (RS +
+  // AG) calls per layer and micro-batch: 1 layer x 5 x 4 micro-batches = 20.
+  const Estimate megatron =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, plain);
+  CHECK(megatron.tp.calls_per_step == Approx(20.0));
+  // Keeping the gathered input: no re-gather, 4 per layer = 16; full recompute 6 = 24 (7 = 28).
+  plain.stack.tp_keeps_gathered_inputs = true;
+  const Estimate dtensor =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, plain);
+  CHECK(dtensor.tp.calls_per_step == Approx(16.0));
+  CHECK(dtensor.time.tp_comm_s == Approx(megatron.time.tp_comm_s * 16.0 / 20.0));
+  config.recompute = Recompute::full;
+  CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, plain)
+            .tp.calls_per_step == Approx(24.0));
+  plain.stack.tp_keeps_gathered_inputs = false;
+  CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, plain)
+            .tp.calls_per_step == Approx(28.0));
+}
+
 TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();  // m = 4
