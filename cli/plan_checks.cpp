@@ -145,6 +145,11 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "parallel (Megatron moe_layer.py refuses otherwise); use --sequence-parallel on or --tp "
           "1",
           p.limit);
+    case OptionIssue::stack_needs_sp:
+      return fmt::format(
+          "--sequence-parallel off with --tp {}: stack {} runs tensor parallelism only with "
+          "sequence parallelism; use --sequence-parallel on or --tp 1",
+          p.limit, stack.name);
     case OptionIssue::not_dividing_dp:
       return fmt::format("{}: must divide --dp {} (the shard groups tile data parallel)", pin,
                          p.limit);

@@ -39,6 +39,7 @@ const std::vector<std::string> kStackKeys = {
     "zero2_per_unit",
     "hybrid_shard",
     "sequence_parallel",
+    "sequence_parallel_required",
     "interleaved_pipeline",
     "uneven_stages",
     "recompute",
@@ -174,6 +175,10 @@ Stack read_stack(const MapReader& m) {
   s.zero2_per_unit = m.optional_bool("zero2_per_unit", false);
   s.hybrid_shard = m.optional_bool("hybrid_shard", false);
   s.sequence_parallel = m.optional_bool("sequence_parallel", false);
+  s.sequence_parallel_required = m.optional_bool("sequence_parallel_required", false);
+  if (s.sequence_parallel_required && !s.sequence_parallel) {
+    m.fail("sequence_parallel_required", "true needs sequence_parallel: true");
+  }
   s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", false);
   s.uneven_stages = m.optional_bool("uneven_stages", false);
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, 0b111, false);

@@ -95,6 +95,10 @@ struct Stack {
   /// the groups (FSDP1 HYBRID_SHARD / _HYBRID_SHARD_ZERO2, FSDP2 on a 2-D mesh).
   bool hybrid_shard = false;
   bool sequence_parallel = true;
+  /// Tensor parallelism runs only with sequence parallelism (torchtitan's TP plan shards the
+  /// norms with SequenceParallel unconditionally): TP > 1 without it is neither searched nor
+  /// accepted as a pin.
+  bool sequence_parallel_required = false;
   bool interleaved_pipeline = true;
   /// Layers that do not divide by PP are allowed (first/last stages get fewer).
   bool uneven_stages = true;

@@ -116,6 +116,10 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   if (o.sequence_parallel && *o.sequence_parallel && !stack.sequence_parallel) {
     return OptionProblem{Knob::sequence_parallel, OptionIssue::stack_lacks, 1, 0};
   }
+  if (o.sequence_parallel && !*o.sequence_parallel && o.tp && *o.tp > 1 &&
+      stack.sequence_parallel_required) {
+    return OptionProblem{Knob::sequence_parallel, OptionIssue::stack_needs_sp, 0, *o.tp};
+  }
   if (o.vp && *o.vp > 1 && !stack.interleaved_pipeline) {
     return OptionProblem{Knob::vp, OptionIssue::stack_lacks, *o.vp, 0};
   }

@@ -48,6 +48,7 @@ enum class OptionIssue {
   no_experts,             ///< EP `value` on a dense model
   not_dividing_experts,   ///< EP `value` does not divide the `limit` experts
   moe_needs_sp,           ///< sequence parallel off with TP `limit` on a MoE model
+  stack_needs_sp,         ///< sequence parallel off with TP `limit` under a stack that needs it
   moe_zero3,              ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
   not_dividing_dp,        ///< HSDP shard size `value` does not divide the pinned DP `limit`
   needs_unit_sharding,    ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit

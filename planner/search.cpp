@@ -209,6 +209,7 @@ class SplitSearch {
       if (sp && (config.tp < 2 || !options_.stack.sequence_parallel)) continue;
       // MoE with TP runs sequence parallel (Megatron moe_layer.py L636 refuses otherwise).
       if (!sp && config.tp > 1 && model_.is_moe()) continue;
+      if (!sp && config.tp > 1 && options_.stack.sequence_parallel_required) continue;
       if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
       config.sequence_parallel = sp;
       run_shards(config);

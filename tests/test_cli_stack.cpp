@@ -67,6 +67,11 @@ TEST_CASE("what a stack cannot run is refused with one line and exit 2", "[cli_s
   CHECK(sp.err ==
         "trident: error: --sequence-parallel on: stack deepspeed-megatron has no sequence "
         "parallelism\n");
+  const Run sp_off = trident(kSmall + " --stack torchtitan --tp 2 --sequence-parallel off");
+  CHECK(sp_off.code == 2);
+  CHECK(sp_off.err ==
+        "trident: error: --sequence-parallel off with --tp 2: stack torchtitan runs tensor "
+        "parallelism only with sequence parallelism; use --sequence-parallel on or --tp 1\n");
 }
 
 TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cli_stack]") {

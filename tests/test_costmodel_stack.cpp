@@ -77,6 +77,10 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
                     "s.yaml:4: loss_bytes_per_logit: expected at most 64");
   CHECK_THROWS_WITH(load_stack(head + "loss_parallel_bytes_per_logit: 65\n", "s.yaml"),
                     "s.yaml:4: loss_parallel_bytes_per_logit: expected at most 64");
+  CHECK(stack_preset("torchtitan").sequence_parallel_required);
+  CHECK_FALSE(stack_preset("megatron-core").sequence_parallel_required);
+  CHECK_THROWS_WITH(load_stack(head + "sequence_parallel_required: true\n", "s.yaml"),
+                    "s.yaml:4: sequence_parallel_required: true needs sequence_parallel: true");
   CHECK_THROWS_WITH(load_stack(head + "tp_keeps_gathered_inputs: maybe\n", "s.yaml"),
                     Catch::Contains("s.yaml:4: tp_keeps_gathered_inputs"));
   CHECK_THROWS_WITH(load_stack(head + "adam_state_bytes: 20\n", "s.yaml"),

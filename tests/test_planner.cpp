@@ -324,6 +324,22 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
     CHECK(plan.config.recompute != Recompute::selective);
     CHECK_FALSE(plan.config.sequence_parallel);
   }
+  // torchtitan runs TP only with sequence parallelism: never searched without, refused pinned.
+  options.stack = stack_preset("torchtitan");
+  std::size_t with_tp = 0;
+  for (const auto& plan : search(dgx(1), tiny(), options).plans) {
+    if (plan.config.tp < 2) continue;
+    ++with_tp;
+    CHECK(plan.config.sequence_parallel);
+  }
+  CHECK(with_tp > 0);  // the search did try TP > 1
+  options = {};
+  options.stack = stack_preset("torchtitan");
+  options.tp = 2;
+  options.sequence_parallel = false;
+  check_refusal(options, Knob::sequence_parallel, OptionIssue::stack_needs_sp, 0, 2);
+  options.tp = 1;  // without TP there is nothing to shard: allowed
+  CHECK_NOTHROW(search(dgx(1), tiny(), options));
 }
 
 TEST_CASE("impossible pins are refused as data", "[planner]") {
