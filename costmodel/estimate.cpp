@@ -155,10 +155,11 @@ double overlapped_exposed_s(double gemm_s, double comm_s, double sm_share, doubl
 /// parallel), Transformer Engine's default methods (module/base.py initialize_ub):
 /// ring exchange over the copy engines (1 SM) for qkv/fc1 forward and proj/fc2 input
 /// gradient; pipeline (16 SMs, 4 splits) for the proj/fc2 forward reduce-scatter; bulk
-/// (16 SMs) for the qkv/fc1 input re-gather (behind dgrad) and gradient reduce-scatter
-/// (behind wgrad). Full recompute repeats the forward overlaps.
+/// (16 SMs) for the qkv/fc1 input re-gather (behind dgrad; none where the stack keeps the
+/// gathered input) and gradient reduce-scatter (behind wgrad). Full recompute repeats the
+/// forward overlaps.
 double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatter_s, int sm_count,
-                          bool full_recompute) {
+                          bool full_recompute, bool keeps_gathered_inputs) {
   const double sms = sm_count > 0 ? sm_count : kTpOverlapDefaultSms;
   const double ring = 1.0 / sms;
   const double wide = kTpOverlapCommSms / sms;
@@ -170,7 +171,9 @@ double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatte
     forward += overlapped_exposed_s(layer.gemm_fprop_s[in], gather_s, ring, 0.0) +
                overlapped_exposed_s(layer.gemm_fprop_s[out], scatter_s, wide, fill);
     backward += overlapped_exposed_s(layer.gemm_dgrad_s[out], gather_s, ring, 0.0) +
-                overlapped_exposed_s(layer.gemm_dgrad_s[in], gather_s, wide, 0.0) +
+                (keeps_gathered_inputs
+                     ? 0.0
+                     : overlapped_exposed_s(layer.gemm_dgrad_s[in], gather_s, wide, 0.0)) +
                 overlapped_exposed_s(layer.gemm_wgrad_s[in], scatter_s, wide, 0.0);
   }
   return forward * (full_recompute ? 2.0 : 1.0) + backward;
@@ -288,11 +291,12 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                                                placement.tp, calibration);
     const bool full = config.recompute == Recompute::full;
     const double per_layer_s =
-        userbuffers ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
-                                         kernel_profile(gpu).sm_count, full)
-                    : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
-                                                  config.sequence_parallel, full,
-                                                  stack.tp_keeps_gathered_inputs);
+        userbuffers
+            ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s, kernel_profile(gpu).sm_count,
+                                 full, stack.tp_keeps_gathered_inputs)
+            : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
+                                          config.sequence_parallel, full,
+                                          stack.tp_keeps_gathered_inputs);
     out.tp.exposed_s = std::min(out.tp.total_s, md * stage.layers * per_layer_s);
   }
   // MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by the

@@ -74,6 +74,16 @@ TEST_CASE("TP calls under sequence parallelism: Megatron re-gathers, DTensor kee
   plain.stack.tp_keeps_gathered_inputs = false;
   CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, plain)
             .tp.calls_per_step == Approx(28.0));
+  // Under TE userbuffers the re-gather behind dgrad (and its 16 SMs) is gone too.
+  config.recompute = Recompute::none;
+  EstimateOptions overlap;
+  overlap.stack.tp_overlap = TpOverlap::userbuffers;
+  const double regathered =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, overlap)
+          .tp.exposed_s;
+  overlap.stack.tp_keeps_gathered_inputs = true;
+  CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, overlap)
+            .tp.exposed_s < regathered);
 }
 
 TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
