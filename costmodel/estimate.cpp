@@ -421,7 +421,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   memory.selective = stack.selective;
   memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
-  memory.gathered_inputs = stack.tp_keeps_gathered_inputs && config.tp > 1;
+  memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)
   memory.adam_state_bytes = stack.adam_state_bytes;
   memory.nccl = nccl_groups(cluster, config, placement);
   out.memory = peak_memory(gpu, local, split, memory);

@@ -207,9 +207,10 @@ class SplitSearch {
   void run_sequence_parallel(ParallelConfig config) {
     for (const bool sp : {false, true}) {
       if (sp && (config.tp < 2 || !options_.stack.sequence_parallel)) continue;
-      // MoE with TP runs sequence parallel (Megatron moe_layer.py L636 refuses otherwise).
-      if (!sp && config.tp > 1 && model_.is_moe()) continue;
-      if (!sp && config.tp > 1 && options_.stack.sequence_parallel_required) continue;
+      // TP runs only with sequence parallelism for MoE layers (Megatron moe_layer.py L636
+      // refuses otherwise) and under stacks that shard that way unconditionally (torchtitan).
+      const bool tp_needs_sp = model_.is_moe() || options_.stack.sequence_parallel_required;
+      if (!sp && config.tp > 1 && tp_needs_sp) continue;
       if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
       config.sequence_parallel = sp;
       run_shards(config);
