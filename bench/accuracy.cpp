@@ -74,6 +74,8 @@ Cluster cluster_of(const YAML::Node& row, int gpus) {
   if (row["nic_gbits"]) cluster.network.nic_gbits = row["nic_gbits"].as<double>();
   if (row["links_per_gpu"]) cluster.nvlink.links_per_gpu = row["links_per_gpu"].as<int>();
   cluster.servers = gpus / cluster.gpus_per_server;
+  // As `trident plan --cluster NAME --gpus N` would: refuse what the CLI refuses.
+  check_cluster(cluster, fmt::format("{} GPUs of {}", gpus, cluster.name));
   return cluster;
 }
 

@@ -30,7 +30,7 @@ struct TierRow {
 };
 
 std::vector<int> domain_ids(const Cluster& c, int domain) {
-  std::vector<int> ids(static_cast<std::size_t>(c.nvlink.domain_gpus));
+  std::vector<int> ids(static_cast<std::size_t>(c.domain_size(domain)));
   std::iota(ids.begin(), ids.end(), domain * c.nvlink.domain_gpus);
   return ids;
 }
@@ -75,6 +75,9 @@ std::string domain_line(const Cluster& c) {
   } else {
     links = "none (PCIe only)";
   }
+  if (c.partial_domain()) {
+    where += fmt::format("; the last holds {}", c.domain_size(c.domains() - 1));
+  }
   return fmt::format("nvlink: {}; {} domain{} of {} GPUs ({})", links, c.domains(),
                      c.domains() == 1 ? "" : "s", per, where);
 }
@@ -90,7 +93,7 @@ void print_table(const Cluster& c) {
              c.network.oversubscription);
   fmt::print("tiers (per GPU, one direction):\n");
   for (const auto& row : tier_rows(c)) {
-    fmt::print("  {:<8} {:>7} GB/s {:>5} us  {}\n", to_string(row.tier), row.gbps, row.latency_us,
+    fmt::print("  {:<8} {:>7.4g} GB/s {:>5.3g} us  {}\n", to_string(row.tier), row.gbps, row.latency_us,
                row.use);
   }
   if (c.nvlink.kind == NvlinkKind::mesh) {

@@ -111,9 +111,6 @@ TEST_CASE("cluster errors name file, line and key", "[loaders]") {
         "c.yaml:12: network.nic_gbits: expected a non-negative number, got '-400'");
   CHECK(cluster_error(cluster_with("domain_gpus: 8", "domain_gpus: 6")) ==
         "c.yaml:6: nvlink.domain_gpus: 6 neither divides nor is a multiple of gpus_per_server 8");
-  CHECK(cluster_error(cluster_with("domain_gpus: 8", "domain_gpus: 24")) ==
-        "c.yaml:6: nvlink.domain_gpus: a domain of 24 GPUs spans 3 servers, which does not tile "
-        "4 servers");
   CHECK(cluster_error(cluster_with("nics_per_server: 8", "nics_per_server: 0")) ==
         "c.yaml:11: network.nics_per_server: expected at least 1 NIC per server to connect 4 "
         "NVLink domains, got 0");
@@ -279,9 +276,13 @@ TEST_CASE("quick flags resolve to a cluster, errors name the flag", "[loaders][c
                     "--gpus 500: not divisible into servers of 8 GPUs");
   CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"", 512, 64, 4, ""}),
                     "--gpus-per-server 4: --gpus 512 over --servers 64 gives 8");
-  CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 100, 0, 0, ""}),
-                    "--gpus 100: nvlink.domain_gpus: a domain of 72 GPUs spans 18 servers, "
-                    "which does not tile 25 servers");
+  // 100 GB200 GPUs: one whole NVL72 rack and 28 GPUs (7 trays) of the next.
+  const Cluster racks = cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 100, 0, 0, ""});
+  CHECK(racks.domains() == 2);
+  CHECK(racks.partial_domain());
+  CHECK(racks.domain_size(0) == 72);
+  CHECK(racks.domain_size(1) == 28);
+  CHECK(racks.domain_of(99) == 1);
   CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"dgx-h10", 0, 0, 0, ""}),
                     "--cluster dgx-h10: unknown cluster preset (did you mean 'dgx-h100'?); "
                     "known: dgx-a100, dgx-b200, dgx-h100, dgx1-v100, gb200-nvl72, hgx-h200, "

@@ -138,6 +138,25 @@ TEST_CASE("the slowest TP group is not always rank 0's", "[planner]") {
   CHECK(placement.tp.domains == 2);
 }
 
+TEST_CASE("a partly filled last NVLink domain", "[planner]") {
+  // 28 servers of 4 GPUs in 72-GPU switch domains: GPUs 0-71 and 72-111 (a rack and 10 trays).
+  Cluster cluster = dgx(28, 4);
+  cluster.nvlink.domain_gpus = 72;
+  REQUIRE(!find_cluster_problem(cluster).has_value());
+  REQUIRE(cluster.domains() == 2);
+  ParallelConfig config;
+  config.pp = 7;  // PP outermost: stages of 16 GPUs, 0-15 ... 96-111
+  config.dp = 16;
+  // Stage 4 holds GPUs 64-79: 8 in the first rack, 8 in the second, so DP crosses the NICs
+  // with 8 ranks on each side; the tail's own stages (80-95, 96-111) stay on NVLink.
+  const auto placement = place(cluster, config, RankOrder::tp_dp_pp);
+  CHECK(placement.dp.tier == Tier::network);
+  CHECK(placement.dp.domains == 2);
+  CHECK(placement.dp.min_ranks_per_domain == 8);
+  CHECK(query_group(cluster, std::vector<int>{96, 100, 111}).tier == Tier::nvlink);
+  CHECK(query_group(cluster, std::vector<int>{71, 72}).tier == Tier::network);
+}
+
 TEST_CASE("placement under failures", "[planner]") {
   ParallelConfig config;
   config.tp = 8;

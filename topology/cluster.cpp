@@ -72,7 +72,10 @@ std::optional<Problem> shape_problem(const Cluster& c) {
                    fmt::format("{} neither divides nor is a multiple of gpus_per_server {}", domain,
                                per_server)};
   }
-  if (domain > per_server && c.servers % (domain / per_server) != 0) {
+  // A rack-scale switch domain (NVL72) may end partly filled: a job on 128 GPUs holds one
+  // whole rack and 56 GPUs of the next. A mesh has no such partial form.
+  if (domain > per_server && c.servers % (domain / per_server) != 0 &&
+      c.nvlink.kind != NvlinkKind::switch_fabric) {
     return Problem{"nvlink.domain_gpus",
                    fmt::format("a domain of {} GPUs spans {} servers, which does not tile {} "
                                "servers",

@@ -2,6 +2,7 @@
 /// The cluster as data: GPUs, servers, NVLink domains with their link graph, NICs, fabric.
 /// Global GPU ids run 0..gpus()-1, server-major: GPU g sits on server g / gpus_per_server
 /// with local index g % gpus_per_server. NVLink domain of g is g / nvlink.domain_gpus.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,7 +26,9 @@ struct MeshLink {
 };
 
 struct NvlinkSpec {
-  int domain_gpus = 8;  ///< GPUs per NVLink domain: divides a server, equals it, or tiles servers
+  /// GPUs per NVLink domain: divides a server, equals it, or spans whole servers (a rack-scale
+  /// switch domain such as NVL72; the last domain may be partly filled: 128 GPUs = 72 + 56).
+  int domain_gpus = 8;
   NvlinkKind kind = NvlinkKind::switch_fabric;
   int links_per_gpu = 18;       ///< switch: links from each GPU into the NVSwitch fabric
   double gbps_per_link = 25.0;  ///< GB/s per link, one direction
@@ -77,7 +80,16 @@ struct Cluster {
   [[nodiscard]] int gpus() const { return servers * gpus_per_server; }
   [[nodiscard]] int server_of(int gpu_id) const { return gpu_id / gpus_per_server; }
   [[nodiscard]] int domain_of(int gpu_id) const { return gpu_id / nvlink.domain_gpus; }
-  [[nodiscard]] int domains() const { return gpus() / nvlink.domain_gpus; }
+  /// NVLink domains, counting a partly filled last one.
+  [[nodiscard]] int domains() const {
+    return (gpus() + nvlink.domain_gpus - 1) / nvlink.domain_gpus;
+  }
+  /// GPUs in domain `domain` (the last one may hold fewer than domain_gpus).
+  [[nodiscard]] int domain_size(int domain) const {
+    return std::min(nvlink.domain_gpus, gpus() - domain * nvlink.domain_gpus);
+  }
+  /// True when the GPUs end in a partly filled NVLink domain.
+  [[nodiscard]] bool partial_domain() const { return gpus() % nvlink.domain_gpus != 0; }
   /// Per-GPU share of its server's NICs, GB/s one direction (healthy NICs only).
   [[nodiscard]] double nic_gbps_per_gpu(int server) const;
 };
