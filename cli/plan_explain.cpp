@@ -90,6 +90,7 @@ std::string step_breakdown(const PlanResult& plan) {
   line("DP communication (exposed)", t.dp_comm_s);
   if (plan.config.cp > 1) line("CP communication (exposed)", t.cp_comm_s);
   if (plan.config.ep > 1) line("EP all-to-all (exposed)", t.ep_comm_s);
+  if (plan.estimate.amax.calls_per_step > 0.0) line("FP8 amax all-reduces", t.amax_comm_s);
   line("pipeline bubble", t.bubble_s);
   line("optimizer step", t.optimizer_s);
   line("overlap SM contention", t.overlap_contention_s);
@@ -186,6 +187,12 @@ std::string communication(const PlanResult& plan) {
     out += dimension("expert DP", "all-reduce", e.edp, step,
                      "the experts' gradients reduce over the ranks holding the same experts "
                      "(tp x cp x dp / ep), overlapped with backward as DP's");
+  }
+  if (e.amax.calls_per_step > 0.0) {
+    out += dimension("FP8 amax", "all-reduce", e.amax, step,
+                     "delayed scaling reduces each model chunk's amaxes over TP x CP x DP "
+                     "after its forward and after its backward, every micro-batch, blocking "
+                     "the compute stream: latency, not bandwidth");
   }
   return out;
 }

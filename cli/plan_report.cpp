@@ -121,7 +121,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"optimizer_s", e.time.optimizer_s},
                       {"overlap_contention_s", e.time.overlap_contention_s},
                       {"cp_comm_s", e.time.cp_comm_s},
-                      {"ep_comm_s", e.time.ep_comm_s}};
+                      {"ep_comm_s", e.time.ep_comm_s},
+                      {"amax_comm_s", e.time.amax_comm_s}};
   json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
                             {"gradients", mem.gradients_bytes / kGib},
                             {"optimizer", mem.optimizer_bytes / kGib},
@@ -165,6 +166,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"cp", comm_json(e.cp, cp_collective_name(plan))},
                       {"ep", comm_json(e.ep, ep_collective_name(c))}};
   if (hybrid) json["comm"]["dp_replicate"] = replicate_json(e.dp);
+  if (e.amax.calls_per_step > 0.0) json["comm"]["fp8_amax"] = comm_json(e.amax, "all-reduce");
   if (model.is_moe()) {
     json["comm"]["expert_dp"] = comm_json(e.edp, e.edp.link.ranks > 1 ? "all-reduce" : "none");
     json["flops_basis"] = "active_parameters";

@@ -22,7 +22,7 @@ struct Part {
   bool optional = false;  ///< in the legend only when some plan has it (CP, EP)
 };
 
-using TimeParts = std::array<Part, 9>;
+using TimeParts = std::array<Part, 10>;
 using MemoryParts = std::array<Part, 5>;
 
 TimeParts time_parts(const Estimate& e) {
@@ -33,6 +33,7 @@ TimeParts time_parts(const Estimate& e) {
            {"DP comm", "#8c6bb1", t.dp_comm_s},
            {"CP comm", "#ff9da7", t.cp_comm_s, true},
            {"EP comm", "#9c755f", t.ep_comm_s, true},
+           {"FP8 amax", "#d37295", t.amax_comm_s, true},
            {"bubble", "#b5b5b5", t.bubble_s},
            {"optimizer", "#59a14f", t.optimizer_s},
            {"SM contention", "#e15759", t.overlap_contention_s}}};

@@ -78,20 +78,46 @@ double nccl_ring_time_s(Collective collective, double bytes, int ranks, double i
   return best;
 }
 
-/// NCCL's tree all-reduce across domains (tuning.cc: base + 2 x (intra hops + log2(nodes) x
-/// inter hop)): reduce-scatter inside each domain, all-reduce of 1/ranks_per_domain of the data
-/// across the domains, all-gather inside. The smallest domain sets the cross-domain share.
+/// NCCL's tree protocols (src/graph/tuning.cc @5067397, ncclTunerConstantsDefaults, Tree
+/// column): base latency and per-hop latency inside a domain (NVLink, PCIe) and across the
+/// network (us); bandwidth shares as the ring's.
+constexpr RingProtocol kTreeProtocols[] = {
+    {6.8, 0.6, 1.0, 5.0, 0.5},     // LL
+    {14.0, 1.25, 1.9, 8.5, 0.92},  // LL128
+    {8.4, 4.0, 4.0, 14.0, 1.0},    // Simple
+};
+
+/// NCCL's tree all-reduce across domains: reduce-scatter inside each domain, all-reduce of
+/// 1/ranks_per_domain of the data across the domains, all-gather inside; the smallest domain
+/// sets the cross-domain share. Latency as NCCL models it (tuning.cc L414-417): base + 2 x
+/// ((ranks per domain - 1) x intra hop + log2i(domains) x network hop), per protocol, the
+/// fastest taken (a few-byte reduction runs LL: tens of us where Simple's hops cost hundreds).
 double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
   const int r = std::max(1, link.min_ranks_per_domain);
   const int d = link.domains;
   const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
   const double inter = effective_gbps(Tier::network, link.inter_gbps);
-  const double intra_rs = ring_time_s(Collective::reduce_scatter, bytes, link.ranks_per_domain,
-                                      intra, link.intra_latency_s);
-  const double inter_bytes = bytes / r;
-  const double inter_s = inter_bytes * busbw_factor(Collective::all_reduce, d) / (inter * 1e9) +
-                         2.0 * std::ceil(std::log2(static_cast<double>(d))) * link.inter_latency_s;
-  return kSimple.base_us * 1e-6 + 2.0 * intra_rs + inter_s;
+  const double intra_wire_s =
+      intra > 0.0 ? bytes * busbw_factor(Collective::reduce_scatter, link.ranks_per_domain) /
+                        (intra * 1e9)
+                  : 0.0;
+  const double inter_wire_s =
+      (bytes / r) * busbw_factor(Collective::all_reduce, d) / (inter * 1e9);
+  const double wire_s = 2.0 * intra_wire_s + inter_wire_s;
+  const bool pcie = link.intra_tier == Tier::pcie;
+  const double intra_scale =
+      link.intra_latency_s * 1e6 / (pcie ? kSimple.pcie_us : kSimple.nvlink_us);
+  const double inter_scale = link.inter_latency_s * 1e6 / kSimple.net_us;
+  const double intra_hops = std::max(0, link.ranks_per_domain - 1);
+  const double net_hops = std::floor(std::log2(static_cast<double>(std::max(1, d))));
+  double best = 1e300;
+  for (const RingProtocol& p : kTreeProtocols) {
+    const double hop_us = pcie ? p.pcie_us : p.nvlink_us;
+    const double latency_us =
+        p.base_us + 2.0 * (intra_hops * hop_us * intra_scale + net_hops * p.net_us * inter_scale);
+    best = std::min(best, latency_us * 1e-6 + wire_s / p.bandwidth_share);
+  }
+  return best;
 }
 
 /// A single ring threading every domain, one channel per NIC (NCCL's ring on a rail-optimised

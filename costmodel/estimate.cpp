@@ -358,10 +358,20 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.backward_s +=
       md * hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype) * accumulated);
 
+  const AmaxReductions amax = fp8_amax_reductions(config, precision_of(model.training),
+                                                  stage.layers, m, placement.amax, calibration);
+  out.amax.collective = Collective::all_reduce;
+  out.amax.link = placement.amax;
+  out.amax.bytes_per_call = amax.bytes_per_call;
+  out.amax.calls_per_step = amax.calls_per_step;
+  out.amax.time_per_call_s = amax.time_per_call_s;
+  out.amax.total_s = amax.total_s();
+  out.amax.exposed_s = amax.total_s();
+
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
-  // micro-batch (TP, PP, CP and EP communication).
+  // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s + out.pp.exposed_s +
-                         out.cp.exposed_s + out.ep.exposed_s;
+                         out.cp.exposed_s + out.ep.exposed_s + out.amax.exposed_s;
   out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
@@ -375,6 +385,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.dp_comm_s = out.dp.exposed_s + out.edp.exposed_s;
   out.time.cp_comm_s = out.cp.exposed_s;
   out.time.ep_comm_s = out.ep.exposed_s;
+  out.time.amax_comm_s = out.amax.exposed_s;
   // NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
   // Engine userbuffers price their own SMs in tp_overlap_layer_s).
   const double tp_hidden_s = userbuffers ? 0.0 : out.tp.total_s - out.tp.exposed_s;

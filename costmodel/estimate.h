@@ -21,6 +21,7 @@ struct TimeBreakdown {
   double dp_comm_s = 0.0;    ///< exposed DP communication (what backward cannot hide)
   double cp_comm_s = 0.0;    ///< exposed context-parallel K/V exchange (ring) or all-to-alls
   double ep_comm_s = 0.0;    ///< exposed MoE dispatch/combine all-to-alls
+  double amax_comm_s = 0.0;  ///< FP8 delayed scaling's blocking amax all-reduces
   double bubble_s = 0.0;     ///< pipeline bubble
   double optimizer_s = 0.0;  ///< optimizer step (memory bound)
   /// Compute slowed while overlapped NCCL collectives hold SMs (each channel is a thread block
@@ -29,7 +30,7 @@ struct TimeBreakdown {
   double step_s = 0.0;
   [[nodiscard]] double compute_s() const { return forward_s + backward_s + recompute_s; }
   [[nodiscard]] double exposed_comm_s() const {
-    return tp_comm_s + pp_comm_s + dp_comm_s + cp_comm_s + ep_comm_s;
+    return tp_comm_s + pp_comm_s + dp_comm_s + cp_comm_s + ep_comm_s + amax_comm_s;
   }
 };
 
@@ -113,6 +114,7 @@ struct Estimate {
   CommDetail cp;   ///< the ring's send-recv (p2p) or Ulysses' all-to-all (a2a), per step
   CommDetail ep;   ///< MoE dispatch + combine all-to-alls
   CommDetail edp;  ///< MoE expert gradients over the expert-data-parallel group
+  CommDetail amax;  ///< FP8 delayed scaling's amax all-reduces over TP x CP x DP (exposed)
   CpKind cp_kind = CpKind::p2p;
   bool used_calibration = false;
 };

@@ -146,6 +146,15 @@ std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int 
   return dp_block(config, order, rank, 0, config.dp);
 }
 
+std::vector<int> stage_group(const ParallelConfig& config, RankOrder order, int rank) {
+  const int stage = rank_coord(config, order, rank).pp;
+  std::vector<int> ranks;
+  for (int r = 0; r < config.gpus(); ++r) {
+    if (rank_coord(config, order, r).pp == stage) ranks.push_back(r);
+  }
+  return ranks;
+}
+
 std::vector<int> dp_shard_group(const ParallelConfig& config, RankOrder order, int rank) {
   const int shard = config.shard_ranks();
   const int dp = rank_coord(config, order, rank).dp;
@@ -182,6 +191,7 @@ Placement default_placement(const Cluster& cluster, const ParallelConfig& config
     placement.shard = single_rank_link();
     placement.replicate = single_rank_link();
   }
+  placement.amax = link_of(stage_group(config, order, 0));
   return placement;
 }
 

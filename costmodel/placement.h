@@ -29,6 +29,9 @@ struct Placement {
   /// (the all-reduce of the gradient shards). One rank otherwise.
   GroupLink shard;
   GroupLink replicate;
+  /// The slowest TP x CP x DP group of one stage: Megatron's amax reduction group
+  /// (parallel_state.get_amax_reduction_group), where FP8 delayed scaling all-reduces amaxes.
+  GroupLink amax;
 };
 
 /// Coordinates of a rank in the (tp, cp, pp, dp) grid.
@@ -69,6 +72,9 @@ struct RankStrides {
 [[nodiscard]] std::vector<int> ep_group(const ParallelConfig& config, int rank);
 /// The tp*cp*dp/ep ranks holding the same experts as `rank` (expert data parallel).
 [[nodiscard]] std::vector<int> edp_group(const ParallelConfig& config, int rank);
+/// The tp*cp*dp ranks of `rank`'s pipeline stage (the amax reduction group).
+[[nodiscard]] std::vector<int> stage_group(const ParallelConfig& config, RankOrder order,
+                                           int rank);
 /// Ranks of the DP x CP group of `rank` (Megatron reduces gradients over it).
 /// HSDP groups of `rank`: its DP block of dp_shard ranks (with their CP ranks), and the DP
 /// ranks dp_shard apart holding the same shard.

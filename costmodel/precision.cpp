@@ -1,7 +1,9 @@
 #include "costmodel/precision.h"
 
+#include <algorithm>
 #include <cstddef>
 
+#include "costmodel/collective.h"
 #include "costmodel/gemms.h"
 
 namespace trident {
@@ -88,6 +90,25 @@ double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
     }
   }
   return bytes;
+}
+
+bool reduces_amax(const Training& training) {
+  const Precision precision = precision_of(training);
+  return precision.fp8 && precision.recipe == Fp8Recipe::delayed;
+}
+
+AmaxReductions fp8_amax_reductions(const ParallelConfig& config, const Precision& precision,
+                                   double layers, long long micro_batches, const GroupLink& link,
+                                   const Calibration* calibration) {
+  AmaxReductions out;
+  if (!precision.fp8 || precision.recipe != Fp8Recipe::delayed || link.ranks <= 1) return out;
+  const double chunks = std::max(1, config.virtual_stages);
+  const double fp32_bytes = 4.0;
+  out.bytes_per_call = fp32_bytes * kAmaxesPerLinear * kLinearsPerLayer * layers / chunks;
+  out.calls_per_step = 2.0 * chunks * static_cast<double>(micro_batches);
+  out.time_per_call_s =
+      collective_time_s(Collective::all_reduce, out.bytes_per_call, link, calibration);
+  return out;
 }
 
 }  // namespace trident

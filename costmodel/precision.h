@@ -2,9 +2,11 @@
 /// Precision per tensor, not per run: which GEMMs of a layer run in which dtype, what the
 /// activations, messages and weights are stored in, and the kernels an FP8 recipe adds (casts,
 /// transposes, amax passes). Sources: docs/cost_model.md#precision.
+#include "costmodel/calibration.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
 #include "topology/gpu.h"
+#include "topology/link_tier.h"
 
 namespace trident {
 
@@ -56,5 +58,30 @@ struct Precision {
 /// once per step when the stack caches FP8 weights over micro-batches (Megatron passes
 /// is_first_microbatch to TE), else on every micro-batch. 0 without FP8.
 inline constexpr double kFp8WeightCastBytesPerParameter = 4.0;
+
+/// Delayed scaling's amax all-reduces (Transformer Engine): one at the exit of the outermost
+/// fp8_autocast, which Megatron-Core opens once per model chunk and micro-batch around the
+/// TransformerBlock's layers, and one at the end of that chunk's backward; each a blocking
+/// all-reduce (async_op=False) of the chunk's amaxes over the amax reduction group. Latency-
+/// sized, on the critical path. Zero without FP8 or with another recipe (current scaling keeps
+/// its amaxes local). Sources: docs/cost_model.md#precision.
+struct AmaxReductions {
+  double bytes_per_call = 0.0;
+  double calls_per_step = 0.0;
+  double time_per_call_s = 0.0;
+  [[nodiscard]] double total_s() const { return calls_per_step * time_per_call_s; }
+};
+/// True when a run all-reduces amaxes (FP8 with delayed scaling).
+[[nodiscard]] bool reduces_amax(const Training& training);
+/// `layers`: the stage's layers; `micro_batches`: per step; `link`: the amax reduction group.
+[[nodiscard]] AmaxReductions fp8_amax_reductions(const ParallelConfig& config,
+                                                 const Precision& precision, double layers,
+                                                 long long micro_batches, const GroupLink& link,
+                                                 const Calibration* calibration = nullptr);
+
+/// Amaxes a linear layer's FP8 metadata holds for the forward (input, weight, output: TE's
+/// scaling_fwd) and the linear layers of a transformer layer (QKV, projection, FFN up, down).
+inline constexpr double kAmaxesPerLinear = 3.0;
+inline constexpr double kLinearsPerLayer = 4.0;
 
 }  // namespace trident

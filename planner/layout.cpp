@@ -149,6 +149,25 @@ GroupLink slowest_group(const Cluster& cluster, int ranks, const Dimension& dim,
   return slowest_degraded(cluster, ranks, dim, pairs, gpu_of);
 }
 
+/// The amax reduction group (TP x CP x DP of a stage), priced for stage 0: the other stages'
+/// groups are its translations by whole stages (a failure elsewhere is not looked for: the
+/// all-reduce moves a few bytes, so only the group's span in domains matters).
+GroupLink amax_link(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
+                    const std::vector<int>& gpu_of) {
+  std::vector<int> ids;
+  ids.reserve(static_cast<std::size_t>(config.tp) * static_cast<std::size_t>(config.cp) *
+              static_cast<std::size_t>(config.dp));
+  RankCoord coord;
+  for (coord.dp = 0; coord.dp < config.dp; ++coord.dp) {
+    for (coord.cp = 0; coord.cp < config.cp; ++coord.cp) {
+      for (coord.tp = 0; coord.tp < config.tp; ++coord.tp) {
+        ids.push_back(gpu_of[static_cast<std::size_t>(rank_of(config, order, coord))]);
+      }
+    }
+  }
+  return query_group(cluster, ids);
+}
+
 /// HSDP: dp_shard consecutive DP ranks (with their CP ranks) shard; DP ranks dp_shard apart
 /// replicate. One rank each otherwise.
 void add_shard_links(const Cluster& cluster, const ParallelConfig& config,
@@ -198,7 +217,8 @@ bool same_links(const Placement& a, const Placement& b) {
          same_link(a.shard, b.shard) && same_link(a.replicate, b.replicate);
 }
 
-Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order) {
+Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
+                bool amax_group) {
   const auto gpu_of = live_gpus(cluster);
   const int ranks = config.gpus();
   if (ranks < 1 || ranks > static_cast<int>(gpu_of.size())) {
@@ -234,6 +254,7 @@ Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder 
     placement.edp = placement.dp;
   }
   add_shard_links(cluster, config, strides, gpu_of, placement);
+  if (amax_group) placement.amax = amax_link(cluster, config, order, gpu_of);
   return placement;
 }
 

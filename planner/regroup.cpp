@@ -147,6 +147,7 @@ Placement place_mapped(const Cluster& cluster, const ParallelConfig& config, Ran
   out.edp = config.ep < 2 ? out.dp : edp.link_or(base.edp);
   out.shard = hybrid ? shard.link_or(base.shard) : base.shard;
   out.replicate = hybrid ? replicate.link_or(base.replicate) : base.replicate;
+  out.amax = base.amax;  // a few bytes over the same span of domains (layout.cpp amax_link)
   return out;
 }
 

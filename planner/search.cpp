@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "costmodel/kernels.h"
+#include "costmodel/precision.h"
 #include "planner/layout.h"
 #include "planner/option_check.h"
 #include "topology/errors.h"
@@ -257,10 +258,12 @@ class SplitSearch {
     if (placed_) return;
     ParallelConfig plain = config;
     plain.dp_shard = 0;
-    plain_.first = place(cluster_, plain, RankOrder::tp_dp_pp);
+    const bool amax = reduces_amax(model_.training);
+    plain_.first = place(cluster_, plain, RankOrder::tp_dp_pp, amax);
     // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order).
     const bool one_order = config.cp > 1 || config.ep > 1;
-    plain_.second = one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp);
+    plain_.second =
+        one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp, amax);
     plain_.alike = one_order || same_links(plain_.first, plain_.second);
     result_.placements += plain_.alike ? 1 : 2;
     hybrid_.clear();
@@ -348,7 +351,7 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   PlanResult best;
   for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
     if (order == RankOrder::tp_pp_dp && (config.cp > 1 || config.ep > 1)) break;
-    const auto placement = place(cluster, config, order);
+    const auto placement = place(cluster, config, order, reduces_amax(model.training));
     PlanResult plan{
         config, placement, estimate(cluster, model, config, placement, calibration, options), {}};
     if (order == RankOrder::tp_dp_pp || better_plan(plan, best)) best = plan;

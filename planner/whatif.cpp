@@ -5,6 +5,7 @@
 #include <set>
 
 #include "costmodel/placement.h"
+#include "costmodel/precision.h"
 #include "planner/layout.h"
 #include "topology/errors.h"
 
@@ -123,7 +124,8 @@ struct Context {
   if (!dead_gpu_ids(c.degraded).empty()) {
     return unavailable(WhatIfKind::keep, OptionNote::ranks_on_dead);
   }
-  const Placement placement = place(c.degraded, base.config, base.placement.order);
+  const Placement placement =
+      place(c.degraded, base.config, base.placement.order, reduces_amax(c.model.training));
   PlanResult plan{base.config,
                   placement,
                   estimate(c.degraded, c.model, base.config, placement, c.calibration,

@@ -72,4 +72,19 @@ inline GroupLink nvlink_group(int ranks) {
   return link;
 }
 
+/// `ranks` spread evenly over `domains` NVLink domains (100 GB/s, `intra_latency_s` a hop),
+/// crossing the network at `inter_gbps` per GPU and `inter_latency_s` a hop.
+inline GroupLink network_group(int ranks, int domains, double inter_gbps, double inter_latency_s,
+                               double intra_latency_s = 1e-6) {
+  GroupLink link = nvlink_group(ranks);
+  link.tier = Tier::network;
+  link.domains = domains;
+  link.ranks_per_domain = ranks / domains;
+  link.min_ranks_per_domain = ranks / domains;
+  link.intra_latency_s = intra_latency_s;
+  link.inter_gbps = inter_gbps;
+  link.inter_latency_s = inter_latency_s;
+  return link;
+}
+
 }  // namespace trident::test

@@ -41,25 +41,31 @@ TEST_CASE("flat ring inside one domain: alpha-beta with the achievable fraction"
 }
 
 TEST_CASE("across domains: the faster of NCCL's flat ring and the hierarchy", "[collective]") {
-  GroupLink link = test::nvlink_group(16);
-  link.tier = Tier::network;
-  link.domains = 2;
-  link.ranks_per_domain = 8;
-  link.min_ranks_per_domain = 8;
-  link.inter_gbps = 10.0;  // x 0.94 = 9.4 GB/s per GPU
-  link.inter_latency_s = 5e-6;
+  GroupLink link = test::network_group(16, 2, 10.0, 5e-6);  // x 0.94 = 9.4 GB/s per GPU
   // Flat ring (Simple): busbw = min(80, 8 * 9.4 = 75.2); latency 8.4 us base + 28 intra hops x
   // 1 us + 2 inter hops x 5 us (NCCL's 14 us scaled by 5/14) = 46.4 us;
   // 1.6e9 * (2*15/16) / 75.2e9 = 0.0398936 -> 0.0399400.
   // Tree: 8.4 us + 2 * (7 us + 1.6e9 * 7/8 / 80e9) + (2e8 * 1 / 9.4e9 + 2 * 5 us) = 0.0563090.
   CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.0399400));
-  // A slow NIC share (2 GB/s -> 1.88): ring 3e9/15.04e9 + 46.4 us = 0.1995144; tree
-  // 8.4 us + 0.035014 + 2e8/1.88e9 + 10 us = 0.1414154 wins.
+  // A slow NIC share (2 GB/s -> 1.88): ring 3e9/15.04e9 + 46.4 us = 0.1995144; tree (Simple;
+  // NCCL's tree hops: 4.0 us on NVLink, scaled by 1/3.4, and 14 us on the network, scaled by
+  // 5/14) 8.4 + 2 x (7 x 4/3.4 + 1 x 5) = 34.8706 us + 2 x 1.6e9 x 7/8 / 80e9 + 2e8/1.88e9
+  // = 0.1414179 wins.
   link.inter_gbps = 2.0;
-  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.1414154));
+  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.1414179));
   // All-gather has no tree in NCCL (tuning.cc): the ring even when it is slower.
   CHECK(collective_time_s(Collective::all_gather, 1.6e9, link) ==
         Approx(8.4e-6 + 14e-6 + 1e-6 * 5 / 14 * 14 + 1.6e9 * 15.0 / 16.0 / 15.04e9));
+}
+
+TEST_CASE("a few-byte all-reduce across 32 domains runs NCCL's tree LL", "[collective]") {
+  // 256 ranks, 8 per domain, NCCL's own hop latencies (3.4 us NVLink, 14 us network: scale 1).
+  const GroupLink link = test::network_group(256, 32, 50.0, 14e-6, 3.4e-6);  // 47 GB/s per GPU
+  // Tree LL (tuning.cc): 6.8 + 2 x (7 x 0.6 + log2i(32) = 5 x 5.0) = 65.2 us; wire
+  // (2 x 1e3 x 7/8 / 80e9 + 125 x 62/32 / 47e9) / 0.5 = 5.405e-8 s. The ring's LL would pay
+  // 6.6 + 448 x 0.6 + 62 x 2.7 = 442.8 us.
+  CHECK(collective_time_s(Collective::all_reduce, 1e3, link) ==
+        Approx(65.2e-6 + 2.0 * (2e3 * 0.875 / 80e9 + 125.0 * 62.0 / 32.0 / 47e9)).epsilon(1e-6));
 }
 
 TEST_CASE("a group split unevenly across domains rides its narrowest cut", "[collective]") {

@@ -189,3 +189,32 @@ TEST_CASE("FP8 linear inputs kept as their FP8 copy", "[precision][memory]") {
   // ... and casts them forward without the norm fusion or the transpose: 3 x 9216.
   CHECK(fp8_cast_forward_bytes(model, config, p, false) == 3.0 * 9216.0);
 }
+
+TEST_CASE("FP8 delayed scaling's amax all-reduces, hand-derived", "[precision]") {
+  // TP 4 x DP 4 of one stage over two 8-GPU servers, NCCL's own hop latencies (scale 1).
+  const GroupLink link = test::network_group(16, 2, 50.0, 14e-6, 3.4e-6);
+  ParallelConfig config;
+  config.tp = 4;
+  config.pp = 8;
+  config.dp = 4;
+  config.virtual_stages = 12;
+  // GPT-3 175B's stage: 12 layers in 12 chunks, 64 micro-batches. Per chunk the forward
+  // amaxes: 4 bytes x 3 (input, weight, output) x 4 linears x 1 layer = 48 B; calls: after
+  // each chunk's forward and backward, 2 x 12 x 64 = 1536.
+  const AmaxReductions delayed = fp8_amax_reductions(
+      config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0, 64, link);
+  CHECK(delayed.bytes_per_call == 48.0);
+  CHECK(delayed.calls_per_step == 1536.0);
+  // NCCL's tree LL: 6.8 + 2 x (7 x 0.6 + log2i(2) x 5.0) = 25.2 us (the ring's LL: 6.6 + 28 x
+  // 0.6 + 2 x 2.7 = 28.8 us); wire (2 x 48 x 7/8 / 80e9 + 6 x 1 / 47e9) / 0.5.
+  const double wire_s = 2.0 * (2.0 * 48.0 * 0.875 / 80e9 + 6.0 / 47e9);
+  CHECK(delayed.time_per_call_s == Approx(25.2e-6 + wire_s).epsilon(1e-9));
+  CHECK(delayed.total_s() == Approx(1536.0 * (25.2e-6 + wire_s)));
+  // Current scaling keeps its amaxes local; BF16 has none; one rank has no one to ask.
+  CHECK(fp8_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::current)), 12.0, 64, link)
+            .total_s() == 0.0);
+  CHECK(fp8_amax_reductions(config, precision_of(Training{}), 12.0, 64, link).total_s() == 0.0);
+  CHECK(fp8_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0, 64,
+                            test::nvlink_group(1))
+            .total_s() == 0.0);
+}

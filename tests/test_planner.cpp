@@ -95,18 +95,26 @@ TEST_CASE("placement tiers on two DGX servers", "[planner]") {
   config.pp = 2;
   config.dp = 2;
   SECTION("tp-dp-pp: TP and DP inside a server, PP crosses") {
-    const auto placement = place(cluster, config, RankOrder::tp_dp_pp);
+    const auto placement = place(cluster, config, RankOrder::tp_dp_pp, true);
     CHECK(placement.tp.tier == Tier::nvlink);   // ranks 0-3 on server 0
     CHECK(placement.dp.tier == Tier::nvlink);   // ranks 0 and 4 on server 0
     CHECK(placement.pp.tier == Tier::network);  // ranks 0 and 8: servers 0 and 1
     CHECK(placement.order == RankOrder::tp_dp_pp);
+    // The amax reduction group (TP x DP of a stage): ranks 0-7, server 0.
+    CHECK(placement.amax.ranks == 8);
+    CHECK(placement.amax.tier == Tier::nvlink);
   }
   SECTION("tp-pp-dp: PP inside a server, DP crosses") {
-    const auto placement = place(cluster, config, RankOrder::tp_pp_dp);
+    const auto placement = place(cluster, config, RankOrder::tp_pp_dp, true);
     CHECK(placement.tp.tier == Tier::nvlink);
     CHECK(placement.pp.tier == Tier::nvlink);   // ranks 0 and 4
     CHECK(placement.dp.tier == Tier::network);  // ranks 0 and 8
     CHECK(placement.dp.domains == 2);
+    // Stage 0's TP x DP: ranks 0-3 and 8-11, four on each server; default_placement agrees.
+    CHECK(placement.amax.ranks == 8);
+    CHECK(placement.amax.domains == 2);
+    CHECK(placement.amax.ranks_per_domain == 4);
+    CHECK(default_placement(cluster, config, RankOrder::tp_pp_dp).amax.domains == 2);
   }
   SECTION("TP of 16 spans both servers and is priced as network") {
     ParallelConfig wide;
