@@ -94,7 +94,10 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   memory.weights_bytes = params * per.weights;
   memory.gradients_bytes = params * per.gradients;
   memory.optimizer_bytes = params * per.optimizer;
-  memory.weight_copies_bytes = params * options.weight_copy_bytes_per_parameter;
+  // FP8 copies exist for the Transformer Engine linear layers only: not the embedding, the
+  // output layer or the norms (docs/cost_model.md#precision).
+  memory.weight_copies_bytes = stage_linear_parameters(model, config, first, last) *
+                               options.weight_copy_bytes_per_parameter;
   double activations =
       layer_activation_bytes(model, config, options.fused_attention, options.selective,
                              options.fp8_saved_inputs, options.gathered_inputs) *
@@ -232,6 +235,13 @@ double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batch
   // (Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py L964-978), plus the one in
   // steady state; each chunk pass holds 1/v of the stage's layers.
   return virtual_stages > 1 ? std::min(m, p * (1.0 + (p - 1.0) / (p * v))) : std::min(p, m);
+}
+
+double stage_linear_parameters(const Model& model, const ParallelConfig& config,
+                               bool first_stage, bool last_stage) {
+  const ParameterCount count = count_parameters(model);
+  return layers_on_stage(model, config, first_stage, last_stage) *
+         (count.attention_per_layer + count.ffn_per_layer) / config.tp;
 }
 
 double stage_parameters(const Model& model, const ParallelConfig& config, bool first_stage,

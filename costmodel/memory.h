@@ -102,6 +102,11 @@ struct NcclGroups {
 /// step has.
 [[nodiscard]] double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches);
 
+/// Parameters of the stage's linear layers on one GPU (attention and FFN weights after the TP
+/// split; no embedding, output layer or norms): those FP8 keeps cast copies of.
+[[nodiscard]] double stage_linear_parameters(const Model& model, const ParallelConfig& config,
+                                             bool first_stage, bool last_stage);
+
 /// Parameters one GPU of a stage holds (after the TP split): its layers, plus the embedding
 /// on the first stage and the output layer (or the tied copy) and final norm on the last.
 [[nodiscard]] double stage_parameters(const Model& model, const ParallelConfig& config,

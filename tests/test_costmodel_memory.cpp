@@ -233,3 +233,21 @@ TEST_CASE("memory invariants", "[memory][invariant]") {
     }
   }
 }
+
+TEST_CASE("FP8 weight copies cover the linear layers only", "[memory]") {
+  // small_model: 2 layers, h 64, 4 MHA heads, FFN 256 (two matrices), no biases, vocab 1000
+  // untied. Per layer 4h^2 = 16,384 attention + 2 x 64 x 256 = 32,768 FFN = 49,152 linear
+  // parameters; TP 2, PP 2: one layer a stage, 24,576 per GPU. The embedding (64,000 / 2) is
+  // not a Transformer Engine module and has no FP8 copy.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  CHECK(stage_linear_parameters(model, config, true, false) == 24576.0);
+  CHECK(stage_parameters(model, config, true, false) > 24576.0 + 32000.0);
+  MemoryOptions options;
+  options.weight_copy_bytes_per_parameter = 2.0;  // FP8 copy + transpose
+  ParallelConfig one_stage = config;
+  one_stage.pp = 1;
+  // Two layers on the one stage: 2 x 24,576 x 2 bytes = 98,304 (not the 2 x 64,000 / 2 of
+  // the embedding and output layer on top).
+  CHECK(peak_memory(test::round_gpu(), model, one_stage, options).weight_copies_bytes == 98304.0);
+}

@@ -83,7 +83,8 @@ fp8_of = {'nemo2407-gpt3-175b-128xh100-fp8': {'recipe': 'delayed'},
           'tt-l31-8b-fsdp-64xh200-fp8': {'recipe': 'current', 'params': True}}
 by_id = {r['id']: r for r in research['runs']}
 by_id.update({r['id']: r for r in precision_rows})
-wanted += [r['id'] for r in precision_rows]
+NEMO_2407 = [r['id'] for r in precision_rows if r['id'].startswith('nemo2407-')]
+wanted += [r['id'] for r in precision_rows if r['id'] not in NEMO_2407]
 wanted += [  # appended last: the earlier rows keep their halves
     # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
     'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
@@ -91,6 +92,8 @@ wanted += [  # appended last: the earlier rows keep their halves
     # Expert parallel (issue 13): NVIDIA dgxc-benchmarking DeepSeek-V3 BF16 on H100 and GB200.
     'dgxc-dsv3-512xh100-bf16', 'dgxc-dsv3-1024xh100-bf16', 'dgxc-dsv3-128xgb200-bf16',
     'dgxc-dsv3-256xgb200-bf16', 'dgxc-dsv3-512xgb200-bf16']
+# NeMo 24.07's performance summary beside its GPT-3 175B rows (FP8, H100; added 2026-12-02, last).
+wanted += NEMO_2407
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
