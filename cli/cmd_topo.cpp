@@ -93,8 +93,8 @@ void print_table(const Cluster& c) {
              c.network.oversubscription);
   fmt::print("tiers (per GPU, one direction):\n");
   for (const auto& row : tier_rows(c)) {
-    fmt::print("  {:<8} {:>7.4g} GB/s {:>5.3g} us  {}\n", to_string(row.tier), row.gbps, row.latency_us,
-               row.use);
+    fmt::print("  {:<8} {:>7.4g} GB/s {:>5.3g} us  {}\n", to_string(row.tier), row.gbps,
+               row.latency_us, row.use);
   }
   if (c.nvlink.kind == NvlinkKind::mesh) {
     fmt::print("mesh pairs (local GPU indexes, NVLinks):");

@@ -98,11 +98,10 @@ double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
   const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
   const double inter = effective_gbps(Tier::network, link.inter_gbps);
   const double intra_wire_s =
-      intra > 0.0 ? bytes * busbw_factor(Collective::reduce_scatter, link.ranks_per_domain) /
-                        (intra * 1e9)
-                  : 0.0;
-  const double inter_wire_s =
-      (bytes / r) * busbw_factor(Collective::all_reduce, d) / (inter * 1e9);
+      intra > 0.0
+          ? bytes * busbw_factor(Collective::reduce_scatter, link.ranks_per_domain) / (intra * 1e9)
+          : 0.0;
+  const double inter_wire_s = (bytes / r) * busbw_factor(Collective::all_reduce, d) / (inter * 1e9);
   const double wire_s = 2.0 * intra_wire_s + inter_wire_s;
   const bool pcie = link.intra_tier == Tier::pcie;
   const double intra_scale =

@@ -110,10 +110,10 @@ struct Estimate {
   long long num_micro_batches = 0;
   CommDetail tp;
   CommDetail pp;
-  CommDetail dp;   ///< over DP x CP when cp > 1; MoE: the non-expert parameters
-  CommDetail cp;   ///< the ring's send-recv (p2p) or Ulysses' all-to-all (a2a), per step
-  CommDetail ep;   ///< MoE dispatch + combine all-to-alls
-  CommDetail edp;  ///< MoE expert gradients over the expert-data-parallel group
+  CommDetail dp;    ///< over DP x CP when cp > 1; MoE: the non-expert parameters
+  CommDetail cp;    ///< the ring's send-recv (p2p) or Ulysses' all-to-all (a2a), per step
+  CommDetail ep;    ///< MoE dispatch + combine all-to-alls
+  CommDetail edp;   ///< MoE expert gradients over the expert-data-parallel group
   CommDetail amax;  ///< FP8 delayed scaling's amax all-reduces over TP x CP x DP (exposed)
   CpKind cp_kind = CpKind::p2p;
   bool used_calibration = false;

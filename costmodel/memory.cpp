@@ -96,8 +96,8 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   memory.optimizer_bytes = params * per.optimizer;
   // FP8 copies exist for the Transformer Engine linear layers only: not the embedding, the
   // output layer or the norms (docs/cost_model.md#precision).
-  memory.weight_copies_bytes = stage_linear_parameters(model, config, first, last) *
-                               options.weight_copy_bytes_per_parameter;
+  memory.weight_copies_bytes =
+      stage_linear_parameters(model, config, first, last) * options.weight_copy_bytes_per_parameter;
   double activations =
       layer_activation_bytes(model, config, options.fused_attention, options.selective,
                              options.fp8_saved_inputs, options.gathered_inputs) *
@@ -237,8 +237,8 @@ double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batch
   return virtual_stages > 1 ? std::min(m, p * (1.0 + (p - 1.0) / (p * v))) : std::min(p, m);
 }
 
-double stage_linear_parameters(const Model& model, const ParallelConfig& config,
-                               bool first_stage, bool last_stage) {
+double stage_linear_parameters(const Model& model, const ParallelConfig& config, bool first_stage,
+                               bool last_stage) {
   const ParameterCount count = count_parameters(model);
   return layers_on_stage(model, config, first_stage, last_stage) *
          (count.attention_per_layer + count.ffn_per_layer) / config.tp;

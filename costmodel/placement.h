@@ -73,8 +73,7 @@ struct RankStrides {
 /// The tp*cp*dp/ep ranks holding the same experts as `rank` (expert data parallel).
 [[nodiscard]] std::vector<int> edp_group(const ParallelConfig& config, int rank);
 /// The tp*cp*dp ranks of `rank`'s pipeline stage (the amax reduction group).
-[[nodiscard]] std::vector<int> stage_group(const ParallelConfig& config, RankOrder order,
-                                           int rank);
+[[nodiscard]] std::vector<int> stage_group(const ParallelConfig& config, RankOrder order, int rank);
 /// Ranks of the DP x CP group of `rank` (Megatron reduces gradients over it).
 /// HSDP groups of `rank`: its DP block of dp_shard ranks (with their CP ranks), and the DP
 /// ranks dp_shard apart holding the same shard.

@@ -18,6 +18,7 @@ using yaml::Range;
 
 const std::vector<std::string> kStackKeys = {
     "name",
+    "base",
     "attention",
     "tp_overlap",
     "pp_overlap",
@@ -117,8 +118,8 @@ unsigned read_name_list(const MapReader& m, std::string_view key,
 
 const std::vector<std::string> kCpKindNames = {"p2p", "a2a"};
 
-unsigned read_cp_kinds(const MapReader& m) {
-  if (!m.has("context_parallel")) return 0;
+unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
+  if (!m.has("context_parallel")) return fallback;
   const YAML::Node list = m.node("context_parallel");
   const std::string where =
       yaml::position(m.source(), m.line("context_parallel"), m.path("context_parallel"));
@@ -147,59 +148,132 @@ unsigned read_cp_kinds(const MapReader& m) {
   return bits;
 }
 
-Stack read_stack(const MapReader& m) {
-  m.reject_unknown(kStackKeys);
+/// What a stack file without `base:` gets for each key it leaves out.
+Stack file_defaults() {
   Stack s;
+  s.pp_overlap = false;
+  s.dp_overlap_grad_reduce = false;
+  s.dp_overlap_param_gather = false;
+  s.dp_bucket_parameters = 4.0e7;
+  s.dp_bucket_parameters_per_rank = 0.0;
+  s.grad_reduce_bytes = 4.0;
+  s.grad_buffer_bytes = 4.0;
+  s.grad_accumulation = GradAccumulation::none;
+  s.zero_stages = 0b0011;
+  s.prefetch_units = 1;
+  s.backward_prefetch = BackwardPrefetch::pre;
+  s.fp16_grads_in_fp16 = false;
+  s.reshard_after_forward = true;
+  s.reduce_every_micro_batch = true;
+  s.pp_keeps_gathered_weights = true;
+  s.zero2_per_unit = false;
+  s.hybrid_shard = false;
+  s.sequence_parallel = false;
+  s.sequence_parallel_required = false;
+  s.interleaved_pipeline = false;
+  s.uneven_stages = false;
+  s.recompute_modes = 0b111;
+  s.fp8_recipes = 0;
+  s.fp8_weight_cache = false;
+  s.fp8_saves_fp8_inputs = false;
+  s.selective = SelectiveKind::attention;
+  s.kernel_launch_us = 0.0;
+  s.kernels_per_layer_forward = 0.0;
+  s.adam_state_bytes = 12.0;
+  s.zero3_fp32_shard_only = false;
+  s.loss_bytes_per_logit = 6.0;
+  s.loss_parallel_bytes_per_logit = 0.0;
+  s.tp_keeps_gathered_inputs = false;
+  s.measured_error = 0.0;
+  s.measured_error_moe = 0.0;
+  s.cp_kinds = 0;
+  s.expert_parallel = false;
+  s.ep_overlap = false;
+  return s;
+}
+
+/// `base`: the preset a file names with `base:`, whose values stand for the keys the file
+/// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
+Stack read_stack(const MapReader& m, const Stack* base) {
+  m.reject_unknown(kStackKeys);
+  const Stack d = base != nullptr ? *base : file_defaults();
+  Stack s = d;
   s.name = m.required_string("name");
-  s.attention = static_cast<AttentionKernel>(m.required_choice("attention", kAttentionNames));
-  s.tp_overlap = static_cast<TpOverlap>(m.required_choice("tp_overlap", kTpOverlapNames));
-  s.pp_overlap = m.optional_bool("pp_overlap", false);
-  s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", false);
-  s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", false);
-  s.dp_bucket_parameters = m.optional_double("dp_bucket_parameters", 4.0e7, Range::positive);
-  s.dp_bucket_parameters_per_rank =
-      m.optional_double("dp_bucket_parameters_per_rank", 0.0, Range::non_negative);
-  s.grad_reduce_bytes = m.optional_double("grad_reduce_bytes", 4.0, Range::positive);
-  s.grad_buffer_bytes = m.optional_double("grad_buffer_bytes", 4.0, Range::positive);
-  s.grad_accumulation =
-      static_cast<GradAccumulation>(m.optional_choice("grad_accumulation", kAccumulationNames, 0));
-  s.zero_stages = read_zero_list(m, "zero_stages", 0b0011);
-  s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp", s.zero_stages & 0b0011);
-  s.prefetch_units = static_cast<int>(m.optional_int("prefetch_units", 1, Range::non_negative));
-  s.backward_prefetch =
-      static_cast<BackwardPrefetch>(m.optional_choice("backward_prefetch", kPrefetchNames, 0));
-  s.fp16_grads_in_fp16 = m.optional_bool("fp16_grads_in_fp16", false);
-  s.reshard_after_forward = m.optional_bool("reshard_after_forward", true);
-  s.reduce_every_micro_batch = m.optional_bool("reduce_every_micro_batch", true);
-  s.pp_keeps_gathered_weights = m.optional_bool("pp_keeps_gathered_weights", true);
-  s.zero2_per_unit = m.optional_bool("zero2_per_unit", false);
-  s.hybrid_shard = m.optional_bool("hybrid_shard", false);
-  s.sequence_parallel = m.optional_bool("sequence_parallel", false);
-  s.sequence_parallel_required = m.optional_bool("sequence_parallel_required", false);
-  if (s.sequence_parallel_required && !s.sequence_parallel) {
-    m.fail("sequence_parallel_required", "true needs sequence_parallel: true");
+  if (base != nullptr) {
+    s.attention = static_cast<AttentionKernel>(
+        m.optional_choice("attention", kAttentionNames, static_cast<int>(d.attention)));
+    s.tp_overlap = static_cast<TpOverlap>(
+        m.optional_choice("tp_overlap", kTpOverlapNames, static_cast<int>(d.tp_overlap)));
+  } else {
+    s.attention = static_cast<AttentionKernel>(m.required_choice("attention", kAttentionNames));
+    s.tp_overlap = static_cast<TpOverlap>(m.required_choice("tp_overlap", kTpOverlapNames));
   }
-  s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", false);
-  s.uneven_stages = m.optional_bool("uneven_stages", false);
-  s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, 0b111, false);
-  s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, 0, true);
-  s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", false);
-  s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", false);
-  s.selective = static_cast<SelectiveKind>(m.optional_choice("selective", kSelectiveNames, 0));
-  s.kernel_launch_us = m.optional_double("kernel_launch_us", 0.0, Range::non_negative);
-  s.kernels_per_layer_forward =
-      m.optional_double("kernels_per_layer_forward", 0.0, Range::non_negative);
-  s.adam_state_bytes = m.optional_double("adam_state_bytes", 12.0, Range::positive);
-  s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", false);
-  s.loss_bytes_per_logit = m.optional_double("loss_bytes_per_logit", 6.0, Range::positive);
-  s.loss_parallel_bytes_per_logit =
-      m.optional_double("loss_parallel_bytes_per_logit", 0.0, Range::non_negative);
-  s.tp_keeps_gathered_inputs = m.optional_bool("tp_keeps_gathered_inputs", false);
-  s.measured_error = m.optional_double("measured_error", 0.0, Range::fraction);
-  s.measured_error_moe = m.optional_double("measured_error_moe", 0.0, Range::fraction);
-  s.cp_kinds = read_cp_kinds(m);
-  s.expert_parallel = m.optional_bool("expert_parallel", false);
-  s.ep_overlap = m.optional_bool("ep_overlap", false);
+  s.pp_overlap = m.optional_bool("pp_overlap", d.pp_overlap);
+  s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", d.dp_overlap_grad_reduce);
+  s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", d.dp_overlap_param_gather);
+  s.dp_bucket_parameters =
+      m.optional_double("dp_bucket_parameters", d.dp_bucket_parameters, Range::positive);
+  s.dp_bucket_parameters_per_rank = m.optional_double(
+      "dp_bucket_parameters_per_rank", d.dp_bucket_parameters_per_rank, Range::non_negative);
+  s.grad_reduce_bytes =
+      m.optional_double("grad_reduce_bytes", d.grad_reduce_bytes, Range::positive);
+  s.grad_buffer_bytes =
+      m.optional_double("grad_buffer_bytes", d.grad_buffer_bytes, Range::positive);
+  s.grad_accumulation = static_cast<GradAccumulation>(m.optional_choice(
+      "grad_accumulation", kAccumulationNames, static_cast<int>(d.grad_accumulation)));
+  s.zero_stages = read_zero_list(m, "zero_stages", d.zero_stages);
+  // Without a base (or a new zero_stages), ZeRO with PP defaults to the stages 0/1 it allows.
+  const bool own_zero = base == nullptr || m.has("zero_stages");
+  s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp",
+                                         own_zero ? s.zero_stages & 0b0011 : d.zero_stages_with_pp);
+  s.prefetch_units =
+      static_cast<int>(m.optional_int("prefetch_units", d.prefetch_units, Range::non_negative));
+  s.backward_prefetch = static_cast<BackwardPrefetch>(m.optional_choice(
+      "backward_prefetch", kPrefetchNames, static_cast<int>(d.backward_prefetch)));
+  s.fp16_grads_in_fp16 = m.optional_bool("fp16_grads_in_fp16", d.fp16_grads_in_fp16);
+  s.reshard_after_forward = m.optional_bool("reshard_after_forward", d.reshard_after_forward);
+  s.reduce_every_micro_batch =
+      m.optional_bool("reduce_every_micro_batch", d.reduce_every_micro_batch);
+  s.pp_keeps_gathered_weights =
+      m.optional_bool("pp_keeps_gathered_weights", d.pp_keeps_gathered_weights);
+  s.zero2_per_unit = m.optional_bool("zero2_per_unit", d.zero2_per_unit);
+  s.hybrid_shard = m.optional_bool("hybrid_shard", d.hybrid_shard);
+  s.sequence_parallel = m.optional_bool("sequence_parallel", d.sequence_parallel);
+  s.sequence_parallel_required =
+      m.optional_bool("sequence_parallel_required", d.sequence_parallel_required);
+  if (s.sequence_parallel_required && !s.sequence_parallel) {
+    m.fail(m.has("sequence_parallel_required") ? "sequence_parallel_required" : "sequence_parallel",
+           s.sequence_parallel_required && m.has("sequence_parallel_required")
+               ? "true needs sequence_parallel: true"
+               : "false, but the base stack requires sequence parallelism "
+                 "(set sequence_parallel_required: false too)");
+  }
+  s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", d.interleaved_pipeline);
+  s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);
+  s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
+  s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);
+  s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
+  s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
+  s.selective = static_cast<SelectiveKind>(
+      m.optional_choice("selective", kSelectiveNames, static_cast<int>(d.selective)));
+  s.kernel_launch_us =
+      m.optional_double("kernel_launch_us", d.kernel_launch_us, Range::non_negative);
+  s.kernels_per_layer_forward = m.optional_double("kernels_per_layer_forward",
+                                                  d.kernels_per_layer_forward, Range::non_negative);
+  s.adam_state_bytes = m.optional_double("adam_state_bytes", d.adam_state_bytes, Range::positive);
+  s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", d.zero3_fp32_shard_only);
+  s.loss_bytes_per_logit =
+      m.optional_double("loss_bytes_per_logit", d.loss_bytes_per_logit, Range::positive);
+  s.loss_parallel_bytes_per_logit = m.optional_double(
+      "loss_parallel_bytes_per_logit", d.loss_parallel_bytes_per_logit, Range::non_negative);
+  s.tp_keeps_gathered_inputs =
+      m.optional_bool("tp_keeps_gathered_inputs", d.tp_keeps_gathered_inputs);
+  s.measured_error = m.optional_double("measured_error", d.measured_error, Range::fraction);
+  s.measured_error_moe =
+      m.optional_double("measured_error_moe", d.measured_error_moe, Range::fraction);
+  s.cp_kinds = read_cp_kinds(m, d.cp_kinds);
+  s.expert_parallel = m.optional_bool("expert_parallel", d.expert_parallel);
+  s.ep_overlap = m.optional_bool("ep_overlap", d.ep_overlap);
   if (s.ep_overlap) {
     m.fail("ep_overlap",
            "true is not modelled yet (the MoE all-to-alls are priced exposed); "
@@ -298,7 +372,17 @@ bool Stack::supports(Recompute recompute) const {
 
 Stack load_stack(const std::string& text, const std::string& source) {
   const YAML::Node root = yaml::parse(text, source);
-  return read_stack(MapReader(root, source, "", yaml::line_of(root, 1)));
+  const MapReader m(root, source, "", yaml::line_of(root, 1));
+  if (!m.has("base")) return read_stack(m, nullptr);
+  // `base: PRESET`: the file says only what differs from a built-in stack.
+  const std::string name = m.required_string("base");
+  const auto text_of_base = preset_text(PresetKind::stack, name);
+  if (!text_of_base) {
+    unknown_preset(PresetKind::stack, name,
+                   yaml::position(m.source(), m.line("base"), m.path("base")) + ": ");
+  }
+  const Stack base = load_stack(std::string(*text_of_base), preset_source(PresetKind::stack, name));
+  return read_stack(m, &base);
 }
 
 Stack stack_preset(const std::string& name) {

@@ -23,8 +23,8 @@ namespace trident {
 /// dead GPU is queried as well. Throws PlanError when config.gpus() exceeds the live GPUs.
 /// `amax_group`: also price the amax reduction group (TP x CP x DP of a stage), which only FP8
 /// delayed scaling uses (reduces_amax); left at one rank otherwise, sparing its query.
-[[nodiscard]] Placement place(const Cluster& cluster, const ParallelConfig& config,
-                              RankOrder order, bool amax_group = false);
+[[nodiscard]] Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
+                              bool amax_group = false);
 
 /// `placement` with the HSDP shard and replicate links of `config` filled in (one rank each
 /// when config is not hybrid); the other links as they were.

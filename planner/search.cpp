@@ -262,8 +262,7 @@ class SplitSearch {
     plain_.first = place(cluster_, plain, RankOrder::tp_dp_pp, amax);
     // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order).
     const bool one_order = config.cp > 1 || config.ep > 1;
-    plain_.second =
-        one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp, amax);
+    plain_.second = one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp, amax);
     plain_.alike = one_order || same_links(plain_.first, plain_.second);
     result_.placements += plain_.alike ? 1 : 2;
     hybrid_.clear();

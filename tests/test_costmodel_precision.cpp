@@ -201,8 +201,8 @@ TEST_CASE("FP8 delayed scaling's amax all-reduces, hand-derived", "[precision]")
   // GPT-3 175B's stage: 12 layers in 12 chunks, 64 micro-batches. Per chunk the forward
   // amaxes: 4 bytes x 3 (input, weight, output) x 4 linears x 1 layer = 48 B; calls: after
   // each chunk's forward and backward, 2 x 12 x 64 = 1536.
-  const AmaxReductions delayed = fp8_amax_reductions(
-      config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0, 64, link);
+  const AmaxReductions delayed =
+      fp8_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0, 64, link);
   CHECK(delayed.bytes_per_call == 48.0);
   CHECK(delayed.calls_per_step == 1536.0);
   // NCCL's tree LL: 6.8 + 2 x (7 x 0.6 + log2i(2) x 5.0) = 25.2 us (the ring's LL: 6.6 + 28 x

@@ -113,6 +113,36 @@ TEST_CASE("stack files: errors name the file, line and key", "[stack]") {
   CHECK_FALSE(s.supports_zero(3, 1));
 }
 
+TEST_CASE("a stack file with base: says only what differs from a preset", "[stack]") {
+  const Stack perf = stack_preset("megatron-core-perf");
+  const Stack mine =
+      load_stack("name: mine\nbase: megatron-core-perf\nadam_state_bytes: 4\n", "s.yaml");
+  CHECK(mine.name == "mine");
+  CHECK(mine.adam_state_bytes == 4.0);  // the one key it sets
+  // Everything else is the preset's, the keys added to the preset later included.
+  CHECK(mine.tp_overlap == perf.tp_overlap);
+  CHECK(mine.grad_buffer_bytes == perf.grad_buffer_bytes);
+  CHECK(mine.fp8_recipes == perf.fp8_recipes);
+  CHECK(mine.cp_kinds == perf.cp_kinds);
+  CHECK(mine.expert_parallel == perf.expert_parallel);
+  CHECK(mine.zero_stages_with_pp == perf.zero_stages_with_pp);
+  CHECK(mine.measured_error == perf.measured_error);
+  // A new zero_stages list sets its own PP default, as without a base.
+  const Stack only_zero1 = load_stack("name: z\nbase: megatron-core\nzero_stages: [1]\n", "s.yaml");
+  CHECK(only_zero1.supports_zero(1, 4));
+  CHECK_FALSE(only_zero1.supports_zero(0, 1));
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: megatron-cor\n", "s.yaml"),
+                    Catch::StartsWith("s.yaml:2: base: unknown stack preset 'megatron-cor' (did "
+                                      "you mean 'megatron-core'?); known: deepspeed-megatron"));
+  // torchtitan requires sequence parallelism with TP: turning it off says what else to change.
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: torchtitan\nsequence_parallel: false\n", "s.yaml"),
+                    "s.yaml:3: sequence_parallel: false, but the base stack requires sequence "
+                    "parallelism (set sequence_parallel_required: false too)");
+  CHECK_NOTHROW(load_stack(
+      "name: x\nbase: torchtitan\nsequence_parallel: false\nsequence_parallel_required: false\n",
+      "s.yaml"));
+}
+
 TEST_CASE("what a stack runs: ZeRO with and without PP, PP at all, uneven stages", "[stack]") {
   // ZeRO-3 with PP 2: megatron-core no (Megatron-FSDP without PP), torchtitan yes.
   CHECK_FALSE(stack_preset("megatron-core").supports_zero(3, 2));
