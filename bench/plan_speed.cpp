@@ -61,6 +61,14 @@ void BM_plan_llama3_405b_131072_h100(benchmark::State& state) {
   run_search(state, sized("dgx-h100", 16384), with_batch("llama3-405b", 131072));
 }
 
+void BM_plan_llama3_405b_131072_h100_fp8(benchmark::State& state) {
+  // FP8 with delayed scaling: every placement also prices the amax reduction group.
+  Model model = with_batch("llama3-405b", 131072);
+  model.training.dtype = trident::Dtype::fp8;
+  model.training.fp8.recipe = trident::Fp8Recipe::delayed;
+  run_search(state, sized("dgx-h100", 16384), model);
+}
+
 void BM_plan_llama3_405b_129600_gb200(benchmark::State& state) {
   // 1,800 NVL72 racks x 18 trays of 4 GPUs
   run_search(state, sized("gb200-nvl72", 1800 * 18), with_batch("llama3-405b", 129600));
@@ -82,6 +90,7 @@ BENCHMARK(BM_plan_llama3_405b_128k_cp_131072_h100)->Unit(benchmark::kMillisecond
 BENCHMARK(BM_plan_deepseek_v3_16384_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_gpt3_175b_4096_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_llama3_405b_131072_h100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_plan_llama3_405b_131072_h100_fp8)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_llama3_405b_129600_gb200)->Unit(benchmark::kMillisecond);
 
 int main(int argc, char** argv) {
