@@ -149,23 +149,38 @@ GroupLink slowest_group(const Cluster& cluster, int ranks, const Dimension& dim,
   return slowest_degraded(cluster, ranks, dim, pairs, gpu_of);
 }
 
-/// The amax reduction group (TP x CP x DP of a stage), priced for stage 0: the other stages'
-/// groups are its translations by whole stages (a failure elsewhere is not looked for: the
-/// all-reduce moves a few bytes, so only the group's span in domains matters).
+/// The slowest amax reduction group (TP x CP x DP of one stage). Stage s is stage 0 moved by
+/// its first rank; on a healthy cluster a move by a multiple of the period prices alike, so
+/// only stages whose first rank falls at a new position in the period are queried (a later
+/// stage can straddle a domain boundary that stage 0 does not); with failures, every stage.
 GroupLink amax_link(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
                     const std::vector<int>& gpu_of) {
+  const int period = translation_period(cluster);
+  const bool healthy = cluster.health.healthy();
+  std::vector<char> seen(static_cast<std::size_t>(period), 0);
+  Slowest slowest(Collective::all_reduce);
   std::vector<int> ids;
   ids.reserve(static_cast<std::size_t>(config.tp) * static_cast<std::size_t>(config.cp) *
               static_cast<std::size_t>(config.dp));
-  RankCoord coord;
-  for (coord.dp = 0; coord.dp < config.dp; ++coord.dp) {
-    for (coord.cp = 0; coord.cp < config.cp; ++coord.cp) {
-      for (coord.tp = 0; coord.tp < config.tp; ++coord.tp) {
-        ids.push_back(gpu_of[static_cast<std::size_t>(rank_of(config, order, coord))]);
+  for (int stage = 0; stage < config.pp; ++stage) {
+    RankCoord coord;
+    coord.pp = stage;
+    if (healthy) {
+      auto& mark = seen[static_cast<std::size_t>(rank_of(config, order, coord) % period)];
+      if (mark != 0) continue;
+      mark = 1;
+    }
+    ids.clear();
+    for (coord.dp = 0; coord.dp < config.dp; ++coord.dp) {
+      for (coord.cp = 0; coord.cp < config.cp; ++coord.cp) {
+        for (coord.tp = 0; coord.tp < config.tp; ++coord.tp) {
+          ids.push_back(gpu_of[static_cast<std::size_t>(rank_of(config, order, coord))]);
+        }
       }
     }
+    slowest.offer(query_group(cluster, ids));
   }
-  return query_group(cluster, ids);
+  return slowest.link();
 }
 
 /// HSDP: dp_shard consecutive DP ranks (with their CP ranks) shard; DP ranks dp_shard apart
@@ -186,10 +201,10 @@ void add_shard_links(const Cluster& cluster, const ParallelConfig& config,
 }
 
 bool same_link(const GroupLink& a, const GroupLink& b) {
-  return std::tie(a.tier, a.ranks, a.domains, a.ranks_per_domain, a.intra_gbps, a.intra_latency_s,
-                  a.inter_gbps, a.inter_latency_s) ==
-         std::tie(b.tier, b.ranks, b.domains, b.ranks_per_domain, b.intra_gbps, b.intra_latency_s,
-                  b.inter_gbps, b.inter_latency_s);
+  return std::tie(a.tier, a.ranks, a.domains, a.ranks_per_domain, a.min_ranks_per_domain,
+                  a.intra_gbps, a.intra_latency_s, a.inter_gbps, a.inter_latency_s) ==
+         std::tie(b.tier, b.ranks, b.domains, b.ranks_per_domain, b.min_ranks_per_domain,
+                  b.intra_gbps, b.intra_latency_s, b.inter_gbps, b.inter_latency_s);
 }
 
 }  // namespace
@@ -214,7 +229,8 @@ std::vector<int> live_gpus(const Cluster& cluster) {
 bool same_links(const Placement& a, const Placement& b) {
   return same_link(a.tp, b.tp) && same_link(a.pp, b.pp) && same_link(a.dp, b.dp) &&
          same_link(a.cp, b.cp) && same_link(a.ep, b.ep) && same_link(a.edp, b.edp) &&
-         same_link(a.shard, b.shard) && same_link(a.replicate, b.replicate);
+         same_link(a.shard, b.shard) && same_link(a.replicate, b.replicate) &&
+         same_link(a.amax, b.amax);
 }
 
 Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,

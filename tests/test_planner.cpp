@@ -146,6 +146,22 @@ TEST_CASE("the slowest TP group is not always rank 0's", "[planner]") {
   CHECK(placement.tp.domains == 2);
 }
 
+TEST_CASE("the amax reduction group: the slowest stage's, not stage 0's", "[planner]") {
+  // 3 servers of 8, TP 2 x DP 3 a stage = 6 GPUs: stage 0 is GPUs 0-5 (one server), stage 1
+  // GPUs 6-11 (two): the amax all-reduce of stage 1 crosses the NICs.
+  const Cluster cluster = dgx(3);
+  ParallelConfig config;
+  config.tp = 2;
+  config.pp = 4;
+  config.dp = 3;
+  const auto placement = place(cluster, config, RankOrder::tp_dp_pp, true);
+  CHECK(placement.amax.ranks == 6);
+  CHECK(placement.amax.tier == Tier::network);
+  CHECK(placement.amax.domains == 2);
+  // Not asked for (a BF16 run): one rank, no query.
+  CHECK(place(cluster, config, RankOrder::tp_dp_pp).amax.ranks == 1);
+}
+
 TEST_CASE("a partly filled last NVLink domain", "[planner]") {
   // 28 servers of 4 GPUs in 72-GPU switch domains: GPUs 0-71 and 72-111 (a rack and 10 trays).
   Cluster cluster = dgx(28, 4);
