@@ -131,6 +131,10 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
       params * dtype_bytes(model.training.dtype) / (config.zero >= 3 ? edp : 1.0);
   const double gradients = params * options.grad_buffer_bytes / (config.zero >= 2 ? edp : 1.0);
   const double states = params * optimizer / (config.zero >= 1 ? edp : 1.0);
+  // FP8: Transformer Engine's GroupedLinear caches each expert's FP8 weight (and its transpose)
+  // over the micro-batches as Linear does (grouped_linear.py quantize_weight, update_workspace
+  // on the first micro-batch).
+  const double copies = params * options.weight_copy_bytes_per_parameter;
   double activations = 0.0;
   if (config.recompute != Recompute::full) {
     // Kept per MoE layer and micro-batch: the permuted expert input (2 bytes x h per routed
@@ -147,10 +151,11 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   memory.weights_bytes += weights;
   memory.gradients_bytes += gradients;
   memory.optimizer_bytes += states;
+  memory.weight_copies_bytes += copies;
   memory.activations_bytes += activations;
   // As peak_memory sums them: allocated, the allocator's fragmentation of what churns (the
   // activations), reserved, and what the GPU holds besides.
-  memory.allocated_bytes += weights + gradients + states + activations;
+  memory.allocated_bytes += weights + gradients + states + copies + activations;
   memory.fragmentation_bytes += allocator_fragmentation_bytes(activations);
   memory.reserved_bytes = memory.allocated_bytes + memory.fragmentation_bytes;
   memory.total_bytes = memory.reserved_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes;

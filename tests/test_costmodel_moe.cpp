@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "costmodel/estimate.h"
+#include "costmodel/memory.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/moe.h"
 #include "costmodel/placement.h"
@@ -180,6 +181,17 @@ TEST_CASE("MoE estimate: FLOPs on active parameters, experts sharded over EP", "
   CHECK(ep.ep.calls_per_step > 0.0);
   CHECK(ep.time.ep_comm_s == Approx(ep.ep.exposed_s));
   CHECK(dense.time.ep_comm_s == 0.0);
+  // FP8 (delayed, TE's cached weights): the dense part's linear layers and each GPU's experts
+  // (32 layers x 8 experts x 176,160,768 / EP 8) keep an FP8 copy and its transpose, 2 bytes a
+  // parameter.
+  Model fp8 = model;
+  fp8.training.dtype = Dtype::fp8;
+  const Estimate ep_fp8 = estimate(cluster, fp8, config, default_placement(cluster, config));
+  const double experts_per_gpu = 32.0 * 8.0 * 176160768.0 / 8.0;
+  CHECK(ep_fp8.memory.weight_copies_bytes ==
+        Approx(2.0 * (stage_linear_parameters(moe_dense_view(fp8), config, true, true) +
+                      experts_per_gpu)));
+  CHECK(ep.memory.weight_copies_bytes == 0.0);
 }
 
 TEST_CASE("stack file: EP overlap is refused, CP kinds are read", "[moe][stack]") {
