@@ -75,6 +75,10 @@ std::string domain_line(const Cluster& c) {
   } else {
     links = "none (PCIe only)";
   }
+  if (c.partial_domain() && c.domains() == 1) {
+    return fmt::format("nvlink: {}; 1 domain: {} GPUs of a {}-GPU domain ({})", links, c.gpus(),
+                       per, where);
+  }
   if (c.partial_domain()) {
     where += fmt::format("; the last holds {}", c.domain_size(c.domains() - 1));
   }

@@ -254,3 +254,16 @@ TEST_CASE("--output writes the whole file or nothing", "[cli_plan]") {
   CHECK(nowhere.code == 2);
   CHECK(lines(nowhere.err) == 1);
 }
+
+TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_plan]") {
+  // 128 GPUs of NVL72 racks: one rack of 72 and 56 GPUs of the next (was refused).
+  const Run topo = trident("topo show --cluster gb200-nvl72 --gpus 128");
+  REQUIRE(topo.code == 0);
+  CHECK(topo.out.find("2 domains of 72 GPUs (each spans 18 servers; the last holds 56)") !=
+        std::string::npos);
+  const Run part = trident("topo show --cluster gb200-nvl72 --gpus 8");
+  CHECK(part.out.find("1 domain: 8 GPUs of a 72-GPU domain") != std::string::npos);
+  const Run plan = trident("plan --cluster gb200-nvl72 --gpus 128 --model llama3-70b --top 1");
+  CHECK(plan.code == 0);
+  CHECK(plan.err.empty());
+}
