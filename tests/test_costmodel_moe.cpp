@@ -128,9 +128,18 @@ TEST_CASE("all-to-all across servers: each GPU's off-domain share over its NIC",
   link.inter_gbps = 50.0;
   link.intra_latency_s = 1e-6;
   link.inter_latency_s = 5e-6;
-  // S = 1.6e9: 8/16 leaves the domain over 50 x 0.94 = 47 GB/s (17.02 ms); 7/16 stays on
-  // NVLink at 80 GB/s (8.75 ms): the NIC bounds it. Latency 8.4 + 1 + 5 us.
-  CHECK(collective_time_s(Collective::all_to_all, 1.6e9, link) == Approx(14.4e-6 + 0.8e9 / 47e9));
+  // S = 1.6e9: 8/16 leaves the domain over 50 x 0.743 = 37.15 GB/s (21.53 ms: an all-to-all's
+  // share of the NIC, measured); 7/16 stays on NVLink at 80 GB/s (8.75 ms): the NIC bounds it.
+  // Latency 8.4 + 1 + 5 us.
+  CHECK(collective_time_s(Collective::all_to_all, 1.6e9, link) ==
+        Approx(14.4e-6 + 0.8e9 / 37.15e9));
+  // The measurement it comes from (GTC 2025 S72583): 32 DGX H100 GPUs in 4 servers, 8 x 400
+  // Gb/s, all-to-all busbw 48 GB/s: busbw = S x 31/32 / t with t = S x 24/32 / 37.15e9.
+  link.ranks = 32;
+  link.domains = 4;
+  const double s = 4e9;
+  const double t = collective_time_s(Collective::all_to_all, s, link);
+  CHECK(s * 31.0 / 32.0 / t / 1e9 == Approx(48.0).epsilon(0.002));
 }
 
 TEST_CASE("grouped expert GEMMs see the per-expert rows", "[moe][ep]") {
