@@ -237,20 +237,27 @@ double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batch
   return virtual_stages > 1 ? std::min(m, p * (1.0 + (p - 1.0) / (p * v))) : std::min(p, m);
 }
 
+namespace {
+
+/// The linear layers' parameters of `layers` layers on one GPU of a TP group of `tp`.
+double linear_parameters(const ParameterCount& count, double layers, double tp) {
+  return layers * (count.attention_per_layer + count.ffn_per_layer) / tp;
+}
+
+}  // namespace
+
 double stage_linear_parameters(const Model& model, const ParallelConfig& config, bool first_stage,
                                bool last_stage) {
-  const ParameterCount count = count_parameters(model);
-  return layers_on_stage(model, config, first_stage, last_stage) *
-         (count.attention_per_layer + count.ffn_per_layer) / config.tp;
+  return linear_parameters(count_parameters(model),
+                           layers_on_stage(model, config, first_stage, last_stage), config.tp);
 }
 
 double stage_parameters(const Model& model, const ParallelConfig& config, bool first_stage,
                         bool last_stage) {
   const ParameterCount count = count_parameters(model);
   const double tp = config.tp;
-  const double sharded = count.attention_per_layer + count.ffn_per_layer;
-  double params = layers_on_stage(model, config, first_stage, last_stage) *
-                  (sharded / tp + count.norms_per_layer);
+  const double layers = layers_on_stage(model, config, first_stage, last_stage);
+  double params = linear_parameters(count, layers, tp) + layers * count.norms_per_layer;
   const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
   if (first_stage) params += token_embedding / tp + (count.embedding - token_embedding);
   if (last_stage) {

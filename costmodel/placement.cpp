@@ -147,10 +147,17 @@ std::vector<int> dp_cp_group(const ParallelConfig& config, RankOrder order, int 
 }
 
 std::vector<int> stage_group(const ParallelConfig& config, RankOrder order, int rank) {
-  const int stage = rank_coord(config, order, rank).pp;
+  RankCoord coord;
+  coord.pp = rank_coord(config, order, rank).pp;
   std::vector<int> ranks;
-  for (int r = 0; r < config.gpus(); ++r) {
-    if (rank_coord(config, order, r).pp == stage) ranks.push_back(r);
+  ranks.reserve(static_cast<std::size_t>(config.tp) * static_cast<std::size_t>(config.cp) *
+                static_cast<std::size_t>(config.dp));
+  for (coord.dp = 0; coord.dp < config.dp; ++coord.dp) {
+    for (coord.cp = 0; coord.cp < config.cp; ++coord.cp) {
+      for (coord.tp = 0; coord.tp < config.tp; ++coord.tp) {
+        ranks.push_back(rank_of(config, order, coord));
+      }
+    }
   }
   return ranks;
 }

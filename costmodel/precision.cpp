@@ -92,16 +92,22 @@ double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
   return bytes;
 }
 
-bool reduces_amax(const Training& training) {
-  const Precision precision = precision_of(training);
+namespace {
+
+/// FP8 with delayed scaling: the recipe whose amaxes are all-reduced.
+bool delayed_fp8(const Precision& precision) {
   return precision.fp8 && precision.recipe == Fp8Recipe::delayed;
 }
+
+}  // namespace
+
+bool reduces_amax(const Training& training) { return delayed_fp8(precision_of(training)); }
 
 AmaxReductions fp8_amax_reductions(const ParallelConfig& config, const Precision& precision,
                                    double layers, long long micro_batches, const GroupLink& link,
                                    const Calibration* calibration) {
   AmaxReductions out;
-  if (!precision.fp8 || precision.recipe != Fp8Recipe::delayed || link.ranks <= 1) return out;
+  if (!delayed_fp8(precision) || link.ranks <= 1) return out;
   const double chunks = std::max(1, config.virtual_stages);
   const double fp32_bytes = 4.0;
   out.bytes_per_call = fp32_bytes * kAmaxesPerLinear * kLinearsPerLayer * layers / chunks;

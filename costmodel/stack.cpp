@@ -242,11 +242,12 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.sequence_parallel_required =
       m.optional_bool("sequence_parallel_required", d.sequence_parallel_required);
   if (s.sequence_parallel_required && !s.sequence_parallel) {
-    m.fail(m.has("sequence_parallel_required") ? "sequence_parallel_required" : "sequence_parallel",
-           s.sequence_parallel_required && m.has("sequence_parallel_required")
-               ? "true needs sequence_parallel: true"
-               : "false, but the base stack requires sequence parallelism "
-                 "(set sequence_parallel_required: false too)");
+    if (m.has("sequence_parallel_required")) {
+      m.fail("sequence_parallel_required", "true needs sequence_parallel: true");
+    }
+    m.fail("sequence_parallel",
+           "false, but the base stack requires sequence parallelism (set "
+           "sequence_parallel_required: false too)");
   }
   s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", d.interleaved_pipeline);
   s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);

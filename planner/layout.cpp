@@ -159,25 +159,17 @@ GroupLink amax_link(const Cluster& cluster, const ParallelConfig& config, RankOr
   const bool healthy = cluster.health.healthy();
   std::vector<char> seen(static_cast<std::size_t>(period), 0);
   Slowest slowest(Collective::all_reduce);
-  std::vector<int> ids;
-  ids.reserve(static_cast<std::size_t>(config.tp) * static_cast<std::size_t>(config.cp) *
-              static_cast<std::size_t>(config.dp));
   for (int stage = 0; stage < config.pp; ++stage) {
     RankCoord coord;
     coord.pp = stage;
+    const int first = rank_of(config, order, coord);
     if (healthy) {
-      auto& mark = seen[static_cast<std::size_t>(rank_of(config, order, coord) % period)];
+      auto& mark = seen[static_cast<std::size_t>(first % period)];
       if (mark != 0) continue;
       mark = 1;
     }
-    ids.clear();
-    for (coord.dp = 0; coord.dp < config.dp; ++coord.dp) {
-      for (coord.cp = 0; coord.cp < config.cp; ++coord.cp) {
-        for (coord.tp = 0; coord.tp < config.tp; ++coord.tp) {
-          ids.push_back(gpu_of[static_cast<std::size_t>(rank_of(config, order, coord))]);
-        }
-      }
-    }
+    std::vector<int> ids = stage_group(config, order, first);
+    for (int& id : ids) id = gpu_of[static_cast<std::size_t>(id)];
     slowest.offer(query_group(cluster, ids));
   }
   return slowest.link();
