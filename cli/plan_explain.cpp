@@ -154,9 +154,17 @@ std::string communication(const PlanResult& plan) {
                          "than the NVLink domain, so its traffic crosses the NICs"
                        : "every layer waits for it, forward and backward; consecutive ranks "
                          "keep the group inside the fastest domain");
-  out += dimension("PP", pp_collective_name(c), e.pp, step,
-                   "one activation per micro-batch per stage boundary: small bursts, so it "
-                   "tolerates the network");
+  const bool p2p_overlapped = c.virtual_stages > 1 && e.pp.exposed_s < e.pp.total_s;
+  const std::string pp_why =
+      p2p_overlapped
+          ? fmt::format(
+                "one activation per micro-batch per model-chunk boundary, overlapped "
+                "with compute; micro-batch 0's trip through all {} chunks and back "
+                "waits on each of its {} transfers",
+                c.pp * c.virtual_stages, 2 * (c.pp * c.virtual_stages - 1))
+          : "one activation per micro-batch per stage boundary: small bursts, so it tolerates "
+            "the network";
+  out += dimension("PP", pp_collective_name(c), e.pp, step, pp_why.c_str());
   out += dimension("DP", dp_collective_name(c), e.dp, step,
                    c.cp > 1 ? "gradients once per step over DP x CP (CP ranks hold the same "
                               "weights), overlapped with backward; only the part backward cannot "

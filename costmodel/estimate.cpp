@@ -318,7 +318,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
   // overlap_p2p_comm off without virtual stages).
   out.pp.exposed_s = stack.pp_overlap && config.virtual_stages > 1
-                         ? std::min(out.pp.total_s, 2.0 * (config.pp - 1) * out.pp.time_per_call_s)
+                         ? std::min(out.pp.total_s, interleaved_p2p_exposed_s(
+                                                        config.pp, config.virtual_stages, m,
+                                                        out.pp.time_per_call_s, stage.forward_s))
                          : out.pp.total_s;
 
   const double first_params = stage_parameters(local, split, true, config.pp == 1);

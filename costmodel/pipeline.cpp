@@ -56,15 +56,19 @@ class EndTimes {
   std::vector<double> ends_;
 };
 
-/// End of the op this one waits for, -1 when it has not run yet, 0 when it waits for none.
-double dependency_end(EndTimes& ends, const Op& op, int stage, int pp, int v) {
+/// End of the op on another stage plus the hop, -1 while it has not run.
+double after_hop(double end_s, double hop_s) { return end_s < 0.0 ? end_s : end_s + hop_s; }
+
+/// When the input of this op is on this stage: the end of the op it waits for plus hop_s
+/// when that op ran on another stage; -1 when it has not run yet, 0 when it waits for none.
+double dependency_end(EndTimes& ends, const Op& op, int stage, int pp, int v, double hop_s) {
   if (op.is_forward) {
-    if (stage > 0) return ends.at(true, stage - 1, op.chunk, op.micro_batch);
-    if (op.chunk > 0) return ends.at(true, pp - 1, op.chunk - 1, op.micro_batch);
+    if (stage > 0) return after_hop(ends.at(true, stage - 1, op.chunk, op.micro_batch), hop_s);
+    if (op.chunk > 0) return after_hop(ends.at(true, pp - 1, op.chunk - 1, op.micro_batch), hop_s);
     return 0.0;
   }
-  if (stage < pp - 1) return ends.at(false, stage + 1, op.chunk, op.micro_batch);
-  if (op.chunk < v - 1) return ends.at(false, 0, op.chunk + 1, op.micro_batch);
+  if (stage < pp - 1) return after_hop(ends.at(false, stage + 1, op.chunk, op.micro_batch), hop_s);
+  if (op.chunk < v - 1) return after_hop(ends.at(false, 0, op.chunk + 1, op.micro_batch), hop_s);
   return ends.at(true, pp - 1, v - 1, op.micro_batch);
 }
 
@@ -96,8 +100,17 @@ double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {
   return (pp - 1.0) / (static_cast<double>(virtual_stages) * static_cast<double>(micro_batches));
 }
 
+double interleaved_p2p_exposed_s(int pp, int virtual_stages, long long micro_batches, double hop_s,
+                                 double stage_forward_s) {
+  if (pp <= 1 || hop_s <= 0.0) return 0.0;
+  const double v = virtual_stages;
+  const double chain_hops = 2.0 * (static_cast<double>(pp) * v - 1.0);
+  const double steady_ops = std::max(0.0, static_cast<double>(micro_batches - pp)) * v;
+  return chain_hops * hop_s + steady_ops * std::max(0.0, hop_s - stage_forward_s / v);
+}
+
 std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_stages,
-                                         double t_fwd_s, double t_bwd_s) {
+                                         double t_fwd_s, double t_bwd_s, double hop_s) {
   const int m = micro_batches;
   const int v = virtual_stages;
   std::vector<std::vector<Op>> orders;
@@ -113,7 +126,7 @@ std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_
       const auto su = static_cast<std::size_t>(s);
       while (next[su] < orders[su].size()) {
         const Op& op = orders[su][next[su]];
-        const double ready = dependency_end(ends, op, s, pp, v);
+        const double ready = dependency_end(ends, op, s, pp, v, pp > 1 ? hop_s : 0.0);
         if (ready < 0.0) break;
         const double start = std::max(ready, free_at[su]);
         const double end = start + (op.is_forward ? t_fwd_s : t_bwd_s) / v;

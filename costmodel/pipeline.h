@@ -27,6 +27,15 @@ struct StageLayers {
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);
 
+/// Exposed time of the point-to-point transfers of Megatron's interleaved 1F1B when they
+/// overlap compute (--overlap-p2p-communication: each transfer delays only the op waiting for
+/// it): micro-batch 0's trip through every model chunk and back, 2(p*v - 1) hops, plus, when a
+/// hop outlasts one chunk's forward (stage_forward_s / v), the excess on each op of the
+/// steady state beyond the first group of p micro-batches. schedule_1f1b with hop_s gives the
+/// same exactly below that threshold and within -8%..+47% above it (docs/cost_model.md#pipeline).
+[[nodiscard]] double interleaved_p2p_exposed_s(int pp, int virtual_stages, long long micro_batches,
+                                               double hop_s, double stage_forward_s);
+
 /// One block of a schedule: a micro-batch's forward or backward through one model chunk of
 /// one stage.
 struct ScheduleBlock {
@@ -42,10 +51,12 @@ struct ScheduleBlock {
 /// p stages, simulated with their data dependencies. t_fwd_s and t_bwd_s are one micro-batch's
 /// forward and backward through a whole stage (all its chunks; one chunk takes 1/v of it).
 /// Interleaving needs m to be a multiple of p (Megatron's condition). With uniform times the
-/// makespan is (m + (p-1)/v) * (t_fwd + t_bwd). Blocks are ordered by stage, then start time.
+/// makespan is (m + (p-1)/v) * (t_fwd + t_bwd). hop_s delays every input that comes from
+/// another stage (an overlapped point-to-point transfer). Blocks are ordered by stage, then
+/// start time.
 [[nodiscard]] std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches,
                                                        int virtual_stages, double t_fwd_s,
-                                                       double t_bwd_s);
+                                                       double t_bwd_s, double hop_s = 0.0);
 
 /// End of the last block.
 [[nodiscard]] double schedule_makespan_s(const std::vector<ScheduleBlock>& blocks);

@@ -135,6 +135,31 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   CHECK(e.memory.total_bytes > 0.0);
 }
 
+TEST_CASE("interleaved p2p overlapped with compute: micro-batch 0's round trip is exposed",
+          "[estimate][pipeline]") {
+  Model model = test::small_model();
+  model.layers = 4;                              // pp 2, v 2: one layer per model chunk
+  ParallelConfig config = test::small_config();  // m = 4
+  config.virtual_stages = 2;
+  EstimateOptions options;  // megatron-core: --overlap-p2p-communication with interleaving
+  REQUIRE(options.stack.pp_overlap);
+  const Estimate e =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  // One transfer: b*s*h*2/t = 2048 bytes, 1 us + 2048/80e9 = 1.0256e-6 s; 2*v*m = 16 a step.
+  const double hop = 1.0256e-6;
+  CHECK(e.pp.time_per_call_s == Approx(hop));
+  CHECK(e.pp.total_s == Approx(16 * hop));
+  // Exposed: 2(p*v - 1) = 6 hops of micro-batch 0's trip, plus, as this tiny layer's chunk
+  // forward (f / v) is shorter than a hop, the excess on the (m - p) * v = 4 later ops.
+  const double chunk_forward = e.time.forward_s / 4.0 / 2.0;
+  REQUIRE(chunk_forward < hop);
+  CHECK(e.time.pp_comm_s == Approx(6 * hop + 4 * (hop - chunk_forward)));
+  // Without the overlap every transfer blocks its stage: all 16.
+  options.stack.pp_overlap = false;
+  CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, options)
+            .time.pp_comm_s == Approx(16 * hop));
+}
+
 TEST_CASE("estimate invariants", "[estimate][invariant]") {
   Model model = test::small_model();
   model.hidden = 1024;

@@ -34,6 +34,46 @@ TEST_CASE("interleaved schedule: the bubble shrinks by v", "[pipeline]") {
   }
 }
 
+TEST_CASE("overlapped p2p in the interleaved schedule: micro-batch 0's round trip", "[pipeline]") {
+  // p 2, v 2, m 4, t_f 1, t_b 2, each transfer 0.01 s. Micro-batch 0 runs chunk 0 on stage 0,
+  // chunk 0 on stage 1, chunk 1 on stage 0, chunk 1 on stage 1 (3 hops), then its backward
+  // back the same way (3 hops): the schedule has no slack on that chain, so the step grows by
+  // 6 x 0.01 = 0.06 s = 2(p*v - 1) hops. A chunk's forward (1/2 s) is far longer than a hop,
+  // so the steady state hides every other transfer.
+  const double without = schedule_makespan_s(schedule_1f1b(2, 4, 2, 1.0, 2.0));
+  const double with = schedule_makespan_s(schedule_1f1b(2, 4, 2, 1.0, 2.0, 0.01));
+  CHECK(with - without == Approx(0.06));
+  CHECK(interleaved_p2p_exposed_s(2, 2, 4, 0.01, 1.0) == Approx(0.06));
+  // One stage: no transfers.
+  CHECK(interleaved_p2p_exposed_s(1, 2, 4, 0.01, 1.0) == 0.0);
+}
+
+TEST_CASE("overlapped p2p: the closed form is the simulated schedule's", "[pipeline][invariant]") {
+  // Below the threshold (a hop shorter than one chunk's forward, t_f / v) the formula is the
+  // simulation exactly; above it, within -10%..+50% (docs/cost_model.md#pipeline).
+  for (const int p : {2, 3, 4, 8}) {
+    for (const int v : {2, 3, 4}) {
+      for (const int k : {1, 2, 4}) {
+        for (const double t_bwd : {1.0, 2.0}) {
+          for (const double hop : {0.001, 0.05, 0.2, 0.6}) {
+            const int m = k * p;
+            const double simulated = schedule_makespan_s(schedule_1f1b(p, m, v, 1.0, t_bwd, hop)) -
+                                     schedule_makespan_s(schedule_1f1b(p, m, v, 1.0, t_bwd));
+            const double formula = interleaved_p2p_exposed_s(p, v, m, hop, 1.0);
+            INFO("p " << p << " v " << v << " m " << m << " t_bwd " << t_bwd << " hop " << hop);
+            if (hop < 1.0 / v) {
+              CHECK(formula == Approx(simulated).epsilon(1e-9));
+            } else {
+              CHECK(formula >= 0.9 * simulated);
+              CHECK(formula <= 1.5 * simulated);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("interleaving never increases the bubble", "[pipeline][invariant]") {
   for (int p = 2; p <= 8; p *= 2) {
     double previous = schedule_makespan_s(schedule_1f1b(p, 2 * p, 1, 1.0, 2.0));
