@@ -313,7 +313,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.ep = per_step(ep_layer, stage.layers * md);
 
   out.pp = pp_comm(local, split, placement.pp, calibration);
-  out.pp.calls_per_step *= md;
+  // DeepSpeed: each send and receive blocks on its own (deepspeed_p2p_exposed_transfers).
+  out.pp.calls_per_step =
+      stack.pp_separate_send_recv && config.pp > 1
+          ? config.virtual_stages * deepspeed_p2p_exposed_transfers(config.pp, m)
+          : out.pp.calls_per_step * md;
   out.pp.total_s = out.pp.calls_per_step * out.pp.time_per_call_s;
   // Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
   // overlap_p2p_comm off without virtual stages).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <tuple>
 
 namespace trident {
 
@@ -143,6 +145,108 @@ std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_
     blocks.insert(blocks.end(), stage_blocks.begin(), stage_blocks.end());
   }
   return blocks;
+}
+
+namespace {
+
+enum class DsOp { send_activation, recv_activation, send_grad, recv_grad, forward, backward };
+
+struct DsCommand {
+  DsOp op = DsOp::forward;
+  int micro_batch = 0;
+};
+
+/// Micro-batch and direction of one TrainSchedule step (_step_to_micro_batch).
+std::pair<int, bool> ds_step(int step, int stage, int stages) {
+  const bool even_step = step % 2 == 0;
+  const bool even_stage = stage % 2 == 0;
+  if (even_step && even_stage) return {step / 2 - stage / 2, true};
+  if (!even_step && !even_stage) return {(step - 1) / 2 - stage / 2, true};
+  if (even_step) return {step / 2 - stages + (stage + 1) / 2, false};
+  return {(step - 1) / 2 - stages + 1 + stage / 2, false};
+}
+
+/// TrainSchedule.steps() of one stage as a command list (the loads and the optimizer left out).
+std::vector<DsCommand> ds_commands(int stage, int stages, int m) {
+  std::vector<DsCommand> commands;
+  const auto valid = [m](int mb) { return mb >= 0 && mb < m; };
+  int previous = -1;
+  for (int step = 0; step < 2 * (m + stages - 1); ++step) {
+    const auto [mb, forward] = ds_step(step, stage, stages);
+    if (forward && stage > 0) {
+      if (valid(previous)) commands.push_back({DsOp::send_grad, previous});
+      if (valid(mb)) commands.push_back({DsOp::recv_activation, mb});
+    } else if (!forward && stage < stages - 1) {
+      if (valid(mb)) commands.push_back({DsOp::recv_grad, mb});
+      if (valid(previous)) commands.push_back({DsOp::send_activation, previous});
+    }
+    if (valid(mb)) commands.push_back({forward ? DsOp::forward : DsOp::backward, mb});
+    previous = mb;
+  }
+  return commands;
+}
+
+/// The channel a transfer uses: (activation or gradient, micro-batch, sending stage).
+std::tuple<bool, int, int> ds_channel(const DsCommand& c, int stage) {
+  switch (c.op) {
+    case DsOp::send_activation:
+      return {true, c.micro_batch, stage};
+    case DsOp::recv_activation:
+      return {true, c.micro_batch, stage - 1};
+    case DsOp::send_grad:
+      return {false, c.micro_batch, stage};
+    default:
+      return {false, c.micro_batch, stage + 1};
+  }
+}
+
+}  // namespace
+
+double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s, double t_bwd_s,
+                                     double hop_s) {
+  std::vector<std::vector<DsCommand>> commands;
+  commands.reserve(static_cast<std::size_t>(pp));
+  for (int s = 0; s < pp; ++s) commands.push_back(ds_commands(s, pp, micro_batches));
+  std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
+  std::vector<double> clock(static_cast<std::size_t>(pp), 0.0);
+  // A transfer one side has reached: (channel) -> (that side's stage, its arrival time).
+  std::map<std::tuple<bool, int, int>, std::pair<int, double>> waiting;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < pp; ++s) {
+      const auto su = static_cast<std::size_t>(s);
+      while (next[su] < commands[su].size()) {
+        const DsCommand& c = commands[su][next[su]];
+        if (c.op == DsOp::forward || c.op == DsOp::backward) {
+          clock[su] += c.op == DsOp::forward ? t_fwd_s : t_bwd_s;
+        } else {
+          const auto channel = ds_channel(c, s);
+          const auto found = waiting.find(channel);
+          if (found == waiting.end()) {
+            waiting.emplace(channel, std::make_pair(s, clock[su]));
+            break;  // blocked until the other side arrives
+          }
+          if (found->second.first == s) break;
+          const auto other = static_cast<std::size_t>(found->second.first);
+          const double end = std::max(found->second.second, clock[su]) + hop_s;
+          clock[su] = end;
+          clock[other] = end;
+          ++next[other];
+          waiting.erase(found);
+        }
+        ++next[su];
+        progress = true;
+      }
+    }
+  }
+  return *std::max_element(clock.begin(), clock.end());
+}
+
+double deepspeed_p2p_exposed_transfers(int pp, long long micro_batches) {
+  if (pp <= 1) return 0.0;
+  const auto m = static_cast<double>(micro_batches);
+  if (pp == 2) return 2.0 * m;
+  return 4.0 * m + 2.0 * (pp - 4.0);
 }
 
 double schedule_makespan_s(const std::vector<ScheduleBlock>& blocks) {

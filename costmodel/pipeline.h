@@ -58,6 +58,19 @@ struct ScheduleBlock {
                                                        int virtual_stages, double t_fwd_s,
                                                        double t_bwd_s, double hop_s = 0.0);
 
+/// DeepSpeed's pipeline engine (deepspeed/runtime/pipe/schedule.py TrainSchedule): each stage
+/// runs 2(m + p - 1) steps, a forward or a backward by the parity of step and stage, and sends
+/// the previous step's activation or gradient before receiving this step's input; every send
+/// and receive is its own blocking call (pipe/p2p.py dist.send/recv) that ends hop_s after both
+/// sides have reached it. Returns the simulated makespan.
+[[nodiscard]] double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s,
+                                                   double t_bwd_s, double hop_s);
+
+/// Transfers that schedule puts on the critical path per step (its makespan grows by this
+/// many hop_s): a middle stage's own four blocking calls per micro-batch, plus 2(p - 4) at
+/// the pipeline's ends; two per micro-batch with two stages (each has one neighbour).
+[[nodiscard]] double deepspeed_p2p_exposed_transfers(int pp, long long micro_batches);
+
 /// End of the last block.
 [[nodiscard]] double schedule_makespan_s(const std::vector<ScheduleBlock>& blocks);
 

@@ -22,6 +22,7 @@ const std::vector<std::string> kStackKeys = {
     "attention",
     "tp_overlap",
     "pp_overlap",
+    "pp_separate_send_recv",
     "dp_overlap_grad_reduce",
     "dp_overlap_param_gather",
     "dp_bucket_parameters",
@@ -209,6 +210,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
     s.tp_overlap = static_cast<TpOverlap>(m.required_choice("tp_overlap", kTpOverlapNames));
   }
   s.pp_overlap = m.optional_bool("pp_overlap", d.pp_overlap);
+  s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
   s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", d.dp_overlap_grad_reduce);
   s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", d.dp_overlap_param_gather);
   s.dp_bucket_parameters =

@@ -50,6 +50,10 @@ struct Stack {
   TpOverlap tp_overlap = TpOverlap::userbuffers;
   /// PP send/recv overlapped with compute except the pipeline's fill and drain.
   bool pp_overlap = true;
+  /// Every PP send and receive is its own blocking call (DeepSpeed's pipeline engine), rather
+  /// than a stage's send batched with its receive (Megatron): four transfers a micro-batch on a
+  /// middle stage, not two (deepspeed_p2p_exposed_transfers).
+  bool pp_separate_send_recv = false;
   /// DP gradient reduction in buckets overlapped with backward (ZeRO 0-2).
   bool dp_overlap_grad_reduce = true;
   /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward.

@@ -160,6 +160,28 @@ TEST_CASE("interleaved p2p overlapped with compute: micro-batch 0's round trip i
             .time.pp_comm_s == Approx(16 * hop));
 }
 
+TEST_CASE("DeepSpeed's separate blocking send and receive: four transfers a micro-batch",
+          "[estimate][pipeline]") {
+  Model model = test::small_model();
+  model.layers = 4;  // pp 4: one layer per stage
+  ParallelConfig config = test::small_config();
+  config.pp = 4;
+  config.dp = 1;  // m = 8 / (1 x 1) = 8
+  EstimateOptions options;
+  options.stack.pp_overlap = false;
+  const double batched =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options)
+          .time.pp_comm_s;
+  // Megatron batches each send with a receive: 2 calls per micro-batch, 16 of 1.0256e-6 s.
+  CHECK(batched == Approx(16 * 1.0256e-6));
+  // DeepSpeed: a middle stage's four calls per micro-batch, plus 2(p - 4) = 0: 32 transfers.
+  options.stack.pp_separate_send_recv = true;
+  const Estimate e =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(e.pp.calls_per_step == Approx(32.0));
+  CHECK(e.time.pp_comm_s == Approx(32 * 1.0256e-6));
+}
+
 TEST_CASE("estimate invariants", "[estimate][invariant]") {
   Model model = test::small_model();
   model.hidden = 1024;

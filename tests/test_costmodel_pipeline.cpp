@@ -74,6 +74,33 @@ TEST_CASE("overlapped p2p: the closed form is the simulated schedule's", "[pipel
   }
 }
 
+TEST_CASE("DeepSpeed's TrainSchedule: 1F1B's makespan, four blocking transfers a micro-batch",
+          "[pipeline]") {
+  // Without transfer time the deferred sends keep 1F1B's dependencies: (m + p - 1)(t_f + t_b),
+  // here (8 + 4 - 1) x 3 = 33, the same as schedule_1f1b.
+  CHECK(deepspeed_schedule_makespan_s(4, 8, 1.0, 2.0, 0.0) == Approx(33.0));
+  CHECK(deepspeed_schedule_makespan_s(4, 8, 1.0, 2.0, 0.0) ==
+        Approx(schedule_makespan_s(schedule_1f1b(4, 8, 1, 1.0, 2.0))));
+  // Two stages: stage 0 sends each activation and receives each gradient, two blocking calls
+  // per micro-batch, each holding both stages: 2m = 16 transfers of 0.01 s -> +0.16 s.
+  CHECK(deepspeed_schedule_makespan_s(2, 8, 1.0, 2.0, 0.01) - (8 + 1) * 3.0 == Approx(0.16));
+  CHECK(deepspeed_p2p_exposed_transfers(2, 8) == 16.0);
+  // A middle stage receives and sends each activation and each gradient: 4 calls per
+  // micro-batch, where Megatron batches a send with a receive (2).
+  for (const int p : {3, 4, 5, 8, 12}) {
+    for (const int m : {p, 2 * p, 4 * p}) {
+      for (const double t_bwd : {2.0, 3.0}) {
+        const double base = (m + p - 1) * (1.0 + t_bwd);
+        const double hop = 0.01;
+        INFO("p " << p << " m " << m << " t_bwd " << t_bwd);
+        CHECK(deepspeed_schedule_makespan_s(p, m, 1.0, t_bwd, 0.0) == Approx(base));
+        CHECK((deepspeed_schedule_makespan_s(p, m, 1.0, t_bwd, hop) - base) / hop ==
+              Approx(deepspeed_p2p_exposed_transfers(p, m)));
+      }
+    }
+  }
+}
+
 TEST_CASE("interleaving never increases the bubble", "[pipeline][invariant]") {
   for (int p = 2; p <= 8; p *= 2) {
     double previous = schedule_makespan_s(schedule_1f1b(p, 2 * p, 1, 1.0, 2.0));

@@ -154,6 +154,10 @@ TEST_CASE("what a stack runs: ZeRO with and without PP, PP at all, uneven stages
   // llm-foundry's FSDP has no pipeline at all.
   CHECK_FALSE(stack_preset("fsdp").pipelines());
   CHECK(stack_preset("deepspeed-megatron").pipelines());
+  // DeepSpeed's pipeline engine sends and receives in separate blocking calls; Megatron batches.
+  CHECK(stack_preset("deepspeed-megatron").pp_separate_send_recv);
+  CHECK_FALSE(stack_preset("megatron-2021").pp_separate_send_recv);
+  CHECK_FALSE(stack_preset("megatron-core").pp_separate_send_recv);
 }
 
 TEST_CASE("uneven pipeline stages split as the frameworks do", "[stack][pipeline]") {
