@@ -140,7 +140,30 @@ std::string dimension(const char* name, const std::string& collective, const Com
   return out + fmt::format("      why: {}\n", why);
 }
 
-std::string communication(const PlanResult& plan) {
+/// Why PP's transfers cost what they do: overlapped (interleaved Megatron-Core), apart
+/// (DeepSpeed), or batched and blocking.
+std::string pp_why(const PlanResult& plan, const Stack& stack) {
+  const auto& c = plan.config;
+  const auto& e = plan.estimate;
+  const int chunks = c.pp * c.virtual_stages;
+  if (c.virtual_stages > 1 && e.pp.exposed_s < e.pp.total_s) {
+    const bool beyond_chain = e.pp.exposed_s > 2.0 * (chunks - 1) * e.pp.time_per_call_s * 1.000001;
+    return fmt::format(
+        "one activation per micro-batch per model-chunk boundary, overlapped with compute; "
+        "micro-batch 0's trip through all {} chunks and back waits on each of its {} "
+        "transfers{}",
+        chunks, 2 * (chunks - 1),
+        beyond_chain ? ", and a transfer outlasts a chunk, so later ones wait too" : "");
+  }
+  if (stack.pp_separate_send_recv) {
+    return "one activation per micro-batch per stage boundary, each send and each receive its "
+           "own blocking call: four a micro-batch on a middle stage";
+  }
+  return "one activation per micro-batch per stage boundary: small bursts, so it tolerates the "
+         "network";
+}
+
+std::string communication(const PlanResult& plan, const Stack& stack) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const double step = e.time.step_s;
@@ -154,17 +177,7 @@ std::string communication(const PlanResult& plan) {
                          "than the NVLink domain, so its traffic crosses the NICs"
                        : "every layer waits for it, forward and backward; consecutive ranks "
                          "keep the group inside the fastest domain");
-  const bool p2p_overlapped = c.virtual_stages > 1 && e.pp.exposed_s < e.pp.total_s;
-  const std::string pp_why =
-      p2p_overlapped
-          ? fmt::format(
-                "one activation per micro-batch per model-chunk boundary, overlapped "
-                "with compute; micro-batch 0's trip through all {} chunks and back "
-                "waits on each of its {} transfers",
-                c.pp * c.virtual_stages, 2 * (c.pp * c.virtual_stages - 1))
-          : "one activation per micro-batch per stage boundary: small bursts, so it tolerates "
-            "the network";
-  out += dimension("PP", pp_collective_name(c), e.pp, step, pp_why.c_str());
+  out += dimension("PP", pp_collective_name(c), e.pp, step, pp_why(plan, stack).c_str());
   out += dimension("DP", dp_collective_name(c), e.dp, step,
                    c.cp > 1 ? "gradients once per step over DP x CP (CP ranks hold the same "
                               "weights), overlapped with backward; only the part backward cannot "
@@ -293,9 +306,9 @@ std::string explain_plan(const Cluster& cluster, const Model& model, const PlanR
   std::string out =
       fmt::format("Plan #{}: {}\n", rank, knobs_text(plan, plan.estimate.num_micro_batches));
   for (const std::string& part :
-       {three_numbers(cluster, model, plan), step_breakdown(plan), communication(plan),
-        bubble(plan), tp_across(cluster, model, plan, calibration, options),
-        memory(plan, options.reserve_gib)}) {
+       {three_numbers(cluster, model, plan), step_breakdown(plan),
+        communication(plan, options.stack), bubble(plan),
+        tp_across(cluster, model, plan, calibration, options), memory(plan, options.reserve_gib)}) {
     out.append("\n").append(part);
   }
   return out;

@@ -11,13 +11,17 @@
 
 namespace trident::cli {
 
-GanttTimes gantt_times(const Estimate& e) {
+GanttTimes gantt_times(const Estimate& e, const ParallelConfig& config) {
   const double m = static_cast<double>(std::max(1LL, e.num_micro_batches));
   const TimeBreakdown& t = e.time;
   const double forward = t.forward_s / m;
   const double backward = (t.backward_s + t.recompute_s) / m;
   // Exposed TP/PP time and the compute slowed by overlapped NCCL kernels stretch each block.
-  const double comm = (t.tp_comm_s + t.pp_comm_s + t.overlap_contention_s) / m;
+  // PP time that is the whole step's increase is spread over the m + (p-1)/v blocks' worth of
+  // the schedule's makespan, so the drawing adds it once, not scaled by the bubble.
+  const double pp_share =
+      e.pp_whole_step ? m + (config.pp - 1.0) / std::max(1, config.virtual_stages) : m;
+  const double comm = (t.tp_comm_s + t.overlap_contention_s) / m + t.pp_comm_s / pp_share;
   const double compute = forward + backward;
   const double scale = compute > 0.0 ? 1.0 + comm / compute : 1.0;
   return {forward * scale, backward * scale, t.dp_comm_s, t.optimizer_s};
@@ -209,7 +213,7 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
   const PlanResult& plan = input.plans.at(input.drawn);
   const ParallelConfig& config = plan.config;
   const long long m = plan.estimate.num_micro_batches;
-  const GanttTimes g = gantt_times(plan.estimate);
+  const GanttTimes g = gantt_times(plan.estimate, config);
   const long long drawn = 2 * m * config.pp * config.virtual_stages;
   if (drawn > kMaxDrawnBlocks) {  // before the schedule is built: 2^24 micro-batches wrote 3 GB
     throw PlanError(fmt::format(

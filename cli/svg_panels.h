@@ -25,7 +25,7 @@ struct GanttTimes {
   double tail_dp_s = 0.0;         ///< exposed DP communication after the last backward
   double tail_optimizer_s = 0.0;  ///< optimizer step after that
 };
-[[nodiscard]] GanttTimes gantt_times(const Estimate& estimate);
+[[nodiscard]] GanttTimes gantt_times(const Estimate& estimate, const ParallelConfig& config);
 
 double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, double width);
 double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, double width);

@@ -18,6 +18,12 @@ namespace trident {
 
 namespace {
 
+/// Bytes per element of the causal mask a DeepSpeed pipe sends with each activation: the
+/// [1, 1, s, s] boolean mask cast to half "because NCCL does not like to send
+/// torch.BoolTensor" (deepspeed/runtime/pipe/engine.py L1053-1058 @edaa7221; the mask's batch
+/// dimension is 1 without reset_attention_mask, megatron/utils.py get_ltor_masks_and_position_ids).
+constexpr double kPipeMaskBytesPerElement = 2.0;
+
 /// One micro-batch through the bottleneck stage (the slowest: a middle stage's layers, or
 /// the last stage's layers plus the output layer).
 struct StageTime {
@@ -128,17 +134,27 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
 
 /// PP: one send/recv of b*s*h/t activations per micro-batch per boundary forward and one
 /// backward, v times with interleaving (scatter/gather optimisation: each TP rank sends 1/t).
+/// A stack whose pipe model passes the causal mask along (DeepSpeed) adds its s*s half-precision
+/// copy to every forward transfer: bytes and time are then the mean of a forward's and a
+/// backward's.
 CommDetail pp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   const Calibration* calibration) {
+                   bool sends_mask, const Calibration* calibration) {
   CommDetail comm;
   comm.collective = Collective::send_recv;
   comm.link = link;
   if (config.pp <= 1) return comm;
-  comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
-                        precision_of(model.training).activation_bytes / config.tp;
+  const double activation_bytes = static_cast<double>(config.micro_batch) * model.seq_len *
+                                  model.hidden * precision_of(model.training).activation_bytes /
+                                  config.tp;
+  const double mask_bytes =
+      sends_mask ? kPipeMaskBytesPerElement * static_cast<double>(model.seq_len) * model.seq_len
+                 : 0.0;
+  comm.bytes_per_call = activation_bytes + mask_bytes / 2.0;
   comm.calls_per_step = 2.0 * config.virtual_stages;
   comm.time_per_call_s =
-      collective_time_s(Collective::send_recv, comm.bytes_per_call, link, calibration);
+      (collective_time_s(Collective::send_recv, activation_bytes + mask_bytes, link, calibration) +
+       collective_time_s(Collective::send_recv, activation_bytes, link, calibration)) /
+      2.0;
   return comm;
 }
 
@@ -312,20 +328,26 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.cp = per_step(cp.detail, md);
   out.ep = per_step(ep_layer, stage.layers * md);
 
-  out.pp = pp_comm(local, split, placement.pp, calibration);
-  // DeepSpeed: each send and receive blocks on its own (deepspeed_p2p_exposed_transfers).
-  out.pp.calls_per_step =
-      stack.pp_separate_send_recv && config.pp > 1
-          ? config.virtual_stages * deepspeed_p2p_exposed_transfers(config.pp, m)
-          : out.pp.calls_per_step * md;
+  out.pp = pp_comm(local, split, placement.pp, stack.pp_sends_attention_mask, calibration);
+  // DeepSpeed (1F1B only, the stack loader's condition): each send and receive blocks on its
+  // own; the simulated schedule's critical path holds deepspeed_p2p_exposed_transfers of them.
+  out.pp.calls_per_step = stack.pp_separate_send_recv && config.pp > 1
+                              ? deepspeed_p2p_exposed_transfers(config.pp, m)
+                              : out.pp.calls_per_step * md;
   out.pp.total_s = out.pp.calls_per_step * out.pp.time_per_call_s;
   // Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
   // overlap_p2p_comm off without virtual stages).
-  out.pp.exposed_s = stack.pp_overlap && config.virtual_stages > 1
-                         ? std::min(out.pp.total_s, interleaved_p2p_exposed_s(
-                                                        config.pp, config.virtual_stages, m,
-                                                        out.pp.time_per_call_s, stage.forward_s))
-                         : out.pp.total_s;
+  const bool p2p_overlapped = stack.pp_overlap && config.virtual_stages > 1;
+  out.pp.exposed_s =
+      p2p_overlapped ? std::min(out.pp.total_s,
+                                interleaved_p2p_exposed_s(config.pp, config.virtual_stages, m,
+                                                          out.pp.time_per_call_s, stage.forward_s,
+                                                          stage.backward_s + stage.recompute_s))
+                     : out.pp.total_s;
+  // Those two are the whole step's increase, fill and drain included; Megatron's blocking
+  // batched p2p lengthens each micro-batch, so the bubble scales it too.
+  const bool pp_whole_step = p2p_overlapped || stack.pp_separate_send_recv;
+  out.pp_whole_step = pp_whole_step;
 
   const double first_params = stage_parameters(local, split, true, config.pp == 1);
   const double last_params = stage_parameters(local, split, config.pp == 1, true);
@@ -376,8 +398,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).
-  const double ideal_s = out.time.compute_s() + out.tp.exposed_s + out.pp.exposed_s +
-                         out.cp.exposed_s + out.ep.exposed_s + out.amax.exposed_s;
+  const double ideal_s = out.time.compute_s() + out.tp.exposed_s +
+                         (pp_whole_step ? 0.0 : out.pp.exposed_s) + out.cp.exposed_s +
+                         out.ep.exposed_s + out.amax.exposed_s;
   out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;

@@ -108,6 +108,10 @@ struct Estimate {
   double tokens_per_s = 0.0;
   double bubble_fraction = 0.0;  ///< bubble_s / step_s
   long long num_micro_batches = 0;
+  /// PP's exposed time is the whole step's increase, fill and drain included (Megatron-Core's
+  /// overlapped interleaved p2p, DeepSpeed's separate blocking calls), so the bubble does not
+  /// scale it; false: Megatron's blocking pairs lengthen each micro-batch.
+  bool pp_whole_step = false;
   CommDetail tp;
   CommDetail pp;
   CommDetail dp;    ///< over DP x CP when cp > 1; MoE: the non-expert parameters

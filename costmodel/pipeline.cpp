@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <map>
 #include <tuple>
+#include <utility>
 
 namespace trident {
 
@@ -103,18 +104,20 @@ double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {
 }
 
 double interleaved_p2p_exposed_s(int pp, int virtual_stages, long long micro_batches, double hop_s,
-                                 double stage_forward_s) {
-  if (pp <= 1 || hop_s <= 0.0) return 0.0;
+                                 double stage_forward_s, double stage_backward_s) {
+  if (pp <= 1 || virtual_stages <= 0 || micro_batches <= 0 || !(hop_s > 0.0)) return 0.0;
   const double v = virtual_stages;
   const double chain_hops = 2.0 * (static_cast<double>(pp) * v - 1.0);
   const double steady_ops = std::max(0.0, static_cast<double>(micro_batches - pp)) * v;
-  return chain_hops * hop_s + steady_ops * std::max(0.0, hop_s - stage_forward_s / v);
+  const double slack_s = std::min(stage_forward_s, stage_backward_s) / v;
+  return chain_hops * hop_s + steady_ops * std::max(0.0, hop_s - slack_s);
 }
 
 std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_stages,
                                          double t_fwd_s, double t_bwd_s, double hop_s) {
   const int m = micro_batches;
   const int v = virtual_stages;
+  const double hop = pp > 1 && hop_s > 0.0 ? hop_s : 0.0;  // NaN and negative: none
   std::vector<std::vector<Op>> orders;
   orders.reserve(static_cast<std::size_t>(pp));
   for (int s = 0; s < pp; ++s) orders.push_back(stage_order(s, pp, m, v));
@@ -128,7 +131,7 @@ std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_
       const auto su = static_cast<std::size_t>(s);
       while (next[su] < orders[su].size()) {
         const Op& op = orders[su][next[su]];
-        const double ready = dependency_end(ends, op, s, pp, v, pp > 1 ? hop_s : 0.0);
+        const double ready = dependency_end(ends, op, s, pp, v, hop);
         if (ready < 0.0) break;
         const double start = std::max(ready, free_at[su]);
         const double end = start + (op.is_forward ? t_fwd_s : t_bwd_s) / v;
@@ -186,8 +189,11 @@ std::vector<DsCommand> ds_commands(int stage, int stages, int m) {
   return commands;
 }
 
-/// The channel a transfer uses: (activation or gradient, micro-batch, sending stage).
-std::tuple<bool, int, int> ds_channel(const DsCommand& c, int stage) {
+/// A transfer's channel: (activation or gradient, micro-batch, sending stage).
+using DsChannel = std::tuple<bool, int, int>;
+
+/// The channel of a send or receive command (compute commands have none: not called for them).
+DsChannel ds_channel(const DsCommand& c, int stage) {
   switch (c.op) {
     case DsOp::send_activation:
       return {true, c.micro_batch, stage};
@@ -195,22 +201,51 @@ std::tuple<bool, int, int> ds_channel(const DsCommand& c, int stage) {
       return {true, c.micro_batch, stage - 1};
     case DsOp::send_grad:
       return {false, c.micro_batch, stage};
-    default:
+    case DsOp::recv_grad:
       return {false, c.micro_batch, stage + 1};
+    case DsOp::forward:
+    case DsOp::backward:
+      break;
   }
+  return {false, -1, -1};
+}
+
+/// Transfers one side has reached, waiting for the other: channel -> (stage, arrival time).
+using DsWaiting = std::map<DsChannel, std::pair<int, double>>;
+
+/// Stage s reaches a blocking send or receive at its clock. If the other side is already
+/// there, both leave hop_s after the later arrival and the other stage moves past its command;
+/// returns false while stage s must wait.
+bool ds_rendezvous(DsWaiting& waiting, const DsChannel& channel, int s, std::vector<double>& clock,
+                   std::vector<std::size_t>& next, double hop_s) {
+  const auto su = static_cast<std::size_t>(s);
+  const auto found = waiting.find(channel);
+  if (found == waiting.end()) {
+    waiting.emplace(channel, std::make_pair(s, clock[su]));
+    return false;
+  }
+  if (found->second.first == s) return false;
+  const auto other = static_cast<std::size_t>(found->second.first);
+  const double end = std::max(found->second.second, clock[su]) + hop_s;
+  clock[su] = end;
+  clock[other] = end;
+  ++next[other];
+  waiting.erase(found);
+  return true;
 }
 
 }  // namespace
 
 double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s, double t_bwd_s,
                                      double hop_s) {
+  if (pp <= 0 || micro_batches <= 0) return 0.0;
+  const double hop = hop_s > 0.0 ? hop_s : 0.0;  // NaN and negative: none
   std::vector<std::vector<DsCommand>> commands;
   commands.reserve(static_cast<std::size_t>(pp));
   for (int s = 0; s < pp; ++s) commands.push_back(ds_commands(s, pp, micro_batches));
   std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
   std::vector<double> clock(static_cast<std::size_t>(pp), 0.0);
-  // A transfer one side has reached: (channel) -> (that side's stage, its arrival time).
-  std::map<std::tuple<bool, int, int>, std::pair<int, double>> waiting;
+  DsWaiting waiting;
   for (bool progress = true; progress;) {
     progress = false;
     for (int s = 0; s < pp; ++s) {
@@ -219,20 +254,8 @@ double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s, 
         const DsCommand& c = commands[su][next[su]];
         if (c.op == DsOp::forward || c.op == DsOp::backward) {
           clock[su] += c.op == DsOp::forward ? t_fwd_s : t_bwd_s;
-        } else {
-          const auto channel = ds_channel(c, s);
-          const auto found = waiting.find(channel);
-          if (found == waiting.end()) {
-            waiting.emplace(channel, std::make_pair(s, clock[su]));
-            break;  // blocked until the other side arrives
-          }
-          if (found->second.first == s) break;
-          const auto other = static_cast<std::size_t>(found->second.first);
-          const double end = std::max(found->second.second, clock[su]) + hop_s;
-          clock[su] = end;
-          clock[other] = end;
-          ++next[other];
-          waiting.erase(found);
+        } else if (!ds_rendezvous(waiting, ds_channel(c, s), s, clock, next, hop)) {
+          break;  // blocked until the other side arrives
         }
         ++next[su];
         progress = true;
@@ -243,8 +266,9 @@ double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s, 
 }
 
 double deepspeed_p2p_exposed_transfers(int pp, long long micro_batches) {
-  if (pp <= 1) return 0.0;
+  if (pp <= 1 || micro_batches <= 0) return 0.0;
   const auto m = static_cast<double>(micro_batches);
+  if (micro_batches == 1) return 2.0 * (pp - 1.0);
   if (pp == 2) return 2.0 * m;
   return 4.0 * m + 2.0 * (pp - 4.0);
 }

@@ -27,14 +27,17 @@ struct StageLayers {
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);
 
-/// Exposed time of the point-to-point transfers of Megatron's interleaved 1F1B when they
-/// overlap compute (--overlap-p2p-communication: each transfer delays only the op waiting for
-/// it): micro-batch 0's trip through every model chunk and back, 2(p*v - 1) hops, plus, when a
-/// hop outlasts one chunk's forward (stage_forward_s / v), the excess on each op of the
-/// steady state beyond the first group of p micro-batches. schedule_1f1b with hop_s gives the
-/// same exactly below that threshold and within -8%..+47% above it (docs/cost_model.md#pipeline).
+/// How much longer a step of Megatron's interleaved 1F1B gets when its point-to-point
+/// transfers overlap compute (--overlap-p2p-communication: each transfer delays only the op
+/// waiting for it): micro-batch 0's trip through every model chunk and back, 2(p*v - 1) hops,
+/// plus, when a hop outlasts a chunk's slack (the shorter of its forward and backward,
+/// min(stage_forward_s, stage_backward_s) / v), the excess on each op of the steady state
+/// beyond the first group of p micro-batches. The whole step's increase, fill and drain
+/// included. schedule_1f1b with hop_s gives the same exactly below that threshold, and within
+/// -16%..+80% above it (docs/cost_model.md#pipeline-p2p). 0 for one stage, no chunk, no batch.
 [[nodiscard]] double interleaved_p2p_exposed_s(int pp, int virtual_stages, long long micro_batches,
-                                               double hop_s, double stage_forward_s);
+                                               double hop_s, double stage_forward_s,
+                                               double stage_backward_s);
 
 /// One block of a schedule: a micro-batch's forward or backward through one model chunk of
 /// one stage.
@@ -52,8 +55,8 @@ struct ScheduleBlock {
 /// forward and backward through a whole stage (all its chunks; one chunk takes 1/v of it).
 /// Interleaving needs m to be a multiple of p (Megatron's condition). With uniform times the
 /// makespan is (m + (p-1)/v) * (t_fwd + t_bwd). hop_s delays every input that comes from
-/// another stage (an overlapped point-to-point transfer). Blocks are ordered by stage, then
-/// start time.
+/// another stage (an overlapped point-to-point transfer; a negative or NaN hop counts as 0).
+/// Blocks are ordered by stage, then start time.
 [[nodiscard]] std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches,
                                                        int virtual_stages, double t_fwd_s,
                                                        double t_bwd_s, double hop_s = 0.0);
@@ -62,13 +65,15 @@ struct ScheduleBlock {
 /// runs 2(m + p - 1) steps, a forward or a backward by the parity of step and stage, and sends
 /// the previous step's activation or gradient before receiving this step's input; every send
 /// and receive is its own blocking call (pipe/p2p.py dist.send/recv) that ends hop_s after both
-/// sides have reached it. Returns the simulated makespan.
+/// sides have reached it (a negative or NaN hop counts as 0). Returns the simulated makespan; 0
+/// without stages or micro-batches.
 [[nodiscard]] double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s,
                                                    double t_bwd_s, double hop_s);
 
 /// Transfers that schedule puts on the critical path per step (its makespan grows by this
-/// many hop_s): a middle stage's own four blocking calls per micro-batch, plus 2(p - 4) at
-/// the pipeline's ends; two per micro-batch with two stages (each has one neighbour).
+/// many hop_s while a hop is shorter than a forward): a middle stage's own four blocking calls
+/// per micro-batch, plus 2(p - 4) at the pipeline's ends; two per micro-batch with two stages
+/// (each has one neighbour); one micro-batch's trip there and back, 2(p - 1), with one.
 [[nodiscard]] double deepspeed_p2p_exposed_transfers(int pp, long long micro_batches);
 
 /// End of the last block.

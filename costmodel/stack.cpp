@@ -23,6 +23,7 @@ const std::vector<std::string> kStackKeys = {
     "tp_overlap",
     "pp_overlap",
     "pp_separate_send_recv",
+    "pp_sends_attention_mask",
     "dp_overlap_grad_reduce",
     "dp_overlap_param_gather",
     "dp_bucket_parameters",
@@ -195,6 +196,19 @@ Stack file_defaults() {
 
 /// `base`: the preset a file names with `base:`, whose values stand for the keys the file
 /// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
+/// Separate blocking sends and receives are priced from DeepSpeed's 1F1B schedule only: refused
+/// with overlapped p2p or interleaving, naming the key this file sets.
+void check_separate_send_recv(const MapReader& m, const Stack& s) {
+  if (!s.pp_separate_send_recv || (!s.pp_overlap && !s.interleaved_pipeline)) return;
+  const char* why =
+      "true prices DeepSpeed's 1F1B pipeline (separate blocking sends and receives); it needs "
+      "pp_overlap: false and interleaved_pipeline: false";
+  if (m.has("pp_separate_send_recv")) m.fail("pp_separate_send_recv", why);
+  m.fail(s.pp_overlap ? "pp_overlap" : "interleaved_pipeline",
+         "true, but the base stack sends and receives apart (pp_separate_send_recv: true), "
+         "which is priced for DeepSpeed's 1F1B only");
+}
+
 Stack read_stack(const MapReader& m, const Stack* base) {
   m.reject_unknown(kStackKeys);
   const Stack d = base != nullptr ? *base : file_defaults();
@@ -211,6 +225,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   }
   s.pp_overlap = m.optional_bool("pp_overlap", d.pp_overlap);
   s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
+  s.pp_sends_attention_mask = m.optional_bool("pp_sends_attention_mask", d.pp_sends_attention_mask);
   s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", d.dp_overlap_grad_reduce);
   s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", d.dp_overlap_param_gather);
   s.dp_bucket_parameters =
@@ -252,6 +267,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
            "sequence_parallel_required: false too)");
   }
   s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", d.interleaved_pipeline);
+  check_separate_send_recv(m, s);
   s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
   s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);

@@ -54,6 +54,10 @@ struct Stack {
   /// than a stage's send batched with its receive (Megatron): four transfers a micro-batch on a
   /// middle stage, not two (deepspeed_p2p_exposed_transfers).
   bool pp_separate_send_recv = false;
+  /// The pipe model passes the causal attention mask from stage to stage with every
+  /// activation (Megatron-DeepSpeed / GPT-NeoX ParallelTransformerLayerPipe), and DeepSpeed sends
+  /// it as half precision: s*s*2 more bytes on every forward transfer.
+  bool pp_sends_attention_mask = false;
   /// DP gradient reduction in buckets overlapped with backward (ZeRO 0-2).
   bool dp_overlap_grad_reduce = true;
   /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward.

@@ -150,36 +150,55 @@ TEST_CASE("interleaved p2p overlapped with compute: micro-batch 0's round trip i
   CHECK(e.pp.time_per_call_s == Approx(hop));
   CHECK(e.pp.total_s == Approx(16 * hop));
   // Exposed: 2(p*v - 1) = 6 hops of micro-batch 0's trip, plus, as this tiny layer's chunk
-  // forward (f / v) is shorter than a hop, the excess on the (m - p) * v = 4 later ops.
-  const double chunk_forward = e.time.forward_s / 4.0 / 2.0;
-  REQUIRE(chunk_forward < hop);
-  CHECK(e.time.pp_comm_s == Approx(6 * hop + 4 * (hop - chunk_forward)));
-  // Without the overlap every transfer blocks its stage: all 16.
+  // (the shorter of its forward and backward, over v) is shorter than a hop, the excess on
+  // the (m - p) * v = 4 later ops.
+  const double slack = std::min(e.time.forward_s, e.time.backward_s) / 4.0 / 2.0;
+  REQUIRE(slack < hop);
+  CHECK(e.time.pp_comm_s == Approx(6 * hop + 4 * (hop - slack)));
+  // That is the whole step's increase: the bubble, (p-1)/(v*m) = 1/8 of the ideal time, does
+  // not scale it again.
+  CHECK(e.time.bubble_s == Approx((e.time.compute_s() + e.time.tp_comm_s) / 8.0));
+  // Without the overlap every transfer blocks its stage: all 16, and the bubble scales them.
   options.stack.pp_overlap = false;
-  CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, options)
-            .time.pp_comm_s == Approx(16 * hop));
+  const Estimate blocking =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(blocking.time.pp_comm_s == Approx(16 * hop));
+  CHECK(blocking.time.bubble_s ==
+        Approx((blocking.time.compute_s() + blocking.time.tp_comm_s + 16 * hop) / 8.0));
 }
 
 TEST_CASE("DeepSpeed's separate blocking send and receive: four transfers a micro-batch",
           "[estimate][pipeline]") {
   Model model = test::small_model();
-  model.layers = 4;  // pp 4: one layer per stage
+  model.layers = 5;  // pp 5: one layer per stage
   ParallelConfig config = test::small_config();
-  config.pp = 4;
+  config.pp = 5;
   config.dp = 1;  // m = 8 / (1 x 1) = 8
   EstimateOptions options;
   options.stack.pp_overlap = false;
+  options.stack.interleaved_pipeline = false;
   const double batched =
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, options)
           .time.pp_comm_s;
   // Megatron batches each send with a receive: 2 calls per micro-batch, 16 of 1.0256e-6 s.
-  CHECK(batched == Approx(16 * 1.0256e-6));
-  // DeepSpeed: a middle stage's four calls per micro-batch, plus 2(p - 4) = 0: 32 transfers.
+  const double hop = 1.0256e-6;
+  CHECK(batched == Approx(16 * hop));
+  // DeepSpeed: a middle stage's four calls per micro-batch, plus 2(p - 4) = 2: 34 transfers,
+  // the simulated schedule's whole increase, so the bubble (4/8 of the ideal) leaves them out.
   options.stack.pp_separate_send_recv = true;
   const Estimate e =
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
-  CHECK(e.pp.calls_per_step == Approx(32.0));
-  CHECK(e.time.pp_comm_s == Approx(32 * 1.0256e-6));
+  CHECK(e.pp.calls_per_step == Approx(34.0));
+  CHECK(e.time.pp_comm_s == Approx(34 * hop));
+  CHECK(e.time.bubble_s == Approx((e.time.compute_s() + e.time.tp_comm_s) / 2.0));
+  // The pipe passes the causal mask along: s*s*2 = 32*32*2 = 2048 more bytes on each forward
+  // transfer, 1 us + 4096/80e9 = 1.0512e-6 s, so a transfer averages (1.0512 + 1.0256)/2 us.
+  options.stack.pp_sends_attention_mask = true;
+  const Estimate masked =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(masked.pp.bytes_per_call == Approx(2048.0 + 1024.0));
+  CHECK(masked.pp.time_per_call_s == Approx((1.0512e-6 + 1.0256e-6) / 2.0));
+  CHECK(masked.time.pp_comm_s == Approx(34 * (1.0512e-6 + 1.0256e-6) / 2.0));
 }
 
 TEST_CASE("estimate invariants", "[estimate][invariant]") {

@@ -141,6 +141,17 @@ TEST_CASE("a stack file with base: says only what differs from a preset", "[stac
   CHECK_NOTHROW(load_stack(
       "name: x\nbase: torchtitan\nsequence_parallel: false\nsequence_parallel_required: false\n",
       "s.yaml"));
+  // Separate blocking sends and receives are priced for DeepSpeed's 1F1B only.
+  CHECK_THROWS_WITH(
+      load_stack("name: x\nbase: megatron-core\npp_separate_send_recv: true\n", "s.yaml"),
+      "s.yaml:3: pp_separate_send_recv: true prices DeepSpeed's 1F1B pipeline "
+      "(separate blocking sends and receives); it needs pp_overlap: false and "
+      "interleaved_pipeline: false");
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: deepspeed-megatron\npp_overlap: true\n", "s.yaml"),
+                    "s.yaml:3: pp_overlap: true, but the base stack sends and receives apart "
+                    "(pp_separate_send_recv: true), which is priced for DeepSpeed's 1F1B only");
+  CHECK_NOTHROW(
+      load_stack("name: x\nbase: deepspeed-megatron\npp_sends_attention_mask: false\n", "s.yaml"));
 }
 
 TEST_CASE("what a stack runs: ZeRO with and without PP, PP at all, uneven stages", "[stack]") {
@@ -156,6 +167,7 @@ TEST_CASE("what a stack runs: ZeRO with and without PP, PP at all, uneven stages
   CHECK(stack_preset("deepspeed-megatron").pipelines());
   // DeepSpeed's pipeline engine sends and receives in separate blocking calls; Megatron batches.
   CHECK(stack_preset("deepspeed-megatron").pp_separate_send_recv);
+  CHECK(stack_preset("deepspeed-megatron").pp_sends_attention_mask);
   CHECK_FALSE(stack_preset("megatron-2021").pp_separate_send_recv);
   CHECK_FALSE(stack_preset("megatron-core").pp_separate_send_recv);
 }

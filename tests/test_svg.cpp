@@ -191,14 +191,22 @@ TEST_CASE("the Gantt chart runs on the cost model's times: makespan = ideal + bu
   for (const int v : {1, 2}) {
     const PlanResult plan = plan_of(cluster, model, 2, 4, 4, v);
     const Estimate& e = plan.estimate;
-    const cli::GanttTimes g = cli::gantt_times(e);
-    // Per micro-batch forward + backward = (compute + exposed TP + exposed PP) / m, so
-    // the uniform schedule's makespan (m + (p-1)/v) * (t_f + t_b) = ideal * (1 + (p-1)/(v*m))
-    // = ideal + the cost model's bubble.
-    const double ideal = e.time.compute_s() + e.time.tp_comm_s + e.time.pp_comm_s;
-    CHECK(8 * (g.forward_s + g.backward_s) == Approx(ideal).epsilon(1e-12));
+    const cli::GanttTimes g = cli::gantt_times(e, plan.config);
+    // Per micro-batch forward + backward = (compute + exposed TP) / m + the PP share: exposed PP
+    // / m where blocking pairs lengthen each micro-batch (v = 1), and, where PP's exposed time
+    // is the whole step's increase (v = 2: overlapped interleaved p2p), exposed PP / (m +
+    // (p-1)/v). The uniform schedule's makespan (m + (p-1)/v) * (t_f + t_b) is then ideal * (1 +
+    // (p-1)/(v*m)) + the whole-step PP = the cost model's ideal + bubble (+ that PP).
+    const double ideal = e.time.compute_s() + e.time.tp_comm_s;
+    const double spans = 8.0 + 3.0 / v;
+    CHECK(e.pp_whole_step == (v > 1));
+    const double pp_per_block = e.time.pp_comm_s / (e.pp_whole_step ? spans : 8.0);
+    CHECK(8 * (g.forward_s + g.backward_s) == Approx(ideal + 8 * pp_per_block).epsilon(1e-12));
     const double makespan = schedule_makespan_s(schedule_1f1b(4, 8, v, g.forward_s, g.backward_s));
-    CHECK(makespan == Approx(ideal + e.time.bubble_s).epsilon(1e-9));
+    const double whole_step_pp = e.pp_whole_step ? e.time.pp_comm_s : 0.0;
+    CHECK(makespan == Approx(ideal + (e.pp_whole_step ? 0.0 : e.time.pp_comm_s) + e.time.bubble_s +
+                             whole_step_pp)
+                          .epsilon(1e-9));
     CHECK(makespan + g.tail_dp_s + g.tail_optimizer_s == Approx(e.time.step_s).epsilon(1e-9));
   }
 }
