@@ -84,7 +84,7 @@ fp8_of = {'nemo2407-gpt3-175b-128xh100-fp8': {'recipe': 'delayed'},
 by_id = {r['id']: r for r in research['runs']}
 by_id.update({r['id']: r for r in precision_rows})
 NEMO_2407 = [r['id'] for r in precision_rows if r['id'].startswith('nemo2407-')]
-DGXC_2504_L31 = [r['id'] for r in precision_rows if r['id'].startswith('dgxc2504-l31-')]
+DGXC_2504_L31 = [r['id'] for r in precision_rows if r['id'].startswith(('dgxc2504-l31-', 'dgxc2507-'))]
 wanted += [r['id'] for r in precision_rows if r['id'] not in NEMO_2407 + DGXC_2504_L31]
 wanted += [  # appended last: the earlier rows keep their halves
     # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
@@ -95,7 +95,7 @@ wanted += [  # appended last: the earlier rows keep their halves
     'dgxc-dsv3-256xgb200-bf16', 'dgxc-dsv3-512xgb200-bf16']
 # NeMo 24.07's performance summary beside its GPT-3 175B rows (FP8, H100; added 2026-12-02, last).
 wanted += NEMO_2407
-# dgxc-benchmarking v25.04.01's Llama 3.1 splits that differ from 24.11's (added 2026-12-02, last).
+# dgxc-benchmarking v25.04.01's Llama 3.1 splits that differ from 24.11's, and v25.07's GB200 example (added 2026-12-02, last).
 wanted += DGXC_2504_L31
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
