@@ -145,14 +145,14 @@ std::string dimension(const char* name, const std::string& collective, const Com
 std::string pp_why(const PlanResult& plan, const Stack& stack) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
-  const int chunks = c.pp * c.virtual_stages;
   if (c.virtual_stages > 1 && e.pp.exposed_s < e.pp.total_s) {
-    const bool beyond_chain = e.pp.exposed_s > 2.0 * (chunks - 1) * e.pp.time_per_call_s * 1.000001;
+    const double chain = interleaved_chain_transfers(c.pp, c.virtual_stages);  // pipeline.h
+    const bool beyond_chain = e.pp.exposed_s > chain * e.pp.time_per_call_s;
     return fmt::format(
         "one activation per micro-batch per model-chunk boundary, overlapped with compute; "
         "micro-batch 0's trip through all {} chunks and back waits on each of its {} "
         "transfers{}",
-        chunks, 2 * (chunks - 1),
+        c.pp * c.virtual_stages, chain,
         beyond_chain ? ", and a transfer outlasts a chunk, so later ones wait too" : "");
   }
   if (stack.pp_separate_send_recv) {

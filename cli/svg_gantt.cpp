@@ -20,7 +20,9 @@ GanttTimes gantt_times(const Estimate& e, const ParallelConfig& config) {
   // PP time that is the whole step's increase is spread over the m + (p-1)/v blocks' worth of
   // the schedule's makespan, so the drawing adds it once, not scaled by the bubble.
   const double pp_share =
-      e.pp_whole_step ? m + (config.pp - 1.0) / std::max(1, config.virtual_stages) : m;
+      e.pp_whole_step
+          ? m * (1.0 + bubble_fraction(config.pp, config.virtual_stages, e.num_micro_batches))
+          : m;
   const double comm = (t.tp_comm_s + t.overlap_contention_s) / m + t.pp_comm_s / pp_share;
   const double compute = forward + backward;
   const double scale = compute > 0.0 ? 1.0 + comm / compute : 1.0;

@@ -346,8 +346,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                      : out.pp.total_s;
   // Those two are the whole step's increase, fill and drain included; Megatron's blocking
   // batched p2p lengthens each micro-batch, so the bubble scales it too.
-  const bool pp_whole_step = p2p_overlapped || stack.pp_separate_send_recv;
-  out.pp_whole_step = pp_whole_step;
+  out.pp_whole_step = p2p_overlapped || stack.pp_separate_send_recv;
 
   const double first_params = stage_parameters(local, split, true, config.pp == 1);
   const double last_params = stage_parameters(local, split, config.pp == 1, true);
@@ -399,7 +398,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s +
-                         (pp_whole_step ? 0.0 : out.pp.exposed_s) + out.cp.exposed_s +
+                         (out.pp_whole_step ? 0.0 : out.pp.exposed_s) + out.cp.exposed_s +
                          out.ep.exposed_s + out.amax.exposed_s;
   out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;

@@ -75,6 +75,21 @@ double dependency_end(EndTimes& ends, const Op& op, int stage, int pp, int v, do
   return ends.at(true, pp - 1, v - 1, op.micro_batch);
 }
 
+/// Runs every stage's ops in order, a stage at a time, until none can move: `advance(s)` runs
+/// stage s's next op (next[s]) and returns false while it must wait for another stage.
+template <typename Length, typename Advance>
+void run_stages(std::vector<std::size_t>& next, Length length, Advance advance) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::size_t s = 0; s < next.size(); ++s) {
+      while (next[s] < length(s) && advance(static_cast<int>(s))) {
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int StageLayers::most() const { return std::max({first, middle, last}); }
@@ -103,11 +118,15 @@ double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {
   return (pp - 1.0) / (static_cast<double>(virtual_stages) * static_cast<double>(micro_batches));
 }
 
+double interleaved_chain_transfers(int pp, int virtual_stages) {
+  return 2.0 * (static_cast<double>(pp) * virtual_stages - 1.0);
+}
+
 double interleaved_p2p_exposed_s(int pp, int virtual_stages, long long micro_batches, double hop_s,
                                  double stage_forward_s, double stage_backward_s) {
   if (pp <= 1 || virtual_stages <= 0 || micro_batches <= 0 || !(hop_s > 0.0)) return 0.0;
   const double v = virtual_stages;
-  const double chain_hops = 2.0 * (static_cast<double>(pp) * v - 1.0);
+  const double chain_hops = interleaved_chain_transfers(pp, virtual_stages);
   const double steady_ops = std::max(0.0, static_cast<double>(micro_batches - pp)) * v;
   const double slack_s = std::min(stage_forward_s, stage_backward_s) / v;
   return chain_hops * hop_s + steady_ops * std::max(0.0, hop_s - slack_s);
@@ -125,24 +144,20 @@ std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_
   std::vector<double> free_at(static_cast<std::size_t>(pp), 0.0);
   std::vector<std::vector<ScheduleBlock>> per_stage(static_cast<std::size_t>(pp));
   EndTimes ends(pp, m, v);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < pp; ++s) {
-      const auto su = static_cast<std::size_t>(s);
-      while (next[su] < orders[su].size()) {
+  run_stages(
+      next, [&](std::size_t s) { return orders[s].size(); },
+      [&](int s) {
+        const auto su = static_cast<std::size_t>(s);
         const Op& op = orders[su][next[su]];
         const double ready = dependency_end(ends, op, s, pp, v, hop);
-        if (ready < 0.0) break;
+        if (ready < 0.0) return false;
         const double start = std::max(ready, free_at[su]);
         const double end = start + (op.is_forward ? t_fwd_s : t_bwd_s) / v;
         ends.at(op.is_forward, s, op.chunk, op.micro_batch) = end;
         per_stage[su].push_back({s, op.micro_batch, op.chunk, op.is_forward, start, end});
         free_at[su] = end;
-        ++next[su];
-        progress = true;
-      }
-    }
-  }
+        return true;
+      });
   std::vector<ScheduleBlock> blocks;
   for (const auto& stage_blocks : per_stage) {
     blocks.insert(blocks.end(), stage_blocks.begin(), stage_blocks.end());
@@ -246,22 +261,18 @@ double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s, 
   std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
   std::vector<double> clock(static_cast<std::size_t>(pp), 0.0);
   DsWaiting waiting;
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < pp; ++s) {
-      const auto su = static_cast<std::size_t>(s);
-      while (next[su] < commands[su].size()) {
+  run_stages(
+      next, [&](std::size_t s) { return commands[s].size(); },
+      [&](int s) {
+        const auto su = static_cast<std::size_t>(s);
         const DsCommand& c = commands[su][next[su]];
-        if (c.op == DsOp::forward || c.op == DsOp::backward) {
-          clock[su] += c.op == DsOp::forward ? t_fwd_s : t_bwd_s;
-        } else if (!ds_rendezvous(waiting, ds_channel(c, s), s, clock, next, hop)) {
-          break;  // blocked until the other side arrives
+        if (c.op != DsOp::forward && c.op != DsOp::backward) {
+          // false: blocked until the other side arrives
+          return ds_rendezvous(waiting, ds_channel(c, s), s, clock, next, hop);
         }
-        ++next[su];
-        progress = true;
-      }
-    }
-  }
+        clock[su] += c.op == DsOp::forward ? t_fwd_s : t_bwd_s;
+        return true;
+      });
   return *std::max_element(clock.begin(), clock.end());
 }
 

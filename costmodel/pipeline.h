@@ -27,6 +27,10 @@ struct StageLayers {
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);
 
+/// Transfers on micro-batch 0's trip through all p*v model chunks and back: 2(p*v - 1), the
+/// chain the interleaved schedule cannot hide (interleaved_p2p_exposed_s).
+[[nodiscard]] double interleaved_chain_transfers(int pp, int virtual_stages);
+
 /// How much longer a step of Megatron's interleaved 1F1B gets when its point-to-point
 /// transfers overlap compute (--overlap-p2p-communication: each transfer delays only the op
 /// waiting for it): micro-batch 0's trip through every model chunk and back, 2(p*v - 1) hops,

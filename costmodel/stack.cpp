@@ -194,8 +194,6 @@ Stack file_defaults() {
   return s;
 }
 
-/// `base`: the preset a file names with `base:`, whose values stand for the keys the file
-/// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
 /// Separate blocking sends and receives are priced from DeepSpeed's 1F1B schedule only: refused
 /// with overlapped p2p or interleaving, naming the key this file sets.
 void check_separate_send_recv(const MapReader& m, const Stack& s) {
@@ -209,6 +207,8 @@ void check_separate_send_recv(const MapReader& m, const Stack& s) {
          "which is priced for DeepSpeed's 1F1B only");
 }
 
+/// `base`: the preset a file names with `base:`, whose values stand for the keys the file
+/// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
 Stack read_stack(const MapReader& m, const Stack* base) {
   m.reject_unknown(kStackKeys);
   const Stack d = base != nullptr ? *base : file_defaults();

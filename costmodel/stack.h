@@ -48,7 +48,8 @@ struct Stack {
   std::string name = "megatron-core";
   AttentionKernel attention = AttentionKernel::cudnn;
   TpOverlap tp_overlap = TpOverlap::userbuffers;
-  /// PP send/recv overlapped with compute except the pipeline's fill and drain.
+  /// PP send/recv overlapped with compute in the interleaved schedule: only what the schedule
+  /// cannot hide is exposed (interleaved_p2p_exposed_s).
   bool pp_overlap = true;
   /// Every PP send and receive is its own blocking call (DeepSpeed's pipeline engine), rather
   /// than a stage's send batched with its receive (Megatron): four transfers a micro-batch on a
