@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,15 @@ double narayanan_flops(const Model& model) {
   return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h));
 }
 
+/// GPT-NeoX's own logged FLOPs per step (megatron/logging.py `get_flops`, unchanged from
+/// EleutherAI/gpt-neox@d8a19580 (2021-05) to 29080c3a (2024-12)): per token 6 x the model's
+/// parameters + 60·s·h·l, no recomputation factor; the figure GPT-NeoX-20B's paper reports.
+double gpt_neox_logged_flops(const Model& model) {
+  const double tokens = static_cast<double>(model.training.global_batch) * model.seq_len;
+  const double attention = 60.0 * model.seq_len * model.hidden * model.layers;
+  return tokens * (6.0 * count_parameters(model).total + attention);
+}
+
 /// The measured step time in seconds, whatever the source published.
 double measured_step_s(const Row& row) {
   const double gpus = row.cluster.gpus();
@@ -160,9 +170,13 @@ double measured_step_s(const Row& row) {
   if (row.measure == "tokens_per_s_per_gpu") return tokens / (row.measured * gpus);
   if (row.measure == "narayanan_tflops_per_gpu")
     return narayanan_flops(m) / (gpus * row.measured * 1e12);
+  if (row.measure == "gpt_neox_tflops_per_gpu")
+    return gpt_neox_logged_flops(m) / (gpus * row.measured * 1e12);
   const double model_flops =
       step_flops(m, static_cast<double>(m.training.global_batch), Recompute::none).model;
   if (row.measure == "model_tflops_per_gpu") return model_flops / (gpus * row.measured * 1e12);
+  if (row.measure != "mfu")
+    throw std::runtime_error(row.id + ": unknown measured key " + row.measure);
   return model_flops / (gpus * row.cluster.gpu.peak_tflops(m.training.dtype) * 1e12 * row.measured);
 }
 
