@@ -163,6 +163,20 @@ std::string pp_why(const PlanResult& plan, const Stack& stack) {
          "network";
 }
 
+/// Why bucketed DP costs what it does: hidden behind backward where the stack overlaps the
+/// reduction, else once after the last micro-batch, all of it exposed.
+std::string dp_why(const ParallelConfig& c, const Stack& stack) {
+  const std::string group =
+      c.cp > 1 ? "gradients once per step over DP x CP (CP ranks hold the same weights)"
+               : "gradients once per step";
+  if (stack.dp_overlap_grad_reduce) {
+    return group + ", overlapped with backward; only the part backward cannot hide counts";
+  }
+  return group +
+         ", after the last micro-batch's backward: this stack does not overlap the "
+         "reduction, so all of it is exposed";
+}
+
 std::string communication(const PlanResult& plan, const Stack& stack) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
@@ -178,12 +192,7 @@ std::string communication(const PlanResult& plan, const Stack& stack) {
                        : "every layer waits for it, forward and backward; consecutive ranks "
                          "keep the group inside the fastest domain");
   out += dimension("PP", pp_collective_name(c), e.pp, step, pp_why(plan, stack).c_str());
-  out += dimension("DP", dp_collective_name(c), e.dp, step,
-                   c.cp > 1 ? "gradients once per step over DP x CP (CP ranks hold the same "
-                              "weights), overlapped with backward; only the part backward cannot "
-                              "hide counts"
-                            : "gradients once per step, overlapped with backward; only the part "
-                              "backward cannot hide counts");
+  out += dimension("DP", dp_collective_name(c), e.dp, step, dp_why(c, stack).c_str());
   if (c.cp > 1) {
     out += dimension(
         "CP", cp_collective_name(plan), e.cp, step,

@@ -210,3 +210,19 @@ TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where 
   CHECK(zero0.err.find("--dp-shard 8 with --zero 0: stack fsdp shards hybrid only") !=
         std::string::npos);
 }
+
+TEST_CASE("--explain says whether the stack overlaps the DP reduction", "[cli_stack]") {
+  // 64 GPUs, TP 8 PP 2 DP 4: the DP group crosses servers either way.
+  const std::string pinned = kSmall + " --tp 8 --pp 2 --dp 4 --zero 1 --explain";
+  const Run overlapped = trident(pinned + " --stack megatron-core");
+  REQUIRE(overlapped.code == 0);
+  CHECK(overlapped.out.find("why: gradients once per step, overlapped with backward") !=
+        std::string::npos);
+  // DeepSpeed's pipeline engine reduces once after the last micro-batch (runtime/pipe/engine.py
+  // _exec_reduce_grads): nothing of it hides behind backward.
+  const Run apart = trident(pinned + " --stack deepspeed-megatron --sequence-parallel off");
+  REQUIRE(apart.code == 0);
+  CHECK(apart.out.find("this stack does not overlap the reduction, so all of it is exposed") !=
+        std::string::npos);
+  CHECK(apart.out.find("overlapped with backward") == std::string::npos);
+}
