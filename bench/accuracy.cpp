@@ -32,7 +32,7 @@ namespace {
 using namespace trident;
 
 struct Row {
-  std::string id, stack, half, precision;
+  std::string id, stack, family, half, precision;
   Cluster cluster;
   Model model;
   SearchOptions options;
@@ -74,6 +74,8 @@ Cluster cluster_of(const YAML::Node& row, int gpus) {
   if (row["nics_per_server"]) cluster.network.nics_per_server = row["nics_per_server"].as<int>();
   if (row["nic_gbits"]) cluster.network.nic_gbits = row["nic_gbits"].as<double>();
   if (row["links_per_gpu"]) cluster.nvlink.links_per_gpu = row["links_per_gpu"].as<int>();
+  // Part of one server (4 of a DGX's 8 GPUs), as `--gpus-per-server 4` would say it.
+  if (row["gpus_per_server"]) cluster.gpus_per_server = row["gpus_per_server"].as<int>();
   cluster.servers = gpus / cluster.gpus_per_server;
   // As `trident plan --cluster NAME --gpus N` would: refuse what the CLI refuses.
   check_cluster(cluster, fmt::format("{} GPUs of {}", gpus, cluster.name));
@@ -120,6 +122,14 @@ Stack stack_of(const std::string& name, const std::string& data_dir) {
   return stack_preset(name);
 }
 
+/// The preset a row's stack belongs to: the preset itself, or the `base:` of a stack file (a
+/// variant that says only what its release ran differently), else the file's own name.
+std::string family_of(const std::string& name, const std::string& data_dir) {
+  if (name.find('/') == std::string::npos) return name;
+  const YAML::Node file = YAML::LoadFile(data_dir + "/" + name);
+  return file["base"] ? file["base"].as<std::string>() : name;
+}
+
 std::vector<Row> load_rows(const std::string& path) {
   const std::string dir = path.substr(0, path.find_last_of('/'));
   std::vector<Row> rows;
@@ -127,6 +137,7 @@ std::vector<Row> load_rows(const std::string& path) {
     Row row;
     row.id = node["id"].as<std::string>();
     row.stack = node["stack"].as<std::string>();
+    row.family = family_of(row.stack, dir);
     row.half = node["half"].as<std::string>();
     row.precision = node["precision"].as<std::string>();
     const int gpus = node["gpus"].as<int>();
@@ -293,7 +304,7 @@ int main(int argc, char** argv) {
       "run", "stack", "half", "tp", "pp", "dp", "mb", "vp", "recompute", "z", "sp", "cp", "ep",
       "measured", "predicted", "err%");
   Stats all;
-  std::map<std::string, Stats> by_half, by_stack;
+  std::map<std::string, Stats> by_half, by_stack, by_family;
   int failed = 0;
   for (const Row& row : rows) {
     try {
@@ -312,6 +323,7 @@ int main(int argc, char** argv) {
       all.add(error);
       by_half[row.half].add(error);
       by_stack[row.stack].add(error);
+      by_family[row.family].add(error);
       fmt::print(
           "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} {:>2} {:>2} | "
           "{:>8.2f}s {:>8.2f}s {:>+7.1f}\n",
@@ -326,6 +338,8 @@ int main(int argc, char** argv) {
   fmt::print("\nall        {}\n", all.text());
   for (const auto& [half, stats] : by_half) fmt::print("{:<10} {}\n", half, stats.text());
   for (const auto& [stack, stats] : by_stack) fmt::print("{:<22} {}\n", stack, stats.text());
+  fmt::print("per preset, its stack files (base:) included\n");
+  for (const auto& [family, stats] : by_family) fmt::print("{:<22} {}\n", family, stats.text());
   if (failed > 0) fmt::print("{} run(s) could not be planned\n", failed);
   const int not_fitting = memory_check(memory_rows);
   fmt::print("published runs predicted not to fit: {} (step-time rows) + {} (memory rows)\n",

@@ -95,7 +95,8 @@ by_id = {r['id']: r for r in research['runs']}
 by_id.update({r['id']: r for r in precision_rows})
 NEMO_2407 = [r['id'] for r in precision_rows if r['id'].startswith('nemo2407-')]
 DGXC_2504_L31 = [r['id'] for r in precision_rows if r['id'].startswith(('dgxc2504-l31-', 'dgxc2507-'))]
-wanted += [r['id'] for r in precision_rows if r['id'] not in NEMO_2407 + DGXC_2504_L31]
+wanted += [r['id'] for r in precision_rows
+           if r['id'] not in NEMO_2407 + DGXC_2504_L31 and not r['id'].startswith('nemo2403-')]
 wanted += [  # appended last: the earlier rows keep their halves
     # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
     'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
@@ -107,6 +108,9 @@ wanted += [  # appended last: the earlier rows keep their halves
 wanted += NEMO_2407
 # dgxc-benchmarking v25.04.01's Llama 3.1 splits that differ from 24.11's, and v25.07's GB200 example (added 2026-12-02, last).
 wanted += DGXC_2504_L31
+# NeMo 24.03.01's long-sequence table, Llama 2 7B FP8 from 4K to 1M tokens, CP up to 32 (added 2026-12-02, last).
+NEMO_2403_LONG = [r['id'] for r in precision_rows if r['id'].startswith('nemo2403-')]
+wanted += NEMO_2403_LONG
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
@@ -134,6 +138,15 @@ for rid in wanted:
     if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
     if rid.startswith('bloom'):  # Jean Zay: 4 Omni-Path links of 100 Gb/s per node (tr11 README)
         row['nics_per_server'] = 4; row['nic_gbits'] = 100
+    # NeMo-Framework-Launcher 24.01-24.07 runs every job with NVTE_FUSED_ATTN=0 (flash-attn 2):
+    # the NeMo 24.07 table's rows, under the stack their conf's userbuffers setting picks.
+    if rid.startswith('nemo2407-'):
+        row['stack'] = {'megatron-core': 'stacks/nemo-launcher-2407.yaml',
+                        'megatron-core-perf': 'stacks/nemo-launcher-2407-perf.yaml'}[row['stack']]
+    if rid.startswith('dgxc2411-gpt3-'):  # nemo_megatron/launch.sh: NVTE_FUSED_ATTN=0
+        row['stack'] = 'stacks/dgxc-2411-fa2-perf.yaml'
+    if rid.startswith('nemo2403-') and r['gpus'] < 8:  # half a DGX-H100, as --gpus-per-server 4
+        row['gpus_per_server'] = r['gpus']
     if rid.startswith('mtnlg'):  # Selene: 8 x 200 Gb/s HDR per DGX A100 (the dgx-a100 preset)
         pass
     meas = r['measured']
