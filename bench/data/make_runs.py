@@ -95,8 +95,9 @@ by_id = {r['id']: r for r in research['runs']}
 by_id.update({r['id']: r for r in precision_rows})
 NEMO_2407 = [r['id'] for r in precision_rows if r['id'].startswith('nemo2407-')]
 DGXC_2504_L31 = [r['id'] for r in precision_rows if r['id'].startswith(('dgxc2504-l31-', 'dgxc2507-'))]
+DGXC_2505_GB200 = [r['id'] for r in precision_rows if r['id'].startswith('dgxc2505-')]
 wanted += [r['id'] for r in precision_rows
-           if r['id'] not in NEMO_2407 + DGXC_2504_L31 and not r['id'].startswith('nemo2403-')]
+           if r['id'] not in NEMO_2407 + DGXC_2504_L31 + DGXC_2505_GB200 and not r['id'].startswith('nemo2403-')]
 wanted += [  # appended last: the earlier rows keep their halves
     # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
     'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
@@ -111,6 +112,8 @@ wanted += DGXC_2504_L31
 # NeMo 24.03.01's long-sequence table, Llama 2 7B FP8 from 4K to 1M tokens, CP up to 32 (added 2026-12-02, last).
 NEMO_2403_LONG = [r['id'] for r in precision_rows if r['id'].startswith('nemo2403-')]
 wanted += NEMO_2403_LONG
+# dgxc-benchmarking v25.05.05's GB200 Llama 3.1 405B table, BF16 256/512 and FP8 128-512 (added 2026-12-02, last).
+wanted += DGXC_2505_GB200
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
