@@ -157,18 +157,20 @@ struct CoreTime {
 /// FLOPs (5 GEMMs against 2, Dao 2023). Without a published share: the GEMM tile model.
 /// Unfused (2021): the batched GEMMs plus the memory-bound softmax and dropout.
 CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
-                             const Model& model, const ParallelConfig& config, bool fused,
-                             const Calibration* calibration) {
+                             const Model& model, const ParallelConfig& config,
+                             const ComputeFeatures& features, const Calibration* calibration) {
   AttentionGemms core = attention_gemms(model, config.micro_batch, config.tp);
   CoreTime time;
-  if (fused) {
+  if (features.fused_attention) {
     core.scores.batch *= 0.5;
     core.context.batch *= 0.5;
-    if (profile.flash_forward_share > 0.0 && profile.flash_backward_share > 0.0) {
+    const AttentionShares shares =
+        attention_shares(profile, features.flash2, model.seq_len, features.cp);
+    if (shares.forward > 0.0 && shares.backward > 0.0) {
       const double flops = core.scores.flops() + core.context.flops();
       const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.sustained_ratio;
-      time.forward_s = flops / (rate * profile.flash_forward_share);
-      time.backward_s = 2.5 * flops / (rate * profile.flash_backward_share);
+      time.forward_s = flops / (rate * shares.forward);
+      time.backward_s = 2.5 * flops / (rate * shares.backward);
       return time;
     }
     time.forward_s = gemm_time_s(gpu, dtype, profile, core.scores, calibration) +
@@ -205,19 +207,8 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
     time.gemm_forward_s += time.gemm_fprop_s[i];
     linear_backward_s += time.gemm_dgrad_s[i] + time.gemm_wgrad_s[i];
   }
-  KernelProfile attention_profile = profile;
-  if (features.flash2) {
-    // FlashAttention-2 on a GPU where it is slower than the fused kernel (Hopper); a share the
-    // GPU file leaves out stays the fused kernel's.
-    if (profile.flash2_forward_share > 0.0) {
-      attention_profile.flash_forward_share = profile.flash2_forward_share;
-    }
-    if (profile.flash2_backward_share > 0.0) {
-      attention_profile.flash_backward_share = profile.flash2_backward_share;
-    }
-  }
-  const CoreTime core = attention_core_time(gpu, precision.attention, attention_profile, model,
-                                            config, features.fused_attention, calibration);
+  const CoreTime core =
+      attention_core_time(gpu, precision.attention, profile, model, config, features, calibration);
   time.attention_forward_s = core.forward_s;
   time.attention_backward_s = core.backward_s;
   const double fwd_bytes =

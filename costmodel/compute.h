@@ -73,6 +73,9 @@ struct ComputeFeatures {
   bool fp8_saves_fp8_inputs = true;  ///< FP8: inputs kept as their FP8 copy (TE), not recast
   /// The fused kernel is FlashAttention-2 (stack attention `flash`), not cuDNN's (`cudnn`).
   bool flash2 = false;
+  /// Context-parallel ranks of the split (the layer is priced on its local sequence): with
+  /// CP > 1 most of the attention runs as full, unmasked blocks (kernels.h attention_shares).
+  int cp = 1;
 };
 
 /// One micro-batch through one transformer layer on one GPU (after the TP split).

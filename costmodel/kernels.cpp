@@ -14,7 +14,69 @@ KernelProfile kernel_profile(const Gpu& gpu) {
           gpu.attention_forward_efficiency,
           gpu.attention_backward_efficiency,
           gpu.flash2_forward_efficiency,
-          gpu.flash2_backward_efficiency};
+          gpu.flash2_backward_efficiency,
+          &gpu.attention_causal,
+          &gpu.attention_full,
+          &gpu.flash2_causal,
+          &gpu.flash2_full};
+}
+
+AttentionShares curve_shares(const AttentionCurve& curve, double seq) {
+  if (curve.empty()) return {};
+  const auto& first = curve.points[0];
+  const auto& last = curve.points[curve.size - 1];
+  if (seq <= first.seq) return {first.forward, first.backward};
+  if (seq >= last.seq) return {last.forward, last.backward};
+  std::size_t hi = 1;
+  while (curve.points[hi].seq < seq) ++hi;
+  const auto& a = curve.points[hi - 1];
+  const auto& b = curve.points[hi];
+  const double t = std::log2(seq / a.seq) / std::log2(b.seq / a.seq);
+  return {a.forward + t * (b.forward - a.forward), a.backward + t * (b.backward - a.backward)};
+}
+
+namespace {
+
+/// Time-weighted blend of two kernels doing `causal_share` and 1 - causal_share of the work.
+double blend(double causal_share, double causal, double full) {
+  return 1.0 / (causal_share / causal + (1.0 - causal_share) / full);
+}
+
+}  // namespace
+
+namespace {
+
+const AttentionCurve kNoCurve{};
+
+const AttentionCurve& curve_or_none(const AttentionCurve* curve) {
+  return curve != nullptr ? *curve : kNoCurve;
+}
+
+}  // namespace
+
+AttentionShares attention_shares(const KernelProfile& profile, bool flash2, double local_seq,
+                                 int cp) {
+  const bool own_flash2 = flash2 && !curve_or_none(profile.flash2_causal).empty();
+  const AttentionCurve& causal_curve =
+      curve_or_none(own_flash2 ? profile.flash2_causal : profile.flash_causal);
+  const AttentionCurve& full_curve =
+      curve_or_none(own_flash2 ? profile.flash2_full : profile.flash_full);
+  const bool flash2_scalars =
+      flash2 && (profile.flash2_forward_share > 0.0 || profile.flash2_backward_share > 0.0);
+  if (causal_curve.empty() || (flash2 && !own_flash2 && flash2_scalars)) {
+    // No curve for this kernel: its scalar shares; a FlashAttention-2 share the GPU leaves
+    // out stays the fused kernel's.
+    return {flash2 && profile.flash2_forward_share > 0.0 ? profile.flash2_forward_share
+                                                         : profile.flash_forward_share,
+            flash2 && profile.flash2_backward_share > 0.0 ? profile.flash2_backward_share
+                                                          : profile.flash_backward_share};
+  }
+  const AttentionShares causal = curve_shares(causal_curve, local_seq);
+  if (cp <= 1) return causal;
+  const AttentionShares full = full_curve.empty() ? causal : curve_shares(full_curve, local_seq);
+  const double diagonal = 1.0 / (2.0 * cp);  // one half-chunk unit of 2·cp on the diagonal
+  return {blend(diagonal, causal.forward, full.forward),
+          blend(diagonal, causal.backward, full.backward)};
 }
 
 double wave_efficiency(double tiles, int sm_count) {

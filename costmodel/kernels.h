@@ -20,7 +20,34 @@ struct KernelProfile {
   /// FlashAttention-2's shares where they differ (Hopper); 0 = the fused shares above.
   double flash2_forward_share = 0.0;
   double flash2_backward_share = 0.0;
+  /// The same kernels measured across sequence lengths, with and without the causal mask
+  /// (topology/gpu.h AttentionCurve): views of the GPU's curves (a profile lives no longer than
+  /// the GPU it was made from; no copy in the hot path); null or empty = the scalar shares
+  /// above at every length.
+  const AttentionCurve* flash_causal = nullptr;
+  const AttentionCurve* flash_full = nullptr;
+  const AttentionCurve* flash2_causal = nullptr;
+  const AttentionCurve* flash2_full = nullptr;
 };
+
+/// Fused attention's forward and backward share of dense peak for one layer's call.
+struct AttentionShares {
+  double forward = 0.0;
+  double backward = 0.0;
+};
+
+/// The curve at sequence length `seq`: linear in log2(seq) between measured points, the end
+/// points' values beyond them. {0, 0} for an empty curve.
+[[nodiscard]] AttentionShares curve_shares(const AttentionCurve& curve, double seq);
+
+/// Shares of the fused kernel (`flash2`: FlashAttention-2's) for a causal layer whose local
+/// sequence is `local_seq` tokens split over `cp` context-parallel ranks. Without CP every
+/// block up to the diagonal runs under the causal mask. With CP, Transformer Engine's
+/// load-balanced ring gives each rank 2·cp half-chunk units of work of which one is on the
+/// diagonal (causal) and the rest full blocks (docs/cost_model.md#attention-curves): the two
+/// curves blend by time. Without curves: the scalar shares.
+[[nodiscard]] AttentionShares attention_shares(const KernelProfile& profile, bool flash2,
+                                               double local_seq, int cp);
 
 /// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,
 /// attention_forward_efficiency and attention_backward_efficiency (configs/gpus/*.yaml, each

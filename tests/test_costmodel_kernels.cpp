@@ -1,6 +1,7 @@
 // Kernel profile per GPU type, wave quantisation, the k-fill per SM rate, the TP overlap with
 // Transformer Engine's methods, and the dtype check.
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
@@ -160,4 +161,63 @@ TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hoppe
   gpu.flash2_forward_efficiency = 0.0;
   gpu.flash2_backward_efficiency = 0.0;
   CHECK(layer_time(gpu, model, config, flash2).forward_s == Approx(a.forward_s));
+}
+
+TEST_CASE("attention across sequence lengths: the measured curve, and CP's full blocks",
+          "[kernels]") {
+  AttentionCurve causal;
+  causal.points[0] = {1024.0, 0.4, 0.3};
+  causal.points[1] = {4096.0, 0.6, 0.5};
+  causal.size = 2;
+  // Linear in log2(seq): 2048 is half way from 1024 to 4096, so (0.4 + 0.6) / 2 = 0.5 forward,
+  // (0.3 + 0.5) / 2 = 0.4 backward; beyond the ends the end points.
+  CHECK(curve_shares(causal, 2048.0).forward == Approx(0.5));
+  CHECK(curve_shares(causal, 2048.0).backward == Approx(0.4));
+  CHECK(curve_shares(causal, 512.0).forward == Approx(0.4));
+  CHECK(curve_shares(causal, 65536.0).backward == Approx(0.5));
+  CHECK(curve_shares(AttentionCurve{}, 4096.0).forward == 0.0);
+
+  KernelProfile profile;
+  profile.flash_forward_share = 0.9;  // the scalars give way to the curve
+  profile.flash_backward_share = 0.9;
+  profile.flash_causal = &causal;
+  CHECK(attention_shares(profile, false, 4096.0, 1).forward == Approx(0.6));
+  // Without a full curve CP's full blocks take the causal one: no change with CP.
+  CHECK(attention_shares(profile, false, 4096.0, 4).forward == Approx(0.6));
+  // A full curve 0.8 / 0.7 at 4096 and CP 2: one half-chunk unit of 2·cp = 4 is on the
+  // diagonal, so time = 1/4 / 0.6 + 3/4 / 0.8 = 0.41667 + 0.9375 = 1.35417 per unit work:
+  // share 1 / 1.35417 = 0.73846; backward 1/4 / 0.5 + 3/4 / 0.7 = 1.57143: 0.63636.
+  AttentionCurve full;
+  full.points[0] = {4096.0, 0.8, 0.7};
+  full.size = 1;
+  profile.flash_full = &full;
+  CHECK(attention_shares(profile, false, 4096.0, 2).forward == Approx(0.73846).epsilon(1e-4));
+  CHECK(attention_shares(profile, false, 4096.0, 2).backward == Approx(0.63636).epsilon(1e-4));
+  // FlashAttention-2 asked for on a GPU with FA2 scalars but no FA2 curve: its scalars.
+  profile.flash2_forward_share = 0.25;
+  profile.flash2_backward_share = 0.2;
+  CHECK(attention_shares(profile, true, 4096.0, 1).forward == Approx(0.25));
+  // ... and with neither: the fused kernel's curve.
+  profile.flash2_forward_share = 0.0;
+  profile.flash2_backward_share = 0.0;
+  CHECK(attention_shares(profile, true, 4096.0, 1).forward == Approx(0.6));
+
+  // H100 (FlashAttention-3 paper Fig. 5): cuDNN forward with the causal mask 518 TFLOP/s at 4k
+  // and 529 at 8k; at 5793 (half way in log2) (518 + 529) / 2 = 523.5 of 989.
+  const KernelProfile h100 = kernel_profile(gpu_preset("h100-sxm-80g"));
+  CHECK(attention_shares(h100, false, 4096.0, 1).forward == Approx(518.0 / 989.0).epsilon(2e-4));
+  CHECK(attention_shares(h100, false, 4096.0 * std::sqrt(2.0), 1).forward ==
+        Approx(523.5 / 989.0).epsilon(2e-4));
+  // The layer: attention time at the curve's share, against the scalar 609 it replaces.
+  Gpu gpu = test::round_gpu();
+  gpu.attention_forward_efficiency = 0.5;
+  gpu.attention_backward_efficiency = 0.4;
+  const Model model = test::small_model();  // seq 32: below the curve's first point
+  const ParallelConfig config = test::small_config();
+  const LayerTime scalar = layer_time(gpu, model, config, ComputeFeatures{});
+  gpu.attention_causal = causal;
+  const LayerTime curved = layer_time(gpu, model, config, ComputeFeatures{});
+  // 65,536 causal FLOPs at 0.4 x 100 TFLOP/s (the first point) instead of 0.5 x 100.
+  CHECK(curved.attention_forward_s == Approx(65536.0 / 40e12));
+  CHECK(curved.attention_forward_s == Approx(scalar.attention_forward_s * 0.5 / 0.4));
 }

@@ -191,6 +191,52 @@ network:
         "NVLink domains, got 0");
 }
 
+TEST_CASE("a GPU's attention curves: points, order and ranges", "[loaders]") {
+  // Line 1 is "name: c"; the curve's points are lines 8-9.
+  const std::string base = R"(name: c
+gpu:
+  name: toy
+  peak_tflops: {bf16: 100}
+  memory_gib: 16
+  memory_gbps: 900
+  attention_causal_curve:
+    - [1024, 0.4, 0.3]
+    - [4096, 0.6, 0.5]
+servers: 1
+gpus_per_server: 8
+nvlink: {domain_gpus: 8, kind: switch, links_per_gpu: 18, gbps_per_link: 25}
+network: {nics_per_server: 8, nic_gbits: 400}
+)";
+  const Cluster c = load_cluster(base, "c.yaml");
+  REQUIRE(c.gpu.attention_causal.size == 2);
+  CHECK(c.gpu.attention_causal.points[1].seq == 4096.0);
+  CHECK(c.gpu.attention_causal.points[1].backward == 0.5);
+  CHECK(c.gpu.attention_full.empty());
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = base;
+    return cluster_error(text.replace(text.find(from), from.size(), to));
+  };
+  CHECK(with("[4096, 0.6, 0.5]", "[1024, 0.6, 0.5]") ==
+        "c.yaml:9: gpu.attention_causal_curve[1][0]: expected a sequence length above the "
+        "previous point's (1024)");
+  CHECK(with("[4096, 0.6, 0.5]", "[4096, 1.6, 0.5]") ==
+        "c.yaml:9: gpu.attention_causal_curve[1][1]: expected a number in (0, 1], got '1.6'");
+  CHECK(with("[4096, 0.6, 0.5]", "[4096, 0.6]") ==
+        "c.yaml:9: gpu.attention_causal_curve[1]: expected [sequence length, forward share, "
+        "backward share], got a list");
+  CHECK(with("[1024, 0.4, 0.3]", "[0.5, 0.4, 0.3]") ==
+        "c.yaml:8: gpu.attention_causal_curve[0][0]: expected a number >= 1, got '0.5'");
+  CHECK(with("attention_causal_curve:", "attention_causal_curves:") ==
+        "c.yaml:7: gpu.attention_causal_curves: unknown key (did you mean "
+        "'attention_causal_curve'?)");
+  std::string scalar = base;
+  const std::string points = "\n    - [1024, 0.4, 0.3]\n    - [4096, 0.6, 0.5]";
+  scalar.replace(scalar.find(points), points.size(), " 0.5");
+  CHECK(cluster_error(scalar) ==
+        "c.yaml:7: gpu.attention_causal_curve: expected a list of [sequence length, forward share, "
+        "backward share], got '0.5'");
+}
+
 TEST_CASE("JSON loads too", "[loaders]") {
   const std::string json =
       R"({"name": "j", "layers": 2, "hidden": 64, "heads": 8, "vocab": 1000, "seq_len": 128,

@@ -158,3 +158,18 @@ TEST_CASE("PCIe-only server and domains smaller than a server", "[topology]") {
   CHECK(cross.domains == 2);
   CHECK(cross.inter_gbps == 50.0);
 }
+
+TEST_CASE("a GPU built in code: its attention curves are checked like a file's", "[topology]") {
+  Gpu gpu = gpu_preset("h100-sxm-80g");
+  CHECK_FALSE(find_gpu_problem(gpu).has_value());  // the preset's four curves are valid
+  gpu.flash2_full.points[1].forward = 0.0;         // a share of 0 would make time infinite
+  auto problem = find_gpu_problem(gpu);
+  REQUIRE(problem.has_value());
+  CHECK(problem->key == "flash2_full_curve");
+  CHECK(problem->message == "point 1: expected shares in [1e-06, 1], got 0");
+  gpu = gpu_preset("h100-sxm-80g");
+  gpu.attention_causal.points[2].seq = 1024.0;  // not above the previous point's 1024
+  problem = find_gpu_problem(gpu);
+  REQUIRE(problem.has_value());
+  CHECK(problem->key == "attention_causal_curve");
+}

@@ -1,5 +1,7 @@
 #include "topology/cluster_loader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <map>
@@ -30,7 +32,11 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "attention_forward_efficiency",
                                            "attention_backward_efficiency",
                                            "flash2_forward_efficiency",
-                                           "flash2_backward_efficiency"};
+                                           "flash2_backward_efficiency",
+                                           "attention_causal_curve",
+                                           "attention_full_curve",
+                                           "flash2_causal_curve",
+                                           "flash2_full_curve"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
 const std::vector<std::string> kClusterKeys = {
     "name", "stack", "gpu", "servers", "gpus_per_server", "nvlink", "network", "pcie"};
@@ -46,6 +52,42 @@ int to_int32(const MapReader& m, std::string_view key, Range range) {
   const long long value = m.required_int(key, range);
   if (value > INT_MAX) m.fail(key, "expected at most " + std::to_string(INT_MAX));
   return static_cast<int>(value);
+}
+
+/// `key: [[seq, forward, backward], ...]`, lengths strictly increasing, shares in (0, 1];
+/// absent: the empty curve.
+AttentionCurve read_attention_curve(const MapReader& m, std::string_view key) {
+  AttentionCurve curve;
+  const YAML::Node list = m.node(key);
+  if (!list.IsDefined() || list.IsNull()) return curve;
+  if (!list.IsSequence() || list.size() == 0) {
+    m.fail(key, "expected a list of [sequence length, forward share, backward share], got " +
+                    yaml::describe_value(list));
+  }
+  if (list.size() > AttentionCurve::kMaxPoints) {
+    m.fail(key, "expected at most " + std::to_string(AttentionCurve::kMaxPoints) + " points, got " +
+                    std::to_string(list.size()));
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string item_path = m.path(key) + "[" + std::to_string(i) + "]";
+    const std::string where =
+        yaml::position(m.source(), yaml::line_of(list[i], m.line(key)), item_path);
+    if (!list[i].IsSequence() || list[i].size() != 3) {
+      throw InputError(where + ": expected [sequence length, forward share, backward share], got " +
+                       yaml::describe_value(list[i]));
+    }
+    AttentionCurve::Point& point = curve.points[i];
+    point.seq = yaml::to_double(list[i][0], Range::at_least_one, where + "[0]");
+    point.forward = yaml::to_double(list[i][1], Range::fraction, where + "[1]");
+    point.backward = yaml::to_double(list[i][2], Range::fraction, where + "[2]");
+    if (point.seq > 1e9) throw InputError(where + "[0]: expected at most 1e+09 tokens");
+    if (i > 0 && point.seq <= curve.points[i - 1].seq) {
+      throw InputError(where + "[0]: expected a sequence length above the previous point's (" +
+                       fmt::format("{:g}", curve.points[i - 1].seq) + ")");
+    }
+    curve.size = i + 1;
+  }
+  return curve;
 }
 
 Gpu read_gpu(const MapReader& m) {
@@ -74,6 +116,10 @@ Gpu read_gpu(const MapReader& m) {
       m.optional_double("flash2_forward_efficiency", 0.0, Range::non_negative);
   gpu.flash2_backward_efficiency =
       m.optional_double("flash2_backward_efficiency", 0.0, Range::non_negative);
+  gpu.attention_causal = read_attention_curve(m, "attention_causal_curve");
+  gpu.attention_full = read_attention_curve(m, "attention_full_curve");
+  gpu.flash2_causal = read_attention_curve(m, "flash2_causal_curve");
+  gpu.flash2_full = read_attention_curve(m, "flash2_full_curve");
   gpu.pcie_gbps = m.optional_double("pcie_gbps", 24.0, Range::positive);
   gpu.pcie_latency_us = m.optional_double("pcie_latency_us", 5.7, Range::non_negative);
   gpu.nvlink_latency_us = m.optional_double("nvlink_latency_us", 3.4, Range::non_negative);

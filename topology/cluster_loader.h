@@ -14,7 +14,9 @@ namespace trident {
 /// (24: PCIe Gen4 x16 achievable), pcie_latency_us (5.7), nvlink_latency_us (3.4),
 /// network_latency_us (14; NCCL's Simple-protocol hops), sm_count (0 = unknown),
 /// sustained_clock_ratio (1), attention_forward_efficiency and attention_backward_efficiency (0 =
-/// not published), flash2_forward_efficiency and flash2_backward_efficiency (0 = as attention).
+/// not published), flash2_forward_efficiency and flash2_backward_efficiency (0 = as attention),
+/// attention_causal_curve, attention_full_curve, flash2_causal_curve, flash2_full_curve
+/// ([[seq, forward share, backward share], ...], lengths increasing; absent = the scalars).
 [[nodiscard]] Gpu load_gpu(const std::string& text, const std::string& source);
 
 /// A cluster file (configs/clusters/*.yaml). `gpu` is a preset name or an inline GPU mapping.

@@ -83,6 +83,29 @@ std::optional<Problem> bounds_problem(const Gpu& gpu) {
   return std::nullopt;
 }
 
+/// A measured attention curve: lengths >= 1 and increasing, shares in [kMinEfficiency, 1].
+std::optional<Problem> curve_problem(const char* key, const AttentionCurve& curve) {
+  if (curve.size > AttentionCurve::kMaxPoints) {
+    return Problem{key, fmt::format("expected at most {} points", AttentionCurve::kMaxPoints)};
+  }
+  for (std::size_t i = 0; i < curve.size; ++i) {
+    const AttentionCurve::Point& point = curve.points[i];
+    const double previous = i > 0 ? curve.points[i - 1].seq : 0.0;
+    if (!(point.seq >= 1.0 && point.seq <= 1e9 && point.seq > previous)) {
+      return Problem{key, fmt::format("point {}: expected a sequence length in [1, 1e+09] above "
+                                      "the previous point's, got {:g}",
+                                      i, point.seq)};
+    }
+    for (const double share : {point.forward, point.backward}) {
+      if (!(share >= kMinEfficiency && share <= 1.0)) {
+        return Problem{key, fmt::format("point {}: expected shares in [{}, 1], got {:g}", i,
+                                        kMinEfficiency, share)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
@@ -116,6 +139,13 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
       return Problem{key, fmt::format("expected 0 (the default) or a number in [{}, 1], got {}",
                                       kMinEfficiency, value)};
     }
+  }
+  for (const auto& [key, curve] : {std::pair<const char*, const AttentionCurve*>{
+                                       "attention_causal_curve", &gpu.attention_causal},
+                                   {"attention_full_curve", &gpu.attention_full},
+                                   {"flash2_causal_curve", &gpu.flash2_causal},
+                                   {"flash2_full_curve", &gpu.flash2_full}}) {
+    if (auto problem = curve_problem(key, *curve)) return problem;
   }
   if (gpu.sustained_clock_ratio < kMinEfficiency || gpu.sustained_clock_ratio > 1.0) {
     return Problem{"sustained_clock_ratio", fmt::format("expected a number in [{}, 1], got {}",

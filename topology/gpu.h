@@ -1,5 +1,6 @@
 #pragma once
 /// One GPU type: what a GPU preset (configs/gpus/*.yaml) describes.
+#include <array>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,22 @@ inline constexpr double kMaxHardwareRate = 1e12;
 inline constexpr double kMaxLatencyUs = 1e6;
 /// Smallest efficiency or clock ratio a GPU may have (1e-6): 1e-300 made step times NaN.
 inline constexpr double kMinEfficiency = 1e-6;
+
+/// A fused attention kernel measured across sequence lengths: its forward and backward share
+/// of dense peak (boost clock) at each length, lengths increasing. Fixed capacity, no heap: a
+/// GPU is copied into every estimate.
+struct AttentionCurve {
+  struct Point {
+    double seq = 0.0;       ///< query and key length of the call, tokens
+    double forward = 0.0;   ///< share of dense peak
+    double backward = 0.0;  ///< share of dense peak (FLOPs counted as 2.5x the forward's)
+  };
+  static constexpr std::size_t kMaxPoints = 16;
+  std::array<Point, kMaxPoints> points{};
+  std::size_t size = 0;  ///< 0 = not measured
+
+  [[nodiscard]] bool empty() const { return size == 0; }
+};
 
 struct Gpu {
   std::string name;
@@ -45,6 +62,14 @@ struct Gpu {
   /// than cuDNN's fused attention; 0 = the same as attention_*_efficiency.
   double flash2_forward_efficiency = 0.0;
   double flash2_backward_efficiency = 0.0;
+  /// The same kernels measured across sequence lengths (docs/cost_model.md#attention-curves),
+  /// with the causal mask (every block up to the diagonal, the diagonal half-masked) and without
+  /// it (full blocks: a context-parallel ring's off-diagonal steps). Where a curve is given it
+  /// replaces the scalar share above; a full curve left out is the causal one.
+  AttentionCurve attention_causal;
+  AttentionCurve attention_full;
+  AttentionCurve flash2_causal;
+  AttentionCurve flash2_full;
   double pcie_gbps = 0.0;  ///< per GPU, one direction, GB/s (default for clusters)
   double pcie_latency_us = 2.0;
   double nvlink_latency_us = 2.0;   ///< default NVLink hop latency for clusters

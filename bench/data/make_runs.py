@@ -96,8 +96,10 @@ by_id.update({r['id']: r for r in precision_rows})
 NEMO_2407 = [r['id'] for r in precision_rows if r['id'].startswith('nemo2407-')]
 DGXC_2504_L31 = [r['id'] for r in precision_rows if r['id'].startswith(('dgxc2504-l31-', 'dgxc2507-'))]
 DGXC_2505_GB200 = [r['id'] for r in precision_rows if r['id'].startswith('dgxc2505-')]
+NEMO_2504_B200 = [r['id'] for r in precision_rows if r['id'].startswith('nemo2504-')]
 wanted += [r['id'] for r in precision_rows
-           if r['id'] not in NEMO_2407 + DGXC_2504_L31 + DGXC_2505_GB200 and not r['id'].startswith('nemo2403-')]
+           if r['id'] not in NEMO_2407 + DGXC_2504_L31 + DGXC_2505_GB200 + NEMO_2504_B200
+           and not r['id'].startswith('nemo2403-')]
 wanted += [  # appended last: the earlier rows keep their halves
     # Context parallel 2 (issue 13): NVIDIA dgxc-benchmarking 24.11 Llama 3.1 recipes.
     'dgxc2411-l31-8b-8xh100-bf16', 'dgxc2411-l31-8b-128xh100-bf16', 'dgxc2411-l31-70b-64xh100-bf16',
@@ -114,6 +116,8 @@ NEMO_2403_LONG = [r['id'] for r in precision_rows if r['id'].startswith('nemo240
 wanted += NEMO_2403_LONG
 # dgxc-benchmarking v25.05.05's GB200 Llama 3.1 405B table, BF16 256/512 and FP8 128-512 (added 2026-12-02, last).
 wanted += DGXC_2505_GB200
+# NeMo's long-sequence page, Llama 3 8B FP8 on DGX-B200 with CP (NeMo 25.04.rc2; added 2026-12-02, last).
+wanted += NEMO_2504_B200
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
@@ -129,6 +133,7 @@ for rid in wanted:
     if rid.startswith(('dgxc2411-l31', 'dgxc2504-l31')):  # Llama 3.1: RMSNorm, no biases, RoPE (HF config.json)
         row['model'].update(norm='rmsnorm', bias=False, position_embedding='rope')
     row['cluster'] = ('dgx-h100' if r['gpu'].startswith('h100') else
+                      'dgx-b200' if r['gpu'] == 'b200' else
                       'hgx-h200' if r['gpu'].startswith('h200') else
                       'gb200-nvl72' if r['gpu'] == 'gb200' else 'dgx-a100')
     if rid.startswith('dgxc-dsv3'): row['stack'] = 'megatron-core'  # no userbuffers stated
@@ -148,12 +153,12 @@ for rid in wanted:
                         'megatron-core-perf': 'stacks/nemo-launcher-2407-perf.yaml'}[row['stack']]
     if rid.startswith('dgxc2411-gpt3-'):  # nemo_megatron/launch.sh: NVTE_FUSED_ATTN=0
         row['stack'] = 'stacks/dgxc-2411-fa2-perf.yaml'
-    if rid.startswith('nemo2403-') and r['gpus'] < 8:  # half a DGX-H100, as --gpus-per-server 4
+    if rid.startswith(('nemo2403-', 'nemo2504-')) and r['gpus'] < 8:  # part of one DGX, as --gpus-per-server
         row['gpus_per_server'] = r['gpus']
     if rid.startswith('mtnlg'):  # Selene: 8 x 200 Gb/s HDR per DGX A100 (the dgx-a100 preset)
         pass
     meas = r['measured']
-    for key in ('step_time_s', 'tokens_per_s_per_gpu', 'mfu'):
+    for key in ('step_time_s', 'tokens_per_s_per_gpu', 'model_tflops_per_gpu', 'mfu'):
         if key in meas: row['measured'] = {key: meas[key]}; break
     if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:600]
     if rid == 'nemo2407-gpt3-175b-512xh100-fp8':
