@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "topology/errors.h"
@@ -24,7 +25,8 @@ KernelProfile kernel_profile(const Gpu& gpu) {
 AttentionShares curve_shares(const AttentionCurve& curve, double seq) {
   if (curve.empty()) return {};
   const auto& first = curve.points[0];
-  const auto& last = curve.points[curve.size - 1];
+  const std::size_t size = std::min(curve.size, AttentionCurve::kMaxPoints);
+  const auto& last = curve.points[size - 1];
   if (seq <= first.seq) return {first.forward, first.backward};
   if (seq >= last.seq) return {last.forward, last.backward};
   std::size_t hi = 1;
@@ -73,10 +75,14 @@ AttentionShares attention_shares(const KernelProfile& profile, bool flash2, doub
   }
   const AttentionShares causal = curve_shares(causal_curve, local_seq);
   if (cp <= 1) return causal;
-  const AttentionShares full = full_curve.empty() ? causal : curve_shares(full_curve, local_seq);
-  const double diagonal = 1.0 / (2.0 * cp);  // one half-chunk unit of 2·cp on the diagonal
-  return {blend(diagonal, causal.forward, full.forward),
-          blend(diagonal, causal.backward, full.backward)};
+  // A full block's keys are one chunk, s / (2·cp) = local_seq / 2. Standing in for a missing
+  // full curve, the causal curve is read where its mean key loop is as long: a causal call of
+  // length L runs L/2 keys per query on average, so at 2 x chunk = local_seq.
+  const AttentionShares full = full_curve.empty() ? curve_shares(causal_curve, local_seq)
+                                                  : curve_shares(full_curve, local_seq / 2.0);
+  const double causal_work = 1.0 / cp;  // the first ring step: the rank's own chunks, masked
+  return {blend(causal_work, causal.forward, full.forward),
+          blend(causal_work, causal.backward, full.backward)};
 }
 
 double wave_efficiency(double tiles, int sm_count) {

@@ -43,9 +43,11 @@ struct AttentionShares {
 /// Shares of the fused kernel (`flash2`: FlashAttention-2's) for a causal layer whose local
 /// sequence is `local_seq` tokens split over `cp` context-parallel ranks. Without CP every
 /// block up to the diagonal runs under the causal mask. With CP, Transformer Engine's
-/// load-balanced ring gives each rank 2·cp half-chunk units of work of which one is on the
-/// diagonal (causal) and the rest full blocks (docs/cost_model.md#attention-curves): the two
-/// curves blend by time. Without curves: the scalar shares.
+/// load-balanced ring (each rank holds chunks i and 2·cp−1−i of s/(2·cp) tokens) runs one
+/// causal call over the rank's local tokens, 1/cp of its work, and full blocks of a chunk's
+/// length for the rest (docs/cost_model.md#attention-curves): the two blend by time. Without
+/// curves: the scalar shares. (Ulysses all-to-all CP runs one causal call over the whole
+/// sequence instead; it is priced with the ring's blend too, flagged in the docs.)
 [[nodiscard]] AttentionShares attention_shares(const KernelProfile& profile, bool flash2,
                                                double local_seq, int cp);
 
@@ -53,6 +55,8 @@ struct AttentionShares {
 /// attention_forward_efficiency and attention_backward_efficiency (configs/gpus/*.yaml, each
 /// with its source); a GPU file without them gets the empty profile.
 [[nodiscard]] KernelProfile kernel_profile(const Gpu& gpu);
+/// A profile views its GPU's curves: never of a temporary.
+KernelProfile kernel_profile(Gpu&& gpu) = delete;
 
 /// GEMM output tile of the Hopper/Ampere cuBLAS kernels (the canonical efficient tile,
 /// NVIDIA "Matrix Multiplication Background User's Guide": 128x256 and 256x128).

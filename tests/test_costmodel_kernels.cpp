@@ -16,13 +16,16 @@ TEST_CASE("kernel profile from the GPU preset", "[kernels]") {
   Gpu gpu = test::round_gpu();
   CHECK(kernel_profile(gpu).sm_count == 0);  // a GPU file without the keys: empty profile
   CHECK(kernel_profile(gpu).sustained_ratio == 1.0);
-  const KernelProfile h100 = kernel_profile(gpu_preset("h100-sxm-80g"));
+  const Gpu h100_gpu = gpu_preset("h100-sxm-80g");
+  const KernelProfile h100 = kernel_profile(h100_gpu);
   CHECK(h100.sm_count == 132);
   CHECK(h100.sustained_ratio == Approx(0.849));  // H200 MSMF / MAMF = 702.9 / 828.0 = 0.8489
   CHECK(h100.flash_forward_share == Approx(609.0 / 989.0).epsilon(1e-4));
-  CHECK(kernel_profile(gpu_preset("gb200")).sm_count == 148);
+  const Gpu gb200 = gpu_preset("gb200");
+  CHECK(kernel_profile(gb200).sm_count == 148);
   // no A100 MSMF: the mean of H200 (0.849) and B200 (1455.7/1732.6 = 0.840) = 0.845
-  CHECK(kernel_profile(gpu_preset("a100-sxm-80g")).sustained_ratio == Approx(0.845));
+  const Gpu a100 = gpu_preset("a100-sxm-80g");
+  CHECK(kernel_profile(a100).sustained_ratio == Approx(0.845));
   // the keys are read from any GPU file, not matched by name
   const Gpu custom = load_gpu(
       "name: my-gpu\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n"
@@ -130,11 +133,13 @@ TEST_CASE("RoPE and dropout masks priced only where the model has them", "[kerne
 TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hopper)", "[kernels]") {
   // H100: cuDNN fused attention 609 / 499 TFLOP/s, FA2 368 / 310 (FlashAttention-3 paper,
   // head dim 128, seq 4k).
-  const KernelProfile h100 = kernel_profile(gpu_preset("h100-sxm-80g"));
+  const Gpu h100_gpu = gpu_preset("h100-sxm-80g");
+  const KernelProfile h100 = kernel_profile(h100_gpu);
   CHECK(h100.flash2_forward_share == Approx(368.0 / 989.0).epsilon(1e-4));
   CHECK(h100.flash2_backward_share == Approx(310.0 / 989.0).epsilon(1e-4));
   // A100: FA2 is the fused kernel the shares already describe; no separate keys.
-  CHECK(kernel_profile(gpu_preset("a100-sxm-80g")).flash2_forward_share == 0.0);
+  const Gpu a100 = gpu_preset("a100-sxm-80g");
+  CHECK(kernel_profile(a100).flash2_forward_share == 0.0);
 
   // Round GPU (100 TFLOP/s, sustained 1) with fused shares 0.5 / 0.4 and FA2 0.25 / 0.2: the
   // attention core takes exactly twice as long under FA2, forward and backward; the rest of
@@ -182,29 +187,42 @@ TEST_CASE("attention across sequence lengths: the measured curve, and CP's full 
   profile.flash_backward_share = 0.9;
   profile.flash_causal = &causal;
   CHECK(attention_shares(profile, false, 4096.0, 1).forward == Approx(0.6));
-  // Without a full curve CP's full blocks take the causal one: no change with CP.
-  CHECK(attention_shares(profile, false, 4096.0, 4).forward == Approx(0.6));
-  // A full curve 0.8 / 0.7 at 4096 and CP 2: one half-chunk unit of 2·cp = 4 is on the
-  // diagonal, so time = 1/4 / 0.6 + 3/4 / 0.8 = 0.41667 + 0.9375 = 1.35417 per unit work:
-  // share 1 / 1.35417 = 0.73846; backward 1/4 / 0.5 + 3/4 / 0.7 = 1.57143: 0.63636.
+  // Without a full curve CP's full blocks take the causal one, at their own length: a local
+  // 8192 with CP 2 reads 0.6 for both halves (8192 and 4096 are at or above the last point).
+  CHECK(attention_shares(profile, false, 8192.0, 2).forward == Approx(0.6));
+  // A full curve 0.8 / 0.7 (one point) and CP 2 on a local 4096 tokens: the rank's first ring
+  // step is one causal call over its 4096 tokens, 1/cp = 1/2 of its work, at the causal share
+  // 0.6; the other is full blocks at the full share. Time = 1/2 / 0.6 + 1/2 / 0.8 = 0.83333 +
+  // 0.625 = 1.45833 per unit work: share 1 / 1.45833 = 0.68571; backward 1/2 / 0.5 + 1/2 / 0.7
+  // = 1.71429: 0.58333. At CP 1 the same call is all of it: the causal share.
   AttentionCurve full;
   full.points[0] = {4096.0, 0.8, 0.7};
   full.size = 1;
   profile.flash_full = &full;
-  CHECK(attention_shares(profile, false, 4096.0, 2).forward == Approx(0.73846).epsilon(1e-4));
-  CHECK(attention_shares(profile, false, 4096.0, 2).backward == Approx(0.63636).epsilon(1e-4));
+  CHECK(attention_shares(profile, false, 4096.0, 2).forward == Approx(0.68571).epsilon(1e-4));
+  CHECK(attention_shares(profile, false, 4096.0, 2).backward == Approx(0.58333).epsilon(1e-4));
+  CHECK(attention_shares(profile, false, 4096.0, 1).forward == Approx(0.6));
+  // The full blocks' keys are one chunk, half the local length: CP 4 on a local 2048 reads the
+  // full curve at 1024 (its one point, 0.8) and the causal one at 2048 (0.5) for the first
+  // 1/4: 1 / (1/4 / 0.5 + 3/4 / 0.8) = 1 / 1.4375 = 0.69565. Without a full curve the causal
+  // one stands in at the local length, where its mean key loop (L/2) equals a chunk: 0.5.
+  CHECK(attention_shares(profile, false, 2048.0, 4).forward == Approx(0.69565).epsilon(1e-4));
+  profile.flash_full = nullptr;
+  CHECK(attention_shares(profile, false, 2048.0, 4).forward == Approx(0.5));
   // FlashAttention-2 asked for on a GPU with FA2 scalars but no FA2 curve: its scalars.
   profile.flash2_forward_share = 0.25;
   profile.flash2_backward_share = 0.2;
   CHECK(attention_shares(profile, true, 4096.0, 1).forward == Approx(0.25));
   // ... and with neither: the fused kernel's curve.
+  profile.flash_full = &full;
   profile.flash2_forward_share = 0.0;
   profile.flash2_backward_share = 0.0;
   CHECK(attention_shares(profile, true, 4096.0, 1).forward == Approx(0.6));
 
   // H100 (FlashAttention-3 paper Fig. 5): cuDNN forward with the causal mask 518 TFLOP/s at 4k
   // and 529 at 8k; at 5793 (half way in log2) (518 + 529) / 2 = 523.5 of 989.
-  const KernelProfile h100 = kernel_profile(gpu_preset("h100-sxm-80g"));
+  const Gpu h100_gpu = gpu_preset("h100-sxm-80g");
+  const KernelProfile h100 = kernel_profile(h100_gpu);
   CHECK(attention_shares(h100, false, 4096.0, 1).forward == Approx(518.0 / 989.0).epsilon(2e-4));
   CHECK(attention_shares(h100, false, 4096.0 * std::sqrt(2.0), 1).forward ==
         Approx(523.5 / 989.0).epsilon(2e-4));

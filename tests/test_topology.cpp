@@ -172,4 +172,10 @@ TEST_CASE("a GPU built in code: its attention curves are checked like a file's",
   problem = find_gpu_problem(gpu);
   REQUIRE(problem.has_value());
   CHECK(problem->key == "attention_causal_curve");
+  gpu = gpu_preset("h100-sxm-80g");
+  gpu.flash2_causal = AttentionCurve{};  // a full curve alone prices nothing
+  problem = find_gpu_problem(gpu);
+  REQUIRE(problem.has_value());
+  CHECK(problem->key == "flash2_full_curve");
+  CHECK(problem->message == "expected flash2_causal_curve beside it");
 }

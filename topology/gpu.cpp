@@ -147,6 +147,13 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
                                    {"flash2_full_curve", &gpu.flash2_full}}) {
     if (auto problem = curve_problem(key, *curve)) return problem;
   }
+  // A full curve prices only context parallelism's off-diagonal blocks, beside a causal one.
+  if (!gpu.attention_full.empty() && gpu.attention_causal.empty()) {
+    return Problem{"attention_full_curve", "expected attention_causal_curve beside it"};
+  }
+  if (!gpu.flash2_full.empty() && gpu.flash2_causal.empty()) {
+    return Problem{"flash2_full_curve", "expected flash2_causal_curve beside it"};
+  }
   if (gpu.sustained_clock_ratio < kMinEfficiency || gpu.sustained_clock_ratio > 1.0) {
     return Problem{"sustained_clock_ratio", fmt::format("expected a number in [{}, 1], got {}",
                                                         kMinEfficiency, gpu.sustained_clock_ratio)};
