@@ -111,6 +111,12 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
   if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
   if (pins["sequence_parallel"])
     o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";
+  // As --cp-comm would: only that context-parallel kind (the stack runs it: the data say so).
+  if (pins["cp_comm"]) {
+    const CpKind kind = pins["cp_comm"].as<std::string>() == "a2a" ? CpKind::a2a : CpKind::p2p;
+    if (!o.stack.supports(kind)) throw std::runtime_error("cp_comm pin the stack does not run");
+    o.stack.cp_kinds = 1u << static_cast<unsigned>(kind);
+  }
   return o;
 }
 

@@ -39,6 +39,7 @@ struct PlanFlags {
   std::optional<int> tp, pp, dp, micro_batch, vp, zero, cp, ep, dp_shard;
   std::string recompute;
   std::string sequence_parallel;
+  std::string cp_comm;  ///< --cp-comm p2p|a2a: the context-parallel kind, pinned
   std::string calibration_file;
   std::size_t top = 10;
   std::string format = "table";
@@ -67,6 +68,19 @@ bool parse_on_off(const std::string& text) {
   throw InputError("--sequence-parallel '" + text + "': expected on|off");
 }
 
+/// --cp-comm: keep only that context-parallel kind in the stack; one the stack does not run
+/// is an error naming the flag and the stack.
+void pin_cp_comm(const std::string& text, Stack& stack) {
+  if (text.empty()) return;
+  const CpKind kind = text == "a2a" ? CpKind::a2a : CpKind::p2p;
+  if (!stack.supports(kind)) {
+    throw InputError(fmt::format("--cp-comm {}: stack {} does not run {} context parallelism", text,
+                                 stack.name,
+                                 kind == CpKind::a2a ? "all-to-all (Ulysses)" : "ring (p2p)"));
+  }
+  stack.cp_kinds = 1u << static_cast<unsigned>(kind);
+}
+
 void add_flags(CLI::App& sub, PlanFlags& f) {
   add_cluster_flags(sub, f.cluster);
   add_model_flags(sub, f.model);
@@ -90,6 +104,10 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
       ->check(choice_check({"on", "off"}));
   sub.add_option("--cp", f.cp, "pin context parallel size (ring / all-to-all attention)")
       ->check(positive);
+  sub.add_option("--cp-comm", f.cp_comm,
+                 "pin how context parallelism runs: p2p (ring attention, Megatron-Core's "
+                 "default) or a2a (Ulysses all-to-all); default: the faster the stack runs")
+      ->check(choice_check({"p2p", "a2a"}));
   sub.add_option("--ep", f.ep, "pin expert parallel size (MoE models)")->check(positive);
   sub.add_option("--dp-shard", f.dp_shard,
                  "pin hybrid sharding (HSDP): ZeRO-3 sharded over N DP ranks, replicated "
@@ -248,6 +266,7 @@ void run(const PlanFlags& f) {
   const Model model = resolve_model(f.model);
   const ResolvedStack stack = resolve_stack(f.stack, cluster);
   options.stack = stack.stack;
+  pin_cp_comm(f.cp_comm, options.stack);
   check_options(model, options);
   ReportContext context;
   context.stack = stack.stack.name;

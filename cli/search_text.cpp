@@ -42,6 +42,8 @@ std::string no_split_text(const SplitRules& rules) {
          (rules.dp_shard > 0 ? ", --dp-shard " + std::to_string(rules.dp_shard) +
                                    " divides dp with a ZeRO stage sharded per unit"
                              : "") +
+         (rules.ulysses_only ? ", cp divides the heads and kv_heads per TP rank (all-to-all CP)"
+                             : "") +
          ")";
 }
 

@@ -165,7 +165,7 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
     core.scores.batch *= 0.5;
     core.context.batch *= 0.5;
     const AttentionShares shares =
-        attention_shares(profile, features.flash2, model.seq_len, features.cp);
+        attention_shares(profile, features.flash2, model.seq_len, features.cp, features.ulysses);
     if (shares.forward > 0.0 && shares.backward > 0.0) {
       const double flops = core.scores.flops() + core.context.flops();
       const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.sustained_ratio;

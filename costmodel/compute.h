@@ -76,6 +76,8 @@ struct ComputeFeatures {
   /// Context-parallel ranks of the split (the layer is priced on its local sequence): with
   /// CP > 1 most of the attention runs as full, unmasked blocks (kernels.h attention_shares).
   int cp = 1;
+  /// CP by all-to-all (Ulysses): one causal call over the whole sequence with heads / cp.
+  bool ulysses = false;
 };
 
 /// One micro-batch through one transformer layer on one GPU (after the TP split).

@@ -104,7 +104,7 @@ CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const Grou
 
 CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
                const LayerTime& layer, double layers, const Stack& stack,
-               const Calibration* calibration) {
+               const Calibration* calibration, double a2a_compute_s) {
   CpComm best;
   best.detail.link = link;
   if (config.cp <= 1) return best;
@@ -118,7 +118,7 @@ CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink
   }
   if (stack.supports(CpKind::a2a) && cp_a2a_possible(model, config)) {
     const CommDetail a2a = a2a_comm(model, config, link, layers, full, calibration);
-    if (!found || a2a.exposed_s < best.detail.exposed_s) {
+    if (!found || a2a.exposed_s + a2a_compute_s < best.detail.exposed_s) {
       best.kind = CpKind::a2a;
       best.detail = a2a;
     }

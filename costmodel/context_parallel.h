@@ -46,8 +46,13 @@ struct CpComm {
   CpKind kind = CpKind::p2p;
   CommDetail detail;  ///< per micro-batch: calls, total and exposed
 };
+/// The faster kind the stack runs: ring p2p or Ulysses a2a. `a2a_compute_s` is what a2a's
+/// attention adds to (or, negative, takes from) one micro-batch through the stage against the
+/// ring's: its one causal call over the whole sequence runs at another share of peak than the
+/// ring's mostly full blocks (kernels.h attention_shares).
 [[nodiscard]] CpComm cp_comm(const Model& model, const ParallelConfig& config,
                              const GroupLink& link, const LayerTime& layer, double layers,
-                             const Stack& stack, const Calibration* calibration);
+                             const Stack& stack, const Calibration* calibration,
+                             double a2a_compute_s = 0.0);
 
 }  // namespace trident

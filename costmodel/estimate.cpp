@@ -63,13 +63,13 @@ LayerTime with_cp_and_experts(LayerTime layer, const Gpu& gpu, const Model& mode
 /// MoE all-to-alls), so the slowest stage is chosen on compute and that communication alike.
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                      const Model& real, const ParallelConfig& given, const EstimateOptions& options,
-                     double layer_comm_s, const Calibration* calibration) {
+                     double layer_comm_s, bool ulysses, const Calibration* calibration) {
   const Stack& stack = options.stack;
-  const LayerTime dense =
-      layer_time(cluster.gpu, model, config,
-                 {stack.attention != AttentionKernel::unfused, stack.selective,
-                  stack.fp8_saves_fp8_inputs, stack.attention == AttentionKernel::flash, given.cp},
-                 calibration);
+  const LayerTime dense = layer_time(
+      cluster.gpu, model, config,
+      {stack.attention != AttentionKernel::unfused, stack.selective, stack.fp8_saves_fp8_inputs,
+       stack.attention == AttentionKernel::flash, given.cp, ulysses},
+      calibration);
   LayerTime layer =
       with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, calibration);
   const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
@@ -285,13 +285,27 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // The MoE all-to-alls are exposed per layer: they count when choosing the slowest stage.
   const CommDetail ep_layer =
       ep_comm(model, config, placement.ep, moe_fraction(model), calibration);
-  const StageTime stage =
-      stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s, calibration);
+  const Stack& stack = options.stack;
+  // Context parallelism: the ring prices the stage; where the stack can run Ulysses instead,
+  // its attention (one causal call over the whole sequence) is priced too and the faster of
+  // the two, communication and compute together, is kept.
+  const StageTime ring = stage_time(cluster, local, split, model, config, options,
+                                    ep_layer.exposed_s, false, calibration);
+  std::optional<StageTime> ulysses;
+  if (config.cp > 1 && stack.supports(CpKind::a2a) && cp_a2a_possible(model, config)) {
+    ulysses = stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s, true,
+                         calibration);
+  }
+  const auto compute_s = [](const StageTime& s) {
+    return s.forward_s + s.backward_s + s.recompute_s;
+  };
+  const CpComm cp = cp_comm(model, config, placement.cp, ring.cp_step, ring.layers, stack,
+                            calibration, ulysses ? compute_s(*ulysses) - compute_s(ring) : 0.0);
+  const StageTime& stage = cp.kind == CpKind::a2a && ulysses ? *ulysses : ring;
   out.time.forward_s = md * stage.forward_s;
   out.time.backward_s = md * stage.backward_s;
   out.time.recompute_s = md * stage.recompute_s;
 
-  const Stack& stack = options.stack;
   // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core still
   // overlaps the backward input-gradient all-reduce, through NCCL.
   const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel;
@@ -322,8 +336,6 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.tp.total_s *= tp_share;
   out.tp.exposed_s *= tp_share;
 
-  const CpComm cp =
-      cp_comm(model, config, placement.cp, stage.cp_step, stage.layers, stack, calibration);
   out.cp_kind = cp.kind;
   out.cp = per_step(cp.detail, md);
   out.ep = per_step(ep_layer, stage.layers * md);

@@ -57,7 +57,7 @@ const AttentionCurve& curve_or_none(const AttentionCurve* curve) {
 }  // namespace
 
 AttentionShares attention_shares(const KernelProfile& profile, bool flash2, double local_seq,
-                                 int cp) {
+                                 int cp, bool ulysses) {
   const bool own_flash2 = flash2 && !curve_or_none(profile.flash2_causal).empty();
   const AttentionCurve& causal_curve =
       curve_or_none(own_flash2 ? profile.flash2_causal : profile.flash_causal);
@@ -73,6 +73,7 @@ AttentionShares attention_shares(const KernelProfile& profile, bool flash2, doub
             flash2 && profile.flash2_backward_share > 0.0 ? profile.flash2_backward_share
                                                           : profile.flash_backward_share};
   }
+  if (ulysses && cp > 1) return curve_shares(causal_curve, local_seq * cp);
   const AttentionShares causal = curve_shares(causal_curve, local_seq);
   if (cp <= 1) return causal;
   // A full block's keys are one chunk, s / (2·cp) = local_seq / 2. Standing in for a missing

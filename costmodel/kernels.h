@@ -46,10 +46,10 @@ struct AttentionShares {
 /// load-balanced ring (each rank holds chunks i and 2·cp−1−i of s/(2·cp) tokens) runs one
 /// causal call over the rank's local tokens, 1/cp of its work, and full blocks of a chunk's
 /// length for the rest (docs/cost_model.md#attention-curves): the two blend by time. Without
-/// curves: the scalar shares. (Ulysses all-to-all CP runs one causal call over the whole
-/// sequence instead; it is priced with the ring's blend too, flagged in the docs.)
+/// curves: the scalar shares. Ulysses (all-to-all) CP instead runs one causal call over the
+/// whole sequence, cp x local_seq, with heads / cp (`ulysses`).
 [[nodiscard]] AttentionShares attention_shares(const KernelProfile& profile, bool flash2,
-                                               double local_seq, int cp);
+                                               double local_seq, int cp, bool ulysses = false);
 
 /// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,
 /// attention_forward_efficiency and attention_backward_efficiency (configs/gpus/*.yaml, each

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "costmodel/context_parallel.h"
 #include "costmodel/kernels.h"
 #include "costmodel/precision.h"
 #include "planner/layout.h"
@@ -114,13 +115,23 @@ struct Split {
   int ep = 1;
 };
 
+/// A CP size some kind the stack runs can take at this TP: ring attention always, Ulysses
+/// only where the heads divide (a stack pinned to all-to-all, --cp-comm a2a, has no ring).
+bool cp_runnable(const Model& model, const Stack& stack, int tp, int cp) {
+  if (cp <= 1 || stack.supports(CpKind::p2p)) return true;
+  ParallelConfig config;
+  config.tp = tp;
+  config.cp = cp;
+  return stack.supports(CpKind::a2a) && cp_a2a_possible(model, config);
+}
+
 std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options) {
   std::vector<Split> out;
   const long long batch = model.training.global_batch;
   const auto cps = cp_candidates(model, options);
   for (const int tp : tp_candidates(model, options)) {
     for (const int cp : cps) {
-      if (gpus % (tp * cp) != 0) continue;
+      if (gpus % (tp * cp) != 0 || !cp_runnable(model, options.stack, tp, cp)) continue;
       const int inner = tp * cp;
       // Even splits: PP divides the layers. With uneven stages any PP up to the layers that
       // divides the GPUs left by TP and CP.
@@ -379,7 +390,9 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
                         .uneven_stages = options.stack.uneven_stages,
                         .global_batch = model.training.global_batch,
                         .moe = model.is_moe(),
-                        .dp_shard = options.dp_shard.value_or(0)});
+                        .dp_shard = options.dp_shard.value_or(0),
+                        .ulysses_only = !options.stack.supports(CpKind::p2p) &&
+                                        options.stack.supports(CpKind::a2a)});
   }
   return result;
 }

@@ -102,6 +102,8 @@ struct SplitRules {
   long long global_batch = 0;
   bool moe = false;  ///< ep divides the experts and tp x cp x dp
   int dp_shard = 0;  ///< the pinned HSDP shard size (divides dp, below it, ZeRO-3); 0 = none
+  /// Context parallelism by all-to-all only (--cp-comm a2a): cp divides the heads per TP rank.
+  bool ulysses_only = false;
 };
 
 /// Thrown by search() when the pins together leave no configuration; the CLI says the rules

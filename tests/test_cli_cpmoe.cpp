@@ -71,6 +71,40 @@ TEST_CASE("pinned CP on a 128k-token Llama: the ring's link and collective", "[c
   CHECK(searched.out.find(" CP  EP ") != std::string::npos);
 }
 
+TEST_CASE("--cp-comm pins the context-parallel kind; one the stack lacks is refused",
+          "[cli_cpmoe]") {
+  const std::string base =
+      "plan --gpus 512 --servers 64 --model llama3-70b --seq-len 131072 --global-batch 32 "
+      "--cp 8 --tp 8 --top 1 --format json ";
+  const Run ring = trident(base + "--cp-comm p2p");
+  REQUIRE(ring.code == 0);
+  CHECK(nlohmann::json::parse(ring.out).at("plans")[0].at("cp_comm_type") == "p2p");
+  // Ulysses splits the heads: 8 KV heads over TP 8 leave one per rank, nothing for CP 8.
+  const Run heads = trident(base + "--cp-comm a2a");
+  CHECK(heads.code == 2);
+  CHECK(heads.err.find("cp divides the heads and kv_heads per TP rank (all-to-all CP)") !=
+        std::string::npos);
+  // TP 2 x CP 4: 64 query heads -> 32 -> 8, 8 KV heads -> 4 -> 1 per rank; one causal call
+  // over the whole 131072 tokens.
+  const Run ulysses = trident(
+      "plan --gpus 512 --servers 64 --model llama3-70b --seq-len 131072 --global-batch 32 "
+      "--cp 4 --tp 2 --top 1 --format json --cp-comm a2a");
+  REQUIRE(ulysses.code == 0);
+  const auto plan = nlohmann::json::parse(ulysses.out).at("plans")[0];
+  CHECK(plan.at("cp_comm_type") == "a2a");
+  CHECK(plan.at("collectives").at("cp") == "all-to-all");
+  const Run lacking = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 "
+      "--stack " +
+      std::string(TRIDENT_SOURCE_DIR) + "/bench/data/stacks/nemo-2403.yaml --cp 2 --cp-comm a2a");
+  CHECK(lacking.code == 2);
+  CHECK(lacking.err ==
+        "trident: error: --cp-comm a2a: stack nemo-2403 does not run all-to-all (Ulysses) "
+        "context parallelism\n");
+  const Run word = trident("plan --gpus 8 --model llama3-8b --cp-comm ring");
+  CHECK(word.code == 2);
+}
+
 TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {
   const Run stack = trident(
       "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 "

@@ -209,6 +209,10 @@ TEST_CASE("attention across sequence lengths: the measured curve, and CP's full 
   CHECK(attention_shares(profile, false, 2048.0, 4).forward == Approx(0.69565).epsilon(1e-4));
   profile.flash_full = nullptr;
   CHECK(attention_shares(profile, false, 2048.0, 4).forward == Approx(0.5));
+  // Ulysses (all-to-all) CP: one causal call over the whole sequence, cp x the local length:
+  // CP 4 on a local 1024 reads the causal curve at 4096, 0.6, whatever the full curve says.
+  CHECK(attention_shares(profile, false, 1024.0, 4, true).forward == Approx(0.6));
+  CHECK(attention_shares(profile, false, 1024.0, 4, true).backward == Approx(0.5));
   // FlashAttention-2 asked for on a GPU with FA2 scalars but no FA2 curve: its scalars.
   profile.flash2_forward_share = 0.25;
   profile.flash2_backward_share = 0.2;

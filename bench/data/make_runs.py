@@ -130,6 +130,12 @@ for rid in wanted:
                global_batch=r['global_batch'], pins=pins_of(p),
                model=r['model'] if 'preset' in r['model'] else clean_model(r['model']))
     if fp8_of.get(rid): row['fp8'] = fp8_of[rid]
+    # Context parallelism as NeMo ran these Llama/GPT rows: their model configs set no
+    # cp_comm_type, and Megatron-Core then asks Transformer Engine for ring attention
+    # (NVIDIA/Megatron-LM core_r0.11.0 megatron/core/extensions/transformer_engine.py L674-675:
+    # cp_comm_type None -> "p2p"; NeMo@00b778eb sets a2a only for Mistral's sliding window).
+    if row['pins'].get('cp', 1) > 1 and rid.startswith(('dgxc', 'nemo')):
+        row['pins']['cp_comm'] = 'p2p'
     if rid.startswith(('dgxc2411-l31', 'dgxc2504-l31')):  # Llama 3.1: RMSNorm, no biases, RoPE (HF config.json)
         row['model'].update(norm='rmsnorm', bias=False, position_embedding='rope')
     row['cluster'] = ('dgx-h100' if r['gpu'].startswith('h100') else
