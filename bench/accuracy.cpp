@@ -112,28 +112,25 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
   if (pins["sequence_parallel"])
     o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";
   // As --cp-comm would: only that context-parallel kind (the stack runs it: the data say so).
-  if (pins["cp_comm"]) {
-    const CpKind kind = pins["cp_comm"].as<std::string>() == "a2a" ? CpKind::a2a : CpKind::p2p;
-    if (!o.stack.supports(kind)) throw std::runtime_error("cp_comm pin the stack does not run");
-    o.stack.cp_kinds = 1u << static_cast<unsigned>(kind);
+  if (pins["cp_comm"] && !o.stack.keep_only(cp_kind_of(pins["cp_comm"].as<std::string>()))) {
+    throw std::runtime_error("cp_comm pin the stack does not run");
   }
   return o;
 }
 
-Stack stack_of(const std::string& name, const std::string& data_dir) {
-  if (name.find('/') != std::string::npos) {
-    const std::string path = data_dir + "/" + name;
-    return load_stack(read_text(path), path);
-  }
-  return stack_preset(name);
-}
+/// A row's stack and the preset it belongs to: a preset is its own; a stack file (a variant
+/// that says only what its release ran differently) belongs to its `base:`, else to itself.
+struct RowStack {
+  Stack stack;
+  std::string family;
+};
 
-/// The preset a row's stack belongs to: the preset itself, or the `base:` of a stack file (a
-/// variant that says only what its release ran differently), else the file's own name.
-std::string family_of(const std::string& name, const std::string& data_dir) {
-  if (name.find('/') == std::string::npos) return name;
-  const YAML::Node file = YAML::LoadFile(data_dir + "/" + name);
-  return file["base"] ? file["base"].as<std::string>() : name;
+RowStack stack_of(const std::string& name, const std::string& data_dir) {
+  if (name.find('/') == std::string::npos) return {stack_preset(name), name};
+  const std::string path = data_dir + "/" + name;
+  const std::string text = read_text(path);
+  const YAML::Node base = YAML::Load(text)["base"];
+  return {load_stack(text, path), base ? base.as<std::string>() : name};
 }
 
 std::vector<Row> load_rows(const std::string& path) {
@@ -143,14 +140,15 @@ std::vector<Row> load_rows(const std::string& path) {
     Row row;
     row.id = node["id"].as<std::string>();
     row.stack = node["stack"].as<std::string>();
-    row.family = family_of(row.stack, dir);
+    const RowStack stack = stack_of(row.stack, dir);
+    row.family = stack.family;
     row.half = node["half"].as<std::string>();
     row.precision = node["precision"].as<std::string>();
     const int gpus = node["gpus"].as<int>();
     row.cluster = cluster_of(node, gpus);
     row.model = model_of(node["model"], row.id, row.precision, node["fp8"],
                          node["global_batch"].as<long long>());
-    row.options = options_of(node["pins"], stack_of(row.stack, dir));
+    row.options = options_of(node["pins"], stack.stack);
     const auto measured = *node["measured"].begin();
     row.measure = measured.first.as<std::string>();
     row.measured = measured.second.as<double>();
@@ -234,7 +232,7 @@ std::vector<MemoryRow> load_memory_rows(const std::string& path) {
     if (node["gpu_memory_gib"]) row.cluster.gpu.memory_gib = node["gpu_memory_gib"].as<double>();
     row.model = model_of(node["model"], row.id, node["precision"].as<std::string>(), node["fp8"],
                          node["global_batch"].as<long long>());
-    row.options = options_of(node["pins"], stack_of(row.stack, dir));
+    row.options = options_of(node["pins"], stack_of(row.stack, dir).stack);
     row.options.show_infeasible = true;
     if (node["conditions"]) row.conditions = node["conditions"].as<std::string>();
     const auto published = *node["published"].begin();

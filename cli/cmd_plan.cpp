@@ -72,13 +72,12 @@ bool parse_on_off(const std::string& text) {
 /// is an error naming the flag and the stack.
 void pin_cp_comm(const std::string& text, Stack& stack) {
   if (text.empty()) return;
-  const CpKind kind = text == "a2a" ? CpKind::a2a : CpKind::p2p;
-  if (!stack.supports(kind)) {
+  const CpKind kind = cp_kind_of(text);
+  if (!stack.keep_only(kind)) {
     throw InputError(fmt::format("--cp-comm {}: stack {} does not run {} context parallelism", text,
                                  stack.name,
                                  kind == CpKind::a2a ? "all-to-all (Ulysses)" : "ring (p2p)"));
   }
-  stack.cp_kinds = 1u << static_cast<unsigned>(kind);
 }
 
 void add_flags(CLI::App& sub, PlanFlags& f) {

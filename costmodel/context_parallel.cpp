@@ -51,6 +51,10 @@ bool cp_a2a_possible(const Model& model, const ParallelConfig& config) {
   return heads % config.cp == 0 && kv_heads % config.cp == 0;
 }
 
+bool cp_a2a_runs(const Stack& stack, const Model& model, const ParallelConfig& config) {
+  return stack.supports(CpKind::a2a) && cp_a2a_possible(model, config);
+}
+
 namespace {
 
 /// Ring p2p: per layer (cp - 1) sends of the K/V chunk forward (again under full or attention
@@ -116,7 +120,7 @@ CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink
     best.detail = ring_comm(model, config, link, layer, layers, attention_again, calibration);
     found = true;
   }
-  if (stack.supports(CpKind::a2a) && cp_a2a_possible(model, config)) {
+  if (cp_a2a_runs(stack, model, config)) {
     const CommDetail a2a = a2a_comm(model, config, link, layers, full, calibration);
     if (!found || a2a.exposed_s + a2a_compute_s < best.detail.exposed_s) {
       best.kind = CpKind::a2a;

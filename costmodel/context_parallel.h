@@ -38,6 +38,9 @@ void add_cp_attention(LayerTime& layer, int cp, Recompute recompute, SelectiveKi
 
 /// Whether Ulysses can split this config's heads: heads / tp and kv_heads / tp divisible by cp.
 [[nodiscard]] bool cp_a2a_possible(const Model& model, const ParallelConfig& config);
+/// The stack runs Ulysses and the split's heads allow it.
+[[nodiscard]] bool cp_a2a_runs(const Stack& stack, const Model& model,
+                               const ParallelConfig& config);
 
 /// CP traffic of one micro-batch through `layers` layers of one GPU: the stack's kinds priced,
 /// the faster kept (`kind`). `layer` is the view's layer time before add_cp_attention

@@ -292,7 +292,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const StageTime ring = stage_time(cluster, local, split, model, config, options,
                                     ep_layer.exposed_s, false, calibration);
   std::optional<StageTime> ulysses;
-  if (config.cp > 1 && stack.supports(CpKind::a2a) && cp_a2a_possible(model, config)) {
+  if (config.cp > 1 && cp_a2a_runs(stack, model, config)) {
     ulysses = stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s, true,
                          calibration);
   }

@@ -44,46 +44,42 @@ double blend(double causal_share, double causal, double full) {
   return 1.0 / (causal_share / causal + (1.0 - causal_share) / full);
 }
 
-}  // namespace
+bool has_curve(const AttentionCurve* curve) { return curve != nullptr && !curve->empty(); }
 
-namespace {
-
-const AttentionCurve kNoCurve{};
-
-const AttentionCurve& curve_or_none(const AttentionCurve* curve) {
-  return curve != nullptr ? *curve : kNoCurve;
-}
-
-}  // namespace
-
-AttentionShares attention_shares(const KernelProfile& profile, bool flash2, double local_seq,
-                                 int cp, bool ulysses) {
-  const bool own_flash2 = flash2 && !curve_or_none(profile.flash2_causal).empty();
-  const AttentionCurve& causal_curve =
-      curve_or_none(own_flash2 ? profile.flash2_causal : profile.flash_causal);
-  const AttentionCurve& full_curve =
-      curve_or_none(own_flash2 ? profile.flash2_full : profile.flash_full);
-  const bool flash2_scalars =
-      flash2 && (profile.flash2_forward_share > 0.0 || profile.flash2_backward_share > 0.0);
-  if (causal_curve.empty() || (flash2 && !own_flash2 && flash2_scalars)) {
-    // No curve for this kernel: its scalar shares; a FlashAttention-2 share the GPU leaves
-    // out stays the fused kernel's.
-    return {flash2 && profile.flash2_forward_share > 0.0 ? profile.flash2_forward_share
-                                                         : profile.flash_forward_share,
-            flash2 && profile.flash2_backward_share > 0.0 ? profile.flash2_backward_share
-                                                          : profile.flash_backward_share};
-  }
+/// One kernel's measured curves (its causal one present) for the layer's calls.
+AttentionShares curve_path(const AttentionCurve& causal_curve, const AttentionCurve* full_curve,
+                           double local_seq, int cp, bool ulysses) {
   if (ulysses && cp > 1) return curve_shares(causal_curve, local_seq * cp);
   const AttentionShares causal = curve_shares(causal_curve, local_seq);
   if (cp <= 1) return causal;
   // A full block's keys are one chunk, s / (2·cp) = local_seq / 2. Standing in for a missing
   // full curve, the causal curve is read where its mean key loop is as long: a causal call of
   // length L runs L/2 keys per query on average, so at 2 x chunk = local_seq.
-  const AttentionShares full = full_curve.empty() ? curve_shares(causal_curve, local_seq)
-                                                  : curve_shares(full_curve, local_seq / 2.0);
+  const AttentionShares full = has_curve(full_curve) ? curve_shares(*full_curve, local_seq / 2.0)
+                                                     : curve_shares(causal_curve, local_seq);
   const double causal_work = 1.0 / cp;  // the first ring step: the rank's own chunks, masked
   return {blend(causal_work, causal.forward, full.forward),
           blend(causal_work, causal.backward, full.backward)};
+}
+
+}  // namespace
+
+AttentionShares attention_shares(const KernelProfile& profile, bool flash2, double local_seq,
+                                 int cp, bool ulysses) {
+  if (flash2 && has_curve(profile.flash2_causal)) {
+    return curve_path(*profile.flash2_causal, profile.flash2_full, local_seq, cp, ulysses);
+  }
+  const bool flash2_scalars =
+      flash2 && (profile.flash2_forward_share > 0.0 || profile.flash2_backward_share > 0.0);
+  if (!flash2_scalars && has_curve(profile.flash_causal)) {
+    return curve_path(*profile.flash_causal, profile.flash_full, local_seq, cp, ulysses);
+  }
+  // No curve for this kernel: its scalar shares; a FlashAttention-2 share the GPU leaves out
+  // stays the fused kernel's.
+  return {flash2 && profile.flash2_forward_share > 0.0 ? profile.flash2_forward_share
+                                                       : profile.flash_forward_share,
+          flash2 && profile.flash2_backward_share > 0.0 ? profile.flash2_backward_share
+                                                        : profile.flash_backward_share};
 }
 
 double wave_efficiency(double tiles, int sm_count) {

@@ -5,6 +5,7 @@
 /// prices a split as that stack runs it and the search only tries what the stack supports.
 /// Derivations: docs/cost_model.md#stacks.
 #include <string>
+#include <string_view>
 
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
@@ -181,12 +182,23 @@ struct Stack {
     return (cp_kinds & (1u << static_cast<unsigned>(kind))) != 0;
   }
   [[nodiscard]] bool context_parallel() const { return cp_kinds != 0; }
+  /// Keeps only `kind` of the context-parallel kinds (a pin); false, and nothing changed, when
+  /// the stack does not run it.
+  [[nodiscard]] bool keep_only(CpKind kind) {
+    if (!supports(kind)) return false;
+    cp_kinds = 1u << static_cast<unsigned>(kind);
+    return true;
+  }
   [[nodiscard]] bool supports(Fp8Recipe recipe) const;
   /// The measured error that applies to `model` (MoE models: measured_error_moe when set).
   [[nodiscard]] double error_for(const Model& model) const;
 };
 
 [[nodiscard]] const char* to_string(CpKind kind);
+/// "a2a" is all-to-all; anything else ("p2p") the ring: callers pass a checked choice.
+[[nodiscard]] inline CpKind cp_kind_of(std::string_view name) {
+  return name == "a2a" ? CpKind::a2a : CpKind::p2p;
+}
 
 /// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY.
 [[nodiscard]] Stack load_stack(const std::string& text, const std::string& source);

@@ -122,7 +122,7 @@ bool cp_runnable(const Model& model, const Stack& stack, int tp, int cp) {
   ParallelConfig config;
   config.tp = tp;
   config.cp = cp;
-  return stack.supports(CpKind::a2a) && cp_a2a_possible(model, config);
+  return cp_a2a_runs(stack, model, config);
 }
 
 std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options) {
