@@ -154,9 +154,18 @@ for rid in wanted:
         row['nics_per_server'] = 4; row['nic_gbits'] = 100
     # NeMo-Framework-Launcher 24.01-24.07 runs every job with NVTE_FUSED_ATTN=0 (flash-attn 2):
     # the NeMo 24.07 table's rows, under the stack their conf's userbuffers setting picks.
+    # Their optimizer as each conf and launcher example sets it (the stack files say where):
+    # Nemotron-4 340B's conf syncs and keeps the optimizer in bf16; the Nemotron 8B/22B examples
+    # leave apex's gradient sync at fp32; the 512-GPU GPT-3 row runs MLPerf's FP8 parameters.
     if rid.startswith('nemo2407-'):
         row['stack'] = {'megatron-core': 'stacks/nemo-launcher-2407.yaml',
                         'megatron-core-perf': 'stacks/nemo-launcher-2407-perf.yaml'}[row['stack']]
+        if rid.startswith('nemo2407-nemotron-340b'):
+            row['stack'] = 'stacks/nemo-launcher-2407-optim-bf16.yaml'
+        elif rid.startswith(('nemo2407-nemotron-8b', 'nemo2407-nemotron-22b')):
+            row['stack'] = 'stacks/nemo-launcher-2407-perf-grad-fp32.yaml'
+        elif rid == 'nemo2407-gpt3-175b-512xh100-fp8':
+            row['stack'] = 'stacks/nemo-launcher-2407-perf-fp8-params.yaml'
     if rid.startswith('dgxc2411-gpt3-'):  # nemo_megatron/launch.sh: NVTE_FUSED_ATTN=0
         row['stack'] = 'stacks/dgxc-2411-fa2-perf.yaml'
     if rid.startswith(('nemo2403-', 'nemo2504-')) and r['gpus'] < 8:  # part of one DGX, as --gpus-per-server
