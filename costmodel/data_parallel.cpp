@@ -29,6 +29,9 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
 /// ZeRO-0/1/2 as Megatron/DeepSpeed run them: gradients reduced in buckets (all-reduce, or
 /// reduce-scatter with the weights all-gathered back), overlapped with the last micro-batch's
 /// backward / the next forward as far as the stack does; the last bucket cannot hide.
+/// Megatron-Core fills buckets in reverse parameter order and closes one only once it holds
+/// `bucket` parameters, so the last (the first stage's embedding, which backward finishes last
+/// and forward needs first) holds at least the embedding: max(bucket, edge_parameters).
 void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
                  double parameters, const Training& training, const DpWindow& stage,
                  const Calibration* calibration) {
@@ -38,7 +41,7 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   const double reduce_bytes = stack.reduce_bytes(training.dtype);
   const double weight_bytes = precision_of(training).weight_gather_bytes;
   const double grad_bytes = parameters * reduce_bytes;
-  const double share = bucket / parameters;
+  const double share = std::min(parameters, std::max(bucket, stage.edge_parameters)) / parameters;
   comm.bytes_per_call = grad_bytes;
   comm.calls_per_step = 1.0;
   const Collective reduce = config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;

@@ -19,6 +19,10 @@ struct DpWindow {
   double layers = 0.0;           ///< units on the stage
   double unit_forward_s = 0.0;   ///< one unit's forward
   double unit_backward_s = 0.0;  ///< one unit's backward with its recomputation
+  /// Parameters of the tensor the first stage reduces last and gathers first: its embedding
+  /// (0: none). A bucket closes only after the tensor that fills it, so the last bucket holds
+  /// at least this (docs/cost_model.md#data-parallel).
+  double edge_parameters = 0.0;
 };
 
 /// The links DP traffic rides: the DP (x CP) group; with HSDP the shard group (gathers and

@@ -365,8 +365,12 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double params = std::max(first_params, last_params);
   // DP traffic overlaps with whatever holds the compute stream, exposed TP collectives
   // included: widen the stage's windows by the TP time exposed per unit and micro-batch.
-  DpWindow window{stage.forward_s, stage.backward_s, stage.layers, stage.layer.forward_s,
-                  stage.layer.backward_s + stage.layer.recompute_s};
+  DpWindow window{stage.forward_s,
+                  stage.backward_s,
+                  stage.layers,
+                  stage.layer.forward_s,
+                  stage.layer.backward_s + stage.layer.recompute_s,
+                  embedding_parameters(local, split)};
   if (stage.layers > 0 && md > 0) {
     const double tp_unit_s = out.tp.exposed_s / (md * stage.layers);
     const double unit_s = stage.layer.forward_s + stage.layer.backward_s + stage.layer.recompute_s;
@@ -384,8 +388,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   expert_split.dp = expert_dp(config);
   expert_split.dp_shard = 0;
   if (expert_params > 0.0) {
+    DpWindow expert_window = window;
+    expert_window.edge_parameters = 0.0;  // the embedding is not an expert's
     out.edp = dp_comm(local, expert_split, {placement.edp, placement.edp, placement.edp},
-                      expert_params, m, window, stack, calibration);
+                      expert_params, m, expert_window, stack, calibration);
   }
 
   // Gradient accumulation outside the GEMMs (the stack's grad_accumulation): one pass over the

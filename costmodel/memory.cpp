@@ -252,6 +252,11 @@ double stage_linear_parameters(const Model& model, const ParallelConfig& config,
                            layers_on_stage(model, config, first_stage, last_stage), config.tp);
 }
 
+double embedding_parameters(const Model& model, const ParallelConfig& config) {
+  const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
+  return token_embedding / config.tp + (count_parameters(model).embedding - token_embedding);
+}
+
 double stage_parameters(const Model& model, const ParallelConfig& config, bool first_stage,
                         bool last_stage) {
   const ParameterCount count = count_parameters(model);
@@ -259,7 +264,7 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
   const double layers = layers_on_stage(model, config, first_stage, last_stage);
   double params = linear_parameters(count, layers, tp) + layers * count.norms_per_layer;
   const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
-  if (first_stage) params += token_embedding / tp + (count.embedding - token_embedding);
+  if (first_stage) params += embedding_parameters(model, config);
   if (last_stage) {
     params += count.final_norm;
     // Untied: the output layer; tied across stages: Megatron keeps a copy on the last stage.

@@ -107,6 +107,10 @@ struct NcclGroups {
 [[nodiscard]] double stage_linear_parameters(const Model& model, const ParallelConfig& config,
                                              bool first_stage, bool last_stage);
 
+/// The first stage's embedding on one GPU: the token embedding ÷ t (vocab-parallel) and the
+/// learned positions (replicated).
+[[nodiscard]] double embedding_parameters(const Model& model, const ParallelConfig& config);
+
 /// Parameters one GPU of a stage holds (after the TP split): its layers, plus the embedding
 /// on the first stage and the output layer (or the tied copy) and final norm on the last.
 [[nodiscard]] double stage_parameters(const Model& model, const ParallelConfig& config,

@@ -5,6 +5,7 @@
 #include "configs/presets.h"
 #include "costmodel/collective.h"
 #include "costmodel/compute.h"
+#include "costmodel/data_parallel.h"
 #include "costmodel/estimate.h"
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
@@ -141,4 +142,38 @@ TEST_CASE("which stacks shard hybrid, and which ZeRO stages", "[data_parallel][s
        {"megatron-core", "megatron-core-perf", "megatron-2021", "deepspeed-megatron"}) {
     CHECK_FALSE(stack_preset(name).supports_hybrid_shard(3));
   }
+}
+
+TEST_CASE("bucketed DP: the last bucket holds at least the first stage's embedding",
+          "[data_parallel]") {
+  // 200M parameters on the stage, dp 8: Megatron-Core's bucket is max(40M, 1M x 8) = 40M, so
+  // 5 reduce-scatters of 40M x 4 bytes (fp32 reduce) and 5 all-gathers of 40M x 2 bytes.
+  const Model model = test::small_model();
+  ParallelConfig config;
+  config.dp = 8;
+  config.micro_batch = 1;
+  config.zero = 1;
+  const Stack stack = stack_preset("megatron-core");
+  const GroupLink link = test::nvlink_group(8);
+  const double rs = collective_time_s(Collective::reduce_scatter, 40e6 * 4.0, link);
+  const double ag = collective_time_s(Collective::all_gather, 40e6 * 2.0, link);
+  // Windows far longer than the traffic: only the last bucket is exposed.
+  DpWindow window{100.0, 100.0, 2.0, 50.0, 50.0, 0.0};
+  const CommDetail plain =
+      dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr);
+  CHECK(plain.total_s == Approx(5 * rs + 5 * ag));
+  // A 40M bucket is 1/5 of the traffic: (5 rs) / 5 + (5 ag) / 5.
+  CHECK(plain.exposed_s == Approx(rs + ag));
+  // A 100M embedding (a 50,000-token vocabulary x 2,000 hidden) closes the last bucket only
+  // after it: that bucket is 100M, half the stage, reduced after backward and gathered before
+  // the first layer: (5 rs + 5 ag) x 100M / 200M.
+  window.edge_parameters = 100e6;
+  const CommDetail edge =
+      dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr);
+  CHECK(edge.total_s == Approx(plain.total_s));
+  CHECK(edge.exposed_s == Approx(0.5 * (5 * rs + 5 * ag)));
+  // Never more than the stage: an embedding larger than it exposes everything.
+  window.edge_parameters = 400e6;
+  CHECK(dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr).exposed_s ==
+        Approx(5 * rs + 5 * ag));
 }
