@@ -175,7 +175,7 @@ for rid in wanted:
     meas = r['measured']
     for key in ('step_time_s', 'tokens_per_s_per_gpu', 'model_tflops_per_gpu', 'mfu'):
         if key in meas: row['measured'] = {key: meas[key]}; break
-    if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:600]
+    if r.get('notes'): row['notes'] = ' '.join(r['notes'].split())[:1200]
     if rid == 'nemo2407-gpt3-175b-512xh100-fp8':
         row['notes'] = ('Micro-batch 2 is not the launcher conf\'s; the row links its TFLOP/s to MLPerf, so it is '
                         'priced with MLPerf v4.0 NVIDIA GPT-3 settings for the same split: FP8 parameters '
