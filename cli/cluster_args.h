@@ -70,7 +70,8 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// "bf16 989 TFLOP/s, 80 GiB at 3350 GB/s, GEMM ceiling 80%, PCIe 50 GB/s"
 [[nodiscard]] std::string summarize_gpu(const Gpu& gpu);
 /// "174.6B parameters: 96 layers, hidden 12288, 96/96 heads, gelu, seq 2048, batch 1536"
-/// "fp8 delayed scaling (linear GEMMs in FP8; output layer, activations, attention in bf16)"
+/// "fp8 delayed scaling (linear GEMMs, TP all-gathers in FP8; output layer, activations,
+/// attention in bf16)"
 /// or the dtype: which tensors are 8-bit and which stay 16-bit.
 [[nodiscard]] std::string summarize_precision(const Training& training);
 [[nodiscard]] std::string summarize_model(const Model& model);

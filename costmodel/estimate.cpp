@@ -315,8 +315,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
   out.tp.exposed_s = out.tp.total_s;
   if (config.tp > 1 && stack.tp_overlap != TpOverlap::none) {
-    const double gather_s =
-        collective_time_s(Collective::all_gather, out.tp.bytes_per_call, placement.tp, calibration);
+    const Precision precision = precision_of(model.training);
+    const double gather_s = collective_time_s(
+        Collective::all_gather,
+        out.tp.bytes_per_call * precision.tp_gather_bytes / precision.activation_bytes,
+        placement.tp, calibration);
     const double scatter_s = collective_time_s(Collective::reduce_scatter, out.tp.bytes_per_call,
                                                placement.tp, calibration);
     const bool full = config.recompute == Recompute::full;

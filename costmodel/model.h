@@ -35,12 +35,16 @@ inline constexpr long long kMaxGlobalBatch = 1LL << 24;
 inline constexpr int kMaxMtpLayers = 16;
 
 /// Which tensors of an FP8 run are 8-bit (the model file's training.fp8). The linear layers'
-/// GEMMs always are; attention's batched GEMMs and the TP/ZeRO-3 messages only when asked.
+/// GEMMs always are, and so are the TP all-gathers of what feeds them (the frameworks cast
+/// before they gather); attention's batched GEMMs and the ZeRO-3 weights only when asked.
 struct Fp8Options {
   Fp8Recipe recipe = Fp8Recipe::delayed;  ///< Transformer Engine's default recipe
   bool attention = false;                 ///< FP8 fused attention (cuDNN FP8 / FA3 FP8)
-  bool communication = false;  ///< TP all-gathers in FP8 (TE userbuffers' FP8 all-gather)
-  bool params = false;         ///< FP8 weights only, gathered in FP8 (Megatron --fp8-param-gather)
+  /// TP all-gathers in FP8: Transformer Engine gathers the FP8-cast norm output and output
+  /// gradient (layernorm_linear.py, base.py grad_output_preprocess), userbuffers included;
+  /// false prices 16-bit gathers.
+  bool communication = true;
+  bool params = false;  ///< FP8 weights only, gathered in FP8 (Megatron --fp8-param-gather)
 };
 
 struct Training {

@@ -128,8 +128,8 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
   const std::string plan = "plan --gpus 8 --servers 1 --model " + path.string();
   const Run ok = trident(plan + " --top 1");
   CHECK(ok.code == 0);
-  CHECK(ok.out.find("fp8 current scaling (linear GEMMs in FP8; output layer, activations, "
-                    "attention in bf16)") != std::string::npos);
+  CHECK(ok.out.find("fp8 current scaling (linear GEMMs, TP all-gathers in FP8; output layer, "
+                    "activations, attention in bf16)") != std::string::npos);
   const Run old = trident(plan + " --stack megatron-2021");
   CHECK(old.code == 2);
   CHECK(old.err ==

@@ -37,15 +37,20 @@ TEST_CASE("precision of each tensor class", "[precision]") {
   CHECK(precision_of(fp32).activation_bytes == 4.0);
   CHECK(precision_of(fp32).weight_bytes == 4.0);
 
-  // FP8: the linear GEMMs only; attention, the output layer, activations and messages 16-bit.
+  // FP8: the linear GEMMs and the TP all-gathers that feed them (Transformer Engine casts the
+  // norm output and the output gradient before it gathers them); attention, the output layer,
+  // activations and the other messages 16-bit.
   const Precision fp8 = precision_of(fp8_training(Fp8Recipe::delayed));
   CHECK(fp8.fp8);
   CHECK(fp8.linear_gemm == Dtype::fp8);
   CHECK(fp8.attention == Dtype::bf16);
   CHECK(fp8.output_gemm == Dtype::bf16);
   CHECK(fp8.activation_bytes == 2.0);
-  CHECK(fp8.tp_gather_bytes == 2.0);
+  CHECK(fp8.tp_gather_bytes == 1.0);
   CHECK(fp8.weight_gather_bytes == 2.0);
+  Training gathers16 = fp8_training(Fp8Recipe::delayed);
+  gathers16.fp8.communication = false;
+  CHECK(precision_of(gathers16).tp_gather_bytes == 2.0);
 
   Training all = fp8_training(Fp8Recipe::current);
   all.fp8.attention = true;
@@ -140,8 +145,10 @@ TEST_CASE("training.fp8 in the model file", "[precision][loader]") {
       base + "  dtype: fp8\n  fp8: {recipe: current, attention: true, params: true}\n", "m.yaml");
   CHECK(m.training.fp8.recipe == Fp8Recipe::current);
   CHECK(m.training.fp8.attention);
-  CHECK_FALSE(m.training.fp8.communication);
+  CHECK(m.training.fp8.communication);  // the default: TE gathers FP8
   CHECK(m.training.fp8.params);
+  CHECK_FALSE(load_model(base + "  dtype: fp8\n  fp8: {communication: false}\n", "m.yaml")
+                  .training.fp8.communication);
   // Default: TE's delayed scaling, everything but the linear GEMMs 16-bit.
   const Model d = load_model(base + "  dtype: fp8\n", "m.yaml");
   CHECK(d.training.fp8.recipe == Fp8Recipe::delayed);
