@@ -56,9 +56,6 @@ double rope_bytes(const Model& model, const ParallelConfig& config) {
   return (2.0 + 2.0) * tokens * (model.hidden + model.kv_hidden()) / config.tp;
 }
 
-constexpr double kCrossEntropyForwardBytes = 38.0;
-constexpr double kCrossEntropyBackwardBytes = 22.0;
-
 }  // namespace
 
 double dtype_bytes(Dtype dtype) {
@@ -239,25 +236,23 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
 }
 
 LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
-                      const Calibration* calibration) {
+                      const Calibration* calibration, const LossBytes& loss) {
   const Dtype dtype = precision_of(model.training).output_gemm;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const GemmShape logits = logits_gemm(model, config.micro_batch, config.tp).shape;
-  // Vocab-parallel cross-entropy in fp32 (Megatron's vocab_parallel_cross_entropy), bytes per
-  // logit: forward cast to fp32 (r2 w4), max (r4), subtract max (r4 w4), exp (r4 w4), sum (r4),
-  // divide (r4 w4) = 38; backward softmax - one-hot (r4 w4), x grad (r4 w4), cast (r4 w2) = 22.
+  // The loss over the vocabulary: `loss` bytes per logit element (the stack's kernels).
   const double logit_elems = tokens * model.vocab / config.tp;
   LayerTime time;
   time.gemm_forward_s = gemm_time_s(gpu, dtype, logits, calibration);
-  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, kCrossEntropyForwardBytes * logit_elems);
+  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, loss.forward * logit_elems);
   time.backward_s = gemm_backward_time_s(gpu, dtype, logits, calibration) +
-                    hbm_time_s(gpu, kCrossEntropyBackwardBytes * logit_elems);
+                    hbm_time_s(gpu, loss.backward * logit_elems);
   return time;
 }
 
 LayerTime output_head_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
-                           const Calibration* calibration) {
-  LayerTime head = logits_time(gpu, model, config, calibration);
+                           const Calibration* calibration, const LossBytes& loss) {
+  LayerTime head = logits_time(gpu, model, config, calibration, loss);
   if (model.mtp_layers <= 0) return head;
   // Each MTP module runs the shared output head and its loss once more, and its projection.
   const double passes = 1.0 + model.mtp_layers;

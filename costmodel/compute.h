@@ -101,10 +101,17 @@ struct LayerTime {
                                    const ComputeFeatures& features,
                                    const Calibration* calibration = nullptr);
 
+/// HBM bytes per logit element of the loss's kernels (the stack's cross-entropy).
+struct LossBytes {
+  double forward = kCrossEntropyForwardBytesPerLogit;
+  double backward = kCrossEntropyBackwardBytesPerLogit;
+};
+
 /// One micro-batch through the output layer and the cross-entropy loss (last stage).
 [[nodiscard]] LayerTime logits_time(const Gpu& gpu, const Model& model,
                                     const ParallelConfig& config,
-                                    const Calibration* calibration = nullptr);
+                                    const Calibration* calibration = nullptr,
+                                    const LossBytes& loss = {});
 
 /// Everything past the last layer on the last stage, one micro-batch: the output layer and
 /// loss, and for each multi-token-prediction module its projection and another pass through
@@ -112,7 +119,8 @@ struct LayerTime {
 /// pipeline.h model_stage_layers).
 [[nodiscard]] LayerTime output_head_time(const Gpu& gpu, const Model& model,
                                          const ParallelConfig& config,
-                                         const Calibration* calibration = nullptr);
+                                         const Calibration* calibration = nullptr,
+                                         const LossBytes& loss = {});
 
 /// Bytes one Adam step streams per parameter: read fp32 master, grad, m, v (16), write
 /// master, m, v (12) and the bf16 weight (2), read the grad again for the norm clip (4).

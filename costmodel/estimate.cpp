@@ -80,7 +80,9 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
     layer.backward_s *= stretch;
     layer.recompute_s *= stretch;
   }
-  const LayerTime logits = output_head_time(cluster.gpu, model, config, calibration);
+  const LayerTime logits =
+      output_head_time(cluster.gpu, model, config, calibration,
+                       {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit});
   const StageLayers split = model_stage_layers(model, config.pp);
   const double with_logits = split.last;
   const double without = std::max(config.pp > 1 ? split.first : 0, split.middle);

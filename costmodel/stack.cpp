@@ -52,6 +52,8 @@ const std::vector<std::string> kStackKeys = {
     "adam_state_bytes",
     "loss_bytes_per_logit",
     "loss_parallel_bytes_per_logit",
+    "loss_forward_bytes_per_logit",
+    "loss_backward_bytes_per_logit",
     "tp_keeps_gathered_inputs",
     "zero3_fp32_shard_only",
     "measured_error",
@@ -185,6 +187,8 @@ Stack file_defaults() {
   s.zero3_fp32_shard_only = false;
   s.loss_bytes_per_logit = 6.0;
   s.loss_parallel_bytes_per_logit = 0.0;
+  s.loss_forward_bytes_per_logit = kCrossEntropyForwardBytesPerLogit;
+  s.loss_backward_bytes_per_logit = kCrossEntropyBackwardBytesPerLogit;
   s.tp_keeps_gathered_inputs = false;
   s.measured_error = 0.0;
   s.measured_error_moe = 0.0;
@@ -285,6 +289,10 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_double("loss_bytes_per_logit", d.loss_bytes_per_logit, Range::positive);
   s.loss_parallel_bytes_per_logit = m.optional_double(
       "loss_parallel_bytes_per_logit", d.loss_parallel_bytes_per_logit, Range::non_negative);
+  s.loss_forward_bytes_per_logit = m.optional_double(
+      "loss_forward_bytes_per_logit", d.loss_forward_bytes_per_logit, Range::positive);
+  s.loss_backward_bytes_per_logit = m.optional_double(
+      "loss_backward_bytes_per_logit", d.loss_backward_bytes_per_logit, Range::positive);
   s.tp_keeps_gathered_inputs =
       m.optional_bool("tp_keeps_gathered_inputs", d.tp_keeps_gathered_inputs);
   s.measured_error = m.optional_double("measured_error", d.measured_error, Range::fraction);
@@ -305,6 +313,12 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   if (s.loss_bytes_per_logit > 64) m.fail("loss_bytes_per_logit", "expected at most 64");
   if (s.loss_parallel_bytes_per_logit > 64) {
     m.fail("loss_parallel_bytes_per_logit", "expected at most 64");
+  }
+  if (s.loss_forward_bytes_per_logit > 64) {
+    m.fail("loss_forward_bytes_per_logit", "expected at most 64");
+  }
+  if (s.loss_backward_bytes_per_logit > 64) {
+    m.fail("loss_backward_bytes_per_logit", "expected at most 64");
   }
   if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
   if (s.kernels_per_layer_forward > 10000)

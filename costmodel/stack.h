@@ -14,6 +14,12 @@
 
 namespace trident {
 
+/// HBM bytes per logit element Megatron's vocab-parallel cross-entropy moves op by op
+/// (tensor_parallel/cross_entropy.py), forward: cast r2 w4, max r4, subtract r4 w4, exp r4 w4,
+/// sum r4, divide r4 w4 = 38; backward: softmax - one-hot r4 w4, x grad r4 w4, cast r4 w2 = 22.
+inline constexpr double kCrossEntropyForwardBytesPerLogit = 38.0;
+inline constexpr double kCrossEntropyBackwardBytesPerLogit = 22.0;
+
 /// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept
 /// for backward), flash (FlashAttention 2 through PyTorch SDPA or the flash-attn package), or
 /// cuDNN fused attention through Transformer Engine. Flash and cuDNN skip the causal half.
@@ -147,6 +153,12 @@ struct Stack {
   /// The same with TP > 1 where the stack runs a different, vocab-parallel loss (torchtitan's
   /// loss_parallel: 16); 0 = loss_bytes_per_logit.
   double loss_parallel_bytes_per_logit = 0.0;
+  /// HBM bytes per logit element the loss's kernels move on the last stage, forward and
+  /// backward (docs/cost_model.md#compute): Megatron's op-by-op cross-entropy 38 and 22, its
+  /// jit-fused kernels (cross_entropy_loss_fusion) 22 and 6, Transformer Engine's Triton kernel
+  /// (cross_entropy_fusion_impl te) 6 and 4, flash-attn's 2 and 4.
+  double loss_forward_bytes_per_logit = kCrossEntropyForwardBytesPerLogit;
+  double loss_backward_bytes_per_logit = kCrossEntropyBackwardBytesPerLogit;
   /// Under sequence parallelism the column-parallel layers keep their all-gathered input for
   /// the weight gradient (DTensor ColwiseParallel: autograd saves what it multiplied) rather
   /// than the 1/t shard gathered again in backward (Megatron, Korthikanti 2022 §4.2.2).

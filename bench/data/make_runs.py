@@ -17,7 +17,9 @@ for r in old['runs']:
     if nar: pins['recompute'] = 'full'
     else: pins.update(zero=1, sequence_parallel='on' if r['tp'] > 1 else 'off')
     rows.append(dict(id=f"{src}-{r['params_b']}b", source=' '.join(old['sources'][src].split()),
-                     stack='megatron-2021' if nar else 'megatron-core-perf',
+                     # Megatron-LM r0.8's README table: megatron-core-perf's overlaps, its own
+                     # unfused loss (stacks/megatron-lm-r08-perf.yaml says where).
+                     stack='megatron-2021' if nar else 'stacks/megatron-lm-r08-perf.yaml',
                      cluster='dgx-a100' if nar else 'dgx-h100', gpus=r['gpus'],
                      precision='fp16' if nar else 'bf16', global_batch=r['batch'], model=model, pins=pins,
                      measured={'narayanan_tflops_per_gpu': r['tflops_per_gpu']} if nar
@@ -166,6 +168,18 @@ for rid in wanted:
             row['stack'] = 'stacks/nemo-launcher-2407-perf-grad-fp32.yaml'
         elif rid == 'nemo2407-gpt3-175b-512xh100-fp8':
             row['stack'] = 'stacks/nemo-launcher-2407-perf-fp8-params.yaml'
+    # The loss each release ran (the stack files cite the confs): NeMo 24.07's Llama 3 confs and dgxc 24.11/25.04's Llama 3.1 and Nemotron-4 15B
+    # fused with Megatron-Core's own kernels; the NeMo 25.04 scripts behind the GB200, B200 and
+    # DeepSeek-V3 rows with Transformer Engine's Triton kernel (megatron-core-perf's).
+    if rid.startswith(('dgxc2411-l31-', 'dgxc2411-nemotron4-15b', 'dgxc2504-l31-',
+                       'dgxc2504-nemotron4-15b')) and row['stack'] == 'megatron-core-perf':
+        row['stack'] = 'stacks/megatron-core-perf-native-ce.yaml'
+    if rid == 'nemo2407-llama3-8b-8xh100-fp8':
+        row['stack'] = 'stacks/nemo-launcher-2407-fused-ce.yaml'
+    if rid == 'nemo2407-llama3-70b-64xh100-fp8':
+        row['stack'] = 'stacks/nemo-launcher-2407-perf-fused-ce.yaml'
+    if rid.startswith('dgxc-dsv3'):
+        row['stack'] = 'stacks/nemo-2504-moe.yaml'
     if rid.startswith('dgxc2411-gpt3-'):  # nemo_megatron/launch.sh: NVTE_FUSED_ATTN=0
         row['stack'] = 'stacks/dgxc-2411-fa2-perf.yaml'
     if rid.startswith(('nemo2403-', 'nemo2504-')) and r['gpus'] < 8:  # part of one DGX, as --gpus-per-server
