@@ -156,7 +156,8 @@ struct Stack {
   /// HBM bytes per logit element the loss's kernels move on the last stage, forward and
   /// backward (docs/cost_model.md#compute): Megatron's op-by-op cross-entropy 38 and 22, its
   /// jit-fused kernels (cross_entropy_loss_fusion) 22 and 6, Transformer Engine's Triton kernel
-  /// (cross_entropy_fusion_impl te) 6 and 4, flash-attn's 2 and 4.
+  /// (cross_entropy_fusion_impl te) 6 and 4, flash-attn's 2 and 4, PyTorch's F.cross_entropy on
+  /// the fp32 cast 22 and 26.
   double loss_forward_bytes_per_logit = kCrossEntropyForwardBytesPerLogit;
   double loss_backward_bytes_per_logit = kCrossEntropyBackwardBytesPerLogit;
   /// Under sequence parallelism the column-parallel layers keep their all-gathered input for

@@ -98,6 +98,10 @@ TEST_CASE("the loss kernels' bytes per logit, as each stack runs its cross-entro
   CHECK(stack_preset("megatron-core-perf").loss_backward_bytes_per_logit == 4.0);
   CHECK(stack_preset("megatron-core-perf").loss_bytes_per_logit == 2.0);
   CHECK(stack_preset("fsdp").loss_forward_bytes_per_logit == 2.0);
+  // torchtitan, PyTorch's F.cross_entropy(logits.float()): cast 6 + log_softmax 16 = 22;
+  // nll_loss's zeroed gradient 4 + log_softmax backward 16 + the cast back 6 = 26.
+  CHECK(stack_preset("torchtitan").loss_forward_bytes_per_logit == 22.0);
+  CHECK(stack_preset("torchtitan").loss_backward_bytes_per_logit == 26.0);
   CHECK(stack_preset("deepspeed-megatron").loss_backward_bytes_per_logit == 22.0);
   const std::string head = "name: x\nattention: flash\ntp_overlap: none\n";
   CHECK(load_stack(head, "s.yaml").loss_forward_bytes_per_logit == 38.0);  // no base: Megatron's
