@@ -100,6 +100,12 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   return time;
 }
 
+/// Bytes of one TP all-gather of a `message_bytes` activation message: in the gather's dtype
+/// (FP8 where the run casts before it gathers, costmodel/precision.h).
+double tp_gather_bytes(double message_bytes, const Precision& precision) {
+  return message_bytes * precision.tp_gather_bytes / precision.activation_bytes;
+}
+
 /// TP: per layer 2 all-reduces forward and 2 backward of b*s*h activations (with sequence
 /// parallelism each becomes a reduce-scatter + all-gather); full recompute repeats the
 /// forward ones. Counts are for one micro-batch through the stage.
@@ -123,10 +129,8 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
     comm.collective = Collective::reduce_scatter;
     comm.time_per_call_s =
         collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
-        collective_time_s(
-            Collective::all_gather,
-            comm.bytes_per_call * precision.tp_gather_bytes / precision.activation_bytes, link,
-            calibration);
+        collective_time_s(Collective::all_gather, tp_gather_bytes(comm.bytes_per_call, precision),
+                          link, calibration);
   } else {
     comm.time_per_call_s =
         collective_time_s(Collective::all_reduce, comm.bytes_per_call, link, calibration);
@@ -317,11 +321,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
   out.tp.exposed_s = out.tp.total_s;
   if (config.tp > 1 && stack.tp_overlap != TpOverlap::none) {
-    const Precision precision = precision_of(model.training);
-    const double gather_s = collective_time_s(
-        Collective::all_gather,
-        out.tp.bytes_per_call * precision.tp_gather_bytes / precision.activation_bytes,
-        placement.tp, calibration);
+    const double gather_s =
+        collective_time_s(Collective::all_gather,
+                          tp_gather_bytes(out.tp.bytes_per_call, precision_of(model.training)),
+                          placement.tp, calibration);
     const double scatter_s = collective_time_s(Collective::reduce_scatter, out.tp.bytes_per_call,
                                                placement.tp, calibration);
     const bool full = config.recompute == Recompute::full;

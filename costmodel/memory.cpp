@@ -244,6 +244,13 @@ double linear_parameters(const ParameterCount& count, double layers, double tp) 
   return layers * (count.attention_per_layer + count.ffn_per_layer) / tp;
 }
 
+/// The embedding on one GPU of a TP group of `tp`: the token embedding ÷ t, the learned
+/// positions whole.
+double embedding_on_gpu(const ParameterCount& count, const Model& model, double tp) {
+  const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
+  return token_embedding / tp + (count.embedding - token_embedding);
+}
+
 }  // namespace
 
 double stage_linear_parameters(const Model& model, const ParallelConfig& config, bool first_stage,
@@ -253,8 +260,7 @@ double stage_linear_parameters(const Model& model, const ParallelConfig& config,
 }
 
 double embedding_parameters(const Model& model, const ParallelConfig& config) {
-  const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
-  return token_embedding / config.tp + (count_parameters(model).embedding - token_embedding);
+  return embedding_on_gpu(count_parameters(model), model, config.tp);
 }
 
 double stage_parameters(const Model& model, const ParallelConfig& config, bool first_stage,
@@ -264,7 +270,7 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
   const double layers = layers_on_stage(model, config, first_stage, last_stage);
   double params = linear_parameters(count, layers, tp) + layers * count.norms_per_layer;
   const double token_embedding = static_cast<double>(model.vocab) * model.hidden;
-  if (first_stage) params += embedding_parameters(model, config);
+  if (first_stage) params += embedding_on_gpu(count, model, tp);
   if (last_stage) {
     params += count.final_norm;
     // Untied: the output layer; tied across stages: Megatron keeps a copy on the last stage.
