@@ -121,7 +121,7 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
   const bool reshard = config.zero >= 3 && stack.reshard_after_forward && !keeps;
   const double gather_passes = keeps ? 1.0 : md * (reshard ? 2.0 : 1.0);
-  const double scatter_passes = keeps || !stack.reduce_every_micro_batch ? 1.0 : md;
+  const double scatter_passes = unit_scatter_passes(config, stack, m);
   comm.unit_gathers_per_step = gather_passes * units;
   comm.unit_scatters_per_step = scatter_passes * units;
   comm.calls_per_step = comm.unit_scatters_per_step;
@@ -137,6 +137,11 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
 }
 
 }  // namespace
+
+double unit_scatter_passes(const ParallelConfig& config, const Stack& stack, long long m) {
+  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
+  return keeps || !stack.reduce_every_micro_batch ? 1.0 : static_cast<double>(m);
+}
 
 /// DP: the gradient all-reduce (ZeRO 0), reduce-scatter + weight all-gather (ZeRO 1/2), and
 /// per unit all-gathers and reduce-scatters (ZeRO 3, and ZeRO 2 where the stack shards per

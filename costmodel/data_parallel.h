@@ -37,6 +37,11 @@ struct DpLinks {
 /// `floor_s` (the last bucket's share).
 [[nodiscard]] double unhidden_s(double comm_s, double window_s, double floor_s);
 
+/// Reduce-scatter passes per unit and step of per-unit sharding: every micro-batch, or once
+/// where the stack defers it (no reduce per micro-batch; PP keeping the gathered weights).
+[[nodiscard]] double unit_scatter_passes(const ParallelConfig& config, const Stack& stack,
+                                         long long m);
+
 /// DP traffic of one step: `parameters` the stage's parameters on this GPU, `m` micro-batches.
 /// `model` / `config`: the per-GPU dense view (CP folded into DP).
 [[nodiscard]] CommDetail dp_comm(const Model& model, const ParallelConfig& config,

@@ -410,6 +410,13 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
       expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
   out.time.backward_s +=
       md * hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype) * accumulated);
+  // FSDP2's reduce-scatter copy-in: each unit's unsharded gradients copied (and widened to the
+  // reduce dtype) into the reduce-scatter input on the compute stream, once per reduce-scatter.
+  if (split.dp > 1 && stack.shards_per_unit(config.zero)) {
+    out.time.backward_s +=
+        unit_scatter_passes(config, stack, m) *
+        hbm_time_s(gpu, stack.reduce_scatter_copy_in_bytes(model.training.dtype) * params);
+  }
 
   const AmaxReductions amax = fp8_amax_reductions(config, precision_of(model.training),
                                                   stage.layers, m, placement.amax, calibration);

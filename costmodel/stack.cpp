@@ -38,6 +38,7 @@ const std::vector<std::string> kStackKeys = {
     "fp16_grads_in_fp16",
     "reshard_after_forward",
     "reduce_every_micro_batch",
+    "reduce_scatter_copy_in",
     "pp_keeps_gathered_weights",
     "zero2_per_unit",
     "hybrid_shard",
@@ -169,6 +170,7 @@ Stack file_defaults() {
   s.fp16_grads_in_fp16 = false;
   s.reshard_after_forward = true;
   s.reduce_every_micro_batch = true;
+  s.reduce_scatter_copy_in = false;
   s.pp_keeps_gathered_weights = true;
   s.zero2_per_unit = false;
   s.hybrid_shard = false;
@@ -255,6 +257,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.reshard_after_forward = m.optional_bool("reshard_after_forward", d.reshard_after_forward);
   s.reduce_every_micro_batch =
       m.optional_bool("reduce_every_micro_batch", d.reduce_every_micro_batch);
+  s.reduce_scatter_copy_in = m.optional_bool("reduce_scatter_copy_in", d.reduce_scatter_copy_in);
   s.pp_keeps_gathered_weights =
       m.optional_bool("pp_keeps_gathered_weights", d.pp_keeps_gathered_weights);
   s.zero2_per_unit = m.optional_bool("zero2_per_unit", d.zero2_per_unit);
@@ -368,6 +371,16 @@ bool Stack::supports_zero(int zero, int pp) const {
   return (bits & (1u << zero)) != 0;
 }
 
+namespace {
+
+/// Weight gradients come out of the GEMMs in the training dtype's width: 16-bit (fp8
+/// training's too), fp32 for fp32/tf32 training.
+double weight_gradient_bytes(Dtype dtype) {
+  return dtype == Dtype::fp32 || dtype == Dtype::tf32 ? 4.0 : 2.0;
+}
+
+}  // namespace
+
 double Stack::loss_bytes_per_logit_at(int tp) const {
   return tp > 1 && loss_parallel_bytes_per_logit > 0.0 ? loss_parallel_bytes_per_logit
                                                        : loss_bytes_per_logit;
@@ -383,12 +396,15 @@ double Stack::buffer_bytes(Dtype dtype) const {
 
 double Stack::grad_accumulation_bytes(Dtype dtype) const {
   if (grad_accumulation == GradAccumulation::none) return 0.0;
-  // Weight gradients come out of the GEMMs in the training dtype: 16-bit (fp8 training's too),
-  // fp32 for fp32/tf32 training.
-  const double gradient = dtype == Dtype::fp32 || dtype == Dtype::tf32 ? 4.0 : 2.0;
+  const double gradient = weight_gradient_bytes(dtype);
   const double buffer = buffer_bytes(dtype);
   const bool cast = grad_accumulation == GradAccumulation::add_cast && buffer != gradient;
   return gradient + 2.0 * buffer + (cast ? 2.0 * buffer : 0.0);
+}
+
+double Stack::reduce_scatter_copy_in_bytes(Dtype dtype) const {
+  if (!reduce_scatter_copy_in) return 0.0;
+  return weight_gradient_bytes(dtype) + reduce_bytes(dtype);
 }
 
 double Stack::error_for(const Model& model) const {

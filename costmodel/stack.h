@@ -97,6 +97,11 @@ struct Stack {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::pre;
   bool reshard_after_forward = true;
   bool reduce_every_micro_batch = true;
+  /// FSDP2's foreach_reduce copies each unit's unsharded gradients into the reduce-scatter
+  /// input (widening to the reduce dtype) on the compute stream before the reduce-scatter
+  /// stream takes over: one HBM pass on the critical path per reduce-scatter
+  /// (docs/cost_model.md#data-parallel). FSDP1 casts on its post-backward stream: false.
+  bool reduce_scatter_copy_in = false;
   /// ZeRO-3 with PP > 1 keeps the gathered weights for all micro-batches (torchtitan sets
   /// reshard_after_forward false with PP): one gather per unit per step, not per micro-batch.
   bool pp_keeps_gathered_weights = true;
@@ -190,6 +195,9 @@ struct Stack {
   /// (docs/cost_model.md#stacks): 0 for none; gradient + 2 x buffer for add; add_cast also
   /// writes and reads the cast temporary when the buffer's dtype is not the gradient's.
   [[nodiscard]] double grad_accumulation_bytes(Dtype dtype) const;
+  /// HBM bytes per gradient element of the reduce-scatter copy-in: read the gradient in the
+  /// training dtype's width, write it in the reduce dtype (0 without `reduce_scatter_copy_in`).
+  [[nodiscard]] double reduce_scatter_copy_in_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
   [[nodiscard]] bool supports(CpKind kind) const {
     return (cp_kinds & (1u << static_cast<unsigned>(kind))) != 0;

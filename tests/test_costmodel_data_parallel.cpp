@@ -7,6 +7,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/data_parallel.h"
 #include "costmodel/estimate.h"
+#include "costmodel/memory.h"
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "costmodel_fixture.h"
@@ -176,4 +177,36 @@ TEST_CASE("bucketed DP: the last bucket holds at least the first stage's embeddi
   window.edge_parameters = 400e6;
   CHECK(dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr).exposed_s ==
         Approx(5 * rs + 5 * ag));
+}
+
+TEST_CASE("FSDP2's reduce-scatter copy-in: one pass on the compute stream per reduce-scatter",
+          "[data_parallel][estimate]") {
+  // torchtitan (FSDP2): foreach_reduce reads each unit's bf16 gradients (2 bytes) and writes
+  // them widened into the fp32 reduce-scatter input (4 bytes): 6 bytes a parameter.
+  const Stack titan = stack_preset("torchtitan");
+  CHECK(titan.reduce_scatter_copy_in_bytes(Dtype::bf16) == 6.0);
+  CHECK(titan.reduce_scatter_copy_in_bytes(Dtype::fp32) == 8.0);
+  // FSDP1 (fsdp) casts on its post-backward stream beside the next unit's backward: none.
+  CHECK(stack_preset("fsdp").reduce_scatter_copy_in_bytes(Dtype::bf16) == 0.0);
+
+  // Small model, ZeRO-3 over dp 4, micro-batch 1: m = 8 / 4 = 2 reduce-scatters of every unit
+  // (torchtitan reduces every micro-batch), each pass over the stage's parameters at the round
+  // GPU's 1000 GB/s x 0.85.
+  const Model model = test::small_model();
+  const ParallelConfig config = zero3_dp4(0);
+  EstimateOptions options;
+  options.stack = titan;
+  const Placement placement = hsdp_placement();
+  const Estimate copied =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  options.stack.reduce_scatter_copy_in = false;
+  const Estimate direct =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  const double params = stage_parameters(model, config, true, true);
+  CHECK(unit_scatter_passes(config, titan, 2) == 2.0);
+  CHECK(copied.time.backward_s - direct.time.backward_s == Approx(2 * 6.0 * params / 850e9));
+  // With PP the reduce-scatter waits for the last micro-batch: one copy-in per step.
+  ParallelConfig piped = config;
+  piped.pp = 2;
+  CHECK(unit_scatter_passes(piped, titan, 4) == 1.0);
 }
