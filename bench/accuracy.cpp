@@ -125,12 +125,31 @@ struct RowStack {
   std::string family;
 };
 
+/// A `base:` naming a stack file, relative to the file that names it (as the CLI reads it).
+std::optional<StackText> read_base_file(const std::string& name, const std::string& from,
+                                        const std::string& where) {
+  if (name.find('/') == std::string::npos && !name.ends_with(".yaml")) return std::nullopt;
+  const std::string path = from.substr(0, from.find_last_of('/') + 1) + name;
+  std::ifstream probe(path);
+  if (!probe) throw std::runtime_error(where + ": cannot read " + path);
+  return StackText{read_text(path), path};
+}
+
 RowStack stack_of(const std::string& name, const std::string& data_dir) {
   if (name.find('/') == std::string::npos) return {stack_preset(name), name};
-  const std::string path = data_dir + "/" + name;
+  std::string path = data_dir + "/" + name;
   const std::string text = read_text(path);
-  const YAML::Node base = YAML::Load(text)["base"];
-  return {load_stack(text, path), base ? base.as<std::string>() : name};
+  const Stack stack = load_stack(text, path, read_base_file);
+  // The family is the preset at the root of the base chain (the file itself without one).
+  std::string family = name;
+  for (YAML::Node base = YAML::Load(text)["base"]; base;) {
+    const std::string next = base.as<std::string>();
+    if (next.find('/') == std::string::npos && !next.ends_with(".yaml")) return {stack, next};
+    path = fmt::format("{}{}", path.substr(0, path.find_last_of('/') + 1), next);
+    family = path;
+    base = YAML::Load(read_text(path))["base"];
+  }
+  return {stack, family};
 }
 
 std::vector<Row> load_rows(const std::string& path) {

@@ -12,8 +12,22 @@ namespace trident::cli {
 
 namespace {
 
+/// A `base:` that names a file: read it relative to the file that names it (standard input's
+/// bases relative to the working directory); a preset name is left to the core.
+std::optional<StackText> read_base_file(const std::string& name, const std::string& from,
+                                        const std::string& where) {
+  if (!names_file(name)) return std::nullopt;
+  if (name == "-") throw InputError(where + ": '-': a base cannot be standard input; name a file");
+  const auto slash = from.find_last_of('/');
+  const bool relative = !name.starts_with('/') && from != "-" && slash != std::string::npos;
+  const std::string path = relative ? from.substr(0, slash + 1) + name : name;
+  return StackText{read_input_file(path, where), path};
+}
+
 Stack named_stack(const std::string& value, const std::string& flag) {
-  if (names_file(value)) return load_stack(read_input_file(value, flag), value);
+  if (names_file(value)) {
+    return load_stack(read_input_file(value, flag), input_source(value), read_base_file);
+  }
   if (!preset_text(PresetKind::stack, value)) {
     const auto names = preset_names(PresetKind::stack);
     throw InputError(flag + " '" + value + "': unknown stack" + yaml::did_you_mean(value, names) +
@@ -29,6 +43,20 @@ std::string zero_list(unsigned bits) {
     if (!out.empty()) out += "/";
     out += std::to_string(z);
   }
+  return out;
+}
+
+/// The recompute modes the stack offers, "none/selective/full" (or the ones it has).
+std::string recompute_list(const Stack& s) {
+  std::string out;
+  const auto add = [&out](const char* mode) {
+    out += (out.empty() ? "" : "/") + std::string(mode);
+  };
+  if (s.supports(Recompute::none)) add("none");
+  if (s.supports(Recompute::selective)) {
+    add(s.selective == SelectiveKind::per_op ? "selective(per-op)" : "selective");
+  }
+  if (s.supports(Recompute::full)) add("full");
   return out;
 }
 
@@ -49,11 +77,7 @@ std::string summarize_stack(const Stack& s) {
       to_string(s.attention), to_string(s.tp_overlap), s.dp_overlap_grad_reduce ? "on" : "off",
       s.grad_reduce_bytes >= 4 ? "fp32" : "16-bit", zero_list(s.zero_stages),
       s.pipelines() ? "with PP " + zero_list(s.zero_stages_with_pp) : std::string("no PP"),
-      std::string(s.supports(Recompute::none) ? "none" : "") +
-          (s.supports(Recompute::selective)
-               ? (s.selective == SelectiveKind::per_op ? "/selective(per-op)" : "/selective")
-               : "") +
-          (s.supports(Recompute::full) ? "/full" : ""),
+      recompute_list(s),
       s.measured_error > 0 ? fmt::format(", measured error +/-{:.0f}%", 100 * s.measured_error) +
                                  (s.measured_error_moe > 0
                                       ? fmt::format(" (MoE +/-{:.0f}%)", 100 * s.measured_error_moe)

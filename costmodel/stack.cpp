@@ -419,19 +419,46 @@ bool Stack::supports(Recompute recompute) const {
   return (recompute_modes & (1u << static_cast<unsigned>(recompute))) != 0;
 }
 
-Stack load_stack(const std::string& text, const std::string& source) {
+namespace {
+
+/// `chain`: the files read so far, the including one last (cycle and depth checks).
+Stack load_stack_chained(const std::string& text, const std::string& source,
+                         const StackFileReader& reader, std::vector<std::string>& chain) {
   const YAML::Node root = yaml::parse(text, source);
   const MapReader m(root, source, "", yaml::line_of(root, 1));
   if (!m.has("base")) return read_stack(m, nullptr);
-  // `base: PRESET`: the file says only what differs from a built-in stack.
+  // `base:`: the file says only what differs from a built-in stack or another stack file.
   const std::string name = m.required_string("base");
-  const auto text_of_base = preset_text(PresetKind::stack, name);
-  if (!text_of_base) {
-    unknown_preset(PresetKind::stack, name,
-                   yaml::position(m.source(), m.line("base"), m.path("base")) + ": ");
+  const std::string where = yaml::position(m.source(), m.line("base"), m.path("base"));
+  const std::optional<StackText> file = reader ? reader(name, source, where) : std::nullopt;
+  if (file) {
+    for (const std::string& seen : chain) {
+      if (seen == file->source) {
+        throw InputError(
+            fmt::format("{}: '{}' is already in the chain of bases (a cycle)", where, name));
+      }
+    }
+    if (static_cast<int>(chain.size()) >= kMaxStackBaseFiles) {
+      throw InputError(
+          fmt::format("{}: more than {} stack files chained by base:; expected a shorter chain",
+                      where, kMaxStackBaseFiles));
+    }
+    chain.push_back(file->source);
+    const Stack base = load_stack_chained(file->text, file->source, reader, chain);
+    return read_stack(m, &base);
   }
+  const auto text_of_base = preset_text(PresetKind::stack, name);
+  if (!text_of_base) unknown_preset(PresetKind::stack, name, where + ": ");
   const Stack base = load_stack(std::string(*text_of_base), preset_source(PresetKind::stack, name));
   return read_stack(m, &base);
+}
+
+}  // namespace
+
+Stack load_stack(const std::string& text, const std::string& source,
+                 const StackFileReader& reader) {
+  std::vector<std::string> chain{source};
+  return load_stack_chained(text, source, reader, chain);
 }
 
 Stack stack_preset(const std::string& name) {

@@ -4,8 +4,11 @@
 /// preset file (configs/stacks/*.yaml) whose every field cites its source; the cost model
 /// prices a split as that stack runs it and the search only tries what the stack supports.
 /// Derivations: docs/cost_model.md#stacks.
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
@@ -221,8 +224,27 @@ struct Stack {
   return name == "a2a" ? CpKind::a2a : CpKind::p2p;
 }
 
-/// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY.
-[[nodiscard]] Stack load_stack(const std::string& text, const std::string& source);
+/// A stack file's text and the name its errors give it.
+struct StackText {
+  std::string text;
+  std::string source;
+};
+
+/// Reads the stack file a `base:` names (`name` as written in the file `from`, at `where`,
+/// "FILE:LINE: base"): its text, or nullopt when `name` is not a file name (then it names a
+/// preset). Throws InputError starting with `where` when the file cannot be read. The caller
+/// owns the file system; the core only asks.
+using StackFileReader = std::function<std::optional<StackText>(
+    const std::string& name, const std::string& from, const std::string& where)>;
+
+/// At most this many stack files chained by `base:` (a longer chain is refused as a likely cycle).
+inline constexpr int kMaxStackBaseFiles = 8;
+
+/// Parses a stack file (YAML/JSON); errors name SOURCE:LINE: KEY. `base: PRESET` takes every key
+/// the file leaves out from a built-in stack; `base: FILE` from another stack file, read through
+/// `reader` (none: only presets), chained at most kMaxStackBaseFiles deep, cycles refused.
+[[nodiscard]] Stack load_stack(const std::string& text, const std::string& source,
+                               const StackFileReader& reader = {});
 /// A built-in stack by name; throws InputError with "did you mean" otherwise.
 [[nodiscard]] Stack stack_preset(const std::string& name);
 

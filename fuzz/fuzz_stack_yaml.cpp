@@ -1,7 +1,10 @@
 // libFuzzer target: software stack YAML (costmodel/stack.h load_stack, with or without
-// `base:`), then one plan priced under that stack on two 8-GPU servers with PP 2 (interleaved
-// where the stack interleaves): a stack that loads gives finite times (no NaN out).
+// `base:`; a `base:` naming a file reads the input itself again, so chains end in the cycle
+// check or a preset), then one plan priced under that stack on two 8-GPU servers with PP 2
+// (interleaved where the stack interleaves): a stack that loads gives finite times (no NaN out).
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "costmodel/model_loader.h"
 #include "costmodel/stack.h"
@@ -13,7 +16,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   trident::fuzz::accept_input_errors([&] {
     const std::string text = trident::fuzz::as_checked_text(data, size, "stack.yaml");
     trident::EstimateOptions options;
-    options.stack = trident::load_stack(text, "stack.yaml");
+    // Every file name a base gives reads this same input under that name.
+    const trident::StackFileReader reader =
+        [&text](const std::string& name, const std::string&,
+                const std::string&) -> std::optional<trident::StackText> {
+      if (!name.ends_with(".yaml")) return std::nullopt;
+      return trident::StackText{text, name};
+    };
+    options.stack = trident::load_stack(text, "stack.yaml", reader);
     trident::fuzz::require(
         std::isfinite(options.stack.measured_error) && options.stack.measured_error >= 0.0,
         "measured_error finite and not negative");

@@ -226,3 +226,44 @@ TEST_CASE("--explain says whether the stack overlaps the DP reduction", "[cli_st
         std::string::npos);
   CHECK(apart.out.find("overlapped with backward") == std::string::npos);
 }
+
+TEST_CASE("a stack file's base: another stack file, read relative to it", "[cli_stack]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path / "releases");
+  // releases/common.yaml: a release's block on top of megatron-core; releases/variant.yaml:
+  // one key on top of that; the CLI names the variant from another directory.
+  std::ofstream(dir.path / "releases" / "common.yaml")
+      << "name: common\nbase: megatron-core\nattention: flash\nzero_stages: [0, 1]\n";
+  std::ofstream(dir.path / "releases" / "variant.yaml")
+      << "name: variant\nbase: common.yaml\nrecompute: [full]\n";
+  const Run run = trident(kSmall + " --stack " + (dir.path / "releases" / "variant.yaml").string() +
+                          " --format json --top 3");
+  REQUIRE(run.code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  CHECK(doc.at("stack") == "variant");
+  for (const auto& plan : doc.at("plans")) {
+    CHECK(plan.at("recompute") == "full");   // the variant's own key
+    CHECK(plan.at("zero").get<int>() <= 1);  // common.yaml's
+  }
+  const Run table = trident(kSmall + " --stack " +
+                            (dir.path / "releases" / "variant.yaml").string() + " --top 1");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("attention flash") != std::string::npos);  // common.yaml's, over the preset
+
+  // A base that cannot be read, and a cycle: one line each naming the file, line and key.
+  std::ofstream(dir.path / "releases" / "variant.yaml")
+      << "name: variant\nrecompute: [full]\nbase: missing.yaml\n";
+  const Run missing =
+      trident(kSmall + " --stack " + (dir.path / "releases" / "variant.yaml").string());
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("variant.yaml:3: base 'releases/missing.yaml'") == std::string::npos);
+  CHECK(missing.err.find("variant.yaml:3: base '") != std::string::npos);
+  CHECK(missing.err.find("missing.yaml': cannot read the file") != std::string::npos);
+  std::ofstream(dir.path / "releases" / "common.yaml") << "name: common\nbase: variant.yaml\n";
+  std::ofstream(dir.path / "releases" / "variant.yaml") << "name: variant\nbase: common.yaml\n";
+  const Run cycle =
+      trident(kSmall + " --stack " + (dir.path / "releases" / "variant.yaml").string());
+  CHECK(cycle.code == 2);
+  CHECK(cycle.err.find("common.yaml:2: base: 'variant.yaml' is already in the chain of bases "
+                       "(a cycle)") != std::string::npos);
+}

@@ -2,6 +2,8 @@
 // the mechanisms a stack switches: per-unit sharded data parallel, uneven pipeline stages.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
+#include <optional>
 
 #include "configs/presets.h"
 #include "costmodel/collective.h"
@@ -188,6 +190,48 @@ TEST_CASE("a stack file with base: says only what differs from a preset", "[stac
                     "(pp_separate_send_recv: true), which is priced for DeepSpeed's 1F1B only");
   CHECK_NOTHROW(
       load_stack("name: x\nbase: deepspeed-megatron\npp_sends_attention_mask: false\n", "s.yaml"));
+}
+
+TEST_CASE("base: FILE chains stack files through the caller's reader", "[stack]") {
+  // An in-memory file system: the reader answers file names (".yaml"), presets fall through.
+  std::map<std::string, std::string> files{
+      {"common.yaml",
+       "name: common\nbase: megatron-core\nattention: flash\nadam_state_bytes: 10\n"},
+      {"variant.yaml", "name: variant\nbase: common.yaml\nadam_state_bytes: 4\n"},
+      {"loop-a.yaml", "name: a\nbase: loop-b.yaml\n"},
+      {"loop-b.yaml", "name: b\nbase: loop-a.yaml\n"}};
+  for (int i = 0; i < kMaxStackBaseFiles; ++i) {
+    files["deep" + std::to_string(i) + ".yaml"] =
+        "name: d\nbase: deep" + std::to_string(i + 1) + ".yaml\n";
+  }
+  files["deep" + std::to_string(kMaxStackBaseFiles) + ".yaml"] = "name: d\nbase: fsdp\n";
+  const StackFileReader reader = [&files](const std::string& name, const std::string&,
+                                          const std::string& where) -> std::optional<StackText> {
+    if (!name.ends_with(".yaml")) return std::nullopt;
+    const auto it = files.find(name);
+    if (it == files.end()) throw InputError(where + " '" + name + "': cannot read the file");
+    return StackText{it->second, name};
+  };
+  const Stack core = stack_preset("megatron-core");
+  const Stack variant = load_stack(files["variant.yaml"], "variant.yaml", reader);
+  CHECK(variant.name == "variant");
+  CHECK(variant.adam_state_bytes == 4.0);              // its own key
+  CHECK(variant.attention == AttentionKernel::flash);  // common.yaml's
+  CHECK(variant.tp_overlap == core.tp_overlap);        // megatron-core's, two bases down
+  CHECK(variant.measured_error == core.measured_error);
+  // Without a reader a file name is looked up as a preset, and is not one.
+  CHECK_THROWS_WITH(load_stack(files["variant.yaml"], "variant.yaml"),
+                    Catch::StartsWith("variant.yaml:2: base: unknown stack preset 'common.yaml'"));
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: gone.yaml\n", "x.yaml", reader),
+                    "x.yaml:2: base 'gone.yaml': cannot read the file");
+  CHECK_THROWS_WITH(
+      load_stack(files["loop-a.yaml"], "loop-a.yaml", reader),
+      "loop-b.yaml:2: base: 'loop-a.yaml' is already in the chain of bases (a cycle)");
+  // deep0 -> deep1 -> ... -> deep8 is nine files: one more than kMaxStackBaseFiles (8).
+  CHECK_THROWS_WITH(load_stack(files["deep0.yaml"], "deep0.yaml", reader),
+                    "deep7.yaml:2: base: more than 8 stack files chained by base:; expected a "
+                    "shorter chain");
+  CHECK_NOTHROW(load_stack(files["deep1.yaml"], "deep1.yaml", reader));  // eight files: fine
 }
 
 TEST_CASE("what a stack runs: ZeRO with and without PP, PP at all, uneven stages", "[stack]") {
