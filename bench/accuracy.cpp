@@ -40,8 +40,10 @@ struct Row {
   double measured = 0.0;
 };
 
-std::string read_text(const std::string& path) {
+/// The whole file; `where` prefixes the error when it cannot be opened.
+std::string read_text(const std::string& path, const std::string& where) {
   std::ifstream in(path);
+  if (!in) throw std::runtime_error(where + ": cannot read " + path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -125,30 +127,24 @@ struct RowStack {
   std::string family;
 };
 
-/// A `base:` naming a stack file, relative to the file that names it (as the CLI reads it).
-std::optional<StackText> read_base_file(const std::string& name, const std::string& from,
-                                        const std::string& where) {
-  if (name.find('/') == std::string::npos && !name.ends_with(".yaml")) return std::nullopt;
-  const std::string path = from.substr(0, from.find_last_of('/') + 1) + name;
-  std::ifstream probe(path);
-  if (!probe) throw std::runtime_error(where + ": cannot read " + path);
-  return StackText{read_text(path), path};
-}
-
 RowStack stack_of(const std::string& name, const std::string& data_dir) {
   if (name.find('/') == std::string::npos) return {stack_preset(name), name};
-  std::string path = data_dir + "/" + name;
-  const std::string text = read_text(path);
-  const Stack stack = load_stack(text, path, read_base_file);
-  // The family is the preset at the root of the base chain (the file itself without one).
+  const std::string path = data_dir + "/" + name;
+  // A `base:` naming a stack file is read relative to the file that names it, as the CLI reads
+  // it. The family is the root of the chain load_stack walks: the preset the last base names,
+  // else the last file (the row's own without a base).
   std::string family = name;
-  for (YAML::Node base = YAML::Load(text)["base"]; base;) {
-    const std::string next = base.as<std::string>();
-    if (next.find('/') == std::string::npos && !next.ends_with(".yaml")) return {stack, next};
-    path = fmt::format("{}{}", path.substr(0, path.find_last_of('/') + 1), next);
-    family = path;
-    base = YAML::Load(read_text(path))["base"];
-  }
+  const StackFileReader read_base = [&family](const std::string& base, const std::string& from,
+                                              const std::string& where) {
+    if (base.find('/') == std::string::npos && !base.ends_with(".yaml")) {
+      family = base;
+      return std::optional<StackText>{};
+    }
+    const std::string file = from.substr(0, from.find_last_of('/') + 1) + base;
+    family = file;
+    return std::optional<StackText>{StackText{read_text(file, where), file}};
+  };
+  const Stack stack = load_stack(read_text(path, "stack " + name), path, read_base);
   return {stack, family};
 }
 

@@ -19,7 +19,7 @@ std::optional<StackText> read_base_file(const std::string& name, const std::stri
   if (!names_file(name)) return std::nullopt;
   if (name == "-") throw InputError(where + ": '-': a base cannot be standard input; name a file");
   const auto slash = from.find_last_of('/');
-  const bool relative = !name.starts_with('/') && from != "-" && slash != std::string::npos;
+  const bool relative = !name.starts_with('/') && slash != std::string::npos;
   const std::string path = relative ? from.substr(0, slash + 1) + name : name;
   return StackText{read_input_file(path, where), path};
 }

@@ -256,9 +256,10 @@ TEST_CASE("a stack file's base: another stack file, read relative to it", "[cli_
   const Run missing =
       trident(kSmall + " --stack " + (dir.path / "releases" / "variant.yaml").string());
   CHECK(missing.code == 2);
-  CHECK(missing.err.find("variant.yaml:3: base 'releases/missing.yaml'") == std::string::npos);
-  CHECK(missing.err.find("variant.yaml:3: base '") != std::string::npos);
-  CHECK(missing.err.find("missing.yaml': cannot read the file") != std::string::npos);
+  // The base is read beside the file naming it, not in the working directory.
+  CHECK(missing.err.find("variant.yaml:3: base '" +
+                         (dir.path / "releases" / "missing.yaml").string() +
+                         "': cannot read the file") != std::string::npos);
   std::ofstream(dir.path / "releases" / "common.yaml") << "name: common\nbase: variant.yaml\n";
   std::ofstream(dir.path / "releases" / "variant.yaml") << "name: variant\nbase: common.yaml\n";
   const Run cycle =
