@@ -340,7 +340,8 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   // The cost model's own list (costmodel/gemms.h) on one GPU's view: a CP rank's chunk of each
   // sequence (context_parallel.h), a MoE layer's dense part (moe.h) and its grouped expert
   // GEMMs; calls on the busiest stage.
-  const CpView view = cp_local_view(moe_dense_view(model), config);
+  const double moe_share = stage_moe_fraction(model, config.pp);
+  const CpView view = cp_local_view(moe_dense_view(model, moe_share), config);
   const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
   const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
   const double layers = model_stage_layers(model, config.pp).most();
@@ -357,7 +358,7 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   if (model.is_moe()) {
     // One expert's GEMM of the grouped call, as many calls as local experts.
     const ExpertGemms experts = expert_gemms(model, config);
-    const double calls = passes * layers * moe_fraction(model) * m * experts.up.batch;
+    const double calls = passes * layers * moe_share * m * experts.up.batch;
     out.push_back(as_call("expert_up", {experts.up.m, experts.up.n, experts.up.k}, calls,
                           precision.linear_gemm));
     out.push_back(as_call("expert_down", {experts.down.m, experts.down.n, experts.down.k}, calls,

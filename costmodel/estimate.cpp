@@ -51,7 +51,7 @@ LayerTime with_cp_and_experts(LayerTime layer, const Gpu& gpu, const Model& mode
   add_cp_attention(layer, config.cp, config.recompute, selective);
   if (!model.is_moe()) return layer;
   const LayerTime experts = routed_expert_time(gpu, model, config, calibration);
-  const double share = moe_fraction(model);
+  const double share = stage_moe_fraction(model, config.pp);
   layer.forward_s += share * experts.forward_s;
   layer.backward_s += share * experts.backward_s;
   layer.recompute_s += share * experts.recompute_s;
@@ -278,9 +278,12 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // The dense machinery prices the per-GPU view: context parallel chunks as sequences (cp
   // folded into dp), MoE layers' routed experts taken out (context_parallel.h, moe.h).
   // Dense models without CP are their own view: no copy in the search's hot path.
+  // MoE layers are priced at the pace-setting stage's share of them (stage_moe_fraction).
+  const double moe_share = stage_moe_fraction(model, config.pp);
   const bool viewed = model.is_moe() || config.cp > 1;
   const std::optional<CpView> view =
-      viewed ? std::optional<CpView>(cp_local_view(moe_dense_view(model), config)) : std::nullopt;
+      viewed ? std::optional<CpView>(cp_local_view(moe_dense_view(model, moe_share), config))
+             : std::nullopt;
   const Model& local = viewed ? view->model : model;
   const ParallelConfig& split = viewed ? view->config : config;
   const long long m = config.num_micro_batches(model.training.global_batch);
@@ -289,8 +292,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.used_calibration = calibration != nullptr && !calibration->empty();
 
   // The MoE all-to-alls are exposed per layer: they count when choosing the slowest stage.
-  const CommDetail ep_layer =
-      ep_comm(model, config, placement.ep, moe_fraction(model), calibration);
+  const CommDetail ep_layer = ep_comm(model, config, placement.ep, moe_share, calibration);
   const Stack& stack = options.stack;
   // Context parallelism: the ring prices the stage; where the stack can run Ulysses instead,
   // its attention (one causal call over the whole sequence) is priced too and the faster of
@@ -339,7 +341,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   }
   // MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by the
   // EP all-to-all from their sequence-parallel shard): half of those layers' TP calls remain.
-  const double tp_share = 1.0 - 0.5 * moe_fraction(model);
+  const double tp_share = 1.0 - 0.5 * moe_share;
   out.tp.calls_per_step *= tp_share;
   out.tp.total_s *= tp_share;
   out.tp.exposed_s *= tp_share;

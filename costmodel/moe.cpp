@@ -27,9 +27,38 @@ double moe_fraction(const Model& model) {
   return static_cast<double>(model.moe_layers()) / model.layers;
 }
 
-Model moe_dense_view(const Model& model) {
+double stage_moe_fraction(const Model& model, int pp) {
+  if (!model.is_moe() || model.layers <= 0) return 0.0;
+  if (pp <= 1) return moe_fraction(model);
+  const StageLayers split = stage_layers(model.layers, pp);
+  const int most = split.most();
+  if (most <= 0) return 0.0;
+  const int middles = pp - 2;
+  const int middle_layers = model.layers - split.first - split.last;
+  int start = 0;
+  int busiest = 0;
+  for (int stage = 0; stage < pp; ++stage) {
+    int count = split.last;
+    if (stage == 0) {
+      count = split.first;
+    } else if (stage < pp - 1) {
+      const int index = stage - 1;
+      count = middle_layers / middles + (index < middle_layers % middles ? 1 : 0);
+    }
+    if (count == most) {
+      int moe = 0;
+      for (int layer = start; layer < start + count; ++layer)
+        moe += model.is_moe_layer(layer) ? 1 : 0;
+      busiest = std::max(busiest, moe);
+    }
+    start += count;
+  }
+  return static_cast<double>(busiest) / most;
+}
+
+Model moe_dense_view(const Model& model, double moe_share) {
   if (!model.is_moe()) return model;
-  const double share = moe_fraction(model);
+  const double share = moe_share;
   const double shared = static_cast<double>(model.moe.shared_experts) * model.moe.expert_ffn_hidden;
   return with_ffn(model, (1.0 - share) * model.ffn_hidden + share * shared);
 }
@@ -116,7 +145,8 @@ int expert_dp(const ParallelConfig& config) {
 double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config) {
   if (!model.is_moe()) return 0.0;
   const ParameterCount count = count_parameters(model);
-  const double layers = model_stage_layers(model, config.pp).most() * moe_fraction(model);
+  const double layers =
+      model_stage_layers(model, config.pp).most() * stage_moe_fraction(model, config.pp);
   return layers * static_cast<double>(model.moe.experts) / config.ep * count.per_expert;
 }
 
@@ -145,7 +175,8 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
     const double per_layer =
         rows * (2.0 * model.hidden + (is_gated(model.ffn) ? 4.0 : 2.0) * f + 2.0 * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
-    const double layers = model_stage_layers(model, config.pp).most() * moe_fraction(model);
+    const double layers =
+        model_stage_layers(model, config.pp).most() * stage_moe_fraction(model, config.pp);
     activations = per_layer * layers * in_flight_micro_batches(config.pp, config.virtual_stages, m);
   }
   memory.weights_bytes += weights;

@@ -17,11 +17,21 @@ namespace trident {
 /// Share of the layers that are MoE layers (0 for a dense model).
 [[nodiscard]] double moe_fraction(const Model& model);
 
+/// Share of MoE layers on the pipeline stage that sets the pace: of the stages holding the
+/// most layers (stage_layers: first, middle stages in order, longer ones first, last), the
+/// one with the most MoE layers. Dense-first models (DeepSeek's first_k_dense_replace) put
+/// their dense layers on the first stage, so a middle stage runs MoE layers only: DeepSeek-V3
+/// over 16 stages is 3 | 4 x 14 | 2 layers, the 3 dense ones on the first (NeMo's
+/// pretrain_deepseek_v3.py layout), and its slowest stage is 4 MoE layers, not 4 x 58/61.
+/// moe_fraction(model) with one stage.
+[[nodiscard]] double stage_moe_fraction(const Model& model, int pp);
+
 /// The model with each layer's FFN replaced by what stays dense (replicated over EP, split by
-/// TP): the average per layer of the dense layers' FFN and the MoE layers' shared experts.
-/// A dense model (no `moe`): the cost model's dense machinery prices it; routed experts
-/// (and the routers, h x experts per MoE layer, left out of it) come on top.
-[[nodiscard]] Model moe_dense_view(const Model& model);
+/// TP) on a stage whose MoE share is `moe_share`: the average per layer of the dense layers'
+/// FFN and the MoE layers' shared experts. A dense model (no `moe`): the cost model's dense
+/// machinery prices it; routed experts (and the routers, h x experts per MoE layer, left out
+/// of it) come on top.
+[[nodiscard]] Model moe_dense_view(const Model& model, double moe_share);
 
 /// The model with each layer's FFN the average active FFN (dense FFN, or top_k + shared
 /// experts): its FLOPs are the MoE model's FLOPs counted on active parameters.

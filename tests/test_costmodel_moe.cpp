@@ -71,6 +71,33 @@ TEST_CASE("MoE layers: frequency, first dense layers, list", "[moe]") {
   CHECK(moe_fraction(model) == Approx(2.0 / 32.0));
 }
 
+TEST_CASE("MoE share of the pace-setting stage: dense layers first", "[moe][pipeline]") {
+  // DeepSeek-V3: 61 layers, the first 3 dense (first_k_dense_replace), 58 MoE.
+  const Model model = model_preset("deepseek-v3");
+  REQUIRE(model.moe.first_dense == 3);
+  CHECK(stage_moe_fraction(model, 1) == Approx(58.0 / 61.0));  // one stage: the model's share
+  // PP 16: stage_layers(61, 16) = 3 | 4 x 14 | 2 (64 slots, 1 short on the first, 2 on the
+  // last, as NeMo's pretrain_deepseek_v3.py: 64/pp - 1 first, 64/pp - 2 last). The first stage
+  // holds layers 0-2, every dense one, so a 4-layer middle stage runs 4 MoE layers: 4/4.
+  CHECK(stage_moe_fraction(model, 16) == Approx(1.0));
+  // PP 8: 7 | 8 x 6 | 6; the middle stages hold layers 7..54, all MoE: 8/8.
+  CHECK(stage_moe_fraction(model, 8) == Approx(1.0));
+  // PP 61: one layer a stage (stage_layers(61, 61) = 1 | 1 x 59 | 1): the stages holding the
+  // most (1) include MoE ones: 1/1.
+  CHECK(stage_moe_fraction(model, 61) == Approx(1.0));
+  // Every other layer MoE (layers 0, 2, 4, ...), 32 layers over 4 stages of 8: each stage
+  // holds 4 MoE layers: 4/8.
+  Model alternate = model_preset("mixtral-8x7b");
+  alternate.moe.layer_freq = 2;
+  CHECK(stage_moe_fraction(alternate, 4) == Approx(0.5));
+  // MoE layers 1 and 5 only, 32 layers over 4 stages of 8: the first stage (0-7) holds both,
+  // so the busiest stage is 2/8, where the model's share is 2/32.
+  alternate.moe.layer_list = {1, 5};
+  CHECK(stage_moe_fraction(alternate, 4) == Approx(2.0 / 8.0));
+  // A dense model: 0.
+  CHECK(stage_moe_fraction(model_preset("llama3-8b"), 4) == 0.0);
+}
+
 TEST_CASE("MoE model file: keys, errors name the key", "[moe][loader]") {
   const std::string base = "name: m\nlayers: 4\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 32\n";
   const Model model =
@@ -190,7 +217,7 @@ TEST_CASE("MoE estimate: FLOPs on active parameters, experts sharded over EP", "
   const Estimate ep_fp8 = estimate(cluster, fp8, config, default_placement(cluster, config));
   const double experts_per_gpu = 32.0 * 8.0 * 176160768.0 / 8.0;
   CHECK(ep_fp8.memory.weight_copies_bytes ==
-        Approx(2.0 * (stage_linear_parameters(moe_dense_view(fp8), config, true, true) +
+        Approx(2.0 * (stage_linear_parameters(moe_dense_view(fp8, 1.0), config, true, true) +
                       experts_per_gpu)));
   CHECK(ep.memory.weight_copies_bytes == 0.0);
 }
