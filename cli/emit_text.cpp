@@ -132,7 +132,7 @@ namespace {
       }
       return fmt::format("a split whose GPUs fill whole servers of {}", o.gpus_per_server);
     case RefusalKind::moe_model:
-      return "emit a dense model or write the MoE flags by hand";
+      return "emit a dense model or write the MoE and MLA flags by hand";
     case RefusalKind::context_parallel:
       return "--cp 1";
     case RefusalKind::dtype:
@@ -159,6 +159,10 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
     case RefusalKind::uneven_ranks:
       return uneven_reason(obstacle);
     case RefusalKind::moe_model:
+      if (!model.is_moe()) {
+        return "--emit writes multi-head attention only: model " + model.name +
+               " has multi-latent attention (MLA flags are not written yet)";
+      }
       return "--emit writes dense models only: model " + model.name +
              " has experts (MoE flags are not written yet)";
     case RefusalKind::context_parallel:

@@ -160,6 +160,11 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           pin, p.limit, stack.name, stack.zero2_per_unit ? " or ZeRO-2" : "");
     case OptionIssue::shard_below_two:
       return pin + ": expected at least 2 (a shard group of 1 shards nothing; drop --dp-shard)";
+    case OptionIssue::selective_needs_mla:
+      return fmt::format(
+          "{}: stack {} recomputes multi-latent attention's up-projections (selective: "
+          "mla_up_proj) and model {} has no MLA; use --recompute none|full or another --stack",
+          pin, stack.name, model.name);
     case OptionIssue::moe_hybrid_shard:
       return pin +
              ": MoE models shard over all of DP (the experts' state per shard group is not "

@@ -54,7 +54,9 @@ std::string recompute_list(const Stack& s) {
   };
   if (s.supports(Recompute::none)) add("none");
   if (s.supports(Recompute::selective)) {
-    add(s.selective == SelectiveKind::per_op ? "selective(per-op)" : "selective");
+    add(s.selective == SelectiveKind::per_op        ? "selective(per-op)"
+        : s.selective == SelectiveKind::mla_up_proj ? "selective(mla_up_proj)"
+                                                    : "selective");
   }
   if (s.supports(Recompute::full)) add("full");
   return out;

@@ -149,6 +149,25 @@ struct CoreTime {
   double backward_s = 0.0;
 };
 
+/// Megatron-Core's `mla_up_proj` recompute (multi_latent_attention.py
+/// qkv_up_proj_and_rope_apply, L444-510 @core_r0.12.0): the two up-projection GEMMs again, and
+/// the copies that build the attention's inputs (torch.cat of the RoPE'd and plain parts of Q
+/// and K, V's .contiguous()): Q and K (heads x (nope + rope)) and V (heads x v), each read and
+/// written once in 16 bits. Nothing without multi-latent attention.
+double mla_up_recompute_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                          const Model& model, const ParallelConfig& config,
+                          const Calibration* calibration) {
+  if (model.attention != AttentionKind::mla) return 0.0;
+  double gemms_s = 0.0;
+  for (const NamedGemm& gemm : mla_up_gemms(model, config.micro_batch, config.tp)) {
+    gemms_s += gemm_time_s(gpu, dtype, profile, gemm.shape, calibration);
+  }
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  const double heads = static_cast<double>(model.heads) / config.tp;
+  const double elements = tokens * heads * (2.0 * model.qk_head_dim() + model.v_head_dim());
+  return gemms_s + hbm_time_s(gpu, (2.0 + 2.0) * elements);
+}
+
 /// Fused (flash) attention: the causal half of the scores and context work at the GPU's
 /// measured kernel share of peak (forward and backward apart), backward 2.5x the forward
 /// FLOPs (5 GEMMs against 2, Dao 2023). Without a published share: the GEMM tile model.
@@ -223,10 +242,19 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
       break;
     case Recompute::selective:
       // Megatron: core attention again. torchtitan per-op: every other linear GEMM and the
-      // memory-bound ops (norms, activation, RoPE); SDPA's output is kept.
-      time.recompute_s = features.selective == SelectiveKind::attention
-                             ? core.forward_s
-                             : 0.5 * time.gemm_forward_s + hbm_time_s(gpu, fwd_bytes);
+      // memory-bound ops (norms, activation, RoPE); SDPA's output is kept. Megatron-Core's
+      // mla_up_proj: MLA's up-projections and the copies into Q, K and V.
+      switch (features.selective) {
+        case SelectiveKind::attention:
+          time.recompute_s = core.forward_s;
+          break;
+        case SelectiveKind::per_op:
+          time.recompute_s = 0.5 * time.gemm_forward_s + hbm_time_s(gpu, fwd_bytes);
+          break;
+        case SelectiveKind::mla_up_proj:
+          time.recompute_s = mla_up_recompute_s(gpu, dtype, profile, model, config, calibration);
+          break;
+      }
       break;
     case Recompute::full:
       time.recompute_s = time.forward_s;

@@ -14,6 +14,8 @@ LayerFlops layer_forward_flops(const Model& model, double sequences) {
   flops.context = core.context.flops();
   flops.out_proj = linear[1].shape.flops();
   flops.ffn = linear[2].shape.flops() + linear[3].shape.flops();
+  const auto up = mla_up_gemms(model, sequences, 1);
+  flops.mla_up = up[0].shape.flops() + up[1].shape.flops();
   return flops;
 }
 
@@ -27,8 +29,15 @@ double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
     case Recompute::none:
       return 0.0;
     case Recompute::selective:
-      return selective == SelectiveKind::attention ? layer.attention_core()
-                                                   : 0.5 * (layer.qkv + layer.out_proj + layer.ffn);
+      switch (selective) {
+        case SelectiveKind::attention:
+          return layer.attention_core();
+        case SelectiveKind::per_op:
+          return 0.5 * (layer.qkv + layer.out_proj + layer.ffn);
+        case SelectiveKind::mla_up_proj:
+          return layer.mla_up;
+      }
+      return 0.0;
     case Recompute::full:
       return layer.total();
   }

@@ -16,6 +16,7 @@ struct LayerFlops {
   double context = 0.0;   ///< softmax(QK^T) V: 2*b*s^2*h
   double out_proj = 0.0;  ///< 2*b*s*h^2
   double ffn = 0.0;       ///< 2*b*s*h*f per matrix, 2 matrices (3 when gated)
+  double mla_up = 0.0;    ///< MLA's up-projections (part of qkv; 0 without MLA)
   [[nodiscard]] double attention_core() const { return scores + context; }
   [[nodiscard]] double total() const { return qkv + scores + context + out_proj + ffn; }
 };
@@ -27,7 +28,8 @@ struct LayerFlops {
 
 /// Extra forward FLOPs per layer that recomputation adds: none 0, selective the attention
 /// core (scores + context, Korthikanti 2022 section 5), full the whole layer forward.
-/// torchtitan's per-op selective recompute repeats every other linear GEMM instead.
+/// torchtitan's per-op selective recompute repeats every other linear GEMM instead;
+/// Megatron-Core's mla_up_proj the up-projections of multi-latent attention.
 [[nodiscard]] double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
                                              SelectiveKind selective = SelectiveKind::attention);
 

@@ -23,6 +23,18 @@ double qkv_width(const Model& model) {
 
 }  // namespace
 
+std::array<NamedGemm, 2> mla_up_gemms(const Model& model, double sequences, int tp) {
+  if (model.attention != AttentionKind::mla) return {{{"q_up", {}}, {"kv_up", {}}}};
+  const MlaSpec& a = model.mla;
+  const double tokens = sequences * model.seq_len;
+  const double heads = static_cast<double>(model.heads) / tp;
+  const double q_in = a.q_lora_rank > 0 ? a.q_lora_rank : model.hidden;
+  return {{{"q_up", {tokens, heads * model.qk_head_dim(), q_in}},
+           {"kv_up",
+            {tokens, heads * (a.qk_nope_head_dim + a.v_head_dim),
+             static_cast<double>(a.kv_lora_rank)}}}};
+}
+
 std::array<NamedGemm, 4> layer_linear_gemms(const Model& model, double sequences, int tp) {
   const double tokens = sequences * model.seq_len;
   const double t = tp;

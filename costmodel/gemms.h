@@ -38,6 +38,12 @@ struct AttentionGemms {
 };
 [[nodiscard]] AttentionGemms attention_gemms(const Model& model, double sequences, int tp);
 
+/// Multi-latent attention's two up-projections, forward: Q [b*s x heads*(nope+rope)/t x
+/// q_lora] (from h when q_lora_rank is 0: Q's only projection) and KV [b*s x heads*(nope+v)/t x
+/// kv_lora], column-parallel over the whole sequence. Part of the QKV GEMM's FLOPs; what
+/// Megatron-Core's `mla_up_proj` selective recompute repeats. Zero shapes without MLA.
+[[nodiscard]] std::array<NamedGemm, 2> mla_up_gemms(const Model& model, double sequences, int tp);
+
 /// The output layer (logits) on the last stage: [b*s x V/t x h].
 [[nodiscard]] NamedGemm logits_gemm(const Model& model, double sequences, int tp);
 

@@ -170,9 +170,15 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   const double linear_inputs = 2.0 * linear_in * sb * h;
   // Split over TP: Q and K (2(h + h_kv)), V (2 h_kv), the output projection input (2h), the
   // FFN activation input (2f, 4f gated) and output (2f).
+  // Megatron-Core's mla_up_proj recompute frees Q, K and V once the attention forward has run
+  // (CheckpointWithoutOutput.discard_output_and_register_recompute, multi_latent_attention.py
+  // L215-218 @core_r0.12.0) and rebuilds them before its backward.
+  const bool drops_qkv = config.recompute == Recompute::selective &&
+                         selective == SelectiveKind::mla_up_proj &&
+                         model.attention == AttentionKind::mla;
+  const double qkv = drops_qkv ? 0.0 : 2.0 * (h + h_kv) + 2.0 * h_kv;
   const double act_in = is_gated(model.ffn) ? 4.0 : 2.0;
-  const double split =
-      sb * (2.0 * (h + h_kv) + 2.0 * h_kv + linear_in * h + act_in * f + linear_in * f);
+  const double split = sb * (qkv + linear_in * h + act_in * f + linear_in * f);
   // Scores: softmax output (2), dropout mask (1), dropout output (2) per b*a*s^2 element
   // (the softmax output alone without dropout); fused attention keeps only the fp32
   // log-sum-exp per row (4 bytes per b*a*s).

@@ -68,7 +68,7 @@ const std::vector<std::string> kStackKeys = {
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
-const std::vector<std::string> kSelectiveNames = {"attention", "per_op"};
+const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up_proj"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
 const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
@@ -362,7 +362,19 @@ const char* to_string(TpOverlap overlap) {
 const char* to_string(CpKind kind) { return kind == CpKind::p2p ? "p2p" : "a2a"; }
 
 const char* to_string(SelectiveKind kind) {
-  return kind == SelectiveKind::attention ? "attention" : "per_op";
+  switch (kind) {
+    case SelectiveKind::attention:
+      return "attention";
+    case SelectiveKind::per_op:
+      return "per_op";
+    case SelectiveKind::mla_up_proj:
+      return "mla_up_proj";
+  }
+  return "attention";
+}
+
+bool selective_applies(SelectiveKind kind, const Model& model) {
+  return kind != SelectiveKind::mla_up_proj || model.attention == AttentionKind::mla;
 }
 
 bool Stack::supports_zero(int zero, int pp) const {

@@ -36,7 +36,10 @@ enum class TpOverlap { none, backward, userbuffers };
 /// What selective recomputation recomputes: Megatron's core attention (Korthikanti 2022), or
 /// torchtitan's per-op policy (keeps matmul outputs of every other linear and SDPA, recomputes
 /// the rest of the block).
-enum class SelectiveKind { attention, per_op };
+/// What selective recomputation repeats: Megatron's core attention (`core_attn`), torchtitan's
+/// per-op policy, or Megatron-Core's `mla_up_proj` (multi-latent attention's up-projections and
+/// RoPE, their outputs discarded after the attention forward).
+enum class SelectiveKind { attention, per_op, mla_up_proj };
 
 enum class BackwardPrefetch { pre, post, none };
 
@@ -53,6 +56,11 @@ enum class CpKind { p2p, a2a };
 [[nodiscard]] const char* to_string(AttentionKernel kernel);
 [[nodiscard]] const char* to_string(TpOverlap overlap);
 [[nodiscard]] const char* to_string(SelectiveKind kind);
+
+/// Whether selective recomputation of `kind` has something to repeat on `model`: mla_up_proj
+/// only where the model has multi-latent attention (Megatron-Core raises otherwise,
+/// transformer_config.py L740-744 @core_r0.12.0); the others on any model.
+[[nodiscard]] bool selective_applies(SelectiveKind kind, const Model& model);
 
 struct Stack {
   std::string name = "megatron-core";

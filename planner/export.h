@@ -47,7 +47,7 @@ struct Release {
 /// says each in words, citing where in the release's source the rule comes from.
 enum class RefusalKind {
   uneven_ranks,          ///< servers hold different numbers of ranks (or GPU indexes)
-  moe_model,             ///< the model has experts: no target writes expert flags yet
+  moe_model,             ///< the model has experts or MLA: no target writes their flags yet
   context_parallel,      ///< CP above 1 on a target that does not write it
   dtype,                 ///< the model's training dtype has no switch in the release
   ffn,                   ///< the model's FFN has no flag in the release

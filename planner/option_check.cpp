@@ -141,6 +141,11 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
     return OptionProblem{Knob::fp8_recipe, OptionIssue::stack_lacks,
                          static_cast<long long>(model.training.fp8.recipe), 0};
   }
+  if (o.recompute && *o.recompute == Recompute::selective &&
+      !selective_applies(o.stack.selective, model)) {
+    return OptionProblem{Knob::recompute, OptionIssue::selective_needs_mla,
+                         static_cast<long long>(Recompute::selective), 0};
+  }
   if (auto problem = cp_ep_problem(model, o)) return problem;
   if (model.training.global_batch < 1) {
     return OptionProblem{Knob::global_batch, OptionIssue::missing, 0, 0};

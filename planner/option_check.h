@@ -54,6 +54,7 @@ enum class OptionIssue {
   needs_unit_sharding,    ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit
   shard_below_two,        ///< HSDP shard size `value` 1: nothing to shard (DDP)
   moe_hybrid_shard,       ///< HSDP on a MoE model (experts' state per shard group not modelled)
+  selective_needs_mla,    ///< selective recompute of MLA's up-projections on a model without MLA
 };
 
 struct OptionProblem {

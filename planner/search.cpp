@@ -202,6 +202,10 @@ class SplitSearch {
     for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
       if (options_.recompute && *options_.recompute != recompute) continue;
       if (!options_.stack.supports(recompute)) continue;
+      if (recompute == Recompute::selective &&
+          !selective_applies(options_.stack.selective, model_)) {
+        continue;  // nothing for this stack's selective recompute to repeat on this model
+      }
       config.recompute = recompute;
       for (int zero = 0; zero <= 3; ++zero) {
         if (!allowed(options_.zero, zero)) continue;

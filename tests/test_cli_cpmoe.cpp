@@ -1,6 +1,7 @@
 // trident plan with context and expert parallelism end to end: the CP and EP columns, the JSON
 // keys (cp, ep, links.cp/ep, collectives.cp/ep), the MoE presets, pins and refusals.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -188,6 +189,18 @@ TEST_CASE("--emit writes CP for megatron and nemo, refuses it elsewhere and MoE 
   const Run moe = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --emit megatron");
   CHECK(moe.code == 2);
   CHECK(moe.err.find("has experts") != std::string::npos);
+  // A dense model with multi-latent attention: no target writes MLA's flags either.
+  cli_test::TempDir dir;
+  std::ofstream(dir.path / "latent.yaml")
+      << "name: latent\nlayers: 8\nhidden: 1024\nheads: 8\nffn_hidden: 4096\nvocab: 32000\n"
+         "seq_len: 2048\nattention: mla\nmla:\n  q_lora_rank: 256\n  kv_lora_rank: 128\n"
+         "  qk_nope_head_dim: 64\n  qk_rope_head_dim: 32\n  v_head_dim: 64\n"
+         "training:\n  global_batch: 64\n";
+  const Run mla =
+      trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() + " --emit megatron");
+  CHECK(mla.code == 2);
+  CHECK(mla.err.find("--emit writes multi-head attention only: model latent has multi-latent "
+                     "attention (MLA flags are not written yet)") != std::string::npos);
 }
 
 TEST_CASE("the plan's GEMMs: a CP rank's chunk, MoE grouped expert GEMMs", "[cli_cpmoe]") {

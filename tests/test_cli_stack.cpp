@@ -268,3 +268,36 @@ TEST_CASE("a stack file's base: another stack file, read relative to it", "[cli_
   CHECK(cycle.err.find("common.yaml:2: base: 'variant.yaml' is already in the chain of bases "
                        "(a cycle)") != std::string::npos);
 }
+
+TEST_CASE("selective: mla_up_proj prices MLA models and refuses the others", "[cli_stack]") {
+  TempDir dir;
+  std::ofstream(dir.path / "up.yaml") << "name: up\nbase: megatron-core\nselective: mla_up_proj\n";
+  const std::string stack = " --stack " + (dir.path / "up.yaml").string();
+  // A multi-head model: the pin refused in one line, exit 2; free, selective never tried.
+  const Run pinned = trident(kSmall + stack + " --recompute selective");
+  CHECK(pinned.code == 2);
+  CHECK(pinned.err ==
+        "trident: error: --recompute selective: stack up recomputes multi-latent attention's "
+        "up-projections (selective: mla_up_proj) and model llama3-8b has no MLA; use "
+        "--recompute none|full or another --stack\n");
+  const Run free = trident(kSmall + stack + " --format json --top 50");
+  REQUIRE(free.code == 0);
+  for (const auto& plan : nlohmann::json::parse(free.out).at("plans")) {
+    CHECK(plan.at("recompute") != "selective");
+  }
+  // DeepSeek-V3 (MLA): selective plans, said in the stack line; recompute costs time there.
+  const std::string dsv3 =
+      "plan --gpus 512 --model deepseek-v3 --global-batch 4096 --tp 2 --pp 8 --dp 32 --ep 64 "
+      "--micro-batch 1 --vp 1 --sequence-parallel on" +
+      stack;
+  const Run up = trident(dsv3 + " --recompute selective --format json --top 1");
+  const Run none = trident(dsv3 + " --recompute none --format json --top 1");
+  REQUIRE(up.code == 0);
+  REQUIRE(none.code == 0);
+  const auto up_doc = nlohmann::json::parse(up.out);
+  const auto none_doc = nlohmann::json::parse(none.out);
+  CHECK(up_doc.at("plans")[0].at("step_time_s").get<double>() >
+        none_doc.at("plans")[0].at("step_time_s").get<double>());
+  const Run table = trident(dsv3 + " --recompute selective --top 1");
+  CHECK(table.out.find("recompute none/selective(mla_up_proj)/full") != std::string::npos);
+}

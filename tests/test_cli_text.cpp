@@ -82,6 +82,15 @@ TEST_CASE("the planner's option problems in words, with their flags", "[cli_text
                         static_cast<long long>(Recompute::selective), 0},
                       model, old) ==
         "--recompute selective: stack megatron-2021 has no selective recompute");
+  Stack up = core;
+  up.name = "nemo-2504-moe-mla-up";
+  up.selective = SelectiveKind::mla_up_proj;
+  CHECK(cli::describe(P{Knob::recompute, OptionIssue::selective_needs_mla,
+                        static_cast<long long>(Recompute::selective), 0},
+                      model, up) ==
+        "--recompute selective: stack nemo-2504-moe-mla-up recomputes multi-latent attention's "
+        "up-projections (selective: mla_up_proj) and model m has no MLA; use --recompute "
+        "none|full or another --stack");
   CHECK(cli::describe(P{Knob::sequence_parallel, OptionIssue::stack_lacks, 1, 0}, model, old) ==
         "--sequence-parallel on: stack megatron-2021 has no sequence parallelism");
   CHECK(cli::describe(P{Knob::vp, OptionIssue::stack_lacks, 2, 0}, model, stack_preset("fsdp")) ==

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "costmodel/flops.h"
+#include "costmodel/model_loader.h"
 #include "costmodel_fixture.h"
 
 using namespace trident;
@@ -62,4 +63,21 @@ TEST_CASE("multi-token prediction: one more layer, its projection, another outpu
   // [32 x 64 x 128]: 2 x 32 x 64 x 128 = 524,288. Forward + backward = 3x.
   CHECK(plain.model == Approx(3.0 * (2 * 3407872.0 + 4096000.0)));
   CHECK(mtp.model == Approx(3.0 * (3 * 3407872.0 + 2 * 4096000.0 + 524288.0)));
+}
+
+TEST_CASE("MLA's up-projections: what mla_up_proj selective recompute repeats", "[flops]") {
+  const Model model = model_preset("deepseek-v3");  // 128 heads, q_lora 1536, kv_lora 512
+  const LayerFlops f = layer_forward_flops(model, 1.0);
+  // tokens 4096. Q up: 2 x 4096 x 128 x (128 + 64) x 1536 = 309,237,645,312; KV up:
+  // 2 x 4096 x 128 x (128 + 128) x 512 = 137,438,953,472; together 446,676,598,784.
+  CHECK(f.mla_up == Approx(446676598784.0));
+  CHECK(f.mla_up < f.qkv);  // part of the QKV GEMM's FLOPs, not added to the total
+  CHECK(recompute_forward_flops(f, Recompute::selective, SelectiveKind::mla_up_proj) ==
+        Approx(446676598784.0));
+  CHECK(recompute_forward_flops(f, Recompute::selective, SelectiveKind::attention) ==
+        Approx(f.attention_core()));
+  // Multi-head attention has no up-projections: nothing to repeat.
+  const LayerFlops mha = layer_forward_flops(model_preset("llama3-8b"), 1.0);
+  CHECK(mha.mla_up == 0.0);
+  CHECK(recompute_forward_flops(mha, Recompute::selective, SelectiveKind::mla_up_proj) == 0.0);
 }

@@ -4,6 +4,7 @@
 
 #include "costmodel/estimate.h"
 #include "costmodel/memory.h"
+#include "costmodel/model_loader.h"
 #include "costmodel_fixture.h"
 
 using namespace trident;
@@ -94,6 +95,25 @@ TEST_CASE("working set of the layer being recomputed", "[memory]") {
   // Per-op: whole with fused attention 16384 + (49152 + 4*sb*a = 512) / 2 = 41216; kept
   // 2*sbh = 4096 + (sb*(3h + 2h_kv + f) = 32*576 = 18432 + 2*sbh = 4096 + 512) / 2 = 15616.
   CHECK(recompute_working_bytes(model, config, true, SelectiveKind::per_op) == Approx(25600.0));
+  // mla_up_proj on a multi-head model recomputes nothing and keeps what none keeps.
+  CHECK(recompute_working_bytes(model, config, true, SelectiveKind::mla_up_proj) == 0.0);
+}
+
+TEST_CASE("mla_up_proj frees Q, K and V until the attention's backward", "[memory]") {
+  const Model model = model_preset("deepseek-v3");  // h 7168; kv_hidden 128 heads x 56 = 7168
+  ParallelConfig config;
+  config.tp = 2;
+  config.micro_batch = 1;
+  config.sequence_parallel = true;
+  config.recompute = Recompute::selective;
+  const double kept = layer_activation_bytes(model, config, true, SelectiveKind::mla_up_proj);
+  const double attention = layer_activation_bytes(model, config, true, SelectiveKind::attention);
+  // The MHA formula's Q, K (2(h + h_kv)) and V (2 h_kv) per token over TP:
+  // 4096 x (2 x 14336 + 2 x 7168) / 2 = 4096 x 43008 / 2 = 88,080,384 bytes.
+  CHECK(attention - kept == Approx(88080384.0));
+  // The layer being recomputed holds them again: the working set.
+  CHECK(recompute_working_bytes(model, config, true, SelectiveKind::mla_up_proj) ==
+        Approx(88080384.0));
 }
 
 TEST_CASE("allocator-level terms from their sources", "[memory]") {

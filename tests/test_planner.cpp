@@ -383,6 +383,27 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
   check_refusal(options, Knob::sequence_parallel, OptionIssue::stack_needs_sp, 0, 2);
   options.tp = 1;  // without TP there is nothing to shard: allowed
   CHECK_NOTHROW(search(dgx(1), tiny(), options));
+  // Selective recompute of MLA's up-projections needs MLA (Megatron-Core raises otherwise):
+  // pinned on a multi-head model refused, free never searched; on an MLA model searched.
+  options = {};
+  options.stack = stack_preset("megatron-core");
+  options.stack.selective = SelectiveKind::mla_up_proj;
+  options.recompute = Recompute::selective;
+  check_refusal(options, Knob::recompute, OptionIssue::selective_needs_mla,
+                static_cast<long long>(Recompute::selective));
+  SearchOptions free = keep_all();
+  free.stack = options.stack;
+  for (const auto& plan : search(dgx(1), tiny(), free).plans) {
+    CHECK(plan.config.recompute != Recompute::selective);
+  }
+  Model latent = tiny();
+  latent.attention = AttentionKind::mla;
+  latent.mla = MlaSpec{32, 16, 8, 4, 8};  // q_lora, kv_lora, nope, rope, v
+  bool selective = false;
+  for (const auto& plan : search(dgx(1), latent, free).plans) {
+    selective = selective || plan.config.recompute == Recompute::selective;
+  }
+  CHECK(selective);
 }
 
 TEST_CASE("impossible pins are refused as data", "[planner]") {

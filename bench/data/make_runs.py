@@ -180,6 +180,9 @@ for rid in wanted:
         row['stack'] = 'stacks/nemo-launcher-2407-perf-fused-ce.yaml'
     if rid.startswith('dgxc-dsv3'):
         row['stack'] = 'stacks/nemo-2504-moe.yaml'
+    if rid.startswith('dgxc-dsv3') and 'xh100' in rid:  # launch.sh: H100 RM='mla_up_proj'
+        row['stack'] = 'stacks/nemo-2504-moe-mla-up.yaml'
+        row['pins']['recompute'] = 'selective'
     if rid.startswith('dgxc2411-gpt3-'):  # nemo_megatron/launch.sh: NVTE_FUSED_ATTN=0
         row['stack'] = 'stacks/dgxc-2411-fa2-perf.yaml'
     if rid.startswith(('nemo2403-', 'nemo2504-')) and r['gpus'] < 8:  # part of one DGX, as --gpus-per-server
