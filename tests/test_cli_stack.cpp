@@ -282,7 +282,8 @@ TEST_CASE("selective: mla_up_proj prices MLA models and refuses the others", "[c
         "--recompute none|full or another --stack\n");
   const Run free = trident(kSmall + stack + " --format json --top 50");
   REQUIRE(free.code == 0);
-  for (const auto& plan : nlohmann::json::parse(free.out).at("plans")) {
+  const auto free_doc = nlohmann::json::parse(free.out);
+  for (const auto& plan : free_doc.at("plans")) {
     CHECK(plan.at("recompute") != "selective");
   }
   // DeepSeek-V3 (MLA): selective plans, said in the stack line; recompute costs time there.
