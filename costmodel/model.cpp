@@ -42,17 +42,23 @@ bool Model::is_moe_layer(int index) const {
   return index >= moe.first_dense && index % moe.layer_freq == 0;
 }
 
-int Model::moe_layers() const {
+int Model::moe_layers() const { return moe_layers_in(0, layers); }
+
+int Model::moe_layers_in(int begin, int end) const {
   if (!is_moe()) return 0;
+  begin = std::max(begin, 0);
+  end = std::min(end, layers);
+  if (begin >= end) return 0;
   if (!moe.layer_list.empty()) {
     int count = 0;
-    for (int i = 0; i < layers; ++i) count += is_moe_layer(i) ? 1 : 0;
+    for (int i = begin; i < end; ++i) count += is_moe_layer(i) ? 1 : 0;
     return count;
   }
-  // Multiples of layer_freq in [first_dense, layers).
+  // Multiples of layer_freq in [max(begin, first_dense), end).
   const int freq = std::max(1, moe.layer_freq);
-  const int first = (std::max(0, moe.first_dense) + freq - 1) / freq * freq;
-  return first >= layers ? 0 : (layers - 1 - first) / freq + 1;
+  const int low = std::max(begin, std::max(0, moe.first_dense));
+  const int first = (low + freq - 1) / freq * freq;
+  return first >= end ? 0 : (end - 1 - first) / freq + 1;
 }
 
 const char* to_string(Fp8Recipe recipe) {

@@ -120,6 +120,8 @@ struct Model {
   [[nodiscard]] bool is_moe_layer(int index) const;
   /// MoE layers in the model (0 when dense).
   [[nodiscard]] int moe_layers() const;
+  /// MoE layers among layers [begin, end) (clamped to the model's).
+  [[nodiscard]] int moe_layers_in(int begin, int end) const;
 };
 
 /// Exact parameter counts, in parameters.

@@ -45,12 +45,7 @@ double stage_moe_fraction(const Model& model, int pp) {
       const int index = stage - 1;
       count = middle_layers / middles + (index < middle_layers % middles ? 1 : 0);
     }
-    if (count == most) {
-      int moe = 0;
-      for (int layer = start; layer < start + count; ++layer)
-        moe += model.is_moe_layer(layer) ? 1 : 0;
-      busiest = std::max(busiest, moe);
-    }
+    if (count == most) busiest = std::max(busiest, model.moe_layers_in(start, start + count));
     start += count;
   }
   return static_cast<double>(busiest) / most;

@@ -66,8 +66,21 @@ TEST_CASE("MoE layers: frequency, first dense layers, list", "[moe]") {
   CHECK(model.moe_layers() == 16);
   CHECK(model.is_moe_layer(0));
   CHECK_FALSE(model.is_moe_layer(1));
+  // Ranges: layers 0, 2, 4, 6 of [0, 8); 2, 4, 6 of [1, 8); none of [3, 4).
+  CHECK(model.moe_layers_in(0, 8) == 4);
+  CHECK(model.moe_layers_in(1, 8) == 3);
+  CHECK(model.moe_layers_in(3, 4) == 0);
+  const Model deepseek = model_preset("deepseek-v3");  // layers 3..60 MoE
+  CHECK(deepseek.moe_layers_in(0, 3) == 0);
+  CHECK(deepseek.moe_layers_in(0, 4) == 1);
+  CHECK(deepseek.moe_layers_in(3, 61) == 58);
+  CHECK(deepseek.moe_layers_in(60, 70) == 1);  // clamped to the model's 61 layers
+  CHECK(deepseek.moe_layers_in(5, 5) == 0);
   model.moe.layer_list = {1, 5};
   CHECK(model.moe_layers() == 2);
+  CHECK(model.moe_layers_in(0, 4) == 1);
+  CHECK(model.moe_layers_in(2, 5) == 0);
+  CHECK(model.moe_layers_in(5, 6) == 1);
   CHECK(moe_fraction(model) == Approx(2.0 / 32.0));
 }
 
