@@ -53,9 +53,8 @@ double stage_moe_fraction(const Model& model, int pp) {
 
 Model moe_dense_view(const Model& model, double moe_share) {
   if (!model.is_moe()) return model;
-  const double share = moe_share;
   const double shared = static_cast<double>(model.moe.shared_experts) * model.moe.expert_ffn_hidden;
-  return with_ffn(model, (1.0 - share) * model.ffn_hidden + share * shared);
+  return with_ffn(model, (1.0 - moe_share) * model.ffn_hidden + moe_share * shared);
 }
 
 Model moe_active_view(const Model& model) {
