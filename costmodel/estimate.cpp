@@ -44,26 +44,28 @@ double launch_floor_s(const Stack& stack, Recompute recompute) {
 }
 
 /// What the per-GPU dense view (context_parallel.h, moe.h) leaves out of a layer: attention
-/// against the other CP ranks' chunks and the routed experts (averaged over the layers).
+/// against the other CP ranks' chunks and the routed experts, at `moe_share` of the layers
+/// (the pace-setting stage's, stage_moe_fraction).
 LayerTime with_cp_and_experts(LayerTime layer, const Gpu& gpu, const Model& model,
                               const ParallelConfig& config, SelectiveKind selective,
-                              const Calibration* calibration) {
+                              double moe_share, const Calibration* calibration) {
   add_cp_attention(layer, config.cp, config.recompute, selective);
   if (!model.is_moe()) return layer;
   const LayerTime experts = routed_expert_time(gpu, model, config, calibration);
-  const double share = stage_moe_fraction(model, config.pp);
-  layer.forward_s += share * experts.forward_s;
-  layer.backward_s += share * experts.backward_s;
-  layer.recompute_s += share * experts.recompute_s;
+  layer.forward_s += moe_share * experts.forward_s;
+  layer.backward_s += moe_share * experts.backward_s;
+  layer.recompute_s += moe_share * experts.recompute_s;
   return layer;
 }
 
 /// `model` / `config`: the per-GPU dense view; `real` / `given`: the model and split as given.
 /// `layer_comm_s`: exposed communication that each layer of a stage adds per micro-batch (the
-/// MoE all-to-alls), so the slowest stage is chosen on compute and that communication alike.
+/// MoE all-to-alls), so the slowest stage is chosen on compute and that communication alike;
+/// `moe_share`: the MoE share of that stage's layers (stage_moe_fraction).
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                      const Model& real, const ParallelConfig& given, const EstimateOptions& options,
-                     double layer_comm_s, bool ulysses, const Calibration* calibration) {
+                     double layer_comm_s, double moe_share, bool ulysses,
+                     const Calibration* calibration) {
   const Stack& stack = options.stack;
   const LayerTime dense = layer_time(
       cluster.gpu, model, config,
@@ -71,7 +73,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
        stack.attention == AttentionKernel::flash, given.cp, ulysses},
       calibration);
   LayerTime layer =
-      with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, calibration);
+      with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, moe_share, calibration);
   const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
   const double floor_s = launch_floor_s(stack, config.recompute);
   if (floor_s > gpu_s && gpu_s > 0.0) {  // CPU-bound: every pass stretched alike
@@ -298,11 +300,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // its attention (one causal call over the whole sequence) is priced too and the faster of
   // the two, communication and compute together, is kept.
   const StageTime ring = stage_time(cluster, local, split, model, config, options,
-                                    ep_layer.exposed_s, false, calibration);
+                                    ep_layer.exposed_s, moe_share, false, calibration);
   std::optional<StageTime> ulysses;
   if (config.cp > 1 && cp_a2a_runs(stack, model, config)) {
-    ulysses = stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s, true,
-                         calibration);
+    ulysses = stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s,
+                         moe_share, true, calibration);
   }
   const auto compute_s = [](const StageTime& s) {
     return s.forward_s + s.backward_s + s.recompute_s;

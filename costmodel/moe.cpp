@@ -12,6 +12,12 @@ namespace {
 /// Matrices of one expert that take the input: gate and up when gated, else up.
 double input_matrices(const Model& model) { return is_gated(model.ffn) ? 2.0 : 1.0; }
 
+/// MoE layers on the peak stage: its layers (multi-token prediction included) at the
+/// pace-setting stage's MoE share.
+double stage_moe_layers(const Model& model, int pp) {
+  return model_stage_layers(model, pp).most() * stage_moe_fraction(model, pp);
+}
+
 /// A view with the FFN hidden size set to the per-layer average `ffn_per_layer`.
 Model with_ffn(const Model& model, double ffn_per_layer) {
   Model view = model;
@@ -139,9 +145,8 @@ int expert_dp(const ParallelConfig& config) {
 double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config) {
   if (!model.is_moe()) return 0.0;
   const ParameterCount count = count_parameters(model);
-  const double layers =
-      model_stage_layers(model, config.pp).most() * stage_moe_fraction(model, config.pp);
-  return layers * static_cast<double>(model.moe.experts) / config.ep * count.per_expert;
+  return stage_moe_layers(model, config.pp) * static_cast<double>(model.moe.experts) / config.ep *
+         count.per_expert;
 }
 
 void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
@@ -169,9 +174,8 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
     const double per_layer =
         rows * (2.0 * model.hidden + (is_gated(model.ffn) ? 4.0 : 2.0) * f + 2.0 * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
-    const double layers =
-        model_stage_layers(model, config.pp).most() * stage_moe_fraction(model, config.pp);
-    activations = per_layer * layers * in_flight_micro_batches(config.pp, config.virtual_stages, m);
+    activations = per_layer * stage_moe_layers(model, config.pp) *
+                  in_flight_micro_batches(config.pp, config.virtual_stages, m);
   }
   memory.weights_bytes += weights;
   memory.gradients_bytes += gradients;

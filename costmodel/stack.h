@@ -33,12 +33,10 @@ enum class AttentionKernel { unfused, flash, cudnn };
 /// (every TP collective behind its neighbouring GEMM, sequence parallel).
 enum class TpOverlap { none, backward, userbuffers };
 
-/// What selective recomputation recomputes: Megatron's core attention (Korthikanti 2022), or
-/// torchtitan's per-op policy (keeps matmul outputs of every other linear and SDPA, recomputes
-/// the rest of the block).
-/// What selective recomputation repeats: Megatron's core attention (`core_attn`), torchtitan's
-/// per-op policy, or Megatron-Core's `mla_up_proj` (multi-latent attention's up-projections and
-/// RoPE, their outputs discarded after the attention forward).
+/// What selective recomputation repeats: Megatron's core attention (`core_attn`, Korthikanti
+/// 2022), torchtitan's per-op policy (keeps matmul outputs of every other linear and SDPA,
+/// recomputes the rest of the block), or Megatron-Core's `mla_up_proj` (multi-latent
+/// attention's up-projections and RoPE, their outputs discarded after the attention forward).
 enum class SelectiveKind { attention, per_op, mla_up_proj };
 
 enum class BackwardPrefetch { pre, post, none };
