@@ -292,7 +292,10 @@ int memory_check(const std::vector<MemoryRow>& rows) {
     const std::string error_text = reserved ? fmt::format("{:+.1f}", error) : std::string("-");
     fmt::print("{:<40} {:<12} {:>9.1f} {:>9.1f} {:>7} {:>9.1f} {:>6}  {}\n", row.id, row.measure,
                row.published_gib, predicted, error_text, m.total_bytes / kGib,
-               m.fits ? "yes" : "NO", row.conditions.empty() ? "-" : row.conditions);
+               m.tight  ? "tight"
+               : m.fits ? "yes"
+                        : "NO",
+               row.conditions.empty() ? "-" : row.conditions);
   }
   fmt::print("memory, all priced          {}\n", priced.text());
   fmt::print("memory, with unpriced parts {}\n", unpriced.text());
@@ -325,6 +328,7 @@ int main(int argc, char** argv) {
   Stats all;
   std::map<std::string, Stats> by_half, by_stack, by_family;
   int failed = 0;
+  int tight = 0;  // planned, but fit only below the mean fragmentation
   for (const Row& row : rows) {
     try {
       const SearchResult result = search(row.cluster, row.model, row.options);
@@ -345,10 +349,11 @@ int main(int argc, char** argv) {
       by_family[row.family].add(error);
       fmt::print(
           "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} {:>2} {:>2} | "
-          "{:>8.2f}s {:>8.2f}s {:>+7.1f}\n",
+          "{:>8.2f}s {:>8.2f}s {:>+7.1f}{}\n",
           row.id, row.stack, row.half, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
           to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "-", c.cp, c.ep, measured,
-          predicted, error);
+          predicted, error, plan.estimate.memory.tight ? "  tight" : "");
+      if (plan.estimate.memory.tight) ++tight;
     } catch (const std::exception& e) {
       fmt::print("{:<36} {:<20} {:<8} | error: {}\n", row.id, row.stack, row.half, e.what());
       ++failed;
@@ -360,6 +365,9 @@ int main(int argc, char** argv) {
   fmt::print("per preset, its stack files (base:) included\n");
   for (const auto& [family, stats] : by_family) fmt::print("{:<22} {}\n", family, stats.text());
   if (failed > 0) fmt::print("{} run(s) could not be planned\n", failed);
+  if (tight > 0) {
+    fmt::print("{} run(s) fit only if the allocator fragments less than its mean (tight)\n", tight);
+  }
   const int not_fitting = memory_check(memory_rows);
   fmt::print("published runs predicted not to fit: {} (step-time rows) + {} (memory rows)\n",
              failed, not_fitting);

@@ -303,7 +303,16 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   const std::string kept =
       reserve_gib > 0.0 ? fmt::format(", {:.0f} GiB kept free", reserve_gib) : std::string();
   out += fmt::format("  {:<30} {:>8.2f} GiB{}: {}\n", "usable", m.capacity_bytes / kGib, kept,
-                     m.fits ? "fits" : "does NOT fit");
+                     m.tight  ? "TIGHT"
+                     : m.fits ? "fits"
+                              : "does NOT fit");
+  if (m.tight) {
+    out += fmt::format(
+        "  tight: it fits only if the allocator fragments less than {:.2f} GiB of the {:.2f} "
+        "GiB priced (PyTorch's caching allocator frees its cached blocks and retries before it "
+        "raises out-of-memory); ranked after the plans that fit with it\n",
+        fragmentation_room_bytes(m) / kGib, m.fragmentation_bytes / kGib);
+  }
   return out;
 }
 

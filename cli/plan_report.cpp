@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/context_parallel.h"
 #include "costmodel/gemms.h"
+#include "costmodel/memory.h"
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
 #include "costmodel/precision.h"
@@ -108,6 +110,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"stack", context.stack},
             {"memory_gib_per_gpu", mem.total_bytes / kGib},
             {"fits", mem.fits},
+            {"memory_tight", mem.tight},
             {"bubble_fraction", e.bubble_fraction}};
   json["time"] = Json{{"compute_s", e.time.compute_s()},
                       {"tp_comm_s", e.time.tp_comm_s},
@@ -214,8 +217,11 @@ Json model_json(const Model& model) {
   return json;
 }
 
+/// The GPU's memory; '*' marks a plan that fits only if the allocator fragments less than
+/// its mean (the table's footnote says so).
 std::string memory_text(const PlanResult& plan) {
-  return fmt::format("{:.1f} GiB", plan.estimate.memory.total_bytes / kGib);
+  return fmt::format("{:.1f} GiB{}", plan.estimate.memory.total_bytes / kGib,
+                     plan.estimate.memory.tight ? "*" : "");
 }
 
 /// Optional table columns: CP and EP when either is above 1 in any shown row; HSDP (shard x
@@ -276,11 +282,13 @@ std::string table_header(Columns columns) {
 }
 
 std::string search_summary(const SearchResult& result, const ReportContext& context) {
+  const std::string tight =
+      result.tight > 0 ? fmt::format(" ({} of them tight)", thousands(result.tight)) : "";
   return fmt::format(
       "searched {} configurations ({} cost-model evaluations, {} placements) in "
-      "{:.2f} s; {} fit in memory",
+      "{:.2f} s; {} fit in memory{}",
       thousands(result.configurations_searched), thousands(result.evaluations),
-      thousands(result.placements), context.search_seconds, thousands(result.feasible));
+      thousands(result.placements), context.search_seconds, thousands(result.feasible), tight);
 }
 
 }  // namespace
@@ -377,9 +385,14 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   return out;
 }
 
+/// Plans from the top inside the leader's band; a tight plan (ranked after those that fit with
+/// the mean fragmentation) does not extend the leader's run.
 std::size_t tied_count(const std::vector<PlanResult>& plans) {
   std::size_t n = 0;
-  while (n < plans.size() && tied_with_leader(plans.front(), plans[n])) ++n;
+  while (n < plans.size() && tied_with_leader(plans.front(), plans[n]) &&
+         plans[n].estimate.memory.tight == plans.front().estimate.memory.tight) {
+    ++n;
+  }
   return n;
 }
 
@@ -405,14 +418,24 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   out += table_header(columns);
   for (std::size_t i = 0; i < result.plans.size(); ++i)
     out += table_row(i + 1, result.plans[i], columns) + "\n";
+  const auto tight = std::count_if(result.plans.begin(), result.plans.end(),
+                                   [](const PlanResult& p) { return p.estimate.memory.tight; });
+  if (tight > 0) {
+    out += fmt::format(
+        "# * tight: fits only if the caching allocator fragments less than the {:.0f}% it "
+        "averages (--explain N says by how much); ranked after the plans that fit with it\n",
+        100.0 * kAllocatorFragmentation);
+  }
   if (result.plans.size() > 1) {
     const auto& lead = result.plans.front().estimate;
     const std::size_t tied = tied_count(result.plans);
+    const char* aside = tight > 0 && !lead.memory.tight ? " (the tight plans aside)" : "";
     out +=
-        fmt::format("# band: {:.3f}-{:.3f} s for plan 1 (stack {}'s measured error); {}\n",
+        fmt::format("# band: {:.3f}-{:.3f} s for plan 1 (stack {}'s measured error); {}{}\n",
                     lead.step_s_low, lead.step_s_high, context.stack,
                     tied > 1 ? fmt::format("plans 1-{} are tied within the model's error", tied)
-                             : std::string("plan 1 is ahead of the rest beyond the model's error"));
+                             : std::string("plan 1 is ahead of the rest beyond the model's error"),
+                    aside);
   }
   if (!result.infeasible.empty()) {
     out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
@@ -437,7 +460,8 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       "sequence_parallel,step_time_s,tokens_per_s,mfu,memory_gib_per_gpu,fits,bubble_fraction,"
       "link_tp,link_pp,link_dp,rank_order,reason";
   out += cp_ep ? ",cp,ep,link_cp,link_ep" : "";
-  out += columns.hsdp ? ",dp_shard,dp_replicate,link_dp_shard,link_dp_replicate\n" : "\n";
+  out += columns.hsdp ? ",dp_shard,dp_replicate,link_dp_shard,link_dp_replicate" : "";
+  out += ",memory_tight\n";
   auto row = [&out, cp_ep, columns](std::size_t rank, const PlanResult& plan) {
     const auto& c = plan.config;
     const auto& e = plan.estimate;
@@ -459,7 +483,7 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       out += fmt::format(",{},{},{},{}", c.zero_shard_ranks(), c.dp / c.zero_shard_ranks(),
                          link_name(plan.placement.shard), link_name(plan.placement.replicate));
     }
-    out += "\n";
+    out += plan.estimate.memory.tight ? ",true\n" : ",false\n";
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) row(i + 1, result.plans[i]);
   for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i]);
@@ -487,6 +511,7 @@ std::string format_json(const SearchResult& result, const ReportContext& context
   }
   doc["search"] = Json{{"configurations_searched", result.configurations_searched},
                        {"feasible", result.feasible},
+                       {"tight", result.tight},
                        {"evaluations", result.evaluations},
                        {"placements", result.placements},
                        {"seconds", context.search_seconds}};

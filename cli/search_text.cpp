@@ -14,14 +14,14 @@ std::string shortfall_text(const MemoryShortfall& shortfall) {
   char text[200];
   if (shortfall.reserve_gib > 0.0) {
     std::snprintf(text, sizeof text,
-                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
-                  "usable (%.0f GiB kept free)",
+                  "needs %.2f GiB per GPU before fragmentation (CUDA context and NCCL buffers "
+                  "included), %.2f GiB usable (%.0f GiB kept free)",
                   shortfall.needed_bytes / kGib, shortfall.usable_bytes / kGib,
                   shortfall.reserve_gib);
   } else {
     std::snprintf(text, sizeof text,
-                  "needs %.2f GiB per GPU (CUDA context and NCCL buffers included), %.2f GiB "
-                  "usable",
+                  "needs %.2f GiB per GPU before fragmentation (CUDA context and NCCL buffers "
+                  "included), %.2f GiB usable",
                   shortfall.needed_bytes / kGib, shortfall.usable_bytes / kGib);
   }
   return text;

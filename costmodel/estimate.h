@@ -62,7 +62,13 @@ struct MemoryBreakdown {
   double other_bytes = 0.0;
   double total_bytes = 0.0;
   double capacity_bytes = 0.0;  ///< GPU memory minus the user's reserve
+  /// What is allocated, the CUDA context and NCCL's buffers fit the capacity: the caching
+  /// allocator frees its unsplit cached blocks and retries before it raises out-of-memory, so
+  /// fragmentation alone does not stop a run (set_memory_verdict).
   bool fits = false;
+  /// Fits, but not with the mean fragmentation: runs only if the allocator fragments less
+  /// than kAllocatorFragmentation; ranked after every plan that fits with it.
+  bool tight = false;
 };
 
 /// One dimension's traffic, for --explain and validate.

@@ -233,6 +233,16 @@ double allocator_fragmentation_bytes(double churning_bytes) {
   return churning_bytes * kAllocatorFragmentation / (1.0 - kAllocatorFragmentation);
 }
 
+double fragmentation_room_bytes(const MemoryBreakdown& memory) {
+  return memory.capacity_bytes -
+         (memory.allocated_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes);
+}
+
+void set_memory_verdict(MemoryBreakdown& memory) {
+  memory.fits = fragmentation_room_bytes(memory) >= 0.0;
+  memory.tight = memory.fits && memory.total_bytes > memory.capacity_bytes;
+}
+
 double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches) {
   const double p = pp;
   const double v = virtual_stages;
@@ -297,18 +307,23 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
 MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                             const MemoryOptions& options) {
   const long long m = config.num_micro_batches(model.training.global_batch);
-  const MemoryBreakdown first = stage_memory(gpu, model, config, options, true, config.pp == 1, m);
-  MemoryBreakdown peak = first;
-  if (config.pp > 1) {
-    const MemoryBreakdown last = stage_memory(gpu, model, config, options, false, true, m);
-    if (last.total_bytes > peak.total_bytes) peak = last;
-  }
-  if (config.pp > 2) {  // the second stage: p - 1 in flight, a middle stage's layers
-    const MemoryBreakdown middle = stage_memory(gpu, model, config, options, false, false, m);
-    if (middle.total_bytes > peak.total_bytes) peak = middle;
-  }
-  peak.capacity_bytes = (gpu.memory_gib - options.reserve_gib) * kBytesPerGib;
-  peak.fits = peak.total_bytes <= peak.capacity_bytes;
+  const double capacity_bytes = (gpu.memory_gib - options.reserve_gib) * kBytesPerGib;
+  MemoryBreakdown peak;
+  bool every_stage_fits = true;
+  // The first stage; the last; the second (p - 1 in flight, a middle stage's layers).
+  auto consider = [&](bool first_stage, bool last_stage) {
+    MemoryBreakdown stage = stage_memory(gpu, model, config, options, first_stage, last_stage, m);
+    stage.capacity_bytes = capacity_bytes;
+    set_memory_verdict(stage);
+    every_stage_fits = every_stage_fits && stage.fits;
+    if (stage.total_bytes > peak.total_bytes) peak = stage;
+  };
+  consider(true, config.pp == 1);
+  if (config.pp > 1) consider(false, true);
+  if (config.pp > 2) consider(false, false);
+  // A stage with less fragmentation may hold more allocated than the peak: each must fit.
+  peak.fits = every_stage_fits;
+  peak.tight = peak.fits && peak.total_bytes > peak.capacity_bytes;
   return peak;
 }
 

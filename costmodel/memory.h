@@ -96,6 +96,15 @@ struct NcclGroups {
 /// within a step: activations and transients) at kAllocatorFragmentation.
 [[nodiscard]] double allocator_fragmentation_bytes(double churning_bytes);
 
+/// Sets `fits` and `tight` from the breakdown's sums: fits when allocated + CUDA context + NCCL
+/// buffers <= capacity (the allocator frees its cached blocks and retries before it raises
+/// out-of-memory: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp, its header comment);
+/// tight when it fits but total (with the mean fragmentation) does not.
+void set_memory_verdict(MemoryBreakdown& memory);
+
+/// Fragmentation a fitting plan can absorb: capacity - allocated - context - NCCL buffers.
+[[nodiscard]] double fragmentation_room_bytes(const MemoryBreakdown& memory);
+
 /// Micro-batches whose activations stage 0 holds at its peak, in units of one micro-batch
 /// through its layers: min(p, m) for 1F1B; interleaved, the warm-up's v*p + p - 1 model-chunk
 /// passes (Korthikanti's p * (1 + (p-1)/(p*v)) micro-batches), never more than the m*v the

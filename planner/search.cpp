@@ -7,6 +7,7 @@
 
 #include "costmodel/context_parallel.h"
 #include "costmodel/kernels.h"
+#include "costmodel/memory.h"
 #include "costmodel/precision.h"
 #include "planner/layout.h"
 #include "planner/option_check.h"
@@ -45,7 +46,9 @@ void keep_best(std::vector<PlanResult>& kept, std::size_t limit, const PlanResul
 bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
 
 MemoryShortfall shortfall_of(const MemoryBreakdown& memory, double reserve_gib) {
-  return {memory.total_bytes, memory.capacity_bytes, reserve_gib};
+  // What must fit: allocated, the CUDA context and NCCL's buffers (set_memory_verdict).
+  return {memory.capacity_bytes - fragmentation_room_bytes(memory), memory.capacity_bytes,
+          reserve_gib};
 }
 
 /// TP degrees: divide heads and kv_heads, within the limits and the pin.
@@ -304,6 +307,7 @@ class SplitSearch {
       return std::nullopt;
     }
     ++result_.feasible;
+    if (plan.estimate.memory.tight) ++result_.tight;
     if (!where.alike) {
       PlanResult other{
           config,
@@ -342,6 +346,9 @@ std::vector<int> divisors(long long n) {
 }
 
 bool better_plan(const PlanResult& a, const PlanResult& b) {
+  // A plan that fits only if the allocator fragments less than its mean ranks after every
+  // plan that fits with it.
+  if (a.estimate.memory.tight != b.estimate.memory.tight) return !a.estimate.memory.tight;
   if (a.estimate.time.step_s != b.estimate.time.step_s) {
     return a.estimate.time.step_s < b.estimate.time.step_s;
   }

@@ -55,6 +55,7 @@ struct SearchOptions {
 /// Why a plan does not fit: what it needs per GPU (CUDA context and NCCL buffers included)
 /// against what is usable. cli/search_text.h says it in words.
 struct MemoryShortfall {
+  /// Allocated + CUDA context + NCCL buffers: what must fit before any fragmentation.
   double needed_bytes = 0.0;
   double usable_bytes = 0.0;
   double reserve_gib = 0.0;  ///< the extra headroom kept free (0: none)
@@ -68,13 +69,15 @@ struct PlanResult {
 };
 
 struct SearchResult {
-  std::vector<PlanResult> plans;          ///< feasible, best first, at most options.keep
+  /// Feasible, best first (tight ones after the rest: better_plan), at most options.keep.
+  std::vector<PlanResult> plans;
   std::vector<PlanResult> infeasible;     ///< when asked: least memory first
   long long configurations_searched = 0;  ///< valid configurations enumerated
   long long feasible = 0;                 ///< of those, how many fit in memory
-  long long evaluations = 0;              ///< cost-model calls (a config in two rank orders: 2)
-  long long placements = 0;               ///< (tp, pp, dp, order) placements computed
-  int gpus = 0;                           ///< live GPUs the splits use
+  long long tight = 0;        ///< of the feasible, how many only below the mean fragmentation
+  long long evaluations = 0;  ///< cost-model calls (a config in two rank orders: 2)
+  long long placements = 0;   ///< (tp, pp, dp, order) placements computed
+  int gpus = 0;               ///< live GPUs the splits use
 };
 
 /// Context parallelism is searched (not pinned) only from this sequence length: a choice to

@@ -267,3 +267,55 @@ TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_pla
   CHECK(plan.code == 0);
   CHECK(plan.err.empty());
 }
+
+TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, not refused",
+          "[cli_plan]") {
+  // NeMo 2022's GPT-3 5B on 8 A100-80GB (TP 1, micro-batch 2, unfused attention, no
+  // recompute, ZeRO-1) ran; allocated + CUDA context + NCCL buffers fit 80 GiB, the mean
+  // fragmentation (15% of what churns) does not.
+  TempDir dir;
+  const auto model = dir.path / "gpt3-5b.yaml";
+  std::ofstream(model) << "name: gpt3-5b\nlayers: 24\nhidden: 4096\nheads: 32\n"
+                          "ffn_hidden: 16384\nffn: gelu\nvocab: 50304\nseq_len: 2048\n"
+                          "tied_embeddings: true\ntraining: {global_batch: 2048, dtype: bf16}\n";
+  const auto stack = dir.path / "unfused.yaml";
+  std::ofstream(stack) << "name: unfused\nbase: megatron-core\nattention: unfused\n";
+  const std::string pinned = "plan --cluster dgx-a100 --gpus 8 --model " + model.string() +
+                             " --stack " + stack.string() +
+                             " --tp 1 --pp 1 --dp 8 --micro-batch 2 --recompute none --zero 1";
+  const Run table = trident(pinned + " --explain");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("1 fit in memory (1 of them tight)") != std::string::npos);
+  CHECK(table.out.find(" GiB*") != std::string::npos);
+  CHECK(table.out.find("# * tight: fits only if the caching allocator fragments less") !=
+        std::string::npos);
+  CHECK(table.out.find(": TIGHT\n") != std::string::npos);
+  CHECK(table.out.find("  tight: it fits only if the allocator fragments less than") !=
+        std::string::npos);
+  const Run json = trident(pinned + " --format json");
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& plan = doc.at("plans").at(0);
+  CHECK(plan.at("fits").get<bool>());
+  CHECK(plan.at("memory_tight").get<bool>());
+  CHECK(doc.at("search").at("tight").get<long long>() == 1);
+  // Allocated below the 80 GiB, the total with fragmentation above it.
+  CHECK(plan.at("memory_gib").at("allocated").get<double>() < 80.0);
+  CHECK(plan.at("memory_gib").at("total").get<double>() > 80.0);
+  // Free recompute: selective and full fit outright and rank first; the tight plan, though
+  // faster, comes after them and the band line says it set them aside.
+  const std::string free_recompute = "plan --cluster dgx-a100 --gpus 8 --model " + model.string() +
+                                     " --stack " + stack.string() +
+                                     " --tp 1 --pp 1 --dp 8 --micro-batch 2 --zero 1";
+  const Run ranked = trident(free_recompute + " --format json");
+  REQUIRE(ranked.code == 0);
+  const auto plans = nlohmann::json::parse(ranked.out).at("plans");
+  REQUIRE(plans.size() == 3u);
+  CHECK_FALSE(plans.at(0).at("memory_tight").get<bool>());
+  CHECK_FALSE(plans.at(1).at("memory_tight").get<bool>());
+  CHECK(plans.at(2).at("memory_tight").get<bool>());
+  CHECK(plans.at(2).at("recompute").get<std::string>() == "none");
+  CHECK(plans.at(2).at("step_time_s").get<double>() < plans.at(0).at("step_time_s").get<double>());
+  const Run ranked_table = trident(free_recompute);
+  CHECK(ranked_table.out.find("(the tight plans aside)") != std::string::npos);
+}

@@ -237,10 +237,12 @@ TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
   constexpr double gib = 1024.0 * 1024.0 * 1024.0;
   MemoryShortfall s{.needed_bytes = 93.2 * gib, .usable_bytes = 79.2 * gib, .reserve_gib = 0.0};
   CHECK(cli::shortfall_text(s) ==
-        "needs 93.20 GiB per GPU (CUDA context and NCCL buffers included), 79.20 GiB usable");
+        "needs 93.20 GiB per GPU before fragmentation (CUDA context and NCCL buffers included), "
+        "79.20 GiB usable");
   s.reserve_gib = 2.0;
   CHECK(cli::shortfall_text(s) ==
-        "needs 93.20 GiB per GPU (CUDA context and NCCL buffers included), 79.20 GiB usable "
+        "needs 93.20 GiB per GPU before fragmentation (CUDA context and NCCL buffers included), "
+        "79.20 GiB usable "
         "(2 GiB kept free)");
   CHECK(cli::shortfall_text(PlanResult{}).empty());
   SplitRules rules{.gpus = 64,

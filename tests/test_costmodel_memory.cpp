@@ -170,6 +170,45 @@ TEST_CASE("peak rank memory, term by term", "[memory]") {
   CHECK(peak.fits);
 }
 
+TEST_CASE("the verdict: fits before fragmentation, tight when only the mean overflows",
+          "[memory]") {
+  // The peak above: allocated 5365376 + CUDA context 287047680 = 292413056 must fit;
+  // fragmentation 26337.88 more makes the total 292439393.88.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  MemoryOptions options;
+  options.fused_attention = false;
+  Gpu gpu = test::round_gpu();
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  // Capacity 13000 bytes above what must fit: fits, but not with the mean fragmentation.
+  gpu.memory_gib = (292413056.0 + 13000.0) / gib;
+  MemoryBreakdown peak = peak_memory(gpu, model, config, options);
+  CHECK(peak.fits);
+  CHECK(peak.tight);
+  CHECK(fragmentation_room_bytes(peak) == Approx(13000.0).margin(1e-3));
+  // 100 bytes short of what must fit: does not fit, and is not called tight.
+  gpu.memory_gib = (292413056.0 - 100.0) / gib;
+  peak = peak_memory(gpu, model, config, options);
+  CHECK_FALSE(peak.fits);
+  CHECK_FALSE(peak.tight);
+  // Room for the whole total (+ 30000 > 26337.88): fits, not tight.
+  gpu.memory_gib = (292413056.0 + 30000.0) / gib;
+  peak = peak_memory(gpu, model, config, options);
+  CHECK(peak.fits);
+  CHECK_FALSE(peak.tight);
+  // The verdict from the sums alone.
+  MemoryBreakdown sums;
+  sums.allocated_bytes = 70.0;
+  sums.cuda_context_bytes = 5.0;
+  sums.nccl_buffer_bytes = 5.0;
+  sums.total_bytes = 95.0;  // 15 of fragmentation
+  sums.capacity_bytes = 90.0;
+  set_memory_verdict(sums);
+  CHECK(sums.fits);   // 80 <= 90
+  CHECK(sums.tight);  // 95 > 90
+  CHECK(fragmentation_room_bytes(sums) == Approx(10.0));
+}
+
 TEST_CASE("DTensor sequence parallel: gathered inputs and the vocab-parallel loss", "[memory]") {
   const Model model = test::small_model();       // sbh = 2048, no dropout
   ParallelConfig config = test::small_config();  // t = 2, p = 2, m = 4

@@ -459,6 +459,48 @@ TEST_CASE("both rank orders are tried and the better kept", "[planner]") {
   CHECK_FALSE(best.shortfall.has_value());
 }
 
+TEST_CASE("tight plans rank after every plan that fits with the mean fragmentation", "[planner]") {
+  // A faster plan that is tight loses to a slower one that is not.
+  PlanResult fast_tight;
+  fast_tight.estimate.time.step_s = 1.0;
+  fast_tight.estimate.memory.tight = true;
+  PlanResult slow;
+  slow.estimate.time.step_s = 2.0;
+  CHECK(better_plan(slow, fast_tight));
+  CHECK_FALSE(better_plan(fast_tight, slow));
+  // The search: capacity halfway into the fastest plan's fragmentation makes it tight.
+  Cluster cluster = dgx(1);
+  const auto roomy = search(cluster, tiny(), keep_all());
+  REQUIRE_FALSE(roomy.plans.empty());
+  CHECK(roomy.tight == 0);
+  const MemoryBreakdown& lead = roomy.plans.front().estimate.memory;
+  REQUIRE(lead.fragmentation_bytes > 0.0);
+  const double must_fit = lead.allocated_bytes + lead.cuda_context_bytes + lead.nccl_buffer_bytes;
+  cluster.gpu.memory_gib = (must_fit + 0.5 * lead.fragmentation_bytes) / (1024.0 * 1024.0 * 1024.0);
+  const auto tight = search(cluster, tiny(), keep_all());
+  CHECK(tight.tight > 0);
+  CHECK(std::is_sorted(tight.plans.begin(), tight.plans.end(), better_plan));
+  auto same = [](const PlanResult& a, const PlanResult& b) {
+    const auto& x = a.config;
+    const auto& y = b.config;
+    return x.tp == y.tp && x.pp == y.pp && x.dp == y.dp && x.micro_batch == y.micro_batch &&
+           x.virtual_stages == y.virtual_stages && x.recompute == y.recompute && x.zero == y.zero &&
+           x.sequence_parallel == y.sequence_parallel && a.placement.order == b.placement.order;
+  };
+  bool seen_tight = false;
+  bool lead_found = false;
+  for (const auto& plan : tight.plans) {
+    CHECK(plan.estimate.memory.fits);
+    if (seen_tight) CHECK(plan.estimate.memory.tight);  // none that fits outright after a tight one
+    seen_tight = seen_tight || plan.estimate.memory.tight;
+    if (same(plan, roomy.plans.front())) {
+      lead_found = true;
+      CHECK(plan.estimate.memory.tight);
+    }
+  }
+  CHECK(lead_found);
+}
+
 TEST_CASE("infeasible plans are listed only when asked", "[planner]") {
   Cluster cluster = dgx(1);
   cluster.gpu.memory_gib = 4.0;
@@ -472,8 +514,10 @@ TEST_CASE("infeasible plans are listed only when asked", "[planner]") {
   CHECK(result.feasible == 0);
   REQUIRE(result.infeasible.size() == 5u);
   REQUIRE(result.infeasible[0].shortfall.has_value());
+  // What must fit before fragmentation: allocated + CUDA context + NCCL buffers.
+  const MemoryBreakdown& closest = result.infeasible[0].estimate.memory;
   CHECK(result.infeasible[0].shortfall->needed_bytes ==
-        result.infeasible[0].estimate.memory.total_bytes);
+        Approx(closest.allocated_bytes + closest.cuda_context_bytes + closest.nccl_buffer_bytes));
   CHECK(result.infeasible[0].shortfall->needed_bytes >
         result.infeasible[0].shortfall->usable_bytes);
   CHECK(result.infeasible[0].estimate.memory.total_bytes <=
