@@ -120,6 +120,13 @@ wanted += NEMO_2403_LONG
 wanted += DGXC_2505_GB200
 # NeMo's long-sequence page, Llama 3 8B FP8 on DGX-B200 with CP (NeMo 25.04.rc2; added 2026-12-02, last).
 wanted += NEMO_2504_B200
+# NeMo-Megatron-Launcher 2022's scaling tables beside the 1-node 5B row: GPT-3 5B on 2-32 nodes,
+# 175B on 8-128 nodes, under the NeMo 2022 stack file (added 2026-12-02, fifth session, last).
+wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemo2022-')]
+# Korthikanti et al. 2022's end-to-end table (Megatron-LM's sequence_parallel branch on Selene:
+# 22B-1T with full and with selective recompute, no data parallelism; 530B at DP 8), under
+# stacks/megatron-lm-2022.yaml (added 2026-12-02, fifth session, last).
+wanted += [r['id'] for r in research['runs'] if r['id'].startswith('korthikanti-')]
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
