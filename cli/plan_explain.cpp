@@ -169,8 +169,15 @@ std::string dp_why(const ParallelConfig& c, const Stack& stack) {
   const std::string group =
       c.cp > 1 ? "gradients once per step over DP x CP (CP ranks hold the same weights)"
                : "gradients once per step";
-  if (stack.dp_overlap_grad_reduce) {
+  if (stack.overlaps_grad_reduce(c)) {
     return group + ", overlapped with backward; only the part backward cannot hide counts";
+  }
+  if (stack.dp_overlap_grad_reduce) {
+    return group + ", after the last micro-batch's backward: this stack overlaps the reduction " +
+           (c.pp > 1 && !stack.dp_overlap_grad_reduce_with_pp ? "only without pipelining"
+                                                              : "only without sequence "
+                                                                "parallelism") +
+           ", so all of it is exposed";
   }
   return group +
          ", after the last micro-batch's backward: this stack does not overlap the "

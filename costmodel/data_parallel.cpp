@@ -47,8 +47,9 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   const Collective reduce = config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
   const double grad_s =
       bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
-  const double grad_exposed_s =
-      stack.dp_overlap_grad_reduce ? unhidden_s(grad_s, stage.backward_s, grad_s * share) : grad_s;
+  const double grad_exposed_s = stack.overlaps_grad_reduce(config)
+                                    ? unhidden_s(grad_s, stage.backward_s, grad_s * share)
+                                    : grad_s;
   if (config.zero == 0) {
     comm.time_per_call_s = grad_s;
     comm.total_s = grad_s;

@@ -25,6 +25,8 @@ const std::vector<std::string> kStackKeys = {
     "pp_separate_send_recv",
     "pp_sends_attention_mask",
     "dp_overlap_grad_reduce",
+    "dp_overlap_grad_reduce_with_pp",
+    "dp_overlap_grad_reduce_with_sp",
     "dp_overlap_param_gather",
     "dp_bucket_parameters",
     "dp_bucket_parameters_per_rank",
@@ -233,6 +235,10 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
   s.pp_sends_attention_mask = m.optional_bool("pp_sends_attention_mask", d.pp_sends_attention_mask);
   s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", d.dp_overlap_grad_reduce);
+  s.dp_overlap_grad_reduce_with_pp =
+      m.optional_bool("dp_overlap_grad_reduce_with_pp", d.dp_overlap_grad_reduce_with_pp);
+  s.dp_overlap_grad_reduce_with_sp =
+      m.optional_bool("dp_overlap_grad_reduce_with_sp", d.dp_overlap_grad_reduce_with_sp);
   s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", d.dp_overlap_param_gather);
   s.dp_bucket_parameters =
       m.optional_double("dp_bucket_parameters", d.dp_bucket_parameters, Range::positive);

@@ -77,6 +77,10 @@ struct Stack {
   bool pp_sends_attention_mask = false;
   /// DP gradient reduction in buckets overlapped with backward (ZeRO 0-2).
   bool dp_overlap_grad_reduce = true;
+  /// ... still with PP > 1, and still with sequence parallelism (NeMo 1.x turns its optimizer's
+  /// overlap off under either: overlaps_grad_reduce).
+  bool dp_overlap_grad_reduce_with_pp = true;
+  bool dp_overlap_grad_reduce_with_sp = true;
   /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward.
   bool dp_overlap_param_gather = true;
   /// Parameters per DP bucket (Megatron: max(40M, 1M x dp)); each bucket is one collective.
@@ -185,6 +189,11 @@ struct Stack {
   double measured_error_moe = 0.0;
 
   [[nodiscard]] bool supports_zero(int zero, int pp) const;
+  /// Whether the DP gradient reduction of this split overlaps backward.
+  [[nodiscard]] bool overlaps_grad_reduce(const ParallelConfig& config) const {
+    return dp_overlap_grad_reduce && (config.pp < 2 || dp_overlap_grad_reduce_with_pp) &&
+           (!config.sequence_parallel || dp_overlap_grad_reduce_with_sp);
+  }
   /// Bytes per logit at the loss's peak for a split of `tp` tensor-parallel ranks.
   [[nodiscard]] double loss_bytes_per_logit_at(int tp) const;
   /// ZeRO stages sharded per unit (ZeRO-3; ZeRO-2 where zero2_per_unit), the ones HSDP splits.

@@ -210,3 +210,40 @@ TEST_CASE("FSDP2's reduce-scatter copy-in: one pass on the compute stream per re
   piped.pp = 2;
   CHECK(unit_scatter_passes(piped, titan, 4) == 1.0);
 }
+
+TEST_CASE("NeMo 1.x: no gradient-reduction overlap under pipelining or sequence parallelism",
+          "[data_parallel][stack]") {
+  // The bucketed case above (200M parameters, dp 8, ZeRO-1, 40M buckets): overlapped, only the
+  // last bucket's reduce-scatter and all-gather show, rs + ag.
+  const Model model = test::small_model();
+  ParallelConfig config;
+  config.dp = 8;
+  config.micro_batch = 1;
+  config.zero = 1;
+  const GroupLink link = test::nvlink_group(8);
+  const double rs = collective_time_s(Collective::reduce_scatter, 40e6 * 4.0, link);
+  const double ag = collective_time_s(Collective::all_gather, 40e6 * 2.0, link);
+  const DpWindow window{100.0, 100.0, 2.0, 50.0, 50.0, 0.0};
+  Stack nemo = load_stack(
+      "name: n\nbase: megatron-core\ndp_overlap_grad_reduce_with_pp: false\n"
+      "dp_overlap_grad_reduce_with_sp: false\n",
+      "n.yaml");
+  CHECK(nemo.overlaps_grad_reduce(config));  // PP 1, no SP: overlapped as before
+  CHECK(dp_comm(model, config, {link, link, link}, 200e6, 1, window, nemo, nullptr).exposed_s ==
+        Approx(rs + ag));
+  // PP 2: every reduce-scatter after the pipeline, exposed (5 rs); the gathers still overlap.
+  config.pp = 2;
+  CHECK_FALSE(nemo.overlaps_grad_reduce(config));
+  CHECK(dp_comm(model, config, {link, link, link}, 200e6, 1, window, nemo, nullptr).exposed_s ==
+        Approx(5 * rs + ag));
+  // Sequence parallelism alone does the same; the preset keeps its overlap under both.
+  config.pp = 1;
+  config.tp = 2;
+  config.sequence_parallel = true;
+  CHECK_FALSE(nemo.overlaps_grad_reduce(config));
+  CHECK(stack_preset("megatron-core").overlaps_grad_reduce(config));
+  // A stack that never overlaps is not turned on by these keys.
+  Stack never = stack_preset("megatron-2021");
+  config.sequence_parallel = false;
+  CHECK_FALSE(never.overlaps_grad_reduce(config));
+}

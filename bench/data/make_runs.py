@@ -127,6 +127,8 @@ wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemo2022-')]
 # 22B-1T with full and with selective recompute, no data parallelism; 530B at DP 8), under
 # stacks/megatron-lm-2022.yaml (added 2026-12-02, fifth session, last).
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('korthikanti-')]
+# The same launcher's July 2022 tables (NeMo 1.10, FusedAdam; added 2026-12-02, fifth session, last).
+wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemo2206-')]
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
