@@ -58,6 +58,23 @@ double rope_bytes(const Model& model, const ParallelConfig& config) {
 
 }  // namespace
 
+double eager_elementwise_bytes(const Model& model, const ParallelConfig& config) {
+  const double tp = config.tp;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  const double hidden_elems = tokens * model.hidden / (config.sequence_parallel ? tp : 1.0);
+  double bytes = 0.0;
+  if (model.norm == NormKind::rmsnorm) bytes += 2.0 * (36.0 - 4.0) * hidden_elems;
+  if (!model.learned_positions) {
+    bytes += (36.0 - 4.0) * tokens * (model.hidden + model.kv_hidden()) / tp;
+  }
+  if (is_gated(model.ffn)) bytes += (10.0 - 6.0) * tokens * model.ffn_hidden / tp;
+  if (model.kv_heads < model.heads) {
+    const double repeated = tokens * model.hidden / tp;  // K or V at every query head
+    bytes += 2.0 * (2.0 + 2.0 * model.kv_heads / model.heads) * repeated;
+  }
+  return bytes;
+}
+
 double dtype_bytes(Dtype dtype) {
   switch (dtype) {
     case Dtype::fp8:
@@ -227,14 +244,17 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
       attention_core_time(gpu, precision.attention, profile, model, config, features, calibration);
   time.attention_forward_s = core.forward_s;
   time.attention_backward_s = core.backward_s;
+  // Eager elementwise ops: their forward bytes, and twice that backward (as the fused ones).
+  const double eager_bytes =
+      features.eager_elementwise ? eager_elementwise_bytes(model, config) : 0.0;
   const double fwd_bytes =
       layer_elementwise_forward_bytes(model, config, true) + rope_bytes(model, config) +
-      fp8_cast_forward_bytes(model, config, precision, features.fp8_saves_fp8_inputs);
+      fp8_cast_forward_bytes(model, config, precision, features.fp8_saves_fp8_inputs) + eager_bytes;
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
   time.backward_s =
       linear_backward_s + core.backward_s +
       hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention) +
-                          rope_bytes(model, config) +
+                          rope_bytes(model, config) + 2.0 * eager_bytes +
                           fp8_cast_backward_bytes(model, config, precision,
                                                   features.fp8_saves_fp8_inputs));
   switch (config.recompute) {

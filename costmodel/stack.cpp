@@ -67,6 +67,7 @@ const std::vector<std::string> kStackKeys = {
     "fp8_recipes",
     "fp8_weight_cache",
     "fp8_saves_fp8_inputs",
+    "eager_elementwise",
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
@@ -286,6 +287,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);
   s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
   s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
+  s.eager_elementwise = m.optional_bool("eager_elementwise", d.eager_elementwise);
   s.selective = static_cast<SelectiveKind>(
       m.optional_choice("selective", kSelectiveNames, static_cast<int>(d.selective)));
   s.kernel_launch_us =

@@ -96,6 +96,10 @@ struct Stack {
   double grad_buffer_bytes = 4.0;
   /// The gradient accumulation pass per micro-batch (Megatron-Core fuses it into the wgrad GEMM).
   GradAccumulation grad_accumulation = GradAccumulation::none;
+  /// The model's elementwise ops as PyTorch eager runs a Llama-style model's code (RMSNorm and
+  /// RoPE op by op in fp32, SwiGLU's SiLU and product apart, GQA's K and V repeated to every
+  /// head) rather than as fused kernels (Megatron/TE, torch.compile): eager_elementwise_bytes.
+  bool eager_elementwise = false;
   /// ZeRO stages this stack runs (bit z set = stage z), and those it runs with PP > 1 (none:
   /// the stack has no pipeline parallelism).
   unsigned zero_stages = 0b1011;

@@ -174,6 +174,9 @@ TEST_CASE("a stack file with base: says only what differs from a preset", "[stac
   CHECK(mine.expert_parallel == perf.expert_parallel);
   CHECK(mine.zero_stages_with_pp == perf.zero_stages_with_pp);
   CHECK(mine.measured_error == perf.measured_error);
+  // Eager elementwise ops: a stack file's choice; every preset prices fused kernels.
+  CHECK_FALSE(mine.eager_elementwise);
+  CHECK(load_stack("name: e\nbase: fsdp\neager_elementwise: true\n", "s.yaml").eager_elementwise);
   // A new zero_stages list sets its own PP default, as without a base.
   const Stack only_zero1 = load_stack("name: z\nbase: megatron-core\nzero_stages: [1]\n", "s.yaml");
   CHECK(only_zero1.supports_zero(1, 4));

@@ -29,6 +29,7 @@ def pins_of(p):
     out = {}
     for k in ('tp', 'pp', 'dp', 'micro_batch', 'vp', 'zero'):
         if isinstance(p.get(k), int): out[k] = p[k]
+    if isinstance(p.get('dp_shard'), int) and p['dp_shard'] != p.get('dp'): out['dp_shard'] = p['dp_shard']  # HSDP
     for k in ('cp', 'ep'):  # context / expert parallel: pinned only when above 1
         if isinstance(p.get(k), int) and p[k] > 1: out[k] = p[k]
     if p.get('recompute') in ('none', 'selective', 'full'): out['recompute'] = p['recompute']
@@ -129,6 +130,9 @@ wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemo2022-')]
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('korthikanti-')]
 # The same launcher's July 2022 tables (NeMo 1.10, FusedAdam; added 2026-12-02, fifth session, last).
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemo2206-')]
+# IBM fms-fsdp's README benchmark, Llama 2 7B-70B with FSDP1 on 128 A100 and 96 H100 (added
+# 2026-12-02, fifth session, last).
+wanted += [r['id'] for r in research['runs'] if r['id'].startswith('fms-llama2-')]
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
@@ -161,6 +165,8 @@ for rid in wanted:
         # NVIDIA/benchmarks/gpt3/implementations/nemo/): NeMo's performance mode.
         row['stack'] = 'megatron-core-perf'
     if r['gpu'] == 'a100-sxm-40g': row['gpu'] = 'a100-sxm-40g'
+    for key in ('nics_per_server', 'nic_gbits'):  # a row's own NICs (fms-fsdp's stated per-node rate)
+        if key in r: row[key] = r[key]
     if rid.startswith('bloom'):  # Jean Zay: 4 Omni-Path links of 100 Gb/s per node (tr11 README)
         row['nics_per_server'] = 4; row['nic_gbits'] = 100
     # NeMo-Framework-Launcher 24.01-24.07 runs every job with NVTE_FUSED_ATTN=0 (flash-attn 2):
