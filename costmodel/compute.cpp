@@ -22,15 +22,16 @@ double tile_fill(double extent, double tile) {
 /// 1-byte mask where the model has dropout), the FFN activation, and the unfused softmax
 /// (+ dropout) over the b*a*s^2 scores.
 double layer_elementwise_forward_bytes(const Model& model, const ParallelConfig& config,
-                                       bool fused_attention) {
+                                       const ElementwiseBytes& ops, bool fused_attention) {
   const double tp = config.tp;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const double hidden_elems = tokens * model.hidden / (config.sequence_parallel ? tp : 1.0);
   const double ffn_elems = tokens * model.ffn_hidden / tp;
   const bool dropout = model.dropout > 0.0;
-  const double norms = 2.0 * (2.0 + 2.0) * hidden_elems;
+  const double norm_bytes = model.norm == NormKind::rmsnorm ? ops.rmsnorm : 2.0 + 2.0;
+  const double norms = 2.0 * norm_bytes * hidden_elems;
   const double residuals = 2.0 * (2.0 * 2.0 + 2.0 + (dropout ? 1.0 : 0.0)) * hidden_elems;
-  const double activation = (is_gated(model.ffn) ? 6.0 : 4.0) * ffn_elems;
+  const double activation = (is_gated(model.ffn) ? ops.glu : 4.0) * ffn_elems;
   const double scores = tokens * model.seq_len * model.heads / tp;
   return norms + residuals + activation + (fused_attention ? 0.0 : (dropout ? 9.0 : 4.0) * scores);
 }
@@ -39,40 +40,31 @@ double layer_elementwise_forward_bytes(const Model& model, const ParallelConfig&
 /// gradient: twice the forward bytes; unfused softmax backward (read output and gradient,
 /// write 2 = 6 bytes per score) and dropout's (read 2 + mask 1, write 2 = 5).
 double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig& config,
-                                        bool fused_attention) {
+                                        const ElementwiseBytes& ops, bool fused_attention) {
   const double scores = static_cast<double>(config.micro_batch) * model.seq_len * model.seq_len *
                         model.heads / config.tp;
-  const double without_attention = layer_elementwise_forward_bytes(model, config, true);
+  const double without_attention = layer_elementwise_forward_bytes(model, config, ops, true);
   return 2.0 * without_attention +
          (fused_attention ? 0.0 : (model.dropout > 0.0 ? 11.0 : 6.0) * scores);
 }
 
-/// Rotary position embedding of Q and K (models without learned positions): read and write
-/// each 16-bit element once (Megatron's fused RoPE, on by default: --no-rope-fusion turns it
-/// off; TE fused_apply_rotary_pos_emb), forward and again backward on the gradients.
-double rope_bytes(const Model& model, const ParallelConfig& config) {
+/// Rotary position embedding of Q and K (models without learned positions): `bytes` per
+/// element; fused (the default 4) reads and writes each 16-bit element once (Megatron's fused
+/// RoPE, on by default: --no-rope-fusion turns it off; TE fused_apply_rotary_pos_emb), forward
+/// and again backward on the gradients.
+double rope_bytes(const Model& model, const ParallelConfig& config, double bytes) {
   if (model.learned_positions) return 0.0;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  return (2.0 + 2.0) * tokens * (model.hidden + model.kv_hidden()) / config.tp;
+  return bytes * tokens * (model.hidden + model.kv_hidden()) / config.tp;
 }
 
 }  // namespace
 
-double eager_elementwise_bytes(const Model& model, const ParallelConfig& config) {
-  const double tp = config.tp;
+double gqa_repeat_bytes(const Model& model, const ParallelConfig& config) {
+  if (model.kv_heads >= model.heads) return 0.0;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  const double hidden_elems = tokens * model.hidden / (config.sequence_parallel ? tp : 1.0);
-  double bytes = 0.0;
-  if (model.norm == NormKind::rmsnorm) bytes += 2.0 * (36.0 - 4.0) * hidden_elems;
-  if (!model.learned_positions) {
-    bytes += (36.0 - 4.0) * tokens * (model.hidden + model.kv_hidden()) / tp;
-  }
-  if (is_gated(model.ffn)) bytes += (10.0 - 6.0) * tokens * model.ffn_hidden / tp;
-  if (model.kv_heads < model.heads) {
-    const double repeated = tokens * model.hidden / tp;  // K or V at every query head
-    bytes += 2.0 * (2.0 + 2.0 * model.kv_heads / model.heads) * repeated;
-  }
-  return bytes;
+  const double repeated = tokens * model.hidden / config.tp;  // K or V at every query head
+  return 2.0 * (2.0 + 2.0 * model.kv_heads / model.heads) * repeated;
 }
 
 double dtype_bytes(Dtype dtype) {
@@ -244,19 +236,20 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
       attention_core_time(gpu, precision.attention, profile, model, config, features, calibration);
   time.attention_forward_s = core.forward_s;
   time.attention_backward_s = core.backward_s;
-  // Eager elementwise ops: their forward bytes, and twice that backward (as the fused ones).
-  const double eager_bytes =
-      features.eager_elementwise ? eager_elementwise_bytes(model, config) : 0.0;
+  const ElementwiseBytes& ops = features.elementwise;
+  const double rope = rope_bytes(model, config, ops.rope);
+  const double repeat = ops.gqa_repeat_kv ? gqa_repeat_bytes(model, config) : 0.0;
   const double fwd_bytes =
-      layer_elementwise_forward_bytes(model, config, true) + rope_bytes(model, config) +
-      fp8_cast_forward_bytes(model, config, precision, features.fp8_saves_fp8_inputs) + eager_bytes;
+      layer_elementwise_forward_bytes(model, config, ops, true) + rope + repeat +
+      fp8_cast_forward_bytes(model, config, precision, features.fp8_saves_fp8_inputs);
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
   time.backward_s =
       linear_backward_s + core.backward_s +
-      hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, features.fused_attention) +
-                          rope_bytes(model, config) + 2.0 * eager_bytes +
-                          fp8_cast_backward_bytes(model, config, precision,
-                                                  features.fp8_saves_fp8_inputs));
+      hbm_time_s(
+          gpu,
+          layer_elementwise_backward_bytes(model, config, ops, features.fused_attention) + rope +
+              repeat +
+              fp8_cast_backward_bytes(model, config, precision, features.fp8_saves_fp8_inputs));
   switch (config.recompute) {
     case Recompute::none:
       break;

@@ -78,20 +78,15 @@ struct ComputeFeatures {
   int cp = 1;
   /// CP by all-to-all (Ulysses): one causal call over the whole sequence with heads / cp.
   bool ulysses = false;
-  /// Elementwise ops as PyTorch eager runs them (Stack::eager_elementwise).
-  bool eager_elementwise = false;
+  /// Bytes of the elementwise ops as the stack's code runs them (Stack::elementwise).
+  ElementwiseBytes elementwise{};
 };
 
-/// HBM bytes that PyTorch eager adds to one layer's forward on one GPU beyond the fused kernels
-/// priced for every stack (docs/cost_model.md#eager-elementwise), for a Llama-style model's code
-/// (foundation-model-stack/foundation-model-stack@f33fdd26, the Llama reference): RMSNorm in fp32
-/// op by op (cast 2+4, pow 4+4, mean 4, scale 4+4, cast back 4+2, weight 2+2 = 36 bytes per
-/// element against a fused norm's 4), RoPE in fp32 op by op on Q and K (cast 2+4, rotate into a
-/// broadcast pair 4+8, sum 8+4, cast back 4+2 = 36 against 4), SwiGLU's SiLU (2+2) and product
-/// (2+2+2) apart (10 per FFN element against 6), and GQA's K and V repeated to every query head
-/// before the attention call (expand + flatten: write 2, read 2·kv/heads per full-head element).
-/// 0 for what the model does not have (LayerNorm, learned positions, GELU, MHA).
-[[nodiscard]] double eager_elementwise_bytes(const Model& model, const ParallelConfig& config);
+/// GQA's K and V repeated to every query head before the attention call (PyTorch eager Llama
+/// code: ibm-fms attention.py L196-202 expand + flatten, torchtitan repeat_kv): per full-head
+/// element of K and of V, a 2-byte write and a read of 2·kv_heads/heads, forward; the backward
+/// sums the gradients back, the same bytes again. 0 for MHA.
+[[nodiscard]] double gqa_repeat_bytes(const Model& model, const ParallelConfig& config);
 
 /// One micro-batch through one transformer layer on one GPU (after the TP split).
 struct LayerTime {

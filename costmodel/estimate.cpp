@@ -70,7 +70,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   const LayerTime dense = layer_time(
       cluster.gpu, model, config,
       {stack.attention != AttentionKernel::unfused, stack.selective, stack.fp8_saves_fp8_inputs,
-       stack.attention == AttentionKernel::flash, given.cp, ulysses, stack.eager_elementwise},
+       stack.attention == AttentionKernel::flash, given.cp, ulysses, stack.elementwise},
       calibration);
   LayerTime layer =
       with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, moe_share, calibration);

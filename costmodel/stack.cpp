@@ -67,7 +67,10 @@ const std::vector<std::string> kStackKeys = {
     "fp8_recipes",
     "fp8_weight_cache",
     "fp8_saves_fp8_inputs",
-    "eager_elementwise",
+    "rmsnorm_bytes_per_element",
+    "rope_bytes_per_element",
+    "glu_bytes_per_element",
+    "gqa_repeat_kv",
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
@@ -287,7 +290,13 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);
   s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
   s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
-  s.eager_elementwise = m.optional_bool("eager_elementwise", d.eager_elementwise);
+  s.elementwise.rmsnorm =
+      m.optional_double("rmsnorm_bytes_per_element", d.elementwise.rmsnorm, Range::positive);
+  s.elementwise.rope =
+      m.optional_double("rope_bytes_per_element", d.elementwise.rope, Range::positive);
+  s.elementwise.glu =
+      m.optional_double("glu_bytes_per_element", d.elementwise.glu, Range::positive);
+  s.elementwise.gqa_repeat_kv = m.optional_bool("gqa_repeat_kv", d.elementwise.gqa_repeat_kv);
   s.selective = static_cast<SelectiveKind>(
       m.optional_choice("selective", kSelectiveNames, static_cast<int>(d.selective)));
   s.kernel_launch_us =

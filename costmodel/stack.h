@@ -28,6 +28,18 @@ inline constexpr double kCrossEntropyBackwardBytesPerLogit = 22.0;
 /// cuDNN fused attention through Transformer Engine. Flash and cuDNN skip the causal half.
 enum class AttentionKernel { unfused, flash, cudnn };
 
+/// Forward HBM bytes per element of the elementwise ops whose kernels differ between fused code
+/// (Megatron/Transformer Engine, torch.compile: the defaults) and PyTorch eager (each op its own
+/// pass; the stack file cites the code it counts). Backward: twice the forward for the norm and
+/// the gated activation, once more for RoPE (on the gradients).
+struct ElementwiseBytes {
+  double rmsnorm = 4.0;  ///< one RMSNorm, per hidden element (LayerNorm is one kernel: 4)
+  double rope = 4.0;     ///< rotary embedding, per element of Q and K
+  double glu = 6.0;      ///< gated activation (SwiGLU/GeGLU), per FFN element
+  /// GQA's K and V materialised at every query head before the attention call (expand + copy).
+  bool gqa_repeat_kv = false;
+};
+
 /// How TP collectives overlap with compute: none; Megatron's async all-reduce of the input
 /// gradient behind the weight-gradient GEMM (backward only); Transformer Engine userbuffers
 /// (every TP collective behind its neighbouring GEMM, sequence parallel).
@@ -96,10 +108,9 @@ struct Stack {
   double grad_buffer_bytes = 4.0;
   /// The gradient accumulation pass per micro-batch (Megatron-Core fuses it into the wgrad GEMM).
   GradAccumulation grad_accumulation = GradAccumulation::none;
-  /// The model's elementwise ops as PyTorch eager runs a Llama-style model's code (RMSNorm and
-  /// RoPE op by op in fp32, SwiGLU's SiLU and product apart, GQA's K and V repeated to every
-  /// head) rather than as fused kernels (Megatron/TE, torch.compile): eager_elementwise_bytes.
-  bool eager_elementwise = false;
+  /// HBM bytes of the model's elementwise ops as this stack's code runs them: fused kernels by
+  /// default; PyTorch eager pays each op's own pass (docs/cost_model.md#eager-elementwise).
+  ElementwiseBytes elementwise{};
   /// ZeRO stages this stack runs (bit z set = stage z), and those it runs with PP > 1 (none:
   /// the stack has no pipeline parallelism).
   unsigned zero_stages = 0b1011;

@@ -132,37 +132,38 @@ TEST_CASE("RoPE and dropout masks priced only where the model has them", "[kerne
 
 TEST_CASE("eager PyTorch elementwise ops: RMSNorm, RoPE, SwiGLU, GQA repeat op by op",
           "[kernels]") {
-  const Gpu gpu = test::round_gpu();             // 1000 GB/s x 0.85 achievable
-  ParallelConfig config = test::small_config();  // tp 2, micro-batch 1, no SP
+  const Gpu gpu = test::round_gpu();                   // 1000 GB/s x 0.85 achievable
+  const ParallelConfig config = test::small_config();  // tp 2, micro-batch 1, no SP
   Model model = test::small_model();  // 32 tokens, hidden 64, 4 heads, MHA, RMSNorm, RoPE
-  // Gated FFN (256 wide, 128 per TP rank) and MHA: two RMSNorms 2 x (36 - 4) x 32 x 64 =
-  // 131072 (norms see the whole hidden without SP); RoPE (36 - 4) x 32 x (64 + 64) / 2 = 65536;
-  // SwiGLU (10 - 6) x 32 x 256 / 2 = 16384; no repeat (MHA). 212992 bytes.
-  model.ffn = FfnKind::swiglu;
-  CHECK(eager_elementwise_bytes(model, config) == Approx(212992.0));
-  // GQA 4 heads over 1 KV head (head dim 16): K and V, each written at every head (2 bytes) and
-  // read once per KV head (2 x 1/4): 2 x (2 + 0.5) x 32 x 64 / 2 = 5120; RoPE on Q and K sees
-  // 64 + 16: 32 x 32 x 80 / 2 = 40960 instead of 65536.
+  model.ffn = FfnKind::swiglu;        // 256 wide, 128 per TP rank
+  // ibm-fms's eager ops against the fused defaults, forward: two RMSNorms 2 x (36 - 4) x 32 x
+  // 64 = 131072 (norms see the whole hidden without SP); RoPE (36 - 4) x 32 x (64 + 64) / 2 =
+  // 65536; SwiGLU (10 - 6) x 32 x 256 / 2 = 16384; MHA: no repeat. 212992 bytes.
+  ComputeFeatures fms;
+  fms.elementwise = {36.0, 36.0, 10.0, true};
+  const LayerTime fused = layer_time(gpu, model, config, ComputeFeatures{});
+  const LayerTime eager = layer_time(gpu, model, config, fms);
+  CHECK(eager.forward_s - fused.forward_s == Approx(212992.0 / 850e9));
+  // Backward: twice the norms' and the activation's, RoPE's once more: 2 x 147456 + 65536.
+  CHECK(eager.backward_s - fused.backward_s == Approx((2.0 * 147456.0 + 65536.0) / 850e9));
+  // GQA 4 heads over 1 KV head (head dim 16): K and V each written at every head (2 bytes) and
+  // read once per KV head (2 x 1/4): 2 x (2 + 0.5) x 32 x 64 / 2 = 5120, forward and backward.
+  CHECK(gqa_repeat_bytes(model, config) == 0.0);
   model.kv_heads = 1;
-  CHECK(eager_elementwise_bytes(model, config) == Approx(131072.0 + 40960.0 + 16384.0 + 5120.0));
-  // LayerNorm (one kernel eager too), learned positions, GELU, MHA: nothing beyond fused.
+  CHECK(gqa_repeat_bytes(model, config) == Approx(5120.0));
+  ComputeFeatures repeat_only;
+  repeat_only.elementwise.gqa_repeat_kv = true;
+  const LayerTime gqa = layer_time(gpu, model, config, ComputeFeatures{});
+  const LayerTime repeated = layer_time(gpu, model, config, repeat_only);
+  CHECK(repeated.forward_s - gqa.forward_s == Approx(5120.0 / 850e9));
+  CHECK(repeated.backward_s - gqa.backward_s == Approx(5120.0 / 850e9));
+  // LayerNorm (one kernel eager too), learned positions, GELU: the eager bytes add nothing.
   Model plain = test::small_model();
   plain.norm = NormKind::layernorm;
   plain.learned_positions = true;
   plain.ffn = FfnKind::gelu;
-  CHECK(eager_elementwise_bytes(plain, config) == 0.0);
-  // Sequence parallelism splits the norms' tokens over TP: 131072 / 2.
-  config.sequence_parallel = true;
-  model.kv_heads = 4;
-  CHECK(eager_elementwise_bytes(model, config) == Approx(65536.0 + 65536.0 + 16384.0));
-  config.sequence_parallel = false;
-  // In a layer: forward + those bytes over 850 GB/s, backward + twice that.
-  ComputeFeatures eager;
-  eager.eager_elementwise = true;
-  const LayerTime fused_time = layer_time(gpu, model, config, ComputeFeatures{});
-  const LayerTime eager_time = layer_time(gpu, model, config, eager);
-  CHECK(eager_time.forward_s - fused_time.forward_s == Approx(212992.0 / 850e9));
-  CHECK(eager_time.backward_s - fused_time.backward_s == Approx(2.0 * 212992.0 / 850e9));
+  CHECK(layer_time(gpu, plain, config, fms).forward_s ==
+        Approx(layer_time(gpu, plain, config, ComputeFeatures{}).forward_s));
 }
 
 TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hopper)", "[kernels]") {

@@ -174,9 +174,21 @@ TEST_CASE("a stack file with base: says only what differs from a preset", "[stac
   CHECK(mine.expert_parallel == perf.expert_parallel);
   CHECK(mine.zero_stages_with_pp == perf.zero_stages_with_pp);
   CHECK(mine.measured_error == perf.measured_error);
-  // Eager elementwise ops: a stack file's choice; every preset prices fused kernels.
-  CHECK_FALSE(mine.eager_elementwise);
-  CHECK(load_stack("name: e\nbase: fsdp\neager_elementwise: true\n", "s.yaml").eager_elementwise);
+  // Eager elementwise ops: a stack file's choice; every preset prices fused kernels (4, 4, 6).
+  CHECK(mine.elementwise.rmsnorm == 4.0);
+  CHECK(mine.elementwise.rope == 4.0);
+  CHECK(mine.elementwise.glu == 6.0);
+  CHECK_FALSE(mine.elementwise.gqa_repeat_kv);
+  const Stack eager = load_stack(
+      "name: e\nbase: fsdp\nrmsnorm_bytes_per_element: 36\nrope_bytes_per_element: 20\n"
+      "glu_bytes_per_element: 10\ngqa_repeat_kv: true\n",
+      "s.yaml");
+  CHECK(eager.elementwise.rmsnorm == 36.0);
+  CHECK(eager.elementwise.rope == 20.0);
+  CHECK(eager.elementwise.glu == 10.0);
+  CHECK(eager.elementwise.gqa_repeat_kv);
+  CHECK_THROWS_WITH(load_stack("name: e\nbase: fsdp\nrope_bytes_per_element: 0\n", "s.yaml"),
+                    Catch::StartsWith("s.yaml:3: rope_bytes_per_element"));
   // A new zero_stages list sets its own PP default, as without a base.
   const Stack only_zero1 = load_stack("name: z\nbase: megatron-core\nzero_stages: [1]\n", "s.yaml");
   CHECK(only_zero1.supports_zero(1, 4));

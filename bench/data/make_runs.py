@@ -49,7 +49,9 @@ def clean_model(m):
 for r in shared['runs']:
     if r['precision'] == 'fp8': continue  # FP8 as it really runs is the precision issue's
     stack = {'nemo-gpt3-5b-8xA100-80': 'stacks/nemo-2022.yaml', 'mpt-70b-64xA100-80-fsdp': 'stacks/fsdp-pure.yaml',
-             'titan-llama3-8b-64xA100-80-fsdp': 'torchtitan', 'gpt-neox-20b-96xA100-40': 'deepspeed-megatron'}.get(r['id'], 'fsdp')
+             # torchtitan@041336434916 docs/performance.md ran eager (compile = false): its stack file.
+             'titan-llama3-8b-64xA100-80-fsdp': 'stacks/torchtitan-2404.yaml',
+             'gpt-neox-20b-96xA100-40': 'deepspeed-megatron'}.get(r['id'], 'fsdp')
     row = dict(id=r['id'], source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'],
                precision=r['precision'], global_batch=r['global_batch'], pins=pins_of(r['parallel']))
     c = r['cluster']
@@ -133,6 +135,8 @@ wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemo2206-')]
 # IBM fms-fsdp's README benchmark, Llama 2 7B-70B with FSDP1 on 128 A100 and 96 H100 (added
 # 2026-12-02, fifth session, last).
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('fms-llama2-')]
+# The rest of torchtitan's April 2024 A100 tables beside its Llama 3 8B row (added 2026-12-02, fifth session, last).
+wanted += [r['id'] for r in research['runs'] if r['id'].startswith('titan-llama')]
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
