@@ -233,13 +233,16 @@ double allocator_fragmentation_bytes(double churning_bytes) {
   return churning_bytes * kAllocatorFragmentation / (1.0 - kAllocatorFragmentation);
 }
 
-double fragmentation_room_bytes(const MemoryBreakdown& memory) {
-  return memory.capacity_bytes -
-         (memory.allocated_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes);
+double unfragmented_bytes(const MemoryBreakdown& memory) {
+  return memory.allocated_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes;
 }
 
-void set_memory_verdict(MemoryBreakdown& memory) {
-  memory.fits = fragmentation_room_bytes(memory) >= 0.0;
+double fragmentation_room_bytes(const MemoryBreakdown& memory) {
+  return memory.capacity_bytes - unfragmented_bytes(memory);
+}
+
+void set_memory_verdict(MemoryBreakdown& memory, bool other_stages_fit) {
+  memory.fits = other_stages_fit && fragmentation_room_bytes(memory) >= 0.0;
   memory.tight = memory.fits && memory.total_bytes > memory.capacity_bytes;
 }
 
@@ -322,8 +325,7 @@ MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelCo
   if (config.pp > 1) consider(false, true);
   if (config.pp > 2) consider(false, false);
   // A stage with less fragmentation may hold more allocated than the peak: each must fit.
-  peak.fits = every_stage_fits;
-  peak.tight = peak.fits && peak.total_bytes > peak.capacity_bytes;
+  set_memory_verdict(peak, every_stage_fits);
   return peak;
 }
 

@@ -96,14 +96,18 @@ struct NcclGroups {
 /// within a step: activations and transients) at kAllocatorFragmentation.
 [[nodiscard]] double allocator_fragmentation_bytes(double churning_bytes);
 
-/// Sets `fits` and `tight` from the breakdown's sums: fits when allocated + CUDA context + NCCL
-/// buffers <= capacity (the allocator frees its cached blocks and retries before it raises
-/// out-of-memory: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp, its header comment);
-/// tight when it fits but total (with the mean fragmentation) does not.
-void set_memory_verdict(MemoryBreakdown& memory);
+/// What must fit before any fragmentation: allocated + CUDA context + NCCL buffers.
+[[nodiscard]] double unfragmented_bytes(const MemoryBreakdown& memory);
 
-/// Fragmentation a fitting plan can absorb: capacity - allocated - context - NCCL buffers.
+/// Fragmentation a fitting plan can absorb: capacity - unfragmented_bytes.
 [[nodiscard]] double fragmentation_room_bytes(const MemoryBreakdown& memory);
+
+/// Sets `fits` and `tight` from the breakdown's sums: fits when unfragmented_bytes <= capacity
+/// (the allocator frees its cached blocks and retries before it raises out-of-memory:
+/// pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp, its header comment) and the stages this
+/// breakdown does not hold fit too (`other_stages_fit`); tight when it fits but total (with the
+/// mean fragmentation) does not.
+void set_memory_verdict(MemoryBreakdown& memory, bool other_stages_fit = true);
 
 /// Micro-batches whose activations stage 0 holds at its peak, in units of one micro-batch
 /// through its layers: min(p, m) for 1F1B; interleaved, the warm-up's v*p + p - 1 model-chunk

@@ -190,10 +190,7 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   memory.total_bytes = memory.reserved_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes;
   memory.other_bytes = memory.total_bytes - memory.weights_bytes - memory.gradients_bytes -
                        memory.optimizer_bytes - memory.activations_bytes;
-  const bool every_stage_fit = memory.fits;  // peak_memory's check of each stage
-  set_memory_verdict(memory);
-  memory.fits = memory.fits && every_stage_fit;
-  memory.tight = memory.tight && memory.fits;
+  set_memory_verdict(memory, memory.fits);  // memory.fits: peak_memory's check of each stage
 }
 
 }  // namespace trident

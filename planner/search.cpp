@@ -46,9 +46,7 @@ void keep_best(std::vector<PlanResult>& kept, std::size_t limit, const PlanResul
 bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
 
 MemoryShortfall shortfall_of(const MemoryBreakdown& memory, double reserve_gib) {
-  // What must fit: allocated, the CUDA context and NCCL's buffers (set_memory_verdict).
-  return {memory.capacity_bytes - fragmentation_room_bytes(memory), memory.capacity_bytes,
-          reserve_gib};
+  return {unfragmented_bytes(memory), memory.capacity_bytes, reserve_gib};
 }
 
 /// TP degrees: divide heads and kv_heads, within the limits and the pin.

@@ -36,6 +36,27 @@ ParallelConfig zero3_dp4(int dp_shard) {
   return config;
 }
 
+/// The bucketed case: 200M parameters on the stage, dp 8 on one NVLink domain, ZeRO-1.
+/// Megatron-Core's bucket is max(40M, 1M x 8) = 40M: rs and ag are one bucket's reduce-scatter
+/// of 40M x 4 bytes (fp32 reduce) and all-gather of 40M x 2 bytes.
+struct BucketCase {
+  Model model = test::small_model();
+  ParallelConfig config = [] {
+    ParallelConfig c;
+    c.dp = 8;
+    c.micro_batch = 1;
+    c.zero = 1;
+    return c;
+  }();
+  GroupLink link = test::nvlink_group(8);
+  double rs = collective_time_s(Collective::reduce_scatter, 40e6 * 4.0, link);
+  double ag = collective_time_s(Collective::all_gather, 40e6 * 2.0, link);
+
+  [[nodiscard]] CommDetail comm(const DpWindow& window, const Stack& stack) const {
+    return dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("HSDP: per-unit gathers in the shard group, gradient shards all-reduced across",
@@ -147,21 +168,14 @@ TEST_CASE("which stacks shard hybrid, and which ZeRO stages", "[data_parallel][s
 
 TEST_CASE("bucketed DP: the last bucket holds at least the first stage's embedding",
           "[data_parallel]") {
-  // 200M parameters on the stage, dp 8: Megatron-Core's bucket is max(40M, 1M x 8) = 40M, so
-  // 5 reduce-scatters of 40M x 4 bytes (fp32 reduce) and 5 all-gathers of 40M x 2 bytes.
-  const Model model = test::small_model();
-  ParallelConfig config;
-  config.dp = 8;
-  config.micro_batch = 1;
-  config.zero = 1;
+  // BucketCase: 5 reduce-scatters (rs) and 5 all-gathers (ag) of one 40M bucket each.
+  const BucketCase bucket;
+  const double rs = bucket.rs;
+  const double ag = bucket.ag;
   const Stack stack = stack_preset("megatron-core");
-  const GroupLink link = test::nvlink_group(8);
-  const double rs = collective_time_s(Collective::reduce_scatter, 40e6 * 4.0, link);
-  const double ag = collective_time_s(Collective::all_gather, 40e6 * 2.0, link);
   // Windows far longer than the traffic: only the last bucket is exposed.
   DpWindow window{100.0, 100.0, 2.0, 50.0, 50.0, 0.0};
-  const CommDetail plain =
-      dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr);
+  const CommDetail plain = bucket.comm(window, stack);
   CHECK(plain.total_s == Approx(5 * rs + 5 * ag));
   // A 40M bucket is 1/5 of the traffic: (5 rs) / 5 + (5 ag) / 5.
   CHECK(plain.exposed_s == Approx(rs + ag));
@@ -169,14 +183,12 @@ TEST_CASE("bucketed DP: the last bucket holds at least the first stage's embeddi
   // after it: that bucket is 100M, half the stage, reduced after backward and gathered before
   // the first layer: (5 rs + 5 ag) x 100M / 200M.
   window.edge_parameters = 100e6;
-  const CommDetail edge =
-      dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr);
+  const CommDetail edge = bucket.comm(window, stack);
   CHECK(edge.total_s == Approx(plain.total_s));
   CHECK(edge.exposed_s == Approx(0.5 * (5 * rs + 5 * ag)));
   // Never more than the stage: an embedding larger than it exposes everything.
   window.edge_parameters = 400e6;
-  CHECK(dp_comm(model, config, {link, link, link}, 200e6, 1, window, stack, nullptr).exposed_s ==
-        Approx(5 * rs + 5 * ag));
+  CHECK(bucket.comm(window, stack).exposed_s == Approx(5 * rs + 5 * ag));
 }
 
 TEST_CASE("FSDP2's reduce-scatter copy-in: one pass on the compute stream per reduce-scatter",
@@ -213,29 +225,23 @@ TEST_CASE("FSDP2's reduce-scatter copy-in: one pass on the compute stream per re
 
 TEST_CASE("NeMo 1.x: no gradient-reduction overlap under pipelining or sequence parallelism",
           "[data_parallel][stack]") {
-  // The bucketed case above (200M parameters, dp 8, ZeRO-1, 40M buckets): overlapped, only the
-  // last bucket's reduce-scatter and all-gather show, rs + ag.
-  const Model model = test::small_model();
-  ParallelConfig config;
-  config.dp = 8;
-  config.micro_batch = 1;
-  config.zero = 1;
-  const GroupLink link = test::nvlink_group(8);
-  const double rs = collective_time_s(Collective::reduce_scatter, 40e6 * 4.0, link);
-  const double ag = collective_time_s(Collective::all_gather, 40e6 * 2.0, link);
+  // BucketCase (200M parameters, dp 8, ZeRO-1, 40M buckets): overlapped, only the last
+  // bucket's reduce-scatter and all-gather show, rs + ag.
+  BucketCase bucket;
+  const double rs = bucket.rs;
+  const double ag = bucket.ag;
   const DpWindow window{100.0, 100.0, 2.0, 50.0, 50.0, 0.0};
-  Stack nemo = load_stack(
+  const Stack nemo = load_stack(
       "name: n\nbase: megatron-core\ndp_overlap_grad_reduce_with_pp: false\n"
       "dp_overlap_grad_reduce_with_sp: false\n",
       "n.yaml");
+  ParallelConfig& config = bucket.config;
   CHECK(nemo.overlaps_grad_reduce(config));  // PP 1, no SP: overlapped as before
-  CHECK(dp_comm(model, config, {link, link, link}, 200e6, 1, window, nemo, nullptr).exposed_s ==
-        Approx(rs + ag));
+  CHECK(bucket.comm(window, nemo).exposed_s == Approx(rs + ag));
   // PP 2: every reduce-scatter after the pipeline, exposed (5 rs); the gathers still overlap.
   config.pp = 2;
   CHECK_FALSE(nemo.overlaps_grad_reduce(config));
-  CHECK(dp_comm(model, config, {link, link, link}, 200e6, 1, window, nemo, nullptr).exposed_s ==
-        Approx(5 * rs + ag));
+  CHECK(bucket.comm(window, nemo).exposed_s == Approx(5 * rs + ag));
   // Sequence parallelism alone does the same; the preset keeps its overlap under both.
   config.pp = 1;
   config.tp = 2;
