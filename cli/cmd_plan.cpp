@@ -36,7 +36,7 @@ struct PlanFlags {
   ClusterArgs cluster;  ///< --cluster --gpus --servers --gpus-per-server --gpu
   ModelArgs model;      ///< --model --global-batch --seq-len
   SearchOptions search;
-  std::optional<int> tp, pp, dp, micro_batch, vp, zero, cp, ep, dp_shard;
+  std::optional<int> tp, pp, dp, micro_batch, vp, zero, cp, ep, dp_shard, recompute_layers;
   std::string recompute;
   std::string sequence_parallel;
   std::string cp_comm;  ///< --cp-comm p2p|a2a: the context-parallel kind, pinned
@@ -97,6 +97,11 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
       ->check(positive);
   sub.add_option("--recompute", f.recompute, "pin activation recomputation: none|selective|full")
       ->check(choice_check({"none", "selective", "full"}));
+  sub.add_option("--recompute-layers", f.recompute_layers,
+                 "pin partial full recompute: N layers per model chunk recomputed, the rest keep "
+                 "their activations (Megatron --recompute-method block; torchtitan every k-th "
+                 "layer); implies --recompute full")
+      ->check(positive);
   sub.add_option("--zero", f.zero, "pin ZeRO stage: 0|1|2|3")
       ->check(choice_check({"0", "1", "2", "3"}));
   sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off")
@@ -156,6 +161,7 @@ SearchOptions search_options(const PlanFlags& f) {
   options.cp = f.cp;
   options.ep = f.ep;
   options.dp_shard = f.dp_shard;
+  options.recompute_layers = f.recompute_layers;
   if (!f.recompute.empty()) options.recompute = parse_recompute(f.recompute);
   if (!f.sequence_parallel.empty()) options.sequence_parallel = parse_on_off(f.sequence_parallel);
   if (f.top < 1) throw InputError("--top 0: expected a positive number of plans");

@@ -15,6 +15,9 @@ std::string pins_of(const ParallelConfig& c) {
       "--sequence-parallel {}",
       c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute), c.zero,
       c.sequence_parallel ? "on" : "off");
+  if (c.recompute == Recompute::full && c.recompute_layers > 0) {
+    pins += fmt::format(" --recompute-layers {}", c.recompute_layers);
+  }
   if (c.cp > 1) pins += fmt::format(" --cp {}", c.cp);
   if (c.hybrid_shard()) pins += fmt::format(" --dp-shard {}", c.dp_shard);
   if (c.ep > 1) pins += fmt::format(" --ep {}", c.ep);

@@ -108,6 +108,12 @@ namespace {
                    "every Nth layer; it is not Megatron's attention-only recompute"
                  : "DeepSpeed recomputes whole deepspeed.checkpointing.checkpoint calls; it has "
                    "no attention-only (Megatron selective) recompute";
+    case RefusalKind::partial_recompute:
+      return release.framework == Framework::torchtitan
+                 ? "torchtitan recomputes every k-th block (selective_ac_option), which no k "
+                   "makes this plan's layers per chunk"
+                 : "the DeepSpeed config recomputes what the model code wraps in "
+                   "deepspeed.checkpointing.checkpoint; --emit writes full recompute only";
     case RefusalKind::ddp_multi_dim:
       return "torchtitan raises 'DDP has not supported > 1D parallelism' "
              "(models/llama3/infra/parallelize.py:151)";

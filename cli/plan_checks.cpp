@@ -52,6 +52,8 @@ const char* flag_of(Knob knob) {
       return "--max-ep";
     case Knob::dp_shard:
       return "--dp-shard";
+    case Knob::recompute_layers:
+      return "--recompute-layers";
   }
   return "?";
 }
@@ -79,6 +81,9 @@ std::string stack_lack(const OptionProblem& p, const Stack& stack) {
       return "has no expert parallelism; use --ep 1 or --stack megatron-core";
     case Knob::dp_shard:
       return "has no hybrid sharding (HSDP); drop --dp-shard or use --stack fsdp or torchtitan";
+    case Knob::recompute_layers:
+      return "has no partial recompute; drop --recompute-layers or use --stack megatron-core or "
+             "torchtitan";
     default:
       return "does not run it";
   }
@@ -165,6 +170,11 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "{}: stack {} recomputes multi-latent attention's up-projections (selective: "
           "mla_up_proj) and model {} has no MLA; use --recompute none|full or another --stack",
           pin, stack.name, model.name);
+    case OptionIssue::needs_full_recompute:
+      return fmt::format(
+          "{} with --recompute {}: partial recompute repeats whole layers; use --recompute full "
+          "or drop --recompute-layers",
+          pin, to_string(static_cast<Recompute>(p.limit)));
     case OptionIssue::moe_hybrid_shard:
       return pin +
              ": MoE models shard over all of DP (the experts' state per shard group is not "

@@ -43,6 +43,13 @@ std::string link_text(const GroupLink& link) {
       to_string(link.tier), link.inter_gbps, link.domains, link.ranks_per_domain, link.intra_gbps);
 }
 
+/// "full", or "full on the first N layers of each model chunk" (partial).
+std::string recompute_words(const ParallelConfig& c) {
+  if (c.recompute != Recompute::full || c.recompute_layers == 0) return to_string(c.recompute);
+  return fmt::format("full on {} layer{} of each model chunk (the rest keep their activations)",
+                     c.recompute_layers, c.recompute_layers == 1 ? "" : "s");
+}
+
 std::string knobs_text(const PlanResult& plan, long long m) {
   const ParallelConfig& c = plan.config;
   std::string text = fmt::format(
@@ -52,7 +59,7 @@ std::string knobs_text(const PlanResult& plan, long long m) {
       c.virtual_stages > 1
           ? fmt::format("interleaved 1F1B with {} virtual stages", c.virtual_stages)
           : std::string("1F1B"),
-      to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "off");
+      recompute_words(c), c.zero, c.sequence_parallel ? "on" : "off");
   if (c.cp > 1) text += fmt::format(", CP {} ({})", c.cp, to_string(plan.estimate.cp_kind));
   if (c.ep > 1) text += fmt::format(", EP {} (expert TP 1)", c.ep);
   return text;

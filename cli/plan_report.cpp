@@ -93,6 +93,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"num_micro_batches", e.num_micro_batches},
             {"virtual_stages", c.virtual_stages},
             {"recompute", to_string(c.recompute)},
+            {"recompute_layers", c.recompute_layers},
             {"zero", c.zero},
             {"sequence_parallel", c.sequence_parallel},
             {"cp", c.cp},
@@ -265,7 +266,7 @@ std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns)
   return fmt::format(
       "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9.3f} {:>12} "
       "{:>6.1f} {:>10} {:>7.1f}  {}",
-      rank, c.tp, cp_ep_cells, c.pp, c.dp, c.micro_batch, c.virtual_stages, to_string(c.recompute),
+      rank, c.tp, cp_ep_cells, c.pp, c.dp, c.micro_batch, c.virtual_stages, recompute_text(c),
       c.zero, hsdp_cell, on_off(c.sequence_parallel), e.time.step_s, thousands(e.tokens_per_s),
       100.0 * e.mfu, memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan, columns));
 }
@@ -351,8 +352,8 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   const double moe_share = stage_moe_fraction(model, config.pp);
   const CpView view = cp_local_view(moe_dense_view(model, moe_share), config);
   const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
-  const double passes = config.recompute == Recompute::full ? 4.0 : 3.0;
   const double layers = model_stage_layers(model, config.pp).most();
+  const double passes = 3.0 + config.full_recompute_share(layers);
   const Precision precision = precision_of(model.training);
   const auto as_call = [](const char* name, const GemmShape& shape, double calls, Dtype dtype) {
     return GemmCall{
@@ -461,7 +462,7 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       "link_tp,link_pp,link_dp,rank_order,reason";
   out += cp_ep ? ",cp,ep,link_cp,link_ep" : "";
   out += columns.hsdp ? ",dp_shard,dp_replicate,link_dp_shard,link_dp_replicate" : "";
-  out += ",memory_tight\n";
+  out += ",memory_tight,recompute_layers\n";
   auto row = [&out, cp_ep, columns](std::size_t rank, const PlanResult& plan) {
     const auto& c = plan.config;
     const auto& e = plan.estimate;
@@ -483,7 +484,8 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       out += fmt::format(",{},{},{},{}", c.zero_shard_ranks(), c.dp / c.zero_shard_ranks(),
                          link_name(plan.placement.shard), link_name(plan.placement.replicate));
     }
-    out += plan.estimate.memory.tight ? ",true\n" : ",false\n";
+    out +=
+        fmt::format(",{},{}\n", plan.estimate.memory.tight ? "true" : "false", c.recompute_layers);
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) row(i + 1, result.plans[i]);
   for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i]);

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "cli/failure_text.h"
+#include "cli/report_text.h"
 #include "cli/svg_panels.h"
 #include "topology/errors.h"
 
@@ -45,7 +46,7 @@ std::string stage_colour(int stage) {
 
 std::string split_label(const ParallelConfig& c) {
   return fmt::format("TP{} PP{} DP{} mb{} v{} ZeRO-{} recompute {}{}{}{}", c.tp, c.pp, c.dp,
-                     c.micro_batch, c.virtual_stages, c.zero, to_string(c.recompute),
+                     c.micro_batch, c.virtual_stages, c.zero, recompute_text(c),
                      c.sequence_parallel ? " SP" : "", c.cp > 1 ? fmt::format(" CP{}", c.cp) : "",
                      c.ep > 1 ? fmt::format(" EP{}", c.ep) : "");
 }

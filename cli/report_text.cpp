@@ -30,10 +30,17 @@ std::string hsdp_split(const ParallelConfig& c) {
   return fmt::format("{}x{}", c.dp_shard, c.dp / c.dp_shard);
 }
 
+std::string recompute_text(const ParallelConfig& c) {
+  if (c.recompute == Recompute::full && c.recompute_layers > 0) {
+    return fmt::format("full:{}", c.recompute_layers);
+  }
+  return to_string(c.recompute);
+}
+
 std::string split_summary(const ParallelConfig& c, std::string_view zero_label) {
   std::string text = fmt::format("TP{} PP{} DP{} mb{} VP{} {} {}{} SP {}", c.tp, c.pp, c.dp,
-                                 c.micro_batch, c.virtual_stages, to_string(c.recompute),
-                                 zero_label, c.zero, c.sequence_parallel ? "on" : "off");
+                                 c.micro_batch, c.virtual_stages, recompute_text(c), zero_label,
+                                 c.zero, c.sequence_parallel ? "on" : "off");
   if (c.cp > 1) text += fmt::format(" CP{}", c.cp);
   if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
   if (c.hybrid_shard()) text += " HSDP " + hsdp_split(c);

@@ -28,6 +28,10 @@ template <std::integral Integer>
 /// An HSDP split, "8x64": DP ranks per shard group x replicas (c.hybrid_shard()).
 [[nodiscard]] std::string hsdp_split(const ParallelConfig& c);
 
+/// The recompute knob in a cell: "none", "selective", "full", or "full:N" when full
+/// recompute repeats N layers per model chunk (partial).
+[[nodiscard]] std::string recompute_text(const ParallelConfig& c);
+
 /// A split in one line: "TP4 PP16 DP8 mb2 VP6 none ZeRO1 SP on", then " CP2" and " EP8" when
 /// used. `zero_label` spells the ZeRO stage's prefix ("ZeRO" in the what-if table, "ZeRO-" in
 /// the emit report).

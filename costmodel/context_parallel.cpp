@@ -57,11 +57,12 @@ bool cp_a2a_runs(const Stack& stack, const Model& model, const ParallelConfig& c
 
 namespace {
 
-/// Ring p2p: per layer (cp - 1) sends of the K/V chunk forward (again under full or attention
-/// recompute), 2 (cp - 1) backward (K/V on, dK/dV back); each step hides behind one step's
-/// attention (TE double-buffers the next chunk while computing the current one).
+/// Ring p2p: per layer (cp - 1) sends of the K/V chunk forward (again on the `again_share` of
+/// the layers that full or attention recompute repeats), 2 (cp - 1) backward (K/V on, dK/dV back);
+/// each step hides behind one step's attention (TE double-buffers the next chunk while computing
+/// the current one).
 CommDetail ring_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                     const LayerTime& layer, double layers, bool forward_again,
+                     const LayerTime& layer, double layers, double again_share,
                      const Calibration* calibration) {
   CommDetail comm;
   comm.collective = Collective::send_recv;
@@ -70,7 +71,7 @@ CommDetail ring_comm(const Model& model, const ParallelConfig& config, const Gro
   comm.time_per_call_s =
       collective_time_s(Collective::send_recv, comm.bytes_per_call, link, calibration);
   const double steps = config.cp - 1.0;
-  const double forward_passes = forward_again ? 2.0 : 1.0;
+  const double forward_passes = 1.0 + again_share;
   comm.calls_per_step = layers * steps * (forward_passes + 2.0);
   comm.total_s = comm.calls_per_step * comm.time_per_call_s;
   const double t = comm.time_per_call_s;
@@ -81,9 +82,10 @@ CommDetail ring_comm(const Model& model, const ParallelConfig& config, const Gro
 }
 
 /// Ulysses: per layer an all-to-all of Q, K, V before attention and of the output after,
-/// forward and backward (again forward under full recompute); nothing overlapped.
+/// forward and backward (again forward on the `recomputed_share` of the layers full recompute
+/// repeats); nothing overlapped.
 CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                    double layers, bool full_recompute, const Calibration* calibration) {
+                    double layers, double recomputed_share, const Calibration* calibration) {
   CommDetail comm;
   comm.collective = Collective::all_to_all;
   comm.link = link;
@@ -95,7 +97,7 @@ CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const Grou
   const double out_bytes = bytes * out;
   const double pair_s = collective_time_s(Collective::all_to_all, qkv_bytes, link, calibration) +
                         collective_time_s(Collective::all_to_all, out_bytes, link, calibration);
-  const double passes = full_recompute ? 3.0 : 2.0;
+  const double passes = 2.0 + recomputed_share;
   comm.bytes_per_call = 0.5 * (qkv_bytes + out_bytes);
   comm.calls_per_step = layers * passes * 2.0;
   comm.time_per_call_s = 0.5 * pair_s;
@@ -112,16 +114,17 @@ CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink
   CpComm best;
   best.detail.link = link;
   if (config.cp <= 1) return best;
-  const bool full = config.recompute == Recompute::full;
-  const bool attention_again = full || (config.recompute == Recompute::selective &&
-                                        stack.selective == SelectiveKind::attention);
+  const double full_share = config.full_recompute_share(layers);
+  const bool attention_selective =
+      config.recompute == Recompute::selective && stack.selective == SelectiveKind::attention;
+  const double again_share = attention_selective ? 1.0 : full_share;
   bool found = false;
   if (stack.supports(CpKind::p2p)) {
-    best.detail = ring_comm(model, config, link, layer, layers, attention_again, calibration);
+    best.detail = ring_comm(model, config, link, layer, layers, again_share, calibration);
     found = true;
   }
   if (cp_a2a_runs(stack, model, config)) {
-    const CommDetail a2a = a2a_comm(model, config, link, layers, full, calibration);
+    const CommDetail a2a = a2a_comm(model, config, link, layers, full_share, calibration);
     if (!found || a2a.exposed_s + a2a_compute_s < best.detail.exposed_s) {
       best.kind = CpKind::a2a;
       best.detail = a2a;

@@ -24,6 +24,18 @@ namespace {
 /// dimension is 1 without reset_attention_mask, megatron/utils.py get_ltor_masks_and_position_ids).
 constexpr double kPipeMaskBytesPerElement = 2.0;
 
+/// The share of the model's layers full recompute repeats (every one unless partial).
+double model_recompute_share(const Model& model, const ParallelConfig& config) {
+  const StageLayers split = model_stage_layers(model, config.pp);
+  if (config.pp <= 1) return config.full_recompute_share(split.first);
+  const double middles = config.pp - 2.0;
+  const double layers = split.first + split.last + middles * split.middle;
+  const double recomputed = config.recomputed_layers(split.first) +
+                            config.recomputed_layers(split.last) +
+                            middles * config.recomputed_layers(split.middle);
+  return layers > 0.0 ? recomputed / layers : 0.0;
+}
+
 /// One micro-batch through the bottleneck stage (the slowest: a middle stage's layers, or
 /// the last stage's layers plus the output layer).
 struct StageTime {
@@ -37,10 +49,17 @@ struct StageTime {
 };
 
 /// CPU launch floor: a layer cannot run faster than the stack launches its kernels
-/// (forward kernels once, backward twice as many, recompute again).
-double launch_floor_s(const Stack& stack, Recompute recompute) {
-  const double passes = 3.0 + (recompute == Recompute::full ? 1.0 : 0.0);
+/// (forward kernels once, backward twice as many, recompute again on the `full_share` of the
+/// layers recomputed in full).
+double launch_floor_s(const Stack& stack, double full_share) {
+  const double passes = 3.0 + full_share;
   return stack.kernels_per_layer_forward * stack.kernel_launch_us * 1e-6 * passes;
+}
+
+/// Layers of a stage of `layers` whose recompute_s runs: the recomputed ones under (partial)
+/// full recompute, every layer under selective recompute (none: recompute_s is 0).
+double recompute_repeats(const ParallelConfig& config, double layers) {
+  return config.recompute == Recompute::full ? config.recomputed_layers(layers) : layers;
 }
 
 /// What the per-GPU dense view (context_parallel.h, moe.h) leaves out of a layer: attention
@@ -74,8 +93,11 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
       calibration);
   LayerTime layer =
       with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, moe_share, calibration);
-  const double gpu_s = layer.forward_s + layer.backward_s + layer.recompute_s;
-  const double floor_s = launch_floor_s(stack, config.recompute);
+  const StageLayers split = model_stage_layers(model, config.pp);
+  const double most = split.most();
+  const double repeat_share = most > 0.0 ? recompute_repeats(config, most) / most : 0.0;
+  const double gpu_s = layer.forward_s + layer.backward_s + repeat_share * layer.recompute_s;
+  const double floor_s = launch_floor_s(stack, config.full_recompute_share(most));
   if (floor_s > gpu_s && gpu_s > 0.0) {  // CPU-bound: every pass stretched alike
     const double stretch = floor_s / gpu_s;
     layer.forward_s *= stretch;
@@ -85,18 +107,22 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   const LayerTime logits =
       output_head_time(cluster.gpu, model, config, calibration,
                        {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit});
-  const StageLayers split = model_stage_layers(model, config.pp);
   const double with_logits = split.last;
   const double without = std::max(config.pp > 1 ? split.first : 0, split.middle);
-  const double per_layer_s = layer.forward_s + layer.backward_s + layer.recompute_s + layer_comm_s;
+  const auto layers_s = [&](double layers) {
+    return layers * (layer.forward_s + layer.backward_s + layer_comm_s) +
+           recompute_repeats(config, layers) * layer.recompute_s;
+  };
   const bool last_is_slowest =
-      with_logits * per_layer_s + logits.forward_s + logits.backward_s >= without * per_layer_s;
+      layers_s(with_logits) + logits.forward_s + logits.backward_s >= layers_s(without);
   StageTime time;
   time.layers = last_is_slowest ? with_logits : without;
   const double head = last_is_slowest ? 1.0 : 0.0;
   time.forward_s = time.layers * layer.forward_s + head * logits.forward_s;
   time.backward_s = time.layers * layer.backward_s + head * logits.backward_s;
-  time.recompute_s = time.layers * layer.recompute_s;
+  time.recompute_s = recompute_repeats(config, time.layers) * layer.recompute_s;
+  // The stage's mean layer: partial recompute spreads its recomputed layers' time over all.
+  if (time.layers > 0.0) layer.recompute_s = time.recompute_s / time.layers;
   time.layer = layer;
   time.cp_step = dense;
   return time;
@@ -110,7 +136,7 @@ double tp_gather_bytes(double message_bytes, const Precision& precision) {
 
 /// TP: per layer 2 all-reduces forward and 2 backward of b*s*h activations (with sequence
 /// parallelism each becomes a reduce-scatter + all-gather); full recompute repeats the
-/// forward ones. Counts are for one micro-batch through the stage.
+/// forward ones on the layers it recomputes. Counts are for one micro-batch through the stage.
 CommDetail tp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
                    double layers, bool keeps_gathered_inputs, const Calibration* calibration) {
   CommDetail comm;
@@ -119,7 +145,8 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
   const Precision precision = precision_of(model.training);
   comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
                         precision.activation_bytes;
-  comm.calls_per_step = layers * (config.recompute == Recompute::full ? 6.0 : 4.0);
+  const double recomputed = config.recomputed_layers(layers);
+  comm.calls_per_step = 4.0 * layers + 2.0 * recomputed;
   if (config.sequence_parallel) {
     // Forward 2 all-gathers + 2 reduce-scatters; backward 2 all-gathers of the output
     // gradient, 2 reduce-scatters of the input gradient and 2 all-gathers of the input again
@@ -127,7 +154,7 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
     // §4.2.2): 10 collectives = 5 (reduce-scatter + all-gather) calls; full recompute +2. A
     // stack that keeps the gathered input (DTensor) skips the re-gather: 4, full recompute 6.
     const double regather = keeps_gathered_inputs ? 0.0 : 1.0;
-    comm.calls_per_step = layers * ((config.recompute == Recompute::full ? 6.0 : 4.0) + regather);
+    comm.calls_per_step = layers * (4.0 + regather) + 2.0 * recomputed;
     comm.collective = Collective::reduce_scatter;
     comm.time_per_call_s =
         collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
@@ -331,14 +358,21 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                           placement.tp, calibration);
     const double scatter_s = collective_time_s(Collective::reduce_scatter, out.tp.bytes_per_call,
                                                placement.tp, calibration);
-    const bool full = config.recompute == Recompute::full;
-    const double per_layer_s =
-        userbuffers
-            ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s, kernel_profile(gpu).sm_count,
-                                 full, stack.tp_keeps_gathered_inputs)
-            : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
-                                          config.sequence_parallel, full,
-                                          stack.tp_keeps_gathered_inputs);
+    // The exposed time of a recomputed layer and of one that is not, mixed in the stage's
+    // proportion (all of one kind unless recompute is partial).
+    const auto layer_s = [&](bool full) {
+      return userbuffers ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
+                                              kernel_profile(gpu).sm_count, full,
+                                              stack.tp_keeps_gathered_inputs)
+                         : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
+                                                       config.sequence_parallel, full,
+                                                       stack.tp_keeps_gathered_inputs);
+    };
+    const double share = config.full_recompute_share(stage.layers);
+    const double per_layer_s = share >= 1.0 ? layer_s(true)
+                               : share <= 0.0
+                                   ? layer_s(false)
+                                   : share * layer_s(true) + (1.0 - share) * layer_s(false);
     out.tp.exposed_s = std::min(out.tp.total_s, md * stage.layers * per_layer_s);
   }
   // MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by the
@@ -465,10 +499,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
 
   const double global_batch = static_cast<double>(model.training.global_batch);
   // MoE: FLOPs on the active parameters (each token's top_k and shared experts).
-  const StepFlops flops =
-      model.is_moe()
-          ? step_flops(moe_active_view(model), global_batch, config.recompute, stack.selective)
-          : step_flops(model, global_batch, config.recompute, stack.selective);
+  const double full_share = model_recompute_share(model, config);
+  const StepFlops flops = model.is_moe() ? step_flops(moe_active_view(model), global_batch,
+                                                      config.recompute, stack.selective, full_share)
+                                         : step_flops(model, global_batch, config.recompute,
+                                                      stack.selective, full_share);
   out.model_flops = flops.model;
   out.model_flops_causal = flops.model_causal;
   out.hardware_flops = flops.hardware;

@@ -45,7 +45,7 @@ double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
 }
 
 StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
-                     SelectiveKind selective) {
+                     SelectiveKind selective, double full_share) {
   const LayerFlops layer = layer_forward_flops(model, global_batch);
   // Multi-token prediction: each module one more layer, its projection and another pass
   // through the output layer.
@@ -56,7 +56,8 @@ StepFlops step_flops(const Model& model, double global_batch, Recompute recomput
   StepFlops flops;
   flops.model = 3.0 * (layers * layer.total() + logits);
   flops.model_causal = flops.model - 3.0 * layers * 0.5 * layer.attention_core();
-  flops.hardware = flops.model + layers * recompute_forward_flops(layer, recompute, selective);
+  const double repeated = recompute == Recompute::full ? full_share * layers : layers;
+  flops.hardware = flops.model + repeated * recompute_forward_flops(layer, recompute, selective);
   return flops;
 }
 

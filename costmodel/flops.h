@@ -40,7 +40,9 @@ struct StepFlops {
   double hardware = 0.0;      ///< model + recomputation (attention not halved)
 };
 
+/// `full_share`: the share of the layers full recompute repeats (partial recompute), 1 = all.
 [[nodiscard]] StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
-                                   SelectiveKind selective = SelectiveKind::attention);
+                                   SelectiveKind selective = SelectiveKind::attention,
+                                   double full_share = 1.0);
 
 }  // namespace trident

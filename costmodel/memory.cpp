@@ -98,10 +98,20 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   // output layer or the norms (docs/cost_model.md#precision).
   memory.weight_copies_bytes =
       stage_linear_parameters(model, config, first, last) * options.weight_copy_bytes_per_parameter;
-  double activations =
-      layer_activation_bytes(model, config, options.fused_attention, options.selective,
-                             options.fp8_saved_inputs, options.gathered_inputs) *
-      layers_on_stage(model, config, first, last) * stage_in_flight;
+  // Partial full recompute keeps only the input of the layers it repeats and everything of
+  // the others (all of one kind otherwise).
+  const double layers = layers_on_stage(model, config, first, last);
+  const double recomputed = config.recomputed_layers(layers);
+  ParallelConfig kept = config;
+  if (config.recompute == Recompute::full) kept.recompute = Recompute::none;
+  const auto per_layer = [&](const ParallelConfig& c) {
+    return layer_activation_bytes(model, c, options.fused_attention, options.selective,
+                                  options.fp8_saved_inputs, options.gathered_inputs);
+  };
+  const double kept_layers = layers - recomputed;
+  double activations = (recomputed > 0.0 ? recomputed * per_layer(config) : 0.0) +
+                       (kept_layers > 0.0 ? kept_layers * per_layer(kept) : 0.0);
+  activations *= stage_in_flight;
   // The embedding's dropout mask (1 byte) per micro-batch in flight, where there is dropout.
   if (first && model.dropout > 0.0) activations += sbh / sp * stage_in_flight;
   // The output layer's 16-bit input (the final norm's output), one micro-batch: its shard

@@ -131,8 +131,10 @@ CommDetail ep_comm(const Model& model, const ParallelConfig& config, const Group
                         dtype_bytes(model.training.dtype);
   comm.time_per_call_s =
       collective_time_s(Collective::all_to_all, comm.bytes_per_call, link, calibration);
-  const double per_layer = config.recompute == Recompute::full ? 6.0 : 4.0;
-  comm.calls_per_step = moe_layers * per_layer;
+  // Two more on each layer full recompute repeats (the pace-setting stage's share).
+  const double recomputed_share =
+      config.full_recompute_share(model_stage_layers(model, config.pp).most());
+  comm.calls_per_step = moe_layers * (4.0 + 2.0 * recomputed_share);
   comm.total_s = comm.calls_per_step * comm.time_per_call_s;
   comm.exposed_s = comm.total_s;
   return comm;
@@ -165,16 +167,19 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   // on the first micro-batch).
   const double copies = params * options.weight_copy_bytes_per_parameter;
   double activations = 0.0;
-  if (config.recompute != Recompute::full) {
+  const double kept_share =
+      1.0 - config.full_recompute_share(model_stage_layers(model, config.pp).most());
+  if (kept_share > 0.0) {
     // Kept per MoE layer and micro-batch: the permuted expert input (2 bytes x h per routed
-    // row), the activation's input (4 f gated, 2 f) and output (2 f) per routed row.
+    // row), the activation's input (4 f gated, 2 f) and output (2 f) per routed row; none on
+    // the layers full recompute repeats.
     const ExpertGemms g = expert_gemms(model, config);
     const double rows = g.up.m * g.up.batch;
     const double f = model.moe.expert_ffn_hidden;
     const double per_layer =
         rows * (2.0 * model.hidden + (is_gated(model.ffn) ? 4.0 : 2.0) * f + 2.0 * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
-    activations = per_layer * stage_moe_layers(model, config.pp) *
+    activations = kept_share * per_layer * stage_moe_layers(model, config.pp) *
                   in_flight_micro_batches(config.pp, config.virtual_stages, m);
   }
   memory.weights_bytes += weights;

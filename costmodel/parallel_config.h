@@ -14,6 +14,11 @@ struct ParallelConfig {
   int micro_batch = 1;     ///< sequences per micro-batch
   int virtual_stages = 1;  ///< interleaved 1F1B model chunks per GPU; 1 = plain 1F1B
   Recompute recompute = Recompute::none;
+  /// Partial full recompute: under Recompute::full, the layers of each model chunk (a stage's
+  /// layers / virtual_stages) that are recomputed, the rest keeping every activation
+  /// (Megatron-Core --recompute-method block --recompute-num-layers N; torchtitan's
+  /// selective_ac_option k recomputes every k-th block). 0 = every layer.
+  int recompute_layers = 0;
   int zero = 0;  ///< 0..3
   bool sequence_parallel = false;
   /// Context parallel: each sequence split over cp GPUs (ring attention or all-to-all).
@@ -33,6 +38,11 @@ struct ParallelConfig {
   [[nodiscard]] int zero_shard_ranks() const { return zero >= 1 ? shard_ranks() : 1; }
   /// Sharded over part of DP and replicated across the rest.
   [[nodiscard]] bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
+  /// Layers of a stage holding `stage_layers` that full recompute repeats: all of them, or
+  /// recompute_layers per chunk; 0 without full recompute.
+  [[nodiscard]] double recomputed_layers(double stage_layers) const;
+  /// recomputed_layers / stage_layers: the share of a stage's layers recomputed in full.
+  [[nodiscard]] double full_recompute_share(double stage_layers) const;
   /// m = global_batch / (dp * micro_batch); caller guarantees divisibility.
   [[nodiscard]] long long num_micro_batches(long long global_batch) const {
     return global_batch / (static_cast<long long>(dp) * micro_batch);

@@ -50,6 +50,7 @@ const std::vector<std::string> kStackKeys = {
     "uneven_stages",
     "recompute",
     "selective",
+    "partial_recompute",
     "kernel_launch_us",
     "kernels_per_layer_forward",
     "adam_state_bytes",
@@ -75,6 +76,7 @@ const std::vector<std::string> kStackKeys = {
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
 const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up_proj"};
+const std::vector<std::string> kPartialRecomputeNames = {"none", "block", "every_kth"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
 const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
@@ -189,6 +191,7 @@ Stack file_defaults() {
   s.fp8_weight_cache = false;
   s.fp8_saves_fp8_inputs = false;
   s.selective = SelectiveKind::attention;
+  s.partial_recompute = PartialRecompute::none;
   s.kernel_launch_us = 0.0;
   s.kernels_per_layer_forward = 0.0;
   s.adam_state_bytes = 12.0;
@@ -299,6 +302,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.elementwise.gqa_repeat_kv = m.optional_bool("gqa_repeat_kv", d.elementwise.gqa_repeat_kv);
   s.selective = static_cast<SelectiveKind>(
       m.optional_choice("selective", kSelectiveNames, static_cast<int>(d.selective)));
+  s.partial_recompute = static_cast<PartialRecompute>(m.optional_choice(
+      "partial_recompute", kPartialRecomputeNames, static_cast<int>(d.partial_recompute)));
   s.kernel_launch_us =
       m.optional_double("kernel_launch_us", d.kernel_launch_us, Range::non_negative);
   s.kernels_per_layer_forward = m.optional_double("kernels_per_layer_forward",
@@ -388,6 +393,39 @@ const char* to_string(SelectiveKind kind) {
       return "mla_up_proj";
   }
   return "attention";
+}
+
+const char* to_string(PartialRecompute partial) {
+  switch (partial) {
+    case PartialRecompute::none:
+      return "none";
+    case PartialRecompute::block:
+      return "block";
+    case PartialRecompute::every_kth:
+      return "every_kth";
+  }
+  return "none";
+}
+
+int every_kth_interval(int chunk_layers, int recomputed) {
+  if (recomputed < 1 || recomputed >= chunk_layers) return 0;
+  for (int k = 2; k <= chunk_layers; ++k) {
+    if (chunk_layers / k == recomputed) return k;
+  }
+  return 0;
+}
+
+bool Stack::runs_partial_recompute(int chunk_layers, int recomputed) const {
+  if (recomputed < 1 || recomputed >= chunk_layers) return false;
+  switch (partial_recompute) {
+    case PartialRecompute::none:
+      return false;
+    case PartialRecompute::block:
+      return true;
+    case PartialRecompute::every_kth:
+      return every_kth_interval(chunk_layers, recomputed) > 0;
+  }
+  return false;
 }
 
 bool selective_applies(SelectiveKind kind, const Model& model) {

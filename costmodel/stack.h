@@ -53,6 +53,11 @@ enum class SelectiveKind { attention, per_op, mla_up_proj };
 
 enum class BackwardPrefetch { pre, post, none };
 
+/// Partial full recompute: none; Megatron-Core's block method (the first N layers of each
+/// model chunk recomputed, --recompute-method block --recompute-num-layers N); torchtitan's
+/// layer-wise selective AC (selective_ac_option "k": every k-th block, floor(L / k) of L).
+enum class PartialRecompute { none, block, every_kth };
+
 /// How each micro-batch's weight gradients join the accumulated ones: inside the weight-gradient
 /// GEMM or only on a reduced shard (none: no pass over the full gradients); one add kernel per
 /// tensor, mixed dtypes in one pass (add: read the 16-bit gradient, read and write the buffer);
@@ -66,6 +71,11 @@ enum class CpKind { p2p, a2a };
 [[nodiscard]] const char* to_string(AttentionKernel kernel);
 [[nodiscard]] const char* to_string(TpOverlap overlap);
 [[nodiscard]] const char* to_string(SelectiveKind kind);
+[[nodiscard]] const char* to_string(PartialRecompute partial);
+
+/// torchtitan's AC interval k recomputing `recomputed` of `chunk_layers` blocks (every k-th:
+/// chunk_layers / k of them), the smallest such k; 0 when none does.
+[[nodiscard]] int every_kth_interval(int chunk_layers, int recomputed);
 
 /// Whether selective recomputation of `kind` has something to repeat on `model`: mla_up_proj
 /// only where the model has multi-latent attention (Megatron-Core raises otherwise,
@@ -154,6 +164,7 @@ struct Stack {
   /// Recompute modes the stack has (bit Recompute set) and what selective means.
   unsigned recompute_modes = 0b111;
   SelectiveKind selective = SelectiveKind::attention;
+  PartialRecompute partial_recompute = PartialRecompute::block;
   /// CPU time to launch one kernel (0 when the stack captures CUDA graphs) and kernels one
   /// transformer layer launches forward (backward launches twice as many).
   double kernel_launch_us = 0.0;
@@ -232,6 +243,9 @@ struct Stack {
   /// training dtype's width, write it in the reduce dtype (0 without `reduce_scatter_copy_in`).
   [[nodiscard]] double reduce_scatter_copy_in_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
+  /// Whether full recompute of `recomputed` of a chunk's `chunk_layers` layers (fewer than
+  /// all) is one the stack can run (PartialRecompute).
+  [[nodiscard]] bool runs_partial_recompute(int chunk_layers, int recomputed) const;
   [[nodiscard]] bool supports(CpKind kind) const {
     return (cp_kinds & (1u << static_cast<unsigned>(kind))) != 0;
   }

@@ -81,9 +81,20 @@ int layers_per_chunk(const Model& model, const ParallelConfig& config) {
   return model.layers / (config.pp * config.virtual_stages);
 }
 
+namespace {
+
+/// "full", or "full:N" for partial recompute of N layers per chunk.
+std::string recompute_label(const ParallelConfig& c) {
+  std::string label = to_string(c.recompute);
+  if (c.recompute_layers > 0) label.append(":").append(str(c.recompute_layers));
+  return label;
+}
+
+}  // namespace
+
 std::string plan_summary(const ParallelConfig& c) {
   return "TP" + str(c.tp) + " PP" + str(c.pp) + " DP" + str(c.dp) + " mb" + str(c.micro_batch) +
-         " VP" + str(c.virtual_stages) + " recompute " + to_string(c.recompute) + " ZeRO-" +
+         " VP" + str(c.virtual_stages) + " recompute " + recompute_label(c) + " ZeRO-" +
          str(c.zero) +
          (c.hybrid_shard() ? " HSDP " + str(c.dp_shard) + "x" + str(c.dp / c.dp_shard)
                            : std::string()) +

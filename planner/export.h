@@ -62,6 +62,7 @@ enum class RefusalKind {
   ddp_multi_dim,         ///< ZeRO-0 with TP or PP (torchtitan's DDP is one-dimensional)
   zero1,                 ///< ZeRO-1 (torchtitan's FSDP2 has none)
   hybrid_shard,          ///< HSDP (sharded over part of DP): only torchtitan writes it
+  partial_recompute,     ///< full recompute of some layers only, not runnable on the release
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan

@@ -102,6 +102,10 @@ std::optional<Limit> deepspeed_limit(const Input& in) {
     return limit(RefusalKind::selective_recompute,
                  with(c, [](ParallelConfig& x) { x.recompute = Recompute::full; }));
   }
+  if (c.recompute == Recompute::full && c.recompute_layers > 0) {
+    return limit(RefusalKind::partial_recompute,
+                 with(c, [](ParallelConfig& x) { x.recompute_layers = 0; }));
+  }
   return std::nullopt;
 }
 

@@ -79,8 +79,12 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
        flag("--global-batch-size", str(model.training.global_batch));
   if (c.recompute == Recompute::selective) t += flag("--recompute-granularity", "selective");
   if (c.recompute == Recompute::full) {
-    t += flag("--recompute-granularity", "full") + flag("--recompute-method", "uniform") +
-         flag("--recompute-num-layers", "1");
+    // Partial: the first N layers of each model chunk (transformer_block.py, method block).
+    t += flag("--recompute-granularity", "full") +
+         (c.recompute_layers > 0
+              ? flag("--recompute-method", "block") +
+                    flag("--recompute-num-layers", str(c.recompute_layers))
+              : flag("--recompute-method", "uniform") + flag("--recompute-num-layers", "1"));
   }
   return t + sharding_flags(c.zero);
 }

@@ -86,9 +86,10 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
   if (c.recompute == Recompute::selective) {
     return t + set("model.config.recompute_granularity", q("selective"));
   }
+  const bool block = c.recompute_layers > 0;
   return t + set("model.config.recompute_granularity", q("full")) +
-         set("model.config.recompute_method", q("uniform")) +
-         set("model.config.recompute_num_layers", "1");
+         set("model.config.recompute_method", q(block ? "block" : "uniform")) +
+         set("model.config.recompute_num_layers", block ? str(c.recompute_layers) : "1");
 }
 
 }  // namespace

@@ -83,9 +83,10 @@ std::string parallel(const Model& model, const ParallelConfig& c) {
   } else if (c.recompute == Recompute::selective) {
     t += line(2, "activations_checkpoint_granularity", "selective");
   } else {
+    const bool block = c.recompute_layers > 0;
     t += line(2, "activations_checkpoint_granularity", "full") +
-         line(2, "activations_checkpoint_method", "uniform") +
-         line(2, "activations_checkpoint_num_layers", "1");
+         line(2, "activations_checkpoint_method", block ? "block" : "uniform") +
+         line(2, "activations_checkpoint_num_layers", block ? str(c.recompute_layers) : "1");
   }
   return t;
 }

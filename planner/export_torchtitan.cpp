@@ -3,6 +3,8 @@
 // torchtitan/models/llama3/__init__.py (the same file's `flavor` lines).
 #include <string>
 
+#include "costmodel/pipeline.h"
+#include "costmodel/stack.h"
 #include "planner/export_target.h"
 
 namespace trident::emit {
@@ -37,6 +39,14 @@ const Flavor* flavor_of(const Model& m) {
 }
 
 std::string q(const std::string& text) { return "\"" + text + "\""; }
+
+/// torchtitan's selective_ac_option k for the plan's partial recompute: every k-th block of a
+/// chunk (ptd_checkpoint_wrapper._count % k), 0 when no k recomputes recompute_layers of them.
+int ac_interval(const Model& model, const ParallelConfig& c) {
+  if (c.recompute_layers <= 0) return 0;
+  const int chunk = model_stage_layers(model, c.pp).most() / c.virtual_stages;
+  return every_kth_interval(chunk, c.recompute_layers);
+}
 
 /// Without PP, torchtitan accumulates gradients: global = local x DP x steps (train.py:200-
 /// 215), so local_batch_size is the micro-batch. With PP, local_batch_size is the whole
@@ -126,6 +136,11 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
     fixed.recompute = Recompute::full;
     return limit(RefusalKind::selective_recompute, fixed);
   }
+  if (c.recompute == Recompute::full && c.recompute_layers > 0 && ac_interval(in.model, c) == 0) {
+    ParallelConfig fixed = c;
+    fixed.recompute_layers = 0;
+    return limit(RefusalKind::partial_recompute, fixed);
+  }
   return std::nullopt;
 }
 
@@ -146,14 +161,18 @@ std::string torchtitan_text(const Input& in, const Launch& launch) {
   t += training(in.model, c);
   t += '\n';
   t += parallelism(in.model, c);
-  // Selective under the torchtitan stack is its per-op policy: mode "selective", option "op".
+  // Selective under the torchtitan stack is its per-op policy: mode "selective", option "op";
+  // partial full recompute is its layer option: every k-th block (parallelize_llama.py).
   const bool per_op = c.recompute == Recompute::selective;
+  const int every = c.recompute == Recompute::full ? ac_interval(in.model, c) : 0;
   t += "\n[activation_checkpoint]\nmode = " +
-       q(c.recompute == Recompute::full ? "full"
-         : per_op                       ? "selective"
-                                        : "none") +
+       q(every > 0                        ? "selective"
+         : c.recompute == Recompute::full ? "full"
+         : per_op                         ? "selective"
+                                          : "none") +
        "\n";
   if (per_op) t += "selective_ac_option = \"op\"\n";
+  if (every > 0) t += "selective_ac_option = " + q(str(every)) + "\n";
   if (fp8) t += float8_section(in.model.training.fp8);
   return t;
 }

@@ -83,7 +83,8 @@ std::optional<OptionProblem> dp_shard_problem(const SearchOptions& o) {
 std::optional<OptionProblem> range_problem(const SearchOptions& o) {
   for (const auto& [knob, pin] :
        {std::pair{Knob::tp, o.tp}, std::pair{Knob::pp, o.pp}, std::pair{Knob::dp, o.dp},
-        std::pair{Knob::micro_batch, o.micro_batch}, std::pair{Knob::vp, o.vp}}) {
+        std::pair{Knob::micro_batch, o.micro_batch}, std::pair{Knob::vp, o.vp},
+        std::pair{Knob::recompute_layers, o.recompute_layers}}) {
     if (auto problem = not_positive(knob, pin)) return problem;
   }
   if (o.min_tp < 1) return OptionProblem{Knob::min_tp, OptionIssue::not_positive, o.min_tp, 0};
@@ -112,6 +113,14 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   if (o.recompute && !stack.supports(*o.recompute)) {
     return OptionProblem{Knob::recompute, OptionIssue::stack_lacks,
                          static_cast<long long>(*o.recompute), 0};
+  }
+  if (o.recompute_layers && o.recompute && *o.recompute != Recompute::full) {
+    return OptionProblem{Knob::recompute_layers, OptionIssue::needs_full_recompute,
+                         *o.recompute_layers, static_cast<long long>(*o.recompute)};
+  }
+  if (o.recompute_layers &&
+      (stack.partial_recompute == PartialRecompute::none || !stack.supports(Recompute::full))) {
+    return OptionProblem{Knob::recompute_layers, OptionIssue::stack_lacks, *o.recompute_layers, 0};
   }
   if (o.sequence_parallel && *o.sequence_parallel && !stack.sequence_parallel) {
     return OptionProblem{Knob::sequence_parallel, OptionIssue::stack_lacks, 1, 0};

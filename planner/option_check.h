@@ -32,6 +32,7 @@ enum class Knob {
   min_ep,
   max_ep,
   dp_shard,
+  recompute_layers,
 };
 
 enum class OptionIssue {
@@ -55,6 +56,7 @@ enum class OptionIssue {
   shard_below_two,        ///< HSDP shard size `value` 1: nothing to shard (DDP)
   moe_hybrid_shard,       ///< HSDP on a MoE model (experts' state per shard group not modelled)
   selective_needs_mla,    ///< selective recompute of MLA's up-projections on a model without MLA
+  needs_full_recompute,   ///< recompute_layers `value` with recompute `limit` other than full
 };
 
 struct OptionProblem {

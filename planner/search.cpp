@@ -2,12 +2,14 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <tuple>
 
 #include "costmodel/context_parallel.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
+#include "costmodel/pipeline.h"
 #include "costmodel/precision.h"
 #include "planner/layout.h"
 #include "planner/option_check.h"
@@ -20,8 +22,8 @@ namespace {
 auto plan_key(const PlanResult& plan) {
   const auto& c = plan.config;
   return std::tuple(c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
-                    static_cast<int>(c.recompute), c.zero, c.sequence_parallel, c.cp, c.ep,
-                    static_cast<int>(plan.placement.order), c.dp_shard);
+                    static_cast<int>(c.recompute), c.recompute_layers, c.zero, c.sequence_parallel,
+                    c.cp, c.ep, static_cast<int>(plan.placement.order), c.dp_shard);
 }
 
 /// Infeasible plans: closest to fitting first.
@@ -200,6 +202,7 @@ class SplitSearch {
 
  private:
   void run_knobs(ParallelConfig config) {
+    none_fits_outright_ = {};
     for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
       if (options_.recompute && *options_.recompute != recompute) continue;
       if (!options_.stack.supports(recompute)) continue;
@@ -208,6 +211,16 @@ class SplitSearch {
         continue;  // nothing for this stack's selective recompute to repeat on this model
       }
       config.recompute = recompute;
+      config.recompute_layers = 0;
+      if (options_.recompute_layers) {
+        if (recompute != Recompute::full) continue;
+        // A pin of at least the chunk's layers recomputes all of them: plain full recompute.
+        const int chunk = chunk_layers(config);
+        if (*options_.recompute_layers < chunk) {
+          if (!options_.stack.runs_partial_recompute(chunk, *options_.recompute_layers)) continue;
+          config.recompute_layers = *options_.recompute_layers;
+        }
+      }
       for (int zero = 0; zero <= 3; ++zero) {
         if (!allowed(options_.zero, zero)) continue;
         // Only the ZeRO stages the stack runs with this PP (DeepSpeed's PipelineEngine
@@ -246,12 +259,64 @@ class SplitSearch {
       std::optional<PlanResult> plan = evaluate(config);
       if (shard == 0) {
         full_fits = plan.has_value();
-        if (plan) keep_best(result_.plans, options_.keep, *plan, better_plan);
-      } else if (plan && (!best_hybrid || better_plan(*plan, *best_hybrid))) {
-        best_hybrid = plan;
+        if (config.recompute == Recompute::none && plan && !plan->estimate.memory.tight) {
+          none_fits_outright_[config.zero][config.sequence_parallel ? 1 : 0] = true;
+        }
+      }
+      std::optional<PlanResult> partial;
+      if (plan && searches_partial(config)) partial = fewest_recomputed(config, *plan);
+      for (const auto& found : {plan, partial}) {
+        if (!found) continue;
+        if (shard == 0) {
+          keep_best(result_.plans, options_.keep, *found, better_plan);
+        } else if (!best_hybrid || better_plan(*found, *best_hybrid)) {
+          best_hybrid = found;
+        }
       }
     }
     if (best_hybrid) keep_best(result_.plans, options_.keep, *best_hybrid, better_plan);
+  }
+
+  /// Layers of the split's largest model chunk (a stage's layers / virtual stages).
+  [[nodiscard]] int chunk_layers(const ParallelConfig& config) const {
+    return model_stage_layers(model_, config.pp).most() / config.virtual_stages;
+  }
+
+  /// Whether to look for partial recompute beside full recompute of every layer: recompute
+  /// free, the stack runs it, and no recompute at all does not already fit outright.
+  [[nodiscard]] bool searches_partial(const ParallelConfig& config) const {
+    if (config.recompute != Recompute::full || config.recompute_layers != 0) return false;
+    if (options_.recompute || options_.recompute_layers) return false;
+    if (options_.stack.partial_recompute == PartialRecompute::none) return false;
+    return !(config.dp_shard == 0 &&
+             none_fits_outright_[config.zero][config.sequence_parallel ? 1 : 0]);
+  }
+
+  /// The fewest layers per chunk full recompute can repeat and still fit as well as
+  /// recomputing all of them does (outright, or tight when that is only tight): memory falls
+  /// and time grows with every layer recomputed, so a binary search over what the stack runs.
+  std::optional<PlanResult> fewest_recomputed(ParallelConfig config, const PlanResult& all) {
+    const int chunk = chunk_layers(config);
+    std::vector<int> candidates;
+    for (int n = 1; n < chunk; ++n) {
+      if (options_.stack.runs_partial_recompute(chunk, n)) candidates.push_back(n);
+    }
+    const bool outright = !all.estimate.memory.tight;
+    std::optional<PlanResult> best;
+    std::size_t low = 0;
+    std::size_t high = candidates.size();
+    while (low < high) {
+      const std::size_t mid = low + (high - low) / 2;
+      config.recompute_layers = candidates[mid];
+      std::optional<PlanResult> plan = evaluate(config);
+      if (plan && (!outright || !plan->estimate.memory.tight)) {
+        best = plan;
+        high = mid;
+      } else {
+        low = mid + 1;
+      }
+    }
+    return best;
   }
 
   /// The split's placements in both orders; HSDP configurations get their shard and
@@ -326,6 +391,8 @@ class SplitSearch {
   EstimateOptions estimate_options_;
   Placed plain_;
   std::vector<std::pair<int, Placed>> hybrid_;
+  /// Per ZeRO stage and sequence parallel off/on: the split fits outright without recompute.
+  std::array<std::array<bool, 2>, 4> none_fits_outright_{};
   bool placed_ = false;
 };
 

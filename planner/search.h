@@ -27,6 +27,10 @@ struct SearchOptions {
   std::optional<int> micro_batch;
   std::optional<int> vp;  ///< virtual stages per GPU
   std::optional<Recompute> recompute;
+  /// Partial full recompute: layers recomputed per model chunk (implies full recompute). Not
+  /// pinned: with recompute free, the search adds to each split that fits with full recompute
+  /// the fewest recomputed layers that still fit, where the stack runs partial recompute.
+  std::optional<int> recompute_layers;
   std::optional<int> zero;
   std::optional<bool> sequence_parallel;
   std::optional<int> cp;  ///< context parallel size

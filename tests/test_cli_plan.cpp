@@ -302,20 +302,29 @@ TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, n
   // Allocated below the 80 GiB, the total with fragmentation above it.
   CHECK(plan.at("memory_gib").at("allocated").get<double>() < 80.0);
   CHECK(plan.at("memory_gib").at("total").get<double>() > 80.0);
-  // Free recompute: selective and full fit outright and rank first; the tight plan, though
-  // faster, comes after them and the band line says it set them aside.
+  // Free recompute: selective, full and partial full recompute (the fewest of the 24 layers
+  // that fit outright) fit and rank first; the tight plan, though faster, comes after them
+  // and the band line says it set them aside.
   const std::string free_recompute = "plan --cluster dgx-a100 --gpus 8 --model " + model.string() +
                                      " --stack " + stack.string() +
                                      " --tp 1 --pp 1 --dp 8 --micro-batch 2 --zero 1";
   const Run ranked = trident(free_recompute + " --format json");
   REQUIRE(ranked.code == 0);
   const auto plans = nlohmann::json::parse(ranked.out).at("plans");
-  REQUIRE(plans.size() == 3u);
-  CHECK_FALSE(plans.at(0).at("memory_tight").get<bool>());
-  CHECK_FALSE(plans.at(1).at("memory_tight").get<bool>());
-  CHECK(plans.at(2).at("memory_tight").get<bool>());
-  CHECK(plans.at(2).at("recompute").get<std::string>() == "none");
-  CHECK(plans.at(2).at("step_time_s").get<double>() < plans.at(0).at("step_time_s").get<double>());
+  REQUIRE(plans.size() == 4u);
+  for (std::size_t i = 0; i < 3; ++i) CHECK_FALSE(plans.at(i).at("memory_tight").get<bool>());
+  CHECK(plans.at(3).at("memory_tight").get<bool>());
+  CHECK(plans.at(3).at("recompute").get<std::string>() == "none");
+  CHECK(plans.at(3).at("step_time_s").get<double>() < plans.at(0).at("step_time_s").get<double>());
+  int partial = 0;
+  for (const auto& p : plans) {
+    const int layers = p.at("recompute_layers").get<int>();
+    if (layers == 0) continue;
+    ++partial;
+    CHECK(p.at("recompute").get<std::string>() == "full");
+    CHECK(layers < 24);
+  }
+  CHECK(partial == 1);
   const Run ranked_table = trident(free_recompute);
   CHECK(ranked_table.out.find("(the tight plans aside)") != std::string::npos);
 }

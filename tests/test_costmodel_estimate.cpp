@@ -257,3 +257,34 @@ TEST_CASE("output head with multi-token prediction: the output pass twice, plus 
   CHECK(head.backward_s ==
         Approx(2.0 * logits.backward_s + gemm_backward_time_s(gpu, Dtype::bf16, projection)));
 }
+
+TEST_CASE("partial full recompute repeats the forward of its layers only", "[estimate]") {
+  Model model = test::small_model();
+  model.layers = 8;
+  ParallelConfig config = test::small_config();  // tp 2, pp 2: 4 layers a stage, m = 4
+  EstimateOptions plain;
+  plain.stack.tp_overlap = TpOverlap::none;
+  const auto run = [&](Recompute recompute, int layers) {
+    config.recompute = recompute;
+    config.recompute_layers = layers;
+    return estimate(test::round_cluster(), model, config, round_placement(), nullptr, plain);
+  };
+  const Estimate none = run(Recompute::none, 0);
+  const Estimate full = run(Recompute::full, 0);
+  const Estimate one = run(Recompute::full, 1);  // 1 of the stage's 4 layers
+  // Recompute time: 1/4 of full recompute's (every layer costs the same).
+  CHECK(none.time.recompute_s == Approx(0.0));
+  CHECK(one.time.recompute_s == Approx(full.time.recompute_s / 4.0));
+  // TP all-reduces per micro-batch: 4 per layer, 2 more per recomputed layer:
+  // none 4*4 = 16, full 4*6 = 24, one 16 + 2 = 18; x 4 micro-batches.
+  CHECK(none.tp.calls_per_step == Approx(64.0));
+  CHECK(full.tp.calls_per_step == Approx(96.0));
+  CHECK(one.tp.calls_per_step == Approx(72.0));
+  // Hardware FLOPs: the model's plus the forward of 2 of the 8 layers (1 on each stage),
+  // a quarter of what full recompute adds.
+  CHECK(one.hardware_flops - one.model_flops ==
+        Approx((full.hardware_flops - full.model_flops) / 4.0));
+  CHECK(one.model_flops == Approx(full.model_flops));
+  CHECK(none.time.step_s < one.time.step_s);
+  CHECK(one.time.step_s < full.time.step_s);
+}

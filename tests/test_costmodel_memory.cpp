@@ -310,3 +310,32 @@ TEST_CASE("FP8 weight copies cover the linear layers only", "[memory]") {
   // the embedding and output layer on top).
   CHECK(peak_memory(test::round_gpu(), model, one_stage, options).weight_copies_bytes == 98304.0);
 }
+
+TEST_CASE("partial full recompute: the recomputed layers keep their input, the rest everything",
+          "[memory]") {
+  Model model = test::small_model();  // sbh = 2048, no dropout
+  model.layers = 8;
+  ParallelConfig config = test::small_config();  // t = 2, no SP
+  config.pp = 1;                                 // one stage: in flight 1 micro-batch
+  MemoryOptions options;
+  options.fused_attention = false;
+  // A layer without recompute keeps 45056 bytes (Korthikanti, unfused, above); one recomputed
+  // in full its input, 2 sbh = 4096. The output layer's input adds 2 sbh = 4096.
+  config.recompute = Recompute::full;
+  config.recompute_layers = 3;  // 3 of the 8 layers: 3 * 4096 + 5 * 45056 + 4096 = 241664
+  CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
+        Approx(241664.0));
+  config.recompute_layers = 0;  // every layer: 8 * 4096 + 4096 = 36864
+  CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
+        Approx(36864.0));
+  config.recompute_layers = 8;  // as many as the chunk holds: the same
+  CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
+        Approx(36864.0));
+  // Interleaved, 2 chunks of 4 layers: 3 per chunk, 6 of the stage's 8 layers; in flight on
+  // stage 0 with p 1, v 2, m 4: 1 * (1 + 0/8) = 1 -> 6 * 4096 + 2 * 45056 + 4096 = 118784.
+  config.recompute_layers = 3;
+  config.virtual_stages = 2;
+  CHECK(config.recomputed_layers(8.0) == Approx(6.0));
+  CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
+        Approx(118784.0));
+}

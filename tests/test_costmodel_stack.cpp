@@ -53,6 +53,7 @@ TEST_CASE("every built-in stack loads, and megatron-core is the default's values
   CHECK(preset.uneven_stages == defaults.uneven_stages);
   CHECK(preset.loss_bytes_per_logit == defaults.loss_bytes_per_logit);
   CHECK(preset.adam_state_bytes == defaults.adam_state_bytes);
+  CHECK(preset.partial_recompute == defaults.partial_recompute);
 }
 
 TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
@@ -437,4 +438,27 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
       estimate(test::round_cluster(), model, config, placement, nullptr, options);
   const double params = stage_parameters(model, config, true, true);
   CHECK(added.time.backward_s - fused.time.backward_s == Approx(4 * 10.0 * params / 850e9));
+}
+
+TEST_CASE("partial recompute: which layer counts each stack runs", "[stack]") {
+  // torchtitan's every k-th block: 8 layers recompute 8/k of them (k = 2: 4; 3: 2; 4: 2;
+  // 5..8: 1), so 3 of 8 is no k's; the smallest k is the one written.
+  CHECK(every_kth_interval(8, 4) == 2);
+  CHECK(every_kth_interval(8, 2) == 3);
+  CHECK(every_kth_interval(8, 1) == 5);
+  CHECK(every_kth_interval(8, 3) == 0);
+  CHECK(every_kth_interval(8, 8) == 0);  // all of them is plain full recompute
+  const Stack titan = stack_preset("torchtitan");
+  CHECK(titan.partial_recompute == PartialRecompute::every_kth);
+  CHECK(titan.runs_partial_recompute(8, 2));
+  CHECK_FALSE(titan.runs_partial_recompute(8, 3));
+  // Megatron-Core's block method: any count below the chunk's layers.
+  const Stack core = stack_preset("megatron-core");
+  CHECK(core.partial_recompute == PartialRecompute::block);
+  CHECK(core.runs_partial_recompute(8, 3));
+  CHECK_FALSE(core.runs_partial_recompute(8, 8));
+  CHECK_FALSE(core.runs_partial_recompute(8, 0));
+  for (const char* name : {"megatron-2021", "deepspeed-megatron", "fsdp"}) {
+    CHECK_FALSE(stack_preset(name).runs_partial_recompute(8, 4));
+  }
 }

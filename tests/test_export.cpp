@@ -370,3 +370,48 @@ TEST_CASE("hybrid sharding (HSDP): torchtitan writes its two degrees, the others
     CHECK_FALSE(out.refusal->nearest->hybrid_shard());
   }
 }
+
+TEST_CASE("partial full recompute: Megatron's block method, torchtitan's every k-th layer",
+          "[export]") {
+  const Cluster cluster = cluster_of(4);
+  ParallelConfig c = config_of({2, 4, 1}, 1, Recompute::full, true);  // 32 layers: 8 a stage
+  c.recompute_layers = 2;
+  // Megatron-LM: --recompute-method block, the first 2 layers of each chunk.
+  const auto mlm = export_plan(parse_release("megatron"), cluster, llama8b(), c);
+  REQUIRE_FALSE(mlm.refusal.has_value());
+  CHECK(rules(parse_release("megatron"), mlm.text, llama8b(), c) == "");
+  CHECK(mlm.text.find("  --recompute-method block \\\n  --recompute-num-layers 2") !=
+        std::string::npos);
+  const auto nemo = export_plan(parse_release("nemo"), cluster, llama8b(), c);
+  REQUIRE_FALSE(nemo.refusal.has_value());
+  CHECK(nemo.text.find("recompute_method = \"block\"") != std::string::npos);
+  CHECK(nemo.text.find("recompute_num_layers = 2") != std::string::npos);
+  const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, llama8b(), c);
+  REQUIRE_FALSE(hydra.refusal.has_value());
+  CHECK(hydra.text.find("activations_checkpoint_method: block") != std::string::npos);
+  CHECK(hydra.text.find("activations_checkpoint_num_layers: 2") != std::string::npos);
+  // torchtitan (FSDP2 + TP, one stage: 32 layers): every 16th block recomputes 2 of them.
+  ParallelConfig titan_plan = config_of({2, 1, 1}, 3, Recompute::full, true);
+  titan_plan.recompute_layers = 2;
+  const Release& titan = parse_release("torchtitan");
+  const auto every = export_plan(titan, cluster, llama8b(), titan_plan);
+  REQUIRE_FALSE(every.refusal.has_value());
+  const Settings s = parse_toml(every.text);
+  CHECK(s.at("activation_checkpoint.mode") == "selective");
+  CHECK(s.at("activation_checkpoint.selective_ac_option") == "11");  // 32 / 11 = 2, first k
+  // 12 of 32 is no k's (32/2 = 16, 32/3 = 10): refused, nearest full recompute of every layer.
+  titan_plan.recompute_layers = 12;
+  const auto none = export_plan(titan, cluster, llama8b(), titan_plan);
+  REQUIRE(none.refusal.has_value());
+  CHECK(none.refusal->reason.kind == RefusalKind::partial_recompute);
+  REQUIRE(none.refusal->nearest.has_value());
+  CHECK(none.refusal->nearest->recompute_layers == 0);
+  // DeepSpeed writes full recompute only.
+  const auto ds = export_plan(parse_release("deepspeed"), cluster, llama8b(),
+                              config_of({1, 1, 1}, 1, Recompute::full, false));
+  ParallelConfig ds_partial = config_of({1, 1, 1}, 1, Recompute::full, false);
+  ds_partial.recompute_layers = 4;
+  CHECK_FALSE(ds.refusal.has_value());
+  CHECK(
+      export_plan(parse_release("deepspeed"), cluster, llama8b(), ds_partial).refusal.has_value());
+}

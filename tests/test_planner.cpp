@@ -599,3 +599,59 @@ TEST_CASE("MoE models are not sharded hybrid: not searched, and the pin refused"
   CHECK(p.knob == Knob::dp_shard);
   CHECK(p.issue == OptionIssue::moe_hybrid_shard);
 }
+
+TEST_CASE("partial full recompute: the fewest recomputed layers that fit, or the pinned count",
+          "[planner]") {
+  Model model = tiny();
+  model.layers = 16;
+  model.hidden = 1024;
+  model.heads = 8;
+  model.kv_heads = 8;
+  model.ffn_hidden = 4096;
+  model.seq_len = 4096;
+  model.training.global_batch = 64;
+  SearchOptions options = keep_all();
+  options.tp = 1;
+  options.pp = 1;
+  options.dp = 8;
+  options.micro_batch = 8;
+  options.zero = 0;
+  Cluster cluster = dgx(1);
+  // Capacity: exactly what recomputing 8 of the 16 layers needs with the mean fragmentation,
+  // so 7 (one more layer's activations kept) no longer fits outright and 9 is slower.
+  ParallelConfig eight;
+  eight.dp = 8;
+  eight.micro_batch = 8;
+  eight.recompute = Recompute::full;
+  eight.recompute_layers = 8;
+  const PlanResult at_eight =
+      evaluate_plan(cluster, model, eight, nullptr, estimate_options(options));
+  cluster.gpu.memory_gib = at_eight.estimate.memory.total_bytes / (1024.0 * 1024.0 * 1024.0);
+  const auto result = search(cluster, model, options);
+  std::vector<int> partial;
+  for (const auto& plan : result.plans) {
+    if (plan.config.recompute_layers > 0) partial.push_back(plan.config.recompute_layers);
+  }
+  REQUIRE(partial.size() == 1u);
+  CHECK(partial.front() == 8);
+  const auto none = std::find_if(result.plans.begin(), result.plans.end(), [](const auto& p) {
+    return p.config.recompute == Recompute::none;
+  });
+  CHECK(none == result.plans.end());  // no recompute needs all 16 layers' activations
+  // Pinned: that count on every plan; a stack without partial recompute refuses the pin.
+  options.recompute_layers = 3;
+  for (const auto& plan : search(dgx(1), model, options).plans) {
+    CHECK(plan.config.recompute == Recompute::full);
+    CHECK(plan.config.recompute_layers == 3);
+  }
+  options.stack = stack_preset("fsdp");
+  options.zero = 3;
+  check_refusal(options, Knob::recompute_layers, OptionIssue::stack_lacks, 3);
+  options.stack = stack_preset("megatron-core");
+  options.recompute = Recompute::selective;
+  check_refusal(options, Knob::recompute_layers, OptionIssue::needs_full_recompute, 3,
+                static_cast<long long>(Recompute::selective));
+  options.recompute = std::nullopt;
+  options.recompute_layers = 0;
+  check_refusal(options, Knob::recompute_layers, OptionIssue::not_positive, 0);
+}
