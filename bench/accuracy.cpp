@@ -84,6 +84,14 @@ Cluster cluster_of(const YAML::Node& row, int gpus) {
   return cluster;
 }
 
+/// The recompute column: the mode, "full:N" for partial recompute of N layers per chunk.
+std::string recompute_cell(const ParallelConfig& c) {
+  if (c.recompute == Recompute::full && c.recompute_layers > 0) {
+    return fmt::format("full:{}", c.recompute_layers);
+  }
+  return to_string(c.recompute);
+}
+
 Recompute recompute_of(const std::string& name) {
   return name == "none"        ? Recompute::none
          : name == "selective" ? Recompute::selective
@@ -111,6 +119,7 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
     o.dp_shard = *o.dp;
   }
   if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
+  if (pins["recompute_layers"]) o.recompute_layers = pins["recompute_layers"].as<int>();
   if (pins["sequence_parallel"])
     o.sequence_parallel = pins["sequence_parallel"].as<std::string>() == "on";
   // As --cp-comm would: only that context-parallel kind (the stack runs it: the data say so).
@@ -351,7 +360,7 @@ int main(int argc, char** argv) {
           "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} {:>2} {:>2} | "
           "{:>8.2f}s {:>8.2f}s {:>+7.1f}{}\n",
           row.id, row.stack, row.half, c.tp, c.pp, c.dp, c.micro_batch, c.virtual_stages,
-          to_string(c.recompute), c.zero, c.sequence_parallel ? "on" : "-", c.cp, c.ep, measured,
+          recompute_cell(c), c.zero, c.sequence_parallel ? "on" : "-", c.cp, c.ep, measured,
           predicted, error, plan.estimate.memory.tight ? "  tight" : "");
       if (plan.estimate.memory.tight) ++tight;
     } catch (const std::exception& e) {

@@ -34,6 +34,7 @@ def pins_of(p):
         if isinstance(p.get(k), int) and p[k] > 1: out[k] = p[k]
     if p.get('recompute') in ('none', 'selective', 'full'): out['recompute'] = p['recompute']
     if p.get('sequence_parallel') in ('on', 'off'): out['sequence_parallel'] = p['sequence_parallel']
+    if isinstance(p.get('recompute_layers'), int): out['recompute_layers'] = p['recompute_layers']  # partial
     return out
 
 def clean_model(m):
@@ -137,6 +138,7 @@ wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemo2206-')]
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('fms-llama2-')]
 # The rest of torchtitan's April 2024 A100 tables beside its Llama 3 8B row (added 2026-12-02, fifth session, last).
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('titan-llama')]
+# (its two 'selective layer' rows, every other block recomputed, last: added 2026-12-02, sixth session)
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
