@@ -328,3 +328,33 @@ TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, n
   const Run ranked_table = trident(free_recompute);
   CHECK(ranked_table.out.find("(the tight plans aside)") != std::string::npos);
 }
+
+TEST_CASE("--recompute-layers pins partial full recompute; stacks without it refuse",
+          "[cli_plan]") {
+  const std::string base = "plan --gpus 64 --servers 8 --model llama3-70b --global-batch 64 "
+                           "--tp 8 --pp 4 --recompute-layers 3";
+  const Run table = trident(base + " --top 2 --explain");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("    full:3 ") != std::string::npos);
+  CHECK(table.out.find("recompute full on 3 layers of each model chunk") != std::string::npos);
+  const Run json = trident(base + " --top 1 --format json");
+  REQUIRE(json.code == 0);
+  const auto plan = nlohmann::json::parse(json.out).at("plans").at(0);
+  CHECK(plan.at("recompute").get<std::string>() == "full");
+  CHECK(plan.at("recompute_layers").get<int>() == 3);
+  const Run emitted = trident(base + " --emit megatron");
+  REQUIRE(emitted.code == 0);
+  CHECK(emitted.out.find("--recompute-method block \\\n  --recompute-num-layers 3") !=
+        std::string::npos);
+  const Run fsdp = trident(
+      "plan --gpus 64 --servers 8 --model llama3-70b --global-batch 64 --recompute-layers 3 "
+      "--stack fsdp");
+  CHECK(fsdp.code == 2);
+  CHECK(fsdp.err ==
+        "trident: error: --recompute-layers 3: stack fsdp has no partial recompute; drop "
+        "--recompute-layers or use --stack megatron-core or torchtitan\n");
+  const Run selective = trident(base + " --recompute selective");
+  CHECK(selective.code == 2);
+  CHECK(selective.err.find("--recompute-layers 3 with --recompute selective") !=
+        std::string::npos);
+}
