@@ -46,7 +46,8 @@ std::string zero_list(unsigned bits) {
   return out;
 }
 
-/// The recompute modes the stack offers, "none/selective/full" (or the ones it has).
+/// The recompute modes the stack offers, "none/selective/full/full:N(block)" (or the ones it
+/// has).
 std::string recompute_list(const Stack& s) {
   std::string out;
   const auto add = [&out](const char* mode) {
@@ -59,6 +60,13 @@ std::string recompute_list(const Stack& s) {
                                                     : "selective");
   }
   if (s.supports(Recompute::full)) add("full");
+  // Partial full recompute, as the table writes it: full:N (N layers per chunk).
+  if (s.supports(Recompute::full) && s.partial_recompute == PartialRecompute::block) {
+    add("full:N(block)");
+  }
+  if (s.supports(Recompute::full) && s.partial_recompute == PartialRecompute::every_kth) {
+    add("full:N(every k-th layer)");
+  }
   return out;
 }
 
