@@ -55,6 +55,13 @@ TEST_CASE("ring p2p: cp-1 K/V sends forward, twice backward, each behind a step"
   // 2 layers x 3 steps x (1 forward + 2 backward) = 18 sends.
   CHECK(comm.detail.calls_per_step == 18.0);
   CHECK(comm.detail.exposed_s == Approx(comm.detail.total_s));
+  // Full recompute of 1 of the 2 layers sends its forward again: 2 x 3 x (1.5 + 2) = 21.
+  config.recompute = Recompute::full;
+  config.recompute_layers = 1;
+  CHECK(cp_comm(model, config, link, step, 2.0, p2p, nullptr).detail.calls_per_step == 21.0);
+  config.recompute_layers = 0;  // both: 2 x 3 x (2 + 2) = 24
+  CHECK(cp_comm(model, config, link, step, 2.0, p2p, nullptr).detail.calls_per_step == 24.0);
+  config.recompute = Recompute::none;
   // A step's attention longer than a send hides it completely.
   step.attention_forward_s = 1.0;
   step.attention_backward_s = 2.5;

@@ -155,6 +155,10 @@ TEST_CASE("EP all-to-all: bytes per call and time on NVLink", "[moe][ep]") {
   CHECK(comm.exposed_s == comm.total_s);  // megatron-core: no EP overlap by default
   config.recompute = Recompute::full;     // the forward pair again
   CHECK(ep_comm(model, config, link, 32.0, nullptr).calls_per_step == 192.0);
+  // Partial: 8 of the stage's 32 layers recomputed, 2 more on a quarter of them:
+  // 32 x (4 + 2 x 8/32) = 144.
+  config.recompute_layers = 8;
+  CHECK(ep_comm(model, config, link, 32.0, nullptr).calls_per_step == 144.0);
 }
 
 TEST_CASE("all-to-all across servers: each GPU's off-domain share over its NIC", "[moe][ep]") {
