@@ -122,6 +122,11 @@ TEST_CASE("every release emits a passing config or refuses with the nearest plan
             for (const bool sp : {false, true}) {
               if (sp && split.tp < 2) continue;
               check_one(r, cluster, m, config_of(split, zero, rc, sp), emitted, refused);
+              if (rc != Recompute::full) continue;
+              // Partial full recompute: 2 layers of each chunk (every k-th for torchtitan).
+              ParallelConfig partial = config_of(split, zero, rc, sp);
+              partial.recompute_layers = 2;
+              check_one(r, cluster, m, partial, emitted, refused);
             }
           }
         }
@@ -384,10 +389,12 @@ TEST_CASE("partial full recompute: Megatron's block method, torchtitan's every k
         std::string::npos);
   const auto nemo = export_plan(parse_release("nemo"), cluster, llama8b(), c);
   REQUIRE_FALSE(nemo.refusal.has_value());
+  CHECK(rules(parse_release("nemo"), nemo.text, llama8b(), c) == "");
   CHECK(nemo.text.find("recompute_method = \"block\"") != std::string::npos);
   CHECK(nemo.text.find("recompute_num_layers = 2") != std::string::npos);
   const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, llama8b(), c);
   REQUIRE_FALSE(hydra.refusal.has_value());
+  CHECK(rules(parse_release("nemo-hydra"), hydra.text, llama8b(), c) == "");
   CHECK(hydra.text.find("activations_checkpoint_method: block") != std::string::npos);
   CHECK(hydra.text.find("activations_checkpoint_num_layers: 2") != std::string::npos);
   // torchtitan (FSDP2 + TP, one stage: 32 layers): every 16th block recomputes 2 of them.
@@ -396,6 +403,7 @@ TEST_CASE("partial full recompute: Megatron's block method, torchtitan's every k
   const Release& titan = parse_release("torchtitan");
   const auto every = export_plan(titan, cluster, llama8b(), titan_plan);
   REQUIRE_FALSE(every.refusal.has_value());
+  CHECK(rules(titan, every.text, llama8b(), titan_plan) == "");
   const Settings s = parse_toml(every.text);
   CHECK(s.at("activation_checkpoint.mode") == "selective");
   CHECK(s.at("activation_checkpoint.selective_ac_option") == "11");  // 32 / 11 = 2, first k
