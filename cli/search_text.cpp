@@ -44,6 +44,11 @@ std::string no_split_text(const SplitRules& rules) {
                              : "") +
          (rules.ulysses_only ? ", cp divides the heads and kv_heads per TP rank (all-to-all CP)"
                              : "") +
+         (rules.every_kth_layers > 0
+              ? ", --recompute-layers " + std::to_string(rules.every_kth_layers) +
+                    " divides the layers per chunk (every k-th block) on equal stages, or is at "
+                    "least the chunk"
+              : "") +
          ")";
 }
 

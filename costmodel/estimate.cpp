@@ -24,16 +24,21 @@ namespace {
 /// dimension is 1 without reset_attention_mask, megatron/utils.py get_ltor_masks_and_position_ids).
 constexpr double kPipeMaskBytesPerElement = 2.0;
 
-/// The share of the model's layers full recompute repeats (every one unless partial).
+/// The share of the model's layers full recompute repeats (every one unless partial), stage by
+/// stage: the middle stages hold `split.middle` layers or one fewer (pipeline.h stage_layers).
 double model_recompute_share(const Model& model, const ParallelConfig& config) {
   const StageLayers split = model_stage_layers(model, config.pp);
-  if (config.pp <= 1) return config.full_recompute_share(split.first);
-  const double middles = config.pp - 2.0;
-  const double layers = split.first + split.last + middles * split.middle;
-  const double recomputed = config.recomputed_layers(split.first) +
-                            config.recomputed_layers(split.last) +
-                            middles * config.recomputed_layers(split.middle);
-  return layers > 0.0 ? recomputed / layers : 0.0;
+  const double layers = model.layers + model.mtp_layers;
+  if (config.pp <= 1 || layers <= 0.0) return config.full_recompute_share(layers);
+  double recomputed = config.recomputed_layers(split.first) + config.recomputed_layers(split.last);
+  if (config.pp > 2) {
+    const double middles = config.pp - 2.0;
+    const double in_middles = layers - split.first - split.last;
+    const double shorter = middles * split.middle - in_middles;  // stages of middle - 1 layers
+    recomputed += (middles - shorter) * config.recomputed_layers(split.middle) +
+                  shorter * config.recomputed_layers(split.middle - 1.0);
+  }
+  return recomputed / layers;
 }
 
 /// One micro-batch through the bottleneck stage (the slowest: a middle stage's layers, or

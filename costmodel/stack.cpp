@@ -409,13 +409,10 @@ const char* to_string(PartialRecompute partial) {
 
 int every_kth_interval(int chunk_layers, int recomputed) {
   if (recomputed < 1 || recomputed >= chunk_layers) return 0;
-  for (int k = 2; k <= chunk_layers; ++k) {
-    if (chunk_layers / k == recomputed) return k;
-  }
-  return 0;
+  return chunk_layers % recomputed == 0 ? chunk_layers / recomputed : 0;
 }
 
-bool Stack::runs_partial_recompute(int chunk_layers, int recomputed) const {
+bool Stack::runs_partial_recompute(int chunk_layers, int recomputed, bool even_stages) const {
   if (recomputed < 1 || recomputed >= chunk_layers) return false;
   switch (partial_recompute) {
     case PartialRecompute::none:
@@ -423,7 +420,7 @@ bool Stack::runs_partial_recompute(int chunk_layers, int recomputed) const {
     case PartialRecompute::block:
       return true;
     case PartialRecompute::every_kth:
-      return every_kth_interval(chunk_layers, recomputed) > 0;
+      return even_stages && every_kth_interval(chunk_layers, recomputed) > 0;
   }
   return false;
 }

@@ -73,8 +73,9 @@ enum class CpKind { p2p, a2a };
 [[nodiscard]] const char* to_string(SelectiveKind kind);
 [[nodiscard]] const char* to_string(PartialRecompute partial);
 
-/// torchtitan's AC interval k recomputing `recomputed` of `chunk_layers` blocks (every k-th:
-/// chunk_layers / k of them), the smallest such k; 0 when none does.
+/// torchtitan's AC interval k recomputing `recomputed` of `chunk_layers` blocks on every chunk
+/// alike: k = chunk_layers / recomputed where that divides (its block counter runs on across a
+/// rank's chunks, so only a k dividing the chunk recomputes the same count in each); 0 otherwise.
 [[nodiscard]] int every_kth_interval(int chunk_layers, int recomputed);
 
 /// Whether selective recomputation of `kind` has something to repeat on `model`: mla_up_proj
@@ -244,8 +245,12 @@ struct Stack {
   [[nodiscard]] double reduce_scatter_copy_in_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
   /// Whether full recompute of `recomputed` of a chunk's `chunk_layers` layers (fewer than
-  /// all) is one the stack can run (PartialRecompute).
-  [[nodiscard]] bool runs_partial_recompute(int chunk_layers, int recomputed) const;
+  /// all) is one the stack can run and trident prices as it runs (PartialRecompute): any count
+  /// for the block method; for every k-th block a k dividing the chunk, on a split whose
+  /// stages all hold `chunk_layers` x VP layers (`even_stages`: torchtitan counts blocks per
+  /// rank from 1, so a shorter stage would recompute fewer).
+  [[nodiscard]] bool runs_partial_recompute(int chunk_layers, int recomputed,
+                                            bool even_stages) const;
   [[nodiscard]] bool supports(CpKind kind) const {
     return (cp_kinds & (1u << static_cast<unsigned>(kind))) != 0;
   }

@@ -202,7 +202,7 @@ class SplitSearch {
 
  private:
   void run_knobs(ParallelConfig config) {
-    none_fits_outright_ = {};
+    none_fits_outright_.clear();
     for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
       if (options_.recompute && *options_.recompute != recompute) continue;
       if (!options_.stack.supports(recompute)) continue;
@@ -217,7 +217,10 @@ class SplitSearch {
         // A pin of at least the chunk's layers recomputes all of them: plain full recompute.
         const int chunk = chunk_layers(config);
         if (*options_.recompute_layers < chunk) {
-          if (!options_.stack.runs_partial_recompute(chunk, *options_.recompute_layers)) continue;
+          if (!options_.stack.runs_partial_recompute(chunk, *options_.recompute_layers,
+                                                     even_stages(config))) {
+            continue;
+          }
           config.recompute_layers = *options_.recompute_layers;
         }
       }
@@ -252,29 +255,43 @@ class SplitSearch {
   /// than sharding over all of DP, so none fits where that does not: not priced.
   void run_shards(ParallelConfig config) {
     std::optional<PlanResult> best_hybrid;
+    // The fastest HSDP size for every layer recomputed and for partial recompute: two knob
+    // settings, one row each.
+    std::optional<PlanResult> best_partial_hybrid;
     bool full_fits = true;
     for (const int shard : shard_candidates(options_, config.zero, config.dp, model_.is_moe())) {
       config.dp_shard = shard;
       if (shard > 0 && !full_fits) break;
       std::optional<PlanResult> plan = evaluate(config);
-      if (shard == 0) {
-        full_fits = plan.has_value();
-        if (config.recompute == Recompute::none && plan && !plan->estimate.memory.tight) {
-          none_fits_outright_[config.zero][config.sequence_parallel ? 1 : 0] = true;
-        }
+      if (shard == 0) full_fits = plan.has_value();
+      if (config.recompute == Recompute::none && plan && !plan->estimate.memory.tight) {
+        none_fits_outright_.push_back(
+            {config.zero, config.sequence_parallel ? 1 : 0, config.dp_shard});
       }
       std::optional<PlanResult> partial;
       if (plan && searches_partial(config)) partial = fewest_recomputed(config, *plan);
-      for (const auto& found : {plan, partial}) {
-        if (!found) continue;
-        if (shard == 0) {
-          keep_best(result_.plans, options_.keep, *found, better_plan);
-        } else if (!best_hybrid || better_plan(*found, *best_hybrid)) {
-          best_hybrid = found;
-        }
+      if (shard == 0) {
+        if (plan) keep_best(result_.plans, options_.keep, *plan, better_plan);
+        if (partial) keep_best(result_.plans, options_.keep, *partial, better_plan);
+        continue;
       }
+      keep_faster(best_hybrid, plan);
+      keep_faster(best_partial_hybrid, partial);
     }
-    if (best_hybrid) keep_best(result_.plans, options_.keep, *best_hybrid, better_plan);
+    for (const auto& hybrid : {best_hybrid, best_partial_hybrid}) {
+      if (hybrid) keep_best(result_.plans, options_.keep, *hybrid, better_plan);
+    }
+  }
+
+  static void keep_faster(std::optional<PlanResult>& best, const std::optional<PlanResult>& plan) {
+    if (plan && (!best || better_plan(*plan, *best))) best = plan;
+  }
+
+  /// Whether every stage of the split holds the same layers (no uneven stages, no MTP layers
+  /// on the last one).
+  [[nodiscard]] bool even_stages(const ParallelConfig& config) const {
+    const StageLayers split = model_stage_layers(model_, config.pp);
+    return split.first == split.last && (config.pp < 3 || split.middle == split.first);
   }
 
   /// Layers of the split's largest model chunk (a stage's layers / virtual stages).
@@ -288,8 +305,9 @@ class SplitSearch {
     if (config.recompute != Recompute::full || config.recompute_layers != 0) return false;
     if (options_.recompute || options_.recompute_layers) return false;
     if (options_.stack.partial_recompute == PartialRecompute::none) return false;
-    return !(config.dp_shard == 0 &&
-             none_fits_outright_[config.zero][config.sequence_parallel ? 1 : 0]);
+    const std::array<int, 3> key{config.zero, config.sequence_parallel ? 1 : 0, config.dp_shard};
+    return std::find(none_fits_outright_.begin(), none_fits_outright_.end(), key) ==
+           none_fits_outright_.end();
   }
 
   /// The fewest layers per chunk full recompute can repeat and still fit as well as
@@ -298,8 +316,9 @@ class SplitSearch {
   std::optional<PlanResult> fewest_recomputed(ParallelConfig config, const PlanResult& all) {
     const int chunk = chunk_layers(config);
     std::vector<int> candidates;
+    const bool even = even_stages(config);
     for (int n = 1; n < chunk; ++n) {
-      if (options_.stack.runs_partial_recompute(chunk, n)) candidates.push_back(n);
+      if (options_.stack.runs_partial_recompute(chunk, n, even)) candidates.push_back(n);
     }
     const bool outright = !all.estimate.memory.tight;
     std::optional<PlanResult> best;
@@ -308,7 +327,7 @@ class SplitSearch {
     while (low < high) {
       const std::size_t mid = low + (high - low) / 2;
       config.recompute_layers = candidates[mid];
-      std::optional<PlanResult> plan = evaluate(config);
+      std::optional<PlanResult> plan = evaluate(config, Probe::yes);
       if (plan && (!outright || !plan->estimate.memory.tight)) {
         best = plan;
         high = mid;
@@ -350,9 +369,13 @@ class SplitSearch {
     placed_ = true;
   }
 
+  /// A probe of the partial-recompute search: one that does not fit is no alternative to
+  /// list (more recomputed layers of the same split fit).
+  enum class Probe { no, yes };
+
   /// Prices one configuration: the better rank order when it fits; infeasible plans go to
-  /// the infeasible list when asked, and nullopt comes back.
-  std::optional<PlanResult> evaluate(const ParallelConfig& config) {
+  /// the infeasible list when asked (probes aside), and nullopt comes back.
+  std::optional<PlanResult> evaluate(const ParallelConfig& config, Probe probe = Probe::no) {
     const Placed& where = placed(config);
     ++result_.configurations_searched;
     PlanResult plan{
@@ -363,7 +386,7 @@ class SplitSearch {
     ++result_.evaluations;
     // Memory does not depend on where the groups sit: one order decides feasibility.
     if (!plan.estimate.memory.fits) {
-      if (options_.show_infeasible) {
+      if (options_.show_infeasible && probe == Probe::no) {
         plan.shortfall = shortfall_of(plan.estimate.memory, options_.reserve_gib);
         keep_best(result_.infeasible, options_.keep_infeasible, plan, closer_to_fitting);
       }
@@ -391,8 +414,9 @@ class SplitSearch {
   EstimateOptions estimate_options_;
   Placed plain_;
   std::vector<std::pair<int, Placed>> hybrid_;
-  /// Per ZeRO stage and sequence parallel off/on: the split fits outright without recompute.
-  std::array<std::array<bool, 2>, 4> none_fits_outright_{};
+  /// (ZeRO stage, sequence parallel off/on, HSDP shard size) where the split fits outright
+  /// without recompute (this micro-batch and interleaving).
+  std::vector<std::array<int, 3>> none_fits_outright_;
   bool placed_ = false;
 };
 
@@ -459,16 +483,20 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
     if (progress) progress(i + 1, all.size());
   }
   if (result.configurations_searched == 0) {
-    throw NoSplitError({.gpus = result.gpus,
-                        .heads = model.heads,
-                        .kv_heads = model.kv_heads,
-                        .layers = model.layers,
-                        .uneven_stages = options.stack.uneven_stages,
-                        .global_batch = model.training.global_batch,
-                        .moe = model.is_moe(),
-                        .dp_shard = options.dp_shard.value_or(0),
-                        .ulysses_only = !options.stack.supports(CpKind::p2p) &&
-                                        options.stack.supports(CpKind::a2a)});
+    throw NoSplitError(
+        {.gpus = result.gpus,
+         .heads = model.heads,
+         .kv_heads = model.kv_heads,
+         .layers = model.layers,
+         .uneven_stages = options.stack.uneven_stages,
+         .global_batch = model.training.global_batch,
+         .moe = model.is_moe(),
+         .dp_shard = options.dp_shard.value_or(0),
+         .ulysses_only =
+             !options.stack.supports(CpKind::p2p) && options.stack.supports(CpKind::a2a),
+         .every_kth_layers = options.stack.partial_recompute == PartialRecompute::every_kth
+                                 ? options.recompute_layers.value_or(0)
+                                 : 0});
   }
   return result;
 }

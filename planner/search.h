@@ -111,6 +111,9 @@ struct SplitRules {
   int dp_shard = 0;  ///< the pinned HSDP shard size (divides dp, below it, ZeRO-3); 0 = none
   /// Context parallelism by all-to-all only (--cp-comm a2a): cp divides the heads per TP rank.
   bool ulysses_only = false;
+  /// The pinned partial recompute under a stack that recomputes every k-th block: the pin
+  /// divides a chunk's layers (or is at least the chunk), on equal stages; 0 = no such pin.
+  int every_kth_layers = 0;
 };
 
 /// Thrown by search() when the pins together leave no configuration; the CLI says the rules

@@ -331,8 +331,9 @@ TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, n
 
 TEST_CASE("--recompute-layers pins partial full recompute; stacks without it refuse",
           "[cli_plan]") {
-  const std::string base = "plan --gpus 64 --servers 8 --model llama3-70b --global-batch 64 "
-                           "--tp 8 --pp 4 --recompute-layers 3";
+  const std::string base =
+      "plan --gpus 64 --servers 8 --model llama3-70b --global-batch 64 "
+      "--tp 8 --pp 4 --recompute-layers 3";
   const Run table = trident(base + " --top 2 --explain");
   REQUIRE(table.code == 0);
   CHECK(table.out.find("    full:3 ") != std::string::npos);
@@ -353,8 +354,15 @@ TEST_CASE("--recompute-layers pins partial full recompute; stacks without it ref
   CHECK(fsdp.err ==
         "trident: error: --recompute-layers 3: stack fsdp has no partial recompute; drop "
         "--recompute-layers or use --stack megatron-core or torchtitan\n");
+  // torchtitan recomputes every k-th block: 3 of 32 layers is no k's, and with PP 1 no split
+  // is left; the rules say why.
+  const Run titan = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --stack torchtitan "
+      "--recompute-layers 3 --pp 1");
+  CHECK(titan.code == 2);
+  CHECK(titan.err.find(", --recompute-layers 3 divides the layers per chunk (every k-th block) "
+                       "on equal stages, or is at least the chunk)") != std::string::npos);
   const Run selective = trident(base + " --recompute selective");
   CHECK(selective.code == 2);
-  CHECK(selective.err.find("--recompute-layers 3 with --recompute selective") !=
-        std::string::npos);
+  CHECK(selective.err.find("--recompute-layers 3 with --recompute selective") != std::string::npos);
 }

@@ -288,3 +288,22 @@ TEST_CASE("partial full recompute repeats the forward of its layers only", "[est
   CHECK(none.time.step_s < one.time.step_s);
   CHECK(one.time.step_s < full.time.step_s);
 }
+
+TEST_CASE("partial recompute over uneven stages: each stage recomputes its own share",
+          "[estimate]") {
+  // 26 layers over 16 stages (pipeline.h stage_layers): first 1, last 1, and of the 14 middle
+  // stages 10 hold 2 layers, 4 hold 1. One layer a chunk recomputed: every stage repeats one,
+  // 16 of the 26 layers, so hardware FLOPs add 16/26 of what full recompute adds.
+  Model model = test::small_model();
+  model.layers = 26;
+  ParallelConfig config = test::small_config();
+  config.pp = 16;
+  config.recompute = Recompute::full;
+  const Estimate full =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, {});
+  config.recompute_layers = 1;
+  const Estimate one =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, {});
+  CHECK(one.hardware_flops - one.model_flops ==
+        Approx((full.hardware_flops - full.model_flops) * 16.0 / 26.0));
+}

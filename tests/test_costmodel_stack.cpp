@@ -441,24 +441,27 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
 }
 
 TEST_CASE("partial recompute: which layer counts each stack runs", "[stack]") {
-  // torchtitan's every k-th block: 8 layers recompute 8/k of them (k = 2: 4; 3: 2; 4: 2;
-  // 5..8: 1), so 3 of 8 is no k's; the smallest k is the one written.
+  // torchtitan's every k-th block: k must divide the chunk for every chunk of a rank to
+  // recompute chunk / k (its counter runs on across chunks): 8 layers take 4 (k 2), 2 (k 4)
+  // and 1 (k 8); 3 is no k's; all 8 is plain full recompute.
   CHECK(every_kth_interval(8, 4) == 2);
-  CHECK(every_kth_interval(8, 2) == 3);
-  CHECK(every_kth_interval(8, 1) == 5);
+  CHECK(every_kth_interval(8, 2) == 4);
+  CHECK(every_kth_interval(8, 1) == 8);
   CHECK(every_kth_interval(8, 3) == 0);
-  CHECK(every_kth_interval(8, 8) == 0);  // all of them is plain full recompute
+  CHECK(every_kth_interval(8, 8) == 0);
   const Stack titan = stack_preset("torchtitan");
   CHECK(titan.partial_recompute == PartialRecompute::every_kth);
-  CHECK(titan.runs_partial_recompute(8, 2));
-  CHECK_FALSE(titan.runs_partial_recompute(8, 3));
-  // Megatron-Core's block method: any count below the chunk's layers.
+  CHECK(titan.runs_partial_recompute(8, 2, true));
+  CHECK_FALSE(titan.runs_partial_recompute(8, 3, true));
+  // Uneven stages: a shorter stage counts its blocks from 1 and recomputes fewer.
+  CHECK_FALSE(titan.runs_partial_recompute(8, 2, false));
+  // Megatron-Core's block method: any count below the chunk's layers, even stages or not.
   const Stack core = stack_preset("megatron-core");
   CHECK(core.partial_recompute == PartialRecompute::block);
-  CHECK(core.runs_partial_recompute(8, 3));
-  CHECK_FALSE(core.runs_partial_recompute(8, 8));
-  CHECK_FALSE(core.runs_partial_recompute(8, 0));
+  CHECK(core.runs_partial_recompute(8, 3, false));
+  CHECK_FALSE(core.runs_partial_recompute(8, 8, true));
+  CHECK_FALSE(core.runs_partial_recompute(8, 0, true));
   for (const char* name : {"megatron-2021", "deepspeed-megatron", "fsdp"}) {
-    CHECK_FALSE(stack_preset(name).runs_partial_recompute(8, 4));
+    CHECK_FALSE(stack_preset(name).runs_partial_recompute(8, 4, true));
   }
 }

@@ -406,14 +406,19 @@ TEST_CASE("partial full recompute: Megatron's block method, torchtitan's every k
   CHECK(rules(titan, every.text, llama8b(), titan_plan) == "");
   const Settings s = parse_toml(every.text);
   CHECK(s.at("activation_checkpoint.mode") == "selective");
-  CHECK(s.at("activation_checkpoint.selective_ac_option") == "11");  // 32 / 11 = 2, first k
-  // 12 of 32 is no k's (32/2 = 16, 32/3 = 10): refused, nearest full recompute of every layer.
+  CHECK(s.at("activation_checkpoint.selective_ac_option") == "16");
+  // 12 of 32: no k divides 32 into 12 (32/12 is no integer): refused, nearest every layer.
   titan_plan.recompute_layers = 12;
   const auto none = export_plan(titan, cluster, llama8b(), titan_plan);
   REQUIRE(none.refusal.has_value());
   CHECK(none.refusal->reason.kind == RefusalKind::partial_recompute);
   REQUIRE(none.refusal->nearest.has_value());
   CHECK(none.refusal->nearest->recompute_layers == 0);
+  // At least the chunk's layers is every layer: plain full recompute.
+  titan_plan.recompute_layers = 40;
+  const auto all = export_plan(titan, cluster, llama8b(), titan_plan);
+  REQUIRE_FALSE(all.refusal.has_value());
+  CHECK(parse_toml(all.text).at("activation_checkpoint.mode") == "full");
   // DeepSpeed writes full recompute only.
   const auto ds = export_plan(parse_release("deepspeed"), cluster, llama8b(),
                               config_of({1, 1, 1}, 1, Recompute::full, false));

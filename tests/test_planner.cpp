@@ -640,7 +640,9 @@ TEST_CASE("partial full recompute: the fewest recomputed layers that fit, or the
   CHECK(none == result.plans.end());  // no recompute needs all 16 layers' activations
   // Pinned: that count on every plan; a stack without partial recompute refuses the pin.
   options.recompute_layers = 3;
-  for (const auto& plan : search(dgx(1), model, options).plans) {
+  const auto pinned = search(dgx(1), model, options);
+  REQUIRE_FALSE(pinned.plans.empty());
+  for (const auto& plan : pinned.plans) {
     CHECK(plan.config.recompute == Recompute::full);
     CHECK(plan.config.recompute_layers == 3);
   }
