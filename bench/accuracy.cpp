@@ -24,6 +24,7 @@
 #include "costmodel/flops.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/stack.h"
+#include "planner/option_check.h"
 #include "planner/search.h"
 #include "topology/cluster_loader.h"
 
@@ -59,6 +60,7 @@ Model model_of(const YAML::Node& node, const std::string& id, const std::string&
     const auto text = preset_text(PresetKind::model, name);
     if (!text) throw std::runtime_error(id + ": unknown model preset " + name);
     doc = YAML::Load(std::string(*text));
+    if (node["seq_len"]) doc["seq_len"] = node["seq_len"];  // as --seq-len over a preset
   } else {
     doc = YAML::Clone(node);
     doc["name"] = id;
@@ -115,8 +117,8 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
   // without dp_shard pins sharding over all of DP; HSDP rows say dp_shard.
   if (pins["dp_shard"]) {
     o.dp_shard = pins["dp_shard"].as<int>();
-  } else if (o.dp && o.zero && *o.zero >= 2) {
-    o.dp_shard = *o.dp;
+  } else if (o.dp && *o.dp >= 2 && o.zero && *o.zero >= 2) {
+    o.dp_shard = *o.dp;  // (DP 1 has no DP-only shard group: FSDP shards over CP alone)
   }
   if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
   if (pins["recompute_layers"]) o.recompute_layers = pins["recompute_layers"].as<int>();
@@ -285,7 +287,20 @@ int memory_check(const std::vector<MemoryRow>& rows) {
   Stats priced, unpriced;
   int not_fitting = 0;
   for (const MemoryRow& row : rows) {
-    const auto plan = pinned_plan(row.cluster, row.model, row.options);
+    std::optional<PlanResult> plan;
+    try {
+      plan = pinned_plan(row.cluster, row.model, row.options);
+    } catch (const OptionError& e) {
+      fmt::print("{:<40} error: impossible pin (knob {}, issue {}, value {})\n", row.id,
+                 static_cast<int>(e.problem().knob), static_cast<int>(e.problem().issue),
+                 e.problem().value);
+      ++not_fitting;
+      continue;
+    } catch (const std::exception& e) {
+      fmt::print("{:<40} error: {}\n", row.id, e.what());
+      ++not_fitting;
+      continue;
+    }
     if (!plan) {
       fmt::print("{:<40} no plan with these pins\n", row.id);
       ++not_fitting;

@@ -76,7 +76,9 @@ void pin_cp_comm(const std::string& text, Stack& stack) {
   if (!stack.keep_only(kind)) {
     throw InputError(fmt::format("--cp-comm {}: stack {} does not run {} context parallelism", text,
                                  stack.name,
-                                 kind == CpKind::a2a ? "all-to-all (Ulysses)" : "ring (p2p)"));
+                                 kind == CpKind::a2a          ? "all-to-all (Ulysses)"
+                                 : kind == CpKind::all_gather ? "all-gather (PyTorch)"
+                                                              : "ring (p2p)"));
   }
 }
 
@@ -110,8 +112,9 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
       ->check(positive);
   sub.add_option("--cp-comm", f.cp_comm,
                  "pin how context parallelism runs: p2p (ring attention, Megatron-Core's "
-                 "default) or a2a (Ulysses all-to-all); default: the faster the stack runs")
-      ->check(choice_check({"p2p", "a2a"}));
+                 "default), a2a (Ulysses all-to-all) or allgather (PyTorch context_parallel's "
+                 "all-gather rotater, torchtitan's default); default: the faster the stack runs")
+      ->check(choice_check({"p2p", "a2a", "allgather"}));
   sub.add_option("--ep", f.ep, "pin expert parallel size (MoE models)")->check(positive);
   sub.add_option("--dp-shard", f.dp_shard,
                  "pin hybrid sharding (HSDP): ZeRO-3 sharded over N DP ranks, replicated "

@@ -214,6 +214,10 @@ std::string communication(const PlanResult& plan, const Stack& stack) {
             ? "ring attention: each layer passes its K/V chunk cp-1 times forward (and K/V plus "
               "their gradients backward), each send hidden behind one step's attention; only "
               "what a step's attention cannot cover is exposed"
+        : e.cp_kind == CpKind::all_gather
+            ? "PyTorch context_parallel, all-gather rotater: each layer gathers every rank's K/V "
+              "once forward and once backward, behind the local chunk's attention, and passes "
+              "the K/V gradients round the ring cp-1 times, each behind a step's attention"
             : "Ulysses: Q, K, V and the output change from sequence- to head-sharded by "
               "all-to-all around every attention, forward and backward, not overlapped");
   }
@@ -296,7 +300,7 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   line("activations kept", m.activations_bytes, "");
   line("cuBLAS workspace", m.workspace_bytes, "");
   // The transients of the two moments; only the larger one is at the peak.
-  const double backward = m.recompute_working_bytes + m.layer_units_bytes;
+  const double backward = m.recompute_working_bytes + m.layer_units_bytes + m.cp_gather_bytes;
   const double loss = m.loss_bytes + m.output_unit_bytes;
   const char* backward_note = backward >= loss ? "" : "  (not at the peak: the loss is larger)";
   const char* loss_note =
@@ -304,6 +308,7 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   line("TP/SP gathered layer input", m.tp_gather_bytes, "");
   line("layer being recomputed", m.recompute_working_bytes, backward_note);
   line("ZeRO-3 gathered layers", m.layer_units_bytes, backward_note);
+  if (m.cp_gather_bytes > 0.0) line("CP-gathered K/V of a layer", m.cp_gather_bytes, backward_note);
   line("logits + cross-entropy", m.loss_bytes, loss_note);
   line("ZeRO-3 gathered output layer", m.output_unit_bytes, loss_note);
   line("allocated (peak)", m.allocated_bytes, "");

@@ -136,6 +136,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                             {"weight_copies", mem.weight_copies_bytes / kGib},
                             {"workspace", mem.workspace_bytes / kGib},
                             {"tp_gather", mem.tp_gather_bytes / kGib},
+                            {"cp_gather", mem.cp_gather_bytes / kGib},
                             {"recompute_working", mem.recompute_working_bytes / kGib},
                             {"layer_units", mem.layer_units_bytes / kGib},
                             {"loss", mem.loss_bytes / kGib},
@@ -314,7 +315,15 @@ std::string dp_collective_name(const ParallelConfig& config) {
 
 std::string cp_collective_name(const PlanResult& plan) {
   if (plan.config.cp < 2) return "none";
-  return plan.estimate.cp_kind == CpKind::p2p ? "send-recv" : "all-to-all";
+  switch (plan.estimate.cp_kind) {
+    case CpKind::p2p:
+      return "send-recv";
+    case CpKind::all_gather:
+      return "all-gather+send-recv";
+    case CpKind::a2a:
+      return "all-to-all";
+  }
+  return "all-to-all";
 }
 
 std::string ep_collective_name(const ParallelConfig& config) {

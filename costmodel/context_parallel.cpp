@@ -106,6 +106,37 @@ CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const Grou
   return comm;
 }
 
+/// PyTorch's context_parallel with the all-gather rotater (torchtitan's default; torch 2.6
+/// torch/distributed/tensor/experimental/_attention.py L301-329 _AllGatherRotater, L465-520,
+/// L636-700): per layer one all-gather of every rank's K/V chunk, issued before the local
+/// chunk's attention and awaited after it (again on the `again_share` of the layers recompute
+/// repeats); backward the same all-gather behind the first step's attention backward, and the
+/// dK/dV chunk passed round the ring (the all-to-all rotater: one send per step, cp - 1 of
+/// them), each behind a step's attention backward.
+CommDetail allgather_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
+                          const LayerTime& layer, double layers, double again_share,
+                          const Calibration* calibration) {
+  CommDetail comm;
+  comm.collective = Collective::all_gather;
+  comm.link = link;
+  const double chunk = cp_kv_chunk_bytes(model, config);
+  comm.bytes_per_call = chunk * config.cp;  // nccl-tests' S: the gathered K/V
+  const double gather_s =
+      collective_time_s(Collective::all_gather, comm.bytes_per_call, link, calibration);
+  const double send_s = collective_time_s(Collective::send_recv, chunk, link, calibration);
+  const double steps = config.cp - 1.0;
+  const double gathers = 2.0 + again_share;  // forward, backward, recomputed forward
+  comm.calls_per_step = layers * (gathers + steps);
+  comm.total_s = layers * (gathers * gather_s + steps * send_s);
+  comm.time_per_call_s = comm.calls_per_step > 0.0 ? comm.total_s / comm.calls_per_step : 0.0;
+  const double forward_exposed = std::max(0.0, gather_s - layer.attention_forward_s);
+  const double backward_exposed = std::max(0.0, gather_s - layer.attention_backward_s);
+  const double send_exposed = std::max(0.0, send_s - layer.attention_backward_s);
+  comm.exposed_s =
+      layers * ((1.0 + again_share) * forward_exposed + backward_exposed + steps * send_exposed);
+  return comm;
+}
+
 }  // namespace
 
 CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
@@ -122,6 +153,15 @@ CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink
   if (stack.supports(CpKind::p2p)) {
     best.detail = ring_comm(model, config, link, layer, layers, again_share, calibration);
     found = true;
+  }
+  if (stack.supports(CpKind::all_gather)) {
+    const CommDetail gathered =
+        allgather_comm(model, config, link, layer, layers, again_share, calibration);
+    if (!found || gathered.exposed_s < best.detail.exposed_s) {
+      best.kind = CpKind::all_gather;
+      best.detail = gathered;
+      found = true;
+    }
   }
   if (cp_a2a_runs(stack, model, config)) {
     const CommDetail a2a = a2a_comm(model, config, link, layers, full_share, calibration);

@@ -540,6 +540,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)
   memory.adam_state_bytes = stack.adam_state_bytes;
   memory.nccl = nccl_groups(cluster, config, placement);
+  if (config.cp > 1 && out.cp_kind == CpKind::all_gather) {
+    memory.cp_gathered_kv_bytes = cp_kv_chunk_bytes(model, config) * config.cp;
+  }
   out.memory = peak_memory(gpu, local, split, memory);
   add_expert_memory(out.memory, model, config, memory);
   return out;

@@ -125,14 +125,16 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
       recompute_working_bytes(model, config, options.fused_attention, options.selective,
                               options.fp8_saved_inputs, options.gathered_inputs);
   memory.layer_units_bytes = layer_units_bytes(model, config, options);
+  memory.cp_gather_bytes = options.cp_gathered_kv_bytes;
   // Moment 2, the last stage's loss: logits and cross-entropy, the output layer's unit.
   if (last) {
     memory.loss_bytes = loss_transient_bytes(model, config, options.loss_bytes_per_logit);
     memory.output_unit_bytes = output_unit_bytes(model, config, options);
   }
   memory.transient_bytes =
-      memory.tp_gather_bytes + std::max(memory.recompute_working_bytes + memory.layer_units_bytes,
-                                        memory.loss_bytes + memory.output_unit_bytes);
+      memory.tp_gather_bytes +
+      std::max(memory.recompute_working_bytes + memory.layer_units_bytes + memory.cp_gather_bytes,
+               memory.loss_bytes + memory.output_unit_bytes);
   memory.allocated_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
                            memory.weight_copies_bytes + memory.activations_bytes +
                            memory.workspace_bytes + memory.transient_bytes;

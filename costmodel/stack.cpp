@@ -129,7 +129,7 @@ unsigned read_name_list(const MapReader& m, std::string_view key,
   return bits;
 }
 
-const std::vector<std::string> kCpKindNames = {"p2p", "a2a"};
+const std::vector<std::string> kCpKindNames = {"p2p", "a2a", "allgather"};
 
 unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
   if (!m.has("context_parallel")) return fallback;
@@ -152,7 +152,7 @@ unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
     }
     if (!found) {
       std::string message = where;
-      message += ": expected p2p|a2a, got '";
+      message += ": expected p2p|a2a|allgather, got '";
       message += name;
       message += "'";
       throw InputError(message);
@@ -381,7 +381,17 @@ const char* to_string(TpOverlap overlap) {
   return "?";
 }
 
-const char* to_string(CpKind kind) { return kind == CpKind::p2p ? "p2p" : "a2a"; }
+const char* to_string(CpKind kind) {
+  switch (kind) {
+    case CpKind::p2p:
+      return "p2p";
+    case CpKind::a2a:
+      return "a2a";
+    case CpKind::all_gather:
+      return "allgather";
+  }
+  return "p2p";
+}
 
 const char* to_string(SelectiveKind kind) {
   switch (kind) {

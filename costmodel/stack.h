@@ -65,8 +65,10 @@ enum class PartialRecompute { none, block, every_kth };
 enum class GradAccumulation { none, add, add_cast };
 
 /// Context parallel attention: ring exchange of K/V chunks overlapped with attention (TE
-/// `p2p`, Megatron's default), Ulysses all-to-all of Q/K/V and the output (TE `a2a`).
-enum class CpKind { p2p, a2a };
+/// `p2p`, Megatron's default), Ulysses all-to-all of Q/K/V and the output (TE `a2a`), or
+/// PyTorch's context_parallel with the all-gather rotater (`allgather`, torchtitan's default:
+/// every K/V chunk all-gathered once, behind the local chunk's attention).
+enum class CpKind { p2p, a2a, all_gather };
 
 [[nodiscard]] const char* to_string(AttentionKernel kernel);
 [[nodiscard]] const char* to_string(TpOverlap overlap);
@@ -268,8 +270,10 @@ struct Stack {
 };
 
 [[nodiscard]] const char* to_string(CpKind kind);
-/// "a2a" is all-to-all; anything else ("p2p") the ring: callers pass a checked choice.
+/// "a2a" is all-to-all, "allgather" the all-gather rotater; anything else ("p2p") the ring:
+/// callers pass a checked choice.
 [[nodiscard]] inline CpKind cp_kind_of(std::string_view name) {
+  if (name == "allgather") return CpKind::all_gather;
   return name == "a2a" ? CpKind::a2a : CpKind::p2p;
 }
 

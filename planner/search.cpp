@@ -118,10 +118,11 @@ struct Split {
   int ep = 1;
 };
 
-/// A CP size some kind the stack runs can take at this TP: ring attention always, Ulysses
-/// only where the heads divide (a stack pinned to all-to-all, --cp-comm a2a, has no ring).
+/// A CP size some kind the stack runs can take at this TP: ring attention and the all-gather
+/// rotater always, Ulysses only where the heads divide (a stack pinned to all-to-all,
+/// --cp-comm a2a, has neither).
 bool cp_runnable(const Model& model, const Stack& stack, int tp, int cp) {
-  if (cp <= 1 || stack.supports(CpKind::p2p)) return true;
+  if (cp <= 1 || stack.supports(CpKind::p2p) || stack.supports(CpKind::all_gather)) return true;
   ParallelConfig config;
   config.tp = tp;
   config.cp = cp;
@@ -492,8 +493,9 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
          .global_batch = model.training.global_batch,
          .moe = model.is_moe(),
          .dp_shard = options.dp_shard.value_or(0),
-         .ulysses_only =
-             !options.stack.supports(CpKind::p2p) && options.stack.supports(CpKind::a2a),
+         .ulysses_only = !options.stack.supports(CpKind::p2p) &&
+                         !options.stack.supports(CpKind::all_gather) &&
+                         options.stack.supports(CpKind::a2a),
          .every_kth_layers = options.stack.partial_recompute == PartialRecompute::every_kth
                                  ? options.recompute_layers.value_or(0)
                                  : 0});

@@ -131,3 +131,34 @@ TEST_CASE("rank layout: CP after TP, EP consecutive, expert DP strided", "[cp][p
   CHECK(strides.cp == 2);
   CHECK(strides.dp == 4);
 }
+
+TEST_CASE("all-gather rotater: K/V gathered once a pass, K/V gradients round the ring", "[cp]") {
+  const Model model = test::small_model();  // K/V chunk at cp 4: 2048 bytes (above)
+  ParallelConfig config;
+  config.cp = 4;
+  config.micro_batch = 1;
+  Stack torch_cp;
+  torch_cp.cp_kinds = 1u << static_cast<unsigned>(CpKind::all_gather);
+  LayerTime step;  // no attention to hide behind: everything exposed
+  const GroupLink link = test::nvlink_group(4);
+  const CpComm comm = cp_comm(model, config, link, step, 2.0, torch_cp, nullptr);
+  CHECK(comm.kind == CpKind::all_gather);
+  CHECK(comm.detail.collective == Collective::all_gather);
+  CHECK(comm.detail.bytes_per_call == 8192.0);  // nccl-tests' S: the 4 chunks gathered
+  // Per layer: an all-gather forward and one backward, and 3 sends of the K/V gradient chunk:
+  // 2 layers x (2 + 3) = 10 calls.
+  CHECK(comm.detail.calls_per_step == 10.0);
+  const double gather_s = collective_time_s(Collective::all_gather, 8192.0, link, nullptr);
+  const double send_s = collective_time_s(Collective::send_recv, 2048.0, link, nullptr);
+  CHECK(comm.detail.total_s == Approx(2.0 * (2.0 * gather_s + 3.0 * send_s)));
+  CHECK(comm.detail.exposed_s == Approx(comm.detail.total_s));
+  // Full recompute gathers again forward: 2 x (3 + 3) = 12 calls.
+  config.recompute = Recompute::full;
+  CHECK(cp_comm(model, config, link, step, 2.0, torch_cp, nullptr).detail.calls_per_step == 12.0);
+  config.recompute = Recompute::none;
+  // The local chunk's attention longer than the gather and a step's backward longer than a
+  // send: nothing exposed.
+  step.attention_forward_s = 1.0;
+  step.attention_backward_s = 2.5;
+  CHECK(cp_comm(model, config, link, step, 2.0, torch_cp, nullptr).detail.exposed_s == 0.0);
+}

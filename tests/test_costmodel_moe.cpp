@@ -250,5 +250,5 @@ TEST_CASE("stack file: EP overlap is refused, CP kinds are read", "[moe][stack]"
   CHECK_THROWS_WITH(load_stack(base + "ep_overlap: true\n", "s.yaml"),
                     Catch::Contains("s.yaml:4") && Catch::Contains("not modelled"));
   CHECK_THROWS_WITH(load_stack(base + "context_parallel: [ring]\n", "s.yaml"),
-                    Catch::Contains("expected p2p|a2a, got 'ring'"));
+                    Catch::Contains("expected p2p|a2a|allgather, got 'ring'"));
 }
