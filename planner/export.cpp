@@ -182,11 +182,12 @@ namespace {
 
 /// What no target writes yet: MoE models (expert flags) and multi-latent attention (its
 /// ranks and head dims; so no target meets `selective: mla_up_proj`), context parallelism outside
-/// Megatron-LM and NeMo, hybrid sharding outside torchtitan. A CP plan's nearest is the same
-/// GPUs with CP folded into DP; an HSDP plan's the same split sharded over all of DP.
+/// Megatron-LM, NeMo and torchtitan, hybrid sharding outside torchtitan. A CP plan's nearest is the
+/// same GPUs with CP folded into DP; an HSDP plan's the same split sharded over all of DP.
 std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   const Framework framework = in.release.framework;
-  const bool writes_cp = framework == Framework::megatron || framework == Framework::nemo;
+  const bool writes_cp = framework == Framework::megatron || framework == Framework::nemo ||
+                         framework == Framework::torchtitan;
   if (in.model.is_moe() || in.model.attention == AttentionKind::mla) {
     return emit::limit(RefusalKind::moe_model);
   }

@@ -220,7 +220,13 @@ inline std::string torchtitan_rules(const std::string& text, const Model& m,
   } else if (local * replicate * shard * c.num_micro_batches(global) != global) {
     return "gradient accumulation is not trident's micro-batching";
   }
-  return world_mismatch(1, replicate * shard * tp * pp, c);
+  // distributed/parallel_dims.py L52 (@29624e37): dp_replicate * dp_shard * cp * tp * pp ==
+  // WORLD_SIZE; CP load balancing needs 2 cp to divide the sequence.
+  const long long cp = s.count("parallelism.context_parallel_degree")
+                           ? num(s, "parallelism.context_parallel_degree")
+                           : 1;
+  if (m.seq_len % (2 * cp) != 0) return "sequence for CP";
+  return world_mismatch(1, replicate * shard * cp * tp * pp, c);
 }
 
 inline std::string rules(const Release& r, const std::string& text, const Model& m,

@@ -168,7 +168,7 @@ TEST_CASE("--fail-link reports the EP and CP groups a broken link hits", "[cli_c
   CHECK(cp.out.find("  cp [") != std::string::npos);
 }
 
-TEST_CASE("--emit writes CP for megatron and nemo, refuses it elsewhere and MoE models",
+TEST_CASE("--emit writes CP for megatron, nemo and torchtitan, refuses it elsewhere and MoE models",
           "[cli_cpmoe]") {
   const std::string base =
       "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 256 --cp 8 "
@@ -181,10 +181,15 @@ TEST_CASE("--emit writes CP for megatron and nemo, refuses it elsewhere and MoE 
   REQUIRE(nemo.code == 0);
   CHECK(nemo.out.find("recipe.trainer.strategy.context_parallel_size = 8") != std::string::npos);
   CHECK(nemo.out.find("recipe.model.config.cp_comm_type = \"p2p\"") != std::string::npos);
-  const Run cp = trident(base + "torchtitan");
+  // torchtitan: the ring-priced plan as its ring of permutes ("alltoall" rotate method).
+  const Run titan = trident(base + "torchtitan");
+  REQUIRE(titan.code == 0);
+  CHECK(titan.out.find("context_parallel_degree = 8\ncontext_parallel_rotate_method = "
+                       "\"alltoall\"") != std::string::npos);
+  const Run cp = trident(base + "deepspeed");
   CHECK(cp.code == 2);
-  CHECK(cp.err.find("--emit writes context parallelism (CP 8) for megatron and nemo only") !=
-        std::string::npos);
+  CHECK(cp.err.find("--emit writes context parallelism (CP 8) for megatron, nemo and torchtitan "
+                    "only") != std::string::npos);
   CHECK(cp.err.find("nearest plan it can run: --tp 1 --pp 1 --dp 256") != std::string::npos);
   const Run moe = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --emit megatron");
   CHECK(moe.code == 2);

@@ -341,7 +341,10 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   o.kind = RefusalKind::context_parallel;
   o.cp = 2;
   CHECK(cli::refusal_reason(o, titan, model) ==
-        "--emit writes context parallelism (CP 2) for megatron and nemo only");
+        "torchtitan's context parallelism (CP 2) rotates K/V by all-gather or a ring of "
+        "permutes; it has no Ulysses all-to-all");
+  CHECK(cli::refusal_reason(o, parse_release("deepspeed"), model) ==
+        "--emit writes context parallelism (CP 2) for megatron, nemo and torchtitan only");
   CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan) == "--cp 1");
   o.kind = RefusalKind::selective_recompute;
   CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan).empty());  // a knob fixes it

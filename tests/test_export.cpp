@@ -329,29 +329,47 @@ TEST_CASE("torchtitan: selective means what the plan's stack priced", "[export][
   CHECK(s.at("parallelism.fsdp_reshard_after_forward") == "default");
 }
 
-TEST_CASE("context parallelism: megatron and nemo write it, the others fold it into DP",
+TEST_CASE("context parallelism: megatron, nemo and torchtitan write it, the others fold it",
           "[export]") {
   // 32 GPUs: TP 2 x CP 2 x DP 8, sequence 8192 (2 x CP divides it).
   const Cluster cluster = cluster_of(4);
-  ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::selective, true);
+  ParallelConfig c = config_of({2, 1, 1}, 3, Recompute::full, true);
   c.dp = 8;
   c.cp = 2;
   for (const Release& r : releases()) {
     int emitted = 0, refused = 0;
     check_one(r, cluster, llama8b(), c, emitted, refused);
-    const bool writes = r.framework == Framework::megatron || r.framework == Framework::nemo;
+    const bool writes = r.framework == Framework::megatron || r.framework == Framework::nemo ||
+                        r.framework == Framework::torchtitan;
     INFO(release_id(r));
+    if (writes && r.framework != Framework::torchtitan) continue;  // ZeRO-3 with their rules
     CHECK(emitted == (writes ? 1 : 0));
   }
-  const auto mlm = export_plan(parse_release("megatron"), cluster, llama8b(), c,
+  ParallelConfig one = config_of({2, 1, 1}, 1, Recompute::selective, true);
+  one.dp = 8;
+  one.cp = 2;
+  const auto mlm = export_plan(parse_release("megatron"), cluster, llama8b(), one,
                                SelectiveKind::attention, CpKind::a2a);
   REQUIRE_FALSE(mlm.refusal.has_value());
   CHECK(mlm.text.find("--context-parallel-size 2 \\\n  --cp-comm-type a2a") != std::string::npos);
-  const auto titan = export_plan(parse_release("torchtitan"), cluster, llama8b(), c);
-  REQUIRE(titan.refusal.has_value());
-  REQUIRE(titan.refusal->nearest.has_value());
-  CHECK(titan.refusal->nearest->dp == 16);
-  CHECK(titan.refusal->nearest->cp == 1);
+  // torchtitan: its all-gather rotater, or the ring of permutes for a ring-priced plan.
+  const Release& titan = parse_release("torchtitan");
+  const auto gathered =
+      export_plan(titan, cluster, llama8b(), c, SelectiveKind::per_op, CpKind::all_gather);
+  REQUIRE_FALSE(gathered.refusal.has_value());
+  const Settings s = parse_toml(gathered.text);
+  CHECK(s.at("parallelism.context_parallel_degree") == "2");
+  CHECK(s.at("parallelism.context_parallel_rotate_method") == "allgather");
+  const auto ring = export_plan(titan, cluster, llama8b(), c, SelectiveKind::per_op, CpKind::p2p);
+  REQUIRE_FALSE(ring.refusal.has_value());
+  CHECK(parse_toml(ring.text).at("parallelism.context_parallel_rotate_method") == "alltoall");
+  // Ulysses is no rotate method of torchtitan's: CP folded into DP.
+  const auto ulysses =
+      export_plan(titan, cluster, llama8b(), c, SelectiveKind::per_op, CpKind::a2a);
+  REQUIRE(ulysses.refusal.has_value());
+  REQUIRE(ulysses.refusal->nearest.has_value());
+  CHECK(ulysses.refusal->nearest->dp == 16);
+  CHECK(ulysses.refusal->nearest->cp == 1);
 }
 
 TEST_CASE("hybrid sharding (HSDP): torchtitan writes its two degrees, the others refuse",
