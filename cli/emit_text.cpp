@@ -172,15 +172,11 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return "--emit writes dense models only: model " + model.name +
              " has experts (MoE flags are not written yet)";
     case RefusalKind::context_parallel:
-      return release.framework == Framework::torchtitan
-                 ? fmt::format(
-                       "torchtitan's context parallelism (CP {}) rotates K/V by all-gather or a "
-                       "ring of permutes; it has no Ulysses all-to-all",
-                       obstacle.cp)
-                 : fmt::format(
-                       "--emit writes context parallelism (CP {}) for megatron, nemo and "
-                       "torchtitan only",
-                       obstacle.cp);
+      return fmt::format(
+          "--emit writes context parallelism (CP {}) as the plan priced it: Transformer "
+          "Engine's ring or Ulysses for megatron and nemo, PyTorch's all-gather rotater for "
+          "torchtitan",
+          obstacle.cp);
     case RefusalKind::dtype:
       return dtype_reason(release, model.training.dtype);
     case RefusalKind::ffn:

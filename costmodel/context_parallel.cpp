@@ -44,6 +44,14 @@ double cp_kv_chunk_bytes(const Model& model, const ParallelConfig& config) {
   return tokens * kv_elements_per_token(model) / config.tp * dtype_bytes(model.training.dtype);
 }
 
+double cp_allgather_working_bytes(const Model& model, const ParallelConfig& config) {
+  const double chunk = cp_kv_chunk_bytes(model, config);
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len / config.cp;
+  const double dq_fp32 =
+      4.0 * tokens * static_cast<double>(model.heads) * model.qk_head_dim() / config.tp;
+  return chunk * config.cp + 3.0 * 2.0 * chunk + dq_fp32;
+}
+
 bool cp_a2a_possible(const Model& model, const ParallelConfig& config) {
   const int heads = model.heads / config.tp;
   const int kv_heads =
@@ -56,6 +64,9 @@ bool cp_a2a_runs(const Stack& stack, const Model& model, const ParallelConfig& c
 }
 
 namespace {
+
+/// The dK/dV the all-gather rotater passes are fp32 (accum_dtype), the K/V 16-bit.
+constexpr double kFp32OverBf16 = 2.0;
 
 /// Ring p2p: per layer (cp - 1) sends of the K/V chunk forward (again on the `again_share` of
 /// the layers that full or attention recompute repeats), 2 (cp - 1) backward (K/V on, dK/dV back);
@@ -108,11 +119,12 @@ CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const Grou
 
 /// PyTorch's context_parallel with the all-gather rotater (torchtitan's default; torch 2.6
 /// torch/distributed/tensor/experimental/_attention.py L301-329 _AllGatherRotater, L465-520,
-/// L636-700): per layer one all-gather of every rank's K/V chunk, issued before the local
+/// L636-760): per layer one all-gather of every rank's K/V chunk, issued before the local
 /// chunk's attention and awaited after it (again on the `again_share` of the layers recompute
 /// repeats); backward the same all-gather behind the first step's attention backward, and the
-/// dK/dV chunk passed round the ring (the all-to-all rotater: one send per step, cp - 1 of
-/// them), each behind a step's attention backward.
+/// dK/dV chunk passed round the ring in fp32 (the all-to-all rotater, accum_dtype float32): one
+/// send per step, cp of them, each behind the next step's attention backward, the last awaited
+/// after the loop with nothing to hide behind (L736-752).
 CommDetail allgather_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
                           const LayerTime& layer, double layers, double again_share,
                           const Calibration* calibration) {
@@ -123,17 +135,18 @@ CommDetail allgather_comm(const Model& model, const ParallelConfig& config, cons
   comm.bytes_per_call = chunk * config.cp;  // nccl-tests' S: the gathered K/V
   const double gather_s =
       collective_time_s(Collective::all_gather, comm.bytes_per_call, link, calibration);
-  const double send_s = collective_time_s(Collective::send_recv, chunk, link, calibration);
-  const double steps = config.cp - 1.0;
+  const double send_s =
+      collective_time_s(Collective::send_recv, kFp32OverBf16 * chunk, link, calibration);
+  const double sends = config.cp;
   const double gathers = 2.0 + again_share;  // forward, backward, recomputed forward
-  comm.calls_per_step = layers * (gathers + steps);
-  comm.total_s = layers * (gathers * gather_s + steps * send_s);
+  comm.calls_per_step = layers * (gathers + sends);
+  comm.total_s = layers * (gathers * gather_s + sends * send_s);
   comm.time_per_call_s = comm.calls_per_step > 0.0 ? comm.total_s / comm.calls_per_step : 0.0;
   const double forward_exposed = std::max(0.0, gather_s - layer.attention_forward_s);
   const double backward_exposed = std::max(0.0, gather_s - layer.attention_backward_s);
   const double send_exposed = std::max(0.0, send_s - layer.attention_backward_s);
-  comm.exposed_s =
-      layers * ((1.0 + again_share) * forward_exposed + backward_exposed + steps * send_exposed);
+  comm.exposed_s = layers * ((1.0 + again_share) * forward_exposed + backward_exposed +
+                             (sends - 1.0) * send_exposed + send_s);
   return comm;
 }
 

@@ -36,6 +36,11 @@ void add_cp_attention(LayerTime& layer, int cp, Recompute recompute, SelectiveKi
 /// Bytes of one ring step's K/V chunk on one GPU: b x (s / cp) x kv_elements / tp x dtype.
 [[nodiscard]] double cp_kv_chunk_bytes(const Model& model, const ParallelConfig& config);
 
+/// What the all-gather rotater holds while one layer's attention runs backward (torch 2.6
+/// _attention.py L600-760): the K/V gathered from every rank (cp chunks), the fp32 dK/dV
+/// accumulated, sent and received (3 x 2 chunks) and the fp32 dQ of the local tokens.
+[[nodiscard]] double cp_allgather_working_bytes(const Model& model, const ParallelConfig& config);
+
 /// Whether Ulysses can split this config's heads: heads / tp and kv_heads / tp divisible by cp.
 [[nodiscard]] bool cp_a2a_possible(const Model& model, const ParallelConfig& config);
 /// The stack runs Ulysses and the split's heads allow it.

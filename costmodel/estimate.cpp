@@ -541,7 +541,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   memory.adam_state_bytes = stack.adam_state_bytes;
   memory.nccl = nccl_groups(cluster, config, placement);
   if (config.cp > 1 && out.cp_kind == CpKind::all_gather) {
-    memory.cp_gathered_kv_bytes = cp_kv_chunk_bytes(model, config) * config.cp;
+    memory.cp_gathered_kv_bytes = cp_allgather_working_bytes(model, config);
   }
   out.memory = peak_memory(gpu, local, split, memory);
   add_expert_memory(out.memory, model, config, memory);

@@ -47,8 +47,9 @@ struct MemoryBreakdown {
   double activations_bytes = 0.0;  ///< kept for backward, every micro-batch in flight
   double workspace_bytes = 0.0;    ///< cuBLAS workspace
   /// Transients at the peak; the larger of the two moments counts (transient_bytes):
-  double tp_gather_bytes = 0.0;          ///< the TP/SP-gathered layer input (both moments)
-  double cp_gather_bytes = 0.0;          ///< moment 1: the layer's K/V gathered from every CP rank
+  double tp_gather_bytes = 0.0;  ///< the TP/SP-gathered layer input (both moments)
+  /// moment 1: the layer's K/V gathered from every CP rank and its fp32 gradient buffers
+  double cp_gather_bytes = 0.0;
   double recompute_working_bytes = 0.0;  ///< moment 1: the layer in backward, rebuilt
   double layer_units_bytes = 0.0;        ///< moment 1: ZeRO-3 layers gathered, grads unsharded
   double loss_bytes = 0.0;               ///< moment 2 (last stage): logits and cross-entropy

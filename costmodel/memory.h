@@ -150,8 +150,8 @@ struct MemoryOptions {
   /// Column-parallel layers keep their all-gathered input under sequence parallelism
   /// (Stack::tp_keeps_gathered_inputs): the QKV and FFN inputs and the output layer's.
   bool gathered_inputs = false;
-  /// Context parallelism by the all-gather rotater: one layer's K/V of the whole sequence,
-  /// gathered for its attention forward and again for its backward (0 otherwise).
+  /// Context parallelism by the all-gather rotater: what one layer's attention backward holds
+  /// (cp_allgather_working_bytes; 0 otherwise).
   double cp_gathered_kv_bytes = 0.0;
   NcclGroups nccl;
 };

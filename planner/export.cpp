@@ -181,13 +181,17 @@ std::string placement_comment(const Launch& launch, const char* comment) {
 namespace {
 
 /// What no target writes yet: MoE models (expert flags) and multi-latent attention (its
-/// ranks and head dims; so no target meets `selective: mla_up_proj`), context parallelism outside
-/// Megatron-LM, NeMo and torchtitan, hybrid sharding outside torchtitan. A CP plan's nearest is the
+/// ranks and head dims; so no target meets `selective: mla_up_proj`), context parallelism other
+/// than Transformer Engine's ring or Ulysses for Megatron-LM and NeMo and PyTorch's all-gather
+/// rotater for torchtitan (v0.2.2 train.py never sets another rotate method), hybrid sharding
+/// outside torchtitan. A CP plan's nearest is the
 /// same GPUs with CP folded into DP; an HSDP plan's the same split sharded over all of DP.
 std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   const Framework framework = in.release.framework;
-  const bool writes_cp = framework == Framework::megatron || framework == Framework::nemo ||
-                         framework == Framework::torchtitan;
+  const bool te_cp = in.cp_kind == CpKind::p2p || in.cp_kind == CpKind::a2a;
+  const bool writes_cp =
+      ((framework == Framework::megatron || framework == Framework::nemo) && te_cp) ||
+      (framework == Framework::torchtitan && in.cp_kind == CpKind::all_gather);
   if (in.model.is_moe() || in.model.attention == AttentionKind::mla) {
     return emit::limit(RefusalKind::moe_model);
   }

@@ -81,7 +81,7 @@ std::string training(const Model& model, const ParallelConfig& c) {
 /// get_fsdp_reshard_after_forward_policy), as the torchtitan stack prices it.
 /// Pipeline stages: layers / (PP x v) each, first/last stage not lightened, so
 /// ceil(layers / per_stage) = PP x v stages (pipeline_parallel.py:71-108).
-std::string parallelism(const Model& model, const ParallelConfig& c, CpKind cp_kind) {
+std::string parallelism(const Model& model, const ParallelConfig& c) {
   const bool shard = c.zero >= 2;
   // HSDP: shard over dp_shard ranks, replicate across the rest (job_config.py Parallelism).
   const int shard_degree = shard ? c.shard_ranks() : 1;
@@ -89,11 +89,11 @@ std::string parallelism(const Model& model, const ParallelConfig& c, CpKind cp_k
                   "\ndata_parallel_shard_degree = " + str(shard_degree) + "\n";
   if (shard) t += "fsdp_reshard_after_forward = " + q(c.zero == 2 ? "never" : "default") + "\n";
   t += "tensor_parallel_degree = " + str(c.tp) + "\npipeline_parallel_degree = " + str(c.pp) + "\n";
-  // Context parallelism (job_config.py Parallelism): the all-gather rotater, or the ring of
-  // permutes ("alltoall") for a plan priced with ring attention; FSDP shards over dp_shard x cp.
+  // Context parallelism (job_config.py Parallelism): the all-gather rotater, the only one its
+  // train.py runs (the rotate method is set for validation only); FSDP shards over dp_shard x cp.
   if (c.cp > 1) {
-    t += "context_parallel_degree = " + str(c.cp) + "\ncontext_parallel_rotate_method = " +
-         q(cp_kind == CpKind::all_gather ? "allgather" : "alltoall") + "\n";
+    t += "context_parallel_degree = " + str(c.cp) +
+         "\ncontext_parallel_rotate_method = \"allgather\"\n";
   }
   if (c.pp > 1) {
     t += "pipeline_parallel_schedule = " + q(c.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") +
@@ -139,7 +139,8 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   if (dtype == Dtype::fp16 || dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);
   }
-  if (c.zero == 0 && (c.tp > 1 || c.pp > 1)) {
+  // With CP torchtitan shards over the CP ranks (fsdp_enabled = dp_shard or cp): no DDP.
+  if (c.zero == 0 && (c.tp > 1 || c.pp > 1 || c.cp > 1)) {
     return limit(RefusalKind::ddp_multi_dim, with_zero(c, 2));
   }
   if (c.zero == 1) {
@@ -154,15 +155,6 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
     ParallelConfig fixed = c;
     fixed.recompute = Recompute::full;
     return limit(RefusalKind::selective_recompute, fixed);
-  }
-  // Ulysses (head-sharded all-to-all) is not one of torchtitan's rotate methods: CP folded.
-  if (c.cp > 1 && in.cp_kind == CpKind::a2a) {
-    ParallelConfig fixed = c;
-    fixed.dp *= fixed.cp;
-    fixed.cp = 1;
-    Limit cp = limit(RefusalKind::context_parallel, fixed);
-    cp.obstacle.cp = c.cp;
-    return cp;
   }
   if (partial_not_runnable(in.model, c)) {
     ParallelConfig fixed = c;
@@ -188,7 +180,7 @@ std::string torchtitan_text(const Input& in, const Launch& launch) {
   t += '\n';
   t += training(in.model, c);
   t += '\n';
-  t += parallelism(in.model, c, in.cp_kind);
+  t += parallelism(in.model, c);
   // Selective under the torchtitan stack is its per-op policy: mode "selective", option "op";
   // partial full recompute is its layer option: every k-th block (parallelize_llama.py).
   const bool per_op = c.recompute == Recompute::selective;

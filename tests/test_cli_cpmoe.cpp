@@ -168,7 +168,7 @@ TEST_CASE("--fail-link reports the EP and CP groups a broken link hits", "[cli_c
   CHECK(cp.out.find("  cp [") != std::string::npos);
 }
 
-TEST_CASE("--emit writes CP for megatron, nemo and torchtitan, refuses it elsewhere and MoE models",
+TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE models",
           "[cli_cpmoe]") {
   const std::string base =
       "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 256 --cp 8 "
@@ -181,16 +181,17 @@ TEST_CASE("--emit writes CP for megatron, nemo and torchtitan, refuses it elsewh
   REQUIRE(nemo.code == 0);
   CHECK(nemo.out.find("recipe.trainer.strategy.context_parallel_size = 8") != std::string::npos);
   CHECK(nemo.out.find("recipe.model.config.cp_comm_type = \"p2p\"") != std::string::npos);
-  // torchtitan: the ring-priced plan as its ring of permutes ("alltoall" rotate method).
-  const Run titan = trident(base + "torchtitan");
+  // A ring-priced plan is not what torchtitan runs (PyTorch's all-gather rotater): folded.
+  const Run cp = trident(base + "torchtitan");
+  CHECK(cp.code == 2);
+  CHECK(cp.err.find("--emit writes context parallelism (CP 8) as the plan priced it") !=
+        std::string::npos);
+  CHECK(cp.err.find("nearest plan it can run: --tp 1 --pp 1 --dp 256") != std::string::npos);
+  // Priced under the torchtitan stack, the all-gather rotater is written.
+  const Run titan = trident(base + "torchtitan --stack torchtitan --zero 3");
   REQUIRE(titan.code == 0);
   CHECK(titan.out.find("context_parallel_degree = 8\ncontext_parallel_rotate_method = "
-                       "\"alltoall\"") != std::string::npos);
-  const Run cp = trident(base + "deepspeed");
-  CHECK(cp.code == 2);
-  CHECK(cp.err.find("--emit writes context parallelism (CP 8) for megatron, nemo and torchtitan "
-                    "only") != std::string::npos);
-  CHECK(cp.err.find("nearest plan it can run: --tp 1 --pp 1 --dp 256") != std::string::npos);
+                       "\"allgather\"") != std::string::npos);
   const Run moe = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --emit megatron");
   CHECK(moe.code == 2);
   CHECK(moe.err.find("has experts") != std::string::npos);

@@ -341,10 +341,8 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   o.kind = RefusalKind::context_parallel;
   o.cp = 2;
   CHECK(cli::refusal_reason(o, titan, model) ==
-        "torchtitan's context parallelism (CP 2) rotates K/V by all-gather or a ring of "
-        "permutes; it has no Ulysses all-to-all");
-  CHECK(cli::refusal_reason(o, parse_release("deepspeed"), model) ==
-        "--emit writes context parallelism (CP 2) for megatron, nemo and torchtitan only");
+        "--emit writes context parallelism (CP 2) as the plan priced it: Transformer Engine's "
+        "ring or Ulysses for megatron and nemo, PyTorch's all-gather rotater for torchtitan");
   CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan) == "--cp 1");
   o.kind = RefusalKind::selective_recompute;
   CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan).empty());  // a knob fixes it

@@ -145,20 +145,27 @@ TEST_CASE("all-gather rotater: K/V gathered once a pass, K/V gradients round the
   CHECK(comm.kind == CpKind::all_gather);
   CHECK(comm.detail.collective == Collective::all_gather);
   CHECK(comm.detail.bytes_per_call == 8192.0);  // nccl-tests' S: the 4 chunks gathered
-  // Per layer: an all-gather forward and one backward, and 3 sends of the K/V gradient chunk:
-  // 2 layers x (2 + 3) = 10 calls.
-  CHECK(comm.detail.calls_per_step == 10.0);
+  // Per layer: an all-gather forward and one backward, and 4 sends of the fp32 K/V gradient
+  // chunk (2 x 2048 bytes), one after every step: 2 layers x (2 + 4) = 12 calls.
+  CHECK(comm.detail.calls_per_step == 12.0);
   const double gather_s = collective_time_s(Collective::all_gather, 8192.0, link, nullptr);
-  const double send_s = collective_time_s(Collective::send_recv, 2048.0, link, nullptr);
-  CHECK(comm.detail.total_s == Approx(2.0 * (2.0 * gather_s + 3.0 * send_s)));
+  const double send_s = collective_time_s(Collective::send_recv, 4096.0, link, nullptr);
+  CHECK(comm.detail.total_s == Approx(2.0 * (2.0 * gather_s + 4.0 * send_s)));
   CHECK(comm.detail.exposed_s == Approx(comm.detail.total_s));
-  // Full recompute gathers again forward: 2 x (3 + 3) = 12 calls.
+  // Full recompute gathers again forward: 2 x (3 + 4) = 14 calls.
   config.recompute = Recompute::full;
-  CHECK(cp_comm(model, config, link, step, 2.0, torch_cp, nullptr).detail.calls_per_step == 12.0);
+  CHECK(cp_comm(model, config, link, step, 2.0, torch_cp, nullptr).detail.calls_per_step == 14.0);
   config.recompute = Recompute::none;
-  // The local chunk's attention longer than the gather and a step's backward longer than a
-  // send: nothing exposed.
-  step.attention_forward_s = 1.0;
-  step.attention_backward_s = 2.5;
-  CHECK(cp_comm(model, config, link, step, 2.0, torch_cp, nullptr).detail.exposed_s == 0.0);
+  // A step's backward longer than a send, shorter than the gather; the forward's local chunk
+  // longer than the gather: exposed per layer the backward gather's excess and the last send,
+  // which waits after the loop: 2 x ((gather - bwd) + send).
+  REQUIRE(send_s < gather_s);
+  step.attention_forward_s = 2.0 * gather_s;
+  step.attention_backward_s = 0.5 * (send_s + gather_s);
+  CHECK(cp_comm(model, config, link, step, 2.0, torch_cp, nullptr).detail.exposed_s ==
+        Approx(2.0 * ((gather_s - step.attention_backward_s) + send_s)));
+  // Working memory of one layer's attention backward: the gathered K/V 4 x 2048, the fp32
+  // dK/dV accumulated, sent and received 3 x 4096, the fp32 dQ of the 8 local tokens
+  // 4 x 8 x 4 heads x 16 = 2048: 22528 bytes.
+  CHECK(cp_allgather_working_bytes(model, config) == Approx(22528.0));
 }

@@ -329,47 +329,60 @@ TEST_CASE("torchtitan: selective means what the plan's stack priced", "[export][
   CHECK(s.at("parallelism.fsdp_reshard_after_forward") == "default");
 }
 
-TEST_CASE("context parallelism: megatron, nemo and torchtitan write it, the others fold it",
+TEST_CASE("context parallelism: each target writes the kind it runs, the others fold it",
           "[export]") {
-  // 32 GPUs: TP 2 x CP 2 x DP 8, sequence 8192 (2 x CP divides it).
+  // 32 GPUs: TP 2 x CP 2 x DP 8, sequence 8192 (2 x CP divides it). Megatron-LM and NeMo run
+  // Transformer Engine's ring (p2p) or Ulysses (a2a); torchtitan PyTorch's all-gather rotater.
   const Cluster cluster = cluster_of(4);
-  ParallelConfig c = config_of({2, 1, 1}, 3, Recompute::full, true);
-  c.dp = 8;
-  c.cp = 2;
+  ParallelConfig te = config_of({2, 1, 1}, 1, Recompute::selective, true);
+  te.dp = 8;
+  te.cp = 2;
+  ParallelConfig titan_plan = config_of({2, 1, 1}, 3, Recompute::full, true);
+  titan_plan.dp = 8;
+  titan_plan.cp = 2;
   for (const Release& r : releases()) {
-    int emitted = 0, refused = 0;
-    check_one(r, cluster, llama8b(), c, emitted, refused);
-    const bool writes = r.framework == Framework::megatron || r.framework == Framework::nemo ||
-                        r.framework == Framework::torchtitan;
+    const bool titan = r.framework == Framework::torchtitan;
+    const bool writes = r.framework == Framework::megatron || r.framework == Framework::nemo;
     INFO(release_id(r));
-    if (writes && r.framework != Framework::torchtitan) continue;  // ZeRO-3 with their rules
-    CHECK(emitted == (writes ? 1 : 0));
+    for (const CpKind kind : {CpKind::p2p, CpKind::a2a, CpKind::all_gather}) {
+      const ParallelConfig& c = titan ? titan_plan : te;
+      const auto e = export_plan(r, cluster, llama8b(), c, SelectiveKind::per_op, kind);
+      const bool runs =
+          (writes && kind != CpKind::all_gather) || (titan && kind == CpKind::all_gather);
+      INFO(to_string(kind));
+      if (runs) {
+        REQUIRE_FALSE(e.refusal.has_value());
+        CHECK(rules(r, e.text, llama8b(), c) == "");
+        continue;
+      }
+      REQUIRE(e.refusal.has_value());
+      if (e.refusal->reason.kind != RefusalKind::context_parallel)
+        continue;  // another obstacle first
+      REQUIRE(e.refusal->nearest.has_value());
+      CHECK(e.refusal->nearest->dp == 16);
+      CHECK(e.refusal->nearest->cp == 1);
+    }
   }
-  ParallelConfig one = config_of({2, 1, 1}, 1, Recompute::selective, true);
-  one.dp = 8;
-  one.cp = 2;
-  const auto mlm = export_plan(parse_release("megatron"), cluster, llama8b(), one,
+  const auto mlm = export_plan(parse_release("megatron"), cluster, llama8b(), te,
                                SelectiveKind::attention, CpKind::a2a);
   REQUIRE_FALSE(mlm.refusal.has_value());
   CHECK(mlm.text.find("--context-parallel-size 2 \\\n  --cp-comm-type a2a") != std::string::npos);
-  // torchtitan: its all-gather rotater, or the ring of permutes for a ring-priced plan.
-  const Release& titan = parse_release("torchtitan");
-  const auto gathered =
-      export_plan(titan, cluster, llama8b(), c, SelectiveKind::per_op, CpKind::all_gather);
+  const auto gathered = export_plan(parse_release("torchtitan"), cluster, llama8b(), titan_plan,
+                                    SelectiveKind::per_op, CpKind::all_gather);
   REQUIRE_FALSE(gathered.refusal.has_value());
   const Settings s = parse_toml(gathered.text);
   CHECK(s.at("parallelism.context_parallel_degree") == "2");
   CHECK(s.at("parallelism.context_parallel_rotate_method") == "allgather");
-  const auto ring = export_plan(titan, cluster, llama8b(), c, SelectiveKind::per_op, CpKind::p2p);
-  REQUIRE_FALSE(ring.refusal.has_value());
-  CHECK(parse_toml(ring.text).at("parallelism.context_parallel_rotate_method") == "alltoall");
-  // Ulysses is no rotate method of torchtitan's: CP folded into DP.
-  const auto ulysses =
-      export_plan(titan, cluster, llama8b(), c, SelectiveKind::per_op, CpKind::a2a);
-  REQUIRE(ulysses.refusal.has_value());
-  REQUIRE(ulysses.refusal->nearest.has_value());
-  CHECK(ulysses.refusal->nearest->dp == 16);
-  CHECK(ulysses.refusal->nearest->cp == 1);
+  // ZeRO-0 with CP: torchtitan shards over the CP ranks anyway (no DDP): refused.
+  ParallelConfig ddp = titan_plan;
+  ddp.zero = 0;
+  ddp.tp = 1;
+  ddp.sequence_parallel = false;
+  ddp.dp = 16;
+  const auto no_ddp = export_plan(parse_release("torchtitan"), cluster, llama8b(), ddp,
+                                  SelectiveKind::per_op, CpKind::all_gather);
+  REQUIRE(no_ddp.refusal.has_value());
+  CHECK(no_ddp.refusal->reason.kind == RefusalKind::ddp_multi_dim);
 }
 
 TEST_CASE("hybrid sharding (HSDP): torchtitan writes its two degrees, the others refuse",
