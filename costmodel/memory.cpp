@@ -55,15 +55,25 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
   return bytes;
 }
 
+/// ZeRO-3 that gathers each unit for its use and frees it after (not kept whole under PP).
+bool gathers_per_unit(const ParallelConfig& config, const MemoryOptions& options) {
+  return config.zero >= 3 && config.shard_ranks() > 1 && !keeps_gathered(config, options);
+}
+
 /// ZeRO-3 units gathered while one layer computes: the unit computing and the prefetched ones,
-/// gathered (16-bit weights) and unsharded (gradients before their reduce-scatter); none with
-/// dp 1, none when ZeRO-3 with PP keeps everything whole.
+/// gathered (16-bit weights, and the FP8 copies a recipe makes of their linear layers, which
+/// live and go with them: Megatron-FSDP gathers FP8 parameters per bucket and drops their
+/// transpose cache on release, megatron_fsdp.py L620-640 @d98e8a64) and unsharded (gradients
+/// before their reduce-scatter); none with dp 1, none when ZeRO-3 with PP keeps everything whole.
 double layer_units_bytes(const Model& model, const ParallelConfig& config,
                          const MemoryOptions& options) {
-  if (config.zero < 3 || config.shard_ranks() <= 1 || keeps_gathered(config, options)) return 0.0;
+  if (!gathers_per_unit(config, options)) return 0.0;
   const double units = 1.0 + options.prefetch_units;
-  return units * count_parameters(model).per_layer / config.tp *
-         (options.weight_bytes + options.grad_buffer_bytes);
+  const ParameterCount count = count_parameters(model);
+  const double linear = count.attention_per_layer + count.ffn_per_layer;
+  return units / config.tp *
+         (count.per_layer * (options.weight_bytes + options.grad_buffer_bytes) +
+          linear * options.weight_copy_bytes_per_parameter);
 }
 
 /// The output layer as the unit gathered at the loss (ZeRO-3, last stage): V*h/t weights and
@@ -95,9 +105,12 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   memory.gradients_bytes = params * per.gradients;
   memory.optimizer_bytes = params * per.optimizer;
   // FP8 copies exist for the Transformer Engine linear layers only: not the embedding, the
-  // output layer or the norms (docs/cost_model.md#precision).
-  memory.weight_copies_bytes =
-      stage_linear_parameters(model, config, first, last) * options.weight_copy_bytes_per_parameter;
+  // output layer or the norms (docs/cost_model.md#precision); under ZeRO-3 only for the
+  // gathered units (layer_units_bytes).
+  memory.weight_copies_bytes = gathers_per_unit(config, options)
+                                   ? 0.0
+                                   : stage_linear_parameters(model, config, first, last) *
+                                         options.weight_copy_bytes_per_parameter;
   // Partial full recompute keeps only the input of the layers it repeats and everything of
   // the others (all of one kind otherwise).
   const double layers = layers_on_stage(model, config, first, last);

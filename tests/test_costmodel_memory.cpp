@@ -339,3 +339,21 @@ TEST_CASE("partial full recompute: the recomputed layers keep their input, the r
   CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
         Approx(118784.0));
 }
+
+TEST_CASE("ZeRO-3: a recipe's FP8 weight copies live only with the gathered units", "[memory]") {
+  const Model model = test::small_model();  // h 64, 4 heads, f 256, no biases, RMSNorm
+  ParallelConfig config = test::small_config();
+  config.pp = 1;
+  config.zero = 3;  // dp 2: sharded per unit, gathered one unit at a time (+1 prefetched)
+  MemoryOptions options;
+  options.weight_copy_bytes_per_parameter = 2.0;  // an FP8 copy and its transpose
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  // Per layer: linear 4h^2 + 2hf = 16384 + 32768 = 49152 parameters, norms 2h = 128.
+  // Two units over TP 2: 2/2 x (49280 x (2 + 4) + 49152 x 2) = 295680 + 98304 = 393984.
+  CHECK(peak.weight_copies_bytes == 0.0);
+  CHECK(peak.layer_units_bytes == Approx(393984.0));
+  // ZeRO-1 keeps every linear weight whole, and its copies: 2 layers x 49152 / 2 x 2 bytes.
+  config.zero = 1;
+  CHECK(peak_memory(test::round_gpu(), model, config, options).weight_copies_bytes ==
+        Approx(98304.0));
+}
