@@ -94,6 +94,8 @@ void run_stages(std::vector<std::size_t>& next, Length length, Advance advance) 
 
 int StageLayers::most() const { return std::max({first, middle, last}); }
 
+bool StageLayers::even(int pp) const { return first == last && (pp < 3 || middle == first); }
+
 StageLayers stage_layers(int layers, int pp) {
   if (pp <= 1) return {layers, 0, layers};
   const int ceil_layers = (layers + pp - 1) / pp;
@@ -111,6 +113,10 @@ StageLayers model_stage_layers(const Model& model, int pp) {
   out.last += model.mtp_layers;
   if (pp <= 1) out.first += model.mtp_layers;  // one stage: first and last alike
   return out;
+}
+
+int model_chunk_layers(const Model& model, int pp, int virtual_stages) {
+  return model_stage_layers(model, pp).most() / virtual_stages;
 }
 
 double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {

@@ -18,11 +18,16 @@ struct StageLayers {
   int middle = 0;  ///< the most layers any middle stage holds (0 when pp < 3)
   int last = 0;
   [[nodiscard]] int most() const;
+  /// Every one of `pp` stages holds the same layers (no uneven split, no MTP layers on the
+  /// last).
+  [[nodiscard]] bool even(int pp) const;
 };
 [[nodiscard]] StageLayers stage_layers(int layers, int pp);
 /// The model's layers split as stage_layers does, then its multi-token-prediction layers on
 /// the last stage (Megatron-Core builds the MTP block in the last stage's post-process).
 [[nodiscard]] StageLayers model_stage_layers(const Model& model, int pp);
+/// Layers of the largest model chunk of a split: its largest stage's / the virtual stages.
+[[nodiscard]] int model_chunk_layers(const Model& model, int pp, int virtual_stages);
 
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);

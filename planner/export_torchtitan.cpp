@@ -40,25 +40,22 @@ const Flavor* flavor_of(const Model& m) {
 
 std::string q(const std::string& text) { return "\"" + text + "\""; }
 
-/// Layers of the plan's largest model chunk.
-int chunk_of(const Model& model, const ParallelConfig& c) {
-  return model_stage_layers(model, c.pp).most() / c.virtual_stages;
-}
-
 /// torchtitan's selective_ac_option k for the plan's partial recompute: every k-th block
 /// (ptd_checkpoint_wrapper._count % k) on a split of equal stages; 0 when the plan recomputes
 /// every layer (none partial: N at least the chunk) or when no k runs it.
 int ac_interval(const Model& model, const ParallelConfig& c) {
   if (c.recompute != Recompute::full || c.recompute_layers <= 0) return 0;
-  const StageLayers split = model_stage_layers(model, c.pp);
-  const bool even = split.first == split.last && (c.pp < 3 || split.middle == split.first);
-  return even ? every_kth_interval(chunk_of(model, c), c.recompute_layers) : 0;
+  return model_stage_layers(model, c.pp).even(c.pp)
+             ? every_kth_interval(model_chunk_layers(model, c.pp, c.virtual_stages),
+                                  c.recompute_layers)
+             : 0;
 }
 
 /// Partial recompute of fewer layers than a chunk holds that no k runs.
 bool partial_not_runnable(const Model& model, const ParallelConfig& c) {
   return c.recompute == Recompute::full && c.recompute_layers > 0 &&
-         c.recompute_layers < chunk_of(model, c) && ac_interval(model, c) == 0;
+         c.recompute_layers < model_chunk_layers(model, c.pp, c.virtual_stages) &&
+         ac_interval(model, c) == 0;
 }
 
 /// Without PP, torchtitan accumulates gradients: global = local x DP x steps (train.py:200-

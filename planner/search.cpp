@@ -288,16 +288,12 @@ class SplitSearch {
     if (plan && (!best || better_plan(*plan, *best))) best = plan;
   }
 
-  /// Whether every stage of the split holds the same layers (no uneven stages, no MTP layers
-  /// on the last one).
   [[nodiscard]] bool even_stages(const ParallelConfig& config) const {
-    const StageLayers split = model_stage_layers(model_, config.pp);
-    return split.first == split.last && (config.pp < 3 || split.middle == split.first);
+    return model_stage_layers(model_, config.pp).even(config.pp);
   }
 
-  /// Layers of the split's largest model chunk (a stage's layers / virtual stages).
   [[nodiscard]] int chunk_layers(const ParallelConfig& config) const {
-    return model_stage_layers(model_, config.pp).most() / config.virtual_stages;
+    return model_chunk_layers(model_, config.pp, config.virtual_stages);
   }
 
   /// Whether to look for partial recompute beside full recompute of every layer: recompute
