@@ -110,7 +110,7 @@ double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count) {
 
 double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                         const GemmShape& shape) {
-  return gpu.peak_tflops(dtype) * gpu.gemm_efficiency(dtype) * profile.sustained_ratio *
+  return gpu.peak_tflops(dtype) * gpu.gemm_efficiency(dtype) * profile.training_clock_ratio() *
          gemm_shape_efficiency(shape, profile.sm_count, gemm_k_fill(gpu, dtype, profile.sm_count));
 }
 
@@ -193,7 +193,7 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
         attention_shares(profile, features.flash2, model.seq_len, features.cp, features.ulysses);
     if (shares.forward > 0.0 && shares.backward > 0.0) {
       const double flops = core.scores.flops() + core.context.flops();
-      const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.sustained_ratio;
+      const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.training_clock_ratio();
       time.forward_s = flops / (rate * shares.forward);
       time.backward_s = 2.5 * flops / (rate * shares.backward);
       return time;

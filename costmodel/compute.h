@@ -41,7 +41,7 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 /// (H100: 64 x 7.49 / 2.89 = 166). kGemmKFill when the SM count is unknown.
 [[nodiscard]] double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count);
 
-/// Sustained compute rate of one GEMM: peak x matmul_efficiency x profile.sustained_ratio x
+/// Sustained compute rate of one GEMM: peak x matmul_efficiency x profile.training_clock_ratio() x
 /// shape efficiency (docs/cost_model.md#compute).
 [[nodiscard]] double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                                       const GemmShape& shape);

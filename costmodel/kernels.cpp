@@ -12,6 +12,7 @@ namespace trident {
 KernelProfile kernel_profile(const Gpu& gpu) {
   return {gpu.sm_count,
           gpu.sustained_clock_ratio,
+          gpu.ensemble_clock_ratio,
           gpu.attention_forward_efficiency,
           gpu.attention_backward_efficiency,
           gpu.flash2_forward_efficiency,

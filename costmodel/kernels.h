@@ -15,6 +15,7 @@ namespace trident {
 struct KernelProfile {
   int sm_count = 0;                   ///< streaming multiprocessors (wave quantisation)
   double sustained_ratio = 1.0;       ///< MSMF / MAMF: saturated-clock GEMM over boost burst
+  double ensemble_ratio = 1.0;        ///< slowest GPU of a busy board over one GPU alone
   double flash_forward_share = 0.0;   ///< fused attention forward, share of dense peak
   double flash_backward_share = 0.0;  ///< fused attention backward, share of dense peak
   /// FlashAttention-2's shares where they differ (Hopper); 0 = the fused shares above.
@@ -28,6 +29,11 @@ struct KernelProfile {
   const AttentionCurve* flash_full = nullptr;
   const AttentionCurve* flash2_causal = nullptr;
   const AttentionCurve* flash2_full = nullptr;
+
+  /// The share of the boost-clock rate a tensor-core kernel keeps in a training job: the
+  /// saturated clock of one GPU, paced by the slowest GPU of its board
+  /// (docs/cost_model.md#kernels).
+  [[nodiscard]] double training_clock_ratio() const { return sustained_ratio * ensemble_ratio; }
 };
 
 /// Fused attention's forward and backward share of dense peak for one layer's call.
@@ -52,8 +58,8 @@ struct AttentionShares {
                                                double local_seq, int cp, bool ulysses = false);
 
 /// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,
-/// attention_forward_efficiency and attention_backward_efficiency (configs/gpus/*.yaml, each
-/// with its source); a GPU file without them gets the empty profile.
+/// ensemble_clock_ratio, attention_forward_efficiency and attention_backward_efficiency
+/// (configs/gpus/*.yaml, each with its source); a GPU file without them gets the empty profile.
 [[nodiscard]] KernelProfile kernel_profile(const Gpu& gpu);
 /// A profile views its GPU's curves: never of a temporary.
 KernelProfile kernel_profile(Gpu&& gpu) = delete;

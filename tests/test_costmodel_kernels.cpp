@@ -39,6 +39,40 @@ TEST_CASE("kernel profile from the GPU preset", "[kernels]") {
   CHECK(mine.flash_backward_share == 0.4);
 }
 
+TEST_CASE("a job runs at the pace of its board's slowest GPU", "[kernels]") {
+  // H100 borrows H200's all-8 concurrent run: mean 698.6 x (1 - 4.5% / 2) = 682.9 over 702.9
+  // alone = 0.972; training clock = 0.849 x 0.972 = 0.8252.
+  const Gpu h100_gpu = gpu_preset("h100-sxm-80g");
+  const KernelProfile h100 = kernel_profile(h100_gpu);
+  CHECK(h100.ensemble_ratio == Approx(0.972));
+  CHECK(h100.training_clock_ratio() == Approx(0.849 * 0.972));
+  CHECK(698.6 * (1.0 - 0.045 / 2.0) / 702.9 == Approx(0.972).margin(5e-4));
+  // B200 and GB200: 1426.4 x (1 - 10.4% / 2) = 1352.2 over 1455.7 alone = 0.929.
+  const Gpu b200 = gpu_preset("b200");
+  const Gpu gb200 = gpu_preset("gb200");
+  CHECK(kernel_profile(b200).ensemble_ratio == Approx(0.929));
+  CHECK(kernel_profile(gb200).ensemble_ratio == Approx(0.929));
+  CHECK(1426.4 * (1.0 - 0.104 / 2.0) / 1455.7 == Approx(0.929).margin(5e-4));
+  // No concurrent measurement for A100: not applied.
+  const Gpu a100 = gpu_preset("a100-sxm-80g");
+  CHECK(kernel_profile(a100).ensemble_ratio == 1.0);
+  // The GEMM rate carries both ratios: round GPU (100 TFLOP/s, efficiency 1), a shape that
+  // fills its tiles (no SM count: 128x128 tiles, k fill 64): 4096 x 4096 x 4032 ->
+  // 100 x 4032 / (4032 + 64) = 98.4375 TFLOP/s; sustained 0.8 and ensemble 0.5 -> 39.375.
+  Gpu gpu = test::round_gpu();
+  const GemmShape shape{4096, 4096, 4032, 1};
+  CHECK(gemm_rate_tflops(gpu, Dtype::bf16, kernel_profile(gpu), shape) == Approx(98.4375));
+  gpu.sustained_clock_ratio = 0.8;
+  gpu.ensemble_clock_ratio = 0.5;
+  CHECK(gemm_rate_tflops(gpu, Dtype::bf16, kernel_profile(gpu), shape) == Approx(39.375));
+  // Read from any GPU file; out of (0, 1] refused with the key named.
+  const std::string file = "name: g\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n";
+  const Gpu file_gpu = load_gpu(file + "ensemble_clock_ratio: 0.9\n", "g.yaml");
+  CHECK(kernel_profile(file_gpu).ensemble_ratio == 0.9);
+  CHECK_THROWS_WITH(load_gpu(file + "ensemble_clock_ratio: 1.5\n", "g.yaml"),
+                    Catch::Contains("ensemble_clock_ratio"));
+}
+
 TEST_CASE("wave quantisation", "[kernels]") {
   CHECK(wave_efficiency(132, 132) == 1.0);
   CHECK(wave_efficiency(133, 132) == Approx(133.0 / 264.0));             // a tail wave of one tile

@@ -29,6 +29,7 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "network_latency_us",
                                            "sm_count",
                                            "sustained_clock_ratio",
+                                           "ensemble_clock_ratio",
                                            "attention_forward_efficiency",
                                            "attention_backward_efficiency",
                                            "flash2_forward_efficiency",
@@ -108,6 +109,7 @@ Gpu read_gpu(const MapReader& m) {
   if (sm_count > 100000) m.fail("sm_count", "expected at most 100000");
   gpu.sm_count = static_cast<int>(sm_count);
   gpu.sustained_clock_ratio = m.optional_double("sustained_clock_ratio", 1.0, Range::fraction);
+  gpu.ensemble_clock_ratio = m.optional_double("ensemble_clock_ratio", 1.0, Range::fraction);
   gpu.attention_forward_efficiency =
       m.optional_double("attention_forward_efficiency", 0.0, Range::non_negative);
   gpu.attention_backward_efficiency =

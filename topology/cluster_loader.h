@@ -13,9 +13,10 @@ namespace trident {
 /// fp8 (0), tf32 (0)}, memory_gib, memory_gbps; optional matmul_efficiency (0.8), pcie_gbps
 /// (24: PCIe Gen4 x16 achievable), pcie_latency_us (5.7), nvlink_latency_us (3.4),
 /// network_latency_us (14; NCCL's Simple-protocol hops), sm_count (0 = unknown),
-/// sustained_clock_ratio (1), attention_forward_efficiency and attention_backward_efficiency (0 =
-/// not published), flash2_forward_efficiency and flash2_backward_efficiency (0 = as attention),
-/// attention_causal_curve, attention_full_curve, flash2_causal_curve, flash2_full_curve
+/// sustained_clock_ratio (1), ensemble_clock_ratio (1), attention_forward_efficiency and
+/// attention_backward_efficiency (0 = not published), flash2_forward_efficiency and
+/// flash2_backward_efficiency (0 = as attention), attention_causal_curve, attention_full_curve,
+/// flash2_causal_curve, flash2_full_curve
 /// ([[seq, forward share, backward share], ...], lengths increasing; absent = the scalars).
 [[nodiscard]] Gpu load_gpu(const std::string& text, const std::string& source);
 

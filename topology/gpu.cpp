@@ -158,6 +158,10 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
     return Problem{"sustained_clock_ratio", fmt::format("expected a number in [{}, 1], got {}",
                                                         kMinEfficiency, gpu.sustained_clock_ratio)};
   }
+  if (gpu.ensemble_clock_ratio < kMinEfficiency || gpu.ensemble_clock_ratio > 1.0) {
+    return Problem{"ensemble_clock_ratio", fmt::format("expected a number in [{}, 1], got {}",
+                                                       kMinEfficiency, gpu.ensemble_clock_ratio)};
+  }
   if (gpu.matmul_efficiency < kMinEfficiency || gpu.matmul_efficiency > 1.0) {
     return Problem{"matmul_efficiency", fmt::format("expected a number in [{}, 1], got {}",
                                                     kMinEfficiency, gpu.matmul_efficiency)};

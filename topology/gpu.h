@@ -53,6 +53,10 @@ struct Gpu {
   /// Saturated-clock (power-capped) GEMM rate over the boost-clock burst that
   /// matmul_efficiency measures (ml-engineering MSMF / MAMF); 1 = not published.
   double sustained_clock_ratio = 1.0;
+  /// The slowest GPU of a board whose GPUs all run GEMMs at once, over one GPU alone (its
+  /// MSMF): a synchronous job runs at its slowest GPU's pace (ml-engineering's alone vs
+  /// all-8 concurrent mamf-finder runs); 1 = not measured.
+  double ensemble_clock_ratio = 1.0;
   /// Fused (flash) attention forward/backward as a share of dense peak; 0 = not published
   /// (attention then runs at the GEMM tile model's rate).
   double attention_forward_efficiency = 0.0;
