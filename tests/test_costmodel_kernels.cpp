@@ -46,13 +46,13 @@ TEST_CASE("a job runs at the pace of its board's slowest GPU", "[kernels]") {
   const KernelProfile h100 = kernel_profile(h100_gpu);
   CHECK(h100.ensemble_ratio == Approx(0.972));
   CHECK(h100.training_clock_ratio() == Approx(0.849 * 0.972));
-  CHECK(698.6 * (1.0 - 0.045 / 2.0) / 702.9 == Approx(0.972).margin(5e-4));
+  CHECK(698.6 * (1.0 - 0.045 / 2.0) / 702.9 == Approx(0.97152).margin(1e-5));  // -> 0.972
   // B200 and GB200: 1426.4 x (1 - 10.4% / 2) = 1352.2 over 1455.7 alone = 0.929.
   const Gpu b200 = gpu_preset("b200");
   const Gpu gb200 = gpu_preset("gb200");
   CHECK(kernel_profile(b200).ensemble_ratio == Approx(0.929));
   CHECK(kernel_profile(gb200).ensemble_ratio == Approx(0.929));
-  CHECK(1426.4 * (1.0 - 0.104 / 2.0) / 1455.7 == Approx(0.929).margin(5e-4));
+  CHECK(1426.4 * (1.0 - 0.104 / 2.0) / 1455.7 == Approx(0.92892).margin(1e-5));  // -> 0.929
   // No concurrent measurement for A100: not applied.
   const Gpu a100 = gpu_preset("a100-sxm-80g");
   CHECK(kernel_profile(a100).ensemble_ratio == 1.0);
@@ -232,6 +232,13 @@ TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hoppe
   CHECK(b.attention_forward_s == Approx(2.0 * a.attention_forward_s));
   CHECK(b.attention_backward_s == Approx(2.0 * a.attention_backward_s));
   CHECK(b.forward_s - a.forward_s == Approx(a.attention_forward_s));
+  // The fused kernel runs at the board's pace too: half the pace, twice the time
+  // (65,536 FLOPs at 0.5 x 100 x 0.5 = 25 TFLOP/s).
+  Gpu paced = gpu;
+  paced.ensemble_clock_ratio = 0.5;
+  const LayerTime c = layer_time(paced, model, config, cudnn);
+  CHECK(c.attention_forward_s == Approx(65536.0 / 25e12));
+  CHECK(c.attention_backward_s == Approx(2.0 * a.attention_backward_s));
   // Without FA2 keys the flash kernel prices as the fused one.
   gpu.flash2_forward_efficiency = 0.0;
   gpu.flash2_backward_efficiency = 0.0;
