@@ -12,6 +12,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/context_parallel.h"
 #include "costmodel/gemms.h"
+#include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
@@ -64,11 +65,12 @@ Json replicate_json(const CommDetail& comm) {
 Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& plan,
                 const Calibration* calibration) {
   Json out = Json::array();
+  const Gpu gpu = gpu_for_job(cluster.gpu, plan.config.gpus());  // the pace estimate() priced
   for (const auto& gemm : gemm_calls(model, plan.config)) {
     // predicted_tflops: the cost model's roofline (or calibrated) rate for this shape.
     const GemmShape shape{static_cast<double>(gemm.m), static_cast<double>(gemm.n),
                           static_cast<double>(gemm.k), 1.0};
-    const double seconds = gemm_time_s(cluster.gpu, gemm.dtype, shape, calibration);
+    const double seconds = gemm_time_s(gpu, gemm.dtype, shape, calibration);
     out.push_back(Json{{"name", gemm.name},
                        {"m", gemm.m},
                        {"n", gemm.n},

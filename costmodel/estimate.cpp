@@ -307,6 +307,13 @@ NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
 Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                   const Placement& placement, const Calibration* calibration,
                   const EstimateOptions& options) {
+  // A job of one GPU runs at its own clock, not its board's pace (gpu_for_job): priced on a
+  // copy, a case too rare to weigh on the search.
+  if (config.gpus() == 1 && cluster.gpu.ensemble_clock_ratio != 1.0) {
+    Cluster alone = cluster;
+    alone.gpu = gpu_for_job(cluster.gpu, 1);
+    return estimate(alone, model, config, placement, calibration, options);
+  }
   Estimate out;
   const Gpu& gpu = cluster.gpu;
   // The dense machinery prices the per-GPU view: context parallel chunks as sequences (cp

@@ -23,6 +23,11 @@ KernelProfile kernel_profile(const Gpu& gpu) {
           &gpu.flash2_full};
 }
 
+Gpu gpu_for_job(Gpu gpu, int gpus) {
+  if (gpus == 1) gpu.ensemble_clock_ratio = 1.0;
+  return gpu;
+}
+
 AttentionShares curve_shares(const AttentionCurve& curve, double seq) {
   if (curve.empty()) return {};
   const auto& first = curve.points[0];

@@ -64,6 +64,11 @@ struct AttentionShares {
 /// A profile views its GPU's curves: never of a temporary.
 KernelProfile kernel_profile(Gpu&& gpu) = delete;
 
+/// The GPU as a job of `gpus` GPUs runs it: a job of one GPU has no sibling to wait for and
+/// keeps its own sustained clock (ensemble_clock_ratio 1); a larger job runs at its board's
+/// slowest GPU's pace, the preset's ratio (docs/cost_model.md#kernels).
+[[nodiscard]] Gpu gpu_for_job(Gpu gpu, int gpus);
+
 /// GEMM output tile of the Hopper/Ampere cuBLAS kernels (the canonical efficient tile,
 /// NVIDIA "Matrix Multiplication Background User's Guide": 128x256 and 256x128).
 inline constexpr double kGemmTileShort = 128.0;

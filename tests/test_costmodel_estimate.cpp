@@ -5,6 +5,7 @@
 
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
+#include "costmodel/kernels.h"
 #include "costmodel/placement.h"
 #include "costmodel_fixture.h"
 
@@ -306,4 +307,31 @@ TEST_CASE("partial recompute over uneven stages: each stage recomputes its own s
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, {});
   CHECK(one.hardware_flops - one.model_flops ==
         Approx((full.hardware_flops - full.model_flops) * 16.0 / 26.0));
+}
+
+TEST_CASE("a job of one GPU keeps its own clock; a larger job runs at its board's pace",
+          "[estimate]") {
+  const Model model = test::small_model();
+  Cluster paced = test::round_cluster();
+  paced.gpu.ensemble_clock_ratio = 0.5;
+  EstimateOptions plain;
+  plain.stack.tp_overlap = TpOverlap::none;
+  // One GPU: the same compute as a GPU without the key.
+  ParallelConfig one = test::small_config();
+  one.tp = one.pp = one.dp = 1;
+  const Placement alone;  // every group of size 1
+  const Estimate a = estimate(paced, model, one, alone, nullptr, plain);
+  const Estimate b = estimate(test::round_cluster(), model, one, alone, nullptr, plain);
+  CHECK(a.time.compute_s() == Approx(b.time.compute_s()));
+  CHECK(a.time.step_s == Approx(b.time.step_s));
+  CHECK(gpu_for_job(paced.gpu, 1).ensemble_clock_ratio == 1.0);
+  // Eight GPUs (tp 2, pp 2, dp 2): the tensor-core kernels at half the pace take longer; the
+  // forward grows by at most 2x (its memory-bound part keeps its time).
+  CHECK(gpu_for_job(paced.gpu, 8).ensemble_clock_ratio == 0.5);
+  const ParallelConfig eight = test::small_config();
+  const Estimate c = estimate(paced, model, eight, round_placement(), nullptr, plain);
+  const Estimate d =
+      estimate(test::round_cluster(), model, eight, round_placement(), nullptr, plain);
+  CHECK(c.time.forward_s > d.time.forward_s);
+  CHECK(c.time.forward_s <= 2.0 * d.time.forward_s);
 }
