@@ -5,8 +5,10 @@
 
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
+#include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/pipeline.h"
+#include "costmodel/precision.h"
 #include "planner/layout.h"
 
 namespace trident::cli {
@@ -65,6 +67,21 @@ std::string knobs_text(const PlanResult& plan, long long m) {
   return text;
 }
 
+/// The linear GEMMs' ceiling and the factors it is made of (docs/cost_model.md#kernels): what a
+/// GEMM of ideal shape reaches in this job, before tile and wave losses.
+std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
+  const Gpu gpu = gpu_for_job(preset, gpus);
+  const Dtype dtype = precision_of(model.training).linear_gemm;
+  const KernelProfile profile = kernel_profile(gpu);
+  const double peak = gpu.peak_tflops(dtype);
+  const double best = gpu.gemm_efficiency(dtype);
+  return fmt::format(
+      "  GEMM ceiling {:.0f} TFLOP/s  ({} peak {:.0f} x {:.3f} best measured x {:.3f} sustained "
+      "clock x {:.3f} the board's slowest GPU; before tile and wave losses)\n",
+      peak * best * profile.training_clock_ratio(), to_string(dtype), peak, best,
+      profile.sustained_ratio, profile.ensemble_ratio);
+}
+
 std::string three_numbers(const Cluster& cluster, const Model& model, const PlanResult& plan) {
   const auto& e = plan.estimate;
   const double tokens = static_cast<double>(model.training.global_batch) * model.seq_len;
@@ -80,6 +97,7 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
   if (model.is_moe()) {
     out += "  (MoE: FLOPs and MFU count active parameters: top_k + shared experts per token)\n";
   }
+  out += gemm_ceiling_text(cluster.gpu, model, plan.config.gpus());
   return out;
 }
 

@@ -169,6 +169,17 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   CHECK(explain.out.find("The three numbers") != std::string::npos);
   CHECK(explain.out.find("If TP crossed two servers") != std::string::npos);
   CHECK(explain.out.find("(p-1)/(v*m)") != std::string::npos);
+  // The GEMM ceiling and its factors: H100 989 x 0.80 (MAMF) x 0.849 (sustained) x 0.972 (the
+  // board's slowest GPU) = 652.9 TFLOP/s.
+  CHECK(explain.out.find("  GEMM ceiling 653 TFLOP/s  (bf16 peak 989 x 0.800 best measured x 0.849 "
+                         "sustained clock x 0.972 the board's slowest GPU;") != std::string::npos);
+  // A job of one GPU waits for no sibling: 989 x 0.80 x 0.849 x 1 = 671.7.
+  const Run alone = trident(
+      "plan --gpus 1 --servers 1 --gpus-per-server 1 --gpu h200-sxm-141g --model llama2-7b "
+      "--global-batch 8 --seq-len 1024 --explain");
+  REQUIRE(alone.code == 0);
+  CHECK(alone.out.find("  GEMM ceiling 672 TFLOP/s  (bf16 peak 989 x 0.800 best measured x 0.849 "
+                       "sustained clock x 1.000 the board's slowest GPU;") != std::string::npos);
   const Run second = trident(kSeed + " --explain 2");
   REQUIRE(second.code == 0);
   CHECK(second.out.find("Plan #2:") != std::string::npos);
