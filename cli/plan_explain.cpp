@@ -5,6 +5,7 @@
 
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
+#include "costmodel/compute.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/pipeline.h"
@@ -73,13 +74,11 @@ std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
   const Gpu gpu = gpu_for_job(preset, gpus);
   const Dtype dtype = precision_of(model.training).linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
-  const double peak = gpu.peak_tflops(dtype);
-  const double best = gpu.gemm_efficiency(dtype);
   return fmt::format(
       "  GEMM ceiling {:.0f} TFLOP/s  ({} peak {:.0f} x {:.3f} best measured x {:.3f} sustained "
       "clock x {:.3f} the board's slowest GPU; before tile and wave losses)\n",
-      peak * best * profile.training_clock_ratio(), to_string(dtype), peak, best,
-      profile.sustained_ratio, profile.ensemble_ratio);
+      gemm_ceiling_tflops(gpu, dtype, profile), to_string(dtype), gpu.peak_tflops(dtype),
+      gpu.gemm_efficiency(dtype), profile.sustained_ratio, profile.ensemble_ratio);
 }
 
 std::string three_numbers(const Cluster& cluster, const Model& model, const PlanResult& plan) {

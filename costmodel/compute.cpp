@@ -108,9 +108,13 @@ double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count) {
   return kGemmKFill * per_sm_tflops / kGemmKFillReferenceSmTflops;
 }
 
+double gemm_ceiling_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile) {
+  return gpu.peak_tflops(dtype) * gpu.gemm_efficiency(dtype) * profile.training_clock_ratio();
+}
+
 double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                         const GemmShape& shape) {
-  return gpu.peak_tflops(dtype) * gpu.gemm_efficiency(dtype) * profile.training_clock_ratio() *
+  return gemm_ceiling_tflops(gpu, dtype, profile) *
          gemm_shape_efficiency(shape, profile.sm_count, gemm_k_fill(gpu, dtype, profile.sm_count));
 }
 

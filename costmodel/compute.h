@@ -41,8 +41,12 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 /// (H100: 64 x 7.49 / 2.89 = 166). kGemmKFill when the SM count is unknown.
 [[nodiscard]] double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count);
 
-/// Sustained compute rate of one GEMM: peak x matmul_efficiency x profile.training_clock_ratio() x
-/// shape efficiency (docs/cost_model.md#compute).
+/// The GEMM ceiling in a training job, before tile and wave losses: peak x matmul_efficiency x
+/// profile.training_clock_ratio() (docs/cost_model.md#compute, #kernels).
+[[nodiscard]] double gemm_ceiling_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile);
+
+/// Sustained compute rate of one GEMM: gemm_ceiling_tflops x shape efficiency
+/// (docs/cost_model.md#compute).
 [[nodiscard]] double gemm_rate_tflops(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                                       const GemmShape& shape);
 

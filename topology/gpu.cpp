@@ -154,17 +154,14 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
   if (!gpu.flash2_full.empty() && gpu.flash2_causal.empty()) {
     return Problem{"flash2_full_curve", "expected flash2_causal_curve beside it"};
   }
-  if (gpu.sustained_clock_ratio < kMinEfficiency || gpu.sustained_clock_ratio > 1.0) {
-    return Problem{"sustained_clock_ratio", fmt::format("expected a number in [{}, 1], got {}",
-                                                        kMinEfficiency, gpu.sustained_clock_ratio)};
-  }
-  if (gpu.ensemble_clock_ratio < kMinEfficiency || gpu.ensemble_clock_ratio > 1.0) {
-    return Problem{"ensemble_clock_ratio", fmt::format("expected a number in [{}, 1], got {}",
-                                                       kMinEfficiency, gpu.ensemble_clock_ratio)};
-  }
-  if (gpu.matmul_efficiency < kMinEfficiency || gpu.matmul_efficiency > 1.0) {
-    return Problem{"matmul_efficiency", fmt::format("expected a number in [{}, 1], got {}",
-                                                    kMinEfficiency, gpu.matmul_efficiency)};
+  for (const auto& [key, value] :
+       {std::pair<const char*, double>{"sustained_clock_ratio", gpu.sustained_clock_ratio},
+        {"ensemble_clock_ratio", gpu.ensemble_clock_ratio},
+        {"matmul_efficiency", gpu.matmul_efficiency}}) {
+    if (value < kMinEfficiency || value > 1.0) {
+      return Problem{key,
+                     fmt::format("expected a number in [{}, 1], got {}", kMinEfficiency, value)};
+    }
   }
   return std::nullopt;
 }
