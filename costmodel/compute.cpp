@@ -311,9 +311,10 @@ LayerTime output_head_time(const Gpu& gpu, const Model& model, const ParallelCon
   return head;
 }
 
-double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters) {
+double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters,
+                        double adam_step_bytes) {
   const double per_parameter =
-      optimizer == Optimizer::adam ? kAdamBytesPerParameter : kSgdBytesPerParameter;
+      optimizer == Optimizer::adam ? adam_step_bytes : kSgdBytesPerParameter;
   return hbm_time_s(gpu, per_parameter * parameters);
 }
 

@@ -134,14 +134,13 @@ struct LossBytes {
                                          const Calibration* calibration = nullptr,
                                          const LossBytes& loss = {});
 
-/// Bytes one Adam step streams per parameter: read fp32 master, grad, m, v (16), write
-/// master, m, v (12) and the bf16 weight (2), read the grad again for the norm clip (4).
-inline constexpr double kAdamBytesPerParameter = 34.0;
 /// SGD with momentum: read master, grad, momentum (12), write master, momentum (8), weight (2).
 inline constexpr double kSgdBytesPerParameter = 22.0;
 
-/// Seconds of the optimizer step over `parameters` local parameters (memory bound).
-[[nodiscard]] double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters);
+/// Seconds of the optimizer step over `parameters` local parameters (memory bound): Adam
+/// streams the stack's `adam_step_bytes` per parameter (Stack::adam_step_bytes), SGD 22.
+[[nodiscard]] double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters,
+                                      double adam_step_bytes);
 
 struct Precision;
 /// Seconds per step of an FP8 run's weight casts: kFp8WeightCastBytesPerParameter over the

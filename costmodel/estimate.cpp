@@ -488,7 +488,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
   out.time.optimizer_s =
       optimizer_time_s(gpu, model.training.optimizer,
-                       params / sharded + expert_params / expert_sharded) +
+                       params / sharded + expert_params / expert_sharded, stack.adam_step_bytes) +
       fp8_weight_cast_time_s(gpu, precision_of(model.training),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
   out.time.tp_comm_s = out.tp.exposed_s;

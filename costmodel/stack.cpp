@@ -54,6 +54,7 @@ const std::vector<std::string> kStackKeys = {
     "kernel_launch_us",
     "kernels_per_layer_forward",
     "adam_state_bytes",
+    "adam_step_bytes",
     "loss_bytes_per_logit",
     "loss_parallel_bytes_per_logit",
     "loss_forward_bytes_per_logit",
@@ -195,6 +196,7 @@ Stack file_defaults() {
   s.kernel_launch_us = 0.0;
   s.kernels_per_layer_forward = 0.0;
   s.adam_state_bytes = 12.0;
+  s.adam_step_bytes = 34.0;
   s.zero3_fp32_shard_only = false;
   s.loss_bytes_per_logit = 6.0;
   s.loss_parallel_bytes_per_logit = 0.0;
@@ -309,6 +311,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.kernels_per_layer_forward = m.optional_double("kernels_per_layer_forward",
                                                   d.kernels_per_layer_forward, Range::non_negative);
   s.adam_state_bytes = m.optional_double("adam_state_bytes", d.adam_state_bytes, Range::positive);
+  s.adam_step_bytes = m.optional_double("adam_step_bytes", d.adam_step_bytes, Range::positive);
   s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", d.zero3_fp32_shard_only);
   s.loss_bytes_per_logit =
       m.optional_double("loss_bytes_per_logit", d.loss_bytes_per_logit, Range::positive);
@@ -335,6 +338,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
   if (s.adam_state_bytes > 16) m.fail("adam_state_bytes", "expected at most 16");
+  if (s.adam_step_bytes > 256) m.fail("adam_step_bytes", "expected at most 256");
   if (s.loss_bytes_per_logit > 64) m.fail("loss_bytes_per_logit", "expected at most 64");
   if (s.loss_parallel_bytes_per_logit > 64) {
     m.fail("loss_parallel_bytes_per_logit", "expected at most 64");

@@ -117,8 +117,16 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   // us + 227072 / 40e9 = 1.262974e-5 s; the model is smaller than one 40M bucket: none hides.
   CHECK(e.dp.bytes_per_call == Approx(227072.0));
   CHECK(e.time.dp_comm_s == Approx(1.262974e-5));
-  // Optimizer: 34 bytes * 56768 / 8.5e11 = 2.27072e-6 s
+  // Optimizer: 34 bytes * 56768 / 8.5e11 = 2.27072e-6 s; PyTorch's unfused AdamW (the fsdp
+  // preset's 92 bytes): 92 * 56768 / 8.5e11 = 6.14432e-6 s, and the step longer by the
+  // difference only.
   CHECK(e.time.optimizer_s == Approx(2.27072e-6));
+  EstimateOptions unfused = plain;
+  unfused.stack.adam_step_bytes = 92.0;
+  const Estimate u =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, unfused);
+  CHECK(u.time.optimizer_s == Approx(6.14432e-6));
+  CHECK(u.time.step_s - e.time.step_s == Approx(6.14432e-6 - 2.27072e-6));
   // Compute: m * (1 layer + logits) per stage.
   const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
   const LayerTime logits = logits_time(test::round_gpu(), model, config);

@@ -88,6 +88,31 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
                     Catch::Contains("s.yaml:4: tp_keeps_gathered_inputs"));
   CHECK_THROWS_WITH(load_stack(head + "adam_state_bytes: 20\n", "s.yaml"),
                     "s.yaml:4: adam_state_bytes: expected at most 16");
+  CHECK_THROWS_WITH(load_stack(head + "adam_step_bytes: 300\n", "s.yaml"),
+                    "s.yaml:4: adam_step_bytes: expected at most 256");
+  CHECK_THROWS_WITH(load_stack(head + "adam_step_bytes: 0\n", "s.yaml"),
+                    Catch::Contains("s.yaml:4: adam_step_bytes"));
+}
+
+TEST_CASE("the Adam step's HBM bytes, as each stack's optimizer runs it", "[stack][compute]") {
+  // Fused (apex / Transformer Engine / DeepSpeed FusedAdam): read master, grad, m, v = 16,
+  // write master, m, v = 12 and the 16-bit weight = 2, the clip's read of the grad = 4: 34.
+  CHECK(stack_preset("megatron-core").adam_step_bytes == 34.0);
+  CHECK(stack_preset("deepspeed-megatron").adam_step_bytes == 34.0);
+  // PyTorch's foreach AdamW, one pass per op: weight decay 4+4, lerp of m 8+4, mul of v 4+4,
+  // addcmul of v 8+4, sqrt 4+4, div 4+4, + eps 4+4, addcdiv of the weight 12+4 = 80; the clip
+  // reads the grad for its norm and always scales it: 4 + 4+4 = 12. 92.
+  CHECK(stack_preset("fsdp").adam_step_bytes == 80.0 + 12.0);
+  // torch fused AdamW (torchtitan since 2025): 16 read + 12 written + the clip's 12 = 40.
+  CHECK(stack_preset("torchtitan").adam_step_bytes == 16.0 + 12.0 + 12.0);
+  const Stack file = load_stack("name: x\nattention: flash\ntp_overlap: none\n", "s.yaml");
+  CHECK(file.adam_step_bytes == 34.0);  // a file without base: the fused kernel
+  // 1e9 local parameters at 92 bytes on a GPU of 1000 GB/s (85% achievable):
+  // 92e9 / (1000e9 x 0.85) = 0.108235 s; SGD keeps its 22 bytes whatever the stack says.
+  Gpu gpu;
+  gpu.memory_gbps = 1000.0;
+  CHECK(optimizer_time_s(gpu, Optimizer::adam, 1e9, 92.0) == Approx(92.0 / 850.0));
+  CHECK(optimizer_time_s(gpu, Optimizer::sgd, 1e9, 92.0) == Approx(22.0 / 850.0));
 }
 
 TEST_CASE("the loss kernels' bytes per logit, as each stack runs its cross-entropy",
