@@ -109,6 +109,34 @@ TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cl
         std::string::npos);
 }
 
+TEST_CASE("a stack file's Adam step bytes reach the plan; a bad value is one line", "[cli_stack]") {
+  TempDir dir;
+  const auto stack = dir.path / "opt.yaml";
+  const std::string pins =
+      " --tp 1 --pp 1 --dp 64 --dp-shard 64 --micro-batch 1 --zero 3 --recompute full --format json"
+      " --top 1";
+  std::ofstream(stack) << "name: fused\nbase: fsdp\nadam_step_bytes: 34\n";
+  const Run fused = trident(kSmall + " --stack " + stack.string() + pins);
+  REQUIRE(fused.code == 0);
+  std::ofstream(stack) << "name: unfused\nbase: fsdp\nadam_step_bytes: 92\n";
+  const Run unfused = trident(kSmall + " --stack " + stack.string() + pins);
+  REQUIRE(unfused.code == 0);
+  // The same split (every knob pinned, HSDP too); only the optimizer step differs, by 92/34
+  // (memory bound over the same 8.03e9 / 64 local parameters).
+  const auto time_of = [](const Run& run) {
+    return nlohmann::json::parse(run.out).at("plans").at(0).at("time");
+  };
+  const double fused_s = time_of(fused).at("optimizer_s").get<double>();
+  // Llama 3 8B's 8,030,261,248 parameters / 64 = 125,472,832 a GPU x 34 bytes = 4.266e9 bytes
+  // at H100's 3350 GB/s x 0.85 achievable = 1.49818 ms.
+  CHECK(fused_s == Approx(125472832.0 * 34.0 / (3350e9 * 0.85)).epsilon(1e-4));
+  CHECK(time_of(unfused).at("optimizer_s").get<double>() == Approx(fused_s * 92.0 / 34.0));
+  std::ofstream(stack) << "name: bad\nbase: fsdp\nadam_step_bytes: 500\n";
+  const Run bad = trident(kSmall + " --stack " + stack.string());
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("opt.yaml:3: adam_step_bytes: expected at most 256") != std::string::npos);
+}
+
 TEST_CASE("trident presets lists the stacks", "[cli_stack]") {
   const Run run = trident("presets");
   REQUIRE(run.code == 0);
