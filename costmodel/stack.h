@@ -193,10 +193,10 @@ struct Stack {
   /// copy (4: megatron_base_model.py store_params False when the optim dtype is the model's).
   double adam_state_bytes = 12.0;
   /// HBM bytes one Adam step streams per local parameter, the gradient-norm clip included.
-  /// Fused kernels (apex/Transformer Engine FusedAdam, DeepSpeed's, torch fused=True): read the
-  /// fp32 master, gradient, m and v (16), write master, m and v (12) and the 16-bit weight (2),
-  /// read the gradient again for the norm (4) = 34. PyTorch's unfused AdamW runs one pass per
-  /// op (docs/cost_model.md#optimizer).
+  /// Megatron's and DeepSpeed's fused Adam (apex / Transformer Engine FusedAdam): read the fp32
+  /// master, gradient, m and v (16), write master, m and v (12) and the 16-bit weight (2), read
+  /// the gradient again for the norm (4) = 34. PyTorch's AdamW (foreach 92, fused 40, with
+  /// clip_grad_norm_'s scaling): docs/cost_model.md#optimizer.
   double adam_step_bytes = 34.0;
   /// Bytes per logit element (s*b*V/t) live at the loss's peak, the start of the last stage's
   /// backward: Megatron's vocab-parallel cross-entropy casts the 16-bit logits to fp32 and
