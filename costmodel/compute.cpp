@@ -194,7 +194,8 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
     core.scores.batch *= 0.5;
     core.context.batch *= 0.5;
     const AttentionShares shares =
-        attention_shares(profile, features.flash2, model.seq_len, features.cp, features.ulysses);
+        attention_shares(profile, features.flash2, model.seq_len, features.cp, features.ulysses,
+                         features.flash_triton);
     if (shares.forward > 0.0 && shares.backward > 0.0) {
       const double flops = core.scores.flops() + core.context.flops();
       const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.training_clock_ratio();

@@ -84,6 +84,8 @@ struct ComputeFeatures {
   bool ulysses = false;
   /// Bytes of the elementwise ops as the stack's code runs them (Stack::elementwise).
   ElementwiseBytes elementwise{};
+  /// The fused kernel is FlashAttention's Triton kernel (stack attention `flash_triton`).
+  bool flash_triton = false;
 };
 
 /// GQA's K and V repeated to every query head before the attention call (PyTorch eager Llama

@@ -20,7 +20,9 @@ KernelProfile kernel_profile(const Gpu& gpu) {
           &gpu.attention_causal,
           &gpu.attention_full,
           &gpu.flash2_causal,
-          &gpu.flash2_full};
+          &gpu.flash2_full,
+          &gpu.flash_triton_causal,
+          &gpu.flash_triton_full};
 }
 
 Gpu gpu_for_job(Gpu gpu, int gpus) {
@@ -71,7 +73,10 @@ AttentionShares curve_path(const AttentionCurve& causal_curve, const AttentionCu
 }  // namespace
 
 AttentionShares attention_shares(const KernelProfile& profile, bool flash2, double local_seq,
-                                 int cp, bool ulysses) {
+                                 int cp, bool ulysses, bool triton) {
+  if (triton && has_curve(profile.triton_causal)) {
+    return curve_path(*profile.triton_causal, profile.triton_full, local_seq, cp, ulysses);
+  }
   if (flash2 && has_curve(profile.flash2_causal)) {
     return curve_path(*profile.flash2_causal, profile.flash2_full, local_seq, cp, ulysses);
   }

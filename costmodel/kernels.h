@@ -29,6 +29,8 @@ struct KernelProfile {
   const AttentionCurve* flash_full = nullptr;
   const AttentionCurve* flash2_causal = nullptr;
   const AttentionCurve* flash2_full = nullptr;
+  const AttentionCurve* triton_causal = nullptr;  ///< FlashAttention's Triton kernel
+  const AttentionCurve* triton_full = nullptr;
 
   /// The share of the boost-clock rate a tensor-core kernel keeps in a training job: the
   /// saturated clock of one GPU, paced by the slowest GPU of its board
@@ -53,9 +55,11 @@ struct AttentionShares {
 /// causal call over the rank's local tokens, 1/cp of its work, and full blocks of a chunk's
 /// length for the rest (docs/cost_model.md#attention-curves): the two blend by time. Without
 /// curves: the scalar shares. Ulysses (all-to-all) CP instead runs one causal call over the
-/// whole sequence, cp x local_seq, with heads / cp (`ulysses`).
+/// whole sequence, cp x local_seq, with heads / cp (`ulysses`). `triton`: FlashAttention's
+/// Triton kernel, at its own curves (check_stack_on_gpu refuses a GPU without them).
 [[nodiscard]] AttentionShares attention_shares(const KernelProfile& profile, bool flash2,
-                                               double local_seq, int cp, bool ulysses = false);
+                                               double local_seq, int cp, bool ulysses = false,
+                                               bool triton = false);
 
 /// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,
 /// ensemble_clock_ratio, attention_forward_efficiency and attention_backward_efficiency

@@ -74,7 +74,7 @@ const std::vector<std::string> kStackKeys = {
     "glu_bytes_per_element",
     "gqa_repeat_kv",
 };
-const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn"};
+const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn", "flash_triton"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
 const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up_proj"};
 const std::vector<std::string> kPartialRecomputeNames = {"none", "block", "every_kth"};
@@ -369,6 +369,8 @@ const char* to_string(AttentionKernel kernel) {
       return "flash";
     case AttentionKernel::cudnn:
       return "cudnn";
+    case AttentionKernel::flash_triton:
+      return "flash_triton";
   }
   return "?";
 }
@@ -543,6 +545,14 @@ Stack stack_preset(const std::string& name) {
   const auto text = preset_text(PresetKind::stack, name);
   if (!text) unknown_preset(PresetKind::stack, name);
   return load_stack(std::string(*text), preset_source(PresetKind::stack, name));
+}
+
+void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
+  if (stack.attention != AttentionKernel::flash_triton || !gpu.flash_triton_causal.empty()) return;
+  throw InputError(fmt::format(
+      "stack {}: attention flash_triton has no measured rate on {} (its GPU file has no "
+      "flash_triton_causal_curve); use attention: flash, or a GPU file with that curve",
+      stack.name, gpu.name));
 }
 
 }  // namespace trident

@@ -26,7 +26,7 @@ inline constexpr double kCrossEntropyBackwardBytesPerLogit = 22.0;
 /// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept
 /// for backward), flash (FlashAttention 2 through PyTorch SDPA or the flash-attn package), or
 /// cuDNN fused attention through Transformer Engine. Flash and cuDNN skip the causal half.
-enum class AttentionKernel { unfused, flash, cudnn };
+enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
 
 /// Forward HBM bytes per element of the elementwise ops whose kernels differ between fused code
 /// (Megatron/Transformer Engine, torch.compile: the defaults) and PyTorch eager (each op its own
@@ -306,5 +306,10 @@ inline constexpr int kMaxStackBaseFiles = 8;
                                const StackFileReader& reader = {});
 /// A built-in stack by name; throws InputError with "did you mean" otherwise.
 [[nodiscard]] Stack stack_preset(const std::string& name);
+
+/// A stack whose attention is FlashAttention's Triton kernel (`flash_triton`) is priced from
+/// that kernel's measured curve on the GPU (flash_triton_causal_curve); throws InputError naming
+/// the stack, the GPU and the key when the GPU has none.
+void check_stack_on_gpu(const Stack& stack, const Gpu& gpu);
 
 }  // namespace trident

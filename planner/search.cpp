@@ -471,6 +471,7 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
                     const Calibration* calibration, const SearchProgress& progress) {
   if (const auto problem = find_option_problem(model, options)) throw OptionError(*problem);
   check_model_on_gpu(model, cluster.gpu);
+  check_stack_on_gpu(options.stack, cluster.gpu);
   SearchResult result;
   result.gpus = static_cast<int>(live_gpus(cluster).size());
   const auto all = splits(result.gpus, model, options);

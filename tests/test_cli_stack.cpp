@@ -137,6 +137,37 @@ TEST_CASE("a stack file's Adam step bytes reach the plan; a bad value is one lin
   CHECK(bad.err.find("opt.yaml:3: adam_step_bytes: expected at most 256") != std::string::npos);
 }
 
+TEST_CASE("attention: flash_triton plans where the GPU has its curve, and is refused elsewhere",
+          "[cli_stack]") {
+  TempDir dir;
+  const auto stack = dir.path / "triton.yaml";
+  std::ofstream(stack) << "name: mpt-2023\nbase: fsdp\nattention: flash_triton\n";
+  const std::string plan = "plan --gpus 64 --model llama2-7b --global-batch 64 --stack " +
+                           stack.string() + " --tp 1 --pp 1 --dp 64 --dp-shard 64 --zero 3" +
+                           " --micro-batch 1 --recompute full --top 1";
+  const Run a100 = trident(plan + " --cluster dgx-a100");
+  REQUIRE(a100.code == 0);
+  CHECK(a100.out.find("attention flash_triton") != std::string::npos);
+  // The same split under FlashAttention-2 (the fsdp preset) is faster: the Triton kernel runs
+  // at 0.42-0.51 of its rate (docs/cost_model.md#attention-curves).
+  const auto step_of = [](const Run& run) {
+    return nlohmann::json::parse(run.out).at("plans").at(0).at("step_time_s").get<double>();
+  };
+  const Run triton_json = trident(plan + " --cluster dgx-a100 --format json");
+  const Run fa2_json = trident(
+      "plan --gpus 64 --model llama2-7b --global-batch 64 --stack fsdp"
+      " --tp 1 --pp 1 --dp 64 --dp-shard 64 --zero 3 --micro-batch 1"
+      " --recompute full --top 1 --cluster dgx-a100 --format json");
+  REQUIRE(triton_json.code == 0);
+  REQUIRE(fa2_json.code == 0);
+  CHECK(step_of(triton_json) > step_of(fa2_json));
+  const Run b200 = trident(plan + " --cluster dgx-b200");
+  CHECK(b200.code == 2);
+  CHECK(b200.out.empty());
+  CHECK(b200.err.find("stack mpt-2023: attention flash_triton has no measured rate on b200") !=
+        std::string::npos);
+}
+
 TEST_CASE("trident presets lists the stacks", "[cli_stack]") {
   const Run run = trident("presets");
   REQUIRE(run.code == 0);

@@ -6,6 +6,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
 #include "costmodel/kernels.h"
+#include "costmodel/stack.h"
 #include "costmodel_fixture.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
@@ -243,6 +244,44 @@ TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hoppe
   gpu.flash2_forward_efficiency = 0.0;
   gpu.flash2_backward_efficiency = 0.0;
   CHECK(layer_time(gpu, model, config, flash2).forward_s == Approx(a.forward_s));
+}
+
+TEST_CASE("FlashAttention's Triton kernel at its own measured curve (A100), refused without one",
+          "[kernels]") {
+  // FlashAttention-2's release chart, A100 80GB, head dim 128, causal, fwd+bwd: Triton 68 and
+  // FlashAttention-2 155 TFLOP/s at 2k; forward = C x (1 + 2.5 x 73/63) / 3.5 of 312 peak:
+  // 68 x 1.113379 / 312 = 0.24266, FA2 155 x 1.113379 / 312 = 0.55312 (the file rounds to 4).
+  const Gpu a100 = gpu_preset("a100-sxm-80g");
+  const KernelProfile profile = kernel_profile(a100);
+  const AttentionShares triton = attention_shares(profile, false, 2048.0, 1, false, true);
+  const AttentionShares fa2 = attention_shares(profile, false, 2048.0, 1);
+  CHECK(triton.forward == Approx(0.2427).epsilon(1e-3));
+  CHECK(triton.backward == Approx(0.2427 * 63.0 / 73.0).epsilon(1e-3));
+  CHECK(fa2.forward == Approx(0.5531).epsilon(1e-3));
+  // The layer's attention takes FA2 / Triton = 155 / 68 as long; nothing else moves.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  ComputeFeatures flash;
+  ComputeFeatures slow;
+  slow.flash_triton = true;
+  Model long_model = model;
+  long_model.seq_len = 2048;
+  const LayerTime a = layer_time(a100, long_model, config, flash);
+  const LayerTime b = layer_time(a100, long_model, config, slow);
+  CHECK(b.attention_forward_s / a.attention_forward_s == Approx(0.5531 / 0.2427).epsilon(1e-3));
+  CHECK(b.forward_s - b.attention_forward_s == Approx(a.forward_s - a.attention_forward_s));
+  // H100: no measurement of the kernel, a curve derived from FlashAttention 1's bars (the GPU
+  // file says how); B200: none at all, so a stack running it is refused there.
+  CHECK_FALSE(gpu_preset("h100-sxm-80g").flash_triton_causal.empty());
+  Stack stack = stack_preset("fsdp");
+  stack.attention = AttentionKernel::flash_triton;
+  stack.name = "mine";
+  CHECK_NOTHROW(check_stack_on_gpu(stack, a100));
+  CHECK_THROWS_WITH(check_stack_on_gpu(stack, gpu_preset("b200")),
+                    "stack mine: attention flash_triton has no measured rate on b200 (its GPU "
+                    "file has no flash_triton_causal_curve); use attention: flash, or a GPU file "
+                    "with that curve");
+  CHECK_NOTHROW(check_stack_on_gpu(stack_preset("fsdp"), gpu_preset("b200")));
 }
 
 TEST_CASE("attention across sequence lengths: the measured curve, and CP's full blocks",

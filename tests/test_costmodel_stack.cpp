@@ -152,9 +152,10 @@ TEST_CASE("the loss kernels' bytes per logit, as each stack runs its cross-entro
 }
 
 TEST_CASE("stack files: errors name the file, line and key", "[stack]") {
-  CHECK_THROWS_WITH(load_stack("name: x\nattention: flsh\ntp_overlap: none\n", "s.yaml"),
-                    "s.yaml:2: attention: expected unfused|flash|cudnn, got 'flsh' (did you mean "
-                    "'flash'?)");
+  CHECK_THROWS_WITH(
+      load_stack("name: x\nattention: flsh\ntp_overlap: none\n", "s.yaml"),
+      "s.yaml:2: attention: expected unfused|flash|cudnn|flash_triton, got 'flsh' (did you mean "
+      "'flash'?)");
   CHECK_THROWS_WITH(
       load_stack("name: x\nattention: flash\ntp_overlap: none\nzero_stages: [0, 4]\n", "s.yaml"),
       "s.yaml:4: zero_stages: expected ZeRO stages 0..3, got 4");

@@ -178,4 +178,11 @@ TEST_CASE("a GPU built in code: its attention curves are checked like a file's",
   REQUIRE(problem.has_value());
   CHECK(problem->key == "flash2_full_curve");
   CHECK(problem->message == "expected flash2_causal_curve beside it");
+  gpu = gpu_preset("a100-sxm-80g");
+  CHECK_FALSE(find_gpu_problem(gpu).has_value());  // its Triton-kernel curves are valid too
+  gpu.flash_triton_causal = AttentionCurve{};
+  problem = find_gpu_problem(gpu);
+  REQUIRE(problem.has_value());
+  CHECK(problem->key == "flash_triton_full_curve");
+  CHECK(problem->message == "expected flash_triton_causal_curve beside it");
 }

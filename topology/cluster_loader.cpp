@@ -37,7 +37,9 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "attention_causal_curve",
                                            "attention_full_curve",
                                            "flash2_causal_curve",
-                                           "flash2_full_curve"};
+                                           "flash2_full_curve",
+                                           "flash_triton_causal_curve",
+                                           "flash_triton_full_curve"};
 const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
 const std::vector<std::string> kClusterKeys = {
     "name", "stack", "gpu", "servers", "gpus_per_server", "nvlink", "network", "pcie"};
@@ -122,6 +124,8 @@ Gpu read_gpu(const MapReader& m) {
   gpu.attention_full = read_attention_curve(m, "attention_full_curve");
   gpu.flash2_causal = read_attention_curve(m, "flash2_causal_curve");
   gpu.flash2_full = read_attention_curve(m, "flash2_full_curve");
+  gpu.flash_triton_causal = read_attention_curve(m, "flash_triton_causal_curve");
+  gpu.flash_triton_full = read_attention_curve(m, "flash_triton_full_curve");
   gpu.pcie_gbps = m.optional_double("pcie_gbps", 24.0, Range::positive);
   gpu.pcie_latency_us = m.optional_double("pcie_latency_us", 5.7, Range::non_negative);
   gpu.nvlink_latency_us = m.optional_double("nvlink_latency_us", 3.4, Range::non_negative);

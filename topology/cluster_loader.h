@@ -16,8 +16,9 @@ namespace trident {
 /// sustained_clock_ratio (1), ensemble_clock_ratio (1), attention_forward_efficiency and
 /// attention_backward_efficiency (0 = not published), flash2_forward_efficiency and
 /// flash2_backward_efficiency (0 = as attention), attention_causal_curve, attention_full_curve,
-/// flash2_causal_curve, flash2_full_curve
-/// ([[seq, forward share, backward share], ...], lengths increasing; absent = the scalars).
+/// flash2_causal_curve, flash2_full_curve, flash_triton_causal_curve, flash_triton_full_curve
+/// ([[seq, forward share, backward share], ...], lengths increasing; absent = the scalars, and
+/// no Triton-kernel rate).
 [[nodiscard]] Gpu load_gpu(const std::string& text, const std::string& source);
 
 /// A cluster file (configs/clusters/*.yaml). `gpu` is a preset name or an inline GPU mapping.

@@ -144,7 +144,9 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
                                        "attention_causal_curve", &gpu.attention_causal},
                                    {"attention_full_curve", &gpu.attention_full},
                                    {"flash2_causal_curve", &gpu.flash2_causal},
-                                   {"flash2_full_curve", &gpu.flash2_full}}) {
+                                   {"flash2_full_curve", &gpu.flash2_full},
+                                   {"flash_triton_causal_curve", &gpu.flash_triton_causal},
+                                   {"flash_triton_full_curve", &gpu.flash_triton_full}}) {
     if (auto problem = curve_problem(key, *curve)) return problem;
   }
   // A full curve prices only context parallelism's off-diagonal blocks, beside a causal one.
@@ -153,6 +155,9 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
   }
   if (!gpu.flash2_full.empty() && gpu.flash2_causal.empty()) {
     return Problem{"flash2_full_curve", "expected flash2_causal_curve beside it"};
+  }
+  if (!gpu.flash_triton_full.empty() && gpu.flash_triton_causal.empty()) {
+    return Problem{"flash_triton_full_curve", "expected flash_triton_causal_curve beside it"};
   }
   for (const auto& [key, value] :
        {std::pair<const char*, double>{"sustained_clock_ratio", gpu.sustained_clock_ratio},

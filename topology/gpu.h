@@ -74,6 +74,11 @@ struct Gpu {
   AttentionCurve attention_full;
   AttentionCurve flash2_causal;
   AttentionCurve flash2_full;
+  /// FlashAttention's Triton kernel (flash_attn_triton.py, which llm-foundry's MPT ran as
+  /// `attn_impl: triton`) across sequence lengths; empty = not measured on this GPU, and a stack
+  /// with `attention: flash_triton` is refused on it (docs/cost_model.md#attention-curves).
+  AttentionCurve flash_triton_causal;
+  AttentionCurve flash_triton_full;
   double pcie_gbps = 0.0;  ///< per GPU, one direction, GB/s (default for clusters)
   double pcie_latency_us = 2.0;
   double nvlink_latency_us = 2.0;   ///< default NVLink hop latency for clusters

@@ -3,11 +3,12 @@
 `trident plan` with every published knob pinned, and prints the error per row and per
 sequence-length band. Run by hand (not part of the build or the tests):
 
-    python3 bench/data/llm_foundry_sweep.py [--trident build/cli/trident] [--stack fsdp]
+    python3 bench/data/llm_foundry_sweep.py [--trident build/cli/trident] [--stack NAME|FILE]
                                             [--gpu-file GPU.yaml] [--only GPU]
 
---gpu-file replaces the preset GPU of every row (e.g. a copy with another attention curve);
---only h100-sxm-80g|a100-sxm-80g keeps one table."""
+--stack defaults to bench/data/stacks/llm-foundry-2023.yaml (what the tables ran); --stack fsdp
+prices them with FlashAttention-2. --gpu-file replaces the preset GPU of every row (e.g. a copy
+with another attention curve); --only h100-sxm-80g|a100-sxm-80g keeps one table."""
 import argparse, json, os, subprocess, sys, tempfile
 import yaml
 
@@ -42,7 +43,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser()
     parser.add_argument('--trident', default=os.path.join(here, '..', '..', 'build', 'cli', 'trident'))
-    parser.add_argument('--stack', default='fsdp')
+    # What the tables ran: the fsdp preset with llm-foundry's Triton FlashAttention.
+    parser.add_argument('--stack', default=os.path.join(here, 'stacks', 'llm-foundry-2023.yaml'))
     parser.add_argument('--gpu-file', default='')
     parser.add_argument('--only', default='', help='rows of this GPU preset only (h100-sxm-80g, a100-sxm-80g)')
     parser.add_argument('--data', default=os.path.join(here, 'llm_foundry_2023_tables.yaml'))

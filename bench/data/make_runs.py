@@ -49,7 +49,10 @@ def clean_model(m):
 
 for r in shared['runs']:
     if r['precision'] == 'fp8': continue  # FP8 as it really runs is the precision issue's
-    stack = {'nemo-gpt3-5b-8xA100-80': 'stacks/nemo-2022.yaml', 'mpt-70b-64xA100-80-fsdp': 'stacks/fsdp-pure.yaml',
+    # llm-foundry's 2023 tables ran its Triton FlashAttention (stacks/llm-foundry-2023*.yaml).
+    stack = {'nemo-gpt3-5b-8xA100-80': 'stacks/nemo-2022.yaml',
+             'mpt-70b-64xA100-80-fsdp': 'stacks/llm-foundry-2023-pure.yaml',
+             'mpt-7b-8xA100-80-fsdp': 'stacks/llm-foundry-2023.yaml', 'mpt-7b-8xH100-fsdp': 'stacks/llm-foundry-2023.yaml',
              # torchtitan@041336434916 docs/performance.md ran eager (compile = false): its stack file.
              'titan-llama3-8b-64xA100-80-fsdp': 'stacks/torchtitan-2404.yaml',
              'gpt-neox-20b-96xA100-40': 'deepspeed-megatron'}.get(r['id'], 'fsdp')
@@ -147,6 +150,9 @@ for rid in wanted:
     if rid.startswith('dgxc'): stack = 'megatron-core-perf'                  # ub_tp_comm_overlap in the yamls
     if rid.startswith('dgxc2411-nemotron4-340b'): stack = 'stacks/nemo-2409-optim-bf16.yaml'  # optim dtype bf16
     if rid.startswith('lf-'): stack = 'fsdp'                                 # amp_bf16 DEFAULT in the table notes
+    # The 2023 tables (all but the January 2024 "Large Scale" H100 section, 512 GPUs here) ran
+    # llm-foundry's Triton FlashAttention: stacks/llm-foundry-2023.yaml.
+    if rid.startswith('lf-') and '512xh100' not in rid: stack = 'stacks/llm-foundry-2023.yaml'
     row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
                global_batch=r['global_batch'], pins=pins_of(p),
                model=r['model'] if 'preset' in r['model'] else clean_model(r['model']))
