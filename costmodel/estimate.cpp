@@ -308,6 +308,8 @@ NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
 Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                   const Placement& placement, const Calibration* calibration,
                   const EstimateOptions& options) {
+  // A stack running a kernel the GPU has no rate for is refused, never priced as another.
+  check_stack_on_gpu(options.stack, cluster.gpu);
   // A job of one GPU runs at its own clock, not its board's pace (gpu_for_job): priced on a
   // copy, a case too rare to weigh on the search.
   if (config.gpus() == 1 && cluster.gpu.ensemble_clock_ratio != 1.0) {

@@ -155,7 +155,8 @@ struct EstimateOptions {
 };
 
 /// Evaluates one configuration. Pure arithmetic; the caller guarantees the config is
-/// consistent (tp*pp*dp GPUs, divisibility). `calibration` may be null.
+/// consistent (tp*pp*dp GPUs, divisibility). `calibration` may be null. Throws InputError
+/// when the stack's attention kernel has no rate on the GPU (check_stack_on_gpu).
 [[nodiscard]] Estimate estimate(const Cluster& cluster, const Model& model,
                                 const ParallelConfig& config, const Placement& placement,
                                 const Calibration* calibration = nullptr,

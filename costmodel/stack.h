@@ -24,8 +24,10 @@ inline constexpr double kCrossEntropyForwardBytesPerLogit = 38.0;
 inline constexpr double kCrossEntropyBackwardBytesPerLogit = 22.0;
 
 /// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept
-/// for backward), flash (FlashAttention 2 through PyTorch SDPA or the flash-attn package), or
-/// cuDNN fused attention through Transformer Engine. Flash and cuDNN skip the causal half.
+/// for backward), flash (FlashAttention 2 through PyTorch SDPA or the flash-attn package),
+/// cuDNN fused attention through Transformer Engine, or flash_triton (FlashAttention's Triton
+/// kernel, llm-foundry's 2023 `attn_impl: triton`; priced only on a GPU that measured it). The
+/// fused ones skip the causal half.
 enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
 
 /// Forward HBM bytes per element of the elementwise ops whose kernels differ between fused code

@@ -121,7 +121,7 @@ TEST_CASE("a stack file's Adam step bytes reach the plan; a bad value is one lin
   std::ofstream(stack) << "name: unfused\nbase: fsdp\nadam_step_bytes: 92\n";
   const Run unfused = trident(kSmall + " --stack " + stack.string() + pins);
   REQUIRE(unfused.code == 0);
-  // The same split (every knob pinned, HSDP too); only the optimizer step differs, by 92/34
+  // The same split (every knob pinned, the sharding too); only the optimizer step differs, by 92/34
   // (memory bound over the same 8.03e9 / 64 local parameters).
   const auto time_of = [](const Run& run) {
     return nlohmann::json::parse(run.out).at("plans").at(0).at("time");

@@ -8,6 +8,7 @@
 #include "costmodel/kernels.h"
 #include "costmodel/placement.h"
 #include "costmodel_fixture.h"
+#include "topology/errors.h"
 
 using namespace trident;
 
@@ -118,15 +119,21 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   CHECK(e.dp.bytes_per_call == Approx(227072.0));
   CHECK(e.time.dp_comm_s == Approx(1.262974e-5));
   // Optimizer: 34 bytes * 56768 / 8.5e11 = 2.27072e-6 s; PyTorch's unfused AdamW (the fsdp
-  // preset's 92 bytes): 92 * 56768 / 8.5e11 = 6.14432e-6 s, and the step longer by the
+  // preset's 92 bytes): 92 * 56768 / 8.5e11 = 6.14430e-6 s, and the step longer by the
   // difference only.
   CHECK(e.time.optimizer_s == Approx(2.27072e-6));
   EstimateOptions unfused = plain;
   unfused.stack.adam_step_bytes = 92.0;
   const Estimate u =
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, unfused);
-  CHECK(u.time.optimizer_s == Approx(6.14432e-6));
-  CHECK(u.time.step_s - e.time.step_s == Approx(6.14432e-6 - 2.27072e-6));
+  CHECK(u.time.optimizer_s == Approx(92.0 * 56768.0 / 8.5e11));
+  // FlashAttention's Triton kernel on a GPU with no rate for it: refused, not priced as FA2.
+  EstimateOptions triton = plain;
+  triton.stack.attention = AttentionKernel::flash_triton;
+  CHECK_THROWS_AS(
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, triton),
+      InputError);
+  CHECK(u.time.step_s - e.time.step_s == Approx((92.0 - 34.0) * 56768.0 / 8.5e11));
   // Compute: m * (1 layer + logits) per stage.
   const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
   const LayerTime logits = logits_time(test::round_gpu(), model, config);
