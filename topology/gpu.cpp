@@ -140,24 +140,27 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
                                       kMinEfficiency, value)};
     }
   }
-  for (const auto& [key, curve] : {std::pair<const char*, const AttentionCurve*>{
-                                       "attention_causal_curve", &gpu.attention_causal},
-                                   {"attention_full_curve", &gpu.attention_full},
-                                   {"flash2_causal_curve", &gpu.flash2_causal},
-                                   {"flash2_full_curve", &gpu.flash2_full},
-                                   {"flash_triton_causal_curve", &gpu.flash_triton_causal},
-                                   {"flash_triton_full_curve", &gpu.flash_triton_full}}) {
-    if (auto problem = curve_problem(key, *curve)) return problem;
+  // Each kernel's curves: its causal one and the full one beside it, named as the file keys.
+  struct KernelCurves {
+    const char* causal_key;
+    const char* full_key;
+    const AttentionCurve& causal;
+    const AttentionCurve& full;
+  };
+  const KernelCurves kernels[] = {
+      {"attention_causal_curve", "attention_full_curve", gpu.attention_causal, gpu.attention_full},
+      {"flash2_causal_curve", "flash2_full_curve", gpu.flash2_causal, gpu.flash2_full},
+      {"flash_triton_causal_curve", "flash_triton_full_curve", gpu.flash_triton_causal,
+       gpu.flash_triton_full}};
+  for (const KernelCurves& kernel : kernels) {
+    if (auto problem = curve_problem(kernel.causal_key, kernel.causal)) return problem;
+    if (auto problem = curve_problem(kernel.full_key, kernel.full)) return problem;
   }
   // A full curve prices only context parallelism's off-diagonal blocks, beside a causal one.
-  if (!gpu.attention_full.empty() && gpu.attention_causal.empty()) {
-    return Problem{"attention_full_curve", "expected attention_causal_curve beside it"};
-  }
-  if (!gpu.flash2_full.empty() && gpu.flash2_causal.empty()) {
-    return Problem{"flash2_full_curve", "expected flash2_causal_curve beside it"};
-  }
-  if (!gpu.flash_triton_full.empty() && gpu.flash_triton_causal.empty()) {
-    return Problem{"flash_triton_full_curve", "expected flash_triton_causal_curve beside it"};
+  for (const KernelCurves& kernel : kernels) {
+    if (!kernel.full.empty() && kernel.causal.empty()) {
+      return Problem{kernel.full_key, fmt::format("expected {} beside it", kernel.causal_key)};
+    }
   }
   for (const auto& [key, value] :
        {std::pair<const char*, double>{"sustained_clock_ratio", gpu.sustained_clock_ratio},
