@@ -2,7 +2,9 @@
 // `trident plan` runs: the real loaders (model text, cluster preset, stack preset or file) and
 // search() with the published knobs pinned and the unpublished ones free, best plan first.
 // Compares the predicted step time with the measured one and reports per stack and per half
-// (tuning / checking) the mean |error|, max |error| and mean signed error.
+// (tuning / checking) the mean |error|, max |error| and mean signed error; then the ranking:
+// for rows that answer one question (same stack, GPUs, model, batch, precision), how many pairs
+// of splits are predicted in the measured order.
 // Error = measured step / predicted step - 1: positive = trident is optimistic (too fast).
 // Then the memory check (bench/data/published_memory.yaml): the published peak per GPU against
 // the predicted one for the same pinned plan (error = predicted / published - 1), and every
@@ -11,6 +13,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -326,6 +329,76 @@ int memory_check(const std::vector<MemoryRow>& rows) {
   return not_fitting;
 }
 
+/// One planned row, kept for the ranking check.
+struct Outcome {
+  std::string id, question;
+  double measured_s = 0.0, predicted_s = 0.0;
+};
+
+/// The question a row answers: one model, GPU count, batch, precision and stack. Rows that
+/// share it are splits a user would have chosen between, so their order is the planner's product.
+std::string question_of(const Row& row) {
+  const Model& m = row.model;
+  return fmt::format("{} | {} x {} | L{} h{} s{} B{} {}", row.stack, row.cluster.gpus(),
+                     row.cluster.gpu.name, m.layers, m.hidden, m.seq_len, m.training.global_batch,
+                     row.precision);
+}
+
+/// Per question with two or more rows: how many pairs of splits trident orders as measured
+/// (the same split measured twice is not a pair), and whether the measured fastest is predicted
+/// fastest. Prints each pair ordered the other way with both gaps.
+void ranking_check(const std::vector<Outcome>& outcomes) {
+  std::map<std::string, std::vector<const Outcome*>> by_question;
+  for (const Outcome& o : outcomes) by_question[o.question].push_back(&o);
+  fmt::print(
+      "\nRanking: splits of one question (stack, GPUs, model, batch, precision) in the order "
+      "measured\n");
+  int pairs = 0, agree = 0, questions = 0, best_agree = 0;
+  for (const auto& [question, rows] : by_question) {
+    if (rows.size() < 2) continue;
+    int q_pairs = 0, q_agree = 0;
+    std::vector<std::string> swapped;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (std::size_t j = i + 1; j < rows.size(); ++j) {
+        const Outcome& a = *rows[i];
+        const Outcome& b = *rows[j];
+        if (std::abs(a.predicted_s - b.predicted_s) <= 1e-9 * a.predicted_s) continue;
+        ++q_pairs;
+        if ((a.measured_s < b.measured_s) == (a.predicted_s < b.predicted_s)) {
+          ++q_agree;
+          continue;
+        }
+        swapped.push_back(fmt::format("    {} vs {}: measured {:+.1f}%, predicted {:+.1f}%", a.id,
+                                      b.id, (a.measured_s / b.measured_s - 1.0) * 100.0,
+                                      (a.predicted_s / b.predicted_s - 1.0) * 100.0));
+      }
+    }
+    if (q_pairs == 0) continue;
+    const auto by_measured = [](const Outcome* x, const Outcome* y) {
+      return x->measured_s < y->measured_s;
+    };
+    const auto by_predicted = [](const Outcome* x, const Outcome* y) {
+      return x->predicted_s < y->predicted_s;
+    };
+    const Outcome* fastest = *std::min_element(rows.begin(), rows.end(), by_measured);
+    const Outcome* picked = *std::min_element(rows.begin(), rows.end(), by_predicted);
+    const bool best = fastest == picked || std::abs(fastest->predicted_s - picked->predicted_s) <=
+                                               1e-9 * picked->predicted_s;
+    ++questions;
+    best_agree += best ? 1 : 0;
+    pairs += q_pairs;
+    agree += q_agree;
+    fmt::print("  {}: {} rows, {} of {} pairs in the measured order, fastest {}\n", question,
+               rows.size(), q_agree, q_pairs,
+               best ? "predicted fastest" : fmt::format("predicted {}", picked->id));
+    for (const std::string& line : swapped) fmt::print("{}\n", line);
+  }
+  fmt::print(
+      "ranking: {} of {} pairs in the measured order; the measured fastest is predicted "
+      "fastest in {} of {} questions\n",
+      agree, pairs, best_agree, questions);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -351,6 +424,7 @@ int main(int argc, char** argv) {
       "measured", "predicted", "err%");
   Stats all;
   std::map<std::string, Stats> by_half, by_stack, by_family;
+  std::vector<Outcome> outcomes;
   int failed = 0;
   int tight = 0;  // planned, but fit only below the mean fragmentation
   for (const Row& row : rows) {
@@ -371,6 +445,7 @@ int main(int argc, char** argv) {
       by_half[row.half].add(error);
       by_stack[row.stack].add(error);
       by_family[row.family].add(error);
+      outcomes.push_back({row.id, question_of(row), measured, predicted});
       fmt::print(
           "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} {:>2} {:>2} | "
           "{:>8.2f}s {:>8.2f}s {:>+7.1f}{}\n",
@@ -392,6 +467,7 @@ int main(int argc, char** argv) {
   if (tight > 0) {
     fmt::print("{} run(s) fit only if the allocator fragments less than its mean (tight)\n", tight);
   }
+  ranking_check(outcomes);
   const int not_fitting = memory_check(memory_rows);
   fmt::print("published runs predicted not to fit: {} (step-time rows) + {} (memory rows)\n",
              failed, not_fitting);

@@ -142,6 +142,9 @@ wanted += [r['id'] for r in research['runs'] if r['id'].startswith('fms-llama2-'
 # The rest of torchtitan's April 2024 A100 tables beside its Llama 3 8B row (added 2026-12-02, fifth session, last).
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('titan-llama')]
 # (its two 'selective layer' rows, every other block recomputed, last: added 2026-12-02, sixth session)
+# NeMo-Megatron-Launcher's release-performance CI of August 2022: GPT-3 126M-40B, one model's
+# TP x PP splits on one cluster, measured by one harness (added 2026-12-03, ninth session, last).
+wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemoci2208-')]
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
