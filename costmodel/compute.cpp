@@ -190,12 +190,11 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
                              const ComputeFeatures& features, const Calibration* calibration) {
   AttentionGemms core = attention_gemms(model, config.micro_batch, config.tp);
   CoreTime time;
-  if (features.fused_attention) {
+  if (features.fused_attention()) {
     core.scores.batch *= 0.5;
     core.context.batch *= 0.5;
     const AttentionShares shares =
-        attention_shares(profile, features.flash2, model.seq_len, features.cp, features.ulysses,
-                         features.flash_triton);
+        attention_shares(profile, features.attention, model.seq_len, features.cp, features.ulysses);
     if (shares.forward > 0.0 && shares.backward > 0.0) {
       const double flops = core.scores.flops() + core.context.flops();
       const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.training_clock_ratio();
@@ -252,7 +251,7 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
       linear_backward_s + core.backward_s +
       hbm_time_s(
           gpu,
-          layer_elementwise_backward_bytes(model, config, ops, features.fused_attention) + rope +
+          layer_elementwise_backward_bytes(model, config, ops, features.fused_attention()) + rope +
               repeat +
               fp8_cast_backward_bytes(model, config, precision, features.fp8_saves_fp8_inputs));
   switch (config.recompute) {

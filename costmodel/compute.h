@@ -72,11 +72,11 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 
 /// Software features of the training framework that change the compute.
 struct ComputeFeatures {
-  bool fused_attention = true;  ///< flash-style attention: no s^2 tensors, causal blocks skipped
+  /// The stack's attention kernel; every one but `unfused` is flash-style: no s^2 tensors,
+  /// causal blocks skipped.
+  AttentionKernel attention = AttentionKernel::cudnn;
   SelectiveKind selective = SelectiveKind::attention;  ///< what selective recompute repeats
   bool fp8_saves_fp8_inputs = true;  ///< FP8: inputs kept as their FP8 copy (TE), not recast
-  /// The fused kernel is FlashAttention-2 (stack attention `flash`), not cuDNN's (`cudnn`).
-  bool flash2 = false;
   /// Context-parallel ranks of the split (the layer is priced on its local sequence): with
   /// CP > 1 most of the attention runs as full, unmasked blocks (kernels.h attention_shares).
   int cp = 1;
@@ -84,8 +84,7 @@ struct ComputeFeatures {
   bool ulysses = false;
   /// Bytes of the elementwise ops as the stack's code runs them (Stack::elementwise).
   ElementwiseBytes elementwise{};
-  /// The fused kernel is FlashAttention's Triton kernel (stack attention `flash_triton`).
-  bool flash_triton = false;
+  [[nodiscard]] bool fused_attention() const { return attention != AttentionKernel::unfused; }
 };
 
 /// GQA's K and V repeated to every query head before the attention call (PyTorch eager Llama

@@ -91,12 +91,10 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
                      double layer_comm_s, double moe_share, bool ulysses,
                      const Calibration* calibration) {
   const Stack& stack = options.stack;
-  const LayerTime dense =
-      layer_time(cluster.gpu, model, config,
-                 {stack.attention != AttentionKernel::unfused, stack.selective,
-                  stack.fp8_saves_fp8_inputs, stack.attention == AttentionKernel::flash, given.cp,
-                  ulysses, stack.elementwise, stack.attention == AttentionKernel::flash_triton},
-                 calibration);
+  const LayerTime dense = layer_time(cluster.gpu, model, config,
+                                     {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs,
+                                      given.cp, ulysses, stack.elementwise},
+                                     calibration);
   LayerTime layer =
       with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, moe_share, calibration);
   const StageLayers split = model_stage_layers(model, config.pp);

@@ -72,9 +72,10 @@ AttentionShares curve_path(const AttentionCurve& causal_curve, const AttentionCu
 
 }  // namespace
 
-AttentionShares attention_shares(const KernelProfile& profile, bool flash2, double local_seq,
-                                 int cp, bool ulysses, bool triton) {
-  if (triton && has_curve(profile.triton_causal)) {
+AttentionShares attention_shares(const KernelProfile& profile, AttentionKernel kernel,
+                                 double local_seq, int cp, bool ulysses) {
+  const bool flash2 = kernel == AttentionKernel::flash;
+  if (kernel == AttentionKernel::flash_triton && has_curve(profile.triton_causal)) {
     return curve_path(*profile.triton_causal, profile.triton_full, local_seq, cp, ulysses);
   }
   if (flash2 && has_curve(profile.flash2_causal)) {

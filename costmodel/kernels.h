@@ -38,6 +38,13 @@ struct KernelProfile {
   [[nodiscard]] double training_clock_ratio() const { return sustained_ratio * ensemble_ratio; }
 };
 
+/// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept
+/// for backward), flash (FlashAttention 2 through PyTorch SDPA or the flash-attn package),
+/// cuDNN fused attention through Transformer Engine, or flash_triton (FlashAttention's Triton
+/// kernel, llm-foundry's 2023 `attn_impl: triton`; priced only on a GPU that measured it). The
+/// fused ones skip the causal half. A stack names one (costmodel/stack.h).
+enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
+
 /// Fused attention's forward and backward share of dense peak for one layer's call.
 struct AttentionShares {
   double forward = 0.0;
@@ -48,18 +55,18 @@ struct AttentionShares {
 /// points' values beyond them. {0, 0} for an empty curve.
 [[nodiscard]] AttentionShares curve_shares(const AttentionCurve& curve, double seq);
 
-/// Shares of the fused kernel (`flash2`: FlashAttention-2's) for a causal layer whose local
+/// Shares of the fused `kernel` (not `unfused`) for a causal layer whose local
 /// sequence is `local_seq` tokens split over `cp` context-parallel ranks. Without CP every
 /// block up to the diagonal runs under the causal mask. With CP, Transformer Engine's
 /// load-balanced ring (each rank holds chunks i and 2·cp−1−i of s/(2·cp) tokens) runs one
 /// causal call over the rank's local tokens, 1/cp of its work, and full blocks of a chunk's
 /// length for the rest (docs/cost_model.md#attention-curves): the two blend by time. Without
 /// curves: the scalar shares. Ulysses (all-to-all) CP instead runs one causal call over the
-/// whole sequence, cp x local_seq, with heads / cp (`ulysses`). `triton`: FlashAttention's
-/// Triton kernel, at its own curves (check_stack_on_gpu refuses a GPU without them).
-[[nodiscard]] AttentionShares attention_shares(const KernelProfile& profile, bool flash2,
-                                               double local_seq, int cp, bool ulysses = false,
-                                               bool triton = false);
+/// whole sequence, cp x local_seq, with heads / cp (`ulysses`). `flash`: FlashAttention-2's
+/// curves or scalars where the GPU has them, `cudnn` the GPU's fused ones, `flash_triton` its
+/// own curves (check_stack_on_gpu refuses a GPU without them; without, the fused ones).
+[[nodiscard]] AttentionShares attention_shares(const KernelProfile& profile, AttentionKernel kernel,
+                                               double local_seq, int cp, bool ulysses = false);
 
 /// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,
 /// ensemble_clock_ratio, attention_forward_efficiency and attention_backward_efficiency

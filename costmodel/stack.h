@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "costmodel/kernels.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
 #include "topology/errors.h"
@@ -22,13 +23,6 @@ namespace trident {
 /// sum r4, divide r4 w4 = 38; backward: softmax - one-hot r4 w4, x grad r4 w4, cast r4 w2 = 22.
 inline constexpr double kCrossEntropyForwardBytesPerLogit = 38.0;
 inline constexpr double kCrossEntropyBackwardBytesPerLogit = 22.0;
-
-/// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept
-/// for backward), flash (FlashAttention 2 through PyTorch SDPA or the flash-attn package),
-/// cuDNN fused attention through Transformer Engine, or flash_triton (FlashAttention's Triton
-/// kernel, llm-foundry's 2023 `attn_impl: triton`; priced only on a GPU that measured it). The
-/// fused ones skip the causal half.
-enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
 
 /// Forward HBM bytes per element of the elementwise ops whose kernels differ between fused code
 /// (Megatron/Transformer Engine, torch.compile: the defaults) and PyTorch eager (each op its own

@@ -91,7 +91,7 @@ TEST_CASE("HSDP: per-unit gathers in the shard group, gradient shards all-reduce
   CHECK(e.dp.total_s == Approx(8 * ag + 4 * (rs + ar)));
   // Exposed per micro-batch (prefetch one unit): forward ag + max(0, ag - fwd); backward
   // (ag + rs + ar) + max(0, ag + rs + ar - bwd). Times 2.
-  const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
+  const LayerTime layer = layer_time(test::round_gpu(), model, config, ComputeFeatures{});
   const double forward = ag + std::max(0.0, ag - layer.forward_s);
   const double backward = (ag + rs + ar) + std::max(0.0, ag + rs + ar - layer.backward_s);
   CHECK(e.dp.exposed_s == Approx(2 * (forward + backward)));

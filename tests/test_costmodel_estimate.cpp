@@ -107,7 +107,7 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   // FFN-up hides behind their weight-gradient GEMMs: 16 t - 4 x (min(t, wgrad_qkv) +
   // min(t, wgrad_up)).
   const Estimate overlapped = estimate(test::round_cluster(), model, config, round_placement());
-  const LayerTime one = layer_time(test::round_gpu(), model, config, {true});
+  const LayerTime one = layer_time(test::round_gpu(), model, config, ComputeFeatures{});
   const double t = 7.05529e-6;
   CHECK(overlapped.time.tp_comm_s ==
         Approx(16 * t - 4 * (std::min(t, one.gemm_wgrad_s[0]) + std::min(t, one.gemm_wgrad_s[2]))));
@@ -135,7 +135,7 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
       InputError);
   CHECK(u.time.step_s - e.time.step_s == Approx((92.0 - 34.0) * 56768.0 / 8.5e11));
   // Compute: m * (1 layer + logits) per stage.
-  const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
+  const LayerTime layer = layer_time(test::round_gpu(), model, config, ComputeFeatures{});
   const LayerTime logits = logits_time(test::round_gpu(), model, config);
   CHECK(e.time.forward_s == Approx(4 * (layer.forward_s + logits.forward_s)));
   CHECK(e.time.backward_s == Approx(4 * (layer.backward_s + logits.backward_s)));

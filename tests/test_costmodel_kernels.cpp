@@ -135,7 +135,7 @@ TEST_CASE("TP overlap: exposed time of Transformer Engine's methods", "[kernels]
   // Each of the 10 overlapped collectives per layer costs max(gemm', c) - gemm, and the two
   // pipelined reduce-scatters add c/4: per layer at most 10.5c - (sum of the 10 GEMMs); the
   // estimate keeps the smaller of that and the plain total (overlap never costs more).
-  const LayerTime layer = layer_time(cluster.gpu, model, config, {true});
+  const LayerTime layer = layer_time(cluster.gpu, model, config, ComputeFeatures{});
   const double gemms = layer.gemm_fprop_s[0] + layer.gemm_fprop_s[1] + layer.gemm_fprop_s[2] +
                        layer.gemm_fprop_s[3] + layer.gemm_dgrad_s[0] + layer.gemm_dgrad_s[1] +
                        layer.gemm_dgrad_s[2] + layer.gemm_dgrad_s[3] + layer.gemm_wgrad_s[0] +
@@ -224,7 +224,7 @@ TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hoppe
   const ParallelConfig config = test::small_config();
   ComputeFeatures cudnn;
   ComputeFeatures flash2;
-  flash2.flash2 = true;
+  flash2.attention = AttentionKernel::flash;
   const LayerTime a = layer_time(gpu, model, config, cudnn);
   const LayerTime b = layer_time(gpu, model, config, flash2);
   // QK^T and AV: 2 GEMMs x 2 b s^2 h / tp = 4 x 1 x 32^2 x 64 / 2 = 131,072 FLOPs; the causal
@@ -253,8 +253,9 @@ TEST_CASE("FlashAttention's Triton kernel at its own measured curve (A100), refu
   // 68 x 1.113379 / 312 = 0.24266, FA2 155 x 1.113379 / 312 = 0.55312 (the file rounds to 4).
   const Gpu a100 = gpu_preset("a100-sxm-80g");
   const KernelProfile profile = kernel_profile(a100);
-  const AttentionShares triton = attention_shares(profile, false, 2048.0, 1, false, true);
-  const AttentionShares fa2 = attention_shares(profile, false, 2048.0, 1);
+  const AttentionShares triton =
+      attention_shares(profile, AttentionKernel::flash_triton, 2048.0, 1);
+  const AttentionShares fa2 = attention_shares(profile, AttentionKernel::cudnn, 2048.0, 1);
   CHECK(triton.forward == Approx(0.2427).epsilon(1e-3));
   CHECK(triton.backward == Approx(0.2427 * 63.0 / 73.0).epsilon(1e-3));
   CHECK(fa2.forward == Approx(0.5531).epsilon(1e-3));
@@ -263,7 +264,7 @@ TEST_CASE("FlashAttention's Triton kernel at its own measured curve (A100), refu
   const ParallelConfig config = test::small_config();
   ComputeFeatures flash;
   ComputeFeatures slow;
-  slow.flash_triton = true;
+  slow.attention = AttentionKernel::flash_triton;
   Model long_model = model;
   long_model.seq_len = 2048;
   const LayerTime a = layer_time(a100, long_model, config, flash);
@@ -302,10 +303,10 @@ TEST_CASE("attention across sequence lengths: the measured curve, and CP's full 
   profile.flash_forward_share = 0.9;  // the scalars give way to the curve
   profile.flash_backward_share = 0.9;
   profile.flash_causal = &causal;
-  CHECK(attention_shares(profile, false, 4096.0, 1).forward == Approx(0.6));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 4096.0, 1).forward == Approx(0.6));
   // Without a full curve CP's full blocks take the causal one, at their own length: a local
   // 8192 with CP 2 reads 0.6 for both halves (8192 and 4096 are at or above the last point).
-  CHECK(attention_shares(profile, false, 8192.0, 2).forward == Approx(0.6));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 8192.0, 2).forward == Approx(0.6));
   // A full curve 0.8 / 0.7 (one point) and CP 2 on a local 4096 tokens: the rank's first ring
   // step is one causal call over its 4096 tokens, 1/cp = 1/2 of its work, at the causal share
   // 0.6; the other is full blocks at the full share. Time = 1/2 / 0.6 + 1/2 / 0.8 = 0.83333 +
@@ -315,36 +316,40 @@ TEST_CASE("attention across sequence lengths: the measured curve, and CP's full 
   full.points[0] = {4096.0, 0.8, 0.7};
   full.size = 1;
   profile.flash_full = &full;
-  CHECK(attention_shares(profile, false, 4096.0, 2).forward == Approx(0.68571).epsilon(1e-4));
-  CHECK(attention_shares(profile, false, 4096.0, 2).backward == Approx(0.58333).epsilon(1e-4));
-  CHECK(attention_shares(profile, false, 4096.0, 1).forward == Approx(0.6));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 4096.0, 2).forward ==
+        Approx(0.68571).epsilon(1e-4));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 4096.0, 2).backward ==
+        Approx(0.58333).epsilon(1e-4));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 4096.0, 1).forward == Approx(0.6));
   // The full blocks' keys are one chunk, half the local length: CP 4 on a local 2048 reads the
   // full curve at 1024 (its one point, 0.8) and the causal one at 2048 (0.5) for the first
   // 1/4: 1 / (1/4 / 0.5 + 3/4 / 0.8) = 1 / 1.4375 = 0.69565. Without a full curve the causal
   // one stands in at the local length, where its mean key loop (L/2) equals a chunk: 0.5.
-  CHECK(attention_shares(profile, false, 2048.0, 4).forward == Approx(0.69565).epsilon(1e-4));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 2048.0, 4).forward ==
+        Approx(0.69565).epsilon(1e-4));
   profile.flash_full = nullptr;
-  CHECK(attention_shares(profile, false, 2048.0, 4).forward == Approx(0.5));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 2048.0, 4).forward == Approx(0.5));
   // Ulysses (all-to-all) CP: one causal call over the whole sequence, cp x the local length:
   // CP 4 on a local 1024 reads the causal curve at 4096, 0.6, whatever the full curve says.
-  CHECK(attention_shares(profile, false, 1024.0, 4, true).forward == Approx(0.6));
-  CHECK(attention_shares(profile, false, 1024.0, 4, true).backward == Approx(0.5));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 1024.0, 4, true).forward == Approx(0.6));
+  CHECK(attention_shares(profile, AttentionKernel::cudnn, 1024.0, 4, true).backward == Approx(0.5));
   // FlashAttention-2 asked for on a GPU with FA2 scalars but no FA2 curve: its scalars.
   profile.flash2_forward_share = 0.25;
   profile.flash2_backward_share = 0.2;
-  CHECK(attention_shares(profile, true, 4096.0, 1).forward == Approx(0.25));
+  CHECK(attention_shares(profile, AttentionKernel::flash, 4096.0, 1).forward == Approx(0.25));
   // ... and with neither: the fused kernel's curve.
   profile.flash_full = &full;
   profile.flash2_forward_share = 0.0;
   profile.flash2_backward_share = 0.0;
-  CHECK(attention_shares(profile, true, 4096.0, 1).forward == Approx(0.6));
+  CHECK(attention_shares(profile, AttentionKernel::flash, 4096.0, 1).forward == Approx(0.6));
 
   // H100 (FlashAttention-3 paper Fig. 5): cuDNN forward with the causal mask 518 TFLOP/s at 4k
   // and 529 at 8k; at 5793 (half way in log2) (518 + 529) / 2 = 523.5 of 989.
   const Gpu h100_gpu = gpu_preset("h100-sxm-80g");
   const KernelProfile h100 = kernel_profile(h100_gpu);
-  CHECK(attention_shares(h100, false, 4096.0, 1).forward == Approx(518.0 / 989.0).epsilon(2e-4));
-  CHECK(attention_shares(h100, false, 4096.0 * std::sqrt(2.0), 1).forward ==
+  CHECK(attention_shares(h100, AttentionKernel::cudnn, 4096.0, 1).forward ==
+        Approx(518.0 / 989.0).epsilon(2e-4));
+  CHECK(attention_shares(h100, AttentionKernel::cudnn, 4096.0 * std::sqrt(2.0), 1).forward ==
         Approx(523.5 / 989.0).epsilon(2e-4));
   // The layer: attention time at the curve's share, against the scalar 609 it replaces.
   Gpu gpu = test::round_gpu();

@@ -361,7 +361,7 @@ TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack]
   CHECK(e.dp.total_s == Approx(16 * ag + 8 * rs));
   // Exposed per micro-batch: forward: the first gather + (2-1) x max(0, ag - fwd layer);
   // backward: the first (ag + rs) + (2-1) x max(0, ag + rs - bwd layer). Times 4.
-  const LayerTime layer = layer_time(test::round_gpu(), model, config, {true});
+  const LayerTime layer = layer_time(test::round_gpu(), model, config, ComputeFeatures{});
   const double forward = ag + std::max(0.0, ag - layer.forward_s);
   const double backward = (ag + rs) + std::max(0.0, ag + rs - layer.backward_s);
   CHECK(e.dp.exposed_s == Approx(4 * (forward + backward)));
