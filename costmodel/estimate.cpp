@@ -13,16 +13,11 @@
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
 #include "costmodel/precision.h"
+#include "costmodel/tp_pp_comm.h"
 
 namespace trident {
 
 namespace {
-
-/// Bytes per element of the causal mask a DeepSpeed pipe sends with each activation: the
-/// [1, 1, s, s] boolean mask cast to half "because NCCL does not like to send
-/// torch.BoolTensor" (deepspeed/runtime/pipe/engine.py L1053-1058 @edaa7221; the mask's batch
-/// dimension is 1 without reset_attention_mask, megatron/utils.py get_ltor_masks_and_position_ids).
-constexpr double kPipeMaskBytesPerElement = 2.0;
 
 /// The share of the model's layers full recompute repeats (every one unless partial), stage by
 /// stage: the middle stages hold `split.middle` layers or one fewer (pipeline.h stage_layers).
@@ -132,133 +127,6 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   return time;
 }
 
-/// Bytes of one TP all-gather of a `message_bytes` activation message: in the gather's dtype
-/// (FP8 where the run casts before it gathers, costmodel/precision.h).
-double tp_gather_bytes(double message_bytes, const Precision& precision) {
-  return message_bytes * precision.tp_gather_bytes / precision.activation_bytes;
-}
-
-/// TP: per layer 2 all-reduces forward and 2 backward of b*s*h activations (with sequence
-/// parallelism each becomes a reduce-scatter + all-gather); full recompute repeats the
-/// forward ones on the layers it recomputes. Counts are for one micro-batch through the stage.
-CommDetail tp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   double layers, bool keeps_gathered_inputs, const Calibration* calibration) {
-  CommDetail comm;
-  comm.link = link;
-  if (config.tp <= 1) return comm;
-  const Precision precision = precision_of(model.training);
-  comm.bytes_per_call = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden *
-                        precision.activation_bytes;
-  const double recomputed = config.recomputed_layers(layers);
-  comm.calls_per_step = 4.0 * layers + 2.0 * recomputed;
-  if (config.sequence_parallel) {
-    // Forward 2 all-gathers + 2 reduce-scatters; backward 2 all-gathers of the output
-    // gradient, 2 reduce-scatters of the input gradient and 2 all-gathers of the input again
-    // for the weight gradient (Megatron does not keep the gathered input: Korthikanti 2022
-    // §4.2.2): 10 collectives = 5 (reduce-scatter + all-gather) calls; full recompute +2. A
-    // stack that keeps the gathered input (DTensor) skips the re-gather: 4, full recompute 6.
-    const double regather = keeps_gathered_inputs ? 0.0 : 1.0;
-    comm.calls_per_step = layers * (4.0 + regather) + 2.0 * recomputed;
-    comm.collective = Collective::reduce_scatter;
-    comm.time_per_call_s =
-        collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
-        collective_time_s(Collective::all_gather, tp_gather_bytes(comm.bytes_per_call, precision),
-                          link, calibration);
-  } else {
-    comm.time_per_call_s =
-        collective_time_s(Collective::all_reduce, comm.bytes_per_call, link, calibration);
-  }
-  return comm;
-}
-
-/// PP: one send/recv of b*s*h/t activations per micro-batch per boundary forward and one
-/// backward, v times with interleaving (scatter/gather optimisation: each TP rank sends 1/t).
-/// A stack whose pipe model passes the causal mask along (DeepSpeed) adds its s*s half-precision
-/// copy to every forward transfer: bytes and time are then the mean of a forward's and a
-/// backward's.
-CommDetail pp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   bool sends_mask, const Calibration* calibration) {
-  CommDetail comm;
-  comm.collective = Collective::send_recv;
-  comm.link = link;
-  if (config.pp <= 1) return comm;
-  const double activation_bytes = static_cast<double>(config.micro_batch) * model.seq_len *
-                                  model.hidden * precision_of(model.training).activation_bytes /
-                                  config.tp;
-  const double mask_bytes =
-      sends_mask ? kPipeMaskBytesPerElement * static_cast<double>(model.seq_len) * model.seq_len
-                 : 0.0;
-  comm.bytes_per_call = activation_bytes + mask_bytes / 2.0;
-  comm.calls_per_step = 2.0 * config.virtual_stages;
-  comm.time_per_call_s =
-      (collective_time_s(Collective::send_recv, activation_bytes + mask_bytes, link, calibration) +
-       collective_time_s(Collective::send_recv, activation_bytes, link, calibration)) /
-      2.0;
-  return comm;
-}
-
-/// One TP collective of `comm_s` overlapped with a GEMM of `gemm_s` by Transformer Engine's
-/// userbuffers: the GEMM loses `sm_share` of the SMs to the communication kernel while they
-/// run together, and `fill_s` (the last chunk of a pipelined reduce-scatter) cannot overlap.
-/// Returns the time beyond the GEMM alone.
-double overlapped_exposed_s(double gemm_s, double comm_s, double sm_share, double fill_s) {
-  const double slowed_gemm_s = gemm_s / (1.0 - sm_share);
-  return std::max(slowed_gemm_s, comm_s) + fill_s - gemm_s;
-}
-
-/// Exposed TP time of one layer and one micro-batch with --tp-comm-overlap (sequence
-/// parallel), Transformer Engine's default methods (module/base.py initialize_ub):
-/// ring exchange over the copy engines (1 SM) for qkv/fc1 forward and proj/fc2 input
-/// gradient; pipeline (16 SMs, 4 splits) for the proj/fc2 forward reduce-scatter; bulk
-/// (16 SMs) for the qkv/fc1 input re-gather (behind dgrad; none where the stack keeps the
-/// gathered input) and gradient reduce-scatter (behind wgrad). Full recompute repeats the
-/// forward overlaps.
-double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatter_s, int sm_count,
-                          bool full_recompute, bool keeps_gathered_inputs) {
-  const double sms = sm_count > 0 ? sm_count : kTpOverlapDefaultSms;
-  const double ring = 1.0 / sms;
-  const double wide = kTpOverlapCommSms / sms;
-  const double fill = scatter_s / kTpOverlapPipelineSplits;
-  double forward = 0.0;
-  double backward = 0.0;
-  for (const std::size_t in : {std::size_t{0}, std::size_t{2}}) {  // QKV, FFN up
-    const std::size_t out = in + 1;                                // projection, FFN down
-    forward += overlapped_exposed_s(layer.gemm_fprop_s[in], gather_s, ring, 0.0) +
-               overlapped_exposed_s(layer.gemm_fprop_s[out], scatter_s, wide, fill);
-    backward += overlapped_exposed_s(layer.gemm_dgrad_s[out], gather_s, ring, 0.0) +
-                (keeps_gathered_inputs
-                     ? 0.0
-                     : overlapped_exposed_s(layer.gemm_dgrad_s[in], gather_s, wide, 0.0)) +
-                overlapped_exposed_s(layer.gemm_wgrad_s[in], scatter_s, wide, 0.0);
-  }
-  return forward * (full_recompute ? 2.0 : 1.0) + backward;
-}
-
-/// Exposed TP time of one layer and one micro-batch with Megatron's backward overlap (no
-/// userbuffers): forward collectives exposed; in backward the input-gradient all-reduce of
-/// the column-parallel layers (QKV, FFN up) runs behind their weight-gradient GEMM
-/// (LinearWithGradAccumulationAndAsyncCommunication); with sequence parallelism the input
-/// re-gather runs behind the input-gradient GEMM (none where the stack keeps the gathered
-/// input) and the reduce-scatter behind wgrad.
-double tp_backward_overlap_layer_s(const LayerTime& layer, const CommDetail& tp, double gather_s,
-                                   double scatter_s, bool sequence_parallel, bool full_recompute,
-                                   bool keeps_gathered_inputs) {
-  const double regather_s = keeps_gathered_inputs ? 0.0 : gather_s;
-  const double forward_calls = full_recompute ? 4.0 : 2.0;
-  double exposed = forward_calls * tp.time_per_call_s;
-  for (const std::size_t in : {std::size_t{0}, std::size_t{2}}) {  // QKV, FFN up
-    if (sequence_parallel) {
-      // Row-parallel output gradient gathered before its dgrad (exposed); the column-parallel
-      // input re-gathered behind dgrad, its gradient reduce-scattered behind wgrad.
-      exposed += gather_s + std::max(0.0, regather_s - layer.gemm_dgrad_s[in]) +
-                 std::max(0.0, scatter_s - layer.gemm_wgrad_s[in]);
-    } else {
-      exposed += std::max(0.0, tp.time_per_call_s - layer.gemm_wgrad_s[in]);
-    }
-  }
-  return exposed;
-}
-
 /// Traffic of one micro-batch (or one layer of one) over `times` of them: calls, total and
 /// exposed time scaled alike.
 CommDetail per_step(CommDetail comm, double times) {
@@ -299,6 +167,202 @@ NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
   groups.pp_peers = std::min(2, config.pp - 1);
   groups.pp_over_network = placement.pp.domains > 1;
   return groups;
+}
+
+/// Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
+/// overlap_p2p_comm off without virtual stages).
+bool pp_overlapped(const Stack& stack, const ParallelConfig& config) {
+  return stack.pp_overlap && config.virtual_stages > 1;
+}
+
+/// The step's TP traffic: the stage's collectives over its m micro-batches, exposed as the
+/// stack's overlap leaves them (userbuffers need sequence parallelism, TE initialize_ub;
+/// without it Megatron-Core still overlaps the backward input-gradient all-reduce, through
+/// NCCL). MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by
+/// the EP all-to-all from their sequence-parallel shard): half of those layers' calls remain.
+CommDetail tp_step(const Gpu& gpu, const Model& model, const Model& local,
+                   const ParallelConfig& config, const ParallelConfig& split, const GroupLink& link,
+                   const StageTime& stage, const Stack& stack, bool userbuffers, double md,
+                   double moe_share, const Calibration* calibration) {
+  CommDetail tp =
+      tp_comm(local, split, link, stage.layers, stack.tp_keeps_gathered_inputs, calibration);
+  tp.calls_per_step *= md;
+  tp.total_s = tp.calls_per_step * tp.time_per_call_s;
+  tp.exposed_s = tp.total_s;
+  if (config.tp > 1 && stack.tp_overlap != TpOverlap::none) {
+    const double gather_s = collective_time_s(
+        Collective::all_gather, tp_gather_bytes(tp.bytes_per_call, precision_of(model.training)),
+        link, calibration);
+    const double scatter_s =
+        collective_time_s(Collective::reduce_scatter, tp.bytes_per_call, link, calibration);
+    // The exposed time of a recomputed layer and of one that is not, mixed in the stage's
+    // proportion (all of one kind unless recompute is partial).
+    const auto layer_s = [&](bool full) {
+      return userbuffers ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
+                                              kernel_profile(gpu).sm_count, full,
+                                              stack.tp_keeps_gathered_inputs)
+                         : tp_backward_overlap_layer_s(stage.layer, tp, gather_s, scatter_s,
+                                                       config.sequence_parallel, full,
+                                                       stack.tp_keeps_gathered_inputs);
+    };
+    const double share = config.full_recompute_share(stage.layers);
+    const double per_layer_s = share >= 1.0 ? layer_s(true)
+                               : share <= 0.0
+                                   ? layer_s(false)
+                                   : share * layer_s(true) + (1.0 - share) * layer_s(false);
+    tp.exposed_s = std::min(tp.total_s, md * stage.layers * per_layer_s);
+  }
+  const double tp_share = 1.0 - 0.5 * moe_share;
+  tp.calls_per_step *= tp_share;
+  tp.total_s *= tp_share;
+  tp.exposed_s *= tp_share;
+  return tp;
+}
+
+/// The step's PP traffic. DeepSpeed (1F1B only, the stack loader's condition): each send and
+/// receive blocks on its own; the simulated schedule's critical path holds
+/// deepspeed_p2p_exposed_transfers of them. Megatron-Core overlaps p2p only in the interleaved
+/// schedule (arguments.py forces overlap_p2p_comm off without virtual stages).
+CommDetail pp_step(const Model& local, const ParallelConfig& config, const ParallelConfig& split,
+                   const GroupLink& link, const StageTime& stage, const Stack& stack, long long m,
+                   const Calibration* calibration) {
+  CommDetail pp = pp_comm(local, split, link, stack.pp_sends_attention_mask, calibration);
+  pp.calls_per_step = stack.pp_separate_send_recv && config.pp > 1
+                          ? deepspeed_p2p_exposed_transfers(config.pp, m)
+                          : pp.calls_per_step * static_cast<double>(m);
+  pp.total_s = pp.calls_per_step * pp.time_per_call_s;
+  pp.exposed_s =
+      pp_overlapped(stack, config)
+          ? std::min(pp.total_s, interleaved_p2p_exposed_s(config.pp, config.virtual_stages, m,
+                                                           pp.time_per_call_s, stage.forward_s,
+                                                           stage.backward_s + stage.recompute_s))
+          : pp.total_s;
+  return pp;
+}
+
+/// The compute windows DP traffic overlaps with: whatever holds the compute stream, so the
+/// stage's windows widen by the TP time exposed per unit and micro-batch.
+DpWindow dp_window(const StageTime& stage, const Model& local, const ParallelConfig& split,
+                   double tp_exposed_s, double md) {
+  DpWindow window{stage.forward_s,
+                  stage.backward_s,
+                  stage.layers,
+                  stage.layer.forward_s,
+                  stage.layer.backward_s + stage.layer.recompute_s,
+                  embedding_parameters(local, split)};
+  if (stage.layers > 0 && md > 0) {
+    const double tp_unit_s = tp_exposed_s / (md * stage.layers);
+    const double unit_s = stage.layer.forward_s + stage.layer.backward_s + stage.layer.recompute_s;
+    const double forward_share = unit_s > 0 ? stage.layer.forward_s / unit_s : 0.5;
+    window.unit_forward_s += tp_unit_s * forward_share;
+    window.unit_backward_s += tp_unit_s * (1.0 - forward_share);
+    window.forward_s += stage.layers * tp_unit_s * forward_share;
+    window.backward_s += stage.layers * tp_unit_s * (1.0 - forward_share);
+  }
+  return window;
+}
+
+/// Gradient passes outside the GEMMs, per step: the stack's accumulation (one pass over the
+/// stage's gradients, their shard under ZeRO-2/3, after every micro-batch's backward) and
+/// FSDP2's reduce-scatter copy-in (each unit's unsharded gradients copied, and widened to the
+/// reduce dtype, into the reduce-scatter input on the compute stream, once per reduce-scatter).
+double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                         const ParallelConfig& split, const Stack& stack, double params,
+                         double expert_params, long long m) {
+  const bool sharded_grads = config.zero >= 2;
+  const double accumulated =
+      params / (sharded_grads ? split.shard_ranks() : 1.0) +
+      expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
+  double time_s =
+      static_cast<double>(m) *
+      hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype) * accumulated);
+  if (split.dp > 1 && stack.shards_per_unit(config.zero)) {
+    time_s += unit_scatter_passes(config, stack, m) *
+              hbm_time_s(gpu, stack.reduce_scatter_copy_in_bytes(model.training.dtype) * params);
+  }
+  return time_s;
+}
+
+/// FP8 delayed scaling's amax all-reduces, all exposed.
+CommDetail amax_step(const ParallelConfig& config, const Model& model, double layers, long long m,
+                     const GroupLink& link, const Calibration* calibration) {
+  const AmaxReductions amax =
+      fp8_amax_reductions(config, precision_of(model.training), layers, m, link, calibration);
+  CommDetail out;
+  out.collective = Collective::all_reduce;
+  out.link = link;
+  out.bytes_per_call = amax.bytes_per_call;
+  out.calls_per_step = amax.calls_per_step;
+  out.time_per_call_s = amax.time_per_call_s;
+  out.total_s = amax.total_s();
+  out.exposed_s = amax.total_s();
+  return out;
+}
+
+/// NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
+/// Engine userbuffers price their own SMs in tp_overlap_layer_s).
+double overlap_contention_s(const Cluster& cluster, const Estimate& e, const Placement& placement,
+                            bool userbuffers) {
+  const auto hidden_s = [](const CommDetail& c) { return std::max(0.0, c.total_s - c.exposed_s); };
+  return (userbuffers ? 0.0 : hidden_s(e.tp)) * nccl_sm_share(cluster, placement.tp) +
+         hidden_s(e.dp) * nccl_sm_share(cluster, e.dp.link) +
+         hidden_s(e.pp) * nccl_sm_share(cluster, placement.pp) +
+         hidden_s(e.cp) * nccl_sm_share(cluster, placement.cp) +
+         hidden_s(e.edp) * nccl_sm_share(cluster, placement.edp);
+}
+
+/// FLOPs, MFU, the stack's error band and throughput of a priced step.
+void set_rates(Estimate& out, const Gpu& gpu, const Model& model, const ParallelConfig& config,
+               const Stack& stack) {
+  const double global_batch = static_cast<double>(model.training.global_batch);
+  // MoE: FLOPs on the active parameters (each token's top_k and shared experts).
+  const double full_share = model_recompute_share(model, config);
+  const StepFlops flops = model.is_moe() ? step_flops(moe_active_view(model), global_batch,
+                                                      config.recompute, stack.selective, full_share)
+                                         : step_flops(model, global_batch, config.recompute,
+                                                      stack.selective, full_share);
+  out.model_flops = flops.model;
+  out.model_flops_causal = flops.model_causal;
+  out.hardware_flops = flops.hardware;
+  const double gpu_seconds = config.gpus() * out.time.step_s;
+  out.model_tflops_per_gpu = flops.model / gpu_seconds / 1e12;
+  out.hardware_tflops_per_gpu = flops.hardware / gpu_seconds / 1e12;
+  out.mfu = out.model_tflops_per_gpu / gpu.peak_tflops(model.training.dtype);
+  out.mfu_causal = out.mfu * flops.model_causal / flops.model;
+  out.time.step_s = std::isfinite(out.time.step_s) ? out.time.step_s : 0.0;
+  const double error = stack.error_for(model);
+  out.step_s_low = out.time.step_s * (1.0 - error);
+  out.step_s_high = out.time.step_s * (1.0 + error);
+  out.tokens_per_s = global_batch * model.seq_len / out.time.step_s;
+  out.bubble_fraction = out.time.bubble_s / out.time.step_s;
+}
+
+/// What the memory model needs of the stack, the precision and the plan's communicators.
+MemoryOptions memory_options(const Cluster& cluster, const Model& model,
+                             const ParallelConfig& config, const Placement& placement,
+                             const EstimateOptions& options, CpKind cp_kind) {
+  const Stack& stack = options.stack;
+  MemoryOptions memory;
+  memory.reserve_gib = options.reserve_gib;
+  memory.fused_attention = stack.attention != AttentionKernel::unfused;
+  memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
+  const Precision precision = precision_of(model.training);
+  memory.weight_bytes = precision.weight_bytes;
+  memory.weight_copy_bytes_per_parameter =
+      weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
+  memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;
+  memory.prefetch_units = stack.prefetch_units;
+  memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
+  memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
+  memory.selective = stack.selective;
+  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
+  memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)
+  memory.adam_state_bytes = stack.adam_state_bytes;
+  memory.nccl = nccl_groups(cluster, config, placement);
+  if (config.cp > 1 && cp_kind == CpKind::all_gather) {
+    memory.cp_gathered_kv_bytes = cp_allgather_working_bytes(model, config);
+  }
+  return memory;
 }
 
 }  // namespace
@@ -346,99 +410,28 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     ulysses = stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s,
                          moe_share, true, calibration);
   }
-  const auto compute_s = [](const StageTime& s) {
-    return s.forward_s + s.backward_s + s.recompute_s;
-  };
   const CpComm cp = cp_comm(model, config, placement.cp, ring.cp_step, ring.layers, stack,
-                            calibration, ulysses ? compute_s(*ulysses) - compute_s(ring) : 0.0);
+                            calibration, ulysses ? ulysses->total_s() - ring.total_s() : 0.0);
   const StageTime& stage = cp.kind == CpKind::a2a && ulysses ? *ulysses : ring;
   out.time.forward_s = md * stage.forward_s;
   out.time.backward_s = md * stage.backward_s;
   out.time.recompute_s = md * stage.recompute_s;
 
-  // Userbuffers need sequence parallelism (TE initialize_ub); without it Megatron-Core still
-  // overlaps the backward input-gradient all-reduce, through NCCL.
   const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel;
-  out.tp = tp_comm(local, split, placement.tp, stage.layers, stack.tp_keeps_gathered_inputs,
-                   calibration);
-  out.tp.calls_per_step *= md;
-  out.tp.total_s = out.tp.calls_per_step * out.tp.time_per_call_s;
-  out.tp.exposed_s = out.tp.total_s;
-  if (config.tp > 1 && stack.tp_overlap != TpOverlap::none) {
-    const double gather_s =
-        collective_time_s(Collective::all_gather,
-                          tp_gather_bytes(out.tp.bytes_per_call, precision_of(model.training)),
-                          placement.tp, calibration);
-    const double scatter_s = collective_time_s(Collective::reduce_scatter, out.tp.bytes_per_call,
-                                               placement.tp, calibration);
-    // The exposed time of a recomputed layer and of one that is not, mixed in the stage's
-    // proportion (all of one kind unless recompute is partial).
-    const auto layer_s = [&](bool full) {
-      return userbuffers ? tp_overlap_layer_s(stage.layer, gather_s, scatter_s,
-                                              kernel_profile(gpu).sm_count, full,
-                                              stack.tp_keeps_gathered_inputs)
-                         : tp_backward_overlap_layer_s(stage.layer, out.tp, gather_s, scatter_s,
-                                                       config.sequence_parallel, full,
-                                                       stack.tp_keeps_gathered_inputs);
-    };
-    const double share = config.full_recompute_share(stage.layers);
-    const double per_layer_s = share >= 1.0 ? layer_s(true)
-                               : share <= 0.0
-                                   ? layer_s(false)
-                                   : share * layer_s(true) + (1.0 - share) * layer_s(false);
-    out.tp.exposed_s = std::min(out.tp.total_s, md * stage.layers * per_layer_s);
-  }
-  // MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by the
-  // EP all-to-all from their sequence-parallel shard): half of those layers' TP calls remain.
-  const double tp_share = 1.0 - 0.5 * moe_share;
-  out.tp.calls_per_step *= tp_share;
-  out.tp.total_s *= tp_share;
-  out.tp.exposed_s *= tp_share;
-
+  out.tp = tp_step(gpu, model, local, config, split, placement.tp, stage, stack, userbuffers, md,
+                   moe_share, calibration);
   out.cp_kind = cp.kind;
   out.cp = per_step(cp.detail, md);
   out.ep = per_step(ep_layer, stage.layers * md);
-
-  out.pp = pp_comm(local, split, placement.pp, stack.pp_sends_attention_mask, calibration);
-  // DeepSpeed (1F1B only, the stack loader's condition): each send and receive blocks on its
-  // own; the simulated schedule's critical path holds deepspeed_p2p_exposed_transfers of them.
-  out.pp.calls_per_step = stack.pp_separate_send_recv && config.pp > 1
-                              ? deepspeed_p2p_exposed_transfers(config.pp, m)
-                              : out.pp.calls_per_step * md;
-  out.pp.total_s = out.pp.calls_per_step * out.pp.time_per_call_s;
-  // Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
-  // overlap_p2p_comm off without virtual stages).
-  const bool p2p_overlapped = stack.pp_overlap && config.virtual_stages > 1;
-  out.pp.exposed_s =
-      p2p_overlapped ? std::min(out.pp.total_s,
-                                interleaved_p2p_exposed_s(config.pp, config.virtual_stages, m,
-                                                          out.pp.time_per_call_s, stage.forward_s,
-                                                          stage.backward_s + stage.recompute_s))
-                     : out.pp.total_s;
+  out.pp = pp_step(local, config, split, placement.pp, stage, stack, m, calibration);
   // Those two are the whole step's increase, fill and drain included; Megatron's blocking
   // batched p2p lengthens each micro-batch, so the bubble scales it too.
-  out.pp_whole_step = p2p_overlapped || stack.pp_separate_send_recv;
+  out.pp_whole_step = pp_overlapped(stack, config) || stack.pp_separate_send_recv;
 
   const double first_params = stage_parameters(local, split, true, config.pp == 1);
   const double last_params = stage_parameters(local, split, config.pp == 1, true);
   const double params = std::max(first_params, last_params);
-  // DP traffic overlaps with whatever holds the compute stream, exposed TP collectives
-  // included: widen the stage's windows by the TP time exposed per unit and micro-batch.
-  DpWindow window{stage.forward_s,
-                  stage.backward_s,
-                  stage.layers,
-                  stage.layer.forward_s,
-                  stage.layer.backward_s + stage.layer.recompute_s,
-                  embedding_parameters(local, split)};
-  if (stage.layers > 0 && md > 0) {
-    const double tp_unit_s = out.tp.exposed_s / (md * stage.layers);
-    const double unit_s = stage.layer.forward_s + stage.layer.backward_s + stage.layer.recompute_s;
-    const double forward_share = unit_s > 0 ? stage.layer.forward_s / unit_s : 0.5;
-    window.unit_forward_s += tp_unit_s * forward_share;
-    window.unit_backward_s += tp_unit_s * (1.0 - forward_share);
-    window.forward_s += stage.layers * tp_unit_s * forward_share;
-    window.backward_s += stage.layers * tp_unit_s * (1.0 - forward_share);
-  }
+  const DpWindow window = dp_window(stage, local, split, out.tp.exposed_s, md);
   out.dp = dp_comm(local, split, {placement.dp, placement.shard, placement.replicate}, params, m,
                    window, stack, calibration);
   // Expert gradients reduce over the expert-data-parallel group (tp x cp x dp / ep ranks).
@@ -452,32 +445,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     out.edp = dp_comm(local, expert_split, {placement.edp, placement.edp, placement.edp},
                       expert_params, m, expert_window, stack, calibration);
   }
-
-  // Gradient accumulation outside the GEMMs (the stack's grad_accumulation): one pass over the
-  // stage's gradients, their shard under ZeRO-2/3, after every micro-batch's backward.
-  const bool sharded_grads = config.zero >= 2;
-  const double accumulated =
-      params / (sharded_grads ? split.shard_ranks() : 1.0) +
-      expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
   out.time.backward_s +=
-      md * hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype) * accumulated);
-  // FSDP2's reduce-scatter copy-in: each unit's unsharded gradients copied (and widened to the
-  // reduce dtype) into the reduce-scatter input on the compute stream, once per reduce-scatter.
-  if (split.dp > 1 && stack.shards_per_unit(config.zero)) {
-    out.time.backward_s +=
-        unit_scatter_passes(config, stack, m) *
-        hbm_time_s(gpu, stack.reduce_scatter_copy_in_bytes(model.training.dtype) * params);
-  }
-
-  const AmaxReductions amax = fp8_amax_reductions(config, precision_of(model.training),
-                                                  stage.layers, m, placement.amax, calibration);
-  out.amax.collective = Collective::all_reduce;
-  out.amax.link = placement.amax;
-  out.amax.bytes_per_call = amax.bytes_per_call;
-  out.amax.calls_per_step = amax.calls_per_step;
-  out.amax.time_per_call_s = amax.time_per_call_s;
-  out.amax.total_s = amax.total_s();
-  out.amax.exposed_s = amax.total_s();
+      gradient_passes_s(gpu, model, config, split, stack, params, expert_params, m);
+  out.amax = amax_step(config, model, stage.layers, m, placement.amax, calibration);
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).
@@ -498,59 +468,13 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.cp_comm_s = out.cp.exposed_s;
   out.time.ep_comm_s = out.ep.exposed_s;
   out.time.amax_comm_s = out.amax.exposed_s;
-  // NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
-  // Engine userbuffers price their own SMs in tp_overlap_layer_s).
-  const double tp_hidden_s = userbuffers ? 0.0 : out.tp.total_s - out.tp.exposed_s;
-  out.time.overlap_contention_s =
-      std::max(0.0, tp_hidden_s) * nccl_sm_share(cluster, placement.tp) +
-      std::max(0.0, out.dp.total_s - out.dp.exposed_s) * nccl_sm_share(cluster, out.dp.link) +
-      std::max(0.0, out.pp.total_s - out.pp.exposed_s) * nccl_sm_share(cluster, placement.pp) +
-      std::max(0.0, out.cp.total_s - out.cp.exposed_s) * nccl_sm_share(cluster, placement.cp) +
-      std::max(0.0, out.edp.total_s - out.edp.exposed_s) * nccl_sm_share(cluster, placement.edp);
+  out.time.overlap_contention_s = overlap_contention_s(cluster, out, placement, userbuffers);
   out.time.step_s = out.time.compute_s() + out.time.exposed_comm_s() + out.time.bubble_s +
                     out.time.optimizer_s + out.time.overlap_contention_s;
+  set_rates(out, gpu, model, config, stack);
 
-  const double global_batch = static_cast<double>(model.training.global_batch);
-  // MoE: FLOPs on the active parameters (each token's top_k and shared experts).
-  const double full_share = model_recompute_share(model, config);
-  const StepFlops flops = model.is_moe() ? step_flops(moe_active_view(model), global_batch,
-                                                      config.recompute, stack.selective, full_share)
-                                         : step_flops(model, global_batch, config.recompute,
-                                                      stack.selective, full_share);
-  out.model_flops = flops.model;
-  out.model_flops_causal = flops.model_causal;
-  out.hardware_flops = flops.hardware;
-  const double gpu_seconds = config.gpus() * out.time.step_s;
-  out.model_tflops_per_gpu = flops.model / gpu_seconds / 1e12;
-  out.hardware_tflops_per_gpu = flops.hardware / gpu_seconds / 1e12;
-  out.mfu = out.model_tflops_per_gpu / gpu.peak_tflops(model.training.dtype);
-  out.mfu_causal = out.mfu * flops.model_causal / flops.model;
-  out.time.step_s = std::isfinite(out.time.step_s) ? out.time.step_s : 0.0;
-  const double error = stack.error_for(model);
-  out.step_s_low = out.time.step_s * (1.0 - error);
-  out.step_s_high = out.time.step_s * (1.0 + error);
-  out.tokens_per_s = global_batch * model.seq_len / out.time.step_s;
-  out.bubble_fraction = out.time.bubble_s / out.time.step_s;
-  MemoryOptions memory;
-  memory.reserve_gib = options.reserve_gib;
-  memory.fused_attention = stack.attention != AttentionKernel::unfused;
-  memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
-  const Precision precision = precision_of(model.training);
-  memory.weight_bytes = precision.weight_bytes;
-  memory.weight_copy_bytes_per_parameter =
-      weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
-  memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;
-  memory.prefetch_units = stack.prefetch_units;
-  memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
-  memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
-  memory.selective = stack.selective;
-  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
-  memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)
-  memory.adam_state_bytes = stack.adam_state_bytes;
-  memory.nccl = nccl_groups(cluster, config, placement);
-  if (config.cp > 1 && out.cp_kind == CpKind::all_gather) {
-    memory.cp_gathered_kv_bytes = cp_allgather_working_bytes(model, config);
-  }
+  const MemoryOptions memory =
+      memory_options(cluster, model, config, placement, options, out.cp_kind);
   out.memory = peak_memory(gpu, local, split, memory);
   add_expert_memory(out.memory, model, config, memory);
   return out;

@@ -131,13 +131,6 @@ struct Estimate {
   bool used_calibration = false;
 };
 
-/// Transformer Engine userbuffers (TE module/base.py initialize_ub defaults): SMs of the
-/// pipelined and bulk communication kernels, splits of the pipelined reduce-scatter; SM count
-/// assumed when the GPU's is not known (H100's).
-inline constexpr double kTpOverlapCommSms = 16.0;
-inline constexpr double kTpOverlapPipelineSplits = 4.0;
-inline constexpr double kTpOverlapDefaultSms = 132.0;
-
 /// NCCL ring channels (one thread block, one SM each) a collective holds: 24 inside one NVLink
 /// domain (nccl-tests#100, nccl#578: "Channel 23/24" on 8-GPU NVSwitch servers), 2 per NIC of
 /// the server across the network (nccl#689: "DGX with 8 NICs ... would use 16 SMs"; nccl#520:

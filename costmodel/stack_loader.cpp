@@ -1,0 +1,413 @@
+/// Reading a stack file or preset: keys, ranges, `base:` chains (costmodel/stack.h declares
+/// load_stack and stack_preset; the file format is in docs/cost_model.md#stacks).
+#include <fmt/format.h>
+
+#include <string_view>
+#include <vector>
+
+#include "configs/presets.h"
+#include "costmodel/stack.h"
+#include "topology/cluster_loader.h"
+#include "topology/yaml_util.h"
+
+namespace trident {
+
+namespace {
+
+using yaml::MapReader;
+using yaml::Range;
+
+const std::vector<std::string> kStackKeys = {
+    "name",
+    "base",
+    "attention",
+    "tp_overlap",
+    "pp_overlap",
+    "pp_separate_send_recv",
+    "pp_sends_attention_mask",
+    "dp_overlap_grad_reduce",
+    "dp_overlap_grad_reduce_with_pp",
+    "dp_overlap_grad_reduce_with_sp",
+    "dp_overlap_param_gather",
+    "dp_bucket_parameters",
+    "dp_bucket_parameters_per_rank",
+    "grad_reduce_bytes",
+    "grad_buffer_bytes",
+    "grad_accumulation",
+    "zero_stages",
+    "zero_stages_with_pp",
+    "prefetch_units",
+    "backward_prefetch",
+    "fp16_grads_in_fp16",
+    "reshard_after_forward",
+    "reduce_every_micro_batch",
+    "reduce_scatter_copy_in",
+    "pp_keeps_gathered_weights",
+    "zero2_per_unit",
+    "hybrid_shard",
+    "sequence_parallel",
+    "sequence_parallel_required",
+    "interleaved_pipeline",
+    "uneven_stages",
+    "recompute",
+    "selective",
+    "partial_recompute",
+    "kernel_launch_us",
+    "kernels_per_layer_forward",
+    "adam_state_bytes",
+    "adam_step_bytes",
+    "loss_bytes_per_logit",
+    "loss_parallel_bytes_per_logit",
+    "loss_forward_bytes_per_logit",
+    "loss_backward_bytes_per_logit",
+    "tp_keeps_gathered_inputs",
+    "zero3_fp32_shard_only",
+    "measured_error",
+    "measured_error_moe",
+    "context_parallel",
+    "expert_parallel",
+    "ep_overlap",
+    "fp8_recipes",
+    "fp8_weight_cache",
+    "fp8_saves_fp8_inputs",
+    "rmsnorm_bytes_per_element",
+    "rope_bytes_per_element",
+    "glu_bytes_per_element",
+    "gqa_repeat_kv",
+};
+const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn", "flash_triton"};
+const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
+const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up_proj"};
+const std::vector<std::string> kPartialRecomputeNames = {"none", "block", "every_kth"};
+const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
+const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
+const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
+const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
+
+/// A list of ZeRO stages ([0, 1, 3]) as a bit set.
+unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallback) {
+  if (!m.has(key)) return fallback;
+  const YAML::Node list = m.node(key);
+  const std::string where = yaml::position(m.source(), m.line(key), m.path(key));
+  if (!list.IsSequence()) {
+    throw InputError(where + ": expected a list of ZeRO stages like [0, 1], got " +
+                     yaml::describe_value(list));
+  }
+  unsigned bits = 0;
+  for (const auto& item : list) {
+    const long long stage = yaml::to_int(item, Range::non_negative, where);
+    if (stage > 3)
+      throw InputError(where + ": expected ZeRO stages 0..3, got " + std::to_string(stage));
+    bits |= 1u << stage;
+  }
+  return bits;
+}
+
+/// A list of names under `key` as bits (bit i = names[i]); `fallback` when the key is absent.
+unsigned read_name_list(const MapReader& m, std::string_view key,
+                        const std::vector<std::string>& names, unsigned fallback,
+                        bool allow_empty) {
+  if (!m.has(key)) return fallback;
+  const YAML::Node list = m.node(key);
+  const std::string where = yaml::position(m.source(), m.line(key), m.path(key));
+  std::string choices;
+  for (const std::string& name : names) choices += (choices.empty() ? "" : "|") + name;
+  if (!list.IsSequence()) {
+    throw InputError(where + ": expected a list of " + choices + ", got " +
+                     yaml::describe_value(list));
+  }
+  unsigned bits = 0;
+  for (const auto& item : list) {
+    const std::string name = yaml::to_string(item, where);
+    std::size_t i = 0;
+    while (i < names.size() && names[i] != name) ++i;
+    if (i == names.size()) {
+      throw InputError(fmt::format("{}: expected {}, got '{}'{}", where, choices, name,
+                                   yaml::did_you_mean(name, names)));
+    }
+    bits |= 1u << i;
+  }
+  if (bits == 0 && !allow_empty) throw InputError(where + ": expected at least one of " + choices);
+  return bits;
+}
+
+const std::vector<std::string> kCpKindNames = {"p2p", "a2a", "allgather"};
+
+unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
+  if (!m.has("context_parallel")) return fallback;
+  const YAML::Node list = m.node("context_parallel");
+  const std::string where =
+      yaml::position(m.source(), m.line("context_parallel"), m.path("context_parallel"));
+  if (!list.IsSequence()) {
+    throw InputError(where + ": expected a list like [p2p, a2a] (or [] for none), got " +
+                     yaml::describe_value(list));
+  }
+  unsigned bits = 0;
+  for (const auto& item : list) {
+    const std::string name = item.IsScalar() ? item.Scalar() : std::string();
+    bool found = false;
+    for (std::size_t i = 0; i < kCpKindNames.size(); ++i) {
+      if (kCpKindNames[i] == name) {
+        bits |= 1u << i;
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string message = where;
+      message += ": expected p2p|a2a|allgather, got '";
+      message += name;
+      message += "'";
+      throw InputError(message);
+    }
+  }
+  return bits;
+}
+
+/// What a stack file without `base:` gets for each key it leaves out.
+Stack file_defaults() {
+  Stack s;
+  s.pp_overlap = false;
+  s.dp_overlap_grad_reduce = false;
+  s.dp_overlap_param_gather = false;
+  s.dp_bucket_parameters = 4.0e7;
+  s.dp_bucket_parameters_per_rank = 0.0;
+  s.grad_reduce_bytes = 4.0;
+  s.grad_buffer_bytes = 4.0;
+  s.grad_accumulation = GradAccumulation::none;
+  s.zero_stages = 0b0011;
+  s.prefetch_units = 1;
+  s.backward_prefetch = BackwardPrefetch::pre;
+  s.fp16_grads_in_fp16 = false;
+  s.reshard_after_forward = true;
+  s.reduce_every_micro_batch = true;
+  s.reduce_scatter_copy_in = false;
+  s.pp_keeps_gathered_weights = true;
+  s.zero2_per_unit = false;
+  s.hybrid_shard = false;
+  s.sequence_parallel = false;
+  s.sequence_parallel_required = false;
+  s.interleaved_pipeline = false;
+  s.uneven_stages = false;
+  s.recompute_modes = 0b111;
+  s.fp8_recipes = 0;
+  s.fp8_weight_cache = false;
+  s.fp8_saves_fp8_inputs = false;
+  s.selective = SelectiveKind::attention;
+  s.partial_recompute = PartialRecompute::none;
+  s.kernel_launch_us = 0.0;
+  s.kernels_per_layer_forward = 0.0;
+  s.adam_state_bytes = 12.0;
+  s.adam_step_bytes = 34.0;
+  s.zero3_fp32_shard_only = false;
+  s.loss_bytes_per_logit = 6.0;
+  s.loss_parallel_bytes_per_logit = 0.0;
+  s.loss_forward_bytes_per_logit = kCrossEntropyForwardBytesPerLogit;
+  s.loss_backward_bytes_per_logit = kCrossEntropyBackwardBytesPerLogit;
+  s.tp_keeps_gathered_inputs = false;
+  s.measured_error = 0.0;
+  s.measured_error_moe = 0.0;
+  s.cp_kinds = 0;
+  s.expert_parallel = false;
+  s.ep_overlap = false;
+  return s;
+}
+
+/// Separate blocking sends and receives are priced from DeepSpeed's 1F1B schedule only: refused
+/// with overlapped p2p or interleaving, naming the key this file sets.
+void check_separate_send_recv(const MapReader& m, const Stack& s) {
+  if (!s.pp_separate_send_recv || (!s.pp_overlap && !s.interleaved_pipeline)) return;
+  const char* why =
+      "true prices DeepSpeed's 1F1B pipeline (separate blocking sends and receives); it needs "
+      "pp_overlap: false and interleaved_pipeline: false";
+  if (m.has("pp_separate_send_recv")) m.fail("pp_separate_send_recv", why);
+  m.fail(s.pp_overlap ? "pp_overlap" : "interleaved_pipeline",
+         "true, but the base stack sends and receives apart (pp_separate_send_recv: true), "
+         "which is priced for DeepSpeed's 1F1B only");
+}
+
+/// `base`: the preset a file names with `base:`, whose values stand for the keys the file
+/// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
+Stack read_stack(const MapReader& m, const Stack* base) {
+  m.reject_unknown(kStackKeys);
+  const Stack d = base != nullptr ? *base : file_defaults();
+  Stack s = d;
+  s.name = m.required_string("name");
+  if (base != nullptr) {
+    s.attention = static_cast<AttentionKernel>(
+        m.optional_choice("attention", kAttentionNames, static_cast<int>(d.attention)));
+    s.tp_overlap = static_cast<TpOverlap>(
+        m.optional_choice("tp_overlap", kTpOverlapNames, static_cast<int>(d.tp_overlap)));
+  } else {
+    s.attention = static_cast<AttentionKernel>(m.required_choice("attention", kAttentionNames));
+    s.tp_overlap = static_cast<TpOverlap>(m.required_choice("tp_overlap", kTpOverlapNames));
+  }
+  s.pp_overlap = m.optional_bool("pp_overlap", d.pp_overlap);
+  s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
+  s.pp_sends_attention_mask = m.optional_bool("pp_sends_attention_mask", d.pp_sends_attention_mask);
+  s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", d.dp_overlap_grad_reduce);
+  s.dp_overlap_grad_reduce_with_pp =
+      m.optional_bool("dp_overlap_grad_reduce_with_pp", d.dp_overlap_grad_reduce_with_pp);
+  s.dp_overlap_grad_reduce_with_sp =
+      m.optional_bool("dp_overlap_grad_reduce_with_sp", d.dp_overlap_grad_reduce_with_sp);
+  s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", d.dp_overlap_param_gather);
+  s.dp_bucket_parameters =
+      m.optional_double("dp_bucket_parameters", d.dp_bucket_parameters, Range::positive);
+  s.dp_bucket_parameters_per_rank = m.optional_double(
+      "dp_bucket_parameters_per_rank", d.dp_bucket_parameters_per_rank, Range::non_negative);
+  s.grad_reduce_bytes =
+      m.optional_double("grad_reduce_bytes", d.grad_reduce_bytes, Range::positive);
+  s.grad_buffer_bytes =
+      m.optional_double("grad_buffer_bytes", d.grad_buffer_bytes, Range::positive);
+  s.grad_accumulation = static_cast<GradAccumulation>(m.optional_choice(
+      "grad_accumulation", kAccumulationNames, static_cast<int>(d.grad_accumulation)));
+  s.zero_stages = read_zero_list(m, "zero_stages", d.zero_stages);
+  // Without a base (or a new zero_stages), ZeRO with PP defaults to the stages 0/1 it allows.
+  const bool own_zero = base == nullptr || m.has("zero_stages");
+  s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp",
+                                         own_zero ? s.zero_stages & 0b0011 : d.zero_stages_with_pp);
+  s.prefetch_units =
+      static_cast<int>(m.optional_int("prefetch_units", d.prefetch_units, Range::non_negative));
+  s.backward_prefetch = static_cast<BackwardPrefetch>(m.optional_choice(
+      "backward_prefetch", kPrefetchNames, static_cast<int>(d.backward_prefetch)));
+  s.fp16_grads_in_fp16 = m.optional_bool("fp16_grads_in_fp16", d.fp16_grads_in_fp16);
+  s.reshard_after_forward = m.optional_bool("reshard_after_forward", d.reshard_after_forward);
+  s.reduce_every_micro_batch =
+      m.optional_bool("reduce_every_micro_batch", d.reduce_every_micro_batch);
+  s.reduce_scatter_copy_in = m.optional_bool("reduce_scatter_copy_in", d.reduce_scatter_copy_in);
+  s.pp_keeps_gathered_weights =
+      m.optional_bool("pp_keeps_gathered_weights", d.pp_keeps_gathered_weights);
+  s.zero2_per_unit = m.optional_bool("zero2_per_unit", d.zero2_per_unit);
+  s.hybrid_shard = m.optional_bool("hybrid_shard", d.hybrid_shard);
+  s.sequence_parallel = m.optional_bool("sequence_parallel", d.sequence_parallel);
+  s.sequence_parallel_required =
+      m.optional_bool("sequence_parallel_required", d.sequence_parallel_required);
+  if (s.sequence_parallel_required && !s.sequence_parallel) {
+    if (m.has("sequence_parallel_required")) {
+      m.fail("sequence_parallel_required", "true needs sequence_parallel: true");
+    }
+    m.fail("sequence_parallel",
+           "false, but the base stack requires sequence parallelism (set "
+           "sequence_parallel_required: false too)");
+  }
+  s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", d.interleaved_pipeline);
+  check_separate_send_recv(m, s);
+  s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);
+  s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
+  s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);
+  s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
+  s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
+  s.elementwise.rmsnorm =
+      m.optional_double("rmsnorm_bytes_per_element", d.elementwise.rmsnorm, Range::positive);
+  s.elementwise.rope =
+      m.optional_double("rope_bytes_per_element", d.elementwise.rope, Range::positive);
+  s.elementwise.glu =
+      m.optional_double("glu_bytes_per_element", d.elementwise.glu, Range::positive);
+  s.elementwise.gqa_repeat_kv = m.optional_bool("gqa_repeat_kv", d.elementwise.gqa_repeat_kv);
+  s.selective = static_cast<SelectiveKind>(
+      m.optional_choice("selective", kSelectiveNames, static_cast<int>(d.selective)));
+  s.partial_recompute = static_cast<PartialRecompute>(m.optional_choice(
+      "partial_recompute", kPartialRecomputeNames, static_cast<int>(d.partial_recompute)));
+  s.kernel_launch_us =
+      m.optional_double("kernel_launch_us", d.kernel_launch_us, Range::non_negative);
+  s.kernels_per_layer_forward = m.optional_double("kernels_per_layer_forward",
+                                                  d.kernels_per_layer_forward, Range::non_negative);
+  s.adam_state_bytes = m.optional_double("adam_state_bytes", d.adam_state_bytes, Range::positive);
+  s.adam_step_bytes = m.optional_double("adam_step_bytes", d.adam_step_bytes, Range::positive);
+  s.zero3_fp32_shard_only = m.optional_bool("zero3_fp32_shard_only", d.zero3_fp32_shard_only);
+  s.loss_bytes_per_logit =
+      m.optional_double("loss_bytes_per_logit", d.loss_bytes_per_logit, Range::positive);
+  s.loss_parallel_bytes_per_logit = m.optional_double(
+      "loss_parallel_bytes_per_logit", d.loss_parallel_bytes_per_logit, Range::non_negative);
+  s.loss_forward_bytes_per_logit = m.optional_double(
+      "loss_forward_bytes_per_logit", d.loss_forward_bytes_per_logit, Range::positive);
+  s.loss_backward_bytes_per_logit = m.optional_double(
+      "loss_backward_bytes_per_logit", d.loss_backward_bytes_per_logit, Range::positive);
+  s.tp_keeps_gathered_inputs =
+      m.optional_bool("tp_keeps_gathered_inputs", d.tp_keeps_gathered_inputs);
+  s.measured_error = m.optional_double("measured_error", d.measured_error, Range::fraction);
+  s.measured_error_moe =
+      m.optional_double("measured_error_moe", d.measured_error_moe, Range::fraction);
+  s.cp_kinds = read_cp_kinds(m, d.cp_kinds);
+  s.expert_parallel = m.optional_bool("expert_parallel", d.expert_parallel);
+  s.ep_overlap = m.optional_bool("ep_overlap", d.ep_overlap);
+  if (s.ep_overlap) {
+    m.fail("ep_overlap",
+           "true is not modelled yet (the MoE all-to-alls are priced exposed); "
+           "set false");
+  }
+  if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
+  if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
+  if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
+  if (s.adam_state_bytes > 16) m.fail("adam_state_bytes", "expected at most 16");
+  if (s.adam_step_bytes > 256) m.fail("adam_step_bytes", "expected at most 256");
+  if (s.loss_bytes_per_logit > 64) m.fail("loss_bytes_per_logit", "expected at most 64");
+  if (s.loss_parallel_bytes_per_logit > 64) {
+    m.fail("loss_parallel_bytes_per_logit", "expected at most 64");
+  }
+  if (s.loss_forward_bytes_per_logit > 64) {
+    m.fail("loss_forward_bytes_per_logit", "expected at most 64");
+  }
+  if (s.loss_backward_bytes_per_logit > 64) {
+    m.fail("loss_backward_bytes_per_logit", "expected at most 64");
+  }
+  if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
+  if (s.kernels_per_layer_forward > 10000)
+    m.fail("kernels_per_layer_forward", "expected at most 10000");
+  if ((s.zero_stages_with_pp & ~s.zero_stages) != 0) {
+    m.fail("zero_stages_with_pp", "expected a subset of zero_stages");
+  }
+  if (s.zero_stages == 0) m.fail("zero_stages", "expected at least one ZeRO stage");
+  return s;
+}
+
+}  // namespace
+
+namespace {
+
+/// `chain`: the files read so far, the including one last (cycle and depth checks).
+Stack load_stack_chained(const std::string& text, const std::string& source,
+                         const StackFileReader& reader, std::vector<std::string>& chain) {
+  const YAML::Node root = yaml::parse(text, source);
+  const MapReader m(root, source, "", yaml::line_of(root, 1));
+  if (!m.has("base")) return read_stack(m, nullptr);
+  // `base:`: the file says only what differs from a built-in stack or another stack file.
+  const std::string name = m.required_string("base");
+  const std::string where = yaml::position(m.source(), m.line("base"), m.path("base"));
+  const std::optional<StackText> file = reader ? reader(name, source, where) : std::nullopt;
+  if (file) {
+    for (const std::string& seen : chain) {
+      if (seen == file->source) {
+        throw InputError(
+            fmt::format("{}: '{}' is already in the chain of bases (a cycle)", where, name));
+      }
+    }
+    if (static_cast<int>(chain.size()) >= kMaxStackBaseFiles) {
+      throw InputError(
+          fmt::format("{}: more than {} stack files chained by base:; expected a shorter chain",
+                      where, kMaxStackBaseFiles));
+    }
+    chain.push_back(file->source);
+    const Stack base = load_stack_chained(file->text, file->source, reader, chain);
+    return read_stack(m, &base);
+  }
+  const auto text_of_base = preset_text(PresetKind::stack, name);
+  if (!text_of_base) unknown_preset(PresetKind::stack, name, where + ": ");
+  const Stack base = load_stack(std::string(*text_of_base), preset_source(PresetKind::stack, name));
+  return read_stack(m, &base);
+}
+
+}  // namespace
+
+Stack load_stack(const std::string& text, const std::string& source,
+                 const StackFileReader& reader) {
+  std::vector<std::string> chain{source};
+  return load_stack_chained(text, source, reader, chain);
+}
+
+Stack stack_preset(const std::string& name) {
+  const auto text = preset_text(PresetKind::stack, name);
+  if (!text) unknown_preset(PresetKind::stack, name);
+  return load_stack(std::string(*text), preset_source(PresetKind::stack, name));
+}
+
+}  // namespace trident
