@@ -1,0 +1,255 @@
+// plan output: JSON.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cli/plan_report.h"
+#include "cli/report_text.h"
+#include "cli/search_text.h"
+#include "costmodel/compute.h"
+#include "costmodel/context_parallel.h"
+#include "costmodel/gemms.h"
+#include "costmodel/kernels.h"
+#include "costmodel/memory.h"
+#include "costmodel/moe.h"
+#include "costmodel/pipeline.h"
+#include "costmodel/precision.h"
+
+namespace trident::cli {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+Json link_gbps(const GroupLink& link) {
+  if (link.ranks < 2) return 0.0;
+  return link.domains > 1 ? link.inter_gbps : link.intra_gbps;
+}
+
+Json comm_json(const CommDetail& comm, const std::string& collective) {
+  return Json{{"collective", collective},
+              {"bytes_per_call", comm.bytes_per_call},
+              {"gather_bytes_per_call",
+               comm.gather_bytes_per_call > 0.0 ? comm.gather_bytes_per_call : comm.bytes_per_call},
+              {"calls_per_step", comm.calls_per_step},
+              {"ranks", comm.link.ranks},
+              {"tier", link_name(comm.link)},
+              {"gbps", link_gbps(comm.link)},
+              {"time_per_call_s", comm.time_per_call_s},
+              {"total_s", comm.total_s},
+              {"exposed_s", comm.exposed_s},
+              {"unit_gather_s", comm.unit_gather_s},
+              {"unit_scatter_s", comm.unit_scatter_s},
+              {"unit_gathers_per_step", comm.unit_gathers_per_step},
+              {"unit_scatters_per_step", comm.unit_scatters_per_step}};
+}
+
+/// HSDP: the all-reduce of each unit's gradient shard across the replicas.
+Json replicate_json(const CommDetail& comm) {
+  return Json{{"collective", "all-reduce"},
+              {"bytes_per_call", comm.replicate_bytes_per_call},
+              {"calls_per_step", comm.unit_scatters_per_step},
+              {"ranks", comm.replicate_link.ranks},
+              {"tier", link_name(comm.replicate_link)},
+              {"gbps", link_gbps(comm.replicate_link)},
+              {"time_per_call_s", comm.unit_replicate_s},
+              {"total_s", comm.unit_replicate_s * comm.unit_scatters_per_step}};
+}
+
+Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& plan,
+                const Calibration* calibration) {
+  Json out = Json::array();
+  const Gpu gpu = gpu_for_job(cluster.gpu, plan.config.gpus());  // the pace estimate() priced
+  for (const auto& gemm : gemm_calls(model, plan.config)) {
+    // predicted_tflops: the cost model's roofline (or calibrated) rate for this shape.
+    const GemmShape shape{static_cast<double>(gemm.m), static_cast<double>(gemm.n),
+                          static_cast<double>(gemm.k), 1.0};
+    const double seconds = gemm_time_s(gpu, gemm.dtype, shape, calibration);
+    out.push_back(Json{{"name", gemm.name},
+                       {"m", gemm.m},
+                       {"n", gemm.n},
+                       {"k", gemm.k},
+                       {"dtype", to_string(gemm.dtype)},
+                       {"calls_per_step", gemm.calls_per_step},
+                       {"predicted_tflops", seconds > 0 ? shape.flops() / seconds / 1e12 : 0.0}});
+  }
+  return out;
+}
+
+Json plan_json(const ReportContext& context, const PlanResult& plan) {
+  const Model& model = *context.model;
+  const auto& c = plan.config;
+  const auto& e = plan.estimate;
+  const auto& p = plan.placement;
+  const auto& mem = e.memory;
+  Json json{{"tp", c.tp},
+            {"pp", c.pp},
+            {"dp", c.dp},
+            {"micro_batch", c.micro_batch},
+            {"num_micro_batches", e.num_micro_batches},
+            {"virtual_stages", c.virtual_stages},
+            {"recompute", to_string(c.recompute)},
+            {"recompute_layers", c.recompute_layers},
+            {"zero", c.zero},
+            {"sequence_parallel", c.sequence_parallel},
+            {"cp", c.cp},
+            {"ep", c.ep},
+            {"dp_shard", c.zero_shard_ranks()},
+            {"dp_replicate", c.dp / c.zero_shard_ranks()},
+            {"step_time_s", e.time.step_s},
+            {"tokens_per_s", e.tokens_per_s},
+            {"model_tflops_per_gpu", e.model_tflops_per_gpu},
+            {"hardware_tflops_per_gpu", e.hardware_tflops_per_gpu},
+            {"mfu", e.mfu},
+            {"mfu_causal", e.mfu_causal},
+            {"step_time_s_low", e.step_s_low},
+            {"step_time_s_high", e.step_s_high},
+            {"stack", context.stack},
+            {"memory_gib_per_gpu", mem.total_bytes / kGib},
+            {"fits", mem.fits},
+            {"memory_tight", mem.tight},
+            {"bubble_fraction", e.bubble_fraction}};
+  json["time"] = Json{{"compute_s", e.time.compute_s()},
+                      {"tp_comm_s", e.time.tp_comm_s},
+                      {"pp_comm_s", e.time.pp_comm_s},
+                      {"dp_comm_s", e.time.dp_comm_s},
+                      {"bubble_s", e.time.bubble_s},
+                      {"exposed_comm_s", e.time.exposed_comm_s()},
+                      {"forward_s", e.time.forward_s},
+                      {"backward_s", e.time.backward_s},
+                      {"recompute_s", e.time.recompute_s},
+                      {"optimizer_s", e.time.optimizer_s},
+                      {"overlap_contention_s", e.time.overlap_contention_s},
+                      {"cp_comm_s", e.time.cp_comm_s},
+                      {"ep_comm_s", e.time.ep_comm_s},
+                      {"amax_comm_s", e.time.amax_comm_s}};
+  json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
+                            {"gradients", mem.gradients_bytes / kGib},
+                            {"optimizer", mem.optimizer_bytes / kGib},
+                            {"activations", mem.activations_bytes / kGib},
+                            {"other", mem.other_bytes / kGib},
+                            {"capacity", mem.capacity_bytes / kGib},
+                            {"weight_copies", mem.weight_copies_bytes / kGib},
+                            {"workspace", mem.workspace_bytes / kGib},
+                            {"tp_gather", mem.tp_gather_bytes / kGib},
+                            {"cp_gather", mem.cp_gather_bytes / kGib},
+                            {"recompute_working", mem.recompute_working_bytes / kGib},
+                            {"layer_units", mem.layer_units_bytes / kGib},
+                            {"loss", mem.loss_bytes / kGib},
+                            {"output_unit", mem.output_unit_bytes / kGib},
+                            {"transient", mem.transient_bytes / kGib},
+                            {"allocated", mem.allocated_bytes / kGib},
+                            {"fragmentation", mem.fragmentation_bytes / kGib},
+                            {"reserved", mem.reserved_bytes / kGib},
+                            {"cuda_context", mem.cuda_context_bytes / kGib},
+                            {"nccl_buffers", mem.nccl_buffer_bytes / kGib},
+                            {"total", mem.total_bytes / kGib}};
+  json["links"] = Json{{"tp", link_name(p.tp)},
+                       {"pp", link_name(p.pp)},
+                       {"dp", link_name(p.dp)},
+                       {"cp", link_name(p.cp)},
+                       {"ep", link_name(p.ep)}};
+  json["collectives"] = Json{{"tp", tp_collective_name(c)},
+                             {"pp", pp_collective_name(c)},
+                             {"dp", dp_collective_name(c)},
+                             {"cp", cp_collective_name(plan)},
+                             {"ep", ep_collective_name(c)}};
+  if (c.cp > 1) json["cp_comm_type"] = to_string(e.cp_kind);
+  if (c.hybrid_shard()) {
+    json["links"]["dp_shard"] = link_name(p.shard);
+    json["links"]["dp_replicate"] = link_name(p.replicate);
+  }
+  const bool hybrid = c.hybrid_shard();
+  json["rank_order"] = p.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp";
+  json["comm"] = Json{{"tp", comm_json(e.tp, tp_collective_name(c))},
+                      {"pp", comm_json(e.pp, pp_collective_name(c))},
+                      {"dp", comm_json(e.dp, dp_collective_name(c))},
+                      {"cp", comm_json(e.cp, cp_collective_name(plan))},
+                      {"ep", comm_json(e.ep, ep_collective_name(c))}};
+  if (hybrid) json["comm"]["dp_replicate"] = replicate_json(e.dp);
+  if (e.amax.calls_per_step > 0.0) json["comm"]["fp8_amax"] = comm_json(e.amax, "all-reduce");
+  if (model.is_moe()) {
+    json["comm"]["expert_dp"] = comm_json(e.edp, e.edp.link.ranks > 1 ? "all-reduce" : "none");
+    json["flops_basis"] = "active_parameters";
+  }
+  json["gemms"] = gemms_json(*context.cluster, model, plan, context.calibration);
+  if (plan.shortfall) json["reason"] = shortfall_text(*plan.shortfall);
+  return json;
+}
+
+Json cluster_json(const Cluster& cluster, int gpus_used) {
+  return Json{{"name", cluster.name},
+              {"gpus", gpus_used},
+              {"servers", cluster.servers},
+              {"gpu", cluster.gpu.name},
+              {"gpus_per_server", cluster.gpus_per_server},
+              {"domain_gpus", cluster.nvlink.domain_gpus},
+              {"total_gpus", cluster.gpus()}};
+}
+
+Json model_json(const Model& model) {
+  const ParameterCount count = count_parameters(model);
+  Json json{{"name", model.name},
+            {"parameters", count.total},
+            {"layers", model.layers},
+            {"hidden", model.hidden},
+            {"heads", model.heads},
+            {"kv_heads", model.kv_heads},
+            {"ffn_hidden", model.ffn_hidden},
+            {"ffn", to_string(model.ffn)},
+            {"vocab", model.vocab},
+            {"seq_len", model.seq_len},
+            {"global_batch", model.training.global_batch},
+            {"dtype", to_string(model.training.dtype)}};
+  if (model.attention == AttentionKind::mla) json["attention"] = "mla";
+  if (model.is_moe()) {
+    json["active_parameters"] = count.active;
+    json["moe"] = Json{{"experts", model.moe.experts},
+                       {"top_k", model.moe.top_k},
+                       {"expert_ffn_hidden", model.moe.expert_ffn_hidden},
+                       {"shared_experts", model.moe.shared_experts},
+                       {"moe_layers", model.moe_layers()},
+                       {"capacity_factor", model.moe.capacity_factor},
+                       {"dropless", model.moe.capacity_factor <= 0.0}};
+  }
+  return json;
+}
+
+}  // namespace
+
+std::string format_json(const SearchResult& result, const ReportContext& context,
+                        const std::string& explain_text) {
+  const Model& model = *context.model;
+  Json doc;
+  doc["cluster"] = cluster_json(*context.cluster, result.gpus);
+  doc["model"] = model_json(model);
+  doc["failures"] = context.failures;
+  doc["stack"] = context.stack;
+  Json plans = Json::array();
+  for (const auto& plan : result.plans) {
+    plans.push_back(plan_json(context, plan));
+    plans.back()["tied"] = tied_with_leader(result.plans.front(), plan);
+  }
+  doc["plans"] = plans;
+  if (!result.infeasible.empty()) {
+    Json infeasible = Json::array();
+    for (const auto& plan : result.infeasible) infeasible.push_back(plan_json(context, plan));
+    doc["infeasible"] = infeasible;
+  }
+  doc["search"] = Json{{"configurations_searched", result.configurations_searched},
+                       {"feasible", result.feasible},
+                       {"tight", result.tight},
+                       {"evaluations", result.evaluations},
+                       {"placements", result.placements},
+                       {"seconds", context.search_seconds}};
+  doc["assumptions"] = context.assumptions;
+  doc["calibration"] =
+      context.calibration_source.empty() ? Json(nullptr) : Json(context.calibration_source);
+  if (!explain_text.empty()) doc["explain"] = explain_text;
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace trident::cli
