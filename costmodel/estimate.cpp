@@ -226,7 +226,8 @@ CommDetail tp_step(const Gpu& gpu, const Model& model, const Model& local,
 CommDetail pp_step(const Model& local, const ParallelConfig& config, const ParallelConfig& split,
                    const GroupLink& link, const StageTime& stage, const Stack& stack, long long m,
                    const Calibration* calibration) {
-  CommDetail pp = pp_comm(local, split, link, stack.pp_sends_attention_mask, calibration);
+  CommDetail pp = pp_comm(local, split, link, stack.pp_sends_attention_mask,
+                          stack.pp_scatter_gather, calibration);
   pp.calls_per_step = stack.pp_separate_send_recv && config.pp > 1
                           ? deepspeed_p2p_exposed_transfers(config.pp, m)
                           : pp.calls_per_step * static_cast<double>(m);

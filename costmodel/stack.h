@@ -96,6 +96,12 @@ struct Stack {
   /// activation (Megatron-DeepSpeed / GPT-NeoX ParallelTransformerLayerPipe), and DeepSpeed sends
   /// it as half precision: s*s*2 more bytes on every forward transfer.
   bool pp_sends_attention_mask = false;
+  /// Without sequence parallelism each TP rank sends only its 1/t of the activation across a
+  /// stage boundary and the receiver all-gathers it over TP (Megatron-LM 2021-2022's
+  /// scatter_gather_tensors_in_pipeline, DeepSpeed's pipe partitioning); false: every TP rank
+  /// sends the whole b*s*h activation (apex's pipeline since 2022-06, Megatron-Core since
+  /// 2023-01). With sequence parallelism the activation is 1/t either way.
+  bool pp_scatter_gather = false;
   /// DP gradient reduction in buckets overlapped with backward (ZeRO 0-2).
   bool dp_overlap_grad_reduce = true;
   /// ... still with PP > 1, and still with sequence parallelism (NeMo 1.x turns its optimizer's

@@ -25,6 +25,7 @@ const std::vector<std::string> kStackKeys = {
     "pp_overlap",
     "pp_separate_send_recv",
     "pp_sends_attention_mask",
+    "pp_scatter_gather",
     "dp_overlap_grad_reduce",
     "dp_overlap_grad_reduce_with_pp",
     "dp_overlap_grad_reduce_with_sp",
@@ -167,6 +168,7 @@ unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
 Stack file_defaults() {
   Stack s;
   s.pp_overlap = false;
+  s.pp_scatter_gather = true;
   s.dp_overlap_grad_reduce = false;
   s.dp_overlap_param_gather = false;
   s.dp_bucket_parameters = 4.0e7;
@@ -244,6 +246,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.pp_overlap = m.optional_bool("pp_overlap", d.pp_overlap);
   s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
   s.pp_sends_attention_mask = m.optional_bool("pp_sends_attention_mask", d.pp_sends_attention_mask);
+  s.pp_scatter_gather = m.optional_bool("pp_scatter_gather", d.pp_scatter_gather);
   s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", d.dp_overlap_grad_reduce);
   s.dp_overlap_grad_reduce_with_pp =
       m.optional_bool("dp_overlap_grad_reduce_with_pp", d.dp_overlap_grad_reduce_with_pp);

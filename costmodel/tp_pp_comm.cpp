@@ -59,14 +59,15 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
 }
 
 CommDetail pp_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   bool sends_mask, const Calibration* calibration) {
+                   bool sends_mask, bool scatter_gather, const Calibration* calibration) {
   CommDetail comm;
   comm.collective = Collective::send_recv;
   comm.link = link;
   if (config.pp <= 1) return comm;
+  const double split = scatter_gather || config.sequence_parallel ? config.tp : 1.0;
   const double activation_bytes = static_cast<double>(config.micro_batch) * model.seq_len *
                                   model.hidden * precision_of(model.training).activation_bytes /
-                                  config.tp;
+                                  split;
   const double mask_bytes =
       sends_mask ? kPipeMaskBytesPerElement * static_cast<double>(model.seq_len) * model.seq_len
                  : 0.0;

@@ -29,13 +29,14 @@ inline constexpr double kTpOverlapDefaultSms = 132.0;
                                  const GroupLink& link, double layers, bool keeps_gathered_inputs,
                                  const Calibration* calibration);
 
-/// PP: one send/recv of b*s*h/t activations per micro-batch per boundary forward and one
-/// backward, v times with interleaving (scatter/gather optimisation: each TP rank sends 1/t).
+/// PP: one send/recv of the b*s*h activation per micro-batch per boundary forward and one
+/// backward, v times with interleaving; each TP rank sends 1/t of it with sequence parallelism
+/// or where the stack scatters and gathers it (`scatter_gather`), the whole of it otherwise.
 /// A stack whose pipe model passes the causal mask along (DeepSpeed) adds its s*s half-precision
 /// copy to every forward transfer: bytes and time are then the mean of a forward's and a
 /// backward's.
 [[nodiscard]] CommDetail pp_comm(const Model& model, const ParallelConfig& config,
-                                 const GroupLink& link, bool sends_mask,
+                                 const GroupLink& link, bool sends_mask, bool scatter_gather,
                                  const Calibration* calibration);
 
 /// Exposed TP time of one layer and one micro-batch with --tp-comm-overlap (sequence

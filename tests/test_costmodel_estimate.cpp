@@ -111,9 +111,16 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   const double t = 7.05529e-6;
   CHECK(overlapped.time.tp_comm_s ==
         Approx(16 * t - 4 * (std::min(t, one.gemm_wgrad_s[0]) + std::min(t, one.gemm_wgrad_s[2]))));
-  // PP: b*s*h*2/t = 2048 bytes, 2 per micro-batch = 8 calls of 1 us + 2048/80e9 -> 8.2048e-6.
+  // PP: without sequence parallelism Megatron-Core sends the whole activation from every TP
+  // rank: b*s*h*2 = 4096 bytes, 2 per micro-batch = 8 calls of 1 us + 4096/80e9 -> 8.4096e-6;
+  // split over TP (Megatron-LM 2021's scatter/gather) 2048 bytes: 8 x (1 us + 2048/80e9).
+  CHECK(e.pp.bytes_per_call == Approx(4096.0));
   CHECK(e.pp.calls_per_step == Approx(8.0));
-  CHECK(e.time.pp_comm_s == Approx(8.2048e-6));
+  CHECK(e.time.pp_comm_s == Approx(8.4096e-6));
+  EstimateOptions scattered = plain;
+  scattered.stack.pp_scatter_gather = true;
+  CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, scattered)
+            .time.pp_comm_s == Approx(8.2048e-6));
   // DP: peak-stage parameters 56768 * 4 bytes = 227072; all-reduce (LL) 6.6 us + 2 x 0.6/3.4
   // us + 227072 / 40e9 = 1.262974e-5 s; the model is smaller than one 40M bucket: none hides.
   CHECK(e.dp.bytes_per_call == Approx(227072.0));
@@ -161,8 +168,9 @@ TEST_CASE("interleaved p2p overlapped with compute: micro-batch 0's round trip i
   REQUIRE(options.stack.pp_overlap);
   const Estimate e =
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
-  // One transfer: b*s*h*2/t = 2048 bytes, 1 us + 2048/80e9 = 1.0256e-6 s; 2*v*m = 16 a step.
-  const double hop = 1.0256e-6;
+  // One transfer: the whole b*s*h*2 = 4096 bytes (no sequence parallelism), 1 us + 4096/80e9 =
+  // 1.0512e-6 s; 2*v*m = 16 a step.
+  const double hop = 1.0512e-6;
   CHECK(e.pp.time_per_call_s == Approx(hop));
   CHECK(e.pp.total_s == Approx(16 * hop));
   // Exposed: 2(p*v - 1) = 6 hops of micro-batch 0's trip, plus, as this tiny layer's chunk
@@ -193,6 +201,7 @@ TEST_CASE("DeepSpeed's separate blocking send and receive: four transfers a micr
   EstimateOptions options;
   options.stack.pp_overlap = false;
   options.stack.interleaved_pipeline = false;
+  options.stack.pp_scatter_gather = true;  // DeepSpeed partitions each activation over TP
   const double batched =
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, options)
           .time.pp_comm_s;

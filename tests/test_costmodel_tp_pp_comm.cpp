@@ -36,23 +36,30 @@ TEST_CASE("tp_comm: four all-reduces a layer, two more a recomputed one; SP's pa
   CHECK(tp_comm(model, config, link, 3.0, false, nullptr).calls_per_step == Approx(0.0));
 }
 
-TEST_CASE("pp_comm: each TP rank sends its 1/t of the activation, DeepSpeed adds the mask",
+TEST_CASE("pp_comm: 1/t of the activation per TP rank where it is split, DeepSpeed's mask",
           "[tp_pp]") {
   const Model model = test::small_model();
-  ParallelConfig config = test::small_config();  // tp 2, pp 2
+  ParallelConfig config = test::small_config();  // tp 2, pp 2, no sequence parallelism
   const GroupLink link = test::network_group(2, 2, 25.0, 5e-6);
-  // b*s*h*2 / t = 32 x 64 x 2 / 2 = 2048 bytes; one send forward and one backward: 2 calls.
-  const CommDetail plain = pp_comm(model, config, link, false, nullptr);
-  CHECK(plain.bytes_per_call == Approx(2048.0));
-  CHECK(plain.calls_per_step == Approx(2.0));
-  CHECK(plain.time_per_call_s == Approx(collective_time_s(Collective::send_recv, 2048.0, link)));
+  // Scattered and gathered (Megatron-LM 2021, DeepSpeed): b*s*h*2 / t = 32 x 64 x 2 / 2 = 2048
+  // bytes; one send forward and one backward: 2 calls.
+  const CommDetail split = pp_comm(model, config, link, false, true, nullptr);
+  CHECK(split.bytes_per_call == Approx(2048.0));
+  CHECK(split.calls_per_step == Approx(2.0));
+  CHECK(split.time_per_call_s == Approx(collective_time_s(Collective::send_recv, 2048.0, link)));
+  // Not split (apex's pipeline, Megatron-Core): every TP rank sends the whole 4096 bytes...
+  CHECK(pp_comm(model, config, link, false, false, nullptr).bytes_per_call == Approx(4096.0));
+  // ...unless sequence parallelism already shards it: 2048 again.
+  config.sequence_parallel = true;
+  CHECK(pp_comm(model, config, link, false, false, nullptr).bytes_per_call == Approx(2048.0));
+  config.sequence_parallel = false;
   // Interleaved over v = 3 chunks: 2 x 3 = 6 calls.
   config.virtual_stages = 3;
-  CHECK(pp_comm(model, config, link, false, nullptr).calls_per_step == Approx(6.0));
+  CHECK(pp_comm(model, config, link, false, true, nullptr).calls_per_step == Approx(6.0));
   // The [1, 1, s, s] mask in half precision with each forward send: 32 x 32 x 2 = 2048 bytes more
   // forward, none backward: the mean call carries 2048 + 2048 / 2 = 3072 bytes.
   config.virtual_stages = 1;
-  const CommDetail masked = pp_comm(model, config, link, true, nullptr);
+  const CommDetail masked = pp_comm(model, config, link, true, true, nullptr);
   CHECK(masked.bytes_per_call == Approx(3072.0));
   CHECK(masked.time_per_call_s == Approx((collective_time_s(Collective::send_recv, 4096.0, link) +
                                           collective_time_s(Collective::send_recv, 2048.0, link)) /
