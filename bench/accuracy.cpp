@@ -333,6 +333,7 @@ int memory_check(const std::vector<MemoryRow>& rows) {
 struct Outcome {
   std::string id, question;
   double measured_s = 0.0, predicted_s = 0.0;
+  double high_s = 0.0;  ///< the predicted step plus the stack's measured error
 };
 
 /// The question a row answers: one model, GPU count, batch, precision and stack. Rows that
@@ -345,15 +346,17 @@ std::string question_of(const Row& row) {
 }
 
 /// Per question with two or more rows: how many pairs of splits trident orders as measured
-/// (the same split measured twice is not a pair), and whether the measured fastest is predicted
-/// fastest. Prints each pair ordered the other way with both gaps.
+/// (the same split measured twice is not a pair), how many of those it calls apart (the slower
+/// beyond the faster's error band: not tied, as `trident plan` marks ties) and orders right,
+/// and whether the
+/// measured fastest is predicted fastest. Prints each pair ordered the other way with both gaps.
 void ranking_check(const std::vector<Outcome>& outcomes) {
   std::map<std::string, std::vector<const Outcome*>> by_question;
   for (const Outcome& o : outcomes) by_question[o.question].push_back(&o);
   fmt::print(
       "\nRanking: splits of one question (stack, GPUs, model, batch, precision) in the order "
       "measured\n");
-  int pairs = 0, agree = 0, questions = 0, best_agree = 0;
+  int pairs = 0, agree = 0, questions = 0, best_agree = 0, apart = 0, apart_agree = 0;
   for (const auto& [question, rows] : by_question) {
     if (rows.size() < 2) continue;
     int q_pairs = 0, q_agree = 0;
@@ -364,7 +367,14 @@ void ranking_check(const std::vector<Outcome>& outcomes) {
         const Outcome& b = *rows[j];
         if (std::abs(a.predicted_s - b.predicted_s) <= 1e-9 * a.predicted_s) continue;
         ++q_pairs;
-        if ((a.measured_s < b.measured_s) == (a.predicted_s < b.predicted_s)) {
+        const bool right = (a.measured_s < b.measured_s) == (a.predicted_s < b.predicted_s);
+        const Outcome& fast = a.predicted_s < b.predicted_s ? a : b;
+        const Outcome& slow = a.predicted_s < b.predicted_s ? b : a;
+        if (slow.predicted_s > fast.high_s) {  // not tied, as tied_with_leader says
+          ++apart;
+          apart_agree += right ? 1 : 0;
+        }
+        if (right) {
           ++q_agree;
           continue;
         }
@@ -394,9 +404,9 @@ void ranking_check(const std::vector<Outcome>& outcomes) {
     for (const std::string& line : swapped) fmt::print("{}\n", line);
   }
   fmt::print(
-      "ranking: {} of {} pairs in the measured order; the measured fastest is predicted "
-      "fastest in {} of {} questions\n",
-      agree, pairs, best_agree, questions);
+      "ranking: {} of {} pairs in the measured order ({} of the {} not tied within the "
+      "faster's error band); the measured fastest is predicted fastest in {} of {} questions\n",
+      agree, pairs, apart_agree, apart, best_agree, questions);
 }
 
 }  // namespace
@@ -445,7 +455,8 @@ int main(int argc, char** argv) {
       by_half[row.half].add(error);
       by_stack[row.stack].add(error);
       by_family[row.family].add(error);
-      outcomes.push_back({row.id, question_of(row), measured, predicted});
+      outcomes.push_back(
+          {row.id, question_of(row), measured, predicted, plan.estimate.step_s_high});
       fmt::print(
           "{:<36} {:<20} {:<8} | {:>3} {:>3} {:>4} {:>3} {:>3} {:>9} {:>2} {:>2} {:>2} {:>2} | "
           "{:>8.2f}s {:>8.2f}s {:>+7.1f}{}\n",
