@@ -72,8 +72,7 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
 
 /// Software features of the training framework that change the compute.
 struct ComputeFeatures {
-  /// The stack's attention kernel; every one but `unfused` is flash-style: no s^2 tensors,
-  /// causal blocks skipped.
+  /// The stack's attention kernel (is_fused: flash-style, no s^2 tensors).
   AttentionKernel attention = AttentionKernel::cudnn;
   SelectiveKind selective = SelectiveKind::attention;  ///< what selective recompute repeats
   bool fp8_saves_fp8_inputs = true;  ///< FP8: inputs kept as their FP8 copy (TE), not recast
@@ -84,7 +83,7 @@ struct ComputeFeatures {
   bool ulysses = false;
   /// Bytes of the elementwise ops as the stack's code runs them (Stack::elementwise).
   ElementwiseBytes elementwise{};
-  [[nodiscard]] bool fused_attention() const { return attention != AttentionKernel::unfused; }
+  [[nodiscard]] bool fused_attention() const { return is_fused(attention); }
 };
 
 /// GQA's K and V repeated to every query head before the attention call (PyTorch eager Llama

@@ -221,8 +221,7 @@ CommDetail tp_step(const Gpu& gpu, const Model& model, const Model& local,
 
 /// The step's PP traffic. DeepSpeed (1F1B only, the stack loader's condition): each send and
 /// receive blocks on its own; the simulated schedule's critical path holds
-/// deepspeed_p2p_exposed_transfers of them. Megatron-Core overlaps p2p only in the interleaved
-/// schedule (arguments.py forces overlap_p2p_comm off without virtual stages).
+/// deepspeed_p2p_exposed_transfers of them. Overlapped only as pp_overlapped says.
 CommDetail pp_step(const Model& local, const ParallelConfig& config, const ParallelConfig& split,
                    const GroupLink& link, const StageTime& stage, const Stack& stack, long long m,
                    const Calibration* calibration) {
@@ -345,7 +344,7 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   const Stack& stack = options.stack;
   MemoryOptions memory;
   memory.reserve_gib = options.reserve_gib;
-  memory.fused_attention = stack.attention != AttentionKernel::unfused;
+  memory.fused_attention = is_fused(stack.attention);
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
   const Precision precision = precision_of(model.training);
   memory.weight_bytes = precision.weight_bytes;

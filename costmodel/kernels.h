@@ -45,6 +45,11 @@ struct KernelProfile {
 /// fused ones skip the causal half. A stack names one (costmodel/stack.h).
 enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
 
+/// Every kernel but `unfused` is flash-style: no s^2 tensors, causal blocks skipped.
+[[nodiscard]] constexpr bool is_fused(AttentionKernel kernel) {
+  return kernel != AttentionKernel::unfused;
+}
+
 /// Fused attention's forward and backward share of dense peak for one layer's call.
 struct AttentionShares {
   double forward = 0.0;
