@@ -348,9 +348,13 @@ std::string question_of(const Row& row) {
 /// Per question with two or more rows: how many pairs of splits trident orders as measured
 /// (the same split measured twice is not a pair), how many of those it calls apart (the slower
 /// beyond the faster's error band: not tied, as `trident plan` marks ties) and orders right,
-/// and whether the
-/// measured fastest is predicted fastest. Prints each pair ordered the other way with both gaps.
+/// and whether the measured fastest is predicted fastest. Prints each pair ordered the other
+/// way with both gaps.
 void ranking_check(const std::vector<Outcome>& outcomes) {
+  // One split measured twice: the same prediction.
+  const auto same_split = [](const Outcome& x, const Outcome& y) {
+    return std::abs(x.predicted_s - y.predicted_s) <= 1e-9 * x.predicted_s;
+  };
   std::map<std::string, std::vector<const Outcome*>> by_question;
   for (const Outcome& o : outcomes) by_question[o.question].push_back(&o);
   fmt::print(
@@ -365,7 +369,7 @@ void ranking_check(const std::vector<Outcome>& outcomes) {
       for (std::size_t j = i + 1; j < rows.size(); ++j) {
         const Outcome& a = *rows[i];
         const Outcome& b = *rows[j];
-        if (std::abs(a.predicted_s - b.predicted_s) <= 1e-9 * a.predicted_s) continue;
+        if (same_split(a, b)) continue;
         ++q_pairs;
         const bool right = (a.measured_s < b.measured_s) == (a.predicted_s < b.predicted_s);
         const Outcome& fast = a.predicted_s < b.predicted_s ? a : b;
@@ -392,8 +396,7 @@ void ranking_check(const std::vector<Outcome>& outcomes) {
     };
     const Outcome* fastest = *std::min_element(rows.begin(), rows.end(), by_measured);
     const Outcome* picked = *std::min_element(rows.begin(), rows.end(), by_predicted);
-    const bool best = fastest == picked || std::abs(fastest->predicted_s - picked->predicted_s) <=
-                                               1e-9 * picked->predicted_s;
+    const bool best = same_split(*picked, *fastest);
     ++questions;
     best_agree += best ? 1 : 0;
     pairs += q_pairs;
