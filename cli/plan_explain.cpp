@@ -315,6 +315,12 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   line("optimizer states", m.optimizer_bytes, "");
   if (m.weight_copies_bytes > 0.0) line("extra weight copies", m.weight_copies_bytes, "");
   line("activations kept", m.activations_bytes, "");
+  if (m.pp_buffers_bytes > 0.0) {
+    line("PP receive buffers", m.pp_buffers_bytes, "  (one per micro-batch, kept across steps)");
+  }
+  if (m.pp_outputs_bytes > 0.0) {
+    line("stage outputs kept", m.pp_outputs_bytes, "  (sent on, still held: the stack's pipeline)");
+  }
   line("cuBLAS workspace", m.workspace_bytes, "");
   // The transients of the two moments; only the larger one is at the peak.
   const double backward = m.recompute_working_bytes + m.layer_units_bytes + m.cp_gather_bytes;

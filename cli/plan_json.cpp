@@ -134,6 +134,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                             {"capacity", mem.capacity_bytes / kGib},
                             {"weight_copies", mem.weight_copies_bytes / kGib},
                             {"workspace", mem.workspace_bytes / kGib},
+                            {"pp_buffers", mem.pp_buffers_bytes / kGib},
+                            {"pp_outputs", mem.pp_outputs_bytes / kGib},
                             {"tp_gather", mem.tp_gather_bytes / kGib},
                             {"cp_gather", mem.cp_gather_bytes / kGib},
                             {"recompute_working", mem.recompute_working_bytes / kGib},

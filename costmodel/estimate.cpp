@@ -358,6 +358,8 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
   memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)
   memory.adam_state_bytes = stack.adam_state_bytes;
+  memory.pp_recv_buffers_per_micro_batch = stack.pp_recv_buffers_per_micro_batch;
+  memory.pp_keeps_outputs = stack.pp_keeps_outputs;
   memory.nccl = nccl_groups(cluster, config, placement);
   if (config.cp > 1 && cp_kind == CpKind::all_gather) {
     memory.cp_gathered_kv_bytes = cp_allgather_working_bytes(model, config);

@@ -46,6 +46,11 @@ struct MemoryBreakdown {
   double weight_copies_bytes = 0.0;
   double activations_bytes = 0.0;  ///< kept for backward, every micro-batch in flight
   double workspace_bytes = 0.0;    ///< cuBLAS workspace
+  /// The pipeline's receive buffers, one per micro-batch, kept across steps (torch pipelining)
+  double pp_buffers_bytes = 0.0;
+  /// Stage outputs of every micro-batch kept until the step ends (torch pipelining's
+  /// output_chunks): boundary activations, the last stage's logits
+  double pp_outputs_bytes = 0.0;
   /// Transients at the peak; the larger of the two moments counts (transient_bytes):
   double tp_gather_bytes = 0.0;  ///< the TP/SP-gathered layer input (both moments)
   /// moment 1: the layer's K/V gathered from every CP rank and its fp32 gradient buffers

@@ -102,7 +102,8 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   const double stage_in_flight = last && !first ? 1.0 : in_flight;
   MemoryBreakdown memory;
   memory.weights_bytes = params * per.weights;
-  memory.gradients_bytes = params * per.gradients;
+  memory.gradients_bytes =
+      params * per.gradients * kept_gradient_share(config, options, micro_batches);
   memory.optimizer_bytes = params * per.optimizer;
   // FP8 copies exist for the Transformer Engine linear layers only: not the embedding, the
   // output layer or the norms (docs/cost_model.md#precision); under ZeRO-3 only for the
@@ -131,6 +132,19 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   // (Megatron gathers again in backward) or the gathered tensor (DTensor ColwiseParallel).
   if (last) activations += 2.0 * sbh / (options.gathered_inputs ? 1.0 : sp);
   memory.activations_bytes = activations;
+  // What the pipeline itself holds (torch pipelining): receive buffers and kept outputs.
+  if (config.pp > 1) {
+    const double boundary = 2.0 * sbh / sp;
+    if (options.pp_recv_buffers_per_micro_batch) {
+      memory.pp_buffers_bytes = pp_recv_buffer_bytes(boundary, config.virtual_stages, micro_batches,
+                                                     stage_in_flight, first, last);
+    }
+    const double logit_bytes =
+        2.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / config.tp;
+    memory.pp_outputs_bytes =
+        pp_kept_output_bytes(options.pp_keeps_outputs, boundary, logit_bytes, config.virtual_stages,
+                             micro_batches, stage_in_flight, last);
+  }
   memory.workspace_bytes = cublas_workspace_bytes(gpu);
   // Moment 1, a layer's backward: the TP/SP-gathered input, the rebuilt layer, ZeRO-3 units.
   memory.tp_gather_bytes = config.tp > 1 ? 2.0 * sbh : 0.0;
@@ -150,11 +164,12 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
                memory.loss_bytes + memory.output_unit_bytes);
   memory.allocated_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
                            memory.weight_copies_bytes + memory.activations_bytes +
-                           memory.workspace_bytes + memory.transient_bytes;
-  // Fragmentation is of what is allocated and freed within a step (activations, transients);
-  // the states and the workspace are allocated once, at their size.
-  memory.fragmentation_bytes =
-      allocator_fragmentation_bytes(memory.activations_bytes + memory.transient_bytes);
+                           memory.workspace_bytes + memory.transient_bytes +
+                           memory.pp_buffers_bytes + memory.pp_outputs_bytes;
+  // Fragmentation is of what is allocated and freed within a step (activations, transients,
+  // kept outputs); the states, the workspace and the receive buffers are allocated once.
+  memory.fragmentation_bytes = allocator_fragmentation_bytes(
+      memory.activations_bytes + memory.transient_bytes + memory.pp_outputs_bytes);
   memory.reserved_bytes = memory.allocated_bytes + memory.fragmentation_bytes;
   memory.cuda_context_bytes = kCudaContextBytes;
   memory.nccl_buffer_bytes = nccl_buffer_bytes(options.nccl);
@@ -234,6 +249,35 @@ double loss_transient_bytes(const Model& model, const ParallelConfig& config,
   // its logits for backward beside the main loss's.
   return (1.0 + model.mtp_layers) * bytes_per_logit * config.micro_batch * model.seq_len *
          static_cast<double>(model.vocab) / config.tp;
+}
+
+double pp_recv_buffer_bytes(double boundary_bytes, int chunks, long long micro_batches,
+                            double in_flight, bool first_rank, bool last_rank) {
+  const double m = static_cast<double>(micro_batches);
+  const double v = chunks;
+  // Input buffers: every chunk but the pipeline's first; those in flight hold kept inputs.
+  const double input_chunks = v - (first_rank ? 1.0 : 0.0);
+  const double idle_inputs = input_chunks * std::max(0.0, m - in_flight);
+  // Gradient buffers: every chunk but the pipeline's last.
+  const double gradient_chunks = v - (last_rank ? 1.0 : 0.0);
+  return boundary_bytes * (idle_inputs + gradient_chunks * m);
+}
+
+double pp_kept_output_bytes(PpKeptOutputs kept, double boundary_bytes, double logit_bytes,
+                            int chunks, long long micro_batches, double in_flight, bool last_rank) {
+  if (kept == PpKeptOutputs::none) return 0.0;
+  const double m = static_cast<double>(micro_batches);
+  const double boundary_chunks = chunks - (last_rank ? 1.0 : 0.0);
+  const double kept_micro_batches = kept == PpKeptOutputs::all ? m : std::min(in_flight, m);
+  const double logits = kept != PpKeptOutputs::in_flight && last_rank ? m * logit_bytes : 0.0;
+  return boundary_chunks * kept_micro_batches * boundary_bytes + logits;
+}
+
+double kept_gradient_share(const ParallelConfig& config, const MemoryOptions& options,
+                           long long micro_batches) {
+  const bool one_round = micro_batches < 2LL * config.pp;
+  if (!keeps_gathered(config, options) || config.virtual_stages <= 1 || !one_round) return 1.0;
+  return 1.0 / config.virtual_stages;
 }
 
 double cublas_workspace_bytes(const Gpu& gpu) {

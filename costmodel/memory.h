@@ -153,8 +153,40 @@ struct MemoryOptions {
   /// Context parallelism by the all-gather rotater: what one layer's attention backward holds
   /// (cp_allgather_working_bytes; 0 otherwise).
   double cp_gathered_kv_bytes = 0.0;
+  /// The pipeline's receive buffers per micro-batch (Stack::pp_recv_buffers_per_micro_batch).
+  bool pp_recv_buffers_per_micro_batch = false;
+  /// Stage outputs kept until the step ends (Stack::pp_keeps_outputs).
+  PpKeptOutputs pp_keeps_outputs = PpKeptOutputs::none;
   NcclGroups nccl;
 };
+
+/// torch.distributed.pipelining's receive buffers on one GPU of a pipeline rank holding
+/// `chunks` model chunks (v): one per micro-batch for each chunk's input (not the pipeline's
+/// first chunk) and for each chunk's output gradient (not its last), allocated at the first
+/// step and kept. The input buffers of the micro-batches in flight are the first layer's kept
+/// input already (counted with the activations): `in_flight` of them per chunk are not extra.
+/// `boundary_bytes`: one micro-batch's stage-boundary activation on one GPU.
+[[nodiscard]] double pp_recv_buffer_bytes(double boundary_bytes, int chunks,
+                                          long long micro_batches, double in_flight,
+                                          bool first_rank, bool last_rank);
+
+/// Stage outputs kept after their send, on one GPU of a pipeline rank of `chunks` chunks: the
+/// boundary activation of each chunk but the pipeline's last, for the `in_flight` micro-batches
+/// (in_flight, last) or for all of them (all), and on the last rank every micro-batch's logits
+/// of `logit_bytes` (last, all).
+[[nodiscard]] double pp_kept_output_bytes(PpKeptOutputs kept, double boundary_bytes,
+                                          double logit_bytes, int chunks, long long micro_batches,
+                                          double in_flight, bool last_rank);
+
+/// The share of a stage's unsharded gradients alive at its peak when ZeRO-3 with PP keeps them
+/// until each model chunk's last backward (MemoryOptions::zero3_keeps_gathered): interleaved
+/// with a single round of micro-batches (m < 2p) runs every backward of a chunk before any of
+/// the next, last chunk first (PyTorch ScheduleInterleaved1F1B backward_stage_index: groups of
+/// microbatches_per_round per chunk, torch/distributed/pipelining/schedules.py), and a chunk's
+/// last backward reduce-scatters and frees them (stage.py backward_maybe_with_nosync): one
+/// chunk's, 1/v. Otherwise 1.
+[[nodiscard]] double kept_gradient_share(const ParallelConfig& config, const MemoryOptions& options,
+                                         long long micro_batches);
 
 /// Memory of the peak rank (the largest of the first, a middle and the last pipeline stage).
 [[nodiscard]] MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model,

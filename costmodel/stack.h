@@ -59,6 +59,11 @@ enum class PartialRecompute { none, block, every_kth };
 /// tensor, mixed dtypes in one pass (add: read the 16-bit gradient, read and write the buffer);
 /// or a cast to the buffer's dtype into a temporary first when they differ (add_cast).
 enum class GradAccumulation { none, add, add_cast };
+/// What a pipeline stage keeps of its forward outputs once sent: nothing (Megatron frees the
+/// data after the send, deallocate_pipeline_outputs); each until its micro-batch's backward
+/// (in_flight: torch.distributed.pipelining's fwd_cache); that plus the last stage's output of
+/// every micro-batch until the step ends (last: its output_chunks), or every stage's (all).
+enum class PpKeptOutputs { none, in_flight, last, all };
 
 /// Context parallel attention: ring exchange of K/V chunks overlapped with attention (TE
 /// `p2p`, Megatron's default), Ulysses all-to-all of Q/K/V and the output (TE `a2a`), or
@@ -102,6 +107,14 @@ struct Stack {
   /// sends the whole b*s*h activation (apex's pipeline since 2022-06, Megatron-Core since
   /// 2023-01). With sequence parallelism the activation is 1/t either way.
   bool pp_scatter_gather = false;
+  /// The pipeline allocates a receive buffer per micro-batch for each stage's input and for
+  /// its output's gradient, at the first step, and keeps them (torch.distributed.pipelining's
+  /// _prepare_forward_infra / _prepare_backward_infra); false: a receive tensor per transfer,
+  /// freed with its use (Megatron's p2p_communication, DeepSpeed's pipe buffers per in-flight
+  /// micro-batch).
+  bool pp_recv_buffers_per_micro_batch = false;
+  /// The stage outputs that stay allocated after their send (the last stage's: its logits).
+  PpKeptOutputs pp_keeps_outputs = PpKeptOutputs::none;
   /// DP gradient reduction in buckets overlapped with backward (ZeRO 0-2).
   bool dp_overlap_grad_reduce = true;
   /// ... still with PP > 1, and still with sequence parallelism (NeMo 1.x turns its optimizer's

@@ -26,6 +26,8 @@ const std::vector<std::string> kStackKeys = {
     "pp_separate_send_recv",
     "pp_sends_attention_mask",
     "pp_scatter_gather",
+    "pp_recv_buffers_per_micro_batch",
+    "pp_keeps_outputs",
     "dp_overlap_grad_reduce",
     "dp_overlap_grad_reduce_with_pp",
     "dp_overlap_grad_reduce_with_sp",
@@ -82,6 +84,7 @@ const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up
 const std::vector<std::string> kPartialRecomputeNames = {"none", "block", "every_kth"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
 const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
+const std::vector<std::string> kKeptOutputNames = {"none", "in_flight", "last", "all"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 
@@ -169,6 +172,8 @@ Stack file_defaults() {
   Stack s;
   s.pp_overlap = false;
   s.pp_scatter_gather = true;
+  s.pp_recv_buffers_per_micro_batch = false;
+  s.pp_keeps_outputs = PpKeptOutputs::none;
   s.dp_overlap_grad_reduce = false;
   s.dp_overlap_param_gather = false;
   s.dp_bucket_parameters = 4.0e7;
@@ -247,6 +252,10 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
   s.pp_sends_attention_mask = m.optional_bool("pp_sends_attention_mask", d.pp_sends_attention_mask);
   s.pp_scatter_gather = m.optional_bool("pp_scatter_gather", d.pp_scatter_gather);
+  s.pp_recv_buffers_per_micro_batch =
+      m.optional_bool("pp_recv_buffers_per_micro_batch", d.pp_recv_buffers_per_micro_batch);
+  s.pp_keeps_outputs = static_cast<PpKeptOutputs>(m.optional_choice(
+      "pp_keeps_outputs", kKeptOutputNames, static_cast<int>(d.pp_keeps_outputs)));
   s.dp_overlap_grad_reduce = m.optional_bool("dp_overlap_grad_reduce", d.dp_overlap_grad_reduce);
   s.dp_overlap_grad_reduce_with_pp =
       m.optional_bool("dp_overlap_grad_reduce_with_pp", d.dp_overlap_grad_reduce_with_pp);

@@ -357,3 +357,87 @@ TEST_CASE("ZeRO-3: a recipe's FP8 weight copies live only with the gathered unit
   CHECK(peak_memory(test::round_gpu(), model, config, options).weight_copies_bytes ==
         Approx(98304.0));
 }
+
+TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept", "[memory]") {
+  // One micro-batch's boundary activation: 100 bytes; m = 8.
+  // Stage 0 (8 in flight): no input buffers, a gradient buffer per micro-batch: 8 x 100.
+  CHECK(pp_recv_buffer_bytes(100.0, 1, 8, 8.0, true, false) == Approx(800.0));
+  // A middle stage, 7 in flight: 7 input buffers are kept layer inputs, 1 idle; 8 gradient.
+  CHECK(pp_recv_buffer_bytes(100.0, 1, 8, 7.0, false, false) == Approx(900.0));
+  // The last stage, 1 in flight: 7 idle input buffers, no gradient ones.
+  CHECK(pp_recv_buffer_bytes(100.0, 1, 8, 1.0, false, true) == Approx(700.0));
+  // Interleaved, rank 0 with 2 chunks, 8 in flight: chunk p's inputs all in flight; 2 x 8
+  // gradient buffers.
+  CHECK(pp_recv_buffer_bytes(100.0, 2, 8, 8.0, true, false) == Approx(1600.0));
+
+  // Kept outputs (logits 50 bytes a micro-batch): Megatron frees them after the send.
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::none, 100.0, 50.0, 1, 8, 8.0, false) == 0.0);
+  // Until backward: the 8 in flight on stage 0; the last stage's logits go with its backward.
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::in_flight, 100.0, 50.0, 1, 8, 8.0, false) ==
+        Approx(800.0));
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::in_flight, 100.0, 50.0, 1, 8, 1.0, true) == 0.0);
+  // `last`: the middle stage's 3 in flight; the last stage's 8 logits, 8 x 50.
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::last, 100.0, 50.0, 1, 8, 3.0, false) == Approx(300.0));
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::last, 100.0, 50.0, 1, 8, 1.0, true) == Approx(400.0));
+  // `all`: every micro-batch's, whatever is in flight: 8 x 100; 2 chunks 1600; the last rank of
+  // 2 chunks: its first chunk's 8 x 100 + 8 logits x 50 = 1200.
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::all, 100.0, 50.0, 1, 8, 2.0, false) == Approx(800.0));
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::all, 100.0, 50.0, 2, 8, 8.0, false) == Approx(1600.0));
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::all, 100.0, 50.0, 2, 8, 1.0, true) == Approx(1200.0));
+
+  // On the peak rank of the term-by-term case (t = 2 without SP, p = 2, m = 4, b*s = 32,
+  // s*b*h = 2048): the boundary activation is 2 x 2048 = 4096 bytes; the logits 2 bytes x
+  // 32 x 1000 / 2 = 32000. The last stage (the peak there, 1 in flight): 3 idle input
+  // buffers = 12288, and every micro-batch's logits 4 x 32000 = 128000. Stage 0: 4 gradient
+  // buffers + 4 outputs = 32768 more than its 1114880: still below the last stage's 1311360.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  MemoryOptions options;
+  options.fused_attention = false;
+  options.pp_recv_buffers_per_micro_batch = true;
+  options.pp_keeps_outputs = PpKeptOutputs::all;
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(peak.pp_buffers_bytes == Approx(12288.0));
+  CHECK(peak.pp_outputs_bytes == Approx(128000.0));
+  CHECK(peak.allocated_bytes == Approx(5365376.0 + 12288.0 + 128000.0));
+  // The buffers are allocated once; the outputs churn with the step: fragmentation over
+  // activations + transients 149248 + outputs 128000.
+  CHECK(peak.fragmentation_bytes == Approx((149248.0 + 128000.0) * 0.15 / 0.85));
+  // Without pipeline parallelism there is nothing to receive or keep.
+  ParallelConfig one = config;
+  one.pp = 1;
+  const MemoryBreakdown flat = peak_memory(test::round_gpu(), model, one, options);
+  CHECK(flat.pp_buffers_bytes == 0.0);
+  CHECK(flat.pp_outputs_bytes == 0.0);
+}
+
+TEST_CASE("ZeRO-3 under interleaved PP: one round frees each chunk's gradients in turn",
+          "[memory]") {
+  ParallelConfig config = test::small_config();  // p = 2
+  config.zero = 3;
+  config.virtual_stages = 2;
+  MemoryOptions options;
+  options.zero3_keeps_gathered = true;  // torchtitan: whole weights and gradients under PP
+  // m = 2 (< 2p = 4): one round, every backward of chunk 1 before chunk 0's: half alive.
+  CHECK(kept_gradient_share(config, options, 2) == Approx(0.5));
+  // m = 4: two rounds, the chunks' backwards alternate: all of them.
+  CHECK(kept_gradient_share(config, options, 4) == 1.0);
+  // 1F1B, ZeRO-1, or a stack that reduces every micro-batch: all.
+  ParallelConfig single = config;
+  single.virtual_stages = 1;
+  CHECK(kept_gradient_share(single, options, 2) == 1.0);
+  ParallelConfig zero1 = config;
+  zero1.zero = 1;
+  CHECK(kept_gradient_share(zero1, options, 2) == 1.0);
+  CHECK(kept_gradient_share(config, MemoryOptions{}, 2) == 1.0);
+
+  // On the peak rank: 4 layers, 2 per stage; global batch 4, micro-batch 1, dp 2: m = 2.
+  // The last stage holds 2 x (49152/2 + 128) + final norm 64 + output 64000/2 = 81472
+  // parameters per GPU; its gradients, unsharded fp32, 81472 x 4 x 1/2 = 162944.
+  Model model = test::small_model();
+  model.layers = 4;
+  model.training.global_batch = 4;
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(peak.weights_bytes == Approx(81472.0 * 2.0));
+  CHECK(peak.gradients_bytes == Approx(81472.0 * 4.0 / 2.0));
+}

@@ -110,6 +110,29 @@ TEST_CASE("which stacks split a PP activation over TP without sequence paralleli
                     Catch::Contains("s.yaml:3: pp_scatter_gather"));
 }
 
+TEST_CASE("what each stack's pipeline holds beyond the layers' activations", "[stack]") {
+  // torch.distributed.pipelining: a receive buffer per micro-batch, outputs held until their
+  // backward (torchtitan passes return_outputs=False); Megatron and DeepSpeed neither.
+  CHECK(stack_preset("torchtitan").pp_recv_buffers_per_micro_batch);
+  CHECK(stack_preset("torchtitan").pp_keeps_outputs == PpKeptOutputs::in_flight);
+  for (const char* name : {"megatron-core", "megatron-2021", "deepspeed-megatron"}) {
+    CHECK_FALSE(stack_preset(name).pp_recv_buffers_per_micro_batch);
+    CHECK(stack_preset(name).pp_keeps_outputs == PpKeptOutputs::none);
+  }
+  // A file says which; a file without base: neither.
+  const Stack older = load_stack("name: x\nbase: torchtitan\npp_keeps_outputs: all\n", "s.yaml");
+  CHECK(older.pp_keeps_outputs == PpKeptOutputs::all);
+  CHECK(older.pp_recv_buffers_per_micro_batch);
+  const Stack bare = load_stack("name: x\nattention: flash\ntp_overlap: none\n", "s.yaml");
+  CHECK(bare.pp_keeps_outputs == PpKeptOutputs::none);
+  CHECK_FALSE(bare.pp_recv_buffers_per_micro_batch);
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: torchtitan\npp_keeps_outputs: some\n", "s.yaml"),
+                    Catch::Contains("s.yaml:3: pp_keeps_outputs"));
+  CHECK_THROWS_WITH(
+      load_stack("name: x\nbase: torchtitan\npp_recv_buffers_per_micro_batch: 3\n", "s.yaml"),
+      Catch::Contains("s.yaml:3: pp_recv_buffers_per_micro_batch"));
+}
+
 TEST_CASE("the Adam step's HBM bytes, as each stack's optimizer runs it", "[stack][compute]") {
   // Fused (apex / Transformer Engine / DeepSpeed FusedAdam): read master, grad, m, v = 16,
   // write master, m, v = 12 and the 16-bit weight = 2, the clip's read of the grad = 4: 34.
