@@ -336,7 +336,8 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   line("ZeRO-3 gathered output layer", m.output_unit_bytes, loss_note);
   line("allocated (peak)", m.allocated_bytes, "");
   const std::string fragmentation = fmt::format(
-      "  ({:.0f}% of the activations' and transients' reserve)", 100.0 * kAllocatorFragmentation);
+      "  ({:.0f}% of the reserve of what churns: activations, transients, outputs kept)",
+      100.0 * kAllocatorFragmentation);
   line("allocator fragmentation", m.fragmentation_bytes, fragmentation.c_str());
   line("reserved by PyTorch", m.reserved_bytes, "");
   line("CUDA context", m.cuda_context_bytes, "");

@@ -48,8 +48,8 @@ struct MemoryBreakdown {
   double workspace_bytes = 0.0;    ///< cuBLAS workspace
   /// The pipeline's receive buffers, one per micro-batch, kept across steps (torch pipelining)
   double pp_buffers_bytes = 0.0;
-  /// Stage outputs of every micro-batch kept until the step ends (torch pipelining's
-  /// output_chunks): boundary activations, the last stage's logits
+  /// Stage outputs kept after their send (Stack::pp_keeps_outputs: until their backward, or
+  /// every micro-batch's until the step ends): boundary activations, the last stage's logits
   double pp_outputs_bytes = 0.0;
   /// Transients at the peak; the larger of the two moments counts (transient_bytes):
   double tp_gather_bytes = 0.0;  ///< the TP/SP-gathered layer input (both moments)

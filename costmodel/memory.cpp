@@ -134,16 +134,14 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   memory.activations_bytes = activations;
   // What the pipeline itself holds (torch pipelining): receive buffers and kept outputs.
   if (config.pp > 1) {
-    const double boundary = 2.0 * sbh / sp;
+    const double boundary_bytes = 2.0 * sbh / sp;
     if (options.pp_recv_buffers_per_micro_batch) {
-      memory.pp_buffers_bytes = pp_recv_buffer_bytes(boundary, config.virtual_stages, micro_batches,
-                                                     stage_in_flight, first, last);
+      memory.pp_buffers_bytes = pp_recv_buffer_bytes(boundary_bytes, config.virtual_stages,
+                                                     micro_batches, stage_in_flight, first, last);
     }
-    const double logit_bytes =
-        2.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / config.tp;
-    memory.pp_outputs_bytes =
-        pp_kept_output_bytes(options.pp_keeps_outputs, boundary, logit_bytes, config.virtual_stages,
-                             micro_batches, stage_in_flight, last);
+    memory.pp_outputs_bytes = pp_kept_output_bytes(
+        options.pp_keeps_outputs, boundary_bytes, micro_batch_logit_bytes(model, config),
+        config.virtual_stages, micro_batches, stage_in_flight, last);
   }
   memory.workspace_bytes = cublas_workspace_bytes(gpu);
   // Moment 1, a layer's backward: the TP/SP-gathered input, the rebuilt layer, ZeRO-3 units.
@@ -251,6 +249,10 @@ double loss_transient_bytes(const Model& model, const ParallelConfig& config,
          static_cast<double>(model.vocab) / config.tp;
 }
 
+double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config) {
+  return 2.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / config.tp;
+}
+
 double pp_recv_buffer_bytes(double boundary_bytes, int chunks, long long micro_batches,
                             double in_flight, bool first_rank, bool last_rank) {
   const double m = static_cast<double>(micro_batches);
@@ -269,8 +271,11 @@ double pp_kept_output_bytes(PpKeptOutputs kept, double boundary_bytes, double lo
   const double m = static_cast<double>(micro_batches);
   const double boundary_chunks = chunks - (last_rank ? 1.0 : 0.0);
   const double kept_micro_batches = kept == PpKeptOutputs::all ? m : std::min(in_flight, m);
-  const double logits = kept != PpKeptOutputs::in_flight && last_rank ? m * logit_bytes : 0.0;
-  return boundary_chunks * kept_micro_batches * boundary_bytes + logits;
+  // The last stage's output is its logits: the one in its backward (in_flight), or every
+  // micro-batch's until the step ends (last, all).
+  const double kept_logits = kept == PpKeptOutputs::in_flight ? std::min(in_flight, m) : m;
+  const double logits_bytes = last_rank ? kept_logits * logit_bytes : 0.0;
+  return boundary_chunks * kept_micro_batches * boundary_bytes + logits_bytes;
 }
 
 double kept_gradient_share(const ParallelConfig& config, const MemoryOptions& options,

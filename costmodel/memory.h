@@ -93,7 +93,7 @@ struct NcclGroups {
 [[nodiscard]] double nccl_buffer_bytes(const NcclGroups& groups);
 
 /// Bytes the caching allocator reserves beyond `churning_bytes` (what is allocated and freed
-/// within a step: activations and transients) at kAllocatorFragmentation.
+/// within a step: activations, transients, stage outputs kept) at kAllocatorFragmentation.
 [[nodiscard]] double allocator_fragmentation_bytes(double churning_bytes);
 
 /// What must fit before any fragmentation: allocated + CUDA context + NCCL buffers.
@@ -155,25 +155,31 @@ struct MemoryOptions {
   double cp_gathered_kv_bytes = 0.0;
   /// The pipeline's receive buffers per micro-batch (Stack::pp_recv_buffers_per_micro_batch).
   bool pp_recv_buffers_per_micro_batch = false;
-  /// Stage outputs kept until the step ends (Stack::pp_keeps_outputs).
+  /// Stage outputs kept after their send (Stack::pp_keeps_outputs: none|in_flight|last|all).
   PpKeptOutputs pp_keeps_outputs = PpKeptOutputs::none;
   NcclGroups nccl;
 };
 
 /// torch.distributed.pipelining's receive buffers on one GPU of a pipeline rank holding
 /// `chunks` model chunks (v): one per micro-batch for each chunk's input (not the pipeline's
-/// first chunk) and for each chunk's output gradient (not its last), allocated at the first
-/// step and kept. The input buffers of the micro-batches in flight are the first layer's kept
-/// input already (counted with the activations): `in_flight` of them per chunk are not extra.
+/// first chunk) and for each chunk's output gradient (not the pipeline's last chunk), allocated at
+/// the first step and kept. The input buffers of the micro-batches in flight are the first layer's
+/// kept input already (counted with the activations): `in_flight` of them per chunk are not extra.
 /// `boundary_bytes`: one micro-batch's stage-boundary activation on one GPU.
 [[nodiscard]] double pp_recv_buffer_bytes(double boundary_bytes, int chunks,
                                           long long micro_batches, double in_flight,
                                           bool first_rank, bool last_rank);
 
+/// The last stage's output of one micro-batch on one GPU: its 16-bit logits, b*s*V/t (the
+/// output layer is column-parallel over the vocabulary).
+[[nodiscard]] double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config);
+
 /// Stage outputs kept after their send, on one GPU of a pipeline rank of `chunks` chunks: the
 /// boundary activation of each chunk but the pipeline's last, for the `in_flight` micro-batches
-/// (in_flight, last) or for all of them (all), and on the last rank every micro-batch's logits
-/// of `logit_bytes` (last, all).
+/// (in_flight, last) or for all of them (all), and on the last rank the logits (`logit_bytes` a
+/// micro-batch) of the micro-batch in its backward (in_flight) or of every one (last, all).
+/// The stacks that keep outputs run PyTorch's losses, whose transient (loss_bytes_per_logit)
+/// leaves out the 16-bit logits: no micro-batch's logits are counted twice.
 [[nodiscard]] double pp_kept_output_bytes(PpKeptOutputs kept, double boundary_bytes,
                                           double logit_bytes, int chunks, long long micro_batches,
                                           double in_flight, bool last_rank);

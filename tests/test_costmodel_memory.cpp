@@ -372,10 +372,12 @@ TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept
 
   // Kept outputs (logits 50 bytes a micro-batch): Megatron frees them after the send.
   CHECK(pp_kept_output_bytes(PpKeptOutputs::none, 100.0, 50.0, 1, 8, 8.0, false) == 0.0);
-  // Until backward: the 8 in flight on stage 0; the last stage's logits go with its backward.
+  // Until backward: the 8 in flight on stage 0; on the last stage the logits of the one
+  // micro-batch in its backward, 50.
   CHECK(pp_kept_output_bytes(PpKeptOutputs::in_flight, 100.0, 50.0, 1, 8, 8.0, false) ==
         Approx(800.0));
-  CHECK(pp_kept_output_bytes(PpKeptOutputs::in_flight, 100.0, 50.0, 1, 8, 1.0, true) == 0.0);
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::in_flight, 100.0, 50.0, 1, 8, 1.0, true) ==
+        Approx(50.0));
   // `last`: the middle stage's 3 in flight; the last stage's 8 logits, 8 x 50.
   CHECK(pp_kept_output_bytes(PpKeptOutputs::last, 100.0, 50.0, 1, 8, 3.0, false) == Approx(300.0));
   CHECK(pp_kept_output_bytes(PpKeptOutputs::last, 100.0, 50.0, 1, 8, 1.0, true) == Approx(400.0));
@@ -386,23 +388,29 @@ TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept
   CHECK(pp_kept_output_bytes(PpKeptOutputs::all, 100.0, 50.0, 2, 8, 1.0, true) == Approx(1200.0));
 
   // On the peak rank of the term-by-term case (t = 2 without SP, p = 2, m = 4, b*s = 32,
-  // s*b*h = 2048): the boundary activation is 2 x 2048 = 4096 bytes; the logits 2 bytes x
-  // 32 x 1000 / 2 = 32000. The last stage (the peak there, 1 in flight): 3 idle input
-  // buffers = 12288, and every micro-batch's logits 4 x 32000 = 128000. Stage 0: 4 gradient
-  // buffers + 4 outputs = 32768 more than its 1114880: still below the last stage's 1311360.
+  // s*b*h = 2048) with PyTorch's loss (12 bytes a logit, the 16-bit logits not among them):
+  // the boundary activation is 2 x 2048 = 4096 bytes; the logits 2 bytes x 32 x 1000 / 2 =
+  // 32000. The last stage (1 in flight): states 1021824, activations 49152, gathered input
+  // 4096, loss 12 x 32 x 1000 / 2 = 192000; 3 idle input buffers = 12288 and every
+  // micro-batch's logits 4 x 32000 = 128000: 1407360. Stage 0 (1114880 with the 6-byte loss
+  // not on it) + 4 gradient buffers + 4 outputs 32768: below.
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();
   MemoryOptions options;
   options.fused_attention = false;
+  options.loss_bytes_per_logit = 12.0;
   options.pp_recv_buffers_per_micro_batch = true;
   options.pp_keeps_outputs = PpKeptOutputs::all;
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(micro_batch_logit_bytes(model, config) == Approx(32000.0));
   CHECK(peak.pp_buffers_bytes == Approx(12288.0));
   CHECK(peak.pp_outputs_bytes == Approx(128000.0));
-  CHECK(peak.allocated_bytes == Approx(5365376.0 + 12288.0 + 128000.0));
+  CHECK(peak.loss_bytes == Approx(192000.0));
+  // + cuBLAS workspace 4 MiB.
+  CHECK(peak.allocated_bytes == Approx(1407360.0 + 4194304.0));
   // The buffers are allocated once; the outputs churn with the step: fragmentation over
-  // activations + transients 149248 + outputs 128000.
-  CHECK(peak.fragmentation_bytes == Approx((149248.0 + 128000.0) * 0.15 / 0.85));
+  // activations 49152 + transients 196096 + outputs 128000 = 373248.
+  CHECK(peak.fragmentation_bytes == Approx(373248.0 * 0.15 / 0.85));
   // Without pipeline parallelism there is nothing to receive or keep.
   ParallelConfig one = config;
   one.pp = 1;
