@@ -361,3 +361,29 @@ TEST_CASE("selective: mla_up_proj prices MLA models and refuses the others", "[c
   const Run table = trident(dsv3 + " --recompute selective --top 1");
   CHECK(table.out.find("recompute none/selective(mla_up_proj)/full") != std::string::npos);
 }
+
+TEST_CASE("torchtitan's pipeline buffers in --explain and the JSON; Megatron's none",
+          "[cli_stack]") {
+  const std::string pinned = kSmall +
+                             " --tp 2 --pp 2 --dp 16 --micro-batch 1 --vp 1 --zero 3"
+                             " --recompute full --top 1";
+  const Run json = trident(pinned + " --stack torchtitan --format json");
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& memory = doc.at("plans")[0].at("memory_gib");
+  // Llama 3 8B, m = 64 / (16 x 1) = 4; one boundary activation 2 x 8192 x 4096 / 2 (SP) bytes
+  // = 1/32 GiB. The peak is the last stage (its loss): 1 micro-batch in flight, so 3 of its 4
+  // input buffers are idle = 3/32 GiB; it holds the logits of the micro-batch in its backward,
+  // 2 x 8192 x 128256 / 2 bytes = 0.978515625 GiB.
+  CHECK(memory.at("pp_buffers").get<double>() == Approx(3.0 / 32.0));
+  CHECK(memory.at("pp_outputs").get<double>() == Approx(0.978515625));
+  const Run explain = trident(pinned + " --stack torchtitan --explain");
+  REQUIRE(explain.code == 0);
+  CHECK(explain.out.find("PP receive buffers") != std::string::npos);
+  CHECK(explain.out.find("stage outputs kept") != std::string::npos);
+  // Megatron-Core (ZeRO-1 here) frees each output once sent and receives into a new tensor.
+  const Run megatron =
+      trident(kSmall + " --tp 2 --pp 2 --dp 16 --micro-batch 1 --vp 1 --zero 1 --top 1 --explain");
+  REQUIRE(megatron.code == 0);
+  CHECK(megatron.out.find("PP receive buffers") == std::string::npos);
+}
