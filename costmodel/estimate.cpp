@@ -354,6 +354,11 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.prefetch_units = stack.prefetch_units;
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
   memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
+  // FSDP mixed precision gathers the fp32 shard cast for compute; with FP8 parameters
+  // (torchao's enable_fsdp_float8_all_gather) the gathered linear weights are FP8 and stay so.
+  if (stack.zero3_fp32_shard_only && precision.fp8_params) {
+    memory.fp8_gathered_linear_weight_bytes = precision.weight_gather_bytes;
+  }
   memory.selective = stack.selective;
   memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
   memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)

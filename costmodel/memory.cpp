@@ -55,6 +55,14 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
   return bytes;
 }
 
+/// Bytes per linear parameter the gathered weights differ from `weight_bytes` by when ZeRO-3
+/// gathers them in FP8 and keeps them so (MemoryOptions::fp8_gathered_linear_weight_bytes).
+double fp8_gather_delta_bytes(const MemoryOptions& options) {
+  return options.fp8_gathered_linear_weight_bytes > 0.0
+             ? options.fp8_gathered_linear_weight_bytes - options.weight_bytes
+             : 0.0;
+}
+
 /// ZeRO-3 that gathers each unit for its use and frees it after (not kept whole under PP).
 bool gathers_per_unit(const ParallelConfig& config, const MemoryOptions& options) {
   return config.zero >= 3 && config.shard_ranks() > 1 && !keeps_gathered(config, options);
@@ -73,7 +81,7 @@ double layer_units_bytes(const Model& model, const ParallelConfig& config,
   const double linear = count.attention_per_layer + count.ffn_per_layer;
   return units / config.tp *
          (count.per_layer * (options.weight_bytes + options.grad_buffer_bytes) +
-          linear * options.weight_copy_bytes_per_parameter);
+          linear * (options.weight_copy_bytes_per_parameter + fp8_gather_delta_bytes(options)));
 }
 
 /// The output layer as the unit gathered at the loss (ZeRO-3, last stage): V*h/t weights and
@@ -102,6 +110,12 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   const double stage_in_flight = last && !first ? 1.0 : in_flight;
   MemoryBreakdown memory;
   memory.weights_bytes = params * per.weights;
+  // ZeRO-3 with PP keeping the gathered weights keeps them as gathered: FP8 for the linear
+  // layers under an FP8 all-gather.
+  if (keeps_gathered(config, options)) {
+    memory.weights_bytes +=
+        stage_linear_parameters(model, config, first, last) * fp8_gather_delta_bytes(options);
+  }
   memory.gradients_bytes =
       params * per.gradients * kept_gradient_share(config, options, micro_batches);
   memory.optimizer_bytes = params * per.optimizer;

@@ -139,6 +139,10 @@ struct MemoryOptions {
   int prefetch_units = 1;              ///< ZeRO-3 units gathered ahead of the one computing
   bool zero3_keeps_gathered = false;   ///< ZeRO-3 with PP keeps weights and gradients whole
   bool zero3_fp32_shard_only = false;  ///< ZeRO-3 keeps no 16-bit weights, only the fp32 shard
+  /// Bytes per linear-layer parameter of the weights ZeRO-3 gathers when they are gathered in
+  /// FP8 and kept so (torchao's float8 all-gather under FSDP2: the unsharded parameter is the
+  /// gathered Float8Tensor, no 16-bit copy); 0: gathered as `weight_bytes`.
+  double fp8_gathered_linear_weight_bytes = 0.0;
   SelectiveKind selective = SelectiveKind::attention;
   double loss_bytes_per_logit = 6.0;  ///< the stack's cross-entropy (Stack::loss_bytes_per_logit)
   double adam_state_bytes = kAdamStateBytesPerParameter;  ///< the stack's Adam state dtypes

@@ -449,3 +449,25 @@ TEST_CASE("ZeRO-3 under interleaved PP: one round frees each chunk's gradients i
   CHECK(peak.weights_bytes == Approx(81472.0 * 2.0));
   CHECK(peak.gradients_bytes == Approx(81472.0 * 4.0 / 2.0));
 }
+
+TEST_CASE("ZeRO-3 gathering FP8 weights keeps the linear layers' in 1 byte", "[memory]") {
+  const Model model = test::small_model();  // a layer's linear weights 49152, /t 2 = 24576
+  ParallelConfig config = test::small_config();
+  config.zero = 3;
+  config.pp = 1;
+  MemoryOptions options;
+  options.fp8_gathered_linear_weight_bytes = 1.0;  // torchao's float8 all-gather
+  // Per unit: 2 units x (49280 / 2 x (2 + 4) - 24576 x (2 - 1)) = 295680 - 49152 = 246528.
+  CHECK(peak_memory(test::round_gpu(), model, config, options).layer_units_bytes ==
+        Approx(246528.0));
+  // ZeRO-3 with PP keeping the gathered weights (torchtitan): the last stage's 56768
+  // parameters x 2 bytes, its one layer's 24576 linear ones at 1: 113536 - 24576 = 88960.
+  config.pp = 2;
+  options.zero3_keeps_gathered = true;
+  options.fused_attention = false;
+  const MemoryBreakdown kept = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(kept.weights_bytes == Approx(88960.0));
+  // 16-bit gathering (the default, 0): the stage's weights at 2 bytes.
+  options.fp8_gathered_linear_weight_bytes = 0.0;
+  CHECK(peak_memory(test::round_gpu(), model, config, options).weights_bytes == Approx(113536.0));
+}
