@@ -63,6 +63,23 @@ double fp8_gather_delta_bytes(const MemoryOptions& options) {
              : 0.0;
 }
 
+/// Parameters of the stage whose gradients are alive at its peak: all of them, or with one
+/// chunk's alive (kept_gradient_share < 1) that share of the layers', plus on the last rank the
+/// output layer and final norm (in its last chunk, backwarded first); the first rank's
+/// embedding sits in its first chunk, backwarded last, so none of it.
+double alive_gradient_parameters(const Model& model, const ParallelConfig& config,
+                                 const MemoryOptions& options, long long micro_batches, bool first,
+                                 bool last) {
+  const double params = stage_parameters(model, config, first, last);
+  const double share = kept_gradient_share(config, options, micro_batches);
+  if (share >= 1.0) return params;
+  const double layer_params =
+      stage_linear_parameters(model, config, first, last) +
+      layers_on_stage(model, config, first, last) * count_parameters(model).norms_per_layer;
+  const double beside_layers = params - layer_params;  // embedding (first), output (last)
+  return layer_params * share + (last ? beside_layers : 0.0);
+}
+
 /// ZeRO-3 that gathers each unit for its use and frees it after (not kept whole under PP).
 bool gathers_per_unit(const ParallelConfig& config, const MemoryOptions& options) {
   return config.zero >= 3 && config.shard_ranks() > 1 && !keeps_gathered(config, options);
@@ -117,7 +134,7 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
         stage_linear_parameters(model, config, first, last) * fp8_gather_delta_bytes(options);
   }
   memory.gradients_bytes =
-      params * per.gradients * kept_gradient_share(config, options, micro_batches);
+      alive_gradient_parameters(model, config, options, micro_batches, first, last) * per.gradients;
   memory.optimizer_bytes = params * per.optimizer;
   // FP8 copies exist for the Transformer Engine linear layers only: not the embedding, the
   // output layer or the norms (docs/cost_model.md#precision); under ZeRO-3 only for the

@@ -440,14 +440,17 @@ TEST_CASE("ZeRO-3 under interleaved PP: one round frees each chunk's gradients i
   CHECK(kept_gradient_share(config, MemoryOptions{}, 2) == 1.0);
 
   // On the peak rank: 4 layers, 2 per stage; global batch 4, micro-batch 1, dp 2: m = 2.
-  // The last stage holds 2 x (49152/2 + 128) + final norm 64 + output 64000/2 = 81472
-  // parameters per GPU; its gradients, unsharded fp32, 81472 x 4 x 1/2 = 162944.
+  // The last stage holds 2 x (49152/2 + 128) = 49408 layer parameters per GPU + final norm 64
+  // + output 64000/2 = 81472; alive at its peak, unsharded fp32: half the layers' (its last
+  // chunk, backwarded first) and the output layer and final norm, which sit in that chunk:
+  // (49408 / 2 + 32064) x 4 = 227072. (Stage 0's embedding sits in its first chunk,
+  // backwarded last: 24704 x 4 there.)
   Model model = test::small_model();
   model.layers = 4;
   model.training.global_batch = 4;
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
   CHECK(peak.weights_bytes == Approx(81472.0 * 2.0));
-  CHECK(peak.gradients_bytes == Approx(81472.0 * 4.0 / 2.0));
+  CHECK(peak.gradients_bytes == Approx((49408.0 / 2.0 + 32064.0) * 4.0));
 }
 
 TEST_CASE("ZeRO-3 gathering FP8 weights keeps the linear layers' in 1 byte", "[memory]") {
