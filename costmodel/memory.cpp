@@ -63,19 +63,18 @@ double fp8_gather_delta_bytes(const MemoryOptions& options) {
              : 0.0;
 }
 
-/// Parameters of the stage whose gradients are alive at its peak: all of them, or with one
-/// chunk's alive (kept_gradient_share < 1) that share of the layers', plus on the last rank the
-/// output layer and final norm (in its last chunk, backwarded first); the first rank's
-/// embedding sits in its first chunk, backwarded last, so none of it.
+/// Parameters of the stage whose gradients are alive at its peak, of its `params` (all) and
+/// `linear_params` (its layers' linear ones): all of them, or with one chunk's alive
+/// (kept_gradient_share < 1) that share of the layers', plus on the last rank the output layer
+/// and final norm (in its last chunk, backwarded first); the first rank's embedding sits in its
+/// first chunk, backwarded last, so none of it.
 double alive_gradient_parameters(const Model& model, const ParallelConfig& config,
-                                 const MemoryOptions& options, long long micro_batches, bool first,
-                                 bool last) {
-  const double params = stage_parameters(model, config, first, last);
+                                 const MemoryOptions& options, long long micro_batches,
+                                 double params, double linear_params, bool first, bool last) {
   const double share = kept_gradient_share(config, options, micro_batches);
   if (share >= 1.0) return params;
-  const double layer_params =
-      stage_linear_parameters(model, config, first, last) +
-      layers_on_stage(model, config, first, last) * count_parameters(model).norms_per_layer;
+  const double layer_params = linear_params + layers_on_stage(model, config, first, last) *
+                                                  count_parameters(model).norms_per_layer;
   const double beside_layers = params - layer_params;  // embedding (first), output (last)
   return layer_params * share + (last ? beside_layers : 0.0);
 }
@@ -125,24 +124,24 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
                                static_cast<double>(micro_batches));
   // Stage s keeps p - s micro-batches in flight: the last one, the second p - 1.
   const double stage_in_flight = last && !first ? 1.0 : in_flight;
+  const double linear_params = stage_linear_parameters(model, config, first, last);
   MemoryBreakdown memory;
   memory.weights_bytes = params * per.weights;
   // ZeRO-3 with PP keeping the gathered weights keeps them as gathered: FP8 for the linear
   // layers under an FP8 all-gather.
   if (keeps_gathered(config, options)) {
-    memory.weights_bytes +=
-        stage_linear_parameters(model, config, first, last) * fp8_gather_delta_bytes(options);
+    memory.weights_bytes += linear_params * fp8_gather_delta_bytes(options);
   }
-  memory.gradients_bytes =
-      alive_gradient_parameters(model, config, options, micro_batches, first, last) * per.gradients;
+  memory.gradients_bytes = alive_gradient_parameters(model, config, options, micro_batches, params,
+                                                     linear_params, first, last) *
+                           per.gradients;
   memory.optimizer_bytes = params * per.optimizer;
   // FP8 copies exist for the Transformer Engine linear layers only: not the embedding, the
   // output layer or the norms (docs/cost_model.md#precision); under ZeRO-3 only for the
   // gathered units (layer_units_bytes).
   memory.weight_copies_bytes = gathers_per_unit(config, options)
                                    ? 0.0
-                                   : stage_linear_parameters(model, config, first, last) *
-                                         options.weight_copy_bytes_per_parameter;
+                                   : linear_params * options.weight_copy_bytes_per_parameter;
   // Partial full recompute keeps only the input of the layers it repeats and everything of
   // the others (all of one kind otherwise).
   const double layers = layers_on_stage(model, config, first, last);
@@ -272,16 +271,25 @@ double recompute_working_bytes(const Model& model, const ParallelConfig& config,
                                 gathered_inputs);
 }
 
+namespace {
+
+/// Logits of one micro-batch on one GPU: b*s*V/t (the output layer is vocab-parallel).
+double micro_batch_logits(const Model& model, const ParallelConfig& config) {
+  return static_cast<double>(config.micro_batch) * model.seq_len *
+         static_cast<double>(model.vocab) / config.tp;
+}
+
+}  // namespace
+
 double loss_transient_bytes(const Model& model, const ParallelConfig& config,
                             double bytes_per_logit) {
   // Each multi-token-prediction module computes its own loss in the same forward, and keeps
   // its logits for backward beside the main loss's.
-  return (1.0 + model.mtp_layers) * bytes_per_logit * config.micro_batch * model.seq_len *
-         static_cast<double>(model.vocab) / config.tp;
+  return (1.0 + model.mtp_layers) * bytes_per_logit * micro_batch_logits(model, config);
 }
 
 double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config) {
-  return 2.0 * config.micro_batch * model.seq_len * static_cast<double>(model.vocab) / config.tp;
+  return 2.0 * micro_batch_logits(model, config);  // the 16-bit output
 }
 
 double pp_recv_buffer_bytes(double boundary_bytes, int chunks, long long micro_batches,
