@@ -40,6 +40,18 @@ std::string check_arguments(int argc, char** argv) {
   return "";
 }
 
+/// The first argument, when it is not an option, must name a command: "trident foo" says so
+/// instead of CLI11's "A subcommand is required".
+std::string check_command(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->check_name(argv[1])) return "";
+    names += (names.empty() ? "" : "|") + sub->get_name();
+  }
+  return std::string("'") + argv[1] + "': unknown command; expected " + names + " (see --help)";
+}
+
 /// What was printed must have reached standard output (`> /dev/full`, a closed stdout).
 int flush_stdout(int code) {
   errno = 0;
@@ -49,6 +61,24 @@ int flush_stdout(int code) {
     return fail(2, std::string("standard output: cannot write: ") + std::strerror(error));
   }
   return code;
+}
+
+/// An option given an empty value ("--model ''") is refused, never read as "not given" and
+/// replaced by the default. Flags without a value are left alone.
+void refuse_empty_values(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](std::string& value) {
+        return value.empty() ? std::string("expected a value, got an empty string") : std::string();
+      },
+      "", "NONEMPTY");
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_expected_min() > 0 && option->get_type_size_max() > 0) {
+      option->check(non_empty);
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    refuse_empty_values(*sub);
+  }
 }
 
 int parse_and_run(CLI::App& app, int argc, char** argv) {
@@ -95,7 +125,9 @@ int run_app(std::span<const CommandEntry> commands, int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", version_text());
   for (const auto& command : commands) command.add(app);
+  refuse_empty_values(app);
   if (const std::string bad = check_arguments(argc, argv); !bad.empty()) return fail(2, bad);
+  if (const std::string bad = check_command(app, argc, argv); !bad.empty()) return fail(2, bad);
   return flush_stdout(parse_and_run(app, argc, argv));
 }
 

@@ -29,6 +29,11 @@ struct CalibrateFlags {
 void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibration& out,
                std::string& report) {
   const Tier tier = flags.tier.empty() ? infer_tier(table) : parse_tier(flags.tier, "--tier");
+  if (table.ranks < 2) {
+    throw InputError(table.source + ": " + (table.test.empty() ? "the test" : table.test) +
+                     " ran on " + std::to_string(table.ranks) +
+                     " rank: a collective over one rank moves nothing; run it over 2 or more");
+  }
   report += fmt::format("{}: {} ranks on {} host(s){}{} -> {} as {}\n", table.test, table.ranks,
                         table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
                         table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,

@@ -180,6 +180,13 @@ void check_format(const PlanFlags& f) {
   }
   if (f.explain && *f.explain < 1) throw InputError("--explain 0: plans are numbered from 1");
   if (f.explain && f.format == "csv") throw InputError("--explain: needs --format table or json");
+  if (!f.emit.empty() && f.format != "table") {
+    throw InputError("--format " + f.format +
+                     ": --emit prints a launch configuration, not the ranking; drop one of them");
+  }
+  if (f.pictures.svg_plan_given && !f.pictures.wanted()) {
+    throw InputError("--svg-plan: chooses the plan --svg or --report draws; give one of them");
+  }
 }
 
 /// Applies --fail-link specs; returns their descriptions for the report.
@@ -226,8 +233,8 @@ std::string render(const PlanFlags& f, const SearchResult& result, const ReportC
   if (f.explain) {
     const std::size_t n = *f.explain;
     if (n > result.plans.size()) {
-      throw PlanError("--explain " + std::to_string(n) + ": only " +
-                      std::to_string(result.plans.size()) + " plans fit");
+      throw PlanError("--explain " + std::to_string(n) + ": the ranking has " +
+                      std::to_string(result.plans.size()) + " plans that fit");
     }
     explain_text = explain_plan(*context.cluster, *context.model, result.plans[n - 1], n,
                                 calibration, options);
@@ -251,14 +258,22 @@ std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& 
 /// would overwrite an input or another output.
 RunOutputs declare_files(const PlanFlags& f) {
   RunOutputs files;
+  std::string stdin_flag;  // the flag that reads standard input ("-"), if one does
   for (const auto& [flag, arg] :
        {std::pair<const char*, std::string>{"--cluster", f.cluster.cluster},
         {"--gpu", f.cluster.gpu},
         {"--model", f.model.model},
-        {"--stack", f.stack}}) {
-    if (names_file(arg)) files.add_input(flag, arg);
+        {"--stack", f.stack},
+        {"--calibration", f.calibration_file}}) {
+    if (arg == "-") {
+      if (!stdin_flag.empty()) {
+        throw InputError(stdin_flag + " and " + flag +
+                         " both read standard input ('-'); give '-' to one of them only");
+      }
+      stdin_flag = flag;
+    }
+    if (names_file(arg) || std::string_view(flag) == "--calibration") files.add_input(flag, arg);
   }
-  files.add_input("--calibration", f.calibration_file);
   files.add_output("--output", f.output);
   declare_picture_outputs(f.pictures, files);
   files.check();
@@ -291,6 +306,7 @@ void run(const PlanFlags& f) {
   if (const std::string line = describe_cp_ep_search(model, options); !line.empty()) {
     context.assumptions.push_back(line);
   }
+  if (f.fail_links.empty()) check_pinned_gpus(cluster, options);
   context.failures = run_failures(f, cluster);
   check_gpus_left(cluster, f.fail_links);
   context.cluster = &cluster;

@@ -98,7 +98,12 @@ void run_import(const ImportFlags& flags) {
                         .nic_gbits = flags.nic_gbits,
                         .gbps_per_link = flags.nvlink_gbps};
   const std::string yaml = cluster_yaml(server, options);
-  (void)load_cluster(yaml, options.name + ".yaml");  // what we print must load as a cluster
+  // What we print must load as a cluster; a value it refuses came from a flag or the input.
+  try {
+    (void)load_cluster(yaml, "the imported cluster");
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (from --nic-gbits, --nvlink-gbps or the input)");
+  }
   files.set_text("--output", yaml);
   files.commit();
   if (!flags.output.empty()) {

@@ -118,8 +118,10 @@ std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
     const std::string path = path_of(o);
     for (const auto& in : inputs) {
       if (t.existing && same_file(*t.existing, in.device, in.inode)) {
-        throw InputError(o.flag + " '" + path + "': is the input " + in.flag + " '" + in.path +
-                         "'; refusing to overwrite an input");
+        const std::string input =
+            in.path == "-" ? std::string(" (standard input)") : fmt::format(" '{}'", in.path);
+        throw InputError(fmt::format("{} '{}': is the input {}{}; refusing to overwrite an input",
+                                     o.flag, path, in.flag, input));
       }
     }
     for (const auto& other : targets) {
@@ -231,7 +233,13 @@ void write_streams_and_devices(const std::vector<Target>& targets, const std::st
 
 void RunOutputs::add_input(const std::string& flag, const std::string& path) {
   struct stat info {};
-  if (path.empty() || path == "-" || ::stat(path.c_str(), &info) != 0) return;
+  if (path.empty()) return;
+  // "-" reads standard input: when that is a file (`< FILE`), the file is the input.
+  if (path == "-") {
+    if (::fstat(STDIN_FILENO, &info) != 0 || !S_ISREG(info.st_mode)) return;
+  } else if (::stat(path.c_str(), &info) != 0) {
+    return;
+  }
   inputs_.push_back({flag, path, static_cast<unsigned long long>(info.st_dev),
                      static_cast<unsigned long long>(info.st_ino)});
 }

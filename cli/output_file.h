@@ -25,8 +25,9 @@ namespace trident::cli {
 
 class RunOutputs {
  public:
-  /// An input file of the run; "" and "-" are ignored, so is a path that does not exist (its
-  /// read fails on its own).
+  /// An input file of the run; "" is ignored, so is a path that does not exist (its read
+  /// fails on its own). "-" is standard input: recorded when it is a regular file (`< FILE`),
+  /// so `--output FILE` (or /dev/stdin) cannot overwrite it.
   void add_input(const std::string& flag, const std::string& path);
   /// An output; "" or "-" is standard output.
   void add_output(const std::string& flag, const std::string& path);

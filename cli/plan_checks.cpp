@@ -183,6 +183,25 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
       return fmt::format(
           "{}: MoE models are planned with ZeRO 0-2 (sharding experts per unit is not modelled)",
           pin);
+    case OptionIssue::above_max:
+      return fmt::format("{} is above {} {}", pin,
+                         flag_of(p.knob == Knob::cp   ? Knob::max_cp
+                                 : p.knob == Knob::ep ? Knob::max_ep
+                                                      : Knob::max_tp),
+                         p.limit);
+    case OptionIssue::below_min:
+      return fmt::format("{} is below {} {}", pin,
+                         flag_of(p.knob == Knob::cp   ? Knob::min_cp
+                                 : p.knob == Knob::ep ? Knob::min_ep
+                                                      : Knob::min_tp),
+                         p.limit);
+    case OptionIssue::vp_needs_pp:
+      return pin +
+             ": interleaving splits each pipeline stage into chunks; it needs --pp 2 or "
+             "more, and --pp is 1";
+    case OptionIssue::sp_needs_tp:
+      return "--sequence-parallel on: splits the sequence over the TP group; it needs --tp 2 "
+             "or more, and --tp is 1";
   }
   return pin + ": impossible";
 }
@@ -191,6 +210,18 @@ void check_options(const Model& model, const SearchOptions& options) {
   if (const auto problem = find_option_problem(model, options)) {
     throw InputError(describe(*problem, model, options.stack));
   }
+}
+
+void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options) {
+  if (!options.tp || !options.pp || !options.dp) return;
+  const long long product = static_cast<long long>(*options.tp) * *options.pp * *options.dp;
+  const long long cp = options.cp.value_or(1);
+  const long long gpus = cluster.gpus();
+  if (!options.cp && product <= gpus) return;  // a free CP may make up the rest
+  if (product * cp == gpus) return;
+  const std::string cp_text = options.cp ? fmt::format(" x --cp {}", cp) : "";
+  throw InputError(fmt::format("--tp {} x --pp {} x --dp {}{} = {} GPUs; the cluster has {}",
+                               *options.tp, *options.pp, *options.dp, cp_text, product * cp, gpus));
 }
 
 void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& specs) {

@@ -23,6 +23,11 @@ namespace trident::cli {
 /// before any search, what-if or emit).
 void check_options(const Model& model, const SearchOptions& options);
 
+/// Throws InputError "--tp 8 x --pp 8 x --dp 8 = 512 GPUs; the cluster has 256" when TP, PP
+/// and DP are pinned (and CP pinned, or the three already past the GPUs) and their product is
+/// not the cluster's GPU count. Healthy clusters only: under --fail-link the re-plans decide.
+void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options);
+
 /// Throws PlanError "--fail-link: every GPU of the cluster has failed; nothing is left to run
 /// on" when the failures leave no live GPU (a dead server of a one-server cluster).
 void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& specs);

@@ -87,7 +87,8 @@ void add_picture_flags(CLI::App& sub, PictureFlags& flags) {
                  "write a picture of the plan to FILE (SVG): rank layout, pipeline schedule, "
                  "where time and memory go");
   sub.add_option("--svg-plan", flags.svg_plan,
-                 "plan N of the ranking to draw (default 1; under --fail-link: option N)");
+                 "plan N of the ranking to draw (default 1; under --fail-link: option N)")
+      ->each([&flags](const std::string&) { flags.svg_plan_given = true; });
   sub.add_option("--report", flags.report,
                  "write DIR/index.html: the ranked table, the explanation and the picture");
 }
@@ -96,7 +97,8 @@ PictureInput pictures_of_search(const Cluster& cluster, const Model& model,
                                 const SearchResult& result, std::size_t svg_plan) {
   if (svg_plan < 1) throw InputError("--svg-plan 0: plans are numbered from 1");
   if (svg_plan > result.plans.size()) {
-    throw PlanError(fmt::format("--svg-plan {}: only {} plans fit", svg_plan, result.plans.size()));
+    throw PlanError(fmt::format("--svg-plan {}: the ranking has {} plans that fit", svg_plan,
+                                result.plans.size()));
   }
   PictureInput input;
   input.cluster = &cluster;

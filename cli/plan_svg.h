@@ -28,9 +28,10 @@ namespace trident::cli {
 
 /// The picture flags of `plan`, as parsed.
 struct PictureFlags {
-  std::string svg;           ///< --svg FILE
-  std::size_t svg_plan = 1;  ///< --svg-plan N (1-based rank of the drawn plan)
-  std::string report;        ///< --report DIR
+  std::string svg;              ///< --svg FILE
+  std::size_t svg_plan = 1;     ///< --svg-plan N (1-based rank of the drawn plan)
+  bool svg_plan_given = false;  ///< --svg-plan was on the command line
+  std::string report;           ///< --report DIR
   [[nodiscard]] bool wanted() const { return !svg.empty() || !report.empty(); }
 };
 

@@ -76,6 +76,16 @@ void write_header(std::ostringstream& out, const ImportedServer& server, const S
   }
 }
 
+/// A YAML double-quoted scalar: a name such as "foo #bar" or "a: b" stays one string.
+std::string yaml_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
 std::string cluster_yaml(const ImportedServer& server, const ImportOptions& options) {
@@ -92,7 +102,7 @@ std::string cluster_yaml(const ImportedServer& server, const ImportOptions& opti
   }
   std::ostringstream out;
   write_header(out, server, nv);
-  out << "name: " << options.name << "\n";
+  out << "name: " << yaml_quoted(options.name) << "\n";
   out << "gpu: " << options.gpu << "\n";
   out << "servers: " << options.servers << "\n";
   out << "gpus_per_server: " << server.gpus << "\n";

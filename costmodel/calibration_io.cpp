@@ -89,6 +89,20 @@ ComparisonRow parse_row(const json& entry, const Path& path) {
   return row;
 }
 
+/// One fit per collective, rank count and tier: a second would be ignored (the first wins in
+/// Calibration's look-up), so it is refused.
+void reject_repeated_fits(const std::vector<CollectiveFit>& fits, const Path& path) {
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (fits[i].collective == fits[j].collective && fits[i].ranks == fits[j].ranks &&
+          fits[i].tier == fits[j].tier) {
+        path.index(i).fail("repeats fits[" + std::to_string(j) +
+                           "] (the same collective, ranks and tier); expected one fit each");
+      }
+    }
+  }
+}
+
 template <typename T, typename Fn>
 std::vector<T> parse_list(const json& document, const Path& root, const char* name, Fn parse) {
   std::vector<T> out;
@@ -135,6 +149,7 @@ Calibration parse_calibration(const std::string& text, const std::string& source
   calibration.collectives =
       parse_list<CollectiveSample>(document, root, "collectives", parse_sample);
   calibration.fits = parse_list<CollectiveFit>(document, root, "fits", parse_fit);
+  reject_repeated_fits(calibration.fits, root.child("fits"));
   if (document.contains("comparison")) {
     calibration.comparison = parse_list<ComparisonRow>(document, root, "comparison", parse_row);
   }

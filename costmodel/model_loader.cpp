@@ -108,6 +108,15 @@ MoeSpec read_moe(const std::optional<MapReader>& e) {
   moe.expert_ffn_hidden = required_count(*e, "expert_ffn_hidden");
   moe.shared_experts =
       to_int32(*e, "shared_experts", e->optional_int("shared_experts", 0, Range::non_negative));
+  // A token's experts run as one FFN of (shared + top_k) x expert_ffn_hidden (moe_active_view):
+  // that width has the dense ffn_hidden's bound.
+  const double active_width = (static_cast<double>(moe.shared_experts) + moe.top_k) *
+                              static_cast<double>(moe.expert_ffn_hidden);
+  if (active_width > INT_MAX) {
+    e->fail(
+        e->has("shared_experts") ? "shared_experts" : "top_k",
+        "(shared_experts + top_k) x expert_ffn_hidden must be at most " + std::to_string(INT_MAX));
+  }
   moe.first_dense =
       to_int32(*e, "first_dense", e->optional_int("first_dense", 0, Range::non_negative));
   read_moe_layers(*e, moe);
@@ -142,6 +151,10 @@ Model read_model(const MapReader& m) {
   model.hidden = required_count(m, "hidden");
   model.heads = required_count(m, "heads");
   model.kv_heads = optional_count(m, "kv_heads", model.heads);
+  if (!m.has("ffn_hidden") && 4LL * model.hidden > INT_MAX) {
+    m.fail("hidden", "with no ffn_hidden the FFN is 4 x hidden, beyond " + std::to_string(INT_MAX) +
+                         "; set ffn_hidden or a smaller hidden");
+  }
   model.ffn_hidden =
       to_int32(m, "ffn_hidden", m.optional_int("ffn_hidden", 4LL * model.hidden, Range::positive));
   constexpr FfnKind ffns[] = {FfnKind::gelu, FfnKind::relu, FfnKind::relu2, FfnKind::swiglu,

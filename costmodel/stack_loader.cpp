@@ -348,8 +348,13 @@ Stack read_stack(const MapReader& m, const Stack* base) {
            "set false");
   }
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
-  if (s.grad_reduce_bytes > 8) m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
-  if (s.grad_buffer_bytes > 8) m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
+  // Bytes of one gradient element: a dtype's width, nothing between (3 read as "16-bit").
+  if (s.grad_reduce_bytes != 2 && s.grad_reduce_bytes != 4) {
+    m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
+  }
+  if (s.grad_buffer_bytes != 2 && s.grad_buffer_bytes != 4) {
+    m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");
+  }
   if (s.adam_state_bytes > 16) m.fail("adam_state_bytes", "expected at most 16");
   if (s.adam_step_bytes > 256) m.fail("adam_step_bytes", "expected at most 256");
   if (s.loss_bytes_per_logit > 64) m.fail("loss_bytes_per_logit", "expected at most 64");

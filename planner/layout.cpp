@@ -210,10 +210,21 @@ std::vector<int> live_gpus(const Cluster& cluster) {
     std::iota(ids.begin(), ids.end(), 0);
     return ids;
   }
-  for (int gpu = 0; gpu < cluster.gpus(); ++gpu) {
-    if (health.dead_gpus.count(gpu) != 0) continue;
-    if (health.dead_servers.count(cluster.server_of(gpu)) != 0) continue;
-    ids.push_back(gpu);
+  // Server by server, each dead GPU skipped in order: no set look-up per GPU (this runs for
+  // every placement of a search; per-GPU look-ups made --fail-link quadratic in the cluster).
+  auto dead = health.dead_gpus.begin();
+  for (int server = 0; server < cluster.servers; ++server) {
+    const int first = server * cluster.gpus_per_server;
+    const int end = first + cluster.gpus_per_server;
+    while (dead != health.dead_gpus.end() && *dead < first) ++dead;
+    if (health.dead_servers.count(server) != 0) continue;
+    for (int gpu = first; gpu < end; ++gpu) {
+      if (dead != health.dead_gpus.end() && *dead == gpu) {
+        ++dead;
+        continue;
+      }
+      ids.push_back(gpu);
+    }
   }
   return ids;
 }
@@ -227,7 +238,11 @@ bool same_links(const Placement& a, const Placement& b) {
 
 Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
                 bool amax_group) {
-  const auto gpu_of = live_gpus(cluster);
+  return place(cluster, config, order, amax_group, live_gpus(cluster));
+}
+
+Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
+                bool amax_group, const std::vector<int>& gpu_of) {
   const int ranks = config.gpus();
   if (ranks < 1 || ranks > static_cast<int>(gpu_of.size())) {
     throw PlanError("placement needs " + std::to_string(ranks) + " GPUs, the cluster has " +
@@ -268,8 +283,12 @@ Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder 
 
 Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
                            Placement placement) {
-  add_shard_links(cluster, config, rank_strides(config, placement.order), live_gpus(cluster),
-                  placement);
+  return with_shard_links(cluster, config, placement, live_gpus(cluster));
+}
+
+Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
+                           Placement placement, const std::vector<int>& gpu_of) {
+  add_shard_links(cluster, config, rank_strides(config, placement.order), gpu_of, placement);
   return placement;
 }
 

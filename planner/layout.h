@@ -25,11 +25,19 @@ namespace trident {
 /// delayed scaling uses (reduces_amax); left at one rank otherwise, sparing its query.
 [[nodiscard]] Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
                               bool amax_group = false);
+/// The same on the cluster's live GPUs as live_gpus(cluster) lists them, computed once by a
+/// caller that places many splits (the search: a walk of every GPU per placement made a
+/// search under --fail-link quadratic in the cluster's size).
+[[nodiscard]] Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
+                              bool amax_group, const std::vector<int>& live);
 
 /// `placement` with the HSDP shard and replicate links of `config` filled in (one rank each
 /// when config is not hybrid); the other links as they were.
 [[nodiscard]] Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
                                          Placement placement);
+/// The same with the live GPUs given (`live`: live_gpus(cluster)).
+[[nodiscard]] Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
+                                         Placement placement, const std::vector<int>& live);
 
 /// Both placements carry the same links (the two rank orders price alike).
 [[nodiscard]] bool same_links(const Placement& a, const Placement& b);

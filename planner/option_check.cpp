@@ -22,12 +22,38 @@ std::optional<OptionProblem> limit_problem(Knob min_knob, Knob max_knob, int min
   return std::nullopt;
 }
 
+/// A pin outside its own [min, max] limits (max 0 = none): the search would try nothing.
+std::optional<OptionProblem> pin_limit_problem(Knob knob, const std::optional<int>& pin,
+                                               int min_value, int max_value) {
+  if (!pin) return std::nullopt;
+  if (max_value > 0 && *pin > max_value) {
+    return OptionProblem{knob, OptionIssue::above_max, *pin, max_value};
+  }
+  if (*pin < min_value) return OptionProblem{knob, OptionIssue::below_min, *pin, min_value};
+  return std::nullopt;
+}
+
 /// Context and expert parallel pins and limits that are wrong whatever the stack and model.
 std::optional<OptionProblem> cp_ep_range_problem(const SearchOptions& o) {
   if (auto problem = not_positive(Knob::cp, o.cp)) return problem;
   if (auto problem = not_positive(Knob::ep, o.ep)) return problem;
-  if (auto problem = limit_problem(Knob::min_cp, Knob::max_cp, o.min_cp, o.max_cp)) return problem;
+  // An unset max_cp is the search's own ceiling, kMaxSearchedCp: a min_cp above it tries
+  // nothing. A pinned CP is tried whatever the limits (they bound the free search).
+  const int max_cp = o.max_cp > 0 ? o.max_cp : (o.cp ? 0 : kMaxSearchedCp);
+  if (auto problem = limit_problem(Knob::min_cp, Knob::max_cp, o.min_cp, max_cp)) return problem;
   return limit_problem(Knob::min_ep, Knob::max_ep, o.min_ep, o.max_ep);
+}
+
+/// Pins that contradict one another or their own limits.
+std::optional<OptionProblem> pin_conflict_problem(const SearchOptions& o) {
+  if (auto problem = pin_limit_problem(Knob::tp, o.tp, o.min_tp, o.max_tp)) return problem;
+  if (o.vp && *o.vp > 1 && o.pp && *o.pp == 1) {
+    return OptionProblem{Knob::vp, OptionIssue::vp_needs_pp, *o.vp, 1};
+  }
+  if (o.sequence_parallel && *o.sequence_parallel && o.tp && *o.tp == 1) {
+    return OptionProblem{Knob::sequence_parallel, OptionIssue::sp_needs_tp, 1, 1};
+  }
+  return std::nullopt;
 }
 
 /// Context and expert parallel pins against the stack and the model (Megatron: 2 cp chunks per
@@ -95,7 +121,8 @@ std::optional<OptionProblem> range_problem(const SearchOptions& o) {
   if (o.zero && (*o.zero < 0 || *o.zero > 3)) {
     return OptionProblem{Knob::zero, OptionIssue::out_of_range, *o.zero, 0};
   }
-  return cp_ep_range_problem(o);
+  if (auto problem = cp_ep_range_problem(o)) return problem;
+  return pin_conflict_problem(o);
 }
 
 /// Pins the stack cannot run.

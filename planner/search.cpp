@@ -168,6 +168,7 @@ class SplitSearch {
   SplitSearch(const Cluster& cluster, const Model& model, const SearchOptions& options,
               const Calibration* calibration, SearchResult& result)
       : cluster_(cluster),
+        live_(live_gpus(cluster)),
         model_(model),
         options_(options),
         calibration_(calibration),
@@ -344,8 +345,9 @@ class SplitSearch {
       if (shard == config.dp_shard) return hybrid;
     }
     Placed hybrid;
-    hybrid.first = with_shard_links(cluster_, config, plain_.first);
-    hybrid.second = plain_.alike ? hybrid.first : with_shard_links(cluster_, config, plain_.second);
+    hybrid.first = with_shard_links(cluster_, config, plain_.first, live_);
+    hybrid.second =
+        plain_.alike ? hybrid.first : with_shard_links(cluster_, config, plain_.second, live_);
     hybrid.alike = plain_.alike || same_links(hybrid.first, hybrid.second);
     hybrid_.emplace_back(config.dp_shard, hybrid);
     return hybrid_.back().second;
@@ -356,10 +358,11 @@ class SplitSearch {
     ParallelConfig plain = config;
     plain.dp_shard = 0;
     const bool amax = reduces_amax(model_.training);
-    plain_.first = place(cluster_, plain, RankOrder::tp_dp_pp, amax);
+    plain_.first = place(cluster_, plain, RankOrder::tp_dp_pp, amax, live_);
     // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order).
     const bool one_order = config.cp > 1 || config.ep > 1;
-    plain_.second = one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp, amax);
+    plain_.second =
+        one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp, amax, live_);
     plain_.alike = one_order || same_links(plain_.first, plain_.second);
     result_.placements += plain_.alike ? 1 : 2;
     hybrid_.clear();
@@ -404,6 +407,7 @@ class SplitSearch {
   }
 
   const Cluster& cluster_;
+  const std::vector<int> live_;  ///< the cluster's live GPUs (live_gpus), listed once
   const Model& model_;
   const SearchOptions& options_;
   const Calibration* calibration_;
@@ -465,6 +469,10 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   }
   if (!best.estimate.memory.fits) best.shortfall = shortfall_of(best.estimate.memory, reserve_gib);
   return best;
+}
+
+bool has_split(int gpus, const Model& model, const SearchOptions& options) {
+  return gpus > 0 && !splits(gpus, model, options).empty();
 }
 
 SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& options,

@@ -128,6 +128,11 @@ class NoSplitError : public PlanError {
   SplitRules rules_;
 };
 
+/// Whether `gpus` GPUs have a TP x CP x PP x DP (x EP) split the model, the batch, the stack
+/// and the pins allow: the search's own enumeration, no placement or estimate. False means
+/// search() on that many GPUs throws NoSplitError; true does not promise a plan that fits.
+[[nodiscard]] bool has_split(int gpus, const Model& model, const SearchOptions& options);
+
 /// Throws OptionError (an InputError carrying find_option_problem's data, planner/
 /// option_check.h) when a pin or limit is impossible on its own (a pinned TP that does not
 /// divide the heads, a minimum TP above the maximum, ZeRO 4...); NoSplitError when the pins

@@ -283,10 +283,18 @@ struct Regrouped {
   std::vector<int> left = live_servers(cluster);
   WhatIfOption option = unavailable(WhatIfKind::cordon_server, OptionNote::cordoned);
   for (int spares = 0; !left.empty(); ++spares) {
+    const int gpus = static_cast<int>(left.size()) * c.healthy.gpus_per_server;
+    // A server count with no split at all is set aside at once: a search per server (each
+    // walks every GPU) made this loop quadratic in the cluster on a batch that divides few
+    // GPU counts. The first count is searched regardless, for its outcome.
+    if (spares > 0 && !has_split(gpus, c.model, c.options)) {
+      cluster.health.dead_servers.insert(left.back());
+      left.pop_back();
+      continue;
+    }
     ReplanOutcome outcome;
     auto plan = best_plan(c, cluster, outcome);
     if (spares == 0) first = outcome;
-    const int gpus = static_cast<int>(left.size()) * c.healthy.gpus_per_server;
     if (plan) {
       option = with_plan(WhatIfKind::cordon_server, *plan, gpus, OptionNote::cordoned);
       option.servers = static_cast<int>(left.size());

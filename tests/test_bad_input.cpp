@@ -158,7 +158,7 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
                 "--format: expected table|json|csv, got 'xml' (see --help)");
   check_refused("plan" + kModel + " --explain 0",
                 "--explain: expected a positive integer, got '0' (see --help)");
-  check_refused("plan" + kModel + " --explain 999999", "--explain 999999: only ...");
+  check_refused("plan" + kModel + " --explain 999999", "--explain 999999: the ranking has ...");
   check_refused("plan" + kModel + " --emit foo",
                 "--emit 'foo': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, optionally "
                 "@VERSION: megatron@core_v0.19.0|nemo@v2.4.0|nemo-hydra@v2.4.0|deepspeed@v0.19.5|"
@@ -267,7 +267,7 @@ TEST_CASE("bad input: no partial output file is left behind", "[bad_input][outpu
                 "no configuration of 8 GPUs ...");
   CHECK_FALSE(std::filesystem::exists(out));
   check_refused("plan" + kModel + " --explain 999999 --output " + out,
-                "--explain 999999: only ...");
+                "--explain 999999: the ranking has ...");
   CHECK_FALSE(std::filesystem::exists(out));
   const std::string svg = scratch("never.svg");
   check_refused("plan" + kModel + " --tp 8 --pp 2 --svg " + svg, "no configuration of 8 GPUs ...");

@@ -145,6 +145,47 @@ TEST_CASE("a key twice, a second document", "[loaders]") {
             .ends_with(": a second YAML document (after '---' or '...'); expected one document"));
 }
 
+TEST_CASE("aliases: a cycle or a bomb is refused, plain aliases load", "[loaders]") {
+  // The guard counts nodes as the parser streams them, each alias as the node it names: a
+  // reader walking the tree would meet that many. A cycle has no count: refused at the alias.
+  CHECK(cluster_error("x: &a [*a]\n") ==
+        "c.yaml:1: invalid YAML: an alias inside the node its anchor names (a cycle); expected a "
+        "tree");
+  CHECK(cluster_error("name: x\nnvlink: &n\n  inner: {again: *n}\n") ==
+        "c.yaml:3: invalid YAML: an alias inside the node its anchor names (a cycle); expected a "
+        "tree");
+  // Level k, a list of ten aliases of level k-1, is N_k = 1 + 10 N_(k-1) nodes, N_0 = 11 (a
+  // list of ten scalars): N_5 = 1,111,111, N_6 = 11,111,111. Levels 0-5 and their keys pass;
+  // level 6, on line 7, crosses 5,000,000 at its fourth alias.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level <= 7; ++level) {
+    const std::string name = std::to_string(level);
+    const std::string alias = std::string("*a").append(std::to_string(level - 1));
+    bomb.append("a").append(name).append(": &a").append(name).append(" [").append(alias);
+    for (int i = 1; i < 10; ++i) bomb.append(", ").append(alias);
+    bomb.append("]\n");
+  }
+  CHECK(cluster_error(bomb) ==
+        "c.yaml:7: invalid YAML: aliases expand the document past 5,000,000 nodes; expected "
+        "plain data");
+  // An anchor used twice loads as two copies: the unknown key is what is wrong.
+  CHECK(cluster_error(kCluster + "extra: &e {a: 1}\nmore: *e\n") ==
+        "c.yaml:13: extra: unknown key (known: name, stack, gpu, servers, gpus_per_server, "
+        "nvlink, network, pcie)");
+}
+
+TEST_CASE("names: no control characters", "[loaders]") {
+  CHECK(cluster_error(cluster_with("name: test", "name: \"te\\nst\"")) ==
+        "c.yaml:1: name: expected a string without control characters, got byte 0x0a at "
+        "character 3");
+  CHECK(cluster_error(cluster_with("name: test", "name: \"a\\x7fb\"")) ==
+        "c.yaml:1: name: expected a string without control characters, got byte 0x7f at "
+        "character 2");
+  // YAML's "\xe9" is the character U+00E9, written as UTF-8: a name like any other (bytes
+  // that are not UTF-8 are refused before parsing, topology/text_check.h).
+  CHECK(cluster_error(cluster_with("name: test", "name: \"caf\\xe9\"")) == "no error");
+}
+
 TEST_CASE("inline GPU and mesh links", "[loaders]") {
   const std::string mesh = R"(name: mesh4
 gpu:

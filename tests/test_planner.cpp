@@ -209,6 +209,32 @@ TEST_CASE("placement under failures", "[planner]") {
     CHECK_THROWS_WITH(place(cluster, too_big, RankOrder::tp_dp_pp),
                       "placement needs 24 GPUs, the cluster has 16 live");
   }
+  SECTION("live GPUs skip dead GPUs and dead servers, in order") {
+    Cluster cluster = dgx(3, 4);  // GPUs 0-11, servers of 4
+    cluster.health.dead_gpus = {0, 5, 6, 9};
+    cluster.health.dead_servers.insert(2);  // GPUs 8-11, 9 among them
+    CHECK(live_gpus(cluster) == std::vector<int>{1, 2, 3, 4, 7});
+    // A caller's list gives the same placement as the cluster's own.
+    ParallelConfig pair;
+    pair.tp = 2;
+    pair.dp = 2;
+    CHECK(same_links(place(cluster, pair, RankOrder::tp_dp_pp),
+                     place(cluster, pair, RankOrder::tp_dp_pp, false, live_gpus(cluster))));
+  }
+}
+
+TEST_CASE("has_split: the search's enumeration without a search", "[planner]") {
+  // tiny(): 4 heads (2 KV), 4 layers, global batch 8. 8 GPUs: TP 1, 2 x PP x DP | 8.
+  CHECK(has_split(8, tiny(), {}));
+  // 7 GPUs: TP 1 (7 does not divide by 2); PP 7 > 4 layers, PP 1 leaves DP 7, not a divisor
+  // of 8: nothing. search() agrees.
+  CHECK_FALSE(has_split(7, tiny(), {}));
+  CHECK_THROWS_AS(search(dgx(1, 7), tiny(), {}), NoSplitError);
+  CHECK_FALSE(has_split(0, tiny(), {}));
+  SearchOptions pinned;
+  pinned.tp = 2;
+  CHECK(has_split(2, tiny(), pinned));
+  CHECK_FALSE(has_split(1, tiny(), pinned));  // 1 GPU cannot hold TP 2
 }
 
 TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
@@ -430,6 +456,26 @@ TEST_CASE("impossible pins are refused as data", "[planner]") {
   Model no_batch = tiny();
   no_batch.training.global_batch = 0;
   CHECK(refusal(no_batch, {}).issue == OptionIssue::missing);
+  // Pins against their own limits and against each other (the search would try nothing).
+  options = {};
+  options.tp = 4;
+  options.max_tp = 2;
+  check_refusal(options, Knob::tp, OptionIssue::above_max, 4, 2);
+  options.max_tp = 0;
+  options.min_tp = 8;
+  options.tp = 2;
+  check_refusal(options, Knob::tp, OptionIssue::below_min, 2, 8);
+  options = {};
+  options.vp = 2;
+  options.pp = 1;
+  check_refusal(options, Knob::vp, OptionIssue::vp_needs_pp, 2, 1);
+  options = {};
+  options.sequence_parallel = true;
+  options.tp = 1;
+  check_refusal(options, Knob::sequence_parallel, OptionIssue::sp_needs_tp, 1, 1);
+  options = {};
+  options.min_cp = 64;  // above the search's own ceiling, kMaxSearchedCp = 32
+  check_refusal(options, Knob::min_cp, OptionIssue::min_above_max, 64, kMaxSearchedCp);
   options = {};
   options.dp = 3;
   try {

@@ -327,7 +327,7 @@ TEST_CASE("plan --svg-plan N draws plan N; past the ranking is an error") {
                           svg.string() + "x",
                       dir);
   CHECK(bad.code == 2);
-  CHECK(bad.err == "trident: error: --svg-plan 2: only 1 plans fit\n");
+  CHECK(bad.err == "trident: error: --svg-plan 2: the ranking has 1 plans that fit\n");
   CHECK_FALSE(std::filesystem::exists(svg.string() + "x"));
 }
 

@@ -8,6 +8,7 @@
 
 #include "configs/presets.h"
 #include "topology/errors.h"
+#include "topology/server_import.h"
 #include "topology/yaml_util.h"
 
 namespace trident {
@@ -154,9 +155,13 @@ std::vector<MeshLink> read_mesh_links(const MapReader& nv) {
     const MapReader item(list[i], nv.source(), nv.path("links") + "[" + std::to_string(i) + "]",
                          yaml::line_of(list[i], nv.line("links")));
     item.reject_unknown(kMeshLinkKeys);
+    const int count = to_int32(item, "count", Range::positive);
+    if (count > kMaxNvlinks) {
+      item.fail("count", "expected at most " + std::to_string(kMaxNvlinks) +
+                             " NVLinks between two GPUs, got " + std::to_string(count));
+    }
     links.push_back({to_int32(item, "a", Range::non_negative),
-                     to_int32(item, "b", Range::non_negative),
-                     to_int32(item, "count", Range::positive)});
+                     to_int32(item, "b", Range::non_negative), count});
   }
   return links;
 }
@@ -185,6 +190,10 @@ NvlinkSpec read_nvlink(const MapReader& nv, const Gpu& gpu) {
   }
   if (spec.kind == NvlinkKind::switch_fabric) {
     spec.links_per_gpu = to_int32(nv, "links_per_gpu", Range::positive);
+    if (spec.links_per_gpu > kMaxNvlinks) {
+      nv.fail("links_per_gpu", "expected at most " + std::to_string(kMaxNvlinks) + ", got " +
+                                   std::to_string(spec.links_per_gpu));
+    }
   } else if (spec.kind == NvlinkKind::mesh) {
     spec.mesh = read_mesh_links(nv);
     spec.links_per_gpu = 0;  // informational for mesh: the most links any GPU has
@@ -242,6 +251,24 @@ Gpu load_gpu(const std::string& text, const std::string& source) {
   return gpu;
 }
 
+namespace {
+
+/// A cluster's `stack:` names a stack preset or a stack file (a path: a '/' or a .yaml,
+/// .yml or .json name, read by the CLI); a name that is neither is refused here, at its line.
+void check_stack_name(const MapReader& m, const std::string& stack) {
+  if (stack.empty() || preset_text(PresetKind::stack, stack)) return;
+  const auto ends_with = [&stack](std::string_view tail) { return stack.ends_with(tail); };
+  if (stack.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml") ||
+      ends_with(".json")) {
+    return;
+  }
+  const auto names = preset_names(PresetKind::stack);
+  m.fail("stack", "unknown stack '" + stack + "'" + yaml::did_you_mean(stack, names) +
+                      "; known: " + yaml::join(names) + ", or a FILE.yaml");
+}
+
+}  // namespace
+
 Cluster load_cluster(const std::string& text, const std::string& source) {
   const YAML::Node root = yaml::parse(text, source);
   const MapReader m = document(root, source);
@@ -249,6 +276,7 @@ Cluster load_cluster(const std::string& text, const std::string& source) {
   Cluster cluster;
   cluster.name = m.required_string("name");
   cluster.stack = m.optional_string("stack", "");
+  check_stack_name(m, cluster.stack);
   cluster.gpu = cluster_gpu(m);
   cluster.servers = to_int32(m, "servers", Range::positive);
   cluster.gpus_per_server = to_int32(m, "gpus_per_server", Range::positive);

@@ -3,13 +3,32 @@
 
 #include <fmt/format.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "topology/errors.h"
 
 namespace trident::json_reader {
 
 json parse(const std::string& text, const std::string& source) {
+  // nlohmann keeps the last of a repeated key: refuse it, as the YAML readers do.
+  std::vector<std::set<std::string>> open_objects;
+  const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+    if (event == json::parse_event_t::key && !open_objects.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second) {
+      std::string key = parsed.get<std::string>();
+      for (char& c : key) {
+        if (static_cast<unsigned char>(c) < 0x20) c = '?';  // one line, whatever the key
+      }
+      throw InputError(source + ": invalid JSON: duplicate key '" + key + "' in one object");
+    }
+    return true;
+  };
   try {
-    return json::parse(text);
+    return json::parse(text, no_duplicates);
   } catch (const json::parse_error& e) {
     throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
   } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")

@@ -1,5 +1,6 @@
 #include "topology/yaml_util.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "topology/errors.h"
+#include "topology/text_check.h"
 
 namespace trident::yaml {
 
@@ -153,13 +155,90 @@ class DocumentCounter : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-/// Refuses a second document (after '---' or '...'), which a load would ignore. Two steps of
-/// the parser at most: YAML::LoadAll looped forever on some malformed input (found by fuzzing).
-void reject_second_document(const std::string& text, const std::string& source) {
+/// Nodes a document may expand to through its aliases: far above any real input (a cluster
+/// file of 100,000 mesh links is ~400,000), far below what would hang a reader.
+constexpr double kMaxExpandedNodes = 5e6;
+
+/// Walks the first document's events and refuses what yaml-cpp would build into a graph no
+/// reader can walk: an alias inside the node it names (a cycle: "&a [*a]" recursed until the
+/// stack overflowed) and aliases that multiply the document past kMaxExpandedNodes ("a
+/// billion laughs": each alias is a copy for every reader that walks the tree).
+class AliasGuard : public DocumentCounter {
+ public:
+  explicit AliasGuard(const std::string& source) : source_(source) {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    leaf(mark, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    for (const Open& open : open_) {
+      if (open.anchor == anchor) {
+        fail(mark, "an alias inside the node its anchor names (a cycle); expected a tree");
+      }
+    }
+    const auto found = sizes_.find(anchor);
+    add(mark, found == sizes_.end() ? 1.0 : found->second);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    start(mark, anchor);
+  }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    start(mark, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Open {
+    YAML::anchor_t anchor;
+    double nodes;
+  };
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) sizes_[anchor] = 1.0;
+    add(mark, 1.0);
+  }
+  void start(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    open_.push_back({anchor, 0.0});
+    add(mark, 1.0);
+  }
+  void close() {
+    if (open_.empty()) return;
+    const Open done = open_.back();
+    open_.pop_back();
+    if (done.anchor != YAML::NullAnchor) sizes_[done.anchor] = done.nodes;
+    if (!open_.empty()) open_.back().nodes += done.nodes;
+  }
+  /// `nodes` more in the innermost open collection (an alias: the named node's count).
+  void add(const YAML::Mark& mark, double nodes) {
+    if (!open_.empty()) open_.back().nodes += nodes;
+    expanded_ += nodes;
+    if (expanded_ > kMaxExpandedNodes) {
+      fail(mark, "aliases expand the document past 5,000,000 nodes; expected plain data");
+    }
+  }
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& what) const {
+    throw InputError(source_ + ":" + std::to_string(mark.line + 1) + ": invalid YAML: " + what);
+  }
+
+  const std::string& source_;
+  std::vector<Open> open_;
+  std::map<YAML::anchor_t, double> sizes_;
+  double expanded_ = 0.0;  ///< nodes of the document so far, every alias counted in full
+};
+
+/// Refuses aliases that make a cycle or a bomb (AliasGuard) and a second document (after
+/// '---' or '...'), which a load would ignore. Two steps of the parser at most:
+/// YAML::LoadAll looped forever on some malformed input (found by fuzzing).
+void check_documents(const std::string& text, const std::string& source) {
   std::istringstream in(text);
   YAML::Parser parser(in);
+  AliasGuard guard(source);
+  if (!parser.HandleNextDocument(guard)) return;
   DocumentCounter counter;
-  if (!parser.HandleNextDocument(counter) || !parser.HandleNextDocument(counter)) return;
+  if (!parser.HandleNextDocument(counter)) return;
   throw InputError(source + ":" + std::to_string(counter.line) +
                    ": a second YAML document (after '---' or '...'); expected one document");
 }
@@ -169,8 +248,8 @@ void reject_second_document(const std::string& text, const std::string& source) 
 YAML::Node parse(const std::string& text, const std::string& source) {
   YAML::Node root;
   try {
+    check_documents(text, source);
     root = YAML::Load(text);
-    reject_second_document(text, source);
   } catch (const YAML::ParserException& e) {
     throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": invalid YAML: " + e.msg);
   }
@@ -260,7 +339,18 @@ double to_double(const YAML::Node& node, Range range, const std::string& where) 
 
 std::string to_string(const YAML::Node& node, const std::string& where) {
   if (!node.IsScalar() || node.Scalar().empty()) expected(where, "a string", node);
-  return node.Scalar();
+  const std::string& text = node.Scalar();
+  // Names reach tables, JSON, SVG and launch scripts: an escaped newline or NUL ("\n",
+  // "\u0000") would split a line of a script. The value is not echoed: it is what breaks lines.
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7f) {
+      throw InputError(where + ": expected a string without control characters, got byte " +
+                       fmt::format("0x{:02x}", byte) + " at character " + std::to_string(i + 1));
+    }
+  }
+  if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");
+  return text;
 }
 
 MapReader::MapReader(const YAML::Node& node, std::string source, std::string path, int line)

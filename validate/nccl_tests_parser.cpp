@@ -352,7 +352,11 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
           fmt::format("{}{}: time: expected a finite time of at most {:g} us, got {:g}",
                       table.source, where, kMaxRowTimeUs, *chosen.time_us));
     }
-    if (!chosen.time_us || *chosen.time_us <= 0.0 || row.bytes <= 0.0) continue;
+    if (!chosen.time_us || row.bytes <= 0.0) continue;  // "N/A", or a size-0 row
+    if (*chosen.time_us <= 0.0) {
+      throw InputError(fmt::format("{}{}: time: expected a positive time at {:g} bytes, got {:g}",
+                                   table.source, where, row.bytes, *chosen.time_us));
+    }
     CollectiveSample sample;
     sample.collective = table.collective;
     sample.ranks = table.ranks;

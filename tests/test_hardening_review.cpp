@@ -1,0 +1,199 @@
+// Hardening, round three, end to end: what an adversarial review of the CLI found (2026-12-03,
+// docs/hardening.md "Round three"). Each run exits 2 with one line naming the input and what
+// was expected, and leaves the scene's folder as it was (hardening_scene.h).
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "cli_runner.h"
+#include "hardening_scene.h"
+
+namespace {
+
+using hardening_test::check_refused;
+using hardening_test::kData;
+using hardening_test::kPlan;
+using hardening_test::kTinyModel;
+using hardening_test::replaced;
+using hardening_test::Scene;
+
+std::string slurp_data(const std::string& name) { return cli_test::slurp(kData + name); }
+
+}  // namespace
+
+TEST_CASE("review: YAML aliases that cycle or multiply are refused before any reader walks them",
+          "[hardening]") {
+  Scene scene;
+  // "&a [*a]" is a list that contains itself: every reader recursed until the stack overflowed.
+  scene.write("cycle.yaml", "x: &a [*a]\n");
+  check_refused(scene, "plan --model cycle.yaml",
+                "cycle.yaml:1: invalid YAML: an alias inside the node its anchor names (a "
+                "cycle); expected a tree");
+  scene.write("cycle_map.yaml", "a: &a {b: *a}\n");
+  check_refused(scene, "plan --cluster cycle_map.yaml", "cycle_map.yaml:1: invalid YAML: ...");
+  // Ten aliases a level: level 6 (line 7) is 11,111,111 nodes, past the 5,000,000 limit,
+  // refused at its line (counted, never expanded: the twelve levels the review tried took
+  // minutes to walk).
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int level = 1; level < 12; ++level) {
+    const std::string name = std::to_string(level);
+    bomb.append("a").append(name).append(": &a").append(name).append(" [");
+    const std::string alias = std::string("*a").append(std::to_string(level - 1));
+    for (int i = 0; i < 10; ++i) {
+      if (i > 0) bomb += ", ";
+      bomb += alias;
+    }
+    bomb += "]\n";
+  }
+  scene.write("bomb.yaml", bomb);
+  check_refused(scene, "plan --stack bomb.yaml",
+                "bomb.yaml:7: invalid YAML: aliases expand the document past 5,000,000 nodes; "
+                "expected plain data");
+  // An alias used as YAML means it still loads: the unknown key is the only complaint.
+  scene.write("alias.yaml", kTinyModel + "extra: &e {a: 1}\nmore: *e\n");
+  check_refused(scene, "plan --model alias.yaml", "alias.yaml:9: extra: unknown key...");
+}
+
+TEST_CASE("review: an input read from standard input is never overwritten", "[hardening]") {
+  Scene scene;
+  scene.write("m.yaml", kTinyModel);
+  const std::string refused =
+      "--output 'm.yaml': is the input --model (standard input); refusing to overwrite an input";
+  check_refused(scene, "plan --gpus 8 --servers 1 --model - --output m.yaml < m.yaml", refused);
+  check_refused(scene, "plan --gpus 8 --servers 1 --model - --svg m.yaml < m.yaml",
+                "--svg 'm.yaml': is the input --model (standard input); refusing to overwrite an "
+                "input");
+  scene.write("a.log", slurp_data("nccl_tests/all_gather_new.txt"));
+  check_refused(scene, "calibrate --nccl-tests - --output a.log < a.log",
+                "--output 'a.log': is the input --nccl-tests (standard input); refusing to "
+                "overwrite an input");
+  check_refused(scene, "plan --model - --cluster - < m.yaml",
+                "--cluster and --model both read standard input ('-'); give '-' to one of them "
+                "only");
+  // A pipe on standard input is no file to protect: the run goes ahead.
+  const auto piped = scene.run(
+      "plan --gpus 8 --servers 1 --model - --top 1 --output out.txt "
+      "< m.yaml");
+  CHECK(piped.code == 0);
+}
+
+TEST_CASE("review: an empty value is refused, not read as the default", "[hardening]") {
+  Scene scene;
+  for (const std::string flag : {"--model", "--cluster", "--gpu", "--stack", "--calibration",
+                                 "--svg", "--report", "--emit", "--output"}) {
+    check_refused(scene, std::string(kPlan).append(" ").append(flag).append(" ''"),
+                  std::string(flag).append(": expected a value, got an empty string (see --help)"));
+  }
+  check_refused(scene, "topo show --cluster ''",
+                "--cluster: expected a value, got an empty string (see --help)");
+}
+
+TEST_CASE("review: names with control characters never reach a table or a launch script",
+          "[hardening]") {
+  Scene scene;
+  // YAML's double-quoted escapes make a newline or a NUL out of plain text.
+  scene.write("m.yaml", replaced(kTinyModel, "name: tiny", "name: \"tiny\\nrm -rf $HOME\""));
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --emit megatron",
+                "m.yaml:1: name: expected a string without control characters, got byte 0x0a "
+                "at character 5");
+  scene.write("g.yaml",
+              "name: \"a\\u0000b\"\npeak_tflops: {bf16: 100}\nmemory_gib: 80\n"
+              "memory_gbps: 2000\n");
+  check_refused(scene, kPlan + " --gpu g.yaml",
+                "g.yaml:1: name: expected a string without control characters, got byte 0x00 "
+                "at character 2");
+}
+
+TEST_CASE("review: values that would wrap or mean nothing are refused at their line",
+          "[hardening]") {
+  Scene scene;
+  // (2,097,152 shared + 2 routed) x 1024 = 2^31 + 2048: the experts' FFN width wrapped int and
+  // printed negative step times.
+  scene.write("moe.yaml", replaced(slurp_data("tiny-moe.yaml"), "  expert_ffn_hidden: 1024\n",
+                                   "  expert_ffn_hidden: 1024\n  shared_experts: 2097152\n"));
+  check_refused(scene, "plan --gpus 8 --servers 1 --model moe.yaml",
+                "moe.yaml:16: moe.shared_experts: (shared_experts + top_k) x expert_ffn_hidden "
+                "must be at most 2147483647");
+  scene.write("s.yaml", "name: s\nbase: megatron-core\ngrad_reduce_bytes: 3\n");
+  check_refused(scene, kPlan + " --stack s.yaml",
+                "s.yaml:3: grad_reduce_bytes: expected 2 (bf16) or 4 (fp32)");
+  scene.write("mesh.yaml",
+              "name: m\ngpu: v100-sxm-32g\nservers: 1\ngpus_per_server: 2\nnvlink:\n"
+              "  domain_gpus: 2\n  kind: mesh\n  gbps_per_link: 25\n  links:\n"
+              "    - {a: 0, b: 1, count: 65}\nnetwork:\n  nics_per_server: 1\n"
+              "  nic_gbits: 100\n");
+  check_refused(scene, "plan --cluster mesh.yaml",
+                "mesh.yaml:10: nvlink.links[0].count: expected at most 64 NVLinks between two "
+                "GPUs, got 65");
+  scene.write("c.yaml", replaced(slurp_data("../../configs/clusters/dgx-h100.yaml"),
+                                 "name: dgx-h100", "name: x\nstack: nope"));
+  check_refused(scene, "plan --cluster c.yaml", "c.yaml:...");
+}
+
+TEST_CASE("review: calibration data is whole or refused", "[hardening]") {
+  Scene scene;
+  // A repeated key: the last one won and a 58 GB/s fit read 1 GB/s.
+  scene.write("dup.json",
+              "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": [], \"fits\": "
+              "[{\"collective\": \"all-gather\", \"ranks\": 8, \"tier\": \"network\", "
+              "\"latency_s\": 5e-6, \"busbw_gbps\": 58.4, \"busbw_gbps\": 1.0}]}");
+  check_refused(scene, kPlan + " --calibration dup.json",
+                "dup.json: invalid JSON: duplicate key 'busbw_gbps' in one object");
+  const std::string fit =
+      "{\"collective\": \"all-gather\", \"ranks\": 8, \"tier\": \"network\", \"latency_s\": "
+      "5e-6, \"busbw_gbps\": 58.4}";
+  scene.write("twice.json",
+              "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": [], "
+              "\"fits\": [" +
+                  fit + ", " + fit + "]}");
+  check_refused(scene, kPlan + " --calibration twice.json",
+                "twice.json: fits[1]: repeats fits[0] (the same collective, ranks and tier); "
+                "expected one fit each");
+  // A row of time 0 was dropped without a word; a one-rank log gave an empty calibration.
+  const std::string log = slurp_data("nccl_tests/all_gather_new.txt");
+  const auto row = log.find("    95.33");
+  REQUIRE(row != std::string::npos);
+  scene.write("zero.log", std::string(log).replace(row, 9, "     0.00"));
+  check_refused(scene, "calibrate --nccl-tests zero.log",
+                "zero.log:19: time: expected a positive time at 4.1943e+06 bytes, got 0");
+}
+
+TEST_CASE("review: flags that would be ignored, and pins that contradict, say so", "[hardening]") {
+  Scene scene;
+  check_refused(scene, kPlan + " --emit megatron --format json",
+                "--format json: --emit prints a launch configuration, not the ranking; drop one "
+                "of them");
+  check_refused(scene, kPlan + " --svg-plan 2",
+                "--svg-plan: chooses the plan --svg or --report draws; give one of them");
+  const std::string big = "plan --gpus 256";
+  check_refused(scene, big + " --tp 8 --max-tp 4", "--tp 8 is above --max-tp 4");
+  check_refused(scene, big + " --tp 2 --min-tp 4", "--tp 2 is below --min-tp 4");
+  check_refused(scene, big + " --vp 2 --pp 1",
+                "--vp 2: interleaving splits each pipeline stage into chunks; it needs --pp 2 or "
+                "more, and --pp is 1");
+  check_refused(scene, big + " --sequence-parallel on --tp 1",
+                "--sequence-parallel on: splits the sequence over the TP group; it needs --tp 2 "
+                "or more, and --tp is 1");
+  // 8 x 8 x 8 = 512 where the cluster has 256; with CP free a smaller product may still fit.
+  check_refused(scene, big + " --tp 8 --pp 8 --dp 8",
+                "--tp 8 x --pp 8 x --dp 8 = 512 GPUs; the cluster has 256");
+  check_refused(scene, big + " --min-cp 64", "--min-cp 64 is above --max-cp 32");
+  check_refused(scene, "foo",
+                "'foo': unknown command; expected plan|topo|validate|calibrate|presets (see "
+                "--help)");
+}
+
+TEST_CASE("review: an imported cluster's name is one YAML string", "[hardening]") {
+  Scene scene;
+  const std::string xml = kData + "topo/h100_nccl_topo.xml";
+  // Unquoted, '#' began a comment and ': ' a mapping: the name was cut or the file broke.
+  const auto imported = scene.run("topo import --nccl-xml " + xml + " --name 'foo #bar: baz'");
+  REQUIRE(imported.code == 0);
+  CHECK(imported.out.find("name: \"foo #bar: baz\"\n") != std::string::npos);
+  scene.write("n.yaml", imported.out);
+  const auto shown = scene.run("topo show --cluster n.yaml");
+  CHECK(shown.code == 0);
+  CHECK(shown.out.starts_with("cluster foo #bar: baz: 8 GPUs"));
+  check_refused(scene, "topo import --nccl-xml " + xml + " --nic-gbits 1e308",
+                "the imported cluster:16: network.nic_gbits: expected a number in [1e-12, "
+                "1e+12], got 1e+308 (from --nic-gbits, --nvlink-gbps or the input)");
+}
