@@ -46,7 +46,11 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
 std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
                       std::size_t rank, const Cluster& cluster, const Model& model,
                       SelectiveKind selective) {
-  if (rank > plans.size()) throw PlanError("--emit: no plan fits to emit");
+  if (plans.empty()) throw PlanError("--emit: no plan fits to emit");
+  if (rank > plans.size()) {
+    throw PlanError(
+        fmt::format("--explain {}: the ranking has {} plans that fit", rank, plans.size()));
+  }
   const ParallelConfig& config = plans[rank - 1].config;
   const Export exported =
       export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind);

@@ -128,6 +128,25 @@ namespace {
   }
 }
 
+/// Why an uneven split of the layers cannot be written: interleaved (the first/last-stage
+/// counts are written without virtual stages here), middle stages that differ, or a release
+/// with no such counts.
+[[nodiscard]] std::string uneven_stages_reason(const Obstacle& o, const Release& release,
+                                               const Model& model) {
+  const std::string split =
+      fmt::format("the plan splits {}'s {} layers {} first, {} per middle stage at most, {} last",
+                  model.name, model.layers, o.first_layers, o.middle_layers, o.last_layers);
+  if (o.interleaved_uneven) {
+    return split + "; --emit writes such a split without interleaving only";
+  }
+  if (release.framework == Framework::nemo_hydra) {
+    return split + "; NeMo v2.4.0's Hydra config has no first/last-stage layer counts";
+  }
+  return split +
+         ", and its middle stages differ: the first/last-stage layer counts leave the "
+         "middle stages equal";
+}
+
 /// What to change for an obstacle no knob of the split fixes; empty for the others.
 [[nodiscard]] std::string obstacle_change(const Obstacle& o, const Release& release) {
   const Framework framework = release.framework;
@@ -139,6 +158,12 @@ namespace {
       return fmt::format("a split whose GPUs fill whole servers of {}", o.gpus_per_server);
     case RefusalKind::moe_model:
       return "emit a dense model or write the MoE and MLA flags by hand";
+    case RefusalKind::mtp_layers:
+      return "mtp_layers: 0 in the model file, or write the MTP flags by hand";
+    case RefusalKind::fp8_recipe:
+      return "training.fp8.recipe delayed in the model file, or --emit nemo";
+    case RefusalKind::uneven_stages:
+      return "--pp dividing the model's layers";
     case RefusalKind::context_parallel:
       return "--cp 1";
     case RefusalKind::dtype:
@@ -171,6 +196,17 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       }
       return "--emit writes dense models only: model " + model.name +
              " has experts (MoE flags are not written yet)";
+    case RefusalKind::mtp_layers:
+      return "--emit does not write multi-token prediction yet: model " + model.name + " has " +
+             std::to_string(model.mtp_layers) + " MTP layers";
+    case RefusalKind::uneven_stages:
+      return uneven_stages_reason(obstacle, release, model);
+    case RefusalKind::fp8_recipe:
+      return fmt::format(
+          "NeMo {}'s Hydra config turns FP8 on with delayed scaling only (fp8, fp8_hybrid); model "
+          "{} "
+          "trains with the {} recipe",
+          release.version, model.name, to_string(model.training.fp8.recipe));
     case RefusalKind::context_parallel:
       return fmt::format(
           "--emit writes context parallelism (CP {}) as the plan priced it: Transformer "

@@ -83,6 +83,40 @@ int layers_per_chunk(const Model& model, const ParallelConfig& config) {
 
 namespace {
 
+/// The middle stages of `s` hold the same count: L - first - last = (pp - 2) x middle.
+bool middles_equal(const StageLayers& s, int layers, int pp) {
+  return pp < 3 || layers - s.first - s.last == (pp - 2) * s.middle;
+}
+
+}  // namespace
+
+std::optional<StageLayers> uneven_stages(const Model& model, const ParallelConfig& config) {
+  const StageLayers s = stage_layers(model.layers, config.pp);
+  if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp)) return std::nullopt;
+  return s;
+}
+
+std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last) {
+  const ParallelConfig& c = in.config;
+  const StageLayers s = stage_layers(in.model.layers, c.pp);
+  if (s.even(c.pp)) return std::nullopt;
+  Limit out = limit(RefusalKind::uneven_stages);
+  out.obstacle.first_layers = s.first;
+  out.obstacle.middle_layers = s.middle;
+  out.obstacle.last_layers = s.last;
+  if (writes_first_last && middles_equal(s, in.model.layers, c.pp) && c.virtual_stages > 1) {
+    ParallelConfig fixed = c;
+    fixed.virtual_stages = 1;
+    out.fixed = fixed;
+    out.obstacle.interleaved_uneven = true;
+    return out;
+  }
+  if (writes_first_last && middles_equal(s, in.model.layers, c.pp)) return std::nullopt;
+  return out;
+}
+
+namespace {
+
 /// "full", or "full:N" for partial recompute of N layers per chunk.
 std::string recompute_label(const ParallelConfig& c) {
   std::string label = to_string(c.recompute);
@@ -195,6 +229,7 @@ std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   if (in.model.is_moe() || in.model.attention == AttentionKind::mla) {
     return emit::limit(RefusalKind::moe_model);
   }
+  if (in.model.mtp_layers > 0) return emit::limit(RefusalKind::mtp_layers);
   if (in.config.hybrid_shard() && framework != Framework::torchtitan) {
     ParallelConfig fixed = in.config;
     fixed.dp_shard = 0;

@@ -63,6 +63,9 @@ enum class RefusalKind {
   zero1,                 ///< ZeRO-1 (torchtitan's FSDP2 has none)
   hybrid_shard,          ///< HSDP (sharded over part of DP): only torchtitan writes it
   partial_recompute,     ///< full recompute of some layers only, not runnable on the release
+  uneven_stages,         ///< layers not divisible by PP in a way the release can write
+  mtp_layers,            ///< multi-token prediction layers: no target writes them yet
+  fp8_recipe,            ///< an FP8 recipe the release has no switch for
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan
@@ -79,6 +82,11 @@ struct Obstacle {
   int gpus_per_server = 0;  ///< uneven_ranks: what whole servers hold
   std::vector<std::string> models;  ///< model_shape: the presets the release has a class for
   std::string other_release;        ///< model_shape: a target that takes any shape, or empty
+  /// uneven_stages: decoder layers of the first, the largest middle and the last stage.
+  int first_layers = 0;
+  int middle_layers = 0;
+  int last_layers = 0;
+  bool interleaved_uneven = false;  ///< uneven_stages: writable without interleaving
 };
 
 /// Why a release cannot run a plan, and the nearest plan it can run: the same split with the

@@ -1,6 +1,8 @@
 // --emit megatron: Megatron-LM pretrain_gpt.py flags at core_v0.19.0. Flag names and choices:
 // tests/data/emit/megatron-core_v0.19.0.txt (megatron/training/arguments.py and the
 // dataclasses its ArgumentGroupFactory turns into flags).
+#include <fmt/format.h>
+
 #include <string>
 
 #include "planner/export_target.h"
@@ -41,6 +43,10 @@ std::string model_flags(const Model& m) {
   t += flag("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
   t += flag("--max-position-embeddings", str(m.seq_len)) + flag("--seq-length", str(m.seq_len));
   if (!m.tied_embeddings) t += flag("--untie-embeddings-and-output-weights");
+  // The model's dropout, written: pretrain_gpt.py defaults both to 0.1 (arguments.py), which
+  // a dropout-free model (Llama) was not priced with (its masks, its kernels).
+  const std::string dropout = fmt::format("{:g}", m.dropout);
+  t += flag("--attention-dropout", dropout) + flag("--hidden-dropout", dropout);
   t += flag("--mock-data") + flag("--tokenizer-type", "NullTokenizer") +
        flag("--vocab-size", str(m.vocab));
   return t;
@@ -74,6 +80,12 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
   if (c.virtual_stages > 1) {
     t += flag("--num-layers-per-virtual-pipeline-stage", str(layers_per_chunk(model, c)));
   }
+  // Layers that do not divide by PP: the first and last stages' counts (TransformerConfig
+  // num_layers_in_first/last_pipeline_stage), the middle stages the rest in equal parts.
+  if (const auto s = uneven_stages(model, c)) {
+    t += flag("--decoder-first-pipeline-num-layers", str(s->first)) +
+         flag("--decoder-last-pipeline-num-layers", str(s->last));
+  }
   if (c.sequence_parallel) t += flag("--sequence-parallel");
   t += flag("--micro-batch-size", str(c.micro_batch)) +
        flag("--global-batch-size", str(model.training.global_batch));
@@ -92,6 +104,7 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
 }  // namespace
 
 std::optional<Limit> megatron_limit(const Input& in) {
+  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);

@@ -2,6 +2,8 @@
 // (nemo/collections/llm/recipes/NAME.py) and sets the plan on it; run by nemo_run. Names:
 // tests/data/emit/nemo-v2.4.0.txt (MegatronStrategy and MockDataModule parameters, the
 // keywords and attributes NeMo's own recipes set, the recipes' model shapes).
+#include <fmt/format.h>
+
 #include <string>
 
 #include "planner/export_target.h"
@@ -45,19 +47,28 @@ std::string set(const std::string& key, const std::string& value) {
 
 std::string q(const char* text) { return std::string("\"") + text + "\""; }
 
-/// recipes/precision/mixed_precision.py: bf16_mixed, fp16_mixed, bf16_with_fp8_mixed
-/// (Transformer Engine HYBRID format, delayed scaling).
-const char* plugin(Dtype dtype) {
-  if (dtype == Dtype::fp16) return "fp16_mixed";
-  if (dtype == Dtype::fp8) return "bf16_with_fp8_mixed";
-  return "bf16_mixed";
+/// recipes/precision/mixed_precision.py: bf16_mixed, fp16_mixed, and for FP8 (Transformer
+/// Engine's HYBRID format) the plan's recipe: bf16_with_fp8_mixed (delayed scaling),
+/// bf16_with_fp8_current_scaling_mixed, bf16_with_fp8_subchannel_scaling_mixed (blockwise).
+const char* plugin(const Training& training) {
+  if (training.dtype == Dtype::fp16) return "fp16_mixed";
+  if (training.dtype != Dtype::fp8) return "bf16_mixed";
+  switch (training.fp8.recipe) {
+    case Fp8Recipe::current:
+      return "bf16_with_fp8_current_scaling_mixed";
+    case Fp8Recipe::blockwise:
+      return "bf16_with_fp8_subchannel_scaling_mixed";
+    case Fp8Recipe::delayed:
+      break;
+  }
+  return "bf16_with_fp8_mixed";
 }
 
 /// The recipes set context_parallelism 2 (llama3_8b.py:65) or 4 (llama31_405b.py:70): set to
 /// the plan's, with its K/V exchange (model.config.cp_comm_type) when above 1. ZeRO-2/3 are
 /// Megatron-FSDP (strategy fsdp="megatron", megatron_strategy.py:380) sharding optim_grads /
 /// optim_grads_params, which wants average_in_collective off (llama3_8b.py:121).
-std::string strategy(const ParallelConfig& c, CpKind cp_kind) {
+std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind) {
   std::string t = set("trainer.strategy.tensor_model_parallel_size", str(c.tp)) +
                   set("trainer.strategy.pipeline_model_parallel_size", str(c.pp)) +
                   set("trainer.strategy.virtual_pipeline_model_parallel_size",
@@ -65,6 +76,12 @@ std::string strategy(const ParallelConfig& c, CpKind cp_kind) {
                   set("trainer.strategy.context_parallel_size", str(c.cp)) +
                   (c.cp > 1 ? set("model.config.cp_comm_type", q(to_string(cp_kind))) : "") +
                   set("trainer.strategy.sequence_parallel", c.sequence_parallel ? "True" : "False");
+  // Layers that do not divide by PP: the first and last stages' counts, as NeMo's DeepSeek-V3
+  // performance recipe sets them (MegatronStrategy num_layers_in_first/last_pipeline_stage).
+  if (const auto s = uneven_stages(model, c)) {
+    t += set("trainer.strategy.num_layers_in_first_pipeline_stage", str(s->first)) +
+         set("trainer.strategy.num_layers_in_last_pipeline_stage", str(s->last));
+  }
   if (c.zero >= 2) {
     t += set("trainer.strategy.fsdp", q("megatron")) +
          set("trainer.strategy.ddp.data_parallel_sharding_strategy",
@@ -81,7 +98,9 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
   std::string t = set("data.seq_length", str(m.seq_len)) +
                   set("data.global_batch_size", str(m.training.global_batch)) +
                   set("data.micro_batch_size", str(c.micro_batch)) +
-                  set("model.config.seq_length", str(m.seq_len));
+                  set("model.config.seq_length", str(m.seq_len)) +
+                  set("model.config.attention_dropout", fmt::format("{:g}", m.dropout)) +
+                  set("model.config.hidden_dropout", fmt::format("{:g}", m.dropout));
   if (c.recompute == Recompute::none) return t + set("model.config.recompute_granularity", "None");
   if (c.recompute == Recompute::selective) {
     return t + set("model.config.recompute_granularity", q("selective"));
@@ -95,6 +114,7 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
 }  // namespace
 
 std::optional<Limit> nemo_limit(const Input& in) {
+  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
   if (recipe_of(in.model) == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);
     shape.obstacle.models = {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b"};
@@ -115,7 +135,7 @@ std::optional<Limit> nemo_limit(const Input& in) {
 
 std::string nemo_text(const Input& in, const Launch& launch) {
   const Recipe& recipe = *recipe_of(in.model);
-  const char* precision = plugin(in.model.training.dtype);
+  const char* precision = plugin(in.model.training);
   std::string t = header_line(in);
   t += "# still to add: recipe.data = your llm.PreTrainingDataModule (paths, tokenizer) in "
        "place of the recipe's MockDataModule, keeping the three batch and length settings; "
@@ -133,7 +153,7 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   t += set("trainer.num_nodes", str(launch.nodes)) +
        set("trainer.devices", str(launch.gpus_per_node)) +
        set("trainer.plugins", std::string(precision) + "()");
-  t += strategy(in.config, in.cp_kind) + batches_and_recompute(in.model, in.config);
+  t += strategy(in.model, in.config, in.cp_kind) + batches_and_recompute(in.model, in.config);
   t += "\nif __name__ == \"__main__\":\n    run.run(recipe, executor=run.LocalExecutor("
        "ntasks_per_node=" +
        str(launch.gpus_per_node) + ", launcher=\"torchrun\"))\n";

@@ -1,6 +1,8 @@
 // --emit nemo-hydra: NeMo v2.4.0's megatron_gpt_pretraining.py, whose Hydra config is
 // examples/nlp/language_modeling/conf/megatron_gpt_config.yaml (the NeMo 1.x keys; the file
 // is tests/data/emit/nemo-hydra-v2.4.0.txt's source). The emitted YAML overrides that file's keys.
+#include <fmt/format.h>
+
 #include <string>
 
 #include "planner/export_target.h"
@@ -50,6 +52,8 @@ std::string shape(const Model& m) {
       line(2, "bias", yes(m.bias)) +
       line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
       line(2, "share_embeddings_and_output_weights", yes(m.tied_embeddings)) +
+      line(2, "attention_dropout", fmt::format("{:g}", m.dropout)) +
+      line(2, "hidden_dropout", fmt::format("{:g}", m.dropout)) +
       line(2, "encoder_seq_length", str(m.seq_len)) +
       line(2, "max_position_embeddings", str(m.seq_len));
   return t;
@@ -106,8 +110,14 @@ std::string sharding(int zero) {
 }  // namespace
 
 std::optional<Limit> nemo_hydra_limit(const Input& in) {
+  // v2.4.0's megatron_gpt_config.yaml has no first/last-stage layer counts.
+  if (auto uneven = uneven_stage_limit(in, false)) return uneven;
   if (in.model.training.dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);
+  }
+  // fp8 / fp8_hybrid turn on Transformer Engine's delayed scaling; the file has no other recipe.
+  if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.recipe != Fp8Recipe::delayed) {
+    return limit(RefusalKind::fp8_recipe);
   }
   if (in.model.ffn == FfnKind::relu) {
     return limit(RefusalKind::ffn);

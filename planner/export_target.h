@@ -1,4 +1,5 @@
 #pragma once
+#include "costmodel/pipeline.h"
 #include "costmodel/stack.h"
 /// Internal to planner/export*.cpp: what every --emit target shares (the launch shape, the
 /// header lines) and each target's two functions (its limits, its text).
@@ -68,6 +69,16 @@ struct LaunchOrLimit {
 [[nodiscard]] std::string str(long long value);
 /// layers / (pp * v): layers per virtual pipeline stage.
 [[nodiscard]] int layers_per_chunk(const Model& model, const ParallelConfig& config);
+
+/// The plan's decoder layers per pipeline stage (costmodel/pipeline.h stage_layers) when the
+/// split is uneven and its middle stages all hold the same count, the one shape a release's
+/// first/last-stage layer counts write; nullopt for an even split.
+[[nodiscard]] std::optional<StageLayers> uneven_stages(const Model& model,
+                                                       const ParallelConfig& config);
+/// What a release with first/last-stage layer counts (`writes_first_last`) cannot write of an
+/// uneven split: interleaving with it (fixed: VP 1), middle stages that differ (no fix); a
+/// release without such counts cannot write any uneven split.
+[[nodiscard]] std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last);
 
 [[nodiscard]] std::optional<Limit> megatron_limit(const Input& in);
 [[nodiscard]] std::string megatron_text(const Input& in, const Launch& launch);

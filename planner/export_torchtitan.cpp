@@ -93,10 +93,21 @@ std::string parallelism(const Model& model, const ParallelConfig& c) {
          "\ncontext_parallel_rotate_method = \"allgather\"\n";
   }
   if (c.pp > 1) {
+    // torchtitan splits L + first_less + last_less "effective" layers evenly over the stages
+    // (distributed/pipeline_parallel.py generate_llm_fqn_per_model_part): an uneven split of
+    // first | middle | last is layers_per_stage = the largest, each end short by its gap.
+    int per_stage = layers_per_chunk(model, c);
+    int first_less = 0;
+    int last_less = 0;
+    if (const auto s = uneven_stages(model, c)) {
+      per_stage = s->most();
+      first_less = per_stage - s->first;
+      last_less = per_stage - s->last;
+    }
     t += "pipeline_parallel_schedule = " + q(c.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") +
-         "\npipeline_parallel_layers_per_stage = " + str(layers_per_chunk(model, c)) +
-         "\npipeline_parallel_first_stage_less_layers = 0" +
-         "\npipeline_parallel_last_stage_less_layers = 0" +
+         "\npipeline_parallel_layers_per_stage = " + str(per_stage) +
+         "\npipeline_parallel_first_stage_less_layers = " + str(first_less) +
+         "\npipeline_parallel_last_stage_less_layers = " + str(last_less) +
          "\npipeline_parallel_microbatch_size = " + str(c.micro_batch) + "\n";
   }
   return t;
@@ -126,6 +137,7 @@ std::string float8_section(const Fp8Options& fp8) {
 }  // namespace
 
 std::optional<Limit> torchtitan_limit(const Input& in) {
+  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
   const ParallelConfig& c = in.config;
   if (flavor_of(in.model) == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);

@@ -7,6 +7,7 @@
 
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/pipeline.h"
 #include "planner/export.h"
 #include "tests/emit_rules.h"
 
@@ -61,10 +62,25 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
       (c.zero == 1) != (s.count("--use-distributed-optimizer") && !mfsdp)) {
     return "ZeRO-" + std::to_string(c.zero) + " emitted as another stage";
   }
-  // 933-936: layers divide by PP, and layers per stage by layers per virtual stage.
+  // 933-936: layers divide by PP, and layers per stage by layers per virtual stage, unless the
+  // first/last stages' counts are given (921: then not with --num-layers-per-virtual-pipeline-
+  // stage); transformer_config.py:1988-2045: the middle stages split the rest evenly, none left
+  // without middle stages. The split written must be the plan's (costmodel/pipeline.h).
   const long long layers = num(s, "--num-layers"), pp = num(s, "--pipeline-model-parallel-size");
   const long long per_vp = num(s, "--num-layers-per-virtual-pipeline-stage");
-  if (layers % pp != 0 || (per_vp != 0 && (layers / pp) % per_vp != 0)) return "layer split";
+  const long long first = num(s, "--decoder-first-pipeline-num-layers");
+  const long long last = num(s, "--decoder-last-pipeline-num-layers");
+  if (first != 0 || last != 0) {
+    const long long middle = layers - first - last;
+    if (per_vp != 0 || first <= 0 || last <= 0 || pp < 2) return "uneven split flags";
+    if ((pp == 2) != (middle == 0) || (pp > 2 && middle % (pp - 2) != 0)) return "layer split";
+    const StageLayers plan = stage_layers(m.layers, c.pp);
+    if (plan.first != first || plan.last != last || (pp > 2 && plan.middle != middle / (pp - 2))) {
+      return "not the plan's layer split";
+    }
+  } else if (layers % pp != 0 || (per_vp != 0 && (layers / pp) % per_vp != 0)) {
+    return "layer split";
+  }
   if (per_vp != 0 && layers / pp / per_vp != c.virtual_stages) return "virtual stages";
   if (num(s, "--global-batch-size") % (num(s, "--micro-batch-size") * c.dp) != 0) return "batch";
   if (num(s, "--hidden-size") != m.hidden || num(s, "--seq-length") != m.seq_len) return "shape";
@@ -217,6 +233,19 @@ inline std::string torchtitan_rules(const std::string& text, const Model& m,
       return "stage count " + std::to_string(stages) + " for PP " + std::to_string(pp);
     }
     if (stages != pp * c.virtual_stages) return "virtual stages";
+    // generate_llm_fqn_per_model_part: effective = layers + first + last, per = effective //
+    // stages, the first effective % stages stages one more; the ends lose their weights. One
+    // stage per rank: the plan's first | middle | last.
+    if (single) {
+      const long long effective = f.at("layers") + first + last;
+      const long long even = effective / stages, extra = effective % stages;
+      const auto at = [&](long long i) { return even + (i < extra ? 1 : 0); };
+      const StageLayers plan = stage_layers(static_cast<int>(f.at("layers")), c.pp);
+      if (at(0) - first != plan.first || at(stages - 1) - last != plan.last ||
+          (stages > 2 && (at(1) != plan.middle || at(stages - 2) != plan.middle))) {
+        return "not the plan's layer split";
+      }
+    }
   } else if (local * replicate * shard * c.num_micro_batches(global) != global) {
     return "gradient accumulation is not trident's micro-batching";
   }

@@ -17,7 +17,9 @@ namespace {
 /// What the plan's GPUs or model are, not a knob of the split, stand in the way of.
 bool no_knob_fixes(RefusalKind kind) {
   return kind == RefusalKind::uneven_ranks || kind == RefusalKind::moe_model ||
-         kind == RefusalKind::dtype || kind == RefusalKind::ffn || kind == RefusalKind::model_shape;
+         kind == RefusalKind::dtype || kind == RefusalKind::ffn ||
+         kind == RefusalKind::model_shape || kind == RefusalKind::uneven_stages ||
+         kind == RefusalKind::mtp_layers || kind == RefusalKind::fp8_recipe;
 }
 
 Cluster cluster_of(int servers) {
@@ -458,4 +460,113 @@ TEST_CASE("partial full recompute: Megatron's block method, torchtitan's every k
   CHECK_FALSE(ds.refusal.has_value());
   CHECK(
       export_plan(parse_release("deepspeed"), cluster, llama8b(), ds_partial).refusal.has_value());
+}
+
+TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused", "[export]") {
+  const Cluster cluster = cluster_of(3);  // 24 GPUs
+  Model m = llama8b();
+  m.training.global_batch = 24;
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 3;
+  c.dp = 8;
+  c.zero = 1;
+  // 32 layers over 3 stages (stage_layers): ceil 11, one short: 11 | 11 | 10.
+  const auto mlm = export_plan(parse_release("megatron"), cluster, m, c);
+  REQUIRE_FALSE(mlm.refusal.has_value());
+  CHECK(mlm.text.find("  --decoder-first-pipeline-num-layers 11 \\\n"
+                      "  --decoder-last-pipeline-num-layers 10 \\\n") != std::string::npos);
+  CHECK(rules(parse_release("megatron"), mlm.text, m, c) == "");
+  const auto nemo = export_plan(parse_release("nemo"), cluster, m, c);
+  REQUIRE_FALSE(nemo.refusal.has_value());
+  CHECK(nemo.text.find("recipe.trainer.strategy.num_layers_in_first_pipeline_stage = 11\n"
+                       "recipe.trainer.strategy.num_layers_in_last_pipeline_stage = 10\n") !=
+        std::string::npos);
+  // torchtitan: per stage 11, the last one short; (32 + 0 + 1) / 11 = 3 stages of 11 effective.
+  c.zero = 3;
+  const auto titan = export_plan(parse_release("torchtitan"), cluster, m, c);
+  REQUIRE_FALSE(titan.refusal.has_value());
+  const Settings s = parse_toml(titan.text);
+  CHECK(s.at("parallelism.pipeline_parallel_layers_per_stage") == "11");
+  CHECK(s.at("parallelism.pipeline_parallel_first_stage_less_layers") == "0");
+  CHECK(s.at("parallelism.pipeline_parallel_last_stage_less_layers") == "1");
+  CHECK(rules(parse_release("torchtitan"), titan.text, m, c) == "");
+  // NeMo's Hydra file has no first/last counts: no knob of the split helps.
+  c.zero = 1;
+  const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, m, c);
+  REQUIRE(hydra.refusal.has_value());
+  CHECK(hydra.refusal->reason.kind == RefusalKind::uneven_stages);
+  CHECK_FALSE(hydra.refusal->nearest.has_value());
+  // Interleaved: 126 layers over 16 stages (7 | 8 x 14 | 7) with VP 2: nearest is VP 1.
+  Model big = llama8b();
+  big.layers = 126;
+  big.training.global_batch = 32;
+  const Cluster wide = cluster_of(4);
+  ParallelConfig v;
+  v.tp = 2;
+  v.pp = 16;
+  v.dp = 1;
+  v.virtual_stages = 2;
+  v.zero = 1;
+  v.sequence_parallel = true;
+  const auto interleaved = export_plan(parse_release("megatron"), wide, big, v);
+  REQUIRE(interleaved.refusal.has_value());
+  CHECK(interleaved.refusal->reason.kind == RefusalKind::uneven_stages);
+  CHECK(interleaved.refusal->reason.first_layers == 7);
+  CHECK(interleaved.refusal->reason.middle_layers == 8);
+  REQUIRE(interleaved.refusal->nearest.has_value());
+  CHECK(interleaved.refusal->nearest->virtual_stages == 1);
+  // 96 layers over 21 stages: ceil 5, 9 short, 4 off each end, 1 off one middle stage: the
+  // middle stages differ, which first/last counts cannot write.
+  Model gpt = gpt_style();
+  gpt.layers = 96;
+  gpt.training.global_batch = 21;
+  ParallelConfig odd;
+  odd.tp = 1;
+  odd.pp = 21;
+  odd.dp = 1;
+  Cluster singles = cluster_of(21);  // 21 servers of one GPU: the ranks fill whole servers
+  singles.gpus_per_server = 1;
+  singles.nvlink.domain_gpus = 1;
+  const auto mixed = export_plan(parse_release("megatron"), singles, gpt, odd);
+  REQUIRE(mixed.refusal.has_value());
+  CHECK(mixed.refusal->reason.kind == RefusalKind::uneven_stages);
+  CHECK_FALSE(mixed.refusal->nearest.has_value());
+}
+
+TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP refused",
+          "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::none, true);
+  // pretrain_gpt.py and the Hydra file default dropout to 0.1: the model's is written.
+  Model m = llama8b();
+  const auto mlm = export_plan(parse_release("megatron"), cluster, m, c);
+  CHECK(mlm.text.find("  --attention-dropout 0 \\\n  --hidden-dropout 0 \\\n") !=
+        std::string::npos);
+  m.dropout = 0.1;
+  const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, m, c);
+  CHECK(hydra.text.find("  attention_dropout: 0.1\n  hidden_dropout: 0.1\n") != std::string::npos);
+  // FP8 current scaling: NeMo 2's plugin by recipe; the Hydra file has delayed scaling only.
+  Model fp8 = llama8b();
+  fp8.training.dtype = Dtype::fp8;
+  fp8.training.fp8.recipe = Fp8Recipe::current;
+  const auto nemo = export_plan(parse_release("nemo"), cluster, fp8, c);
+  REQUIRE_FALSE(nemo.refusal.has_value());
+  CHECK(nemo.text.find("recipe.trainer.plugins = bf16_with_fp8_current_scaling_mixed()\n") !=
+        std::string::npos);
+  CHECK(rules(parse_release("nemo"), nemo.text, fp8, c) == "");
+  fp8.training.fp8.recipe = Fp8Recipe::blockwise;
+  CHECK(export_plan(parse_release("nemo"), cluster, fp8, c)
+            .text.find("bf16_with_fp8_subchannel_scaling_mixed()") != std::string::npos);
+  const auto refused = export_plan(parse_release("nemo-hydra"), cluster, fp8, c);
+  REQUIRE(refused.refusal.has_value());
+  CHECK(refused.refusal->reason.kind == RefusalKind::fp8_recipe);
+  // Multi-token prediction layers: no target writes them.
+  Model mtp = llama8b();
+  mtp.mtp_layers = 1;
+  for (const char* target : {"megatron", "nemo", "nemo-hydra", "deepspeed", "torchtitan"}) {
+    const auto e = export_plan(parse_release(target), cluster, mtp, c);
+    REQUIRE(e.refusal.has_value());
+    CHECK(e.refusal->reason.kind == RefusalKind::mtp_layers);
+  }
 }

@@ -66,7 +66,11 @@ void nccl_check(ncclResult_t status, const char* what) {
 
 int pick_device() {
   int devices = 0;
-  cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  // No driver or no GPU is the machine the user ran on, not an internal failure: exit 2.
+  if (const cudaError_t status = cudaGetDeviceCount(&devices); status != cudaSuccess) {
+    throw InputError(std::string("--backend cuda: no usable CUDA device (") +
+                     cudaGetErrorString(status) + "); use --backend cpu or a GPU machine");
+  }
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   int local_rank = 0;
