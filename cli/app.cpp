@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "cli/search_text.h"
 #include "topology/errors.h"
@@ -30,11 +31,24 @@ std::string first_line(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end);
 }
 
-/// Every argument is UTF-8 text: names and paths end up in JSON, YAML and SVG outputs.
+/// Every argument is UTF-8 text: names and paths end up in JSON, YAML and SVG outputs. None is
+/// empty: "--explain ''" or "--explain=" would read as the option without its value (CLI11
+/// gives an optional value its default), "--model ''" as no model (refuse_empty_values).
 std::string check_arguments(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!is_clean_text(argv[i])) {
       return "argument " + std::to_string(i) + " is not UTF-8 text; give names and paths in UTF-8";
+    }
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--") && arg.ends_with("=")) {
+      return std::string(arg.substr(0, arg.size() - 1)) +
+             ": expected a value, got an empty string (see --help)";
+    }
+    if (arg.empty()) {
+      const std::string_view before = i > 1 ? std::string_view(argv[i - 1]) : std::string_view();
+      return before.starts_with("-")
+                 ? std::string(before) + ": expected a value, got an empty string (see --help)"
+                 : "argument " + std::to_string(i) + " is empty";
     }
   }
   return "";
@@ -49,7 +63,11 @@ std::string check_command(CLI::App& app, int argc, char** argv) {
     if (sub->check_name(argv[1])) return "";
     names += (names.empty() ? "" : "|") + sub->get_name();
   }
-  return std::string("'") + argv[1] + "': unknown command; expected " + names + " (see --help)";
+  std::string shown = argv[1];
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';  // one line, whatever it is
+  }
+  return "'" + shown + "': unknown command; expected " + names + " (see --help)";
 }
 
 /// What was printed must have reached standard output (`> /dev/full`, a closed stdout).
@@ -72,7 +90,7 @@ void refuse_empty_values(CLI::App& app) {
       },
       "", "NONEMPTY");
   for (CLI::Option* option : app.get_options()) {
-    if (option->get_expected_min() > 0 && option->get_type_size_max() > 0) {
+    if (option->get_type_size_max() > 0) {  // takes a value (optional ones too: --explain)
       option->check(non_empty);
     }
   }

@@ -98,10 +98,7 @@ void add_model_flags(CLI::App& app, ModelArgs& args) {
   app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
 }
 
-bool names_file(const std::string& arg) {
-  return arg == "-" || arg.find('/') != std::string::npos || arg.ends_with(".yaml") ||
-         arg.ends_with(".yml") || arg.ends_with(".json");
-}
+bool names_file(const std::string& arg) { return trident::names_file(std::string_view(arg)); }
 
 namespace {
 

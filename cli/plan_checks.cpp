@@ -214,14 +214,20 @@ void check_options(const Model& model, const SearchOptions& options) {
 
 void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options) {
   if (!options.tp || !options.pp || !options.dp) return;
-  const long long product = static_cast<long long>(*options.tp) * *options.pp * *options.dp;
-  const long long cp = options.cp.value_or(1);
   const long long gpus = cluster.gpus();
-  if (!options.cp && product <= gpus) return;  // a free CP may make up the rest
-  if (product * cp == gpus) return;
-  const std::string cp_text = options.cp ? fmt::format(" x --cp {}", cp) : "";
+  // Each pin is at most 2^31 - 1: four of them can overflow 64 bits ("more than" then).
+  long long product = 1;
+  bool overflow = false;
+  for (const int factor : {*options.tp, *options.pp, *options.dp, options.cp.value_or(1)}) {
+    overflow =
+        overflow || __builtin_mul_overflow(product, static_cast<long long>(factor), &product);
+  }
+  if (!overflow && !options.cp && product <= gpus) return;  // a free CP may make up the rest
+  if (!overflow && product == gpus) return;
+  const std::string cp_text = options.cp ? fmt::format(" x --cp {}", *options.cp) : "";
+  const std::string total = overflow ? std::string("more than 2^63") : fmt::format("{}", product);
   throw InputError(fmt::format("--tp {} x --pp {} x --dp {}{} = {} GPUs; the cluster has {}",
-                               *options.tp, *options.pp, *options.dp, cp_text, product * cp, gpus));
+                               *options.tp, *options.pp, *options.dp, cp_text, total, gpus));
 }
 
 void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& specs) {

@@ -58,4 +58,9 @@ std::string preset_source(PresetKind kind, std::string_view name) {
   return "configs/" + std::string(directory(kind)) + "/" + std::string(name) + ".yaml";
 }
 
+bool names_file(std::string_view value) {
+  return value == "-" || value.find('/') != std::string_view::npos || value.ends_with(".yaml") ||
+         value.ends_with(".yml") || value.ends_with(".json");
+}
+
 }  // namespace trident

@@ -20,6 +20,10 @@ enum class PresetKind { gpu, cluster, model, stack };
 /// Names of the presets of a kind, sorted.
 [[nodiscard]] std::vector<std::string> preset_names(PresetKind kind);
 
+/// True when a NAME|FILE value names a file, not a preset: "-" (standard input), or it has a
+/// '/' or ends .yaml/.yml/.json. The one rule for flags and for keys that name a preset.
+[[nodiscard]] bool names_file(std::string_view value);
+
 /// The source name errors in a preset are reported against: "configs/gpus/NAME.yaml".
 [[nodiscard]] std::string preset_source(PresetKind kind, std::string_view name);
 

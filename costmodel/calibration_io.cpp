@@ -2,6 +2,9 @@
 // the file and the key path.
 #include "costmodel/calibration_io.h"
 
+#include <map>
+#include <tuple>
+
 #include "topology/errors.h"
 #include "topology/json_reader.h"
 
@@ -92,13 +95,13 @@ ComparisonRow parse_row(const json& entry, const Path& path) {
 /// One fit per collective, rank count and tier: a second would be ignored (the first wins in
 /// Calibration's look-up), so it is refused.
 void reject_repeated_fits(const std::vector<CollectiveFit>& fits, const Path& path) {
+  std::map<std::tuple<Collective, int, Tier>, std::size_t> first;
   for (std::size_t i = 0; i < fits.size(); ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (fits[i].collective == fits[j].collective && fits[i].ranks == fits[j].ranks &&
-          fits[i].tier == fits[j].tier) {
-        path.index(i).fail("repeats fits[" + std::to_string(j) +
-                           "] (the same collective, ranks and tier); expected one fit each");
-      }
+    const auto key = std::tuple{fits[i].collective, fits[i].ranks, fits[i].tier};
+    const auto [at, added] = first.emplace(key, i);
+    if (!added) {
+      path.index(i).fail("repeats fits[" + std::to_string(at->second) +
+                         "] (the same collective, ranks and tier); expected one fit each");
     }
   }
 }

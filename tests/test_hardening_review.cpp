@@ -46,8 +46,8 @@ TEST_CASE("review: YAML aliases that cycle or multiply are refused before any re
   }
   scene.write("bomb.yaml", bomb);
   check_refused(scene, "plan --stack bomb.yaml",
-                "bomb.yaml:7: invalid YAML: aliases expand the document past 5,000,000 nodes; "
-                "expected plain data");
+                "bomb.yaml:7: invalid YAML: the document, its aliases expanded, has more than "
+                "5000000 nodes; expected plain data");
   // An alias used as YAML means it still loads: the unknown key is the only complaint.
   scene.write("alias.yaml", kTinyModel + "extra: &e {a: 1}\nmore: *e\n");
   check_refused(scene, "plan --model alias.yaml", "alias.yaml:9: extra: unknown key...");
@@ -66,6 +66,8 @@ TEST_CASE("review: an input read from standard input is never overwritten", "[ha
   check_refused(scene, "calibrate --nccl-tests - --output a.log < a.log",
                 "--output 'a.log': is the input --nccl-tests (standard input); refusing to "
                 "overwrite an input");
+  check_refused(scene, "calibrate --nccl-tests - - < a.log",
+                "--nccl-tests: '-' (standard input) given more than once; give it once");
   check_refused(scene, "plan --model - --cluster - < m.yaml",
                 "--cluster and --model both read standard input ('-'); give '-' to one of them "
                 "only");
@@ -85,6 +87,11 @@ TEST_CASE("review: an empty value is refused, not read as the default", "[harden
   }
   check_refused(scene, "topo show --cluster ''",
                 "--cluster: expected a value, got an empty string (see --help)");
+  // An optional value ("--explain [N]") given empty read as the option alone: refused too.
+  check_refused(scene, kPlan + " --explain ''",
+                "--explain: expected a value, got an empty string (see --help)");
+  check_refused(scene, kPlan + " --explain=",
+                "--explain: expected a value, got an empty string (see --help)");
 }
 
 TEST_CASE("review: names with control characters never reach a table or a launch script",
@@ -94,13 +101,13 @@ TEST_CASE("review: names with control characters never reach a table or a launch
   scene.write("m.yaml", replaced(kTinyModel, "name: tiny", "name: \"tiny\\nrm -rf $HOME\""));
   check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --emit megatron",
                 "m.yaml:1: name: expected a string without control characters, got byte 0x0a "
-                "at character 5");
+                "at byte 5");
   scene.write("g.yaml",
               "name: \"a\\u0000b\"\npeak_tflops: {bf16: 100}\nmemory_gib: 80\n"
               "memory_gbps: 2000\n");
   check_refused(scene, kPlan + " --gpu g.yaml",
                 "g.yaml:1: name: expected a string without control characters, got byte 0x00 "
-                "at character 2");
+                "at byte 2");
 }
 
 TEST_CASE("review: values that would wrap or mean nothing are refused at their line",
@@ -177,6 +184,10 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
   check_refused(scene, big + " --tp 8 --pp 8 --dp 8",
                 "--tp 8 x --pp 8 x --dp 8 = 512 GPUs; the cluster has 256");
   check_refused(scene, big + " --min-cp 64", "--min-cp 64 is above --max-cp 32");
+  // Four pins of 2^31 - 1 overflow 64 bits: said, not wrapped.
+  check_refused(scene, big + " --tp 8 --pp 1 --dp 2147483647 --cp 2147483647",
+                "--tp 8 x --pp 1 x --dp 2147483647 x --cp 2147483647 = more than 2^63 GPUs; the "
+                "cluster has 256");
   check_refused(scene, "foo",
                 "'foo': unknown command; expected plan|topo|validate|calibrate|presets (see "
                 "--help)");

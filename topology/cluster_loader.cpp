@@ -253,15 +253,10 @@ Gpu load_gpu(const std::string& text, const std::string& source) {
 
 namespace {
 
-/// A cluster's `stack:` names a stack preset or a stack file (a path: a '/' or a .yaml,
-/// .yml or .json name, read by the CLI); a name that is neither is refused here, at its line.
+/// A cluster's `stack:` names a stack preset or a stack file (names_file, read by the CLI);
+/// a name that is neither is refused here, at its line.
 void check_stack_name(const MapReader& m, const std::string& stack) {
-  if (stack.empty() || preset_text(PresetKind::stack, stack)) return;
-  const auto ends_with = [&stack](std::string_view tail) { return stack.ends_with(tail); };
-  if (stack.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml") ||
-      ends_with(".json")) {
-    return;
-  }
+  if (stack.empty() || preset_text(PresetKind::stack, stack) || names_file(stack)) return;
   const auto names = preset_names(PresetKind::stack);
   m.fail("stack", "unknown stack '" + stack + "'" + yaml::did_you_mean(stack, names) +
                       "; known: " + yaml::join(names) + ", or a FILE.yaml");

@@ -3,37 +3,81 @@
 
 #include <fmt/format.h>
 
-#include <set>
+#include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "topology/errors.h"
 
 namespace trident::json_reader {
 
+namespace {
+
+/// nlohmann's DOM builder behind a SAX handler that stops at a key repeated in one object
+/// (nlohmann keeps the last; the YAML readers refuse it). A parser callback could do the same,
+/// but nlohmann then rescans the parent container at every object's end
+/// (json_sax_dom_callback_parser::end_object): quadratic in a long list of objects.
+class NoRepeatedKeys {
+ public:
+  explicit NoRepeatedKeys(json& result) : dom_(result) {}
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(json::number_integer_t value) { return dom_.number_integer(value); }
+  bool number_unsigned(json::number_unsigned_t value) { return dom_.number_unsigned(value); }
+  bool number_float(json::number_float_t value, const json::string_t& text) {
+    return dom_.number_float(value, text);
+  }
+  bool string(json::string_t& value) { return dom_.string(value); }
+  bool binary(json::binary_t& value) { return dom_.binary(value); }
+  bool start_object(std::size_t size) {
+    keys_.emplace_back();
+    return dom_.start_object(size);
+  }
+  bool key(json::string_t& name) {
+    if (!keys_.empty() && !keys_.back().insert(name).second) {
+      repeated_ = name;
+      return false;
+    }
+    return dom_.key(name);
+  }
+  bool end_object() {
+    if (!keys_.empty()) keys_.pop_back();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t size) { return dom_.start_array(size); }
+  bool end_array() { return dom_.end_array(); }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& error) {
+    return dom_.parse_error(position, token, error);  // throws it
+  }
+  [[nodiscard]] const std::optional<std::string>& repeated() const { return repeated_; }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::vector<std::unordered_set<std::string>> keys_;
+  std::optional<std::string> repeated_;
+};
+
+}  // namespace
+
 json parse(const std::string& text, const std::string& source) {
-  // nlohmann keeps the last of a repeated key: refuse it, as the YAML readers do.
-  std::vector<std::set<std::string>> open_objects;
-  const json::parser_callback_t no_duplicates = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-    if (event == json::parse_event_t::key && !open_objects.empty() &&
-        !open_objects.back().insert(parsed.get<std::string>()).second) {
-      std::string key = parsed.get<std::string>();
+  json result;
+  NoRepeatedKeys handler(result);
+  try {
+    if (!json::sax_parse(text, &handler) && handler.repeated()) {
+      std::string key = *handler.repeated();
       for (char& c : key) {
         if (static_cast<unsigned char>(c) < 0x20) c = '?';  // one line, whatever the key
       }
       throw InputError(source + ": invalid JSON: duplicate key '" + key + "' in one object");
     }
-    return true;
-  };
-  try {
-    return json::parse(text, no_duplicates);
   } catch (const json::parse_error& e) {
     throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
   } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
     throw InputError(source + ": invalid JSON: " + e.what());
   }
+  return result;
 }
 
 void Path::fail(const std::string& what) const { throw InputError(where() + ": " + what); }

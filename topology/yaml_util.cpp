@@ -155,8 +155,9 @@ class DocumentCounter : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-/// Nodes a document may expand to through its aliases: far above any real input (a cluster
-/// file of 100,000 mesh links is ~400,000), far below what would hang a reader.
+/// Nodes a document may hold, its aliases expanded: far above any real input (a cluster file
+/// of 100,000 mesh links is ~700,000: a mapping and six scalars each), far below what would
+/// hang a reader.
 constexpr double kMaxExpandedNodes = 5e6;
 
 /// Walks the first document's events and refuses what yaml-cpp would build into a graph no
@@ -216,7 +217,9 @@ class AliasGuard : public DocumentCounter {
     if (!open_.empty()) open_.back().nodes += nodes;
     expanded_ += nodes;
     if (expanded_ > kMaxExpandedNodes) {
-      fail(mark, "aliases expand the document past 5,000,000 nodes; expected plain data");
+      fail(mark, fmt::format("the document, its aliases expanded, has more than {:L} nodes; "
+                             "expected plain data",
+                             static_cast<long long>(kMaxExpandedNodes)));
     }
   }
   [[noreturn]] void fail(const YAML::Mark& mark, const std::string& what) const {
@@ -340,13 +343,20 @@ double to_double(const YAML::Node& node, Range range, const std::string& where) 
 std::string to_string(const YAML::Node& node, const std::string& where) {
   if (!node.IsScalar() || node.Scalar().empty()) expected(where, "a string", node);
   const std::string& text = node.Scalar();
-  // Names reach tables, JSON, SVG and launch scripts: an escaped newline or NUL ("\n",
-  // "\u0000") would split a line of a script. The value is not echoed: it is what breaks lines.
+  // Names reach tables, JSON, SVG and launch scripts: an escaped newline or NUL ("\\n",
+  // "\\u0000"), a C1 control ("\\N" is U+0085) or a line separator (U+2028, U+2029) would split
+  // a line of a script. The value is not echoed: it is what breaks lines.
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7f) {
-      throw InputError(where + ": expected a string without control characters, got byte " +
-                       fmt::format("0x{:02x}", byte) + " at character " + std::to_string(i + 1));
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    const auto third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
+    const bool c1 = byte == 0xc2 && next >= 0x80 && next <= 0x9f;
+    const bool separator = byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9);
+    if (byte < 0x20 || byte == 0x7f || c1 || separator) {
+      throw InputError(where + ": expected a string without control characters, got " +
+                       (c1 || separator ? std::string("a line-breaking character")
+                                        : fmt::format("byte 0x{:02x}", byte)) +
+                       " at byte " + std::to_string(i + 1));
     }
   }
   if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");
