@@ -155,6 +155,14 @@ TEST_CASE("review: calibration data is whole or refused", "[hardening]") {
   check_refused(scene, kPlan + " --calibration twice.json",
                 "twice.json: fits[1]: repeats fits[0] (the same collective, ranks and tier); "
                 "expected one fit each");
+  // JSON's escapes make a newline or an escape sequence out of plain text (a GEMM name in a
+  // plan file reached the terminal as ANSI colour codes): refused as in YAML.
+  scene.write("gpu.json",
+              "{\"trident_calibration\": 1, \"gpu\": \"H100\\u001b[31m\", "
+              "\"gemms\": [], \"collectives\": [], \"fits\": []}");
+  check_refused(scene, kPlan + " --calibration gpu.json",
+                "gpu.json: gpu: expected a string without control characters, got byte 0x1b at "
+                "byte 5");
   // A row of time 0 was dropped without a word; a one-rank log gave an empty calibration.
   const std::string log = slurp_data("nccl_tests/all_gather_new.txt");
   const auto row = log.find("    95.33");

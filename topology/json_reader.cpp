@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "topology/errors.h"
+#include "topology/text_check.h"
 
 namespace trident::json_reader {
 
@@ -106,7 +107,9 @@ const json& array_member(const json& object, const Path& path, const char* name)
 std::string string_value(const json& object, const Path& path, const char* name) {
   const json& value = member(object, path, name);
   if (!value.is_string()) path.child(name).fail("expected a string");
-  return value.get<std::string>();
+  std::string text = value.get<std::string>();
+  check_one_line(text, path.child(name).where());  // JSON escapes make them: \n, \u001b
+  return text;
 }
 
 std::string optional_string(const json& object, const Path& path, const char* name) {

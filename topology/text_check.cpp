@@ -76,4 +76,21 @@ void check_text(std::string_view text, const std::string& source) {
                                static_cast<unsigned char>(text[at]), column));
 }
 
+void check_one_line(std::string_view text, const std::string& where) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    const auto third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
+    const bool c1 = byte == 0xc2 && next >= 0x80 && next <= 0x9f;
+    const bool separator = byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9);
+    if (byte < 0x20 || byte == 0x7f || c1 || separator) {
+      throw InputError(where + ": expected a string without control characters, got " +
+                       (c1 || separator ? std::string("a line-breaking character")
+                                        : fmt::format("byte 0x{:02x}", byte)) +
+                       " at byte " + std::to_string(i + 1));
+    }
+  }
+  if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");
+}
+
 }  // namespace trident

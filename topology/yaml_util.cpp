@@ -343,23 +343,7 @@ double to_double(const YAML::Node& node, Range range, const std::string& where) 
 std::string to_string(const YAML::Node& node, const std::string& where) {
   if (!node.IsScalar() || node.Scalar().empty()) expected(where, "a string", node);
   const std::string& text = node.Scalar();
-  // Names reach tables, JSON, SVG and launch scripts: an escaped newline or NUL ("\\n",
-  // "\\u0000"), a C1 control ("\\N" is U+0085) or a line separator (U+2028, U+2029) would split
-  // a line of a script. The value is not echoed: it is what breaks lines.
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
-    const auto third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
-    const bool c1 = byte == 0xc2 && next >= 0x80 && next <= 0x9f;
-    const bool separator = byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9);
-    if (byte < 0x20 || byte == 0x7f || c1 || separator) {
-      throw InputError(where + ": expected a string without control characters, got " +
-                       (c1 || separator ? std::string("a line-breaking character")
-                                        : fmt::format("byte 0x{:02x}", byte)) +
-                       " at byte " + std::to_string(i + 1));
-    }
-  }
-  if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");
+  check_one_line(text, where);  // YAML escapes make them: \n, \0, \L
   return text;
 }
 
