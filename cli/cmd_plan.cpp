@@ -254,6 +254,35 @@ std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& 
                    stack.selective);
 }
 
+/// Under --fail-link, --emit writes the what-if's option N (--explain N; default the
+/// recommended one, first in the table) on the cluster that option runs on: the cordoned GPUs
+/// or servers and the spare servers left out of the launch.
+std::string emit_option(const PlanFlags& f, const WhatIf& w, const Model& model,
+                        const Stack& stack) {
+  const std::size_t n = f.explain.value_or(1);
+  if (n > w.options.size()) {
+    throw PlanError(
+        fmt::format("--explain {}: the failure report has {} options", n, w.options.size()));
+  }
+  const WhatIfOption& option = w.options[n - 1];
+  const std::string name = to_string(option.kind);
+  if (!option.available || !option.plan || !option.cluster) {
+    throw PlanError(
+        fmt::format("--emit: option {} ({}) cannot run under the failures; "
+                    "--explain N picks another of the report's options",
+                    n, name));
+  }
+  if (!option.regrouped.empty()) {
+    throw PlanError(
+        fmt::format("--emit: option {} ({}) regroups the GPUs of a server into new "
+                    "TP groups, which a launch configuration does not say; "
+                    "--explain N picks another of the report's options",
+                    n, name));
+  }
+  return emit_option_plan(parse_release(f.emit), *option.plan, fmt::format("option {} {}", n, name),
+                          *option.cluster, model, stack.selective);
+}
+
 /// Every file the run reads and writes (cli/output_file.h): refused up front when an output
 /// would overwrite an input or another output.
 RunOutputs declare_files(const PlanFlags& f) {
@@ -320,11 +349,17 @@ void run(const PlanFlags& f) {
   const Calibration* measured = calibration ? &*calibration : nullptr;
   context.calibration = measured;
   // --fail-link: the failure what-if (cli/whatif_report.h) answers instead of one search.
-  if (!f.fail_links.empty() && f.emit.empty()) {
+  if (!f.fail_links.empty()) {
     // One what-if for the report and the pictures (--svg / --report under --fail-link).
     const WhatIf w =
         run_what_if(f.fail_links, resolve_cluster(f.cluster), model, options, measured);
-    const std::string text = what_if_report(w, model, context, f.format);
+    if (f.emit.empty() && f.explain) {
+      throw InputError(
+          "--explain: under --fail-link the report compares the options; "
+          "--explain N picks option N for --emit");
+    }
+    const std::string text = f.emit.empty() ? what_if_report(w, model, context, f.format)
+                                            : emit_option(f, w, model, options.stack);
     write_what_if_pictures(f.pictures, w, model, options, measured, context, files);
     files.set_text("--output", text);
     files.commit();

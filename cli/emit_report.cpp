@@ -41,6 +41,24 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
   return "";
 }
 
+/// "--emit ID: LABEL (SUMMARY) cannot run there: REASON; nearest ... it can run: ...".
+std::string refusal_message(const Release& release, const Refusal& r, const std::string& label,
+                            const ParallelConfig& config, const Model& model) {
+  std::string message =
+      fmt::format("--emit {}: {} ({}) cannot run there: {}", release_id(release), label,
+                  split_summary(config, "ZeRO-"), refusal_reason(r.reason, release, model));
+  if (r.nearest) {
+    message += "; nearest plan it can run: " + pins_of(*r.nearest);
+    // Sharding over all of DP, pinned: a stack with hybrid sharding would try HSDP again.
+    if (r.reason.kind == RefusalKind::hybrid_shard) {
+      message += fmt::format(" --dp-shard {}", r.nearest->dp);
+    }
+  } else if (const std::string change = refusal_change(r, release); !change.empty()) {
+    message += "; nearest it can run: " + change;
+  }
+  return message;
+}
+
 }  // namespace
 
 std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
@@ -55,20 +73,18 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   const Export exported =
       export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind);
   if (!exported.refusal) return exported.text;
-  const Refusal& r = *exported.refusal;
-  std::string message =
-      fmt::format("--emit {}: plan {} ({}) cannot run there: {}", release_id(release), rank,
-                  split_summary(config, "ZeRO-"), refusal_reason(r.reason, release, model));
-  if (r.nearest) {
-    message += "; nearest plan it can run: " + pins_of(*r.nearest);
-    // Sharding over all of DP, pinned: a stack with hybrid sharding would try HSDP again.
-    if (r.reason.kind == RefusalKind::hybrid_shard) {
-      message += fmt::format(" --dp-shard {}", r.nearest->dp);
-    }
-  } else if (const std::string change = refusal_change(r, release); !change.empty()) {
-    message += "; nearest it can run: " + change;
-  }
-  throw PlanError(message + best_runnable(release, plans, cluster, model, selective));
+  throw PlanError(
+      refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config, model) +
+      best_runnable(release, plans, cluster, model, selective));
+}
+
+std::string emit_option_plan(const Release& release, const PlanResult& plan,
+                             const std::string& label, const Cluster& cluster, const Model& model,
+                             SelectiveKind selective) {
+  const Export exported =
+      export_plan(release, cluster, model, plan.config, selective, plan.estimate.cp_kind);
+  if (!exported.refusal) return exported.text;
+  throw PlanError(refusal_message(release, *exported.refusal, label, plan.config, model));
 }
 
 }  // namespace trident::cli

@@ -16,6 +16,12 @@ namespace trident::cli {
                                     std::size_t rank, const Cluster& cluster, const Model& model,
                                     SelectiveKind selective = SelectiveKind::attention);
 
+/// The plan one option of a failure report runs (`label`: "option 2 (cordon-server)"), as
+/// `release`'s configuration on `cluster`; the refusal as emit_plan's, naming the option.
+[[nodiscard]] std::string emit_option_plan(const Release& release, const PlanResult& plan,
+                                           const std::string& label, const Cluster& cluster,
+                                           const Model& model, SelectiveKind selective);
+
 /// "--tp 1 --pp 8 --dp 64 --micro-batch 1 --vp 1 --recompute full --zero 1
 /// --sequence-parallel off": the pins that make `plan` evaluate exactly this config.
 [[nodiscard]] std::string pins_of(const ParallelConfig& config);

@@ -131,7 +131,10 @@ struct Context {
                   estimate(c.degraded, c.model, base.config, placement, c.calibration,
                            estimate_options(c.options)),
                   {}};
-  return with_plan(WhatIfKind::keep, plan, base.config.gpus(), OptionNote::same_gpus);
+  WhatIfOption option =
+      with_plan(WhatIfKind::keep, plan, base.config.gpus(), OptionNote::same_gpus);
+  option.cluster = c.degraded;
+  return option;
 }
 
 /// Servers whose GPUs can be regrouped into other TP groups around a bad GPU or link.
@@ -207,7 +210,10 @@ struct Regrouped {
     if (live < config.gpus()) return unavailable(WhatIfKind::replace, OptionNote::no_spare);
     PlanResult plan =
         evaluate_plan(c.degraded, c.model, config, c.calibration, estimate_options(c.options));
-    return with_plan(WhatIfKind::replace, plan, config.gpus(), OptionNote::onto_spares);
+    WhatIfOption option =
+        with_plan(WhatIfKind::replace, plan, config.gpus(), OptionNote::onto_spares);
+    option.cluster = c.degraded;
+    return option;
   }
   const int per_server = c.healthy.gpus_per_server;
   const bool can_regroup = !regroupable_servers(c).empty() && config.tp >= 2 &&
@@ -223,6 +229,7 @@ struct Regrouped {
   WhatIfOption option =
       with_plan(WhatIfKind::replace, best.plan, config.gpus(), OptionNote::regrouped);
   option.regrouped = std::move(best.layout);
+  option.cluster = c.degraded;
   return option;
 }
 
@@ -261,6 +268,7 @@ struct Regrouped {
   const int gpus = static_cast<int>(live_gpus(cluster).size());
   WhatIfOption option = plan ? with_plan(WhatIfKind::cordon_gpu, *plan, gpus, OptionNote::cordoned)
                              : unavailable(WhatIfKind::cordon_gpu, OptionNote::cordoned);
+  if (plan) option.cluster = cluster;
   option.cordoned = std::move(bad);
   option.replan = outcome;
   return option;
@@ -297,6 +305,7 @@ struct Regrouped {
     if (spares == 0) first = outcome;
     if (plan) {
       option = with_plan(WhatIfKind::cordon_server, *plan, gpus, OptionNote::cordoned);
+      option.cluster = cluster;
       option.servers = static_cast<int>(left.size());
       option.spare_servers = spares;
       break;

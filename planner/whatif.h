@@ -88,9 +88,13 @@ struct WhatIfOption {
   ReplanOutcome replan;               ///< cordon: the search with no server set aside as spare
   std::vector<Regrouping> regrouped;  ///< re-place (regrouped): the servers regrouped
   std::optional<PlanResult> plan;     ///< the plan this option runs; set when available
-  int gpus = 0;                       ///< GPUs the job runs on
-  int servers = 0;                    ///< cordon-server: live servers the job runs on
-  int spare_servers = 0;              ///< whole live servers left idle (cordon-server)
+  /// The cluster the plan runs on, its ranks on the live GPUs in order (planner/layout.h):
+  /// the degraded one (keep, re-place), with the cordoned GPUs or servers and any spare
+  /// servers dead (cordon). Set when available; --emit writes the launch from it.
+  std::optional<Cluster> cluster;
+  int gpus = 0;           ///< GPUs the job runs on
+  int servers = 0;        ///< cordon-server: live servers the job runs on
+  int spare_servers = 0;  ///< whole live servers left idle (cordon-server)
   double step_time_s = 0.0;
   double slowdown = 0.0;  ///< step_time_s / healthy step time - 1
 };

@@ -176,3 +176,33 @@ TEST_CASE("topo import: a degraded server's own output feeds plan --fail-link", 
   CHECK(unnamed.err.find("cannot tell which GPU this is (no device name): pass --gpu NAME") !=
         std::string::npos);
 }
+
+TEST_CASE("--emit under --fail-link writes the option the report recommends", "[cli][failure]") {
+  // GPU 11 (server 1, GPU 3) dead on 4 servers of llama3-8b, batch 1024: the report ranks
+  // cordon-server first (servers 0, 2, 3: 24 GPUs, TP1 PP3 DP8), cordon-gpu second (31 GPUs).
+  const std::string base = "plan --model llama3-8b --gpus 32 --servers 4 --fail-link gpu:1/3";
+  const Run recommended = trident(base + " --emit megatron");
+  INFO(recommended.err);
+  REQUIRE(recommended.code == 0);
+  CHECK(recommended.out.find("trident plan TP1 PP3 DP8 ") != std::string::npos);
+  CHECK(recommended.out.find("# nodes: servers 0,2-3 of the cluster") != std::string::npos);
+  CHECK(recommended.out.find("--nnodes 3 --nproc-per-node 8") != std::string::npos);
+  // 32 layers over 3 stages: 11 | 11 | 10.
+  CHECK(recommended.out.find("  --decoder-last-pipeline-num-layers 10 \\\n") != std::string::npos);
+  // --explain N picks option N; 31 GPUs sit 8 + 7 + 8 + 8: the launcher cannot start them.
+  const Run second = trident(base + " --emit megatron --explain 2");
+  CHECK(second.code == 2);
+  CHECK(second.err.rfind("trident: error: --emit megatron@core_v0.19.0: option 2 cordon-gpu "
+                         "(TP1 PP31 DP1 ",
+                         0) == 0);
+  const Run keep = trident(base + " --emit megatron --explain 3");
+  CHECK(keep.err ==
+        "trident: error: --emit: option 3 (keep) cannot run under the failures; "
+        "--explain N picks another of the report's options\n");
+  const Run past = trident(base + " --emit megatron --explain 9");
+  CHECK(past.err == "trident: error: --explain 9: the failure report has 4 options\n");
+  // Without --emit the report compares the options: --explain has nothing to pick.
+  const Run report = trident(base + " --explain 2");
+  CHECK(report.code == 2);
+  CHECK(report.err.rfind("trident: error: --explain: under --fail-link", 0) == 0);
+}
