@@ -96,6 +96,11 @@ std::optional<OptionProblem> dp_shard_problem(const SearchOptions& o) {
   if (o.dp && *o.dp % shard != 0) {
     return OptionProblem{Knob::dp_shard, OptionIssue::not_dividing_dp, shard, *o.dp};
   }
+  // --dp-shard shards ZeRO-3 (or a stack's per-unit ZeRO-2) over N ranks: ZeRO 0/1 has no
+  // sharded units, whether N is part of DP or all of it.
+  if (o.zero && !o.stack.shards_per_unit(*o.zero)) {
+    return OptionProblem{Knob::dp_shard, OptionIssue::needs_unit_sharding, shard, *o.zero};
+  }
   if (o.dp && *o.dp == shard) return std::nullopt;  // all of DP: plain sharding
   if (!o.stack.hybrid_shard)
     return OptionProblem{Knob::dp_shard, OptionIssue::stack_lacks, shard, 0};

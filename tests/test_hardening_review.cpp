@@ -192,6 +192,11 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
   check_refused(scene, big + " --tp 8 --pp 8 --dp 8",
                 "--tp 8 x --pp 8 x --dp 8 = 512 GPUs; the cluster has 256");
   check_refused(scene, big + " --min-cp 64", "--min-cp 64 is above --max-cp 32");
+  // --dp-shard all of DP with ZeRO 0/1 was accepted as plain sharding of nothing.
+  check_refused(
+      scene, "plan --model llama3-8b --gpus 32 --servers 4 --dp 16 --dp-shard 16 --zero 0",
+      "--dp-shard 16 with --zero 0: stack megatron-core shards hybrid only what it shards "
+      "per unit (ZeRO-3); use --zero 3 or drop --dp-shard");
   // Four pins of 2^31 - 1 overflow 64 bits: said, not wrapped.
   check_refused(scene, big + " --tp 8 --pp 1 --dp 2147483647 --cp 2147483647",
                 "--tp 8 x --pp 1 x --dp 2147483647 x --cp 2147483647 = more than 2^63 GPUs; the "
