@@ -57,17 +57,32 @@ std::string check_arguments(int argc, char** argv) {
 /// The first argument, when it is not an option, must name a command: "trident foo" says so
 /// instead of CLI11's "A subcommand is required".
 std::string check_command(CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return "";
-  std::string names;
-  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-    if (sub->check_name(argv[1])) return "";
-    names += (names.empty() ? "" : "|") + sub->get_name();
+  // Down the chain of commands ("trident topo show"): each argument that is not an option must
+  // name a command of the one before it while that one has commands.
+  CLI::App* at = &app;
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    const auto subs = at->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty()) return "";
+    std::string names;
+    CLI::App* found = nullptr;
+    for (CLI::App* sub : subs) {
+      if (sub->check_name(argv[i])) found = sub;
+      names += (names.empty() ? "" : "|") + sub->get_name();
+    }
+    if (found == nullptr) {
+      std::string shown = argv[i];
+      for (char& c : shown) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';  // one line, always
+      }
+      return std::string("'")
+          .append(shown)
+          .append("': unknown command; expected ")
+          .append(names)
+          .append(" (see --help)");
+    }
+    at = found;
   }
-  std::string shown = argv[1];
-  for (char& c : shown) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';  // one line, whatever it is
-  }
-  return "'" + shown + "': unknown command; expected " + names + " (see --help)";
+  return "";
 }
 
 /// What was printed must have reached standard output (`> /dev/full`, a closed stdout).
