@@ -64,7 +64,7 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   if (o.cp && *o.cp > 1) {
     if (!stack.context_parallel())
       return OptionProblem{Knob::cp, OptionIssue::stack_lacks, *o.cp, 0};
-    if (model.seq_len % (2 * *o.cp) != 0) {
+    if (model.seq_len % (2LL * *o.cp) != 0) {  // 2 x 2^31 - 1 overflows int
       return OptionProblem{Knob::cp, OptionIssue::not_dividing_sequence, *o.cp, model.seq_len};
     }
   }

@@ -71,8 +71,9 @@ std::vector<int> cp_candidates(const Model& model, const SearchOptions& options)
                       (model.seq_len >= kCpSearchMinSeqLen || options.min_cp > 1);
   if (!search) return out;
   const int most = options.max_cp > 0 ? options.max_cp : kMaxSearchedCp;
-  for (int cp = 2; cp <= most && model.seq_len % (2 * cp) == 0; cp *= 2) {
-    if (cp >= options.min_cp) out.push_back(cp);
+  // 64-bit: a --max-cp near 2^31 would overflow the doubling and 2 x cp.
+  for (long long cp = 2; cp <= most && model.seq_len % (2 * cp) == 0; cp *= 2) {
+    if (cp >= options.min_cp) out.push_back(static_cast<int>(cp));
   }
   return out;
 }

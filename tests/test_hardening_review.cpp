@@ -197,10 +197,14 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
       scene, "plan --model llama3-8b --gpus 32 --servers 4 --dp 16 --dp-shard 16 --zero 0",
       "--dp-shard 16 with --zero 0: stack megatron-core shards hybrid only what it shards "
       "per unit (ZeRO-3); use --zero 3 or drop --dp-shard");
-  // Four pins of 2^31 - 1 overflow 64 bits: said, not wrapped.
-  check_refused(scene, big + " --tp 8 --pp 1 --dp 2147483647 --cp 2147483647",
-                "--tp 8 x --pp 1 x --dp 2147483647 x --cp 2147483647 = more than 2^63 GPUs; the "
+  // A product past 32 bits, said exactly (8 x 2147483647 x 1024), not wrapped; a CP of
+  // 2^31 - 1 is refused before it (2 x cp wrapped int and passed the sequence check).
+  check_refused(scene, big + " --tp 8 --pp 1 --dp 2147483647 --cp 1024",
+                "--tp 8 x --pp 1 x --dp 2147483647 x --cp 1024 = 17592186036224 GPUs; the "
                 "cluster has 256");
+  check_refused(scene, big + " --cp 2147483647",
+                "--cp 2147483647: 2 x cp must divide the sequence length 2048 (causal load "
+                "balancing: 2 cp chunks)");
   check_refused(scene, "foo",
                 "'foo': unknown command; expected plan|topo|validate|calibrate|presets (see "
                 "--help)");
