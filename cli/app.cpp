@@ -32,8 +32,8 @@ std::string first_line(const std::string& text) {
 }
 
 /// Every argument is UTF-8 text: names and paths end up in JSON, YAML and SVG outputs. None is
-/// empty: "--explain ''" or "--explain=" would read as the option without its value (CLI11
-/// gives an optional value its default), "--model ''" as no model (refuse_empty_values).
+/// empty: "--model ''" would read as no model (the default), "--explain ''" or "--explain=" as
+/// the option without its value (CLI11 gives an optional value its default).
 std::string check_arguments(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!is_clean_text(argv[i])) {
@@ -96,24 +96,6 @@ int flush_stdout(int code) {
   return code;
 }
 
-/// An option given an empty value ("--model ''") is refused, never read as "not given" and
-/// replaced by the default. Flags without a value are left alone.
-void refuse_empty_values(CLI::App& app) {
-  const CLI::Validator non_empty(
-      [](std::string& value) {
-        return value.empty() ? std::string("expected a value, got an empty string") : std::string();
-      },
-      "", "NONEMPTY");
-  for (CLI::Option* option : app.get_options()) {
-    if (option->get_type_size_max() > 0) {  // takes a value (optional ones too: --explain)
-      option->check(non_empty);
-    }
-  }
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-    refuse_empty_values(*sub);
-  }
-}
-
 int parse_and_run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -158,7 +140,6 @@ int run_app(std::span<const CommandEntry> commands, int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", version_text());
   for (const auto& command : commands) command.add(app);
-  refuse_empty_values(app);
   if (const std::string bad = check_arguments(argc, argv); !bad.empty()) return fail(2, bad);
   if (const std::string bad = check_command(app, argc, argv); !bad.empty()) return fail(2, bad);
   return flush_stdout(parse_and_run(app, argc, argv));

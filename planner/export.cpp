@@ -100,18 +100,18 @@ std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last)
   const ParallelConfig& c = in.config;
   const StageLayers s = stage_layers(in.model.layers, c.pp);
   if (s.even(c.pp)) return std::nullopt;
+  const bool writable = writes_first_last && middles_equal(s, in.model.layers, c.pp);
+  if (writable && c.virtual_stages == 1) return std::nullopt;
   Limit out = limit(RefusalKind::uneven_stages);
   out.obstacle.first_layers = s.first;
   out.obstacle.middle_layers = s.middle;
   out.obstacle.last_layers = s.last;
-  if (writes_first_last && middles_equal(s, in.model.layers, c.pp) && c.virtual_stages > 1) {
+  if (writable) {  // written without interleaving
     ParallelConfig fixed = c;
     fixed.virtual_stages = 1;
     out.fixed = fixed;
     out.obstacle.interleaved_uneven = true;
-    return out;
   }
-  if (writes_first_last && middles_equal(s, in.model.layers, c.pp)) return std::nullopt;
   return out;
 }
 

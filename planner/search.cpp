@@ -166,10 +166,10 @@ struct Placed {
 /// Runs the knobs of one split; placements computed once per rank order.
 class SplitSearch {
  public:
-  SplitSearch(const Cluster& cluster, const Model& model, const SearchOptions& options,
-              const Calibration* calibration, SearchResult& result)
+  SplitSearch(const Cluster& cluster, std::vector<int> live, const Model& model,
+              const SearchOptions& options, const Calibration* calibration, SearchResult& result)
       : cluster_(cluster),
-        live_(live_gpus(cluster)),
+        live_(std::move(live)),
         model_(model),
         options_(options),
         calibration_(calibration),
@@ -482,9 +482,10 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
   check_model_on_gpu(model, cluster.gpu);
   check_stack_on_gpu(options.stack, cluster.gpu);
   SearchResult result;
-  result.gpus = static_cast<int>(live_gpus(cluster).size());
+  std::vector<int> live = live_gpus(cluster);
+  result.gpus = static_cast<int>(live.size());
   const auto all = splits(result.gpus, model, options);
-  SplitSearch runner(cluster, model, options, calibration, result);
+  SplitSearch runner(cluster, std::move(live), model, options, calibration, result);
   for (std::size_t i = 0; i < all.size(); ++i) {
     runner.run(all[i]);
     if (progress) progress(i + 1, all.size());
