@@ -20,8 +20,10 @@
 namespace trident::cli {
 namespace {
 
+/// One line, whatever the message echoes (a key, a value or a file name from the input can
+/// hold a newline or an escape sequence): each control character is shown as '?'.
 int fail(int code, const std::string& message) {
-  std::fprintf(stderr, "trident: error: %s\n", message.c_str());
+  std::fprintf(stderr, "trident: error: %s\n", one_line(message).c_str());
   return code;
 }
 

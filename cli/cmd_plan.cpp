@@ -251,7 +251,7 @@ std::string render(const PlanFlags& f, const SearchResult& result, const ReportC
 std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& cluster,
                  const Model& model, const Stack& stack) {
   return emit_plan(parse_release(f.emit), result.plans, f.explain.value_or(1), cluster, model,
-                   stack.selective);
+                   stack);
 }
 
 /// Under --fail-link, --emit writes the what-if's option N (--explain N; default the
@@ -280,28 +280,22 @@ std::string emit_option(const PlanFlags& f, const WhatIf& w, const Model& model,
                     n, name));
   }
   return emit_option_plan(parse_release(f.emit), *option.plan, fmt::format("option {} {}", n, name),
-                          *option.cluster, model, stack.selective);
+                          *option.cluster, model, stack);
 }
 
 /// Every file the run reads and writes (cli/output_file.h): refused up front when an output
 /// would overwrite an input or another output.
 RunOutputs declare_files(const PlanFlags& f) {
   RunOutputs files;
-  std::string stdin_flag;  // the flag that reads standard input ("-"), if one does
   for (const auto& [flag, arg] :
        {std::pair<const char*, std::string>{"--cluster", f.cluster.cluster},
         {"--gpu", f.cluster.gpu},
         {"--model", f.model.model},
         {"--stack", f.stack},
         {"--calibration", f.calibration_file}}) {
-    if (arg == "-") {
-      if (!stdin_flag.empty()) {
-        throw InputError(stdin_flag + " and " + flag +
-                         " both read standard input ('-'); give '-' to one of them only");
-      }
-      stdin_flag = flag;
+    if (arg == "-" || names_file(arg) || std::string_view(flag) == "--calibration") {
+      files.add_input(flag, arg);
     }
-    if (names_file(arg) || std::string_view(flag) == "--calibration") files.add_input(flag, arg);
   }
   files.add_output("--output", f.output);
   declare_picture_outputs(f.pictures, files);

@@ -234,8 +234,15 @@ void write_streams_and_devices(const std::vector<Target>& targets, const std::st
 void RunOutputs::add_input(const std::string& flag, const std::string& path) {
   struct stat info {};
   if (path.empty()) return;
-  // "-" reads standard input: when that is a file (`< FILE`), the file is the input.
+  // "-" reads standard input: one input can; when that is a file (`< FILE`), the file is it.
   if (path == "-") {
+    if (!stdin_flag_.empty()) {
+      throw InputError(stdin_flag_ == flag
+                           ? flag + ": '-' (standard input) given more than once; give it once"
+                           : stdin_flag_ + " and " + flag +
+                                 " both read standard input ('-'); give '-' to one of them only");
+    }
+    stdin_flag_ = flag;
     if (::fstat(STDIN_FILENO, &info) != 0 || !S_ISREG(info.st_mode)) return;
   } else if (::stat(path.c_str(), &info) != 0) {
     return;

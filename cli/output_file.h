@@ -27,7 +27,8 @@ class RunOutputs {
  public:
   /// An input file of the run; "" is ignored, so is a path that does not exist (its read
   /// fails on its own). "-" is standard input: recorded when it is a regular file (`< FILE`),
-  /// so `--output FILE` (or /dev/stdin) cannot overwrite it.
+  /// so `--output FILE` (or /dev/stdin) cannot overwrite it. Throws InputError when a second
+  /// input of the run is "-" too (one stream cannot be read twice).
   void add_input(const std::string& flag, const std::string& path);
   /// An output; "" or "-" is standard output.
   void add_output(const std::string& flag, const std::string& path);
@@ -60,6 +61,7 @@ class RunOutputs {
 
  private:
   std::vector<Input> inputs_;
+  std::string stdin_flag_;  ///< the input flag reading standard input ("-"), if one does
   std::vector<Output> outputs_;
   std::string printed_;
 };

@@ -15,22 +15,25 @@ const std::vector<Release>& releases() {
   // tests/data/emit/*.txt (scripts/emit-argdefs).
   static const std::vector<Release> table = {
       {Framework::megatron, "megatron", "core_v0.19.0", "Megatron-LM", "NVIDIA/Megatron-LM",
-       "5be9626709af2722333bf54797c954c09edeada3", "pretrain_gpt.py flags"},
+       "5be9626709af2722333bf54797c954c09edeada3", "pretrain_gpt.py flags", "megatron-core"},
       {Framework::nemo, "nemo", "v2.4.0", "NeMo", "NVIDIA/NeMo",
        "2381f42f6979449b5b99538f8f80135831009b51",
-       "NeMo 2.0 recipe API (nemo.collections.llm pretrain_recipe, run by nemo_run)"},
+       "NeMo 2.0 recipe API (nemo.collections.llm pretrain_recipe, run by nemo_run)",
+       "megatron-core"},
       {Framework::nemo_hydra, "nemo-hydra", "v2.4.0", "NeMo", "NVIDIA/NeMo",
        "2381f42f6979449b5b99538f8f80135831009b51",
        "examples/nlp/language_modeling/megatron_gpt_pretraining.py Hydra keys over "
-       "conf/megatron_gpt_config.yaml (the NeMo 1.x YAML)"},
+       "conf/megatron_gpt_config.yaml (the NeMo 1.x YAML)",
+       "megatron-core"},
       {Framework::deepspeed, "deepspeed", "v0.19.5", "DeepSpeed", "deepspeedai/DeepSpeed",
        "cf44300453eb0af79ed84ed8f1cb49d57478bd76",
-       "deepspeed.initialize(config=FILE), read with hjson"},
+       "deepspeed.initialize(config=FILE), read with hjson", "deepspeed-megatron"},
       {Framework::deepspeed, "deepspeed", "v0.19.3", "DeepSpeed", "deepspeedai/DeepSpeed",
        "0c36f6d3efb806c07a44e5c2c9b18a81d204b821",
-       "deepspeed.initialize(config=FILE), read with hjson"},
+       "deepspeed.initialize(config=FILE), read with hjson", "deepspeed-megatron"},
       {Framework::torchtitan, "torchtitan", "v0.2.2", "torchtitan", "pytorch/torchtitan",
-       "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", "torchtitan.train --job.config_file FILE"},
+       "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", "torchtitan.train --job.config_file FILE",
+       "torchtitan"},
   };
   return table;
 }

@@ -30,6 +30,7 @@ struct Release {
   const char* repo = "";     ///< "NVIDIA/Megatron-LM"
   const char* commit = "";   ///< the tag's commit, 40 hex digits
   const char* entry = "";    ///< what reads the configuration ("pretrain_gpt.py flags")
+  const char* stack = "";    ///< the built-in stack preset that runs as the release does
 };
 
 /// Every supported release; the first of each framework is its default.

@@ -38,7 +38,8 @@ std::optional<OptionProblem> cp_ep_range_problem(const SearchOptions& o) {
   if (auto problem = not_positive(Knob::cp, o.cp)) return problem;
   if (auto problem = not_positive(Knob::ep, o.ep)) return problem;
   // An unset max_cp is the search's own ceiling, kMaxSearchedCp: a min_cp above it tries
-  // nothing. A pinned CP is tried whatever the limits (they bound the free search).
+  // nothing. A pinned CP is not bound by that ceiling (only by a --max-cp the user gives,
+  // pin_conflict_problem).
   const int max_cp = o.max_cp > 0 ? o.max_cp : (o.cp ? 0 : kMaxSearchedCp);
   if (auto problem = limit_problem(Knob::min_cp, Knob::max_cp, o.min_cp, max_cp)) return problem;
   return limit_problem(Knob::min_ep, Knob::max_ep, o.min_ep, o.max_ep);
@@ -47,6 +48,8 @@ std::optional<OptionProblem> cp_ep_range_problem(const SearchOptions& o) {
 /// Pins that contradict one another or their own limits.
 std::optional<OptionProblem> pin_conflict_problem(const SearchOptions& o) {
   if (auto problem = pin_limit_problem(Knob::tp, o.tp, o.min_tp, o.max_tp)) return problem;
+  if (auto problem = pin_limit_problem(Knob::cp, o.cp, o.min_cp, o.max_cp)) return problem;
+  if (auto problem = pin_limit_problem(Knob::ep, o.ep, o.min_ep, o.max_ep)) return problem;
   if (o.vp && *o.vp > 1 && o.pp && *o.pp == 1) {
     return OptionProblem{Knob::vp, OptionIssue::vp_needs_pp, *o.vp, 1};
   }

@@ -172,11 +172,15 @@ struct Regrouped {
   const int per_server = c.healthy.gpus_per_server;
   Regrouped best{std::vector<int>(static_cast<std::size_t>(config.gpus())), keep, {}};
   for (int r = 0; r < config.gpus(); ++r) best.gpu_of[static_cast<std::size_t>(r)] = r;
-  for (const int server : regroupable_servers(c)) {
+  // Every group a failure reaches (a NIC of another server too), or a regrouping can move, is
+  // priced on the degraded cluster; only the groups none touches keep the healthy links.
+  const std::vector<int> servers = regroupable_servers(c);
+  std::vector<int> changed = failure_gpus(c.healthy, c.w.failures);
+  for (const int server : servers) {
+    for (int g = 0; g < per_server; ++g) changed.push_back(server * per_server + g);
+  }
+  for (const int server : servers) {
     const std::vector<int>* chosen = nullptr;
-    std::vector<int> changed(static_cast<std::size_t>(per_server));
-    for (int g = 0; g < per_server; ++g)
-      changed[static_cast<std::size_t>(g)] = server * per_server + g;
     const auto candidates = regroupings(per_server, config.tp);
     for (const auto& order : candidates) {
       std::vector<int> gpu_of = best.gpu_of;

@@ -257,6 +257,25 @@ TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where 
   const Run uneven = trident(kSmall + " --stack fsdp --dp 64 --dp-shard 3");
   CHECK(uneven.code == 2);
   CHECK(uneven.err.find("--dp-shard 3: must divide --dp 64") != std::string::npos);
+  // An HSDP plan with PP that Megatron-LM cannot write: its nearest plan is ZeRO-1 (Megatron
+  // has no ZeRO-3 under PP), with nothing left to shard, so no --dp-shard is pinned; torchtitan
+  // has no ZeRO-1, so the message says so and names the stack that plans it, which takes the
+  // pins.
+  const Run refused = trident(
+      "plan --gpus 128 --servers 16 --model llama3-70b --global-batch 128 --stack torchtitan "
+      "--tp 8 --pp 4 --dp-shard 2 --top 1 --emit megatron");
+  REQUIRE(refused.code == 2);
+  const std::string note =
+      " (--zero 1: stack torchtitan does not run ZeRO-1; plan it with --stack megatron-core)\n";
+  CHECK(
+      refused.err.ends_with("nearest plan it can run: --tp 8 --pp 4 --dp 4 --micro-batch 1 "
+                            "--vp 1 --recompute none --zero 1 --sequence-parallel on" +
+                            note));
+  const Run rerun = trident(
+      "plan --gpus 128 --servers 16 --model llama3-70b --global-batch 128 --stack megatron-core "
+      "--top 1 --tp 8 --pp 4 --dp 4 --micro-batch 1 --vp 1 --recompute none --zero 1 "
+      "--sequence-parallel on");
+  CHECK(rerun.code == 0);
   const Run one = trident(kSmall + " --stack fsdp --dp-shard 1");
   CHECK(one.code == 2);
   CHECK(one.err.find("--dp-shard 1: expected at least 2") != std::string::npos);

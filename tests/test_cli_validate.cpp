@@ -84,6 +84,31 @@ TEST_CASE("8-rank CPU validate writes a calibration file", "[cli][validate][mpi]
   CHECK(slurp(log).find("predicted vs measured") != std::string::npos);
 }
 
+TEST_CASE("validate runs what plan --format json writes: PP 4", "[cli][validate][mpi]") {
+  // The plan prices a pipeline's send-recv between two stages (comm.pp.ranks 2) whatever PP
+  // is; validate read that as "expected 4 (the plan's pp)" and refused every plan with PP > 2.
+  const std::string model = temp("tiny.yaml");
+  std::ofstream(model) << "name: tiny\nlayers: 4\nhidden: 256\nheads: 4\nvocab: 1000\n"
+                          "seq_len: 128\ntraining:\n  global_batch: 8\n";
+  const std::string plan = temp("pp4.json");
+  const std::string out = temp("pp4_calib.json");
+  const std::string log = temp("pp4.log");
+  REQUIRE(run(kBinary + " plan --gpus 4 --servers 1 --model " + model +
+                  " --tp 1 --pp 4 --dp 1 --top 1 --format json --output " + plan,
+              log) == 0);
+  const int code = run(mpirun(4) + " validate --plan " + plan +
+                           " --backend cpu --iters 3 --warmup 1 --timeout-s 60 --output " + out,
+                       log);
+  INFO(slurp(log));
+  REQUIRE(code == 0);
+  const Calibration c = parse_calibration(slurp(out), out);
+  REQUIRE_FALSE(c.collectives.empty());
+  for (const auto& s : c.collectives) {
+    CHECK(s.collective == Collective::send_recv);  // TP 1, DP 1: the pipeline's only
+    CHECK(s.ranks == 2);                           // recorded as the pair the plan prices
+  }
+}
+
 TEST_CASE("validate refuses a world size that differs from the plan", "[cli][validate][mpi]") {
   const std::string log = temp("mismatch.log");
   const int code = run(mpirun(4) + " validate --plan " + kData + "plan_tp2_pp2_dp2.json " +

@@ -226,3 +226,26 @@ TEST_CASE("review: an imported cluster's name is one YAML string", "[hardening]"
                 "the imported cluster:16: network.nic_gbits: expected a number in [1e-12, "
                 "1e+12], got 1e+308 (from --nic-gbits, --nvlink-gbps or the input)");
 }
+
+TEST_CASE("review four: what the input holds is echoed on one line", "[hardening]") {
+  Scene scene;
+  // An unknown key with an escape sequence, a value with a newline, a JSON key with ESC:
+  // each echoed with '?' for the control character, the error still one line.
+  scene.write("key.yaml", kTinyModel + "\"bad\\x1b[31mkey\": 1\n");
+  check_refused(scene, "plan --model key.yaml", "key.yaml:9: bad?[31mkey: unknown key...");
+  scene.write("value.yaml", kTinyModel + "ffn: \"gel\\nu\"\n");
+  check_refused(scene, "plan --model value.yaml",
+                "value.yaml:9: ffn: expected gelu|relu|relu2|swiglu|geglu, got 'gel?u' (did you "
+                "mean 'gelu'?)");
+  scene.write("k.json", "{\"a\\u001b[31m\": 1}");
+  scene.write("m.yaml", kTinyModel);
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --calibration k.json",
+                "k.json: a?[31m: unknown key");
+}
+
+TEST_CASE("review four: CP and EP pins against their own limits, as TP's", "[hardening]") {
+  Scene scene;
+  scene.write("m.yaml", kTinyModel);
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --cp 4 --max-cp 2",
+                "--cp 4 is above --max-cp 2");
+}

@@ -465,6 +465,19 @@ TEST_CASE("impossible pins are refused as data", "[planner]") {
   options.min_tp = 8;
   options.tp = 2;
   check_refusal(options, Knob::tp, OptionIssue::below_min, 2, 8);
+  options = {};  // CP and EP pins against their limits, as TP's
+  options.cp = 4;
+  options.max_cp = 2;
+  check_refusal(options, Knob::cp, OptionIssue::above_max, 4, 2);
+  options = {};
+  options.cp = 64;  // a pin above the free search's ceiling (32) is not bound by it
+  Model long_sequence = tiny();
+  long_sequence.seq_len = 4096;  // 2 x 64 chunks of 32 tokens
+  CHECK_FALSE(find_option_problem(long_sequence, options).has_value());
+  options = {};
+  options.ep = 2;
+  options.min_ep = 4;
+  check_refusal(options, Knob::ep, OptionIssue::below_min, 2, 4);
   options = {};
   options.vp = 2;
   options.pp = 1;

@@ -48,3 +48,12 @@ TEST_CASE("text check: NUL and invalid sequences are refused where they are", "[
   CHECK_FALSE(is_clean_text("\xff"));
   CHECK(error_of("\xff") == "f.yaml:1: not UTF-8 text (byte 0xff at column 1)");
 }
+
+TEST_CASE("text check: one_line shows each control character or line break as '?'",
+          "[text_check]") {
+  CHECK(trident::one_line("plain key") == "plain key");
+  CHECK(trident::one_line("a\nb\x1b[31m") == "a?b?[31m");  // newline, ESC: one byte each
+  CHECK(trident::one_line("x\xc2\x85y") == "x?y");         // NEL, a C1 control: two bytes, one '?'
+  CHECK(trident::one_line("x\xe2\x80\xa8y\x7f") == "x?y?");  // U+2028 (three bytes), DEL
+  CHECK(trident::one_line("caf\xc3\xa9") == "caf\xc3\xa9");  // other UTF-8 is kept
+}

@@ -218,6 +218,13 @@ TEST_CASE("plan reader", "[validate][plan]") {
   CHECK(error_of([&] {
           (void)read_plan(replace("\"send-recv\", \"bytes", "\"gossip\", \"bytes"), "plan.json");
         }) == "plan.json: plans[0].comm.pp.collective: unknown collective 'gossip'");
+  CHECK(error_of([&] {
+          (void)read_plan(
+              replace("\"ranks\": 2, \"tier\": \"network\"", "\"ranks\": 3, \"tier\": \"network\""),
+              "plan.json");
+        }) ==
+        "plan.json: plans[0].comm.pp.ranks: expected 2 (a send-recv between two pipeline "
+        "stages)");
   CHECK(error_of([&] { (void)read_plan(text, "plan.json", 3); }) ==
         "plan.json: plans[3]: missing (the file has 1 plans; see --plan-index)");
   CHECK(error_of([] {

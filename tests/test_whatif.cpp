@@ -205,6 +205,23 @@ TEST_CASE("mesh: a dead link in a TP pair is laid around by regrouping the serve
   CHECK(option(w, WhatIfKind::keep).step_time_s > best.step_time_s);
 }
 
+TEST_CASE("several failures: a regrouping is priced with every other failure in place",
+          "[whatif]") {
+  // A NIC down on another server stays down whatever server 0's GPUs regroup into: re-place
+  // can lay around the mesh link, not around the NIC. It was priced with the healthy links
+  // everywhere but on the regrouped server (faster than the NIC failure alone).
+  const Mesh mesh;
+  const WhatIf nic = what_if(mesh.cluster, mesh.model, {parse_failure("nic:1/1")}, mesh.options);
+  const WhatIf both =
+      what_if(mesh.cluster, mesh.model, {parse_failure("mesh:0/0-1"), parse_failure("nic:1/1")},
+              mesh.options);
+  const double nic_keep_s = option(nic, WhatIfKind::keep).step_time_s;
+  CHECK(nic_keep_s > nic.baseline.estimate.time.step_s);  // the NIC failure costs something
+  const WhatIfOption& replace = option(both, WhatIfKind::replace);
+  REQUIRE(replace.available);
+  CHECK(replace.step_time_s == Approx(nic_keep_s));  // the mesh link laid around, the NIC not
+}
+
 TEST_CASE("no plan fits the healthy cluster: nothing to compare the failures with", "[whatif]") {
   Cluster one = cluster_preset("dgx-h100");
   one.servers = 1;  // 8 x 80 GB cannot hold Llama 3 405B's weights and optimizer state

@@ -67,11 +67,8 @@ json parse(const std::string& text, const std::string& source) {
   NoRepeatedKeys handler(result);
   try {
     if (!json::sax_parse(text, &handler) && handler.repeated()) {
-      std::string key = *handler.repeated();
-      for (char& c : key) {
-        if (static_cast<unsigned char>(c) < 0x20) c = '?';  // one line, whatever the key
-      }
-      throw InputError(source + ": invalid JSON: duplicate key '" + key + "' in one object");
+      throw InputError(source + ": invalid JSON: duplicate key '" + one_line(*handler.repeated()) +
+                       "' in one object");
     }
   } catch (const json::parse_error& e) {
     throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
@@ -88,7 +85,7 @@ void check_keys(const json& object, const Path& path, std::initializer_list<cons
   for (const auto& item : object.items()) {
     bool found = false;
     for (const char* name : known) found = found || item.key() == name;
-    if (!found) path.child(item.key()).fail("unknown key");
+    if (!found) path.child(one_line(item.key())).fail("unknown key");
   }
 }
 

@@ -76,21 +76,44 @@ void check_text(std::string_view text, const std::string& source) {
                                static_cast<unsigned char>(text[at]), column));
 }
 
+namespace {
+
+/// The length in bytes of the control character or line break starting at `text[i]` (a C0
+/// control, DEL, a C1 control, U+2028, U+2029), 0 when there is none.
+std::size_t control_length(std::string_view text, std::size_t i) {
+  const auto byte = static_cast<unsigned char>(text[i]);
+  const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+  const auto third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
+  if (byte < 0x20 || byte == 0x7f) return 1;
+  if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) return 2;
+  if (byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9)) return 3;
+  return 0;
+}
+
+}  // namespace
+
 void check_one_line(std::string_view text, const std::string& where) {
   for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
-    const auto third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
-    const bool c1 = byte == 0xc2 && next >= 0x80 && next <= 0x9f;
-    const bool separator = byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9);
-    if (byte < 0x20 || byte == 0x7f || c1 || separator) {
-      throw InputError(where + ": expected a string without control characters, got " +
-                       (c1 || separator ? std::string("a line-breaking character")
-                                        : fmt::format("byte 0x{:02x}", byte)) +
-                       " at byte " + std::to_string(i + 1));
-    }
+    const std::size_t length = control_length(text, i);
+    if (length == 0) continue;
+    throw InputError(where + ": expected a string without control characters, got " +
+                     (length > 1
+                          ? std::string("a line-breaking character")
+                          : fmt::format("byte 0x{:02x}", static_cast<unsigned char>(text[i]))) +
+                     " at byte " + std::to_string(i + 1));
   }
   if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");
+}
+
+std::string one_line(std::string_view text) {
+  std::string shown;
+  shown.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = control_length(text, i);
+    shown += length == 0 ? text[i] : '?';
+    i += length == 0 ? 1 : length;
+  }
+  return shown;
 }
 
 }  // namespace trident

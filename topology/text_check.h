@@ -21,4 +21,8 @@ void check_text(std::string_view text, const std::string& source);
 /// and launch scripts, where any of these would split a line. The value is not echoed.
 void check_one_line(std::string_view text, const std::string& where);
 
+/// `text` with each control character or line break (as check_one_line finds them) replaced
+/// by '?': for echoing a key the reader does not know, which no check has cleaned.
+[[nodiscard]] std::string one_line(std::string_view text);
+
 }  // namespace trident

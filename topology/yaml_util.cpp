@@ -67,7 +67,8 @@ std::string join(std::span<const std::string> items, std::string_view sep) {
 }
 
 std::string position(const std::string& source, int line, std::string_view key) {
-  return source + ":" + std::to_string(line) + ": " + std::string(key);
+  // A key can be any text the file holds (an unknown or repeated one is echoed): one line.
+  return source + ":" + std::to_string(line) + ": " + one_line(key);
 }
 
 namespace {
@@ -451,7 +452,7 @@ void MapReader::reject_unknown(std::span<const std::string> known) const {
   for (const auto& entry : node_) {
     const std::string key = entry.first.Scalar();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    const std::string hint = did_you_mean(key, known);
+    const std::string hint = did_you_mean(one_line(key), known);
     const std::string where = position(source_, line_of(entry.first, line_), path(key));
     throw InputError(where + ": unknown key" +
                      (hint.empty() ? " (known: " + join(known) + ")" : hint));

@@ -105,16 +105,20 @@ int hybrid_shard(const json& plan, const Path& at, int dp) {
 }
 
 void check_comm_sizes(const PlanSpec& spec, const Path& at) {
-  const auto check = [&](const std::optional<PlanComm>& comm, int size) {
+  const auto check = [&](const std::optional<PlanComm>& comm, int size,
+                         const std::string& why = "") {
     if (comm && comm->ranks != size) {
       at.child("comm")
           .child(comm->name)
           .child("ranks")
-          .fail("expected " + std::to_string(size) + " (the plan's " + comm->name + ")");
+          .fail("expected " + std::to_string(size) + " (" +
+                (why.empty() ? "the plan's " + comm->name : why) + ")");
     }
   };
   check(spec.tp, spec.config.tp);
-  check(spec.pp, spec.config.pp);
+  // A pipeline's traffic is a send-recv between two neighbouring stages, whatever PP is
+  // (the plan prices one pair; the engine runs it around the PP group as sendrecv_perf does).
+  check(spec.pp, 2, "a send-recv between two pipeline stages");
   // Gradients reduce over DP x CP; under HSDP the DP traffic is the shard group's.
   check(spec.dp, spec.config.shard_ranks() * spec.config.cp);
   check(spec.cp, spec.config.cp);
