@@ -1,5 +1,6 @@
-// trident calibrate: nccl-tests logs (text or -J JSON) -> samples and latency/bandwidth fits ->
-// a calibration file for `plan --calibration`.
+// trident calibrate: nccl-tests logs (text or -J JSON) and calibration files written by
+// `validate` -> samples and latency/bandwidth fits -> one calibration file for
+// `plan --calibration`.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -20,9 +21,10 @@ namespace trident::cli {
 namespace {
 
 struct CalibrateFlags {
-  std::vector<std::string> files;
-  std::string tier;        ///< "" = inferred per table
-  std::string collective;  ///< "" = from the log's test name, the file name or the table
+  std::vector<std::string> files;     ///< --nccl-tests
+  std::vector<std::string> validate;  ///< --validate: calibration files validate wrote
+  std::string tier;                   ///< "" = inferred per table
+  std::string collective;             ///< "" = from the log's test name, the file name or the table
   std::string output;
 };
 
@@ -38,9 +40,46 @@ void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibra
                         table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
                         table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
                         to_string(table.collective), to_string(tier));
+  // Logs beside --validate files must be of their GPU (logs alone are taken as given: the
+  // first names the file's GPU).
+  if (!flags.validate.empty() && !table.gpu.empty() && !out.gpu.empty() && table.gpu != out.gpu) {
+    throw InputError(
+        fmt::format("--nccl-tests {}: measured on '{}', the --validate files on "
+                    "'{}'; a calibration describes one GPU type",
+                    table.source, table.gpu, out.gpu));
+  }
   for (const auto& sample : to_samples(table, tier)) out.collectives.push_back(sample);
   if (out.gpu.empty()) out.gpu = table.gpu;
   if (out.nccl_version.empty()) out.nccl_version = table.nccl_version;
+}
+
+/// One calibration file `validate` wrote (or `calibrate`), merged into `out`: its samples and
+/// GEMMs join the others (the fits are refitted over all of them); its predicted-vs-measured
+/// rows describe its own plan and are left out. A file measured on another GPU is refused.
+void add_validate_file(const std::string& file, Calibration& out, std::string& report) {
+  const auto join_backend = [&out](const std::string& backend) {
+    if (backend.empty() || ("+" + out.backend + "+").find("+" + backend + "+") != std::string::npos)
+      return;
+    out.backend += (out.backend.empty() ? "" : "+") + backend;
+  };
+  const std::string source = input_source(file);
+  const Calibration in = parse_calibration(read_input_file(file, "--validate"), source);
+  if (!in.gpu.empty() && !out.gpu.empty() && in.gpu != out.gpu) {
+    throw InputError(
+        fmt::format("--validate {}: measured on '{}', the files before it on '{}'; "
+                    "a calibration describes one GPU type",
+                    source, in.gpu, out.gpu));
+  }
+  report += fmt::format(
+      "{}: {} from {}{}: {} collective samples, {} GEMM shapes\n", source,
+      in.source.empty() ? "a calibration" : in.source, in.gpu.empty() ? "an unnamed GPU" : in.gpu,
+      in.backend.empty() ? "" : " (" + in.backend + ")", in.collectives.size(), in.gemms.size());
+  out.collectives.insert(out.collectives.end(), in.collectives.begin(), in.collectives.end());
+  out.gemms.insert(out.gemms.end(), in.gemms.begin(), in.gemms.end());
+  if (out.gpu.empty()) out.gpu = in.gpu;
+  if (out.nccl_version.empty()) out.nccl_version = in.nccl_version;
+  if (out.hbm_gbps <= 0.0) out.hbm_gbps = in.hbm_gbps;
+  join_backend(in.backend);
 }
 
 std::string format_calibration(const Calibration& c) {
@@ -85,31 +124,44 @@ void calibrate(const CalibrateFlags& flags) {
   const std::optional<Collective> collective =
       flags.collective.empty() ? std::nullopt
                                : std::optional<Collective>(parse_collective(flags.collective));
+  if (flags.files.empty() && flags.validate.empty()) {
+    throw InputError("calibrate: expected --nccl-tests logs or --validate files (or both)");
+  }
   RunOutputs files;
+  for (const auto& file : flags.validate) files.add_input("--validate", file);
   for (const auto& file : flags.files) files.add_input("--nccl-tests", file);
   if (!flags.output.empty()) files.add_output("--output", flags.output);
   files.check();
   Calibration calibration;
   std::string report;
-  calibration.source = "calibrate --nccl-tests";
-  calibration.backend = "nccl-tests";
+  const std::string from = std::string(flags.validate.empty() ? "" : " --validate") +
+                           (flags.files.empty() ? "" : " --nccl-tests");
+  calibration.source = "calibrate" + from;
   calibration.date = now_iso8601();
+  for (const auto& file : flags.validate) add_validate_file(file, calibration, report);
+  // The backends measured with, distinct, in order: "nccl", "nccl+nccl-tests", "nccl-tests".
+  if (!flags.files.empty()) {
+    calibration.backend += (calibration.backend.empty() ? "" : "+") + std::string("nccl-tests");
+  }
   for (const auto& file : flags.files) {
     const std::string text = read_input_file(file, "--nccl-tests");
     for (const auto& table : parse_nccl_tests(text, input_source(file), collective)) {
       add_table(table, flags, calibration, report);
     }
   }
-  if (calibration.collectives.empty()) {
-    throw InputError("--nccl-tests: no result row with a time in the given logs");
+  if (calibration.collectives.empty() && calibration.gemms.empty()) {
+    throw InputError(flags.validate.empty()
+                         ? "--nccl-tests: no result row with a time in the given logs"
+                         : "calibrate: no collective or GEMM measurement in the given files");
   }
   calibration.fits = fit_all(calibration.collectives);
   const std::string json = to_json(calibration);
   try {  // what calibrate writes, plan --calibration must accept
     (void)parse_calibration(json, "calibration");
   } catch (const InputError& e) {
-    throw InputError(std::string("--nccl-tests: the measurements give a calibration that plan "
-                                 "--calibration would refuse: ") +
+    throw InputError("calibrate" + from +
+                     ": the measurements give a calibration that plan --calibration would "
+                     "refuse: " +
                      e.what());
   }
   report += format_calibration(calibration);
@@ -126,8 +178,13 @@ void calibrate(const CalibrateFlags& flags) {
 void add_calibrate_command(CLI::App& app) {
   auto flags = std::make_shared<CalibrateFlags>();
   auto* sub = app.add_subcommand(
-      "calibrate", "Build a calibration file from nccl-tests logs (text output or -J JSON)");
-  sub->add_option("--nccl-tests", flags->files, "nccl-tests output files")->required();
+      "calibrate",
+      "Build a calibration file from nccl-tests logs (text output or -J JSON) and calibration "
+      "files validate wrote (merged, the fits refitted over every sample)");
+  sub->add_option("--nccl-tests", flags->files, "nccl-tests output files");
+  sub->add_option("--validate", flags->validate,
+                  "calibration files written by validate (runs of several plans, scales or "
+                  "nodes) to merge; all from one GPU type");
   sub->add_option("--tier", flags->tier,
                   "link tier of the measured ranks: nvlink|network|pcie (default: nvlink when "
                   "all ranks are on one host, else network)")

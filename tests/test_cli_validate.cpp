@@ -107,6 +107,27 @@ TEST_CASE("validate runs what plan --format json writes: PP 4", "[cli][validate]
     CHECK(s.collective == Collective::send_recv);  // TP 1, DP 1: the pipeline's only
     CHECK(s.ranks == 2);                           // recorded as the pair the plan prices
   }
+  // calibrate --validate: validate's file merged (twice: two runs), refitted, its own
+  // predicted-vs-measured rows left out.
+  const std::string merged = temp("merged.json");
+  REQUIRE(
+      run(kBinary + " calibrate --validate " + out + " --validate " + out + " --output " + merged,
+          log) == 0);
+  const Calibration m = parse_calibration(slurp(merged), merged);
+  CHECK(m.collectives.size() == 2 * c.collectives.size());
+  CHECK(m.gemms.size() == 2 * c.gemms.size());
+  REQUIRE(m.fits.size() == 1);  // (send-recv, 2 ranks, nvlink)
+  CHECK(m.fits[0].collective == Collective::send_recv);
+  CHECK(m.comparison.empty());
+  CHECK(m.gpu == c.gpu);
+  CHECK(m.backend == "mpi");
+  CHECK(m.source == "calibrate --validate");
+  // An nccl-tests log of another GPU beside it: refused, one line.
+  CHECK(run(kBinary + " calibrate --validate " + out + " --nccl-tests " + kData +
+                "nccl_tests/all_reduce_old.txt",
+            log) == 2);
+  CHECK(slurp(log).find("measured on 'NVIDIA A100-SXM4-80GB', the --validate files on '" + c.gpu +
+                        "'; a calibration describes one GPU type") != std::string::npos);
 }
 
 TEST_CASE("validate refuses a world size that differs from the plan", "[cli][validate][mpi]") {
