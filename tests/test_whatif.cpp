@@ -163,6 +163,21 @@ TEST_CASE("all NVLinks of a GPU down: PCIe is slow enough that cordoning wins", 
   CHECK(keep.step_time_s > w.options.front().step_time_s);
 }
 
+TEST_CASE("taking one more NVLink down never makes keeping the plan faster", "[whatif]") {
+  // H100: 18 NVLinks x 25 GB/s, PCIe 50 GB/s. One link left (25 GB/s) was priced below none
+  // left (PCIe, 50 GB/s): 17 links down came out far slower than all 18. NCCL's search moves
+  // to the PCIe path before it accepts a lower bandwidth, so one link left runs over PCIe.
+  const Seed seed;
+  double previous_s = 0.0;
+  for (const char* spec :
+       {"nvlink:17/3:15", "nvlink:17/3:16", "nvlink:17/3:17", "nvlink:17/3:all"}) {
+    INFO(spec);
+    const double keep_s = option(seed.run(spec), WhatIfKind::keep).step_time_s;
+    CHECK(keep_s >= previous_s);
+    previous_s = keep_s;
+  }
+}
+
 TEST_CASE("a dead GPU: the plan cannot keep running, no spare to re-place onto", "[whatif]") {
   const WhatIf w = Seed().run("gpu:17/3");
   CHECK_FALSE(option(w, WhatIfKind::keep).available);

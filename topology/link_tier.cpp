@@ -133,9 +133,13 @@ Intra switch_intra(const Cluster& c, std::span<const int> ids) {
   for (const int id : ids) {
     const auto down = c.health.nvlinks_down.find(id);
     if (down == c.health.nvlinks_down.end()) continue;
+    // NCCL's graph search relaxes the path type (NVLink -> PCIe) before it lowers the
+    // bandwidth it asks for (graph/search.cpp ncclTopoCompute: typeIntra += 1 first), so a GPU
+    // left with fewer NVLinks than its PCIe carries talks over PCIe: never slower than none.
     const int left = std::max(0, c.nvlink.links_per_gpu - down->second);
-    result.pcie = result.pcie || left == 0;
-    const double member = left > 0 ? left * c.nvlink.gbps_per_link : c.pcie.gbps;
+    const bool over_pcie = left * c.nvlink.gbps_per_link < c.pcie.gbps;
+    result.pcie = result.pcie || over_pcie;
+    const double member = over_pcie ? c.pcie.gbps : left * c.nvlink.gbps_per_link;
     result.gbps = std::min(result.gbps, member);
   }
   return result;
