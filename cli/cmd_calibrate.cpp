@@ -96,9 +96,22 @@ std::string format_calibration(const Calibration& c) {
                  "\nfits: t(S) = steps x latency + S x factor / busbw (least squares, relative)\n");
   fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12} {:>11}\n", "collective", "ranks", "tier",
                  "latency_us", "busbw_GB/s");
+  bool undetermined = false;
   for (const auto& f : c.fits) {
+    if (f.busbw_gbps <= 0.0) {
+      undetermined = true;
+      fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12} {:>11}\n", to_string(f.collective), f.ranks,
+                     to_string(f.tier), "-", "-");
+      continue;
+    }
     fmt::format_to(to, "{:<16} {:>5} {:<8} {:>12.3f} {:>11.3f}\n", to_string(f.collective), f.ranks,
                    to_string(f.tier), f.latency_s * 1e6, f.busbw_gbps);
+  }
+  if (undetermined) {
+    out +=
+        "- : not determined: the times do not grow with size, or the largest size is still "
+        "latency-bound (its S/busbw share below the latency); plan --calibration keeps its own "
+        "rates for these (sweep to larger sizes, e.g. -e 1G)\n";
   }
   return out;
 }

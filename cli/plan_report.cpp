@@ -217,8 +217,14 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   for (const auto& line : context.assumptions) out += "# " + line + "\n";
   for (const auto& line : context.failures) out += "# failure: " + line + "\n";
   if (!context.calibration_source.empty()) {
-    out += "# calibration: measured GEMM and collective values from " + context.calibration_source +
-           " replace the default efficiencies\n";
+    // What the file holds, and when it applies: nothing is replaced where nothing matches.
+    const std::size_t fits = context.calibration ? context.calibration->fits.size() : 0;
+    const std::size_t gemms = context.calibration ? context.calibration->gemms.size() : 0;
+    out += fmt::format(
+        "# calibration: {} holds {} collective fit(s) and {} GEMM shape(s); each replaces the "
+        "default rate where it matches (a fit: the same collective and tier, the nearest group "
+        "size; a GEMM: the dtype, within 2x in every dimension)\n",
+        context.calibration_source, fits, gemms);
   }
   out += "# " + search_summary(result, context) + "\n";
   const Columns columns = columns_of(result);

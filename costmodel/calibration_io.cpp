@@ -185,6 +185,7 @@ std::string to_json(const Calibration& calibration) {
   }
   json fits = json::array();
   for (const auto& f : calibration.fits) {
+    if (f.busbw_gbps <= 0.0) continue;  // not determined (collective_fit.h): nothing to use
     fits.push_back({{"collective", to_string(f.collective)},
                     {"ranks", f.ranks},
                     {"tier", to_string(f.tier)},

@@ -14,7 +14,8 @@ inline constexpr int kCalibrationFormat = 1;
 /// ("calib.json: fits[2].busbw_gbps: expected a positive number").
 [[nodiscard]] Calibration parse_calibration(const std::string& text, const std::string& source);
 
-/// Writes the calibration as pretty JSON; "comparison" only when it has rows.
+/// Writes the calibration as pretty JSON; "comparison" only when it has rows; a fit whose
+/// bandwidth was not determined (busbw_gbps 0, validate/collective_fit.h) is left out.
 [[nodiscard]] std::string to_json(const Calibration& calibration);
 
 /// "nvlink" | "pcie" | "network" -> Tier; throws InputError "<what>: expected

@@ -184,6 +184,34 @@ TEST_CASE("fit recovers a known latency and bandwidth", "[validate][fit]") {
   CHECK(fit_all(samples).size() == 2);  // the 1-rank group is skipped
 }
 
+TEST_CASE("fit: sizes that do not determine a bandwidth leave it undetermined", "[validate][fit]") {
+  const auto fit_of = [](const std::vector<std::pair<double, double>>& rows) {
+    std::vector<CollectiveSample> samples;
+    for (const auto& [bytes, t] : rows) {
+      samples.push_back({Collective::all_reduce, 8, Tier::nvlink, bytes, t, 0.0});
+    }
+    return fit_collective(samples);
+  };
+  // A latency sweep, 8 B to 1 KiB at 19.65-19.91 us: t = 19.65 us + 0.254 ns/B x S; at 1 KiB
+  // the S term is 0.26 us of 19.9, below the 19.65 us intercept: no bandwidth (it gave 0.061
+  // GB/s, latency 0, and plan then priced a TP all-reduce at 1500x its time).
+  const auto latency_only =
+      fit_of({{8, 19.652e-6}, {64, 19.668e-6}, {256, 19.717e-6}, {1024, 19.912e-6}});
+  CHECK(latency_only.busbw_gbps == 0.0);
+  CHECK(latency_only.latency_s == 0.0);
+  CHECK(fit_of({{1e6, 1e-4}}).busbw_gbps == 0.0);                 // one size
+  CHECK(fit_of({{1e6, 2e-4}, {1e7, 1e-4}}).busbw_gbps == 0.0);    // falling with size
+  CHECK(fit_of({{1e6, 1e-4}, {1e6, 1.1e-4}}).busbw_gbps == 0.0);  // one distinct size
+  // The cost model skips an undetermined fit (its own rate stays).
+  Calibration c;
+  c.fits.push_back(latency_only);
+  CHECK_FALSE(c.collective_fit(Collective::all_reduce, 8, Tier::nvlink).has_value());
+  // Bandwidth-bound with a little noise (negative intercept): through the origin.
+  const auto bound = fit_of({{1e8, 1.70e-3}, {1e9, 1.75e-2}});  // intercept -56 us
+  CHECK(bound.latency_s == 0.0);
+  CHECK(bound.busbw_gbps == Approx(101.5).epsilon(0.02));  // 102.9 and 100.0 GB/s, weighted
+}
+
 TEST_CASE("plan reader", "[validate][plan]") {
   const auto plan = read_plan(data("plan_tp2_pp2_dp2.json"), "plan.json");
   CHECK(plan.world_size() == 8);
@@ -325,9 +353,16 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
   no_rows.comparison.clear();
   CHECK(to_json(no_rows).find("comparison") == std::string::npos);
 
+  // A fit whose bandwidth was not determined (busbw 0) is not written.
+  Calibration undetermined = c;
+  undetermined.fits[0].busbw_gbps = 0.0;
+  CHECK(parse_calibration(to_json(undetermined), "calib.json").fits.empty());
+
   for (int i = 0; i < 2; ++i) c.fits.push_back(c.fits[0]);
-  c.fits[2].busbw_gbps = -1.0;
-  CHECK(error_of([&] { (void)parse_calibration(to_json(c), "calib.json"); }) ==
+  c.fits[2].busbw_gbps = 12345.0;  // written, then made negative in the text
+  std::string negative = to_json(c);
+  negative.replace(negative.find("12345.0"), 7, "-1.0");
+  CHECK(error_of([&] { (void)parse_calibration(negative, "calib.json"); }) ==
         "calib.json: fits[2].busbw_gbps: expected a positive number");
   CHECK(error_of([] {
           (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": []}", "c.json");

@@ -3,6 +3,7 @@
 #include "validate/collective_fit.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace trident {
@@ -13,8 +14,10 @@ struct Line {
   double slope = 0.0;
 };
 
-/// Weighted least squares of y = a + b x; with one distinct x, the line through the origin.
-Line weighted_fit(const std::vector<double>& x, const std::vector<double>& y) {
+/// Weighted least squares of y = a + b x. A negative intercept (bandwidth-bound data, a little
+/// noise) refits the line through the origin; nullopt when the sizes cannot give a slope: one
+/// distinct size, or times that do not grow with size.
+std::optional<Line> weighted_fit(const std::vector<double>& x, const std::vector<double>& y) {
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double w = 1.0 / (y[i] * y[i]);
@@ -25,11 +28,11 @@ Line weighted_fit(const std::vector<double>& x, const std::vector<double>& y) {
     sxy += w * x[i] * y[i];
   }
   const double det = sw * sxx - sx * sx;
-  if (det > 1e-12 * sw * sxx) {
-    const Line line{(sxx * sy - sx * sxy) / det, (sw * sxy - sx * sy) / det};
-    if (line.intercept >= 0.0 && line.slope > 0.0) return line;
-  }
-  return {0.0, sxy / sxx};  // through the origin
+  if (!(det > 1e-12 * sw * sxx)) return std::nullopt;  // one distinct size
+  const Line line{(sxx * sy - sx * sxy) / det, (sw * sxy - sx * sy) / det};
+  if (!(line.slope > 0.0)) return std::nullopt;  // times flat or falling with size
+  if (line.intercept >= 0.0) return line;
+  return Line{0.0, sxy / sxx};  // through the origin
 }
 
 bool same_key(const CollectiveSample& a, const CollectiveSample& b) {
@@ -57,14 +60,20 @@ CollectiveFit fit_collective(const std::vector<CollectiveSample>& samples) {
   }
   if (x.empty()) throw std::invalid_argument("fit_collective: no sample with time > 0");
   const CollectiveSample& first = samples.front();
-  const Line line = weighted_fit(x, y);
   CollectiveFit fit;
   fit.collective = first.collective;
   fit.ranks = first.ranks;
   fit.tier = first.tier;
+  const std::optional<Line> line = weighted_fit(x, y);
+  const double largest = *std::max_element(x.begin(), x.end());
+  // The bandwidth is only measured where it shows: at the largest size the S/busbw term must
+  // carry at least as much of the time as the latency (else a sweep of 8 B-1 KiB, all
+  // latency, gave "61 MB/s"). Otherwise busbw stays 0: not determined, which
+  // Calibration::collective_fit skips (the cost model keeps its own rate for this group).
+  if (!line || line->slope * largest < line->intercept) return fit;
   const double steps = latency_steps(first.collective, first.ranks);
-  fit.latency_s = steps > 0.0 ? line.intercept / steps : 0.0;
-  fit.busbw_gbps = busbw_factor(first.collective, first.ranks) / line.slope / 1e9;
+  fit.latency_s = steps > 0.0 ? line->intercept / steps : 0.0;
+  fit.busbw_gbps = busbw_factor(first.collective, first.ranks) / line->slope / 1e9;
   return fit;
 }
 

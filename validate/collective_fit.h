@@ -9,7 +9,10 @@ namespace trident {
 /// Least-squares fit of t(S) = latency_steps(c, n) * latency_s + S * busbw_factor(c, n) /
 /// (busbw_gbps * 1e9) to the samples of one (collective, ranks, tier), weighting each sample
 /// by 1/t^2 so small and large messages count alike (relative error). A negative intercept is
-/// clamped to zero latency (the slope refitted through the origin). Needs at least one sample
+/// clamped to zero latency (the slope refitted through the origin). When the samples do not
+/// determine a bandwidth (one distinct size, times that do not grow with size, or a largest
+/// size still latency-bound: slope x S_max below the intercept) the fit has busbw_gbps 0 and
+/// latency 0: not determined (Calibration::collective_fit skips it). Needs at least one sample
 /// with time > 0; throws std::invalid_argument otherwise.
 [[nodiscard]] CollectiveFit fit_collective(const std::vector<CollectiveSample>& samples);
 
