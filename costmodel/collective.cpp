@@ -242,7 +242,10 @@ double collective_time_s(Collective collective, double bytes, const GroupLink& l
   if (link.ranks <= 1 && collective != Collective::send_recv) return 0.0;
   if (calibration != nullptr) {
     if (const auto fit = calibration->collective_fit(collective, link.ranks, link.tier)) {
-      return ring_time_s(collective, bytes, link.ranks, fit->busbw_gbps, fit->latency_s);
+      // Measured on healthy links: a failure on this group's path slows it as it slows the
+      // model's own rate (docs/failures.md).
+      return ring_time_s(collective, bytes, link.ranks, fit->busbw_gbps * link.health_fraction,
+                         fit->latency_s);
     }
   }
   if (collective == Collective::all_to_all) return all_to_all_time_s(bytes, link);

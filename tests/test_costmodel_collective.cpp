@@ -4,7 +4,10 @@
 #include "costmodel/calibration.h"
 #include "costmodel/collective.h"
 #include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
 #include "topology/errors.h"
+#include "topology/failure.h"
+#include "topology/link_tier.h"
 
 using namespace trident;
 
@@ -119,4 +122,27 @@ TEST_CASE("more bandwidth never slows a collective", "[collective][invariant]") 
     CHECK(t <= previous);
     previous = t;
   }
+}
+
+TEST_CASE("a measured fit slows with the failures on its group's path", "[collective]") {
+  // Half the NVLinks of GPU 3 down (9 of 18): its TP group runs at 225 of 450 GB/s; a fit
+  // measured on the healthy group (8-rank all-reduce, 360 GB/s, 2 us a step) is priced at
+  // half its bandwidth: t = 2 x 7 x 2 us + 2 x 7/8 x 1 GB / (360 x 0.5 GB/s).
+  Cluster healthy = cluster_preset("dgx-h100");  // 8 x H100, 18 x 25 GB/s, 8 x 400 Gb/s NICs
+  healthy.servers = 64;
+  const Cluster c = apply_failure(healthy, parse_failure("nvlink:0/3:9"));
+  const std::array<int, 8> server0{0, 1, 2, 3, 4, 5, 6, 7};
+  Calibration measured;
+  measured.fits.push_back({Collective::all_reduce, 8, Tier::nvlink, 2e-6, 360.0});
+  const double bytes = 1e9;
+  const double healthy_s =
+      collective_time_s(Collective::all_reduce, bytes, query_group(healthy, server0), &measured);
+  const double hit_s =
+      collective_time_s(Collective::all_reduce, bytes, query_group(c, server0), &measured);
+  CHECK(healthy_s == Approx(14 * 2e-6 + 1.75 * bytes / 360e9));
+  CHECK(hit_s == Approx(14 * 2e-6 + 1.75 * bytes / 180e9));
+  // A NIC down: 7 of 8 NICs, 43.75 of 50 GB/s across servers.
+  const Cluster nic = apply_failure(healthy, parse_failure("nic:3/1"));
+  const std::array<int, 2> across{24, 32};
+  CHECK(query_group(nic, across).health_fraction == Approx(43.75 / 50.0));
 }

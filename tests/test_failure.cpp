@@ -131,6 +131,9 @@ TEST_CASE("one NVLink down on an H100 server: that GPU keeps 17 of 18 links", "[
   CHECK(hit.intra_gbps == Approx(425.0));  // (18 - 1) links x 25 GB/s
   const std::array<int, 4> spared{136, 137, 138, 140};
   CHECK(query_group(c, spared).intra_gbps == Approx(450.0));  // 18 x 25: no member is hit
+  // What a calibration fit measured on the healthy group is scaled by: 425 / 450.
+  CHECK(hit.health_fraction == Approx(425.0 / 450.0));
+  CHECK(query_group(c, spared).health_fraction == 1.0);
 }
 
 TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[failure]") {

@@ -155,15 +155,17 @@ struct MeshGraph {
   }
 };
 
-MeshGraph mesh_graph(const Cluster& c, int domain) {
+/// The domain's mesh under the cluster's failures, or as built (`with_failures` false).
+MeshGraph mesh_graph(const Cluster& c, int domain, bool with_failures = true) {
   const int n = c.nvlink.domain_gpus;
   MeshGraph g{n, std::vector<int>(static_cast<std::size_t>(n * n), 0)};
   const int base = domain * n;
   for (const auto& link : c.nvlink.mesh) {
     const std::pair<int, int> global = std::minmax(base + link.a, base + link.b);
-    const bool dead = c.health.dead_mesh_links.count(global) != 0;
+    const bool dead = with_failures && c.health.dead_mesh_links.count(global) != 0;
     g.at(link.a, link.b) = g.at(link.b, link.a) = dead ? 0 : link.links;
   }
+  if (!with_failures) return g;
   for (int local = 0; local < n; ++local) {
     const auto down = c.health.nvlinks_down.find(base + local);
     if (down == c.health.nvlinks_down.end() || down->second < mesh_links_of(c.nvlink, local)) {
@@ -277,6 +279,41 @@ double network_gbps(const Cluster& c, std::span<const int> ids) {
   return share / c.network.oversubscription;
 }
 
+/// The group's in-domain bandwidth with no failure (intra_of on the cluster as built).
+double healthy_intra_gbps(const Cluster& c, std::span<const int> ids) {
+  if (c.nvlink.kind == NvlinkKind::switch_fabric) {
+    return c.nvlink.links_per_gpu * c.nvlink.gbps_per_link;
+  }
+  if (c.nvlink.kind == NvlinkKind::none) return c.pcie.gbps;
+  const int n = c.nvlink.domain_gpus;
+  std::map<int, std::vector<int>> by_domain;
+  for (const int id : ids) by_domain[c.domain_of(id)].push_back(id % n);
+  double gbps = 0.0;
+  bool first = true;
+  for (auto& [domain, members] : by_domain) {
+    std::sort(members.begin(), members.end());
+    members.erase(std::unique(members.begin(), members.end()), members.end());
+    const int links = mesh_ring_links(mesh_graph(c, domain, false), members);
+    const double member = links > 0 ? links * c.nvlink.gbps_per_link : c.pcie.gbps;
+    gbps = first ? member : std::min(gbps, member);
+    first = false;
+  }
+  return gbps;
+}
+
+/// The group's bottleneck bandwidth under the failures over the same group's with none: what
+/// a measured rate of the healthy group (a calibration fit) is scaled by. 1 when healthy.
+double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLink& link) {
+  GroupLink healthy = link;
+  healthy.intra_gbps = healthy_intra_gbps(c, ids);
+  if (link.tier == Tier::network) {
+    healthy.inter_gbps = c.network.nics_per_server * c.network.nic_gbits / 8.0 / c.gpus_per_server /
+                         c.network.oversubscription;
+  }
+  const double before = healthy.bottleneck_gbps();
+  return before > 0.0 ? std::min(1.0, link.bottleneck_gbps() / before) : 1.0;
+}
+
 double network_latency_s(const NetworkSpec& net) {
   const double extra = net.rail_optimized ? 0.0 : kExtraSwitchHops * kSwitchHopUs;
   return (net.latency_us + extra) * kSecondsPerUs;
@@ -313,6 +350,7 @@ GroupLink query_group(const Cluster& cluster, std::span<const int> gpu_ids) {
     link.inter_gbps = network_gbps(cluster, gpu_ids);
     link.inter_latency_s = network_latency_s(cluster.network);
   }
+  if (!healthy) link.health_fraction = health_fraction(cluster, gpu_ids, link);
   return link;
 }
 

@@ -31,6 +31,10 @@ struct GroupLink {
   double inter_latency_s = 0.0;
   // intra_* are filled even when ranks_per_domain == 1 (the members' own link bandwidth, never
   // 0); inter_* are 0 when domains == 1. See link_tier.cpp for the model.
+  /// Bottleneck bandwidth under the cluster's failures over the same group's on the cluster as
+  /// built (1 when no failure reaches it): a rate measured on the healthy group (a calibration
+  /// fit) is scaled by it.
+  double health_fraction = 1.0;
   /// Bandwidth of the slowest tier crossed (the one a flat ring would see), GB/s.
   [[nodiscard]] double bottleneck_gbps() const;
 };
