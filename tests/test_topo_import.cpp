@@ -127,6 +127,35 @@ TEST_CASE("nvidia-smi: a degraded GPU shown only in its own row still reads as a
   CHECK(nv.degraded == std::vector<std::string>{"nvlink:0/6:3"});  // 18 - 15 = 3 down
 }
 
+TEST_CASE("nvidia-smi: cells no switch pattern explains still read as a switch server",
+          "[import]") {
+  // Read as direct links, a pair shown as SYS on an NV18 matrix gave a mesh of 27 pairs at 18
+  // NVLinks each: 108-126 NVLinks per GPU (2700 GB/s) where no GPU has more than 18, and the
+  // degraded server planned faster than the healthy one.
+  ImportedServer missing = smi("h100_hgx_nvidia_smi.txt");
+  missing.pair_links[0][1] = missing.pair_links[1][0] = 0;
+  const ServerNvlink nv = infer_nvlink(missing);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  CHECK(nv.links_per_gpu == 18);
+  CHECK(nv.degraded.empty());
+  REQUIRE(nv.notes.size() == 2);
+  CHECK(nv.notes[0] ==
+        "GPU 0 shows no NVLink to GPU 1, which no NVSwitch server shows (every pair meets in the "
+        "switches at the smaller GPU's count): read as a switch server; check the server");
+  // Two degraded GPUs: GPU 5 shows NV16 to six peers and NV17 to GPU 3 (which has 17): GPU 5
+  // counts what it shows most (16), not its largest cell.
+  ImportedServer two = smi("h100_hgx_nvidia_smi.txt");
+  for (int j = 0; j < 8; ++j) {
+    if (j == 3 || j == 5) continue;
+    two.pair_links[3][j] = two.pair_links[j][3] = 17;
+    two.pair_links[5][j] = two.pair_links[j][5] = 16;
+  }
+  two.pair_links[3][5] = two.pair_links[5][3] = 17;
+  const ServerNvlink both = infer_nvlink(two);
+  CHECK(both.kind == NvlinkKind::switch_fabric);
+  CHECK(both.degraded == std::vector<std::string>{"nvlink:0/3", "nvlink:0/5:2"});
+}
+
 TEST_CASE("nvidia-smi: DGX-1 V100 hybrid cube mesh (NV1/NV2 with PHB/SYS gaps)", "[import]") {
   const ImportedServer s = smi("dgx1_v100_nvidia_smi.txt");
   CHECK(s.gpus == 8);

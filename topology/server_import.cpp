@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <sstream>
 #include <string_view>
@@ -102,14 +103,73 @@ void add_switch_degraded(ServerNvlink& out, const std::vector<int>& per_gpu) {
   return out;
 }
 
+/// Each GPU's most common count in its row (ties: the smaller): on a switch server whose table
+/// has cells no switch pattern explains, what the GPU shows to most of its peers.
+[[nodiscard]] std::vector<int> row_mode(const ImportedServer& server) {
+  std::vector<int> out(server.gpus, 0);
+  for (int i = 0; i < server.gpus; ++i) {
+    std::map<int, int> seen;
+    for (int j = 0; j < server.gpus; ++j) {
+      if (i != j) ++seen[server.pair_links[i][j]];
+    }
+    int best = 0;
+    for (const auto& [count, times] : seen) {
+      if (times > best) {
+        best = times;
+        out[i] = count;
+      }
+    }
+  }
+  return out;
+}
+
+/// The most NVLinks one GPU has: 18 (H100, H200, B200, GB200; A100 12, V100 6: NVIDIA's
+/// datasheets). A direct mesh cannot give a GPU more.
+constexpr int kMostNvlinksPerGpu = 18;
+
+/// A matrix read as direct links that would give some GPU more NVLinks than any GPU has: it
+/// is an NVSwitch server whose table shows cells no switch pattern explains (a pair as SYS, a
+/// count unlike either row's). True with a note per such cell.
+[[nodiscard]] bool switched_beyond_mesh(const ImportedServer& server, const std::vector<int>& links,
+                                        std::vector<std::string>& notes) {
+  int most_summed = 0;
+  for (int i = 0; i < server.gpus; ++i) {
+    int summed = 0;
+    for (int j = 0; j < server.gpus; ++j) {
+      if (i != j) summed += std::min(server.pair_links[i][j], server.pair_links[j][i]);
+    }
+    most_summed = std::max(most_summed, summed);
+  }
+  if (most_summed <= kMostNvlinksPerGpu) return false;
+  for (int i = 0; i < server.gpus; ++i) {
+    for (int j = 0; j < server.gpus; ++j) {
+      const int cell = server.pair_links[i][j];
+      if (i == j || cell == links[i] || cell == std::min(links[i], links[j])) continue;
+      notes.push_back("GPU " + std::to_string(i) + " shows " +
+                      (cell == 0 ? std::string("no NVLink") : "NV" + std::to_string(cell)) +
+                      " to GPU " + std::to_string(j) +
+                      ", which no NVSwitch server shows (every pair meets in the switches at "
+                      "the smaller GPU's count): read as a switch server; check the server");
+    }
+  }
+  return true;
+}
+
 [[nodiscard]] ServerNvlink from_pairs(const ImportedServer& server) {
-  const std::vector<int> links = row_max(server);
-  const int most = server.gpus > 1 ? *std::max_element(links.begin(), links.end()) : 0;
+  std::vector<int> links = row_max(server);
+  int most = server.gpus > 1 ? *std::max_element(links.begin(), links.end()) : 0;
   if (most == 0) return ServerNvlink{};
-  if (!looks_switched(server, links)) return from_pairs_mesh(server);
+  std::vector<std::string> odd_cells;
+  if (!looks_switched(server, links)) {
+    const std::vector<int> usual = row_mode(server);
+    if (!switched_beyond_mesh(server, usual, odd_cells)) return from_pairs_mesh(server);
+    links = usual;
+    most = *std::max_element(links.begin(), links.end());
+  }
   ServerNvlink out;
   out.kind = NvlinkKind::switch_fabric;
   out.links_per_gpu = most;
+  out.notes = std::move(odd_cells);
   add_switch_degraded(out, links);
   if (server.gpus <= 4) {
     out.notes.push_back("every pair shows NV" + std::to_string(most) +
