@@ -263,11 +263,13 @@ TEST_CASE("class 10: calibrate refuses impossible times and wrong results", "[ha
   check_refused(scene, "calibrate --nccl-tests wrong_perf.txt",
                 "wrong_perf.txt:18: #wrong is 3 at 1048576 bytes: the collective gave wrong "
                 "results; fix the run before calibrating on it");
-  // No '*_perf' anywhere: the table says all-gather (redop none, count x 4 B x 8 ranks = size).
+  // No '*_perf' anywhere: an all-gather's rows (redop none, count x 4 B x 8 ranks = size) read
+  // as an all-to-all's too, so the name is asked for.
   std::string anonymous = replaced(log, "# Collective test starting: all_gather_perf\n", "");
   anonymous = replaced(anonymous, "# Collective test concluded: all_gather_perf\n", "");
   scene.write("log.txt", anonymous);
-  const Run inferred = scene.run("calibrate --nccl-tests log.txt");
+  check_refused(scene, "calibrate --nccl-tests log.txt", "log.txt:...");
+  const Run inferred = scene.run("calibrate --nccl-tests log.txt --collective all-gather");
   CHECK(inferred.code == 0);
   CHECK(inferred.out.find("-> all-gather as network") != std::string::npos);
   // The -J JSON form without a test name in args[0] or the file name: --collective says it.
@@ -278,9 +280,9 @@ TEST_CASE("class 10: calibrate refuses impossible times and wrong results", "[ha
   const Run named = scene.run("calibrate --nccl-tests j.json --collective send-recv");
   CHECK(named.code == 0);
   CHECK(named.out.find("send-recv (--collective)") != std::string::npos);
-  const Run told = scene.run("calibrate --nccl-tests log.txt --collective all-reduce");
+  const Run told = scene.run("calibrate --nccl-tests log.txt --collective all-to-all");
   CHECK(told.code == 0);
-  CHECK(told.out.find("-> all-reduce as network") != std::string::npos);
+  CHECK(told.out.find("-> all-to-all as network") != std::string::npos);
   check_refused(scene, "calibrate --nccl-tests log.txt --collective gather",
                 "--collective: expected all-reduce|all-gather|reduce-scatter|send-recv|"
                 "all-to-all|broadcast, got 'gather' (see --help)");

@@ -104,9 +104,10 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
 
 TEST_CASE("nccl-tests: the collective inferred from the table, or given",
           "[validate][nccl_tests]") {
-  // 2 ranks, float = 4 bytes. All-reduce: count x 4 = size (256 x 4 = 1024) with a reducing
-  // redop; reduce-scatter: count x 4 x ranks = size (128 x 4 x 2 = 1024) with one; all-gather:
-  // the same counts with redop none.
+  // 2 ranks, float = 4 bytes. Reduce-scatter: count x 4 x ranks = size (128 x 4 x 2 = 1024)
+  // with a reducing redop: its own. All-reduce: count x 4 = size (256 x 4 = 1024) with a
+  // reducing redop, as sendrecv_perf's and reduce_perf's rows read; all-gather: 128 with redop
+  // none, as alltoall_perf's: refused, asking for the name.
   const std::string head =
       "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "
       "busbw #wrong\n";
@@ -116,10 +117,20 @@ TEST_CASE("nccl-tests: the collective inferred from the table, or given",
   const auto collective = [&](const std::string& rows) {
     return parse_nccl_tests(head + rows, "log.txt").front().collective;
   };
-  CHECK(collective(row("256", "sum")) == Collective::all_reduce);
   CHECK(collective(row("128", "sum")) == Collective::reduce_scatter);
-  CHECK(collective(row("128", "none")) == Collective::all_gather);
-  CHECK(collective(row("256", "sum") + row("256", "max")) == Collective::all_reduce);
+  CHECK(collective(row("128", "sum") + row("128", "max")) == Collective::reduce_scatter);
+  CHECK(error_of([&] { (void)collective(row("256", "sum")); }).ends_with("give --collective"));
+  CHECK(error_of([&] { (void)collective(row("128", "none")); }).ends_with("give --collective"));
+  // A size-0 row (nccl-tests prints them when -b is below ranks x type) says nothing.
+  const std::string zero = "0 0 float sum -1 1.0 0.0 0.0 0 1.0 0.0 0.0 0\n";
+  CHECK(collective(zero + row("128", "sum")) == Collective::reduce_scatter);
+  // A named table whose rows show another collective's redop: an all-gather table after a
+  // named all-reduce one inherited the name and was fitted as an all-reduce.
+  CHECK(
+      error_of([&] { (void)parse_nccl_tests(head + row("128", "none"), "all_reduce_perf.log"); }) ==
+      "all_reduce_perf.log:3: redop 'none', which no all-reduce has: this table is "
+      "another test's (a log with several tests names each: check it, or give "
+      "--collective)");
   // Rows that disagree, or fit nothing (100 x 4 = 400 is neither 1024 nor 1024 / 2):
   CHECK(error_of([&] {
           (void)collective(row("256", "sum") + row("128", "none"));
@@ -147,6 +158,14 @@ TEST_CASE("nccl-tests: rows with wrong results or impossible numbers", "[validat
         "all_reduce_perf.log:3: time: expected a finite time of at most 1e+09 us, got inf");
   CHECK(error_of([&] { (void)samples("1e16 256 float sum -1 10 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
         "all_reduce_perf.log:3: size: expected at most 1e+15 bytes, got 1e+16");
+  // The in-place half's #wrong counts too; sizes are whole bytes, 0 or more.
+  CHECK(error_of([&] { (void)samples("1024 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 5\n"); }) ==
+        "all_reduce_perf.log:3: #wrong is 5 (in place) at 1024 bytes: the collective gave wrong "
+        "results; fix the run before calibrating on it");
+  CHECK(error_of([&] { (void)samples("-256 256 float sum -1 10 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: size: expected a whole number of bytes, 0 or more, got -256");
+  CHECK(error_of([&] { (void)samples("3.5 256 float sum -1 10 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: size: expected a whole number of bytes, 0 or more, got 3.5");
 }
 
 TEST_CASE("nccl-tests errors", "[validate][nccl_tests]") {
@@ -157,8 +176,8 @@ TEST_CASE("nccl-tests errors", "[validate][nccl_tests]") {
       "#wrong\n";
   CHECK(error_of([&] { (void)parse_nccl_tests(header, "x.log"); }) ==
         "x.log:2: cannot tell which collective this table measured (no '*_perf' name in the log "
-        "or the file name, and its rows match no all-reduce, reduce-scatter or all-gather); "
-        "give --collective");
+        "or the file name; only a reduce-scatter's rows are its own: an all-reduce's read as a "
+        "send-recv's or a reduce's, an all-gather's as an all-to-all's); give --collective");
   CHECK(error_of([&] {
           (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 x\n", "all_reduce_perf.log");
         }) == "all_reduce_perf.log:3: expected 13 columns, got 8");

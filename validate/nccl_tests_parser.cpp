@@ -196,6 +196,15 @@ void read_plain(const std::string& line, Context& context) {
   if (std::regex_search(line, match, version)) context.nccl_version = match[1].str();
 }
 
+/// A row's first cell: a digit, or a sign or point before one ("-256", ".5": read, then refused).
+bool starts_number(const std::string& cell) {
+  const auto digit = [&](std::size_t i) {
+    return i < cell.size() && std::isdigit(static_cast<unsigned char>(cell[i])) != 0;
+  };
+  const char c = cell.front();
+  return digit(0) || ((c == '-' || c == '+' || c == '.') && digit(1));
+}
+
 /// test empty: the collective is inferred from the rows once read (finish_table).
 NcclTestsTable start_table(const Context& context, const std::string& source,
                            std::optional<Collective> given) {
@@ -226,16 +235,22 @@ void check_ranks(const NcclTestsTable& table, const std::string& source, int lin
   }
 }
 
-/// A table without a test name gets the collective its rows show.
+/// A table without a test name gets the collective its rows show; a named one must not show
+/// another's (an all-gather table after a named all-reduce one inherited its name).
 void finish_table(NcclTestsTable& table, const std::string& source, int line_no,
                   bool collective_given) {
-  if (collective_given || !table.test.empty()) return;
+  if (collective_given) return;
+  if (!table.test.empty()) {
+    if (const auto problem = named_table_problem(table)) throw InputError(*problem);
+    return;
+  }
   const auto inferred = infer_collective(table);
   if (!inferred) {
     throw InputError(source + ":" + std::to_string(line_no) +
                      ": cannot tell which collective this table measured (no '*_perf' name in "
-                     "the log or the file name, and its rows match no all-reduce, "
-                     "reduce-scatter or all-gather); give --collective");
+                     "the log or the file name; only a reduce-scatter's rows are its own: an "
+                     "all-reduce's read as a send-recv's or a reduce's, an all-gather's as an "
+                     "all-to-all's); give --collective");
   }
   table.collective = *inferred;
   table.test = std::string(to_string(*inferred)) + " (inferred from the table)";
@@ -263,7 +278,7 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
       tables.back().wrong_is_count = columns->wrong_is_count;
     } else if (t[0].front() == '#') {
       read_comment(line, t, context);
-    } else if (columns && std::isdigit(static_cast<unsigned char>(t[0].front()))) {
+    } else if (columns && starts_number(t[0])) {
       tables.back().rows.push_back(read_row(t, *columns, source + ":" + std::to_string(line_no)));
     } else {
       read_plain(line, context);
@@ -302,17 +317,17 @@ double type_bytes(const std::string& type) {
   return it == sizes.end() ? 0.0 : it->second;
 }
 
+/// The collective a row's columns can only come from. An all-reduce row (count x type = size,
+/// a reducing redop) reads exactly as sendrecv_perf's (it runs its op list: nccl-tests
+/// src/sendrecv.cu SendRecvRunTest, root -1) and reduce_perf's; an all-gather row (redop none,
+/// count x type x ranks = size) as alltoall_perf's: only a reduce-scatter row is its own.
 std::optional<Collective> infer_row(const NcclTestsRow& row, int ranks) {
   const double element = type_bytes(row.type);
-  if (element == 0.0 || row.bytes <= 0.0) return std::nullopt;
-  const double counted = row.count * element;
-  if (row.redop == "none") {
-    if (counted * ranks == row.bytes) return Collective::all_gather;
+  if (element == 0.0 || row.bytes <= 0.0 || row.redop.empty() || row.redop == "none") {
     return std::nullopt;
   }
-  if (row.redop.empty()) return std::nullopt;
-  if (counted == row.bytes && ranks > 1) return Collective::all_reduce;
-  if (counted * ranks == row.bytes) return Collective::reduce_scatter;
+  const double counted = row.count * element;
+  if (ranks > 1 && counted * ranks == row.bytes) return Collective::reduce_scatter;
   return std::nullopt;
 }
 
@@ -321,11 +336,30 @@ std::optional<Collective> infer_row(const NcclTestsRow& row, int ranks) {
 std::optional<Collective> infer_collective(const NcclTestsTable& table) {
   std::optional<Collective> found;
   for (const auto& row : table.rows) {
+    if (row.bytes == 0.0) continue;  // nccl-tests prints size 0 when -b is below ranks x type
     const auto collective = infer_row(row, table.ranks);
     if (!collective || (found && *found != *collective)) return std::nullopt;
     found = collective;
   }
   return found;
+}
+
+std::optional<std::string> named_table_problem(const NcclTestsTable& table) {
+  const bool reduces =
+      table.collective == Collective::all_reduce || table.collective == Collective::reduce_scatter;
+  const bool copies = table.collective == Collective::all_gather ||
+                      table.collective == Collective::all_to_all ||
+                      table.collective == Collective::broadcast;
+  for (const auto& row : table.rows) {
+    if (row.redop.empty()) continue;
+    if ((reduces && row.redop == "none") || (copies && row.redop != "none")) {
+      return fmt::format(
+          "{}:{}: redop '{}', which no {} has: this table is another test's (a "
+          "log with several tests names each: check it, or give --collective)",
+          table.source, row.line, row.redop, to_string(table.collective));
+    }
+  }
+  return std::nullopt;
 }
 
 Tier infer_tier(const NcclTestsTable& table) {
@@ -337,15 +371,24 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
   for (const auto& row : table.rows) {
     const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
     const std::string where = row.line > 0 ? fmt::format(":{}", row.line) : std::string();
-    if (table.wrong_is_count && chosen.wrong && *chosen.wrong != 0.0) {
-      throw InputError(
-          fmt::format("{}{}: #wrong is {} at {} bytes: the collective gave wrong "
-                      "results; fix the run before calibrating on it",
-                      table.source, where, *chosen.wrong, row.bytes));
+    // Either half wrong is a wrong collective: the in-place run too.
+    for (const auto* half : {&row.out_of_place, &row.in_place}) {
+      if (table.wrong_is_count && half->wrong && *half->wrong != 0.0) {
+        throw InputError(
+            fmt::format("{}{}: #wrong is {}{} at {} bytes: the collective gave wrong "
+                        "results; fix the run before calibrating on it",
+                        table.source, where, *half->wrong,
+                        half == &row.in_place ? " (in place)" : "", row.bytes));
+      }
     }
     if (!std::isfinite(row.bytes) || row.bytes > kMaxRowBytes) {
       throw InputError(fmt::format("{}{}: size: expected at most {:g} bytes, got {:g}",
                                    table.source, where, kMaxRowBytes, row.bytes));
+    }
+    if (row.bytes < 0.0 || row.bytes != std::floor(row.bytes)) {
+      throw InputError(
+          fmt::format("{}{}: size: expected a whole number of bytes, 0 or more, got {:g}",
+                      table.source, where, row.bytes));
     }
     if (chosen.time_us && (!std::isfinite(*chosen.time_us) || *chosen.time_us > kMaxRowTimeUs)) {
       throw InputError(

@@ -61,6 +61,10 @@ inline constexpr double kMaxRowTimeUs = 1e9;
 /// all-gather. nullopt when the rows fit none of these (or disagree).
 [[nodiscard]] std::optional<Collective> infer_collective(const NcclTestsTable& table);
 
+/// "LOG:LINE: redop 'none', which no all-reduce has: ..." when a row of a table its test name
+/// labels shows another collective's redop; nullopt when every row fits.
+[[nodiscard]] std::optional<std::string> named_table_problem(const NcclTestsTable& table);
+
 /// Tier from the log: all ranks on one host -> nvlink, otherwise network.
 [[nodiscard]] Tier infer_tier(const NcclTestsTable& table);
 
