@@ -100,6 +100,19 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   const auto samples = to_samples(t, Tier::nvlink);
   REQUIRE(samples.size() == 4);
   CHECK(samples[2].time_s == Approx(39.1e-6));  // in-place when out-of-place is nan
+  // One process running both GPUs (-g 2): config.devices lists one entry per process (its
+  // first rank), so the ranks are entries x nthreads x ngpus, 1 x 1 x 2 (it read 1 rank).
+  std::string one_process = data("nccl_tests/sendrecv.json");
+  const std::string second =
+      ",{\"rank\":1,\"group\":0,\"pid\":5512,\"hostname\":\"gpu-h200-03\","
+      "\"device\":1,\"device_hex\":\"0000:3b:00\",\"device_info\":"
+      "\"NVIDIA H200\"}";
+  REQUIRE(one_process.find(second) != std::string::npos);
+  one_process.erase(one_process.find(second), second.size());
+  one_process.replace(one_process.find("\"ngpus\":1"), 9, "\"ngpus\":2");
+  const auto g2 = parse_nccl_tests(one_process, "sendrecv.json").front();
+  CHECK(g2.ranks == 2);
+  CHECK(g2.hosts == 1);
 }
 
 TEST_CASE("nccl-tests: the collective inferred from the table, or given",

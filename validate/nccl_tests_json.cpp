@@ -57,13 +57,21 @@ std::string test_name(const json& document, const std::string& source) {
                    "'*_perf' name in args[0] nor in the file name)");
 }
 
+/// `config.devices` holds one entry per process, not per rank: writeDeviceReport gathers one
+/// line per process and parseRankInfo reads its first "#  Rank" line (nccl-tests src/util.cu
+/// @a0b82b2), while each process runs nthreads x ngpus ranks. So `-g 8` on one process lists
+/// one device for 8 ranks.
 void read_devices(const json& config, NcclTestsTable& table) {
   const auto devices = config.find("devices");
   if (devices == config.end() || !devices->is_array()) return;
+  const long long per_process =
+      static_cast<long long>(config.value("nthreads", 1)) * config.value("ngpus", 1);
+  if (per_process < 1 || per_process > (1 << 20)) return;  // refused below: no rank count
   std::vector<std::string> hosts;
   for (const auto& device : *devices) {
     if (!device.is_object()) continue;
-    hosts.push_back(device.value("hostname", std::string()));
+    const std::string host = device.value("hostname", std::string());
+    for (long long r = 0; r < per_process && hosts.size() < (1U << 24); ++r) hosts.push_back(host);
     if (table.gpu.empty()) table.gpu = device.value("device_info", std::string());
   }
   table.ranks = static_cast<int>(hosts.size());
