@@ -72,9 +72,6 @@ CLI::Validator choice_check(std::vector<std::string> names) {
 }
 
 CLI::Validator positive_number_check() { return number_check<double>(false, "a positive number"); }
-CLI::Validator non_negative_number_check() {
-  return number_check<double>(true, "a non-negative number");
-}
 
 namespace {
 

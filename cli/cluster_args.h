@@ -38,7 +38,6 @@ struct ModelArgs {
 /// A positive integer at most `most` ("expected a positive integer at most 16777216, got ...").
 [[nodiscard]] CLI::Validator positive_integer_check(long long most);
 [[nodiscard]] CLI::Validator positive_number_check();
-[[nodiscard]] CLI::Validator non_negative_number_check();
 
 void add_cluster_flags(CLI::App& app, ClusterArgs& args);
 void add_model_flags(CLI::App& app, ModelArgs& args);

@@ -169,6 +169,12 @@ void calibrate(const CalibrateFlags& flags) {
   }
   calibration.fits = fit_all(calibration.collectives);
   const std::string json = to_json(calibration);
+  if (json.size() > kMaxInputBytes) {  // plan --calibration would not read it
+    throw InputError(fmt::format(
+        "calibrate{}: the calibration would be {:.1f} MiB, above the {} MiB plan --calibration "
+        "reads; give fewer or shorter logs",
+        from, static_cast<double>(json.size()) / (1 << 20), kMaxInputBytes >> 20));
+  }
   try {  // what calibrate writes, plan --calibration must accept
     (void)parse_calibration(json, "calibration");
   } catch (const InputError& e) {
@@ -178,11 +184,19 @@ void calibrate(const CalibrateFlags& flags) {
                      e.what());
   }
   report += format_calibration(calibration);
+  // The file on standard output (`--output -`) must stay a calibration file: the summary goes
+  // to standard error then.
+  const bool json_on_stdout = flags.output == "-" || flags.output == "/dev/stdout";
   if (!flags.output.empty()) {
     files.set_text("--output", json);
-    report += fmt::format("\nwrote {}\n", flags.output);
+    if (!json_on_stdout) report += fmt::format("\nwrote {}\n", flags.output);
   }
-  files.print(report);
+  if (json_on_stdout) {
+    files.add_output("the summary", "/dev/stderr");
+    files.set_text("the summary", report);
+  } else {
+    files.print(report);
+  }
   files.commit();
 }
 

@@ -338,6 +338,7 @@ void run(const PlanFlags& f) {
   if (!f.calibration_file.empty()) {
     calibration = parse_calibration(read_input_file(f.calibration_file, "--calibration"),
                                     input_source(f.calibration_file));
+    check_calibration_on_gpu(*calibration, cluster.gpu, input_source(f.calibration_file));
     context.calibration_source = f.calibration_file;
   }
   const Calibration* measured = calibration ? &*calibration : nullptr;

@@ -133,10 +133,10 @@ void add_topo_import_subcommand(CLI::App& topo) {
       ->check(positive_integer_check());
   sub->add_option("--nic-gbits", flags->nic_gbits,
                   "NIC speed, Gb/s (default: NCCL XML's speed, else assumed from the GPU)")
-      ->check(non_negative_number_check());
+      ->check(positive_number_check());
   sub->add_option("--nvlink-gbps", flags->nvlink_gbps,
                   "GB/s per NVLink, one direction (default: from the GPU: 25, 50 from Blackwell)")
-      ->check(non_negative_number_check());
+      ->check(positive_number_check());
   sub->add_option("--output", flags->output, "write the YAML here instead of stdout")
       ->type_name("FILE");
   sub->callback([flags] { run_import(*flags); });

@@ -99,6 +99,20 @@ std::string value_text(const OptionProblem& p) {
 
 }  // namespace
 
+void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
+                              const std::string& source) {
+  for (std::size_t i = 0; i < calibration.gemms.size(); ++i) {
+    const GemmSample& g = calibration.gemms[i];
+    const double peak = gpu.peak_tflops(g.dtype);
+    if (peak > 0.0 && g.tflops > peak) {
+      throw InputError(fmt::format(
+          "{}: gemms[{}].tflops: {:g} TFLOP/s is above the {}'s {} peak of {:g}; a measurement "
+          "cannot beat the peak (a calibration of another GPU?)",
+          source, i, g.tflops, gpu.name, to_string(g.dtype), peak));
+    }
+  }
+}
+
 std::string describe(const OptionProblem& p, const Model& model, const Stack& stack) {
   const std::string pin = fmt::format("{} {}", flag_of(p.knob), value_text(p));
   switch (p.issue) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/calibration.h"
 #include "planner/option_check.h"
 #include "planner/search.h"
 #include "planner/whatif.h"
@@ -18,6 +19,12 @@ namespace trident::cli {
 /// the model's heads (4) and kv_heads (2)", "--zero 1: stack megatron-2021 does not run ZeRO-1".
 [[nodiscard]] std::string describe(const OptionProblem& problem, const Model& model,
                                    const Stack& stack);
+
+/// Throws InputError "FILE: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's bf16
+/// peak of 989; a measurement cannot beat the peak" for a GEMM rate no GPU of the plan can
+/// reach (it gave MFU above 100%).
+void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
+                              const std::string& source);
 
 /// Throws InputError with describe()'s line when the pins and limits cannot run (checked
 /// before any search, what-if or emit).

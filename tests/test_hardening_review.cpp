@@ -249,3 +249,26 @@ TEST_CASE("review four: CP and EP pins against their own limits, as TP's", "[har
   check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --cp 4 --max-cp 2",
                 "--cp 4 is above --max-cp 2");
 }
+
+TEST_CASE("review four: calibrate and topo import take only what they can use", "[hardening]") {
+  Scene scene;
+  scene.write("a.log", slurp_data("nccl_tests/all_reduce_old.txt"));
+  // --output -: the file alone on standard output, the summary on standard error.
+  const auto to_stdout = scene.run("calibrate --nccl-tests a.log --output -");
+  REQUIRE(to_stdout.code == 0);
+  CHECK(to_stdout.out.starts_with("{"));
+  CHECK(to_stdout.err.find("all_reduce_perf: 8 ranks") != std::string::npos);
+  // A GEMM rate above the GPU's peak (it gave MFU 102.9%).
+  scene.write("fast.json",
+              "{\"trident_calibration\": 1, \"collectives\": [], \"fits\": [], \"gemms\": "
+              "[{\"m\": 8192, \"n\": 8192, \"k\": 8192, \"dtype\": \"bf16\", \"tflops\": "
+              "1000000}]}");
+  scene.write("m.yaml", kTinyModel);
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --calibration fast.json",
+                "fast.json: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's bf16 peak "
+                "of 989; a measurement cannot beat the peak (a calibration of another GPU?)");
+  // A speed of 0 given outright is refused, not read as "not given".
+  scene.write("smi.txt", slurp_data("topo/h100_hgx_nvidia_smi.txt"));
+  check_refused(scene, "topo import --nvidia-smi smi.txt --nic-gbits 0",
+                "--nic-gbits: expected a positive number, got '0' (see --help)");
+}
