@@ -217,9 +217,9 @@ TEST_CASE("bad input: topo", "[bad_input][topo]") {
   check_refused("topo import --nvidia-smi " + kSmi + " --gpu nope",
                 "--gpu: unknown GPU preset 'nope'; known: ...");
   check_refused("topo import --nvidia-smi " + kSmi + " --nic-gbits -1",
-                "--nic-gbits: expected a non-negative number, got '-1' (see --help)");
+                "--nic-gbits: expected a positive number, got '-1' (see --help)");
   check_refused("topo import --nvidia-smi " + kSmi + " --nvlink-gbps nan",
-                "--nvlink-gbps: expected a non-negative number, got 'nan' (see --help)");
+                "--nvlink-gbps: expected a positive number, got 'nan' (see --help)");
   check_refused("topo import --nvidia-smi " + kSmi + " --output /nonexistent/x.yaml",
                 "--output '/nonexistent/x.yaml': cannot write: No such file or directory");
 }
