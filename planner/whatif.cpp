@@ -2,6 +2,8 @@
 #include "planner/whatif.h"
 
 #include <algorithm>
+#include <map>
+#include <numeric>
 #include <set>
 
 #include "costmodel/placement.h"
@@ -40,21 +42,27 @@ constexpr double kSameSpeed = 1e-9;
          a.inter_gbps != b.inter_gbps;
 }
 
-void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string& dimension,
-             const std::vector<int>& gpus, std::set<std::vector<int>>& seen,
-             std::vector<GroupHit>& hits) {
-  if (gpus.size() < 2 || !seen.insert(gpus).second) return;
-  GroupHit hit{.dimension = dimension,
-               .gpus = gpus,
-               .before = query_group(healthy, gpus),
-               .after = {},
-               .lost = false};
-  const auto dead = dead_gpu_ids(degraded);
-  hit.lost = std::any_of(gpus.begin(), gpus.end(),
-                         [&](int g) { return std::binary_search(dead.begin(), dead.end(), g); });
-  if (!hit.lost) hit.after = query_group(degraded, gpus);
-  if (hit.lost || changed(hit.before, hit.after)) hits.push_back(std::move(hit));
-}
+/// The groups a failure reaches, each once: its links before and after, or lost.
+struct HitScan {
+  const Cluster& healthy;
+  const Cluster& degraded;
+  std::vector<int> dead;  ///< sorted, listed once per scan (not per group: 2,000 dead servers)
+  std::set<std::vector<int>> seen;
+  std::vector<GroupHit> hits;
+
+  void add(const std::string& dimension, const std::vector<int>& gpus) {
+    if (gpus.size() < 2 || !seen.insert(gpus).second) return;
+    GroupHit hit{.dimension = dimension,
+                 .gpus = gpus,
+                 .before = query_group(healthy, gpus),
+                 .after = {},
+                 .lost = false};
+    hit.lost = std::any_of(gpus.begin(), gpus.end(),
+                           [&](int g) { return std::binary_search(dead.begin(), dead.end(), g); });
+    if (!hit.lost) hit.after = query_group(degraded, gpus);
+    if (hit.lost || changed(hit.before, hit.after)) hits.push_back(std::move(hit));
+  }
+};
 
 /// Groups of the baseline (ranks = GPU ids) holding a GPU the failures reach, whose link
 /// changed or which lost a member.
@@ -63,30 +71,27 @@ void add_hit(const Cluster& healthy, const Cluster& degraded, const std::string&
                                                const std::vector<int>& reached) {
   const ParallelConfig& config = plan.config;
   const RankOrder order = plan.placement.order;
-  std::vector<GroupHit> hits;
-  std::set<std::vector<int>> seen;
+  HitScan scan{healthy, degraded, dead_gpu_ids(degraded), {}, {}};
   for (const int gpu : reached) {
     if (gpu >= config.gpus()) continue;
-    add_hit(healthy, degraded, "tp", tp_group(config, order, gpu), seen, hits);
+    scan.add("tp", tp_group(config, order, gpu));
     const std::vector<int> stages = pp_group(config, order, gpu);
     const int stage = rank_coord(config, order, gpu).pp;
     for (const int lower : {stage - 1, stage}) {
       if (lower < 0 || lower + 1 >= config.pp) continue;
-      add_hit(
-          healthy, degraded, "pp",
-          {stages[static_cast<std::size_t>(lower)], stages[static_cast<std::size_t>(lower) + 1]},
-          seen, hits);
+      scan.add("pp", {stages[static_cast<std::size_t>(lower)],
+                      stages[static_cast<std::size_t>(lower) + 1]});
     }
     if (config.hybrid_shard()) {  // HSDP: the shard group and the replicas, each its own ring
-      add_hit(healthy, degraded, "dp shard", dp_shard_group(config, order, gpu), seen, hits);
-      add_hit(healthy, degraded, "dp replica", dp_replicate_group(config, order, gpu), seen, hits);
+      scan.add("dp shard", dp_shard_group(config, order, gpu));
+      scan.add("dp replica", dp_replicate_group(config, order, gpu));
     } else {
-      add_hit(healthy, degraded, "dp", dp_group(config, order, gpu), seen, hits);
+      scan.add("dp", dp_group(config, order, gpu));
     }
-    if (config.cp > 1) add_hit(healthy, degraded, "cp", cp_group(config, order, gpu), seen, hits);
-    if (config.ep > 1) add_hit(healthy, degraded, "ep", ep_group(config, gpu), seen, hits);
+    if (config.cp > 1) scan.add("cp", cp_group(config, order, gpu));
+    if (config.ep > 1) scan.add("ep", ep_group(config, gpu));
   }
-  return hits;
+  return std::move(scan.hits);
 }
 
 // ---- the options ------------------------------------------------------------------------
@@ -164,46 +169,99 @@ struct Regrouped {
   std::vector<Regrouping> layout;  ///< the servers regrouped
 };
 
-/// Tries every regrouping of each bad server's GPUs (one server at a time) for the baseline's
-/// split and order; returns the fastest found, the identity when nothing beats it.
+/// What a server's failures look like from inside it (local GPU indexes): servers alike regroup
+/// alike.
+[[nodiscard]] std::vector<int> failure_pattern(const Cluster& c, int server) {
+  const int n = c.gpus_per_server;
+  const int first = server * n;
+  std::vector<int> pattern;
+  for (const auto& [a, b] : c.health.dead_mesh_links) {
+    if (a >= first && a < first + n) pattern.insert(pattern.end(), {a - first, b - first});
+  }
+  for (int g = 0; g < n; ++g) {
+    const auto down = c.health.nvlinks_down.find(first + g);
+    pattern.push_back(down == c.health.nvlinks_down.end() ? 0 : down->second);
+  }
+  const auto nics = c.health.nics_down.find(server);
+  pattern.push_back(nics == c.health.nics_down.end() ? 0 : nics->second);
+  return pattern;
+}
+
+/// The best regrouping of one bad server, judged alone: every other server as built, so the
+/// step compares this server's groups only (the slowest group elsewhere would hide any gain
+/// when several servers are bad). nullptr when none beats the identity.
+[[nodiscard]] const std::vector<int>* best_order_alone(
+    const Context& c, int server, const std::vector<std::vector<int>>& orders) {
+  const PlanResult& base = c.w.baseline;
+  const ParallelConfig& config = base.config;
+  const int n = c.healthy.gpus_per_server;
+  std::vector<int> gpu_of(static_cast<std::size_t>(config.gpus()));
+  std::iota(gpu_of.begin(), gpu_of.end(), 0);
+  std::vector<int> changed(static_cast<std::size_t>(n));
+  std::iota(changed.begin(), changed.end(), server * n);
+  const std::vector<int>* chosen = nullptr;
+  double best_s = 0.0;
+  for (const auto& order : orders) {
+    for (int slot = 0; slot < n; ++slot) {
+      gpu_of[static_cast<std::size_t>(server * n + slot)] =
+          server * n + order[static_cast<std::size_t>(slot)];
+    }
+    const Placement placement =
+        place_mapped(c.degraded, config, base.placement.order, gpu_of, changed, base.placement);
+    const double step_s =
+        estimate(c.degraded, c.model, config, placement, c.calibration, estimate_options(c.options))
+            .time.step_s;
+    if (chosen == nullptr) {  // the identity, first
+      chosen = &order;
+      best_s = step_s;
+    } else if (step_s < best_s * (1 - kSameSpeed)) {
+      chosen = &order;
+      best_s = step_s;
+    }
+  }
+  return chosen == &orders.front() ? nullptr : chosen;
+}
+
+/// Each bad server regrouped as is best for it alone (servers whose failures look alike share
+/// the search), then the whole plan priced once on the degraded cluster: every group a failure
+/// reaches (a NIC of another server too) or a regrouping moves is priced there, only the groups
+/// none touches keep the healthy links. The identity (keep) when nothing beats it.
 [[nodiscard]] Regrouped best_regrouping(const Context& c, const PlanResult& keep) {
   const PlanResult& base = c.w.baseline;
   const ParallelConfig& config = base.config;
-  const int per_server = c.healthy.gpus_per_server;
+  const int n = c.healthy.gpus_per_server;
   Regrouped best{std::vector<int>(static_cast<std::size_t>(config.gpus())), keep, {}};
-  for (int r = 0; r < config.gpus(); ++r) best.gpu_of[static_cast<std::size_t>(r)] = r;
-  // Every group a failure reaches (a NIC of another server too), or a regrouping can move, is
-  // priced on the degraded cluster; only the groups none touches keep the healthy links.
+  std::iota(best.gpu_of.begin(), best.gpu_of.end(), 0);
   const std::vector<int> servers = regroupable_servers(c);
+  const auto orders = regroupings(n, config.tp);
+  if (orders.empty()) return best;
+  std::map<std::vector<int>, const std::vector<int>*> by_pattern;
   std::vector<int> changed = failure_gpus(c.healthy, c.w.failures);
   for (const int server : servers) {
-    for (int g = 0; g < per_server; ++g) changed.push_back(server * per_server + g);
-  }
-  for (const int server : servers) {
-    const std::vector<int>* chosen = nullptr;
-    const auto candidates = regroupings(per_server, config.tp);
-    for (const auto& order : candidates) {
-      std::vector<int> gpu_of = best.gpu_of;
-      for (int slot = 0; slot < per_server; ++slot) {
-        gpu_of[static_cast<std::size_t>(server) * static_cast<std::size_t>(per_server) +
-               static_cast<std::size_t>(slot)] =
-            server * per_server + order[static_cast<std::size_t>(slot)];
-      }
-      const Placement placement =
-          place_mapped(c.degraded, config, base.placement.order, gpu_of, changed, base.placement);
-      PlanResult plan{config,
-                      placement,
-                      estimate(c.degraded, c.model, config, placement, c.calibration,
-                               estimate_options(c.options)),
-                      {}};
-      if (plan.estimate.time.step_s < best.plan.estimate.time.step_s * (1 - kSameSpeed)) {
-        best.gpu_of = gpu_of;
-        best.plan = plan;
-        chosen = &order;
-      }
+    const auto [at, fresh] = by_pattern.try_emplace(failure_pattern(c.degraded, server), nullptr);
+    if (fresh) at->second = best_order_alone(c, server, orders);
+    if (at->second == nullptr) continue;
+    const std::vector<int>& order = *at->second;
+    for (int slot = 0; slot < n; ++slot) {
+      best.gpu_of[static_cast<std::size_t>(server * n + slot)] =
+          server * n + order[static_cast<std::size_t>(slot)];
+      changed.push_back(server * n + slot);
     }
-    if (chosen != nullptr) best.layout.push_back({server, *chosen});
+    best.layout.push_back({server, order});
   }
+  if (best.layout.empty()) return best;
+  const Placement placement =
+      place_mapped(c.degraded, config, base.placement.order, best.gpu_of, changed, base.placement);
+  PlanResult plan{
+      config,
+      placement,
+      estimate(c.degraded, c.model, config, placement, c.calibration, estimate_options(c.options)),
+      {}};
+  if (!(plan.estimate.time.step_s < keep.estimate.time.step_s * (1 - kSameSpeed))) {
+    best.layout.clear();  // together they do not beat keeping the plan
+    return best;
+  }
+  best.plan = plan;
   return best;
 }
 
@@ -224,12 +282,15 @@ struct Regrouped {
                            config.tp < per_server && c.healthy.nvlink.domain_gpus == per_server &&
                            per_server <= 8;
   if (!can_regroup) return unavailable(WhatIfKind::replace, no_regroup_reason(c, config.tp));
-  Regrouped best = best_regrouping(c, *keep.plan);
-  if (best.layout.empty()) {
-    const bool switched = c.healthy.nvlink.kind == NvlinkKind::switch_fabric;
-    return unavailable(WhatIfKind::replace,
-                       switched ? OptionNote::switch_no_gain : OptionNote::no_better_grouping);
+  // On an NVSwitch every GPU sits in some group of each dimension whatever the grouping, and a
+  // group runs at its slowest member's links (and the server's NIC share is every GPU's): no
+  // regrouping of the same split beats keeping it, so none is tried (trying them all cost
+  // minutes for 100 failed GPUs on 131,072).
+  if (c.healthy.nvlink.kind == NvlinkKind::switch_fabric) {
+    return unavailable(WhatIfKind::replace, OptionNote::switch_no_gain);
   }
+  Regrouped best = best_regrouping(c, *keep.plan);
+  if (best.layout.empty()) return unavailable(WhatIfKind::replace, OptionNote::no_better_grouping);
   WhatIfOption option =
       with_plan(WhatIfKind::replace, best.plan, config.gpus(), OptionNote::regrouped);
   option.regrouped = std::move(best.layout);

@@ -237,6 +237,25 @@ TEST_CASE("several failures: a regrouping is priced with every other failure in 
   CHECK(replace.step_time_s == Approx(nic_keep_s));  // the mesh link laid around, the NIC not
 }
 
+TEST_CASE("mesh: dead links on two servers are laid around on both", "[whatif]") {
+  // Regrouped one server at a time against the whole plan, neither server alone beat keeping
+  // it (the other server's dead link still set the slowest TP pair): re-place was "no
+  // regrouping beats keeping the plan". Each server is now regrouped as is best for it alone
+  // (alike servers share the search), then the plan is priced once.
+  const Mesh mesh;
+  const WhatIf w =
+      what_if(mesh.cluster, mesh.model, {parse_failure("mesh:0/0-1"), parse_failure("mesh:2/0-1")},
+              mesh.options);
+  const WhatIfOption& best = w.options.front();
+  REQUIRE(best.kind == WhatIfKind::replace);
+  REQUIRE(best.regrouped.size() == 2);
+  CHECK(best.regrouped[0].server == 0);
+  CHECK(best.regrouped[1].server == 2);
+  CHECK(best.regrouped[1].order == std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7});
+  CHECK(best.step_time_s == Approx(w.baseline.estimate.time.step_s));
+  CHECK(option(w, WhatIfKind::keep).step_time_s > best.step_time_s);
+}
+
 TEST_CASE("no plan fits the healthy cluster: nothing to compare the failures with", "[whatif]") {
   Cluster one = cluster_preset("dgx-h100");
   one.servers = 1;  // 8 x 80 GB cannot hold Llama 3 405B's weights and optimizer state
