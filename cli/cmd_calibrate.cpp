@@ -14,6 +14,7 @@
 #include "cli/output_file.h"
 #include "costmodel/calibration_io.h"
 #include "topology/errors.h"
+#include "topology/text_check.h"
 #include "validate/collective_fit.h"
 #include "validate/nccl_tests_parser.h"
 
@@ -30,6 +31,12 @@ struct CalibrateFlags {
 
 void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibration& out,
                std::string& report) {
+  if (flags.tier.empty() && table.hosts == 0) {
+    throw InputError(table.source + ": " + (table.test.empty() ? "the test" : table.test) +
+                     ": no '#  Rank N ... on HOST' lines: cannot tell whether its ranks shared a "
+                     "host (nvlink) or not (network); give --tier");
+  }
+  check_one_line(table.gpu, table.source + ": the GPU name of its '#  Rank' lines");
   const Tier tier = flags.tier.empty() ? infer_tier(table) : parse_tier(flags.tier, "--tier");
   if (table.ranks < 2) {
     throw InputError(table.source + ": " + (table.test.empty() ? "the test" : table.test) +

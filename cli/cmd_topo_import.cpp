@@ -81,7 +81,7 @@ void check_name(const std::string& name) {
                       byte));
     }
   }
-  if (!is_clean_text(name)) throw InputError("--name: expected UTF-8 text");
+  check_one_line(name, "--name");  // C1 controls, U+2028/2029, bidirectional controls; UTF-8
 }
 
 void run_import(const ImportFlags& flags) {

@@ -267,6 +267,26 @@ TEST_CASE("review four: calibrate and topo import take only what they can use", 
   check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --calibration fast.json",
                 "fast.json: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's bf16 peak "
                 "of 989; a measurement cannot beat the peak (a calibration of another GPU?)");
+  // Rows and names the summary would only have failed on later, or misread: a time whose
+  // busbw is past any link, a log without '#  Rank' lines (one host or several?), a GPU name
+  // with a bidirectional control.
+  std::string log = slurp_data("nccl_tests/all_reduce_old.txt");
+  scene.write("fast.log", replaced(log, "    61.20   17.13", "    1e-05   17.13"));
+  check_refused(
+      scene, "calibrate --nccl-tests fast.log",
+      "fast.log:20: time: 1e-05 us at 1.04858e+06 bytes is a bus bandwidth of 1.83501e+08 "
+      "GB/s; expected at most 1e+06");
+  std::string no_ranks = log;
+  for (int rank = 0; rank < 8; ++rank) {
+    const auto at = no_ranks.find("#   Rank");
+    no_ranks.erase(at, no_ranks.find('\n', at) - at + 1);
+  }
+  scene.write("noranks.log", no_ranks);
+  check_refused(scene, "calibrate --nccl-tests noranks.log", "noranks.log: all_reduce_perf: no...");
+  CHECK(scene.run("calibrate --nccl-tests noranks.log --tier network").code == 0);
+  scene.write("rlo.log",
+              replaced(log, "device  7 [0xbd] NVIDIA A100", "device  7 [0xbd] NVIDIA \u202eA100"));
+  check_refused(scene, "calibrate --nccl-tests rlo.log", "rlo.log: the GPU name of its...");
   // A speed of 0 given outright is refused, not read as "not given".
   scene.write("smi.txt", slurp_data("topo/h100_hgx_nvidia_smi.txt"));
   check_refused(scene, "topo import --nvidia-smi smi.txt --nic-gbits 0",

@@ -56,4 +56,16 @@ TEST_CASE("text check: one_line shows each control character or line break as '?
   CHECK(trident::one_line("x\xc2\x85y") == "x?y");         // NEL, a C1 control: two bytes, one '?'
   CHECK(trident::one_line("x\xe2\x80\xa8y\x7f") == "x?y?");  // U+2028 (three bytes), DEL
   CHECK(trident::one_line("caf\xc3\xa9") == "caf\xc3\xa9");  // other UTF-8 is kept
+  // Bidirectional controls reorder what a terminal shows: U+202E (RLO), U+2066 (LRI).
+  CHECK(trident::one_line("a\xe2\x80\xae"
+                          "b\xe2\x81\xa6"
+                          "c") == "a?b?c");
+  try {
+    trident::check_one_line("H100\xe2\x80\xae", "f:1: name");
+    FAIL("U+202E accepted");
+  } catch (const trident::InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "f:1: name: expected a string without control characters, got a bidirectional "
+          "control at byte 5");
+  }
 }

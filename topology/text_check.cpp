@@ -78,8 +78,15 @@ void check_text(std::string_view text, const std::string& source) {
 
 namespace {
 
+/// U+200E, U+200F, U+202A-U+202E, U+2066-U+2069 (E2 80 8E..; E2 81 A6..): bidirectional
+/// controls, which reorder what a terminal shows (a name can read as another).
+bool bidi_control(int next, int third) {
+  if (next == 0x80) return third == 0x8e || third == 0x8f || (third >= 0xaa && third <= 0xae);
+  return next == 0x81 && third >= 0xa6 && third <= 0xa9;
+}
+
 /// The length in bytes of the control character or line break starting at `text[i]` (a C0
-/// control, DEL, a C1 control, U+2028, U+2029), 0 when there is none.
+/// control, DEL, a C1 control, U+2028, U+2029, a bidirectional control), 0 when there is none.
 std::size_t control_length(std::string_view text, std::size_t i) {
   const auto byte = static_cast<unsigned char>(text[i]);
   const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
@@ -87,6 +94,7 @@ std::size_t control_length(std::string_view text, std::size_t i) {
   if (byte < 0x20 || byte == 0x7f) return 1;
   if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) return 2;
   if (byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9)) return 3;
+  if (byte == 0xe2 && bidi_control(next, third)) return 3;
   return 0;
 }
 
@@ -96,10 +104,13 @@ void check_one_line(std::string_view text, const std::string& where) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const std::size_t length = control_length(text, i);
     if (length == 0) continue;
-    throw InputError(where + ": expected a string without control characters, got " +
-                     (length > 1
-                          ? std::string("a line-breaking character")
-                          : fmt::format("byte 0x{:02x}", static_cast<unsigned char>(text[i]))) +
+    const bool bidi = length == 3 && bidi_control(static_cast<unsigned char>(text[i + 1]),
+                                                  static_cast<unsigned char>(text[i + 2]));
+    const std::string what =
+        bidi         ? std::string("a bidirectional control")
+        : length > 1 ? std::string("a line-breaking character")
+                     : fmt::format("byte 0x{:02x}", static_cast<unsigned char>(text[i]));
+    throw InputError(where + ": expected a string without control characters, got " + what +
                      " at byte " + std::to_string(i + 1));
   }
   if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");

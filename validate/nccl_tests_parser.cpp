@@ -407,6 +407,14 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
     sample.bytes = row.bytes;
     sample.time_s = *chosen.time_us * 1e-6;
     sample.busbw_gbps = busbw_gbps(table.collective, table.ranks, row.bytes, sample.time_s);
+    // A time so short its bus bandwidth is past any link (1e6 GB/s, what a calibration file
+    // holds) is no measurement: refused at its line, not later as "calibration: collectives[4]".
+    if (!(sample.busbw_gbps <= kMaxRowBusbwGbps)) {
+      throw InputError(fmt::format(
+          "{}{}: time: {:g} us at {:g} bytes is a bus bandwidth of {:g} "
+          "GB/s; expected at most {:g}",
+          table.source, where, *chosen.time_us, row.bytes, sample.busbw_gbps, kMaxRowBusbwGbps));
+    }
     out.push_back(sample);
   }
   return out;

@@ -46,6 +46,8 @@ struct NcclTestsTable {
 /// rate a calibration file can hold (costmodel/calibration_io.h bounds).
 inline constexpr double kMaxRowBytes = 1e15;
 inline constexpr double kMaxRowTimeUs = 1e9;
+/// The largest bus bandwidth a row's time may give, GB/s (a calibration file's bound).
+inline constexpr double kMaxRowBusbwGbps = 1e6;
 
 /// Parses a text log or a `-J` JSON file (detected by a leading '{'). The collective is
 /// `collective` when given, else the test name in the log, else in `source` ("all_gather_perf
