@@ -327,6 +327,8 @@ struct Regrouped {
     bad.push_back(f.server * c.healthy.gpus_per_server + f.gpu);  // a mesh link: its first GPU
   }
   if (bad.empty()) return unavailable(WhatIfKind::cordon_gpu, OptionNote::not_one_gpu);
+  std::sort(bad.begin(), bad.end());  // two specs on one GPU (links that add up): it goes once
+  bad.erase(std::unique(bad.begin(), bad.end()), bad.end());
   for (const int gpu : bad) cluster.health.dead_gpus.insert(gpu);
   ReplanOutcome outcome;
   auto plan = best_plan(c, cluster, outcome);

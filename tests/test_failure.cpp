@@ -185,6 +185,25 @@ TEST_CASE("dead GPUs and servers", "[failure]") {
   } catch (const InputError& e) {
     CHECK(std::string(e.what()) == "'gpu:1/2': names the same part as 'gpu:1/2'");
   }
+  // A part of a part that is down whole, either order: a dead server's GPU or NIC, a dead
+  // GPU's NVLinks (the report recommended "takes GPU 3 out" of a dead server).
+  const auto refused = [](const std::vector<std::string>& specs) {
+    std::vector<Failure> failures;
+    for (const auto& spec : specs) failures.push_back(parse_failure(spec));
+    try {
+      (void)apply_failures(h100_64(), failures);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refused({"gpu:0/3", "server:0"}) ==
+        "'server:0': 'gpu:0/3' is part of 'server:0', which is down whole");
+  CHECK(refused({"server:0", "nic:0/1"}) ==
+        "'nic:0/1': 'nic:0/1' is part of 'server:0', which is down whole");
+  CHECK(refused({"nvlink:0/3", "gpu:0/3"}) ==
+        "'gpu:0/3': 'nvlink:0/3' is part of 'gpu:0/3', which is down whole");
+  CHECK(refused({"gpu:0/3", "server:1", "nvlink:0/4"}) == "accepted");  // other parts
 }
 
 TEST_CASE("mesh servers: a direct link down, by pair", "[failure]") {

@@ -338,6 +338,23 @@ namespace {
   return false;
 }
 
+/// `whole` is down whole and `part` is inside it: a dead server's GPUs, links and NICs, a dead
+/// GPU's links (the report would take the part out again: "takes GPU 3 out" of a dead server).
+[[nodiscard]] bool inside(const Failure& part, const Failure& whole) {
+  if (part.server != whole.server || part.kind == FailureKind::server) return false;
+  if (whole.kind == FailureKind::server) return true;
+  if (whole.kind != FailureKind::gpu) return false;
+  switch (part.kind) {
+    case FailureKind::nvlink:
+    case FailureKind::nvlink_all:
+      return part.gpu == whole.gpu;
+    case FailureKind::mesh_link:
+      return part.gpu == whole.gpu || part.peer == whole.gpu;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 Cluster apply_failures(const Cluster& cluster, const std::vector<Failure>& failures) {
@@ -346,6 +363,12 @@ Cluster apply_failures(const Cluster& cluster, const std::vector<Failure>& failu
     for (std::size_t j = 0; j < i; ++j) {
       if (same_part(failures[i], failures[j])) {
         spec_error(failures[i].spec, "names the same part as '" + failures[j].spec + "'");
+      }
+      for (const auto& [part, whole] : {std::pair{i, j}, std::pair{j, i}}) {
+        if (inside(failures[part], failures[whole])) {
+          spec_error(failures[i].spec, "'" + failures[part].spec + "' is part of '" +
+                                           failures[whole].spec + "', which is down whole");
+        }
       }
     }
     out = apply_failure(out, failures[i]);
