@@ -283,6 +283,47 @@ std::string emit_option(const PlanFlags& f, const WhatIf& w, const Model& model,
                           *option.cluster, model, stack);
 }
 
+/// The "# search:" line: what the pins fix and what the search leaves free.
+std::string describe_search(const SearchOptions& o) {
+  std::vector<std::string> pinned;
+  std::vector<std::string> free;
+  const auto knob = [&](const char* name, const std::optional<std::string>& value) {
+    if (value) {
+      pinned.push_back(std::string(name) + " " + *value);
+    } else {
+      free.emplace_back(name);
+    }
+  };
+  const auto number = [](const std::optional<int>& v) {
+    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+  };
+  knob("TP", number(o.tp));
+  knob("PP", number(o.pp));
+  knob("DP", number(o.dp));
+  knob("micro-batch", number(o.micro_batch));
+  knob("VP", number(o.vp));
+  knob("recompute",
+       o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
+  knob("ZeRO", number(o.zero));
+  knob("sequence parallel", o.sequence_parallel
+                                ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
+                                : std::nullopt);
+  if (pinned.empty()) {
+    return "search: every TP x PP x DP split with micro-batch, interleaving, recompute, ZeRO and "
+           "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "
+           "--micro-batch --vp --recompute --zero --sequence-parallel";
+  }
+  const auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+    }
+    return out;
+  };
+  return "search: " + join(pinned) + " pinned; " +
+         (free.empty() ? std::string("nothing else free") : join(free) + " free");
+}
+
 /// Every file the run reads and writes (cli/output_file.h): refused up front when an output
 /// would overwrite an input or another output.
 RunOutputs declare_files(const PlanFlags& f) {
@@ -322,10 +363,7 @@ void run(const PlanFlags& f) {
   context.assumptions.push_back(fmt::format(
       "cluster {}: {} GPUs in {} servers of {}; model {}: {}", cluster.name, cluster.gpus(),
       cluster.servers, summarize_server(cluster), model.name, summarize_model(model)));
-  context.assumptions.push_back(
-      "search: every TP x PP x DP split with micro-batch, interleaving, recompute, ZeRO and "
-      "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "
-      "--micro-batch --vp --recompute --zero --sequence-parallel");
+  context.assumptions.push_back(describe_search(options));
   if (const std::string line = describe_cp_ep_search(model, options); !line.empty()) {
     context.assumptions.push_back(line);
   }

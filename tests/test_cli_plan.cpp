@@ -152,6 +152,12 @@ TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   REQUIRE(one.code == 0);
   const auto doc = nlohmann::json::parse(one.out);
   CHECK(doc.at("search").at("configurations_searched") == 1);
+  // The assumption line says what is pinned and what the search leaves free (it said "free"
+  // for every knob whatever was pinned).
+  const Run table = trident(kSeed + " --tp 8 --pp 8 --recompute selective --top 1");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("# search: TP 8, PP 8 and recompute selective pinned; DP, micro-batch, "
+                       "VP, ZeRO and sequence parallel free\n") != std::string::npos);
 }
 
 TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
