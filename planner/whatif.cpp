@@ -169,6 +169,12 @@ struct Regrouped {
   std::vector<Regrouping> layout;  ///< the servers regrouped
 };
 
+/// Index of GPU `slot` of `server` (servers of `n` GPUs) in a rank -> GPU map.
+[[nodiscard]] std::size_t slot_index(int server, int n, int slot) {
+  return static_cast<std::size_t>(server) * static_cast<std::size_t>(n) +
+         static_cast<std::size_t>(slot);
+}
+
 /// What a server's failures look like from inside it (local GPU indexes): servers alike regroup
 /// alike.
 [[nodiscard]] std::vector<int> failure_pattern(const Cluster& c, int server) {
@@ -203,18 +209,14 @@ struct Regrouped {
   double best_s = 0.0;
   for (const auto& order : orders) {
     for (int slot = 0; slot < n; ++slot) {
-      gpu_of[static_cast<std::size_t>(server * n + slot)] =
-          server * n + order[static_cast<std::size_t>(slot)];
+      gpu_of[slot_index(server, n, slot)] = server * n + order[static_cast<std::size_t>(slot)];
     }
     const Placement placement =
         place_mapped(c.degraded, config, base.placement.order, gpu_of, changed, base.placement);
     const double step_s =
         estimate(c.degraded, c.model, config, placement, c.calibration, estimate_options(c.options))
             .time.step_s;
-    if (chosen == nullptr) {  // the identity, first
-      chosen = &order;
-      best_s = step_s;
-    } else if (step_s < best_s * (1 - kSameSpeed)) {
+    if (chosen == nullptr || step_s < best_s * (1 - kSameSpeed)) {  // the identity comes first
       chosen = &order;
       best_s = step_s;
     }
@@ -243,8 +245,7 @@ struct Regrouped {
     if (at->second == nullptr) continue;
     const std::vector<int>& order = *at->second;
     for (int slot = 0; slot < n; ++slot) {
-      best.gpu_of[static_cast<std::size_t>(server * n + slot)] =
-          server * n + order[static_cast<std::size_t>(slot)];
+      best.gpu_of[slot_index(server, n, slot)] = server * n + order[static_cast<std::size_t>(slot)];
       changed.push_back(server * n + slot);
     }
     best.layout.push_back({server, order});

@@ -110,8 +110,10 @@ void check_one_line(std::string_view text, const std::string& where) {
         bidi         ? std::string("a bidirectional control")
         : length > 1 ? std::string("a line-breaking character")
                      : fmt::format("byte 0x{:02x}", static_cast<unsigned char>(text[i]));
-    throw InputError(where + ": expected a string without control characters, got " + what +
-                     " at byte " + std::to_string(i + 1));
+    throw InputError(
+        fmt::format("{}: expected a string without control characters, got {} at "
+                    "byte {}",
+                    where, what, i + 1));
   }
   if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");
 }
