@@ -216,10 +216,22 @@ TEST_CASE("NCCL XML: H100 on NVSwitch, 5+4+4+5 links per GPU", "[import]") {
   CHECK(nv.degraded.empty());
   CHECK(s.nics.size() == 8);  // mlx5_0..7 at 400000 Mb/s
   CHECK(s.nic_gbits == 400.0);
-  CHECK(s.other_nics == std::vector<std::string>{"mlx5_8: 200 Gb/s where most are 400 Gb/s",
-                                                 "mlx5_9: 200 Gb/s where most are 400 Gb/s"});
+  // mlx5_8/9 (storage) sit on a PCIe switch with no GPU: left out for that, whatever their
+  // speed (a DGX A100's run at the compute NICs' 200 Gb/s and were counted: 31.25 GB/s a GPU).
+  CHECK(s.other_nics == std::vector<std::string>{
+                            "mlx5_8: no GPU behind the same PCIe switch (storage or management)",
+                            "mlx5_9: no GPU behind the same PCIe switch (storage or management)"});
   CHECK(s.sm == 90);
   CHECK(guess_gpu_preset(s) == "h100-sxm-80g");  // PCI device 0x2330
+  // The storage NICs at the compute NICs' speed: still left out, 8 NICs carry the traffic.
+  std::string same_speed = sample("h100_nccl_topo.xml");
+  for (auto at = same_speed.find("speed=\"200000\""); at != std::string::npos;
+       at = same_speed.find("speed=\"200000\"")) {
+    same_speed.replace(at, 14, "speed=\"400000\"");
+  }
+  const ImportedServer storage = parse_nccl_topo_xml(same_speed, "h100.xml");
+  CHECK(storage.nics.size() == 8);
+  CHECK(storage.other_nics.size() == 2);
   CHECK(nvlink_gbps_for("", s.sm) == 25.0);
 }
 

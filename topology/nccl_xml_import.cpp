@@ -14,6 +14,7 @@ namespace trident {
 namespace {
 
 using tinyxml2::XMLElement;
+using tinyxml2::XMLNode;
 
 struct XmlGpu {
   int dev = 0;
@@ -25,8 +26,27 @@ struct XmlGpu {
 
 struct XmlNet {
   std::string name;
-  double gbits = 0.0;  ///< 0 = not given
+  double gbits = 0.0;     ///< 0 = not given
+  bool near_gpu = false;  ///< a GPU behind the same PCIe switch
 };
+
+/// True when `element`'s subtree holds a <gpu>.
+bool holds_gpu(const XMLElement* element) {
+  for (const XMLElement* child = element->FirstChildElement(); child != nullptr;
+       child = child->NextSiblingElement()) {
+    if (std::string_view(child->Name()) == "gpu" || holds_gpu(child)) return true;
+  }
+  return false;
+}
+
+/// A NIC shares a PCIe switch with a GPU: <net> in <nic> in its <pci> device, under a <pci>
+/// switch whose subtree holds a <gpu> (DGX storage NICs sit on a switch of their own).
+bool near_gpu(const XMLElement* net) {
+  const XMLNode* device = net->Parent() != nullptr ? net->Parent()->Parent() : nullptr;
+  const XMLElement* sw =
+      device != nullptr && device->Parent() != nullptr ? device->Parent()->ToElement() : nullptr;
+  return sw != nullptr && std::string_view(sw->Name()) == "pci" && holds_gpu(sw);
+}
 
 /// "<name>" of an element, for messages.
 [[nodiscard]] std::string tag(const XMLElement* at) {
@@ -109,8 +129,9 @@ void Reader::add_net(const XMLElement* net) {
   const int mbits = net->Attribute("speed") == nullptr ? 0 : int_attribute(net, "speed");
   if (mbits < 0)
     fail(net, "<net>: attribute 'speed': expected Mb/s >= 0, got " + std::to_string(mbits));
-  nets_.push_back(
-      XmlNet{.name = attribute(net, "name"), .gbits = mbits > 0 ? mbits / 1000.0 : 0.0});
+  nets_.push_back(XmlNet{.name = attribute(net, "name"),
+                         .gbits = mbits > 0 ? mbits / 1000.0 : 0.0,
+                         .near_gpu = near_gpu(net)});
 }
 
 void Reader::walk(const XMLElement* element) {
@@ -163,17 +184,30 @@ void Reader::add_links(ImportedServer& server) const {
 }
 
 /// The NICs at the speed most of them have carry the traffic; slower or faster odd ones out
-/// (a 100 Gb/s port beside 200 Gb/s ones) are listed as left out.
+/// (a 100 Gb/s port beside 200 Gb/s ones) are listed as left out. When some NICs share a PCIe
+/// switch with a GPU, the others (storage, management: a DGX A100's two on their own switch)
+/// are left out first, whatever their speed, as the nvidia-smi reader does.
 void Reader::choose_nics(ImportedServer& server) const {
+  const bool by_switch =
+      std::any_of(nets_.begin(), nets_.end(), [](const XmlNet& n) { return n.near_gpu; });
+  std::vector<XmlNet> nets;
+  for (const XmlNet& net : nets_) {
+    if (!by_switch || net.near_gpu) {
+      nets.push_back(net);
+    } else {
+      server.other_nics.push_back(net.name +
+                                  ": no GPU behind the same PCIe switch (storage or management)");
+    }
+  }
   std::map<double, int> by_speed;
-  for (const XmlNet& net : nets_) ++by_speed[net.gbits];
+  for (const XmlNet& net : nets) ++by_speed[net.gbits];
   double speed = 0.0;
   int most = 0;
   for (const auto& [gbits, count] : by_speed) {
     if (count > most || (count == most && gbits > speed)) speed = gbits, most = count;
   }
   server.nic_gbits = speed;
-  for (const XmlNet& net : nets_) {
+  for (const XmlNet& net : nets) {
     if (net.gbits == speed) {
       server.nics.push_back(net.name);
     } else {
