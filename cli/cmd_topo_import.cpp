@@ -102,7 +102,8 @@ void run_import(const ImportFlags& flags) {
   try {
     (void)load_cluster(yaml, "the imported cluster");
   } catch (const InputError& e) {
-    throw InputError(std::string(e.what()) + " (from --nic-gbits, --nvlink-gbps or the input)");
+    throw InputError(std::string(e.what()) +
+                     " (from --servers, --nic-gbits, --nvlink-gbps or the input)");
   }
   files.set_text("--output", yaml);
   files.commit();

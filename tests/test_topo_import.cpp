@@ -287,6 +287,13 @@ TEST_CASE("NCCL XML: link counts, NIC speeds and GPU counts are bounded", "[impo
   CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
                   "<net name=\"mlx5_0\" dev=\"0\" speed=\"fast\"/></system>") ==
         "topo.xml:2: <net>: attribute 'speed': expected an integer, got 'fast'");
+  // The whole text, in range (sscanf read "400000.5" as 400000 and an overflow as -1).
+  for (const std::string speed : {"400000.5", "99999999999999999999"}) {
+    CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
+                    "<net name=\"mlx5_0\" dev=\"0\" speed=\"" +
+                    speed + "\"/></system>") ==
+          "topo.xml:2: <net>: attribute 'speed': expected an integer, got '" + speed + "'");
+  }
   std::string many = "<system>";
   for (int g = 0; g <= kMaxImportGpus; ++g) {
     many += "<pci busid=\"0000:" + std::to_string(g) + ":00.0\"><gpu dev=\"" + std::to_string(g) +

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <string_view>
 
@@ -94,8 +95,12 @@ std::string Reader::attribute(const XMLElement* at, const char* name) const {
 
 int Reader::int_attribute(const XMLElement* at, const char* name) const {
   const std::string text = attribute(at, name);
+  // The whole text, in range: tinyxml2's ToInt (sscanf "%d") read "400000.5" as 400000 and
+  // an overflowing "99999999999999999999" as -1.
   int value = 0;
-  if (tinyxml2::XMLUtil::ToInt(text.c_str(), &value)) return value;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec == std::errc() && ptr == end) return value;
   fail(at, tag(at)
                .append(": attribute '")
                .append(name)
