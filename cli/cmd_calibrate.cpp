@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <iterator>
 #include <optional>
 
@@ -139,6 +140,26 @@ CLI::Validator collective_check() {
       "NAME");
 }
 
+/// A log or file given twice would count each of its samples twice: refused.
+void reject_repeated_files(const CalibrateFlags& flags) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const auto& f : flags.validate) inputs.emplace_back("--validate", f);
+  for (const auto& f : flags.files) inputs.emplace_back("--nccl-tests", f);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      std::error_code error;
+      if (inputs[i].second == "-" || inputs[j].second == "-" ||
+          !std::filesystem::equivalent(inputs[i].second, inputs[j].second, error)) {
+        continue;
+      }
+      throw InputError(
+          fmt::format("{} '{}': the same file as {} '{}'; give each once (its "
+                      "samples would count twice)",
+                      inputs[i].first, inputs[i].second, inputs[j].first, inputs[j].second));
+    }
+  }
+}
+
 void calibrate(const CalibrateFlags& flags) {
   if (!flags.tier.empty()) (void)parse_tier(flags.tier, "--tier");
   const std::optional<Collective> collective =
@@ -147,6 +168,7 @@ void calibrate(const CalibrateFlags& flags) {
   if (flags.files.empty() && flags.validate.empty()) {
     throw InputError("calibrate: expected --nccl-tests logs or --validate files (or both)");
   }
+  reject_repeated_files(flags);
   RunOutputs files;
   for (const auto& file : flags.validate) files.add_input("--validate", file);
   for (const auto& file : flags.files) files.add_input("--nccl-tests", file);
@@ -174,7 +196,10 @@ void calibrate(const CalibrateFlags& flags) {
                          ? "--nccl-tests: no result row with a time in the given logs"
                          : "calibrate: no collective or GEMM measurement in the given files");
   }
-  calibration.fits = fit_all(calibration.collectives);
+  // validate's files alone: sweeps around their plans' sizes, fitted as validate fits them;
+  // with logs of any sizes, a bandwidth only where the samples show one.
+  calibration.fits =
+      fit_all(calibration.collectives, flags.files.empty() ? FitSizes::plans : FitSizes::any);
   const std::string json = to_json(calibration);
   if (json.size() > kMaxInputBytes) {  // plan --calibration would not read it
     throw InputError(fmt::format(

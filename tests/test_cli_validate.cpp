@@ -107,12 +107,16 @@ TEST_CASE("validate runs what plan --format json writes: PP 4", "[cli][validate]
     CHECK(s.collective == Collective::send_recv);  // TP 1, DP 1: the pipeline's only
     CHECK(s.ranks == 2);                           // recorded as the pair the plan prices
   }
-  // calibrate --validate: validate's file merged (twice: two runs), refitted, its own
-  // predicted-vs-measured rows left out.
+  // calibrate --validate: validate's file merged with a copy (two runs), refitted, its own
+  // predicted-vs-measured rows left out; the same file twice is refused (counted twice).
   const std::string merged = temp("merged.json");
-  REQUIRE(
-      run(kBinary + " calibrate --validate " + out + " --validate " + out + " --output " + merged,
-          log) == 0);
+  const std::string second = temp("pp4_calib_2.json");
+  std::ofstream(second) << slurp(out);
+  REQUIRE(run(kBinary + " calibrate --validate " + out + " --validate " + second + " --output " +
+                  merged,
+              log) == 0);
+  CHECK(run(kBinary + " calibrate --validate " + out + " " + out, log) == 2);
+  CHECK(slurp(log).find("the same file as --validate") != std::string::npos);
   const Calibration m = parse_calibration(slurp(merged), merged);
   CHECK(m.collectives.size() == 2 * c.collectives.size());
   CHECK(m.gemms.size() == 2 * c.gemms.size());

@@ -234,6 +234,15 @@ TEST_CASE("fit: sizes that do not determine a bandwidth leave it undetermined", 
   CHECK(fit_of({{1e6, 1e-4}}).busbw_gbps == 0.0);                 // one size
   CHECK(fit_of({{1e6, 2e-4}, {1e7, 1e-4}}).busbw_gbps == 0.0);    // falling with size
   CHECK(fit_of({{1e6, 1e-4}, {1e6, 1.1e-4}}).busbw_gbps == 0.0);  // one distinct size
+  // validate's sweep around the plan's own sizes keeps the line through the origin: the
+  // measured times at those sizes (t = S x 1.75 / busbw through the weighted points).
+  const auto at_plan_sizes =
+      fit_collective({{Collective::all_reduce, 8, Tier::nvlink, 8, 19.652e-6, 0.0},
+                      {Collective::all_reduce, 8, Tier::nvlink, 1024, 19.912e-6, 0.0}},
+                     FitSizes::plans);
+  CHECK(at_plan_sizes.latency_s == 0.0);
+  CHECK(at_plan_sizes.busbw_gbps > 0.0);
+  CHECK(fitted_time_s(at_plan_sizes, 1024) == Approx(19.912e-6).epsilon(0.02));
   // The cost model skips an undetermined fit (its own rate stays).
   Calibration c;
   c.fits.push_back(latency_only);

@@ -32,17 +32,7 @@ double measured_at(const std::vector<SweepPoint>& sweep, const CollectiveFit& fi
     if (s.collective == collective && s.ranks == ranks && s.bytes == bytes) return s.time_s;
   }
   extrapolated = true;
-  if (fit.busbw_gbps > 0.0) return fitted_time_s(fit, bytes);
-  // No bandwidth fitted (the sweep stayed latency-bound): the largest size run, scaled
-  // linearly: its algorithm bandwidth, a lower bound on the asymptotic one.
-  const SweepPoint* largest = nullptr;
-  for (const auto& p : sweep) {
-    const auto& s = p.sample;
-    if (s.collective != collective || s.ranks != ranks || s.time_s <= 0.0) continue;
-    if (largest == nullptr || s.bytes > largest->sample.bytes) largest = &p;
-  }
-  if (largest == nullptr) return 0.0;
-  return largest->sample.time_s * std::max(1.0, bytes / largest->sample.bytes);
+  return fitted_time_s(fit, bytes);  // FitSizes::plans: always a bandwidth
 }
 
 const CollectiveFit& fit_for(const std::vector<CollectiveFit>& fits, Collective collective,
@@ -193,7 +183,7 @@ Measurement measure_plan(Backend& backend, const PlanSpec& plan, int world_rank,
     if (*comms[i]) measure_comm(backend, **comms[i], groups.get(kinds[i]), options, out);
   }
   for (const auto& point : out.sweep) out.calibration.collectives.push_back(point.sample);
-  out.calibration.fits = fit_all(out.calibration.collectives);
+  out.calibration.fits = fit_all(out.calibration.collectives, FitSizes::plans);
   for (const auto* comm : comms) {
     if (*comm) compare_comm(**comm, options, out);
   }
