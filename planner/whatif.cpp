@@ -177,10 +177,20 @@ struct Regrouped {
 
 /// What a server's failures look like from inside it (local GPU indexes): servers alike regroup
 /// alike.
-[[nodiscard]] std::vector<int> failure_pattern(const Cluster& c, int server) {
+[[nodiscard]] std::vector<int> failure_pattern(const Cluster& c, int server,
+                                               const PlanResult& base) {
   const int n = c.gpus_per_server;
   const int first = server * n;
   std::vector<int> pattern;
+  // Servers alike only when their ranks sit alike too: each slot's TP and CP coordinate and
+  // whether its stage is the first, a middle or the last (servers of a split whose TP x DP is
+  // no multiple of the server hold different mixes of stages).
+  const ParallelConfig& config = base.config;
+  for (int slot = 0; slot < n && first + slot < config.gpus(); ++slot) {
+    const RankCoord coord = rank_coord(config, base.placement.order, first + slot);
+    const int role = coord.pp == 0 ? 0 : coord.pp == config.pp - 1 ? 2 : 1;
+    pattern.insert(pattern.end(), {coord.tp, coord.cp, role});
+  }
   for (const auto& [a, b] : c.health.dead_mesh_links) {
     if (a >= first && a < first + n) pattern.insert(pattern.end(), {a - first, b - first});
   }
@@ -240,7 +250,8 @@ struct Regrouped {
   std::map<std::vector<int>, const std::vector<int>*> by_pattern;
   std::vector<int> changed = failure_gpus(c.healthy, c.w.failures);
   for (const int server : servers) {
-    const auto [at, fresh] = by_pattern.try_emplace(failure_pattern(c.degraded, server), nullptr);
+    const auto [at, fresh] =
+        by_pattern.try_emplace(failure_pattern(c.degraded, server, base), nullptr);
     if (fresh) at->second = best_order_alone(c, server, orders);
     if (at->second == nullptr) continue;
     const std::vector<int>& order = *at->second;
@@ -251,6 +262,10 @@ struct Regrouped {
     best.layout.push_back({server, order});
   }
   if (best.layout.empty()) return best;
+  // place_mapped prices every group itself when `changed` lists every GPU (by its length): a
+  // failed GPU of a regrouped server must count once.
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
   const Placement placement =
       place_mapped(c.degraded, config, base.placement.order, best.gpu_of, changed, base.placement);
   PlanResult plan{

@@ -143,6 +143,7 @@ TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[failure]"
   const GroupLink link = query_group(c, group);
   CHECK(link.tier == Tier::pcie);
   CHECK(link.intra_gbps == Approx(c.pcie.gbps));
+  CHECK(link.health_fraction == 1.0);  // a PCIe fit prices it as measured: not scaled again
   // Two more links down on GPU 5 adds up: 2 + 3 = 5 of 18 -> 13 x 25 = 325 GB/s.
   c = apply_failures(c, {parse_failure("nvlink:0/5:2"), parse_failure("nvlink:0/5:3")});
   CHECK(c.health.nvlinks_down.at(5) == 5);
@@ -189,6 +190,7 @@ TEST_CASE("dead GPUs and servers", "[failure]") {
   // GPU's NVLinks (the report recommended "takes GPU 3 out" of a dead server).
   const auto refused = [](const std::vector<std::string>& specs) {
     std::vector<Failure> failures;
+    failures.reserve(specs.size());
     for (const auto& spec : specs) failures.push_back(parse_failure(spec));
     try {
       (void)apply_failures(h100_64(), failures);

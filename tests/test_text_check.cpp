@@ -57,6 +57,8 @@ TEST_CASE("text check: one_line shows each control character or line break as '?
   CHECK(trident::one_line("x\xe2\x80\xa8y\x7f") == "x?y?");  // U+2028 (three bytes), DEL
   CHECK(trident::one_line("caf\xc3\xa9") == "caf\xc3\xa9");  // other UTF-8 is kept
   // Bidirectional controls reorder what a terminal shows: U+202E (RLO), U+2066 (LRI).
+  CHECK(trident::one_line("a\xd8\x9c"
+                          "b") == "a?b");  // U+061C ARABIC LETTER MARK
   CHECK(trident::one_line("a\xe2\x80\xae"
                           "b\xe2\x81\xa6"
                           "c") == "a?b?c");

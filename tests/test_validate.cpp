@@ -219,6 +219,7 @@ TEST_CASE("fit recovers a known latency and bandwidth", "[validate][fit]") {
 TEST_CASE("fit: sizes that do not determine a bandwidth leave it undetermined", "[validate][fit]") {
   const auto fit_of = [](const std::vector<std::pair<double, double>>& rows) {
     std::vector<CollectiveSample> samples;
+    samples.reserve(rows.size());
     for (const auto& [bytes, t] : rows) {
       samples.push_back({Collective::all_reduce, 8, Tier::nvlink, bytes, t, 0.0});
     }

@@ -288,12 +288,17 @@ double healthy_intra_gbps(const Cluster& c, std::span<const int> ids) {
   const int n = c.nvlink.domain_gpus;
   std::map<int, std::vector<int>> by_domain;
   for (const int id : ids) by_domain[c.domain_of(id)].push_back(id % n);
+  std::map<std::uint32_t, int> by_mask;
   double gbps = 0.0;
   bool first = true;
   for (auto& [domain, members] : by_domain) {
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
-    const int links = mesh_ring_links(mesh_graph(c, domain, false), members);
+    std::uint32_t mask = 0;
+    for (const int local : members) mask |= 1U << local;
+    const auto [hit, fresh] = by_mask.try_emplace(mask, 0);  // as built, domains alike
+    if (fresh) hit->second = mesh_ring_links(mesh_graph(c, domain, false), members);
+    const int links = hit->second;
     const double member = links > 0 ? links * c.nvlink.gbps_per_link : c.pcie.gbps;
     gbps = first ? member : std::min(gbps, member);
     first = false;
@@ -304,6 +309,8 @@ double healthy_intra_gbps(const Cluster& c, std::span<const int> ids) {
 /// The group's bottleneck bandwidth under the failures over the same group's with none: what
 /// a measured rate of the healthy group (a calibration fit) is scaled by. 1 when healthy.
 double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLink& link) {
+  // A member fallen back to PCIe: the fit looked up is a PCIe one, measured as it runs.
+  if (link.intra_tier == Tier::pcie && c.nvlink.kind != NvlinkKind::none) return 1.0;
   GroupLink healthy = link;
   healthy.intra_gbps = healthy_intra_gbps(c, ids);
   if (link.tier == Tier::network) {
@@ -350,7 +357,11 @@ GroupLink query_group(const Cluster& cluster, std::span<const int> gpu_ids) {
     link.inter_gbps = network_gbps(cluster, gpu_ids);
     link.inter_latency_s = network_latency_s(cluster.network);
   }
-  if (!healthy) link.health_fraction = health_fraction(cluster, gpu_ids, link);
+  // Only link failures change a group's rate (dead GPUs and servers take members out).
+  const ClusterHealth& h = cluster.health;
+  if (!h.nvlinks_down.empty() || !h.dead_mesh_links.empty() || !h.nics_down.empty()) {
+    link.health_fraction = health_fraction(cluster, gpu_ids, link);
+  }
   return link;
 }
 

@@ -108,9 +108,9 @@ void add_switch_degraded(ServerNvlink& out, const std::vector<int>& per_gpu) {
 [[nodiscard]] std::vector<int> row_mode(const ImportedServer& server) {
   std::vector<int> out(server.gpus, 0);
   for (int i = 0; i < server.gpus; ++i) {
-    std::map<int, int> seen;
+    std::map<int, int> seen;  // NVLink counts only: a SYS cell is one of the odd cells
     for (int j = 0; j < server.gpus; ++j) {
-      if (i != j) ++seen[server.pair_links[i][j]];
+      if (i != j && server.pair_links[i][j] > 0) ++seen[server.pair_links[i][j]];
     }
     int best = 0;
     for (const auto& [count, times] : seen) {

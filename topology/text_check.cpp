@@ -95,6 +95,7 @@ std::size_t control_length(std::string_view text, std::size_t i) {
   if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) return 2;
   if (byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9)) return 3;
   if (byte == 0xe2 && bidi_control(next, third)) return 3;
+  if (byte == 0xd8 && next == 0x9c) return 2;  // U+061C ARABIC LETTER MARK, a bidi control
   return 0;
 }
 
@@ -104,8 +105,9 @@ void check_one_line(std::string_view text, const std::string& where) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const std::size_t length = control_length(text, i);
     if (length == 0) continue;
-    const bool bidi = length == 3 && bidi_control(static_cast<unsigned char>(text[i + 1]),
-                                                  static_cast<unsigned char>(text[i + 2]));
+    const bool bidi = (length == 3 && bidi_control(static_cast<unsigned char>(text[i + 1]),
+                                                   static_cast<unsigned char>(text[i + 2]))) ||
+                      (length == 2 && static_cast<unsigned char>(text[i]) == 0xd8);
     const std::string what =
         bidi         ? std::string("a bidirectional control")
         : length > 1 ? std::string("a line-breaking character")
