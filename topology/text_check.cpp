@@ -85,33 +85,40 @@ bool bidi_control(int next, int third) {
   return next == 0x81 && third >= 0xa6 && third <= 0xa9;
 }
 
-/// The length in bytes of the control character or line break starting at `text[i]` (a C0
-/// control, DEL, a C1 control, U+2028, U+2029, a bidirectional control), 0 when there is none.
-std::size_t control_length(std::string_view text, std::size_t i) {
+enum class ControlKind { none, byte, line_break, bidi };
+
+/// A control character or line break starting at `text[i]`: what it is (a C0 control or DEL;
+/// a C1 control, U+2028, U+2029; a bidirectional control) and its length in bytes.
+struct Control {
+  ControlKind kind = ControlKind::none;
+  std::size_t length = 0;
+};
+
+Control control_at(std::string_view text, std::size_t i) {
   const auto byte = static_cast<unsigned char>(text[i]);
   const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
   const auto third = i + 2 < text.size() ? static_cast<unsigned char>(text[i + 2]) : 0;
-  if (byte < 0x20 || byte == 0x7f) return 1;
-  if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) return 2;
-  if (byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9)) return 3;
-  if (byte == 0xe2 && bidi_control(next, third)) return 3;
-  if (byte == 0xd8 && next == 0x9c) return 2;  // U+061C ARABIC LETTER MARK, a bidi control
-  return 0;
+  if (byte < 0x20 || byte == 0x7f) return {ControlKind::byte, 1};
+  if (byte == 0xc2 && next >= 0x80 && next <= 0x9f) return {ControlKind::line_break, 2};
+  if (byte == 0xe2 && next == 0x80 && (third == 0xa8 || third == 0xa9)) {
+    return {ControlKind::line_break, 3};
+  }
+  if (byte == 0xe2 && bidi_control(next, third)) return {ControlKind::bidi, 3};
+  if (byte == 0xd8 && next == 0x9c) return {ControlKind::bidi, 2};  // U+061C ARABIC LETTER MARK
+  return {};
 }
 
 }  // namespace
 
 void check_one_line(std::string_view text, const std::string& where) {
   for (std::size_t i = 0; i < text.size(); ++i) {
-    const std::size_t length = control_length(text, i);
-    if (length == 0) continue;
-    const bool bidi = (length == 3 && bidi_control(static_cast<unsigned char>(text[i + 1]),
-                                                   static_cast<unsigned char>(text[i + 2]))) ||
-                      (length == 2 && static_cast<unsigned char>(text[i]) == 0xd8);
+    const Control control = control_at(text, i);
+    if (control.kind == ControlKind::none) continue;
     const std::string what =
-        bidi         ? std::string("a bidirectional control")
-        : length > 1 ? std::string("a line-breaking character")
-                     : fmt::format("byte 0x{:02x}", static_cast<unsigned char>(text[i]));
+        control.kind == ControlKind::bidi ? std::string("a bidirectional control")
+        : control.kind == ControlKind::line_break
+            ? std::string("a line-breaking character")
+            : fmt::format("byte 0x{:02x}", static_cast<unsigned char>(text[i]));
     throw InputError(
         fmt::format("{}: expected a string without control characters, got {} at "
                     "byte {}",
@@ -124,9 +131,9 @@ std::string one_line(std::string_view text) {
   std::string shown;
   shown.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = control_length(text, i);
-    shown += length == 0 ? text[i] : '?';
-    i += length == 0 ? 1 : length;
+    const Control control = control_at(text, i);
+    shown += control.kind == ControlKind::none ? text[i] : '?';
+    i += control.kind == ControlKind::none ? 1 : control.length;
   }
   return shown;
 }
