@@ -103,6 +103,12 @@ namespace {
   const ParallelConfig& c = o.plan->config;
   out["gpus"] = o.gpus;
   out["spare_servers"] = o.spare_servers;
+  if (o.kind == WhatIfKind::cordon_server) {
+    out["servers"] = o.servers;
+    out["most_servers"] = o.scan.most_servers;
+    out["most_servers_step_time_s"] = o.scan.most_servers_step_s;
+    out["server_counts_searched"] = o.scan.counts_searched;
+  }
   out["tp"] = c.tp;
   out["pp"] = c.pp;
   out["dp"] = c.dp;

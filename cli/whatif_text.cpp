@@ -143,13 +143,18 @@ namespace {
   const std::string what =
       (o.cordoned.size() == 1 ? "takes server " : "takes servers ") + list + " out";
   if (!o.available) return what + ": " + replan_text(o.replan) + " on any number of servers";
-  std::string spares;
-  if (o.spare_servers > 0) {
-    spares = "; " + replan_text(o.replan) + ", so " + std::to_string(o.spare_servers) +
-             " more idle as spares";
+  const std::string on = ": re-plans on " + std::to_string(o.servers) + " servers (" +
+                         std::to_string(o.gpus) + " GPUs)";
+  const std::string idle = std::to_string(o.spare_servers) + " more idle as spares";
+  const std::string none_left = o.replan.result == Replan::runs ? "" : "; " + replan_text(o.replan);
+  if (o.servers < o.scan.most_servers) {
+    return what + none_left + "; on " + std::to_string(o.scan.most_servers) +
+           " servers, the most with a plan, a step takes " +
+           printf_string("%.3f s", o.scan.most_servers_step_s) +
+           ", slower than on fewer by more than the model's error band, so " + idle + on;
   }
-  return what + spares + ": re-plans on " + std::to_string(o.servers) + " servers (" +
-         std::to_string(o.gpus) + " GPUs)";
+  if (o.spare_servers > 0) return what + none_left + ", so " + idle + on;
+  return what + on;
 }
 
 [[nodiscard]] std::string why_clause(const WhatIfOption& best, const WhatIf& w) {

@@ -13,6 +13,7 @@
 #include "costmodel/precision.h"
 #include "planner/layout.h"
 #include "planner/option_check.h"
+#include "planner/splits.h"
 #include "topology/errors.h"
 
 namespace trident {
@@ -45,115 +46,8 @@ void keep_best(std::vector<PlanResult>& kept, std::size_t limit, const PlanResul
   if (kept.size() > limit) kept.pop_back();
 }
 
-bool allowed(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
-
 MemoryShortfall shortfall_of(const MemoryBreakdown& memory, double reserve_gib) {
   return {unfragmented_bytes(memory), memory.capacity_bytes, reserve_gib};
-}
-
-/// TP degrees: divide heads and kv_heads, within the limits and the pin.
-std::vector<int> tp_candidates(const Model& model, const SearchOptions& options) {
-  std::vector<int> out;
-  for (const int tp : divisors(std::gcd(model.heads, model.kv_heads))) {
-    if (tp < options.min_tp || (options.max_tp > 0 && tp > options.max_tp)) continue;
-    if (allowed(options.tp, tp)) out.push_back(tp);
-  }
-  return out;
-}
-
-/// CP sizes: 1, and powers of two with 2 cp dividing the sequence (causal load balancing)
-/// when the stack has CP and the sequence is long (or CP is pinned or --min-cp asks).
-std::vector<int> cp_candidates(const Model& model, const SearchOptions& options) {
-  if (options.cp) return {*options.cp};
-  std::vector<int> out;
-  if (options.min_cp <= 1) out.push_back(1);
-  const bool search = options.stack.context_parallel() &&
-                      (model.seq_len >= kCpSearchMinSeqLen || options.min_cp > 1);
-  if (!search) return out;
-  const int most = options.max_cp > 0 ? options.max_cp : kMaxSearchedCp;
-  // 64-bit: a --max-cp near 2^31 would overflow the doubling and 2 x cp.
-  for (long long cp = 2; cp <= most && model.seq_len % (2 * cp) == 0; cp *= 2) {
-    if (cp >= options.min_cp) out.push_back(static_cast<int>(cp));
-  }
-  return out;
-}
-
-/// EP sizes for a MoE model: powers of two dividing the experts and tp x cp x dp.
-std::vector<int> ep_candidates(const Model& model, const SearchOptions& options, int block) {
-  if (options.ep)
-    return block % *options.ep == 0 ? std::vector<int>{*options.ep} : std::vector<int>{};
-  std::vector<int> out;
-  if (options.min_ep <= 1) out.push_back(1);
-  if (!model.is_moe() || !options.stack.expert_parallel) return out;
-  const int most = options.max_ep > 0 ? options.max_ep : model.moe.experts;
-  for (int ep = 2; ep <= most && model.moe.experts % ep == 0 && block % ep == 0; ep *= 2) {
-    if (ep >= options.min_ep) out.push_back(ep);
-  }
-  return out;
-}
-
-/// HSDP shard group sizes for a ZeRO stage: 0 (shard over all of DP) and, where the stack
-/// shards this stage per unit with hybrid sharding, powers of two from 2 below dp that divide
-/// it. A pin (N < dp) is the only size tried and leaves out the stages that cannot shard
-/// hybrid; a pin equal to dp means all of DP.
-std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp, bool moe) {
-  // MoE models: the experts' state is sharded over all of DP (moe.h); HSDP is not tried.
-  const bool hybrid = options.stack.supports_hybrid_shard(zero) && !moe;
-  if (options.dp_shard && *options.dp_shard != dp) {
-    if (!hybrid || *options.dp_shard < 2 || dp % *options.dp_shard != 0) return {};
-    return {*options.dp_shard};
-  }
-  std::vector<int> out{0};
-  if (options.dp_shard || !hybrid) return out;
-  for (int shard = 2; shard < dp; shard *= 2) {
-    if (dp % shard == 0) out.push_back(shard);
-  }
-  return out;
-}
-
-struct Split {
-  int tp = 1;
-  int pp = 1;
-  int dp = 1;
-  int cp = 1;
-  int ep = 1;
-};
-
-/// A CP size some kind the stack runs can take at this TP: ring attention and the all-gather
-/// rotater always, Ulysses only where the heads divide (a stack pinned to all-to-all,
-/// --cp-comm a2a, has neither).
-bool cp_runnable(const Model& model, const Stack& stack, int tp, int cp) {
-  if (cp <= 1 || stack.supports(CpKind::p2p) || stack.supports(CpKind::all_gather)) return true;
-  ParallelConfig config;
-  config.tp = tp;
-  config.cp = cp;
-  return cp_a2a_runs(stack, model, config);
-}
-
-std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options) {
-  std::vector<Split> out;
-  const long long batch = model.training.global_batch;
-  const auto cps = cp_candidates(model, options);
-  for (const int tp : tp_candidates(model, options)) {
-    for (const int cp : cps) {
-      if (gpus % (tp * cp) != 0 || !cp_runnable(model, options.stack, tp, cp)) continue;
-      const int inner = tp * cp;
-      // Even splits: PP divides the layers. With uneven stages any PP up to the layers that
-      // divides the GPUs left by TP and CP.
-      const auto pps =
-          options.stack.uneven_stages ? divisors(gpus / inner) : divisors(model.layers);
-      for (const int pp : pps) {
-        if (pp > model.layers || (pp > 1 && !options.stack.pipelines())) break;
-        if (!allowed(options.pp, pp) || gpus % (inner * pp) != 0) continue;
-        const int dp = gpus / (inner * pp);
-        if (!allowed(options.dp, dp) || batch % dp != 0) continue;
-        for (const int ep : ep_candidates(model, options, inner * dp)) {
-          out.push_back({tp, pp, dp, cp, ep});
-        }
-      }
-    }
-  }
-  return out;
 }
 
 /// A split's placement in the two rank orders, and whether they price alike.
@@ -424,18 +318,6 @@ class SplitSearch {
 
 }  // namespace
 
-std::vector<int> divisors(long long n) {
-  std::vector<int> small;
-  std::vector<int> large;
-  for (long long d = 1; d * d <= n; ++d) {
-    if (n % d != 0) continue;
-    small.push_back(static_cast<int>(d));
-    if (d * d != n) large.push_back(static_cast<int>(n / d));
-  }
-  small.insert(small.end(), large.rbegin(), large.rend());
-  return small;
-}
-
 bool better_plan(const PlanResult& a, const PlanResult& b) {
   // A plan that fits only if the allocator fragments less than its mean ranks after every
   // plan that fits with it.
@@ -470,10 +352,6 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   }
   if (!best.estimate.memory.fits) best.shortfall = shortfall_of(best.estimate.memory, reserve_gib);
   return best;
-}
-
-bool has_split(int gpus, const Model& model, const SearchOptions& options) {
-  return gpus > 0 && !splits(gpus, model, options).empty();
 }
 
 SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& options,

@@ -9,7 +9,9 @@
 ///   cordon GPU    take the bad GPU out and re-plan on what is left (any split);
 ///   cordon server take the bad servers out and re-plan on the rest; when no split of what is
 ///                 left divides the model, whole servers are set aside as spares until one
-///                 does. The global batch stays the same throughout.
+///                 does, and down to half the live servers a count runs on fewer only when
+///                 it is faster by more than the model's error band. The global batch stays
+///                 the same throughout.
 /// Options are ranked by step time; the fastest is recommended. What each option does, or why
 /// it cannot run, is data (OptionNote and its numbers); cli/whatif_text.h says it in words.
 #include <optional>
@@ -80,6 +82,18 @@ struct Regrouping {
   std::vector<int> order;
 };
 
+/// cordon-server: the server counts searched, and the plan on the most servers that have one.
+/// With the global batch fixed, fewer GPUs can run faster than the most that have a split (a
+/// count whose splits are all awkward: 16,128 servers take PP 63 for a batch of 2,048); counts
+/// down to half the live servers are searched and the fastest kept when it beats the plan on
+/// more servers by more than the model's error band (tied_with_leader).
+struct ServerCountScan {
+  int counts_searched = 0;           ///< server counts searched (those with a split)
+  int lowest_count = 0;              ///< the fewest servers searched
+  int most_servers = 0;              ///< the most live servers a plan runs on; 0 when none does
+  double most_servers_step_s = 0.0;  ///< that plan's step time
+};
+
 struct WhatIfOption {
   WhatIfKind kind = WhatIfKind::keep;
   bool available = false;
@@ -95,6 +109,7 @@ struct WhatIfOption {
   int gpus = 0;           ///< GPUs the job runs on
   int servers = 0;        ///< cordon-server: live servers the job runs on
   int spare_servers = 0;  ///< whole live servers left idle (cordon-server)
+  ServerCountScan scan;   ///< cordon-server: how the server count was chosen
   double step_time_s = 0.0;
   double slowdown = 0.0;  ///< step_time_s / healthy step time - 1
 };

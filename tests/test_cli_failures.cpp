@@ -227,3 +227,33 @@ TEST_CASE("--emit under --fail-link writes the option the report recommends", "[
   CHECK(report.code == 2);
   CHECK(report.err.rfind("trident: error: --explain: under --fail-link", 0) == 0);
 }
+
+TEST_CASE("cordon-server runs on fewer servers when the most with a split are slow",
+          "[cli][failures]") {
+  // Llama 2 7B, global batch 64, 16 DGX H100, server 0 dead: 15 servers (120 GPUs) have only
+  // deep-pipeline splits (DP | 64); 14 servers (TP4 PP7 DP4) are faster beyond megatron-core's
+  // +/-7% band, so one more server idles and the launch is for servers 1-14.
+  const std::string base =
+      "plan --model llama2-7b --global-batch 64 --gpus 128 --fail-link server:0";
+  const auto doc = json_of(base);
+  REQUIRE(doc["impact"]["recommended"] == "cordon-server");
+  const auto& server = doc["impact"]["options"][0];
+  CHECK(server["servers"] == 14);
+  CHECK(server["spare_servers"] == 1);
+  CHECK(server["most_servers"] == 15);
+  CHECK(server["most_servers_step_time_s"].get<double>() >
+        server["step_time_s"].get<double>() * 1.07);
+  // Counts 15 down to (15 + 1) / 2 = 8 that have a split; 15 and 14 among them.
+  CHECK(server["server_counts_searched"].get<int>() >= 2);
+  CHECK(server["server_counts_searched"].get<int>() <= 8);
+  const std::string detail = server["detail"];
+  CHECK(detail.rfind("takes server 0 out; on 15 servers, the most with a plan, a step takes ", 0) ==
+        0);
+  CHECK(detail.find("slower than on fewer by more than the model's error band, so 1 more idle "
+                    "as spares: re-plans on 14 servers (112 GPUs)") != std::string::npos);
+  const Run emit = trident(base + " --emit megatron");
+  INFO(emit.err);
+  REQUIRE(emit.code == 0);
+  CHECK(emit.out.find("# nodes: servers 1-14 of the cluster") != std::string::npos);
+  CHECK(emit.out.find("--nnodes 14 --nproc-per-node 8") != std::string::npos);
+}

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "costmodel/model_loader.h"
+#include "costmodel/stack.h"
 #include "planner/layout.h"
 #include "planner/whatif.h"
 #include "topology/cluster_loader.h"
@@ -12,7 +13,8 @@ using namespace trident;
 
 namespace {
 
-/// The seed question: 512 H100 in 64 servers, GPT-3 175B (batch 1536), --min-tp 4.
+/// The seed question: 512 H100 in 64 servers, GPT-3 175B (batch 1536), --min-tp 4, under the
+/// CLI's default stack (megatron-core, its measured error band +/-7%).
 struct Seed {
   Cluster cluster = cluster_preset("dgx-h100");
   Model model = model_preset("gpt3-175b");
@@ -20,6 +22,7 @@ struct Seed {
   Seed() {
     cluster.servers = 64;
     options.min_tp = 4;
+    options.stack = stack_preset("megatron-core");
   }
   [[nodiscard]] WhatIf run(const std::string& spec) const {
     return what_if(cluster, model, {parse_failure(spec)}, options);
@@ -287,4 +290,56 @@ TEST_CASE("an HSDP plan's hit groups are its shard group and its replicas", "[wh
     }
   }
   CHECK(replica);
+}
+
+TEST_CASE("cordon-server keeps the most servers unless fewer are faster beyond the band",
+          "[whatif]") {
+  // Seed, GPU 139 dead: 63 servers (504 GPUs) run TP4 PP21 DP6; 60 servers (480 GPUs, DP 12)
+  // are faster but by less than megatron-core's +/-7% band, so the job stays on 63. Counts
+  // down to half the 63 live servers, (63 + 1) / 2 = 32, are searched.
+  const Seed seed;
+  const WhatIf w = seed.run("gpu:17/3");
+  const WhatIfOption& server = option(w, WhatIfKind::cordon_server);
+  REQUIRE(server.available);
+  CHECK(server.servers == 63);
+  CHECK(server.scan.most_servers == 63);
+  CHECK(server.scan.most_servers_step_s == server.step_time_s);
+  CHECK(server.scan.lowest_count == 32);
+  CHECK(server.scan.counts_searched >= 2);
+  Cluster sixty = seed.cluster;
+  sixty.servers = 60;
+  const PlanResult on_sixty = search(sixty, seed.model, seed.options).plans.front();
+  CHECK(on_sixty.estimate.time.step_s < server.step_time_s);
+  CHECK(server.step_time_s <= on_sixty.estimate.step_s_high);  // tied: not worth 3 servers
+}
+
+TEST_CASE("cordon-server sets more servers aside when that is faster beyond the band", "[whatif]") {
+  // Llama 2 7B with a global batch of 64 on 16 DGX H100: server 0 dead leaves 15 servers, 120
+  // GPUs = 2^3 x 3 x 5. DP must divide 64, so DP <= 8 and 15 model-parallel ranks remain: TP 1
+  // x PP 15 or its like, a deep pipeline for 64 / 8 = 8 micro-batches. 14 servers (112 GPUs =
+  // TP 4 x PP 7 x DP 4) run faster by more than the band: the job runs there, 1 spare.
+  Seed seed;
+  seed.cluster.servers = 16;
+  seed.model = model_preset("llama2-7b");
+  seed.model.training.global_batch = 64;
+  seed.options.min_tp = 1;
+  const WhatIf w = seed.run("server:0");
+  const WhatIfOption& server = option(w, WhatIfKind::cordon_server);
+  REQUIRE(server.available);
+  CHECK(server.scan.most_servers == 15);
+  CHECK(server.servers == 14);
+  CHECK(server.spare_servers == 1);
+  CHECK(server.gpus == 112);
+  CHECK(server.scan.most_servers_step_s > server.plan->estimate.step_s_high);
+  // The search ran on 14 healthy servers in place of the cluster with servers 0 and 15 out
+  // (alike where each NVLink domain is one server): the plan prices the same on either.
+  REQUIRE(server.cluster.has_value());
+  CHECK(server.cluster->health.dead_servers == std::set<int>{0, 15});
+  const PlanResult on_cluster = evaluate_plan(*server.cluster, seed.model, server.plan->config,
+                                              nullptr, estimate_options(seed.options));
+  CHECK(on_cluster.estimate.time.step_s == Approx(server.step_time_s).epsilon(1e-12));
+  Cluster fourteen = seed.cluster;
+  fourteen.servers = 14;
+  CHECK(search(fourteen, seed.model, seed.options).plans.front().estimate.time.step_s ==
+        Approx(server.step_time_s).epsilon(1e-12));
 }

@@ -1,0 +1,36 @@
+#pragma once
+/// The splits a search walks (planner-internal): TP x PP x DP x CP x EP that divide the GPUs,
+/// the heads, the layers and the global batch, within the options' pins and limits and what
+/// the stack runs; and the HSDP shard sizes a split's knobs try.
+#include <optional>
+#include <vector>
+
+#include "costmodel/model.h"
+#include "planner/search.h"
+
+namespace trident {
+
+/// No pin, or the pinned value.
+[[nodiscard]] inline bool allowed(const std::optional<int>& pin, int value) {
+  return !pin || *pin == value;
+}
+
+struct Split {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int cp = 1;
+  int ep = 1;
+};
+
+/// Every split of `gpus` GPUs, TP ascending, then CP, then PP ascending.
+[[nodiscard]] std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options);
+
+/// HSDP shard group sizes for a ZeRO stage: 0 (shard over all of DP) and, where the stack
+/// shards this stage per unit with hybrid sharding, powers of two from 2 below dp that divide
+/// it. A pin (N < dp) is the only size tried and leaves out the stages that cannot shard
+/// hybrid; a pin equal to dp means all of DP.
+[[nodiscard]] std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp,
+                                                bool moe);
+
+}  // namespace trident
