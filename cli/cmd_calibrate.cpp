@@ -48,13 +48,13 @@ void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibra
                         table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
                         table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
                         to_string(table.collective), to_string(tier));
-  // Logs beside --validate files must be of their GPU (logs alone are taken as given: the
-  // first names the file's GPU).
-  if (!flags.validate.empty() && !table.gpu.empty() && !out.gpu.empty() && table.gpu != out.gpu) {
-    throw InputError(
-        fmt::format("--nccl-tests {}: measured on '{}', the --validate files on "
-                    "'{}'; a calibration describes one GPU type",
-                    table.source, table.gpu, out.gpu));
+  // Every input must be of one GPU: the --validate files (read first) or the logs before it
+  // (logs of two GPUs were merged under the first's name).
+  if (!table.gpu.empty() && !out.gpu.empty() && table.gpu != out.gpu) {
+    throw InputError(fmt::format(
+        "--nccl-tests {}: measured on '{}', the inputs before it on '{}'; a calibration "
+        "describes one GPU type",
+        table.source, table.gpu, out.gpu));
   }
   for (const auto& sample : to_samples(table, tier)) out.collectives.push_back(sample);
   if (out.gpu.empty()) out.gpu = table.gpu;

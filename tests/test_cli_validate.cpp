@@ -130,7 +130,7 @@ TEST_CASE("validate runs what plan --format json writes: PP 4", "[cli][validate]
   CHECK(run(kBinary + " calibrate --validate " + out + " --nccl-tests " + kData +
                 "nccl_tests/all_reduce_old.txt",
             log) == 2);
-  CHECK(slurp(log).find("measured on 'NVIDIA A100-SXM4-80GB', the --validate files on '" + c.gpu +
+  CHECK(slurp(log).find("measured on 'NVIDIA A100-SXM4-80GB', the inputs before it on '" + c.gpu +
                         "'; a calibration describes one GPU type") != std::string::npos);
 }
 
@@ -156,18 +156,40 @@ TEST_CASE("validate: malformed plan JSON exits 2", "[cli][validate]") {
 TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
   const std::string out = temp("nccl.json");
   const std::string log = temp("calibrate.log");
-  const int code =
-      run(kBinary + " calibrate --nccl-tests " + kData + "nccl_tests/all_reduce_old.txt " + kData +
-              "nccl_tests/all_gather_new.txt " + kData + "nccl_tests/sendrecv.json --output " + out,
-          log);
-  INFO(slurp(log));
-  REQUIRE(code == 0);
-  const Calibration c = parse_calibration(slurp(out), out);
-  CHECK(c.collectives.size() == 14);  // 5 + 5 + 4 rows
-  REQUIRE(c.fits.size() == 3);
-  CHECK(c.fits[0].tier == Tier::nvlink);   // one host
-  CHECK(c.fits[1].tier == Tier::network);  // two hosts
-  CHECK(c.gpu == "NVIDIA A100-SXM4-80GB");
+  // The three logs ran on three GPUs: each is its own calibration.
+  struct Format {
+    const char* file;
+    std::size_t rows;
+    Tier tier;
+    const char* gpu;
+  };
+  for (const Format& f : {Format{"all_reduce_old.txt", 5, Tier::nvlink, "NVIDIA A100-SXM4-80GB"},
+                          Format{"all_gather_new.txt", 5, Tier::network, "NVIDIA H100 80GB HBM3"},
+                          Format{"sendrecv.json", 4, Tier::nvlink, "NVIDIA H200"}}) {
+    INFO(f.file);
+    std::string command = kBinary;
+    for (const std::string& part :
+         {std::string(" calibrate --nccl-tests "), kData, std::string("nccl_tests/"),
+          std::string(f.file), std::string(" --output "), out}) {
+      command += part;
+    }
+    const int code = run(command, log);
+    INFO(slurp(log));
+    REQUIRE(code == 0);
+    const Calibration c = parse_calibration(slurp(out), out);
+    CHECK(c.collectives.size() == f.rows);
+    REQUIRE(c.fits.size() == 1);
+    CHECK(c.fits[0].tier == f.tier);  // one host, two hosts, one host
+    CHECK(c.gpu == f.gpu);
+  }
+  // Together they were merged under the first's GPU: a calibration describes one GPU type.
+  CHECK(run(kBinary + " calibrate --nccl-tests " + kData + "nccl_tests/all_reduce_old.txt " +
+                kData + "nccl_tests/all_gather_new.txt --output " + out,
+            log) == 2);
+  CHECK(slurp(log) == "trident: error: --nccl-tests " + kData +
+                          "nccl_tests/all_gather_new.txt: measured on 'NVIDIA H100 80GB HBM3', "
+                          "the inputs before it on 'NVIDIA A100-SXM4-80GB'; a calibration "
+                          "describes one GPU type\n");
   CHECK(run(kBinary + " calibrate --nccl-tests " + kData + "plan_1gpu.json", log) == 2);
 }
 

@@ -255,7 +255,11 @@ TEST_CASE("class 10: calibrate refuses impossible times and wrong results", "[ha
   const std::string row = "    48.12   21.79   19.07      0";
   scene.write("inf_perf.txt", replaced(log, row, "      inf   21.79   19.07      0"));
   check_refused(scene, "calibrate --nccl-tests inf_perf.txt",
-                "inf_perf.txt:18: time: expected a finite time of at most 1e+09 us, got inf");
+                "inf_perf.txt:18: expected a number or N/A, got 'inf'");
+  // nccl-tests prints decimals: a hex cell ("0x10", strtod's 16) is no time it wrote.
+  scene.write("hex_perf.txt", replaced(log, row, "     0x10   21.79   19.07      0"));
+  check_refused(scene, "calibrate --nccl-tests hex_perf.txt",
+                "hex_perf.txt:18: expected a number or N/A, got '0x10'");
   scene.write("big_perf.txt", replaced(log, row, "   1e+308   21.79   19.07      0"));
   check_refused(scene, "calibrate --nccl-tests big_perf.txt --output c.json",
                 "big_perf.txt:18: time: expected a finite time of at most 1e+09 us, got 1e+308");

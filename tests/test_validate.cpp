@@ -113,6 +113,25 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   const auto g2 = parse_nccl_tests(one_process, "sendrecv.json").front();
   CHECK(g2.ranks == 2);
   CHECK(g2.hosts == 1);
+  // Versions 1-3 read alike (3 at nccl-tests a0b82b2 adds per-iteration keys); a later one,
+  // or none, is refused rather than read as if it were.
+  const std::string file = data("nccl_tests/sendrecv.json");
+  auto with_version = [&](const std::string& version) {
+    std::string text = file;
+    text.replace(text.find("\"version\":2"), 11, version);
+    return text;
+  };
+  CHECK(parse_nccl_tests(with_version("\"version\":3"), "sendrecv.json").front().ranks == 2);
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(with_version("\"version\":4"), "sendrecv.json");
+        }).starts_with("sendrecv.json: version: 4: expected an nccl-tests -J version 1 to 3"));
+  CHECK(error_of([&] { (void)parse_nccl_tests(with_version("\"versio\":2"), "sendrecv.json"); }) ==
+        "sendrecv.json: version: expected the integer nccl-tests -J writes (1 to 3)");
+  // Two device entries of rank 0: two runs' devices in one file.
+  std::string twice = file;
+  twice.replace(twice.find("{\"rank\":1,"), 10, "{\"rank\":0,");
+  CHECK(error_of([&] { (void)parse_nccl_tests(twice, "sendrecv.json"); }) ==
+        "sendrecv.json: config.devices[1].rank: rank 0 is listed twice");
 }
 
 TEST_CASE("nccl-tests: the collective inferred from the table, or given",
@@ -168,7 +187,20 @@ TEST_CASE("nccl-tests: rows with wrong results or impossible numbers", "[validat
         "all_reduce_perf.log:3: #wrong is 2 at 1024 bytes: the collective gave wrong results; fix "
         "the run before calibrating on it");
   CHECK(error_of([&] { (void)samples("1024 256 float sum -1 inf 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
-        "all_reduce_perf.log:3: time: expected a finite time of at most 1e+09 us, got inf");
+        "all_reduce_perf.log:3: expected a number or N/A, got 'inf'");
+  CHECK(error_of([&] { (void)samples("1024 256 float sum -1 0x10 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: expected a number or N/A, got '0x10'");
+  // An all-reduce prints size = count x type: 256 floats = 1024 bytes. 128 floats are 512
+  // bytes (an all-gather's or reduce-scatter's row over 2 ranks: 128 x 4 x 2 = 1024).
+  CHECK(error_of([&] { (void)samples("1024 128 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: count 128 of float is 512 bytes for all-reduce over 2 ranks, not "
+        "the size 1024: the row is another test's or the ranks are misread (check the log, or "
+        "give --collective)");
+  // 512 halves (2 bytes) = 1024: sound; an unknown type is refused.
+  CHECK(samples("1024 512 half sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n").size() == 1);
+  CHECK(error_of([&] {
+          (void)samples("1024 256 fp32 sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n");
+        }).starts_with("all_reduce_perf.log:3: type 'fp32': expected an nccl-tests type (int8, "));
   CHECK(error_of([&] { (void)samples("1e16 256 float sum -1 10 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
         "all_reduce_perf.log:3: size: expected at most 1e+15 bytes, got 1e+16");
   // The in-place half's #wrong counts too; sizes are whole bytes, 0 or more.

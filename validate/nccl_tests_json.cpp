@@ -1,9 +1,12 @@
-// nccl-tests `-J FILE` output (src/util.cu, JSON_FILE_VERSION 2): {"version", "args": [argv],
+// nccl-tests `-J FILE` output (src/util.cu, JSON_FILE_VERSION 1-3): {"version", "args": [argv],
 // "nccl_version": code, "config": {"nthreads", "ngpus", ..., "devices": [{"rank", "hostname",
 // "device_info", ...}]}, "results": [{"size", "count", "type", "redop", "root",
 // "out_of_place": {"time"|"cpu_time", "alg_bw", "bus_bw", "nwrong"} | null, "in_place": {...}}]}.
 // Doubles are written with %lf; NaN as the string "nan"; nwrong is null without validation.
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "topology/errors.h"
 #include "topology/json_reader.h"
@@ -13,6 +16,9 @@ namespace trident::nccl_tests {
 namespace {
 
 using nlohmann::json;
+
+/// nccl-tests src/util.cu JSON_FILE_VERSION at a0b82b2 (NCCL_TESTS_VERSION 2.19.6).
+constexpr long long kLatestJsonVersion = 3;
 
 std::optional<double> number(const json& object, const char* key) {
   const auto it = object.find(key);
@@ -61,15 +67,24 @@ std::string test_name(const json& document, const std::string& source) {
 /// line per process and parseRankInfo reads its first "#  Rank" line (nccl-tests src/util.cu
 /// @a0b82b2), while each process runs nthreads x ngpus ranks. So `-g 8` on one process lists
 /// one device for 8 ranks.
-void read_devices(const json& config, NcclTestsTable& table) {
+void read_devices(const json& config, NcclTestsTable& table, const std::string& source) {
   const auto devices = config.find("devices");
   if (devices == config.end() || !devices->is_array()) return;
   const long long per_process =
       static_cast<long long>(config.value("nthreads", 1)) * config.value("ngpus", 1);
   if (per_process < 1 || per_process > (1 << 20)) return;  // refused below: no rank count
   std::vector<std::string> hosts;
-  for (const auto& device : *devices) {
+  std::set<long long> first_ranks;
+  for (std::size_t i = 0; i < devices->size(); ++i) {
+    const json& device = (*devices)[i];
     if (!device.is_object()) continue;
+    // Each process's first rank, once: a rank listed twice is two runs' devices in one file.
+    const auto rank = device.find("rank");
+    if (rank != device.end() && rank->is_number_integer() &&
+        !first_ranks.insert(rank->get<long long>()).second) {
+      throw InputError(fmt::format("{}: config.devices[{}].rank: rank {} is listed twice", source,
+                                   i, rank->get<long long>()));
+    }
     const std::string host = device.value("hostname", std::string());
     for (long long r = 0; r < per_process && hosts.size() < (1U << 24); ++r) hosts.push_back(host);
     if (table.gpu.empty()) table.gpu = device.value("device_info", std::string());
@@ -78,12 +93,29 @@ void read_devices(const json& config, NcclTestsTable& table) {
   set_hosts(table, hosts);
 }
 
+/// Versions 1-3 (src/util.cu JSON_FILE_VERSION, @a0b82b2 3) differ only in the per-iteration
+/// keys they add; a later one may move what this reader takes.
+void check_version(const json& document, const std::string& source) {
+  const auto version = document.find("version");
+  if (version != document.end() && version->is_number_integer()) {
+    const long long v = version->get<long long>();
+    if (v >= 1 && v <= kLatestJsonVersion) return;
+    throw InputError(fmt::format(
+        "{}: version: {}: expected an nccl-tests -J version 1 to {} (a newer nccl-tests "
+        "writes what this reader has not been checked against)",
+        source, v, kLatestJsonVersion));
+  }
+  throw InputError(source + ": version: expected the integer nccl-tests -J writes (1 to " +
+                   std::to_string(kLatestJsonVersion) + ")");
+}
+
 }  // namespace
 
 std::vector<NcclTestsTable> parse_json(const std::string& text, const std::string& source,
                                        std::optional<Collective> given) {
   const json document = json_reader::parse(text, source);
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
+  check_version(document, source);
   NcclTestsTable table;
   table.wrong_is_count = true;  // "nwrong": a count of wrong elements
   if (given) {
@@ -98,7 +130,7 @@ std::vector<NcclTestsTable> parse_json(const std::string& text, const std::strin
   }
   const auto config = document.find("config");
   if (config != document.end() && config->is_object()) {
-    read_devices(*config, table);
+    read_devices(*config, table, source);
     if (table.ranks == 0) {
       table.ranks = config->value("nthreads", 0) * config->value("ngpus", 0);
     }

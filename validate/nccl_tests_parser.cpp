@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -71,12 +72,16 @@ std::vector<std::string> tokens(const std::string& line) {
   return out;
 }
 
-/// A number cell: "N/A" -> nullopt; anything else must parse whole ("12.5", "1.2e+05").
+/// A number cell: "N/A" -> nullopt; anything else must be a finite decimal, whole ("12.5",
+/// "1.2e+05"): nccl-tests prints %f/%g (src/common.cu), never hex ("0x10" read as 16 us through
+/// strtod) nor "inf".
 std::optional<double> cell(const std::string& token, const std::string& where) {
   if (token == "N/A" || token == "nan" || token == "-nan") return std::nullopt;
-  char* end = nullptr;
-  const double value = std::strtod(token.c_str(), &end);
-  if (end == token.c_str() || *end != '\0') {
+  double value = 0.0;
+  const char* first = token.data();
+  const char* last = first + token.size();
+  const auto [end, error] = std::from_chars(first, last, value, std::chars_format::general);
+  if (error != std::errc() || end != last || !std::isfinite(value)) {
     throw InputError(where + ": expected a number or N/A, got '" + token + "'");
   }
   return value;
@@ -308,13 +313,48 @@ std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text, const std:
 
 namespace {
 
-/// Bytes per element of an nccl-tests type name; 0 when unknown.
+/// Bytes per element of an nccl-tests type name (src/common.cu test_typenames @a0b82b2, and
+/// "char" and "int" of its NCCL 1 list); 0 when unknown.
 double type_bytes(const std::string& type) {
   static const std::map<std::string, double> sizes = {
-      {"int8", 1},  {"uint8", 1},  {"f8e4m3", 1}, {"f8e5m2", 1}, {"half", 2},   {"bfloat16", 2},
-      {"int32", 4}, {"uint32", 4}, {"float", 4},  {"int64", 8},  {"uint64", 8}, {"double", 8}};
+      {"int8", 1},  {"uint8", 1},    {"char", 1},   {"f8e4m3", 1}, {"f8e5m2", 1},
+      {"half", 2},  {"bfloat16", 2}, {"int32", 4},  {"uint32", 4}, {"int", 4},
+      {"float", 4}, {"int64", 8},    {"uint64", 8}, {"double", 8}};
   const auto it = sizes.find(type);
   return it == sizes.end() ? 0.0 : it->second;
+}
+
+/// The size nccl-tests prints for `count` elements of `element_bytes`: setupArgs prints
+/// max(send, receive) bytes and count = the per-rank parameter count (src/common.cu), which
+/// the all-gather, reduce-scatter and all-to-all tests take as size / ranks
+/// (src/{all_gather,reduce_scatter,alltoall}.cu GetCollByteCount @a0b82b2).
+double printed_bytes(Collective collective, int ranks, double count, double element_bytes) {
+  const bool per_rank = collective == Collective::all_gather ||
+                        collective == Collective::reduce_scatter ||
+                        collective == Collective::all_to_all;
+  return count * element_bytes * (per_rank ? ranks : 1);
+}
+
+/// A row whose type is unknown, or whose count does not make its size for the table's
+/// collective and ranks (another test's row, or the ranks misread): nullopt when sound.
+std::optional<std::string> row_count_problem(const NcclTestsTable& table, const NcclTestsRow& row,
+                                             const std::string& where) {
+  if (row.type.empty()) return std::nullopt;  // a layout without the type column
+  const double element = type_bytes(row.type);
+  if (element == 0.0) {
+    return fmt::format(
+        "{}{}: type '{}': expected an nccl-tests type (int8, uint8, int32, uint32, int64, "
+        "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)",
+        table.source, where, row.type);
+  }
+  if (row.count <= 0.0 || row.bytes <= 0.0) return std::nullopt;  // no count column; size 0
+  const double expected = printed_bytes(table.collective, table.ranks, row.count, element);
+  if (expected == row.bytes) return std::nullopt;
+  return fmt::format(
+      "{}{}: count {:g} of {} is {:g} bytes for {} over {} ranks, not the size {:g}: the "
+      "row is another test's or the ranks are misread (check the log, or give --collective)",
+      table.source, where, row.count, row.type, expected, to_string(table.collective), table.ranks,
+      row.bytes);
 }
 
 /// The collective a row's columns can only come from. An all-reduce row (count x type = size,
@@ -395,6 +435,7 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
           fmt::format("{}{}: time: expected a finite time of at most {:g} us, got {:g}",
                       table.source, where, kMaxRowTimeUs, *chosen.time_us));
     }
+    if (const auto problem = row_count_problem(table, row, where)) throw InputError(*problem);
     if (!chosen.time_us || row.bytes <= 0.0) continue;  // "N/A", or a size-0 row
     if (*chosen.time_us <= 0.0) {
       throw InputError(fmt::format("{}{}: time: expected a positive time at {:g} bytes, got {:g}",
