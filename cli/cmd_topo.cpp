@@ -91,10 +91,11 @@ void print_table(const Cluster& c) {
              c.gpus_per_server, c.gpu.name);
   fmt::print("gpu {}: {}\n", c.gpu.name, summarize_gpu(c.gpu));
   fmt::print("{}\n", domain_line(c));
-  fmt::print("network: {} NICs x {} Gb/s per server = {} GB/s per GPU, {}, oversubscription {}\n",
-             c.network.nics_per_server, c.network.nic_gbits, c.nic_gbps_per_gpu(0),
-             c.network.rail_optimized ? "rail-optimised" : "not rail-optimised",
-             c.network.oversubscription);
+  fmt::print(
+      "network: {} NICs x {} Gb/s per server = {:.4g} GB/s per GPU, {}, oversubscription {}\n",
+      c.network.nics_per_server, c.network.nic_gbits, c.nic_gbps_per_gpu(0),
+      c.network.rail_optimized ? "rail-optimised" : "not rail-optimised",
+      c.network.oversubscription);
   fmt::print("tiers (per GPU, one direction):\n");
   for (const auto& row : tier_rows(c)) {
     fmt::print("  {:<8} {:>7.4g} GB/s {:>5.3g} us  {}\n", to_string(row.tier), row.gbps,

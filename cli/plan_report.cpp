@@ -272,7 +272,8 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   return out;
 }
 
-std::string format_csv(const SearchResult& result, const ReportContext& /*context*/) {
+std::string format_csv(const SearchResult& result, const ReportContext& /*context*/,
+                       const CsvTail& tail) {
   // cp,ep,link_cp,link_ep columns at the end when CP or EP is above 1 in any row (as the table);
   // then dp_shard,dp_replicate,link_dp_shard,link_dp_replicate when any row shards hybrid.
   const Columns columns = columns_of(result);
@@ -283,8 +284,9 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       "link_tp,link_pp,link_dp,rank_order,reason";
   out += cp_ep ? ",cp,ep,link_cp,link_ep" : "";
   out += columns.hsdp ? ",dp_shard,dp_replicate,link_dp_shard,link_dp_replicate" : "";
-  out += ",memory_tight,recompute_layers\n";
-  auto row = [&out, cp_ep, columns](std::size_t rank, const PlanResult& plan) {
+  out += ",memory_tight,recompute_layers" + tail.header + "\n";
+  auto row = [&out, cp_ep, columns](std::size_t rank, const PlanResult& plan,
+                                    const std::string& trailing) {
     const auto& c = plan.config;
     const auto& e = plan.estimate;
     out += fmt::format(
@@ -305,11 +307,13 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       out += fmt::format(",{},{},{},{}", c.zero_shard_ranks(), c.dp / c.zero_shard_ranks(),
                          link_name(plan.placement.shard), link_name(plan.placement.replicate));
     }
-    out +=
-        fmt::format(",{},{}\n", plan.estimate.memory.tight ? "true" : "false", c.recompute_layers);
+    out += fmt::format(",{},{}{}\n", plan.estimate.memory.tight ? "true" : "false",
+                       c.recompute_layers, trailing);
   };
-  for (std::size_t i = 0; i < result.plans.size(); ++i) row(i + 1, result.plans[i]);
-  for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i]);
+  for (std::size_t i = 0; i < result.plans.size(); ++i) {
+    row(tail.first_rank + i, result.plans[i], i < tail.cells.size() ? tail.cells[i] : "");
+  }
+  for (std::size_t i = 0; i < result.infeasible.size(); ++i) row(i + 1, result.infeasible[i], "");
   return out;
 }
 

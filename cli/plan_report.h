@@ -27,7 +27,15 @@ struct ReportContext {
 [[nodiscard]] std::size_t tied_count(const std::vector<PlanResult>& plans);
 
 [[nodiscard]] std::string format_table(const SearchResult& result, const ReportContext& context);
-[[nodiscard]] std::string format_csv(const SearchResult& result, const ReportContext& context);
+/// Trailing CSV columns a caller adds (the what-if: which option each row is).
+struct CsvTail {
+  std::string header;              ///< ",option,gpus,slowdown"
+  std::vector<std::string> cells;  ///< one per result.plans row, each starting with ','
+  std::size_t first_rank = 1;      ///< the rank of result.plans[0]
+};
+
+[[nodiscard]] std::string format_csv(const SearchResult& result, const ReportContext& context,
+                                     const CsvTail& tail = {});
 /// `explain_text` is added under "explain" when not empty.
 [[nodiscard]] std::string format_json(const SearchResult& result, const ReportContext& context,
                                       const std::string& explain_text = "");

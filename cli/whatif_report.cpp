@@ -182,11 +182,17 @@ std::string what_if_report(const WhatIf& w, const Model& model, ReportContext co
   context.model = &model;
   if (format == "json") return format_what_if_json(w, context);
   if (format == "csv") {
+    // Row 0 the healthy baseline, then the options that can run, ranked as in the table.
     SearchResult under;
+    CsvTail tail{.header = ",option,gpus,slowdown", .cells = {}, .first_rank = 0};
+    under.plans.push_back(w.baseline);
+    tail.cells.push_back(fmt::format(",healthy,{},0", w.baseline.config.gpus()));
     for (const WhatIfOption& o : w.options) {
-      if (o.available) under.plans.push_back(*o.plan);
+      if (!o.available) continue;
+      under.plans.push_back(*o.plan);
+      tail.cells.push_back(fmt::format(",{},{},{:.6g}", to_string(o.kind), o.gpus, o.slowdown));
     }
-    return format_csv(under, context);
+    return format_csv(under, context, tail);
   }
   return format_what_if_table(w, context);
 }

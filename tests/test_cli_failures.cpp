@@ -257,3 +257,23 @@ TEST_CASE("cordon-server runs on fewer servers when the most with a split are sl
   CHECK(emit.out.find("# nodes: servers 1-14 of the cluster") != std::string::npos);
   CHECK(emit.out.find("--nnodes 14 --nproc-per-node 8") != std::string::npos);
 }
+
+TEST_CASE("--format csv under --fail-link: the baseline, then each option that runs",
+          "[cli][failures]") {
+  const Run run = trident(kSeed + " --fail-link nvlink:17/3 --format csv");
+  INFO(run.err);
+  REQUIRE(run.code == 0);
+  std::vector<std::string> lines;
+  std::istringstream in(run.out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  // Header, the healthy plan (rank 0), keep and cordon-server (re-place and cordon-gpu cannot
+  // run: no row). The table's own columns, then option,gpus,slowdown.
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].ends_with(",memory_tight,recompute_layers,option,gpus,slowdown"));
+  CHECK(lines[1].rfind("0,4,8,16,", 0) == 0);
+  CHECK(lines[1].ends_with(",healthy,512,0"));
+  CHECK(lines[2].rfind("1,4,8,16,", 0) == 0);
+  CHECK(lines[2].find(",keep,512,0.00365") != std::string::npos);
+  CHECK(lines[3].rfind("2,4,21,6,", 0) == 0);
+  CHECK(lines[3].find(",cordon-server,504,0.1338") != std::string::npos);
+}

@@ -285,6 +285,20 @@ TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_pla
   CHECK(plan.err.empty());
 }
 
+TEST_CASE("topo show rounds the network share as it rounds the tiers", "[cli_plan]") {
+  // 2 NICs x 400 Gb/s / 8 bits / 6 GPUs = 16.666... GB/s a GPU: printed to 4 figures (it was
+  // 16.666666666666668).
+  TempDir dir;
+  const auto file = dir.path / "six.yaml";
+  std::ofstream(file) << "name: six\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 6\n"
+                         "nvlink: {domain_gpus: 6, kind: switch, links_per_gpu: 18, "
+                         "gbps_per_link: 25}\nnetwork: {nics_per_server: 2, nic_gbits: 400}\n";
+  const Run topo = trident("topo show --cluster " + file.string());
+  REQUIRE(topo.code == 0);
+  CHECK(topo.out.find("network: 2 NICs x 400 Gb/s per server = 16.67 GB/s per GPU,") !=
+        std::string::npos);
+}
+
 TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, not refused",
           "[cli_plan]") {
   // NeMo 2022's GPT-3 5B on 8 A100-80GB (TP 1, micro-batch 2, unfused attention, no

@@ -1,5 +1,6 @@
 // trident plan --stack end to end: the stack in the assumptions and the JSON, its refusals,
 // the cluster file's `stack:` key, the band and ties.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -175,6 +176,37 @@ TEST_CASE("trident presets lists the stacks", "[cli_stack]") {
        {"megatron-core ", "megatron-2021 ", "deepspeed-megatron ", "fsdp ", "torchtitan "}) {
     CHECK(run.out.find(std::string("stack    ") + name) != std::string::npos);
   }
+}
+
+TEST_CASE("presets --format json lists what the table lists; --show prints a preset's file",
+          "[cli_stack]") {
+  const Run table = trident("presets");
+  const Run json = trident("presets --format json");
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto rows = static_cast<std::size_t>(std::count(table.out.begin(), table.out.end(), '\n'));
+  REQUIRE(doc["presets"].size() == rows);
+  const auto& first = doc["presets"][0];
+  CHECK(first["kind"] == "gpu");
+  CHECK(table.out.rfind("gpu      " + first["name"].get<std::string>() + " ", 0) == 0);
+  CHECK(first["source"] == "configs/gpus/" + first["name"].get<std::string>() + ".yaml");
+  // The file --show prints loads as a cluster file and plans as the preset does.
+  TempDir dir;
+  const Run shown = trident("presets --show dgx-h100");
+  REQUIRE(shown.code == 0);
+  CHECK(shown.out.rfind("# configs/clusters/dgx-h100.yaml\n", 0) == 0);
+  const auto path = dir.path / "mine.yaml";
+  std::ofstream(path) << shown.out;
+  const std::string plan = "plan --gpus 64 --model llama2-7b --top 1 --format json --cluster ";
+  const auto preset = nlohmann::json::parse(trident(plan + "dgx-h100").out);
+  const auto copied = nlohmann::json::parse(trident(plan + path.string()).out);
+  CHECK(copied["plans"][0]["step_time_s"] == preset["plans"][0]["step_time_s"]);
+  const Run missing = trident("presets --show nope");
+  CHECK(missing.code == 2);
+  CHECK(missing.err.rfind("trident: error: --show nope: no built-in GPU, cluster, model or "
+                          "stack of that name; known: a100-pcie-80g, ",
+                          0) == 0);
+  CHECK(trident("presets --show fsdp --format json").code == 2);
 }
 
 TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without FP8",
