@@ -8,6 +8,7 @@
 
 #include "cli/input_file.h"
 #include "configs/presets.h"
+#include "costmodel/calibration_io.h"
 #include "costmodel/model_loader.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
@@ -93,6 +94,10 @@ void add_model_flags(CLI::App& app, ModelArgs& args) {
   app.add_option("--global-batch", args.global_batch, "sequences per step (at most 2^24)")
       ->check(positive_integer_check(kMaxGlobalBatch));
   app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
+  app.add_option("--dtype", args.dtype,
+                 "training precision in place of the model's training.dtype (fp8: the "
+                 "file's training.fp8 recipe, else delayed scaling)")
+      ->check(choice_check({"bf16", "fp16", "fp8", "tf32", "fp32"}));
 }
 
 bool names_file(const std::string& arg) { return trident::names_file(std::string_view(arg)); }
@@ -187,6 +192,7 @@ Model resolve_model(const ModelArgs& args) {
   }
   if (args.global_batch > 0) model.training.global_batch = args.global_batch;
   if (args.seq_len > 0) model.seq_len = args.seq_len;
+  if (!args.dtype.empty()) model.training.dtype = parse_dtype(args.dtype, "--dtype");
   if (model.training.global_batch <= 0) {
     throw InputError("--global-batch: model '" + model.name +
                      "' has no training.global_batch; give --global-batch N");

@@ -27,6 +27,7 @@ struct ModelArgs {
   std::string model;  ///< preset NAME or FILE
   long long global_batch = 0;
   int seq_len = 0;
+  std::string dtype;  ///< "" = the model's training.dtype
 };
 
 /// Flag checks with trident's one-line wording ("expected a positive integer, got '-1'")
@@ -53,7 +54,8 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// divisible into 64 servers").
 [[nodiscard]] Cluster resolve_cluster(const ClusterArgs& args);
 
-/// The model: --model (default gpt3-175b), --global-batch and --seq-len override the file.
+/// The model: --model (default gpt3-175b), --global-batch, --seq-len and --dtype override the
+/// file.
 /// InputError when no global batch is known.
 [[nodiscard]] Model resolve_model(const ModelArgs& args);
 

@@ -285,6 +285,29 @@ TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_pla
   CHECK(plan.err.empty());
 }
 
+TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
+  // A V100 has no bf16 peak: every built-in model (bf16) was refused on dgx1-v100.
+  const std::string base = "plan --cluster dgx1-v100 --model llama2-7b --top 1";
+  const Run bf16 = trident(base);
+  CHECK(bf16.code == 2);
+  CHECK(bf16.err.find("dtype bf16 not supported by v100-sxm-32g") != std::string::npos);
+  const Run fp16 = trident(base + " --dtype fp16 --format json");
+  INFO(fp16.err);
+  REQUIRE(fp16.code == 0);
+  const auto doc = nlohmann::json::parse(fp16.out);
+  CHECK(doc["assumptions"].dump().find("fp16") != std::string::npos);
+  // FP8 on H100 from the bf16 preset: faster than bf16, slower than 2x (attention, the output
+  // layer and the non-GEMM kernels stay 16-bit).
+  const std::string h100 = "plan --gpus 64 --model llama3-8b --top 1 --format json";
+  const auto b = nlohmann::json::parse(trident(h100).out)["plans"][0]["step_time_s"].get<double>();
+  const auto f =
+      nlohmann::json::parse(trident(h100 + " --dtype fp8").out)["plans"][0]["step_time_s"]
+          .get<double>();
+  CHECK(f < b);
+  CHECK(f > b / 2);
+  CHECK(trident(h100 + " --dtype fp4").code == 2);
+}
+
 TEST_CASE("topo show rounds the network share as it rounds the tiers", "[cli_plan]") {
   // 2 NICs x 400 Gb/s / 8 bits / 6 GPUs = 16.666... GB/s a GPU: printed to 4 figures (it was
   // 16.666666666666668).

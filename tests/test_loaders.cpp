@@ -397,7 +397,7 @@ TEST_CASE("model flags and the assumptions line", "[loaders][cli]") {
         "assumed: cluster dgx-h100 (8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s "
         "NICs); model gpt3-175b, global batch 1536; change with "
         "--cluster/--gpu/--model/--global-batch");
-  const cli::ModelArgs given{"llama3-8b", 512, 4096};
+  const cli::ModelArgs given{"llama3-8b", 512, 4096, ""};
   const Model llama = cli::resolve_model(given);
   CHECK(llama.training.global_batch == 512);
   CHECK(llama.seq_len == 4096);
