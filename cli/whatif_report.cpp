@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "cli/failure_text.h"
@@ -36,14 +37,25 @@ using Json = nlohmann::ordered_json;
       hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps);
 }
 
-[[nodiscard]] std::string option_row(std::size_t rank, const WhatIfOption& o, const WhatIf& w) {
+/// `split` is as wide as the widest split shown (34 at least: "selective", HSDP, CP and EP
+/// widen it), so the columns after it line up.
+[[nodiscard]] std::string option_row(std::size_t rank, const WhatIfOption& o, const WhatIf& w,
+                                     std::size_t split) {
   if (!o.available) {
-    return fmt::format("   - {:<13} {:>5} {:<34} {:>9} {:>10}  {}\n", to_string(o.kind), "-", "-",
-                       "-", "-", option_text(o, w));
+    return fmt::format("   - {:<13} {:>5} {:<{}} {:>9} {:>10}  {}\n", to_string(o.kind), "-", "-",
+                       split, "-", "-", option_text(o, w));
   }
-  return fmt::format("{:>4} {:<13} {:>5} {:<34} {:>9.3f} {:>+9.1f}%  {}\n", rank, to_string(o.kind),
-                     o.gpus, split_summary(o.plan->config, "ZeRO"), o.step_time_s,
+  return fmt::format("{:>4} {:<13} {:>5} {:<{}} {:>9.3f} {:>+9.1f}%  {}\n", rank, to_string(o.kind),
+                     o.gpus, split_summary(o.plan->config, "ZeRO"), split, o.step_time_s,
                      100.0 * o.slowdown, option_text(o, w));
+}
+
+[[nodiscard]] std::size_t split_width(const WhatIf& w) {
+  std::size_t width = 34;
+  for (const WhatIfOption& o : w.options) {
+    if (o.available) width = std::max(width, split_summary(o.plan->config, "ZeRO").size());
+  }
+  return width;
 }
 
 }  // namespace
@@ -65,10 +77,13 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
     out += "  " + hit_line(w.groups_hit[i]) + "\n";
   }
   if (w.groups_hit.size() > 6) out += fmt::format("  ... and {} more\n", w.groups_hit.size() - 6);
-  out += fmt::format("rank {:<13} {:>5} {:<34} {:>9} {:>10}  {}\n", "option", "GPUs", "split",
-                     "step (s)", "vs healthy", "what it does");
+  const std::size_t split = split_width(w);
+  out += fmt::format("rank {:<13} {:>5} {:<{}} {:>9} {:>10}  {}\n", "option", "GPUs", "split",
+                     split, "step (s)", "vs healthy", "what it does");
   std::size_t rank = 0;
-  for (const WhatIfOption& o : w.options) out += option_row(o.available ? ++rank : 0, o, w);
+  for (const WhatIfOption& o : w.options) {
+    out += option_row(o.available ? ++rank : 0, o, w, split);
+  }
   out += "recommended: " + recommendation(w) + "\n";
   return out;
 }

@@ -143,6 +143,16 @@ bool Stack::supports(Recompute recompute) const {
 }
 
 void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
+  if (is_fused(stack.attention) && gpu.compute_capability > 0.0 &&
+      gpu.compute_capability < kFusedAttentionMinCapability) {
+    throw InputError(fmt::format(
+        "stack {}: attention {} needs a GPU of compute capability {:.1f} or more (cuDNN fused "
+        "attention and FlashAttention 2 run on sm80 and later); {} is {:.1f}: use a stack "
+        "with attention: unfused, Transformer Engine's own fallback there (megatron-2021 is "
+        "one)",
+        stack.name, to_string(stack.attention), kFusedAttentionMinCapability, gpu.name,
+        gpu.compute_capability));
+  }
   if (stack.attention != AttentionKernel::flash_triton || !gpu.flash_triton_causal.empty()) return;
   throw InputError(fmt::format(
       "stack {}: attention flash_triton has no measured rate on {} (its GPU file has no "

@@ -322,9 +322,15 @@ inline constexpr int kMaxStackBaseFiles = 8;
 /// A built-in stack by name; throws InputError with "did you mean" otherwise.
 [[nodiscard]] Stack stack_preset(const std::string& name);
 
-/// A stack whose attention is FlashAttention's Triton kernel (`flash_triton`) is priced from
-/// that kernel's measured curve on the GPU (flash_triton_causal_curve); throws InputError naming
-/// the stack, the GPU and the key when the GPU has none.
+/// Fused attention (cuDNN through Transformer Engine, FlashAttention 2) runs on compute
+/// capability 8.0 and later: TE's nvte_get_fused_attn_backend requires sm_arch >= 80
+/// (transformer_engine/common/fused_attn/fused_attn.cpp), FlashAttention 2 builds for 8.0+.
+inline constexpr double kFusedAttentionMinCapability = 8.0;
+
+/// Throws InputError naming the stack and the GPU when the stack's attention kernel does not
+/// run there: a fused kernel on a GPU below kFusedAttentionMinCapability (a V100), or
+/// FlashAttention's Triton kernel (`flash_triton`) without its measured curve on the GPU
+/// (flash_triton_causal_curve), from which it is priced.
 void check_stack_on_gpu(const Stack& stack, const Gpu& gpu);
 
 }  // namespace trident

@@ -143,9 +143,14 @@ TEST_CASE("several failures: re-place keeps every failure it cannot lay around",
 }
 
 TEST_CASE("mesh server: a dead direct link is laid around", "[cli][failures]") {
-  const auto doc =
-      json_of("plan --cluster dgx1-v100 --model " + kSource +
-              "/tests/data/failures/llama2-7b-fp16.yaml --tp 2 --fail-link mesh:0/0-1");
+  // A V100 runs no fused attention (sm70): megatron-core with Transformer Engine's unfused
+  // fallback.
+  TempDir dir;
+  const auto stack = dir.path / "unfused.yaml";
+  std::ofstream(stack) << "name: unfused\nbase: megatron-core\nattention: unfused\n";
+  const auto doc = json_of("plan --cluster dgx1-v100 --model " + kSource +
+                           "/tests/data/failures/llama2-7b-fp16.yaml --tp 2 --stack " +
+                           stack.string() + " --fail-link mesh:0/0-1");
   CHECK(doc["impact"]["recommended"] == "re-place");
   CHECK(doc["impact"]["options"][0]["detail"] ==
         "same split, GPUs regrouped: server 0 TP groups [0 4] [1 5] [2 6] [3 7]");

@@ -285,6 +285,28 @@ TEST_CASE("FlashAttention's Triton kernel at its own measured curve (A100), refu
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("fsdp"), gpu_preset("b200")));
 }
 
+TEST_CASE("fused attention needs compute capability 8.0: a V100 runs unfused stacks only",
+          "[kernels]") {
+  const Gpu v100 = gpu_preset("v100-sxm-32g");
+  CHECK(v100.compute_capability == 7.0);
+  CHECK(gpu_preset("a100-sxm-80g").compute_capability == 8.0);
+  CHECK_THROWS_WITH(
+      check_stack_on_gpu(stack_preset("megatron-core"), v100),
+      "stack megatron-core: attention cudnn needs a GPU of compute capability 8.0 or more (cuDNN "
+      "fused attention and FlashAttention 2 run on sm80 and later); v100-sxm-32g is 7.0: use a "
+      "stack with attention: unfused, Transformer Engine's own fallback there (megatron-2021 is "
+      "one)");
+  CHECK_THROWS(check_stack_on_gpu(stack_preset("torchtitan"), v100));  // flash
+  CHECK_NOTHROW(check_stack_on_gpu(stack_preset("megatron-2021"), v100));
+  CHECK_NOTHROW(check_stack_on_gpu(stack_preset("deepspeed-megatron"), v100));
+  Gpu unknown = v100;
+  unknown.compute_capability = 0.0;  // a GPU file without the key: not refused
+  CHECK_NOTHROW(check_stack_on_gpu(stack_preset("megatron-core"), unknown));
+  for (const char* name : {"a100-sxm-80g", "h100-sxm-80g", "h200-sxm-141g", "b200", "gb200"}) {
+    CHECK_NOTHROW(check_stack_on_gpu(stack_preset("megatron-core"), gpu_preset(name)));
+  }
+}
+
 TEST_CASE("attention across sequence lengths: the measured curve, and CP's full blocks",
           "[kernels]") {
   AttentionCurve causal;

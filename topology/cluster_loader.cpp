@@ -29,6 +29,7 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "nvlink_latency_us",
                                            "network_latency_us",
                                            "sm_count",
+                                           "compute_capability",
                                            "sustained_clock_ratio",
                                            "ensemble_clock_ratio",
                                            "attention_forward_efficiency",
@@ -111,6 +112,8 @@ Gpu read_gpu(const MapReader& m) {
   const long long sm_count = m.optional_int("sm_count", 0, Range::non_negative);
   if (sm_count > 100000) m.fail("sm_count", "expected at most 100000");
   gpu.sm_count = static_cast<int>(sm_count);
+  gpu.compute_capability = m.optional_double("compute_capability", 0.0, Range::non_negative);
+  if (gpu.compute_capability > 100.0) m.fail("compute_capability", "expected at most 100");
   gpu.sustained_clock_ratio = m.optional_double("sustained_clock_ratio", 1.0, Range::fraction);
   gpu.ensemble_clock_ratio = m.optional_double("ensemble_clock_ratio", 1.0, Range::fraction);
   gpu.attention_forward_efficiency =

@@ -50,6 +50,9 @@ struct Gpu {
   /// then use matmul_efficiency, and docs/cost_model.md says so).
   double fp8_matmul_efficiency = 0.0;
   int sm_count = 0;  ///< streaming multiprocessors, for wave quantisation; 0 = unknown (no waves)
+  /// CUDA compute capability (7.0 Volta ... 10.0 Blackwell): which kernels run (fused attention
+  /// needs 8.0); 0 = not given (taken as able to run them).
+  double compute_capability = 0.0;
   /// Saturated-clock (power-capped) GEMM rate over the boost-clock burst that
   /// matmul_efficiency measures (ml-engineering MSMF / MAMF); 1 = not published.
   double sustained_clock_ratio = 1.0;
