@@ -148,10 +148,14 @@ namespace {
   const std::string idle = std::to_string(o.spare_servers) + " more idle as spares";
   const std::string none_left = o.replan.result == Replan::runs ? "" : "; " + replan_text(o.replan);
   if (o.servers < o.scan.most_servers) {
+    const double band = o.plan->estimate.step_s_high / o.plan->estimate.time.step_s - 1.0;
+    const std::string by = band > 0.0 ? "by more than the stack's measured error (+/-" +
+                                            printf_string("%.0f%%)", 100.0 * band)
+                                      : "(the stack has no measured error: any gain counts)";
     return what + none_left + "; on " + std::to_string(o.scan.most_servers) +
            " servers, the most with a plan, a step takes " +
-           printf_string("%.3f s", o.scan.most_servers_step_s) +
-           ", slower than on fewer by more than the model's error band, so " + idle + on;
+           printf_string("%.3f s", o.scan.most_servers_step_s) + ", slower than on fewer " + by +
+           ", so " + idle + on;
   }
   if (o.spare_servers > 0) return what + none_left + ", so " + idle + on;
   return what + on;
@@ -173,6 +177,12 @@ namespace {
   }
   const std::string lost =
       std::to_string(before - best.gpus) + " of " + std::to_string(before) + " GPUs";
+  if (best.slowdown < 0.0) {
+    return "it runs faster than the healthy plan on all " + std::to_string(before) +
+           " GPUs: with this global batch fewer GPUs run faster, the healthy cluster's too " +
+           "(plan uses every GPU it is given; plan --gpus " + std::to_string(best.gpus) +
+           " plans for that many), so the gain is the batch's, not the failure's";
+  }
   const bool keep_runs = std::any_of(w.options.begin(), w.options.end(), [](const WhatIfOption& o) {
     return o.kind == WhatIfKind::keep && o.available;
   });

@@ -84,11 +84,12 @@ struct Regrouping {
 
 /// cordon-server: the server counts searched, and the plan on the most servers that have one.
 /// With the global batch fixed, fewer GPUs can run faster than the most that have a split (a
-/// count whose splits are all awkward: 16,128 servers take PP 63 for a batch of 2,048); counts
-/// down to half the live servers are searched and the fastest kept when it beats the plan on
-/// more servers by more than the model's error band (tied_with_leader).
+/// count whose splits are all awkward: 16,128 servers take PP 63 for a batch of 2,048); below
+/// the first count that runs, up to 16 more counts with a split, down to half the live
+/// servers, are searched, and one is kept when it beats the plan on more servers by more than
+/// the stack's measured error band (tied_with_leader).
 struct ServerCountScan {
-  int counts_searched = 0;           ///< server counts searched (those with a split)
+  int counts_searched = 0;           ///< server counts searched: the first, and those with a split
   int lowest_count = 0;              ///< the fewest servers searched
   int most_servers = 0;              ///< the most live servers a plan runs on; 0 when none does
   double most_servers_step_s = 0.0;  ///< that plan's step time

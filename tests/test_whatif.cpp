@@ -296,8 +296,8 @@ TEST_CASE("an HSDP plan's hit groups are its shard group and its replicas", "[wh
 TEST_CASE("cordon-server keeps the most servers unless fewer are faster beyond the band",
           "[whatif]") {
   // Seed, GPU 139 dead: 63 servers (504 GPUs) run TP4 PP21 DP6; 60 servers (480 GPUs, DP 12)
-  // are faster but by less than megatron-core's +/-7% band, so the job stays on 63. Counts
-  // down to half the 63 live servers, (63 + 1) / 2 = 32, are searched.
+  // are faster but by less than megatron-core's +/-7% band, so the job stays on 63. Below 63,
+  // the 16 next counts with a split are searched (half the servers, 32, is the floor).
   const Seed seed;
   const WhatIf w = seed.run("gpu:17/3");
   const WhatIfOption& server = option(w, WhatIfKind::cordon_server);
@@ -305,8 +305,9 @@ TEST_CASE("cordon-server keeps the most servers unless fewer are faster beyond t
   CHECK(server.servers == 63);
   CHECK(server.scan.most_servers == 63);
   CHECK(server.scan.most_servers_step_s == server.step_time_s);
-  CHECK(server.scan.lowest_count == 32);
-  CHECK(server.scan.counts_searched >= 2);
+  CHECK(server.scan.counts_searched == 17);
+  CHECK(server.scan.lowest_count >= 32);
+  CHECK(server.scan.lowest_count < 60);
   Cluster sixty = seed.cluster;
   sixty.servers = 60;
   const PlanResult on_sixty = search(sixty, seed.model, seed.options).plans.front();
