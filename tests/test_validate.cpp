@@ -1,5 +1,7 @@
 // validate/: nccl-tests parser on real-format samples, fits, plan reader, groups, patterns;
 // costmodel/calibration_io round trip and error texts.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <functional>
@@ -85,6 +87,40 @@ TEST_CASE("nccl-tests new text layout (root, #wrong, exponents, two hosts)",
   CHECK(infer_tier(t) == Tier::network);
 }
 
+TEST_CASE("nccl-tests: a process's device lines cut at 2048 bytes", "[validate][nccl_tests]") {
+  // Two processes of nThread 1 x nGpus 32 (ranks 0-31 and 32-63); each prints its ranks' lines
+  // into one 2048-byte buffer and ends it "..." when full (nccl-tests writeDeviceReport,
+  // MAX_LINE): about 23 lines each show. The ranks run to the last process's end, 2 x 32.
+  std::string log =
+      "# Collective test starting: all_gather_perf\n"
+      "# nThread 1 nGpus 32 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "# Using devices\n";
+  for (const int first : {0, 32}) {
+    for (int i = 0; i < 23; ++i) {
+      log += fmt::format(
+          "#  Rank {:2d} Group  0 Pid  1234 on {} device {:2d} [0000:18:00] "
+          "NVIDIA H100 80GB HBM3\n",
+          first + i, first == 0 ? "node-a" : "node-b", i);
+    }
+    log += "#  Rank 23 Group  0 Pid  1234 on node-a dev...\n";
+  }
+  // 64 ranks x 16384 floats x 4 bytes = 4 MiB.
+  log +=
+      "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+      "4194304 16384 float none -1 100.0 0.1 0.1 0 100.0 0.1 0.1 0\n";
+  const auto table = parse_nccl_tests(log, "log.txt").front();
+  CHECK(table.ranks == 64);
+  CHECK(table.hosts == 2);
+  CHECK(table.max_ranks_per_host == 32);
+  CHECK(to_samples(table, Tier::network).size() == 1);
+  // A log whose device lines name two GPU types is refused.
+  std::string mixed = log;
+  mixed.replace(mixed.find("NVIDIA H100 80GB HBM3"), 21, "NVIDIA H200");
+  CHECK(error_of([&] { (void)parse_nccl_tests(mixed, "log.txt"); }) ==
+        "log.txt: the '#  Rank' lines name 2 GPU types ('NVIDIA H100 80GB HBM3', 'NVIDIA "
+        "H200'); a calibration describes one");
+}
+
 TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   const auto tables = parse_nccl_tests(data("nccl_tests/sendrecv.json"), "sendrecv.json");
   REQUIRE(tables.size() == 1);
@@ -132,6 +168,20 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   twice.replace(twice.find("{\"rank\":1,"), 10, "{\"rank\":0,");
   CHECK(error_of([&] { (void)parse_nccl_tests(twice, "sendrecv.json"); }) ==
         "sendrecv.json: config.devices[1].rank: rank 0 is listed twice");
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(with_version("\"version\":18446744073709551615"), "sendrecv.json");
+        }).starts_with("sendrecv.json: version: 18446744073709551615: expected"));
+  // Two GPU types among the devices; a row named by its place in "results".
+  std::string mixed = file;
+  mixed.replace(mixed.rfind("\"NVIDIA H200\""), 13, "\"NVIDIA H100\"");
+  CHECK(error_of([&] { (void)parse_nccl_tests(mixed, "sendrecv.json"); }) ==
+        "sendrecv.json: config.devices[1].device_info: 'NVIDIA H100', where the devices before "
+        "it are 'NVIDIA H200'; a calibration describes one GPU type");
+  std::string miscounted = file;
+  miscounted.replace(miscounted.find("\"count\":16384"), 13, "\"count\":16385");
+  CHECK(error_of([&] {
+          (void)to_samples(parse_nccl_tests(miscounted, "sendrecv.json").front(), Tier::nvlink);
+        }).starts_with("sendrecv.json: results[1]: count 16385 of float is 65540 bytes"));
 }
 
 TEST_CASE("nccl-tests: the collective inferred from the table, or given",
@@ -196,6 +246,31 @@ TEST_CASE("nccl-tests: rows with wrong results or impossible numbers", "[validat
         "all_reduce_perf.log:3: count 128 of float is 512 bytes for all-reduce over 2 ranks, not "
         "the size 1024: the row is another test's or the ranks are misread (check the log, or "
         "give --collective)");
+  // Counts print whole: 262145 floats are 1048580 bytes, not 1048576 (both 1.04858e+06 in %g).
+  CHECK(error_of(
+            [&] { (void)samples("1048576 262145 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n"); })
+            .starts_with("all_reduce_perf.log:3: count 262145 of float is 1048580 bytes for "
+                         "all-reduce over 2 ranks, not the size 1048576:"));
+  // A count that is none, 0 or negative beside a size is refused, and so is a size of N/A.
+  for (const char* count : {"N/A", "0", "-256"}) {
+    INFO(count);
+    CHECK(error_of([&] {
+            (void)samples(std::string("1024 ") + count +
+                          " float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n");
+          })
+              .starts_with("all_reduce_perf.log:3: count: expected a whole number of elements "
+                           "above 0 for the size 1024, got "));
+  }
+  CHECK(error_of([&] { (void)samples("nan 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
+        "all_reduce_perf.log:3: size: expected a number of bytes, got N/A");
+  // --collective given: the hint does not ask for it again.
+  const auto given = [&](const std::string& row) {
+    return to_samples(parse_nccl_tests(head + row, "log.txt", Collective::all_reduce).front(),
+                      Tier::nvlink);
+  };
+  CHECK(error_of([&] {
+          (void)given("1024 128 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n");
+        }).ends_with("(check the log and --collective)"));
   // 512 halves (2 bytes) = 1024: sound; an unknown type is refused.
   CHECK(samples("1024 512 half sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n").size() == 1);
   CHECK(error_of([&] {

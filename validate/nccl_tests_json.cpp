@@ -5,6 +5,7 @@
 // Doubles are written with %lf; NaN as the string "nan"; nwrong is null without validation.
 #include <fmt/format.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -18,7 +19,7 @@ namespace {
 using nlohmann::json;
 
 /// nccl-tests src/util.cu JSON_FILE_VERSION at a0b82b2 (NCCL_TESTS_VERSION 2.19.6).
-constexpr long long kLatestJsonVersion = 3;
+constexpr unsigned long long kLatestJsonVersion = 3;
 
 std::optional<double> number(const json& object, const char* key) {
   const auto it = object.find(key);
@@ -44,7 +45,8 @@ NcclTestsRow read_result(const json& result, const std::string& where) {
   if (!size) throw InputError(where + ".size: expected a number");
   NcclTestsRow row;
   row.bytes = *size;
-  row.count = number(result, "count").value_or(0.0);
+  row.has_count = result.contains("count");
+  row.count = number(result, "count").value_or(std::numeric_limits<double>::quiet_NaN());
   if (result.contains("type") && result["type"].is_string()) row.type = result["type"];
   if (result.contains("redop") && result["redop"].is_string()) row.redop = result["redop"];
   row.out_of_place = read_cell(result, "out_of_place");
@@ -87,7 +89,15 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
     }
     const std::string host = device.value("hostname", std::string());
     for (long long r = 0; r < per_process && hosts.size() < (1U << 24); ++r) hosts.push_back(host);
-    if (table.gpu.empty()) table.gpu = device.value("device_info", std::string());
+    const std::string gpu = device.value("device_info", std::string());
+    if (table.gpu.empty()) {
+      table.gpu = gpu;
+    } else if (!gpu.empty() && gpu != table.gpu) {
+      throw InputError(
+          fmt::format("{}: config.devices[{}].device_info: '{}', where the devices "
+                      "before it are '{}'; a calibration describes one GPU type",
+                      source, i, gpu, table.gpu));
+    }
   }
   table.ranks = static_cast<int>(hosts.size());
   set_hosts(table, hosts);
@@ -98,12 +108,13 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
 void check_version(const json& document, const std::string& source) {
   const auto version = document.find("version");
   if (version != document.end() && version->is_number_integer()) {
-    const long long v = version->get<long long>();
-    if (v >= 1 && v <= kLatestJsonVersion) return;
+    if (version->is_number_unsigned() || version->get<long long>() >= 1) {
+      if (version->get<unsigned long long>() <= kLatestJsonVersion) return;
+    }
     throw InputError(fmt::format(
         "{}: version: {}: expected an nccl-tests -J version 1 to {} (a newer nccl-tests "
         "writes what this reader has not been checked against)",
-        source, v, kLatestJsonVersion));
+        source, version->dump(), kLatestJsonVersion));
   }
   throw InputError(source + ": version: expected the integer nccl-tests -J writes (1 to " +
                    std::to_string(kLatestJsonVersion) + ")");

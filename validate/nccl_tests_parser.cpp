@@ -8,8 +8,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "topology/errors.h"
@@ -140,8 +142,14 @@ NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
   }
   NcclTestsRow row;
   row.line = std::atoi(where.c_str() + where.rfind(':') + 1);
-  row.bytes = *cell(t[static_cast<std::size_t>(c.size)], where);
-  row.count = c.count < 0 ? 0.0 : cell(t[static_cast<std::size_t>(c.count)], where).value_or(0);
+  const auto size = cell(t[static_cast<std::size_t>(c.size)], where);
+  if (!size) throw InputError(where + ": size: expected a number of bytes, got N/A");
+  row.bytes = *size;
+  row.has_count = c.count >= 0;
+  if (row.has_count) {
+    row.count = cell(t[static_cast<std::size_t>(c.count)], where)
+                    .value_or(std::numeric_limits<double>::quiet_NaN());
+  }
   if (c.type >= 0) row.type = t[static_cast<std::size_t>(c.type)];
   if (c.redop >= 0) row.redop = t[static_cast<std::size_t>(c.redop)];
   row.out_of_place = read_cell(t, c, 0, where);
@@ -152,7 +160,8 @@ NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
 /// What the lines before a table said.
 struct Context {
   std::optional<std::string> test;
-  std::vector<std::string> host_of_rank;  ///< from "#  Rank  3 ... on HOST device ..."
+  std::map<int, std::string> host_of_rank;  ///< from "#  Rank  3 ... on HOST device ..."
+  std::set<std::string> gpus;               ///< the GPU names of those lines
   std::string gpu;
   int threads_x_gpus = 0;  ///< "# nThread 1 nGpus 8"
   std::string nccl_version;
@@ -164,13 +173,46 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
   const auto on = std::find(t.begin(), t.end(), "on");
   const auto device = std::find(t.begin(), t.end(), "device");
   if (on == t.end() || on + 1 == t.end() || device == t.end() || t.end() - device < 3) return;
-  context.host_of_rank.push_back(*(on + 1));
+  // The rank's number ("Rank 3"): nccl-tests numbers them proc x nThread x nGpus + i.
+  int rank = static_cast<int>(context.host_of_rank.size());
+  if (t.size() > 2) {
+    int number = 0;
+    const auto [end, error] = std::from_chars(t[2].data(), t[2].data() + t[2].size(), number);
+    if (error == std::errc() && end == t[2].data() + t[2].size() && number >= 0 &&
+        number < (1 << 24)) {
+      rank = number;
+    }
+  }
+  context.host_of_rank[rank] = *(on + 1);
   std::string gpu;
   for (auto it = device + 3; it != t.end(); ++it) {
     if (!gpu.empty()) gpu += ' ';
     gpu += *it;
   }
   context.gpu = gpu;
+  context.gpus.insert(gpu);
+}
+
+/// Every rank's host: one process prints its nThread x nGpus ranks' lines into one 2048-byte
+/// buffer and cuts it with "..." when full (nccl-tests src/util.cu writeDeviceReport,
+/// MAX_LINE), so a process driving about 24 GPUs or more lists only its first ones. Its ranks
+/// are proc x T x G + i: the ranks run to the last listed process's end, each unlisted one on
+/// its process's host.
+std::vector<std::string> hosts_of_ranks(const Context& context) {
+  if (context.host_of_rank.empty()) return {};
+  const long long per_process = std::max(context.threads_x_gpus, 1);
+  const long long last = context.host_of_rank.rbegin()->first;
+  const long long ranks = (last / per_process + 1) * per_process;
+  std::vector<std::string> hosts;
+  hosts.reserve(static_cast<std::size_t>(ranks));
+  for (long long r = 0; r < ranks; ++r) {
+    auto it = context.host_of_rank.find(static_cast<int>(r));
+    if (it == context.host_of_rank.end()) {
+      it = context.host_of_rank.find(static_cast<int>(r / per_process * per_process));
+    }
+    hosts.push_back(it == context.host_of_rank.end() ? std::string() : it->second);
+  }
+  return hosts;
 }
 
 /// A count in a comment line ("nThread 1"): 0..2^20, else 0 (unknown; found by fuzzing: atoi
@@ -186,6 +228,7 @@ void read_comment(const std::string& line, const std::vector<std::string>& t, Co
     context.threads_x_gpus = product <= (1 << 20) ? static_cast<int>(product) : 0;
   } else if (t.size() > 1 && t[1] == "Using") {
     context.host_of_rank.clear();
+    context.gpus.clear();
   } else if (t.size() > 2 && t[1] == "Rank") {
     read_device_line(t, context);
   }
@@ -220,15 +263,22 @@ NcclTestsTable start_table(const Context& context, const std::string& source,
   if (given) {
     table.test = test.value_or(std::string(to_string(*given)) + " (--collective)");
     table.collective = *given;
+    table.collective_given = true;
   } else if (test) {
     table.test = *test;
     table.collective = nccl_tests::collective_of(*test, source);
   }
-  table.ranks = context.host_of_rank.empty() ? context.threads_x_gpus
-                                             : static_cast<int>(context.host_of_rank.size());
+  if (context.gpus.size() > 1) {
+    throw InputError(fmt::format(
+        "{}: the '#  Rank' lines name {} GPU types ('{}', '{}'); a "
+        "calibration describes one",
+        source, context.gpus.size(), *context.gpus.begin(), *std::next(context.gpus.begin())));
+  }
+  const std::vector<std::string> hosts = hosts_of_ranks(context);
+  table.ranks = hosts.empty() ? context.threads_x_gpus : static_cast<int>(hosts.size());
   table.gpu = context.gpu;
   table.nccl_version = context.nccl_version;
-  nccl_tests::set_hosts(table, context.host_of_rank);
+  nccl_tests::set_hosts(table, hosts);
   return table;
 }
 
@@ -283,7 +333,8 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
       tables.back().wrong_is_count = columns->wrong_is_count;
     } else if (t[0].front() == '#') {
       read_comment(line, t, context);
-    } else if (columns && starts_number(t[0])) {
+    } else if (columns &&
+               (starts_number(t[0]) || t[0] == "nan" || t[0] == "-nan" || t[0] == "N/A")) {
       tables.back().rows.push_back(read_row(t, *columns, source + ":" + std::to_string(line_no)));
     } else {
       read_plain(line, context);
@@ -347,14 +398,21 @@ std::optional<std::string> row_count_problem(const NcclTestsTable& table, const 
         "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)",
         table.source, where, row.type);
   }
-  if (row.count <= 0.0 || row.bytes <= 0.0) return std::nullopt;  // no count column; size 0
+  if (!row.has_count || row.bytes <= 0.0) return std::nullopt;  // no count column; size 0
+  if (!(row.count > 0.0) || row.count != std::floor(row.count) || row.count > kMaxRowBytes) {
+    return fmt::format(
+        "{}{}: count: expected a whole number of elements above 0 for the size {:.0f}, got {:g}",
+        table.source, where, row.bytes, row.count);
+  }
   const double expected = printed_bytes(table.collective, table.ranks, row.count, element);
   if (expected == row.bytes) return std::nullopt;
   return fmt::format(
-      "{}{}: count {:g} of {} is {:g} bytes for {} over {} ranks, not the size {:g}: the "
-      "row is another test's or the ranks are misread (check the log, or give --collective)",
+      "{}{}: count {:.0f} of {} is {:.0f} bytes for {} over {} ranks, not the size {:.0f}: "
+      "the row is another test's or the ranks are misread ({})",
       table.source, where, row.count, row.type, expected, to_string(table.collective), table.ranks,
-      row.bytes);
+      row.bytes,
+      table.collective_given ? "check the log and --collective"
+                             : "check the log, or give --collective");
 }
 
 /// The collective a row's columns can only come from. An all-reduce row (count x type = size,
@@ -408,9 +466,12 @@ Tier infer_tier(const NcclTestsTable& table) {
 
 std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier) {
   std::vector<CollectiveSample> out;
-  for (const auto& row : table.rows) {
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    const NcclTestsRow& row = table.rows[i];
     const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
-    const std::string where = row.line > 0 ? fmt::format(":{}", row.line) : std::string();
+    // A text row by its line, a -J row by its place in "results".
+    const std::string where =
+        row.line > 0 ? fmt::format(":{}", row.line) : fmt::format(": results[{}]", i);
     // Either half wrong is a wrong collective: the in-place run too.
     for (const auto* half : {&row.out_of_place, &row.in_place}) {
       if (table.wrong_is_count && half->wrong && *half->wrong != 0.0) {

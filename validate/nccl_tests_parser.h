@@ -20,9 +20,10 @@ struct NcclTestsCell {
 };
 
 struct NcclTestsRow {
-  int line = 0;        ///< 1-based line in the text log; 0 in the JSON form
-  double bytes = 0.0;  ///< "size" (S)
-  double count = 0.0;
+  int line = 0;            ///< 1-based line in the text log; 0 in the JSON form
+  double bytes = 0.0;      ///< "size" (S)
+  double count = 0.0;      ///< the count column; NaN when it reads N/A or nan
+  bool has_count = false;  ///< the log has a count column (the JSON form a "count")
   std::string type;
   std::string redop;
   NcclTestsCell out_of_place;
@@ -37,8 +38,9 @@ struct NcclTestsTable {
   std::string gpu;             ///< from the device lines, "" when absent
   int max_ranks_per_host = 0;  ///< 0 when no device lines
   int hosts = 0;
-  std::string nccl_version;     ///< "2.19.3", "" when absent
-  bool wrong_is_count = false;  ///< the column is "#wrong" (a count; old logs: max "error")
+  std::string nccl_version;       ///< "2.19.3", "" when absent
+  bool wrong_is_count = false;    ///< the column is "#wrong" (a count; old logs: max "error")
+  bool collective_given = false;  ///< by --collective (not read from the log)
   std::vector<NcclTestsRow> rows;
 };
 
