@@ -95,8 +95,8 @@ void add_model_flags(CLI::App& app, ModelArgs& args) {
       ->check(positive_integer_check(kMaxGlobalBatch));
   app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
   app.add_option("--dtype", args.dtype,
-                 "training precision in place of the model's training.dtype (fp8: the "
-                 "file's training.fp8 recipe, else delayed scaling)")
+                 "training precision in place of the model's training.dtype (fp8: an FP8 "
+                 "model file's training.fp8 options, else their defaults: delayed scaling)")
       ->check(choice_check({"bf16", "fp16", "fp8", "tf32", "fp32"}));
 }
 

@@ -354,6 +354,7 @@ void run(const PlanFlags& f) {
   const ResolvedStack stack = resolve_stack(f.stack, cluster);
   options.stack = stack.stack;
   pin_cp_comm(f.cp_comm, options.stack);
+  check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);
   check_options(model, options);
   ReportContext context;
   context.stack = stack.stack.name;

@@ -3,6 +3,7 @@
 // `trident topo import` is added by cmd_topo_import.cpp.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -16,6 +17,13 @@
 namespace trident::cli {
 
 namespace {
+
+/// A rate or ratio as people read it: whole numbers whole, others to 4 figures, never in
+/// exponent form (a 154,300 GB/s tier printed 1.543e+05).
+std::string readable(double value) {
+  if (value == std::round(value) || std::abs(value) >= 1000.0) return fmt::format("{:.0f}", value);
+  return fmt::format("{:.4g}", value);
+}
 
 struct TopoOptions {
   ClusterArgs cluster;
@@ -49,8 +57,8 @@ std::vector<TierRow> tier_rows(const Cluster& c) {
     rows.push_back({Tier::network, share, latency * 1e6,
                     fmt::format("across domains: {} NICs x {} Gb/s / 8 / {} GPUs / "
                                 "oversubscription {}",
-                                c.network.nics_per_server, c.network.nic_gbits, c.gpus_per_server,
-                                c.network.oversubscription)});
+                                c.network.nics_per_server, readable(c.network.nic_gbits),
+                                c.gpus_per_server, readable(c.network.oversubscription))});
   }
   if (c.nvlink.kind != NvlinkKind::none) {
     rows.push_back({Tier::pcie, c.pcie.gbps, c.pcie.latency_us,
@@ -91,14 +99,14 @@ void print_table(const Cluster& c) {
              c.gpus_per_server, c.gpu.name);
   fmt::print("gpu {}: {}\n", c.gpu.name, summarize_gpu(c.gpu));
   fmt::print("{}\n", domain_line(c));
-  fmt::print(
-      "network: {} NICs x {} Gb/s per server = {:.4g} GB/s per GPU, {}, oversubscription {}\n",
-      c.network.nics_per_server, c.network.nic_gbits, c.nic_gbps_per_gpu(0),
-      c.network.rail_optimized ? "rail-optimised" : "not rail-optimised",
-      c.network.oversubscription);
+  fmt::print("network: {} NICs x {} Gb/s per server = {} GB/s per GPU, {}, oversubscription {}\n",
+             c.network.nics_per_server, readable(c.network.nic_gbits),
+             readable(c.nic_gbps_per_gpu(0)),
+             c.network.rail_optimized ? "rail-optimised" : "not rail-optimised",
+             readable(c.network.oversubscription));
   fmt::print("tiers (per GPU, one direction):\n");
   for (const auto& row : tier_rows(c)) {
-    fmt::print("  {:<8} {:>7.4g} GB/s {:>5.3g} us  {}\n", to_string(row.tier), row.gbps,
+    fmt::print("  {:<8} {:>7} GB/s {:>5.3g} us  {}\n", to_string(row.tier), readable(row.gbps),
                row.latency_us, row.use);
   }
   if (c.nvlink.kind == NvlinkKind::mesh) {

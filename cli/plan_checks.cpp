@@ -226,6 +226,43 @@ void check_options(const Model& model, const SearchOptions& options) {
   }
 }
 
+namespace {
+
+/// The FP8 recipes a stack runs: "current, blockwise".
+std::string fp8_recipes_text(const Stack& stack) {
+  std::string out;
+  for (const Fp8Recipe r : {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::blockwise}) {
+    if (stack.supports(r)) out += std::string(out.empty() ? "" : ", ") + to_string(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_dtype_flag(const std::string& given, const Model& model, const Gpu& gpu,
+                      const Stack& stack) {
+  if (given.empty()) return;
+  const Dtype dtype = model.training.dtype;
+  if (gpu.peak_tflops(dtype) <= 0.0) {
+    std::string runs;
+    for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32}) {
+      if (gpu.peak_tflops(d) > 0.0) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
+    }
+    throw InputError(
+        fmt::format("--dtype {}: {} has no {} peak (it runs {})", given, gpu.name, given, runs));
+  }
+  if (dtype == Dtype::fp8 && !stack.supports(model.training.fp8.recipe)) {
+    throw InputError(fmt::format(
+        "--dtype fp8: stack {} {}", stack.name,
+        stack.fp8_recipes == 0
+            ? std::string("has no FP8 training")
+            : fmt::format("does not run the FP8 recipe {} (the model "
+                          "file's, or the default); an FP8 model file "
+                          "sets training.fp8.recipe to one it runs ({})",
+                          to_string(model.training.fp8.recipe), fp8_recipes_text(stack))));
+  }
+}
+
 void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options) {
   if (!options.tp || !options.pp || !options.dp) return;
   const long long gpus = cluster.gpus();

@@ -30,6 +30,12 @@ void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
 /// before any search, what-if or emit).
 void check_options(const Model& model, const SearchOptions& options);
 
+/// `--dtype DTYPE` (`given`, "" when not) the GPU has no peak for, or FP8 under a stack
+/// without the model's FP8 recipe: InputError naming --dtype, before the checks that name the
+/// model file's keys the user did not write.
+void check_dtype_flag(const std::string& given, const Model& model, const Gpu& gpu,
+                      const Stack& stack);
+
 /// Throws InputError "--tp 8 x --pp 8 x --dp 8 = 512 GPUs; the cluster has 256" when TP, PP
 /// and DP are pinned (and CP pinned, or the three already past the GPUs) and their product is
 /// not the cluster's GPU count. Healthy clusters only: under --fail-link the re-plans decide.

@@ -311,6 +311,16 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   CHECK(f < b);
   CHECK(f > b / 2);
   CHECK(trident(h100 + " --dtype fp4").code == 2);
+  // Refusals name the flag, not model-file keys the user did not write.
+  const Run a100 = trident("plan --cluster dgx-a100 --model llama2-7b --dtype fp8");
+  CHECK(a100.err ==
+        "trident: error: --dtype fp8: a100-sxm-80g has no fp8 peak (it runs bf16, fp16, tf32)\n");
+  const Run ds = trident(h100 + " --dtype fp8 --stack deepspeed-megatron");
+  CHECK(ds.err == "trident: error: --dtype fp8: stack deepspeed-megatron has no FP8 training\n");
+  const Run titan = trident(h100 + " --dtype fp8 --stack torchtitan");
+  CHECK(titan.err.rfind("trident: error: --dtype fp8: stack torchtitan does not run the FP8 "
+                        "recipe delayed",
+                        0) == 0);
 }
 
 TEST_CASE("topo show rounds the network share as it rounds the tiers", "[cli_plan]") {
@@ -325,6 +335,16 @@ TEST_CASE("topo show rounds the network share as it rounds the tiers", "[cli_pla
   REQUIRE(topo.code == 0);
   CHECK(topo.out.find("network: 2 NICs x 400 Gb/s per server = 16.67 GB/s per GPU,") !=
         std::string::npos);
+  // Unround NIC speeds and tapers to 4 figures; a tier above 1000 GB/s whole, not 1.543e+05.
+  std::ofstream(file) << "name: six\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 6\n"
+                         "nvlink: {domain_gpus: 6, kind: switch, links_per_gpu: 18, "
+                         "gbps_per_link: 8572.2}\nnetwork: {nics_per_server: 2, nic_gbits: "
+                         "133.33333333, oversubscription: 1.3333333333}\n";
+  const Run odd = trident("topo show --cluster " + file.string());
+  REQUIRE(odd.code == 0);
+  CHECK(odd.out.find("network: 2 NICs x 133.3 Gb/s per server = 5.556 GB/s per GPU, "
+                     "rail-optimised, oversubscription 1.333\n") != std::string::npos);
+  CHECK(odd.out.find("  nvlink    154300 GB/s") != std::string::npos);
 }
 
 TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, not refused",
