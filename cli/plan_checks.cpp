@@ -336,8 +336,13 @@ void check_something_runs(const WhatIf& what_if) {
   for (const auto& option : what_if.options) {
     if (option.available) return;
   }
-  const std::string why =
-      what_if.options.empty() ? "" : ": " + option_text(what_if.options.front(), what_if);
+  // Each option's reason: the first alone hid why cordoning failed (pins that fix the GPU
+  // count leave no server count to re-plan on).
+  std::string why;
+  for (const auto& option : what_if.options) {
+    why += (why.empty() ? ": " : "; ") + std::string(to_string(option.kind)) + ": " +
+           option_text(option, what_if);
+  }
   throw PlanError("--fail-link: no plan can run under the failures" + why);
 }
 

@@ -125,8 +125,12 @@ TEST_CASE("class 3: failures that leave nothing to run on", "[hardening]") {
   // GPUs are left but no option runs llama3-70b on 8 of them: exit 2, not an empty report.
   check_refused(scene,
                 "plan --gpus 16 --servers 2 --model llama3-70b --fail-link server:0 --svg f.svg",
-                "--fail-link: no plan can run under the failures: the plan has ranks on 8 GPUs "
-                "(0-7) that are dead: it cannot run as placed");
+                "--fail-link: no plan can run under the failures: keep: the plan has ranks on 8 "
+                "GPUs (0-7) that are dead: it cannot run as placed; re-place: the split needs 16 "
+                "GPUs and 8 are left: no spare server to move the ranks of 8 GPUs (0-7) to (the "
+                "job uses all 2); cordon-gpu: the failure is not on one GPU; cordon-server: "
+                "takes server 0 out: no split of 8 GPUs fits in memory on any number of "
+                "servers");
   // One NVLink down on each of the 8 GPUs: cordoning them all left no GPU, and the search
   // divided by zero (SIGFPE); now the cordon option is simply unavailable.
   std::string one_link_each;
