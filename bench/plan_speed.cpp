@@ -138,10 +138,11 @@ void BM_what_if_100_gpus_nvlink_all_tp2_llama3_70b_131072_h100(benchmark::State&
   run_what_if(state, failures, 2);
 }
 
-/// One dead server of 16,384, Llama 3 405B (batch 2048): cordon-server searches every server
-/// count with a split down to half the 16,383 live ones (64 counts) for the fastest; on the
-/// cluster with the servers set aside each search walked every group around the gaps (2.5 s),
-/// on the same number of healthy servers one period per group (0.19 s, the CLI, 2026-12-03).
+/// One dead server of 16,384, Llama 3 405B (batch 2048): cordon-server searches the server
+/// counts with a split below the first that runs (16 at most, down to half the servers); on
+/// the cluster with the servers set aside each search walked every group around the gaps
+/// (2.5 s for 64 counts), on the same number of healthy servers one period per group: 28 ms
+/// here (2026-12-03, one core).
 void BM_what_if_server_down_llama3_405b_131072_h100(benchmark::State& state) {
   time_what_if(state, sized("dgx-h100", 16384), with_batch("llama3-405b", 0),
                {trident::parse_failure("server:0")}, std::nullopt);
