@@ -96,7 +96,8 @@ void add_model_flags(CLI::App& app, ModelArgs& args) {
   app.add_option("--seq-len", args.seq_len, "sequence length")->check(kPositive);
   app.add_option("--dtype", args.dtype,
                  "training precision in place of the model's training.dtype (fp8: an FP8 "
-                 "model file's training.fp8 options, else their defaults: delayed scaling)")
+                 "model file's training.fp8 options, else their defaults, with the stack's "
+                 "recipe where it does not run delayed scaling)")
       ->check(choice_check({"bf16", "fp16", "fp8", "tf32", "fp32"}));
 }
 
@@ -179,7 +180,7 @@ Cluster resolve_cluster(const ClusterArgs& args) {
   return cluster;
 }
 
-Model resolve_model(const ModelArgs& args) {
+Model resolve_model(const ModelArgs& args, bool* fp8_by_flag) {
   Model model;
   if (args.model.empty()) {
     model = model_preset(kDefaultModel);
@@ -192,7 +193,13 @@ Model resolve_model(const ModelArgs& args) {
   }
   if (args.global_batch > 0) model.training.global_batch = args.global_batch;
   if (args.seq_len > 0) model.seq_len = args.seq_len;
-  if (!args.dtype.empty()) model.training.dtype = parse_dtype(args.dtype, "--dtype");
+  if (!args.dtype.empty()) {
+    const Dtype given = parse_dtype(args.dtype, "--dtype");
+    if (fp8_by_flag != nullptr) {
+      *fp8_by_flag = given == Dtype::fp8 && model.training.dtype != Dtype::fp8;
+    }
+    model.training.dtype = given;
+  }
   if (model.training.global_batch <= 0) {
     throw InputError("--global-batch: model '" + model.name +
                      "' has no training.global_batch; give --global-batch N");

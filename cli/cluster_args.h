@@ -57,7 +57,9 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// The model: --model (default gpt3-175b), --global-batch, --seq-len and --dtype override the
 /// file.
 /// InputError when no global batch is known.
-[[nodiscard]] Model resolve_model(const ModelArgs& args);
+/// `fp8_by_flag` (when given) is set when --dtype fp8 made FP8 a model that was not: its
+/// training.fp8 options are then the defaults, not the file's.
+[[nodiscard]] Model resolve_model(const ModelArgs& args, bool* fp8_by_flag = nullptr);
 
 /// "assumed: cluster dgx-h100 (8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s
 /// NICs); model gpt3-175b, global batch 1536; change with --cluster/--gpu/--model/

@@ -344,15 +344,30 @@ RunOutputs declare_files(const PlanFlags& f) {
   return files;
 }
 
+/// `--dtype fp8` on a model that was not FP8 (its FP8 options the defaults): the stack's own
+/// recipe where it does not run the default one (torchtitan runs current and blockwise
+/// scaling, not delayed). The model line of the assumptions names the recipe.
+void adopt_stack_fp8_recipe(Model& model, const Stack& stack) {
+  if (stack.supports(model.training.fp8.recipe)) return;
+  for (const Fp8Recipe recipe : {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::blockwise}) {
+    if (stack.supports(recipe)) {
+      model.training.fp8.recipe = recipe;
+      return;
+    }
+  }
+}
+
 void run(const PlanFlags& f) {
   check_format(f);
   RunOutputs files = declare_files(f);
   if (!f.emit.empty()) (void)parse_release(f.emit);
   SearchOptions options = search_options(f);
   Cluster cluster = resolve_cluster(f.cluster);
-  const Model model = resolve_model(f.model);
+  bool fp8_by_flag = false;
+  Model model = resolve_model(f.model, &fp8_by_flag);
   const ResolvedStack stack = resolve_stack(f.stack, cluster);
   options.stack = stack.stack;
+  if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack);
   pin_cp_comm(f.cp_comm, options.stack);
   check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);
   check_options(model, options);

@@ -168,8 +168,8 @@ namespace {
       return "--cp 1";
     case RefusalKind::dtype:
       return framework == Framework::megatron || framework == Framework::nemo_hydra
-                 ? "training.dtype bf16 or fp32 in the model file"
-                 : "training.dtype bf16 in the model file";
+                 ? "--dtype bf16 or fp32 (training.dtype in the model file)"
+                 : "--dtype bf16 (training.dtype in the model file)";
     case RefusalKind::ffn:
       return framework == Framework::nemo_hydra
                  ? "ffn gelu, geglu, swiglu or relu2 in the model file"

@@ -330,6 +330,8 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   const Release& nemo = parse_release("nemo");
   CHECK(cli::refusal_reason(o, nemo, model) ==
         "NeMo 2.0's precision recipes are bf16/fp16 mixed (with or without FP8), not fp32");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo) ==
+        "--dtype bf16 (training.dtype in the model file)");
   o.kind = RefusalKind::model_shape;
   o.models = {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b"};
   o.other_release = "nemo-hydra";
