@@ -22,7 +22,10 @@ namespace {
 /// exponent form (a 154,300 GB/s tier printed 1.543e+05).
 std::string readable(double value) {
   if (value == std::round(value) || std::abs(value) >= 1000.0) return fmt::format("{:.0f}", value);
-  return fmt::format("{:.4g}", value);
+  if (std::abs(value) >= 0.001) return fmt::format("{:.4g}", value);
+  std::string text = fmt::format("{:.12f}", value);  // tiny: fixed point, trailing zeros cut
+  text.erase(text.find_last_not_of('0') + 1);
+  return text;
 }
 
 struct TopoOptions {
@@ -76,10 +79,10 @@ std::string domain_line(const Cluster& c) {
   std::string links;
   if (c.nvlink.kind == NvlinkKind::switch_fabric) {
     links = fmt::format("switch, {} links x {} GB/s per GPU", c.nvlink.links_per_gpu,
-                        c.nvlink.gbps_per_link);
+                        readable(c.nvlink.gbps_per_link));
   } else if (c.nvlink.kind == NvlinkKind::mesh) {
     links = fmt::format("mesh, {} GPU pairs, {} GB/s per link", c.nvlink.mesh.size(),
-                        c.nvlink.gbps_per_link);
+                        readable(c.nvlink.gbps_per_link));
   } else {
     links = "none (PCIe only)";
   }

@@ -241,8 +241,15 @@ std::string fp8_recipes_text(const Stack& stack) {
 
 void check_dtype_flag(const std::string& given, const Model& model, const Gpu& gpu,
                       const Stack& stack) {
-  if (given.empty()) return;
   const Dtype dtype = model.training.dtype;
+  if (given.empty()) {
+    if (gpu.peak_tflops(dtype) > 0.0) return;
+    const char* other = gpu.peak_tflops_fp16 > 0.0 ? "fp16" : "bf16";
+    throw InputError(
+        fmt::format("model {}: dtype {} not supported by {} (no {} peak); give "
+                    "--dtype {} (or set training.dtype in the model file)",
+                    model.name, to_string(dtype), gpu.name, to_string(dtype), other));
+  }
   if (gpu.peak_tflops(dtype) <= 0.0) {
     std::string runs;
     for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32}) {

@@ -149,9 +149,10 @@ namespace {
   const std::string none_left = o.replan.result == Replan::runs ? "" : "; " + replan_text(o.replan);
   if (o.servers < o.scan.most_servers) {
     const double band = o.plan->estimate.step_s_high / o.plan->estimate.time.step_s - 1.0;
-    const std::string by = band > 0.0 ? "by more than the stack's measured error (+/-" +
-                                            printf_string("%.0f%%)", 100.0 * band)
-                                      : "(the stack has no measured error: any gain counts)";
+    const std::string by =
+        band > 0.0 ? "by more than the stack's measured error (+/-" +
+                         printf_string(band >= 0.01 ? "%.0f%%)" : "%.1f%%)", 100.0 * band)
+                   : "(the stack has no measured error: any gain counts)";
     return what + none_left + "; on " + std::to_string(o.scan.most_servers) +
            " servers, the most with a plan, a step takes " +
            printf_string("%.3f s", o.scan.most_servers_step_s) + ", slower than on fewer " + by +

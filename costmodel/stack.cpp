@@ -148,8 +148,7 @@ void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
     throw InputError(fmt::format(
         "stack {}: attention {} needs a GPU of compute capability {:.1f} or more (cuDNN fused "
         "attention and FlashAttention 2 run on sm80 and later); {} is {:.1f}: use a stack "
-        "with attention: unfused, Transformer Engine's own fallback there (megatron-2021 is "
-        "one)",
+        "with attention: unfused, the attention that runs there (megatron-2021 is one)",
         stack.name, to_string(stack.attention), kFusedAttentionMinCapability, gpu.name,
         gpu.compute_capability));
   }

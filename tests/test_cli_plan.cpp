@@ -290,7 +290,8 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   const std::string base = "plan --cluster dgx1-v100 --model llama2-7b --top 1";
   const Run bf16 = trident(base);
   CHECK(bf16.code == 2);
-  CHECK(bf16.err.find("dtype bf16 not supported by v100-sxm-32g") != std::string::npos);
+  CHECK(bf16.err.find("dtype bf16 not supported by v100-sxm-32g (no bf16 peak); give --dtype "
+                      "fp16") != std::string::npos);
   // fp16, but the default stack's cuDNN attention needs sm80: refused, naming the way out.
   const Run cudnn = trident(base + " --dtype fp16");
   CHECK(cudnn.code == 2);
@@ -347,6 +348,14 @@ TEST_CASE("topo show rounds the network share as it rounds the tiers", "[cli_pla
   CHECK(odd.out.find("network: 2 NICs x 133.3 Gb/s per server = 5.556 GB/s per GPU, "
                      "rail-optimised, oversubscription 1.333\n") != std::string::npos);
   CHECK(odd.out.find("  nvlink    154300 GB/s") != std::string::npos);
+  std::ofstream(file) << "name: six\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 6\n"
+                         "nvlink: {domain_gpus: 6, kind: switch, links_per_gpu: 18, "
+                         "gbps_per_link: 16.666666666666668}\nnetwork: {nics_per_server: 2, "
+                         "nic_gbits: 0.001}\n";
+  const Run tiny = trident("topo show --cluster " + file.string());
+  REQUIRE(tiny.code == 0);
+  CHECK(tiny.out.find("18 links x 16.67 GB/s per GPU") != std::string::npos);
+  CHECK(tiny.out.find("e-0") == std::string::npos);  // never in exponent form
 }
 
 TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, not refused",

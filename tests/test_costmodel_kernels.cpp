@@ -294,8 +294,7 @@ TEST_CASE("fused attention needs compute capability 8.0: a V100 runs unfused sta
       check_stack_on_gpu(stack_preset("megatron-core"), v100),
       "stack megatron-core: attention cudnn needs a GPU of compute capability 8.0 or more (cuDNN "
       "fused attention and FlashAttention 2 run on sm80 and later); v100-sxm-32g is 7.0: use a "
-      "stack with attention: unfused, Transformer Engine's own fallback there (megatron-2021 is "
-      "one)");
+      "stack with attention: unfused, the attention that runs there (megatron-2021 is one)");
   CHECK_THROWS(check_stack_on_gpu(stack_preset("torchtitan"), v100));  // flash
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("megatron-2021"), v100));
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("deepspeed-megatron"), v100));

@@ -87,38 +87,67 @@ TEST_CASE("nccl-tests new text layout (root, #wrong, exponents, two hosts)",
   CHECK(infer_tier(t) == Tier::network);
 }
 
-TEST_CASE("nccl-tests: a process's device lines cut at 2048 bytes", "[validate][nccl_tests]") {
-  // Two processes of nThread 1 x nGpus 32 (ranks 0-31 and 32-63); each prints its ranks' lines
-  // into one 2048-byte buffer and ends it "..." when full (nccl-tests writeDeviceReport,
-  // MAX_LINE): about 23 lines each show. The ranks run to the last process's end, 2 x 32.
-  std::string log =
-      "# Collective test starting: all_gather_perf\n"
-      "# nThread 1 nGpus 32 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20\n"
-      "# Using devices\n";
-  for (const int first : {0, 32}) {
-    for (int i = 0; i < 23; ++i) {
-      log += fmt::format(
-          "#  Rank {:2d} Group  0 Pid  1234 on {} device {:2d} [0000:18:00] "
-          "NVIDIA H100 80GB HBM3\n",
-          first + i, first == 0 ? "node-a" : "node-b", i);
-    }
-    log += "#  Rank 23 Group  0 Pid  1234 on node-a dev...\n";
+namespace {
+
+/// One process's device report as nccl-tests writes it (src/util.cu writeDeviceReport @a0b82b2):
+/// its ranks' lines into a 2048-byte buffer; when full, the first 2043 bytes and "...\n".
+std::string device_report(int process, int per_process, const std::string& host) {
+  std::string lines;
+  for (int i = 0; i < per_process; ++i) {
+    lines += fmt::format(
+        "#  Rank {:2d} Group {:2d} Pid {:6d} on {:>10} device {:2d} "
+        "[{:04x}:{:02x}:{:02x}] {}\n",
+        process * per_process + i, 0, 4242 + process, host, i, 0, 0x18 + i, 0,
+        "NVIDIA H100 80GB HBM3");
   }
-  // 64 ranks x 16384 floats x 4 bytes = 4 MiB.
-  log +=
-      "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
-      "4194304 16384 float none -1 100.0 0.1 0.1 0 100.0 0.1 0.1 0\n";
-  const auto table = parse_nccl_tests(log, "log.txt").front();
+  if (lines.size() >= 2047) lines = lines.substr(0, 2043) + "...\n";
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-tests: a process's device lines cut at 2048 bytes", "[validate][nccl_tests]") {
+  // Two processes of nThread 2 x nGpus 16 (ranks 0-31 and 32-63) on hosts "node" (padded to 10
+  // by %10s): each report is cut after 20-odd lines, the last one mid-line. The ranks run to
+  // the last process's end, 2 x 32, each unlisted one on its process's host.
+  const auto log = [](const std::string& first_host, const std::string& second_host) {
+    return "# Collective test starting: all_gather_perf\n"
+           "# nThread 2 nGpus 16 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5\n"
+           "# Using devices\n" +
+           device_report(0, 32, first_host) + device_report(1, 32, second_host) +
+           // 64 ranks x 16384 floats x 4 bytes = 4 MiB.
+           "#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n"
+           "4194304 16384 float none -1 100.0 0.1 0.1 0 100.0 0.1 0.1 0\n";
+  };
+  REQUIRE(log("node", "node2").find("...\n") != std::string::npos);
+  const auto table = parse_nccl_tests(log("node", "node2"), "log.txt").front();
   CHECK(table.ranks == 64);
   CHECK(table.hosts == 2);
   CHECK(table.max_ranks_per_host == 32);
+  CHECK(table.gpu == "NVIDIA H100 80GB HBM3");  // the cut line's tail is no GPU name
   CHECK(to_samples(table, Tier::network).size() == 1);
+  const auto one_host = parse_nccl_tests(log("node-17", "node-17"), "log.txt").front();
+  CHECK(one_host.ranks == 64);
+  CHECK(one_host.hosts == 1);
   // A log whose device lines name two GPU types is refused.
-  std::string mixed = log;
+  std::string mixed = log("node", "node2");
   mixed.replace(mixed.find("NVIDIA H100 80GB HBM3"), 21, "NVIDIA H200");
   CHECK(error_of([&] { (void)parse_nccl_tests(mixed, "log.txt"); }) ==
         "log.txt: the '#  Rank' lines name 2 GPU types ('NVIDIA H100 80GB HBM3', 'NVIDIA "
         "H200'); a calibration describes one");
+  // A trimmed report (process 0's lines gone) or a rank listed twice is refused, not guessed.
+  std::string trimmed = log("node", "node2");
+  const auto second = trimmed.find("#  Rank 32 ");
+  const auto first = trimmed.find("#  Rank  0 ");
+  trimmed.erase(first, second - first);
+  CHECK(error_of([&] { (void)parse_nccl_tests(trimmed, "log.txt"); }) ==
+        "log.txt: the '#  Rank' lines list no rank 0, the first of a process of 32 (nThread x "
+        "nGpus): the device report is incomplete; give the whole log");
+  std::string twice = log("node", "node2");
+  twice.replace(twice.find("#  Rank 32 "), 11, "#  Rank  0 ");
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(twice, "log.txt");
+        }).starts_with("log.txt: the '#  Rank' lines list rank 0 twice"));
 }
 
 TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
@@ -161,6 +190,8 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   CHECK(error_of([&] {
           (void)parse_nccl_tests(with_version("\"version\":4"), "sendrecv.json");
         }).starts_with("sendrecv.json: version: 4: expected an nccl-tests -J version 1 to 3"));
+  CHECK(error_of([&] { (void)parse_nccl_tests(with_version("\"version\":0"), "sendrecv.json"); }) ==
+        "sendrecv.json: version: 0: expected an nccl-tests -J version 1 to 3");
   CHECK(error_of([&] { (void)parse_nccl_tests(with_version("\"versio\":2"), "sendrecv.json"); }) ==
         "sendrecv.json: version: expected the integer nccl-tests -J writes (1 to 3)");
   // Two device entries of rank 0: two runs' devices in one file.

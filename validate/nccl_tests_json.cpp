@@ -108,13 +108,14 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
 void check_version(const json& document, const std::string& source) {
   const auto version = document.find("version");
   if (version != document.end() && version->is_number_integer()) {
-    if (version->is_number_unsigned() || version->get<long long>() >= 1) {
-      if (version->get<unsigned long long>() <= kLatestJsonVersion) return;
-    }
-    throw InputError(fmt::format(
-        "{}: version: {}: expected an nccl-tests -J version 1 to {} (a newer nccl-tests "
-        "writes what this reader has not been checked against)",
-        source, version->dump(), kLatestJsonVersion));
+    const bool positive = version->is_number_unsigned() || version->get<long long>() >= 1;
+    const bool newer = positive && version->get<unsigned long long>() > kLatestJsonVersion;
+    if (positive && !newer && version->get<unsigned long long>() >= 1) return;
+    throw InputError(fmt::format("{}: version: {}: expected an nccl-tests -J version 1 to {}{}",
+                                 source, version->dump(), kLatestJsonVersion,
+                                 newer ? " (a newer nccl-tests writes what this reader has not "
+                                         "been checked against)"
+                                       : ""));
   }
   throw InputError(source + ": version: expected the integer nccl-tests -J writes (1 to " +
                    std::to_string(kLatestJsonVersion) + ")");
@@ -131,6 +132,7 @@ std::vector<NcclTestsTable> parse_json(const std::string& text, const std::strin
   table.wrong_is_count = true;  // "nwrong": a count of wrong elements
   if (given) {
     table.collective = *given;
+    table.collective_given = true;
     table.test = std::string(to_string(*given)) + " (--collective)";
   } else {
     table.test = test_name(document, source);

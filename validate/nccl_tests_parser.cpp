@@ -162,6 +162,7 @@ struct Context {
   std::optional<std::string> test;
   std::map<int, std::string> host_of_rank;  ///< from "#  Rank  3 ... on HOST device ..."
   std::set<std::string> gpus;               ///< the GPU names of those lines
+  int repeated_rank = -1;                   ///< a rank two lines name, or -1
   std::string gpu;
   int threads_x_gpus = 0;  ///< "# nThread 1 nGpus 8"
   std::string nccl_version;
@@ -173,6 +174,9 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
   const auto on = std::find(t.begin(), t.end(), "on");
   const auto device = std::find(t.begin(), t.end(), "device");
   if (on == t.end() || on + 1 == t.end() || device == t.end() || t.end() - device < 3) return;
+  // The line a full 2048-byte buffer cut ("... device 15 [0000:bd:00] NVIDIA H1..."): its
+  // rank's host is its process's (hosts_of_ranks), its name no GPU's.
+  if (t.back().ends_with("...")) return;
   // The rank's number ("Rank 3"): nccl-tests numbers them proc x nThread x nGpus + i.
   int rank = static_cast<int>(context.host_of_rank.size());
   if (t.size() > 2) {
@@ -183,12 +187,13 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
       rank = number;
     }
   }
-  context.host_of_rank[rank] = *(on + 1);
+  if (!context.host_of_rank.emplace(rank, *(on + 1)).second) context.repeated_rank = rank;
   std::string gpu;
   for (auto it = device + 3; it != t.end(); ++it) {
     if (!gpu.empty()) gpu += ' ';
     gpu += *it;
   }
+  if (gpu.empty()) return;
   context.gpu = gpu;
   context.gpus.insert(gpu);
 }
@@ -197,20 +202,46 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
 /// buffer and cuts it with "..." when full (nccl-tests src/util.cu writeDeviceReport,
 /// MAX_LINE), so a process driving about 24 GPUs or more lists only its first ones. Its ranks
 /// are proc x T x G + i: the ranks run to the last listed process's end, each unlisted one on
-/// its process's host.
-std::vector<std::string> hosts_of_ranks(const Context& context) {
+/// its process's host. Each process lists its first rank: a log where one does not (a rank
+/// listed twice, a trimmed device report) is refused, not guessed. Without "# nThread" every
+/// listed line is one rank.
+std::vector<std::string> hosts_of_ranks(const Context& context, const std::string& source) {
   if (context.host_of_rank.empty()) return {};
-  const long long per_process = std::max(context.threads_x_gpus, 1);
+  if (context.repeated_rank >= 0) {
+    throw InputError(
+        fmt::format("{}: the '#  Rank' lines list rank {} twice (two runs' "
+                    "devices without a '# Using devices' line between them?)",
+                    source, context.repeated_rank));
+  }
+  const long long per_process = context.threads_x_gpus > 0 ? context.threads_x_gpus : 1;
   const long long last = context.host_of_rank.rbegin()->first;
-  const long long ranks = (last / per_process + 1) * per_process;
+  const long long ranks = context.threads_x_gpus > 0
+                              ? (last / per_process + 1) * per_process
+                              : static_cast<long long>(context.host_of_rank.size());
+  if (ranks > kMaxLogRanks) {
+    throw InputError(fmt::format("{}: the '#  Rank' lines make {} ranks; expected at most {}",
+                                 source, ranks, kMaxLogRanks));
+  }
+  if (context.threads_x_gpus <= 0) {
+    std::vector<std::string> hosts;
+    for (const auto& [rank, host] : context.host_of_rank) hosts.push_back(host);
+    return hosts;
+  }
   std::vector<std::string> hosts;
   hosts.reserve(static_cast<std::size_t>(ranks));
   for (long long r = 0; r < ranks; ++r) {
     auto it = context.host_of_rank.find(static_cast<int>(r));
     if (it == context.host_of_rank.end()) {
-      it = context.host_of_rank.find(static_cast<int>(r / per_process * per_process));
+      const long long first = r / per_process * per_process;
+      it = context.host_of_rank.find(static_cast<int>(first));
+      if (it == context.host_of_rank.end()) {
+        throw InputError(fmt::format(
+            "{}: the '#  Rank' lines list no rank {}, the first of a process of {} (nThread x "
+            "nGpus): the device report is incomplete; give the whole log",
+            source, first, per_process));
+      }
     }
-    hosts.push_back(it == context.host_of_rank.end() ? std::string() : it->second);
+    hosts.push_back(it->second);
   }
   return hosts;
 }
@@ -229,6 +260,7 @@ void read_comment(const std::string& line, const std::vector<std::string>& t, Co
   } else if (t.size() > 1 && t[1] == "Using") {
     context.host_of_rank.clear();
     context.gpus.clear();
+    context.repeated_rank = -1;
   } else if (t.size() > 2 && t[1] == "Rank") {
     read_device_line(t, context);
   }
@@ -274,7 +306,7 @@ NcclTestsTable start_table(const Context& context, const std::string& source,
         "calibration describes one",
         source, context.gpus.size(), *context.gpus.begin(), *std::next(context.gpus.begin())));
   }
-  const std::vector<std::string> hosts = hosts_of_ranks(context);
+  const std::vector<std::string> hosts = hosts_of_ranks(context, source);
   table.ranks = hosts.empty() ? context.threads_x_gpus : static_cast<int>(hosts.size());
   table.gpu = context.gpu;
   table.nccl_version = context.nccl_version;
@@ -401,8 +433,9 @@ std::optional<std::string> row_count_problem(const NcclTestsTable& table, const 
   if (!row.has_count || row.bytes <= 0.0) return std::nullopt;  // no count column; size 0
   if (!(row.count > 0.0) || row.count != std::floor(row.count) || row.count > kMaxRowBytes) {
     return fmt::format(
-        "{}{}: count: expected a whole number of elements above 0 for the size {:.0f}, got {:g}",
-        table.source, where, row.bytes, row.count);
+        "{}{}: count: expected a whole number of elements above 0 for the size {:.0f}, got {}",
+        table.source, where, row.bytes,
+        std::isnan(row.count) ? std::string("N/A") : fmt::format("{:.10g}", row.count));
   }
   const double expected = printed_bytes(table.collective, table.ranks, row.count, element);
   if (expected == row.bytes) return std::nullopt;

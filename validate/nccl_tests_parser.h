@@ -48,6 +48,8 @@ struct NcclTestsTable {
 /// rate a calibration file can hold (costmodel/calibration_io.h bounds).
 inline constexpr double kMaxRowBytes = 1e15;
 inline constexpr double kMaxRowTimeUs = 1e9;
+/// The most ranks a log's device lines may make (2^20: beyond any job trident plans).
+inline constexpr long long kMaxLogRanks = 1 << 20;
 /// The largest bus bandwidth a row's time may give, GB/s (a calibration file's bound).
 inline constexpr double kMaxRowBusbwGbps = 1e6;
 
