@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cli/whatif_text.h"
+#include "costmodel/kernels.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
 
@@ -242,15 +243,13 @@ std::string fp8_recipes_text(const Stack& stack) {
 void check_dtype_flag(const std::string& given, const Model& model, const Gpu& gpu,
                       const Stack& stack) {
   const Dtype dtype = model.training.dtype;
-  if (given.empty()) {
-    if (gpu.peak_tflops(dtype) > 0.0) return;
-    const char* other = gpu.peak_tflops_fp16 > 0.0 ? "fp16" : "bf16";
-    throw InputError(
-        fmt::format("model {}: dtype {} not supported by {} (no {} peak); give "
-                    "--dtype {} (or set training.dtype in the model file)",
-                    model.name, to_string(dtype), gpu.name, to_string(dtype), other));
-  }
-  if (gpu.peak_tflops(dtype) <= 0.0) {
+  if (const auto other = dtype_instead(model, gpu)) {
+    if (given.empty()) {
+      throw InputError(fmt::format(
+          "model {}: dtype {} not supported by {} (no {} peak); give --dtype {} (or set "
+          "training.dtype in the model file)",
+          model.name, to_string(dtype), gpu.name, to_string(dtype), to_string(*other)));
+    }
     std::string runs;
     for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32}) {
       if (gpu.peak_tflops(d) > 0.0) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
@@ -258,7 +257,7 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
     throw InputError(
         fmt::format("--dtype {}: {} has no {} peak (it runs {})", given, gpu.name, given, runs));
   }
-  if (dtype == Dtype::fp8 && !stack.supports(model.training.fp8.recipe)) {
+  if (!given.empty() && dtype == Dtype::fp8 && !stack.supports(model.training.fp8.recipe)) {
     throw InputError(fmt::format(
         "--dtype fp8: stack {} {}", stack.name,
         stack.fp8_recipes == 0

@@ -30,9 +30,9 @@ void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
 /// before any search, what-if or emit).
 void check_options(const Model& model, const SearchOptions& options);
 
-/// `--dtype DTYPE` (`given`, "" when not) the GPU has no peak for, or FP8 under a stack
-/// without the model's FP8 recipe: InputError naming --dtype, before the checks that name the
-/// model file's keys the user did not write.
+/// A model dtype the GPU has no peak for (dtype_instead), or under `--dtype DTYPE` (`given`,
+/// "" when not) FP8 under a stack without the model's FP8 recipe: InputError naming --dtype,
+/// before the checks that name the model file's keys the user did not write.
 void check_dtype_flag(const std::string& given, const Model& model, const Gpu& gpu,
                       const Stack& stack);
 

@@ -100,13 +100,18 @@ double wave_efficiency(double tiles, int sm_count) {
   return tiles / (sms * std::ceil(tiles / sms));
 }
 
+std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu) {
+  if (gpu.peak_tflops(model.training.dtype) > 0.0) return std::nullopt;
+  return gpu.peak_tflops_fp16 > 0.0 ? Dtype::fp16 : Dtype::bf16;
+}
+
 void check_model_on_gpu(const Model& model, const Gpu& gpu) {
+  const auto other = dtype_instead(model, gpu);
+  if (!other) return;
   const Dtype dtype = model.training.dtype;
-  if (gpu.peak_tflops(dtype) > 0.0) return;
-  const char* other = gpu.peak_tflops_fp16 > 0.0 ? "fp16" : "bf16";
   throw InputError(
       fmt::format("model {}: dtype {} not supported by {} (no {} peak); set training.dtype: {}",
-                  model.name, to_string(dtype), gpu.name, to_string(dtype), other));
+                  model.name, to_string(dtype), gpu.name, to_string(dtype), to_string(*other)));
 }
 
 }  // namespace trident

@@ -3,6 +3,7 @@
 /// (docs/cost_model.md#kernels): SM count (wave quantisation), sustained clock under a
 /// training load (power-capped) against the boost-clock GEMM ceiling, fused attention's
 /// share of peak. Also the dtype check that keeps a dtype without a peak out of the model.
+#include <optional>
 #include <string>
 
 #include "costmodel/model.h"
@@ -92,6 +93,10 @@ inline constexpr double kGemmTileLong = 256.0;
 
 /// Wave quantisation: tiles / (SMs x ceil(tiles / SMs)); 1 when the SM count is unknown.
 [[nodiscard]] double wave_efficiency(double tiles, int sm_count);
+
+/// The dtype to train in instead when the GPU has no peak for the model's (fp16 where the GPU
+/// has it, else bf16); nullopt when the model's dtype runs there.
+[[nodiscard]] std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu);
 
 /// Throws InputError "model NAME: dtype D not supported by GPU (no D peak); set
 /// training.dtype: fp16" (or bf16) when the GPU has no peak for the model's dtype.

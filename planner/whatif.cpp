@@ -369,7 +369,7 @@ struct Regrouped {
 }
 
 /// The plan to keep of one on more servers (`chosen`) and one on fewer (`fewer`): fewer GPUs
-/// only when faster by more than the model's error band (a gain inside it is not worth
+/// only when faster by more than the stack's measured error band (a gain inside it is not worth
 /// servers).
 [[nodiscard]] bool fewer_servers_win(const PlanResult& chosen, const PlanResult& fewer) {
   return fewer.estimate.time.step_s < chosen.estimate.time.step_s &&

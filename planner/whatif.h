@@ -10,8 +10,8 @@
 ///   cordon server take the bad servers out and re-plan on the rest; when no split of what is
 ///                 left divides the model, whole servers are set aside as spares until one
 ///                 does, and down to half the live servers a count runs on fewer only when
-///                 it is faster by more than the model's error band. The global batch stays
-///                 the same throughout.
+///                 it is faster by more than the stack's measured error band. The global batch
+///                 stays the same throughout.
 /// Options are ranked by step time; the fastest is recommended. What each option does, or why
 /// it cannot run, is data (OptionNote and its numbers); cli/whatif_text.h says it in words.
 #include <optional>

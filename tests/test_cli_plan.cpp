@@ -327,35 +327,32 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
 }
 
 TEST_CASE("topo show rounds the network share as it rounds the tiers", "[cli_plan]") {
-  // 2 NICs x 400 Gb/s / 8 bits / 6 GPUs = 16.666... GB/s a GPU: printed to 4 figures (it was
-  // 16.666666666666668).
   TempDir dir;
   const auto file = dir.path / "six.yaml";
-  std::ofstream(file) << "name: six\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 6\n"
-                         "nvlink: {domain_gpus: 6, kind: switch, links_per_gpu: 18, "
-                         "gbps_per_link: 25}\nnetwork: {nics_per_server: 2, nic_gbits: 400}\n";
-  const Run topo = trident("topo show --cluster " + file.string());
-  REQUIRE(topo.code == 0);
-  CHECK(topo.out.find("network: 2 NICs x 400 Gb/s per server = 16.67 GB/s per GPU,") !=
+  // `topo show` of 4 servers of 6 H100s on an NVSwitch of 18 links at `link_gbps` a link.
+  const auto shown = [&](const std::string& link_gbps, const std::string& network) {
+    std::ofstream(file) << "name: six\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 6\n"
+                           "nvlink: {domain_gpus: 6, kind: switch, links_per_gpu: 18, "
+                           "gbps_per_link: "
+                        << link_gbps << "}\nnetwork: {nics_per_server: 2, " << network << "}\n";
+    const Run topo = trident("topo show --cluster " + file.string());
+    REQUIRE(topo.code == 0);
+    return topo.out;
+  };
+  // 2 NICs x 400 Gb/s / 8 bits / 6 GPUs = 16.666... GB/s a GPU: printed to 4 figures (it was
+  // 16.666666666666668).
+  CHECK(shown("25", "nic_gbits: 400")
+            .find("network: 2 NICs x 400 Gb/s per server = 16.67 GB/s per GPU,") !=
         std::string::npos);
   // Unround NIC speeds and tapers to 4 figures; a tier above 1000 GB/s whole, not 1.543e+05.
-  std::ofstream(file) << "name: six\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 6\n"
-                         "nvlink: {domain_gpus: 6, kind: switch, links_per_gpu: 18, "
-                         "gbps_per_link: 8572.2}\nnetwork: {nics_per_server: 2, nic_gbits: "
-                         "133.33333333, oversubscription: 1.3333333333}\n";
-  const Run odd = trident("topo show --cluster " + file.string());
-  REQUIRE(odd.code == 0);
-  CHECK(odd.out.find("network: 2 NICs x 133.3 Gb/s per server = 5.556 GB/s per GPU, "
-                     "rail-optimised, oversubscription 1.333\n") != std::string::npos);
-  CHECK(odd.out.find("  nvlink    154300 GB/s") != std::string::npos);
-  std::ofstream(file) << "name: six\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 6\n"
-                         "nvlink: {domain_gpus: 6, kind: switch, links_per_gpu: 18, "
-                         "gbps_per_link: 16.666666666666668}\nnetwork: {nics_per_server: 2, "
-                         "nic_gbits: 0.001}\n";
-  const Run tiny = trident("topo show --cluster " + file.string());
-  REQUIRE(tiny.code == 0);
-  CHECK(tiny.out.find("18 links x 16.67 GB/s per GPU") != std::string::npos);
-  CHECK(tiny.out.find("e-0") == std::string::npos);  // never in exponent form
+  const std::string odd =
+      shown("8572.2", "nic_gbits: 133.33333333, oversubscription: 1.3333333333");
+  CHECK(odd.find("network: 2 NICs x 133.3 Gb/s per server = 5.556 GB/s per GPU, "
+                 "rail-optimised, oversubscription 1.333\n") != std::string::npos);
+  CHECK(odd.find("  nvlink    154300 GB/s") != std::string::npos);
+  const std::string tiny = shown("16.666666666666668", "nic_gbits: 0.001");
+  CHECK(tiny.find("18 links x 16.67 GB/s per GPU") != std::string::npos);
+  CHECK(tiny.find("e-0") == std::string::npos);  // never in exponent form
 }
 
 TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, not refused",

@@ -108,9 +108,11 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
 void check_version(const json& document, const std::string& source) {
   const auto version = document.find("version");
   if (version != document.end() && version->is_number_integer()) {
-    const bool positive = version->is_number_unsigned() || version->get<long long>() >= 1;
-    const bool newer = positive && version->get<unsigned long long>() > kLatestJsonVersion;
-    if (positive && !newer && version->get<unsigned long long>() >= 1) return;
+    // Non-negative integers parse as unsigned; 0 and negatives are no version either.
+    const unsigned long long v =
+        version->is_number_unsigned() ? version->get<unsigned long long>() : 0;
+    if (v >= 1 && v <= kLatestJsonVersion) return;
+    const bool newer = v > kLatestJsonVersion;
     throw InputError(fmt::format("{}: version: {}: expected an nccl-tests -J version 1 to {}{}",
                                  source, version->dump(), kLatestJsonVersion,
                                  newer ? " (a newer nccl-tests writes what this reader has not "

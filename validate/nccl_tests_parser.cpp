@@ -457,8 +457,9 @@ std::optional<Collective> infer_row(const NcclTestsRow& row, int ranks) {
   if (element == 0.0 || row.bytes <= 0.0 || row.redop.empty() || row.redop == "none") {
     return std::nullopt;
   }
-  const double counted = row.count * element;
-  if (ranks > 1 && counted * ranks == row.bytes) return Collective::reduce_scatter;
+  const bool fits =
+      printed_bytes(Collective::reduce_scatter, ranks, row.count, element) == row.bytes;
+  if (ranks > 1 && fits) return Collective::reduce_scatter;
   return std::nullopt;
 }
 
