@@ -94,7 +94,7 @@ std::string refusal_message(const Release& release, const Refusal& r, const std:
     const bool shard_all = r.reason.kind == RefusalKind::hybrid_shard && r.nearest->zero >= 2;
     if (shard_all) message += fmt::format(" --dp-shard {}", r.nearest->dp);
     message += stack_note(release, pinned(*r.nearest, shard_all, stack), model);
-  } else if (const std::string change = refusal_change(r, release); !change.empty()) {
+  } else if (const std::string change = refusal_change(r, release, stack); !change.empty()) {
     message += "; nearest it can run: " + change;
   }
   return message;

@@ -148,7 +148,8 @@ namespace {
 }
 
 /// What to change for an obstacle no knob of the split fixes; empty for the others.
-[[nodiscard]] std::string obstacle_change(const Obstacle& o, const Release& release) {
+[[nodiscard]] std::string obstacle_change(const Obstacle& o, const Release& release,
+                                          const Stack& stack) {
   const Framework framework = release.framework;
   switch (o.kind) {
     case RefusalKind::uneven_ranks:
@@ -161,7 +162,14 @@ namespace {
     case RefusalKind::mtp_layers:
       return "mtp_layers: 0 in the model file, or write the MTP flags by hand";
     case RefusalKind::fp8_recipe:
-      return "training.fp8.recipe delayed in the model file, or --emit nemo";
+      // Delayed scaling in the model file helps only where the planning stack runs it.
+      if (stack.supports(Fp8Recipe::delayed)) {
+        return "training.fp8.recipe delayed in the model file, or --emit nemo";
+      }
+      return fmt::format(
+          "plan it with --stack {} and delayed scaling (stack {} does not run it), or --emit "
+          "nemo",
+          release.stack, stack.name);
     case RefusalKind::uneven_stages:
       return "--pp dividing the model's layers";
     case RefusalKind::context_parallel:
@@ -226,9 +234,9 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
   }
 }
 
-std::string refusal_change(const Refusal& refusal, const Release& release) {
+std::string refusal_change(const Refusal& refusal, const Release& release, const Stack& stack) {
   if (refusal.no_dividing_split) return "no split of the same GPUs it runs divides the batch";
-  return obstacle_change(refusal.change, release);
+  return obstacle_change(refusal.change, release, stack);
 }
 
 }  // namespace trident::cli

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "costmodel/model.h"
+#include "costmodel/stack.h"
 #include "planner/export.h"
 
 namespace trident::cli {
@@ -17,6 +18,7 @@ namespace trident::cli {
 /// What to change when no knob of the split gets past the refusal ("training.dtype bf16 in
 /// the model file", "--model llama3-8b, llama3-70b or llama3-405b"); empty when there is
 /// nothing to say.
-[[nodiscard]] std::string refusal_change(const Refusal& refusal, const Release& release);
+[[nodiscard]] std::string refusal_change(const Refusal& refusal, const Release& release,
+                                         const Stack& stack);
 
 }  // namespace trident::cli

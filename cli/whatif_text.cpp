@@ -119,7 +119,12 @@ namespace {
     case Replan::no_fit:
       return "no split of " + std::to_string(r.gpus) + " GPUs fits in memory";
     case Replan::no_split:
-      return "no split of " + std::to_string(r.gpus) + " GPUs divides the model and batch";
+      if (r.pinned_gpus > 0) {
+        return "the pinned --tp, --pp and --dp take " + std::to_string(r.pinned_gpus) +
+               " GPUs and " + std::to_string(r.gpus) + " are left (drop a pin to re-plan)";
+      }
+      return "no split of " + std::to_string(r.gpus) + " GPUs divides the model and batch" +
+             (r.pinned ? " with the pins" : "");
     case Replan::runs:
     case Replan::none:
       break;
@@ -142,7 +147,11 @@ namespace {
   }
   const std::string what =
       (o.cordoned.size() == 1 ? "takes server " : "takes servers ") + list + " out";
-  if (!o.available) return what + ": " + replan_text(o.replan) + " on any number of servers";
+  if (!o.available) {
+    // Pins that take more GPUs than are left fail on every count: the count is not the news.
+    const std::string counts = o.replan.pinned_gpus > 0 ? "" : " on any number of servers";
+    return what + ": " + replan_text(o.replan) + counts;
+  }
   const std::string on = ": re-plans on " + std::to_string(o.servers) + " servers (" +
                          std::to_string(o.gpus) + " GPUs)";
   const std::string idle = std::to_string(o.spare_servers) + " more idle as spares";

@@ -73,6 +73,10 @@ enum class Replan {
 struct ReplanOutcome {
   Replan result = Replan::none;
   int gpus = 0;  ///< live GPUs searched
+  /// no_split: the fewest GPUs the pinned split takes (TP x PP x DP pinned, times CP where
+  /// pinned) when that is more than `gpus`, so no count of what is left runs it; 0 otherwise.
+  long long pinned_gpus = 0;
+  bool pinned = false;  ///< no_split: TP, PP, DP or CP is pinned (the pins narrow the search)
 };
 
 /// A server whose GPUs re-place regrouped: its TP groups are consecutive runs of `order`

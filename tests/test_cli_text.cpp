@@ -193,6 +193,19 @@ TEST_CASE("the what-if's options in words", "[cli_text]") {
   gpu.replan = {Replan::no_split, 511};
   CHECK(cli::option_text(gpu, w) ==
         "takes GPU 139 out: no split of 511 GPUs divides the model and batch");
+  gpu.replan.pinned = true;
+  CHECK(cli::option_text(gpu, w) ==
+        "takes GPU 139 out: no split of 511 GPUs divides the model and batch with the pins");
+  gpu.replan.pinned_gpus = 512;
+  CHECK(cli::option_text(gpu, w) ==
+        "takes GPU 139 out: the pinned --tp, --pp and --dp take 512 GPUs and 511 are left (drop "
+        "a pin to re-plan)");
+  WhatIfOption pinned_out = note(WhatIfKind::cordon_server, OptionNote::cordoned);
+  pinned_out.cordoned = {17};
+  pinned_out.replan = {Replan::no_split, 504, 512, true};
+  CHECK(cli::option_text(pinned_out, w) ==
+        "takes server 17 out: the pinned --tp, --pp and --dp take 512 GPUs and 504 are left (drop "
+        "a pin to re-plan)");
   WhatIfOption servers = note(WhatIfKind::cordon_server, OptionNote::cordoned);
   servers.available = true;
   servers.cordoned = {3, 5};
@@ -307,12 +320,15 @@ TEST_CASE("--emit refusals in words: one line each, what to change when no knob 
   CHECK(cli::refusal_reason(uneven, megatron, model) ==
         "its ranks sit unevenly: server 0 runs 8 of them, server 1 runs 7, and the launcher "
         "starts the same GPUs on every node");
+  const Stack core = stack_preset("megatron-core");
   Refusal refusal{uneven, std::nullopt, uneven, false};
-  CHECK(cli::refusal_change(refusal, megatron) == "cordon the whole server: --fail-link server:1");
+  CHECK(cli::refusal_change(refusal, megatron, core) ==
+        "cordon the whole server: --fail-link server:1");
   refusal.change.dead_server = -1;
-  CHECK(cli::refusal_change(refusal, megatron) == "a split whose GPUs fill whole servers of 8");
+  CHECK(cli::refusal_change(refusal, megatron, core) ==
+        "a split whose GPUs fill whole servers of 8");
   refusal.no_dividing_split = true;
-  CHECK(cli::refusal_change(refusal, megatron) ==
+  CHECK(cli::refusal_change(refusal, megatron, core) ==
         "no split of the same GPUs it runs divides the batch");
 }
 
@@ -323,6 +339,7 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   Obstacle o;
   o.kind = RefusalKind::ddp_multi_dim;
   const Release& titan = parse_release("torchtitan");
+  const Stack core = stack_preset("megatron-core");
   CHECK(cli::refusal_reason(o, titan, model) ==
         "torchtitan raises 'DDP has not supported > 1D parallelism' "
         "(models/llama3/infra/parallelize.py:151)");
@@ -330,7 +347,7 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   const Release& nemo = parse_release("nemo");
   CHECK(cli::refusal_reason(o, nemo, model) ==
         "NeMo 2.0's precision recipes are bf16/fp16 mixed (with or without FP8), not fp32");
-  CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo) ==
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo, core) ==
         "--dtype bf16 (training.dtype in the model file)");
   o.kind = RefusalKind::model_shape;
   o.models = {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b"};
@@ -338,14 +355,24 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   CHECK(cli::refusal_reason(o, nemo, model) ==
         "NeMo 2.0 pretraining recipes build their model from a config class "
         "(nemo/collections/llm/recipes), and none has custom's shape");
-  CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo) ==
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo, core) ==
         "--model llama3-8b, llama3-70b, llama3-405b or gpt3-175b, or --emit nemo-hydra");
   o.kind = RefusalKind::context_parallel;
   o.cp = 2;
   CHECK(cli::refusal_reason(o, titan, model) ==
         "--emit writes context parallelism (CP 2) as the plan priced it: Transformer Engine's "
         "ring or Ulysses for megatron and nemo, PyTorch's all-gather rotater for torchtitan");
-  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan) == "--cp 1");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan, core) == "--cp 1");
   o.kind = RefusalKind::selective_recompute;
-  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan).empty());  // a knob fixes it
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, titan, core).empty());  // a knob fixes it
+  // NeMo's Hydra config runs delayed FP8 scaling only. Delayed in the model file is the fix
+  // where the planning stack runs it (megatron-core); torchtitan does not, so planning under
+  // it again would be refused: the fix names the release's stack.
+  o.kind = RefusalKind::fp8_recipe;
+  const Release& hydra = parse_release("nemo-hydra");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, hydra, core) ==
+        "training.fp8.recipe delayed in the model file, or --emit nemo");
+  CHECK(cli::refusal_change({o, std::nullopt, o, false}, hydra, stack_preset("torchtitan")) ==
+        "plan it with --stack megatron-core and delayed scaling (stack torchtitan does not run "
+        "it), or --emit nemo");
 }

@@ -191,6 +191,30 @@ TEST_CASE("a dead GPU: the plan cannot keep running, no spare to re-place onto",
   CHECK(w.groups_hit.front().lost);
 }
 
+TEST_CASE("pins that take every GPU: no cordon runs, and the pins are why", "[whatif]") {
+  Seed seed;
+  seed.options.tp = 8;  // TP 8 x PP 8 x DP 8 = 512: every GPU of the 64 servers
+  seed.options.pp = 8;
+  seed.options.dp = 8;
+  const WhatIf w = seed.run("server:0");
+  const WhatIfOption& server = option(w, WhatIfKind::cordon_server);
+  CHECK_FALSE(server.available);
+  CHECK(server.replan.result == Replan::no_split);
+  CHECK(server.replan.gpus == 504);  // 63 servers x 8
+  CHECK(server.replan.pinned_gpus == 512);
+  const WhatIf gpu_down = seed.run("gpu:0/3");
+  const WhatIfOption& gpu = option(gpu_down, WhatIfKind::cordon_gpu);
+  CHECK(gpu.replan.gpus == 511);
+  CHECK(gpu.replan.pinned_gpus == 512);
+  // TP and PP pinned, DP free: 511 = 7 x 73 has no TP 8 x PP 8 split, and the pins narrow it.
+  seed.options.dp.reset();
+  const WhatIf free_dp = seed.run("gpu:0/3");
+  const WhatIfOption& narrowed = option(free_dp, WhatIfKind::cordon_gpu);
+  CHECK(narrowed.replan.result == Replan::no_split);
+  CHECK(narrowed.replan.pinned_gpus == 0);
+  CHECK(narrowed.replan.pinned);
+}
+
 TEST_CASE("a NIC down: every group leaving the server shares seven NICs", "[whatif]") {
   const WhatIf w = Seed().run("nic:17/1");
   CHECK(w.options.front().kind == WhatIfKind::keep);
