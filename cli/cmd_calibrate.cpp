@@ -44,8 +44,13 @@ void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibra
                      " ran on " + std::to_string(table.ranks) +
                      " rank: a collective over one rank moves nothing; run it over 2 or more");
   }
-  report += fmt::format("{}: {} ranks on {} host(s){}{} -> {} as {}\n", table.test, table.ranks,
-                        table.hosts, table.gpu.empty() ? "" : ", " + table.gpu,
+  const std::string groups =
+      table.groups > 1
+          ? fmt::format(" (group 0 of {} split groups measured at once, NCCL_TESTS_SPLIT)",
+                        table.groups)
+          : "";
+  report += fmt::format("{}: {} ranks on {} host(s){}{}{} -> {} as {}\n", table.test, table.ranks,
+                        table.hosts, groups, table.gpu.empty() ? "" : ", " + table.gpu,
                         table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
                         to_string(table.collective), to_string(tier));
   // Every input must be of one GPU: the --validate files (read first) or the logs before it

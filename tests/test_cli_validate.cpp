@@ -163,9 +163,12 @@ TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
     Tier tier;
     const char* gpu;
   };
-  for (const Format& f : {Format{"all_reduce_old.txt", 5, Tier::nvlink, "NVIDIA A100-SXM4-80GB"},
-                          Format{"all_gather_new.txt", 5, Tier::network, "NVIDIA H100 80GB HBM3"},
-                          Format{"sendrecv.json", 4, Tier::nvlink, "NVIDIA H200"}}) {
+  for (const Format& f :
+       {Format{"all_reduce_old.txt", 5, Tier::nvlink, "NVIDIA A100-SXM4-80GB"},
+        Format{"all_gather_new.txt", 5, Tier::network, "NVIDIA H100 80GB HBM3"},
+        Format{"sendrecv.json", 4, Tier::nvlink, "NVIDIA H200"},
+        // srun -l labels, NCCL_TESTS_SPLIT_MASK=0x7: 8 pairs across 2 hosts
+        Format{"all_reduce_split_srun.txt", 6, Tier::network, "NVIDIA H100 80GB HBM3"}}) {
     INFO(f.file);
     std::string command = kBinary;
     for (const std::string& part :
@@ -179,8 +182,14 @@ TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
     const Calibration c = parse_calibration(slurp(out), out);
     CHECK(c.collectives.size() == f.rows);
     REQUIRE(c.fits.size() == 1);
-    CHECK(c.fits[0].tier == f.tier);  // one host, two hosts, one host
+    CHECK(c.fits[0].tier == f.tier);  // one host, two hosts, one host, a pair over two hosts
     CHECK(c.gpu == f.gpu);
+    if (std::string(f.file).starts_with("all_reduce_split")) {
+      CHECK(c.fits[0].ranks == 2);  // the split communicator's, not the 16 of the device lines
+      CHECK(slurp(log).starts_with(
+          "all_reduce_perf: 2 ranks on 2 host(s) (group 0 of 8 split groups measured at once, "
+          "NCCL_TESTS_SPLIT), NVIDIA H100 80GB HBM3, NCCL 2.26.3 -> all-reduce as network\n"));
+    }
   }
   // Together they were merged under the first's GPU: a calibration describes one GPU type.
   CHECK(run(kBinary + " calibrate --nccl-tests " + kData + "nccl_tests/all_reduce_old.txt " +

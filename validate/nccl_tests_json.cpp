@@ -75,7 +75,7 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
   const long long per_process =
       static_cast<long long>(config.value("nthreads", 1)) * config.value("ngpus", 1);
   if (per_process < 1 || per_process > (1 << 20)) return;  // refused below: no rank count
-  std::vector<std::string> hosts;
+  std::vector<RankDevice> ranks;
   std::set<long long> first_ranks;
   for (std::size_t i = 0; i < devices->size(); ++i) {
     const json& device = (*devices)[i];
@@ -87,8 +87,15 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
       throw InputError(fmt::format("{}: config.devices[{}].rank: rank {} is listed twice", source,
                                    i, rank->get<long long>()));
     }
-    const std::string host = device.value("hostname", std::string());
-    for (long long r = 0; r < per_process && hosts.size() < (1U << 24); ++r) hosts.push_back(host);
+    RankDevice place{device.value("hostname", std::string()), 0};
+    if (const auto group = device.find("group"); group != device.end()) {
+      if (!group->is_number_integer()) {
+        throw InputError(fmt::format("{}: config.devices[{}].group: {}: expected an integer",
+                                     source, i, group->dump()));
+      }
+      place.group = group->get<long long>();
+    }
+    for (long long r = 0; r < per_process && ranks.size() < (1U << 24); ++r) ranks.push_back(place);
     const std::string gpu = device.value("device_info", std::string());
     if (table.gpu.empty()) {
       table.gpu = gpu;
@@ -99,8 +106,8 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
                       source, i, gpu, table.gpu));
     }
   }
-  table.ranks = static_cast<int>(hosts.size());
-  set_hosts(table, hosts);
+  table.ranks = 0;
+  set_ranks(table, ranks, source);
 }
 
 /// Versions 1-3 (src/util.cu JSON_FILE_VERSION, @a0b82b2 3) differ only in the per-iteration

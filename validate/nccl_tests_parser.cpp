@@ -63,6 +63,33 @@ void set_hosts(NcclTestsTable& table, const std::vector<std::string>& host_of_ra
   }
 }
 
+void set_ranks(NcclTestsTable& table, const std::vector<RankDevice>& ranks,
+               const std::string& source) {
+  if (ranks.empty()) return;
+  std::map<long long, int> size_of_group;
+  for (const RankDevice& r : ranks) ++size_of_group[r.group];
+  const long long first = ranks.front().group;
+  if (size_of_group.size() > 1) {
+    const auto uneven =
+        std::find_if(size_of_group.begin(), size_of_group.end(),
+                     [&](const auto& g) { return g.second != size_of_group[first]; });
+    if (uneven != size_of_group.end()) {
+      throw InputError(fmt::format(
+          "{}: the '#  Rank' lines split the ranks into groups of unequal size (group {} has "
+          "{} ranks, group {} has {}; NCCL_TESTS_SPLIT_MASK?): nccl-tests averages their times "
+          "together; give a log whose groups are equal",
+          source, first, size_of_group[first], uneven->first, uneven->second));
+    }
+  }
+  std::vector<std::string> hosts;
+  for (const RankDevice& r : ranks) {
+    if (r.group == first) hosts.push_back(r.host);
+  }
+  table.ranks = static_cast<int>(hosts.size());
+  table.groups = static_cast<int>(size_of_group.size());
+  set_hosts(table, hosts);
+}
+
 }  // namespace nccl_tests
 
 namespace {
@@ -160,9 +187,10 @@ NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
 /// What the lines before a table said.
 struct Context {
   std::optional<std::string> test;
-  std::map<int, std::string> host_of_rank;  ///< from "#  Rank  3 ... on HOST device ..."
-  std::set<std::string> gpus;               ///< the GPU names of those lines
-  int repeated_rank = -1;                   ///< a rank two lines name, or -1
+  /// From "#  Rank  3 Group  0 ... on HOST device ...".
+  std::map<int, nccl_tests::RankDevice> host_of_rank;
+  std::set<std::string> gpus;  ///< the GPU names of those lines
+  int repeated_rank = -1;      ///< a rank two lines name, or -1
   std::string gpu;
   int threads_x_gpus = 0;  ///< "# nThread 1 nGpus 8"
   std::string nccl_version;
@@ -187,7 +215,13 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
       rank = number;
     }
   }
-  if (!context.host_of_rank.emplace(rank, *(on + 1)).second) context.repeated_rank = rank;
+  nccl_tests::RankDevice place{*(on + 1), 0};
+  if (t.size() > 4 && t[3] == "Group") {  // old logs have none: one group
+    long long group = 0;
+    const auto [end, error] = std::from_chars(t[4].data(), t[4].data() + t[4].size(), group);
+    if (error == std::errc() && end == t[4].data() + t[4].size()) place.group = group;
+  }
+  if (!context.host_of_rank.emplace(rank, place).second) context.repeated_rank = rank;
   std::string gpu;
   for (auto it = device + 3; it != t.end(); ++it) {
     if (!gpu.empty()) gpu += ' ';
@@ -205,7 +239,8 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
 /// its process's host. Each process lists its first rank: a log where one does not (a rank
 /// listed twice, a trimmed device report) is refused, not guessed. Without "# nThread" every
 /// listed line is one rank.
-std::vector<std::string> hosts_of_ranks(const Context& context, const std::string& source) {
+std::vector<nccl_tests::RankDevice> hosts_of_ranks(const Context& context,
+                                                   const std::string& source) {
   if (context.host_of_rank.empty()) return {};
   if (context.repeated_rank >= 0) {
     throw InputError(
@@ -223,11 +258,11 @@ std::vector<std::string> hosts_of_ranks(const Context& context, const std::strin
                                  source, ranks, kMaxLogRanks));
   }
   if (context.threads_x_gpus <= 0) {
-    std::vector<std::string> hosts;
-    for (const auto& [rank, host] : context.host_of_rank) hosts.push_back(host);
+    std::vector<nccl_tests::RankDevice> hosts;
+    for (const auto& [rank, place] : context.host_of_rank) hosts.push_back(place);
     return hosts;
   }
-  std::vector<std::string> hosts;
+  std::vector<nccl_tests::RankDevice> hosts;
   hosts.reserve(static_cast<std::size_t>(ranks));
   for (long long r = 0; r < ranks; ++r) {
     auto it = context.host_of_rank.find(static_cast<int>(r));
@@ -306,11 +341,10 @@ NcclTestsTable start_table(const Context& context, const std::string& source,
         "calibration describes one",
         source, context.gpus.size(), *context.gpus.begin(), *std::next(context.gpus.begin())));
   }
-  const std::vector<std::string> hosts = hosts_of_ranks(context, source);
-  table.ranks = hosts.empty() ? context.threads_x_gpus : static_cast<int>(hosts.size());
+  table.ranks = context.threads_x_gpus;
+  nccl_tests::set_ranks(table, hosts_of_ranks(context, source), source);
   table.gpu = context.gpu;
   table.nccl_version = context.nccl_version;
-  nccl_tests::set_hosts(table, hosts);
   return table;
 }
 
@@ -343,6 +377,52 @@ void finish_table(NcclTestsTable& table, const std::string& source, int line_no,
   table.test = std::string(to_string(*inferred)) + " (inferred from the table)";
 }
 
+/// A launcher's label before a line: `srun -l` ("0: ", " 12: "), Open MPI's `--tag-output`
+/// ("[1,0]<stdout>:") or MPICH/Intel MPI's `-l` ("[0] "). nccl-tests prints its report from
+/// process 0 only (src/common.cu is_main_proc), so its lines carry task 0's label and the other
+/// tasks' labelled lines (NCCL INFO, warnings) are not the report's.
+struct Label {
+  std::size_t length = 0;  ///< 0: no label
+  bool main_process = true;
+};
+
+/// Digits at `i` (at most 9): their value, and `i` moved past them; nullopt when none.
+std::optional<long> digits_at(const std::string& line, std::size_t& i) {
+  const std::size_t start = i;
+  long value = 0;
+  while (i < line.size() && i - start < 9 && std::isdigit(static_cast<unsigned char>(line[i]))) {
+    value = value * 10 + (line[i++] - '0');
+  }
+  if (i == start) return std::nullopt;
+  return value;
+}
+
+Label launcher_label(const std::string& line) {
+  std::size_t i = line.find_first_not_of(' ');
+  if (i == std::string::npos) return {};
+  if (line[i] != '[') {  // srun -l: " 3: "
+    const auto task = digits_at(line, i);
+    if (!task || line.compare(i, 2, ": ") != 0) return {};
+    return {i + 2, *task == 0};
+  }
+  ++i;
+  const auto first = digits_at(line, i);
+  if (!first || i >= line.size()) return {};
+  if (line.compare(i, 2, "] ") == 0) return {i + 2, *first == 0};  // MPICH: "[0] "
+  if (line[i] != ',') return {};
+  ++i;
+  const auto rank = digits_at(line, i);  // Open MPI: "[JOB,RANK]<stdout>:"
+  if (!rank) return {};
+  for (const std::string tag : {"]<stdout>:", "]<stderr>:"}) {
+    if (line.compare(i, tag.size(), tag) == 0) {
+      i += tag.size();
+      if (i < line.size() && line[i] == ' ') ++i;  // Open MPI 5 adds a space
+      return {i, *rank == 0};
+    }
+  }
+  return {};
+}
+
 std::vector<NcclTestsTable> parse_text(const std::string& text, const std::string& source,
                                        std::optional<Collective> given) {
   std::vector<NcclTestsTable> tables;
@@ -353,6 +433,9 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
   int line_no = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_no;
+    const Label label = launcher_label(line);
+    if (!label.main_process) continue;
+    line.erase(0, label.length);
     const auto t = tokens(line);
     if (t.empty()) continue;
     if (const auto test = nccl_tests::find_test_name(line)) context.test = test;
@@ -392,168 +475,6 @@ std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text, const std:
     return tables;
   }
   return parse_text(text, source, collective);
-}
-
-namespace {
-
-/// Bytes per element of an nccl-tests type name (src/common.cu test_typenames @a0b82b2, and
-/// "char" and "int" of its NCCL 1 list); 0 when unknown.
-double type_bytes(const std::string& type) {
-  static const std::map<std::string, double> sizes = {
-      {"int8", 1},  {"uint8", 1},    {"char", 1},   {"f8e4m3", 1}, {"f8e5m2", 1},
-      {"half", 2},  {"bfloat16", 2}, {"int32", 4},  {"uint32", 4}, {"int", 4},
-      {"float", 4}, {"int64", 8},    {"uint64", 8}, {"double", 8}};
-  const auto it = sizes.find(type);
-  return it == sizes.end() ? 0.0 : it->second;
-}
-
-/// The size nccl-tests prints for `count` elements of `element_bytes`: setupArgs prints
-/// max(send, receive) bytes and count = the per-rank parameter count (src/common.cu), which
-/// the all-gather, reduce-scatter and all-to-all tests take as size / ranks
-/// (src/{all_gather,reduce_scatter,alltoall}.cu GetCollByteCount @a0b82b2).
-double printed_bytes(Collective collective, int ranks, double count, double element_bytes) {
-  const bool per_rank = collective == Collective::all_gather ||
-                        collective == Collective::reduce_scatter ||
-                        collective == Collective::all_to_all;
-  return count * element_bytes * (per_rank ? ranks : 1);
-}
-
-/// A row whose type is unknown, or whose count does not make its size for the table's
-/// collective and ranks (another test's row, or the ranks misread): nullopt when sound.
-std::optional<std::string> row_count_problem(const NcclTestsTable& table, const NcclTestsRow& row,
-                                             const std::string& where) {
-  if (row.type.empty()) return std::nullopt;  // a layout without the type column
-  const double element = type_bytes(row.type);
-  if (element == 0.0) {
-    return fmt::format(
-        "{}{}: type '{}': expected an nccl-tests type (int8, uint8, int32, uint32, int64, "
-        "uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)",
-        table.source, where, row.type);
-  }
-  if (!row.has_count || row.bytes <= 0.0) return std::nullopt;  // no count column; size 0
-  if (!(row.count > 0.0) || row.count != std::floor(row.count) || row.count > kMaxRowBytes) {
-    return fmt::format(
-        "{}{}: count: expected a whole number of elements above 0 for the size {:.0f}, got {}",
-        table.source, where, row.bytes,
-        std::isnan(row.count) ? std::string("N/A") : fmt::format("{:.10g}", row.count));
-  }
-  const double expected = printed_bytes(table.collective, table.ranks, row.count, element);
-  if (expected == row.bytes) return std::nullopt;
-  return fmt::format(
-      "{}{}: count {:.0f} of {} is {:.0f} bytes for {} over {} ranks, not the size {:.0f}: "
-      "the row is another test's or the ranks are misread ({})",
-      table.source, where, row.count, row.type, expected, to_string(table.collective), table.ranks,
-      row.bytes,
-      table.collective_given ? "check the log and --collective"
-                             : "check the log, or give --collective");
-}
-
-/// The collective a row's columns can only come from. An all-reduce row (count x type = size,
-/// a reducing redop) reads exactly as sendrecv_perf's (it runs its op list: nccl-tests
-/// src/sendrecv.cu SendRecvRunTest, root -1) and reduce_perf's; an all-gather row (redop none,
-/// count x type x ranks = size) as alltoall_perf's: only a reduce-scatter row is its own.
-std::optional<Collective> infer_row(const NcclTestsRow& row, int ranks) {
-  const double element = type_bytes(row.type);
-  if (element == 0.0 || row.bytes <= 0.0 || row.redop.empty() || row.redop == "none") {
-    return std::nullopt;
-  }
-  const bool fits =
-      printed_bytes(Collective::reduce_scatter, ranks, row.count, element) == row.bytes;
-  if (ranks > 1 && fits) return Collective::reduce_scatter;
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<Collective> infer_collective(const NcclTestsTable& table) {
-  std::optional<Collective> found;
-  for (const auto& row : table.rows) {
-    if (row.bytes == 0.0) continue;  // nccl-tests prints size 0 when -b is below ranks x type
-    const auto collective = infer_row(row, table.ranks);
-    if (!collective || (found && *found != *collective)) return std::nullopt;
-    found = collective;
-  }
-  return found;
-}
-
-std::optional<std::string> named_table_problem(const NcclTestsTable& table) {
-  const bool reduces =
-      table.collective == Collective::all_reduce || table.collective == Collective::reduce_scatter;
-  const bool copies = table.collective == Collective::all_gather ||
-                      table.collective == Collective::all_to_all ||
-                      table.collective == Collective::broadcast;
-  for (const auto& row : table.rows) {
-    if (row.redop.empty()) continue;
-    if ((reduces && row.redop == "none") || (copies && row.redop != "none")) {
-      return fmt::format(
-          "{}:{}: redop '{}', which no {} has: this table is another test's (a "
-          "log with several tests names each: check it, or give --collective)",
-          table.source, row.line, row.redop, to_string(table.collective));
-    }
-  }
-  return std::nullopt;
-}
-
-Tier infer_tier(const NcclTestsTable& table) {
-  return table.hosts > 1 ? Tier::network : Tier::nvlink;
-}
-
-std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier) {
-  std::vector<CollectiveSample> out;
-  for (std::size_t i = 0; i < table.rows.size(); ++i) {
-    const NcclTestsRow& row = table.rows[i];
-    const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
-    // A text row by its line, a -J row by its place in "results".
-    const std::string where =
-        row.line > 0 ? fmt::format(":{}", row.line) : fmt::format(": results[{}]", i);
-    // Either half wrong is a wrong collective: the in-place run too.
-    for (const auto* half : {&row.out_of_place, &row.in_place}) {
-      if (table.wrong_is_count && half->wrong && *half->wrong != 0.0) {
-        throw InputError(
-            fmt::format("{}{}: #wrong is {}{} at {} bytes: the collective gave wrong "
-                        "results; fix the run before calibrating on it",
-                        table.source, where, *half->wrong,
-                        half == &row.in_place ? " (in place)" : "", row.bytes));
-      }
-    }
-    if (!std::isfinite(row.bytes) || row.bytes > kMaxRowBytes) {
-      throw InputError(fmt::format("{}{}: size: expected at most {:g} bytes, got {:g}",
-                                   table.source, where, kMaxRowBytes, row.bytes));
-    }
-    if (row.bytes < 0.0 || row.bytes != std::floor(row.bytes)) {
-      throw InputError(
-          fmt::format("{}{}: size: expected a whole number of bytes, 0 or more, got {:g}",
-                      table.source, where, row.bytes));
-    }
-    if (chosen.time_us && (!std::isfinite(*chosen.time_us) || *chosen.time_us > kMaxRowTimeUs)) {
-      throw InputError(
-          fmt::format("{}{}: time: expected a finite time of at most {:g} us, got {:g}",
-                      table.source, where, kMaxRowTimeUs, *chosen.time_us));
-    }
-    if (const auto problem = row_count_problem(table, row, where)) throw InputError(*problem);
-    if (!chosen.time_us || row.bytes <= 0.0) continue;  // "N/A", or a size-0 row
-    if (*chosen.time_us <= 0.0) {
-      throw InputError(fmt::format("{}{}: time: expected a positive time at {:g} bytes, got {:g}",
-                                   table.source, where, row.bytes, *chosen.time_us));
-    }
-    CollectiveSample sample;
-    sample.collective = table.collective;
-    sample.ranks = table.ranks;
-    sample.tier = tier;
-    sample.bytes = row.bytes;
-    sample.time_s = *chosen.time_us * 1e-6;
-    sample.busbw_gbps = busbw_gbps(table.collective, table.ranks, row.bytes, sample.time_s);
-    // A time so short its bus bandwidth is past any link (1e6 GB/s, what a calibration file
-    // holds) is no measurement: refused at its line, not later as "calibration: collectives[4]".
-    if (!(sample.busbw_gbps <= kMaxRowBusbwGbps)) {
-      throw InputError(fmt::format(
-          "{}{}: time: {:g} us at {:g} bytes is a bus bandwidth of {:g} "
-          "GB/s; expected at most {:g}",
-          table.source, where, *chosen.time_us, row.bytes, sample.busbw_gbps, kMaxRowBusbwGbps));
-    }
-    out.push_back(sample);
-  }
-  return out;
 }
 
 }  // namespace trident
