@@ -349,12 +349,8 @@ RunOutputs declare_files(const PlanFlags& f) {
 /// scaling, not delayed). The model line of the assumptions names the recipe.
 void adopt_stack_fp8_recipe(Model& model, const Stack& stack) {
   if (stack.supports(model.training.fp8.recipe)) return;
-  for (const Fp8Recipe recipe : {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::blockwise}) {
-    if (stack.supports(recipe)) {
-      model.training.fp8.recipe = recipe;
-      return;
-    }
-  }
+  const std::vector<Fp8Recipe> run = stack.fp8_recipes_run();
+  if (!run.empty()) model.training.fp8.recipe = run.front();
 }
 
 void run(const PlanFlags& f) {

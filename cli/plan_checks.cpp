@@ -232,8 +232,8 @@ namespace {
 /// The FP8 recipes a stack runs: "current, blockwise".
 std::string fp8_recipes_text(const Stack& stack) {
   std::string out;
-  for (const Fp8Recipe r : {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::blockwise}) {
-    if (stack.supports(r)) out += std::string(out.empty() ? "" : ", ") + to_string(r);
+  for (const Fp8Recipe r : stack.fp8_recipes_run()) {
+    out += std::string(out.empty() ? "" : ", ") + to_string(r);
   }
   return out;
 }

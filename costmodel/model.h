@@ -20,6 +20,9 @@ enum class AttentionKind { mha, mla };
 /// tensor first, TE Float8CurrentScaling / torchao tensorwise), blockwise (per-block scales,
 /// TE Float8BlockScaling / MXFP8).
 enum class Fp8Recipe { delayed, current, blockwise };
+/// Every FP8 recipe, in the order of the enum (and of the model file's names).
+inline constexpr Fp8Recipe kFp8Recipes[] = {Fp8Recipe::delayed, Fp8Recipe::current,
+                                            Fp8Recipe::blockwise};
 
 /// Gated FFNs (swiglu, geglu) have three matrices (gate, up, down); the others two.
 [[nodiscard]] bool is_gated(FfnKind kind);

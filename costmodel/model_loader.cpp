@@ -75,8 +75,7 @@ Training read_training(const std::optional<MapReader>& t) {
   if (const auto fp8 = t->optional_map("fp8")) {
     if (training.dtype != Dtype::fp8) t->fail("fp8", "expected only with dtype: fp8");
     fp8->reject_unknown(kFp8Keys);
-    constexpr Fp8Recipe recipes[] = {Fp8Recipe::delayed, Fp8Recipe::current, Fp8Recipe::blockwise};
-    training.fp8.recipe = recipes[fp8->optional_choice("recipe", kFp8RecipeNames, 0)];
+    training.fp8.recipe = kFp8Recipes[fp8->optional_choice("recipe", kFp8RecipeNames, 0)];
     training.fp8.attention = fp8->optional_bool("attention", false);
     training.fp8.communication = fp8->optional_bool("communication", true);
     training.fp8.params = fp8->optional_bool("params", false);

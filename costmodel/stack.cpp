@@ -138,6 +138,14 @@ bool Stack::supports(Fp8Recipe recipe) const {
   return (fp8_recipes & (1u << static_cast<unsigned>(recipe))) != 0;
 }
 
+std::vector<Fp8Recipe> Stack::fp8_recipes_run() const {
+  std::vector<Fp8Recipe> run;
+  for (const Fp8Recipe recipe : kFp8Recipes) {
+    if (supports(recipe)) run.push_back(recipe);
+  }
+  return run;
+}
+
 bool Stack::supports(Recompute recompute) const {
   return (recompute_modes & (1u << static_cast<unsigned>(recompute))) != 0;
 }

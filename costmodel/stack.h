@@ -286,6 +286,8 @@ struct Stack {
     return true;
   }
   [[nodiscard]] bool supports(Fp8Recipe recipe) const;
+  /// The FP8 recipes the stack runs, in kFp8Recipes order; empty without FP8.
+  [[nodiscard]] std::vector<Fp8Recipe> fp8_recipes_run() const;
   /// The measured error that applies to `model` (MoE models: measured_error_moe when set).
   [[nodiscard]] double error_for(const Model& model) const;
 };

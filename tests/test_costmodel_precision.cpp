@@ -172,6 +172,11 @@ TEST_CASE("FP8 recipes per stack", "[precision][stack]") {
   const Stack none =
       load_stack("name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: []\n", "s.yaml");
   CHECK(none.fp8_recipes == 0u);
+  CHECK(none.fp8_recipes_run().empty());
+  // The recipes a stack runs, in kFp8Recipes order: `--dtype fp8` takes the first.
+  CHECK(stack_preset("torchtitan").fp8_recipes_run() ==
+        std::vector<Fp8Recipe>{Fp8Recipe::current, Fp8Recipe::blockwise});
+  CHECK(stack_preset("megatron-core").fp8_recipes_run().front() == Fp8Recipe::delayed);
   CHECK_THROWS_WITH(
       load_stack("name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: [tensorwise]\n",
                  "s.yaml"),
