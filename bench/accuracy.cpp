@@ -77,7 +77,7 @@ Model model_of(const YAML::Node& node, const std::string& id, const std::string&
 
 Cluster cluster_of(const YAML::Node& row, int gpus) {
   Cluster cluster = cluster_preset(row["cluster"].as<std::string>());
-  if (row["gpu"]) cluster.gpu = gpu_preset(row["gpu"].as<std::string>());
+  if (row["gpu"]) cluster = with_gpu(cluster, gpu_preset(row["gpu"].as<std::string>()));
   if (row["nics_per_server"]) cluster.network.nics_per_server = row["nics_per_server"].as<int>();
   if (row["nic_gbits"]) cluster.network.nic_gbits = row["nic_gbits"].as<double>();
   if (row["links_per_gpu"]) cluster.nvlink.links_per_gpu = row["links_per_gpu"].as<int>();

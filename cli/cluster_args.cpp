@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "cli/input_file.h"
 #include "configs/presets.h"
@@ -171,7 +172,7 @@ void apply_shape(Cluster& c, const ClusterArgs& a) {
 
 Cluster resolve_cluster(const ClusterArgs& args) {
   Cluster cluster = base_cluster(args);
-  if (!args.gpu.empty()) cluster.gpu = flag_gpu(args.gpu);
+  if (!args.gpu.empty()) cluster = with_gpu(std::move(cluster), flag_gpu(args.gpu));
   const std::string flags = shape_flags(args);
   if (!flags.empty()) {
     apply_shape(cluster, args);

@@ -52,6 +52,28 @@ TEST_CASE("switch server: NVLink inside, NICs across", "[topology]") {
   CHECK(unsorted.ranks_per_domain == 2);
 }
 
+TEST_CASE("another GPU in the servers: the link figures left to the GPU follow it", "[topology]") {
+  // dgx-h100 leaves pcie to its GPU (h100: 50 GB/s); an A100 in its servers is on PCIe 4, 24
+  // GB/s (a100-sxm-80g pcie_gbps). A file's own pcie.gbps stays.
+  const Cluster h100 = cluster_preset("dgx-h100");
+  CHECK(h100.pcie.gbps == 50.0);
+  const Cluster a100 = with_gpu(h100, gpu_preset("a100-sxm-80g"));
+  CHECK(a100.pcie.gbps == 24.0);
+  CHECK(a100.gpu.name == "a100-sxm-80g");
+  CHECK(a100.nvlink.links_per_gpu == h100.nvlink.links_per_gpu);  // the wiring is the cluster's
+  const Cluster own = load_cluster(
+      "name: c\ngpu: h100-sxm-80g\nservers: 1\ngpus_per_server: 8\n"
+      "nvlink: {kind: switch, domain_gpus: 8, links_per_gpu: 18, gbps_per_link: 25, "
+      "latency_us: 2.0}\n"
+      "network: {nics_per_server: 8, nic_gbits: 400}\npcie: {gbps: 32}\n",
+      "c.yaml");
+  const Cluster swapped = with_gpu(own, gpu_preset("v100-sxm-32g"));
+  CHECK(swapped.pcie.gbps == 32.0);           // set by the file
+  CHECK(swapped.nvlink.latency_us == 2.0);    // set by the file
+  CHECK(swapped.pcie.latency_us == 5.7);      // the V100's default
+  CHECK(swapped.network.latency_us == 14.0);  // the V100's default
+}
+
 TEST_CASE("one NVLink down: that GPU gets 17 x 25 and the group follows it", "[topology]") {
   Cluster c = cluster_preset("dgx-h100");
   c.health.nvlinks_down[3] = 1;

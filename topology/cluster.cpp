@@ -31,6 +31,16 @@ const char* to_string(NvlinkKind kind) {
   return "?";
 }
 
+Cluster with_gpu(Cluster cluster, const Gpu& gpu) {
+  const FromGpu& from = cluster.from_gpu;
+  if (from.nvlink_latency) cluster.nvlink.latency_us = gpu.nvlink_latency_us;
+  if (from.network_latency) cluster.network.latency_us = gpu.network_latency_us;
+  if (from.pcie_gbps) cluster.pcie.gbps = gpu.pcie_gbps;
+  if (from.pcie_latency) cluster.pcie.latency_us = gpu.pcie_latency_us;
+  cluster.gpu = gpu;
+  return cluster;
+}
+
 int mesh_links_of(const NvlinkSpec& nvlink, int local) {
   int links = 0;
   for (const auto& link : nvlink.mesh) {

@@ -64,6 +64,15 @@ struct ClusterHealth {
 /// split, within seconds (2^24 GPUs: ~7 s; 10^9 would take ~7 min and 4 GB).
 inline constexpr long long kMaxClusterGpus = 1LL << 24;
 
+/// The link figures a cluster file left to its GPU's defaults (nvlink.latency_us,
+/// network.latency_us, pcie.gbps, pcie.latency_us): with_gpu() takes them from the new GPU.
+struct FromGpu {
+  bool nvlink_latency = true;
+  bool network_latency = true;
+  bool pcie_gbps = true;
+  bool pcie_latency = true;
+};
+
 struct Cluster {
   std::string name;
   /// The software stack named by the file's `stack:` key (a preset NAME or FILE), "" = none;
@@ -75,6 +84,7 @@ struct Cluster {
   NvlinkSpec nvlink;
   NetworkSpec network;
   PcieSpec pcie;
+  FromGpu from_gpu;
   ClusterHealth health;
 
   [[nodiscard]] int gpus() const { return servers * gpus_per_server; }
@@ -95,6 +105,11 @@ struct Cluster {
 };
 
 [[nodiscard]] const char* to_string(NvlinkKind kind);  ///< "switch", "mesh", "none"
+
+/// `cluster` with `gpu` in its servers: the link figures its file left to the GPU's defaults
+/// (`from_gpu`) become the new GPU's; those the file set stay. The wiring (NVLink count and
+/// speed, NICs) is the cluster's and stays.
+[[nodiscard]] Cluster with_gpu(Cluster cluster, const Gpu& gpu);
 
 /// NVLinks of local GPU `local` in a mesh domain: the sum of its MeshLink counts.
 [[nodiscard]] int mesh_links_of(const NvlinkSpec& nvlink, int local);

@@ -278,9 +278,14 @@ Cluster load_cluster(const std::string& text, const std::string& source) {
   cluster.gpu = cluster_gpu(m);
   cluster.servers = to_int32(m, "servers", Range::positive);
   cluster.gpus_per_server = to_int32(m, "gpus_per_server", Range::positive);
-  cluster.nvlink = read_nvlink(m.required_map("nvlink"), cluster.gpu);
-  cluster.network = read_network(m.required_map("network"), cluster.gpu);
-  cluster.pcie = read_pcie(m.optional_map("pcie"), cluster.gpu);
+  const MapReader nvlink = m.required_map("nvlink");
+  cluster.nvlink = read_nvlink(nvlink, cluster.gpu);
+  const MapReader network = m.required_map("network");
+  cluster.network = read_network(network, cluster.gpu);
+  const std::optional<MapReader> pcie = m.optional_map("pcie");
+  cluster.pcie = read_pcie(pcie, cluster.gpu);
+  cluster.from_gpu = {!nvlink.has("latency_us"), !network.has("latency_us"),
+                      !pcie || !pcie->has("gbps"), !pcie || !pcie->has("latency_us")};
   if (const auto problem = find_cluster_problem(cluster)) {
     yaml::throw_problem(source, yaml::key_lines(root), problem->key, problem->message);
   }
