@@ -362,6 +362,9 @@ void run(const PlanFlags& f) {
   bool fp8_by_flag = false;
   Model model = resolve_model(f.model, &fp8_by_flag);
   const ResolvedStack stack = resolve_stack(f.stack, cluster);
+  // The files the stack was read from (its bases, a cluster file's stack:) are inputs too.
+  for (const auto& [named_by, file] : stack.files) files.add_input(named_by, file);
+  files.check();
   options.stack = stack.stack;
   if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack);
   pin_cp_comm(f.cp_comm, options.stack);

@@ -13,20 +13,32 @@ namespace trident::cli {
 namespace {
 
 /// A `base:` that names a file: read it relative to the file that names it (standard input's
-/// bases relative to the working directory); a preset name is left to the core.
+/// bases relative to the working directory), its path added to `files`; a preset name is left
+/// to the core.
 std::optional<StackText> read_base_file(const std::string& name, const std::string& from,
-                                        const std::string& where) {
+                                        const std::string& where,
+                                        std::vector<std::pair<std::string, std::string>>& files) {
   if (!names_file(name)) return std::nullopt;
   if (name == "-") throw InputError(where + ": '-': a base cannot be standard input; name a file");
   const auto slash = from.find_last_of('/');
   const bool relative = !name.starts_with('/') && slash != std::string::npos;
   const std::string path = relative ? from.substr(0, slash + 1) + name : name;
+  files.emplace_back(where, path);
   return StackText{read_input_file(path, where), path};
 }
 
-Stack named_stack(const std::string& value, const std::string& flag) {
+/// `value` a preset or a file; the files read beyond `value` itself (its bases) go to
+/// `files`, and `value` too when `record_value` (a cluster file's stack: is no flag the run
+/// declared).
+Stack named_stack(const std::string& value, const std::string& flag,
+                  std::vector<std::pair<std::string, std::string>>& files, bool record_value) {
   if (names_file(value)) {
-    return load_stack(read_input_file(value, flag), input_source(value), read_base_file);
+    if (record_value) files.emplace_back(flag, value);
+    return load_stack(
+        read_input_file(value, flag), input_source(value),
+        [&files](const std::string& name, const std::string& from, const std::string& where) {
+          return read_base_file(name, from, where, files);
+        });
   }
   if (!preset_text(PresetKind::stack, value)) {
     const auto names = preset_names(PresetKind::stack);
@@ -73,11 +85,19 @@ std::string recompute_list(const Stack& s) {
 }  // namespace
 
 ResolvedStack resolve_stack(const std::string& flag_value, const Cluster& cluster) {
-  if (!flag_value.empty()) return {named_stack(flag_value, "--stack"), "--stack"};
-  if (!cluster.stack.empty()) {
-    return {named_stack(cluster.stack, "cluster " + cluster.name + ": stack"), "cluster file"};
+  ResolvedStack resolved;
+  if (!flag_value.empty()) {
+    resolved.stack = named_stack(flag_value, "--stack", resolved.files, false);
+    resolved.origin = "--stack";
+  } else if (!cluster.stack.empty()) {
+    resolved.stack =
+        named_stack(cluster.stack, "cluster " + cluster.name + ": stack", resolved.files, true);
+    resolved.origin = "cluster file";
+  } else {
+    resolved.stack = stack_preset(kDefaultStack);
+    resolved.origin = "default";
   }
-  return {stack_preset(kDefaultStack), "default"};
+  return resolved;
 }
 
 std::string summarize_stack(const Stack& s) {

@@ -2,6 +2,8 @@
 /// `--stack NAME|FILE` and a cluster file's `stack:` key: the software stack that runs the
 /// split (costmodel/stack.h). The flag wins over the cluster file; neither: megatron-core.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "costmodel/stack.h"
 #include "topology/cluster.h"
@@ -14,6 +16,10 @@ inline constexpr const char* kDefaultStack = "megatron-core";
 struct ResolvedStack {
   Stack stack;
   std::string origin;  ///< "--stack", "cluster file", or "default"
+  /// The files read for it beyond the --stack flag's own: each `base:` file, and a cluster
+  /// file's `stack: FILE`, in the order read, as (what named it, path): inputs no output of the
+  /// run may overwrite.
+  std::vector<std::pair<std::string, std::string>> files;
 };
 
 /// InputError naming the flag (or the cluster's key) for an unknown preset or a bad file.

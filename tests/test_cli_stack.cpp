@@ -379,6 +379,44 @@ TEST_CASE("a stack file's base: another stack file, read relative to it", "[cli_
                        "(a cycle)") != std::string::npos);
 }
 
+TEST_CASE("a stack's base: file and a cluster file's stack: file are inputs no output replaces",
+          "[cli_stack]") {
+  TempDir dir;
+  const std::string common = (dir.path / "common.yaml").string();
+  const std::string variant = (dir.path / "variant.yaml").string();
+  const std::string cluster = (dir.path / "c.yaml").string();
+  const std::string stack_text = "name: common\nbase: megatron-core\nattention: flash\n";
+  std::ofstream(common) << stack_text;
+  std::ofstream(variant) << "name: variant\nbase: common.yaml\n";
+  std::ofstream(cluster) << "name: c\ngpu: h100-sxm-80g\nservers: 8\ngpus_per_server: 8\n"
+                            "stack: "
+                         << variant
+                         << "\nnvlink: {kind: switch, domain_gpus: 8, links_per_gpu: 18, "
+                            "gbps_per_link: 25}\nnetwork: {nics_per_server: 8, nic_gbits: 400}\n";
+  const auto unchanged = [&] {
+    std::ifstream in(common);
+    return std::string(std::istreambuf_iterator<char>(in), {}) == stack_text;
+  };
+  // Until 2026-12-04 each of these wrote the plan over common.yaml, and the next run failed.
+  const Run base = trident(kSmall + " --stack " + variant + " --output " + common);
+  CHECK(base.code == 2);
+  CHECK(base.err == "trident: error: --output '" + common + "': is the input " + variant +
+                        ":2: base '" + common + "'; refusing to overwrite an input\n");
+  CHECK(trident(kSmall + " --stack " + variant + " --svg " + common).code == 2);
+  const Run via_cluster = trident("plan --model llama3-8b --global-batch 64 --cluster " + cluster +
+                                  " --output " + variant);
+  CHECK(via_cluster.code == 2);
+  CHECK(via_cluster.err.find("is the input cluster c: stack '" + variant + "'") !=
+        std::string::npos);
+  CHECK(trident("plan --model llama3-8b --global-batch 64 --cluster " + cluster + " --output " +
+                common)
+            .code == 2);
+  CHECK(unchanged());
+  CHECK(
+      trident("plan --model llama3-8b --global-batch 64 --cluster " + cluster + " --top 1").code ==
+      0);
+}
+
 TEST_CASE("selective: mla_up_proj prices MLA models and refuses the others", "[cli_stack]") {
   TempDir dir;
   std::ofstream(dir.path / "up.yaml") << "name: up\nbase: megatron-core\nselective: mla_up_proj\n";
