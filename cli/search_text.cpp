@@ -34,7 +34,11 @@ std::string shortfall_text(const PlanResult& plan) {
 std::string no_split_text(const SplitRules& rules) {
   return "no configuration of " + std::to_string(rules.gpus) +
          " GPUs obeys the rules and pins (tp divides heads " + std::to_string(rules.heads) +
-         " and kv_heads " + std::to_string(rules.kv_heads) +
+         ", kv_heads " + std::to_string(rules.kv_heads) + " and ffn_hidden " +
+         std::to_string(rules.ffn_hidden) +
+         (rules.sp_seq_len > 0 ? ", tp*cp divides seq_len " + std::to_string(rules.sp_seq_len) +
+                                     " (sequence parallelism)"
+                               : "") +
          (rules.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
          std::to_string(rules.layers) + ", tp*cp*pp*dp = GPUs, dp divides the global batch " +
          std::to_string(rules.global_batch) + ", micro-batch divides global batch / dp" +

@@ -137,10 +137,8 @@ class SplitSearch {
   void run_sequence_parallel(ParallelConfig config) {
     for (const bool sp : {false, true}) {
       if (sp && (config.tp < 2 || !options_.stack.sequence_parallel)) continue;
-      // TP runs only with sequence parallelism for MoE layers (Megatron moe_layer.py L636
-      // refuses otherwise) and under stacks that shard that way unconditionally (torchtitan).
-      const bool tp_needs_sp = model_.is_moe() || options_.stack.sequence_parallel_required;
-      if (!sp && config.tp > 1 && tp_needs_sp) continue;
+      if (sp && !sp_divides_sequence(model_, config.tp, config.cp)) continue;
+      if (!sp && sp_required(model_, options_, config.tp)) continue;
       if (options_.sequence_parallel && *options_.sequence_parallel != sp) continue;
       config.sequence_parallel = sp;
       run_shards(config);
@@ -373,6 +371,8 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
         {.gpus = result.gpus,
          .heads = model.heads,
          .kv_heads = model.kv_heads,
+         .ffn_hidden = model.ffn_hidden,
+         .sp_seq_len = sp_required(model, options, 2) ? model.seq_len : 0,
          .layers = model.layers,
          .uneven_stages = options.stack.uneven_stages,
          .global_batch = model.training.global_batch,

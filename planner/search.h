@@ -104,6 +104,9 @@ struct SplitRules {
   int gpus = 0;
   int heads = 0;
   int kv_heads = 0;
+  int ffn_hidden = 0;
+  /// Sequence parallelism required at TP > 1 (sp_required): tp x cp divides the sequence.
+  long long sp_seq_len = 0;
   int layers = 0;
   bool uneven_stages = false;  ///< the stack splits layers unevenly: pp at most the layers
   long long global_batch = 0;

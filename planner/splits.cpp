@@ -9,10 +9,13 @@ namespace trident {
 
 namespace {
 
-/// TP degrees: divide heads and kv_heads, within the limits and the pin.
+/// TP degrees: divide heads and kv_heads, and the FFN width the column-parallel layer splits
+/// (Megatron ColumnParallelLinear: divide(output_size, world_size) asserts; experts run at
+/// expert TP 1), within the limits and the pin.
 std::vector<int> tp_candidates(const Model& model, const SearchOptions& options) {
   std::vector<int> out;
   for (const int tp : divisors(std::gcd(model.heads, model.kv_heads))) {
+    if (model.ffn_hidden % tp != 0) continue;
     if (tp < options.min_tp || (options.max_tp > 0 && tp > options.max_tp)) continue;
     if (allowed(options.tp, tp)) out.push_back(tp);
   }
@@ -63,6 +66,16 @@ bool cp_runnable(const Model& model, const Stack& stack, int tp, int cp) {
 
 }  // namespace
 
+bool sp_required(const Model& model, const SearchOptions& options, int tp) {
+  if (tp < 2) return false;
+  return model.is_moe() || options.stack.sequence_parallel_required ||
+         options.sequence_parallel.value_or(false);
+}
+
+bool sp_divides_sequence(const Model& model, int tp, int cp) {
+  return model.seq_len % (static_cast<long long>(tp) * cp) == 0;
+}
+
 std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options) {
   std::vector<Split> out;
   const long long batch = model.training.global_batch;
@@ -70,6 +83,7 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
   for (const int tp : tp_candidates(model, options)) {
     for (const int cp : cps) {
       if (gpus % (tp * cp) != 0 || !cp_runnable(model, options.stack, tp, cp)) continue;
+      if (sp_required(model, options, tp) && !sp_divides_sequence(model, tp, cp)) continue;
       const int rest = gpus / (tp * cp);
       // DP divides both the GPUs TP and CP leave and the global batch: the divisors of their
       // gcd, largest first (PP ascending). Even splits: PP divides the layers; with uneven

@@ -23,6 +23,15 @@ struct Split {
   int ep = 1;
 };
 
+/// Sequence parallelism is the only way TP runs: MoE layers (Megatron moe_layer.py L636
+/// refuses TP without it), a stack that shards that way unconditionally (torchtitan), or the
+/// --sequence-parallel on pin.
+[[nodiscard]] bool sp_required(const Model& model, const SearchOptions& options, int tp);
+
+/// Sequence parallelism splits each CP rank's seq_len / cp tokens over the TP ranks: they must
+/// divide (Megatron scatter_to_sequence_parallel_region asserts dim 0 % world_size == 0).
+[[nodiscard]] bool sp_divides_sequence(const Model& model, int tp, int cp);
+
 /// Every split of `gpus` GPUs, TP ascending, then CP, then PP ascending.
 [[nodiscard]] std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& options);
 

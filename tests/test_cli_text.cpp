@@ -261,20 +261,23 @@ TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
   SplitRules rules{.gpus = 64,
                    .heads = 32,
                    .kv_heads = 8,
+                   .ffn_hidden = 14336,
                    .layers = 32,
                    .uneven_stages = false,
                    .global_batch = 256,
                    .moe = false};
   CHECK(cli::no_split_text(rules) ==
-        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads "
-        "8, pp divides layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch 256, "
-        "micro-batch divides global batch / dp)");
+        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32, kv_heads 8 "
+        "and ffn_hidden 14336, pp divides layers 32, tp*cp*pp*dp = GPUs, dp divides the global "
+        "batch 256, micro-batch divides global batch / dp)");
   rules.uneven_stages = true;
   rules.moe = true;
+  rules.sp_seq_len = 4096;
   CHECK(cli::no_split_text(rules) ==
-        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads "
-        "8, pp at most the layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch 256, "
-        "micro-batch divides global batch / dp, ep divides the experts and tp*cp*dp)");
+        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32, kv_heads 8 "
+        "and ffn_hidden 14336, tp*cp divides seq_len 4096 (sequence "
+        "parallelism), pp at most the layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch "
+        "256, micro-batch divides global batch / dp, ep divides the experts and tp*cp*dp)");
 }
 
 TEST_CASE("--emit refusals in words: one line each, what to change when no knob helps",

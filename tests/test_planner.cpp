@@ -18,25 +18,6 @@ using test::h100;
 using test::keep_all;
 using test::tiny;
 
-TEST_CASE("divisors are sorted and complete", "[planner]") {
-  CHECK(divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
-  CHECK(divisors(1) == std::vector<int>{1});
-  CHECK(divisors(49) == std::vector<int>{1, 7, 49});
-}
-TEST_CASE("has_split: the search's enumeration without a search", "[planner]") {
-  // tiny(): 4 heads (2 KV), 4 layers, global batch 8. 8 GPUs: TP 1, 2 x PP x DP | 8.
-  CHECK(has_split(8, tiny(), {}));
-  // 7 GPUs: TP 1 (7 does not divide by 2); PP 7 > 4 layers, PP 1 leaves DP 7, not a divisor
-  // of 8: nothing. search() agrees.
-  CHECK_FALSE(has_split(7, tiny(), {}));
-  CHECK_THROWS_AS(search(dgx(1, 7), tiny(), {}), NoSplitError);
-  CHECK_FALSE(has_split(0, tiny(), {}));
-  SearchOptions pinned;
-  pinned.tp = 2;
-  CHECK(has_split(2, tiny(), pinned));
-  CHECK_FALSE(has_split(1, tiny(), pinned));  // 1 GPU cannot hold TP 2
-}
-
 TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
   // tiny on 8 GPUs: tp | gcd(4 heads, 2 kv) -> {1,2}; pp | 4 layers -> {1,2,4}; dp = 8/(tp*pp).
   // (tp,pp,dp) mb-vp combos (vp>1 needs pp>1 and m % pp == 0, vp | 4/pp). Knobs under the
