@@ -206,18 +206,26 @@ class SplitSearch {
   /// and time grows with every layer recomputed, so a binary search over what the stack runs.
   std::optional<PlanResult> fewest_recomputed(ParallelConfig config, const PlanResult& all) {
     const int chunk = chunk_layers(config);
+    // Block recompute runs every count below the chunk: searched as a range (a list of them
+    // took 1 GB and a minute for a chunk of 2x10^8 layers); every k-th block only divisors.
+    const bool block = options_.stack.partial_recompute == PartialRecompute::block;
     std::vector<int> candidates;
-    const bool even = even_stages(config);
-    for (int n = 1; n < chunk; ++n) {
-      if (options_.stack.runs_partial_recompute(chunk, n, even)) candidates.push_back(n);
+    if (!block) {
+      const bool even = even_stages(config);
+      for (const int n : divisors(chunk)) {
+        if (options_.stack.runs_partial_recompute(chunk, n, even)) candidates.push_back(n);
+      }
     }
+    const auto candidate = [&](std::size_t i) {
+      return block ? static_cast<int>(i) + 1 : candidates[i];
+    };
     const bool outright = !all.estimate.memory.tight;
     std::optional<PlanResult> best;
     std::size_t low = 0;
-    std::size_t high = candidates.size();
+    std::size_t high = block ? static_cast<std::size_t>(std::max(chunk - 1, 0)) : candidates.size();
     while (low < high) {
       const std::size_t mid = low + (high - low) / 2;
-      config.recompute_layers = candidates[mid];
+      config.recompute_layers = candidate(mid);
       std::optional<PlanResult> plan = evaluate(config, Probe::yes);
       if (plan && (!outright || !plan->estimate.memory.tight)) {
         best = plan;

@@ -340,4 +340,19 @@ TEST_CASE("absurd inputs: a correct answer with finite, positive numbers", "[bad
   const std::string long_seq =
       write("long.yaml", model_yaml("4", "256", "4", "1000", "10000000", "8"));
   (void)check_answer("plan --gpus 8 --servers 1 --model " + long_seq);
+  // 2x10^8 layers on a GPU of 10^9 GiB: the fewest recomputed layers is a binary search over
+  // the chunk's counts (their list took 1 GB and a minute).
+  std::string huge_gpu;
+  for (std::string line; const char c : cli_test::run_trident("presets --show h100-sxm-80g").out) {
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    huge_gpu += (line.starts_with("memory_gib:") ? "memory_gib: 1e9" : line) + "\n";
+    line.clear();
+  }
+  const std::string big_gpu = write("huge_gpu.yaml", huge_gpu);
+  const std::string deeper =
+      write("deeper.yaml", model_yaml("200000000", "8", "1", "1", "8", "16777216"));
+  (void)check_answer("plan --gpus 8 --servers 1 --gpu " + big_gpu + " --model " + deeper);
 }
