@@ -68,6 +68,11 @@ void write_header(std::ostringstream& out, const ImportedServer& server, const S
         << "\n";
   }
   for (const std::string& nic : server.other_nics) out << "# NIC left out: " << nic << "\n";
+  if (server.no_nic_near_gpu) {
+    out << "# note: no NIC shares a PCIe switch with a GPU (PIX/PXB), so all " << server.nics.size()
+        << " are counted; if some carry storage or management traffic, lower "
+           "network.nics_per_server\n";
+  }
   for (const std::string& note : nv.notes) out << "# note: " << note << "\n";
   if (!nv.degraded.empty()) {
     out << "# degraded: plan this server (server 0) as it is with";

@@ -103,6 +103,40 @@ TEST_CASE("nvidia-smi: H100 HGX, NIC legend, GPU NUMA ID column, ANSI header", "
   CHECK(guess_gpu_preset(s) == "h100-sxm-80g");
 }
 
+TEST_CASE("one GPU type per server; every NIC counted when none sits by a GPU, and said",
+          "[import]") {
+  // GPU 1 an A100 among H100s: the cluster YAML names one GPU (it took the first, and the
+  // H100s' 18 NVLinks with it).
+  std::string mixed = sample("h100_hgx_nvidia_smi.txt");
+  mixed.replace(mixed.find("GPU 1: NVIDIA H100 80GB HBM3"), 28, "GPU 1: NVIDIA A100-SXM4-80GB");
+  CHECK(smi_error(mixed) ==
+        "topo.txt:3: GPU 1 is 'NVIDIA A100-SXM4-80GB' where GPU 0 is 'NVIDIA H100 80GB HBM3'; a "
+        "server of one GPU type is expected");
+  std::string xml_mixed = sample("h100_nccl_topo.xml");
+  const auto second = xml_mixed.find("device=\"0x2330\"", xml_mixed.find("<gpu dev=\"0\""));
+  xml_mixed.replace(second, 15, "device=\"0x20b2\"");
+  CHECK(xml_error(xml_mixed).find("; a server of one GPU type is expected") != std::string::npos);
+  // Every GPU-NIC cell NODE or SYS: all ten NICs counted, and flagged for the YAML's note.
+  CHECK_FALSE(smi("h100_hgx_nvidia_smi.txt").no_nic_near_gpu);
+  std::string flat = sample("h100_hgx_nvidia_smi.txt");
+  for (std::size_t at = flat.find("PXB"); at != std::string::npos; at = flat.find("PXB", at)) {
+    flat.replace(at, 3, "SYS");
+  }
+  for (std::size_t at = flat.find("PIX"); at != std::string::npos; at = flat.find("PIX", at)) {
+    flat.replace(at, 3, "SYS");
+  }
+  const ImportedServer cloud = parse_nvidia_smi_topo(flat, "topo.txt");
+  CHECK(cloud.no_nic_near_gpu);
+  CHECK(cloud.nics.size() == 10);
+  CHECK(cloud.other_nics.empty());
+  const std::string yaml =
+      cli::cluster_yaml(cloud, cli::ImportOptions{.name = "cloud", .gpu = "h100-sxm-80g"});
+  CHECK(yaml.find("# note: no NIC shares a PCIe switch with a GPU (PIX/PXB), so all 10 are "
+                  "counted; if some carry storage or management traffic, lower "
+                  "network.nics_per_server\n") != std::string::npos);
+  CHECK(load_cluster(yaml, "cloud.yaml").network.nics_per_server == 10);
+}
+
 TEST_CASE("nvidia-smi: H100 with one NVLink of GPU 3 down (NV17), CRLF and tabs", "[import]") {
   const ImportedServer s = smi("h100_dead_link_nvidia_smi.txt");
   CHECK(s.pair_links[3][0] == 17);
@@ -203,6 +237,17 @@ TEST_CASE("nvidia-smi: malformed input is named by line", "[import]") {
   CHECK(smi_error("\tGPU0\tGPU2\n") ==
         "topo.txt:1: column 'GPU2': expected GPU1 (GPU columns in order, before the NICs)");
   CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNV4\n") == "topo.txt: row 'GPU1' is missing");
+  // The NIC legend: one name per NIC of the matrix, one line each (names reach the YAML).
+  const std::string matrix = "\tGPU0\tNIC0\nGPU0\t X\tPIX\nNIC0\tPIX\t X\n";
+  CHECK(smi_error(matrix + "NIC0: mlx5_0\nNIC0: mlx5_9\n") ==
+        "topo.txt:5: NIC0: named twice in the NIC legend");
+  CHECK(smi_error(matrix + "NIC1: mlx5_1\n") ==
+        "topo.txt:4: NIC1: in the NIC legend but not a column of the matrix (GPU0..NIC0)");
+  CHECK(smi_error(matrix + "NIC0: mlx5\a0\n") ==
+        "topo.txt:4: NIC0: expected a string without control characters, got byte 0x07 at byte "
+        "5");
+  CHECK(smi_error(matrix + "NIC0: mlx5\f0\n") ==
+        "topo.txt:4: NIC0: expected one device name ('NIC0: mlx5_0')");
 }
 
 TEST_CASE("NCCL XML: H100 on NVSwitch, 5+4+4+5 links per GPU", "[import]") {

@@ -125,6 +125,15 @@ void Reader::add_gpu(const XMLElement* gpu) {
   for (const XmlGpu& other : gpus_) {
     if (other.dev == entry.dev) fail(gpu, "<gpu>: dev " + std::to_string(entry.dev) + " twice");
   }
+  // One GPU type per server: the cluster YAML names one (an A100 beside H100s was imported as
+  // an A100 with the H100s' 18 NVLinks).
+  if (!gpus_.empty() &&
+      (entry.pci_device != gpus_.front().pci_device || entry.sm != gpus_.front().sm)) {
+    fail(gpu, "<gpu> dev " + std::to_string(entry.dev) + ": device '" + entry.pci_device + "' sm " +
+                  std::to_string(entry.sm) + ", where dev " + std::to_string(gpus_.front().dev) +
+                  " is device '" + gpus_.front().pci_device + "' sm " +
+                  std::to_string(gpus_.front().sm) + "; a server of one GPU type is expected");
+  }
   gpus_.push_back(entry);
 }
 
@@ -195,6 +204,7 @@ void Reader::add_links(ImportedServer& server) const {
 void Reader::choose_nics(ImportedServer& server) const {
   const bool by_switch =
       std::any_of(nets_.begin(), nets_.end(), [](const XmlNet& n) { return n.near_gpu; });
+  server.no_nic_near_gpu = !nets_.empty() && !by_switch;
   std::vector<XmlNet> nets;
   for (const XmlNet& net : nets_) {
     if (!by_switch || net.near_gpu) {

@@ -10,6 +10,7 @@
 
 #include "topology/errors.h"
 #include "topology/server_import.h"
+#include "topology/text_check.h"
 
 namespace trident {
 namespace {
@@ -122,6 +123,7 @@ class Reader {
   std::map<std::size_t, std::vector<Cell>> rows_;  ///< column index of the row -> its cells
   std::map<std::string, std::string> legend_;      ///< NIC0 -> mlx5_0
   std::string device_name_;
+  std::string first_gpu_;  ///< the index of the first `nvidia-smi -L` line
 };
 
 std::size_t Reader::find_header() const {
@@ -213,16 +215,36 @@ void Reader::read_rows(std::size_t from) {
 void Reader::read_legend_and_names() {
   for (const Line& line : lines_) {
     const auto& t = line.tokens;
-    // NIC legend: "NIC0: mlx5_0"
-    if (t.size() == 2 && t[0].size() > 4 && t[0].rfind("NIC", 0) == 0 && t[0].back() == ':') {
-      legend_[t[0].substr(0, t[0].size() - 1)] = t[1];
+    // NIC legend: "NIC0: mlx5_0". Its names reach the YAML's comments: one line each, one
+    // name per NIC of the matrix (a name with a terminal escape was copied raw).
+    if (!t.empty() && t[0].size() > 4 && t[0].rfind("NIC", 0) == 0 && t[0].back() == ':') {
+      const std::string nic = t[0].substr(0, t[0].size() - 1);
+      const std::string where = source_ + ":" + std::to_string(line.number) + ": " + nic;
+      if (t.size() != 2) throw InputError(where + ": expected one device name ('NIC0: mlx5_0')");
+      check_one_line(t[1], where);
+      if (column_of_.count(nic) == 0) {
+        throw InputError(where + ": in the NIC legend but not a column of the matrix (" +
+                         column_range() + ")");
+      }
+      if (!legend_.emplace(nic, t[1]).second) {
+        throw InputError(where + ": named twice in the NIC legend");
+      }
     }
     // nvidia-smi -L: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"
-    if (device_name_.empty() && t.size() >= 3 && t[0] == "GPU" && t[1].back() == ':') {
+    if (t.size() >= 3 && t[0] == "GPU" && t[1].back() == ':') {
       std::string name;
       for (std::size_t k = 2; k < t.size() && t[k] != "(UUID:"; ++k) {
         name += (name.empty() ? "" : " ") + t[k];
       }
+      check_one_line(name, source_ + ":" + std::to_string(line.number) + ": GPU name");
+      // One GPU type per server: the cluster YAML names one.
+      if (!device_name_.empty() && name != device_name_) {
+        throw InputError(source_ + ":" + std::to_string(line.number) + ": GPU " +
+                         t[1].substr(0, t[1].size() - 1) + " is '" + name + "' where GPU " +
+                         first_gpu_ + " is '" + device_name_ +
+                         "'; a server of one GPU type is expected");
+      }
+      if (device_name_.empty()) first_gpu_ = t[1].substr(0, t[1].size() - 1);
       device_name_ = name;
     }
   }
@@ -246,6 +268,7 @@ void Reader::choose_nics(ImportedServer& server) const {
   }
   if (near.empty()) {
     server.nics = far;
+    server.no_nic_near_gpu = !far.empty();
     return;
   }
   server.nics = near;

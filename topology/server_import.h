@@ -28,7 +28,10 @@ struct ImportedServer {
   std::vector<int> switch_links;
   std::vector<std::string> nics;        ///< NICs the GPUs use (next to a GPU, or the fast ones)
   std::vector<std::string> other_nics;  ///< NICs left out (no GPU nearby, slower), with why
-  double nic_gbits = 0.0;               ///< per NIC; 0 = the input does not say
+  /// No NIC shares a PCIe switch with a GPU (a cloud VM's flattened PCIe, or storage NICs
+  /// only): every NIC is counted, and the import says so.
+  bool no_nic_near_gpu = false;
+  double nic_gbits = 0.0;   ///< per NIC; 0 = the input does not say
   std::string device_name;  ///< "NVIDIA H100 80GB HBM3" when the input names the GPU, else ""
   std::string pci_device;   ///< PCI device id ("0x2330") when known, else ""
   int sm = 0;               ///< compute capability x 10 (90 = Hopper) when known, else 0
