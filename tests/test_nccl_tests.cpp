@@ -330,6 +330,70 @@ TEST_CASE("nccl-tests errors", "[validate][nccl_tests]") {
           (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 0.1 0 1.0 0.1 abc 0\n",
                                  "all_reduce_perf.log");
         }) == "all_reduce_perf.log:3: expected a number or N/A, got 'abc'");
+  // A cell past the header's columns is another line run into the row (it was ignored), but
+  // a timestamp (-S 1, one or more words) may end it.
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(header + "8 2 float sum -1 1.0 0.1 0.1 0 1.0 0.1 0.1 0 12.5\n",
+                                 "all_reduce_perf.log");
+        }) == "all_reduce_perf.log:3: expected 13 columns, got 14");
+  const std::string stamped =
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "
+      "busbw #wrong timestamp\n";
+  CHECK(parse_nccl_tests(stamped + "8 2 float sum -1 1.0 0.1 0.1 0 1.0 0.1 0.1 0 "
+                                   "2026-12-04 01:02:03\n",
+                         "all_reduce_perf.log")
+            .front()
+            .rows.size() == 1);
+  // A device line's rank is a number (read as the next rank, a bad one hid a missing rank);
+  // the NCCL version code is digits (an unreadable one was "0.0.0").
+  const std::string devices =
+      "# nThread 1 nGpus 1\n# Using devices\n"
+      "#  Rank  0 Group  0 Pid 1 on host device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n";
+  for (const std::string rank : {"abc", "-3", "3x", "4294967299", "1048576"}) {
+    INFO(rank);
+    std::string log = devices;
+    log += "#  Rank ";
+    log += rank;
+    log += " Group  0 Pid 2 on host device  1 [0000:2a:00] NVIDIA H100 80GB HBM3\n";
+    log += header.substr(header.find('\n') + 1);
+    CHECK(error_of([&] { (void)parse_nccl_tests(log, "all_reduce_perf.log"); }) ==
+          "all_reduce_perf.log:4: Rank '" + rank + "': expected a rank number 0 to 1048575");
+  }
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(
+              devices + "#  Rank  1 Group  x Pid 2 on host device  1 [0000:2a:00] NVIDIA H100\n",
+              "all_reduce_perf.log");
+        }) == "all_reduce_perf.log:4: Group 'x': expected the process's group number");
+  CHECK(error_of([&] {
+          (void)parse_nccl_tests(
+              "# nccl-tests version 2.18.3 nccl-headers=22105 nccl-library=abc\n" + header,
+              "all_reduce_perf.log");
+        }) == "all_reduce_perf.log:1: nccl-library 'abc': expected NCCL's version code (22105)");
+}
+
+TEST_CASE("nccl-tests: rows that are not the collective the log or --collective names",
+          "[validate][nccl_tests]") {
+  // all_reduce_perf's rows (redop sum) given as a broadcast, whose rows print redop none
+  // (nccl-tests src/broadcast.cu BroadcastRunTest): refused at the row, as a named table is.
+  const std::string log = data("nccl_tests/all_reduce_old.txt");
+  const auto as_broadcast =
+      parse_nccl_tests(log, "all_reduce_old.txt", Collective::broadcast).front();
+  CHECK(error_of([&] { (void)to_samples(as_broadcast, Tier::nvlink); }) ==
+        "all_reduce_old.txt:18: redop 'sum', which no broadcast has: the rows are another test's "
+        "than --collective says (check it)");
+  // The -J form: a row of a named all-gather file with redop sum, by its place in results.
+  std::string json = data("nccl_tests/sendrecv.json");
+  json.replace(json.find("sendrecv_perf"), 13, "all_gather_perf");
+  const auto gather = parse_nccl_tests(json, "ag.json").front();
+  CHECK(error_of([&] { (void)to_samples(gather, Tier::nvlink); }) ==
+        "ag.json: results[0]: redop 'sum', which no all-gather has: this table is another test's "
+        "(a log with several tests names each: check it, or give --collective)");
+  // Entry i of config.devices is process i: its rank is i x nthreads x ngpus.
+  std::string renumbered = data("nccl_tests/sendrecv.json");
+  renumbered.replace(renumbered.find("{\"rank\":1,"), 10, "{\"rank\":9,");
+  CHECK(error_of([&] { (void)parse_nccl_tests(renumbered, "sendrecv.json"); }) ==
+        "sendrecv.json: config.devices[1].rank: 9: expected 1, process 1's first rank (1 per "
+        "process)");
 }
 
 TEST_CASE("nccl-tests: logs labelled by srun -l, mpirun --tag-output or MPICH -l",

@@ -87,6 +87,14 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
       throw InputError(fmt::format("{}: config.devices[{}].rank: rank {} is listed twice", source,
                                    i, rank->get<long long>()));
     }
+    // Entry i is process i, whose first rank is i x nthreads x ngpus (writeDeviceReport
+    // gathers them in process order): another number is a merged or edited file.
+    const long long first = static_cast<long long>(i) * per_process;
+    if (rank != device.end() && (!rank->is_number_integer() || rank->get<long long>() != first)) {
+      throw InputError(fmt::format(
+          "{}: config.devices[{}].rank: {}: expected {}, process {}'s first rank ({} per process)",
+          source, i, rank->dump(), first, i, per_process));
+    }
     RankDevice place{device.value("hostname", std::string()), 0};
     if (const auto group = device.find("group"); group != device.end()) {
       if (!group->is_number_integer()) {

@@ -13,8 +13,10 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "topology/errors.h"
+#include "topology/text_check.h"
 #include "validate/collective_fit.h"
 #include "validate/nccl_tests_common.h"
 
@@ -122,6 +124,7 @@ struct Columns {
   int time[2] = {-1, -1}, algbw[2] = {-1, -1}, busbw[2] = {-1, -1}, wrong[2] = {-1, -1};
   int width = 0;
   bool wrong_is_count = false;
+  bool timestamp = false;  ///< `-S 1`: a timestamp (of one or more words) ends the row
 };
 
 bool is_header(const std::vector<std::string>& t) {
@@ -144,6 +147,7 @@ Columns read_header(const std::vector<std::string>& t) {
     if ((name == "#wrong" || name == "error") && seen_wrong < 2) c.wrong[seen_wrong++] = col;
     if (name == "#wrong") c.wrong_is_count = true;
     if (name != "timestamp") c.width = col + 1;
+    if (name == "timestamp") c.timestamp = true;
   }
   return c;
 }
@@ -163,7 +167,10 @@ NcclTestsCell read_cell(const std::vector<std::string>& t, const Columns& c, int
 
 NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
                       const std::string& where) {
-  if (static_cast<int>(t.size()) < c.width) {
+  // More cells than the header names are another line run into this one (a cell no column
+  // reads was ignored), unless a timestamp ends the row.
+  if (static_cast<int>(t.size()) < c.width ||
+      (!c.timestamp && static_cast<int>(t.size()) > c.width)) {
     throw InputError(where + ": expected " + std::to_string(c.width) + " columns, got " +
                      std::to_string(t.size()));
   }
@@ -196,7 +203,8 @@ struct Context {
   std::string nccl_version;
 };
 
-void read_device_line(const std::vector<std::string>& t, Context& context) {
+void read_device_line(const std::vector<std::string>& t, Context& context,
+                      const std::string& where) {
   // "#  Rank  0 Group  0 Pid 1234 on host device  0 [0000:18:00] NVIDIA H100 80GB HBM3"
   // "#   Rank  0 Pid  12978 on    Orlando device  0 [0x45] GeForce GTX 1080" (old)
   const auto on = std::find(t.begin(), t.end(), "on");
@@ -205,21 +213,24 @@ void read_device_line(const std::vector<std::string>& t, Context& context) {
   // The line a full 2048-byte buffer cut ("... device 15 [0000:bd:00] NVIDIA H1..."): its
   // rank's host is its process's (hosts_of_ranks), its name no GPU's.
   if (t.back().ends_with("...")) return;
-  // The rank's number ("Rank 3"): nccl-tests numbers them proc x nThread x nGpus + i.
-  int rank = static_cast<int>(context.host_of_rank.size());
-  if (t.size() > 2) {
-    int number = 0;
-    const auto [end, error] = std::from_chars(t[2].data(), t[2].data() + t[2].size(), number);
-    if (error == std::errc() && end == t[2].data() + t[2].size() && number >= 0 &&
-        number < (1 << 24)) {
-      rank = number;
-    }
+  // The rank's number ("Rank 3"): nccl-tests numbers them proc x nThread x nGpus + i. A
+  // number that is none ("abc", "-3", "3x", 2^32 + 3) is refused: read as the next rank, it
+  // hid a missing one.
+  int rank = 0;
+  const auto [end, error] = std::from_chars(t[2].data(), t[2].data() + t[2].size(), rank);
+  if (error != std::errc() || end != t[2].data() + t[2].size() || rank < 0 ||
+      rank >= kMaxLogRanks) {
+    throw InputError(fmt::format("{}: Rank '{}': expected a rank number 0 to {}", where, t[2],
+                                 kMaxLogRanks - 1));
   }
   nccl_tests::RankDevice place{*(on + 1), 0};
   if (t.size() > 4 && t[3] == "Group") {  // old logs have none: one group
-    long long group = 0;
-    const auto [end, error] = std::from_chars(t[4].data(), t[4].data() + t[4].size(), group);
-    if (error == std::errc() && end == t[4].data() + t[4].size()) place.group = group;
+    const auto [group_end, group_error] =
+        std::from_chars(t[4].data(), t[4].data() + t[4].size(), place.group);
+    if (group_error != std::errc() || group_end != t[4].data() + t[4].size()) {
+      throw InputError(
+          fmt::format("{}: Group '{}': expected the process's group number", where, t[4]));
+    }
   }
   if (!context.host_of_rank.emplace(rank, place).second) context.repeated_rank = rank;
   std::string gpu;
@@ -288,7 +299,8 @@ std::vector<nccl_tests::RankDevice> hosts_of_ranks(const Context& context,
   return value >= 0 && value <= (1 << 20) ? static_cast<int>(value) : 0;
 }
 
-void read_comment(const std::string& line, const std::vector<std::string>& t, Context& context) {
+void read_comment(const std::string& line, const std::vector<std::string>& t, Context& context,
+                  const std::string& where) {
   if (t.size() > 4 && t[1] == "nThread" && t[3] == "nGpus") {
     const long long product = static_cast<long long>(small_count(t[2])) * small_count(t[4]);
     context.threads_x_gpus = product <= (1 << 20) ? static_cast<int>(product) : 0;
@@ -297,11 +309,21 @@ void read_comment(const std::string& line, const std::vector<std::string>& t, Co
     context.gpus.clear();
     context.repeated_rank = -1;
   } else if (t.size() > 2 && t[1] == "Rank") {
-    read_device_line(t, context);
+    read_device_line(t, context, where);
   }
   const auto library = line.find("nccl-library=");
   if (library != std::string::npos) {
-    context.nccl_version = nccl_tests::version_of_code(std::atoll(line.c_str() + library + 13));
+    // NCCL_VERSION_CODE: digits (an unreadable one was recorded as "0.0.0").
+    const char* first = line.c_str() + library + 13;
+    const char* last = first;
+    while (*last != '\0' && *last != ' ' && *last != '\t' && *last != '\r') ++last;
+    long long code = 0;
+    const auto [end, error] = std::from_chars(first, last, code);
+    if (error != std::errc() || end != last || code <= 0) {
+      throw InputError(fmt::format("{}: nccl-library '{}': expected NCCL's version code (22105)",
+                                   where, one_line(std::string_view(first, last - first))));
+    }
+    context.nccl_version = nccl_tests::version_of_code(code);
   }
 }
 
@@ -447,7 +469,7 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
       columns = read_header(t);
       tables.back().wrong_is_count = columns->wrong_is_count;
     } else if (t[0].front() == '#') {
-      read_comment(line, t, context);
+      read_comment(line, t, context, source + ":" + std::to_string(line_no));
     } else if (columns &&
                (starts_number(t[0]) || t[0] == "nan" || t[0] == "-nan" || t[0] == "N/A")) {
       tables.back().rows.push_back(read_row(t, *columns, source + ":" + std::to_string(line_no)));

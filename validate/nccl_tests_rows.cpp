@@ -97,19 +97,39 @@ std::optional<Collective> infer_collective(const NcclTestsTable& table) {
   return found;
 }
 
-std::optional<std::string> named_table_problem(const NcclTestsTable& table) {
+namespace {
+
+/// A row whose redop the table's collective never prints (all-reduce and reduce-scatter a
+/// reducing op, all-gather, all-to-all and broadcast "none": nccl-tests src/*.cu RunTest);
+/// nullopt when it fits or has no redop column.
+std::optional<std::string> row_redop_problem(const NcclTestsTable& table, const NcclTestsRow& row,
+                                             const std::string& where) {
+  if (row.redop.empty()) return std::nullopt;
   const bool reduces =
       table.collective == Collective::all_reduce || table.collective == Collective::reduce_scatter;
   const bool copies = table.collective == Collective::all_gather ||
                       table.collective == Collective::all_to_all ||
                       table.collective == Collective::broadcast;
-  for (const auto& row : table.rows) {
-    if (row.redop.empty()) continue;
-    if ((reduces && row.redop == "none") || (copies && row.redop != "none")) {
-      return fmt::format(
-          "{}:{}: redop '{}', which no {} has: this table is another test's (a "
-          "log with several tests names each: check it, or give --collective)",
-          table.source, row.line, row.redop, to_string(table.collective));
+  if ((!reduces || row.redop != "none") && (!copies || row.redop == "none")) return std::nullopt;
+  return fmt::format("{}{}: redop '{}', which no {} has: {}", table.source, where, row.redop,
+                     to_string(table.collective),
+                     table.collective_given
+                         ? "the rows are another test's than --collective says (check it)"
+                         : "this table is another test's (a log with several tests names each: "
+                           "check it, or give --collective)");
+}
+
+/// A text row by its line, a -J row by its place in "results".
+std::string row_where(const NcclTestsRow& row, std::size_t i) {
+  return row.line > 0 ? fmt::format(":{}", row.line) : fmt::format(": results[{}]", i);
+}
+
+}  // namespace
+
+std::optional<std::string> named_table_problem(const NcclTestsTable& table) {
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    if (auto problem = row_redop_problem(table, table.rows[i], row_where(table.rows[i], i))) {
+      return problem;
     }
   }
   return std::nullopt;
@@ -124,9 +144,7 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
   for (std::size_t i = 0; i < table.rows.size(); ++i) {
     const NcclTestsRow& row = table.rows[i];
     const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
-    // A text row by its line, a -J row by its place in "results".
-    const std::string where =
-        row.line > 0 ? fmt::format(":{}", row.line) : fmt::format(": results[{}]", i);
+    const std::string where = row_where(row, i);
     // Either half wrong is a wrong collective: the in-place run too.
     for (const auto* half : {&row.out_of_place, &row.in_place}) {
       if (table.wrong_is_count && half->wrong && *half->wrong != 0.0) {
@@ -151,6 +169,7 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
           fmt::format("{}{}: time: expected a finite time of at most {:g} us, got {:g}",
                       table.source, where, kMaxRowTimeUs, *chosen.time_us));
     }
+    if (const auto problem = row_redop_problem(table, row, where)) throw InputError(*problem);
     if (const auto problem = row_count_problem(table, row, where)) throw InputError(*problem);
     if (!chosen.time_us || row.bytes <= 0.0) continue;  // "N/A", or a size-0 row
     if (*chosen.time_us <= 0.0) {
