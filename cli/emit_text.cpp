@@ -143,7 +143,7 @@ namespace {
     return split + "; NeMo v2.4.0's Hydra config has no first/last-stage layer counts";
   }
   return split +
-         ", and its middle stages differ: the first/last-stage layer counts leave the "
+         ", and its middle stages differ: the first/last-stage layer counts must leave the "
          "middle stages equal";
 }
 

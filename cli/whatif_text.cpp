@@ -149,7 +149,9 @@ namespace {
       (o.cordoned.size() == 1 ? "takes server " : "takes servers ") + list + " out";
   if (!o.available) {
     // Pins that take more GPUs than are left fail on every count: the count is not the news.
-    const std::string counts = o.replan.pinned_gpus > 0 ? "" : " on any number of servers";
+    const bool searched = o.replan.result == Replan::no_split || o.replan.result == Replan::no_fit;
+    const std::string counts =
+        searched && o.replan.pinned_gpus == 0 ? " on any number of servers" : "";
     return what + ": " + replan_text(o.replan) + counts;
   }
   const std::string on = ": re-plans on " + std::to_string(o.servers) + " servers (" +

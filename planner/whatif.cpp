@@ -405,6 +405,8 @@ struct Regrouped {
   for (const int s : bad) cluster.health.dead_servers.insert(s);
   ReplanOutcome first;
   std::vector<int> left = live_servers(cluster);
+  // Every server cordoned (a one-server job): nothing to search, and the option says why.
+  if (left.empty()) first.result = Replan::no_gpu_left;
   const std::size_t fewest = (left.size() + 1) / 2;  // at least half the live servers run
   WhatIfOption option = unavailable(WhatIfKind::cordon_server, OptionNote::cordoned);
   ServerCountScan scan;

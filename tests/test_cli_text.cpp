@@ -200,6 +200,10 @@ TEST_CASE("the what-if's options in words", "[cli_text]") {
   CHECK(cli::option_text(gpu, w) ==
         "takes GPU 139 out: the pinned --tp, --pp and --dp take 512 GPUs and 511 are left (drop "
         "a pin to re-plan)");
+  WhatIfOption alone = note(WhatIfKind::cordon_server, OptionNote::cordoned);
+  alone.cordoned = {0};
+  alone.replan = {Replan::no_gpu_left, 0};
+  CHECK(cli::option_text(alone, w) == "takes server 0 out: no GPU is left");
   WhatIfOption pinned_out = note(WhatIfKind::cordon_server, OptionNote::cordoned);
   pinned_out.cordoned = {17};
   pinned_out.replan = {Replan::no_split, 504, 512, true};

@@ -118,6 +118,13 @@ TEST_CASE("apply_failure rejects parts that do not exist", "[failure]") {
   CHECK(apply_error(c, "mesh:0/1-2") ==
         "'mesh:0/1-2': server 0 has no direct GPU-GPU links (nvlink.kind: switch): "
         "use nvlink:0/GPU[:COUNT|:all]");
+  // No NVLink at all: nvlink: is refused too, so it is not the way out.
+  Cluster pcie = c;
+  pcie.name = "pcie";
+  pcie.nvlink.kind = NvlinkKind::none;
+  CHECK(apply_error(pcie, "mesh:0/1-2") ==
+        "'mesh:0/1-2': cluster 'pcie' has no NVLink (nvlink.kind: none): its GPUs talk over "
+        "PCIe; fail a GPU (gpu:0/GPU) or a NIC instead");
 }
 
 TEST_CASE("one NVLink down on an H100 server: that GPU keeps 17 of 18 links", "[failure]") {

@@ -215,6 +215,17 @@ TEST_CASE("pins that take every GPU: no cordon runs, and the pins are why", "[wh
   CHECK(narrowed.replan.pinned);
 }
 
+TEST_CASE("a one-server job: cordoning its server leaves no GPU, and says so", "[whatif]") {
+  Seed seed;
+  seed.cluster.servers = 1;
+  seed.model = model_preset("llama3-8b");
+  seed.options.min_tp = 1;
+  const WhatIf w = seed.run("nic:0/3");
+  const WhatIfOption& server = option(w, WhatIfKind::cordon_server);
+  CHECK_FALSE(server.available);
+  CHECK(server.replan.result == Replan::no_gpu_left);  // was Replan::none: an empty reason
+}
+
 TEST_CASE("a NIC down: every group leaving the server shares seven NICs", "[whatif]") {
   const WhatIf w = Seed().run("nic:17/1");
   CHECK(w.options.front().kind == WhatIfKind::keep);

@@ -255,11 +255,16 @@ void apply_nvlink(Cluster& cluster, const Failure& f) {
 void apply_mesh_link(Cluster& cluster, const Failure& f) {
   check_gpu(cluster, f, f.gpu);
   check_gpu(cluster, f, f.peer);
+  if (cluster.nvlink.kind == NvlinkKind::none) {  // nvlink: would be refused as well
+    spec_error(f.spec, "cluster '" + cluster.name +
+                           "' has no NVLink (nvlink.kind: none): its GPUs talk over PCIe; fail a "
+                           "GPU (gpu:" +
+                           std::to_string(f.server) + "/GPU) or a NIC instead");
+  }
   if (cluster.nvlink.kind != NvlinkKind::mesh) {
-    spec_error(f.spec, "server " + std::to_string(f.server) + " has no direct GPU-GPU links " +
-                           "(nvlink.kind: " +
-                           (cluster.nvlink.kind == NvlinkKind::none ? "none" : "switch") +
-                           "): use nvlink:" + std::to_string(f.server) + "/GPU[:COUNT|:all]");
+    spec_error(f.spec, "server " + std::to_string(f.server) +
+                           " has no direct GPU-GPU links (nvlink.kind: switch): use nvlink:" +
+                           std::to_string(f.server) + "/GPU[:COUNT|:all]");
   }
   const auto peers = mesh_peers(cluster, f.server, f.gpu);
   const bool linked = std::any_of(peers.begin(), peers.end(),
