@@ -7,9 +7,12 @@
 #include <utility>
 
 #include "cli/whatif_text.h"
+#include "configs/presets.h"
 #include "costmodel/kernels.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
+#include "topology/server_import.h"
+#include "topology/text_check.h"
 
 namespace trident::cli {
 
@@ -102,6 +105,15 @@ std::string value_text(const OptionProblem& p) {
 
 void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
                               const std::string& source) {
+  // Measured on a known GPU other than the cluster's known one: its rates are that GPU's (an
+  // A100 file moved an H100 plan by 11%). A GPU file of the user's own has no name to compare.
+  const std::string measured = gpu_preset_for_device(calibration.gpu);
+  if (!measured.empty() && measured != gpu.name && preset_text(PresetKind::gpu, gpu.name)) {
+    throw InputError(fmt::format(
+        "{}: gpu: measured on '{}' ({}), and the cluster's GPU is {}: its fits and GEMM rates "
+        "are another GPU's; calibrate on {}, or plan with --gpu {}",
+        source, one_line(calibration.gpu), measured, gpu.name, gpu.name, measured));
+  }
   for (std::size_t i = 0; i < calibration.gemms.size(); ++i) {
     const GemmSample& g = calibration.gemms[i];
     const double peak = gpu.peak_tflops(g.dtype);

@@ -16,6 +16,7 @@
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
 #include "costmodel/precision.h"
+#include "topology/text_check.h"
 
 namespace trident::cli {
 
@@ -221,10 +222,14 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
     const std::size_t fits = context.calibration ? context.calibration->fits.size() : 0;
     const std::size_t gemms = context.calibration ? context.calibration->gemms.size() : 0;
     out += fmt::format(
-        "# calibration: {} holds {} collective fit(s) and {} GEMM shape(s); each replaces the "
+        "# calibration: {}{} holds {} collective fit(s) and {} GEMM shape(s); each replaces the "
         "default rate where it matches (a fit: the same collective and tier, the nearest group "
         "size; a GEMM: the dtype, within 2x in every dimension)\n",
-        context.calibration_source, fits, gemms);
+        context.calibration_source,
+        context.calibration && !context.calibration->gpu.empty()
+            ? " (measured on " + one_line(context.calibration->gpu) + ")"
+            : "",
+        fits, gemms);
   }
   out += "# " + search_summary(result, context) + "\n";
   const Columns columns = columns_of(result);

@@ -11,9 +11,11 @@
 #include "cli/report_text.h"
 #include "cli/search_text.h"
 #include "cli/whatif_text.h"
+#include "costmodel/calibration.h"
 #include "costmodel/stack.h"
 #include "planner/option_check.h"
 #include "topology/cluster_loader.h"
+#include "topology/errors.h"
 
 using trident::cli::csv_quoted;
 using trident::cli::group_thousands;
@@ -382,4 +384,27 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   CHECK(cli::refusal_change({o, std::nullopt, o, false}, hydra, stack_preset("torchtitan")) ==
         "plan it with --stack megatron-core and delayed scaling (stack torchtitan does not run "
         "it), or --emit nemo");
+}
+
+TEST_CASE("a calibration measured on another GPU than the cluster's is refused", "[cli_text]") {
+  Calibration measured;
+  measured.gpu = "NVIDIA A100-SXM4-80GB";
+  const auto refusal = [&](const Gpu& gpu) {
+    try {
+      cli::check_calibration_on_gpu(measured, gpu, "cal.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(none)");
+  };
+  CHECK(refusal(gpu_preset("h100-sxm-80g")) ==
+        "cal.json: gpu: measured on 'NVIDIA A100-SXM4-80GB' (a100-sxm-80g), and the cluster's GPU "
+        "is h100-sxm-80g: its fits and GEMM rates are another GPU's; calibrate on h100-sxm-80g, "
+        "or plan with --gpu a100-sxm-80g");
+  CHECK(refusal(gpu_preset("a100-sxm-80g")) == "(none)");
+  Gpu own = gpu_preset("h100-sxm-80g");
+  own.name = "my-h100";  // a GPU file of the user's own: no name to compare with
+  CHECK(refusal(own) == "(none)");
+  measured.gpu = "cpu";  // validate's CPU backend: no GPU
+  CHECK(refusal(gpu_preset("h100-sxm-80g")) == "(none)");
 }

@@ -226,9 +226,16 @@ constexpr std::array<PresetHint, 8> kNames{{
 
 }  // namespace
 
-std::string guess_gpu_preset(const ImportedServer& server) {
+std::string gpu_preset_for_device(const std::string& device_name) {
   for (const auto& hint : kNames) {
-    if (server.device_name.find(hint.needle) != std::string::npos) return std::string(hint.preset);
+    if (device_name.find(hint.needle) != std::string::npos) return std::string(hint.preset);
+  }
+  return "";
+}
+
+std::string guess_gpu_preset(const ImportedServer& server) {
+  if (std::string preset = gpu_preset_for_device(server.device_name); !preset.empty()) {
+    return preset;
   }
   const std::string id = lower_hex(server.pci_device);
   for (const auto& hint : kPciIds) {

@@ -52,6 +52,10 @@ struct ServerNvlink {
 
 [[nodiscard]] ServerNvlink infer_nvlink(const ImportedServer& server);
 
+/// GPU preset name for a device name as nvidia-smi, nccl-tests and CUDA print it ("NVIDIA
+/// H100 80GB HBM3" -> "h100-sxm-80g"), "" when unknown.
+[[nodiscard]] std::string gpu_preset_for_device(const std::string& device_name);
+
 /// GPU preset name for what the input says (device name, PCI id), "" when unknown.
 [[nodiscard]] std::string guess_gpu_preset(const ImportedServer& server);
 
