@@ -239,6 +239,15 @@ network:
         "NVLink domains, got 0");
 }
 
+namespace {
+
+/// `base` with `line` (a GPU key, indented) inserted before its attention curve.
+std::string with_key(std::string base, const std::string& line) {
+  return base.insert(base.find("  attention_causal_curve:"), line);
+}
+
+}  // namespace
+
 TEST_CASE("a GPU's attention curves: points, order and ranges", "[loaders]") {
   // Line 1 is "name: c"; the curve's points are lines 8-9.
   const std::string base = R"(name: c
@@ -274,6 +283,23 @@ network: {nics_per_server: 8, nic_gbits: 400}
         "backward share], got a list");
   CHECK(with("[1024, 0.4, 0.3]", "[0.5, 0.4, 0.3]") ==
         "c.yaml:8: gpu.attention_causal_curve[0][0]: expected a number >= 1, got '0.5'");
+  CHECK(with("[1024, 0.4, 0.3]", "[1024.5, 0.4, 0.3]") ==
+        "c.yaml:8: gpu.attention_causal_curve[0][0]: expected a whole number of tokens, got "
+        "1024.5");
+  // Shares where 0 means "not published" take 0 to 1 (fp8_matmul_efficiency: 0 was refused,
+  // though documented); compute_capability is 0 or a major.minor (42 was taken).
+  CHECK(load_cluster(with_key(base, "  fp8_matmul_efficiency: 0\n"), "c.yaml")
+            .gpu.fp8_matmul_efficiency == 0.0);
+  CHECK(cluster_error(with_key(base, "  fp8_matmul_efficiency: 1.2\n")) ==
+        "c.yaml:7: gpu.fp8_matmul_efficiency: expected 0 (not published) to 1, a share of the "
+        "peak, got 1.2");
+  CHECK(cluster_error(with_key(base, "  attention_forward_efficiency: 3\n"))
+            .find("expected 0 (not published) to 1") != std::string::npos);
+  CHECK(cluster_error(with_key(base, "  compute_capability: 42\n")) ==
+        "c.yaml:7: gpu.compute_capability: expected 0 (not given) or a major.minor from 1.0 to "
+        "20.0, got 42");
+  CHECK(load_cluster(with_key(base, "  compute_capability: 12.0\n"), "c.yaml")
+            .gpu.compute_capability == 12.0);
   CHECK(with("attention_causal_curve:", "attention_causal_curves:") ==
         "c.yaml:7: gpu.attention_causal_curves: unknown key (did you mean "
         "'attention_causal_curve'?)");

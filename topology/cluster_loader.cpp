@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <map>
 
 #include "configs/presets.h"
@@ -61,6 +62,16 @@ int to_int32(const MapReader& m, std::string_view key, Range range) {
 
 /// `key: [[seq, forward, backward], ...]`, lengths strictly increasing, shares in (0, 1];
 /// absent: the empty curve.
+/// A share of a peak where 0 means "not published" (the documented fallback applies): 0 to 1.
+double share_or_zero(const MapReader& m, std::string_view key) {
+  const double share = m.optional_double(key, 0.0, Range::non_negative);
+  if (share > 1.0) {
+    m.fail(key,
+           fmt::format("expected 0 (not published) to 1, a share of the peak, got {:g}", share));
+  }
+  return share;
+}
+
 AttentionCurve read_attention_curve(const MapReader& m, std::string_view key) {
   AttentionCurve curve;
   const YAML::Node list = m.node(key);
@@ -86,6 +97,10 @@ AttentionCurve read_attention_curve(const MapReader& m, std::string_view key) {
     point.forward = yaml::to_double(list[i][1], Range::fraction, where + "[1]");
     point.backward = yaml::to_double(list[i][2], Range::fraction, where + "[2]");
     if (point.seq > 1e9) throw InputError(where + "[0]: expected at most 1e+09 tokens");
+    if (point.seq != std::floor(point.seq)) {
+      throw InputError(where + "[0]: expected a whole number of tokens, got " +
+                       fmt::format("{:g}", point.seq));
+    }
     if (i > 0 && point.seq <= curve.points[i - 1].seq) {
       throw InputError(where + "[0]: expected a sequence length above the previous point's (" +
                        fmt::format("{:g}", curve.points[i - 1].seq) + ")");
@@ -108,22 +123,24 @@ Gpu read_gpu(const MapReader& m) {
   gpu.memory_gib = m.required_double("memory_gib", Range::positive);
   gpu.memory_gbps = m.required_double("memory_gbps", Range::positive);
   gpu.matmul_efficiency = m.optional_double("matmul_efficiency", 0.8, Range::fraction);
-  gpu.fp8_matmul_efficiency = m.optional_double("fp8_matmul_efficiency", 0.0, Range::fraction);
+  gpu.fp8_matmul_efficiency = share_or_zero(m, "fp8_matmul_efficiency");
   const long long sm_count = m.optional_int("sm_count", 0, Range::non_negative);
   if (sm_count > 100000) m.fail("sm_count", "expected at most 100000");
   gpu.sm_count = static_cast<int>(sm_count);
   gpu.compute_capability = m.optional_double("compute_capability", 0.0, Range::non_negative);
-  if (gpu.compute_capability > 100.0) m.fail("compute_capability", "expected at most 100");
+  // NVIDIA's major.minor (7.0 V100 ... 10.0 B200, 12.0 RTX Blackwell); 0 = not given.
+  if (gpu.compute_capability != 0.0 &&
+      (gpu.compute_capability < 1.0 || gpu.compute_capability > 20.0)) {
+    m.fail("compute_capability",
+           fmt::format("expected 0 (not given) or a major.minor from 1.0 to 20.0, got {:g}",
+                       gpu.compute_capability));
+  }
   gpu.sustained_clock_ratio = m.optional_double("sustained_clock_ratio", 1.0, Range::fraction);
   gpu.ensemble_clock_ratio = m.optional_double("ensemble_clock_ratio", 1.0, Range::fraction);
-  gpu.attention_forward_efficiency =
-      m.optional_double("attention_forward_efficiency", 0.0, Range::non_negative);
-  gpu.attention_backward_efficiency =
-      m.optional_double("attention_backward_efficiency", 0.0, Range::non_negative);
-  gpu.flash2_forward_efficiency =
-      m.optional_double("flash2_forward_efficiency", 0.0, Range::non_negative);
-  gpu.flash2_backward_efficiency =
-      m.optional_double("flash2_backward_efficiency", 0.0, Range::non_negative);
+  gpu.attention_forward_efficiency = share_or_zero(m, "attention_forward_efficiency");
+  gpu.attention_backward_efficiency = share_or_zero(m, "attention_backward_efficiency");
+  gpu.flash2_forward_efficiency = share_or_zero(m, "flash2_forward_efficiency");
+  gpu.flash2_backward_efficiency = share_or_zero(m, "flash2_backward_efficiency");
   gpu.attention_causal = read_attention_curve(m, "attention_causal_curve");
   gpu.attention_full = read_attention_curve(m, "attention_full_curve");
   gpu.flash2_causal = read_attention_curve(m, "flash2_causal_curve");
