@@ -308,6 +308,11 @@ std::string describe_search(const SearchOptions& o) {
   knob("sequence parallel", o.sequence_parallel
                                 ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
                                 : std::nullopt);
+  // The HSDP shard size, where the stack shards hybrid (it was searched unsaid: "nothing else
+  // free" above a 32 x 8 HSDP plan).
+  if (o.dp_shard || o.stack.supports_hybrid_shard(2) || o.stack.supports_hybrid_shard(3)) {
+    knob("HSDP shard", number(o.dp_shard));
+  }
   if (pinned.empty()) {
     return "search: every TP x PP x DP split with micro-batch, interleaving, recompute, ZeRO and "
            "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "

@@ -158,6 +158,17 @@ TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   REQUIRE(table.code == 0);
   CHECK(table.out.find("# search: TP 8, PP 8 and recompute selective pinned; DP, micro-batch, "
                        "VP, ZeRO and sequence parallel free\n") != std::string::npos);
+  // Under a stack that shards hybrid the HSDP shard size is a knob too (it was searched while
+  // the line said "nothing else free").
+  const std::string fsdp_pins =
+      "plan --model llama3-8b --stack fsdp --tp 1 --pp 1 --dp 256 --micro-batch 1 --vp 1 "
+      "--recompute none --zero 3 --sequence-parallel off";
+  const Run hsdp = trident(fsdp_pins + " --top 1");
+  REQUIRE(hsdp.code == 0);
+  CHECK(hsdp.out.find("sequence parallel off pinned; HSDP shard free\n") != std::string::npos);
+  const Run shard = trident(fsdp_pins + " --dp-shard 8 --top 1");
+  REQUIRE(shard.code == 0);
+  CHECK(shard.out.find("and HSDP shard 8 pinned; nothing else free\n") != std::string::npos);
 }
 
 TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
