@@ -263,7 +263,7 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
           model.name, to_string(dtype), gpu.name, to_string(dtype), to_string(*other)));
     }
     std::string runs;
-    for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32}) {
+    for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
       if (gpu.peak_tflops(d) > 0.0) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
     }
     throw InputError(

@@ -326,7 +326,8 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   // Refusals name the flag, not model-file keys the user did not write.
   const Run a100 = trident("plan --cluster dgx-a100 --model llama2-7b --dtype fp8");
   CHECK(a100.err ==
-        "trident: error: --dtype fp8: a100-sxm-80g has no fp8 peak (it runs bf16, fp16, tf32)\n");
+        "trident: error: --dtype fp8: a100-sxm-80g has no fp8 peak (it runs bf16, fp16, tf32, "
+        "fp32)\n");
   const Run ds = trident(h100 + " --dtype fp8 --stack deepspeed-megatron");
   CHECK(ds.err == "trident: error: --dtype fp8: stack deepspeed-megatron has no FP8 training\n");
   // A bf16 model made FP8 by the flag takes the stack's own recipe where the default

@@ -66,6 +66,13 @@ TEST_CASE("a job runs at the pace of its board's slowest GPU", "[kernels]") {
   gpu.sustained_clock_ratio = 0.8;
   gpu.ensemble_clock_ratio = 0.5;
   CHECK(gemm_rate_tflops(gpu, Dtype::bf16, kernel_profile(gpu), shape) == Approx(39.375));
+  // fp32 runs on the FP32 peak (CUDA cores: PyTorch leaves TF32 matmuls off), tf32 on the
+  // tensor cores' TF32 peak: peaks 10 and 50, same shape and ratios -> 98.4375 x 0.4 x
+  // (10 or 50) / 100 = 3.9375 and 19.6875 (it priced fp32 at the TF32 peak).
+  gpu.peak_tflops_fp32 = 10.0;
+  gpu.peak_tflops_tf32 = 50.0;
+  CHECK(gemm_rate_tflops(gpu, Dtype::fp32, kernel_profile(gpu), shape) == Approx(3.9375));
+  CHECK(gemm_rate_tflops(gpu, Dtype::tf32, kernel_profile(gpu), shape) == Approx(19.6875));
   // Read from any GPU file; out of (0, 1] refused with the key named.
   const std::string file = "name: g\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n";
   const Gpu file_gpu = load_gpu(file + "ensemble_clock_ratio: 0.9\n", "g.yaml");

@@ -43,7 +43,7 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "flash2_full_curve",
                                            "flash_triton_causal_curve",
                                            "flash_triton_full_curve"};
-const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32"};
+const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32", "fp32"};
 const std::vector<std::string> kClusterKeys = {
     "name", "stack", "gpu", "servers", "gpus_per_server", "nvlink", "network", "pcie"};
 const std::vector<std::string> kNvlinkKeys = {"domain_gpus",   "kind",  "links_per_gpu",
@@ -120,6 +120,7 @@ Gpu read_gpu(const MapReader& m) {
   gpu.peak_tflops_fp16 = peak.optional_double("fp16", gpu.peak_tflops_bf16, Range::non_negative);
   gpu.peak_tflops_fp8 = peak.optional_double("fp8", 0.0, Range::non_negative);
   gpu.peak_tflops_tf32 = peak.optional_double("tf32", 0.0, Range::non_negative);
+  gpu.peak_tflops_fp32 = peak.optional_double("fp32", 0.0, Range::non_negative);
   gpu.memory_gib = m.required_double("memory_gib", Range::positive);
   gpu.memory_gbps = m.required_double("memory_gbps", Range::positive);
   gpu.matmul_efficiency = m.optional_double("matmul_efficiency", 0.8, Range::fraction);

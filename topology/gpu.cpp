@@ -13,8 +13,9 @@ double Gpu::peak_tflops(Dtype dtype) const {
     case Dtype::fp8:
       return peak_tflops_fp8;
     case Dtype::tf32:
+      return peak_tflops_tf32;
     case Dtype::fp32:
-      return peak_tflops_tf32;  // fp32 matmuls run as tf32 on tensor cores
+      return peak_tflops_fp32;
   }
   return 0.0;
 }
@@ -64,7 +65,8 @@ std::optional<Problem> bounds_problem(const Gpu& gpu) {
   const std::pair<const char*, double> peaks[] = {{"peak_tflops.bf16", gpu.peak_tflops_bf16},
                                                   {"peak_tflops.fp16", gpu.peak_tflops_fp16},
                                                   {"peak_tflops.fp8", gpu.peak_tflops_fp8},
-                                                  {"peak_tflops.tf32", gpu.peak_tflops_tf32}};
+                                                  {"peak_tflops.tf32", gpu.peak_tflops_tf32},
+                                                  {"peak_tflops.fp32", gpu.peak_tflops_fp32}};
   for (const auto& [key, value] : peaks) {
     if (auto problem = rate_out_of_bounds(key, value, true)) return problem;
   }
@@ -116,6 +118,7 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
   const std::pair<const char*, double> non_negative[] = {
       {"peak_tflops.bf16", gpu.peak_tflops_bf16},    {"peak_tflops.fp16", gpu.peak_tflops_fp16},
       {"peak_tflops.fp8", gpu.peak_tflops_fp8},      {"peak_tflops.tf32", gpu.peak_tflops_tf32},
+      {"peak_tflops.fp32", gpu.peak_tflops_fp32},
       {"pcie_latency_us", gpu.pcie_latency_us},      {"nvlink_latency_us", gpu.nvlink_latency_us},
       {"network_latency_us", gpu.network_latency_us}};
   for (const auto& [key, value] : non_negative) {

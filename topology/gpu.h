@@ -41,6 +41,10 @@ struct Gpu {
   double peak_tflops_fp16 = 0.0;
   double peak_tflops_fp8 = 0.0;  ///< 0 = not supported
   double peak_tflops_tf32 = 0.0;
+  /// Plain FP32 (CUDA cores, not tensor cores): what an fp32 run's matmuls get, since PyTorch
+  /// keeps torch.backends.cuda.matmul.allow_tf32 off by default (1.12+) and Megatron-LM,
+  /// NeMo and torchtitan do not turn it on. 0 = not given: fp32 is refused.
+  double peak_tflops_fp32 = 0.0;
   double memory_gib = 0.0;   ///< HBM capacity, GiB
   double memory_gbps = 0.0;  ///< HBM bandwidth, GB/s (1e9 bytes/s)
   /// Best measured large square BF16 GEMM as a share of peak (MAMF tables); the GEMM
