@@ -74,6 +74,18 @@ TEST_CASE("another GPU in the servers: the link figures left to the GPU follow i
   CHECK(swapped.network.latency_us == 14.0);  // the V100's default
 }
 
+TEST_CASE("a GPU's NIC share is at most its PCIe link", "[topology]") {
+  // dgx-h100 with one GPU per server keeps its eight 400 Gb/s NICs: 8 x 400 / 8 / 1 = 400
+  // GB/s, but GPUDirect RDMA reaches them over the GPU's PCIe Gen5 link, 50 GB/s.
+  Cluster one = cluster_preset("dgx-h100");
+  one.gpus_per_server = 1;
+  one.nvlink.domain_gpus = 1;
+  CHECK(one.nic_gbps_per_gpu(0) == 50.0);
+  // DGX A100: 8 x 200 / 8 / 8 = 25 GB/s of NIC, 24 of PCIe Gen4.
+  CHECK(cluster_preset("dgx-a100").nic_gbps_per_gpu(0) == 24.0);
+  CHECK(cluster_preset("dgx-h100").nic_gbps_per_gpu(0) == 50.0);  // 8 x 400 / 8 / 8, = PCIe
+}
+
 TEST_CASE("one NVLink down: that GPU gets 17 x 25 and the group follows it", "[topology]") {
   Cluster c = cluster_preset("dgx-h100");
   c.health.nvlinks_down[3] = 1;

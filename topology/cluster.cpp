@@ -16,7 +16,8 @@ double Cluster::nic_gbps_per_gpu(int server) const {
   if (const auto down = health.nics_down.find(server); down != health.nics_down.end()) {
     healthy_nics = std::max(0, healthy_nics - down->second);
   }
-  return healthy_nics * network.nic_gbits / 8.0 / gpus_per_server;
+  // A GPU reaches the NICs over its own PCIe link (GPUDirect RDMA): its share is at most that.
+  return std::min(healthy_nics * network.nic_gbits / 8.0 / gpus_per_server, pcie.gbps);
 }
 
 const char* to_string(NvlinkKind kind) {
