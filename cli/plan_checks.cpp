@@ -81,6 +81,8 @@ std::string stack_lack(const OptionProblem& p, const Stack& stack) {
       return stack.fp8_recipes == 0 ? "has no FP8 training" : "does not run this FP8 recipe";
     case Knob::cp:
       return "has no context parallelism; use --cp 1 or --stack megatron-core";
+    case Knob::min_cp:
+      return "has no context parallelism; drop --min-cp or use --stack megatron-core";
     case Knob::ep:
       return "has no expert parallelism; use --ep 1 or --stack megatron-core";
     case Knob::dp_shard:
@@ -151,8 +153,14 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "another --zero, --pp 1 or another --stack",
           pin, p.limit, stack.name, p.value);
     case OptionIssue::not_dividing_heads:
-      return fmt::format("{}: must divide the model's heads ({}) and kv_heads ({})", pin,
-                         model.heads, model.kv_heads);
+      return fmt::format(
+          "{}: must divide the model's heads ({}), kv_heads ({}) and ffn_hidden ({})", pin,
+          model.heads, model.kv_heads, model.ffn_hidden);
+    case OptionIssue::above_largest_tp:
+      return fmt::format(
+          "{}: the largest TP model {} takes is {} (TP divides its heads {}, kv_heads {} and "
+          "ffn_hidden {})",
+          pin, model.name, p.limit, model.heads, model.kv_heads, model.ffn_hidden);
     case OptionIssue::not_dividing_layers:
       return fmt::format(
           "{}: must divide the model's layers ({}) under stack {}, which has no uneven pipeline "

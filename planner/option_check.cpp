@@ -1,5 +1,7 @@
 #include "planner/option_check.h"
 
+#include <numeric>
+
 #include "planner/search.h"
 
 namespace trident {
@@ -70,6 +72,12 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
     if (model.seq_len % (2LL * *o.cp) != 0) {  // 2 x 2^31 - 1 overflows int
       return OptionProblem{Knob::cp, OptionIssue::not_dividing_sequence, *o.cp, model.seq_len};
     }
+  }
+  if (!model.is_moe() && o.min_ep > 1) {
+    return OptionProblem{Knob::min_ep, OptionIssue::no_experts, o.min_ep, 0};
+  }
+  if (o.min_cp > 1 && !stack.context_parallel()) {
+    return OptionProblem{Knob::min_cp, OptionIssue::stack_lacks, o.min_cp, 0};
   }
   if (o.ep && *o.ep > 1) {
     if (!model.is_moe()) return OptionProblem{Knob::ep, OptionIssue::no_experts, *o.ep, 0};
@@ -172,8 +180,16 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
 
 /// Pins the model cannot take, and what the model asks of the stack.
 std::optional<OptionProblem> model_problem(const Model& model, const SearchOptions& o) {
-  if (o.tp && (model.heads % *o.tp != 0 || model.kv_heads % *o.tp != 0)) {
+  if (o.tp &&
+      (model.heads % *o.tp != 0 || model.kv_heads % *o.tp != 0 || model.ffn_hidden % *o.tp != 0)) {
     return OptionProblem{Knob::tp, OptionIssue::not_dividing_heads, *o.tp, 0};
+  }
+  // The largest TP the shape takes (planner/splits.cpp tp_candidates): a --min-tp above it
+  // leaves no TP at all (it was the generic "no configuration" line).
+  const long long largest_tp =
+      std::gcd(std::gcd(static_cast<long long>(model.heads), model.kv_heads), model.ffn_hidden);
+  if (!o.tp && o.min_tp > largest_tp) {
+    return OptionProblem{Knob::min_tp, OptionIssue::above_largest_tp, o.min_tp, largest_tp};
   }
   if (o.pp && model.layers % *o.pp != 0 && !o.stack.uneven_stages) {
     return OptionProblem{Knob::pp, OptionIssue::not_dividing_layers, *o.pp, 0};

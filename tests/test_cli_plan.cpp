@@ -258,7 +258,8 @@ TEST_CASE("bad flags give one line on stderr and exit 2", "[cli_plan]") {
     CHECK(run.out.empty());
   }
   CHECK(trident("plan --tp 5").err ==
-        "trident: error: --tp 5: must divide the model's heads (96) and kv_heads (96)\n");
+        "trident: error: --tp 5: must divide the model's heads (96), kv_heads (96) and "
+        "ffn_hidden (49152)\n");
 }
 
 TEST_CASE("--output writes the whole file or nothing", "[cli_plan]") {

@@ -59,11 +59,21 @@ TEST_CASE("the planner's option problems in words, with their flags", "[cli_text
   model.heads = 4;
   model.kv_heads = 2;
   model.layers = 4;
+  model.ffn_hidden = 256;
   const Stack core = stack_preset("megatron-core");
   const Stack old = stack_preset("megatron-2021");
   using P = OptionProblem;
   CHECK(cli::describe(P{Knob::tp, OptionIssue::not_dividing_heads, 3, 0}, model, core) ==
-        "--tp 3: must divide the model's heads (4) and kv_heads (2)");
+        "--tp 3: must divide the model's heads (4), kv_heads (2) and ffn_hidden (256)");
+  CHECK(cli::describe(P{Knob::min_tp, OptionIssue::above_largest_tp, 4, 2}, model, core) ==
+        "--min-tp 4: the largest TP model m takes is 2 (TP divides its heads 4, kv_heads 2 and "
+        "ffn_hidden 256)");
+  CHECK(cli::describe(P{Knob::min_ep, OptionIssue::no_experts, 2, 0}, model, core) ==
+        "--min-ep 2: model m has no experts (no moe: in its file)");
+  CHECK(
+      cli::describe(P{Knob::min_cp, OptionIssue::stack_lacks, 2, 0}, model, stack_preset("fsdp")) ==
+      "--min-cp 2: stack fsdp has no context parallelism; drop --min-cp or use --stack "
+      "megatron-core");
   CHECK(cli::describe(P{Knob::pp, OptionIssue::not_dividing_layers, 3, 0}, model, old) ==
         "--pp 3: must divide the model's layers (4) under stack megatron-2021, which has no "
         "uneven pipeline stages");

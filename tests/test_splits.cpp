@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "costmodel/stack.h"
+#include "planner/option_check.h"
 #include "planner/search.h"
 #include "planner/splits.h"
 #include "planner_fixture.h"
@@ -46,12 +47,17 @@ TEST_CASE("TP divides the FFN widths the column-parallel layers split", "[planne
   SearchOptions pinned;
   pinned.tp = 2;
   CHECK_FALSE(has_split(8, odd, pinned));
-  try {
-    (void)search(dgx(1), odd, pinned);
-    FAIL("expected NoSplitError");
-  } catch (const NoSplitError& e) {
-    CHECK(e.rules().ffn_hidden == 255);
-  }
+  // A --tp pin that does not divide the FFN is refused as a pin, before any search.
+  const auto problem = find_option_problem(odd, pinned);
+  REQUIRE(problem);
+  CHECK(problem->issue == OptionIssue::not_dividing_heads);
+  // --min-tp above the largest TP the shape takes (gcd(4, 2, 256) = 2): refused as a limit.
+  SearchOptions at_least;
+  at_least.min_tp = 4;
+  const auto too_large = find_option_problem(tiny(), at_least);
+  REQUIRE(too_large);
+  CHECK(too_large->issue == OptionIssue::above_largest_tp);
+  CHECK(too_large->limit == 2);
 }
 
 TEST_CASE("sequence parallelism only where TP x CP divides the sequence", "[planner]") {
