@@ -82,6 +82,21 @@ void pin_cp_comm(const std::string& text, Stack& stack) {
   }
 }
 
+/// --cp-comm where no plan can have CP > 1 (CP pinned to 1, or a sequence below the length CP is
+/// searched from without --cp/--min-cp): it changed nothing, silently.
+void check_cp_comm_applies(const std::string& text, const SearchOptions& o, const Model& model) {
+  if (text.empty()) return;
+  if (o.cp && *o.cp == 1) {
+    throw InputError("--cp-comm " + text + " with --cp 1: no context parallelism to run; drop one");
+  }
+  if (!o.cp && o.min_cp <= 1 && model.seq_len < kCpSearchMinSeqLen) {
+    throw InputError(fmt::format(
+        "--cp-comm {}: context parallelism is searched from {} tokens and model {} has {}; "
+        "give --cp N or --min-cp N as well, or drop --cp-comm",
+        text, kCpSearchMinSeqLen, model.name, model.seq_len));
+  }
+}
+
 void add_flags(CLI::App& sub, PlanFlags& f) {
   add_cluster_flags(sub, f.cluster);
   add_model_flags(sub, f.model);
@@ -373,6 +388,7 @@ void run(const PlanFlags& f) {
   options.stack = stack.stack;
   if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack);
   pin_cp_comm(f.cp_comm, options.stack);
+  check_cp_comm_applies(f.cp_comm, options, model);
   check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);
   check_options(model, options);
   ReportContext context;

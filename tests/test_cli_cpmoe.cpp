@@ -104,6 +104,14 @@ TEST_CASE("--cp-comm pins the context-parallel kind; one the stack lacks is refu
         "context parallelism\n");
   const Run word = trident("plan --gpus 8 --model llama3-8b --cp-comm ring");
   CHECK(word.code == 2);
+  // Where no plan can have CP > 1 the pin changed nothing (exit 0): refused, naming the way.
+  const Run short_seq = trident("plan --gpus 8 --model llama3-8b --cp-comm a2a");
+  CHECK(short_seq.code == 2);
+  CHECK(short_seq.err ==
+        "trident: error: --cp-comm a2a: context parallelism is searched from 16384 tokens and "
+        "model llama3-8b has 8192; give --cp N or --min-cp N as well, or drop --cp-comm\n");
+  CHECK(trident("plan --gpus 8 --model llama3-8b --cp-comm p2p --cp 1").code == 2);
+  CHECK(trident("plan --gpus 8 --model llama3-8b --cp-comm p2p --min-cp 2 --top 1").code == 0);
 }
 
 TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {
