@@ -102,6 +102,9 @@ unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallb
     const long long stage = yaml::to_int(item, Range::non_negative, where);
     if (stage > 3)
       throw InputError(where + ": expected ZeRO stages 0..3, got " + std::to_string(stage));
+    if ((bits & (1u << stage)) != 0) {
+      throw InputError(where + ": ZeRO stage " + std::to_string(stage) + " listed twice");
+    }
     bits |= 1u << stage;
   }
   return bits;
@@ -129,6 +132,7 @@ unsigned read_name_list(const MapReader& m, std::string_view key,
       throw InputError(fmt::format("{}: expected {}, got '{}'{}", where, choices, name,
                                    yaml::did_you_mean(name, names)));
     }
+    if ((bits & (1u << i)) != 0) throw InputError(where + ": '" + name + "' listed twice");
     bits |= 1u << i;
   }
   if (bits == 0 && !allow_empty) throw InputError(where + ": expected at least one of " + choices);
@@ -152,6 +156,7 @@ unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
     bool found = false;
     for (std::size_t i = 0; i < kCpKindNames.size(); ++i) {
       if (kCpKindNames[i] == name) {
+        if ((bits & (1u << i)) != 0) throw InputError(where + ": '" + name + "' listed twice");
         bits |= 1u << i;
         found = true;
       }

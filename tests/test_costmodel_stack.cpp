@@ -92,6 +92,13 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
                     "s.yaml:4: adam_step_bytes: expected at most 256");
   CHECK_THROWS_WITH(load_stack(head + "adam_step_bytes: 0\n", "s.yaml"),
                     Catch::Contains("s.yaml:4: adam_step_bytes"));
+  // A list names each choice once (duplicates were taken silently).
+  CHECK_THROWS_WITH(load_stack(head + "zero_stages: [0, 0, 1]\n", "s.yaml"),
+                    "s.yaml:4: zero_stages: ZeRO stage 0 listed twice");
+  CHECK_THROWS_WITH(load_stack(head + "recompute: [full, full]\n", "s.yaml"),
+                    "s.yaml:4: recompute: 'full' listed twice");
+  CHECK_THROWS_WITH(load_stack(head + "context_parallel: [p2p, p2p]\n", "s.yaml"),
+                    "s.yaml:4: context_parallel: 'p2p' listed twice");
 }
 
 TEST_CASE("which stacks split a PP activation over TP without sequence parallelism", "[stack]") {
