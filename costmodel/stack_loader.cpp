@@ -132,7 +132,9 @@ unsigned read_name_list(const MapReader& m, std::string_view key,
       throw InputError(fmt::format("{}: expected {}, got '{}'{}", where, choices, name,
                                    yaml::did_you_mean(name, names)));
     }
-    if ((bits & (1u << i)) != 0) throw InputError(where + ": '" + name + "' listed twice");
+    if ((bits & (1u << i)) != 0) {
+      throw InputError(fmt::format("{}: '{}' listed twice", where, name));
+    }
     bits |= 1u << i;
   }
   if (bits == 0 && !allow_empty) throw InputError(where + ": expected at least one of " + choices);
@@ -156,7 +158,9 @@ unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
     bool found = false;
     for (std::size_t i = 0; i < kCpKindNames.size(); ++i) {
       if (kCpKindNames[i] == name) {
-        if ((bits & (1u << i)) != 0) throw InputError(where + ": '" + name + "' listed twice");
+        if ((bits & (1u << i)) != 0) {
+          throw InputError(fmt::format("{}: '{}' listed twice", where, name));
+        }
         bits |= 1u << i;
         found = true;
       }
