@@ -167,4 +167,13 @@ void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
       stack.name, gpu.name));
 }
 
+void check_stack_for_dtype(const Stack& stack, Dtype dtype) {
+  if (!is_fused(stack.attention) || (dtype != Dtype::fp32 && dtype != Dtype::tf32)) return;
+  throw InputError(fmt::format(
+      "stack {}: attention {} has no {} kernel (cuDNN fused attention and FlashAttention run "
+      "fp16/bf16 and FP8; Transformer Engine falls back to its unfused attention): use a stack "
+      "with attention: unfused for a {} run",
+      stack.name, to_string(stack.attention), to_string(dtype), to_string(dtype)));
+}
+
 }  // namespace trident

@@ -335,4 +335,9 @@ inline constexpr double kFusedAttentionMinCapability = 8.0;
 /// (flash_triton_causal_curve), from which it is priced.
 void check_stack_on_gpu(const Stack& stack, const Gpu& gpu);
 
+/// Throws InputError when the stack's fused attention has no kernel for the run's dtype:
+/// cuDNN fused attention and FlashAttention run 16-bit and FP8 only, so a tf32/fp32 run falls
+/// back to another attention (Transformer Engine's unfused one) that the stack's rate is not.
+void check_stack_for_dtype(const Stack& stack, Dtype dtype);
+
 }  // namespace trident

@@ -365,6 +365,7 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
   if (const auto problem = find_option_problem(model, options)) throw OptionError(*problem);
   check_model_on_gpu(model, cluster.gpu);
   check_stack_on_gpu(options.stack, cluster.gpu);
+  check_stack_for_dtype(options.stack, model.training.dtype);
   SearchResult result;
   std::vector<int> live = live_gpus(cluster);
   result.gpus = static_cast<int>(live.size());

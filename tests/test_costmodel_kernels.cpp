@@ -304,6 +304,13 @@ TEST_CASE("fused attention needs compute capability 8.0: a V100 runs unfused sta
       "stack with attention: unfused, the attention that runs there (megatron-2021 is one)");
   CHECK_THROWS(check_stack_on_gpu(stack_preset("torchtitan"), v100));  // flash
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("megatron-2021"), v100));
+  // 4-byte runs: no fused attention kernel (TE falls back to unfused), so a fused stack's
+  // rate is not what runs: refused; an unfused stack prices it.
+  CHECK_THROWS_WITH(check_stack_for_dtype(stack_preset("megatron-core"), Dtype::fp32),
+                    Catch::StartsWith("stack megatron-core: attention cudnn has no fp32 kernel"));
+  CHECK_THROWS(check_stack_for_dtype(stack_preset("torchtitan"), Dtype::tf32));
+  CHECK_NOTHROW(check_stack_for_dtype(stack_preset("megatron-core"), Dtype::bf16));
+  CHECK_NOTHROW(check_stack_for_dtype(stack_preset("megatron-2021"), Dtype::fp32));
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("deepspeed-megatron"), v100));
   Gpu unknown = v100;
   unknown.compute_capability = 0.0;  // a GPU file without the key: not refused
