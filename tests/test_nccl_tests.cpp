@@ -3,34 +3,15 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <functional>
 #include <sstream>
 
 #include "topology/errors.h"
 #include "validate/nccl_tests_parser.h"
+#include "validate_fixture.h"
 
 using namespace trident;
-
-namespace {
-
-std::string data(const std::string& name) {
-  std::ifstream in(std::string(TRIDENT_SOURCE_DIR) + "/tests/data/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
+using test::data;
+using test::error_of;
 
 TEST_CASE("nccl-tests old text layout (error column, no root)", "[validate][nccl_tests]") {
   const auto tables = parse_nccl_tests(data("nccl_tests/all_reduce_old.txt"), "all_reduce_old.txt");

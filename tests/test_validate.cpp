@@ -1,9 +1,6 @@
 // validate/: fits, plan reader, groups, patterns;
 // costmodel/calibration_io round trip and error texts.
 #include <catch2/catch.hpp>
-#include <fstream>
-#include <functional>
-#include <sstream>
 
 #include "costmodel/calibration_io.h"
 #include "topology/errors.h"
@@ -13,28 +10,11 @@
 #include "validate/nccl_tests_parser.h"
 #include "validate/patterns.h"
 #include "validate/plan_reader.h"
+#include "validate_fixture.h"
 
 using namespace trident;
-
-namespace {
-
-std::string data(const std::string& name) {
-  std::ifstream in(std::string(TRIDENT_SOURCE_DIR) + "/tests/data/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
+using test::data;
+using test::error_of;
 
 TEST_CASE("fit recovers a known latency and bandwidth", "[validate][fit]") {
   // all-reduce on 8 ranks: t(S) = 2(8-1) x 5 us + S x 1.75 / 100 GB/s

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
-#include <functional>
 
 #include "costmodel/calibration_io.h"
 #include "costmodel/compute.h"
@@ -14,23 +13,16 @@
 #include "validate/measure.h"
 #include "validate/patterns.h"
 #include "validate/plan_reader.h"
+#include "validate_fixture.h"
 
 #ifdef TRIDENT_TEST_CUDA_FP8
 #include <cuda_fp8.h>
 #endif
 
 using namespace trident;
+using test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 /// bf16 rounding (nearest even), as the FP8 GEMM's D output stores each element.
 float bf16_round(float value) {
