@@ -121,6 +121,10 @@ class SplitSearch {
           config.recompute_layers = *options_.recompute_layers;
         }
       }
+      // With one rank to shard over (DP x CP = 1) every ZeRO stage is the same plan: only the
+      // lowest the stack runs is searched, unless one is pinned (they filled the top rows in
+      // identical pairs).
+      const bool one_rank = config.dp * config.cp == 1 && !options_.zero;
       for (int zero = 0; zero <= 3; ++zero) {
         if (!allowed(options_.zero, zero)) continue;
         // Only the ZeRO stages the stack runs with this PP (DeepSpeed's PipelineEngine
@@ -130,6 +134,7 @@ class SplitSearch {
         if (zero >= 3 && model_.is_moe()) continue;  // experts not sharded per unit
         config.zero = zero;
         run_sequence_parallel(config);
+        if (one_rank) break;
       }
     }
   }

@@ -28,10 +28,11 @@ TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
   //  (1,4,2): mb{1,2,4}, vp{1} -> 3 x 6 = 18
   //  (2,1,4): mb{1,2} -> 2          x 18 (3 x 3 zero x SP on/off) = 36
   //  (2,2,2): mb1 m=4 vp{1,2}; mb2 m=2 vp{1,2}; mb4 m=1 vp{1} -> 5 x 12 = 60
-  //  (2,4,1): mb{1,2,4,8} -> 4      x 12 = 48
-  // total 9 + 18 + 18 + 36 + 60 + 48 = 189
+  //  (2,4,1): mb{1,2,4,8} -> 4      x 6 = 24 (DP 1: one rank to shard over, so only the
+  //           lowest ZeRO stage, 0: 3 recompute x SP on/off; ZeRO 1 was the same plan)
+  // total 9 + 18 + 18 + 36 + 60 + 24 = 165
   const auto result = search(dgx(1), tiny(), keep_all());
-  CHECK(result.configurations_searched == 189);
+  CHECK(result.configurations_searched == 165);
   CHECK(result.gpus == 8);
   CHECK(result.feasible == static_cast<long long>(result.plans.size()));
   for (const auto& plan : result.plans) {
@@ -61,15 +62,15 @@ TEST_CASE("plans are sorted best first, deterministically", "[planner]") {
   top3.keep = 3;
   const auto best = search(dgx(1), tiny(), top3);
   REQUIRE(best.plans.size() == 3u);
-  CHECK(best.configurations_searched == 189);
+  CHECK(best.configurations_searched == 165);
   CHECK(best.plans[0].estimate.time.step_s == first.plans[0].estimate.time.step_s);
 }
 
 TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   SearchOptions options = keep_all();
-  SECTION("min-tp 2: 36 + 60 + 48 = 144") {
+  SECTION("min-tp 2: 36 + 60 + 24 = 120") {
     options.min_tp = 2;
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 144);
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 120);
   }
   SECTION("max-tp 1: 9 + 18 + 18 = 45") {
     options.max_tp = 1;
@@ -102,8 +103,16 @@ TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   }
   SECTION("sequence parallel on excludes TP 1") {
     options.sequence_parallel = true;
-    // only tp 2 splits, SP fixed: (36 + 60 + 48) / 2 = 72
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 72);
+    // only tp 2 splits, SP fixed: (36 + 60 + 24) / 2 = 60
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 60);
+  }
+  SECTION("DP 1: one ZeRO stage unless pinned") {
+    options.tp = 2;
+    options.pp = 4;
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 24);
+    options.zero = 1;  // pinned: searched as asked (the same plan as ZeRO 0)
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 24);
+    for (const auto& plan : search(dgx(1), tiny(), options).plans) CHECK(plan.config.zero == 1);
   }
 }
 
