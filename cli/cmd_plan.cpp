@@ -23,6 +23,7 @@
 #include "cli/whatif_report.h"
 #include "costmodel/calibration_io.h"
 #include "planner/export.h"
+#include "planner/layout.h"
 #include "planner/search.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
@@ -82,9 +83,11 @@ void pin_cp_comm(const std::string& text, Stack& stack) {
   }
 }
 
-/// --cp-comm where no plan can have CP > 1 (CP pinned to 1, or a sequence below the length CP is
-/// searched from without --cp/--min-cp): it changed nothing, silently.
-void check_cp_comm_applies(const std::string& text, const SearchOptions& o, const Model& model) {
+/// --cp-comm where no plan can have CP > 1 (CP pinned to 1, a sequence below the length CP is
+/// searched from without --cp/--min-cp, or pins and limits that leave no room for CP): it
+/// changed nothing, silently.
+void check_cp_comm_applies(const std::string& text, const SearchOptions& o, const Model& model,
+                           const Cluster& cluster) {
   if (text.empty()) return;
   if (o.cp && *o.cp == 1) {
     throw InputError("--cp-comm " + text + " with --cp 1: no context parallelism to run; drop one");
@@ -94,6 +97,13 @@ void check_cp_comm_applies(const std::string& text, const SearchOptions& o, cons
         "--cp-comm {}: context parallelism is searched from {} tokens and model {} has {}; "
         "give --cp N or --min-cp N as well, or drop --cp-comm",
         text, kCpSearchMinSeqLen, model.name, model.seq_len));
+  }
+  const int gpus = static_cast<int>(live_gpus(cluster).size());
+  if (has_split(gpus, model, o) && !has_cp_split(gpus, model, o)) {
+    throw InputError(fmt::format(
+        "--cp-comm {}: no split of the {} GPUs has context parallelism under the pins and limits "
+        "(--tp, --pp, --dp, --max-cp, ...); loosen them or drop --cp-comm",
+        text, gpus));
   }
 }
 
@@ -388,7 +398,7 @@ void run(const PlanFlags& f) {
   options.stack = stack.stack;
   if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack);
   pin_cp_comm(f.cp_comm, options.stack);
-  check_cp_comm_applies(f.cp_comm, options, model);
+  check_cp_comm_applies(f.cp_comm, options, model, cluster);
   check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);
   check_options(model, options);
   ReportContext context;

@@ -46,6 +46,14 @@ std::vector<int> domain_ids(const Cluster& c, int domain) {
   return ids;
 }
 
+/// " = 25, capped at PCIe 24" when a GPU's PCIe link is below its NIC share.
+std::string pcie_cap_text(const Cluster& c) {
+  const double nics = c.nic_share_gbps(0);
+  return nics > c.pcie.gbps
+             ? fmt::format(" = {}, capped at PCIe {}", readable(nics), readable(c.pcie.gbps))
+             : "";
+}
+
 std::vector<TierRow> tier_rows(const Cluster& c) {
   std::vector<TierRow> rows;
   const GroupLink domain = query_group(c, domain_ids(c, 0));
@@ -57,11 +65,12 @@ std::vector<TierRow> tier_rows(const Cluster& c) {
     const double latency = c.domains() > 1
                                ? query_group(c, {{0, c.nvlink.domain_gpus}}).inter_latency_s
                                : c.network.latency_us * 1e-6;
-    rows.push_back({Tier::network, share, latency * 1e6,
-                    fmt::format("across domains: {} NICs x {} Gb/s / 8 / {} GPUs / "
-                                "oversubscription {}",
-                                c.network.nics_per_server, readable(c.network.nic_gbits),
-                                c.gpus_per_server, readable(c.network.oversubscription))});
+    rows.push_back(
+        {Tier::network, share, latency * 1e6,
+         fmt::format("across domains: {} NICs x {} Gb/s / 8 / {} GPUs{} / "
+                     "oversubscription {}",
+                     c.network.nics_per_server, readable(c.network.nic_gbits), c.gpus_per_server,
+                     pcie_cap_text(c), readable(c.network.oversubscription))});
   }
   if (c.nvlink.kind != NvlinkKind::none) {
     rows.push_back({Tier::pcie, c.pcie.gbps, c.pcie.latency_us,
@@ -102,9 +111,12 @@ void print_table(const Cluster& c) {
              c.gpus_per_server, c.gpu.name);
   fmt::print("gpu {}: {}\n", c.gpu.name, summarize_gpu(c.gpu));
   fmt::print("{}\n", domain_line(c));
-  fmt::print("network: {} NICs x {} Gb/s per server = {} GB/s per GPU, {}, oversubscription {}\n",
+  fmt::print("network: {} NICs x {} Gb/s per server = {} GB/s per GPU{}, {}, oversubscription {}\n",
              c.network.nics_per_server, readable(c.network.nic_gbits),
              readable(c.nic_gbps_per_gpu(0)),
+             c.pcie.gbps < c.network.nics_per_server * c.network.nic_gbits / 8.0 / c.gpus_per_server
+                 ? " (its PCIe link)"
+                 : "",
              c.network.rail_optimized ? "rail-optimised" : "not rail-optimised",
              readable(c.network.oversubscription));
   fmt::print("tiers (per GPU, one direction):\n");

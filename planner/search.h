@@ -136,6 +136,10 @@ class NoSplitError : public PlanError {
 /// search() on that many GPUs throws NoSplitError; true does not promise a plan that fits.
 [[nodiscard]] bool has_split(int gpus, const Model& model, const SearchOptions& options);
 
+/// Whether some such split has context parallelism (CP > 1): false when the sequence, the
+/// stack, the pins or the limits leave CP at 1.
+[[nodiscard]] bool has_cp_split(int gpus, const Model& model, const SearchOptions& options);
+
 /// Throws OptionError (an InputError carrying find_option_problem's data, planner/
 /// option_check.h) when a pin or limit is impossible on its own (a pinned TP that does not
 /// divide the heads, a minimum TP above the maximum, ZeRO 4...); NoSplitError when the pins

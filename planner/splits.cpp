@@ -1,6 +1,7 @@
 // The splits a search walks and the candidates of each dimension (planner/splits.h).
 #include "planner/splits.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "costmodel/context_parallel.h"
@@ -137,6 +138,12 @@ std::vector<int> divisors(long long n) {
 
 bool has_split(int gpus, const Model& model, const SearchOptions& options) {
   return gpus > 0 && !splits(gpus, model, options).empty();
+}
+
+bool has_cp_split(int gpus, const Model& model, const SearchOptions& options) {
+  if (gpus <= 0) return false;
+  const auto all = splits(gpus, model, options);
+  return std::any_of(all.begin(), all.end(), [](const Split& s) { return s.cp > 1; });
 }
 
 }  // namespace trident

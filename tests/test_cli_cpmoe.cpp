@@ -112,6 +112,14 @@ TEST_CASE("--cp-comm pins the context-parallel kind; one the stack lacks is refu
         "model llama3-8b has 8192; give --cp N or --min-cp N as well, or drop --cp-comm\n");
   CHECK(trident("plan --gpus 8 --model llama3-8b --cp-comm p2p --cp 1").code == 2);
   CHECK(trident("plan --gpus 8 --model llama3-8b --cp-comm p2p --min-cp 2 --top 1").code == 0);
+  // Pins or limits that leave no room for CP: the same (TP 8 takes all 8 GPUs; --max-cp 1).
+  const Run full = trident("plan --gpus 8 --model llama3-8b --seq-len 32768 --tp 8 --cp-comm a2a");
+  CHECK(full.code == 2);
+  CHECK(full.err ==
+        "trident: error: --cp-comm a2a: no split of the 8 GPUs has context parallelism under the "
+        "pins and limits (--tp, --pp, --dp, --max-cp, ...); loosen them or drop --cp-comm\n");
+  CHECK(trident("plan --gpus 64 --model llama3-8b --seq-len 32768 --max-cp 1 --cp-comm a2a").code ==
+        2);
 }
 
 TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {

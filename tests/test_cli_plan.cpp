@@ -366,6 +366,12 @@ TEST_CASE("topo show rounds the network share as it rounds the tiers", "[cli_pla
   const std::string tiny = shown("16.666666666666668", "nic_gbits: 0.001");
   CHECK(tiny.find("18 links x 16.67 GB/s per GPU") != std::string::npos);
   CHECK(tiny.find("e-0") == std::string::npos);  // never in exponent form
+  // DGX A100: 8 x 200 Gb/s / 8 / 8 = 25 GB/s of NIC, capped at its PCIe Gen4 24: both said.
+  const Run a100 = trident("topo show --cluster dgx-a100");
+  REQUIRE(a100.code == 0);
+  CHECK(a100.out.find("= 24 GB/s per GPU (its PCIe link),") != std::string::npos);
+  CHECK(a100.out.find("8 NICs x 200 Gb/s / 8 / 8 GPUs = 25, capped at PCIe 24 / "
+                      "oversubscription 1") != std::string::npos);
 }
 
 TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, not refused",

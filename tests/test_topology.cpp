@@ -84,6 +84,7 @@ TEST_CASE("a GPU's NIC share is at most its PCIe link", "[topology]") {
   // DGX A100: 8 x 200 / 8 / 8 = 25 GB/s of NIC, 24 of PCIe Gen4.
   CHECK(cluster_preset("dgx-a100").nic_gbps_per_gpu(0) == 24.0);
   CHECK(cluster_preset("dgx-h100").nic_gbps_per_gpu(0) == 50.0);  // 8 x 400 / 8 / 8, = PCIe
+  CHECK(cluster_preset("dgx-a100").nic_share_gbps(0) == 25.0);    // before the cap
 }
 
 TEST_CASE("one NVLink down: that GPU gets 17 x 25 and the group follows it", "[topology]") {

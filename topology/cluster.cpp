@@ -11,13 +11,17 @@ bool ClusterHealth::healthy() const {
          dead_gpus.empty() && dead_servers.empty();
 }
 
-double Cluster::nic_gbps_per_gpu(int server) const {
+double Cluster::nic_share_gbps(int server) const {
   int healthy_nics = network.nics_per_server;
   if (const auto down = health.nics_down.find(server); down != health.nics_down.end()) {
     healthy_nics = std::max(0, healthy_nics - down->second);
   }
+  return healthy_nics * network.nic_gbits / 8.0 / gpus_per_server;
+}
+
+double Cluster::nic_gbps_per_gpu(int server) const {
   // A GPU reaches the NICs over its own PCIe link (GPUDirect RDMA): its share is at most that.
-  return std::min(healthy_nics * network.nic_gbits / 8.0 / gpus_per_server, pcie.gbps);
+  return std::min(nic_share_gbps(server), pcie.gbps);
 }
 
 const char* to_string(NvlinkKind kind) {

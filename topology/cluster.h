@@ -100,7 +100,11 @@ struct Cluster {
   }
   /// True when the GPUs end in a partly filled NVLink domain.
   [[nodiscard]] bool partial_domain() const { return gpus() % nvlink.domain_gpus != 0; }
-  /// Per-GPU share of its server's NICs, GB/s one direction (healthy NICs only).
+  /// Per-GPU share of its server's NICs, GB/s one direction (healthy NICs only), before the
+  /// GPU's own PCIe link caps it.
+  [[nodiscard]] double nic_share_gbps(int server) const;
+  /// What a GPU gets of the network: nic_share_gbps, at most pcie.gbps (GPUDirect RDMA
+  /// crosses the GPU's PCIe link).
   [[nodiscard]] double nic_gbps_per_gpu(int server) const;
 };
 
