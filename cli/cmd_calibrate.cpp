@@ -44,11 +44,12 @@ void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibra
                      " ran on " + std::to_string(table.ranks) +
                      " rank: a collective over one rank moves nothing; run it over 2 or more");
   }
-  const std::string groups =
-      table.groups > 1
-          ? fmt::format(" (group 0 of {} split groups measured at once, NCCL_TESTS_SPLIT)",
-                        table.groups)
-          : "";
+  const std::string groups = table.groups > 1
+                                 ? fmt::format(
+                                       " (group {}, rank 0's, of {} split groups measured at once, "
+                                       "NCCL_TESTS_SPLIT)",
+                                       table.group, table.groups)
+                                 : "";
   report += fmt::format("{}: {} ranks on {} host(s){}{}{} -> {} as {}\n", table.test, table.ranks,
                         table.hosts, groups, table.gpu.empty() ? "" : ", " + table.gpu,
                         table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,

@@ -187,8 +187,9 @@ TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
     if (std::string(f.file).starts_with("all_reduce_split")) {
       CHECK(c.fits[0].ranks == 2);  // the split communicator's, not the 16 of the device lines
       CHECK(slurp(log).starts_with(
-          "all_reduce_perf: 2 ranks on 2 host(s) (group 0 of 8 split groups measured at once, "
-          "NCCL_TESTS_SPLIT), NVIDIA H100 80GB HBM3, NCCL 2.26.3 -> all-reduce as network\n"));
+          "all_reduce_perf: 2 ranks on 2 host(s) (group 0, rank 0's, of 8 split groups measured at "
+          "once, NCCL_TESTS_SPLIT), NVIDIA H100 80GB HBM3, NCCL 2.26.3 -> all-reduce as "
+          "network\n"));
     }
   }
   // Together they were merged under the first's GPU: a calibration describes one GPU type.

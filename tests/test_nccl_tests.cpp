@@ -434,6 +434,7 @@ TEST_CASE("nccl-tests: NCCL_TESTS_SPLIT_MASK runs describe rank 0's group",
   const auto t = parse_nccl_tests(log(7), "split.log").front();
   CHECK(t.ranks == 2);
   CHECK(t.groups == 8);
+  CHECK(t.group == 0);  // rank 0's color
   CHECK(t.hosts == 2);
   CHECK(t.max_ranks_per_host == 1);
   CHECK(infer_tier(t) == Tier::network);
@@ -446,6 +447,17 @@ TEST_CASE("nccl-tests: NCCL_TESTS_SPLIT_MASK runs describe rank 0's group",
   CHECK(by_host.ranks == 8);
   CHECK(by_host.groups == 2);
   CHECK(infer_tier(by_host) == Tier::nvlink);
+  // NCCL_TESTS_SPLIT "OR 8" (color = proc | 8): rank 0 is in group 8, the table is its.
+  std::string or_split = log(7);
+  for (int r = 0; r < 16; ++r) {
+    const std::string from = fmt::format("Rank {:2} Group {:2}", r, r & 7);
+    or_split.replace(or_split.find(from), from.size(),
+                     fmt::format("Rank {:2} Group {:2}", r, r | 8));
+  }
+  const auto ored = parse_nccl_tests(or_split, "split.log").front();
+  CHECK(ored.group == 8);
+  CHECK(ored.groups == 8);
+  CHECK(ored.ranks == 2);  // {0, 8} both color 8
   // Groups of unequal size (rank 15 moved to a group of its own, as NCCL_TESTS_SPLIT "DIV"
   // can make):
   // nccl-tests averages their times together, so no one size describes the table.

@@ -89,6 +89,7 @@ void set_ranks(NcclTestsTable& table, const std::vector<RankDevice>& ranks,
   }
   table.ranks = static_cast<int>(hosts.size());
   table.groups = static_cast<int>(size_of_group.size());
+  table.group = first;
   set_hosts(table, hosts);
 }
 

@@ -34,9 +34,10 @@ struct NcclTestsTable {
   std::string source;  ///< the file, for errors
   std::string test;    ///< "all_reduce_perf"
   Collective collective = Collective::all_reduce;
-  int ranks = 0;    ///< of one group in a split run (`groups`)
-  int groups = 1;   ///< communicators measured at once (NCCL_TESTS_SPLIT_MASK), each of `ranks`
-  std::string gpu;  ///< from the device lines, "" when absent
+  int ranks = 0;        ///< of one group in a split run (`groups`)
+  int groups = 1;       ///< communicators measured at once (NCCL_TESTS_SPLIT_MASK), each of `ranks`
+  long long group = 0;  ///< rank 0's group (its process's color), the one the table describes
+  std::string gpu;      ///< from the device lines, "" when absent
   int max_ranks_per_host = 0;  ///< 0 when no device lines
   int hosts = 0;
   std::string nccl_version;       ///< "2.19.3", "" when absent
