@@ -83,6 +83,8 @@ std::string stack_lack(const OptionProblem& p, const Stack& stack) {
       return "has no context parallelism; use --cp 1 or --stack megatron-core";
     case Knob::min_cp:
       return "has no context parallelism; drop --min-cp or use --stack megatron-core";
+    case Knob::min_ep:
+      return "has no expert parallelism; drop --min-ep or use --stack megatron-core";
     case Knob::ep:
       return "has no expert parallelism; use --ep 1 or --stack megatron-core";
     case Knob::dp_shard:
@@ -156,6 +158,8 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
       return fmt::format(
           "{}: must divide the model's heads ({}), kv_heads ({}) and ffn_hidden ({})", pin,
           model.heads, model.kv_heads, model.ffn_hidden);
+    case OptionIssue::more_than_experts:
+      return fmt::format("{}: more than model {}'s {} experts", pin, model.name, p.limit);
     case OptionIssue::above_largest_tp:
       return fmt::format(
           "{}: the largest TP model {} takes is {} (TP divides its heads {}, kv_heads {} and "
@@ -290,8 +294,16 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
 }
 
 void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options) {
-  if (!options.tp || !options.pp || !options.dp) return;
   const long long gpus = cluster.gpus();
+  // A lower limit beyond the cluster leaves no split (the generic no-configuration line).
+  for (const auto& [flag, least] :
+       {std::pair{"--min-tp", options.min_tp}, std::pair{"--min-cp", options.min_cp},
+        std::pair{"--min-ep", options.min_ep}}) {
+    if (least > gpus) {
+      throw InputError(fmt::format("{} {}: more than the cluster's {} GPUs", flag, least, gpus));
+    }
+  }
+  if (!options.tp || !options.pp || !options.dp) return;
   // Each pin is at most 2^31 - 1: four of them can overflow 64 bits ("more than" then).
   long long product = 1;
   bool overflow = false;

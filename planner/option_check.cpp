@@ -76,6 +76,12 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   if (!model.is_moe() && o.min_ep > 1) {
     return OptionProblem{Knob::min_ep, OptionIssue::no_experts, o.min_ep, 0};
   }
+  if (model.is_moe() && o.min_ep > 1 && !stack.expert_parallel) {
+    return OptionProblem{Knob::min_ep, OptionIssue::stack_lacks, o.min_ep, 0};
+  }
+  if (model.is_moe() && o.min_ep > model.moe.experts) {
+    return OptionProblem{Knob::min_ep, OptionIssue::more_than_experts, o.min_ep, model.moe.experts};
+  }
   if (o.min_cp > 1 && !stack.context_parallel()) {
     return OptionProblem{Knob::min_cp, OptionIssue::stack_lacks, o.min_cp, 0};
   }

@@ -57,11 +57,12 @@ enum class OptionIssue {
   moe_hybrid_shard,       ///< HSDP on a MoE model (experts' state per shard group not modelled)
   selective_needs_mla,    ///< selective recompute of MLA's up-projections on a model without MLA
   needs_full_recompute,   ///< recompute_layers `value` with recompute `limit` other than full
-  above_max,         ///< the pin `value` above its knob's maximum `limit` (max_tp, max_cp, max_ep)
-  below_min,         ///< the pin `value` below its knob's minimum `limit` (min_tp, ...)
-  vp_needs_pp,       ///< interleaving `value` > 1 with PP pinned to 1
-  sp_needs_tp,       ///< sequence parallel on with TP pinned to 1
-  above_largest_tp,  ///< min_tp `value` above `limit`, the gcd of heads, kv_heads, ffn_hidden
+  above_max,          ///< the pin `value` above its knob's maximum `limit` (max_tp, max_cp, max_ep)
+  below_min,          ///< the pin `value` below its knob's minimum `limit` (min_tp, ...)
+  vp_needs_pp,        ///< interleaving `value` > 1 with PP pinned to 1
+  sp_needs_tp,        ///< sequence parallel on with TP pinned to 1
+  above_largest_tp,   ///< min_tp `value` above `limit`, the gcd of heads, kv_heads, ffn_hidden
+  more_than_experts,  ///< min_ep `value` above the model's `limit` experts
 };
 
 struct OptionProblem {

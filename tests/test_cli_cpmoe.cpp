@@ -120,6 +120,14 @@ TEST_CASE("--cp-comm pins the context-parallel kind; one the stack lacks is refu
         "pins and limits (--tp, --pp, --dp, --max-cp, ...); loosen them or drop --cp-comm\n");
   CHECK(trident("plan --gpus 64 --model llama3-8b --seq-len 32768 --max-cp 1 --cp-comm a2a").code ==
         2);
+  // Lower limits nothing can meet, each by its flag (they gave the generic no-split line).
+  CHECK(trident("plan --model mixtral-8x7b --min-ep 16").err ==
+        "trident: error: --min-ep 16: more than model mixtral-8x7b's 8 experts\n");
+  CHECK(trident("plan --model mixtral-8x7b --stack fsdp --min-ep 2").err ==
+        "trident: error: --min-ep 2: stack fsdp has no expert parallelism; drop --min-ep or use "
+        "--stack megatron-core\n");
+  CHECK(trident("plan --gpus 4 --servers 1 --model llama3-8b --min-tp 8").err ==
+        "trident: error: --min-tp 8: more than the cluster's 4 GPUs\n");
 }
 
 TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {
