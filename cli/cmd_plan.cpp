@@ -308,11 +308,18 @@ std::string emit_option(const PlanFlags& f, const WhatIf& w, const Model& model,
                           *option.cluster, model, stack);
 }
 
-/// The "# search:" line: what the pins fix and what the search leaves free.
+/// The "# search:" line: what the pins fix and what the search leaves free, among the knobs
+/// the stack has (no PP or interleaving under fsdp; the HSDP shard where it shards hybrid).
 std::string describe_search(const SearchOptions& o) {
+  const Stack& stack = o.stack;
+  const bool hsdp = o.dp_shard || stack.supports_hybrid_shard(2) || stack.supports_hybrid_shard(3);
   std::vector<std::string> pinned;
   std::vector<std::string> free;
-  const auto knob = [&](const char* name, const std::optional<std::string>& value) {
+  std::vector<std::string> flags;
+  const auto knob = [&](bool has, const char* name, const char* flag,
+                        const std::optional<std::string>& value) {
+    if (!has && !value) return;
+    flags.emplace_back(flag);
     if (value) {
       pinned.push_back(std::string(name) + " " + *value);
     } else {
@@ -322,36 +329,40 @@ std::string describe_search(const SearchOptions& o) {
   const auto number = [](const std::optional<int>& v) {
     return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
   };
-  knob("TP", number(o.tp));
-  knob("PP", number(o.pp));
-  knob("DP", number(o.dp));
-  knob("micro-batch", number(o.micro_batch));
-  knob("VP", number(o.vp));
-  knob("recompute",
+  knob(true, "TP", "--tp", number(o.tp));
+  knob(stack.pipelines(), "PP", "--pp", number(o.pp));
+  knob(true, "DP", "--dp", number(o.dp));
+  knob(true, "micro-batch", "--micro-batch", number(o.micro_batch));
+  knob(stack.pipelines() && stack.interleaved_pipeline, "VP", "--vp", number(o.vp));
+  knob(true, "recompute", "--recompute",
        o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
-  knob("ZeRO", number(o.zero));
-  knob("sequence parallel", o.sequence_parallel
-                                ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
-                                : std::nullopt);
-  // The HSDP shard size, where the stack shards hybrid (it was searched unsaid: "nothing else
-  // free" above a 32 x 8 HSDP plan).
-  if (o.dp_shard || o.stack.supports_hybrid_shard(2) || o.stack.supports_hybrid_shard(3)) {
-    knob("HSDP shard", number(o.dp_shard));
-  }
-  if (pinned.empty()) {
-    return "search: every TP x PP x DP split with micro-batch, interleaving, recompute, ZeRO and "
-           "sequence parallel free; narrow with --min-tp/--max-tp or pin --tp --pp --dp "
-           "--micro-batch --vp --recompute --zero --sequence-parallel";
-  }
-  const auto join = [](const std::vector<std::string>& items) {
+  knob(true, "ZeRO", "--zero", number(o.zero));
+  knob(stack.sequence_parallel, "sequence parallel", "--sequence-parallel",
+       o.sequence_parallel ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
+                           : std::nullopt);
+  knob(hsdp, "HSDP shard", "--dp-shard", number(o.dp_shard));
+  const auto join = [](const std::vector<std::string>& items, const char* last) {
     std::string out;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+      out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
     }
     return out;
   };
-  return "search: " + join(pinned) + " pinned; " +
-         (free.empty() ? std::string("nothing else free") : join(free) + " free");
+  if (pinned.empty()) {
+    std::vector<std::string> knobs(free.begin() + 1, free.end());  // all but TP
+    knobs.erase(std::remove(knobs.begin(), knobs.end(), "PP"), knobs.end());
+    knobs.erase(std::remove(knobs.begin(), knobs.end(), "DP"), knobs.end());
+    for (auto& k : knobs) {
+      if (k == "VP") k = "interleaving";
+    }
+    std::string pins;
+    for (const auto& flag : flags) pins += " " + flag;
+    return std::string("search: every TP x ") + (stack.pipelines() ? "PP x " : "") +
+           "DP split with " + join(knobs, " and ") + " free; narrow with --min-tp/--max-tp or pin" +
+           pins;
+  }
+  return "search: " + join(pinned, " and ") + " pinned; " +
+         (free.empty() ? std::string("nothing else free") : join(free, " and ") + " free");
 }
 
 /// Every file the run reads and writes (cli/output_file.h): refused up front when an output

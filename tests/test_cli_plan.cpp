@@ -169,6 +169,12 @@ TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   const Run shard = trident(fsdp_pins + " --dp-shard 8 --top 1");
   REQUIRE(shard.code == 0);
   CHECK(shard.out.find("and HSDP shard 8 pinned; nothing else free\n") != std::string::npos);
+  // Unpinned: the knobs the stack has (fsdp: no PP, interleaving or sequence parallel).
+  const Run open = trident("plan --model llama3-8b --stack fsdp --top 1");
+  REQUIRE(open.code == 0);
+  CHECK(open.out.find("# search: every TP x DP split with micro-batch, recompute, ZeRO and HSDP "
+                      "shard free; narrow with --min-tp/--max-tp or pin --tp --dp --micro-batch "
+                      "--recompute --zero --dp-shard\n") != std::string::npos);
 }
 
 TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
