@@ -116,11 +116,10 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
     return Problem{"peak_tflops", "expected a positive bf16 or fp16 peak"};
   }
   const std::pair<const char*, double> non_negative[] = {
-      {"peak_tflops.bf16", gpu.peak_tflops_bf16},    {"peak_tflops.fp16", gpu.peak_tflops_fp16},
-      {"peak_tflops.fp8", gpu.peak_tflops_fp8},      {"peak_tflops.tf32", gpu.peak_tflops_tf32},
-      {"peak_tflops.fp32", gpu.peak_tflops_fp32},
-      {"pcie_latency_us", gpu.pcie_latency_us},      {"nvlink_latency_us", gpu.nvlink_latency_us},
-      {"network_latency_us", gpu.network_latency_us}};
+      {"peak_tflops.bf16", gpu.peak_tflops_bf16},   {"peak_tflops.fp16", gpu.peak_tflops_fp16},
+      {"peak_tflops.fp8", gpu.peak_tflops_fp8},     {"peak_tflops.tf32", gpu.peak_tflops_tf32},
+      {"peak_tflops.fp32", gpu.peak_tflops_fp32},   {"pcie_latency_us", gpu.pcie_latency_us},
+      {"nvlink_latency_us", gpu.nvlink_latency_us}, {"network_latency_us", gpu.network_latency_us}};
   for (const auto& [key, value] : non_negative) {
     if (auto problem = negative(key, value)) return problem;
   }
