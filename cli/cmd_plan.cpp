@@ -316,53 +316,50 @@ std::string describe_search(const SearchOptions& o) {
   std::vector<std::string> pinned;
   std::vector<std::string> free;
   std::vector<std::string> flags;
-  const auto knob = [&](bool has, const char* name, const char* flag,
+  std::vector<std::string> split_knobs;  // unpinned: "every split with ... free"
+  // `in_split`: what the unpinned line calls the knob beside the split, or null for TP, PP,
+  // DP (the split itself).
+  const auto knob = [&](bool has, const char* name, const char* in_split, const char* flag,
                         const std::optional<std::string>& value) {
     if (!has && !value) return;
     flags.emplace_back(flag);
     if (value) {
       pinned.push_back(std::string(name) + " " + *value);
-    } else {
-      free.emplace_back(name);
+      return;
     }
+    free.emplace_back(name);
+    if (in_split != nullptr) split_knobs.emplace_back(in_split);
   };
   const auto number = [](const std::optional<int>& v) {
     return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
   };
-  knob(true, "TP", "--tp", number(o.tp));
-  knob(stack.pipelines(), "PP", "--pp", number(o.pp));
-  knob(true, "DP", "--dp", number(o.dp));
-  knob(true, "micro-batch", "--micro-batch", number(o.micro_batch));
-  knob(stack.pipelines() && stack.interleaved_pipeline, "VP", "--vp", number(o.vp));
-  knob(true, "recompute", "--recompute",
+  knob(true, "TP", nullptr, "--tp", number(o.tp));
+  knob(stack.pipelines(), "PP", nullptr, "--pp", number(o.pp));
+  knob(true, "DP", nullptr, "--dp", number(o.dp));
+  knob(true, "micro-batch", "micro-batch", "--micro-batch", number(o.micro_batch));
+  knob(stack.pipelines() && stack.interleaved_pipeline, "VP", "interleaving", "--vp", number(o.vp));
+  knob(true, "recompute", "recompute", "--recompute",
        o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
-  knob(true, "ZeRO", "--zero", number(o.zero));
-  knob(stack.sequence_parallel, "sequence parallel", "--sequence-parallel",
+  knob(true, "ZeRO", "ZeRO", "--zero", number(o.zero));
+  knob(stack.sequence_parallel, "sequence parallel", "sequence parallel", "--sequence-parallel",
        o.sequence_parallel ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
                            : std::nullopt);
-  knob(hsdp, "HSDP shard", "--dp-shard", number(o.dp_shard));
-  const auto join = [](const std::vector<std::string>& items, const char* last) {
+  knob(hsdp, "HSDP shard", "HSDP shard", "--dp-shard", number(o.dp_shard));
+  const auto join = [](const std::vector<std::string>& items, const char* separator,
+                       const char* last) {
     std::string out;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
+      out += (i == 0 ? "" : i + 1 == items.size() ? last : separator) + items[i];
     }
     return out;
   };
   if (pinned.empty()) {
-    std::vector<std::string> knobs(free.begin() + 1, free.end());  // all but TP
-    knobs.erase(std::remove(knobs.begin(), knobs.end(), "PP"), knobs.end());
-    knobs.erase(std::remove(knobs.begin(), knobs.end(), "DP"), knobs.end());
-    for (auto& k : knobs) {
-      if (k == "VP") k = "interleaving";
-    }
-    std::string pins;
-    for (const auto& flag : flags) pins += " " + flag;
     return std::string("search: every TP x ") + (stack.pipelines() ? "PP x " : "") +
-           "DP split with " + join(knobs, " and ") + " free; narrow with --min-tp/--max-tp or pin" +
-           pins;
+           "DP split with " + join(split_knobs, ", ", " and ") +
+           " free; narrow with --min-tp/--max-tp or pin " + join(flags, " ", " ");
   }
-  return "search: " + join(pinned, " and ") + " pinned; " +
-         (free.empty() ? std::string("nothing else free") : join(free, " and ") + " free");
+  return "search: " + join(pinned, ", ", " and ") + " pinned; " +
+         (free.empty() ? std::string("nothing else free") : join(free, ", ", " and ") + " free");
 }
 
 /// Every file the run reads and writes (cli/output_file.h): refused up front when an output

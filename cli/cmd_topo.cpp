@@ -114,9 +114,7 @@ void print_table(const Cluster& c) {
   fmt::print("network: {} NICs x {} Gb/s per server = {} GB/s per GPU{}, {}, oversubscription {}\n",
              c.network.nics_per_server, readable(c.network.nic_gbits),
              readable(c.nic_gbps_per_gpu(0)),
-             c.pcie.gbps < c.network.nics_per_server * c.network.nic_gbits / 8.0 / c.gpus_per_server
-                 ? " (its PCIe link)"
-                 : "",
+             c.nic_share_gbps(0) > c.pcie.gbps ? " (its PCIe link)" : "",
              c.network.rail_optimized ? "rail-optimised" : "not rail-optimised",
              readable(c.network.oversubscription));
   fmt::print("tiers (per GPU, one direction):\n");

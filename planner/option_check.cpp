@@ -1,8 +1,7 @@
 #include "planner/option_check.h"
 
-#include <numeric>
-
 #include "planner/search.h"
+#include "planner/splits.h"
 
 namespace trident {
 
@@ -186,16 +185,14 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
 
 /// Pins the model cannot take, and what the model asks of the stack.
 std::optional<OptionProblem> model_problem(const Model& model, const SearchOptions& o) {
-  if (o.tp &&
-      (model.heads % *o.tp != 0 || model.kv_heads % *o.tp != 0 || model.ffn_hidden % *o.tp != 0)) {
+  // Every TP the shape takes divides largest_tp (planner/splits.h); a --min-tp above it
+  // leaves no TP at all (it was the generic "no configuration" line).
+  const int largest = largest_tp(model);
+  if (o.tp && largest % *o.tp != 0) {
     return OptionProblem{Knob::tp, OptionIssue::not_dividing_heads, *o.tp, 0};
   }
-  // The largest TP the shape takes (planner/splits.cpp tp_candidates): a --min-tp above it
-  // leaves no TP at all (it was the generic "no configuration" line).
-  const long long largest_tp =
-      std::gcd(std::gcd(static_cast<long long>(model.heads), model.kv_heads), model.ffn_hidden);
-  if (!o.tp && o.min_tp > largest_tp) {
-    return OptionProblem{Knob::min_tp, OptionIssue::above_largest_tp, o.min_tp, largest_tp};
+  if (!o.tp && o.min_tp > largest) {
+    return OptionProblem{Knob::min_tp, OptionIssue::above_largest_tp, o.min_tp, largest};
   }
   if (o.pp && model.layers % *o.pp != 0 && !o.stack.uneven_stages) {
     return OptionProblem{Knob::pp, OptionIssue::not_dividing_layers, *o.pp, 0};

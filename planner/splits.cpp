@@ -10,13 +10,10 @@ namespace trident {
 
 namespace {
 
-/// TP degrees: divide heads and kv_heads, and the FFN width the column-parallel layer splits
-/// (Megatron ColumnParallelLinear: divide(output_size, world_size) asserts; experts run at
-/// expert TP 1), within the limits and the pin.
+/// TP degrees: the divisors of largest_tp, within the limits and the pin.
 std::vector<int> tp_candidates(const Model& model, const SearchOptions& options) {
   std::vector<int> out;
-  for (const int tp : divisors(std::gcd(model.heads, model.kv_heads))) {
-    if (model.ffn_hidden % tp != 0) continue;
+  for (const int tp : divisors(largest_tp(model))) {
     if (tp < options.min_tp || (options.max_tp > 0 && tp > options.max_tp)) continue;
     if (allowed(options.tp, tp)) out.push_back(tp);
   }
@@ -66,6 +63,10 @@ bool cp_runnable(const Model& model, const Stack& stack, int tp, int cp) {
 }
 
 }  // namespace
+
+int largest_tp(const Model& model) {
+  return std::gcd(std::gcd(model.heads, model.kv_heads), model.ffn_hidden);
+}
 
 bool sp_required(const Model& model, const SearchOptions& options, int tp) {
   if (tp < 2) return false;

@@ -23,6 +23,11 @@ struct Split {
   int ep = 1;
 };
 
+/// The largest TP the model's shape takes: TP divides the heads, the KV heads and the FFN width
+/// the column-parallel layer splits (Megatron ColumnParallelLinear: divide(output_size,
+/// world_size) asserts; experts run at expert TP 1), so every TP divides gcd of the three.
+[[nodiscard]] int largest_tp(const Model& model);
+
 /// Sequence parallelism is the only way TP runs: MoE layers (Megatron moe_layer.py L636
 /// refuses TP without it), a stack that shards that way unconditionally (torchtitan), or the
 /// --sequence-parallel on pin.

@@ -114,7 +114,6 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
                       source, i, gpu, table.gpu));
     }
   }
-  table.ranks = 0;
   set_ranks(table, ranks, source);
 }
 
