@@ -150,21 +150,31 @@ bool Stack::supports(Recompute recompute) const {
   return (recompute_modes & (1u << static_cast<unsigned>(recompute))) != 0;
 }
 
+namespace {
+
+/// "FILE:LINE: attention" where the stack's file set it, else "stack NAME: attention".
+std::string attention_key(const Stack& stack) {
+  return stack.attention_from.empty() ? "stack " + stack.name + ": attention"
+                                      : stack.attention_from;
+}
+
+}  // namespace
+
 void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
   if (is_fused(stack.attention) && gpu.compute_capability > 0.0 &&
       gpu.compute_capability < kFusedAttentionMinCapability) {
     throw InputError(fmt::format(
-        "stack {}: attention {} needs a GPU of compute capability {:.1f} or more (cuDNN fused "
+        "{}: {} needs a GPU of compute capability {:.1f} or more (cuDNN fused "
         "attention and FlashAttention 2 run on sm80 and later); {} is {:.1f}: use a stack "
         "with attention: unfused, the attention that runs there (megatron-2021 is one)",
-        stack.name, to_string(stack.attention), kFusedAttentionMinCapability, gpu.name,
+        attention_key(stack), to_string(stack.attention), kFusedAttentionMinCapability, gpu.name,
         gpu.compute_capability));
   }
   if (stack.attention != AttentionKernel::flash_triton || !gpu.flash_triton_causal.empty()) return;
-  throw InputError(fmt::format(
-      "stack {}: attention flash_triton has no measured rate on {} (its GPU file has no "
-      "flash_triton_causal_curve); use attention: flash, or a GPU file with that curve",
-      stack.name, gpu.name));
+  throw InputError(
+      fmt::format("{}: flash_triton has no measured rate on {} (its GPU file has no "
+                  "flash_triton_causal_curve); use attention: flash, or a GPU file with that curve",
+                  attention_key(stack), gpu.name));
 }
 
 void check_stack_for_dtype(const Stack& stack, Dtype dtype) {

@@ -257,6 +257,9 @@ Stack read_stack(const MapReader& m, const Stack* base) {
     s.attention = static_cast<AttentionKernel>(m.required_choice("attention", kAttentionNames));
     s.tp_overlap = static_cast<TpOverlap>(m.required_choice("tp_overlap", kTpOverlapNames));
   }
+  if (m.has("attention")) {
+    s.attention_from = yaml::position(m.source(), m.line("attention"), m.path("attention"));
+  }
   s.pp_overlap = m.optional_bool("pp_overlap", d.pp_overlap);
   s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
   s.pp_sends_attention_mask = m.optional_bool("pp_sends_attention_mask", d.pp_sends_attention_mask);

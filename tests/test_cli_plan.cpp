@@ -313,8 +313,8 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   // fp16, but the default stack's cuDNN attention needs sm80: refused, naming the way out.
   const Run cudnn = trident(base + " --dtype fp16");
   CHECK(cudnn.code == 2);
-  CHECK(cudnn.err.find("stack megatron-core: attention cudnn needs a GPU of compute capability "
-                       "8.0 or more") != std::string::npos);
+  CHECK(cudnn.err.find("configs/stacks/megatron-core.yaml:8: attention: cudnn needs a GPU of "
+                       "compute capability 8.0 or more") != std::string::npos);
   const Run fp16 = trident(base + " --dtype fp16 --stack megatron-2021 --format json");
   INFO(fp16.err);
   REQUIRE(fp16.code == 0);

@@ -283,12 +283,21 @@ TEST_CASE("FlashAttention's Triton kernel at its own measured curve (A100), refu
   CHECK_FALSE(gpu_preset("h100-sxm-80g").flash_triton_causal.empty());
   Stack stack = stack_preset("fsdp");
   stack.attention = AttentionKernel::flash_triton;
+  stack.attention_from.clear();  // set in code: the refusal names the stack
   stack.name = "mine";
   CHECK_NOTHROW(check_stack_on_gpu(stack, a100));
   CHECK_THROWS_WITH(check_stack_on_gpu(stack, gpu_preset("b200")),
-                    "stack mine: attention flash_triton has no measured rate on b200 (its GPU "
+                    "stack mine: attention: flash_triton has no measured rate on b200 (its GPU "
                     "file has no flash_triton_causal_curve); use attention: flash, or a GPU file "
                     "with that curve");
+  // Read from a file: the refusal names the file and line that set the kernel, a base's
+  // where the file inherits it.
+  const Stack file = load_stack("name: t\nbase: fsdp\nattention: flash_triton\n", "t.yaml");
+  CHECK(file.attention_from == "t.yaml:3: attention");
+  CHECK_THROWS_WITH(check_stack_on_gpu(file, gpu_preset("b200")),
+                    Catch::StartsWith("t.yaml:3: attention: flash_triton has no measured rate"));
+  CHECK(load_stack("name: t\nbase: fsdp\n", "t.yaml").attention_from ==
+        "configs/stacks/fsdp.yaml:6: attention");
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("fsdp"), gpu_preset("b200")));
 }
 
@@ -299,8 +308,9 @@ TEST_CASE("fused attention needs compute capability 8.0: a V100 runs unfused sta
   CHECK(gpu_preset("a100-sxm-80g").compute_capability == 8.0);
   CHECK_THROWS_WITH(
       check_stack_on_gpu(stack_preset("megatron-core"), v100),
-      "stack megatron-core: attention cudnn needs a GPU of compute capability 8.0 or more (cuDNN "
-      "fused attention and FlashAttention 2 run on sm80 and later); v100-sxm-32g is 7.0: use a "
+      "configs/stacks/megatron-core.yaml:8: attention: cudnn needs a GPU of compute capability "
+      "8.0 or more (cuDNN fused attention and FlashAttention 2 run on sm80 and later); "
+      "v100-sxm-32g is 7.0: use a "
       "stack with attention: unfused, the attention that runs there (megatron-2021 is one)");
   CHECK_THROWS(check_stack_on_gpu(stack_preset("torchtitan"), v100));  // flash
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("megatron-2021"), v100));

@@ -463,14 +463,24 @@ TEST_CASE("nccl-tests: NCCL_TESTS_SPLIT_MASK runs describe rank 0's group",
   // nccl-tests averages their times together, so no one size describes the table.
   std::string uneven = log(7);
   uneven.replace(uneven.find("Rank 15 Group  7"), 16, "Rank 15 Group  9");
+  // The message names the line of the uneven group's first rank (rank 7: the log's line 11).
   CHECK(error_of([&] { (void)parse_nccl_tests(uneven, "split.log"); })
-            .starts_with("split.log: the '#  Rank' lines split the ranks into groups of unequal "
-                         "size (group 0 has "
-                         "2 ranks, group 7 has 1"));
+            .starts_with("split.log:11: group 7: the ranks split into groups of unequal "
+                         "size (group 0 has 2 ranks, group 7 has 1"));
   // The -J form: each device entry is one process, its "group" the same color.
   std::string json = data("nccl_tests/sendrecv.json");
   const std::string group = "{\"rank\":1,\"group\":0";
   json.replace(json.find(group), group.size(), "{\"rank\":1,\"group\":\"a\"");
   CHECK(error_of([&] { (void)parse_nccl_tests(json, "sendrecv.json"); }) ==
         "sendrecv.json: config.devices[1].group: \"a\": expected an integer");
+  // A third process in a group of its own: groups {0: 2 ranks, 1: 1}; the entry is named.
+  std::string three = data("nccl_tests/sendrecv.json");
+  const std::string last = "\"device_info\":\"NVIDIA H200\"}]";
+  REQUIRE(three.find(last) != std::string::npos);
+  three.replace(three.find(last), last.size(),
+                "\"device_info\":\"NVIDIA H200\"},{\"rank\":2,\"group\":1,\"hostname\":"
+                "\"gpu-h200-03\",\"device_info\":\"NVIDIA H200\"}]");
+  CHECK(error_of([&] { (void)parse_nccl_tests(three, "sendrecv.json"); })
+            .starts_with("sendrecv.json: config.devices[2]: group 1: the ranks split into groups "
+                         "of unequal size (group 0 has 2 ranks, group 1 has 1"));
 }

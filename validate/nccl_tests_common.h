@@ -23,6 +23,7 @@ void set_hosts(NcclTestsTable& table, const std::vector<std::string>& host_of_ra
 struct RankDevice {
   std::string host;
   long long group = 0;
+  std::string where;  ///< the line or key that named its group ("file:12", "file: config...")
 };
 
 /// Fills ranks, groups, hosts and max_ranks_per_host from every rank of a report. A split run

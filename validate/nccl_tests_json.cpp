@@ -95,7 +95,8 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
           "{}: config.devices[{}].rank: {}: expected {}, process {}'s first rank ({} per process)",
           source, i, rank->dump(), first, i, per_process));
     }
-    RankDevice place{device.value("hostname", std::string()), 0};
+    RankDevice place{device.value("hostname", std::string()), 0,
+                     fmt::format("{}: config.devices[{}]", source, i)};
     if (const auto group = device.find("group"); group != device.end()) {
       if (!group->is_number_integer()) {
         throw InputError(fmt::format("{}: config.devices[{}].group: {}: expected an integer",

@@ -76,11 +76,15 @@ void set_ranks(NcclTestsTable& table, const std::vector<RankDevice>& ranks,
         std::find_if(size_of_group.begin(), size_of_group.end(),
                      [&](const auto& g) { return g.second != size_of_group[first]; });
     if (uneven != size_of_group.end()) {
+      const auto named = std::find_if(ranks.begin(), ranks.end(), [&](const RankDevice& r) {
+        return r.group == uneven->first;
+      });
       throw InputError(fmt::format(
-          "{}: the '#  Rank' lines split the ranks into groups of unequal size (group {} has "
+          "{}: group {}: the ranks split into groups of unequal size (group {} has "
           "{} ranks, group {} has {}; NCCL_TESTS_SPLIT_MASK?): nccl-tests averages their times "
           "together; give a log whose groups are equal",
-          source, first, size_of_group[first], uneven->first, uneven->second));
+          named->where.empty() ? source : named->where, uneven->first, first, size_of_group[first],
+          uneven->first, uneven->second));
     }
   }
   std::vector<std::string> hosts;
@@ -224,7 +228,7 @@ void read_device_line(const std::vector<std::string>& t, Context& context,
     throw InputError(fmt::format("{}: Rank '{}': expected a rank number 0 to {}", where, t[2],
                                  kMaxLogRanks - 1));
   }
-  nccl_tests::RankDevice place{*(on + 1), 0};
+  nccl_tests::RankDevice place{*(on + 1), 0, where};
   if (t.size() > 4 && t[3] == "Group") {  // old logs have none: one group
     const auto [group_end, group_error] =
         std::from_chars(t[4].data(), t[4].data() + t[4].size(), place.group);
