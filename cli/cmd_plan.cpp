@@ -274,9 +274,9 @@ std::string render(const PlanFlags& f, const SearchResult& result, const ReportC
 }
 
 std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& cluster,
-                 const Model& model, const Stack& stack) {
+                 const Model& model, const EmitSearch& search) {
   return emit_plan(parse_release(f.emit), result.plans, f.explain.value_or(1), cluster, model,
-                   stack);
+                   search);
 }
 
 /// Under --fail-link, --emit writes the what-if's option N (--explain N; default the
@@ -467,7 +467,7 @@ void run(const PlanFlags& f) {
   }
   const std::string text = f.emit.empty()
                                ? render(f, result, context, measured, estimate_options(options))
-                               : emit(f, result, cluster, model, options.stack);
+                               : emit(f, result, cluster, model, EmitSearch{options, measured});
   check_finite(result);
   write_search_pictures(f.pictures, result, context, measured, estimate_options(options),
                         files);  // pictures

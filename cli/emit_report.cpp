@@ -28,17 +28,65 @@ std::string pins_of(const ParallelConfig& c) {
 
 namespace {
 
-/// The best-ranked plan of `plans` the release can run, as a sentence; empty when none.
+/// Plans the whole-search fallback looks through: the kept list is a sorted insert, so a bound
+/// keeps it to about a second on the largest searches (the seed example has 5,962 plans).
+constexpr std::size_t kEmitSearchKeep = 10000;
+
+bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,
+                const Model& model, SelectiveKind selective) {
+  return !export_plan(release, cluster, model, plan.config, selective, plan.estimate.cp_kind)
+              .refusal;
+}
+
+/// The best plan the release can run, as a sentence: of the shown ranking (its number, for
+/// --explain), else of the whole search under the same pins and bounds, else that none is.
 std::string best_runnable(const Release& release, const std::vector<PlanResult>& plans,
-                          const Cluster& cluster, const Model& model, SelectiveKind selective) {
+                          const Cluster& cluster, const Model& model, const EmitSearch& search) {
+  const SelectiveKind selective = search.options.stack.selective;
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (!export_plan(release, cluster, model, plans[i].config, selective, plans[i].estimate.cp_kind)
-             .refusal) {
+    if (runs_there(release, plans[i], cluster, model, selective)) {
       return fmt::format(
           "; the best plan of this ranking it runs is plan {} ({}): --explain {} "
           "--emit {}",
           i + 1, split_summary(plans[i].config, "ZeRO-"), i + 1, release_id(release));
     }
+  }
+  SearchOptions every = search.options;
+  every.keep = kEmitSearchKeep;
+  every.show_infeasible = false;
+  const SearchResult all = trident::search(cluster, model, every, search.measured);
+  for (std::size_t i = plans.size(); i < all.plans.size(); ++i) {
+    if (runs_there(release, all.plans[i], cluster, model, selective)) {
+      return fmt::format(
+          "; the best plan of the search it runs is plan {} ({}, {:.3f} s a step): --top {} "
+          "--explain {} --emit {}",
+          i + 1, split_summary(all.plans[i].config, "ZeRO-"), all.plans[i].estimate.time.step_s,
+          i + 1, i + 1, release_id(release));
+    }
+  }
+  if (all.plans.size() == kEmitSearchKeep) {
+    return fmt::format("; none of the search's best {} plans runs there", kEmitSearchKeep);
+  }
+  return "; no plan of the search that fits runs there";
+}
+
+/// Why the search would not give the nearest plan `c` under its pins and bounds: a bound it
+/// breaks, or that it does not fit in memory; empty when a search pinned to it plans it, or
+/// when the stack refuses its pins (stack_note says that).
+std::string nearest_problem(const ParallelConfig& c, const SearchOptions& pins,
+                            const Cluster& cluster, const Model& model, const EmitSearch& search) {
+  const SearchOptions& o = search.options;
+  if (c.tp < o.min_tp) return fmt::format(", but its TP {} is below --min-tp {}", c.tp, o.min_tp);
+  if (o.max_tp > 0 && c.tp > o.max_tp) {
+    return fmt::format(", but its TP {} is above --max-tp {}", c.tp, o.max_tp);
+  }
+  if (find_option_problem(model, pins)) return "";
+  SearchOptions one = pins;
+  one.reserve_gib = o.reserve_gib;
+  one.keep = 1;
+  one.show_infeasible = false;
+  if (trident::search(cluster, model, one, search.measured).plans.empty()) {
+    return ", but it does not fit in GPU memory";
   }
   return "";
 }
@@ -80,8 +128,10 @@ std::string stack_note(const Release& release, const SearchOptions& nearest, con
 }
 
 /// "--emit ID: LABEL (SUMMARY) cannot run there: REASON; nearest ... it can run: ...".
+/// `search`, when given, checks the nearest plan against the search's bounds and memory.
 std::string refusal_message(const Release& release, const Refusal& r, const std::string& label,
-                            const ParallelConfig& config, const Model& model, const Stack& stack) {
+                            const ParallelConfig& config, const Cluster& cluster,
+                            const Model& model, const Stack& stack, const EmitSearch* search) {
   std::string message =
       fmt::format("--emit {}: {} ({}) cannot run there: {}", release_id(release), label,
                   split_summary(config, "ZeRO-"), refusal_reason(r.reason, release, model));
@@ -93,7 +143,9 @@ std::string refusal_message(const Release& release, const Refusal& r, const std:
     // --dp-shard with ZeRO 0/1 is refused.
     const bool shard_all = r.reason.kind == RefusalKind::hybrid_shard && r.nearest->zero >= 2;
     if (shard_all) message += fmt::format(" --dp-shard {}", r.nearest->dp);
-    message += stack_note(release, pinned(*r.nearest, shard_all, stack), model);
+    const SearchOptions pins = pinned(*r.nearest, shard_all, stack);
+    message += stack_note(release, pins, model);
+    if (search != nullptr) message += nearest_problem(*r.nearest, pins, cluster, model, *search);
   } else if (const std::string change = refusal_change(r, release, stack); !change.empty()) {
     message += "; nearest it can run: " + change;
   }
@@ -104,7 +156,8 @@ std::string refusal_message(const Release& release, const Refusal& r, const std:
 
 std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
                       std::size_t rank, const Cluster& cluster, const Model& model,
-                      const Stack& stack) {
+                      const EmitSearch& search) {
+  const Stack& stack = search.options.stack;
   const SelectiveKind selective = stack.selective;
   if (plans.empty()) throw PlanError("--emit: no plan fits to emit");
   if (rank > plans.size()) {
@@ -116,8 +169,8 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
       export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind);
   if (!exported.refusal) return exported.text;
   throw PlanError(refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config,
-                                  model, stack) +
-                  best_runnable(release, plans, cluster, model, selective));
+                                  cluster, model, stack, &search) +
+                  best_runnable(release, plans, cluster, model, search));
 }
 
 std::string emit_option_plan(const Release& release, const PlanResult& plan,
@@ -126,7 +179,8 @@ std::string emit_option_plan(const Release& release, const PlanResult& plan,
   const Export exported =
       export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind);
   if (!exported.refusal) return exported.text;
-  throw PlanError(refusal_message(release, *exported.refusal, label, plan.config, model, stack));
+  throw PlanError(refusal_message(release, *exported.refusal, label, plan.config, cluster, model,
+                                  stack, nullptr));
 }
 
 }  // namespace trident::cli

@@ -235,6 +235,26 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
   CHECK(lines(ds.err) == 1);
   CHECK(ds.err.find("--emit deepspeed@v0.19.3: plan 1 (") != std::string::npos);
   CHECK(ds.err.find("nearest plan it can run: --tp 1 ") != std::string::npos);
+  // That fix folds TP into DP, below the seed's --min-tp 4: said, and the best plan of the
+  // whole search (none of the top 10 runs there) is named with the flags that emit it.
+  CHECK(ds.err.find("--sequence-parallel off, but its TP 1 is below --min-tp 4; the best plan "
+                    "of the search it runs is plan ") != std::string::npos);
+  const std::string top = "--top ";
+  const auto top_at = ds.err.find(top);
+  REQUIRE(top_at != std::string::npos);
+  const std::string n = ds.err.substr(top_at + top.size(),
+                                      ds.err.find(' ', top_at + top.size()) - top_at - top.size());
+  const Run best = trident(kSeed + " --top " + n + " --explain " + n + " --emit deepspeed@0.19.3");
+  REQUIRE(best.code == 0);
+  const std::string autotp = "\"autotp_size\": ";
+  const auto tp_at = best.out.find(autotp);
+  REQUIRE(tp_at != std::string::npos);
+  CHECK(std::stoi(best.out.substr(tp_at + autotp.size())) >= 4);  // --min-tp 4 kept
+  // Without --min-tp the same fix does not fit 175B in memory: said, not suggested silently.
+  const Run unfit = trident("plan --gpus 512 --servers 64 --emit deepspeed");
+  CHECK(unfit.code == 2);
+  CHECK(unfit.err.find("--sequence-parallel off, but it does not fit in GPU memory; the best "
+                       "plan of the search it runs is plan ") != std::string::npos);
   // The refusal also names the best-ranked plan the release runs, and that command emits.
   const std::string llama70 = "plan --model llama3-70b --gpus 64 --servers 8 --top 30 ";
   const Run refused = trident(llama70 + "--emit deepspeed");

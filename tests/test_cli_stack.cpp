@@ -293,13 +293,14 @@ TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where 
   // An HSDP plan with PP that Megatron-LM cannot write: its nearest plan is ZeRO-1 (Megatron
   // has no ZeRO-3 under PP), with nothing left to shard, so no --dp-shard is pinned; torchtitan
   // has no ZeRO-1, so the message says so and names the stack that plans it, which takes the
-  // pins.
+  // pins. The search was pinned to HSDP, so none of its plans runs under Megatron-LM either.
   const Run refused = trident(
       "plan --gpus 128 --servers 16 --model llama3-70b --global-batch 128 --stack torchtitan "
       "--tp 8 --pp 4 --dp-shard 2 --top 1 --emit megatron");
   REQUIRE(refused.code == 2);
   const std::string note =
-      " (--zero 1: stack torchtitan does not run ZeRO-1; plan it with --stack megatron-core)\n";
+      " (--zero 1: stack torchtitan does not run ZeRO-1; plan it with --stack megatron-core); no "
+      "plan of the search that fits runs there\n";
   CHECK(
       refused.err.ends_with("nearest plan it can run: --tp 8 --pp 4 --dp 4 --micro-batch 1 "
                             "--vp 1 --recompute none --zero 1 --sequence-parallel on" +
