@@ -303,16 +303,12 @@ void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options) {
       throw InputError(fmt::format("{} {}: more than the cluster's {} GPUs", flag, least, gpus));
     }
   }
-  if (!options.tp || !options.pp || !options.dp) return;
-  // Each pin is at most 2^31 - 1: four of them can overflow 64 bits ("more than" then).
-  long long product = 1;
-  bool overflow = false;
-  for (const int factor : {*options.tp, *options.pp, *options.dp, options.cp.value_or(1)}) {
-    overflow =
-        overflow || __builtin_mul_overflow(product, static_cast<long long>(factor), &product);
-  }
-  if (!overflow && !options.cp && product <= gpus) return;  // a free CP may make up the rest
-  if (!overflow && product == gpus) return;
+  const std::optional<long long> pinned = pinned_gpus(options);
+  if (!pinned) return;
+  const long long product = *pinned;
+  const bool overflow = product == kPinnedGpusOverflow;
+  if (!options.cp && product <= gpus) return;  // a free CP may make up the rest
+  if (product == gpus) return;
   const std::string cp_text = options.cp ? fmt::format(" x --cp {}", *options.cp) : "";
   const std::string total = overflow ? std::string("more than 2^63") : fmt::format("{}", product);
   throw InputError(fmt::format("--tp {} x --pp {} x --dp {}{} = {} GPUs; the cluster has {}",

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "planner/layout.h"
+#include "planner/search.h"
 #include "topology/failure.h"
 
 namespace trident::cli {
@@ -120,8 +121,11 @@ namespace {
       return "no split of " + std::to_string(r.gpus) + " GPUs fits in memory";
     case Replan::no_split:
       if (r.pinned_gpus > 0) {
-        return "the pinned --tp, --pp and --dp take " + std::to_string(r.pinned_gpus) +
-               " GPUs and " + std::to_string(r.gpus) + " are left (drop a pin to re-plan)";
+        const std::string take = r.pinned_gpus == kPinnedGpusOverflow
+                                     ? std::string("more than 2^63")
+                                     : std::to_string(r.pinned_gpus);
+        return "the pinned --tp, --pp and --dp take " + take + " GPUs and " +
+               std::to_string(r.gpus) + " are left (drop a pin to re-plan)";
       }
       return "no split of " + std::to_string(r.gpus) + " GPUs divides the model and batch" +
              (r.pinned ? " with the pins" : "");

@@ -143,39 +143,6 @@ unsigned read_name_list(const MapReader& m, std::string_view key,
 
 const std::vector<std::string> kCpKindNames = {"p2p", "a2a", "allgather"};
 
-unsigned read_cp_kinds(const MapReader& m, unsigned fallback) {
-  if (!m.has("context_parallel")) return fallback;
-  const YAML::Node list = m.node("context_parallel");
-  const std::string where =
-      yaml::position(m.source(), m.line("context_parallel"), m.path("context_parallel"));
-  if (!list.IsSequence()) {
-    throw InputError(where + ": expected a list like [p2p, a2a] (or [] for none), got " +
-                     yaml::describe_value(list));
-  }
-  unsigned bits = 0;
-  for (const auto& item : list) {
-    const std::string name = item.IsScalar() ? item.Scalar() : std::string();
-    bool found = false;
-    for (std::size_t i = 0; i < kCpKindNames.size(); ++i) {
-      if (kCpKindNames[i] == name) {
-        if ((bits & (1u << i)) != 0) {
-          throw InputError(fmt::format("{}: '{}' listed twice", where, name));
-        }
-        bits |= 1u << i;
-        found = true;
-      }
-    }
-    if (!found) {
-      std::string message = where;
-      message += ": expected p2p|a2a|allgather, got '";
-      message += name;
-      message += "'";
-      throw InputError(message);
-    }
-  }
-  return bits;
-}
-
 /// What a stack file without `base:` gets for each key it leaves out.
 Stack file_defaults() {
   Stack s;
@@ -351,7 +318,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.measured_error = m.optional_double("measured_error", d.measured_error, Range::fraction);
   s.measured_error_moe =
       m.optional_double("measured_error_moe", d.measured_error_moe, Range::fraction);
-  s.cp_kinds = read_cp_kinds(m, d.cp_kinds);
+  s.cp_kinds = read_name_list(m, "context_parallel", kCpKindNames, d.cp_kinds, true);
   s.expert_parallel = m.optional_bool("expert_parallel", d.expert_parallel);
   s.ep_overlap = m.optional_bool("ep_overlap", d.ep_overlap);
   if (s.ep_overlap) {

@@ -4,6 +4,7 @@
 /// on the topology (both rank orders) and priced by the cost model; best first by step time.
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -139,6 +140,11 @@ class NoSplitError : public PlanError {
 /// Whether some such split has context parallelism (CP > 1): false when the sequence, the
 /// stack, the pins or the limits leave CP at 1.
 [[nodiscard]] bool has_cp_split(int gpus, const Model& model, const SearchOptions& options);
+
+/// The GPUs pinned TP x PP x DP (x the pinned CP, 1 when free) take; nullopt unless TP, PP and
+/// DP are all pinned. Saturates at kPinnedGpusOverflow: four pins below 2^31 can pass 2^63.
+[[nodiscard]] std::optional<long long> pinned_gpus(const SearchOptions& options);
+inline constexpr long long kPinnedGpusOverflow = std::numeric_limits<long long>::max();
 
 /// Throws OptionError (an InputError carrying find_option_problem's data, planner/
 /// option_check.h) when a pin or limit is impossible on its own (a pinned TP that does not

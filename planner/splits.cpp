@@ -141,6 +141,17 @@ bool has_split(int gpus, const Model& model, const SearchOptions& options) {
   return gpus > 0 && !splits(gpus, model, options).empty();
 }
 
+std::optional<long long> pinned_gpus(const SearchOptions& options) {
+  if (!options.tp || !options.pp || !options.dp) return std::nullopt;
+  long long product = 1;
+  for (const int factor : {*options.tp, *options.pp, *options.dp, options.cp.value_or(1)}) {
+    if (__builtin_mul_overflow(product, static_cast<long long>(factor), &product)) {
+      return kPinnedGpusOverflow;
+    }
+  }
+  return product;
+}
+
 bool has_cp_split(int gpus, const Model& model, const SearchOptions& options) {
   if (gpus <= 0) return false;
   const auto all = splits(gpus, model, options);

@@ -333,9 +333,8 @@ struct Regrouped {
     outcome.result = Replan::no_split;
     const SearchOptions& o = c.options;
     outcome.pinned = o.tp || o.pp || o.dp || o.cp;
-    if (o.tp && o.pp && o.dp) {  // each pin < 2^31: the product of four fits 64 bits
-      const long long need = static_cast<long long>(*o.tp) * *o.pp * *o.dp * o.cp.value_or(1);
-      if (need > outcome.gpus) outcome.pinned_gpus = need;
+    if (const auto need = pinned_gpus(o); need && *need > outcome.gpus) {
+      outcome.pinned_gpus = *need;
     }
   }
   return std::nullopt;

@@ -87,3 +87,18 @@ TEST_CASE("sequence parallelism only where TP x CP divides the sequence", "[plan
     CHECK(e.rules().sp_seq_len == 31);
   }
 }
+
+TEST_CASE("pinned_gpus: the GPUs the pinned TP x PP x DP (x CP) take", "[splits]") {
+  SearchOptions o;
+  CHECK_FALSE(pinned_gpus(o).has_value());  // nothing pinned
+  o.tp = 8;
+  o.pp = 4;
+  CHECK_FALSE(pinned_gpus(o).has_value());  // DP free: the search fills it
+  o.dp = 16;
+  CHECK(pinned_gpus(o) == 8 * 4 * 16);  // 512; a free CP counts as 1
+  o.cp = 2;
+  CHECK(pinned_gpus(o) == 1024);
+  // Four pins of 2^30 are 2^120 GPUs: saturated, not wrapped.
+  o.tp = o.pp = o.dp = o.cp = 1 << 30;
+  CHECK(pinned_gpus(o) == kPinnedGpusOverflow);
+}
