@@ -241,6 +241,13 @@ TEST_CASE("nvidia-smi: malformed input is named by line", "[import]") {
   const std::string matrix = "\tGPU0\tNIC0\nGPU0\t X\tPIX\nNIC0\tPIX\t X\n";
   CHECK(smi_error(matrix + "NIC0: mlx5_0\nNIC0: mlx5_9\n") ==
         "topo.txt:5: NIC0: named twice in the NIC legend");
+  // Two NICs of the matrix, one device name for both: an edited or merged file.
+  const std::string two =
+      "\tGPU0\tNIC0\tNIC1\nGPU0\t X\tPIX\tPIX\nNIC0\tPIX\t X\tPIX\n"
+      "NIC1\tPIX\tPIX\t X\n";
+  CHECK(smi_error(two + "NIC0: mlx5_0\nNIC1: mlx5_0\n") ==
+        "topo.txt:6: NIC1: 'mlx5_0' is also NIC0's device in the NIC legend; each NIC is its own "
+        "device");
   CHECK(smi_error(matrix + "NIC1: mlx5_1\n") ==
         "topo.txt:4: NIC1: in the NIC legend but not a column of the matrix (GPU0..NIC0)");
   CHECK(smi_error(matrix + "NIC0: mlx5\a0\n") ==

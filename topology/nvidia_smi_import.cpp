@@ -229,6 +229,13 @@ void Reader::read_legend_and_names() {
       if (!legend_.emplace(nic, t[1]).second) {
         throw InputError(where + ": named twice in the NIC legend");
       }
+      // One device per NIC: a name the legend gives two NICs is an edited or merged file.
+      for (const auto& [other, device] : legend_) {
+        if (other != nic && device == t[1]) {
+          throw InputError(where + ": '" + t[1] + "' is also " + other +
+                           "'s device in the NIC legend; each NIC is its own device");
+        }
+      }
     }
     // nvidia-smi -L: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)"
     if (t.size() >= 3 && t[0] == "GPU" && t[1].back() == ':') {
