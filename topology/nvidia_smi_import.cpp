@@ -1,6 +1,8 @@
 // `nvidia-smi topo -m` reader (topology/nvidia_smi_import.h).
 #include "topology/nvidia_smi_import.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -232,8 +234,9 @@ void Reader::read_legend_and_names() {
       // One device per NIC: a name the legend gives two NICs is an edited or merged file.
       for (const auto& [other, device] : legend_) {
         if (other != nic && device == t[1]) {
-          throw InputError(where + ": '" + t[1] + "' is also " + other +
-                           "'s device in the NIC legend; each NIC is its own device");
+          throw InputError(fmt::format(
+              "{}: '{}' is also {}'s device in the NIC legend; each NIC is its own device", where,
+              t[1], other));
         }
       }
     }
