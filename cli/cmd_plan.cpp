@@ -283,7 +283,7 @@ std::string emit(const PlanFlags& f, const SearchResult& result, const Cluster& 
 /// recommended one, first in the table) on the cluster that option runs on: the cordoned GPUs
 /// or servers and the spare servers left out of the launch.
 std::string emit_option(const PlanFlags& f, const WhatIf& w, const Model& model,
-                        const Stack& stack) {
+                        const EmitSearch& search) {
   const std::size_t n = f.explain.value_or(1);
   if (n > w.options.size()) {
     throw PlanError(
@@ -305,7 +305,7 @@ std::string emit_option(const PlanFlags& f, const WhatIf& w, const Model& model,
                     n, name));
   }
   return emit_option_plan(parse_release(f.emit), *option.plan, fmt::format("option {} {}", n, name),
-                          *option.cluster, model, stack);
+                          *option.cluster, model, search);
 }
 
 /// The "# search:" line: what the pins fix and what the search leaves free, among the knobs
@@ -421,6 +421,7 @@ void run(const PlanFlags& f) {
   if (const std::string line = describe_cp_ep_search(model, options); !line.empty()) {
     context.assumptions.push_back(line);
   }
+  check_pinned_within_cluster(cluster, options);
   if (f.fail_links.empty()) check_pinned_gpus(cluster, options);
   context.failures = run_failures(f, cluster);
   check_gpus_left(cluster, f.fail_links);
@@ -445,8 +446,9 @@ void run(const PlanFlags& f) {
           "--explain: under --fail-link the report compares the options; "
           "--explain N picks option N for --emit");
     }
-    const std::string text = f.emit.empty() ? what_if_report(w, model, context, f.format)
-                                            : emit_option(f, w, model, options.stack);
+    const std::string text = f.emit.empty()
+                                 ? what_if_report(w, model, context, f.format)
+                                 : emit_option(f, w, model, EmitSearch{options, measured});
     write_what_if_pictures(f.pictures, w, model, options, measured, context, files);
     files.set_text("--output", text);
     files.commit();

@@ -40,8 +40,11 @@ bool runs_there(const Release& release, const PlanResult& plan, const Cluster& c
 
 /// The best plan the release can run, as a sentence: of the shown ranking (its number, for
 /// --explain), else of the whole search under the same pins and bounds, else that none is.
+/// `splits_help`: whether another split might run there (the refusal named a nearest plan);
+/// a refusal of the model (MoE, no flavor) or of the release skips the whole search.
 std::string best_runnable(const Release& release, const std::vector<PlanResult>& plans,
-                          const Cluster& cluster, const Model& model, const EmitSearch& search) {
+                          const Cluster& cluster, const Model& model, const EmitSearch& search,
+                          bool splits_help) {
   const SelectiveKind selective = search.options.stack.selective;
   for (std::size_t i = 0; i < plans.size(); ++i) {
     if (runs_there(release, plans[i], cluster, model, selective)) {
@@ -51,6 +54,7 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
           i + 1, split_summary(plans[i].config, "ZeRO-"), i + 1, release_id(release));
     }
   }
+  if (!splits_help) return "";  // the model or the release refuses: no split would run
   SearchOptions every = search.options;
   every.keep = kEmitSearchKeep;
   every.show_infeasible = false;
@@ -65,28 +69,64 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
     }
   }
   if (all.plans.size() == kEmitSearchKeep) {
-    return fmt::format("; none of the search's best {} plans runs there", kEmitSearchKeep);
+    return fmt::format(
+        "; none of the search's best {} plans runs there (pin the knobs it lacks to search "
+        "further)",
+        kEmitSearchKeep);
   }
   return "; no plan of the search that fits runs there";
 }
 
-/// Why the search would not give the nearest plan `c` under its pins and bounds: a bound it
-/// breaks, or that it does not fit in memory; empty when a search pinned to it plans it, or
-/// when the stack refuses its pins (stack_note says that).
+/// The first of the user's pins and bounds the nearest plan `c` breaks, in words; empty when
+/// it keeps them all.
+std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
+  const std::pair<const char*, int> pins[] = {{"--tp", c.tp},
+                                              {"--pp", c.pp},
+                                              {"--dp", c.dp},
+                                              {"--micro-batch", c.micro_batch},
+                                              {"--vp", c.virtual_stages},
+                                              {"--zero", c.zero},
+                                              {"--cp", c.cp},
+                                              {"--ep", c.ep}};
+  const std::optional<int> pinned[] = {o.tp, o.pp, o.dp, o.micro_batch, o.vp, o.zero, o.cp, o.ep};
+  for (std::size_t i = 0; i < std::size(pins); ++i) {
+    if (pinned[i] && *pinned[i] != pins[i].second) {
+      return fmt::format(", but it changes the pinned {} {} to {}", pins[i].first, *pinned[i],
+                         pins[i].second);
+    }
+  }
+  const std::tuple<const char*, const char*, int, int, int> bounds[] = {
+      {"TP", "tp", c.tp, o.min_tp, o.max_tp},
+      {"CP", "cp", c.cp, o.min_cp, o.max_cp},
+      {"EP", "ep", c.ep, o.min_ep, o.max_ep}};
+  for (const auto& [name, flag, value, least, most] : bounds) {
+    if (value < least) {
+      return fmt::format(", but its {} {} is below --min-{} {}", name, value, flag, least);
+    }
+    if (most > 0 && value > most) {
+      return fmt::format(", but its {} {} is above --max-{} {}", name, value, flag, most);
+    }
+  }
+  return "";
+}
+
+/// Why the search would not give the nearest plan `c`: a pin or bound it breaks, no split that
+/// takes its pins, or that it does not fit in memory; empty when a search pinned to it plans
+/// it, or when the stack refuses its pins (stack_note says that).
 std::string nearest_problem(const ParallelConfig& c, const SearchOptions& pins,
                             const Cluster& cluster, const Model& model, const EmitSearch& search) {
-  const SearchOptions& o = search.options;
-  if (c.tp < o.min_tp) return fmt::format(", but its TP {} is below --min-tp {}", c.tp, o.min_tp);
-  if (o.max_tp > 0 && c.tp > o.max_tp) {
-    return fmt::format(", but its TP {} is above --max-tp {}", c.tp, o.max_tp);
-  }
+  if (std::string broken = broken_pin(c, search.options); !broken.empty()) return broken;
   if (find_option_problem(model, pins)) return "";
   SearchOptions one = pins;
-  one.reserve_gib = o.reserve_gib;
+  one.reserve_gib = search.options.reserve_gib;
   one.keep = 1;
   one.show_infeasible = false;
-  if (trident::search(cluster, model, one, search.measured).plans.empty()) {
-    return ", but it does not fit in GPU memory";
+  try {
+    if (trident::search(cluster, model, one, search.measured).plans.empty()) {
+      return ", but it does not fit in GPU memory";
+    }
+  } catch (const NoSplitError&) {
+    return ", but no split of the model and batch takes those pins";
   }
   return "";
 }
@@ -128,10 +168,10 @@ std::string stack_note(const Release& release, const SearchOptions& nearest, con
 }
 
 /// "--emit ID: LABEL (SUMMARY) cannot run there: REASON; nearest ... it can run: ...".
-/// `search`, when given, checks the nearest plan against the search's bounds and memory.
+/// The nearest plan is checked against the search's pins, bounds and memory on `cluster`.
 std::string refusal_message(const Release& release, const Refusal& r, const std::string& label,
                             const ParallelConfig& config, const Cluster& cluster,
-                            const Model& model, const Stack& stack, const EmitSearch* search) {
+                            const Model& model, const Stack& stack, const EmitSearch& search) {
   std::string message =
       fmt::format("--emit {}: {} ({}) cannot run there: {}", release_id(release), label,
                   split_summary(config, "ZeRO-"), refusal_reason(r.reason, release, model));
@@ -145,7 +185,7 @@ std::string refusal_message(const Release& release, const Refusal& r, const std:
     if (shard_all) message += fmt::format(" --dp-shard {}", r.nearest->dp);
     const SearchOptions pins = pinned(*r.nearest, shard_all, stack);
     message += stack_note(release, pins, model);
-    if (search != nullptr) message += nearest_problem(*r.nearest, pins, cluster, model, *search);
+    message += nearest_problem(*r.nearest, pins, cluster, model, search);
   } else if (const std::string change = refusal_change(r, release, stack); !change.empty()) {
     message += "; nearest it can run: " + change;
   }
@@ -168,19 +208,21 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   const Export exported =
       export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind);
   if (!exported.refusal) return exported.text;
-  throw PlanError(refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config,
-                                  cluster, model, stack, &search) +
-                  best_runnable(release, plans, cluster, model, search));
+  throw PlanError(
+      refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config, cluster,
+                      model, stack, search) +
+      best_runnable(release, plans, cluster, model, search, exported.refusal->nearest.has_value()));
 }
 
 std::string emit_option_plan(const Release& release, const PlanResult& plan,
                              const std::string& label, const Cluster& cluster, const Model& model,
-                             const Stack& stack) {
+                             const EmitSearch& search) {
+  const Stack& stack = search.options.stack;
   const Export exported =
       export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind);
   if (!exported.refusal) return exported.text;
   throw PlanError(refusal_message(release, *exported.refusal, label, plan.config, cluster, model,
-                                  stack, nullptr));
+                                  stack, search));
 }
 
 }  // namespace trident::cli

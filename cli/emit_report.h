@@ -28,10 +28,11 @@ struct EmitSearch {
                                     const EmitSearch& search);
 
 /// The plan one option of a failure report runs (`label`: "option 2 (cordon-server)"), as
-/// `release`'s configuration on `cluster`; the refusal as emit_plan's, naming the option.
+/// `release`'s configuration on `cluster`; the refusal as emit_plan's, naming the option (its
+/// nearest plan checked on `cluster`; no whole-search fallback).
 [[nodiscard]] std::string emit_option_plan(const Release& release, const PlanResult& plan,
                                            const std::string& label, const Cluster& cluster,
-                                           const Model& model, const Stack& stack);
+                                           const Model& model, const EmitSearch& search);
 
 /// "--tp 1 --pp 8 --dp 64 --micro-batch 1 --vp 1 --recompute full --zero 1
 /// --sequence-parallel off": the pins that make `plan` evaluate exactly this config.

@@ -293,6 +293,22 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
   }
 }
 
+void check_pinned_within_cluster(const Cluster& cluster, const SearchOptions& options) {
+  const long long gpus = cluster.gpus();
+  long long product = 1;
+  bool overflow = false;
+  std::string named;
+  for (const auto& [flag, pin] : {std::pair{"--tp", options.tp}, std::pair{"--pp", options.pp},
+                                  std::pair{"--dp", options.dp}, std::pair{"--cp", options.cp}}) {
+    if (!pin) continue;
+    overflow = overflow || __builtin_mul_overflow(product, static_cast<long long>(*pin), &product);
+    named += fmt::format("{}{} {}", named.empty() ? "" : " x ", flag, *pin);
+  }
+  if (!overflow && product <= gpus) return;
+  const std::string total = overflow ? std::string("more than 2^63") : std::to_string(product);
+  throw InputError(fmt::format("{} = {} GPUs; the cluster has {}", named, total, gpus));
+}
+
 void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options) {
   const long long gpus = cluster.gpus();
   // A lower limit beyond the cluster leaves no split (the generic no-configuration line).

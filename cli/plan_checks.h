@@ -41,6 +41,12 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
 /// not the cluster's GPU count. Healthy clusters only: under --fail-link the re-plans decide.
 void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options);
 
+/// Throws InputError "--tp 1048576 x --cp 4096 = 4294967296 GPUs; the cluster has 64" when the
+/// pinned sizes among TP, PP, DP and CP already take more GPUs than the cluster has: no split,
+/// healthy or re-planned under failures, can run them (their product overflowed an int in the
+/// split walk). Every cluster, --fail-link or not.
+void check_pinned_within_cluster(const Cluster& cluster, const SearchOptions& options);
+
 /// Throws PlanError "--fail-link: every GPU of the cluster has failed; nothing is left to run
 /// on" when the failures leave no live GPU (a dead server of a one-server cluster).
 void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& specs);

@@ -89,8 +89,9 @@ enum class CpKind { p2p, a2a, all_gather };
 struct Stack {
   std::string name = "megatron-core";
   AttentionKernel attention = AttentionKernel::cudnn;
-  /// Where `attention` was set ("FILE:LINE: attention", a base's or a preset's file where the
-  /// stack inherits it; empty for a Stack built in code): refusals of the kernel name it.
+  /// Where `attention` was set ("FILE:LINE: attention", a base file's where the stack inherits
+  /// it, "stack NAME: attention" from a built-in preset; empty for a Stack built in code):
+  /// refusals of the kernel name it.
   std::string attention_from;
   TpOverlap tp_overlap = TpOverlap::userbuffers;
   /// PP send/recv overlapped with compute in the interleaved schedule: only what the schedule

@@ -386,9 +386,8 @@ Stack load_stack_chained(const std::string& text, const std::string& source,
     const Stack base = load_stack_chained(file->text, file->source, reader, chain);
     return read_stack(m, &base);
   }
-  const auto text_of_base = preset_text(PresetKind::stack, name);
-  if (!text_of_base) unknown_preset(PresetKind::stack, name, where + ": ");
-  const Stack base = load_stack(std::string(*text_of_base), preset_source(PresetKind::stack, name));
+  if (!preset_text(PresetKind::stack, name)) unknown_preset(PresetKind::stack, name, where + ": ");
+  const Stack base = stack_preset(name);
   return read_stack(m, &base);
 }
 
@@ -403,7 +402,10 @@ Stack load_stack(const std::string& text, const std::string& source,
 Stack stack_preset(const std::string& name) {
   const auto text = preset_text(PresetKind::stack, name);
   if (!text) unknown_preset(PresetKind::stack, name);
-  return load_stack(std::string(*text), preset_source(PresetKind::stack, name));
+  Stack stack = load_stack(std::string(*text), preset_source(PresetKind::stack, name));
+  // Built in: the user has no file to look at; the preset's name says where (trident presets).
+  stack.attention_from = "stack " + name + ": attention";
+  return stack;
 }
 
 }  // namespace trident

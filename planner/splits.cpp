@@ -84,9 +84,11 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
   const auto cps = cp_candidates(model, options);
   for (const int tp : tp_candidates(model, options)) {
     for (const int cp : cps) {
-      if (gpus % (tp * cp) != 0 || !cp_runnable(model, options.stack, tp, cp)) continue;
+      // In 64 bits: a TP and a CP bound of 2^16 each (2^24 GPUs) wrapped an int to 0.
+      const long long tp_cp = static_cast<long long>(tp) * cp;
+      if (gpus % tp_cp != 0 || !cp_runnable(model, options.stack, tp, cp)) continue;
       if (sp_required(model, options, tp) && !sp_divides_sequence(model, tp, cp)) continue;
-      const int rest = gpus / (tp * cp);
+      const int rest = static_cast<int>(gpus / tp_cp);
       // DP divides both the GPUs TP and CP leave and the global batch: the divisors of their
       // gcd, largest first (PP ascending). Even splits: PP divides the layers; with uneven
       // stages any PP up to the layers. (Walking the divisors of the GPUs instead cost a

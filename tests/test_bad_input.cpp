@@ -264,17 +264,17 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
 TEST_CASE("bad input: no partial output file is left behind", "[bad_input][output]") {
   const std::string out = scratch("never.json");
   check_refused("plan" + kModel + " --tp 8 --pp 2 --output " + out,
-                "no configuration of 8 GPUs ...");
+                "--tp 8 x --pp 2 = 16 GPUs; the cluster has 8");
   CHECK_FALSE(std::filesystem::exists(out));
   check_refused("plan" + kModel + " --explain 999999 --output " + out,
                 "--explain 999999: the ranking has ...");
   CHECK_FALSE(std::filesystem::exists(out));
   const std::string svg = scratch("never.svg");
-  check_refused("plan" + kModel + " --tp 8 --pp 2 --svg " + svg, "no configuration of 8 GPUs ...");
+  check_refused("plan" + kModel + " --tp 8 --pp 2 --svg " + svg, "--tp 8 x --pp 2 = 16 GPUs; ...");
   CHECK_FALSE(std::filesystem::exists(svg));
   const std::string report = scratch("never_report");
   check_refused("plan" + kModel + " --tp 8 --pp 2 --report " + report,
-                "no configuration of 8 GPUs ...");
+                "--tp 8 x --pp 2 = 16 GPUs; ...");
   CHECK_FALSE(std::filesystem::exists(report));
   const std::string kept = write("kept.json", "keep");  // an existing file stays as it was
   check_refused("plan" + kModel + " --zero 7 --output " + kept,

@@ -250,6 +250,22 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
   const auto tp_at = best.out.find(autotp);
   REQUIRE(tp_at != std::string::npos);
   CHECK(std::stoi(best.out.substr(tp_at + autotp.size())) >= 4);  // --min-tp 4 kept
+  // Under --fail-link the option's nearest plan is checked the same way.
+  const Run option = trident(kSeed + " --fail-link server:3 --emit deepspeed");
+  CHECK(option.code == 2);
+  CHECK(option.err.find("option 1 ") != std::string::npos);
+  CHECK(option.err.find(", but its TP 1 is below --min-tp 4") != std::string::npos);
+  // A pin the fix changes is named (a CP plan under a release that does not write CP: the
+  // nearest folds CP into DP); nothing in the search runs there, no "no configuration" line.
+  const Run cp = trident("plan --gpus 512 --servers 64 --model llama3-8b --cp 2 --emit deepspeed");
+  CHECK(cp.code == 2);
+  CHECK(cp.err.find(", but it changes the pinned --cp 2 to 1; no plan of the search that fits "
+                    "runs there") != std::string::npos);
+  // A model the release refuses (MoE): no whole-search fallback (it cost 10 s at 16,384 GPUs).
+  const Run moe = trident("plan --gpus 512 --servers 64 --model mixtral-8x7b --emit deepspeed");
+  CHECK(moe.code == 2);
+  CHECK(moe.err.find("has experts") != std::string::npos);
+  CHECK(moe.err.find("of the search") == std::string::npos);
   // Without --min-tp the same fix does not fit 175B in memory: said, not suggested silently.
   const Run unfit = trident("plan --gpus 512 --servers 64 --emit deepspeed");
   CHECK(unfit.code == 2);
@@ -333,7 +349,7 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   // fp16, but the default stack's cuDNN attention needs sm80: refused, naming the way out.
   const Run cudnn = trident(base + " --dtype fp16");
   CHECK(cudnn.code == 2);
-  CHECK(cudnn.err.find("configs/stacks/megatron-core.yaml:8: attention: cudnn needs a GPU of "
+  CHECK(cudnn.err.find("stack megatron-core: attention: cudnn needs a GPU of "
                        "compute capability 8.0 or more") != std::string::npos);
   const Run fp16 = trident(base + " --dtype fp16 --stack megatron-2021 --format json");
   INFO(fp16.err);

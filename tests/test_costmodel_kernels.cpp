@@ -297,7 +297,7 @@ TEST_CASE("FlashAttention's Triton kernel at its own measured curve (A100), refu
   CHECK_THROWS_WITH(check_stack_on_gpu(file, gpu_preset("b200")),
                     Catch::StartsWith("t.yaml:3: attention: flash_triton has no measured rate"));
   CHECK(load_stack("name: t\nbase: fsdp\n", "t.yaml").attention_from ==
-        "configs/stacks/fsdp.yaml:6: attention");
+        "stack fsdp: attention");  // a built-in preset's: no file the user has
   CHECK_NOTHROW(check_stack_on_gpu(stack_preset("fsdp"), gpu_preset("b200")));
 }
 
@@ -308,7 +308,7 @@ TEST_CASE("fused attention needs compute capability 8.0: a V100 runs unfused sta
   CHECK(gpu_preset("a100-sxm-80g").compute_capability == 8.0);
   CHECK_THROWS_WITH(
       check_stack_on_gpu(stack_preset("megatron-core"), v100),
-      "configs/stacks/megatron-core.yaml:8: attention: cudnn needs a GPU of compute capability "
+      "stack megatron-core: attention: cudnn needs a GPU of compute capability "
       "8.0 or more (cuDNN fused attention and FlashAttention 2 run on sm80 and later); "
       "v100-sxm-32g is 7.0: use a "
       "stack with attention: unfused, the attention that runs there (megatron-2021 is one)");

@@ -369,6 +369,8 @@ TEST_CASE("context parallelism: each target writes the kind it runs, the others 
                                SelectiveKind::attention, CpKind::a2a);
   REQUIRE_FALSE(mlm.refusal.has_value());
   CHECK(mlm.text.find("--context-parallel-size 2 \\\n  --cp-comm-type a2a") != std::string::npos);
+  // The header's summary of the plan names its CP too (it read as a DP-only split).
+  CHECK(mlm.text.substr(0, mlm.text.find('\n')).find(" SP on CP2, ") != std::string::npos);
   const auto gathered = export_plan(parse_release("torchtitan"), cluster, llama8b(), titan_plan,
                                     SelectiveKind::per_op, CpKind::all_gather);
   REQUIRE_FALSE(gathered.refusal.has_value());

@@ -297,3 +297,27 @@ TEST_CASE("review four: calibrate and topo import take only what they can use", 
   check_refused(scene, "topo import --nvidia-smi smi.txt --nic-gbits 0",
                 "--nic-gbits: expected a positive number, got '0' (see --help)");
 }
+
+TEST_CASE("review seven: pins and bounds whose product passes the cluster", "[hardening]") {
+  Scene scene;
+  // heads, layers and FFN 2^20, sequences of 2^24 tokens: TP and CP of 2^16 each divide them.
+  scene.write("big.yaml",
+              "name: big\nlayers: 1048576\nhidden: 1048576\nheads: 1048576\nffn_hidden: "
+              "1048576\nvocab: 1000\nseq_len: 16777216\ntraining:\n  global_batch: 8\n");
+  // TP x CP = 2^32 wrapped an int to 0, then divided by it (SIGFPE): now the pins' product,
+  // refused with and without --fail-link.
+  check_refused(scene, "plan --model big.yaml --gpus 64 --servers 8 --tp 1048576 --cp 4096",
+                "--tp 1048576 x --cp 4096 = 4294967296 GPUs; the cluster has 64");
+  check_refused(scene,
+                "plan --model big.yaml --gpus 64 --servers 8 --tp 1048576 --pp 1 --dp 1 "
+                "--cp 4096 --fail-link server:0",
+                "--tp 1048576 x --pp 1 x --dp 1 x --cp 4096 = 4294967296 GPUs; the cluster has "
+                "64");
+  check_refused(scene, "plan --gpus 512 --servers 64 --tp 8 --pp 8 --dp 16 --fail-link gpu:0/0",
+                "--tp 8 x --pp 8 x --dp 16 = 1024 GPUs; the cluster has 512");
+  // The same product reached through bounds (2^16 x 2^16 on 2^24 GPUs): no split, no crash.
+  check_refused(scene,
+                "plan --model big.yaml --gpus 16777216 --servers 2097152 --min-tp 65536 "
+                "--min-cp 65536 --max-cp 65536",
+                "no configuration of 16777216 GPUs obeys the rules and pins...");
+}

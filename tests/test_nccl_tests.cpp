@@ -466,7 +466,13 @@ TEST_CASE("nccl-tests: NCCL_TESTS_SPLIT_MASK runs describe rank 0's group",
   // The message names the line of the uneven group's first rank (rank 7: the log's line 11).
   CHECK(error_of([&] { (void)parse_nccl_tests(uneven, "split.log"); })
             .starts_with("split.log:11: group 7: the ranks split into groups of unequal "
-                         "size (group 0 has 2 ranks, group 7 has 1"));
+                         "size (group 7 has 1 rank where most have 2;"));
+  // Rank 0's group the odd one (ranks 0 and 8 apart): it is the one named, not group 1.
+  std::string odd_first = log(7);
+  odd_first.replace(odd_first.find("Rank  8 Group  0"), 16, "Rank  8 Group  1");
+  CHECK(error_of([&] { (void)parse_nccl_tests(odd_first, "split.log"); })
+            .starts_with("split.log:4: group 0: the ranks split into groups of unequal size "
+                         "(group 0 has 1 rank where most have 2;"));
   // The -J form: each device entry is one process, its "group" the same color.
   std::string json = data("nccl_tests/sendrecv.json");
   const std::string group = "{\"rank\":1,\"group\":0";
@@ -482,5 +488,5 @@ TEST_CASE("nccl-tests: NCCL_TESTS_SPLIT_MASK runs describe rank 0's group",
                 "\"gpu-h200-03\",\"device_info\":\"NVIDIA H200\"}]");
   CHECK(error_of([&] { (void)parse_nccl_tests(three, "sendrecv.json"); })
             .starts_with("sendrecv.json: config.devices[2]: group 1: the ranks split into groups "
-                         "of unequal size (group 0 has 2 ranks, group 1 has 1"));
+                         "of unequal size (group 1 has 1 rank where most have 2;"));
 }

@@ -72,19 +72,28 @@ void set_ranks(NcclTestsTable& table, const std::vector<RankDevice>& ranks,
   for (const RankDevice& r : ranks) ++size_of_group[r.group];
   const long long first = ranks.front().group;
   if (size_of_group.size() > 1) {
-    const auto uneven =
-        std::find_if(size_of_group.begin(), size_of_group.end(),
-                     [&](const auto& g) { return g.second != size_of_group[first]; });
+    // The odd group is one whose size most groups do not have (the most common size; the
+    // larger of two as common).
+    std::map<int, int> groups_of_size;
+    for (const auto& [group, size] : size_of_group) ++groups_of_size[size];
+    const int usual = std::max_element(groups_of_size.begin(), groups_of_size.end(),
+                                       [](const auto& a, const auto& b) {
+                                         return a.second < b.second ||
+                                                (a.second == b.second && a.first < b.first);
+                                       })
+                          ->first;
+    const auto uneven = std::find_if(size_of_group.begin(), size_of_group.end(),
+                                     [&](const auto& g) { return g.second != usual; });
     if (uneven != size_of_group.end()) {
       const auto named = std::find_if(ranks.begin(), ranks.end(), [&](const RankDevice& r) {
         return r.group == uneven->first;
       });
       throw InputError(fmt::format(
-          "{}: group {}: the ranks split into groups of unequal size (group {} has "
-          "{} ranks, group {} has {}; NCCL_TESTS_SPLIT_MASK?): nccl-tests averages their times "
+          "{}: group {}: the ranks split into groups of unequal size (group {} has {} rank{} "
+          "where most have {}; NCCL_TESTS_SPLIT_MASK?): nccl-tests averages their times "
           "together; give a log whose groups are equal",
-          named->where.empty() ? source : named->where, uneven->first, first, size_of_group[first],
-          uneven->first, uneven->second));
+          named->where.empty() ? source : named->where, uneven->first, uneven->first,
+          uneven->second, uneven->second == 1 ? "" : "s", usual));
     }
   }
   std::vector<std::string> hosts;
