@@ -116,6 +116,12 @@ TEST_CASE("one GPU type per server; every NIC counted when none sits by a GPU, a
   const auto second = xml_mixed.find("device=\"0x2330\"", xml_mixed.find("<gpu dev=\"0\""));
   xml_mixed.replace(second, 15, "device=\"0x20b2\"");
   CHECK(xml_error(xml_mixed).find("; a server of one GPU type is expected") != std::string::npos);
+  // GPU 1 on GPU 0's bus id: NVLink targets name GPUs by it, so one's links went to the other.
+  std::string same_bus = sample("h100_nccl_topo.xml");
+  const std::string bus1 = "<pci busid=\"0000:2a:00.0\"";
+  REQUIRE(same_bus.find(bus1) != std::string::npos);
+  same_bus.replace(same_bus.find(bus1), bus1.size(), "<pci busid=\"0000:18:00.0\"");
+  CHECK(xml_error(same_bus).ends_with("<gpu> dev 1: bus id '0000:18:00.0' is also dev 0's"));
   // Every GPU-NIC cell NODE or SYS: all ten NICs counted, and flagged for the YAML's note.
   CHECK_FALSE(smi("h100_hgx_nvidia_smi.txt").no_nic_near_gpu);
   std::string flat = sample("h100_hgx_nvidia_smi.txt");
@@ -237,6 +243,12 @@ TEST_CASE("nvidia-smi: malformed input is named by line", "[import]") {
   CHECK(smi_error("\tGPU0\tGPU2\n") ==
         "topo.txt:1: column 'GPU2': expected GPU1 (GPU columns in order, before the NICs)");
   CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNV4\n") == "topo.txt: row 'GPU1' is missing");
+  // A cell more than the columns: read as the CPU affinity before; the affinity stays allowed.
+  CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNV4\tNV4\nGPU1\tNV4\tX\n") ==
+        "topo.txt:2: row 'GPU0': a connection 'NV4' past the last column (GPU0..GPU1): expected 2 "
+        "cells");
+  CHECK(smi_error("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X\tNV4\t0-7\nGPU1\tNV4\tX\t0-7\n")
+            .find("past the last column") == std::string::npos);
   // The NIC legend: one name per NIC of the matrix, one line each (names reach the YAML).
   const std::string matrix = "\tGPU0\tNIC0\nGPU0\t X\tPIX\nNIC0\tPIX\t X\n";
   CHECK(smi_error(matrix + "NIC0: mlx5_0\nNIC0: mlx5_9\n") ==

@@ -124,6 +124,11 @@ void Reader::add_gpu(const XMLElement* gpu) {
   }
   for (const XmlGpu& other : gpus_) {
     if (other.dev == entry.dev) fail(gpu, "<gpu>: dev " + std::to_string(entry.dev) + " twice");
+    // NVLink targets name GPUs by bus id: two on one id sent one's links to the other.
+    if (other.busid == entry.busid) {
+      fail(gpu, "<gpu> dev " + std::to_string(entry.dev) + ": bus id '" + entry.busid +
+                    "' is also dev " + std::to_string(other.dev) + "'s");
+    }
   }
   // One GPU type per server: the cluster YAML names one (an A100 beside H100s was imported as
   // an A100 with the H100s' 18 NVLinks).

@@ -170,6 +170,13 @@ void Reader::read_row(const Line& line, std::size_t column_of_row) {
                           " cells (one per column " + column_range() + "), got " +
                           std::to_string(line.tokens.size() - 1));
   }
+  // After the matrix come the affinity columns ("0-7", "3", "N/A"), never a connection: one
+  // there is a row with a cell more than the header has columns (an edited or merged file).
+  if (line.tokens.size() > columns_.size() + 1 && parse_cell(line.tokens[columns_.size() + 1])) {
+    fail(line.number, "row '" + name + "': a connection '" + line.tokens[columns_.size() + 1] +
+                          "' past the last column (" + column_range() + "): expected " +
+                          std::to_string(columns_.size()) + " cells");
+  }
   std::vector<Cell> cells;
   for (std::size_t c = 0; c < columns_.size(); ++c) {
     const std::string& token = line.tokens[c + 1];
