@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "planner/export.h"
 #include "planner/layout.h"
 #include "planner/search.h"
+#include "planner/splits.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
 
@@ -99,7 +101,9 @@ void check_cp_comm_applies(const std::string& text, const SearchOptions& o, cons
         text, kCpSearchMinSeqLen, model.name, model.seq_len));
   }
   const int gpus = static_cast<int>(live_gpus(cluster).size());
-  if (has_split(gpus, model, o) && !has_cp_split(gpus, model, o)) {
+  const std::vector<Split> all = gpus > 0 ? splits(gpus, model, o) : std::vector<Split>{};
+  if (!all.empty() &&
+      std::none_of(all.begin(), all.end(), [](const Split& s) { return s.cp > 1; })) {
     throw InputError(fmt::format(
         "--cp-comm {}: no split of the {} GPUs has context parallelism under the pins and limits "
         "(--tp, --pp, --dp, --max-cp, ...); loosen them or drop --cp-comm",

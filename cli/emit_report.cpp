@@ -28,8 +28,8 @@ std::string pins_of(const ParallelConfig& c) {
 
 namespace {
 
-/// Plans the whole-search fallback looks through: the kept list is a sorted insert, so a bound
-/// keeps it to about a second on the largest searches (the seed example has 5,962 plans).
+/// Plans the whole-search fallback looks through: a bound on its time and memory (10,000 kept
+/// plans of a 4,096-GPU search take about a second; the seed example has 5,962 plans).
 constexpr std::size_t kEmitSearchKeep = 10000;
 
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,
@@ -95,16 +95,15 @@ std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
                          pins[i].second);
     }
   }
-  const std::tuple<const char*, const char*, int, int, int> bounds[] = {
-      {"TP", "tp", c.tp, o.min_tp, o.max_tp},
-      {"CP", "cp", c.cp, o.min_cp, o.max_cp},
-      {"EP", "ep", c.ep, o.min_ep, o.max_ep}};
-  for (const auto& [name, flag, value, least, most] : bounds) {
-    if (value < least) {
-      return fmt::format(", but its {} {} is below --min-{} {}", name, value, flag, least);
-    }
-    if (most > 0 && value > most) {
-      return fmt::format(", but its {} {} is above --max-{} {}", name, value, flag, most);
+  const std::tuple<Knob, const char*, const char*, int, int, int> bounds[] = {
+      {Knob::tp, "TP", "tp", c.tp, o.min_tp, o.max_tp},
+      {Knob::cp, "CP", "cp", c.cp, o.min_cp, o.max_cp},
+      {Knob::ep, "EP", "ep", c.ep, o.min_ep, o.max_ep}};
+  for (const auto& [knob, name, flag, value, least, most] : bounds) {
+    if (const auto p = pin_limit_problem(knob, value, least, most)) {
+      const bool below = p->issue == OptionIssue::below_min;
+      return fmt::format(", but its {} {} is {} --{}-{} {}", name, value, below ? "below" : "above",
+                         below ? "min" : "max", flag, p->limit);
     }
   }
   return "";
@@ -171,7 +170,8 @@ std::string stack_note(const Release& release, const SearchOptions& nearest, con
 /// The nearest plan is checked against the search's pins, bounds and memory on `cluster`.
 std::string refusal_message(const Release& release, const Refusal& r, const std::string& label,
                             const ParallelConfig& config, const Cluster& cluster,
-                            const Model& model, const Stack& stack, const EmitSearch& search) {
+                            const Model& model, const EmitSearch& search) {
+  const Stack& stack = search.options.stack;
   std::string message =
       fmt::format("--emit {}: {} ({}) cannot run there: {}", release_id(release), label,
                   split_summary(config, "ZeRO-"), refusal_reason(r.reason, release, model));
@@ -197,8 +197,7 @@ std::string refusal_message(const Release& release, const Refusal& r, const std:
 std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
                       std::size_t rank, const Cluster& cluster, const Model& model,
                       const EmitSearch& search) {
-  const Stack& stack = search.options.stack;
-  const SelectiveKind selective = stack.selective;
+  const SelectiveKind selective = search.options.stack.selective;
   if (plans.empty()) throw PlanError("--emit: no plan fits to emit");
   if (rank > plans.size()) {
     throw PlanError(
@@ -210,19 +209,18 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   if (!exported.refusal) return exported.text;
   throw PlanError(
       refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config, cluster,
-                      model, stack, search) +
+                      model, search) +
       best_runnable(release, plans, cluster, model, search, exported.refusal->nearest.has_value()));
 }
 
 std::string emit_option_plan(const Release& release, const PlanResult& plan,
                              const std::string& label, const Cluster& cluster, const Model& model,
                              const EmitSearch& search) {
-  const Stack& stack = search.options.stack;
-  const Export exported =
-      export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind);
+  const Export exported = export_plan(release, cluster, model, plan.config,
+                                      search.options.stack.selective, plan.estimate.cp_kind);
   if (!exported.refusal) return exported.text;
-  throw PlanError(refusal_message(release, *exported.refusal, label, plan.config, cluster, model,
-                                  stack, search));
+  throw PlanError(
+      refusal_message(release, *exported.refusal, label, plan.config, cluster, model, search));
 }
 
 }  // namespace trident::cli

@@ -295,17 +295,15 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
 
 void check_pinned_within_cluster(const Cluster& cluster, const SearchOptions& options) {
   const long long gpus = cluster.gpus();
-  long long product = 1;
-  bool overflow = false;
+  const long long product = pinned_product(options);
+  if (product <= gpus) return;
   std::string named;
   for (const auto& [flag, pin] : {std::pair{"--tp", options.tp}, std::pair{"--pp", options.pp},
                                   std::pair{"--dp", options.dp}, std::pair{"--cp", options.cp}}) {
-    if (!pin) continue;
-    overflow = overflow || __builtin_mul_overflow(product, static_cast<long long>(*pin), &product);
-    named += fmt::format("{}{} {}", named.empty() ? "" : " x ", flag, *pin);
+    if (pin) named += fmt::format("{}{} {}", named.empty() ? "" : " x ", flag, *pin);
   }
-  if (!overflow && product <= gpus) return;
-  const std::string total = overflow ? std::string("more than 2^63") : std::to_string(product);
+  const std::string total =
+      product == kPinnedGpusOverflow ? std::string("more than 2^63") : std::to_string(product);
   throw InputError(fmt::format("{} = {} GPUs; the cluster has {}", named, total, gpus));
 }
 
@@ -319,16 +317,13 @@ void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options) {
       throw InputError(fmt::format("{} {}: more than the cluster's {} GPUs", flag, least, gpus));
     }
   }
-  const std::optional<long long> pinned = pinned_gpus(options);
-  if (!pinned) return;
-  const long long product = *pinned;
-  const bool overflow = product == kPinnedGpusOverflow;
-  if (!options.cp && product <= gpus) return;  // a free CP may make up the rest
-  if (product == gpus) return;
-  const std::string cp_text = options.cp ? fmt::format(" x --cp {}", *options.cp) : "";
-  const std::string total = overflow ? std::string("more than 2^63") : fmt::format("{}", product);
-  throw InputError(fmt::format("--tp {} x --pp {} x --dp {}{} = {} GPUs; the cluster has {}",
-                               *options.tp, *options.pp, *options.dp, cp_text, total, gpus));
+  // After check_pinned_within_cluster the product is at most the GPUs: only all four pinned
+  // can fall short (a free CP may make up the rest).
+  const std::optional<long long> product = pinned_gpus(options);
+  if (!product || !options.cp || *product == gpus) return;
+  throw InputError(
+      fmt::format("--tp {} x --pp {} x --dp {} x --cp {} = {} GPUs; the cluster has {}",
+                  *options.tp, *options.pp, *options.dp, *options.cp, *product, gpus));
 }
 
 void check_gpus_left(const Cluster& cluster, const std::vector<std::string>& specs) {

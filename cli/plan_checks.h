@@ -36,9 +36,10 @@ void check_options(const Model& model, const SearchOptions& options);
 void check_dtype_flag(const std::string& given, const Model& model, const Gpu& gpu,
                       const Stack& stack);
 
-/// Throws InputError "--tp 8 x --pp 8 x --dp 8 = 512 GPUs; the cluster has 256" when TP, PP
-/// and DP are pinned (and CP pinned, or the three already past the GPUs) and their product is
-/// not the cluster's GPU count. Healthy clusters only: under --fail-link the re-plans decide.
+/// Throws InputError "--tp 8 x --pp 8 x --dp 2 x --cp 2 = 256 GPUs; the cluster has 512" when
+/// TP, PP, DP and CP are all pinned and take fewer GPUs than the cluster has; a --min-tp,
+/// --min-cp or --min-ep above the cluster's GPUs. Call after check_pinned_within_cluster (which
+/// refuses pins that take more). Healthy clusters only: under --fail-link the re-plans decide.
 void check_pinned_gpus(const Cluster& cluster, const SearchOptions& options);
 
 /// Throws InputError "--tp 1048576 x --cp 4096 = 4294967296 GPUs; the cluster has 64" when the

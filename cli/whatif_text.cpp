@@ -6,7 +6,6 @@
 #include <cstdio>
 
 #include "planner/layout.h"
-#include "planner/search.h"
 #include "topology/failure.h"
 
 namespace trident::cli {
@@ -121,11 +120,9 @@ namespace {
       return "no split of " + std::to_string(r.gpus) + " GPUs fits in memory";
     case Replan::no_split:
       if (r.pinned_gpus > 0) {
-        const std::string take = r.pinned_gpus == kPinnedGpusOverflow
-                                     ? std::string("more than 2^63")
-                                     : std::to_string(r.pinned_gpus);
-        return "the pinned --tp, --pp and --dp take " + take + " GPUs and " +
-               std::to_string(r.gpus) + " are left (drop a pin to re-plan)";
+        // Pins past the healthy cluster are refused first (check_pinned_within_cluster).
+        return "the pinned --tp, --pp and --dp take " + std::to_string(r.pinned_gpus) +
+               " GPUs and " + std::to_string(r.gpus) + " are left (drop a pin to re-plan)";
       }
       return "no split of " + std::to_string(r.gpus) + " GPUs divides the model and batch" +
              (r.pinned ? " with the pins" : "");

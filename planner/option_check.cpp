@@ -5,6 +5,16 @@
 
 namespace trident {
 
+std::optional<OptionProblem> pin_limit_problem(Knob knob, const std::optional<int>& pin,
+                                               int min_value, int max_value) {
+  if (!pin) return std::nullopt;
+  if (max_value > 0 && *pin > max_value) {
+    return OptionProblem{knob, OptionIssue::above_max, *pin, max_value};
+  }
+  if (*pin < min_value) return OptionProblem{knob, OptionIssue::below_min, *pin, min_value};
+  return std::nullopt;
+}
+
 namespace {
 
 std::optional<OptionProblem> not_positive(Knob knob, const std::optional<int>& pin) {
@@ -20,17 +30,6 @@ std::optional<OptionProblem> limit_problem(Knob min_knob, Knob max_knob, int min
   if (max_value > 0 && min_value > max_value) {
     return OptionProblem{min_knob, OptionIssue::min_above_max, min_value, max_value};
   }
-  return std::nullopt;
-}
-
-/// A pin outside its own [min, max] limits (max 0 = none): the search would try nothing.
-std::optional<OptionProblem> pin_limit_problem(Knob knob, const std::optional<int>& pin,
-                                               int min_value, int max_value) {
-  if (!pin) return std::nullopt;
-  if (max_value > 0 && *pin > max_value) {
-    return OptionProblem{knob, OptionIssue::above_max, *pin, max_value};
-  }
-  if (*pin < min_value) return OptionProblem{knob, OptionIssue::below_min, *pin, min_value};
   return std::nullopt;
 }
 

@@ -72,6 +72,12 @@ struct OptionProblem {
   long long limit = 0;  ///< the other side: max_tp (max_cp, max_ep), the PP size
 };
 
+/// A pin outside its own [min, max] limits (max 0 = none; above_max checked first): the
+/// search would try nothing. nullopt when `pin` is unset or within them.
+[[nodiscard]] std::optional<OptionProblem> pin_limit_problem(Knob knob,
+                                                             const std::optional<int>& pin,
+                                                             int min_value, int max_value);
+
 /// The first impossible pin or limit of `options` for `model` under `options.stack`, or nullopt.
 [[nodiscard]] std::optional<OptionProblem> find_option_problem(const Model& model,
                                                                const SearchOptions& options);

@@ -137,14 +137,14 @@ class NoSplitError : public PlanError {
 /// search() on that many GPUs throws NoSplitError; true does not promise a plan that fits.
 [[nodiscard]] bool has_split(int gpus, const Model& model, const SearchOptions& options);
 
-/// Whether some such split has context parallelism (CP > 1): false when the sequence, the
-/// stack, the pins or the limits leave CP at 1.
-[[nodiscard]] bool has_cp_split(int gpus, const Model& model, const SearchOptions& options);
-
-/// The GPUs pinned TP x PP x DP (x the pinned CP, 1 when free) take; nullopt unless TP, PP and
-/// DP are all pinned. Saturates at kPinnedGpusOverflow: four pins below 2^31 can pass 2^63.
-[[nodiscard]] std::optional<long long> pinned_gpus(const SearchOptions& options);
+/// The product of the pinned sizes among TP, PP, DP and CP (1 for each free one): the GPUs
+/// they take at least. Saturates at kPinnedGpusOverflow: four pins below 2^31 can pass 2^63.
+[[nodiscard]] long long pinned_product(const SearchOptions& options);
 inline constexpr long long kPinnedGpusOverflow = std::numeric_limits<long long>::max();
+
+/// The GPUs pinned TP x PP x DP (x the pinned CP) take: pinned_product, nullopt unless TP, PP
+/// and DP are all pinned.
+[[nodiscard]] std::optional<long long> pinned_gpus(const SearchOptions& options);
 
 /// Throws OptionError (an InputError carrying find_option_problem's data, planner/
 /// option_check.h) when a pin or limit is impossible on its own (a pinned TP that does not

@@ -1,7 +1,6 @@
 // The splits a search walks and the candidates of each dimension (planner/splits.h).
 #include "planner/splits.h"
 
-#include <algorithm>
 #include <numeric>
 
 #include "costmodel/context_parallel.h"
@@ -143,21 +142,19 @@ bool has_split(int gpus, const Model& model, const SearchOptions& options) {
   return gpus > 0 && !splits(gpus, model, options).empty();
 }
 
-std::optional<long long> pinned_gpus(const SearchOptions& options) {
-  if (!options.tp || !options.pp || !options.dp) return std::nullopt;
+long long pinned_product(const SearchOptions& options) {
   long long product = 1;
-  for (const int factor : {*options.tp, *options.pp, *options.dp, options.cp.value_or(1)}) {
-    if (__builtin_mul_overflow(product, static_cast<long long>(factor), &product)) {
+  for (const auto& pin : {options.tp, options.pp, options.dp, options.cp}) {
+    if (__builtin_mul_overflow(product, static_cast<long long>(pin.value_or(1)), &product)) {
       return kPinnedGpusOverflow;
     }
   }
   return product;
 }
 
-bool has_cp_split(int gpus, const Model& model, const SearchOptions& options) {
-  if (gpus <= 0) return false;
-  const auto all = splits(gpus, model, options);
-  return std::any_of(all.begin(), all.end(), [](const Split& s) { return s.cp > 1; });
+std::optional<long long> pinned_gpus(const SearchOptions& options) {
+  if (!options.tp || !options.pp || !options.dp) return std::nullopt;
+  return pinned_product(options);
 }
 
 }  // namespace trident
