@@ -54,9 +54,13 @@ TEST_CASE("a job runs at the pace of its board's slowest GPU", "[kernels]") {
   CHECK(kernel_profile(b200).ensemble_ratio == Approx(0.929));
   CHECK(kernel_profile(gb200).ensemble_ratio == Approx(0.929));
   CHECK(1426.4 * (1.0 - 0.104 / 2.0) / 1455.7 == Approx(0.92892).margin(1e-5));  // -> 0.929
-  // No concurrent measurement for A100: not applied.
+  // No concurrent measurement for A100: the mean of the two measured generations, as for its
+  // sustained ratio: (0.972 + 0.929) / 2 = 0.9505; training clock 0.845 x 0.9505 = 0.80317.
   const Gpu a100 = gpu_preset("a100-sxm-80g");
-  CHECK(kernel_profile(a100).ensemble_ratio == 1.0);
+  CHECK(kernel_profile(a100).ensemble_ratio == Approx((0.972 + 0.929) / 2.0));
+  CHECK(kernel_profile(a100).training_clock_ratio() == Approx(0.80317).margin(1e-5));
+  const Gpu a100_40g = gpu_preset("a100-sxm-40g");
+  CHECK(kernel_profile(a100_40g).ensemble_ratio == Approx(0.9505));
   // The GEMM rate carries both ratios: round GPU (100 TFLOP/s, efficiency 1), a shape that
   // fills its tiles (no SM count: 128x128 tiles, k fill 64): 4096 x 4096 x 4032 ->
   // 100 x 4032 / (4032 + 64) = 98.4375 TFLOP/s; sustained 0.8 and ensemble 0.5 -> 39.375.
