@@ -443,8 +443,11 @@ void run(const PlanFlags& f) {
   // --fail-link: the failure what-if (cli/whatif_report.h) answers instead of one search.
   if (!f.fail_links.empty()) {
     // One what-if for the report and the pictures (--svg / --report under --fail-link).
+    const auto started = std::chrono::steady_clock::now();
     const WhatIf w =
         run_what_if(f.fail_links, resolve_cluster(f.cluster), model, options, measured);
+    context.search_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (f.emit.empty() && f.explain) {
       throw InputError(
           "--explain: under --fail-link the report compares the options; "

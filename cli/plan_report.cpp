@@ -90,6 +90,9 @@ std::string table_header(Columns columns) {
       columns.cp_ep ? "link TP/PP/DP/CP/EP" : "link TP/PP/DP");
 }
 
+
+}  // namespace
+
 std::string search_summary(const SearchResult& result, const ReportContext& context) {
   const std::string tight =
       result.tight > 0 ? fmt::format(" ({} of them tight)", thousands(result.tight)) : "";
@@ -99,8 +102,6 @@ std::string search_summary(const SearchResult& result, const ReportContext& cont
       thousands(result.configurations_searched), thousands(result.evaluations),
       thousands(result.placements), context.search_seconds, thousands(result.feasible), tight);
 }
-
-}  // namespace
 
 std::string link_name(const GroupLink& link) {
   return link.ranks < 2 ? "none" : to_string(link.tier);

@@ -27,6 +27,9 @@ struct ReportContext {
 [[nodiscard]] std::size_t tied_count(const std::vector<PlanResult>& plans);
 
 [[nodiscard]] std::string format_table(const SearchResult& result, const ReportContext& context);
+/// "searched N configurations (E cost-model evaluations, P placements) in S s; F fit in memory
+/// (T of them tight)": the summary line's text, without its "# ".
+[[nodiscard]] std::string search_summary(const SearchResult& result, const ReportContext& context);
 /// Trailing CSV columns a caller adds (the what-if: which option each row is).
 struct CsvTail {
   std::string header;              ///< ",option,gpus,slowdown"

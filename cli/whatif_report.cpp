@@ -10,6 +10,7 @@
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
 #include "cli/whatif_text.h"
+#include "planner/layout.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
 
@@ -66,6 +67,9 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
   for (std::size_t i = 0; i < w.failures.size(); ++i) {
     out += "# failure " + w.failures[i].spec + ": " + describe(w.failures[i], w.degraded) + "\n";
   }
+  out += "# " + search_summary(w.searched, context) +
+         " (every search the comparison ran: the healthy cluster, each option, each server count "
+         "tried)\n";
   const Estimate& base = w.baseline.estimate;
   out +=
       fmt::format("baseline (healthy, {} GPUs): {}: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
@@ -138,11 +142,12 @@ namespace {
 }  // namespace
 
 std::string format_what_if_json(const WhatIf& w, const ReportContext& context) {
-  SearchResult under;
+  SearchResult under = w.searched;  // the counters of every search it ran
   for (const WhatIfOption& o : w.options) {
     if (o.available) under.plans.push_back(*o.plan);
   }
-  under.gpus = w.options.front().available ? w.options.front().gpus : 0;
+  // The live GPUs of the degraded cluster (each option's own count is in impact.options).
+  under.gpus = static_cast<int>(live_gpus(w.degraded).size());
   Json doc = Json::parse(format_json(under, context));
   std::vector<std::string> specs;
   for (const Failure& f : w.failures) specs.push_back(f.spec);

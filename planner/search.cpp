@@ -182,16 +182,25 @@ class SplitSearch {
       std::optional<PlanResult> partial;
       if (plan && searches_partial(config)) partial = fewest_recomputed(config, *plan);
       if (shard == 0) {
-        if (plan) keep_best(result_.plans, options_.keep, *plan, better_plan);
-        if (partial) keep_best(result_.plans, options_.keep, *partial, better_plan);
+        if (plan) rank(*plan);
+        if (partial) rank(*partial);
         continue;
       }
       keep_faster(best_hybrid, plan);
       keep_faster(best_partial_hybrid, partial);
     }
     for (const auto& hybrid : {best_hybrid, best_partial_hybrid}) {
-      if (hybrid) keep_best(result_.plans, options_.keep, *hybrid, better_plan);
+      if (hybrid) rank(*hybrid);
     }
+  }
+
+  /// A plan that fits enters the ranking: counted here, so `feasible` and `tight` count the
+  /// plans the ranking holds (the partial-recompute probes and the slower HSDP sizes are
+  /// searched, and counted as such, but not ranked).
+  void rank(const PlanResult& plan) {
+    ++result_.feasible;
+    if (plan.estimate.memory.tight) ++result_.tight;
+    keep_best(result_.plans, options_.keep, plan, better_plan);
   }
 
   static void keep_faster(std::optional<PlanResult>& best, const std::optional<PlanResult>& plan) {
@@ -309,8 +318,6 @@ class SplitSearch {
       }
       return std::nullopt;
     }
-    ++result_.feasible;
-    if (plan.estimate.memory.tight) ++result_.tight;
     if (!where.alike) {
       PlanResult other{
           config,

@@ -78,7 +78,7 @@ struct SearchResult {
   std::vector<PlanResult> plans;
   std::vector<PlanResult> infeasible;     ///< when asked: least memory first
   long long configurations_searched = 0;  ///< valid configurations enumerated
-  long long feasible = 0;                 ///< of those, how many fit in memory
+  long long feasible = 0;                 ///< of those, how many fit and are ranked
   long long tight = 0;        ///< of the feasible, how many only below the mean fragmentation
   long long evaluations = 0;  ///< cost-model calls (a config in two rank orders: 2)
   long long placements = 0;   ///< (tp, pp, dp, order) placements computed

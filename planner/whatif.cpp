@@ -89,7 +89,8 @@ struct HitScan {
       scan.add("dp shard", dp_shard_group(config, order, gpu));
       scan.add("dp replica", dp_replicate_group(config, order, gpu));
     } else {
-      scan.add("dp", dp_group(config, order, gpu));
+      // Gradients reduce over DP x CP: the group the plan's `dp` link and traffic price.
+      scan.add("dp", dp_cp_group(config, order, gpu));
     }
     if (config.cp > 1) scan.add("cp", cp_group(config, order, gpu));
     if (config.ep > 1) scan.add("ep", ep_group(config, gpu));
@@ -106,7 +107,17 @@ struct Context {
   const SearchOptions& options;
   const Calibration* calibration;
   const WhatIf& w;
+  SearchResult& searched;  ///< every search's counters, summed
 };
+
+/// Adds one search's counters to `total` (its plans are not kept).
+void add_counts(SearchResult& total, const SearchResult& one) {
+  total.configurations_searched += one.configurations_searched;
+  total.feasible += one.feasible;
+  total.tight += one.tight;
+  total.evaluations += one.evaluations;
+  total.placements += one.placements;
+}
 
 [[nodiscard]] WhatIfOption with_plan(WhatIfKind kind, const PlanResult& plan, int gpus,
                                      OptionNote note) {
@@ -327,6 +338,7 @@ struct Regrouped {
   }
   try {
     SearchResult result = search(cluster, c.model, c.options, c.calibration);
+    add_counts(c.searched, result);
     outcome.result = result.plans.empty() ? Replan::no_fit : Replan::runs;
     if (!result.plans.empty()) return result.plans.front();
   } catch (const PlanError&) {
@@ -472,7 +484,9 @@ WhatIf what_if(const Cluster& healthy, const Model& model, const std::vector<Fai
   }
   w.baseline = healthy_result.plans.front();
   w.groups_hit = groups_hit(healthy, w.degraded, w.baseline, failure_gpus(healthy, failures));
-  const Context c{healthy, w.degraded, model, options, calibration, w};
+  SearchResult searched;
+  add_counts(searched, healthy_result);
+  const Context c{healthy, w.degraded, model, options, calibration, w, searched};
   WhatIfOption keep = keep_option(c);
   WhatIfOption replace = replace_option(c, keep);
   w.options = {std::move(keep), std::move(replace), cordon_gpu_option(c), cordon_server_option(c)};
@@ -480,6 +494,7 @@ WhatIf what_if(const Cluster& healthy, const Model& model, const std::vector<Fai
     if (o.available) o.slowdown = o.step_time_s / w.baseline.estimate.time.step_s - 1.0;
   }
   rank_options(w.options);
+  w.searched = searched;
   return w;
 }
 

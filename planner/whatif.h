@@ -125,6 +125,9 @@ struct WhatIf {
   PlanResult baseline;                ///< the healthy best plan
   std::vector<GroupHit> groups_hit;   ///< groups of the baseline the failures reach
   std::vector<WhatIfOption> options;  ///< available first, fastest first; then the others
+  /// Every search the comparison ran, summed (the healthy cluster's, each option's, each
+  /// server count cordon-server tried): its counters only, no plans.
+  SearchResult searched;
 };
 
 /// Thrown by what_if() when no plan fits the healthy cluster: nothing to compare the failures

@@ -109,6 +109,15 @@ TEST_CASE("other failure kinds: all links, a dead GPU, a NIC, a server", "[cli][
 
   const auto gpu = json_of(kSeed + " --fail-link gpu:17/3");
   CHECK(gpu["impact"]["recommended"] == "cordon-server");
+  // `cluster.gpus`: the live GPUs of the degraded cluster, 512 - 1; each option its own.
+  CHECK(gpu["cluster"]["gpus"] == 511);
+  CHECK(gpu["impact"]["options"][0]["gpus"] == 504);
+  // `search`: every search the comparison ran, summed (it was all zeros): at least the
+  // healthy one and cordon-server's, so more than one plan fits.
+  CHECK(gpu["search"]["configurations_searched"].get<long long>() > 0);
+  CHECK(gpu["search"]["feasible"].get<long long>() > 1);
+  CHECK(gpu["search"]["evaluations"].get<long long>() >=
+        gpu["search"]["configurations_searched"].get<long long>());
   CHECK(gpu["impact"]["options"][1]["option"] == "keep");
   CHECK(gpu["impact"]["options"][1]["available"] == false);
 
@@ -119,6 +128,33 @@ TEST_CASE("other failure kinds: all links, a dead GPU, a NIC, a server", "[cli][
   const auto server = json_of(kSeed + " --fail-link server:17");
   CHECK(server["impact"]["recommended"] == "cordon-server");
   CHECK(server["plans"].size() == 1);
+}
+
+TEST_CASE("a CP plan's hit DP groups are its DP x CP gradient groups", "[cli][failures]") {
+  // Llama 3 70B at 32K tokens on 256 GPUs: TP 4 x CP 8 x PP 2 x DP 4, gradients reduced over
+  // DP x CP = 32 GPUs (comm.dp.ranks); a NIC of server 1 reaches those groups, not the DP-only
+  // ones of 4 GPUs.
+  const auto doc = json_of(
+      "plan --gpus 256 --servers 32 --model llama3-70b --seq-len 32768 --global-batch 64 "
+      "--fail-link nic:1/0");
+  const auto& base = doc["baseline"];
+  REQUIRE(base["cp"].get<int>() > 1);
+  const int dp_ranks = base["comm"]["dp"]["ranks"];
+  CHECK(dp_ranks == base["dp"].get<int>() * base["cp"].get<int>());
+  int dp_hits = 0;
+  for (const auto& hit : doc["impact"]["groups_hit"]) {
+    if (hit["dimension"] != "dp") continue;
+    ++dp_hits;
+    CHECK(hit["gpus"].size() == static_cast<std::size_t>(dp_ranks));
+  }
+  CHECK(dp_hits > 0);
+  // The table says what the comparison searched.
+  const Run table = trident(
+      "plan --gpus 256 --servers 32 --model llama3-70b --seq-len 32768 --global-batch 64 "
+      "--fail-link nic:1/0");
+  CHECK(table.out.find("\n# searched ") != std::string::npos);
+  CHECK(table.out.find("(every search the comparison ran: the healthy cluster, each option, "
+                       "each server count tried)\n") != std::string::npos);
 }
 
 TEST_CASE("several failures: re-place keeps every failure it cannot lay around",

@@ -130,6 +130,28 @@ TEST_CASE("the seed question: sorted, whole, fitting plans with TP inside a serv
   }
 }
 
+TEST_CASE("the fit count is the ranking's: partial-recompute probes and HSDP sizes aside",
+          "[cli_plan]") {
+  // Llama 3 70B on 64 H100s searches partial recompute (a binary search of probes per split)
+  // and, under fsdp, HSDP shard sizes of which only the fastest is ranked: neither the probes
+  // nor the slower sizes are plans that fit, so `feasible` and `tight` count the ranked plans
+  // (before, 940 fit (195 tight) against 687 ranked (43 tight)).
+  for (const std::string stack : {"megatron-core", "fsdp"}) {
+    const Run run = trident("plan --gpus 64 --servers 8 --model llama3-70b --top 100000 --stack " +
+                            stack + " --format json");
+    REQUIRE(run.code == 0);
+    const auto doc = nlohmann::json::parse(run.out);
+    const auto& plans = doc.at("plans");
+    long long tight = 0;
+    for (const auto& plan : plans) tight += plan.at("memory_tight").get<bool>() ? 1 : 0;
+    CHECK(doc.at("search").at("feasible").get<long long>() ==
+          static_cast<long long>(plans.size()));
+    CHECK(doc.at("search").at("tight").get<long long>() == tight);
+    CHECK(doc.at("search").at("configurations_searched").get<long long>() >
+          static_cast<long long>(plans.size()));
+  }
+}
+
 TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   const Run pinned = trident(kSeed + " --tp 8 --pp 8 --recompute selective --format json");
   REQUIRE(pinned.code == 0);
