@@ -90,7 +90,6 @@ std::string table_header(Columns columns) {
       columns.cp_ep ? "link TP/PP/DP/CP/EP" : "link TP/PP/DP");
 }
 
-
 }  // namespace
 
 std::string search_summary(const SearchResult& result, const ReportContext& context) {

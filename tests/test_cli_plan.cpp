@@ -144,8 +144,7 @@ TEST_CASE("the fit count is the ranking's: partial-recompute probes and HSDP siz
     const auto& plans = doc.at("plans");
     long long tight = 0;
     for (const auto& plan : plans) tight += plan.at("memory_tight").get<bool>() ? 1 : 0;
-    CHECK(doc.at("search").at("feasible").get<long long>() ==
-          static_cast<long long>(plans.size()));
+    CHECK(doc.at("search").at("feasible").get<long long>() == static_cast<long long>(plans.size()));
     CHECK(doc.at("search").at("tight").get<long long>() == tight);
     CHECK(doc.at("search").at("configurations_searched").get<long long>() >
           static_cast<long long>(plans.size()));
