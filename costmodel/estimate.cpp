@@ -348,6 +348,8 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
   const Precision precision = precision_of(model.training);
   memory.weight_bytes = precision.weight_bytes;
+  memory.activation_bytes = precision.activation_bytes;
+  memory.weights_are_master = precision.weight_bytes >= 4.0;
   memory.weight_copy_bytes_per_parameter =
       weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
   memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;

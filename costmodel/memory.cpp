@@ -43,10 +43,16 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
                                                                        : kSgdStateBytesPerParameter;
   StateBytes bytes{options.weight_bytes, options.grad_buffer_bytes, optimizer};
   const bool keeps = keeps_gathered(config, options);
+  const bool fp32_shard = config.zero >= 3 && !keeps && options.zero3_fp32_shard_only;
+  // fp32 weights are the master copy: Adam keeps m and v beside them, not a third fp32 copy
+  // (PyTorch's Adam state is exp_avg and exp_avg_sq in the parameter's dtype, torch/optim/
+  // adam.py; Megatron without --bf16/--fp16 wraps it in FP32Optimizer, no master). FSDP's fp32
+  // shard below is that master already.
+  if (options.weights_are_master && !fp32_shard && bytes.optimizer >= 12.0) bytes.optimizer -= 4.0;
   if (config.zero >= 1) bytes.optimizer /= dp;
   if (config.zero >= 2 && !keeps) bytes.gradients /= dp;
   if (config.zero >= 3 && !keeps) bytes.weights /= dp;
-  if (config.zero >= 3 && !keeps && options.zero3_fp32_shard_only && bytes.optimizer > 4.0 / dp) {
+  if (fp32_shard && bytes.optimizer > 4.0 / dp) {
     // FSDP: the sharded parameter is the fp32 master (4 of the optimizer's bytes), the 16-bit
     // weights exist only gathered (layer_units_bytes).
     bytes.weights = 4.0 / dp;
@@ -150,7 +156,8 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   if (config.recompute == Recompute::full) kept.recompute = Recompute::none;
   const auto per_layer = [&](const ParallelConfig& c) {
     return layer_activation_bytes(model, c, options.fused_attention, options.selective,
-                                  options.fp8_saved_inputs, options.gathered_inputs);
+                                  options.fp8_saved_inputs, options.gathered_inputs,
+                                  options.activation_bytes);
   };
   const double kept_layers = layers - recomputed;
   double activations = (recomputed > 0.0 ? recomputed * per_layer(config) : 0.0) +
@@ -160,11 +167,12 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   if (first && model.dropout > 0.0) activations += sbh / sp * stage_in_flight;
   // The output layer's 16-bit input (the final norm's output), one micro-batch: its shard
   // (Megatron gathers again in backward) or the gathered tensor (DTensor ColwiseParallel).
-  if (last) activations += 2.0 * sbh / (options.gathered_inputs ? 1.0 : sp);
+  const double e = options.activation_bytes;
+  if (last) activations += e * sbh / (options.gathered_inputs ? 1.0 : sp);
   memory.activations_bytes = activations;
   // What the pipeline itself holds (torch pipelining): receive buffers and kept outputs.
   if (config.pp > 1) {
-    const double boundary_bytes = 2.0 * sbh / sp;
+    const double boundary_bytes = e * sbh / sp;
     if (options.pp_recv_buffers_per_micro_batch) {
       memory.pp_buffers_bytes = pp_recv_buffer_bytes(boundary_bytes, config.virtual_stages,
                                                      micro_batches, stage_in_flight, first, last);
@@ -175,10 +183,10 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   }
   memory.workspace_bytes = cublas_workspace_bytes(gpu);
   // Moment 1, a layer's backward: the TP/SP-gathered input, the rebuilt layer, ZeRO-3 units.
-  memory.tp_gather_bytes = config.tp > 1 ? 2.0 * sbh : 0.0;
+  memory.tp_gather_bytes = config.tp > 1 ? e * sbh : 0.0;
   memory.recompute_working_bytes =
       recompute_working_bytes(model, config, options.fused_attention, options.selective,
-                              options.fp8_saved_inputs, options.gathered_inputs);
+                              options.fp8_saved_inputs, options.gathered_inputs, e);
   memory.layer_units_bytes = layer_units_bytes(model, config, options);
   memory.cp_gather_bytes = options.cp_gathered_kv_bytes;
   // Moment 2, the last stage's loss: logits and cross-entropy, the output layer's unit.
@@ -211,20 +219,22 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
 
 double layer_activation_bytes(const Model& model, const ParallelConfig& config,
                               bool fused_attention, SelectiveKind selective, bool fp8_inputs,
-                              bool gathered_inputs) {
+                              bool gathered_inputs, double element_bytes) {
+  const double e = element_bytes;  // a 16-bit (fp32: 4-byte) tensor element
   const double tp = config.tp;
   const double sp = config.sequence_parallel ? tp : 1.0;
   const double sb = static_cast<double>(config.micro_batch) * model.seq_len;
   const double h = model.hidden;
   const double h_kv = model.kv_hidden();
   const double f = model.ffn_hidden;
-  if (config.recompute == Recompute::full) return 2.0 * sb * h / sp;  // the layer input only
+  if (config.recompute == Recompute::full) return e * sb * h / sp;  // the layer input only
   if (config.recompute == Recompute::selective && selective == SelectiveKind::per_op) {
     // torchtitan's per-op policy keeps the block input, every other matmul output (half of
     // Q, K, V, output projection, FFN up/gate and down: h + 2 h_kv + h + f (x2 gated) + h),
     // and SDPA's output with its fp32 log-sum-exp.
     const double mm_out = 3.0 * h + 2.0 * h_kv + (is_gated(model.ffn) ? 2.0 : 1.0) * f;
-    return 2.0 * sb * h / sp + (sb * mm_out + 2.0 * sb * h + 4.0 * sb * model.heads) / config.tp;
+    return e * sb * h / sp +
+           (e / 2.0 * sb * mm_out + e * sb * h + 4.0 * sb * model.heads) / config.tp;
   }
   // Kept whole on every TP rank unless sequence parallel: two norm inputs (4), the QKV and
   // FFN inputs (2 + 2), two dropout masks (1 + 1) where the model has dropout. The QKV and
@@ -232,9 +242,9 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   // tensor (`gathered_inputs`).
   // Under FP8 (Transformer Engine) the four linear inputs are kept as their FP8 copy: the QKV
   // and FFN inputs, the output projection input and the FFN down input, 1 byte each.
-  const double linear_in = fp8_inputs ? 1.0 : 2.0;
+  const double linear_in = fp8_inputs ? 1.0 : e;
   const bool dropout = model.dropout > 0.0;
-  const double replicated = (dropout ? 6.0 : 4.0) * sb * h;
+  const double replicated = (2.0 * e + (dropout ? 2.0 : 0.0)) * sb * h;
   const double linear_inputs = 2.0 * linear_in * sb * h;
   // Split over TP: Q and K (2(h + h_kv)), V (2 h_kv), the output projection input (2h), the
   // FFN activation input (2f, 4f gated) and output (2f).
@@ -244,15 +254,15 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   const bool drops_qkv = config.recompute == Recompute::selective &&
                          selective == SelectiveKind::mla_up_proj &&
                          model.attention == AttentionKind::mla;
-  const double qkv = drops_qkv ? 0.0 : 2.0 * (h + h_kv) + 2.0 * h_kv;
-  const double act_in = is_gated(model.ffn) ? 4.0 : 2.0;
+  const double qkv = drops_qkv ? 0.0 : e * (h + h_kv) + e * h_kv;
+  const double act_in = is_gated(model.ffn) ? 2.0 * e : e;
   const double split = sb * (qkv + linear_in * h + act_in * f + linear_in * f);
   // Scores: softmax output (2), dropout mask (1), dropout output (2) per b*a*s^2 element
   // (the softmax output alone without dropout); fused attention keeps only the fp32
   // log-sum-exp per row (4 bytes per b*a*s).
   const double a = model.heads;
   const bool keep_scores = !fused_attention && config.recompute == Recompute::none;
-  const double score_bytes = dropout ? 5.0 : 2.0;
+  const double score_bytes = dropout ? 2.0 * e + 1.0 : e;
   const double scores = fused_attention ? 4.0 * sb * a
                         : keep_scores   ? score_bytes * sb * model.seq_len * a
                                         : 0.0;
@@ -261,14 +271,14 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
 
 double recompute_working_bytes(const Model& model, const ParallelConfig& config,
                                bool fused_attention, SelectiveKind selective, bool fp8_inputs,
-                               bool gathered_inputs) {
+                               bool gathered_inputs, double element_bytes) {
   if (config.recompute == Recompute::none) return 0.0;
   ParallelConfig whole = config;
   whole.recompute = Recompute::none;
   return layer_activation_bytes(model, whole, fused_attention, selective, fp8_inputs,
-                                gathered_inputs) -
+                                gathered_inputs, element_bytes) -
          layer_activation_bytes(model, config, fused_attention, selective, fp8_inputs,
-                                gathered_inputs);
+                                gathered_inputs, element_bytes);
 }
 
 namespace {

@@ -55,17 +55,22 @@ inline constexpr double kAllocatorFragmentation = 0.15;
 /// FP8 copy cast for the GEMM (Transformer Engine), 1 byte instead of 2. `gathered_inputs`:
 /// under sequence parallelism the QKV and FFN inputs are kept as the all-gathered tensor
 /// (DTensor's ColwiseParallel saves what it multiplied) rather than the 1/t shard.
+/// `element_bytes`: the width of a saved activation element, 2 (16-bit training; FP8 keeps
+/// them 16-bit) or 4 (tf32/fp32: Precision::activation_bytes); dropout masks stay 1 byte and
+/// fused attention's log-sum-exp 4.
 [[nodiscard]] double layer_activation_bytes(const Model& model, const ParallelConfig& config,
                                             bool fused_attention,
                                             SelectiveKind selective = SelectiveKind::attention,
-                                            bool fp8_inputs = false, bool gathered_inputs = false);
+                                            bool fp8_inputs = false, bool gathered_inputs = false,
+                                            double element_bytes = 2.0);
 
 /// The working set of the layer whose backward runs under recomputation: everything the layer
 /// would keep without recompute that it did not keep (its activations are rebuilt and live
 /// together for its backward). 0 without recompute.
 [[nodiscard]] double recompute_working_bytes(const Model& model, const ParallelConfig& config,
                                              bool fused_attention, SelectiveKind selective,
-                                             bool fp8_inputs = false, bool gathered_inputs = false);
+                                             bool fp8_inputs = false, bool gathered_inputs = false,
+                                             double element_bytes = 2.0);
 
 /// The loss at the start of the last stage's backward: `bytes_per_logit` (the stack's) over
 /// the micro-batch's s*b*V/t logits.
@@ -136,6 +141,12 @@ struct MemoryOptions {
   /// Bytes per parameter of the 16-bit (fp32: 4) weights held for compute; FP8's cached copies
   /// are weight_copy_bytes_per_parameter (costmodel/precision.h says which).
   double weight_bytes = 2.0;
+  /// Bytes of a saved activation element (Precision::activation_bytes): 2, or 4 under
+  /// tf32/fp32 training, for activations, stage boundaries and the TP-gathered input.
+  double activation_bytes = 2.0;
+  /// The weights held for compute are fp32 (tf32/fp32 training): they are the optimizer's
+  /// master copy, which `adam_state_bytes` then does not hold again (state_bytes_per_parameter).
+  bool weights_are_master = false;
   int prefetch_units = 1;              ///< ZeRO-3 units gathered ahead of the one computing
   bool zero3_keeps_gathered = false;   ///< ZeRO-3 with PP keeps weights and gradients whole
   bool zero3_fp32_shard_only = false;  ///< ZeRO-3 keeps no 16-bit weights, only the fp32 shard

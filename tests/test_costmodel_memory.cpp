@@ -32,6 +32,37 @@ TEST_CASE("layer activations reduce to Korthikanti 2022", "[memory]") {
   CHECK(layer_activation_bytes(model, config, true) == Approx(45312.0));
 }
 
+TEST_CASE("tf32/fp32 training keeps 4-byte activations and no second fp32 master", "[memory]") {
+  Model model = test::small_model();             // s 32, b 1, h 64, a 4: sbh = 2048
+  model.dropout = 0.1;                           // masks stay 1 byte
+  ParallelConfig config = test::small_config();  // t = 2, no SP
+  // Each 16-bit term doubles, the masks do not: replicated 2*4 + 1 + 1 = 10 and the QKV/FFN
+  // inputs 2*4 = 8 per sbh (18, was 10); split 4*3h + 4h + 4*4h + 4*4h = 48h (was 24h);
+  // scores 2*4 + 1 = 9 per b*a*s^2 element (was 5): 2048 * (18 + 48/2 + 9*4*32/(64*2)) =
+  // 2048 * 51 = 104448 (the 16-bit 55296 = 2048 * 27 above).
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false,
+                               4.0) == Approx(104448.0));
+  config.recompute = Recompute::full;  // the layer input only, 4*sbh without SP
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false,
+                               4.0) == Approx(8192.0));
+  // The states of the peak rank (the last stage, 56768 parameters): fp32 weights 4, fp32
+  // gradients 4 and Adam's m and v 8 (not 12: the weights are the master), ZeRO 0.
+  config.recompute = Recompute::none;
+  MemoryOptions options;
+  options.fused_attention = false;
+  options.weight_bytes = 4.0;
+  options.activation_bytes = 4.0;
+  options.weights_are_master = true;
+  model.dropout = 0.0;
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(peak.weights_bytes == Approx(56768.0 * 4.0));
+  CHECK(peak.optimizer_bytes == Approx(56768.0 * 8.0));
+  // Activations: the 16-bit 45056 per layer doubled except nothing (no dropout, unfused
+  // scores 2 -> 4 bytes): 90112, plus the output layer's 4-byte input 4*sbh = 8192.
+  CHECK(peak.activations_bytes == Approx(90112.0 + 8192.0));
+  CHECK(peak.tp_gather_bytes == Approx(8192.0));  // 4*sbh
+}
+
 TEST_CASE("micro-batches in flight on stage 0", "[memory]") {
   CHECK(in_flight_micro_batches(4, 1, 8) == Approx(4.0));
   CHECK(in_flight_micro_batches(4, 2, 8) == Approx(5.5));  // 4 * (1 + 3/8)
