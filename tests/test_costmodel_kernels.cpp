@@ -61,6 +61,12 @@ TEST_CASE("a job runs at the pace of its board's slowest GPU", "[kernels]") {
   CHECK(kernel_profile(a100).training_clock_ratio() == Approx(0.80317).margin(1e-5));
   const Gpu a100_40g = gpu_preset("a100-sxm-40g");
   CHECK(kernel_profile(a100_40g).ensemble_ratio == Approx(0.9505));
+  // The PCIe A100 and the V100 take the same extrapolation (they priced at their burst clock,
+  // the PCIe card faster than the SXM one).
+  const Gpu a100_pcie = gpu_preset("a100-pcie-80g");
+  const Gpu v100 = gpu_preset("v100-sxm-32g");
+  CHECK(kernel_profile(a100_pcie).training_clock_ratio() == Approx(0.80317).margin(1e-5));
+  CHECK(kernel_profile(v100).training_clock_ratio() == Approx(0.80317).margin(1e-5));
   // The GEMM rate carries both ratios: round GPU (100 TFLOP/s, efficiency 1), a shape that
   // fills its tiles (no SM count: 128x128 tiles, k fill 64): 4096 x 4096 x 4032 ->
   // 100 x 4032 / (4032 + 64) = 98.4375 TFLOP/s; sustained 0.8 and ensemble 0.5 -> 39.375.
