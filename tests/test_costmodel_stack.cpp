@@ -70,6 +70,13 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
   CHECK(stack_preset("megatron-core").loss_bytes_per_logit_at(8) == 6.0);
   CHECK(stack_preset("torchtitan").tp_keeps_gathered_inputs);
   CHECK_FALSE(stack_preset("megatron-core").tp_keeps_gathered_inputs);
+  // Megatron-LM makes gradients fp32 for bf16 only: under fp16 the buffer and its reduction
+  // keep the fp16 param dtype (2 bytes), as Megatron 2021 and DeepSpeed's fp16 do.
+  for (const char* name : {"megatron-core", "megatron-2021", "deepspeed-megatron"}) {
+    CHECK(stack_preset(name).buffer_bytes(Dtype::bf16) == 4.0);
+    CHECK(stack_preset(name).buffer_bytes(Dtype::fp16) == 2.0);
+    CHECK(stack_preset(name).reduce_bytes(Dtype::fp16) == 2.0);
+  }
   // FSDP shards only the fp32 parameter; Megatron-Core's gradient buffer has the reduce dtype.
   CHECK(stack_preset("torchtitan").zero3_fp32_shard_only);
   CHECK_FALSE(stack_preset("deepspeed-megatron").zero3_fp32_shard_only);
