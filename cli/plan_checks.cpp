@@ -281,6 +281,20 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
     throw InputError(
         fmt::format("--dtype {}: {} has no {} peak (it runs {})", given, gpu.name, given, runs));
   }
+  if (!stack.runs_dtype(dtype)) {
+    std::string runs;
+    for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
+      if (stack.runs_dtype(d)) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
+    }
+    if (given.empty()) {
+      throw InputError(fmt::format(
+          "model {}: dtype {}: stack {} does not train in it (it runs {}); give --dtype or "
+          "another --stack",
+          model.name, to_string(dtype), stack.name, runs));
+    }
+    throw InputError(fmt::format("--dtype {}: stack {} does not train in it (it runs {})", given,
+                                 stack.name, runs));
+  }
   if (!given.empty() && dtype == Dtype::fp8 && !stack.supports(model.training.fp8.recipe)) {
     throw InputError(fmt::format(
         "--dtype fp8: stack {} {}", stack.name,

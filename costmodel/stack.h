@@ -203,6 +203,9 @@ struct Stack {
   /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
   /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.
   unsigned fp8_recipes = 0b111;
+  /// Training dtypes the stack runs (bit Dtype set): all five unless its file says fewer
+  /// (torchtitan has no fp16: no loss scaler, mixed_precision_param bfloat16|float32).
+  unsigned dtypes = 0b11111;
   bool fp8_weight_cache = true;
   /// The FP8 linear layers keep the FP8 copy of their input for the weight gradient
   /// (Transformer Engine), rather than the 16-bit input, cast again in backward (torchao).
@@ -290,6 +293,9 @@ struct Stack {
     return true;
   }
   [[nodiscard]] bool supports(Fp8Recipe recipe) const;
+  [[nodiscard]] bool runs_dtype(Dtype dtype) const {
+    return (dtypes & (1u << static_cast<unsigned>(dtype))) != 0;
+  }
   /// The FP8 recipes the stack runs, in kFp8Recipes order; empty without FP8.
   [[nodiscard]] std::vector<Fp8Recipe> fp8_recipes_run() const;
   /// The measured error that applies to `model` (MoE models: measured_error_moe when set).

@@ -71,6 +71,7 @@ const std::vector<std::string> kStackKeys = {
     "expert_parallel",
     "ep_overlap",
     "fp8_recipes",
+    "dtypes",
     "fp8_weight_cache",
     "fp8_saves_fp8_inputs",
     "rmsnorm_bytes_per_element",
@@ -87,6 +88,8 @@ const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kKeptOutputNames = {"none", "in_flight", "last", "all"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
+// Dtype order (topology/gpu.h).
+const std::vector<std::string> kStackDtypeNames = {"bf16", "fp16", "fp8", "tf32", "fp32"};
 
 /// A list of ZeRO stages ([0, 1, 3]) as a bit set.
 unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallback) {
@@ -285,6 +288,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
   s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);
+  s.dtypes = read_name_list(m, "dtypes", kStackDtypeNames, d.dtypes, false);
   s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
   s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
   s.elementwise.rmsnorm =

@@ -73,6 +73,26 @@ TEST_CASE("what a stack cannot run is refused with one line and exit 2", "[cli_s
   CHECK(sp_off.err ==
         "trident: error: --sequence-parallel off with --tp 2: stack torchtitan runs tensor "
         "parallelism only with sequence parallelism; use --sequence-parallel on or --tp 1\n");
+  // torchtitan trains in bf16 or fp32 (FP8 linears on top), never fp16: refused naming the
+  // flag, or the model whose dtype it is; a stack file may narrow its own list.
+  const Run fp16 = trident(kSmall + " --stack torchtitan --dtype fp16");
+  CHECK(fp16.code == 2);
+  CHECK(fp16.err ==
+        "trident: error: --dtype fp16: stack torchtitan does not train in it (it runs bf16, fp8, "
+        "fp32)\n");
+  CHECK(trident(kSmall + " --stack torchtitan --dtype bf16").code == 0);
+  TempDir dir;
+  const auto stack = dir.path / "s.yaml";
+  std::ofstream(stack) << "name: bf16-only\nbase: megatron-core\ndtypes: [bf16]\n";
+  const Run narrowed = trident(kSmall + " --stack " + stack.string() + " --dtype fp16");
+  CHECK(narrowed.code == 2);
+  CHECK(narrowed.err.find("stack bf16-only does not train in it (it runs bf16)") !=
+        std::string::npos);
+  std::ofstream(stack) << "name: bad\nbase: megatron-core\ndtypes: [bf16, fp64]\n";
+  const Run bad = trident(kSmall + " --stack " + stack.string());
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("s.yaml:3: dtypes: expected bf16|fp16|fp8|tf32|fp32, got 'fp64'") !=
+        std::string::npos);
 }
 
 TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cli_stack]") {
