@@ -233,12 +233,15 @@ std::string format_json(const SearchResult& result, const ReportContext& context
   Json plans = Json::array();
   for (const auto& plan : result.plans) {
     plans.push_back(plan_json(context, plan));
-    plans.back()["tied"] = tied_with_leader(result.plans.front(), plan);
+    plans.back()["tied"] = tied_in_ranking(result.plans.front(), plan);
   }
   doc["plans"] = plans;
   if (!result.infeasible.empty()) {
     Json infeasible = Json::array();
-    for (const auto& plan : result.infeasible) infeasible.push_back(plan_json(context, plan));
+    for (const auto& plan : result.infeasible) {
+      infeasible.push_back(plan_json(context, plan));
+      infeasible.back()["tied"] = false;  // the plans' keys; a plan that does not fit ties none
+    }
     doc["infeasible"] = infeasible;
   }
   doc["search"] = Json{{"configurations_searched", result.configurations_searched},

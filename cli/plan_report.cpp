@@ -204,12 +204,14 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
 
 /// Plans from the top inside the leader's band; a tight plan (ranked after those that fit with
 /// the mean fragmentation) does not extend the leader's run.
+bool tied_in_ranking(const PlanResult& leader, const PlanResult& plan) {
+  return tied_with_leader(leader, plan) &&
+         plan.estimate.memory.tight == leader.estimate.memory.tight;
+}
+
 std::size_t tied_count(const std::vector<PlanResult>& plans) {
   std::size_t n = 0;
-  while (n < plans.size() && tied_with_leader(plans.front(), plans[n]) &&
-         plans[n].estimate.memory.tight == plans.front().estimate.memory.tight) {
-    ++n;
-  }
+  while (n < plans.size() && tied_in_ranking(plans.front(), plans[n])) ++n;
   return n;
 }
 
@@ -253,20 +255,30 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
         "averages (--explain N says by how much); ranked after the plans that fit with it\n",
         100.0 * kAllocatorFragmentation);
   }
-  if (result.plans.size() > 1) {
+  if (!result.plans.empty()) {
     const auto& lead = result.plans.front().estimate;
     const std::size_t tied = tied_count(result.plans);
     const char* aside = tight > 0 && !lead.memory.tight ? " (the tight plans aside)" : "";
-    out +=
-        fmt::format("# band: {:.3f}-{:.3f} s for plan 1 (stack {}'s measured error); {}{}\n",
-                    lead.step_s_low, lead.step_s_high, context.stack,
-                    tied > 1 ? fmt::format("plans 1-{} are tied within the model's error", tied)
-                             : std::string("plan 1 is ahead of the rest beyond the model's error"),
-                    aside);
+    // The tie is read off the plans shown: when every one is tied, more may be beyond --top.
+    const bool more = result.feasible > static_cast<long long>(result.plans.size());
+    std::string verdict;
+    if (result.plans.size() == 1) {
+      verdict = more ? "--top 2 or more shows which plans are tied with it" : "the only plan";
+    } else if (tied == result.plans.size() && more) {
+      verdict = fmt::format(
+          "plans 1-{} (every plan shown) are tied within the model's error; --top shows more",
+          tied);
+    } else if (tied > 1) {
+      verdict = fmt::format("plans 1-{} are tied within the model's error", tied);
+    } else {
+      verdict = "plan 1 is ahead of the rest beyond the model's error";
+    }
+    out += fmt::format("# band: {:.3f}-{:.3f} s for plan 1 (stack {}'s measured error); {}{}\n",
+                       lead.step_s_low, lead.step_s_high, context.stack, verdict, aside);
   }
   if (!result.infeasible.empty()) {
     out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
-                       thousands(result.configurations_searched - result.feasible),
+                       thousands(result.does_not_fit),
                        thousands(result.configurations_searched));
     out += table_header(columns);
     for (std::size_t i = 0; i < result.infeasible.size(); ++i) {

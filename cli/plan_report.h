@@ -23,6 +23,10 @@ struct ReportContext {
   std::string stack;  ///< the software stack's name (JSON "stack")
 };
 
+/// `plan` is tied with the ranking's leader: inside its band (tied_with_leader) and, like the
+/// table's band line, on the same side of the tight verdict (a tight plan is ranked after the
+/// plans that fit, not tied with them). The JSON's `tied` key.
+[[nodiscard]] bool tied_in_ranking(const PlanResult& leader, const PlanResult& plan);
 /// Plans 1..N (1-based count from the top) whose step time lies inside the leader's band.
 [[nodiscard]] std::size_t tied_count(const std::vector<PlanResult>& plans);
 

@@ -312,6 +312,7 @@ class SplitSearch {
     ++result_.evaluations;
     // Memory does not depend on where the groups sit: one order decides feasibility.
     if (!plan.estimate.memory.fits) {
+      if (probe == Probe::no) ++result_.does_not_fit;
       if (options_.show_infeasible && probe == Probe::no) {
         plan.shortfall = shortfall_of(plan.estimate.memory, options_.reserve_gib);
         keep_best(result_.infeasible, options_.keep_infeasible, plan, closer_to_fitting);

@@ -151,6 +151,43 @@ TEST_CASE("the fit count is the ranking's: partial-recompute probes and HSDP siz
   }
 }
 
+TEST_CASE("the band line and the tied key read the same ties", "[cli_plan]") {
+  // One plan shown: the band is still printed, and says where the ties are listed.
+  const Run one = trident(kSeed + " --top 1");
+  REQUIRE(one.code == 0);
+  CHECK(one.out.find("# band: ") != std::string::npos);
+  CHECK(one.out.find("; --top 2 or more shows which plans are tied with it\n") !=
+        std::string::npos);
+  // Every plan shown tied, more ranked: said, not "plans 1-2 are tied" as if that were all.
+  const Run two = trident(kSeed + " --top 2");
+  CHECK(two.out.find("; plans 1-2 (every plan shown) are tied within the model's error; --top "
+                     "shows more\n") != std::string::npos);
+  // Every knob pinned: one configuration, the only plan.
+  const Run pinned = trident(
+      "plan --gpus 512 --servers 64 --tp 8 --pp 8 --dp 8 --micro-batch 1 --vp 12 --recompute "
+      "selective --zero 1 --sequence-parallel on");
+  CHECK(pinned.out.find("measured error); the only plan\n") != std::string::npos);
+  // JSON: `tied` is the band line's predicate (inside the leader's band, on its side of the
+  // tight verdict); infeasible plans carry the key, false.
+  const Run json = trident(
+      "plan --gpus 64 --servers 8 --model llama3-70b --top 100000 --show-infeasible --format "
+      "json");
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  const auto& plans = doc.at("plans");
+  const auto& lead = plans.at(0);
+  bool tight_seen = false;
+  for (const auto& plan : plans) {
+    const bool same_side = plan.at("memory_tight") == lead.at("memory_tight");
+    tight_seen = tight_seen || !same_side;
+    CHECK(plan.at("tied").get<bool>() ==
+          (same_side && plan.at("step_time_s").get<double>() <=
+                            lead.at("step_time_s_high").get<double>()));
+  }
+  CHECK(tight_seen);
+  for (const auto& plan : doc.at("infeasible")) CHECK(plan.at("tied") == false);
+}
+
 TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   const Run pinned = trident(kSeed + " --tp 8 --pp 8 --recompute selective --format json");
   REQUIRE(pinned.code == 0);
