@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace trident::cli {
 
 std::string group_thousands(std::string_view digits) {
@@ -45,6 +47,12 @@ std::string split_summary(const ParallelConfig& c, std::string_view zero_label) 
   if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
   if (c.hybrid_shard()) text += " HSDP " + hsdp_split(c);
   return text;
+}
+
+std::string error_percent(double fraction) {
+  const double tenths = std::round(1000.0 * fraction);
+  return std::fmod(tenths, 10.0) == 0.0 ? fmt::format("{:.0f}%", tenths / 10.0)
+                                        : fmt::format("{:.1f}%", tenths / 10.0);
 }
 
 }  // namespace trident::cli

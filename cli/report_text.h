@@ -12,6 +12,10 @@ namespace trident::cli {
 /// right: "-1234567" -> "-1,234,567".
 [[nodiscard]] std::string group_thousands(std::string_view digits);
 
+/// A measured error (a fraction) as the percent the band uses, one decimal where it has one:
+/// 0.059 -> "5.9%", 0.06 -> "6%" (rounded to a whole percent, 4.5% read as 4%).
+[[nodiscard]] std::string error_percent(double fraction);
+
 /// `value` rounded to an integer, grouped: 1234567.4 -> "1,234,567".
 [[nodiscard]] std::string thousands(double value);
 

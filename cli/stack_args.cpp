@@ -4,6 +4,7 @@
 
 #include "cli/cluster_args.h"
 #include "cli/input_file.h"
+#include "cli/report_text.h"
 #include "configs/presets.h"
 #include "topology/errors.h"
 #include "topology/yaml_util.h"
@@ -108,11 +109,11 @@ std::string summarize_stack(const Stack& s) {
       s.grad_reduce_bytes >= 4 ? "fp32" : "16-bit", zero_list(s.zero_stages),
       s.pipelines() ? "with PP " + zero_list(s.zero_stages_with_pp) : std::string("no PP"),
       recompute_list(s),
-      s.measured_error > 0 ? fmt::format(", measured error +/-{:.0f}%", 100 * s.measured_error) +
-                                 (s.measured_error_moe > 0
-                                      ? fmt::format(" (MoE +/-{:.0f}%)", 100 * s.measured_error_moe)
-                                      : "")
-                           : "");
+      s.measured_error > 0
+          ? ", measured error +/-" + error_percent(s.measured_error) +
+                (s.measured_error_moe > 0 ? " (MoE +/-" + error_percent(s.measured_error_moe) + ")"
+                                          : "")
+          : "");
 }
 
 std::string describe_stack(const ResolvedStack& r) {

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "cli/report_text.h"
 #include "planner/layout.h"
 #include "topology/failure.h"
 
@@ -162,8 +163,7 @@ namespace {
   if (o.servers < o.scan.most_servers) {
     const double band = o.plan->estimate.step_s_high / o.plan->estimate.time.step_s - 1.0;
     const std::string by =
-        band > 0.0 ? "by more than the stack's measured error (+/-" +
-                         printf_string(band >= 0.01 ? "%.0f%%)" : "%.1f%%)", 100.0 * band)
+        band > 0.0 ? "by more than the stack's measured error (+/-" + error_percent(band) + ")"
                    : "(the stack has no measured error: any gain counts)";
     return what + none_left + "; on " + std::to_string(o.scan.most_servers) +
            " servers, the most with a plan, a step takes " +

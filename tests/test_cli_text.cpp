@@ -22,6 +22,15 @@ using trident::cli::group_thousands;
 using trident::cli::thousands;
 using namespace trident;
 
+TEST_CASE("a measured error prints as the band uses it, one decimal where it has one",
+          "[cli_text]") {
+  CHECK(trident::cli::error_percent(0.059) == "5.9%");
+  CHECK(trident::cli::error_percent(0.045) == "4.5%");  // was "4%": the band is +/-4.5%
+  CHECK(trident::cli::error_percent(0.06) == "6%");
+  CHECK(trident::cli::error_percent(0.171) == "17.1%");
+  CHECK(trident::cli::error_percent(0.0004) == "0%");
+}
+
 TEST_CASE("thousands: a comma every three digits from the right, sign kept", "[report_text]") {
   CHECK(group_thousands("") == "");
   CHECK(group_thousands("7") == "7");
