@@ -88,6 +88,29 @@ TEST_CASE("TP calls under sequence parallelism: Megatron re-gathers, DTensor kee
             .tp.exposed_s < regathered);
 }
 
+TEST_CASE("userbuffers overlap a TP group inside one NVLink domain only", "[estimate]") {
+  const Model model = test::small_model();
+  ParallelConfig config = test::small_config();
+  config.sequence_parallel = true;
+  EstimateOptions userbuffers;
+  userbuffers.stack.tp_overlap = TpOverlap::userbuffers;
+  EstimateOptions backward;
+  backward.stack.tp_overlap = TpOverlap::backward;
+  // Inside one domain userbuffers price their own way (each collective behind its GEMM, their
+  // SMs taken from it; on this tiny layer no better than NCCL's backward overlap).
+  const Placement inside = round_placement();
+  const auto exposed = [&](const Placement& p, const EstimateOptions& o) {
+    return estimate(test::round_cluster(), model, config, p, nullptr, o).tp.exposed_s;
+  };
+  CHECK(exposed(inside, userbuffers) != Approx(exposed(inside, backward)));
+  // The same group split over two domains (one rank in each): TE's userbuffers cannot map the
+  // peer (TransformerEngine#1071), so the stack runs NCCL's backward overlap.
+  Placement across = inside;
+  across.tp.domains = 2;
+  across.tp.ranks_per_domain = 1;
+  CHECK(exposed(across, userbuffers) == Approx(exposed(across, backward)));
+}
+
 TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();  // m = 4
