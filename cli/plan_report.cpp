@@ -277,8 +277,7 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
                        lead.step_s_low, lead.step_s_high, context.stack, verdict, aside);
   }
   if (!result.infeasible.empty()) {
-    out += fmt::format("\ndo not fit ({} of {}; closest first):\n",
-                       thousands(result.does_not_fit),
+    out += fmt::format("\ndo not fit ({} of {}; closest first):\n", thousands(result.does_not_fit),
                        thousands(result.configurations_searched));
     out += table_header(columns);
     for (std::size_t i = 0; i < result.infeasible.size(); ++i) {

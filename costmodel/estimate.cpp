@@ -432,8 +432,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // possible with single-node tensor-parallelism", NVIDIA/TransformerEngine#1071, 2024-08;
   // multi-node NVLink domains since TE 2.2, #1470). A group across domains gets NCCL's
   // backward overlap, as without them.
-  const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers &&
-                           config.sequence_parallel && placement.tp.domains <= 1;
+  const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel &&
+                           placement.tp.domains <= 1;
   out.tp = tp_step(gpu, model, local, config, split, placement.tp, stage, stack, userbuffers, md,
                    moe_share, calibration);
   out.cp_kind = cp.kind;

@@ -79,11 +79,11 @@ struct SearchResult {
   std::vector<PlanResult> infeasible;     ///< when asked: least memory first
   long long configurations_searched = 0;  ///< valid configurations enumerated
   long long feasible = 0;                 ///< of those, how many fit and are ranked
-  long long tight = 0;        ///< of the feasible, how many only below the mean fragmentation
+  long long tight = 0;         ///< of the feasible, how many only below the mean fragmentation
   long long does_not_fit = 0;  ///< configurations that do not fit (partial-recompute probes aside)
-  long long evaluations = 0;  ///< cost-model calls (a config in two rank orders: 2)
-  long long placements = 0;   ///< (tp, pp, dp, order) placements computed
-  int gpus = 0;               ///< live GPUs the splits use
+  long long evaluations = 0;   ///< cost-model calls (a config in two rank orders: 2)
+  long long placements = 0;    ///< (tp, pp, dp, order) placements computed
+  int gpus = 0;                ///< live GPUs the splits use
 };
 
 /// Context parallelism is searched (not pinned) only from this sequence length: a choice to

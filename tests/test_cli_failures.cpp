@@ -290,9 +290,10 @@ TEST_CASE("cordon-server runs on fewer servers when the most with a split are sl
   const std::string detail = server["detail"];
   CHECK(detail.rfind("takes server 0 out; on 15 servers, the most with a plan, a step takes ", 0) ==
         0);
-  CHECK(detail.find(
-            "slower than on fewer by more than the stack's measured error (+/-5.9%), so 1 more idle "
-            "as spares: re-plans on 14 servers (112 GPUs)") != std::string::npos);
+  CHECK(
+      detail.find(
+          "slower than on fewer by more than the stack's measured error (+/-5.9%), so 1 more idle "
+          "as spares: re-plans on 14 servers (112 GPUs)") != std::string::npos);
   const Run emit = trident(base + " --emit megatron");
   INFO(emit.err);
   REQUIRE(emit.code == 0);

@@ -181,8 +181,8 @@ TEST_CASE("the band line and the tied key read the same ties", "[cli_plan]") {
     const bool same_side = plan.at("memory_tight") == lead.at("memory_tight");
     tight_seen = tight_seen || !same_side;
     CHECK(plan.at("tied").get<bool>() ==
-          (same_side && plan.at("step_time_s").get<double>() <=
-                            lead.at("step_time_s_high").get<double>()));
+          (same_side &&
+           plan.at("step_time_s").get<double>() <= lead.at("step_time_s_high").get<double>()));
   }
   CHECK(tight_seen);
   for (const auto& plan : doc.at("infeasible")) CHECK(plan.at("tied") == false);

@@ -40,11 +40,11 @@ TEST_CASE("tf32/fp32 training keeps 4-byte activations and no second fp32 master
   // inputs 2*4 = 8 per sbh (18, was 10); split 4*3h + 4h + 4*4h + 4*4h = 48h (was 24h);
   // scores 2*4 + 1 = 9 per b*a*s^2 element (was 5): 2048 * (18 + 48/2 + 9*4*32/(64*2)) =
   // 2048 * 51 = 104448 (the 16-bit 55296 = 2048 * 27 above).
-  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false,
-                               4.0) == Approx(104448.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 4.0) ==
+        Approx(104448.0));
   config.recompute = Recompute::full;  // the layer input only, 4*sbh without SP
-  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false,
-                               4.0) == Approx(8192.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 4.0) ==
+        Approx(8192.0));
   // The states of the peak rank (the last stage, 56768 parameters): fp32 weights 4, fp32
   // gradients 4 and Adam's m and v 8 (not 12: the weights are the master), ZeRO 0.
   config.recompute = Recompute::none;

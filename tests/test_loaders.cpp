@@ -324,6 +324,23 @@ TEST_CASE("JSON loads too", "[loaders]") {
         "'swiglu'?)");
 }
 
+TEST_CASE("a quoted number or boolean is a string: the wrong type, also in JSON", "[loaders]") {
+  // JSON "8" and YAML "64" or 'false' are strings (yaml-cpp tags a quoted scalar "!"); they
+  // were read as the number and the boolean.
+  CHECK(model_error(R"({"name": "j", "layers": "2", "hidden": 64, "heads": 8, "vocab": 1000,
+ "seq_len": 128})") ==
+        "m.yaml:1: layers: expected a positive integer, got the string '2' (write it without "
+        "quotes)");
+  CHECK(model_error(kModel + "training: {global_batch: \"64\"}\n") ==
+        "m.yaml:7: training.global_batch: expected a positive integer, got the string '64' "
+        "(write it without quotes)");
+  CHECK(model_error(kModel + "bias: 'false'\n") ==
+        "m.yaml:7: bias: expected true or false, got the string 'false' (write it without "
+        "quotes)");
+  CHECK(model_error(kModel + "dropout: \"0.1\"\n").find("got the string '0.1'") !=
+        std::string::npos);
+}
+
 TEST_CASE("model defaults and errors", "[loaders]") {
   const Model m = load_model(kModel, "m.yaml");
   CHECK(m.kv_heads == 8);

@@ -281,6 +281,15 @@ namespace {
   throw InputError(where + ": expected " + std::string(what) + ", got " + describe_value(node));
 }
 
+/// A quoted scalar ("8", '8': yaml-cpp tags a non-plain scalar "!") is a string, also in a
+/// JSON file: where a number or a boolean belongs it is the wrong type, not the number.
+void reject_quoted(const YAML::Node& node, std::string_view what, const std::string& where) {
+  if (node.IsScalar() && node.Tag() == "!") {
+    throw InputError(where + ": expected " + std::string(what) + ", got the string '" +
+                     node.Scalar() + "' (write it without quotes)");
+  }
+}
+
 const char* range_words(Range range, bool integer) {
   switch (range) {
     case Range::positive:
@@ -318,6 +327,7 @@ bool in_range(double value, Range range) {
 long long to_int(const YAML::Node& node, Range range, const std::string& where) {
   const char* words = range_words(range, true);
   if (!node.IsScalar()) expected(where, words, node);
+  reject_quoted(node, words, where);
   const std::string& text = node.Scalar();
   long long value = 0;
   const char* end = text.data() + text.size();
@@ -331,6 +341,7 @@ long long to_int(const YAML::Node& node, Range range, const std::string& where) 
 double to_double(const YAML::Node& node, Range range, const std::string& where) {
   const char* words = range_words(range, false);
   if (!node.IsScalar()) expected(where, words, node);
+  reject_quoted(node, words, where);
   const std::string& text = node.Scalar();
   double value = 0.0;
   const char* end = text.data() + text.size();
@@ -415,6 +426,7 @@ bool MapReader::optional_bool(std::string_view key, bool fallback) const {
   if (!has(key)) return fallback;
   const YAML::Node value = node(key);
   bool result = false;
+  reject_quoted(value, "true or false", position(source_, line(key), path(key)));
   if (!value.IsScalar() || !YAML::convert<bool>::decode(value, result)) {
     expected(position(source_, line(key), path(key)), "true or false", value);
   }
