@@ -144,10 +144,17 @@ std::string describe_cp_ep_search(const Model& model, const SearchOptions& optio
     text = fmt::format("context parallel pinned at {}", *options.cp);
   } else if (stack.context_parallel() &&
              (model.seq_len >= kCpSearchMinSeqLen || options.min_cp > 1)) {
+    // The ways the stack runs it (torchtitan: PyTorch's all-gather rotater only).
+    std::vector<std::string> kinds;
+    if (stack.supports(CpKind::p2p)) kinds.emplace_back("ring p2p");
+    if (stack.supports(CpKind::a2a)) kinds.emplace_back("all-to-all");
+    if (stack.supports(CpKind::all_gather)) kinds.emplace_back("all-gather");
+    std::string how;
+    for (const std::string& kind : kinds) how += (how.empty() ? "" : " / ") + kind;
     text = fmt::format(
-        "context parallel searched over powers of two with 2 cp dividing seq {} (ring p2p / "
-        "all-to-all, the faster; --cp --min-cp --max-cp)",
-        model.seq_len);
+        "context parallel searched over powers of two with 2 cp dividing seq {} ({}{}; --cp "
+        "--min-cp --max-cp)",
+        model.seq_len, how, kinds.size() > 1 ? ", the faster" : "");
   }
   if (model.is_moe()) {
     if (!text.empty()) text += "; ";

@@ -130,6 +130,16 @@ TEST_CASE("--cp-comm pins the context-parallel kind; one the stack lacks is refu
         "trident: error: --min-tp 8: more than the cluster's 4 GPUs\n");
 }
 
+TEST_CASE("the CP search line names the ways the stack runs CP", "[cli_cpmoe]") {
+  const std::string base =
+      "plan --gpus 64 --servers 8 --model llama3-8b --seq-len 65536 --global-batch 16 --top 1";
+  CHECK(trident(base).out.find("seq 65536 (ring p2p / all-to-all, the faster; --cp") !=
+        std::string::npos);
+  // torchtitan runs PyTorch's all-gather rotater only (it said "ring p2p / all-to-all").
+  CHECK(trident(base + " --stack torchtitan").out.find("seq 65536 (all-gather; --cp") !=
+        std::string::npos);
+}
+
 TEST_CASE("CP and EP pins refused where they cannot run", "[cli_cpmoe]") {
   const Run stack = trident(
       "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 "
