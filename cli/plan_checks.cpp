@@ -269,10 +269,12 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
   const Dtype dtype = model.training.dtype;
   if (const auto other = dtype_instead(model, gpu)) {
     if (given.empty()) {
+      const std::string where = model.training.dtype_from.empty()
+                                    ? "model " + model.name + ": training.dtype"
+                                    : model.training.dtype_from;
       throw InputError(fmt::format(
-          "model {}: dtype {} not supported by {} (no {} peak); give --dtype {} (or set "
-          "training.dtype in the model file)",
-          model.name, to_string(dtype), gpu.name, to_string(dtype), to_string(*other)));
+          "{}: {} has no {} peak; give --dtype {} (or set training.dtype in the model file)",
+          where, gpu.name, to_string(dtype), to_string(*other)));
     }
     std::string runs;
     for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
@@ -287,10 +289,12 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
       if (stack.runs_dtype(d)) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
     }
     if (given.empty()) {
+      const std::string where = model.training.dtype_from.empty()
+                                    ? "model " + model.name + ": training.dtype"
+                                    : model.training.dtype_from;
       throw InputError(fmt::format(
-          "model {}: dtype {}: stack {} does not train in it (it runs {}); give --dtype or "
-          "another --stack",
-          model.name, to_string(dtype), stack.name, runs));
+          "{}: {}: stack {} does not train in it (it runs {}); give --dtype or another --stack",
+          where, to_string(dtype), stack.name, runs));
     }
     throw InputError(fmt::format("--dtype {}: stack {} does not train in it (it runs {})", given,
                                  stack.name, runs));

@@ -102,7 +102,8 @@ double wave_efficiency(double tiles, int sm_count) {
 
 std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu) {
   if (gpu.peak_tflops(model.training.dtype) > 0.0) return std::nullopt;
-  return gpu.peak_tflops_fp16 > 0.0 ? Dtype::fp16 : Dtype::bf16;
+  // bf16 where the GPU has it (what training on A100 and later runs), else fp16 (V100).
+  return gpu.peak_tflops_bf16 > 0.0 ? Dtype::bf16 : Dtype::fp16;
 }
 
 void check_model_on_gpu(const Model& model, const Gpu& gpu) {

@@ -53,6 +53,9 @@ struct Fp8Options {
 struct Training {
   long long global_batch = 0;  ///< sequences per step; 0 = not given (must come from a flag)
   Dtype dtype = Dtype::bf16;
+  /// Where the model file set `dtype` ("FILE:LINE: training.dtype", "model NAME:
+  /// training.dtype" for a preset); empty when not set (bf16 by default) or overridden.
+  std::string dtype_from;
   Optimizer optimizer = Optimizer::adam;
   Fp8Options fp8;  ///< read only when dtype is fp8
 };

@@ -70,6 +70,9 @@ Training read_training(const std::optional<MapReader>& t) {
   training.global_batch = t->optional_int("global_batch", 0, Range::positive);
   constexpr Dtype dtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32};
   training.dtype = dtypes[t->optional_choice("dtype", kDtypeNames, 0)];
+  if (t->has("dtype")) {
+    training.dtype_from = yaml::position(t->source(), t->line("dtype"), t->path("dtype"));
+  }
   training.optimizer =
       t->optional_choice("optimizer", kOptimizerNames, 0) == 0 ? Optimizer::adam : Optimizer::sgd;
   if (const auto fp8 = t->optional_map("fp8")) {
@@ -200,7 +203,12 @@ Model load_model(const std::string& text, const std::string& source) {
 Model model_preset(const std::string& name) {
   const auto text = preset_text(PresetKind::model, name);
   if (!text) unknown_preset(PresetKind::model, name);
-  return load_model(std::string(*text), preset_source(PresetKind::model, name));
+  Model model = load_model(std::string(*text), preset_source(PresetKind::model, name));
+  // Built in: the user has no file to look at; the preset's name says where.
+  if (!model.training.dtype_from.empty()) {
+    model.training.dtype_from = "model " + name + ": training.dtype";
+  }
+  return model;
 }
 
 }  // namespace trident

@@ -402,8 +402,15 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   const std::string base = "plan --cluster dgx1-v100 --model llama2-7b --top 1";
   const Run bf16 = trident(base);
   CHECK(bf16.code == 2);
-  CHECK(bf16.err.find("dtype bf16 not supported by v100-sxm-32g (no bf16 peak); give --dtype "
-                      "fp16") != std::string::npos);
+  CHECK(bf16.err ==
+        "trident: error: model llama2-7b: training.dtype: v100-sxm-32g has no bf16 "
+        "peak; give --dtype fp16 (or set training.dtype in the model file)\n");
+  // A model file that sets fp8 on an A100: its file and line, and bf16, what A100s train in.
+  const Run fp8 = trident("plan --cluster dgx-a100 --gpus 64 --model " +
+                          std::string(TRIDENT_SOURCE_DIR) + "/docs/examples/llama3-8b-fp8.yaml");
+  CHECK(fp8.code == 2);
+  CHECK(fp8.err.find("llama3-8b-fp8.yaml:19: training.dtype: a100-sxm-80g has no fp8 peak; give "
+                     "--dtype bf16") != std::string::npos);
   // fp16, but the default stack's cuDNN attention needs sm80: refused, naming the way out.
   const Run cudnn = trident(base + " --dtype fp16");
   CHECK(cudnn.code == 2);
