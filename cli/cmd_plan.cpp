@@ -20,6 +20,7 @@
 #include "cli/plan_checks.h"
 #include "cli/plan_explain.h"
 #include "cli/plan_report.h"
+#include "cli/search_text.h"
 #include "cli/stack_args.h"
 #include "cli/whatif_report.h"
 #include "costmodel/calibration_io.h"
@@ -465,8 +466,12 @@ void run(const PlanFlags& f) {
   SearchResult result;
   {
     ProgressBar bar;
-    result = search(cluster, model, options, measured,
-                    [&bar](std::size_t done, std::size_t total) { bar(done, total); });
+    try {
+      result = search(cluster, model, options, measured,
+                      [&bar](std::size_t done, std::size_t total) { bar(done, total); });
+    } catch (const NoSplitError& e) {  // name the pin that rules every configuration out
+      throw InputError(no_split_message(cluster, model, options, e.rules()));
+    }
   }
   context.search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -18,4 +18,10 @@ namespace trident::cli {
 /// pp divides layers 32, ...)".
 [[nodiscard]] std::string no_split_text(const SplitRules& rules);
 
+/// no_split_text, led by the pins that rule out every configuration by themselves: each pin
+/// cleared in turn (a search on the error path only), "--micro-batch 7: no configuration of
+/// 64 GPUs takes it (...)"; pins that only do it together are named together.
+[[nodiscard]] std::string no_split_message(const Cluster& cluster, const Model& model,
+                                           const SearchOptions& options, const SplitRules& rules);
+
 }  // namespace trident::cli

@@ -188,6 +188,27 @@ TEST_CASE("the band line and the tied key read the same ties", "[cli_plan]") {
   for (const auto& plan : doc.at("infeasible")) CHECK(plan.at("tied") == false);
 }
 
+TEST_CASE("a pin that rules out every configuration is named with its rule", "[cli_plan]") {
+  // gpt3-175b, global batch 1536, on 64 GPUs: each pin alone leaves no configuration, and
+  // without it there are; said with the rule it breaks (it was the whole rule list).
+  const Run mb = trident("plan --gpus 64 --micro-batch 7");
+  CHECK(mb.code == 2);
+  CHECK(mb.err ==
+        "trident: error: --micro-batch 7: no configuration of 64 GPUs takes it: the micro-batch "
+        "divides the global batch 1536 / DP (without --micro-batch there are configurations)\n");
+  const Run vp = trident("plan --gpus 64 --pp 2 --vp 5");  // 48 layers a stage: 5 divides none
+  CHECK(vp.err.rfind("trident: error: --vp 5: no configuration of 64 GPUs takes it: VP divides a "
+                     "stage's layers",
+                     0) == 0);
+  // Two pins that each run alone but not together: 1536 / DP 64 = 24 sequences, which a
+  // micro-batch of 16 does not divide (DP 32 and micro-batch 16 run, so do DP 64 and 8).
+  const Run both = trident("plan --gpus 64 --dp 64 --micro-batch 16");
+  CHECK(both.code == 2);
+  CHECK(both.err.rfind("trident: error: --dp 64, --micro-batch 16 together: no configuration of "
+                       "64 GPUs takes them all",
+                       0) == 0);
+}
+
 TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
   const Run pinned = trident(kSeed + " --tp 8 --pp 8 --recompute selective --format json");
   REQUIRE(pinned.code == 0);

@@ -294,7 +294,8 @@ TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
   CHECK(cli::no_split_text(rules) ==
         "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32, kv_heads 8 "
         "and ffn_hidden 14336, pp divides layers 32, tp*cp*pp*dp = GPUs, dp divides the global "
-        "batch 256, micro-batch divides global batch / dp)");
+        "batch 256, micro-batch divides global batch / dp, vp divides a stage's layers with pp > "
+        "1 and micro-batches a multiple of pp)");
   rules.uneven_stages = true;
   rules.moe = true;
   rules.sp_seq_len = 4096;
@@ -302,7 +303,8 @@ TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
         "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32, kv_heads 8 "
         "and ffn_hidden 14336, tp*cp divides seq_len 4096 (sequence "
         "parallelism), pp at most the layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch "
-        "256, micro-batch divides global batch / dp, ep divides the experts and tp*cp*dp)");
+        "256, micro-batch divides global batch / dp, vp divides a stage's layers with pp > 1 and "
+        "micro-batches a multiple of pp, ep divides the experts and tp*cp*dp)");
 }
 
 TEST_CASE("--emit refusals in words: one line each, what to change when no knob helps",
