@@ -33,6 +33,24 @@ std::string first_line(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end);
 }
 
+/// CLI11's wording in the project's: a flag given twice ("--top: At Most 1 required but received
+/// 2") and arguments no flag takes ("The following arguments were not expected: 1 --bogus").
+std::string parse_error_text(const std::string& message) {
+  const std::string line = first_line(message);
+  const std::string at_most = ": At Most 1 required but received ";
+  if (const auto at = line.find(at_most); at != std::string::npos) {
+    return line.substr(0, at) + ": given " + line.substr(at + at_most.size()) +
+           " times; give it once";
+  }
+  for (const std::string extras : {"The following arguments were not expected: ",
+                                   "The following argument was not expected: "}) {
+    if (line.starts_with(extras)) {
+      return "not a flag or value of this command: " + line.substr(extras.size());
+    }
+  }
+  return line;
+}
+
 /// Every argument is UTF-8 text: names and paths end up in JSON, YAML and SVG outputs. None is
 /// empty: "--model ''" would read as no model (the default), "--explain ''" or "--explain=" as
 /// the option without its value (CLI11 gives an optional value its default).
@@ -108,7 +126,7 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    return fail(2, first_line(e.what()) + " (see --help)");
+    return fail(2, parse_error_text(e.what()) + " (see --help)");
   } catch (const ExitStatus& e) {
     return e.code;
   } catch (const SpecError& e) {

@@ -134,7 +134,7 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
   check_refused("plan --gpus abc", "--gpus: expected a positive integer, got 'abc' (see --help)");
   check_refused("plan --gpus 99999999999", "Could not convert: --gpus = 99999999999 (see --help)");
   check_refused("plan --servers 3 --gpus 16", "--gpus 16: not divisible into 3 servers");
-  check_refused("plan --bogus", "The following argument was not expected: --bogus (see --help)");
+  check_refused("plan --bogus", "not a flag or value of this command: --bogus (see --help)");
   check_refused("plan" + kModel + " --tp 0",
                 "--tp: expected a positive integer, got '0' (see --help)");
   check_refused("plan" + kModel + " --dp -1",
@@ -257,8 +257,8 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
                 "--timeout-s: expected a positive number, got '0' (see --help)");
   check_refused("validate --plan " + plan + " --max-bytes -5",
                 "--max-bytes: expected a positive number, got '-5' (see --help)");
-  check_refused("presets --bogus", "The following argument was not expected: --bogus (see --help)");
-  check_refused("presets extra", "The following argument was not expected: extra (see --help)");
+  check_refused("presets --bogus", "not a flag or value of this command: --bogus (see --help)");
+  check_refused("presets extra", "not a flag or value of this command: extra (see --help)");
 }
 
 TEST_CASE("bad input: no partial output file is left behind", "[bad_input][output]") {

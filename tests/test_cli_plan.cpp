@@ -383,6 +383,18 @@ TEST_CASE("bad flags give one line on stderr and exit 2", "[cli_plan]") {
         "ffn_hidden (49152)\n");
 }
 
+TEST_CASE("a flag given twice and words no flag takes, in the project's wording", "[cli_plan]") {
+  const Run twice = trident("plan --gpus 64 --top 2 --top 3");
+  CHECK(twice.code == 2);
+  CHECK(twice.err == "trident: error: --top: given 2 times; give it once (see --help)\n");
+  const Run unknown = trident("plan --gpus 64 --bogus 1");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.rfind("trident: error: not a flag or value of this command: ", 0) == 0);
+  CHECK(unknown.err.find("--bogus") != std::string::npos);
+  const Run word = trident("plan --gpus 64 extra");
+  CHECK(word.err == "trident: error: not a flag or value of this command: extra (see --help)\n");
+}
+
 TEST_CASE("--output writes the whole file or nothing", "[cli_plan]") {
   TempDir dir;
   const std::string path = (dir.path / "plan.json").string();
