@@ -273,8 +273,8 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
                                     ? "model " + model.name + ": training.dtype"
                                     : model.training.dtype_from;
       throw InputError(fmt::format(
-          "{}: {} has no {} peak; give --dtype {} (or set training.dtype in the model file)",
-          where, gpu.name, to_string(dtype), to_string(*other)));
+          "{}: {} has no {} peak; give --dtype {} (or set training.dtype in the model file)", where,
+          gpu.name, to_string(dtype), to_string(*other)));
     }
     std::string runs;
     for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
