@@ -36,14 +36,14 @@ std::string first_line(const std::string& text) {
 /// CLI11's wording in the project's: a flag given twice ("--top: At Most 1 required but received
 /// 2") and arguments no flag takes ("The following arguments were not expected: 1 --bogus").
 std::string parse_error_text(const std::string& message) {
-  const std::string line = first_line(message);
+  std::string line = first_line(message);
   const std::string at_most = ": At Most 1 required but received ";
   if (const auto at = line.find(at_most); at != std::string::npos) {
     return line.substr(0, at) + ": given " + line.substr(at + at_most.size()) +
            " times; give it once";
   }
-  for (const std::string extras : {"The following arguments were not expected: ",
-                                   "The following argument was not expected: "}) {
+  for (const std::string_view extras : {"The following arguments were not expected: ",
+                                        "The following argument was not expected: "}) {
     if (line.starts_with(extras)) {
       return "not a flag or value of this command: " + line.substr(extras.size());
     }
