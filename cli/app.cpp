@@ -8,6 +8,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/search_text.h"
 #include "topology/errors.h"
@@ -45,7 +46,19 @@ std::string parse_error_text(const std::string& message) {
   for (const std::string_view extras : {"The following arguments were not expected: ",
                                         "The following argument was not expected: "}) {
     if (line.starts_with(extras)) {
-      return "not a flag or value of this command: " + line.substr(extras.size());
+      // CLI11 lists the leftover words last first ("1 --bogus"): put them back in order.
+      std::vector<std::string> words;
+      std::string rest = line.substr(extras.size());
+      for (std::size_t at = rest.find(' '); at != std::string::npos; at = rest.find(' ')) {
+        words.push_back(rest.substr(0, at));
+        rest.erase(0, at + 1);
+      }
+      words.push_back(rest);
+      std::string ordered;
+      for (auto w = words.rbegin(); w != words.rend(); ++w) {
+        ordered += (ordered.empty() ? "" : " ") + *w;
+      }
+      return "not a flag or value of this command: " + ordered;
     }
   }
   return line;

@@ -445,8 +445,13 @@ void run(const PlanFlags& f) {
   if (!f.fail_links.empty()) {
     // One what-if for the report and the pictures (--svg / --report under --fail-link).
     const auto started = std::chrono::steady_clock::now();
-    const WhatIf w =
-        run_what_if(f.fail_links, resolve_cluster(f.cluster), model, options, measured);
+    const Cluster healthy = resolve_cluster(f.cluster);
+    WhatIf w;
+    try {
+      w = run_what_if(f.fail_links, healthy, model, options, measured);
+    } catch (const NoSplitError& e) {  // the healthy cluster's: name the pin, as without failures
+      throw InputError(no_split_message(healthy, model, options, e.rules()));
+    }
     context.search_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (f.emit.empty() && f.explain) {

@@ -264,40 +264,52 @@ std::string fp8_recipes_text(const Stack& stack) {
 
 }  // namespace
 
+namespace {
+
+/// Where the model's dtype comes from: the file's line, the preset, or the default.
+std::string dtype_where(const Model& model) {
+  if (!model.training.dtype_from.empty()) return model.training.dtype_from;
+  return "model " + model.name + " (training.dtype bf16 by default)";
+}
+
+/// The dtypes both the GPU (a peak) and the stack run, in the order a user would pick them.
+std::vector<Dtype> dtypes_run(const Gpu& gpu, const Stack& stack) {
+  std::vector<Dtype> out;
+  for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
+    if (gpu.peak_tflops(d) > 0.0 && stack.runs_dtype(d)) out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace
+
 void check_dtype_flag(const std::string& given, const Model& model, const Gpu& gpu,
                       const Stack& stack) {
   const Dtype dtype = model.training.dtype;
-  if (const auto other = dtype_instead(model, gpu)) {
+  const bool gpu_runs = gpu.peak_tflops(dtype) > 0.0;
+  if (!gpu_runs || !stack.runs_dtype(dtype)) {
     if (given.empty()) {
-      const std::string where = model.training.dtype_from.empty()
-                                    ? "model " + model.name + ": training.dtype"
-                                    : model.training.dtype_from;
+      // What to give instead: the first dtype both the GPU and the stack run (bf16 first).
+      const std::vector<Dtype> both = dtypes_run(gpu, stack);
+      const std::string lacks =
+          !gpu_runs ? fmt::format("{} has no {} peak", gpu.name, to_string(dtype))
+                    : fmt::format("stack {} does not train in {}", stack.name, to_string(dtype));
       throw InputError(fmt::format(
-          "{}: {} has no {} peak; give --dtype {} (or set training.dtype in the model file)", where,
-          gpu.name, to_string(dtype), to_string(*other)));
+          "{}: {}; {}", dtype_where(model), lacks,
+          both.empty() ? std::string("the GPU and the stack share no dtype: another --stack")
+                       : fmt::format("give --dtype {} (or set training.dtype in the model file)",
+                                     to_string(both.front()))));
     }
     std::string runs;
     for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
-      if (gpu.peak_tflops(d) > 0.0) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
+      const bool ok = !gpu_runs ? gpu.peak_tflops(d) > 0.0 : stack.runs_dtype(d);
+      if (ok) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
     }
-    throw InputError(
-        fmt::format("--dtype {}: {} has no {} peak (it runs {})", given, gpu.name, given, runs));
-  }
-  if (!stack.runs_dtype(dtype)) {
-    std::string runs;
-    for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
-      if (stack.runs_dtype(d)) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
-    }
-    if (given.empty()) {
-      const std::string where = model.training.dtype_from.empty()
-                                    ? "model " + model.name + ": training.dtype"
-                                    : model.training.dtype_from;
-      throw InputError(fmt::format(
-          "{}: {}: stack {} does not train in it (it runs {}); give --dtype or another --stack",
-          where, to_string(dtype), stack.name, runs));
-    }
-    throw InputError(fmt::format("--dtype {}: stack {} does not train in it (it runs {})", given,
-                                 stack.name, runs));
+    throw InputError(!gpu_runs
+                         ? fmt::format("--dtype {}: {} has no {} peak (it runs {})", given,
+                                       gpu.name, given, runs)
+                         : fmt::format("--dtype {}: stack {} does not train in it (it runs {})",
+                                       given, stack.name, runs));
   }
   if (!given.empty() && dtype == Dtype::fp8 && !stack.supports(model.training.fp8.recipe)) {
     throw InputError(fmt::format(

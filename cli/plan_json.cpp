@@ -247,6 +247,7 @@ std::string format_json(const SearchResult& result, const ReportContext& context
   doc["search"] = Json{{"configurations_searched", result.configurations_searched},
                        {"feasible", result.feasible},
                        {"tight", result.tight},
+                       {"does_not_fit", result.does_not_fit},
                        {"evaluations", result.evaluations},
                        {"placements", result.placements},
                        {"seconds", context.search_seconds}};

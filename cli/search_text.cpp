@@ -35,11 +35,9 @@ std::string shortfall_text(const PlanResult& plan) {
   return plan.shortfall ? shortfall_text(*plan.shortfall) : "";
 }
 
-std::string no_split_text(const SplitRules& rules) {
-  return "no configuration of " + std::to_string(rules.gpus) +
-         " GPUs obeys the rules and pins (tp divides heads " + std::to_string(rules.heads) +
-         ", kv_heads " + std::to_string(rules.kv_heads) + " and ffn_hidden " +
-         std::to_string(rules.ffn_hidden) +
+std::string rules_text(const SplitRules& rules) {
+  return "tp divides heads " + std::to_string(rules.heads) + ", kv_heads " +
+         std::to_string(rules.kv_heads) + " and ffn_hidden " + std::to_string(rules.ffn_hidden) +
          (rules.sp_seq_len > 0 ? ", tp*cp divides seq_len " + std::to_string(rules.sp_seq_len) +
                                      " (sequence parallelism)"
                                : "") +
@@ -57,8 +55,12 @@ std::string no_split_text(const SplitRules& rules) {
               ? ", --recompute-layers " + std::to_string(rules.every_kth_layers) +
                     " divides the layers per chunk (every k-th block) on equal stages, or is at "
                     "least the chunk"
-              : "") +
-         ")";
+              : "");
+}
+
+std::string no_split_text(const SplitRules& rules) {
+  return "no configuration of " + std::to_string(rules.gpus) + " GPUs obeys the rules and pins (" +
+         rules_text(rules) + ")";
 }
 
 namespace {
@@ -113,11 +115,12 @@ std::string pin_rule(const std::string& flag, const SplitRules& r) {
 bool has_configuration(const Cluster& cluster, const Model& model, SearchOptions options) {
   options.keep = 1;
   options.show_infeasible = false;
+  options.count_only = true;  // no placement, no estimate: stops at the first configuration
   try {
     (void)search(cluster, model, options);
-  } catch (const NoSplitError&) {
+  } catch (const PlanError&) {  // NoSplitError among them
     return false;
-  } catch (const PlanError&) {
+  } catch (const InputError&) {  // the pins left contradict each other (--dp-shard, --dp)
     return false;
   }
   return true;
@@ -137,8 +140,9 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
     const std::string& flag = alone.front();
     const std::string rule = pin_rule(flag, rules);
     if (rule.empty()) {
-      return fmt::format("{}: no configuration of {} GPUs takes it (without it there are); {}",
-                         flag, rules.gpus, no_split_text(rules));
+      return fmt::format(
+          "{}: no configuration of {} GPUs takes it (without it there are; the rules: {})", flag,
+          rules.gpus, rules_text(rules));
     }
     return fmt::format(
         "{}: no configuration of {} GPUs takes it: {} (without {} there are "
@@ -150,8 +154,8 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
     for (const std::string& flag : alone) flags += (flags.empty() ? "" : ", ") + flag;
     return fmt::format(
         "{} together: no configuration of {} GPUs takes them all (without any "
-        "one of them there are configurations); {}",
-        flags, rules.gpus, no_split_text(rules));
+        "one of them there are configurations; the rules: {})",
+        flags, rules.gpus, rules_text(rules));
   }
   return no_split_text(rules);
 }

@@ -17,6 +17,8 @@ namespace trident::cli {
 /// "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32 and kv_heads 8,
 /// pp divides layers 32, ...)".
 [[nodiscard]] std::string no_split_text(const SplitRules& rules);
+/// The rules of no_split_text alone: "tp divides heads 32, kv_heads 8 and ffn_hidden ...".
+[[nodiscard]] std::string rules_text(const SplitRules& rules);
 
 /// no_split_text, led by the pins that rule out every configuration by themselves: each pin
 /// cleared in turn (a search on the error path only), "--micro-batch 7: no configuration of

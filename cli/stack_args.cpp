@@ -106,7 +106,10 @@ std::string summarize_stack(const Stack& s) {
       "attention {}, TP overlap {}, DP overlap {}, grad reduce {}, ZeRO {} ({}), "
       "recompute {}{}",
       to_string(s.attention), to_string(s.tp_overlap), s.dp_overlap_grad_reduce ? "on" : "off",
-      s.grad_reduce_bytes >= 4 ? "fp32" : "16-bit", zero_list(s.zero_stages),
+      s.grad_reduce_bytes < 4 ? "16-bit"
+      : s.fp16_grads_in_fp16  ? "fp32 (fp16 under fp16)"
+                              : "fp32",
+      zero_list(s.zero_stages),
       s.pipelines() ? "with PP " + zero_list(s.zero_stages_with_pp) : std::string("no PP"),
       recompute_list(s),
       s.measured_error > 0

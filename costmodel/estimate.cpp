@@ -350,6 +350,7 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.weight_bytes = precision.weight_bytes;
   memory.activation_bytes = precision.activation_bytes;
   memory.weights_are_master = precision.weight_bytes >= 4.0;
+  memory.zero_clones_fp32_partition = stack.zero_clones_fp32_partition;
   memory.weight_copy_bytes_per_parameter =
       weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
   memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;

@@ -44,11 +44,7 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
   StateBytes bytes{options.weight_bytes, options.grad_buffer_bytes, optimizer};
   const bool keeps = keeps_gathered(config, options);
   const bool fp32_shard = config.zero >= 3 && !keeps && options.zero3_fp32_shard_only;
-  // fp32 weights are the master copy: Adam keeps m and v beside them, not a third fp32 copy
-  // (PyTorch's Adam state is exp_avg and exp_avg_sq in the parameter's dtype, torch/optim/
-  // adam.py; Megatron without --bf16/--fp16 wraps it in FP32Optimizer, no master). FSDP's fp32
-  // shard below is that master already.
-  if (options.weights_are_master && !fp32_shard && bytes.optimizer >= 12.0) bytes.optimizer -= 4.0;
+  bytes.optimizer -= master_copy_bytes(model, config, options);
   if (config.zero >= 1) bytes.optimizer /= dp;
   if (config.zero >= 2 && !keeps) bytes.gradients /= dp;
   if (config.zero >= 3 && !keeps) bytes.weights /= dp;
@@ -178,7 +174,7 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
                                                      micro_batches, stage_in_flight, first, last);
     }
     memory.pp_outputs_bytes = pp_kept_output_bytes(
-        options.pp_keeps_outputs, boundary_bytes, micro_batch_logit_bytes(model, config),
+        options.pp_keeps_outputs, boundary_bytes, micro_batch_logit_bytes(model, config, e),
         config.virtual_stages, micro_batches, stage_in_flight, last);
   }
   memory.workspace_bytes = cublas_workspace_bytes(gpu);
@@ -298,8 +294,26 @@ double loss_transient_bytes(const Model& model, const ParallelConfig& config,
   return (1.0 + model.mtp_layers) * bytes_per_logit * micro_batch_logits(model, config);
 }
 
-double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config) {
-  return 2.0 * micro_batch_logits(model, config);  // the 16-bit output
+double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config,
+                               double element_bytes) {
+  return element_bytes * micro_batch_logits(model, config);  // the 16-bit (fp32: 4) output
+}
+
+double master_copy_bytes(const Model& model, const ParallelConfig& config,
+                         const MemoryOptions& options) {
+  // fp32 weights are the master copy: the optimizer keeps its moments beside them, not another
+  // fp32 copy (PyTorch's Adam state is exp_avg and exp_avg_sq in the parameter's dtype,
+  // torch/optim/adam.py; Megatron without --bf16/--fp16 wraps it in FP32Optimizer, and its
+  // distributed optimizer's fp32 shards are views of the fp32 parameters). Not where a copy
+  // exists anyway: ZeRO 2-3 keep the gathered weights apart from the fp32 shard (FSDP's
+  // SHARD_GRAD_OP, torchtitan's whole weights under PP; FSDP's resharding shard is the master
+  // in state_bytes_per_parameter), and DeepSpeed's ZeRO clones its fp32 partition
+  // (deepspeed/runtime/zero/stage_1_and_2.py: single_partition_of_fp32_groups ...
+  // .clone().float()).
+  if (!options.weights_are_master || config.zero >= 2) return 0.0;
+  if (config.zero >= 1 && options.zero_clones_fp32_partition) return 0.0;
+  if (model.training.optimizer != Optimizer::adam) return 4.0;  // SGD: master + momentum
+  return options.adam_state_bytes >= 12.0 ? 4.0 : 0.0;
 }
 
 double pp_recv_buffer_bytes(double boundary_bytes, int chunks, long long micro_batches,

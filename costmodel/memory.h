@@ -147,6 +147,9 @@ struct MemoryOptions {
   /// The weights held for compute are fp32 (tf32/fp32 training): they are the optimizer's
   /// master copy, which `adam_state_bytes` then does not hold again (state_bytes_per_parameter).
   bool weights_are_master = false;
+  /// ZeRO 1 or more keeps its own fp32 copy of the rank's partition even of fp32 weights
+  /// (DeepSpeed: Stack::zero_clones_fp32_partition).
+  bool zero_clones_fp32_partition = false;
   int prefetch_units = 1;              ///< ZeRO-3 units gathered ahead of the one computing
   bool zero3_keeps_gathered = false;   ///< ZeRO-3 with PP keeps weights and gradients whole
   bool zero3_fp32_shard_only = false;  ///< ZeRO-3 keeps no 16-bit weights, only the fp32 shard
@@ -187,7 +190,13 @@ struct MemoryOptions {
 
 /// The last stage's output of one micro-batch on one GPU: its 16-bit logits, b*s*V/t (the
 /// output layer is column-parallel over the vocabulary).
-[[nodiscard]] double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config);
+[[nodiscard]] double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config,
+                                             double element_bytes = 2.0);
+/// The optimizer-state bytes per parameter that are a fp32 master copy of the weights the
+/// optimizer may share with fp32 weights (Adam's 12 hold one of 4, the SGD state's 8 one of 4);
+/// what state_bytes_per_parameter takes off when the weights are the master.
+[[nodiscard]] double master_copy_bytes(const Model& model, const ParallelConfig& config,
+                                       const MemoryOptions& options);
 
 /// Stage outputs kept after their send, on one GPU of a pipeline rank of `chunks` chunks: the
 /// boundary activation of each chunk but the pipeline's last, for the `in_flight` micro-batches

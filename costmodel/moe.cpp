@@ -156,8 +156,10 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   if (!model.is_moe()) return;
   const double params = expert_parameters_per_gpu(model, config);
   const double edp = expert_dp(config);
-  const double optimizer = model.training.optimizer == Optimizer::adam ? options.adam_state_bytes
-                                                                       : kSgdStateBytesPerParameter;
+  const double optimizer = (model.training.optimizer == Optimizer::adam
+                                ? options.adam_state_bytes
+                                : kSgdStateBytesPerParameter) -
+                           master_copy_bytes(model, config, options);
   const double weights =
       params * dtype_bytes(model.training.dtype) / (config.zero >= 3 ? edp : 1.0);
   const double gradients = params * options.grad_buffer_bytes / (config.zero >= 2 ? edp : 1.0);
@@ -176,8 +178,9 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
     const ExpertGemms g = expert_gemms(model, config);
     const double rows = g.up.m * g.up.batch;
     const double f = model.moe.expert_ffn_hidden;
+    const double e = options.activation_bytes;  // 2, or 4 under tf32/fp32
     const double per_layer =
-        rows * (2.0 * model.hidden + (is_gated(model.ffn) ? 4.0 : 2.0) * f + 2.0 * f);
+        rows * (e * model.hidden + (is_gated(model.ffn) ? 2.0 * e : e) * f + e * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
     activations = kept_share * per_layer * stage_moe_layers(model, config.pp) *
                   in_flight_micro_batches(config.pp, config.virtual_stages, m);

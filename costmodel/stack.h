@@ -206,6 +206,9 @@ struct Stack {
   /// Training dtypes the stack runs (bit Dtype set): all five unless its file says fewer
   /// (torchtitan has no fp16: no loss scaler, mixed_precision_param bfloat16|float32).
   unsigned dtypes = 0b11111;
+  /// ZeRO (stage 1 or more) keeps its own fp32 clone of the rank's partition, also of fp32
+  /// weights (DeepSpeed); false: the fp32 weights are the optimizer's master (Megatron).
+  bool zero_clones_fp32_partition = false;
   bool fp8_weight_cache = true;
   /// The FP8 linear layers keep the FP8 copy of their input for the weight gradient
   /// (Transformer Engine), rather than the 16-bit input, cast again in backward (torchao).

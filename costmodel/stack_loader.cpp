@@ -72,6 +72,7 @@ const std::vector<std::string> kStackKeys = {
     "ep_overlap",
     "fp8_recipes",
     "dtypes",
+    "zero_clones_fp32_partition",
     "fp8_weight_cache",
     "fp8_saves_fp8_inputs",
     "rmsnorm_bytes_per_element",
@@ -289,6 +290,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
   s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);
   s.dtypes = read_name_list(m, "dtypes", kStackDtypeNames, d.dtypes, false);
+  s.zero_clones_fp32_partition =
+      m.optional_bool("zero_clones_fp32_partition", d.zero_clones_fp32_partition);
   s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
   s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
   s.elementwise.rmsnorm =

@@ -302,6 +302,10 @@ class SplitSearch {
   /// Prices one configuration: the better rank order when it fits; infeasible plans go to
   /// the infeasible list when asked (probes aside), and nullopt comes back.
   std::optional<PlanResult> evaluate(const ParallelConfig& config, Probe probe = Probe::no) {
+    if (options_.count_only) {
+      ++result_.configurations_searched;
+      return std::nullopt;
+    }
     const Placed& where = placed(config);
     ++result_.configurations_searched;
     PlanResult plan{
@@ -398,6 +402,7 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
   for (std::size_t i = 0; i < all.size(); ++i) {
     runner.run(all[i]);
     if (progress) progress(i + 1, all.size());
+    if (options.count_only && result.configurations_searched > 0) break;
   }
   finish_best(result.plans, better_plan);
   finish_best(result.infeasible, closer_to_fitting);

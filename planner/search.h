@@ -54,6 +54,9 @@ struct SearchOptions {
   Stack stack;               ///< the software that runs the split; only what it supports is tried
   std::size_t keep = 10;     ///< feasible plans kept, best first
   bool show_infeasible = false;
+  /// Count the configurations only, stopping at the first: no placement, no estimate (why a
+  /// set of pins leaves none: cli/search_text.h).
+  bool count_only = false;
   std::size_t keep_infeasible = 10;  ///< closest-to-fitting infeasible plans kept when shown
 };
 

@@ -115,6 +115,7 @@ void add_counts(SearchResult& total, const SearchResult& one) {
   total.configurations_searched += one.configurations_searched;
   total.feasible += one.feasible;
   total.tight += one.tight;
+  total.does_not_fit += one.does_not_fit;
   total.evaluations += one.evaluations;
   total.placements += one.placements;
 }

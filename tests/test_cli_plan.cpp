@@ -146,6 +146,12 @@ TEST_CASE("the fit count is the ranking's: partial-recompute probes and HSDP siz
     for (const auto& plan : plans) tight += plan.at("memory_tight").get<bool>() ? 1 : 0;
     CHECK(doc.at("search").at("feasible").get<long long>() == static_cast<long long>(plans.size()));
     CHECK(doc.at("search").at("tight").get<long long>() == tight);
+    // The configurations searched = ranked + do not fit + the trials of the partial-recompute
+    // and HSDP searches: none negative, the ranked and unfit within the searched.
+    const long long unfit = doc.at("search").at("does_not_fit").get<long long>();
+    CHECK(unfit > 0);
+    CHECK(unfit + static_cast<long long>(plans.size()) <=
+          doc.at("search").at("configurations_searched").get<long long>());
     CHECK(doc.at("search").at("configurations_searched").get<long long>() >
           static_cast<long long>(plans.size()));
   }
@@ -200,6 +206,16 @@ TEST_CASE("a pin that rules out every configuration is named with its rule", "[c
   CHECK(vp.err.rfind("trident: error: --vp 5: no configuration of 64 GPUs takes it: VP divides a "
                      "stage's layers",
                      0) == 0);
+  // Clearing --dp leaves --dp-shard 8 contradicting the search (an input error of its own):
+  // the micro-batch is still the one named (it was "impossible search option").
+  const Run shard = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --dp 8 --dp-shard 8 --zero 3 --micro-batch 7");
+  CHECK(shard.err.rfind("trident: error: --micro-batch 7: no configuration of 64 GPUs takes it",
+                        0) == 0);
+  // Under --fail-link the same words (the healthy cluster's search).
+  const Run failed = trident("plan --gpus 64 --micro-batch 7 --fail-link nvlink:1/1");
+  CHECK(failed.err.rfind("trident: error: --micro-batch 7: no configuration of 64 GPUs takes it",
+                         0) == 0);
   // Two pins that each run alone but not together: 1536 / DP 64 = 24 sequences, which a
   // micro-batch of 16 does not divide (DP 32 and micro-batch 16 run, so do DP 64 and 8).
   const Run both = trident("plan --gpus 64 --dp 64 --micro-batch 16");
@@ -435,9 +451,14 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   const std::string base = "plan --cluster dgx1-v100 --model llama2-7b --top 1";
   const Run bf16 = trident(base);
   CHECK(bf16.code == 2);
+  // llama2-7b's preset sets no dtype: the default is named as such.
   CHECK(bf16.err ==
-        "trident: error: model llama2-7b: training.dtype: v100-sxm-32g has no bf16 "
-        "peak; give --dtype fp16 (or set training.dtype in the model file)\n");
+        "trident: error: model llama2-7b (training.dtype bf16 by default): v100-sxm-32g has no "
+        "bf16 peak; give --dtype fp16 (or set training.dtype in the model file)\n");
+  // The suggestion is a dtype the stack runs too: torchtitan has no fp16, a V100 no bf16.
+  const Run titan_v100 = trident(base + " --stack torchtitan");
+  CHECK(titan_v100.err.find("v100-sxm-32g has no bf16 peak; give --dtype fp32 (") !=
+        std::string::npos);
   // A model file that sets fp8 on an A100: its file and line, and bf16, what A100s train in.
   const Run fp8 = trident("plan --cluster dgx-a100 --gpus 64 --model " +
                           std::string(TRIDENT_SOURCE_DIR) + "/docs/examples/llama3-8b-fp8.yaml");

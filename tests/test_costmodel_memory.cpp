@@ -63,6 +63,28 @@ TEST_CASE("tf32/fp32 training keeps 4-byte activations and no second fp32 master
   CHECK(peak.tp_gather_bytes == Approx(8192.0));  // 4*sbh
 }
 
+TEST_CASE("fp32 weights as the master: where an optimizer shares them, and where not", "[memory]") {
+  // The last stage's 56768 parameters, DP 2 (test::small_config), Adam 12 = master + m + v.
+  const Model model = test::small_model();
+  ParallelConfig config = test::small_config();
+  MemoryOptions options;
+  options.weight_bytes = 4.0;
+  options.activation_bytes = 4.0;
+  options.weights_are_master = true;
+  const auto optimizer = [&](int zero, bool clones) {
+    config.zero = zero;
+    options.zero_clones_fp32_partition = clones;
+    return peak_memory(test::round_gpu(), model, config, options).optimizer_bytes;
+  };
+  CHECK(optimizer(0, false) == Approx(56768.0 * 8.0));        // m, v beside the weights
+  CHECK(optimizer(1, false) == Approx(56768.0 * 8.0 / 2.0));  // Megatron: shards are views
+  // DeepSpeed's ZeRO clones the partition into fp32 even from fp32 weights: 12 / dp.
+  CHECK(optimizer(1, true) == Approx(56768.0 * 12.0 / 2.0));
+  CHECK(optimizer(0, true) == Approx(56768.0 * 8.0));  // no ZeRO: the plain optimizer
+  // ZeRO-2 keeps whole weights apart from the fp32 shard (FSDP SHARD_GRAD_OP): 12 / dp.
+  CHECK(optimizer(2, false) == Approx(56768.0 * 12.0 / 2.0));
+}
+
 TEST_CASE("micro-batches in flight on stage 0", "[memory]") {
   CHECK(in_flight_micro_batches(4, 1, 8) == Approx(4.0));
   CHECK(in_flight_micro_batches(4, 2, 8) == Approx(5.5));  // 4 * (1 + 3/8)
