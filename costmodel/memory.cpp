@@ -39,16 +39,13 @@ StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& c
                                      const MemoryOptions& options) {
   // HSDP shards over its shard group only (config.shard_ranks()).
   const double dp = config.shard_ranks();
-  const double optimizer = model.training.optimizer == Optimizer::adam ? options.adam_state_bytes
-                                                                       : kSgdStateBytesPerParameter;
+  const double optimizer = optimizer_state_bytes(model, config, options);
   StateBytes bytes{options.weight_bytes, options.grad_buffer_bytes, optimizer};
   const bool keeps = keeps_gathered(config, options);
-  const bool fp32_shard = config.zero >= 3 && !keeps && options.zero3_fp32_shard_only;
-  bytes.optimizer -= master_copy_bytes(model, config, options);
   if (config.zero >= 1) bytes.optimizer /= dp;
   if (config.zero >= 2 && !keeps) bytes.gradients /= dp;
   if (config.zero >= 3 && !keeps) bytes.weights /= dp;
-  if (fp32_shard && bytes.optimizer > 4.0 / dp) {
+  if (config.zero >= 3 && !keeps && options.zero3_fp32_shard_only && bytes.optimizer > 4.0 / dp) {
     // FSDP: the sharded parameter is the fp32 master (4 of the optimizer's bytes), the 16-bit
     // weights exist only gathered (layer_units_bytes).
     bytes.weights = 4.0 / dp;
@@ -299,8 +296,10 @@ double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config,
   return element_bytes * micro_batch_logits(model, config);  // the 16-bit (fp32: 4) output
 }
 
-double master_copy_bytes(const Model& model, const ParallelConfig& config,
-                         const MemoryOptions& options) {
+double optimizer_state_bytes(const Model& model, const ParallelConfig& config,
+                             const MemoryOptions& options) {
+  const bool adam = model.training.optimizer == Optimizer::adam;
+  const double state = adam ? options.adam_state_bytes : kSgdStateBytesPerParameter;
   // fp32 weights are the master copy: the optimizer keeps its moments beside them, not another
   // fp32 copy (PyTorch's Adam state is exp_avg and exp_avg_sq in the parameter's dtype,
   // torch/optim/adam.py; Megatron without --bf16/--fp16 wraps it in FP32Optimizer, and its
@@ -310,10 +309,11 @@ double master_copy_bytes(const Model& model, const ParallelConfig& config,
   // in state_bytes_per_parameter), and DeepSpeed's ZeRO clones its fp32 partition
   // (deepspeed/runtime/zero/stage_1_and_2.py: single_partition_of_fp32_groups ...
   // .clone().float()).
-  if (!options.weights_are_master || config.zero >= 2) return 0.0;
-  if (config.zero >= 1 && options.zero_clones_fp32_partition) return 0.0;
-  if (model.training.optimizer != Optimizer::adam) return 4.0;  // SGD: master + momentum
-  return options.adam_state_bytes >= 12.0 ? 4.0 : 0.0;
+  if (!options.weights_are_master || config.zero >= 2) return state;
+  if (config.zero >= 1 && options.zero_clones_fp32_partition) return state;
+  // The master copy the state holds: Adam's 12 hold one of 4, SGD's 8 (master + momentum) too.
+  const bool holds_master = !adam || options.adam_state_bytes >= 12.0;
+  return holds_master ? state - 4.0 : state;
 }
 
 double pp_recv_buffer_bytes(double boundary_bytes, int chunks, long long micro_batches,

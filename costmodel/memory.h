@@ -192,11 +192,11 @@ struct MemoryOptions {
 /// output layer is column-parallel over the vocabulary).
 [[nodiscard]] double micro_batch_logit_bytes(const Model& model, const ParallelConfig& config,
                                              double element_bytes = 2.0);
-/// The optimizer-state bytes per parameter that are a fp32 master copy of the weights the
-/// optimizer may share with fp32 weights (Adam's 12 hold one of 4, the SGD state's 8 one of 4);
-/// what state_bytes_per_parameter takes off when the weights are the master.
-[[nodiscard]] double master_copy_bytes(const Model& model, const ParallelConfig& config,
-                                       const MemoryOptions& options);
+/// Optimizer-state bytes per parameter before ZeRO sharding: the stack's Adam state (or SGD's
+/// 8), less the fp32 master copy where the fp32 weights are that master (the layers' states,
+/// state_bytes_per_parameter, and the routed experts', moe.cpp, alike).
+[[nodiscard]] double optimizer_state_bytes(const Model& model, const ParallelConfig& config,
+                                           const MemoryOptions& options);
 
 /// Stage outputs kept after their send, on one GPU of a pipeline rank of `chunks` chunks: the
 /// boundary activation of each chunk but the pipeline's last, for the `in_flight` micro-batches

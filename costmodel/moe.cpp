@@ -156,10 +156,7 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   if (!model.is_moe()) return;
   const double params = expert_parameters_per_gpu(model, config);
   const double edp = expert_dp(config);
-  const double optimizer =
-      (model.training.optimizer == Optimizer::adam ? options.adam_state_bytes
-                                                   : kSgdStateBytesPerParameter) -
-      master_copy_bytes(model, config, options);
+  const double optimizer = optimizer_state_bytes(model, config, options);
   const double weights =
       params * dtype_bytes(model.training.dtype) / (config.zero >= 3 ? edp : 1.0);
   const double gradients = params * options.grad_buffer_bytes / (config.zero >= 2 ? edp : 1.0);
