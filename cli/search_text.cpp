@@ -4,7 +4,8 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace trident::cli {
@@ -65,51 +66,42 @@ std::string no_split_text(const SplitRules& rules) {
 
 namespace {
 
-/// One pin as its flag says it, and how to clear it from a copy of the options.
+/// One pin: its option, its flag as given ("--micro-batch 7") and the rule it most often
+/// breaks in words (empty: the rules of no_split_text say it).
 struct Pin {
+  std::optional<int> SearchOptions::*option;
+  std::string name;
   std::string flag;
-  std::function<void(SearchOptions&)> clear;
+  std::string rule;
 };
 
-std::vector<Pin> pins_of(const SearchOptions& o) {
+std::vector<Pin> pins_of(const SearchOptions& o, const SplitRules& r) {
   std::vector<Pin> pins;
-  const auto add = [&](const char* name, const std::optional<int>& value, auto clear) {
-    if (value) pins.push_back({fmt::format("--{} {}", name, *value), clear});
+  const auto add = [&](std::optional<int> SearchOptions::*option, const char* name,
+                       std::string rule) {
+    if (const auto& value = o.*option) {
+      pins.push_back({option, fmt::format("--{}", name), fmt::format("--{} {}", name, *value),
+                      std::move(rule)});
+    }
   };
-  add("tp", o.tp, [](SearchOptions& s) { s.tp.reset(); });
-  add("pp", o.pp, [](SearchOptions& s) { s.pp.reset(); });
-  add("dp", o.dp, [](SearchOptions& s) { s.dp.reset(); });
-  add("cp", o.cp, [](SearchOptions& s) { s.cp.reset(); });
-  add("ep", o.ep, [](SearchOptions& s) { s.ep.reset(); });
-  add("micro-batch", o.micro_batch, [](SearchOptions& s) { s.micro_batch.reset(); });
-  add("vp", o.vp, [](SearchOptions& s) { s.vp.reset(); });
-  add("dp-shard", o.dp_shard, [](SearchOptions& s) { s.dp_shard.reset(); });
-  add("recompute-layers", o.recompute_layers, [](SearchOptions& s) { s.recompute_layers.reset(); });
+  add(&SearchOptions::tp, "tp",
+      fmt::format("TP divides heads {}, kv_heads {}, ffn_hidden {} and the GPUs", r.heads,
+                  r.kv_heads, r.ffn_hidden));
+  add(&SearchOptions::pp, "pp",
+      fmt::format("PP {} the layers {} and divides the GPUs over TP x CP x DP",
+                  r.uneven_stages ? "at most" : "divides", r.layers));
+  add(&SearchOptions::dp, "dp",
+      fmt::format("DP divides the global batch {} and the GPUs over TP x CP x PP", r.global_batch));
+  add(&SearchOptions::cp, "cp", "");
+  add(&SearchOptions::ep, "ep", "");
+  add(&SearchOptions::micro_batch, "micro-batch",
+      fmt::format("the micro-batch divides the global batch {} / DP", r.global_batch));
+  add(&SearchOptions::vp, "vp",
+      "VP divides a stage's layers, with PP 2 or more and micro-batches a multiple of PP "
+      "(Megatron's interleaved schedule), under a stack that interleaves");
+  add(&SearchOptions::dp_shard, "dp-shard", "");
+  add(&SearchOptions::recompute_layers, "recompute-layers", "");
   return pins;
-}
-
-/// The rule a pin most often breaks, in words.
-std::string pin_rule(const std::string& flag, const SplitRules& r) {
-  if (flag.starts_with("--tp ")) {
-    return fmt::format("TP divides heads {}, kv_heads {}, ffn_hidden {} and the GPUs", r.heads,
-                       r.kv_heads, r.ffn_hidden);
-  }
-  if (flag.starts_with("--pp ")) {
-    return fmt::format("PP {} the layers {} and divides the GPUs over TP x CP x DP",
-                       r.uneven_stages ? "at most" : "divides", r.layers);
-  }
-  if (flag.starts_with("--dp ")) {
-    return fmt::format("DP divides the global batch {} and the GPUs over TP x CP x PP",
-                       r.global_batch);
-  }
-  if (flag.starts_with("--micro-batch ")) {
-    return fmt::format("the micro-batch divides the global batch {} / DP", r.global_batch);
-  }
-  if (flag.starts_with("--vp ")) {
-    return "VP divides a stage's layers, with PP 2 or more and micro-batches a multiple of PP "
-           "(Megatron's interleaved schedule), under a stack that interleaves";
-  }
-  return "";  // the rules of no_split_text say it
 }
 
 bool has_configuration(const Cluster& cluster, const Model& model, SearchOptions options) {
@@ -130,28 +122,26 @@ bool has_configuration(const Cluster& cluster, const Model& model, SearchOptions
 
 std::string no_split_message(const Cluster& cluster, const Model& model,
                              const SearchOptions& options, const SplitRules& rules) {
-  std::vector<std::string> alone;
-  for (const Pin& pin : pins_of(options)) {
+  std::vector<Pin> alone;
+  for (Pin& pin : pins_of(options, rules)) {
     SearchOptions cleared = options;
-    pin.clear(cleared);
-    if (has_configuration(cluster, model, cleared)) alone.push_back(pin.flag);
+    (cleared.*pin.option).reset();
+    if (has_configuration(cluster, model, cleared)) alone.push_back(std::move(pin));
   }
   if (alone.size() == 1) {
-    const std::string& flag = alone.front();
-    const std::string rule = pin_rule(flag, rules);
-    if (rule.empty()) {
+    const Pin& pin = alone.front();
+    if (pin.rule.empty()) {
       return fmt::format(
-          "{}: no configuration of {} GPUs takes it (without it there are; the rules: {})", flag,
-          rules.gpus, rules_text(rules));
+          "{}: no configuration of {} GPUs takes it (without it there are; the rules: {})",
+          pin.flag, rules.gpus, rules_text(rules));
     }
     return fmt::format(
-        "{}: no configuration of {} GPUs takes it: {} (without {} there are "
-        "configurations)",
-        flag, rules.gpus, rule, flag.substr(0, flag.find(' ')));
+        "{}: no configuration of {} GPUs takes it: {} (without {} there are configurations)",
+        pin.flag, rules.gpus, pin.rule, pin.name);
   }
   if (alone.size() > 1) {
     std::string flags;
-    for (const std::string& flag : alone) flags += (flags.empty() ? "" : ", ") + flag;
+    for (const Pin& pin : alone) flags += (flags.empty() ? "" : ", ") + pin.flag;
     return fmt::format(
         "{} together: no configuration of {} GPUs takes them all (without any "
         "one of them there are configurations; the rules: {})",
