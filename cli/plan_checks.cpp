@@ -275,7 +275,7 @@ std::string dtype_where(const Model& model) {
 /// The dtypes both the GPU (a peak) and the stack run, in the order a user would pick them.
 std::vector<Dtype> dtypes_run(const Gpu& gpu, const Stack& stack) {
   std::vector<Dtype> out;
-  for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
+  for (const Dtype d : kDtypes) {
     if (gpu.peak_tflops(d) > 0.0 && stack.runs_dtype(d)) out.push_back(d);
   }
   return out;
@@ -301,7 +301,7 @@ void check_dtype_flag(const std::string& given, const Model& model, const Gpu& g
                                      to_string(both.front()))));
     }
     std::string runs;
-    for (const Dtype d : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
+    for (const Dtype d : kDtypes) {
       const bool ok = !gpu_runs ? gpu.peak_tflops(d) > 0.0 : stack.runs_dtype(d);
       if (ok) runs += std::string(runs.empty() ? "" : ", ") + to_string(d);
     }

@@ -47,7 +47,6 @@ const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwi
 const std::vector<std::string> kFfnNames = {"gelu", "relu", "relu2", "swiglu", "geglu"};
 const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
 const std::vector<std::string> kPositionNames = {"learned", "rope"};
-const std::vector<std::string> kDtypeNames = {"bf16", "fp16", "fp8", "tf32", "fp32"};
 const std::vector<std::string> kOptimizerNames = {"adam", "sgd"};
 
 int to_int32(const MapReader& m, std::string_view key, long long value) {
@@ -68,8 +67,7 @@ Training read_training(const std::optional<MapReader>& t) {
   if (!t) return training;
   t->reject_unknown(kTrainingKeys);
   training.global_batch = t->optional_int("global_batch", 0, Range::positive);
-  constexpr Dtype dtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32};
-  training.dtype = dtypes[t->optional_choice("dtype", kDtypeNames, 0)];
+  training.dtype = kDtypes[t->optional_choice("dtype", dtype_names(), 0)];
   if (t->has("dtype")) {
     training.dtype_from = yaml::position(t->source(), t->line("dtype"), t->path("dtype"));
   }

@@ -41,6 +41,15 @@ const char* to_string(Dtype dtype) {
   return "?";
 }
 
+const std::vector<std::string>& dtype_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Dtype d : kDtypes) out.emplace_back(to_string(d));
+    return out;
+  }();
+  return names;
+}
+
 namespace {
 
 std::optional<Problem> not_positive(const char* key, double value) {

@@ -3,12 +3,15 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "topology/errors.h"
 
 namespace trident {
 
 enum class Dtype { bf16, fp16, fp8, tf32, fp32 };
+/// Every Dtype, in the enum's order (the order users pick them in: bf16 first).
+inline constexpr Dtype kDtypes[] = {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32};
 
 /// Bounds on every rate of a GPU or cluster (TFLOP/s, GB/s, Gb/s): far outside real hardware
 /// (1e-9 GB/s loads), inside what keeps predicted times finite and positive. Latencies (us) at
@@ -99,6 +102,8 @@ struct Gpu {
 };
 
 [[nodiscard]] const char* to_string(Dtype dtype);
+/// to_string of kDtypes, in its order: a loader's choice list (index i names kDtypes[i]).
+[[nodiscard]] const std::vector<std::string>& dtype_names();
 
 /// The first impossible value of a GPU (keys as in the preset file: "peak_tflops.bf16",
 /// "memory_gib"...), or nullopt. A GPU needs a positive bf16 or fp16 peak.
