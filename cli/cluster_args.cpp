@@ -99,7 +99,7 @@ void add_model_flags(CLI::App& app, ModelArgs& args) {
                  "training precision in place of the model's training.dtype (fp8: an FP8 "
                  "model file's training.fp8 options, else their defaults, with the stack's "
                  "recipe where it does not run delayed scaling)")
-      ->check(choice_check({"bf16", "fp16", "fp8", "tf32", "fp32"}));
+      ->check(choice_check(trident::dtype_names()));
 }
 
 bool names_file(const std::string& arg) { return trident::names_file(std::string_view(arg)); }

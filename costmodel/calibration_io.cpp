@@ -2,6 +2,9 @@
 // the file and the key path.
 #include "costmodel/calibration_io.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <map>
 #include <tuple>
 
@@ -125,10 +128,11 @@ Tier parse_tier(const std::string& text, const std::string& what) {
 }
 
 Dtype parse_dtype(const std::string& text, const std::string& what) {
-  for (const Dtype dtype : {Dtype::bf16, Dtype::fp16, Dtype::fp8, Dtype::tf32, Dtype::fp32}) {
+  for (const Dtype dtype : kDtypes) {
     if (text == to_string(dtype)) return dtype;
   }
-  throw InputError(what + ": expected bf16|fp16|fp8|tf32|fp32, got '" + text + "'");
+  throw InputError(what + ": expected " + fmt::format("{}", fmt::join(dtype_names(), "|")) +
+                   ", got '" + text + "'");
 }
 
 Calibration parse_calibration(const std::string& text, const std::string& source) {

@@ -43,7 +43,6 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "flash2_full_curve",
                                            "flash_triton_causal_curve",
                                            "flash_triton_full_curve"};
-const std::vector<std::string> kPeakKeys = {"bf16", "fp16", "fp8", "tf32", "fp32"};
 const std::vector<std::string> kClusterKeys = {
     "name", "stack", "gpu", "servers", "gpus_per_server", "nvlink", "network", "pcie"};
 const std::vector<std::string> kNvlinkKeys = {"domain_gpus",   "kind",  "links_per_gpu",
@@ -115,7 +114,7 @@ Gpu read_gpu(const MapReader& m) {
   Gpu gpu;
   gpu.name = m.required_string("name");
   const MapReader peak = m.required_map("peak_tflops");
-  peak.reject_unknown(kPeakKeys);
+  peak.reject_unknown(dtype_names());  // a peak per training dtype
   gpu.peak_tflops_bf16 = peak.required_double("bf16", Range::non_negative);
   gpu.peak_tflops_fp16 = peak.optional_double("fp16", gpu.peak_tflops_bf16, Range::non_negative);
   gpu.peak_tflops_fp8 = peak.optional_double("fp8", 0.0, Range::non_negative);
