@@ -150,4 +150,56 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
   return no_split_text(rules);
 }
 
+std::string describe_search(const SearchOptions& o) {
+  const Stack& stack = o.stack;
+  const bool hsdp = o.dp_shard || stack.supports_hybrid_shard(2) || stack.supports_hybrid_shard(3);
+  std::vector<std::string> pinned;
+  std::vector<std::string> free;
+  std::vector<std::string> flags;
+  std::vector<std::string> split_knobs;  // unpinned: "every split with ... free"
+  // `in_split`: what the unpinned line calls the knob beside the split, or null for TP, PP,
+  // DP (the split itself).
+  const auto knob = [&](bool has, const char* name, const char* in_split, const char* flag,
+                        const std::optional<std::string>& value) {
+    if (!has && !value) return;
+    flags.emplace_back(flag);
+    if (value) {
+      pinned.push_back(std::string(name) + " " + *value);
+      return;
+    }
+    free.emplace_back(name);
+    if (in_split != nullptr) split_knobs.emplace_back(in_split);
+  };
+  const auto number = [](const std::optional<int>& v) {
+    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+  };
+  knob(true, "TP", nullptr, "--tp", number(o.tp));
+  knob(stack.pipelines(), "PP", nullptr, "--pp", number(o.pp));
+  knob(true, "DP", nullptr, "--dp", number(o.dp));
+  knob(true, "micro-batch", "micro-batch", "--micro-batch", number(o.micro_batch));
+  knob(stack.pipelines() && stack.interleaved_pipeline, "VP", "interleaving", "--vp", number(o.vp));
+  knob(true, "recompute", "recompute", "--recompute",
+       o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
+  knob(true, "ZeRO", "ZeRO", "--zero", number(o.zero));
+  knob(stack.sequence_parallel, "sequence parallel", "sequence parallel", "--sequence-parallel",
+       o.sequence_parallel ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
+                           : std::nullopt);
+  knob(hsdp, "HSDP shard", "HSDP shard", "--dp-shard", number(o.dp_shard));
+  const auto join = [](const std::vector<std::string>& items, const char* separator,
+                       const char* last) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      out += (i == 0 ? "" : i + 1 == items.size() ? last : separator) + items[i];
+    }
+    return out;
+  };
+  if (pinned.empty()) {
+    return std::string("search: every TP x ") + (stack.pipelines() ? "PP x " : "") +
+           "DP split with " + join(split_knobs, ", ", " and ") +
+           " free; narrow with --min-tp/--max-tp or pin " + join(flags, " ", " ");
+  }
+  return "search: " + join(pinned, ", ", " and ") + " pinned; " +
+         (free.empty() ? std::string("nothing else free") : join(free, ", ", " and ") + " free");
+}
+
 }  // namespace trident::cli

@@ -26,4 +26,8 @@ namespace trident::cli {
 [[nodiscard]] std::string no_split_message(const Cluster& cluster, const Model& model,
                                            const SearchOptions& options, const SplitRules& rules);
 
+/// The "# search:" line: what the pins fix and what the search leaves free, among the knobs
+/// the stack has (no PP or interleaving under fsdp; the HSDP shard where it shards hybrid).
+[[nodiscard]] std::string describe_search(const SearchOptions& options);
+
 }  // namespace trident::cli
