@@ -2,6 +2,7 @@
 #include "cli/search_text.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <optional>
@@ -146,6 +147,27 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
         "{} together: no configuration of {} GPUs takes them all (without any "
         "one of them there are configurations; the rules: {})",
         flags, rules.gpus, rules_text(rules));
+  }
+  // No one pin's clearing helps: name the pins that leave no configuration even on their own
+  // (every other pin cleared), each with its rule.
+  std::vector<std::string> solo;
+  int unruled = 0;  // pins of solo whose rule the full list says
+  const std::vector<Pin> pins = pins_of(options, rules);
+  for (const Pin& pin : pins) {
+    if (pins.size() < 2) break;
+    SearchOptions only = options;
+    for (const Pin& other : pins) {
+      if (other.option != pin.option) (only.*other.option).reset();
+    }
+    if (has_configuration(cluster, model, only)) continue;
+    if (pin.rule.empty()) ++unruled;
+    solo.push_back(pin.rule.empty() ? pin.flag : fmt::format("{} ({})", pin.flag, pin.rule));
+  }
+  if (!solo.empty()) {
+    const bool all_ruled = unruled == 0;
+    return fmt::format("{}: {} no configuration of {} GPUs even with the other pins cleared{}",
+                       fmt::join(solo, "; "), solo.size() == 1 ? "leaves" : "each leaves",
+                       rules.gpus, all_ruled ? "" : " (the rules: " + rules_text(rules) + ")");
   }
   return no_split_text(rules);
 }

@@ -223,6 +223,15 @@ TEST_CASE("a pin that rules out every configuration is named with its rule", "[c
   CHECK(both.err.rfind("trident: error: --dp 64, --micro-batch 16 together: no configuration of "
                        "64 GPUs takes them all",
                        0) == 0);
+  // Two pins that each fail alone: clearing one still leaves the other, so neither "takes it"
+  // line applies; each is named with its rule. PP 5 divides no 64 / (TP x DP); a micro-batch
+  // of 7 divides no 1536 / DP (1536 = 2^9 x 3).
+  const Run each = trident("plan --gpus 64 --pp 5 --micro-batch 7");
+  CHECK(each.code == 2);
+  CHECK(each.err ==
+        "trident: error: --pp 5 (PP at most the layers 96 and divides the GPUs over TP x CP x DP); "
+        "--micro-batch 7 (the micro-batch divides the global batch 1536 / DP): each leaves no "
+        "configuration of 64 GPUs even with the other pins cleared\n");
 }
 
 TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
