@@ -43,6 +43,14 @@ std::string parse_error_text(const std::string& message) {
     return line.substr(0, at) + ": given " + line.substr(at + at_most.size()) +
            " times; give it once";
   }
+  // CLI11's "--gpus: 1 required INT:N missing": a flag given without its value.
+  const std::string required = " required ";
+  if (const auto at = line.find(": 1" + required);
+      at != std::string::npos && line.ends_with(" missing")) {
+    const std::size_t type_at = at + 3 + required.size();
+    const std::string type = line.substr(type_at, line.size() - type_at - 8);
+    return line.substr(0, at) + ": expected a value (" + type + "), got none";
+  }
   for (const std::string_view extras : {"The following arguments were not expected: ",
                                         "The following argument was not expected: "}) {
     if (line.starts_with(extras)) {
@@ -93,7 +101,9 @@ std::string check_command(CLI::App& app, int argc, char** argv) {
   // Down the chain of commands ("trident topo show"): each argument that is not an option must
   // name a command of the one before it while that one has commands.
   CLI::App* at = &app;
-  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+  std::string chain;  // the commands named so far: "topo "
+  int i = 1;
+  for (; i < argc && argv[i][0] != '-'; ++i) {
     const auto subs = at->get_subcommands([](CLI::App*) { return true; });
     if (subs.empty()) return "";
     std::string names;
@@ -114,8 +124,21 @@ std::string check_command(CLI::App& app, int argc, char** argv) {
           .append(" (see --help)");
     }
     at = found;
+    chain += found->get_name() + " ";
   }
-  return "";
+  // A command that needs one of its own and got none: say which ones it has (CLI11 says
+  // "A subcommand is required"), unless help or the version was asked for.
+  for (int j = i; j < argc; ++j) {
+    const std::string_view arg = argv[j];
+    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "--version") return "";
+  }
+  const auto subs = at->get_subcommands([](CLI::App*) { return true; });
+  if (subs.empty() || at->get_require_subcommand_min() == 0) return "";
+  std::string names;
+  for (const CLI::App* sub : subs) names += (names.empty() ? "" : "|") + sub->get_name();
+  const std::string command = chain.empty() ? "" : chain.substr(0, chain.size() - 1);
+  return (command.empty() ? "" : command + ": ") + "expected a command: " + names + " (see " +
+         (command.empty() ? "" : "trident " + command + " ") + "--help)";
 }
 
 /// What was printed must have reached standard output (`> /dev/full`, a closed stdout).

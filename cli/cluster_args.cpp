@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -29,11 +30,21 @@ template <typename T>
   return value;
 }
 
+/// The largest integer a flag takes: every integer flag lands in an int (or wider).
+constexpr long long kMaxFlagInteger = INT_MAX;
+
+/// `most` bounds integers (a larger one is named with the bound); numbers are unbounded.
 template <typename T>
-[[nodiscard]] CLI::Validator number_check(bool allow_zero, const std::string& words) {
+[[nodiscard]] CLI::Validator number_check(bool allow_zero, const std::string& words,
+                                          std::optional<T> most = std::nullopt) {
   return CLI::Validator(
-      [allow_zero, words](const std::string& text) -> std::string {
+      [allow_zero, words, most](const std::string& text) -> std::string {
         const auto value = parse_whole<T>(text);
+        const bool digits =
+            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (most && digits && (!value || *value > *most)) {  // too large even for long long
+          return "expected " + words + " at most " + std::to_string(*most) + ", got '" + text + "'";
+        }
         if (value && std::isfinite(static_cast<double>(*value)) &&
             (*value > 0 || (allow_zero && *value == 0))) {
           return "";
@@ -46,10 +57,10 @@ template <typename T>
 }  // namespace
 
 CLI::Validator positive_integer_check() {
-  return number_check<long long>(false, "a positive integer");
+  return number_check<long long>(false, "a positive integer", kMaxFlagInteger);
 }
 CLI::Validator non_negative_integer_check() {
-  return number_check<long long>(true, "a non-negative integer");
+  return number_check<long long>(true, "a non-negative integer", kMaxFlagInteger);
 }
 CLI::Validator positive_integer_check(long long most) {
   const std::string words = "a positive integer at most " + std::to_string(most);

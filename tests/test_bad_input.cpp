@@ -132,7 +132,17 @@ nlohmann::json check_answer(const std::string& args) {
 TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
   check_refused("plan --gpus 0", "--gpus: expected a positive integer, got '0' (see --help)");
   check_refused("plan --gpus abc", "--gpus: expected a positive integer, got 'abc' (see --help)");
-  check_refused("plan --gpus 99999999999", "Could not convert: --gpus = 99999999999 (see --help)");
+  // Past INT_MAX (2147483647): the project's wording with the bound (it was CLI11's "Could not
+  // convert: --gpus = 99999999999"), also past long long.
+  check_refused("plan --gpus 99999999999",
+                "--gpus: expected a positive integer at most 2147483647, got '99999999999' (see "
+                "--help)");
+  check_refused("plan --top 99999999999999999999",
+                "--top: expected a positive integer at most 2147483647, got '99999999999999999999' "
+                "(see --help)");
+  check_refused("plan --gpus", "--gpus: expected a value (INT:N), got none (see --help)");
+  check_refused("", "expected a command: plan|topo|validate|calibrate|presets (see --help)");
+  check_refused("topo", "topo: expected a command: show|import (see trident topo --help)");
   check_refused("plan --servers 3 --gpus 16", "--gpus 16: not divisible into 3 servers");
   check_refused("plan --bogus", "not a flag or value of this command: --bogus (see --help)");
   check_refused("plan" + kModel + " --tp 0",
