@@ -145,6 +145,9 @@ wanted += [r['id'] for r in research['runs'] if r['id'].startswith('titan-llama'
 # NeMo-Megatron-Launcher's release-performance CI of August 2022: GPT-3 126M-40B, one model's
 # TP x PP splits on one cluster, measured by one harness (added 2026-12-03, ninth session, last).
 wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemoci2208-')]
+# The same launcher's July 2022 CI result for the 175B at TP 8 x PP 16 on 16 nodes (added
+# 2026-12-04, seventeenth session, last).
+wanted += [r['id'] for r in research['runs'] if r['id'].startswith('nemoci2207-')]
 for r in precision_rows: fp8_of[r['id']] = r['fp8'] if 'fp8' in r else None
 for rid in wanted:
     r = by_id[rid]; p = dict(r['parallel']); stack = r['stack']
