@@ -334,11 +334,19 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   if (m.cp_gather_bytes > 0.0) line("CP-gathered K/V of a layer", m.cp_gather_bytes, backward_note);
   line("logits + cross-entropy", m.loss_bytes, loss_note);
   line("ZeRO-3 gathered output layer", m.output_unit_bytes, loss_note);
+  if (m.reduce_scatter_kept_bytes > 0.0) {
+    line("ZeRO-3 reduce-scatter input", m.reduce_scatter_kept_bytes,
+         "  (the last unit's, held through the next step: the stack's pipeline)");
+  }
   line("allocated (peak)", m.allocated_bytes, "");
   const std::string fragmentation = fmt::format(
       "  ({:.0f}% of the reserve of what churns: activations, transients, outputs kept)",
       100.0 * kAllocatorFragmentation);
   line("allocator fragmentation", m.fragmentation_bytes, fragmentation.c_str());
+  if (m.stream_pool_bytes > 0.0) {
+    line("side-stream pools", m.stream_pool_bytes,
+         "  (cached on ZeRO-3's all-gather and reduce-scatter streams, not reusable by compute)");
+  }
   line("reserved by PyTorch", m.reserved_bytes, "");
   line("CUDA context", m.cuda_context_bytes, "");
   line("NCCL buffers", m.nccl_buffer_bytes, "");

@@ -356,6 +356,8 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;
   memory.prefetch_units = stack.prefetch_units;
   memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
+  memory.zero3_side_stream_pools = stack.zero3_side_stream_pools;
+  memory.pp_keeps_last_reduce_scatter_input = stack.pp_keeps_last_reduce_scatter_input;
   memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   // FSDP mixed precision gathers the fp32 shard cast for compute; with FP8 parameters
   // (torchao's enable_fsdp_float8_all_gather) the gathered linear weights are FP8 and stay so.

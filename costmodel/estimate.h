@@ -61,7 +61,12 @@ struct MemoryBreakdown {
   double output_unit_bytes = 0.0;        ///< moment 2: ZeRO-3 output layer gathered
   double transient_bytes = 0.0;
   double allocated_bytes = 0.0;
+  /// ZeRO-3's last reduce-scatter input, alive through the next step (allocated)
+  double reduce_scatter_kept_bytes = 0.0;
   double fragmentation_bytes = 0.0;  ///< caching allocator: reserved - allocated
+  /// ZeRO-3's side-stream pools: blocks cached on the all-gather and reduce-scatter streams,
+  /// reserved but not reusable by the compute stream (side_stream_pool_bytes)
+  double stream_pool_bytes = 0.0;
   double reserved_bytes = 0.0;
   double cuda_context_bytes = 0.0;
   double nccl_buffer_bytes = 0.0;

@@ -187,6 +187,9 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
     memory.loss_bytes = loss_transient_bytes(model, config, options.loss_bytes_per_logit);
     memory.output_unit_bytes = output_unit_bytes(model, config, options);
   }
+  // ZeRO-3's collective buffers outside the compute stream's reuse (FSDP2).
+  memory.reduce_scatter_kept_bytes = kept_reduce_scatter_input_bytes(model, config, options);
+  memory.stream_pool_bytes = side_stream_pool_bytes(model, config, options, params);
   memory.transient_bytes =
       memory.tp_gather_bytes +
       std::max(memory.recompute_working_bytes + memory.layer_units_bytes + memory.cp_gather_bytes,
@@ -194,12 +197,14 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   memory.allocated_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
                            memory.weight_copies_bytes + memory.activations_bytes +
                            memory.workspace_bytes + memory.transient_bytes +
-                           memory.pp_buffers_bytes + memory.pp_outputs_bytes;
+                           memory.pp_buffers_bytes + memory.pp_outputs_bytes +
+                           memory.reduce_scatter_kept_bytes;
   // Fragmentation is of what is allocated and freed within a step (activations, transients,
   // kept outputs); the states, the workspace and the receive buffers are allocated once.
   memory.fragmentation_bytes = allocator_fragmentation_bytes(
       memory.activations_bytes + memory.transient_bytes + memory.pp_outputs_bytes);
-  memory.reserved_bytes = memory.allocated_bytes + memory.fragmentation_bytes;
+  memory.reserved_bytes =
+      memory.allocated_bytes + memory.fragmentation_bytes + memory.stream_pool_bytes;
   memory.cuda_context_bytes = kCudaContextBytes;
   memory.nccl_buffer_bytes = nccl_buffer_bytes(options.nccl);
   memory.total_bytes = memory.reserved_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes;
@@ -442,6 +447,37 @@ double stage_parameters(const Model& model, const ParallelConfig& config, bool f
     }
   }
   return params;
+}
+
+double side_stream_pool_bytes(const Model& model, const ParallelConfig& config,
+                              const MemoryOptions& options, double stage_params) {
+  if (!options.zero3_side_stream_pools || config.zero < 3 || config.shard_ranks() <= 1) {
+    return 0.0;
+  }
+  // The flat all-gather outputs of the units gathered at once, in the gather dtype: the 16-bit
+  // weights, the linear layers' FP8 under an FP8 all-gather.
+  const ParameterCount count = count_parameters(model);
+  const double linear = count.attention_per_layer + count.ffn_per_layer;
+  const double units = 1.0 + options.prefetch_units;
+  const double gathered =
+      units / config.tp *
+      (count.per_layer * options.weight_bytes + linear * fp8_gather_delta_bytes(options));
+  // The sharded gradients, reduce-scattered at the step's end under PP (not kept in the
+  // gradients term, which holds the unsharded ones); without PP they are that term.
+  const double sharded_gradients =
+      keeps_gathered(config, options)
+          ? stage_params * options.grad_buffer_bytes / config.shard_ranks()
+          : 0.0;
+  return gathered + sharded_gradients;
+}
+
+double kept_reduce_scatter_input_bytes(const Model& model, const ParallelConfig& config,
+                                       const MemoryOptions& options) {
+  if (!options.pp_keeps_last_reduce_scatter_input || !keeps_gathered(config, options) ||
+      config.shard_ranks() <= 1) {
+    return 0.0;
+  }
+  return count_parameters(model).per_layer / config.tp * options.grad_buffer_bytes;
 }
 
 MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelConfig& config,

@@ -171,6 +171,11 @@ struct MemoryOptions {
   /// Context parallelism by the all-gather rotater: what one layer's attention backward holds
   /// (cp_allgather_working_bytes; 0 otherwise).
   double cp_gathered_kv_bytes = 0.0;
+  /// ZeRO-3's collective buffers on side streams (Stack::zero3_side_stream_pools).
+  bool zero3_side_stream_pools = false;
+  /// Under PP, the last unit's reduce-scatter input outlives the step
+  /// (Stack::pp_keeps_last_reduce_scatter_input).
+  bool pp_keeps_last_reduce_scatter_input = false;
   /// The pipeline's receive buffers per micro-batch (Stack::pp_recv_buffers_per_micro_batch).
   bool pp_recv_buffers_per_micro_batch = false;
   /// Stage outputs kept after their send (Stack::pp_keeps_outputs: none|in_flight|last|all).
@@ -217,6 +222,24 @@ struct MemoryOptions {
 /// chunk's, 1/v. Otherwise 1.
 [[nodiscard]] double kept_gradient_share(const ParallelConfig& config, const MemoryOptions& options,
                                          long long micro_batches);
+
+/// What ZeRO-3's side streams keep reserved beside the compute stream's peak
+/// (MemoryOptions::zero3_side_stream_pools; FSDP2): the flat all-gather outputs of the units
+/// gathered at once (1 + prefetch_units: the one computing and those prefetched, in the gather
+/// dtype) cached on the all-gather copy-in stream, and, where ZeRO-3 with PP keeps the
+/// unsharded gradients until the step's end, the sharded gradients (`stage_params` x the
+/// gradient dtype / shard ranks) the last step's reduce-scatters left cached on the
+/// reduce-scatter stream. The caching allocator reuses a freed block only on its own stream
+/// (c10/cuda/CUDACachingAllocator.cpp); the blocks are free, so an out-of-memory retry releases
+/// them (not counted against the fit). 0 without ZeRO-3 sharding or without side-stream pools.
+[[nodiscard]] double side_stream_pool_bytes(const Model& model, const ParallelConfig& config,
+                                            const MemoryOptions& options, double stage_params);
+
+/// The last unit's fp32 reduce-scatter input that ZeRO-3 with PP holds through the next step
+/// (MemoryOptions::pp_keeps_last_reduce_scatter_input): one layer's unsharded gradients.
+[[nodiscard]] double kept_reduce_scatter_input_bytes(const Model& model,
+                                                     const ParallelConfig& config,
+                                                     const MemoryOptions& options);
 
 /// Memory of the peak rank (the largest of the first, a middle and the last pipeline stage).
 [[nodiscard]] MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model,

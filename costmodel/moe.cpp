@@ -191,7 +191,8 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   // activations), reserved, and what the GPU holds besides.
   memory.allocated_bytes += weights + gradients + states + copies + activations;
   memory.fragmentation_bytes += allocator_fragmentation_bytes(activations);
-  memory.reserved_bytes = memory.allocated_bytes + memory.fragmentation_bytes;
+  memory.reserved_bytes =
+      memory.allocated_bytes + memory.fragmentation_bytes + memory.stream_pool_bytes;
   memory.total_bytes = memory.reserved_bytes + memory.cuda_context_bytes + memory.nccl_buffer_bytes;
   memory.other_bytes = memory.total_bytes - memory.weights_bytes - memory.gradients_bytes -
                        memory.optimizer_bytes - memory.activations_bytes;

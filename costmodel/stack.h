@@ -165,6 +165,15 @@ struct Stack {
   /// ZeRO-3 with PP > 1 keeps the gathered weights for all micro-batches (torchtitan sets
   /// reshard_after_forward false with PP): one gather per unit per step, not per micro-batch.
   bool pp_keeps_gathered_weights = true;
+  /// ZeRO-3 runs its collectives' buffers on side streams whose cached blocks the compute
+  /// stream cannot reuse (FSDP2: each unit's flat all-gather output on the all-gather copy-in
+  /// stream, the reduce-scatter output, the sharded gradients, on the reduce-scatter stream;
+  /// PyTorch's caching allocator reuses a freed block only on the stream it was allocated on):
+  /// they stay reserved beside the compute stream's peak (side_stream_pool_bytes).
+  bool zero3_side_stream_pools = false;
+  /// Under PP the last unit's reduce-scatter input outlives the step (torch 2.6's pipelining
+  /// never runs FSDP2's final backward callback, which drops comm_ctx.reduce_scatter_state).
+  bool pp_keeps_last_reduce_scatter_input = false;
   /// ZeRO-3 shards only the fp32 parameter (the master weight) and gathers 16-bit copies per
   /// unit: FSDP mixed precision (FlatParameter / DTensor shard in fp32, param_dtype bf16), so no
   /// persistent 16-bit weights; DeepSpeed ZeRO-3 keeps a 16-bit partition beside the fp32 one.

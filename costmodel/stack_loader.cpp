@@ -46,6 +46,8 @@ const std::vector<std::string> kStackKeys = {
     "reduce_every_micro_batch",
     "reduce_scatter_copy_in",
     "pp_keeps_gathered_weights",
+    "zero3_side_stream_pools",
+    "pp_keeps_last_reduce_scatter_input",
     "zero2_per_unit",
     "hybrid_shard",
     "sequence_parallel",
@@ -167,6 +169,8 @@ Stack file_defaults() {
   s.reduce_every_micro_batch = true;
   s.reduce_scatter_copy_in = false;
   s.pp_keeps_gathered_weights = true;
+  s.zero3_side_stream_pools = false;
+  s.pp_keeps_last_reduce_scatter_input = false;
   s.zero2_per_unit = false;
   s.hybrid_shard = false;
   s.sequence_parallel = false;
@@ -269,6 +273,9 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.reduce_scatter_copy_in = m.optional_bool("reduce_scatter_copy_in", d.reduce_scatter_copy_in);
   s.pp_keeps_gathered_weights =
       m.optional_bool("pp_keeps_gathered_weights", d.pp_keeps_gathered_weights);
+  s.zero3_side_stream_pools = m.optional_bool("zero3_side_stream_pools", d.zero3_side_stream_pools);
+  s.pp_keeps_last_reduce_scatter_input =
+      m.optional_bool("pp_keeps_last_reduce_scatter_input", d.pp_keeps_last_reduce_scatter_input);
   s.zero2_per_unit = m.optional_bool("zero2_per_unit", d.zero2_per_unit);
   s.hybrid_shard = m.optional_bool("hybrid_shard", d.hybrid_shard);
   s.sequence_parallel = m.optional_bool("sequence_parallel", d.sequence_parallel);

@@ -527,3 +527,51 @@ TEST_CASE("ZeRO-3 gathering FP8 weights keeps the linear layers' in 1 byte", "[m
   options.fp8_gathered_linear_weight_bytes = 0.0;
   CHECK(peak_memory(test::round_gpu(), model, config, options).weights_bytes == Approx(113536.0));
 }
+
+TEST_CASE("FSDP2's side streams keep blocks reserved beside the compute stream's peak",
+          "[memory]") {
+  const Model model = test::small_model();       // a layer 49280 parameters, 49152 of them linear
+  ParallelConfig config = test::small_config();  // t = 2, dp 2
+  config.zero = 3;
+  config.pp = 1;
+  MemoryOptions options;
+  options.fused_attention = false;
+  CHECK(side_stream_pool_bytes(model, config, options, 0.0) == 0.0);  // not FSDP2's streams
+  options.zero3_side_stream_pools = true;
+  // Without PP: the flat all-gather outputs of the unit computing and the one prefetched,
+  // 2 x 49280 / 2 x 2 bytes = 98560; the sharded gradients are the gradients term already.
+  CHECK(side_stream_pool_bytes(model, config, options, 1.0e6) == Approx(98560.0));
+  // Gathered in FP8: the linear weights at 1 byte, 98560 - 2 x 49152 / 2 = 49408.
+  options.fp8_gathered_linear_weight_bytes = 1.0;
+  CHECK(side_stream_pool_bytes(model, config, options, 1.0e6) == Approx(49408.0));
+  options.fp8_gathered_linear_weight_bytes = 0.0;
+  // ZeRO-1, or no sharding (dp 1): no side-stream buffers.
+  ParallelConfig zero1 = config;
+  zero1.zero = 1;
+  CHECK(side_stream_pool_bytes(model, zero1, options, 1.0e6) == 0.0);
+  ParallelConfig alone = config;
+  alone.dp = 1;
+  CHECK(side_stream_pool_bytes(model, alone, options, 1.0e6) == 0.0);
+
+  // PP keeping the gathered weights and unsharded gradients (torchtitan): + the stage's
+  // sharded fp32 gradients the last step left on the reduce-scatter stream, 56768 x 4 / 2 =
+  // 113536 for the last stage's 56768 parameters.
+  config.pp = 2;
+  options.zero3_keeps_gathered = true;
+  CHECK(side_stream_pool_bytes(model, config, options, 56768.0) == Approx(98560.0 + 113536.0));
+  // The last unit's reduce-scatter input kept through the next step (torch 2.6's pipelining):
+  // one layer's unsharded fp32 gradients, 49280 / 2 x 4 = 98560; only where the stack says so.
+  CHECK(kept_reduce_scatter_input_bytes(model, config, options) == 0.0);
+  options.pp_keeps_last_reduce_scatter_input = true;
+  CHECK(kept_reduce_scatter_input_bytes(model, config, options) == Approx(98560.0));
+  // On the peak rank (the last stage, as in the FP8 case above): the input is allocated, the
+  // pools reserved beside fragmentation and left out of the fit (an OOM retry frees them).
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(peak.stream_pool_bytes == Approx(98560.0 + 113536.0));
+  CHECK(peak.reduce_scatter_kept_bytes == Approx(98560.0));
+  CHECK(peak.reserved_bytes ==
+        Approx(peak.allocated_bytes + peak.fragmentation_bytes + peak.stream_pool_bytes));
+  options.pp_keeps_last_reduce_scatter_input = false;
+  const MemoryBreakdown without = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(peak.allocated_bytes - without.allocated_bytes == Approx(98560.0));
+}

@@ -128,6 +128,15 @@ TEST_CASE("what each stack's pipeline holds beyond the layers' activations", "[s
   // torch.distributed.pipelining: a receive buffer per micro-batch, outputs held until their
   // backward (torchtitan passes return_outputs=False); Megatron and DeepSpeed neither.
   CHECK(stack_preset("torchtitan").pp_recv_buffers_per_micro_batch);
+  // FSDP2's side-stream pools: torchtitan's FSDP2 only (FSDP1 gathers into the flat parameter
+  // itself); the kept reduce-scatter input is torch 2.6's, a stack file's key.
+  CHECK(stack_preset("torchtitan").zero3_side_stream_pools);
+  CHECK_FALSE(stack_preset("torchtitan").pp_keeps_last_reduce_scatter_input);
+  CHECK_FALSE(stack_preset("fsdp").zero3_side_stream_pools);
+  CHECK_FALSE(stack_preset("megatron-core").zero3_side_stream_pools);
+  CHECK(
+      load_stack("name: x\nbase: torchtitan\npp_keeps_last_reduce_scatter_input: true\n", "s.yaml")
+          .pp_keeps_last_reduce_scatter_input);
   CHECK(stack_preset("torchtitan").pp_keeps_outputs == PpKeptOutputs::in_flight);
   for (const char* name : {"megatron-core", "megatron-2021", "deepspeed-megatron"}) {
     CHECK_FALSE(stack_preset(name).pp_recv_buffers_per_micro_batch);
