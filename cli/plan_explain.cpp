@@ -124,13 +124,14 @@ std::string step_breakdown(const PlanResult& plan) {
 std::string dimension(const char* name, const std::string& collective, const CommDetail& comm,
                       double step_s, const char* why) {
   if (comm.link.ranks < 2) return fmt::format("  {}: size 1, no traffic\n", name);
-  // ZeRO's reduce-scatter (fp32 gradients) and all-gather (16-bit weights) differ in size.
+  // ZeRO's gradient reduction (fp32 gradients: a reduce-scatter, or DeepSpeed ZeRO-1's
+  // all-reduce) and all-gather (16-bit weights) differ in size.
   const bool split_sizes =
       comm.gather_bytes_per_call > 0.0 && comm.gather_bytes_per_call != comm.bytes_per_call;
   const std::string what =
       split_sizes
-          ? fmt::format("reduce-scatter of {} + all-gather of {}", bytes_text(comm.bytes_per_call),
-                        bytes_text(comm.gather_bytes_per_call))
+          ? fmt::format("{} of {} + all-gather of {}", to_string(comm.collective),
+                        bytes_text(comm.bytes_per_call), bytes_text(comm.gather_bytes_per_call))
           : fmt::format("{} of {}", collective, bytes_text(comm.bytes_per_call));
   std::string out = fmt::format(
       "  {}: {} per call, {:.0f} call{} per step, {} ranks\n"
@@ -223,7 +224,8 @@ std::string communication(const PlanResult& plan, const Stack& stack) {
                        : "every layer waits for it, forward and backward; consecutive ranks "
                          "keep the group inside the fastest domain");
   out += dimension("PP", pp_collective_name(c), e.pp, step, pp_why(plan, stack).c_str());
-  out += dimension("DP", dp_collective_name(c), e.dp, step, dp_why(c, stack).c_str());
+  out +=
+      dimension("DP", dp_collective_name(c, e.dp.collective), e.dp, step, dp_why(c, stack).c_str());
   if (c.cp > 1) {
     out += dimension(
         "CP", cp_collective_name(plan), e.cp, step,

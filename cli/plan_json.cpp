@@ -158,7 +158,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                        {"ep", link_name(p.ep)}};
   json["collectives"] = Json{{"tp", tp_collective_name(c)},
                              {"pp", pp_collective_name(c)},
-                             {"dp", dp_collective_name(c)},
+                             {"dp", dp_collective_name(c, e.dp.collective)},
                              {"cp", cp_collective_name(plan)},
                              {"ep", ep_collective_name(c)}};
   if (c.cp > 1) json["cp_comm_type"] = to_string(e.cp_kind);
@@ -170,7 +170,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
   json["rank_order"] = p.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp";
   json["comm"] = Json{{"tp", comm_json(e.tp, tp_collective_name(c))},
                       {"pp", comm_json(e.pp, pp_collective_name(c))},
-                      {"dp", comm_json(e.dp, dp_collective_name(c))},
+                      {"dp", comm_json(e.dp, dp_collective_name(c, e.dp.collective))},
                       {"cp", comm_json(e.cp, cp_collective_name(plan))},
                       {"ep", comm_json(e.ep, ep_collective_name(c))}};
   if (hybrid) json["comm"]["dp_replicate"] = replicate_json(e.dp);

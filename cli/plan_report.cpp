@@ -115,9 +115,9 @@ std::string pp_collective_name(const ParallelConfig& config) {
   return config.pp < 2 ? "none" : "send-recv";
 }
 
-std::string dp_collective_name(const ParallelConfig& config) {
+std::string dp_collective_name(const ParallelConfig& config, Collective reduce) {
   if (config.dp < 2) return "none";
-  return config.zero == 0 ? "all-reduce" : "reduce-scatter+all-gather";
+  return config.zero == 0 ? "all-reduce" : std::string(to_string(reduce)) + "+all-gather";
 }
 
 std::string cp_collective_name(const PlanResult& plan) {

@@ -359,7 +359,7 @@ double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
                              c.pp, pp_collective_name(c), link_words(p.pp)),
       c.dp < 2 ? std::string("DP: 1 replica, no gradient traffic")
                : fmt::format("DP (d#): {} replicas, {} of the gradients {}", c.dp,
-                             dp_collective_name(c), link_words(p.dp))};
+                             dp_collective_name(c, plan.estimate.dp.collective), link_words(p.dp))};
   std::vector<const GroupLink*> links = {&p.tp, &p.pp, &p.dp};
   if (c.cp > 1) {
     rows.push_back(fmt::format("CP (c#): {} GPUs per sequence, {} of K/V chunks {}", c.cp,

@@ -44,7 +44,10 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   const double share = std::min(parameters, std::max(bucket, stage.edge_parameters)) / parameters;
   comm.bytes_per_call = grad_bytes;
   comm.calls_per_step = 1.0;
-  const Collective reduce = config.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+  // ZeRO 0 all-reduces; ZeRO 1-2 reduce-scatter, but for a ZeRO-1 that all-reduces its buckets.
+  const bool all_reduce =
+      config.zero == 0 || (config.zero == 1 && stack.zero1_all_reduces_gradients);
+  const Collective reduce = all_reduce ? Collective::all_reduce : Collective::reduce_scatter;
   const double grad_s =
       bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
   const double grad_exposed_s = stack.overlaps_grad_reduce(config)
@@ -59,7 +62,7 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   const double gather_bytes = parameters * weight_bytes;
   const double gather_s = bucketed_time_s(Collective::all_gather, gather_bytes,
                                           bucket * weight_bytes, comm.link, calibration);
-  comm.collective = Collective::reduce_scatter;
+  comm.collective = reduce;
   comm.gather_bytes_per_call = gather_bytes;
   comm.time_per_call_s = grad_s + gather_s;
   comm.total_s = grad_s + gather_s;

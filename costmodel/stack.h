@@ -171,6 +171,10 @@ struct Stack {
   /// PyTorch's caching allocator reuses a freed block only on the stream it was allocated on):
   /// they stay reserved beside the compute stream's peak (side_stream_pool_bytes).
   bool zero3_side_stream_pools = false;
+  /// ZeRO-1 all-reduces the gradients (each rank then keeps its partition) rather than
+  /// reduce-scattering them: DeepSpeed's stage 1 turns contiguous_gradients off and reduces
+  /// every bucket with dist.all_reduce (buffered_reduce_fallback -> allreduce_bucket).
+  bool zero1_all_reduces_gradients = false;
   /// Under PP the last unit's reduce-scatter input outlives the step (torch 2.6's pipelining
   /// never runs FSDP2's final backward callback, which drops comm_ctx.reduce_scatter_state).
   bool pp_keeps_last_reduce_scatter_input = false;

@@ -47,6 +47,7 @@ const std::vector<std::string> kStackKeys = {
     "reduce_scatter_copy_in",
     "pp_keeps_gathered_weights",
     "zero3_side_stream_pools",
+    "zero1_all_reduces_gradients",
     "pp_keeps_last_reduce_scatter_input",
     "zero2_per_unit",
     "hybrid_shard",
@@ -170,6 +171,7 @@ Stack file_defaults() {
   s.reduce_scatter_copy_in = false;
   s.pp_keeps_gathered_weights = true;
   s.zero3_side_stream_pools = false;
+  s.zero1_all_reduces_gradients = false;
   s.pp_keeps_last_reduce_scatter_input = false;
   s.zero2_per_unit = false;
   s.hybrid_shard = false;
@@ -274,6 +276,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.pp_keeps_gathered_weights =
       m.optional_bool("pp_keeps_gathered_weights", d.pp_keeps_gathered_weights);
   s.zero3_side_stream_pools = m.optional_bool("zero3_side_stream_pools", d.zero3_side_stream_pools);
+  s.zero1_all_reduces_gradients =
+      m.optional_bool("zero1_all_reduces_gradients", d.zero1_all_reduces_gradients);
   s.pp_keeps_last_reduce_scatter_input =
       m.optional_bool("pp_keeps_last_reduce_scatter_input", d.pp_keeps_last_reduce_scatter_input);
   s.zero2_per_unit = m.optional_bool("zero2_per_unit", d.zero2_per_unit);

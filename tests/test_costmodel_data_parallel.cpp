@@ -253,3 +253,35 @@ TEST_CASE("NeMo 1.x: no gradient-reduction overlap under pipelining or sequence 
   config.sequence_parallel = false;
   CHECK_FALSE(never.overlaps_grad_reduce(config));
 }
+
+TEST_CASE("DeepSpeed's ZeRO-1 all-reduces its gradient buckets, then all-gathers the weights",
+          "[data_parallel][stack]") {
+  // BucketCase (200M parameters, dp 8, ZeRO-1, 40M buckets), no overlap anywhere: five
+  // buckets of reduction, five of all-gather, all exposed.
+  BucketCase bucket;
+  const DpWindow window{100.0, 100.0, 2.0, 50.0, 50.0, 0.0};
+  const Stack rs_stack = load_stack(
+      "name: r\nbase: megatron-core\ndp_overlap_grad_reduce: false\n"
+      "dp_overlap_param_gather: false\n",
+      "r.yaml");
+  const CommDetail scattered = bucket.comm(window, rs_stack);
+  CHECK(scattered.collective == Collective::reduce_scatter);
+  CHECK(scattered.exposed_s == Approx(5 * bucket.rs + 5 * bucket.ag));
+  // zero1_all_reduces_gradients: each 40M x 4-byte bucket is all-reduced, ring 2(n-1)/n of it
+  // against the reduce-scatter's (n-1)/n; the all-gathers stay.
+  const Stack ar_stack = load_stack(
+      "name: a\nbase: megatron-core\ndp_overlap_grad_reduce: false\n"
+      "dp_overlap_param_gather: false\nzero1_all_reduces_gradients: true\n",
+      "a.yaml");
+  const double ar = collective_time_s(Collective::all_reduce, 40e6 * 4.0, bucket.link);
+  const CommDetail reduced = bucket.comm(window, ar_stack);
+  CHECK(reduced.collective == Collective::all_reduce);
+  CHECK(reduced.exposed_s == Approx(5 * ar + 5 * bucket.ag));
+  CHECK(ar > 1.9 * bucket.rs);  // the bandwidth term twice over
+  // Not ZeRO-2 (DeepSpeed's stage 2 reduces each rank's partition), not ZeRO 0 (all-reduce
+  // either way); the deepspeed-megatron preset sets it, Megatron's distributed optimizer not.
+  bucket.config.zero = 2;
+  CHECK(bucket.comm(window, ar_stack).collective == Collective::reduce_scatter);
+  CHECK(stack_preset("deepspeed-megatron").zero1_all_reduces_gradients);
+  CHECK_FALSE(stack_preset("megatron-core").zero1_all_reduces_gradients);
+}
