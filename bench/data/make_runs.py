@@ -55,7 +55,8 @@ for r in shared['runs']:
              'mpt-7b-8xA100-80-fsdp': 'stacks/llm-foundry-2023.yaml', 'mpt-7b-8xH100-fsdp': 'stacks/llm-foundry-2023.yaml',
              # torchtitan@041336434916 docs/performance.md ran eager (compile = false): its stack file.
              'titan-llama3-8b-64xA100-80-fsdp': 'stacks/torchtitan-2404.yaml',
-             'gpt-neox-20b-96xA100-40': 'deepspeed-megatron'}.get(r['id'], 'fsdp')
+             # DeeperSpeed 0.3.15's legacy ZeRO-1, reduce-scattering (the stack file says where).
+             'gpt-neox-20b-96xA100-40': 'stacks/gpt-neox-2022.yaml'}.get(r['id'], 'fsdp')
     row = dict(id=r['id'], source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'],
                precision=r['precision'], global_batch=r['global_batch'], pins=pins_of(r['parallel']))
     c = r['cluster']
