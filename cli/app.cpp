@@ -117,20 +117,23 @@ std::string check_command(CLI::App& app, int argc, char** argv) {
       for (char& c : shown) {
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';  // one line, always
       }
+      const std::string command = chain.empty() ? "" : chain.substr(0, chain.size() - 1);
       return std::string("'")
           .append(shown)
           .append("': unknown command; expected ")
           .append(names)
-          .append(" (see --help)");
+          .append(" (see ")
+          .append(command.empty() ? "" : "trident " + command + " ")
+          .append("--help)");
     }
     at = found;
     chain += found->get_name() + " ";
   }
   // A command that needs one of its own and got none: say which ones it has (CLI11 says
-  // "A subcommand is required"), unless help or the version was asked for.
+  // "A subcommand is required"), unless help was asked for, or the version (a top-level flag).
   for (int j = i; j < argc; ++j) {
     const std::string_view arg = argv[j];
-    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "--version") return "";
+    if (arg == "-h" || arg == "--help" || (chain.empty() && arg == "--version")) return "";
   }
   const auto subs = at->get_subcommands([](CLI::App*) { return true; });
   if (subs.empty() || at->get_require_subcommand_min() == 0) return "";

@@ -33,6 +33,17 @@ template <typename T>
 /// The largest integer a flag takes: every integer flag lands in an int (or wider).
 constexpr long long kMaxFlagInteger = INT_MAX;
 
+/// CLI11 converts integers with the base their text implies, so "010" would read as octal 8 and
+/// "09" fail with its own wording: a leading zero is refused, not guessed.
+[[nodiscard]] bool leading_zero(const std::string& text) {
+  return text.size() > 1 && text[0] == '0' &&
+         text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+[[nodiscard]] std::string leading_zero_error(const std::string& words, const std::string& text) {
+  return "expected " + words + " without leading zeros, got '" + text + "'";
+}
+
 /// `most` bounds integers (a larger one is named with the bound); numbers are unbounded.
 template <typename T>
 [[nodiscard]] CLI::Validator number_check(bool allow_zero, const std::string& words,
@@ -40,6 +51,7 @@ template <typename T>
   return CLI::Validator(
       [allow_zero, words, most](const std::string& text) -> std::string {
         const auto value = parse_whole<T>(text);
+        if (most && leading_zero(text)) return leading_zero_error(words, text);
         const bool digits =
             !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
         if (most && digits && (!value || *value > *most)) {  // too large even for long long
@@ -66,6 +78,7 @@ CLI::Validator positive_integer_check(long long most) {
   const std::string words = "a positive integer at most " + std::to_string(most);
   return CLI::Validator(
       [most, words](const std::string& text) -> std::string {
+        if (leading_zero(text)) return leading_zero_error("a positive integer", text);
         const auto value = parse_whole<long long>(text);
         if (value && *value > 0 && *value <= most) return "";
         return "expected " + words + ", got '" + text + "'";

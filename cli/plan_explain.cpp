@@ -360,11 +360,18 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
                      : m.fits ? "fits"
                               : "does NOT fit");
   if (m.tight) {
+    // What the room must absorb: the mean fragmentation and the side streams' cached blocks.
+    const std::string priced =
+        m.stream_pool_bytes > 0.0
+            ? fmt::format("{:.2f} GiB priced ({:.2f} fragmentation, {:.2f} side-stream pools)",
+                          (m.fragmentation_bytes + m.stream_pool_bytes) / kGib,
+                          m.fragmentation_bytes / kGib, m.stream_pool_bytes / kGib)
+            : fmt::format("{:.2f} GiB priced", m.fragmentation_bytes / kGib);
     out += fmt::format(
-        "  tight: it fits only if the allocator fragments less than {:.2f} GiB of the {:.2f} "
-        "GiB priced (PyTorch's caching allocator frees its cached blocks and retries before it "
-        "raises out-of-memory); ranked after the plans that fit with it\n",
-        fragmentation_room_bytes(m) / kGib, m.fragmentation_bytes / kGib);
+        "  tight: it fits only if the allocator fragments less than {:.2f} GiB of the {} "
+        "(PyTorch's caching allocator frees its cached blocks and retries before it raises "
+        "out-of-memory); ranked after the plans that fit with it\n",
+        fragmentation_room_bytes(m) / kGib, priced);
   }
   return out;
 }

@@ -53,8 +53,7 @@ struct CsvTail {
 [[nodiscard]] std::string pp_collective_name(const ParallelConfig& config);
 /// ZeRO 0: "all-reduce"; ZeRO 1-3: the gradient collective (`reduce`, CommDetail::collective:
 /// reduce-scatter, or all-reduce for a ZeRO-1 that all-reduces) + "all-gather".
-[[nodiscard]] std::string dp_collective_name(const ParallelConfig& config,
-                                             Collective reduce = Collective::reduce_scatter);
+[[nodiscard]] std::string dp_collective_name(const ParallelConfig& config, Collective reduce);
 /// "none" (cp 1), "send-recv" (ring attention, p2p) or "all-to-all" (Ulysses, a2a).
 [[nodiscard]] std::string cp_collective_name(const PlanResult& plan);
 /// "none" (ep 1) or "all-to-all" (MoE dispatch and combine).

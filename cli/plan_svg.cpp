@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/cluster_args.h"
 #include "cli/failure_text.h"
 #include "cli/report_text.h"
 #include "cli/svg_panels.h"
@@ -88,6 +89,7 @@ void add_picture_flags(CLI::App& sub, PictureFlags& flags) {
                  "where time and memory go");
   sub.add_option("--svg-plan", flags.svg_plan,
                  "plan N of the ranking to draw (default 1; under --fail-link: option N)")
+      ->check(non_negative_integer_check())  // 0 gets its own words below
       ->each([&flags](const std::string&) { flags.svg_plan_given = true; });
   sub.add_option("--report", flags.report,
                  "write DIR/index.html: the ranked table, the explanation and the picture");

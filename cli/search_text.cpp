@@ -159,6 +159,10 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
     for (const Pin& other : pins) {
       if (other.option != pin.option) (only.*other.option).reset();
     }
+    // The choices pinned beside the sizes go too: the pin is tested on its own.
+    only.recompute.reset();
+    only.zero.reset();
+    only.sequence_parallel.reset();
     if (has_configuration(cluster, model, only)) continue;
     if (pin.rule.empty()) ++unruled;
     solo.push_back(pin.rule.empty() ? pin.flag : fmt::format("{} ({})", pin.flag, pin.rule));

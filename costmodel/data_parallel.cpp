@@ -34,7 +34,7 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
 /// and forward needs first) holds at least the embedding: max(bucket, edge_parameters).
 void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
                  double parameters, const Training& training, const DpWindow& stage,
-                 const Calibration* calibration) {
+                 const Calibration* calibration, bool zero1_all_reduce) {
   const double bucket = std::min(
       parameters,
       std::max(stack.dp_bucket_parameters, stack.dp_bucket_parameters_per_rank * config.dp));
@@ -45,8 +45,7 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   comm.bytes_per_call = grad_bytes;
   comm.calls_per_step = 1.0;
   // ZeRO 0 all-reduces; ZeRO 1-2 reduce-scatter, but for a ZeRO-1 that all-reduces its buckets.
-  const bool all_reduce =
-      config.zero == 0 || (config.zero == 1 && stack.zero1_all_reduces_gradients);
+  const bool all_reduce = config.zero == 0 || (config.zero == 1 && zero1_all_reduce);
   const Collective reduce = all_reduce ? Collective::all_reduce : Collective::reduce_scatter;
   const double grad_s =
       bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
@@ -152,14 +151,18 @@ double unit_scatter_passes(const ParallelConfig& config, const Stack& stack, lon
 /// unit: FSDP SHARD_GRAD_OP).
 CommDetail dp_comm(const Model& model, const ParallelConfig& config, const DpLinks& links,
                    double parameters, long long m, const DpWindow& stage, const Stack& stack,
-                   const Calibration* calibration) {
+                   const Calibration* calibration, bool moe_layers) {
   CommDetail comm;
   comm.link = config.hybrid_shard() ? links.shard : links.dp;
   if (config.dp <= 1) return comm;
   if (stack.shards_per_unit(config.zero)) {
     sharded_dp(comm, model, config, stack, m, stage, links, calibration);
   } else {
-    bucketed_dp(comm, config, stack, parameters, model.training, stage, calibration);
+    // DeepSpeed keeps contiguous gradients (a reduce per partition) for MoE models (engine.py
+    // `if not self.has_moe_layers: contiguous_gradients = False`, @v0.8.0 L1532-1534).
+    const bool zero1_all_reduce = stack.zero1_all_reduces_gradients && !moe_layers;
+    bucketed_dp(comm, config, stack, parameters, model.training, stage, calibration,
+                zero1_all_reduce);
   }
   return comm;
 }

@@ -43,10 +43,12 @@ struct DpLinks {
                                          long long m);
 
 /// DP traffic of one step: `parameters` the stage's parameters on this GPU, `m` micro-batches.
-/// `model` / `config`: the per-GPU dense view (CP folded into DP).
+/// `model` / `config`: the per-GPU dense view (CP folded into DP). `moe_layers`: the model
+/// has MoE layers (DeepSpeed's ZeRO-1 then keeps contiguous gradients and reduce-scatters;
+/// Stack::zero1_all_reduces_gradients applies to dense models only).
 [[nodiscard]] CommDetail dp_comm(const Model& model, const ParallelConfig& config,
                                  const DpLinks& links, double parameters, long long m,
                                  const DpWindow& window, const Stack& stack,
-                                 const Calibration* calibration);
+                                 const Calibration* calibration, bool moe_layers = false);
 
 }  // namespace trident

@@ -452,7 +452,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double params = std::max(first_params, last_params);
   const DpWindow window = dp_window(stage, local, split, out.tp.exposed_s, md);
   out.dp = dp_comm(local, split, {placement.dp, placement.shard, placement.replicate}, params, m,
-                   window, stack, calibration);
+                   window, stack, calibration, model.is_moe());
   // Expert gradients reduce over the expert-data-parallel group (tp x cp x dp / ep ranks).
   const double expert_params = expert_parameters_per_gpu(model, config);
   ParallelConfig expert_split = split;
@@ -462,7 +462,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     DpWindow expert_window = window;
     expert_window.edge_parameters = 0.0;  // the embedding is not an expert's
     out.edp = dp_comm(local, expert_split, {placement.edp, placement.edp, placement.edp},
-                      expert_params, m, expert_window, stack, calibration);
+                      expert_params, m, expert_window, stack, calibration, model.is_moe());
   }
   out.time.backward_s +=
       gradient_passes_s(gpu, model, config, split, stack, params, expert_params, m);

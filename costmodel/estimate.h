@@ -63,7 +63,8 @@ struct MemoryBreakdown {
   double allocated_bytes = 0.0;
   /// ZeRO-3's last reduce-scatter input, alive through the next step (allocated)
   double reduce_scatter_kept_bytes = 0.0;
-  double fragmentation_bytes = 0.0;  ///< caching allocator: reserved - allocated
+  /// caching allocator: reserved - allocated - stream_pool_bytes
+  double fragmentation_bytes = 0.0;
   /// ZeRO-3's side-stream pools: blocks cached on the all-gather and reduce-scatter streams,
   /// reserved but not reusable by the compute stream (side_stream_pool_bytes)
   double stream_pool_bytes = 0.0;
@@ -86,7 +87,8 @@ struct MemoryBreakdown {
 /// One dimension's traffic, for --explain and validate.
 /// With sequence parallelism TP's `collective` is reduce_scatter and each call is a
 /// reduce-scatter plus an all-gather of the same S; ZeRO-1/2 DP likewise (gradients
-/// reduce-scattered, weights all-gathered).
+/// reduce-scattered, or all-reduced where a dense model's ZeRO-1 does: `collective` says
+/// which; weights all-gathered).
 struct CommDetail {
   Collective collective = Collective::all_reduce;
   double bytes_per_call = 0.0;  ///< S as nccl-tests counts it

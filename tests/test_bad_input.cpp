@@ -141,6 +141,14 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
                 "--top: expected a positive integer at most 2147483647, got '99999999999999999999' "
                 "(see --help)");
   check_refused("plan --gpus", "--gpus: expected a value (INT:N), got none (see --help)");
+  // A leading zero would read as octal (CLI11's base detection: 010 = 8) or fail in its words.
+  check_refused(
+      "plan --gpus 010",
+      "--gpus: expected a positive integer without leading zeros, got '010' (see --help)");
+  check_refused("plan --tp 09",
+                "--tp: expected a positive integer without leading zeros, got '09' (see --help)");
+  check_refused("topo --version",
+                "topo: expected a command: show|import (see trident topo --help)");
   check_refused("", "expected a command: plan|topo|validate|calibrate|presets (see --help)");
   check_refused("topo", "topo: expected a command: show|import (see trident topo --help)");
   check_refused("plan --servers 3 --gpus 16", "--gpus 16: not divisible into 3 servers");

@@ -73,9 +73,9 @@ TEST_CASE("plan JSON has the DESIGN keys with their types", "[cli_plan]") {
          {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "exposed_comm_s"}) {
       CHECK(plan.at("time").at(key).is_number());
     }
-    for (const char* key :
-         {"weights", "gradients", "optimizer", "activations", "other", "transient", "allocated",
-          "reserved", "cuda_context", "nccl_buffers", "total"}) {
+    for (const char* key : {"weights", "gradients", "optimizer", "activations", "other",
+                            "transient", "allocated", "reserved", "cuda_context", "nccl_buffers",
+                            "total", "reduce_scatter_kept", "stream_pools"}) {
       CHECK(plan.at("memory_gib").at(key).is_number());
     }
     for (const char* dim : {"tp", "pp", "dp"}) {

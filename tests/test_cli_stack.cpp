@@ -498,3 +498,34 @@ TEST_CASE("torchtitan's pipeline buffers in --explain and the JSON; Megatron's n
   REQUIRE(megatron.code == 0);
   CHECK(megatron.out.find("PP receive buffers") == std::string::npos);
 }
+
+TEST_CASE("DeepSpeed's ZeRO-1 plan says all-reduce+all-gather; torchtitan's PP ZeRO-3 its pools",
+          "[cli_stack]") {
+  // Llama 3 8B on 64 GPUs, every knob pinned: DP 64 with ZeRO-1 under deepspeed-megatron.
+  const Run ds = trident(kSmall +
+                         " --stack deepspeed-megatron --tp 1 --pp 1 --dp 64 --micro-batch 1 "
+                         "--zero 1 --recompute full --format json --top 1");
+  REQUIRE(ds.code == 0);
+  const auto plan = nlohmann::json::parse(ds.out).at("plans").at(0);
+  CHECK(plan.at("collectives").at("dp") == "all-reduce+all-gather");
+  CHECK(plan.at("comm").at("dp").at("collective") == "all-reduce+all-gather");
+  CHECK(plan.at("memory_gib").at("stream_pools").get<double>() == 0.0);
+  const Run text = trident(kSmall +
+                           " --stack deepspeed-megatron --tp 1 --pp 1 --dp 64 --micro-batch 1 "
+                           "--zero 1 --recompute full --explain");
+  REQUIRE(text.code == 0);
+  // fp32 gradients all-reduced, 16-bit weights all-gathered: the two sizes named apart.
+  CHECK(text.out.find("  DP: all-reduce of 32.12 GB + all-gather of 16.06 GB per call") !=
+        std::string::npos);
+  // torchtitan, ZeRO-3 under PP 2: the side streams' pools are reserved, not allocated.
+  const Run tt = trident(kSmall +
+                         " --stack torchtitan --tp 1 --pp 2 --dp 32 --micro-batch 1 --zero 3 "
+                         "--recompute full --format json --top 1");
+  REQUIRE(tt.code == 0);
+  const auto mem = nlohmann::json::parse(tt.out).at("plans").at(0).at("memory_gib");
+  CHECK(mem.at("stream_pools").get<double>() > 0.0);
+  CHECK(mem.at("reserved").get<double>() ==
+        Approx(mem.at("allocated").get<double>() + mem.at("fragmentation").get<double>() +
+               mem.at("stream_pools").get<double>()));
+  CHECK(mem.at("reduce_scatter_kept").get<double>() == 0.0);  // the preset's newer torch
+}

@@ -280,6 +280,10 @@ TEST_CASE("DeepSpeed's ZeRO-1 all-reduces its gradient buckets, then all-gathers
   CHECK(ar > 1.9 * bucket.rs);  // the bandwidth term twice over
   // Not ZeRO-2 (DeepSpeed's stage 2 reduces each rank's partition), not ZeRO 0 (all-reduce
   // either way); the deepspeed-megatron preset sets it, Megatron's distributed optimizer not.
+  // A model with MoE layers keeps DeepSpeed's contiguous gradients: reduce-scattered.
+  CHECK(dp_comm(bucket.model, bucket.config, {bucket.link, bucket.link, bucket.link}, 200e6, 1,
+                window, ar_stack, nullptr, true)
+            .collective == Collective::reduce_scatter);
   bucket.config.zero = 2;
   CHECK(bucket.comm(window, ar_stack).collective == Collective::reduce_scatter);
   CHECK(stack_preset("deepspeed-megatron").zero1_all_reduces_gradients);

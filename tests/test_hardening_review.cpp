@@ -208,7 +208,8 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
   check_refused(scene, "foo",
                 "'foo': unknown command; expected plan|topo|validate|calibrate|presets (see "
                 "--help)");
-  check_refused(scene, "topo foo", "'foo': unknown command; expected show|import (see --help)");
+  check_refused(scene, "topo foo",
+                "'foo': unknown command; expected show|import (see trident topo --help)");
 }
 
 TEST_CASE("review: an imported cluster's name is one YAML string", "[hardening]") {
