@@ -101,7 +101,11 @@ std::string check_command(CLI::App& app, int argc, char** argv) {
   // Down the chain of commands ("trident topo show"): each argument that is not an option must
   // name a command of the one before it while that one has commands.
   CLI::App* at = &app;
-  std::string chain;  // the commands named so far: "topo "
+  std::string command;  // the commands named so far: "topo"
+  // Where to look: "(see --help)", or "(see trident topo --help)" below a command.
+  const auto see_help = [&command] {
+    return " (see " + (command.empty() ? std::string() : "trident " + command + " ") + "--help)";
+  };
   int i = 1;
   for (; i < argc && argv[i][0] != '-'; ++i) {
     const auto subs = at->get_subcommands([](CLI::App*) { return true; });
@@ -117,31 +121,26 @@ std::string check_command(CLI::App& app, int argc, char** argv) {
       for (char& c : shown) {
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';  // one line, always
       }
-      const std::string command = chain.empty() ? "" : chain.substr(0, chain.size() - 1);
       return std::string("'")
           .append(shown)
           .append("': unknown command; expected ")
           .append(names)
-          .append(" (see ")
-          .append(command.empty() ? "" : "trident " + command + " ")
-          .append("--help)");
+          .append(see_help());
     }
     at = found;
-    chain += found->get_name() + " ";
+    command += (command.empty() ? "" : " ") + found->get_name();
   }
   // A command that needs one of its own and got none: say which ones it has (CLI11 says
   // "A subcommand is required"), unless help was asked for, or the version (a top-level flag).
   for (int j = i; j < argc; ++j) {
     const std::string_view arg = argv[j];
-    if (arg == "-h" || arg == "--help" || (chain.empty() && arg == "--version")) return "";
+    if (arg == "-h" || arg == "--help" || (command.empty() && arg == "--version")) return "";
   }
   const auto subs = at->get_subcommands([](CLI::App*) { return true; });
   if (subs.empty() || at->get_require_subcommand_min() == 0) return "";
   std::string names;
   for (const CLI::App* sub : subs) names += (names.empty() ? "" : "|") + sub->get_name();
-  const std::string command = chain.empty() ? "" : chain.substr(0, chain.size() - 1);
-  return (command.empty() ? "" : command + ": ") + "expected a command: " + names + " (see " +
-         (command.empty() ? "" : "trident " + command + " ") + "--help)";
+  return (command.empty() ? "" : command + ": ") + "expected a command: " + names + see_help();
 }
 
 /// What was printed must have reached standard output (`> /dev/full`, a closed stdout).

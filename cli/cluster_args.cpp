@@ -33,11 +33,15 @@ template <typename T>
 /// The largest integer a flag takes: every integer flag lands in an int (or wider).
 constexpr long long kMaxFlagInteger = INT_MAX;
 
+/// Decimal digits only (no sign, no point): an integer as written, whatever its size.
+[[nodiscard]] bool all_digits(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
 /// CLI11 converts integers with the base their text implies, so "010" would read as octal 8 and
 /// "09" fail with its own wording: a leading zero is refused, not guessed.
 [[nodiscard]] bool leading_zero(const std::string& text) {
-  return text.size() > 1 && text[0] == '0' &&
-         text.find_first_not_of("0123456789") == std::string::npos;
+  return text.size() > 1 && text[0] == '0' && all_digits(text);
 }
 
 [[nodiscard]] std::string leading_zero_error(const std::string& words, const std::string& text) {
@@ -52,9 +56,7 @@ template <typename T>
       [allow_zero, words, most](const std::string& text) -> std::string {
         const auto value = parse_whole<T>(text);
         if (most && leading_zero(text)) return leading_zero_error(words, text);
-        const bool digits =
-            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-        if (most && digits && (!value || *value > *most)) {  // too large even for long long
+        if (most && all_digits(text) && (!value || *value > *most)) {  // or past long long
           return "expected " + words + " at most " + std::to_string(*most) + ", got '" + text + "'";
         }
         if (value && std::isfinite(static_cast<double>(*value)) &&

@@ -123,14 +123,15 @@ bool has_configuration(const Cluster& cluster, const Model& model, SearchOptions
 
 std::string no_split_message(const Cluster& cluster, const Model& model,
                              const SearchOptions& options, const SplitRules& rules) {
-  std::vector<Pin> alone;
-  for (Pin& pin : pins_of(options, rules)) {
+  const std::vector<Pin> pins = pins_of(options, rules);
+  std::vector<const Pin*> alone;
+  for (const Pin& pin : pins) {
     SearchOptions cleared = options;
     (cleared.*pin.option).reset();
-    if (has_configuration(cluster, model, cleared)) alone.push_back(std::move(pin));
+    if (has_configuration(cluster, model, cleared)) alone.push_back(&pin);
   }
   if (alone.size() == 1) {
-    const Pin& pin = alone.front();
+    const Pin& pin = *alone.front();
     if (pin.rule.empty()) {
       return fmt::format(
           "{}: no configuration of {} GPUs takes it (without it there are; the rules: {})",
@@ -142,7 +143,7 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
   }
   if (alone.size() > 1) {
     std::string flags;
-    for (const Pin& pin : alone) flags += (flags.empty() ? "" : ", ") + pin.flag;
+    for (const Pin* pin : alone) flags += (flags.empty() ? "" : ", ") + pin->flag;
     return fmt::format(
         "{} together: no configuration of {} GPUs takes them all (without any "
         "one of them there are configurations; the rules: {})",
@@ -152,9 +153,8 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
   // (every other pin cleared), each with its rule.
   std::vector<std::string> solo;
   int unruled = 0;  // pins of solo whose rule the full list says
-  const std::vector<Pin> pins = pins_of(options, rules);
   for (const Pin& pin : pins) {
-    if (pins.size() < 2) break;
+    if (pins.size() < 2) break;  // one pin alone is the options themselves
     SearchOptions only = options;
     for (const Pin& other : pins) {
       if (other.option != pin.option) (only.*other.option).reset();
@@ -168,10 +168,9 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
     solo.push_back(pin.rule.empty() ? pin.flag : fmt::format("{} ({})", pin.flag, pin.rule));
   }
   if (!solo.empty()) {
-    const bool all_ruled = unruled == 0;
     return fmt::format("{}: {} no configuration of {} GPUs even with the other pins cleared{}",
                        fmt::join(solo, "; "), solo.size() == 1 ? "leaves" : "each leaves",
-                       rules.gpus, all_ruled ? "" : " (the rules: " + rules_text(rules) + ")");
+                       rules.gpus, unruled == 0 ? "" : " (the rules: " + rules_text(rules) + ")");
   }
   return no_split_text(rules);
 }

@@ -83,6 +83,22 @@ bool gathers_per_unit(const ParallelConfig& config, const MemoryOptions& options
   return config.zero >= 3 && config.shard_ranks() > 1 && !keeps_gathered(config, options);
 }
 
+/// One ZeRO-3 unit (a layer) on one GPU as gathered: its weights in the gather dtype (16-bit;
+/// the linear layers' FP8 under an FP8 all-gather).
+double unit_gathered_weight_bytes(const Model& model, const ParallelConfig& config,
+                                  const MemoryOptions& options) {
+  const ParameterCount count = count_parameters(model);
+  const double linear = count.attention_per_layer + count.ffn_per_layer;
+  return (count.per_layer * options.weight_bytes + linear * fp8_gather_delta_bytes(options)) /
+         config.tp;
+}
+
+/// One ZeRO-3 unit's unsharded gradients on one GPU, in the stack's gradient dtype.
+double unit_gradient_bytes(const Model& model, const ParallelConfig& config,
+                           const MemoryOptions& options) {
+  return count_parameters(model).per_layer / config.tp * options.grad_buffer_bytes;
+}
+
 /// ZeRO-3 units gathered while one layer computes: the unit computing and the prefetched ones,
 /// gathered (16-bit weights, and the FP8 copies a recipe makes of their linear layers, which
 /// live and go with them: Megatron-FSDP gathers FP8 parameters per bucket and drops their
@@ -94,9 +110,9 @@ double layer_units_bytes(const Model& model, const ParallelConfig& config,
   const double units = 1.0 + options.prefetch_units;
   const ParameterCount count = count_parameters(model);
   const double linear = count.attention_per_layer + count.ffn_per_layer;
-  return units / config.tp *
-         (count.per_layer * (options.weight_bytes + options.grad_buffer_bytes) +
-          linear * (options.weight_copy_bytes_per_parameter + fp8_gather_delta_bytes(options)));
+  return units * (unit_gathered_weight_bytes(model, config, options) +
+                  unit_gradient_bytes(model, config, options) +
+                  linear / config.tp * options.weight_copy_bytes_per_parameter);
 }
 
 /// The output layer as the unit gathered at the loss (ZeRO-3, last stage): V*h/t weights and
@@ -454,14 +470,9 @@ double side_stream_pool_bytes(const Model& model, const ParallelConfig& config,
   if (!options.zero3_side_stream_pools || config.zero < 3 || config.shard_ranks() <= 1) {
     return 0.0;
   }
-  // The flat all-gather outputs of the units gathered at once, in the gather dtype: the 16-bit
-  // weights, the linear layers' FP8 under an FP8 all-gather.
-  const ParameterCount count = count_parameters(model);
-  const double linear = count.attention_per_layer + count.ffn_per_layer;
-  const double units = 1.0 + options.prefetch_units;
+  // The flat all-gather outputs of the units gathered at once.
   const double gathered =
-      units / config.tp *
-      (count.per_layer * options.weight_bytes + linear * fp8_gather_delta_bytes(options));
+      (1.0 + options.prefetch_units) * unit_gathered_weight_bytes(model, config, options);
   // The sharded gradients, reduce-scattered at the step's end under PP (not kept in the
   // gradients term, which holds the unsharded ones); without PP they are that term.
   const double sharded_gradients =
@@ -477,7 +488,7 @@ double kept_reduce_scatter_input_bytes(const Model& model, const ParallelConfig&
       config.shard_ranks() <= 1) {
     return 0.0;
   }
-  return count_parameters(model).per_layer / config.tp * options.grad_buffer_bytes;
+  return unit_gradient_bytes(model, config, options);
 }
 
 MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelConfig& config,
