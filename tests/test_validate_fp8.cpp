@@ -149,6 +149,47 @@ TEST_CASE("FP8 alignment: dimensions padded to multiples of 16", "[validate][fp8
   CHECK(capped.n == 512);
 }
 
+TEST_CASE("GEMM timing operands: uniform in [-1, 1), unstructured, finite in E4M3",
+          "[validate][measure]") {
+  // splitmix64 of index 0, salt 0: z = 0x9E3779B97F4A7C15 mixed = 0xE220A8397B1DCDAF (the
+  // generator's published first output for seed 0); its top 24 bits 0xE220A8 = 14819496, so
+  // 14819496 x 2 / 2^24 - 1 = 0.7666216.
+  CHECK(gemm_timing_value(0, 0) == Approx(14819496.0 * 2.0 / 16777216.0 - 1.0).epsilon(1e-7));
+  const std::vector<float> values = gemm_timing_matrix(256, 1024, 1);
+  REQUIRE(values.size() == 262144u);
+  double sum = 0;
+  double sum_sq = 0;
+  long long negative = 0;
+  for (const float v : values) {
+    REQUIRE(v >= -1.0f);
+    REQUIRE(v < 1.0f);
+    sum += v;
+    sum_sq += static_cast<double>(v) * v;
+    negative += v < 0 ? 1 : 0;
+  }
+  // Uniform on [-1, 1): mean 0, variance 1/3; over 262,144 draws the mean's standard error is
+  // sqrt(1/3 / 262144) = 0.0011, so 0.01 is 9 standard errors.
+  CHECK(std::fabs(sum / 262144.0) < 0.01);
+  CHECK(sum_sq / 262144.0 == Approx(1.0 / 3.0).epsilon(0.01));
+  CHECK(negative > 130000);
+  CHECK(negative < 132200);
+  // No row or column structure, unlike the check's patterns: neighbours differ.
+  long long equal_neighbours = 0;
+  for (std::size_t i = 1; i < values.size(); ++i) equal_neighbours += values[i] == values[i - 1];
+  CHECK(equal_neighbours < 10);
+  // Another salt, other values (A and B are not the same matrix).
+  CHECK(gemm_timing_value(5, 1) != gemm_timing_value(5, 2));
+  // In E4M3: no NaN code (0x7F, 0xFF), and most values keep a distinct code.
+  const std::vector<std::uint8_t> fp8 = fp8_timing_matrix(256, 1024, 1);
+  REQUIRE(fp8.size() == values.size());
+  long long nan_codes = 0;
+  for (const std::uint8_t code : fp8) nan_codes += (code & 0x7F) == 0x7F ? 1 : 0;
+  CHECK(nan_codes == 0);
+  CHECK(fp8[0] == to_e4m3(values[0]));
+  CHECK(gemm_timing_matrix(0, 7, 1).empty());
+  CHECK_THROWS_AS(gemm_timing_matrix(-1, 7, 1), std::invalid_argument);
+}
+
 TEST_CASE("HBM copy: predicted time at the cost model's memory-bound rate", "[validate][hbm]") {
   Gpu gpu;
   gpu.memory_gbps = 4800.0;  // H200

@@ -81,4 +81,11 @@ std::vector<std::uint8_t> fp8_matrix_b(long long k, long long n) {
   return k_major_columns(n, k, gemm_b);
 }
 
+std::vector<std::uint8_t> fp8_timing_matrix(long long rows, long long cols, std::uint64_t salt) {
+  const std::vector<float> values = gemm_timing_matrix(rows, cols, salt);
+  std::vector<std::uint8_t> out(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = to_e4m3(values[i]);
+  return out;
+}
+
 }  // namespace trident

@@ -29,6 +29,9 @@ inline constexpr long long kFp8Alignment = 16;
 /// exactly before the bf16 output rounds it.
 [[nodiscard]] std::vector<std::uint8_t> fp8_matrix_a_transposed(long long m, long long k);
 [[nodiscard]] std::vector<std::uint8_t> fp8_matrix_b(long long k, long long n);
+/// rows x cols timing operands (patterns.h gemm_timing_value) in E4M3.
+[[nodiscard]] std::vector<std::uint8_t> fp8_timing_matrix(long long rows, long long cols,
+                                                          std::uint64_t salt);
 
 /// Relative tolerance of the FP8 check: the inputs and the FP32 accumulation (fast
 /// accumulation off) are exact, the bf16 output rounds by at most 2^-9; 1e-2 as for bf16.

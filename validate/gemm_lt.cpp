@@ -65,11 +65,11 @@ Fp8Gemm::Fp8Gemm(const LtContext& context, cudaStream_t stream, long long m, lon
       stream_(stream),
       m_(m),
       n_(n),
+      k_(k),
       a_(checked_bytes(m, n, k, k, m, 1)),
       b_(checked_bytes(m, n, k, k, n, 1)),
       d_(checked_bytes(m, n, k, m, n, 2)) {
-  a_.upload_bytes(fp8_matrix_a_transposed(m, k));
-  b_.upload_bytes(fp8_matrix_b(k, n));
+  fill_pattern();
   lt_check(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
            "cublasLtMatmulDescCreate");
   set_attribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(CUBLAS_OP_T));
@@ -119,6 +119,16 @@ void Fp8Gemm::launch() {
                           b_layout_, &beta, d_.get(), d_layout_, d_.get(), d_layout_, &algo_,
                           context_.workspace(), kLtWorkspaceBytes, stream_),
            "cublasLtMatmul");
+}
+
+void Fp8Gemm::fill_pattern() {
+  a_.upload_bytes(fp8_matrix_a_transposed(m_, k_));
+  b_.upload_bytes(fp8_matrix_b(k_, n_));
+}
+
+void Fp8Gemm::fill_timing() {
+  a_.upload_bytes(fp8_timing_matrix(k_, m_, 1));
+  b_.upload_bytes(fp8_timing_matrix(k_, n_, 2));
 }
 
 std::vector<float> Fp8Gemm::output() const {

@@ -38,10 +38,10 @@ class LtContext {
   DeviceBuffer scale_{sizeof(float)};
 };
 
-/// C(m x n) = A(m x k) B(k x n) in FP8 with the patterns.h test matrices, ready to launch on
-/// `stream`. Throws InputError when a dimension is not a multiple of 16 (measure.cpp pads the
-/// plan's shape first) and std::runtime_error on a cuBLASLt error or when the heuristic finds
-/// no algorithm.
+/// C(m x n) = A(m x k) B(k x n) in FP8, ready to launch on `stream`, its operands the timing
+/// values (fill_timing) or the patterns.h test matrices (fill_pattern, the constructor's). Throws
+/// InputError when a dimension is not a multiple of 16 (measure.cpp pads the plan's shape first)
+/// and std::runtime_error on a cuBLASLt error or when the heuristic finds no algorithm.
 class Fp8Gemm {
  public:
   Fp8Gemm(const LtContext& context, cudaStream_t stream, long long m, long long n, long long k);
@@ -50,6 +50,9 @@ class Fp8Gemm {
   Fp8Gemm& operator=(const Fp8Gemm&) = delete;
   /// Enqueues one cublasLtMatmul.
   void launch();
+  /// A and B as the check's test matrices (C exact, count_wrong_gemm) or as timing operands.
+  void fill_pattern();
+  void fill_timing();
   /// D as floats (m x n, column-major), for count_wrong_gemm.
   [[nodiscard]] std::vector<float> output() const;
 
@@ -58,6 +61,7 @@ class Fp8Gemm {
   cudaStream_t stream_ = nullptr;
   long long m_ = 0;
   long long n_ = 0;
+  long long k_ = 0;
   DeviceBuffer a_;
   DeviceBuffer b_;
   DeviceBuffer d_;

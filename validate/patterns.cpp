@@ -91,4 +91,21 @@ long long count_wrong_gemm(const std::vector<float>& c, long long m, long long n
   return wrong;
 }
 
+float gemm_timing_value(std::uint64_t index, std::uint64_t salt) {
+  // splitmix64 (Steele, Lea and Flood 2014): one mix of the index and the salt.
+  std::uint64_t z = index + 0x9E3779B97F4A7C15ull * (salt + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  // The top 24 bits as a float in [0, 1) (exact), mapped to [-1, 1).
+  return static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+std::vector<float> gemm_timing_matrix(long long rows, long long cols, std::uint64_t salt) {
+  if (rows < 0 || cols < 0) throw std::invalid_argument("gemm_timing_matrix: negative size");
+  std::vector<float> out(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = gemm_timing_value(i, salt);
+  return out;
+}
+
 }  // namespace trident

@@ -3,6 +3,7 @@
 /// input with small integers (exact in fp32 sums), and every output element is compared with
 /// the value it must have; the count of wrong elements is reported beside the time.
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "costmodel/collective.h"
@@ -29,6 +30,15 @@ struct BufferCounts {
 /// B(p, j) = j%4 + 1, so C(i, j) = k (i%3 + 1)(j%4 + 1) exactly.
 [[nodiscard]] inline float gemm_a(long long row) { return static_cast<float>(row % 3 + 1); }
 [[nodiscard]] inline float gemm_b(long long col) { return static_cast<float>(col % 4 + 1); }
+/// Timing operands: an element's value is uniform in [-1, 1), drawn from a hash (splitmix64) of
+/// its index and `salt`, so the tensor cores switch as on a model's weights and activations.
+/// The patterns above are for the check only: on one H200, cuBLAS ran them 25-35% faster than
+/// random operands of the same shapes (the board holds a higher clock at its power limit when
+/// few bits switch; docs/validate.md#gemm-operands), which a calibration would carry into plans.
+[[nodiscard]] float gemm_timing_value(std::uint64_t index, std::uint64_t salt);
+/// rows x cols timing values (any layout: they carry no structure).
+[[nodiscard]] std::vector<float> gemm_timing_matrix(long long rows, long long cols,
+                                                    std::uint64_t salt);
 /// Elements of C (m x n, column-major) off by more than `relative_tolerance`.
 [[nodiscard]] long long count_wrong_gemm(const std::vector<float>& c, long long m, long long n,
                                          long long k, double relative_tolerance);
