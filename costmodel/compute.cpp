@@ -197,7 +197,9 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
         attention_shares(profile, features.attention, model.seq_len, features.cp, features.ulysses);
     if (shares.forward > 0.0 && shares.backward > 0.0) {
       const double flops = core.scores.flops() + core.context.flops();
-      const double rate = gpu.peak_tflops(dtype) * 1e12 * profile.training_clock_ratio();
+      const double rate =
+          gpu.peak_tflops(dtype) * 1e12 *
+          profile.attention_clock_ratio(features.attention == AttentionKernel::flash);
       time.forward_s = flops / (rate * shares.forward);
       time.backward_s = 2.5 * flops / (rate * shares.backward);
       return time;

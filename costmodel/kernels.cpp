@@ -17,6 +17,7 @@ KernelProfile kernel_profile(const Gpu& gpu) {
           gpu.attention_backward_efficiency,
           gpu.flash2_forward_efficiency,
           gpu.flash2_backward_efficiency,
+          gpu.flash2_sustained_clock_ratio,
           &gpu.attention_causal,
           &gpu.attention_full,
           &gpu.flash2_causal,

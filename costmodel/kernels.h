@@ -22,6 +22,8 @@ struct KernelProfile {
   /// FlashAttention-2's shares where they differ (Hopper); 0 = the fused shares above.
   double flash2_forward_share = 0.0;
   double flash2_backward_share = 0.0;
+  /// FlashAttention-2's sustained ratio where measured apart; 0 = sustained_ratio.
+  double flash2_sustained_ratio = 0.0;
   /// The same kernels measured across sequence lengths, with and without the causal mask
   /// (topology/gpu.h AttentionCurve): views of the GPU's curves (a profile lives no longer than
   /// the GPU it was made from; no copy in the hot path); null or empty = the scalar shares
@@ -37,6 +39,12 @@ struct KernelProfile {
   /// saturated clock of one GPU, paced by the slowest GPU of its board
   /// (docs/cost_model.md#kernels).
   [[nodiscard]] double training_clock_ratio() const { return sustained_ratio * ensemble_ratio; }
+  /// The same for a fused attention kernel: FlashAttention-2 (`flash`) keeps its own measured
+  /// sustained ratio where the GPU has one; every other kernel the GEMMs'.
+  [[nodiscard]] double attention_clock_ratio(bool flash2) const {
+    return flash2 && flash2_sustained_ratio > 0.0 ? flash2_sustained_ratio * ensemble_ratio
+                                                  : training_clock_ratio();
+  }
 };
 
 /// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept

@@ -263,6 +263,55 @@ TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hoppe
   CHECK(layer_time(gpu, model, config, flash2).forward_s == Approx(a.forward_s));
 }
 
+TEST_CASE("FlashAttention-2 keeps its own measured sustained clock (Hopper); others the GEMMs'",
+          "[kernels]") {
+  // H200 measured (configs/gpus/h200-sxm-141g.yaml): 296.1 / 303.6 = 0.975 and 297.0 / 303.3 =
+  // 0.979, mean 0.977; H100 the same die and power. In a job of many GPUs the board's pace
+  // (0.972) still applies: 0.977 x 0.972 = 0.94964, against the GEMMs' 0.849 x 0.972 = 0.82523.
+  CHECK((296.1 / 303.6 + 297.0 / 303.3) / 2.0 == Approx(0.977).margin(5e-4));
+  for (const char* name : {"h100-sxm-80g", "h200-sxm-141g"}) {
+    const Gpu gpu = gpu_preset(name);
+    const KernelProfile profile = kernel_profile(gpu);
+    CHECK(profile.flash2_sustained_ratio == Approx(0.977));
+    CHECK(profile.attention_clock_ratio(true) == Approx(0.94964).margin(1e-5));
+    CHECK(profile.attention_clock_ratio(false) == Approx(0.82523).margin(1e-5));
+  }
+  // Not measured elsewhere: FA2 on an A100 or B200 keeps the GEMMs' ratio.
+  for (const char* name : {"a100-sxm-80g", "b200"}) {
+    const Gpu gpu = gpu_preset(name);
+    const KernelProfile profile = kernel_profile(gpu);
+    CHECK(profile.flash2_sustained_ratio == 0.0);
+    CHECK(profile.attention_clock_ratio(true) == Approx(profile.training_clock_ratio()));
+  }
+  // Round GPU (100 TFLOP/s), FA2 shares 0.25 / 0.2, GEMMs' sustained ratio 0.5 and FA2's 1:
+  // the FA2 core runs at 25 TFLOP/s forward (65,536 causal FLOPs in 2.62 ns), cuDNN's at
+  // 0.5 x 100 x 0.5 = 25 too; with FA2's ratio 0 (not measured) FA2 falls to 12.5 TFLOP/s.
+  Gpu gpu = test::round_gpu();
+  gpu.attention_forward_efficiency = 0.5;
+  gpu.attention_backward_efficiency = 0.4;
+  gpu.flash2_forward_efficiency = 0.25;
+  gpu.flash2_backward_efficiency = 0.2;
+  gpu.sustained_clock_ratio = 0.5;
+  gpu.flash2_sustained_clock_ratio = 1.0;
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  ComputeFeatures cudnn;
+  ComputeFeatures flash2;
+  flash2.attention = AttentionKernel::flash;
+  CHECK(layer_time(gpu, model, config, flash2).attention_forward_s == Approx(65536.0 / 25e12));
+  CHECK(layer_time(gpu, model, config, cudnn).attention_forward_s == Approx(65536.0 / 25e12));
+  gpu.flash2_sustained_clock_ratio = 0.0;
+  CHECK(layer_time(gpu, model, config, flash2).attention_forward_s == Approx(65536.0 / 12.5e12));
+  // Read from any GPU file: 0 (not measured) to 1; above 1 refused with the key named.
+  const std::string file = "name: g\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n";
+  CHECK(load_gpu(file + "flash2_sustained_clock_ratio: 0.9\n", "g.yaml")
+            .flash2_sustained_clock_ratio == 0.9);
+  CHECK(load_gpu(file, "g.yaml").flash2_sustained_clock_ratio == 0.0);
+  CHECK_THROWS_WITH(load_gpu(file + "flash2_sustained_clock_ratio: 1.2\n", "g.yaml"),
+                    Catch::Contains("flash2_sustained_clock_ratio") &&
+                        Catch::Contains("expected 0 (not measured) to 1"));
+}
+
 TEST_CASE("FlashAttention's Triton kernel at its own measured curve (A100), refused without one",
           "[kernels]") {
   // FlashAttention-2's release chart, A100 80GB, head dim 128, causal, fwd+bwd: Triton 68 and

@@ -37,6 +37,7 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "attention_backward_efficiency",
                                            "flash2_forward_efficiency",
                                            "flash2_backward_efficiency",
+                                           "flash2_sustained_clock_ratio",
                                            "attention_causal_curve",
                                            "attention_full_curve",
                                            "flash2_causal_curve",
@@ -141,6 +142,13 @@ Gpu read_gpu(const MapReader& m) {
   gpu.attention_backward_efficiency = share_or_zero(m, "attention_backward_efficiency");
   gpu.flash2_forward_efficiency = share_or_zero(m, "flash2_forward_efficiency");
   gpu.flash2_backward_efficiency = share_or_zero(m, "flash2_backward_efficiency");
+  gpu.flash2_sustained_clock_ratio =
+      m.optional_double("flash2_sustained_clock_ratio", 0.0, Range::non_negative);
+  if (gpu.flash2_sustained_clock_ratio > 1.0) {
+    m.fail("flash2_sustained_clock_ratio",
+           fmt::format("expected 0 (not measured) to 1, a sustained over burst rate, got {:g}",
+                       gpu.flash2_sustained_clock_ratio));
+  }
   gpu.attention_causal = read_attention_curve(m, "attention_causal_curve");
   gpu.attention_full = read_attention_curve(m, "attention_full_curve");
   gpu.flash2_causal = read_attention_curve(m, "flash2_causal_curve");
