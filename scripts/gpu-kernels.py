@@ -289,7 +289,7 @@ def nvml_used_bytes():
 def measure_context(before_bytes):
     used = nvml_used_bytes() - before_bytes
     reserved = torch.cuda.memory_reserved()
-    RESULTS["context"] = {"nvml_used_before_bytes": before_bytes, "nvml_used_bytes": used,
+    RESULTS["context"] = {"nvml_used_before_bytes": before_bytes, "process_used_bytes": used,
                           "torch_reserved_bytes": reserved,
                           "outside_allocator_bytes": used - reserved,
                           "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING", "")}

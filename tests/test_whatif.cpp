@@ -14,7 +14,7 @@ using namespace trident;
 namespace {
 
 /// The seed question: 512 H100 in 64 servers, GPT-3 175B (batch 1536), --min-tp 4, under the
-/// CLI's default stack (megatron-core, its measured error band +/-5.9%).
+/// CLI's default stack (megatron-core, its measured error band +/-5.1%).
 struct Seed {
   Cluster cluster = cluster_preset("dgx-h100");
   Model model = model_preset("gpt3-175b");
@@ -331,7 +331,7 @@ TEST_CASE("an HSDP plan's hit groups are its shard group and its replicas", "[wh
 TEST_CASE("cordon-server keeps the most servers unless fewer are faster beyond the band",
           "[whatif]") {
   // Seed, GPU 139 dead: 63 servers (504 GPUs) run TP4 PP21 DP6; 60 servers (480 GPUs, DP 12)
-  // are faster but by less than megatron-core's +/-5.9% band, so the job stays on 63. Below 63,
+  // are faster but by less than megatron-core's +/-5.1% band, so the job stays on 63. Below 63,
   // the 16 next counts with a split are searched (half the servers, 32, is the floor).
   const Seed seed;
   const WhatIf w = seed.run("gpu:17/3");
