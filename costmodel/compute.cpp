@@ -198,8 +198,7 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
     if (shares.forward > 0.0 && shares.backward > 0.0) {
       const double flops = core.scores.flops() + core.context.flops();
       const double rate =
-          gpu.peak_tflops(dtype) * 1e12 *
-          profile.attention_clock_ratio(features.attention == AttentionKernel::flash);
+          gpu.peak_tflops(dtype) * 1e12 * attention_clock_ratio(profile, features.attention);
       time.forward_s = flops / (rate * shares.forward);
       time.backward_s = 2.5 * flops / (rate * shares.backward);
       return time;

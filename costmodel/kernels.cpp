@@ -17,6 +17,7 @@ KernelProfile kernel_profile(const Gpu& gpu) {
           gpu.attention_backward_efficiency,
           gpu.flash2_forward_efficiency,
           gpu.flash2_backward_efficiency,
+          gpu.attention_sustained_clock_ratio,
           gpu.flash2_sustained_clock_ratio,
           &gpu.attention_causal,
           &gpu.attention_full,
@@ -24,6 +25,13 @@ KernelProfile kernel_profile(const Gpu& gpu) {
           &gpu.flash2_full,
           &gpu.flash_triton_causal,
           &gpu.flash_triton_full};
+}
+
+double attention_clock_ratio(const KernelProfile& profile, AttentionKernel kernel) {
+  double own = 0.0;
+  if (kernel == AttentionKernel::cudnn) own = profile.fused_sustained_ratio;
+  if (kernel == AttentionKernel::flash) own = profile.flash2_sustained_ratio;
+  return own > 0.0 ? own * profile.ensemble_ratio : profile.training_clock_ratio();
 }
 
 Gpu gpu_for_job(Gpu gpu, int gpus) {

@@ -22,7 +22,9 @@ struct KernelProfile {
   /// FlashAttention-2's shares where they differ (Hopper); 0 = the fused shares above.
   double flash2_forward_share = 0.0;
   double flash2_backward_share = 0.0;
-  /// FlashAttention-2's sustained ratio where measured apart; 0 = sustained_ratio.
+  /// The fused (cuDNN) kernel's and FlashAttention-2's sustained ratios where measured apart;
+  /// 0 = sustained_ratio (attention_clock_ratio).
+  double fused_sustained_ratio = 0.0;
   double flash2_sustained_ratio = 0.0;
   /// The same kernels measured across sequence lengths, with and without the causal mask
   /// (topology/gpu.h AttentionCurve): views of the GPU's curves (a profile lives no longer than
@@ -39,12 +41,6 @@ struct KernelProfile {
   /// saturated clock of one GPU, paced by the slowest GPU of its board
   /// (docs/cost_model.md#kernels).
   [[nodiscard]] double training_clock_ratio() const { return sustained_ratio * ensemble_ratio; }
-  /// The same for a fused attention kernel: FlashAttention-2 (`flash`) keeps its own measured
-  /// sustained ratio where the GPU has one; every other kernel the GEMMs'.
-  [[nodiscard]] double attention_clock_ratio(bool flash2) const {
-    return flash2 && flash2_sustained_ratio > 0.0 ? flash2_sustained_ratio * ensemble_ratio
-                                                  : training_clock_ratio();
-  }
 };
 
 /// Attention kernel: unfused (batched GEMMs + a softmax kernel over the b*a*s^2 scores, kept
@@ -53,6 +49,11 @@ struct KernelProfile {
 /// kernel, llm-foundry's 2023 `attn_impl: triton`; priced only on a GPU that measured it). The
 /// fused ones skip the causal half. A stack names one (costmodel/stack.h).
 enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
+
+/// The share of the boost-clock rate fused attention `kernel` keeps in a training job: its own
+/// measured sustained ratio where the GPU has one (`cudnn`: the fused kernel's, `flash`:
+/// FlashAttention-2's), else the GEMMs'; paced by the board's slowest GPU as the GEMMs are.
+[[nodiscard]] double attention_clock_ratio(const KernelProfile& profile, AttentionKernel kernel);
 
 /// Every kernel but `unfused` is flash-style: no s^2 tensors, causal blocks skipped.
 [[nodiscard]] constexpr bool is_fused(AttentionKernel kernel) {

@@ -205,6 +205,29 @@ def measure_attention(sampler, lengths, sustain_s):
     RESULTS["attention_sustained"] = sus
 
 
+def measure_cold_clocks(sampler, seconds, idle_s):
+    """Each kernel's burst from an idle GPU (idle_s of sleep first, so the clock is back at its
+    boost) against its sustained rate: the same method for GEMMs and attention."""
+    from torch.nn.attention import SDPBackend
+    cases = [("bf16 8192^3", lambda: (gemm_fn(8192, 8192, 8192, "bf16"), 2 * 8192**3)),
+             ("fp8 8192^3", lambda: (gemm_fn(8192, 8192, 8192, "fp8"), 2 * 8192**3)),
+             ("attention flash2 causal 8k f+b",
+              lambda: (lambda f: (f[0], 3.5 * f[1]))(
+                  attention_fn(8192, True, SDPBackend.FLASH_ATTENTION, backward=True))),
+             ("attention cudnn causal 8k f+b",
+              lambda: (lambda f: (f[0], 3.5 * f[1]))(
+                  attention_fn(8192, True, SDPBackend.CUDNN_ATTENTION, backward=True)))]
+    rows = []
+    for name, make in cases:
+        fn, flops = make()
+        torch.cuda.synchronize()
+        time.sleep(idle_s)
+        rows.append(sustained(name + " (from idle)", fn, flops, seconds, sampler))
+        del fn
+        torch.cuda.empty_cache()
+    RESULTS["cold_clocks"] = rows
+
+
 def measure_memory_bound():
     """Effective GB/s at the bytes docs/cost_model.md counts per kernel (E = 8192 x 4096 bf16
     elements: one Llama 3 8B micro-batch of 8192 tokens; F = 8192 x 14336)."""
@@ -302,6 +325,10 @@ def main():
     ap.add_argument("--plans", nargs="*", default=[])
     ap.add_argument("--out", default="gpu-kernels")
     ap.add_argument("--sustain-s", type=float, default=20.0)
+    ap.add_argument("--idle-s", type=float, default=4.0,
+                    help="idle seconds before each run of the cold-clock step")
+    ap.add_argument("--only", default="",
+                    help="run only the steps whose names contain this text (e.g. 'cold')")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     before_bytes = nvml_used_bytes()  # before this process makes a CUDA context
@@ -327,8 +354,11 @@ def main():
                                                 args.sustain_s)),
         ("memory-bound kernels", measure_memory_bound),
         ("launch floor", measure_launch_floor),
+        ("cold clocks", lambda: measure_cold_clocks(sampler, args.sustain_s, args.idle_s)),
     ]
     for name, fn in steps:
+        if args.only and args.only not in name:
+            continue
         log(f"\n== {name} (t = {time.time() - START:.0f} s) ==")
         try:
             fn()

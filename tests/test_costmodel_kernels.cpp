@@ -263,25 +263,37 @@ TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hoppe
   CHECK(layer_time(gpu, model, config, flash2).forward_s == Approx(a.forward_s));
 }
 
-TEST_CASE("FlashAttention-2 keeps its own measured sustained clock (Hopper); others the GEMMs'",
+TEST_CASE("fused attention keeps its own measured sustained clock (Hopper); others the GEMMs'",
           "[kernels]") {
-  // H200 measured (configs/gpus/h200-sxm-141g.yaml): 296.1 / 303.6 = 0.975 and 297.0 / 303.3 =
-  // 0.979, mean 0.977; H100 the same die and power. In a job of many GPUs the board's pace
-  // (0.972) still applies: 0.977 x 0.972 = 0.94964, against the GEMMs' 0.849 x 0.972 = 0.82523.
-  CHECK((296.1 / 303.6 + 297.0 / 303.3) / 2.0 == Approx(0.977).margin(5e-4));
+  // H200 measured from idle (configs/gpus/h200-sxm-141g.yaml): cuDNN 493.4 / 552.3 = 0.894, FA2
+  // 297.7 / 302.5 = 0.984; the same method on BF16 GEMMs 657.1 / 773.0 = 0.850 (MSMF/MAMF
+  // 0.849). H100 the same die and power. In a job of many GPUs the board's pace (0.972) still
+  // applies: FA2 0.984 x 0.972 = 0.95645, cuDNN 0.894 x 0.972 = 0.86897, the GEMMs' and the
+  // Triton kernel's 0.849 x 0.972 = 0.82523.
+  // (bench/data/gpu-h200-2026-12-04/gpu-kernels-run3-cold.json's unrounded rates)
+  CHECK(493.4428 / 552.2542 == Approx(0.894).margin(5e-4));
+  CHECK(297.7068 / 302.4848 == Approx(0.984).margin(5e-4));
+  CHECK(657.0788 / 773.0027 == Approx(0.850).margin(5e-4));
   for (const char* name : {"h100-sxm-80g", "h200-sxm-141g"}) {
     const Gpu gpu = gpu_preset(name);
     const KernelProfile profile = kernel_profile(gpu);
-    CHECK(profile.flash2_sustained_ratio == Approx(0.977));
-    CHECK(profile.attention_clock_ratio(true) == Approx(0.94964).margin(1e-5));
-    CHECK(profile.attention_clock_ratio(false) == Approx(0.82523).margin(1e-5));
+    CHECK(profile.flash2_sustained_ratio == Approx(0.984));
+    CHECK(profile.fused_sustained_ratio == Approx(0.894));
+    CHECK(attention_clock_ratio(profile, AttentionKernel::flash) == Approx(0.95645).margin(1e-5));
+    CHECK(attention_clock_ratio(profile, AttentionKernel::cudnn) == Approx(0.86897).margin(1e-5));
+    CHECK(attention_clock_ratio(profile, AttentionKernel::flash_triton) ==
+          Approx(0.82523).margin(1e-5));
   }
-  // Not measured elsewhere: FA2 on an A100 or B200 keeps the GEMMs' ratio.
+  // Not measured elsewhere: fused attention on an A100 or B200 keeps the GEMMs' ratio.
   for (const char* name : {"a100-sxm-80g", "b200"}) {
     const Gpu gpu = gpu_preset(name);
     const KernelProfile profile = kernel_profile(gpu);
     CHECK(profile.flash2_sustained_ratio == 0.0);
-    CHECK(profile.attention_clock_ratio(true) == Approx(profile.training_clock_ratio()));
+    CHECK(profile.fused_sustained_ratio == 0.0);
+    CHECK(attention_clock_ratio(profile, AttentionKernel::flash) ==
+          Approx(profile.training_clock_ratio()));
+    CHECK(attention_clock_ratio(profile, AttentionKernel::cudnn) ==
+          Approx(profile.training_clock_ratio()));
   }
   // Round GPU (100 TFLOP/s), FA2 shares 0.25 / 0.2, GEMMs' sustained ratio 0.5 and FA2's 1:
   // the FA2 core runs at 25 TFLOP/s forward (65,536 causal FLOPs in 2.62 ns), cuDNN's at
@@ -302,6 +314,9 @@ TEST_CASE("FlashAttention-2 keeps its own measured sustained clock (Hopper); oth
   CHECK(layer_time(gpu, model, config, cudnn).attention_forward_s == Approx(65536.0 / 25e12));
   gpu.flash2_sustained_clock_ratio = 0.0;
   CHECK(layer_time(gpu, model, config, flash2).attention_forward_s == Approx(65536.0 / 12.5e12));
+  // cuDNN's own ratio 1: its core at 0.5 x 100 x 1 = 50 TFLOP/s.
+  gpu.attention_sustained_clock_ratio = 1.0;
+  CHECK(layer_time(gpu, model, config, cudnn).attention_forward_s == Approx(65536.0 / 50e12));
   // Read from any GPU file: 0 (not measured) to 1; above 1 refused with the key named.
   const std::string file = "name: g\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n";
   CHECK(load_gpu(file + "flash2_sustained_clock_ratio: 0.9\n", "g.yaml")
@@ -309,6 +324,11 @@ TEST_CASE("FlashAttention-2 keeps its own measured sustained clock (Hopper); oth
   CHECK(load_gpu(file, "g.yaml").flash2_sustained_clock_ratio == 0.0);
   CHECK_THROWS_WITH(load_gpu(file + "flash2_sustained_clock_ratio: 1.2\n", "g.yaml"),
                     Catch::Contains("flash2_sustained_clock_ratio") &&
+                        Catch::Contains("expected 0 (not measured) to 1"));
+  CHECK(load_gpu(file + "attention_sustained_clock_ratio: 0.8\n", "g.yaml")
+            .attention_sustained_clock_ratio == 0.8);
+  CHECK_THROWS_WITH(load_gpu(file + "attention_sustained_clock_ratio: 2\n", "g.yaml"),
+                    Catch::Contains("attention_sustained_clock_ratio") &&
                         Catch::Contains("expected 0 (not measured) to 1"));
 }
 

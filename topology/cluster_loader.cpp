@@ -37,6 +37,7 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "attention_backward_efficiency",
                                            "flash2_forward_efficiency",
                                            "flash2_backward_efficiency",
+                                           "attention_sustained_clock_ratio",
                                            "flash2_sustained_clock_ratio",
                                            "attention_causal_curve",
                                            "attention_full_curve",
@@ -63,6 +64,16 @@ int to_int32(const MapReader& m, std::string_view key, Range range) {
 /// `key: [[seq, forward, backward], ...]`, lengths strictly increasing, shares in (0, 1];
 /// absent: the empty curve.
 /// A share of a peak where 0 means "not published" (the documented fallback applies): 0 to 1.
+/// A kernel's own sustained-clock ratio: 0 (not measured) to 1.
+double clock_ratio_or_zero(const MapReader& m, std::string_view key) {
+  const double ratio = m.optional_double(key, 0.0, Range::non_negative);
+  if (ratio > 1.0) {
+    m.fail(key, fmt::format("expected 0 (not measured) to 1, a sustained over burst rate, got {:g}",
+                            ratio));
+  }
+  return ratio;
+}
+
 double share_or_zero(const MapReader& m, std::string_view key) {
   const double share = m.optional_double(key, 0.0, Range::non_negative);
   if (share > 1.0) {
@@ -142,13 +153,8 @@ Gpu read_gpu(const MapReader& m) {
   gpu.attention_backward_efficiency = share_or_zero(m, "attention_backward_efficiency");
   gpu.flash2_forward_efficiency = share_or_zero(m, "flash2_forward_efficiency");
   gpu.flash2_backward_efficiency = share_or_zero(m, "flash2_backward_efficiency");
-  gpu.flash2_sustained_clock_ratio =
-      m.optional_double("flash2_sustained_clock_ratio", 0.0, Range::non_negative);
-  if (gpu.flash2_sustained_clock_ratio > 1.0) {
-    m.fail("flash2_sustained_clock_ratio",
-           fmt::format("expected 0 (not measured) to 1, a sustained over burst rate, got {:g}",
-                       gpu.flash2_sustained_clock_ratio));
-  }
+  gpu.attention_sustained_clock_ratio = clock_ratio_or_zero(m, "attention_sustained_clock_ratio");
+  gpu.flash2_sustained_clock_ratio = clock_ratio_or_zero(m, "flash2_sustained_clock_ratio");
   gpu.attention_causal = read_attention_curve(m, "attention_causal_curve");
   gpu.attention_full = read_attention_curve(m, "attention_full_curve");
   gpu.flash2_causal = read_attention_curve(m, "flash2_causal_curve");

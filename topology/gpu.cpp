@@ -145,6 +145,7 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
         {"attention_backward_efficiency", gpu.attention_backward_efficiency},
         {"flash2_forward_efficiency", gpu.flash2_forward_efficiency},
         {"flash2_backward_efficiency", gpu.flash2_backward_efficiency},
+        {"attention_sustained_clock_ratio", gpu.attention_sustained_clock_ratio},
         {"flash2_sustained_clock_ratio", gpu.flash2_sustained_clock_ratio},
         {"fp8_matmul_efficiency", gpu.fp8_matmul_efficiency}}) {
     if (value < 0.0 || value > 1.0 || (value > 0.0 && value < kMinEfficiency)) {

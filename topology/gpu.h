@@ -76,9 +76,11 @@ struct Gpu {
   /// than cuDNN's fused attention; 0 = the same as attention_*_efficiency.
   double flash2_forward_efficiency = 0.0;
   double flash2_backward_efficiency = 0.0;
-  /// FlashAttention-2's own sustained-clock ratio where measured apart from the GEMMs' (it draws
-  /// less power and holds a higher clock at the board's power limit); 0 = not measured (the
-  /// GEMMs' sustained_clock_ratio, docs/cost_model.md#kernels).
+  /// Fused attention's own sustained-clock ratios where measured apart from the GEMMs' (they
+  /// draw less power and hold a higher clock at the board's power limit): the fused (cuDNN)
+  /// kernel of attention_*, and FlashAttention-2; 0 = not measured (the GEMMs'
+  /// sustained_clock_ratio, docs/cost_model.md#kernels).
+  double attention_sustained_clock_ratio = 0.0;
   double flash2_sustained_clock_ratio = 0.0;
   /// The same kernels measured across sequence lengths (docs/cost_model.md#attention-curves),
   /// with the causal mask (every block up to the diagonal, the diagonal half-masked) and without
