@@ -27,10 +27,21 @@ KernelProfile kernel_profile(const Gpu& gpu) {
           &gpu.flash_triton_full};
 }
 
+namespace {
+bool has_curve(const AttentionCurve* curve) { return curve != nullptr && !curve->empty(); }
+}  // namespace
+
 double attention_clock_ratio(const KernelProfile& profile, AttentionKernel kernel) {
+  // FlashAttention-2 without rates of its own runs at the fused kernel's (attention_shares), so
+  // at that kernel's clock too.
+  const bool flash2_own_rates = profile.flash2_forward_share > 0.0 ||
+                                profile.flash2_backward_share > 0.0 ||
+                                has_curve(profile.flash2_causal);
   double own = 0.0;
   if (kernel == AttentionKernel::cudnn) own = profile.fused_sustained_ratio;
-  if (kernel == AttentionKernel::flash) own = profile.flash2_sustained_ratio;
+  if (kernel == AttentionKernel::flash) {
+    own = flash2_own_rates ? profile.flash2_sustained_ratio : profile.fused_sustained_ratio;
+  }
   return own > 0.0 ? own * profile.ensemble_ratio : profile.training_clock_ratio();
 }
 
@@ -60,8 +71,6 @@ namespace {
 double blend(double causal_share, double causal, double full) {
   return 1.0 / (causal_share / causal + (1.0 - causal_share) / full);
 }
-
-bool has_curve(const AttentionCurve* curve) { return curve != nullptr && !curve->empty(); }
 
 /// One kernel's measured curves (its causal one present) for the layer's calls.
 AttentionShares curve_path(const AttentionCurve& causal_curve, const AttentionCurve* full_curve,

@@ -84,7 +84,7 @@ struct AttentionShares {
                                                double local_seq, int cp, bool ulysses = false);
 
 /// The profile of `gpu`, from its preset's keys sm_count, sustained_clock_ratio,
-/// ensemble_clock_ratio, attention_forward_efficiency and attention_backward_efficiency
+/// ensemble_clock_ratio, the attention kernels' shares, curves and sustained-clock ratios
 /// (configs/gpus/*.yaml, each with its source); a GPU file without them gets the empty profile.
 [[nodiscard]] KernelProfile kernel_profile(const Gpu& gpu);
 /// A profile views its GPU's curves: never of a temporary.

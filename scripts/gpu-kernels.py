@@ -7,9 +7,12 @@ rate of the memory-bound kernels at the bytes trident counts for them, the CPU l
 the CUDA context.
 
 Not part of the build or the tests (CI has no GPU and no PyTorch). Usage, on a GPU machine:
-    python3 scripts/gpu-kernels.py [--plans PLAN.json ...] [--out DIR] [--budget-s S]
+    python3 scripts/gpu-kernels.py [--plans PLAN.json ...] [--out DIR] [--sustain-s S]
+                                   [--idle-s S] [--only TEXT]
 PLAN.json: `trident plan --format json` output; each plans[0].gemms entry (m, n, k, dtype,
 predicted_tflops) is timed in its dtype. Results: DIR/gpu-kernels.json and the printed tables.
+Clocks and memory are read through NVML on the board of CUDA_VISIBLE_DEVICES' first entry (GPU 0
+without it; see nvml_handle).
 """
 import argparse
 import json
@@ -27,6 +30,19 @@ START = time.time()
 
 def log(*args):
     print(*args, flush=True)
+
+
+def nvml_handle():
+    """NVML's handle of the board CUDA device 0 runs on, without touching CUDA (the context
+    measurement reads NVML before this process has one): CUDA_VISIBLE_DEVICES' first entry, a
+    UUID or an index (NVML's order is the PCI bus order: set CUDA_DEVICE_ORDER=PCI_BUS_ID for
+    CUDA to agree), else GPU 0."""
+    import pynvml
+    pynvml.nvmlInit()
+    first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+    if first.startswith("GPU-") or first.startswith("MIG-"):
+        return pynvml.nvmlDeviceGetHandleByUUID(first)
+    return pynvml.nvmlDeviceGetHandleByIndex(int(first) if first.isdigit() else 0)
 
 
 def time_loop_s(fn, min_s=0.15, warmup=3):
@@ -55,7 +71,7 @@ class ClockSampler:
         import pynvml
         pynvml.nvmlInit()
         self.nvml = pynvml
-        self.handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
+        self.handle = nvml_handle()
         self.period_s = period_s
         self.samples = []
         self.running = False
@@ -109,8 +125,12 @@ def measure_plan_gemms(paths):
         plan = json.load(open(path))["plans"][0]
         for g in plan["gemms"]:
             m, n, k, dtype = g["m"], g["n"], g["k"], g["dtype"]
-            fn = gemm_fn(m, n, k, dtype)
-            t = time_loop_s(fn, min_s=0.3)
+            try:  # one shape refused (FP8 needs multiples of 16) loses that row only
+                fn = gemm_fn(m, n, k, dtype)
+                t = time_loop_s(fn, min_s=0.3)
+            except Exception as e:
+                log(f"  {os.path.basename(path)} {g['name']}: {type(e).__name__}: {e}"[:200])
+                continue
             tflops = 2 * m * n * k / t / 1e12
             rows.append({"plan": os.path.basename(path), "name": g["name"], "m": m, "n": n,
                          "k": k, "dtype": dtype, "measured_tflops": tflops,
@@ -141,8 +161,10 @@ def sustained(name, fn, flops_per_call, seconds, sampler):
             marks.append((time.time(), 10 * flops_per_call / (start.elapsed_time(stop) / 1e3)))
     first = [r for t, r in marks if t - t_begin <= 1.0]
     last = [r for t, r in marks if t - t_begin >= seconds * 2 / 3]
-    burst = max(first) / 1e12 if first else float("nan")
-    steady = sum(last) / len(last) / 1e12 if last else float("nan")
+    if not first or not last:
+        raise RuntimeError(f"{name}: no timed batch in the first second or the last third")
+    burst = max(first) / 1e12
+    steady = sum(last) / len(last) / 1e12
     row = {"name": name, "burst_tflops": burst, "sustained_tflops": steady,
            "ratio": steady / burst, "seconds": seconds,
            "clock_first_s": sampler.window(t_begin, t_begin + 1.0),
@@ -185,6 +207,9 @@ def measure_attention(sampler, lengths, sustain_s):
                     log(f"  {backend_name} s={s} causal={causal}: {type(e).__name__}: {e}"[:200])
                     continue
                 t_bwd = t_both - t_fwd
+                if t_bwd <= 0:
+                    log(f"  {backend_name} s={s} causal={causal}: backward not resolved")
+                    continue
                 row = {"backend": backend_name, "causal": causal, "seq": s,
                        "fwd_tflops": flops / t_fwd / 1e12,
                        "bwd_tflops": 2.5 * flops / t_bwd / 1e12}
@@ -305,8 +330,7 @@ def measure_launch_floor():
 
 def nvml_used_bytes():
     import pynvml
-    pynvml.nvmlInit()
-    return pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).used
+    return pynvml.nvmlDeviceGetMemoryInfo(nvml_handle()).used
 
 
 def measure_context(before_bytes):

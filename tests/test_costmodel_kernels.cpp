@@ -317,8 +317,22 @@ TEST_CASE("fused attention keeps its own measured sustained clock (Hopper); othe
   // cuDNN's own ratio 1: its core at 0.5 x 100 x 1 = 50 TFLOP/s.
   gpu.attention_sustained_clock_ratio = 1.0;
   CHECK(layer_time(gpu, model, config, cudnn).attention_forward_s == Approx(65536.0 / 50e12));
-  // Read from any GPU file: 0 (not measured) to 1; above 1 refused with the key named.
-  const std::string file = "name: g\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n";
+  // FlashAttention-2 without rates of its own runs at the fused kernel's, and so at its clock:
+  // 0.5 x 100 x 1 = 50 TFLOP/s.
+  gpu.flash2_forward_efficiency = 0.0;
+  gpu.flash2_backward_efficiency = 0.0;
+  CHECK(layer_time(gpu, model, config, flash2).attention_forward_s == Approx(65536.0 / 50e12));
+  // Read from any GPU file: 0 (not measured) to 1; above 1 refused with the key named; a
+  // ratio without the rates of its kernel would do nothing, so it is refused too.
+  const std::string bare = "name: g\npeak_tflops: {bf16: 100}\nmemory_gib: 16\nmemory_gbps: 900\n";
+  CHECK_THROWS_WITH(load_gpu(bare + "attention_sustained_clock_ratio: 0.9\n", "g.yaml"),
+                    Catch::Contains("attention_sustained_clock_ratio") &&
+                        Catch::Contains("expected attention_forward_efficiency"));
+  CHECK_THROWS_WITH(load_gpu(bare + "flash2_sustained_clock_ratio: 0.9\n", "g.yaml"),
+                    Catch::Contains("flash2_sustained_clock_ratio") &&
+                        Catch::Contains("expected flash2_forward_efficiency"));
+  const std::string file =
+      bare + "attention_forward_efficiency: 0.5\nattention_backward_efficiency: 0.4\n";
   CHECK(load_gpu(file + "flash2_sustained_clock_ratio: 0.9\n", "g.yaml")
             .flash2_sustained_clock_ratio == 0.9);
   CHECK(load_gpu(file, "g.yaml").flash2_sustained_clock_ratio == 0.0);

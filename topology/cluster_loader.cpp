@@ -61,9 +61,6 @@ int to_int32(const MapReader& m, std::string_view key, Range range) {
   return static_cast<int>(value);
 }
 
-/// `key: [[seq, forward, backward], ...]`, lengths strictly increasing, shares in (0, 1];
-/// absent: the empty curve.
-/// A share of a peak where 0 means "not published" (the documented fallback applies): 0 to 1.
 /// A kernel's own sustained-clock ratio: 0 (not measured) to 1.
 double clock_ratio_or_zero(const MapReader& m, std::string_view key) {
   const double ratio = m.optional_double(key, 0.0, Range::non_negative);
@@ -74,6 +71,7 @@ double clock_ratio_or_zero(const MapReader& m, std::string_view key) {
   return ratio;
 }
 
+/// A share of a peak where 0 means "not published" (the documented fallback applies): 0 to 1.
 double share_or_zero(const MapReader& m, std::string_view key) {
   const double share = m.optional_double(key, 0.0, Range::non_negative);
   if (share > 1.0) {
@@ -83,6 +81,8 @@ double share_or_zero(const MapReader& m, std::string_view key) {
   return share;
 }
 
+/// `key: [[seq, forward, backward], ...]`, lengths strictly increasing, shares in (0, 1];
+/// absent: the empty curve.
 AttentionCurve read_attention_curve(const MapReader& m, std::string_view key) {
   AttentionCurve curve;
   const YAML::Node list = m.node(key);

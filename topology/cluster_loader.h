@@ -15,8 +15,10 @@ namespace trident {
 /// network_latency_us (14; NCCL's Simple-protocol hops), sm_count (0 = unknown),
 /// sustained_clock_ratio (1), ensemble_clock_ratio (1), attention_forward_efficiency and
 /// attention_backward_efficiency (0 = not published), flash2_forward_efficiency and
-/// flash2_backward_efficiency (0 = as attention), attention_causal_curve, attention_full_curve,
-/// flash2_causal_curve, flash2_full_curve, flash_triton_causal_curve, flash_triton_full_curve
+/// flash2_backward_efficiency (0 = as attention), attention_sustained_clock_ratio and
+/// flash2_sustained_clock_ratio (0 = sustained_clock_ratio), attention_causal_curve,
+/// attention_full_curve, flash2_causal_curve, flash2_full_curve, flash_triton_causal_curve,
+/// flash_triton_full_curve
 /// ([[seq, forward share, backward share], ...], lengths increasing; absent = the scalars, and
 /// no Triton-kernel rate).
 [[nodiscard]] Gpu load_gpu(const std::string& text, const std::string& source);

@@ -169,6 +169,21 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
     if (auto problem = curve_problem(kernel.causal_key, kernel.causal)) return problem;
     if (auto problem = curve_problem(kernel.full_key, kernel.full)) return problem;
   }
+  // A kernel's own clock ratio prices that kernel's rates: without them it would do nothing.
+  const bool fused_rates = gpu.attention_forward_efficiency > 0.0 ||
+                           gpu.attention_backward_efficiency > 0.0 || !gpu.attention_causal.empty();
+  const bool flash2_rates = gpu.flash2_forward_efficiency > 0.0 ||
+                            gpu.flash2_backward_efficiency > 0.0 || !gpu.flash2_causal.empty();
+  if (gpu.attention_sustained_clock_ratio > 0.0 && !fused_rates) {
+    return Problem{"attention_sustained_clock_ratio",
+                   "expected attention_forward_efficiency and attention_backward_efficiency or "
+                   "attention_causal_curve beside it (the rates of the kernel whose clock it is)"};
+  }
+  if (gpu.flash2_sustained_clock_ratio > 0.0 && !fused_rates && !flash2_rates) {
+    return Problem{"flash2_sustained_clock_ratio",
+                   "expected flash2_forward_efficiency and flash2_backward_efficiency or "
+                   "flash2_causal_curve beside it (the rates of the kernel whose clock it is)"};
+  }
   // A full curve prices only context parallelism's off-diagonal blocks, beside a causal one.
   for (const KernelCurves& kernel : kernels) {
     if (!kernel.full.empty() && kernel.causal.empty()) {

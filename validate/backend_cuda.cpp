@@ -30,6 +30,8 @@ namespace {
 /// clock fell from 1980 MHz idle to the 1455 MHz it then held at the 700 W limit within the first
 /// second of back-to-back BF16 GEMMs (NVML, 0.1 s samples), and stayed there for 15 s.
 constexpr double kGemmSustainS = 1.0;
+/// GPU work queued between two waits of the sustain loop: long against a wait's gap.
+constexpr double kSustainBatchS = 0.05;
 
 class CudaBackend final : public Backend {
  public:
@@ -248,17 +250,23 @@ class CudaBackend final : public Backend {
     }
   }
 
-  /// Runs `launch` for kGemmSustainS seconds, so that the timed runs see the clock the board
-  /// holds at its power limit, as a training step does, not the idle boost clock.
+  /// Runs `launch` back to back for kGemmSustainS seconds (whatever --warmup says), so that
+  /// the timed runs see the clock the board holds at its power limit, as a training step does,
+  /// not the idle boost clock. Launches go in batches of about kSustainBatchS of GPU work, one
+  /// wait (bounded by --timeout-s) after each.
   template <typename Launch>
   void sustain(const std::string& what, const RunOptions& options, const Launch& launch) {
-    const auto begin = std::chrono::steady_clock::now();
-    const auto seconds = [&] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    using Clock = std::chrono::steady_clock;
+    const auto since = [](Clock::time_point from) {
+      return std::chrono::duration<double>(Clock::now() - from).count();
     };
-    while (seconds() < kGemmSustainS) {
-      for (int i = 0; i < std::max(options.warmup, 1); ++i) launch();
+    const auto begin = Clock::now();
+    double batch = 1.0;
+    while (since(begin) < kGemmSustainS) {
+      const auto start = Clock::now();
+      for (int i = 0; i < static_cast<int>(batch); ++i) launch();
       wait(nullptr, what, options.timeout_s);
+      batch = std::clamp(batch * kSustainBatchS / std::max(since(start), 1e-6), 1.0, 4096.0);
     }
   }
 

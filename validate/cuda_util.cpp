@@ -116,13 +116,18 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
 
 DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
 
+// A cudaMemcpy from pageable memory may return before the last of the data reaches the device,
+// and the backend's stream does not wait for the legacy default stream the copy runs on: every
+// upload ends with the device synchronised, so the next launch reads the new data.
 void DeviceBuffer::upload(const std::vector<float>& host) {
   cuda_check(cudaMemcpy(data_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
              "cudaMemcpy");
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 void DeviceBuffer::upload_bytes(const std::vector<std::uint8_t>& host) {
   cuda_check(cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 GemmTypes gemm_types(Dtype dtype) {

@@ -69,7 +69,6 @@ Fp8Gemm::Fp8Gemm(const LtContext& context, cudaStream_t stream, long long m, lon
       a_(checked_bytes(m, n, k, k, m, 1)),
       b_(checked_bytes(m, n, k, k, n, 1)),
       d_(checked_bytes(m, n, k, m, n, 2)) {
-  fill_pattern();
   lt_check(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F),
            "cublasLtMatmulDescCreate");
   set_attribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(CUBLAS_OP_T));

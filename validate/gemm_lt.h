@@ -38,8 +38,8 @@ class LtContext {
   DeviceBuffer scale_{sizeof(float)};
 };
 
-/// C(m x n) = A(m x k) B(k x n) in FP8, ready to launch on `stream`, its operands the timing
-/// values (fill_timing) or the patterns.h test matrices (fill_pattern, the constructor's). Throws
+/// C(m x n) = A(m x k) B(k x n) in FP8 on `stream`; fill its operands before launching: the
+/// timing values (fill_timing) or the patterns.h test matrices (fill_pattern). Throws
 /// InputError when a dimension is not a multiple of 16 (measure.cpp pads the plan's shape first)
 /// and std::runtime_error on a cuBLASLt error or when the heuristic finds no algorithm.
 class Fp8Gemm {
