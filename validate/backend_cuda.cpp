@@ -1,7 +1,8 @@
 // The GPU backend: NCCL collectives (bootstrapped through MPI, one communicator per group via
 // ncclCommSplit), cuBLAS GEMMs in the plan's dtype (FP8 through cuBLASLt, validate/gemm_lt.h)
 // and an HBM copy, timed with CUDA events. Plain C++ on the CUDA runtime: inputs are copied
-// from host patterns, outputs are checked on the host.
+// from host patterns, outputs are checked on the host; GEMMs are timed on random operands
+// after a sustained run and checked in one more run on the patterns.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
