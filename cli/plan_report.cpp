@@ -257,10 +257,16 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   const auto tight = std::count_if(result.plans.begin(), result.plans.end(),
                                    [](const PlanResult& p) { return p.estimate.memory.tight; });
   if (tight > 0) {
+    // ZeRO-3's side-stream pools are reserved beside the fragmentation: the room absorbs both.
+    const bool pools =
+        std::any_of(result.plans.begin(), result.plans.end(), [](const PlanResult& p) {
+          return p.estimate.memory.tight && p.estimate.memory.stream_pool_bytes > 0.0;
+        });
     out += fmt::format(
         "# * tight: fits only if the caching allocator fragments less than the {:.0f}% it "
-        "averages (--explain N says by how much); ranked after the plans that fit with it\n",
-        100.0 * kAllocatorFragmentation);
+        "averages{} (--explain N says by how much); ranked after the plans that fit with it\n",
+        100.0 * kAllocatorFragmentation,
+        pools ? " and caches less on ZeRO-3's side streams than priced" : "");
   }
   if (!result.plans.empty()) {
     const auto& lead = result.plans.front().estimate;

@@ -563,9 +563,18 @@ TEST_CASE("a plan that fits only below the mean fragmentation is marked tight, n
   REQUIRE(table.code == 0);
   CHECK(table.out.find("1 fit in memory (1 of them tight)") != std::string::npos);
   CHECK(table.out.find(" GiB*") != std::string::npos);
-  CHECK(table.out.find("# * tight: fits only if the caching allocator fragments less") !=
-        std::string::npos);
+  CHECK(table.out.find("# * tight: fits only if the caching allocator fragments less than the "
+                       "15% it averages (--explain N says") != std::string::npos);
   CHECK(table.out.find(": TIGHT\n") != std::string::npos);
+  // A tight plan with ZeRO-3's side-stream pools (torchtitan's FSDP2, Llama 3 8B on 8 GPUs, HSDP 4
+  // x 2): the footnote names the pools as the explain line does.
+  const Run pools = trident(
+      "plan --gpus 8 --servers 1 --model llama3-8b --stack torchtitan --tp 1 --pp 1 "
+      "--dp 8 --dp-shard 4 --micro-batch 1 --recompute none --zero 3");
+  REQUIRE(pools.code == 0);
+  CHECK(pools.out.find(" GiB*") != std::string::npos);
+  CHECK(pools.out.find("averages and caches less on ZeRO-3's side streams than priced") !=
+        std::string::npos);
   CHECK(table.out.find("  tight: it fits only if the allocator fragments less than") !=
         std::string::npos);
   const Run json = trident(pinned + " --format json");
