@@ -29,14 +29,17 @@ KernelProfile kernel_profile(const Gpu& gpu) {
 
 namespace {
 bool has_curve(const AttentionCurve* curve) { return curve != nullptr && !curve->empty(); }
+
+/// Whether the GPU gives FlashAttention-2 scalar shares of its own.
+bool has_flash2_scalars(const KernelProfile& profile) {
+  return profile.flash2_forward_share > 0.0 || profile.flash2_backward_share > 0.0;
+}
 }  // namespace
 
 double attention_clock_ratio(const KernelProfile& profile, AttentionKernel kernel) {
   // FlashAttention-2 without rates of its own runs at the fused kernel's (attention_shares), so
   // at that kernel's clock too.
-  const bool flash2_own_rates = profile.flash2_forward_share > 0.0 ||
-                                profile.flash2_backward_share > 0.0 ||
-                                has_curve(profile.flash2_causal);
+  const bool flash2_own_rates = has_flash2_scalars(profile) || has_curve(profile.flash2_causal);
   double own = 0.0;
   if (kernel == AttentionKernel::cudnn) own = profile.fused_sustained_ratio;
   if (kernel == AttentionKernel::flash) {
@@ -99,8 +102,7 @@ AttentionShares attention_shares(const KernelProfile& profile, AttentionKernel k
   if (flash2 && has_curve(profile.flash2_causal)) {
     return curve_path(*profile.flash2_causal, profile.flash2_full, local_seq, cp, ulysses);
   }
-  const bool flash2_scalars =
-      flash2 && (profile.flash2_forward_share > 0.0 || profile.flash2_backward_share > 0.0);
+  const bool flash2_scalars = flash2 && has_flash2_scalars(profile);
   if (!flash2_scalars && has_curve(profile.flash_causal)) {
     return curve_path(*profile.flash_causal, profile.flash_full, local_seq, cp, ulysses);
   }

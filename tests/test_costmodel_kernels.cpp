@@ -218,6 +218,19 @@ TEST_CASE("eager PyTorch elementwise ops: RMSNorm, RoPE, SwiGLU, GQA repeat op b
         Approx(layer_time(gpu, plain, config, ComputeFeatures{}).forward_s));
 }
 
+namespace {
+/// The round GPU (100 TFLOP/s, sustained 1) with fused attention shares 0.5 / 0.4 and
+/// FlashAttention-2's 0.25 / 0.2.
+Gpu round_gpu_with_attention() {
+  Gpu gpu = test::round_gpu();
+  gpu.attention_forward_efficiency = 0.5;
+  gpu.attention_backward_efficiency = 0.4;
+  gpu.flash2_forward_efficiency = 0.25;
+  gpu.flash2_backward_efficiency = 0.2;
+  return gpu;
+}
+}  // namespace
+
 TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hopper)", "[kernels]") {
   // H100: cuDNN fused attention 609 / 499 TFLOP/s, FA2 368 / 310 (FlashAttention-3 paper,
   // head dim 128, seq 4k).
@@ -232,11 +245,7 @@ TEST_CASE("FlashAttention-2 at its own share where the GPU file gives one (Hoppe
   // Round GPU (100 TFLOP/s, sustained 1) with fused shares 0.5 / 0.4 and FA2 0.25 / 0.2: the
   // attention core takes exactly twice as long under FA2, forward and backward; the rest of
   // the layer is the same.
-  Gpu gpu = test::round_gpu();
-  gpu.attention_forward_efficiency = 0.5;
-  gpu.attention_backward_efficiency = 0.4;
-  gpu.flash2_forward_efficiency = 0.25;
-  gpu.flash2_backward_efficiency = 0.2;
+  Gpu gpu = round_gpu_with_attention();
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();
   ComputeFeatures cudnn;
@@ -298,11 +307,7 @@ TEST_CASE("fused attention keeps its own measured sustained clock (Hopper); othe
   // Round GPU (100 TFLOP/s), FA2 shares 0.25 / 0.2, GEMMs' sustained ratio 0.5 and FA2's 1:
   // the FA2 core runs at 25 TFLOP/s forward (65,536 causal FLOPs in 2.62 ns), cuDNN's at
   // 0.5 x 100 x 0.5 = 25 too; with FA2's ratio 0 (not measured) FA2 falls to 12.5 TFLOP/s.
-  Gpu gpu = test::round_gpu();
-  gpu.attention_forward_efficiency = 0.5;
-  gpu.attention_backward_efficiency = 0.4;
-  gpu.flash2_forward_efficiency = 0.25;
-  gpu.flash2_backward_efficiency = 0.2;
+  Gpu gpu = round_gpu_with_attention();
   gpu.sustained_clock_ratio = 0.5;
   gpu.flash2_sustained_clock_ratio = 1.0;
   const Model model = test::small_model();

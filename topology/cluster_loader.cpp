@@ -61,24 +61,25 @@ int to_int32(const MapReader& m, std::string_view key, Range range) {
   return static_cast<int>(value);
 }
 
-/// A kernel's own sustained-clock ratio: 0 (not measured) to 1.
-double clock_ratio_or_zero(const MapReader& m, std::string_view key) {
-  const double ratio = m.optional_double(key, 0.0, Range::non_negative);
-  if (ratio > 1.0) {
-    m.fail(key, fmt::format("expected 0 (not measured) to 1, a sustained over burst rate, got {:g}",
-                            ratio));
+/// A fraction from 0 to 1 where 0 means `zero_means` (the documented fallback applies); `what`
+/// says what the fraction is.
+double fraction_or_zero(const MapReader& m, std::string_view key, std::string_view zero_means,
+                        std::string_view what) {
+  const double value = m.optional_double(key, 0.0, Range::non_negative);
+  if (value > 1.0) {
+    m.fail(key, fmt::format("expected 0 ({}) to 1, {}, got {:g}", zero_means, what, value));
   }
-  return ratio;
+  return value;
 }
 
-/// A share of a peak where 0 means "not published" (the documented fallback applies): 0 to 1.
+/// A share of a peak: 0 (not published) to 1.
 double share_or_zero(const MapReader& m, std::string_view key) {
-  const double share = m.optional_double(key, 0.0, Range::non_negative);
-  if (share > 1.0) {
-    m.fail(key,
-           fmt::format("expected 0 (not published) to 1, a share of the peak, got {:g}", share));
-  }
-  return share;
+  return fraction_or_zero(m, key, "not published", "a share of the peak");
+}
+
+/// A kernel's own sustained-clock ratio: 0 (not measured) to 1.
+double clock_ratio_or_zero(const MapReader& m, std::string_view key) {
+  return fraction_or_zero(m, key, "not measured", "a sustained over burst rate");
 }
 
 /// `key: [[seq, forward, backward], ...]`, lengths strictly increasing, shares in (0, 1];

@@ -129,12 +129,8 @@ class CudaBackend final : public Backend {
       if (!lt_) lt_ = std::make_unique<LtContext>();
       Fp8Gemm gemm(*lt_, stream_, m, n, k);
       gemm.fill_timing();
-      const auto launch = [&] { gemm.launch(); };
-      sustain(what, options, launch);
-      const double time_s = timed(what, options, launch);
-      gemm.fill_pattern();
-      gemm.launch();
-      wait(nullptr, what, options.timeout_s);
+      const double time_s = timed_then_checked(
+          what, options, [&] { gemm.launch(); }, [&] { gemm.fill_pattern(); });
       return {time_s, count_wrong_gemm(gemm.output(), m, n, k, kFp8GemmTolerance)};
     }
     const GemmTypes types = gemm_types(gemm_dtype(planned));
@@ -155,12 +151,10 @@ class CudaBackend final : public Backend {
         throw std::runtime_error(std::string("cublasGemmEx: ") + cublasGetStatusString(status));
       }
     };
-    sustain(what, options, launch);
-    const double time_s = timed(what, options, launch);
-    a.upload_bytes(encode(gemm_matrix_a(m, k), types.in));
-    b.upload_bytes(encode(gemm_matrix_b(k, n), types.in));
-    launch();
-    wait(nullptr, what, options.timeout_s);
+    const double time_s = timed_then_checked(what, options, launch, [&] {
+      a.upload_bytes(encode(gemm_matrix_a(m, k), types.in));
+      b.upload_bytes(encode(gemm_matrix_b(k, n), types.in));
+    });
     const std::vector<float> out = decode(c, static_cast<std::size_t>(m * n), types.out);
     return {time_s, count_wrong_gemm(out, m, n, k, types.tolerance)};
   }
@@ -269,6 +263,19 @@ class CudaBackend final : public Backend {
       wait(nullptr, what, options.timeout_s);
       batch = std::clamp(batch * kSustainBatchS / std::max(since(start), 1e-6), 1.0, 4096.0);
     }
+  }
+
+  /// A GEMM's protocol, its timing operands in place: sustained, timed, then `fill_pattern`
+  /// and one run for the check (its output is read after this returns).
+  template <typename Launch, typename Fill>
+  double timed_then_checked(const std::string& what, const RunOptions& options,
+                            const Launch& launch, const Fill& fill_pattern) {
+    sustain(what, options, launch);
+    const double time_s = timed(what, options, launch);
+    fill_pattern();
+    launch();
+    wait(nullptr, what, options.timeout_s);
+    return time_s;
   }
 
   /// Warm-up launches, then the mean time of the timed ones (CUDA events on the stream).

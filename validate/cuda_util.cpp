@@ -119,15 +119,17 @@ DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
 // A cudaMemcpy from pageable memory may return before the last of the data reaches the device,
 // and the backend's stream does not wait for the legacy default stream the copy runs on: every
 // upload ends with the device synchronised, so the next launch reads the new data.
-void DeviceBuffer::upload(const std::vector<float>& host) {
-  cuda_check(cudaMemcpy(data_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
-             "cudaMemcpy");
+void DeviceBuffer::copy_in(const void* host, std::size_t bytes) {
+  cuda_check(cudaMemcpy(data_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
   cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
+void DeviceBuffer::upload(const std::vector<float>& host) {
+  copy_in(host.data(), host.size() * sizeof(float));
+}
+
 void DeviceBuffer::upload_bytes(const std::vector<std::uint8_t>& host) {
-  cuda_check(cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
-  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  copy_in(host.data(), host.size());
 }
 
 GemmTypes gemm_types(Dtype dtype) {

@@ -43,6 +43,8 @@ class DeviceBuffer {
   }
 
  private:
+  /// Host to device, the device synchronised after (cuda_util.cpp says why).
+  void copy_in(const void* host, std::size_t bytes);
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
