@@ -380,9 +380,9 @@ void run(const PlanFlags& f) {
   context.model = &model;
   std::optional<Calibration> calibration;
   if (!f.calibration_file.empty()) {
-    calibration = parse_calibration(read_input_file(f.calibration_file, "--calibration"),
-                                    input_source(f.calibration_file));
-    check_calibration_on_gpu(*calibration, cluster.gpu, input_source(f.calibration_file));
+    const std::string text = read_input_file(f.calibration_file, "--calibration");
+    calibration = parse_calibration(text, input_source(f.calibration_file));
+    check_calibration_on_gpu(*calibration, cluster.gpu, input_source(f.calibration_file), text);
     context.calibration_source = f.calibration_file;
   }
   const Calibration* measured = calibration ? &*calibration : nullptr;

@@ -11,6 +11,7 @@
 #include "costmodel/kernels.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
+#include "topology/json_reader.h"
 #include "topology/server_import.h"
 #include "topology/text_check.h"
 
@@ -108,24 +109,27 @@ std::string value_text(const OptionProblem& p) {
 }  // namespace
 
 void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
-                              const std::string& source) {
+                              const std::string& source, const std::string& text) {
+  const json_reader::Path root = json_reader::Path::root(source, text);
   // Measured on a known GPU other than the cluster's known one: its rates are that GPU's (an
   // A100 file moved an H100 plan by 11%). A GPU file of the user's own has no name to compare.
   const std::string measured = gpu_preset_for_device(calibration.gpu);
   if (!measured.empty() && measured != gpu.name && preset_text(PresetKind::gpu, gpu.name)) {
     throw InputError(fmt::format(
-        "{}: gpu: measured on '{}' ({}), and the cluster's GPU is {}: its fits and GEMM rates "
+        "{}: measured on '{}' ({}), and the cluster's GPU is {}: its fits and GEMM rates "
         "are another GPU's; calibrate on {}, or plan with --gpu {}",
-        source, one_line(calibration.gpu), measured, gpu.name, gpu.name, measured));
+        root.child("gpu").where(), one_line(calibration.gpu), measured, gpu.name, gpu.name,
+        measured));
   }
   for (std::size_t i = 0; i < calibration.gemms.size(); ++i) {
     const GemmSample& g = calibration.gemms[i];
     const double peak = gpu.peak_tflops(g.dtype);
     if (peak > 0.0 && g.tflops > peak) {
-      throw InputError(fmt::format(
-          "{}: gemms[{}].tflops: {:g} TFLOP/s is above the {}'s {} peak of {:g}; a measurement "
-          "cannot beat the peak (a calibration of another GPU?)",
-          source, i, g.tflops, gpu.name, to_string(g.dtype), peak));
+      throw InputError(
+          fmt::format("{}: {:g} TFLOP/s is above the {}'s {} peak of {:g}; a measurement "
+                      "cannot beat the peak (a calibration of another GPU?)",
+                      root.child("gemms").index(i).child("tflops").where(), g.tflops, gpu.name,
+                      to_string(g.dtype), peak));
     }
   }
 }

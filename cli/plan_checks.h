@@ -20,11 +20,11 @@ namespace trident::cli {
 [[nodiscard]] std::string describe(const OptionProblem& problem, const Model& model,
                                    const Stack& stack);
 
-/// Throws InputError "FILE: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's bf16
-/// peak of 989; a measurement cannot beat the peak" for a GEMM rate no GPU of the plan can
-/// reach (it gave MFU above 100%).
+/// Throws InputError "FILE:LINE: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's
+/// bf16 peak of 989; a measurement cannot beat the peak" for a GEMM rate no GPU of the plan can
+/// reach (it gave MFU above 100%). `text` is the file's JSON, `calibration` parsed from it.
 void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
-                              const std::string& source);
+                              const std::string& source, const std::string& text);
 
 /// Throws InputError with describe()'s line when the pins and limits cannot run (checked
 /// before any search, what-if or emit).

@@ -54,8 +54,7 @@ GemmSample parse_gemm(const json& entry, const Path& path) {
   gemm.m = positive_integer(entry, path, "m");
   gemm.n = positive_integer(entry, path, "n");
   gemm.k = positive_integer(entry, path, "k");
-  gemm.dtype =
-      parse_dtype(string_value(entry, path, "dtype"), path.source + ": " + path.child("dtype").key);
+  gemm.dtype = parse_dtype(string_value(entry, path, "dtype"), path.child("dtype").where());
   gemm.tflops = bounded_number(entry, path, "tflops", kMinRate, kMaxRate);
   return gemm;
 }
@@ -65,8 +64,7 @@ CollectiveSample parse_sample(const json& entry, const Path& path) {
   CollectiveSample sample;
   sample.collective = collective_value(entry, path);
   sample.ranks = rank_count(entry, path);
-  sample.tier =
-      parse_tier(string_value(entry, path, "tier"), path.source + ": " + path.child("tier").key);
+  sample.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier").where());
   sample.bytes = positive_number(entry, path, "bytes");
   sample.time_s = positive_number(entry, path, "time_s");
   sample.busbw_gbps = non_negative_number(entry, path, "busbw_gbps");
@@ -78,8 +76,7 @@ CollectiveFit parse_fit(const json& entry, const Path& path) {
   CollectiveFit fit;
   fit.collective = collective_value(entry, path);
   fit.ranks = rank_count(entry, path);
-  fit.tier =
-      parse_tier(string_value(entry, path, "tier"), path.source + ": " + path.child("tier").key);
+  fit.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier").where());
   fit.latency_s = bounded_number(entry, path, "latency_s", 0.0, kMaxLatencyS);
   fit.busbw_gbps = bounded_number(entry, path, "busbw_gbps", kMinRate, kMaxRate);
   return fit;
@@ -137,7 +134,7 @@ Dtype parse_dtype(const std::string& text, const std::string& what) {
 
 Calibration parse_calibration(const std::string& text, const std::string& source) {
   const json document = json_reader::parse(text, source);
-  const Path root{source, ""};
+  const Path root = Path::root(source, text);
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
   check_keys(document, root,
              {"trident_calibration", "gpu", "nccl_version", "date", "source", "backend", "gemms",

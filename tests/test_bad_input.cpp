@@ -262,7 +262,7 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
   const std::string bad = write("bad_plan.json", "{\"plans\": [");
   check_refused("validate --plan " + bad, bad + ": invalid JSON at byte ...");
   check_refused("validate --plan " + plan + " --plan-index 5",
-                plan + ": plans[5]: missing (the file has 1 plans; see --plan-index)");
+                plan + ":8: plans[5]: missing (the file has 1 plans; see --plan-index)");
   check_refused("validate --plan " + plan + " --plan-index -1",
                 "--plan-index: expected a non-negative integer, got '-1' (see --help)");
   check_refused("validate --plan " + plan + " --backend fpga",
@@ -335,7 +335,7 @@ TEST_CASE("absurd inputs: an error naming the input, never an overflow", "[bad_i
             "[{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", "
             "\"latency_s\": 1e-5, \"busbw_gbps\": 1e-308}]}");
   check_refused("plan" + kModel + " --tp 8 --calibration " + calib,
-                calib + ": fits[0].busbw_gbps: expected at least 1e-06");
+                calib + ":1: fits[0].busbw_gbps: expected at least 1e-06");
 }
 
 TEST_CASE("absurd inputs: a correct answer with finite, positive numbers", "[bad_input][absurd]") {

@@ -412,16 +412,18 @@ TEST_CASE("a calibration measured on another GPU than the cluster's is refused",
   measured.gpu = "NVIDIA A100-SXM4-80GB";
   const auto refusal = [&](const Gpu& gpu) {
     try {
-      cli::check_calibration_on_gpu(measured, gpu, "cal.json");
+      cli::check_calibration_on_gpu(measured, gpu, "cal.json",
+                                    "{\n  \"gpu\": \"NVIDIA A100-SXM4-80GB\"\n}");
     } catch (const InputError& e) {
       return std::string(e.what());
     }
     return std::string("(none)");
   };
-  CHECK(refusal(gpu_preset("h100-sxm-80g")) ==
-        "cal.json: gpu: measured on 'NVIDIA A100-SXM4-80GB' (a100-sxm-80g), and the cluster's GPU "
-        "is h100-sxm-80g: its fits and GEMM rates are another GPU's; calibrate on h100-sxm-80g, "
-        "or plan with --gpu a100-sxm-80g");
+  CHECK(
+      refusal(gpu_preset("h100-sxm-80g")) ==
+      "cal.json:2: gpu: measured on 'NVIDIA A100-SXM4-80GB' (a100-sxm-80g), and the cluster's GPU "
+      "is h100-sxm-80g: its fits and GEMM rates are another GPU's; calibrate on h100-sxm-80g, "
+      "or plan with --gpu a100-sxm-80g");
   CHECK(refusal(gpu_preset("a100-sxm-80g")) == "(none)");
   Gpu own = gpu_preset("h100-sxm-80g");
   own.name = "my-h100";  // a GPU file of the user's own: no name to compare with

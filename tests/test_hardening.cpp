@@ -304,12 +304,12 @@ TEST_CASE("class 11: validate checks the plan file's sizes", "[hardening]") {
   wrapped = replaced(wrapped, "\"pp\": 2,", "\"pp\": 65536,");
   scene.write("wrap.json", wrapped);
   check_refused(scene, "validate --plan wrap.json",
-                "wrap.json: plans[0]: tp 65536 x pp 65536 x dp 2 ranks; expected at most "
+                "wrap.json:9: plans[0]: tp 65536 x pp 65536 x dp 2 ranks; expected at most "
                 "16777216");
   scene.write("bytes.json",
               replaced(plan, "\"bytes_per_call\": 262144", "\"bytes_per_call\": 1e300"));
   check_refused(scene, "validate --plan bytes.json",
-                "bytes.json: plans[0].comm.tp.bytes_per_call: expected at most 1e+15");
+                "bytes.json:23: plans[0].comm.tp.bytes_per_call: expected at most 1e+15");
 }
 
 TEST_CASE("class 12: topo import checks the matrix", "[hardening]") {

@@ -153,7 +153,7 @@ TEST_CASE("review: calibration data is whole or refused", "[hardening]") {
               "\"fits\": [" +
                   fit + ", " + fit + "]}");
   check_refused(scene, kPlan + " --calibration twice.json",
-                "twice.json: fits[1]: repeats fits[0] (the same collective, ranks and tier); "
+                "twice.json:1: fits[1]: repeats fits[0] (the same collective, ranks and tier); "
                 "expected one fit each");
   // JSON's escapes make a newline or an escape sequence out of plain text (a GEMM name in a
   // plan file reached the terminal as ANSI colour codes): refused as in YAML.
@@ -161,7 +161,7 @@ TEST_CASE("review: calibration data is whole or refused", "[hardening]") {
               "{\"trident_calibration\": 1, \"gpu\": \"H100\\u001b[31m\", "
               "\"gemms\": [], \"collectives\": [], \"fits\": []}");
   check_refused(scene, kPlan + " --calibration gpu.json",
-                "gpu.json: gpu: expected a string without control characters, got byte 0x1b at "
+                "gpu.json:1: gpu: expected a string without control characters, got byte 0x1b at "
                 "byte 5");
   // A row of time 0 was dropped without a word; a one-rank log gave an empty calibration.
   const std::string log = slurp_data("nccl_tests/all_gather_new.txt");
@@ -241,7 +241,7 @@ TEST_CASE("review four: what the input holds is echoed on one line", "[hardening
   scene.write("k.json", "{\"a\\u001b[31m\": 1}");
   scene.write("m.yaml", kTinyModel);
   check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --calibration k.json",
-                "k.json: a?[31m: unknown key");
+                "k.json:1: a?[31m: unknown key");
 }
 
 TEST_CASE("review four: CP and EP pins against their own limits, as TP's", "[hardening]") {
@@ -266,7 +266,7 @@ TEST_CASE("review four: calibrate and topo import take only what they can use", 
               "1000000}]}");
   scene.write("m.yaml", kTinyModel);
   check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --calibration fast.json",
-                "fast.json: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's bf16 peak "
+                "fast.json:1: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's bf16 peak "
                 "of 989; a measurement cannot beat the peak (a calibration of another GPU?)");
   // Rows and names the summary would only have failed on later, or misread: a time whose
   // busbw is past any link, a log without '#  Rank' lines (one host or several?), a GPU name

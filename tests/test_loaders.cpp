@@ -8,6 +8,8 @@
 #include "costmodel/model_loader.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
+#include "topology/json_lines.h"
+#include "topology/json_reader.h"
 #include "topology/yaml_util.h"
 
 using namespace trident;
@@ -322,6 +324,48 @@ TEST_CASE("JSON loads too", "[loaders]") {
  "seq_len": 128, "ffn": "swiglo"})") ==
         "m.yaml:2: ffn: expected gelu|relu|relu2|swiglu|geglu, got 'swiglo' (did you mean "
         "'swiglu'?)");
+}
+
+TEST_CASE("the JSON readers name the line of a key path", "[loaders]") {
+  // Line numbers count from the text's first line.
+  const std::string text = R"({
+  "fits": [
+    {"ranks": 8,
+     "busbw_gbps": -1},
+    {
+      "ranks": 2, "name": "a\"b[0].c", "busbw_gbps": 3
+    }
+  ],
+  "deep": [[1, [2,
+    3]]]
+})";
+  using json_reader::line_of;
+  CHECK(line_of(text, "") == 1);                    // the document
+  CHECK(line_of(text, "fits") == 2);                // the array starts on the key's line
+  CHECK(line_of(text, "fits[0]") == 3);             // each element where it starts
+  CHECK(line_of(text, "fits[0].busbw_gbps") == 4);  // a member's value
+  CHECK(line_of(text, "fits[1]") == 5);
+  CHECK(line_of(text, "fits[1].busbw_gbps") == 6);  // past a string with an escaped quote
+  CHECK(line_of(text, "fits[0].tier") == 3);        // missing: its object's line
+  CHECK(line_of(text, "fits[7]") == 2);             // no such element: the array's line
+  CHECK(line_of(text, "fit") == 1);                 // no such member ("fits" is not a parent)
+  CHECK(line_of(text, "deep[0][1][1]") == 10);      // nested arrays, a value on the next line
+  // Through a reader: "FILE:LINE: KEY: what was expected".
+  const nlohmann::json doc = json_reader::parse(text, "c.json");
+  const auto error = [&](const char* name) {
+    try {
+      const json_reader::Path fit = json_reader::Path::root("c.json", text).child("fits").index(0);
+      (void)json_reader::positive_number(doc["fits"][0], fit, name);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(none)");
+  };
+  CHECK(error("busbw_gbps") == "c.json:4: fits[0].busbw_gbps: expected a positive number");
+  CHECK(error("latency_s") == "c.json:3: fits[0].latency_s: missing");
+  // A deeply nested document is scanned without recursion.
+  const std::string deep = std::string(100000, '[') + "\n1" + std::string(100000, ']');
+  CHECK(line_of(deep, "x") == 1);
 }
 
 TEST_CASE("a quoted number or boolean is a string: the wrong type, also in JSON", "[loaders]") {

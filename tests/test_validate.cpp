@@ -93,26 +93,26 @@ TEST_CASE("plan reader", "[validate][plan]") {
     return out;
   };
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", "\"tp\": 0,"), "plan.json"); }) ==
-        "plan.json: plans[0].tp: expected a positive integer");
+        "plan.json:10: plans[0].tp: expected a positive integer");
   CHECK(error_of([&] {
           (void)read_plan(replace("\"tp\": 2,", "\"tp\": 16777217,"), "plan.json");
-        }) == "plan.json: plans[0].tp: expected at most 16777216");
+        }) == "plan.json:10: plans[0].tp: expected at most 16777216");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp\": 2,", ""), "plan.json"); }) ==
-        "plan.json: plans[0].tp: missing");
+        "plan.json:9: plans[0].tp: missing");
   CHECK(error_of([&] { (void)read_plan(replace("\"tp-dp-pp\"", "\"dp-tp\""), "plan.json"); }) ==
-        "plan.json: plans[0].rank_order: expected tp-dp-pp|tp-pp-dp, got 'dp-tp'");
+        "plan.json:12: plans[0].rank_order: expected tp-dp-pp|tp-pp-dp, got 'dp-tp'");
   CHECK(error_of([&] {
           (void)read_plan(replace("\"send-recv\", \"bytes", "\"gossip\", \"bytes"), "plan.json");
-        }) == "plan.json: plans[0].comm.pp.collective: unknown collective 'gossip'");
+        }) == "plan.json:26: plans[0].comm.pp.collective: unknown collective 'gossip'");
   CHECK(error_of([&] {
           (void)read_plan(
               replace("\"ranks\": 2, \"tier\": \"network\"", "\"ranks\": 3, \"tier\": \"network\""),
               "plan.json");
         }) ==
-        "plan.json: plans[0].comm.pp.ranks: expected 2 (a send-recv between two pipeline "
+        "plan.json:27: plans[0].comm.pp.ranks: expected 2 (a send-recv between two pipeline "
         "stages)");
   CHECK(error_of([&] { (void)read_plan(text, "plan.json", 3); }) ==
-        "plan.json: plans[3]: missing (the file has 1 plans; see --plan-index)");
+        "plan.json:8: plans[3]: missing (the file has 1 plans; see --plan-index)");
   CHECK(error_of([] {
           (void)read_plan("{\"plans\": [", "plan.json");
         }).rfind("plan.json: invalid JSON at byte 12: ", 0) == 0);
@@ -221,23 +221,23 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
   std::string negative = to_json(c);
   negative.replace(negative.find("12345.0"), 7, "-1.0");
   CHECK(error_of([&] { (void)parse_calibration(negative, "calib.json"); }) ==
-        "calib.json: fits[2].busbw_gbps: expected a positive number");
+        "calib.json:38: fits[2].busbw_gbps: expected a positive number");
   CHECK(error_of([] {
           (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": []}", "c.json");
-        }) == "c.json: collectives: missing");
+        }) == "c.json:1: collectives: missing");
   CHECK(error_of([] {
           (void)parse_calibration(
               "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": "
               "[], \"fits\": [], \"colour\": 1}",
               "c.json");
-        }) == "c.json: colour: unknown key");
+        }) == "c.json:1: colour: unknown key");
   CHECK(error_of([] {
           (void)parse_calibration(
               "{\"trident_calibration\": 1, \"gemms\": [{\"m\": 1, \"n\": 1, "
               "\"k\": 1, \"dtype\": \"bf17\", \"tflops\": 1}], "
               "\"collectives\": [], \"fits\": []}",
               "c.json");
-        }) == "c.json: gemms[0].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'bf17'");
+        }) == "c.json:1: gemms[0].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'bf17'");
 }
 
 TEST_CASE("plan reader and groups under hybrid sharding (HSDP)", "[validate][plan]") {

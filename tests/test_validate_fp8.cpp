@@ -225,7 +225,7 @@ TEST_CASE("plan reader: each GEMM's dtype, defaulting to the model's", "[validat
   std::string bad = plan;
   bad.replace(bad.find("\"bf16\""), 6, "\"int4\"");
   CHECK(error_of([&] { (void)read_plan(bad, "plan.json"); }) ==
-        "plan.json: plans[0].gemms[1].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'int4'");
+        "plan.json:5: plans[0].gemms[1].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'int4'");
 }
 
 TEST_CASE("calibration: optional hbm_gbps round trip", "[validate][calibration_io]") {
@@ -247,5 +247,5 @@ TEST_CASE("calibration: optional hbm_gbps round trip", "[validate][calibration_i
               R"({"trident_calibration": 1, "gemms": [], "collectives": [], "fits": [],
               "hbm_gbps": -3})",
               "c.json");
-        }).rfind("c.json: hbm_gbps: expected", 0) == 0);
+        }).rfind("c.json:2: hbm_gbps: expected", 0) == 0);  // line 2 of the text
 }

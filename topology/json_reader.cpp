@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "topology/errors.h"
+#include "topology/json_lines.h"
 #include "topology/text_check.h"
 
 namespace trident::json_reader {
@@ -76,6 +77,11 @@ json parse(const std::string& text, const std::string& source) {
     throw InputError(source + ": invalid JSON: " + e.what());
   }
   return result;
+}
+
+std::string Path::where() const {
+  const int line = text != nullptr ? line_of(*text, key) : 0;
+  return line > 0 ? fmt::format("{}:{}: {}", source, line, key) : source + ": " + key;
 }
 
 void Path::fail(const std::string& what) const { throw InputError(where() + ": " + what); }

@@ -16,18 +16,25 @@ using nlohmann::json;
 /// nlohmann's out_of_range.406) is "SOURCE: invalid JSON: WHAT".
 [[nodiscard]] json parse(const std::string& text, const std::string& source);
 
-/// Where a value sits: "calib.json: fits[2].busbw_gbps".
+/// Where a value sits: "calib.json:7: fits[2].busbw_gbps". `text` is the JSON the value was
+/// parsed from (it must outlive the Path), which gives the line; without it, no line.
 struct Path {
   std::string source;
   std::string key;
+  const std::string* text = nullptr;
+  /// The document's root in `text`, read from `source`.
+  [[nodiscard]] static Path root(const std::string& source, const std::string& text) {
+    return {source, "", &text};
+  }
   [[nodiscard]] Path child(const std::string& name) const {
-    return {source, key.empty() ? name : key + "." + name};
+    return {source, key.empty() ? name : key + "." + name, text};
   }
   [[nodiscard]] Path index(std::size_t i) const {
-    return {source, key + "[" + std::to_string(i) + "]"};
+    return {source, key + "[" + std::to_string(i) + "]", text};
   }
-  /// "SOURCE: KEY" (for readers that build their own message).
-  [[nodiscard]] std::string where() const { return source + ": " + key; }
+  /// "SOURCE:LINE: KEY" (for readers that build their own message); the line is that of the
+  /// value, or of its nearest enclosing value when it is missing (json_lines.h).
+  [[nodiscard]] std::string where() const;
   [[noreturn]] void fail(const std::string& what) const;
 };
 

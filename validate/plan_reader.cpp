@@ -125,7 +125,7 @@ void check_comm_sizes(const PlanSpec& spec, const Path& at) {
   check(spec.ep, spec.config.ep);
 }
 
-PlanSpec read_one(const json& plan, const json& document, const Path& at) {
+PlanSpec read_one(const json& plan, const json& document, const Path& top, const Path& at) {
   PlanSpec spec;
   if (!plan.is_object()) at.fail("expected an object");
   const long long tp = positive_integer(plan, at, "tp", kMaxPlanDimension);
@@ -160,9 +160,9 @@ PlanSpec read_one(const json& plan, const json& document, const Path& at) {
   spec.cp = read_comm(comm, at.child("comm"), "cp");
   spec.ep = read_comm(comm, at.child("comm"), "ep");
   check_comm_sizes(spec, at);
-  const Path model{at.source, "model"};
-  const json& model_entry = member(document, {at.source, ""}, "model");
-  spec.dtype = parse_dtype(text(model_entry, model, "dtype"), at.source + ": model.dtype");
+  const Path model = top.child("model");
+  const json& model_entry = member(document, top, "model");
+  spec.dtype = parse_dtype(text(model_entry, model, "dtype"), model.child("dtype").where());
   const json& gemms = member(plan, at, "gemms");
   if (!gemms.is_array()) at.child("gemms").fail("expected an array");
   for (std::size_t i = 0; i < gemms.size(); ++i) {
@@ -190,16 +190,18 @@ std::string PlanComm::label() const {
 PlanSpec read_plan(const std::string& text_in, const std::string& source, int index) {
   const json document = json_reader::parse(text_in, source);
   if (!document.is_object()) throw InputError(source + ": expected a JSON object");
+  const Path top = Path::root(source, text_in);
   const auto plans = document.find("plans");
   if (plans == document.end() || !plans->is_array()) {
-    throw InputError(source + ": plans: expected an array of plans");
+    top.child("plans").fail("expected an array of plans");
   }
   if (index < 0 || static_cast<std::size_t>(index) >= plans->size()) {
-    throw InputError(source + ": plans[" + std::to_string(index) + "]: missing (the file has " +
-                     std::to_string(plans->size()) + " plans; see --plan-index)");
+    top.child("plans[" + std::to_string(index) + "]")
+        .fail("missing (the file has " + std::to_string(plans->size()) +
+              " plans; see --plan-index)");
   }
-  const Path at{source, "plans[" + std::to_string(index) + "]"};
-  PlanSpec spec = read_one((*plans)[static_cast<std::size_t>(index)], document, at);
+  const Path at = top.child("plans").index(static_cast<std::size_t>(index));
+  PlanSpec spec = read_one((*plans)[static_cast<std::size_t>(index)], document, top, at);
   spec.source = source;
   spec.index = index;
   return spec;
