@@ -52,13 +52,28 @@ double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig
 /// element; fused (the default 4) reads and writes each 16-bit element once (Megatron's fused
 /// RoPE, on by default: --no-rope-fusion turns it off; TE fused_apply_rotary_pos_emb), forward
 /// and again backward on the gradients.
-double rope_bytes(const Model& model, const ParallelConfig& config, double bytes) {
+double rope_bytes(const Model& model, const ParallelConfig& config, const ElementwiseBytes& ops) {
   if (model.learned_positions) return 0.0;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  return bytes * tokens * (model.hidden + model.kv_hidden()) / config.tp;
+  if (model.attention == AttentionKind::mla) return ops.mla_rope * mla_rope_elements(model, config);
+  return ops.rope * tokens * (model.hidden + model.kv_hidden()) / config.tp;
 }
 
 }  // namespace
+
+double mla_rope_elements(const Model& model, const ParallelConfig& config) {
+  if (model.attention != AttentionKind::mla) return 0.0;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  const double heads = static_cast<double>(model.heads) / config.tp;
+  return tokens * (heads + 1.0) * model.mla.qk_rope_head_dim;
+}
+
+double mla_qkv_copy_bytes(const Model& model, const ParallelConfig& config) {
+  if (model.attention != AttentionKind::mla) return 0.0;
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
+  const double heads = static_cast<double>(model.heads) / config.tp;
+  return (2.0 + 2.0) * tokens * heads * (2.0 * model.qk_head_dim() + model.v_head_dim());
+}
 
 double gqa_repeat_bytes(const Model& model, const ParallelConfig& config) {
   if (model.kv_heads >= model.heads) return 0.0;
@@ -163,22 +178,19 @@ struct CoreTime {
 };
 
 /// Megatron-Core's `mla_up_proj` recompute (multi_latent_attention.py
-/// qkv_up_proj_and_rope_apply, L444-510 @core_r0.12.0): the two up-projection GEMMs again, and
-/// the copies that build the attention's inputs (torch.cat of the RoPE'd and plain parts of Q
-/// and K, V's .contiguous()): Q and K (heads x (nope + rope)) and V (heads x v), each read and
-/// written once in 16 bits. Nothing without multi-latent attention.
+/// qkv_up_proj_and_rope_apply, L444-510 @core_r0.12.0): the two up-projection GEMMs again, the
+/// RoPE of Q's and K's rotary parts and the copies that build the attention's inputs
+/// (mla_qkv_copy_bytes). Nothing without multi-latent attention.
 double mla_up_recompute_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                           const Model& model, const ParallelConfig& config,
-                          const Calibration* calibration) {
+                          const ElementwiseBytes& ops, const Calibration* calibration) {
   if (model.attention != AttentionKind::mla) return 0.0;
   double gemms_s = 0.0;
   for (const NamedGemm& gemm : mla_up_gemms(model, config.micro_batch, config.tp)) {
     gemms_s += gemm_time_s(gpu, dtype, profile, gemm.shape, calibration);
   }
-  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  const double heads = static_cast<double>(model.heads) / config.tp;
-  const double elements = tokens * heads * (2.0 * model.qk_head_dim() + model.v_head_dim());
-  return gemms_s + hbm_time_s(gpu, (2.0 + 2.0) * elements);
+  return gemms_s +
+         hbm_time_s(gpu, rope_bytes(model, config, ops) + mla_qkv_copy_bytes(model, config));
 }
 
 /// Fused (flash) attention: the causal half of the scores and context work at the GPU's
@@ -242,7 +254,8 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
   time.attention_forward_s = core.forward_s;
   time.attention_backward_s = core.backward_s;
   const ElementwiseBytes& ops = features.elementwise;
-  const double rope = rope_bytes(model, config, ops.rope);
+  // RoPE, and MLA's copies into Q, K and V (their gradients are copies again, backward).
+  const double rope = rope_bytes(model, config, ops) + mla_qkv_copy_bytes(model, config);
   const double repeat = ops.gqa_repeat_kv ? gqa_repeat_bytes(model, config) : 0.0;
   const double fwd_bytes =
       layer_elementwise_forward_bytes(model, config, ops, true) + rope + repeat +
@@ -270,7 +283,8 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
           time.recompute_s = 0.5 * time.gemm_forward_s + hbm_time_s(gpu, fwd_bytes);
           break;
         case SelectiveKind::mla_up_proj:
-          time.recompute_s = mla_up_recompute_s(gpu, dtype, profile, model, config, calibration);
+          time.recompute_s =
+              mla_up_recompute_s(gpu, dtype, profile, model, config, ops, calibration);
           break;
       }
       break;

@@ -92,6 +92,19 @@ struct ComputeFeatures {
 /// sums the gradients back, the same bytes again. 0 for MHA.
 [[nodiscard]] double gqa_repeat_bytes(const Model& model, const ParallelConfig& config);
 
+/// Elements of multi-latent attention's rotary parts one GPU rotates per micro-batch: Q's
+/// heads/tp x qk_rope_head_dim and K's one shared qk_rope_head_dim per token (k_pos_emb,
+/// gathered whole under sequence parallelism, multi_latent_attention.py L413-420, L475-488
+/// @core_v0.12.0). 0 without MLA.
+[[nodiscard]] double mla_rope_elements(const Model& model, const ParallelConfig& config);
+
+/// HBM bytes of the copies that build multi-latent attention's inputs, one micro-batch, one
+/// layer, forward (the same again backward): torch.cat of Q's plain and rotary parts, of K's
+/// plain part and the expanded K rope, and V's .contiguous() (multi_latent_attention.py
+/// L491-499 @core_v0.12.0): Q and K (heads x (nope + rope)) and V (heads x v), each read and
+/// written once in 16 bits. 0 without MLA.
+[[nodiscard]] double mla_qkv_copy_bytes(const Model& model, const ParallelConfig& config);
+
 /// One micro-batch through one transformer layer on one GPU (after the TP split).
 struct LayerTime {
   double forward_s = 0.0;

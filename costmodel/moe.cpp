@@ -96,6 +96,11 @@ ExpertGemms expert_gemms(const Model& model, const ParallelConfig& config) {
   return gemms;
 }
 
+double local_expert_sort_bytes(const Model& model, const ParallelConfig& config, double rows) {
+  if (!model.is_moe() || model.moe.experts <= config.ep) return 0.0;
+  return 2.0 * 4.0 * rows * model.hidden;
+}
+
 LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                              const Calibration* calibration) {
   LayerTime time;
@@ -115,8 +120,9 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
   const double f = model.moe.expert_ffn_hidden;
   const double bytes =
       (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + 2.0 * 4.0 * rows * model.hidden;
-  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes);
-  time.backward_s = backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes);
+  const double sort = local_expert_sort_bytes(model, config, rows);
+  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + sort);
+  time.backward_s = backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes + sort);
   if (config.recompute == Recompute::full) time.recompute_s = time.forward_s;
   return time;
 }
@@ -138,6 +144,32 @@ CommDetail ep_comm(const Model& model, const ParallelConfig& config, const Group
   comm.total_s = comm.calls_per_step * comm.time_per_call_s;
   comm.exposed_s = comm.total_s;
   return comm;
+}
+
+SharedExpertTime shared_expert_time(const Gpu& gpu, const Model& model,
+                                    const ParallelConfig& config, const Calibration* calibration) {
+  SharedExpertTime time;
+  if (!model.is_moe() || model.moe.shared_experts <= 0) return time;
+  const double tokens = moe_tokens_per_gpu(model, config) * config.tp;  // gathered over TP
+  const double f =
+      static_cast<double>(model.moe.expert_ffn_hidden) * model.moe.shared_experts / config.tp;
+  const GemmShape up{tokens, input_matrices(model) * f, static_cast<double>(model.hidden), 1.0};
+  const GemmShape down{tokens, static_cast<double>(model.hidden), f, 1.0};
+  const Dtype dtype = model.training.dtype;
+  time.forward_s =
+      gemm_time_s(gpu, dtype, up, calibration) + gemm_time_s(gpu, dtype, down, calibration);
+  time.backward_s = gemm_backward_time_s(gpu, dtype, up, calibration) +
+                    gemm_backward_time_s(gpu, dtype, down, calibration);
+  return time;
+}
+
+double shared_expert_overlap_s(const SharedExpertTime& shared, const CommDetail& ep_layer,
+                               double moe_share, double recomputed_share) {
+  if (moe_share <= 0.0) return 0.0;
+  const double exchange_s = 2.0 * ep_layer.time_per_call_s;  // dispatch + combine
+  const double forward_s = std::min(exchange_s, shared.forward_s);
+  const double backward_s = std::min(exchange_s, shared.backward_s);
+  return moe_share * ((1.0 + recomputed_share) * forward_s + backward_s);
 }
 
 int expert_dp(const ParallelConfig& config) {

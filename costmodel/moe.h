@@ -54,8 +54,18 @@ struct ExpertGemms {
 };
 [[nodiscard]] ExpertGemms expert_gemms(const Model& model, const ParallelConfig& config);
 
+/// HBM bytes of sorting one micro-batch's `rows` received rows by local expert and back, one
+/// MoE layer, forward (the same again backward: each copy's gradient is a copy). Megatron-Core's
+/// alltoall dispatcher receives them grouped by source rank and, when a GPU holds more than
+/// one expert, copies them into expert order before the grouped GEMM ("Permutation 2") and back
+/// after it ("Unpermutation 2"): a transposed .contiguous() when padded to capacity, else
+/// sort_chunks_by_idxs (token_dispatcher.py L546-569, L597-616 @core_v0.12.0). Each reads and
+/// writes every routed row of h once: 2 x 4 bytes per element; 0 with one expert per GPU.
+[[nodiscard]] double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
+                                             double rows);
+
 /// Routed experts of one MoE layer, one micro-batch, one GPU: grouped GEMMs, router, the
-/// expert activation and the token permutation (memory bound).
+/// expert activation, the token permutation and the sort by local expert (memory bound).
 [[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
                                            const ParallelConfig& config,
                                            const Calibration* calibration);
@@ -66,6 +76,26 @@ struct ExpertGemms {
 [[nodiscard]] CommDetail ep_comm(const Model& model, const ParallelConfig& config,
                                  const GroupLink& link, double moe_layers,
                                  const Calibration* calibration);
+
+/// The shared experts' GEMMs of one MoE layer and micro-batch on one GPU, forward and backward
+/// (their up [b·s/cp x (1|2)·f_e·shared/tp x h] and down [b·s/cp x h x f_e·shared/tp] on the
+/// sequence-parallel-gathered tokens): what --moe-shared-expert-overlap runs beside the
+/// all-to-alls. Zero without shared experts.
+struct SharedExpertTime {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+};
+[[nodiscard]] SharedExpertTime shared_expert_time(const Gpu& gpu, const Model& model,
+                                                  const ParallelConfig& config,
+                                                  const Calibration* calibration);
+
+/// All-to-all time of one layer (`ep_layer`, ep_comm's per-layer detail at the stage's MoE
+/// share `moe_share`) hidden behind the shared experts on their side stream: per MoE layer
+/// min(dispatch + combine, shared experts) forward, again backward, and again for each layer
+/// full recompute repeats.
+[[nodiscard]] double shared_expert_overlap_s(const SharedExpertTime& shared,
+                                             const CommDetail& ep_layer, double moe_share,
+                                             double recomputed_share);
 
 /// Routed-expert parameters one GPU holds on its stage (experts / ep of each MoE layer).
 [[nodiscard]] double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config);

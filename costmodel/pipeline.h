@@ -72,10 +72,13 @@ struct ScheduleBlock {
 
 /// DeepSpeed's pipeline engine (deepspeed/runtime/pipe/schedule.py TrainSchedule): each stage
 /// runs 2(m + p - 1) steps, a forward or a backward by the parity of step and stage, and sends
-/// the previous step's activation or gradient before receiving this step's input; every send
-/// and receive is its own blocking call (pipe/p2p.py dist.send/recv) that ends hop_s after both
-/// sides have reached it (a negative or NaN hop counts as 0). Returns the simulated makespan; 0
-/// without stages or micro-batches.
+/// the previous step's activation or gradient before receiving this step's input (the order
+/// since DeepSpeed v0.10.0, PR #2862; v0.5.10's TrainSchedule.steps L205-216 and every release
+/// before receive first, and a simulation of that order gives the same makespan: a helper's
+/// check, 2026-12-04, docs/cost_model.md#deepspeed-pipeline); every send and receive is its own
+/// blocking call (pipe/p2p.py dist.send/recv) that ends hop_s after both sides have reached it
+/// (a negative or NaN hop counts as 0). Returns the simulated makespan; 0 without stages or
+/// micro-batches.
 [[nodiscard]] double deepspeed_schedule_makespan_s(int pp, int micro_batches, double t_fwd_s,
                                                    double t_bwd_s, double hop_s);
 

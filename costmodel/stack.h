@@ -34,6 +34,12 @@ struct ElementwiseBytes {
   double glu = 6.0;      ///< gated activation (SwiGLU/GeGLU), per FFN element
   /// GQA's K and V materialised at every query head before the attention call (expand + copy).
   bool gqa_repeat_kv = false;
+  /// Multi-latent attention's rotary embedding, per element of Q's and K's RoPE parts: 28,
+  /// Megatron-Core's only path (it refuses rope fusion with MLA, transformer_config.py L926
+  /// @core_v0.12.0; rope_utils.py _apply_rotary_pos_emb_bshd L106-122: de-interleaving cat
+  /// r2 w2, x cos r2 w2, rotate_half's negation r1 w1 and cat r2 w2, x sin r2 w2, add r4 w2, the
+  /// closing cat r2 w2).
+  double mla_rope = 28.0;
 };
 
 /// How TP collectives overlap with compute: none; Megatron's async all-reduce of the input
@@ -212,6 +218,11 @@ struct Stack {
   /// --overlap-moe-expert-parallel-comm); false: exposed. A stack file with true is refused:
   /// the overlap is not modelled.
   bool ep_overlap = false;
+  /// The shared experts run on a side stream beside the dispatch and combine all-to-alls
+  /// (Megatron-Core --moe-shared-expert-overlap, default False, transformer_config.py
+  /// @core_v0.12.0; shared_experts.py L107-226): their GEMMs hide that much of each MoE
+  /// layer's all-to-all time, forward, backward and recomputed.
+  bool moe_shared_expert_overlap = false;
   /// FP8 recipes the stack runs (bit Fp8Recipe set; 0 = no FP8), and whether it casts the
   /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
   /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.

@@ -73,6 +73,7 @@ const std::vector<std::string> kStackKeys = {
     "context_parallel",
     "expert_parallel",
     "ep_overlap",
+    "moe_shared_expert_overlap",
     "fp8_recipes",
     "dtypes",
     "zero_clones_fp32_partition",
@@ -80,6 +81,7 @@ const std::vector<std::string> kStackKeys = {
     "fp8_saves_fp8_inputs",
     "rmsnorm_bytes_per_element",
     "rope_bytes_per_element",
+    "mla_rope_bytes_per_element",
     "glu_bytes_per_element",
     "gqa_repeat_kv",
 };
@@ -200,6 +202,7 @@ Stack file_defaults() {
   s.cp_kinds = 0;
   s.expert_parallel = false;
   s.ep_overlap = false;
+  s.moe_shared_expert_overlap = false;
   return s;
 }
 
@@ -307,6 +310,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_double("rmsnorm_bytes_per_element", d.elementwise.rmsnorm, Range::positive);
   s.elementwise.rope =
       m.optional_double("rope_bytes_per_element", d.elementwise.rope, Range::positive);
+  s.elementwise.mla_rope =
+      m.optional_double("mla_rope_bytes_per_element", d.elementwise.mla_rope, Range::positive);
   s.elementwise.glu =
       m.optional_double("glu_bytes_per_element", d.elementwise.glu, Range::positive);
   s.elementwise.gqa_repeat_kv = m.optional_bool("gqa_repeat_kv", d.elementwise.gqa_repeat_kv);
@@ -337,6 +342,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.cp_kinds = read_name_list(m, "context_parallel", kCpKindNames, d.cp_kinds, true);
   s.expert_parallel = m.optional_bool("expert_parallel", d.expert_parallel);
   s.ep_overlap = m.optional_bool("ep_overlap", d.ep_overlap);
+  s.moe_shared_expert_overlap =
+      m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
   if (s.ep_overlap) {
     m.fail("ep_overlap",
            "true is not modelled yet (the MoE all-to-alls are priced exposed); "

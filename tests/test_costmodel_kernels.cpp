@@ -6,6 +6,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
 #include "costmodel/kernels.h"
+#include "costmodel/model_loader.h"
 #include "costmodel/stack.h"
 #include "costmodel_fixture.h"
 #include "topology/cluster_loader.h"
@@ -216,6 +217,42 @@ TEST_CASE("eager PyTorch elementwise ops: RMSNorm, RoPE, SwiGLU, GQA repeat op b
   plain.ffn = FfnKind::gelu;
   CHECK(layer_time(gpu, plain, config, fms).forward_s ==
         Approx(layer_time(gpu, plain, config, ComputeFeatures{}).forward_s));
+}
+
+TEST_CASE("multi-latent attention: unfused RoPE on the rotary parts, copies into Q, K, V",
+          "[kernels]") {
+  const Model model = model_preset("deepseek-v3");
+  ParallelConfig config;
+  config.tp = 2;
+  config.micro_batch = 1;
+  config.sequence_parallel = true;
+  // Rotary parts: Q's 128 / 2 = 64 heads x 64 and K's one shared 64, per token of 4096:
+  // 4096 x 65 x 64 = 17,039,360 elements.
+  CHECK(mla_rope_elements(model, config) == 17039360.0);
+  // Q and K of 64 heads x (128 + 64) and V of 64 x 128, read and written in 16 bits:
+  // 4 x 4096 x 64 x (2 x 192 + 128) = 536,870,912 bytes.
+  CHECK(mla_qkv_copy_bytes(model, config) == 536870912.0);
+  // In the layer: forward 28 x 17,039,360 + 536,870,912 bytes, the same backward, where a fused
+  // RoPE of Q and K whole (4 x 4096 x (7168 + 7168) / 2) and no copies stood before.
+  const Gpu gpu = test::round_gpu();  // 1000 GB/s x 0.85 achievable
+  ComputeFeatures plain;
+  ComputeFeatures faster;
+  faster.elementwise.mla_rope = 4.0;  // as if fused: 24 bytes an element less
+  const LayerTime unfused = layer_time(gpu, model, config, plain);
+  const LayerTime fused = layer_time(gpu, model, config, faster);
+  CHECK(unfused.forward_s - fused.forward_s == Approx(24.0 * 17039360.0 / 850e9));
+  CHECK(unfused.backward_s - fused.backward_s == Approx(24.0 * 17039360.0 / 850e9));
+  // mla_up_proj recomputes the up-projections, the RoPE and the copies.
+  config.recompute = Recompute::selective;
+  plain.selective = SelectiveKind::mla_up_proj;
+  faster.selective = SelectiveKind::mla_up_proj;
+  CHECK(layer_time(gpu, model, config, plain).recompute_s -
+            layer_time(gpu, model, config, faster).recompute_s ==
+        Approx(24.0 * 17039360.0 / 850e9));
+  // Without MLA: nothing of either.
+  const Model mha = model_preset("llama3-8b");
+  CHECK(mla_rope_elements(mha, config) == 0.0);
+  CHECK(mla_qkv_copy_bytes(mha, config) == 0.0);
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
 #include "topology/errors.h"
 
 using namespace trident;
@@ -178,13 +179,21 @@ TEST_CASE("all-to-all across servers: each GPU's off-domain share over its NIC",
   CHECK(s * 31.0 / 32.0 / t / 1e9 == Approx(48.0).epsilon(0.002));
 }
 
-TEST_CASE("grouped expert GEMMs see the per-expert rows", "[moe][ep]") {
-  const Model model = model_preset("deepseek-v3");
+namespace {
+/// DeepSeek-V3 as the dgxc H100 rows split it: TP 2, DP 32, EP 64, micro-batch 1.
+ParallelConfig dsv3_h100_config() {
   ParallelConfig config;
   config.tp = 2;
   config.dp = 32;
   config.ep = 64;
   config.micro_batch = 1;
+  return config;
+}
+}  // namespace
+
+TEST_CASE("grouped expert GEMMs see the per-expert rows", "[moe][ep]") {
+  const Model model = model_preset("deepseek-v3");
+  ParallelConfig config = dsv3_h100_config();
   // Tokens per GPU 4096 / tp 2 = 2048 (sequence parallel); per expert 2048 x 8 x 64 / 256 =
   // 4096 rows; 256 / 64 = 4 local experts, up [4096 x 2 x 2048 x 7168], down [4096 x 7168 x 2048].
   const ExpertGemms g = expert_gemms(model, config);
@@ -251,4 +260,60 @@ TEST_CASE("stack file: EP overlap is refused, CP kinds are read", "[moe][stack]"
                     Catch::Contains("s.yaml:4") && Catch::Contains("not modelled"));
   CHECK_THROWS_WITH(load_stack(base + "context_parallel: [ring]\n", "s.yaml"),
                     Catch::Contains("expected p2p|a2a|allgather, got 'ring'"));
+}
+
+TEST_CASE("the sort by local expert: two more copies of the routed rows", "[moe][ep]") {
+  const Model model = model_preset("deepseek-v3");
+  ParallelConfig config = dsv3_h100_config();
+  // 4 local experts x 4096 rows = 16,384 routed rows of h 7168: before the grouped GEMM and
+  // after it, each read and written once in 16 bits: 2 x 4 x 16,384 x 7168 = 939,524,096 bytes.
+  CHECK(local_expert_sort_bytes(model, config, 16384.0) == 939524096.0);
+  config.ep = 256;  // one expert per GPU: the received rows are already in expert order
+  CHECK(local_expert_sort_bytes(model, config, 16384.0) == 0.0);
+  // The routed experts' memory-bound time carries it forward and once backward: DeepSeek-V3
+  // with 64 experts over EP 64 routes the same 16,384 rows per GPU to one expert.
+  config.ep = 64;
+  const Gpu gpu = gpu_preset("h100-sxm-80g");
+  const LayerTime four = routed_expert_time(gpu, model, config, nullptr);
+  Model one_each = model;
+  one_each.moe.experts = 64;
+  const LayerTime one = routed_expert_time(gpu, one_each, config, nullptr);
+  const double sort_s = hbm_time_s(gpu, 939524096.0);
+  CHECK((four.forward_s - four.gemm_forward_s) - (one.forward_s - one.gemm_forward_s) ==
+        Approx(sort_s));
+}
+
+TEST_CASE("shared experts beside the all-to-alls hide that much of them", "[moe][ep]") {
+  CommDetail ep_layer;
+  ep_layer.time_per_call_s = 1e-3;  // dispatch + combine: 2 ms a layer each way
+  SharedExpertTime shared;
+  shared.forward_s = 0.3e-3;
+  shared.backward_s = 0.6e-3;
+  // Each MoE layer: min(2, 0.3) forward + min(2, 0.6) backward = 0.9 ms; a stage of half MoE
+  // layers, per layer on average: 0.45 ms.
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 0.0) == Approx(0.9e-3));
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 0.5, 0.0) == Approx(0.45e-3));
+  // Full recompute runs the forward pair again, beside the shared experts again: + 0.3 ms.
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 1.0) == Approx(1.2e-3));
+  // Shared experts longer than the exchange hide all of it, no more: 2 + 2 ms.
+  shared.forward_s = 5e-3;
+  shared.backward_s = 9e-3;
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 0.0) == Approx(4e-3));
+  // DeepSeek-V3's one shared expert (ffn 2048) at TP 2, micro-batch 1, sequence 4096: up
+  // [4096 x 2 x 1024 x 7168] and down [4096 x 7168 x 1024] on the gathered tokens.
+  const Model model = model_preset("deepseek-v3");
+  ParallelConfig config = dsv3_h100_config();
+  const Gpu gpu = gpu_preset("h100-sxm-80g");
+  const SharedExpertTime dsv3 = shared_expert_time(gpu, model, config, nullptr);
+  CHECK(dsv3.forward_s ==
+        Approx(gemm_time_s(gpu, Dtype::bf16, {4096.0, 2048.0, 7168.0, 1.0}, nullptr) +
+               gemm_time_s(gpu, Dtype::bf16, {4096.0, 7168.0, 1024.0, 1.0}, nullptr)));
+  CHECK(dsv3.backward_s > dsv3.forward_s);
+  Model dense = model;
+  dense.moe.shared_experts = 0;
+  CHECK(shared_expert_time(gpu, dense, config, nullptr).forward_s == 0.0);
+  // The stack key: off by default (Megatron-Core's default), read from a stack file.
+  const std::string base = "name: s\nattention: cudnn\ntp_overlap: none\n";
+  CHECK_FALSE(load_stack(base, "s.yaml").moe_shared_expert_overlap);
+  CHECK(load_stack(base + "moe_shared_expert_overlap: true\n", "s.yaml").moe_shared_expert_overlap);
 }

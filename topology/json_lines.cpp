@@ -94,8 +94,9 @@ class Scanner {
 
   /// The UTF-8 byte order mark nlohmann skips at the start of a text.
   [[nodiscard]] bool is_bom_byte(char c) const {
-    return at_ < 3 && (static_cast<unsigned char>(c) == 0xEF ||
-                       static_cast<unsigned char>(c) == 0xBB || static_cast<unsigned char>(c) == 0xBF);
+    return at_ < 3 &&
+           (static_cast<unsigned char>(c) == 0xEF || static_cast<unsigned char>(c) == 0xBB ||
+            static_cast<unsigned char>(c) == 0xBF);
   }
 
   void skip_literal() {
