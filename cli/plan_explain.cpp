@@ -241,14 +241,19 @@ std::string communication(const PlanResult& plan, const Stack& stack) {
               "all-to-all around every attention, forward and backward, not overlapped");
   }
   if (c.ep > 1) {
-    out += dimension("EP", ep_collective_name(c), e.ep, step,
-                     e.ep.link.domains > 1
-                         ? "every MoE layer dispatches its tokens to their experts and combines "
-                           "them back, forward and backward, exposed; this group is wider than "
-                           "the NVLink domain, so each GPU's off-domain share crosses its NIC"
-                         : "every MoE layer dispatches its tokens to their experts and combines "
-                           "them back, forward and backward, exposed; the group sits inside one "
-                           "NVLink domain");
+    const std::string exposed = e.ep.exposed_s < e.ep.total_s
+                                    ? "exposed but what the shared experts on their side "
+                                      "stream hide"
+                                    : "exposed";
+    out += dimension(
+        "EP", ep_collective_name(c), e.ep, step,
+        ("every MoE layer dispatches its tokens to their experts and combines them "
+         "back, forward and backward, " +
+         exposed +
+         (e.ep.link.domains > 1 ? "; this group is wider than the NVLink domain, so each GPU's "
+                                  "off-domain share crosses its NIC"
+                                : "; the group sits inside one NVLink domain"))
+            .c_str());
   }
   if (e.edp.link.ranks > 1) {
     out += dimension("expert DP", "all-reduce", e.edp, step,

@@ -175,6 +175,29 @@ TEST_CASE("--explain names the CP and EP links and times", "[cli_cpmoe]") {
   CHECK(ep.out.find("  EP: all-to-all of ") != std::string::npos);
   CHECK(ep.out.find("  expert DP: ") != std::string::npos);
   CHECK(ep.out.find("FLOPs and MFU count active parameters") != std::string::npos);
+  CHECK(ep.out.find("forward and backward, exposed; the group sits inside one NVLink domain") !=
+        std::string::npos);
+  // A stack that runs the shared experts beside the all-to-alls (NeMo's DeepSeek-V3 config):
+  // DeepSeek-V3's one shared expert hides part of the exchange, and --explain says so.
+  const cli_test::TempDir dir;
+  const std::string stack = (dir.path / "shared.yaml").string();
+  std::ofstream(stack) << "name: shared\nbase: megatron-core\nmoe_shared_expert_overlap: true\n";
+  const std::string dsv3 =
+      "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
+      "--dp 32 --micro-batch 1 --ep 64 --top 1 --format json";
+  const auto exposed_s = [&](const std::string& extra) {
+    const Run run = trident(dsv3 + extra);
+    REQUIRE(run.code == 0);
+    return nlohmann::json::parse(run.out).at("plans")[0].at("time").at("ep_comm_s").get<double>();
+  };
+  CHECK(exposed_s(" --stack " + stack) < exposed_s(""));
+  const Run shared = trident(
+      "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
+      "--dp 32 --micro-batch 1 --ep 64 --explain --stack " +
+      stack);
+  REQUIRE(shared.code == 0);
+  CHECK(shared.out.find("exposed but what the shared experts on their side stream hide; this "
+                        "group is wider than the NVLink domain") != std::string::npos);
   const Run cp = trident(
       "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 64 --cp 8 "
       "--tp 1 --explain");
