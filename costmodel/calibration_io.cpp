@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "topology/errors.h"
@@ -54,7 +55,7 @@ GemmSample parse_gemm(const json& entry, const Path& path) {
   gemm.m = positive_integer(entry, path, "m");
   gemm.n = positive_integer(entry, path, "n");
   gemm.k = positive_integer(entry, path, "k");
-  gemm.dtype = parse_dtype(string_value(entry, path, "dtype"), path.child("dtype").where());
+  gemm.dtype = parse_dtype(string_value(entry, path, "dtype"), path.child("dtype"));
   gemm.tflops = bounded_number(entry, path, "tflops", kMinRate, kMaxRate);
   return gemm;
 }
@@ -64,7 +65,7 @@ CollectiveSample parse_sample(const json& entry, const Path& path) {
   CollectiveSample sample;
   sample.collective = collective_value(entry, path);
   sample.ranks = rank_count(entry, path);
-  sample.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier").where());
+  sample.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier"));
   sample.bytes = positive_number(entry, path, "bytes");
   sample.time_s = positive_number(entry, path, "time_s");
   sample.busbw_gbps = non_negative_number(entry, path, "busbw_gbps");
@@ -76,7 +77,7 @@ CollectiveFit parse_fit(const json& entry, const Path& path) {
   CollectiveFit fit;
   fit.collective = collective_value(entry, path);
   fit.ranks = rank_count(entry, path);
-  fit.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier").where());
+  fit.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier"));
   fit.latency_s = bounded_number(entry, path, "latency_s", 0.0, kMaxLatencyS);
   fit.busbw_gbps = bounded_number(entry, path, "busbw_gbps", kMinRate, kMaxRate);
   return fit;
@@ -117,19 +118,43 @@ std::vector<T> parse_list(const json& document, const Path& root, const char* na
 
 }  // namespace
 
-Tier parse_tier(const std::string& text, const std::string& what) {
+namespace {
+
+std::optional<Tier> find_tier(const std::string& text) {
   for (const Tier tier : {Tier::nvlink, Tier::pcie, Tier::network}) {
     if (text == to_string(tier)) return tier;
   }
+  return std::nullopt;
+}
+
+std::optional<Dtype> find_dtype(const std::string& text) {
+  for (const Dtype dtype : kDtypes) {
+    if (text == to_string(dtype)) return dtype;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Tier parse_tier(const std::string& text, const std::string& what) {
+  if (const auto tier = find_tier(text)) return *tier;
   throw InputError(what + ": expected nvlink|pcie|network, got '" + text + "'");
 }
 
 Dtype parse_dtype(const std::string& text, const std::string& what) {
-  for (const Dtype dtype : kDtypes) {
-    if (text == to_string(dtype)) return dtype;
-  }
+  if (const auto dtype = find_dtype(text)) return *dtype;
   throw InputError(what + ": expected " + fmt::format("{}", fmt::join(dtype_names(), "|")) +
                    ", got '" + text + "'");
+}
+
+Tier parse_tier(const std::string& text, const json_reader::Path& at) {
+  if (const auto tier = find_tier(text)) return *tier;
+  return parse_tier(text, at.where());
+}
+
+Dtype parse_dtype(const std::string& text, const json_reader::Path& at) {
+  if (const auto dtype = find_dtype(text)) return *dtype;
+  return parse_dtype(text, at.where());
 }
 
 Calibration parse_calibration(const std::string& text, const std::string& source) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "costmodel/calibration.h"
+#include "topology/json_reader.h"
 
 namespace trident {
 
@@ -23,5 +24,9 @@ inline constexpr int kCalibrationFormat = 1;
 [[nodiscard]] Tier parse_tier(const std::string& text, const std::string& what);
 /// "bf16" | "fp16" | "fp8" | "tf32" | "fp32" -> Dtype; throws InputError like parse_tier.
 [[nodiscard]] Dtype parse_dtype(const std::string& text, const std::string& what);
+/// The same for a JSON value at `at`: the error names its file, line and key path, looked up
+/// only when the text is not a name.
+[[nodiscard]] Tier parse_tier(const std::string& text, const json_reader::Path& at);
+[[nodiscard]] Dtype parse_dtype(const std::string& text, const json_reader::Path& at);
 
 }  // namespace trident

@@ -308,6 +308,7 @@ double overlap_contention_s(const Cluster& cluster, const Estimate& e, const Pla
          hidden_s(e.dp) * nccl_sm_share(cluster, e.dp.link) +
          hidden_s(e.pp) * nccl_sm_share(cluster, placement.pp) +
          hidden_s(e.cp) * nccl_sm_share(cluster, placement.cp) +
+         hidden_s(e.ep) * nccl_sm_share(cluster, placement.ep) +
          hidden_s(e.edp) * nccl_sm_share(cluster, placement.edp);
 }
 

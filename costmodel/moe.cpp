@@ -156,19 +156,21 @@ SharedExpertTime shared_expert_time(const Gpu& gpu, const Model& model,
   const GemmShape up{tokens, input_matrices(model) * f, static_cast<double>(model.hidden), 1.0};
   const GemmShape down{tokens, static_cast<double>(model.hidden), f, 1.0};
   const Dtype dtype = model.training.dtype;
-  time.forward_s =
-      gemm_time_s(gpu, dtype, up, calibration) + gemm_time_s(gpu, dtype, down, calibration);
-  time.backward_s = gemm_backward_time_s(gpu, dtype, up, calibration) +
-                    gemm_backward_time_s(gpu, dtype, down, calibration);
+  time.up_forward_s = gemm_time_s(gpu, dtype, up, calibration);
+  time.down_forward_s = gemm_time_s(gpu, dtype, down, calibration);
+  time.up_backward_s = gemm_backward_time_s(gpu, dtype, up, calibration);
+  time.down_backward_s = gemm_backward_time_s(gpu, dtype, down, calibration);
   return time;
 }
 
 double shared_expert_overlap_s(const SharedExpertTime& shared, const CommDetail& ep_layer,
                                double moe_share, double recomputed_share) {
   if (moe_share <= 0.0) return 0.0;
-  const double exchange_s = 2.0 * ep_layer.time_per_call_s;  // dispatch + combine
-  const double forward_s = std::min(exchange_s, shared.forward_s);
-  const double backward_s = std::min(exchange_s, shared.backward_s);
+  const double call_s = ep_layer.time_per_call_s;  // one dispatch or one combine
+  const double forward_s =
+      std::min(call_s, shared.up_forward_s) + std::min(call_s, shared.down_forward_s);
+  const double backward_s =
+      std::min(call_s, shared.up_backward_s) + std::min(call_s, shared.down_backward_s);
   return moe_share * ((1.0 + recomputed_share) * forward_s + backward_s);
 }
 

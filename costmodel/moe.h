@@ -80,10 +80,13 @@ struct ExpertGemms {
 /// The shared experts' GEMMs of one MoE layer and micro-batch on one GPU, forward and backward
 /// (their up [b·s/cp x (1|2)·f_e·shared/tp x h] and down [b·s/cp x h x f_e·shared/tp] on the
 /// sequence-parallel-gathered tokens): what --moe-shared-expert-overlap runs beside the
-/// all-to-alls. Zero without shared experts.
+/// all-to-alls, the up-projection beside the dispatch, the down-projection beside the combine.
+/// Zero without shared experts.
 struct SharedExpertTime {
-  double forward_s = 0.0;
-  double backward_s = 0.0;
+  double up_forward_s = 0.0;
+  double down_forward_s = 0.0;
+  double up_backward_s = 0.0;
+  double down_backward_s = 0.0;
 };
 [[nodiscard]] SharedExpertTime shared_expert_time(const Gpu& gpu, const Model& model,
                                                   const ParallelConfig& config,
@@ -91,7 +94,9 @@ struct SharedExpertTime {
 
 /// All-to-all time of one layer (`ep_layer`, ep_comm's per-layer detail at the stage's MoE
 /// share `moe_share`) hidden behind the shared experts on their side stream: per MoE layer
-/// min(dispatch + combine, shared experts) forward, again backward, and again for each layer
+/// min(dispatch, up-projection) + min(combine, down-projection) forward (shared_experts.py
+/// linear_fc1_forward_and_act after the dispatch, linear_fc2_forward after the combine), the
+/// same pairs with their backward GEMMs backward, and the forward pairs again for each layer
 /// full recompute repeats.
 [[nodiscard]] double shared_expert_overlap_s(const SharedExpertTime& shared,
                                              const CommDetail& ep_layer, double moe_share,

@@ -5,6 +5,7 @@
 
 #include "costmodel/compute.h"
 #include "costmodel/estimate.h"
+#include "costmodel/gemms.h"
 #include "costmodel/kernels.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/stack.h"
@@ -249,6 +250,35 @@ TEST_CASE("multi-latent attention: unfused RoPE on the rotary parts, copies into
   CHECK(layer_time(gpu, model, config, plain).recompute_s -
             layer_time(gpu, model, config, faster).recompute_s ==
         Approx(24.0 * 17039360.0 / 850e9));
+  // The copies, forward and backward: V of 64 instead of 128 wide per head moves 4 x 4096 x 64
+  // x 64 bytes fewer each way (the GEMMs and the attention core, which also shrink, taken out).
+  Model narrow = model;
+  narrow.mla.v_head_dim = 64;
+  config.recompute = Recompute::none;
+  const auto hbm_forward_s = [&](const Model& m) {
+    const LayerTime t = layer_time(gpu, m, config, plain);
+    return t.forward_s - t.gemm_forward_s - t.attention_forward_s;
+  };
+  const auto hbm_backward_s = [&](const Model& m) {
+    const LayerTime t = layer_time(gpu, m, config, plain);
+    double gemms_s = t.attention_backward_s;
+    for (std::size_t i = 0; i < t.gemm_dgrad_s.size(); ++i) {
+      gemms_s += t.gemm_dgrad_s[i] + t.gemm_wgrad_s[i];
+    }
+    return t.backward_s - gemms_s;
+  };
+  const double v_copies = 4.0 * 4096.0 * 64.0 * 64.0;
+  CHECK(hbm_forward_s(model) - hbm_forward_s(narrow) == Approx(v_copies / 850e9));
+  CHECK(hbm_backward_s(model) - hbm_backward_s(narrow) == Approx(v_copies / 850e9));
+  // mla_up_proj's recompute: its two up-projection GEMMs, then the RoPE at 28 bytes an element
+  // and the copies, exactly.
+  config.recompute = Recompute::selective;
+  double up_gemms_s = 0.0;
+  for (const NamedGemm& gemm : mla_up_gemms(model, 1.0, 2)) {
+    up_gemms_s += gemm_time_s(gpu, Dtype::bf16, gemm.shape, nullptr);
+  }
+  CHECK(layer_time(gpu, model, config, plain).recompute_s - up_gemms_s ==
+        Approx((28.0 * 17039360.0 + 536870912.0) / 850e9));
   // Without MLA: nothing of either.
   const Model mha = model_preset("llama3-8b");
   CHECK(mla_rope_elements(mha, config) == 0.0);

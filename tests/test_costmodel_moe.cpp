@@ -281,39 +281,91 @@ TEST_CASE("the sort by local expert: two more copies of the routed rows", "[moe]
   const double sort_s = hbm_time_s(gpu, 939524096.0);
   CHECK((four.forward_s - four.gemm_forward_s) - (one.forward_s - one.gemm_forward_s) ==
         Approx(sort_s));
+  // Backward: the GEMMs' backward taken out, once more the sort's bytes (the copies' gradients).
+  const auto backward_hbm_s = [&](const Model& m, const LayerTime& t) {
+    const ExpertGemms g = expert_gemms(m, config);
+    return t.backward_s - gemm_backward_time_s(gpu, Dtype::bf16, g.up, nullptr) -
+           gemm_backward_time_s(gpu, Dtype::bf16, g.down, nullptr) -
+           gemm_backward_time_s(gpu, Dtype::bf16, g.router, nullptr);
+  };
+  CHECK(backward_hbm_s(model, four) - backward_hbm_s(one_each, one) == Approx(sort_s));
 }
 
 TEST_CASE("shared experts beside the all-to-alls hide that much of them", "[moe][ep]") {
   CommDetail ep_layer;
-  ep_layer.time_per_call_s = 1e-3;  // dispatch + combine: 2 ms a layer each way
+  ep_layer.time_per_call_s = 1e-3;  // one dispatch or one combine: 1 ms
   SharedExpertTime shared;
-  shared.forward_s = 0.3e-3;
-  shared.backward_s = 0.6e-3;
-  // Each MoE layer: min(2, 0.3) forward + min(2, 0.6) backward = 0.9 ms; a stage of half MoE
-  // layers, per layer on average: 0.45 ms.
-  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 0.0) == Approx(0.9e-3));
-  CHECK(shared_expert_overlap_s(shared, ep_layer, 0.5, 0.0) == Approx(0.45e-3));
-  // Full recompute runs the forward pair again, beside the shared experts again: + 0.3 ms.
-  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 1.0) == Approx(1.2e-3));
-  // Shared experts longer than the exchange hide all of it, no more: 2 + 2 ms.
-  shared.forward_s = 5e-3;
-  shared.backward_s = 9e-3;
-  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 0.0) == Approx(4e-3));
+  shared.up_forward_s = 0.3e-3;    // beside the dispatch
+  shared.down_forward_s = 1.5e-3;  // beside the combine: longer than it, hides all of it
+  shared.up_backward_s = 0.6e-3;
+  shared.down_backward_s = 3e-3;
+  // Each MoE layer: forward min(1, 0.3) + min(1, 1.5) = 1.3 ms, backward min(1, 0.6) +
+  // min(1, 3) = 1.6 ms: 2.9 ms. A stage of half MoE layers, per layer on average: 1.45 ms.
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 0.0) == Approx(2.9e-3));
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 0.5, 0.0) == Approx(1.45e-3));
+  // Full recompute runs the forward pair again, beside the shared experts again: + 1.3 ms.
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 1.0) == Approx(4.2e-3));
+  // Paired call by call: the down-projection's spare time does not hide the dispatch (the sum
+  // of both, 1.8 ms forward, against 2 ms of exchange would have hidden 1.8).
+  shared.up_backward_s = 0.0;
+  shared.down_backward_s = 0.0;
+  CHECK(shared_expert_overlap_s(shared, ep_layer, 1.0, 0.0) == Approx(1.3e-3));
   // DeepSeek-V3's one shared expert (ffn 2048) at TP 2, micro-batch 1, sequence 4096: up
   // [4096 x 2 x 1024 x 7168] and down [4096 x 7168 x 1024] on the gathered tokens.
   const Model model = model_preset("deepseek-v3");
-  ParallelConfig config = dsv3_h100_config();
+  const ParallelConfig config = dsv3_h100_config();
   const Gpu gpu = gpu_preset("h100-sxm-80g");
   const SharedExpertTime dsv3 = shared_expert_time(gpu, model, config, nullptr);
-  CHECK(dsv3.forward_s ==
-        Approx(gemm_time_s(gpu, Dtype::bf16, {4096.0, 2048.0, 7168.0, 1.0}, nullptr) +
-               gemm_time_s(gpu, Dtype::bf16, {4096.0, 7168.0, 1024.0, 1.0}, nullptr)));
-  CHECK(dsv3.backward_s > dsv3.forward_s);
+  const GemmShape up{4096.0, 2048.0, 7168.0, 1.0};
+  const GemmShape down{4096.0, 7168.0, 1024.0, 1.0};
+  CHECK(dsv3.up_forward_s == Approx(gemm_time_s(gpu, Dtype::bf16, up, nullptr)));
+  CHECK(dsv3.down_forward_s == Approx(gemm_time_s(gpu, Dtype::bf16, down, nullptr)));
+  CHECK(dsv3.up_backward_s == Approx(gemm_backward_time_s(gpu, Dtype::bf16, up, nullptr)));
+  CHECK(dsv3.down_backward_s == Approx(gemm_backward_time_s(gpu, Dtype::bf16, down, nullptr)));
   Model dense = model;
   dense.moe.shared_experts = 0;
-  CHECK(shared_expert_time(gpu, dense, config, nullptr).forward_s == 0.0);
+  CHECK(shared_expert_time(gpu, dense, config, nullptr).up_forward_s == 0.0);
   // The stack key: off by default (Megatron-Core's default), read from a stack file.
   const std::string base = "name: s\nattention: cudnn\ntp_overlap: none\n";
   CHECK_FALSE(load_stack(base, "s.yaml").moe_shared_expert_overlap);
   CHECK(load_stack(base + "moe_shared_expert_overlap: true\n", "s.yaml").moe_shared_expert_overlap);
+}
+
+TEST_CASE("the shared experts' overlap in a step: exposed EP time and its SMs", "[moe][ep]") {
+  // DeepSeek-V3 on one 8-GPU server, EP 8 x DP 8, TP 1, PP 1, the DP reduction not overlapped
+  // and expert DP 1: the EP all-to-all is the only communication that can hide.
+  Model model = model_preset("deepseek-v3");
+  model.training.global_batch = 16;
+  Cluster cluster = cluster_preset("dgx-h100");
+  cluster.servers = 1;
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.micro_batch = 1;
+  config.zero = 1;
+  const Placement placement = default_placement(cluster, config);
+  EstimateOptions plain;
+  plain.stack = stack_preset("megatron-core");
+  plain.stack.dp_overlap_grad_reduce = false;
+  plain.stack.dp_overlap_param_gather = false;
+  EstimateOptions beside = plain;
+  beside.stack.moe_shared_expert_overlap = true;
+  const Estimate a = estimate(cluster, model, config, placement, nullptr, plain);
+  const Estimate b = estimate(cluster, model, config, placement, nullptr, beside);
+  // Per layer and micro-batch the overlap hides shared_expert_overlap_s; the step has
+  // calls / (4 x the MoE share) layer-micro-batches.
+  const double moe_share = stage_moe_fraction(model, 1);
+  const CommDetail layer = ep_comm(model, config, placement.ep, moe_share, nullptr);
+  const double hidden_s = shared_expert_overlap_s(
+      shared_expert_time(cluster.gpu, model, config, nullptr), layer, moe_share, 0.0);
+  CHECK(hidden_s > 0.0);
+  CHECK(a.ep.exposed_s == Approx(a.ep.total_s));
+  CHECK(b.ep.total_s == Approx(a.ep.total_s));
+  CHECK(a.ep.exposed_s - b.ep.exposed_s ==
+        Approx(hidden_s * a.ep.calls_per_step / (4.0 * moe_share)));
+  // The hidden all-to-all's NCCL kernels take their SMs from the compute they hide behind:
+  // some of it comes back as contention, never more than was hidden.
+  CHECK(a.time.overlap_contention_s == 0.0);
+  CHECK(b.time.overlap_contention_s > 0.0);
+  CHECK(b.time.overlap_contention_s < a.ep.exposed_s - b.ep.exposed_s);
 }

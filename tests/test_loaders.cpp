@@ -363,9 +363,18 @@ TEST_CASE("the JSON readers name the line of a key path", "[loaders]") {
   };
   CHECK(error("busbw_gbps") == "c.json:4: fits[0].busbw_gbps: expected a positive number");
   CHECK(error("latency_s") == "c.json:3: fits[0].latency_s: missing");
-  // A deeply nested document is scanned without recursion.
+  // Names written with \u escapes are the names nlohmann reads ("\u0062" is "b", a surrogate
+  // pair one code point).
+  const std::string escaped = "{\n\"\\u0062\": 1,\n\"\\ud83d\\ude00\": {\"x\":\n2}}";
+  CHECK(line_of(escaped, "b") == 2);
+  CHECK(line_of(escaped, "\U0001F600.x") == 4);
+  // A deeply nested document is scanned without recursion, and what is off the key's way is
+  // skipped whole: 100,000 levels in constant memory, the key's own depth in a path.
   const std::string deep = std::string(100000, '[') + "\n1" + std::string(100000, ']');
   CHECK(line_of(deep, "x") == 1);
+  std::string way;
+  for (int i = 0; i < 100000; ++i) way += "[0]";
+  CHECK(line_of(deep, way) == 2);
 }
 
 TEST_CASE("a quoted number or boolean is a string: the wrong type, also in JSON", "[loaders]") {

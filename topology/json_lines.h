@@ -9,8 +9,9 @@
 namespace trident::json_reader {
 
 /// The 1-based line where the value at `key` starts ("" is the document), or, when no value has
-/// that path (a missing member, an unknown key written with escapes), the line of its nearest
-/// ancestor that has one. `text` must be JSON nlohmann accepted; 0 if nothing matches.
+/// that path (a missing member or element), the line of its nearest ancestor that has one.
+/// Names are decoded as nlohmann decodes them (\uXXXX too). `text` must be JSON nlohmann
+/// accepted; 0 if nothing matches. Linear in the text, memory in the key's depth.
 [[nodiscard]] int line_of(std::string_view text, const std::string& key);
 
 }  // namespace trident::json_reader

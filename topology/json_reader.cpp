@@ -111,7 +111,8 @@ std::string string_value(const json& object, const Path& path, const char* name)
   const json& value = member(object, path, name);
   if (!value.is_string()) path.child(name).fail("expected a string");
   std::string text = value.get<std::string>();
-  check_one_line(text, path.child(name).where());  // JSON escapes make them: \n, \u001b
+  // JSON escapes make them: \n, \u001b. The line is looked up only for the error.
+  if (!is_one_line(text)) check_one_line(text, path.child(name).where());
   return text;
 }
 

@@ -127,6 +127,13 @@ void check_one_line(std::string_view text, const std::string& where) {
   if (!is_clean_text(text)) throw InputError(where + ": expected UTF-8 text");
 }
 
+bool is_one_line(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (control_at(text, i).kind != ControlKind::none) return false;
+  }
+  return is_clean_text(text);
+}
+
 std::string one_line(std::string_view text) {
   std::string shown;
   shown.reserve(text.size());

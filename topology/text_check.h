@@ -21,6 +21,10 @@ void check_text(std::string_view text, const std::string& source);
 /// and launch scripts, where any of these would split a line. The value is not echoed.
 void check_one_line(std::string_view text, const std::string& where);
 
+/// True when check_one_line would accept `text` (a reader checks first and builds the error's
+/// WHERE only when it fails).
+[[nodiscard]] bool is_one_line(std::string_view text);
+
 /// `text` with each control character or line break (as check_one_line finds them) replaced
 /// by '?': for echoing a key the reader does not know, which no check has cleaned.
 [[nodiscard]] std::string one_line(std::string_view text);

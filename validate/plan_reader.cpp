@@ -68,7 +68,7 @@ std::optional<PlanComm> read_comm(const json& comm, const Path& at, const char* 
                                   ? non_negative(entry, here, "gather_bytes_per_call")
                                   : out.bytes_per_call;
   out.calls_per_step = non_negative(entry, here, "calls_per_step");
-  out.tier = parse_tier(text(entry, here, "tier"), here.child("tier").where());
+  out.tier = parse_tier(text(entry, here, "tier"), here.child("tier"));
   out.time_per_call_s = non_negative(entry, here, "time_per_call_s");
   if (out.bytes_per_call <= 0.0) return std::nullopt;
   return out;
@@ -81,7 +81,7 @@ PlanGemm read_gemm(const json& entry, const Path& here, Dtype model_dtype) {
   PlanGemm gemm;
   gemm.name = text(entry, here, "name");
   gemm.dtype = entry.contains("dtype")
-                   ? parse_dtype(text(entry, here, "dtype"), here.child("dtype").where())
+                   ? parse_dtype(text(entry, here, "dtype"), here.child("dtype"))
                    : model_dtype;
   gemm.m = positive_integer(entry, here, "m", kMaxGemmDimension);
   gemm.n = positive_integer(entry, here, "n", kMaxGemmDimension);
@@ -162,7 +162,7 @@ PlanSpec read_one(const json& plan, const json& document, const Path& top, const
   check_comm_sizes(spec, at);
   const Path model = top.child("model");
   const json& model_entry = member(document, top, "model");
-  spec.dtype = parse_dtype(text(model_entry, model, "dtype"), model.child("dtype").where());
+  spec.dtype = parse_dtype(text(model_entry, model, "dtype"), model.child("dtype"));
   const json& gemms = member(plan, at, "gemms");
   if (!gemms.is_array()) at.child("gemms").fail("expected an array");
   for (std::size_t i = 0; i < gemms.size(); ++i) {
