@@ -4,7 +4,10 @@
 #include <string>
 
 #include "costmodel/calibration.h"
-#include "topology/json_reader.h"
+
+namespace trident::json_reader {
+struct Path;  // topology/json_reader.h
+}  // namespace trident::json_reader
 
 namespace trident {
 

@@ -54,8 +54,8 @@ double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig
 /// and again backward on the gradients.
 double rope_bytes(const Model& model, const ParallelConfig& config, const ElementwiseBytes& ops) {
   if (model.learned_positions) return 0.0;
-  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   if (model.attention == AttentionKind::mla) return ops.mla_rope * mla_rope_elements(model, config);
+  const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   return ops.rope * tokens * (model.hidden + model.kv_hidden()) / config.tp;
 }
 

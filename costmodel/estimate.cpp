@@ -415,12 +415,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const Stack& stack = options.stack;
   CommDetail ep_layer = ep_comm(model, config, placement.ep, moe_share, calibration);
   if (stack.moe_shared_expert_overlap && ep_layer.exposed_s > 0.0) {
-    const double recomputed =
-        config.full_recompute_share(model_stage_layers(model, config.pp).most());
-    ep_layer.exposed_s -=
-        std::min(ep_layer.exposed_s,
-                 shared_expert_overlap_s(shared_expert_time(gpu, model, config, calibration),
-                                         ep_layer, moe_share, recomputed));
+    ep_layer.exposed_s -= std::min(
+        ep_layer.exposed_s,
+        shared_expert_overlap_s(shared_expert_time(gpu, model, config, calibration), ep_layer,
+                                moe_share, stage_recomputed_share(model, config)));
   }
   // Context parallelism: the ring prices the stage; where the stack can run Ulysses instead,
   // its attention (one causal call over the whole sequence) is priced too and the faster of

@@ -76,6 +76,10 @@ double moe_tokens_per_gpu(const Model& model, const ParallelConfig& config) {
          (static_cast<double>(config.cp) * config.tp);
 }
 
+double stage_recomputed_share(const Model& model, const ParallelConfig& config) {
+  return config.full_recompute_share(model_stage_layers(model, config.pp).most());
+}
+
 double moe_load_factor(const MoeSpec& moe) {
   if (moe.capacity_factor > 0.0) return std::min(moe.imbalance, moe.capacity_factor);
   return moe.imbalance;
@@ -138,8 +142,7 @@ CommDetail ep_comm(const Model& model, const ParallelConfig& config, const Group
   comm.time_per_call_s =
       collective_time_s(Collective::all_to_all, comm.bytes_per_call, link, calibration);
   // Two more on each layer full recompute repeats (the pace-setting stage's share).
-  const double recomputed_share =
-      config.full_recompute_share(model_stage_layers(model, config.pp).most());
+  const double recomputed_share = stage_recomputed_share(model, config);
   comm.calls_per_step = moe_layers * (4.0 + 2.0 * recomputed_share);
   comm.total_s = comm.calls_per_step * comm.time_per_call_s;
   comm.exposed_s = comm.total_s;
@@ -200,8 +203,7 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   // on the first micro-batch).
   const double copies = params * options.weight_copy_bytes_per_parameter;
   double activations = 0.0;
-  const double kept_share =
-      1.0 - config.full_recompute_share(model_stage_layers(model, config.pp).most());
+  const double kept_share = 1.0 - stage_recomputed_share(model, config);
   if (kept_share > 0.0) {
     // Kept per MoE layer and micro-batch: the permuted expert input (2 bytes x h per routed
     // row), the activation's input (4 f gated, 2 f) and output (2 f) per routed row; none on

@@ -41,6 +41,10 @@ namespace trident {
 /// view, so seq_len is already the local chunk; MoE with TP runs sequence parallel).
 [[nodiscard]] double moe_tokens_per_gpu(const Model& model, const ParallelConfig& config);
 
+/// Share of the layers of the stage with the most layers that full recompute repeats: the
+/// MoE layers' all-to-alls, expert activations and shared-expert overlap follow it.
+[[nodiscard]] double stage_recomputed_share(const Model& model, const ParallelConfig& config);
+
 /// Busiest rank's expert tokens over the mean: the model's imbalance, capped by its capacity
 /// factor when tokens are dropped.
 [[nodiscard]] double moe_load_factor(const MoeSpec& moe);

@@ -184,17 +184,14 @@ TEST_CASE("--explain names the CP and EP links and times", "[cli_cpmoe]") {
   std::ofstream(stack) << "name: shared\nbase: megatron-core\nmoe_shared_expert_overlap: true\n";
   const std::string dsv3 =
       "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
-      "--dp 32 --micro-batch 1 --ep 64 --top 1 --format json";
+      "--dp 32 --micro-batch 1 --ep 64";
   const auto exposed_s = [&](const std::string& extra) {
-    const Run run = trident(dsv3 + extra);
+    const Run run = trident(dsv3 + " --top 1 --format json" + extra);
     REQUIRE(run.code == 0);
     return nlohmann::json::parse(run.out).at("plans")[0].at("time").at("ep_comm_s").get<double>();
   };
   CHECK(exposed_s(" --stack " + stack) < exposed_s(""));
-  const Run shared = trident(
-      "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
-      "--dp 32 --micro-batch 1 --ep 64 --explain --stack " +
-      stack);
+  const Run shared = trident(dsv3 + " --explain --stack " + stack);
   REQUIRE(shared.code == 0);
   CHECK(shared.out.find("exposed but what the shared experts on their side stream hide; this "
                         "group is wider than the NVLink domain") != std::string::npos);
