@@ -491,6 +491,10 @@ TEST_CASE("the band: the stack's measured error, its MoE rows' for MoE models", 
   // nineteenth: DeepSeek-V3 8.7%.
   CHECK(core.error_for(model_preset("llama3-8b")) == Approx(0.051));
   CHECK(core.error_for(model_preset("deepseek-v3")) == Approx(0.087));
+  // The same five rows measure megatron-core-perf's MoE error (the same software): one number,
+  // which the twentieth session found left at the eighteenth's 9.3% in megatron-core-perf.yaml.
+  const Stack perf = stack_preset("megatron-core-perf");
+  CHECK(perf.error_for(model_preset("deepseek-v3")) == Approx(core.measured_error_moe));
   const Stack titan = stack_preset("torchtitan");  // no MoE rows: the dense error for both
   CHECK(titan.error_for(model_preset("deepseek-v3")) == Approx(titan.measured_error));
 }
