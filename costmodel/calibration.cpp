@@ -3,39 +3,91 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 namespace trident {
 
 namespace {
 
-/// |log(a / b)|: how far apart two sizes are, symmetric in a and b.
-double log_ratio(double a, double b) { return std::abs(std::log(a / b)); }
+/// A factor of 2 in every dimension, as a natural log (with room for rounding).
+constexpr double kWithinLog = 0.69314718055994531 + 1e-9;
 
-/// The largest per-dimension log-distance between a measured shape and a wanted one.
-double shape_distance(const GemmSample& sample, long long m, long long n, long long k) {
-  const double dm = log_ratio(static_cast<double>(sample.m), static_cast<double>(m));
-  const double dn = log_ratio(static_cast<double>(sample.n), static_cast<double>(n));
-  const double dk = log_ratio(static_cast<double>(sample.k), static_cast<double>(k));
-  return std::max(dm, std::max(dn, dk));
+IndexedGemm point_of(const GemmSample& sample, std::size_t order) {
+  return {std::log(static_cast<double>(sample.m)),
+          std::log(static_cast<double>(sample.n)),
+          std::log(static_cast<double>(sample.k)),
+          sample.dtype,
+          sample.tflops,
+          order};
+}
+
+bool usable(const GemmSample& sample) { return sample.m > 0 && sample.n > 0 && sample.k > 0; }
+
+/// The largest per-dimension |log ratio| between a measured shape and a wanted one.
+double shape_distance(const IndexedGemm& point, const IndexedGemm& wanted) {
+  return std::max({std::abs(point.log_m - wanted.log_m), std::abs(point.log_n - wanted.log_n),
+                   std::abs(point.log_k - wanted.log_k)});
+}
+
+/// The nearest measured point so far.
+struct Nearest {
+  const IndexedGemm* point = nullptr;
+  double distance = 0.0;
+
+  /// Keeps `candidate` when it lies within the factor and is nearer; of equals, the later.
+  void offer(const IndexedGemm& candidate, const IndexedGemm& wanted) {
+    const double d = shape_distance(candidate, wanted);
+    if (d > kWithinLog) return;
+    if (point == nullptr || d < distance || (d == distance && candidate.order > point->order)) {
+      point = &candidate;
+      distance = d;
+    }
+  }
+  [[nodiscard]] std::optional<double> tflops() const {
+    return point == nullptr ? std::nullopt : std::optional<double>(point->tflops);
+  }
+};
+
+bool before(const IndexedGemm& a, const IndexedGemm& b) {
+  if (a.dtype != b.dtype) return static_cast<int>(a.dtype) < static_cast<int>(b.dtype);
+  return a.log_m < b.log_m;
 }
 
 }  // namespace
 
+void index_gemms(Calibration& calibration) {
+  GemmIndex index;
+  index.source_size = calibration.gemms.size();
+  for (std::size_t i = 0; i < calibration.gemms.size(); ++i) {
+    if (usable(calibration.gemms[i])) index.points.push_back(point_of(calibration.gemms[i], i));
+  }
+  std::sort(index.points.begin(), index.points.end(), before);
+  calibration.gemm_index = std::move(index);
+}
+
 std::optional<double> Calibration::gemm_tflops(long long m, long long n, long long k,
                                                Dtype dtype) const {
   if (m <= 0 || n <= 0 || k <= 0) return std::nullopt;
-  const double within = std::log(2.0) + 1e-9;  // a factor of 2 in every dimension
-  std::optional<double> best;
-  double best_distance = within;
-  for (const auto& sample : gemms) {
-    if (sample.dtype != dtype || sample.m <= 0 || sample.n <= 0 || sample.k <= 0) continue;
-    const double distance = shape_distance(sample, m, n, k);
-    if (distance <= best_distance) {
-      best_distance = distance;
-      best = sample.tflops;
+  const IndexedGemm wanted = point_of({m, n, k, dtype, 0.0}, 0);
+  Nearest nearest;
+  if (gemm_index.source_size == gemms.size() && !gemms.empty()) {
+    // Only the points of this dtype whose m lies within the factor: a window of the sort.
+    IndexedGemm low = wanted;
+    low.log_m -= kWithinLog;
+    const auto& points = gemm_index.points;
+    for (auto it = std::lower_bound(points.begin(), points.end(), low, before);
+         it != points.end() && it->dtype == dtype && it->log_m <= wanted.log_m + kWithinLog; ++it) {
+      nearest.offer(*it, wanted);
     }
+    return nearest.tflops();
   }
-  return best;
+  // Not indexed (a calibration built in code): every shape of the dtype, in order.
+  std::vector<IndexedGemm> points;
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    if (gemms[i].dtype == dtype && usable(gemms[i])) points.push_back(point_of(gemms[i], i));
+  }
+  for (const IndexedGemm& point : points) nearest.offer(point, wanted);
+  return nearest.tflops();
 }
 
 std::optional<CollectiveFit> Calibration::collective_fit(Collective collective, int ranks,

@@ -175,6 +175,7 @@ Calibration parse_calibration(const std::string& text, const std::string& source
   calibration.source = optional_string(document, root, "source");
   calibration.backend = optional_string(document, root, "backend");
   calibration.gemms = parse_list<GemmSample>(document, root, "gemms", parse_gemm);
+  index_gemms(calibration);
   calibration.collectives =
       parse_list<CollectiveSample>(document, root, "collectives", parse_sample);
   calibration.fits = parse_list<CollectiveFit>(document, root, "fits", parse_fit);

@@ -109,6 +109,57 @@ TEST_CASE("a calibration fit replaces the default", "[collective]") {
   CHECK_FALSE(calibration.gemm_tflops(8192, 8192, 8192, Dtype::fp8));
 }
 
+TEST_CASE("the GEMM lookup: nearest within a factor of 2, the later of equals, indexed or not",
+          "[collective][calibration]") {
+  Calibration calibration;
+  calibration.gemms = {
+      {8192, 8192, 8192, Dtype::bf16, 700.0},  // 0
+      {4096, 8192, 8192, Dtype::bf16, 600.0},  // 1
+      {6144, 8192, 8192, Dtype::bf16, 650.0},  // 2
+      {8192, 8192, 8192, Dtype::bf16, 710.0},  // 3: the same shape as 0, later: it wins
+      {8192, 8192, 8192, Dtype::fp8, 1200.0},  // 4
+  };
+  const auto check = [](const Calibration& c) {
+    CHECK(c.gemm_tflops(8192, 8192, 8192, Dtype::bf16) == Approx(710.0));  // 3 beats 0
+    CHECK(c.gemm_tflops(8192, 8192, 8192, Dtype::fp8) == Approx(1200.0));
+    // m 5000: |ln(5000/4096)| = 0.199, |ln(6144/5000)| = 0.206, |ln(8192/5000)| = 0.494.
+    CHECK(c.gemm_tflops(5000, 8192, 8192, Dtype::bf16) == Approx(600.0));
+    // m 16384 is exactly 2x the 8192s: inside; 16385 is not, nor is 2048 (2x below 4096: in).
+    CHECK(c.gemm_tflops(16384, 8192, 8192, Dtype::bf16) == Approx(710.0));
+    CHECK_FALSE(c.gemm_tflops(16385, 8192, 8192, Dtype::bf16));
+    CHECK(c.gemm_tflops(2048, 8192, 8192, Dtype::bf16) == Approx(600.0));
+    CHECK_FALSE(c.gemm_tflops(2047, 8192, 8192, Dtype::bf16));
+    CHECK_FALSE(c.gemm_tflops(8192, 8192, 8192, Dtype::fp16));
+  };
+  check(calibration);  // built in code: read in order
+  index_gemms(calibration);
+  REQUIRE(calibration.gemm_index.points.size() == 5);
+  check(calibration);  // indexed: the same answers
+
+  // 2,000 random shapes: the window of the sort finds what reading every shape finds.
+  Calibration many;
+  unsigned state = 12345U;
+  const auto next = [&state](long long low, long long high) {
+    state = state * 1664525U + 1013904223U;
+    return low + static_cast<long long>(state >> 8U) % (high - low + 1);
+  };
+  for (int i = 0; i < 2000; ++i) {
+    many.gemms.push_back({next(64, 65536), next(64, 65536), next(64, 65536),
+                          i % 3 == 0 ? Dtype::fp8 : Dtype::bf16,
+                          static_cast<double>(next(100, 900))});
+  }
+  Calibration indexed = many;
+  index_gemms(indexed);
+  for (int q = 0; q < 2000; ++q) {
+    const long long m = next(32, 131072), n = next(32, 131072), k = next(32, 131072);
+    const Dtype dtype = q % 2 == 0 ? Dtype::fp8 : Dtype::bf16;
+    REQUIRE(indexed.gemm_tflops(m, n, k, dtype) == many.gemm_tflops(m, n, k, dtype));
+  }
+  // A list changed after indexing is read in order, not through the stale index.
+  indexed.gemms.push_back({100000, 100000, 100000, Dtype::bf16, 321.0});
+  CHECK(indexed.gemm_tflops(100000, 100000, 100000, Dtype::bf16) == Approx(321.0));
+}
+
 TEST_CASE("more bandwidth never slows a collective", "[collective][invariant]") {
   GroupLink link = test::nvlink_group(16);
   link.domains = 2;

@@ -201,6 +201,9 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
   CHECK(back.backend == "nccl");
   REQUIRE(back.gemms.size() == 1);
   CHECK(back.gemms[0].tflops == 780.0);
+  // The loader indexes the GEMMs for the nearest-shape lookup (index_gemms).
+  CHECK(back.gemm_index.source_size == 1);
+  CHECK(back.gemm_index.points.size() == 1);
   CHECK(back.collectives[0].busbw_gbps == 350.0);
   CHECK(back.fits[0].latency_s == 1e-5);
   REQUIRE(back.comparison.size() == 1);
