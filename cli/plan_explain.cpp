@@ -317,7 +317,10 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   const auto line = [&](const char* name, double bytes, const char* note) {
     out += fmt::format("  {:<30} {:>8.2f} GiB{}\n", name, bytes / kGib, note);
   };
-  line("weights", m.weights_bytes, "");
+  line("weights", m.weights_bytes,
+       plan.estimate.fp8_params_gathered_16bit
+           ? "  (16-bit: the stack gathers FP8 weights only with a data-parallel shard above 1)"
+           : "");
   line("gradients", m.gradients_bytes, "");
   line("optimizer states", m.optimizer_bytes, "");
   if (m.weight_copies_bytes > 0.0) line("extra weight copies", m.weight_copies_bytes, "");

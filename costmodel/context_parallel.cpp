@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "costmodel/compute.h"
+#include "costmodel/precision.h"
 
 namespace trident {
 
@@ -32,20 +33,23 @@ void add_cp_attention(LayerTime& layer, int cp, Recompute recompute, SelectiveKi
   layer.attention_backward_s *= cp;
 }
 
-double kv_elements_per_token(const Model& model) {
+double kv_elements_per_token(const Model& model, bool repeated_kv) {
   if (model.attention == AttentionKind::mla) {
     return static_cast<double>(model.heads) * (model.qk_head_dim() + model.v_head_dim());
   }
+  if (repeated_kv) return 2.0 * static_cast<double>(model.heads) * model.head_dim();
   return 2.0 * model.kv_hidden();
 }
 
-double cp_kv_chunk_bytes(const Model& model, const ParallelConfig& config) {
+double cp_kv_chunk_bytes(const Model& model, const ParallelConfig& config, bool repeated_kv) {
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len / config.cp;
-  return tokens * kv_elements_per_token(model) / config.tp * dtype_bytes(model.training.dtype);
+  return tokens * kv_elements_per_token(model, repeated_kv) / config.tp *
+         dtype_bytes(precision_of(model.training).attention);
 }
 
-double cp_allgather_working_bytes(const Model& model, const ParallelConfig& config) {
-  const double chunk = cp_kv_chunk_bytes(model, config);
+double cp_allgather_working_bytes(const Model& model, const ParallelConfig& config,
+                                  bool repeated_kv) {
+  const double chunk = cp_kv_chunk_bytes(model, config, repeated_kv);
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len / config.cp;
   const double dq_fp32 =
       4.0 * tokens * static_cast<double>(model.heads) * model.qk_head_dim() / config.tp;
@@ -73,12 +77,12 @@ constexpr double kFp32OverBf16 = 2.0;
 /// each step hides behind one step's attention (TE double-buffers the next chunk while computing
 /// the current one).
 CommDetail ring_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                     const LayerTime& layer, double layers, double again_share,
+                     const LayerTime& layer, double layers, double again_share, bool repeated_kv,
                      const Calibration* calibration) {
   CommDetail comm;
   comm.collective = Collective::send_recv;
   comm.link = link;
-  comm.bytes_per_call = cp_kv_chunk_bytes(model, config);
+  comm.bytes_per_call = cp_kv_chunk_bytes(model, config, repeated_kv);
   comm.time_per_call_s =
       collective_time_s(Collective::send_recv, comm.bytes_per_call, link, calibration);
   const double steps = config.cp - 1.0;
@@ -96,15 +100,16 @@ CommDetail ring_comm(const Model& model, const ParallelConfig& config, const Gro
 /// forward and backward (again forward on the `recomputed_share` of the layers full recompute
 /// repeats); nothing overlapped.
 CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                    double layers, double recomputed_share, const Calibration* calibration) {
+                    double layers, double recomputed_share, bool repeated_kv,
+                    const Calibration* calibration) {
   CommDetail comm;
   comm.collective = Collective::all_to_all;
   comm.link = link;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len / config.cp;
-  const double bytes = dtype_bytes(model.training.dtype) * tokens / config.tp;
+  const double bytes = dtype_bytes(precision_of(model.training).attention) * tokens / config.tp;
   const double q = static_cast<double>(model.heads) * model.qk_head_dim();
   const double out = static_cast<double>(model.heads) * model.v_head_dim();
-  const double qkv_bytes = bytes * (q + kv_elements_per_token(model));
+  const double qkv_bytes = bytes * (q + kv_elements_per_token(model, repeated_kv));
   const double out_bytes = bytes * out;
   const double pair_s = collective_time_s(Collective::all_to_all, qkv_bytes, link, calibration) +
                         collective_time_s(Collective::all_to_all, out_bytes, link, calibration);
@@ -127,11 +132,11 @@ CommDetail a2a_comm(const Model& model, const ParallelConfig& config, const Grou
 /// after the loop with nothing to hide behind (L736-752).
 CommDetail allgather_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
                           const LayerTime& layer, double layers, double again_share,
-                          const Calibration* calibration) {
+                          bool repeated_kv, const Calibration* calibration) {
   CommDetail comm;
   comm.collective = Collective::all_gather;
   comm.link = link;
-  const double chunk = cp_kv_chunk_bytes(model, config);
+  const double chunk = cp_kv_chunk_bytes(model, config, repeated_kv);
   comm.bytes_per_call = chunk * config.cp;  // nccl-tests' S: the gathered K/V
   const double gather_s =
       collective_time_s(Collective::all_gather, comm.bytes_per_call, link, calibration);
@@ -162,14 +167,15 @@ CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink
   const bool attention_selective =
       config.recompute == Recompute::selective && stack.selective == SelectiveKind::attention;
   const double again_share = attention_selective ? 1.0 : full_share;
+  const bool repeated = stack.elementwise.gqa_repeat_kv;  // K/V as the attention call sees them
   bool found = false;
   if (stack.supports(CpKind::p2p)) {
-    best.detail = ring_comm(model, config, link, layer, layers, again_share, calibration);
+    best.detail = ring_comm(model, config, link, layer, layers, again_share, repeated, calibration);
     found = true;
   }
   if (stack.supports(CpKind::all_gather)) {
     const CommDetail gathered =
-        allgather_comm(model, config, link, layer, layers, again_share, calibration);
+        allgather_comm(model, config, link, layer, layers, again_share, repeated, calibration);
     if (!found || gathered.exposed_s < best.detail.exposed_s) {
       best.kind = CpKind::all_gather;
       best.detail = gathered;
@@ -177,7 +183,7 @@ CpComm cp_comm(const Model& model, const ParallelConfig& config, const GroupLink
     }
   }
   if (cp_a2a_runs(stack, model, config)) {
-    const CommDetail a2a = a2a_comm(model, config, link, layers, full_share, calibration);
+    const CommDetail a2a = a2a_comm(model, config, link, layers, full_share, repeated, calibration);
     if (!found || a2a.exposed_s + a2a_compute_s < best.detail.exposed_s) {
       best.kind = CpKind::a2a;
       best.detail = a2a;

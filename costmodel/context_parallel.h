@@ -29,17 +29,20 @@ struct CpView {
 /// every ring step computes the same half block, cp steps in all: attention x cp.
 void add_cp_attention(LayerTime& layer, int cp, Recompute recompute, SelectiveKind selective);
 
-/// Elements per token of the tensors the ring passes: K and V (2 h_kv; MLA: heads x (qk + v)
-/// head dims, K and V as the attention kernel sees them).
-[[nodiscard]] double kv_elements_per_token(const Model& model);
+/// Elements per token of the tensors the ring passes: K and V as the attention call sees them
+/// (2 h_kv; MLA: heads x (qk + v) head dims; `repeated_kv`, a stack that repeats GQA's K/V to
+/// every query head before the call (ElementwiseBytes::gqa_repeat_kv): 2 heads x head dim).
+[[nodiscard]] double kv_elements_per_token(const Model& model, bool repeated_kv = false);
 
 /// Bytes of one ring step's K/V chunk on one GPU: b x (s / cp) x kv_elements / tp x dtype.
-[[nodiscard]] double cp_kv_chunk_bytes(const Model& model, const ParallelConfig& config);
+[[nodiscard]] double cp_kv_chunk_bytes(const Model& model, const ParallelConfig& config,
+                                       bool repeated_kv = false);
 
 /// What the all-gather rotater holds while one layer's attention runs backward (torch 2.6
 /// _attention.py L600-760): the K/V gathered from every rank (cp chunks), the fp32 dK/dV
 /// accumulated, sent and received (3 x 2 chunks) and the fp32 dQ of the local tokens.
-[[nodiscard]] double cp_allgather_working_bytes(const Model& model, const ParallelConfig& config);
+[[nodiscard]] double cp_allgather_working_bytes(const Model& model, const ParallelConfig& config,
+                                                bool repeated_kv = false);
 
 /// Whether Ulysses can split this config's heads: heads / tp and kv_heads / tp divisible by cp.
 [[nodiscard]] bool cp_a2a_possible(const Model& model, const ParallelConfig& config);

@@ -373,7 +373,8 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.pp_keeps_outputs = stack.pp_keeps_outputs;
   memory.nccl = nccl_groups(cluster, config, placement);
   if (config.cp > 1 && cp_kind == CpKind::all_gather) {
-    memory.cp_gathered_kv_bytes = cp_allgather_working_bytes(model, config);
+    memory.cp_gathered_kv_bytes =
+        cp_allgather_working_bytes(model, config, stack.elementwise.gqa_repeat_kv);
   }
   return memory;
 }
@@ -392,6 +393,15 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     Cluster alone = cluster;
     alone.gpu = gpu_for_job(cluster.gpu, 1);
     return estimate(alone, model, config, placement, calibration, options);
+  }
+  // FP8 parameters the stack gathers in 16 bits on this split (torchtitan without a
+  // data-parallel shard): priced as 16-bit weights, on a copy as rare as the case above.
+  if (options.stack.gathers_fp8_params_in_16_bits(model.training, config.shard_ranks())) {
+    Model gathered = model;
+    gathered.training.fp8.params = false;
+    Estimate sixteen = estimate(cluster, gathered, config, placement, calibration, options);
+    sixteen.fp8_params_gathered_16bit = true;
+    return sixteen;
   }
   Estimate out;
   const Gpu& gpu = cluster.gpu;

@@ -141,6 +141,9 @@ struct Estimate {
   CommDetail amax;  ///< FP8 delayed scaling's amax all-reduces over TP x CP x DP (exposed)
   CpKind cp_kind = CpKind::p2p;
   bool used_calibration = false;
+  /// The model's FP8 parameters gathered and kept in 16 bits on this split
+  /// (Stack::gathers_fp8_params_in_16_bits): priced so.
+  bool fp8_params_gathered_16bit = false;
 };
 
 /// NCCL ring channels (one thread block, one SM each) a collective holds: 24 inside one NVLink

@@ -186,4 +186,9 @@ void check_stack_for_dtype(const Stack& stack, Dtype dtype) {
       stack.name, to_string(stack.attention), to_string(dtype), to_string(dtype)));
 }
 
+bool Stack::gathers_fp8_params_in_16_bits(const Training& training, int shard_ranks) const {
+  return fp8_param_gather_needs_dp_shard && training.dtype == Dtype::fp8 && training.fp8.params &&
+         shard_ranks <= 1;
+}
+
 }  // namespace trident

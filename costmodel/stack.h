@@ -223,6 +223,11 @@ struct Stack {
   /// @core_v0.12.0; shared_experts.py L107-226): their GEMMs hide that much of each MoE
   /// layer's all-to-all time, forward, backward and recomputed.
   bool moe_shared_expert_overlap = false;
+  /// FP8 parameters (training.fp8.params: weights cast to FP8 before ZeRO-3's all-gather) only
+  /// when the data-parallel shard dimension is above 1: torchtitan enables torchao's
+  /// enable_fsdp_float8_all_gather only with dp_shard > 1, so FSDP sharded over CP alone gathers
+  /// and keeps 16-bit weights.
+  bool fp8_param_gather_needs_dp_shard = false;
   /// FP8 recipes the stack runs (bit Fp8Recipe set; 0 = no FP8), and whether it casts the
   /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
   /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.
@@ -327,6 +332,10 @@ struct Stack {
   [[nodiscard]] std::vector<Fp8Recipe> fp8_recipes_run() const;
   /// The measured error that applies to `model` (MoE models: measured_error_moe when set).
   [[nodiscard]] double error_for(const Model& model) const;
+  /// Whether a model with FP8 parameters has them gathered in 16 bits here instead: the stack
+  /// casts before the all-gather only with more than one data-parallel shard
+  /// (fp8_param_gather_needs_dp_shard; `shard_ranks`: ParallelConfig::shard_ranks()).
+  [[nodiscard]] bool gathers_fp8_params_in_16_bits(const Training& training, int shard_ranks) const;
 };
 
 [[nodiscard]] const char* to_string(CpKind kind);

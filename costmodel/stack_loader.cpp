@@ -74,6 +74,7 @@ const std::vector<std::string> kStackKeys = {
     "expert_parallel",
     "ep_overlap",
     "moe_shared_expert_overlap",
+    "fp8_param_gather_needs_dp_shard",
     "fp8_recipes",
     "dtypes",
     "zero_clones_fp32_partition",
@@ -203,6 +204,7 @@ Stack file_defaults() {
   s.expert_parallel = false;
   s.ep_overlap = false;
   s.moe_shared_expert_overlap = false;
+  s.fp8_param_gather_needs_dp_shard = false;
   return s;
 }
 
@@ -344,6 +346,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.ep_overlap = m.optional_bool("ep_overlap", d.ep_overlap);
   s.moe_shared_expert_overlap =
       m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
+  s.fp8_param_gather_needs_dp_shard =
+      m.optional_bool("fp8_param_gather_needs_dp_shard", d.fp8_param_gather_needs_dp_shard);
   if (s.ep_overlap) {
     m.fail("ep_overlap",
            "true is not modelled yet (the MoE all-to-alls are priced exposed); "

@@ -6,7 +6,9 @@
 #include "costmodel/estimate.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/placement.h"
+#include "costmodel/stack.h"
 #include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
 
 using namespace trident;
 
@@ -168,4 +170,75 @@ TEST_CASE("all-gather rotater: K/V gathered once a pass, K/V gradients round the
   // dK/dV accumulated, sent and received 3 x 4096, the fp32 dQ of the 8 local tokens
   // 4 x 8 x 4 heads x 16 = 2048: 22528 bytes.
   CHECK(cp_allgather_working_bytes(model, config) == Approx(22528.0));
+}
+
+TEST_CASE("CP moves K/V as the attention call sees them: 16-bit under FP8, repeated GQA heads",
+          "[cp]") {
+  Model model = test::small_model();  // 4 heads of 16, s = 32
+  model.kv_heads = 1;                 // GQA: h_kv = 16
+  ParallelConfig config;
+  config.cp = 4;
+  config.micro_batch = 1;
+  // 8 local tokens x 2 x 16 (K and V) x 2 bytes = 512; FP8 linears leave attention in bf16:
+  // the same 512 (it was priced at 1 byte, 256).
+  CHECK(kv_elements_per_token(model) == 32.0);
+  CHECK(cp_kv_chunk_bytes(model, config) == 512.0);
+  model.training.dtype = Dtype::fp8;
+  CHECK(cp_kv_chunk_bytes(model, config) == 512.0);
+  model.training.fp8.attention = true;  // FP8 attention: K/V in 8 bits
+  CHECK(cp_kv_chunk_bytes(model, config) == 256.0);
+  model.training.fp8.attention = false;
+  // Repeated to every query head before the call (torchtitan@9dec370 repeat_kv):
+  // 2 x 4 heads x 16 = 128 elements a token, 8 x 128 x 2 = 2048 bytes.
+  CHECK(kv_elements_per_token(model, true) == 128.0);
+  CHECK(cp_kv_chunk_bytes(model, config, true) == 2048.0);
+  // The rotater's working set as above with the repeated chunk: 4 x 2048 + 3 x 4096 + the
+  // fp32 dQ 4 x 8 x 4 x 16 = 2048: 22528; with the GQA chunk 4 x 512 + 3 x 1024 + 2048 = 7168.
+  CHECK(cp_allgather_working_bytes(model, config, true) == Approx(22528.0));
+  CHECK(cp_allgather_working_bytes(model, config) == Approx(7168.0));
+}
+
+TEST_CASE("torchtitan gathers FP8 weights only with a data-parallel shard above 1", "[cp][fp8]") {
+  // torchtitan@9dec370 torchtitan/float8.py L51-54: enable_fsdp_float8_all_gather only when
+  // dp_shard > 1; FSDP over CP alone gathers the 16-bit weights.
+  Model model = model_preset("llama3-8b");
+  model.seq_len = 32768;
+  model.training.global_batch = 2;
+  model.training.dtype = Dtype::fp8;
+  model.training.fp8.recipe = Fp8Recipe::current;
+  model.training.fp8.params = true;
+  Model sixteen_bit = model;
+  sixteen_bit.training.fp8.params = false;
+  Cluster cluster = cluster_preset("dgx-h100");
+  cluster.servers = 1;
+  EstimateOptions titan;
+  titan.stack = stack_preset("torchtitan");
+  ParallelConfig config;  // FSDP 1 x CP 2
+  config.tp = 4;
+  config.cp = 2;
+  config.zero = 3;
+  config.recompute = Recompute::full;
+  const Placement placement = default_placement(cluster, config);
+  CHECK(titan.stack.gathers_fp8_params_in_16_bits(model.training, config.shard_ranks()));
+  const Estimate cp_only = estimate(cluster, model, config, placement, nullptr, titan);
+  const Estimate as_16 = estimate(cluster, sixteen_bit, config, placement, nullptr, titan);
+  CHECK(cp_only.fp8_params_gathered_16bit);
+  CHECK(cp_only.memory.weights_bytes == as_16.memory.weights_bytes);
+  CHECK(cp_only.time.step_s == as_16.time.step_s);
+  // FSDP 2 x CP 1: the FP8 all-gather runs, weights and gathers in 8 bits.
+  config.cp = 1;
+  config.dp = 2;
+  const Placement sharded = default_placement(cluster, config);
+  CHECK_FALSE(titan.stack.gathers_fp8_params_in_16_bits(model.training, config.shard_ranks()));
+  const Estimate fp8 = estimate(cluster, model, config, sharded, nullptr, titan);
+  CHECK_FALSE(fp8.fp8_params_gathered_16bit);
+  const Estimate gathered_16 = estimate(cluster, sixteen_bit, config, sharded, nullptr, titan);
+  CHECK(fp8.memory.layer_units_bytes < gathered_16.memory.layer_units_bytes);
+  // Megatron-Core keeps FP8 parameters whatever the sharding (--fp8-param-gather).
+  CHECK_FALSE(stack_preset("megatron-core").gathers_fp8_params_in_16_bits(model.training, 1));
+  // The stack key: off by default, read from a stack file.
+  const std::string base = "name: s\nattention: flash\ntp_overlap: none\n";
+  CHECK_FALSE(load_stack(base, "s.yaml").fp8_param_gather_needs_dp_shard);
+  CHECK(load_stack(base + "fp8_param_gather_needs_dp_shard: true\n", "s.yaml")
+            .fp8_param_gather_needs_dp_shard);
 }
