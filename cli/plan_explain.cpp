@@ -350,8 +350,9 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   }
   line("allocated (peak)", m.allocated_bytes, "");
   const std::string fragmentation = fmt::format(
-      "  ({:.0f}% of the reserve of what churns: activations, transients, outputs kept)",
-      100.0 * kAllocatorFragmentation);
+      "  ({:.0f}% of the reserve of what churns: activations, transients, outputs kept{})",
+      100.0 * kAllocatorFragmentation,
+      m.states_churn ? ", the gathered weights and unsharded gradients" : "");
   line("allocator fragmentation", m.fragmentation_bytes, fragmentation.c_str());
   if (m.stream_pool_bytes > 0.0) {
     line("side-stream pools", m.stream_pool_bytes,

@@ -65,6 +65,9 @@ struct MemoryBreakdown {
   double reduce_scatter_kept_bytes = 0.0;
   /// caching allocator: reserved - allocated - stream_pool_bytes
   double fragmentation_bytes = 0.0;
+  /// The weights and gradients are allocated and freed within the step (ZeRO-3 keeping them
+  /// gathered over PP's micro-batches), so they count in the fragmentation's churn too.
+  bool states_churn = false;
   /// ZeRO-3's side-stream pools: blocks cached on the all-gather and reduce-scatter streams,
   /// reserved but not reusable by the compute stream (side_stream_pool_bytes)
   double stream_pool_bytes = 0.0;

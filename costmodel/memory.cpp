@@ -35,6 +35,17 @@ bool keeps_gathered(const ParallelConfig& config, const MemoryOptions& options) 
   return config.zero >= 3 && config.pp > 1 && options.zero3_keeps_gathered;
 }
 
+/// The model states a step allocates and frees: under keeps_gathered, FSDP2 gathers the stage's
+/// weights at its first forward into storage freed when the last backward reshards them
+/// (FSDPParam alloc_all_gather_outputs / free_storage), and upcasts each unit's gradient into
+/// unsharded_accumulated_grad at the first backward, dropped after the last micro-batch's
+/// reduce-scatter copies it in (to_accumulated_grad_if_needed; FSDPParamGroup.post_backward sets
+/// it None, torch 2.6 distributed/fsdp/_fully_shard). Otherwise the states persist.
+double per_step_state_bytes(const MemoryBreakdown& memory, const ParallelConfig& config,
+                            const MemoryOptions& options) {
+  return keeps_gathered(config, options) ? memory.weights_bytes + memory.gradients_bytes : 0.0;
+}
+
 StateBytes state_bytes_per_parameter(const Model& model, const ParallelConfig& config,
                                      const MemoryOptions& options) {
   // HSDP shards over its shard group only (config.shard_ranks()).
@@ -216,9 +227,13 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
                            memory.pp_buffers_bytes + memory.pp_outputs_bytes +
                            memory.reduce_scatter_kept_bytes;
   // Fragmentation is of what is allocated and freed within a step (activations, transients,
-  // kept outputs); the states, the workspace and the receive buffers are allocated once.
+  // kept outputs); the states, the workspace and the receive buffers are allocated once. ZeRO-3
+  // keeping the gathered weights and unsharded gradients over PP's micro-batches allocates them
+  // in the step and frees them at its end: they churn too.
+  memory.states_churn = per_step_state_bytes(memory, config, options) > 0.0;
   memory.fragmentation_bytes = allocator_fragmentation_bytes(
-      memory.activations_bytes + memory.transient_bytes + memory.pp_outputs_bytes);
+      memory.activations_bytes + memory.transient_bytes + memory.pp_outputs_bytes +
+      per_step_state_bytes(memory, config, options));
   memory.reserved_bytes =
       memory.allocated_bytes + memory.fragmentation_bytes + memory.stream_pool_bytes;
   memory.cuda_context_bytes = kCudaContextBytes;

@@ -504,6 +504,20 @@ TEST_CASE("ZeRO-3 under interleaved PP: one round frees each chunk's gradients i
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
   CHECK(peak.weights_bytes == Approx(81472.0 * 2.0));
   CHECK(peak.gradients_bytes == Approx((49408.0 / 2.0 + 32064.0) * 4.0));
+  // Those gathered weights (162944) and unsharded gradients (227072) are allocated in the step
+  // and freed at its end: they churn with the activations, transients and kept outputs, the
+  // fragmentation 15/85 of all of it (390016 x 0.15 / 0.85 = 68826.35 of it theirs).
+  CHECK(peak.states_churn);
+  const double churn = peak.activations_bytes + peak.transient_bytes + peak.pp_outputs_bytes;
+  CHECK(peak.fragmentation_bytes == Approx((churn + 162944.0 + 227072.0) * 0.15 / 0.85));
+  // Reduced every micro-batch (no keeping): the states persist, only the rest churns.
+  MemoryOptions reduced = options;
+  reduced.zero3_keeps_gathered = false;
+  const MemoryBreakdown each = peak_memory(test::round_gpu(), model, config, reduced);
+  CHECK_FALSE(each.states_churn);
+  CHECK(each.fragmentation_bytes ==
+        Approx((each.activations_bytes + each.transient_bytes + each.pp_outputs_bytes) * 0.15 /
+               0.85));
 }
 
 TEST_CASE("ZeRO-3 gathering FP8 weights keeps the linear layers' in 1 byte", "[memory]") {

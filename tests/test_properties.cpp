@@ -170,7 +170,9 @@ TEST_CASE("properties: ZeRO-3 never needs more memory than ZeRO-0", "[properties
     const Cluster cluster = any_cluster(rng);
     const Model model = runnable_on(any_model(rng), cluster);
     auto config = random_config(rng, cluster, model);
-    if (!config) continue;
+    // With data parallelism to shard over: at DP 1 ZeRO-3 shards nothing, and under PP its
+    // per-step gathers and unsharded gradients only add to the allocator's churn.
+    if (!config || config->dp < 2) continue;
     INFO("case " << i << ": tp " << config->tp << " pp " << config->pp << " dp " << config->dp);
     config->zero = 0;
     const double zero0 = evaluate_plan(cluster, model, *config).estimate.memory.total_bytes;
