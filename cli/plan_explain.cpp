@@ -340,7 +340,14 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
       loss > backward ? "" : "  (not at the peak: a layer's backward is larger)";
   line("TP/SP gathered layer input", m.tp_gather_bytes, "");
   line("layer being recomputed", m.recompute_working_bytes, backward_note);
-  line("ZeRO-3 gathered layers", m.layer_units_bytes, backward_note);
+  if (m.states_churn && m.layer_units_bytes > 0.0) {
+    // Everything is kept gathered: what comes and goes is the layer's 16-bit gradients.
+    line("ZeRO-3 layer gradients", m.layer_units_bytes,
+         *backward_note != '\0' ? backward_note
+                                : "  (a layer's 16-bit gradients before the kept fp32 ones)");
+  } else {
+    line("ZeRO-3 gathered layers", m.layer_units_bytes, backward_note);
+  }
   if (m.cp_gather_bytes > 0.0) line("CP-gathered K/V of a layer", m.cp_gather_bytes, backward_note);
   line("logits + cross-entropy", m.loss_bytes, loss_note);
   line("ZeRO-3 gathered output layer", m.output_unit_bytes, loss_note);

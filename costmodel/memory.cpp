@@ -114,9 +114,15 @@ double unit_gradient_bytes(const Model& model, const ParallelConfig& config,
 /// gathered (16-bit weights, and the FP8 copies a recipe makes of their linear layers, which
 /// live and go with them: Megatron-FSDP gathers FP8 parameters per bucket and drops their
 /// transpose cache on release, megatron_fsdp.py L620-640 @d98e8a64) and unsharded (gradients
-/// before their reduce-scatter); none with dp 1, none when ZeRO-3 with PP keeps everything whole.
+/// before their reduce-scatter); none with dp 1. When ZeRO-3 with PP keeps everything whole,
+/// the unit computing's 16-bit gradients, which autograd writes before FSDP2 folds them into the
+/// fp32 accumulator and frees them (FSDPParam.to_accumulated_grad_if_needed on the first
+/// micro-batch, accumulate_unsharded_grad_if_needed after; torch 2.6 _fsdp_param.py).
 double layer_units_bytes(const Model& model, const ParallelConfig& config,
                          const MemoryOptions& options) {
+  if (keeps_gathered(config, options)) {
+    return count_parameters(model).per_layer / config.tp * options.weight_bytes;
+  }
   if (!gathers_per_unit(config, options)) return 0.0;
   const double units = 1.0 + options.prefetch_units;
   const ParameterCount count = count_parameters(model);

@@ -504,6 +504,10 @@ TEST_CASE("ZeRO-3 under interleaved PP: one round frees each chunk's gradients i
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
   CHECK(peak.weights_bytes == Approx(81472.0 * 2.0));
   CHECK(peak.gradients_bytes == Approx((49408.0 / 2.0 + 32064.0) * 4.0));
+  // In a layer's backward, the layer's 16-bit gradients autograd writes before FSDP2 folds
+  // them into the fp32 accumulator, per layer / t as unit_gradient_bytes counts a unit:
+  // 49280 / 2 x 2 bytes = 49280.
+  CHECK(peak.layer_units_bytes == Approx(49280.0));
   // Those gathered weights (162944) and unsharded gradients (227072) are allocated in the step
   // and freed at its end: they churn with the activations, transients and kept outputs, the
   // fragmentation 15/85 of all of it (390016 x 0.15 / 0.85 = 68826.35 of it theirs).
