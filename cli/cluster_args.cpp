@@ -212,7 +212,8 @@ Model resolve_model(const ModelArgs& args, bool* fp8_by_flag) {
   if (args.model.empty()) {
     model = model_preset(kDefaultModel);
   } else if (names_file(args.model)) {
-    model = load_model(read_input_file(args.model, "--model"), input_source(args.model));
+    model = load_model(read_input_file(args.model, "--model", kMaxConfigBytes),
+                       input_source(args.model));
   } else {
     if (!preset_text(PresetKind::model, args.model))
       unknown(PresetKind::model, "--model", args.model);

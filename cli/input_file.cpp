@@ -32,11 +32,12 @@ namespace {
   throw InputError(flag + " '" + path + "': " + why);
 }
 
-/// Reads at most kMaxInputBytes + 1 bytes of `fd` (one more tells "too large").
-std::string read_bounded(int fd, const std::string& flag, const std::string& path) {
+/// Reads at most max_bytes + 1 bytes of `fd` (one more tells "too large").
+std::string read_bounded(int fd, const std::string& flag, const std::string& path,
+                         std::size_t max_bytes) {
   std::string text;
   char buffer[65536];
-  while (text.size() <= kMaxInputBytes) {
+  while (text.size() <= max_bytes) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) refuse(flag, path, std::string("cannot read the file: ") + std::strerror(errno));
@@ -44,8 +45,8 @@ std::string read_bounded(int fd, const std::string& flag, const std::string& pat
     text.append(buffer, static_cast<std::size_t>(n));
   }
   refuse(flag, path,
-         fmt::format("larger than {} MiB; expected a configuration file or log",
-                     kMaxInputBytes >> 20));
+         fmt::format("larger than {} MiB; expected a configuration file{}", max_bytes >> 20,
+                     max_bytes == kMaxInputBytes ? " or log" : ""));
 }
 
 /// Closes the descriptor on every path out.
@@ -58,7 +59,8 @@ struct Fd {
 
 }  // namespace
 
-std::string read_input_file(const std::string& path, const std::string& flag) {
+std::string read_input_file(const std::string& path, const std::string& flag,
+                            std::size_t max_bytes) {
   const bool from_stdin = path == "-";
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
   const Fd file{from_stdin ? STDIN_FILENO
@@ -77,7 +79,7 @@ std::string read_input_file(const std::string& path, const std::string& flag) {
     const int flags = ::fcntl(file.fd, F_GETFL);
     if (flags >= 0) (void)::fcntl(file.fd, F_SETFL, flags & ~O_NONBLOCK);
   }
-  std::string text = read_bounded(file.fd, flag, from_stdin ? "-" : path);
+  std::string text = read_bounded(file.fd, flag, from_stdin ? "-" : path, max_bytes);
   check_text(text, input_source(path));
   return text;
 }

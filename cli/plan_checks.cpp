@@ -114,7 +114,21 @@ void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
   // Measured on a known GPU other than the cluster's known one: its rates are that GPU's (an
   // A100 file moved an H100 plan by 11%). A GPU file of the user's own has no name to compare.
   const std::string measured = gpu_preset_for_device(calibration.gpu);
-  if (!measured.empty() && measured != gpu.name && preset_text(PresetKind::gpu, gpu.name)) {
+  const bool built_in = preset_text(PresetKind::gpu, gpu.name).has_value();
+  // validate's CPU backend ("cpu": MPI collectives, no GEMMs) measures no GPU to compare.
+  if (measured.empty() && built_in && calibration.gpu != "cpu") {
+    // A device name that is none of the built-in GPUs (or none at all) cannot be this one.
+    throw InputError(fmt::format(
+        "{}: {}, and the cluster's GPU is the built-in {}: its fits and GEMM rates would be "
+        "applied to a GPU they were not measured on; calibrate on {} (validate writes its "
+        "device name), or describe the measured GPU in a --gpu FILE",
+        root.child("gpu").where(),
+        calibration.gpu.empty() ? std::string("no GPU named (the device the file was measured on)")
+                                : fmt::format("measured on '{}', not a GPU trident knows as {}",
+                                              one_line(calibration.gpu), gpu.name),
+        gpu.name, gpu.name));
+  }
+  if (!measured.empty() && measured != gpu.name && built_in) {
     throw InputError(fmt::format(
         "{}: measured on '{}' ({}), and the cluster's GPU is {}: its fits and GEMM rates "
         "are another GPU's; calibrate on {}, or plan with --gpu {}",
@@ -149,6 +163,11 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
       return pin + ": expected 0, 1, 2 or 3";
     case OptionIssue::stack_lacks:
       if (p.knob == Knob::fp8_recipe) {
+        // The model file's place for the recipe where it has one (FILE:LINE: KEY).
+        if (!model.training.fp8_recipe_from.empty()) {
+          return fmt::format("{}: stack {} {} ({})", model.training.fp8_recipe_from, stack.name,
+                             stack_lack(p, stack), value_text(p));
+        }
         return fmt::format("model {}: {}: stack {} {}", model.name, pin, stack.name,
                            stack_lack(p, stack));
       }

@@ -25,7 +25,7 @@ std::optional<StackText> read_base_file(const std::string& name, const std::stri
   const bool relative = !name.starts_with('/') && slash != std::string::npos;
   const std::string path = relative ? from.substr(0, slash + 1) + name : name;
   files.emplace_back(where, path);
-  return StackText{read_input_file(path, where), path};
+  return StackText{read_input_file(path, where, kMaxConfigBytes), path};
 }
 
 /// `value` a preset or a file; the files read beyond `value` itself (its bases) go to
@@ -36,7 +36,7 @@ Stack named_stack(const std::string& value, const std::string& flag,
   if (names_file(value)) {
     if (record_value) files.emplace_back(flag, value);
     return load_stack(
-        read_input_file(value, flag), input_source(value),
+        read_input_file(value, flag, kMaxConfigBytes), input_source(value),
         [&files](const std::string& name, const std::string& from, const std::string& where) {
           return read_base_file(name, from, where, files);
         });

@@ -1,5 +1,7 @@
 #include "costmodel/model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -181,6 +183,13 @@ std::optional<Problem> find_moe_problem(const Model& m) {
     return Problem{"moe.capacity_factor", "expected at least 1 (or dropless: true)"};
   }
   if (e.imbalance < 1.0) return Problem{"moe.imbalance", "expected at least 1.0"};
+  // The busiest expert takes at most every token once: experts / top_k times the mean load.
+  const double most = static_cast<double>(e.experts) / e.top_k;
+  if (e.imbalance > most) {
+    return Problem{"moe.imbalance", "expected at most experts / top_k (" +
+                                        fmt::format("{:g}", most) +
+                                        "): every token at the busiest expert"};
+  }
   return std::nullopt;
 }
 
@@ -212,6 +221,14 @@ std::optional<Problem> find_model_problem(const Model& m) {
                                                       {"mla.v_head_dim", a.v_head_dim}};
     for (const auto& [key, value] : dims) {
       if (auto problem = not_positive(key, value)) return problem;
+      if (value > kMaxMlaDim) {
+        return Problem{key, "expected at most " + std::to_string(kMaxMlaDim) + ", got " +
+                                std::to_string(value)};
+      }
+    }
+    if (a.q_lora_rank > kMaxMlaDim) {
+      return Problem{"mla.q_lora_rank", "expected at most " + std::to_string(kMaxMlaDim) +
+                                            ", got " + std::to_string(a.q_lora_rank)};
     }
   }
   if (m.training.global_batch < 0 || m.training.global_batch > kMaxGlobalBatch) {

@@ -36,6 +36,9 @@ inline constexpr Fp8Recipe kFp8Recipes[] = {Fp8Recipe::delayed, Fp8Recipe::curre
 inline constexpr long long kMaxGlobalBatch = 1LL << 24;
 /// Largest multi-token-prediction depth a model file may ask for (DeepSeek-V3 uses 1).
 inline constexpr int kMaxMtpLayers = 16;
+/// Largest MLA rank or head dim accepted (DeepSeek-V3: 1536, 512, 128, 64, 128); their sums are
+/// ints, so each stays far below INT_MAX / 2.
+inline constexpr int kMaxMlaDim = 1 << 20;
 
 /// Which tensors of an FP8 run are 8-bit (the model file's training.fp8). The linear layers'
 /// GEMMs always are, and so are the TP all-gathers of what feeds them (the frameworks cast
@@ -56,6 +59,10 @@ struct Training {
   /// Where the model file set `dtype` ("FILE:LINE: training.dtype", "model NAME:
   /// training.dtype" for a preset); empty when not set (bf16 by default) or overridden.
   std::string dtype_from;
+  /// Where the model file set the FP8 recipe, or left it to the default ("FILE:LINE:
+  /// training.fp8.recipe", else training.fp8's or training.dtype's place); empty when the
+  /// file says nothing of FP8 or the dtype came from a flag.
+  std::string fp8_recipe_from;
   Optimizer optimizer = Optimizer::adam;
   Fp8Options fp8;  ///< read only when dtype is fp8
 };

@@ -1,5 +1,6 @@
 #include "costmodel/model_loader.h"
 
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -73,9 +74,13 @@ Training read_training(const std::optional<MapReader>& t) {
   }
   training.optimizer =
       t->optional_choice("optimizer", kOptimizerNames, 0) == 0 ? Optimizer::adam : Optimizer::sgd;
+  if (training.dtype == Dtype::fp8) training.fp8_recipe_from = training.dtype_from;
   if (const auto fp8 = t->optional_map("fp8")) {
     if (training.dtype != Dtype::fp8) t->fail("fp8", "expected only with dtype: fp8");
     fp8->reject_unknown(kFp8Keys);
+    training.fp8_recipe_from =
+        fp8->has("recipe") ? yaml::position(fp8->source(), fp8->line("recipe"), fp8->path("recipe"))
+                           : yaml::position(t->source(), t->line("fp8"), t->path("fp8"));
     training.fp8.recipe = kFp8Recipes[fp8->optional_choice("recipe", kFp8RecipeNames, 0)];
     training.fp8.attention = fp8->optional_bool("attention", false);
     training.fp8.communication = fp8->optional_bool("communication", true);
@@ -91,9 +96,17 @@ void read_moe_layers(const MapReader& e, MoeSpec& moe) {
   const std::string where = yaml::position(e.source(), e.line("layers"), e.path("layers"));
   if (node.IsSequence()) {
     for (const auto& item : node) {
-      moe.layer_list.push_back(static_cast<int>(yaml::to_int(item, Range::non_negative, where)));
+      const int layer = static_cast<int>(yaml::to_int(item, Range::non_negative, where));
+      if (std::find(moe.layer_list.begin(), moe.layer_list.end(), layer) != moe.layer_list.end()) {
+        e.fail("layers", "layer " + std::to_string(layer) + " is listed twice");
+      }
+      moe.layer_list.push_back(layer);
     }
     if (moe.layer_list.empty()) e.fail("layers", "expected a frequency N or a list of layers");
+    // A list names every MoE layer: first_dense would contradict it, not refine it.
+    if (e.has("first_dense")) {
+      e.fail("first_dense", "only with layers: N (a list names the MoE layers itself)");
+    }
     return;
   }
   moe.layer_freq = to_int32(e, "layers", e.required_int("layers", Range::positive));
@@ -179,6 +192,12 @@ Model read_model(const MapReader& m) {
   model.attention = m.optional_choice("attention", kAttentionKinds, 0) == 0 ? AttentionKind::mha
                                                                             : AttentionKind::mla;
   if (model.attention == AttentionKind::mla) {
+    // MLA's K and V come per query head from the latent (heads x (nope + v)): no GQA groups.
+    if (m.has("kv_heads") && model.kv_heads != model.heads) {
+      m.fail("kv_heads", "with attention: mla, K and V have one head per query head: leave " +
+                             std::string("kv_heads out or set it to heads (") +
+                             std::to_string(model.heads) + ")");
+    }
     model.mla = read_mla(m);
   } else if (m.has("mla")) {
     m.fail("mla", "only with attention: mla");
@@ -205,6 +224,9 @@ Model model_preset(const std::string& name) {
   // Built in: the user has no file to look at; the preset's name says where.
   if (!model.training.dtype_from.empty()) {
     model.training.dtype_from = "model " + name + ": training.dtype";
+  }
+  if (!model.training.fp8_recipe_from.empty()) {
+    model.training.fp8_recipe_from = "model " + name + ": training.fp8.recipe";
   }
   return model;
 }

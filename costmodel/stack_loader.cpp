@@ -373,6 +373,25 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   if (s.loss_backward_bytes_per_logit > 64) {
     m.fail("loss_backward_bytes_per_logit", "expected at most 64");
   }
+  // Bytes an elementwise op moves per element: op-by-op fp32 chains reach about 40 (fms-fsdp's
+  // RMSNorm 36); 256 is the same ceiling as adam_step_bytes.
+  const std::pair<const char*, double> per_element[] = {
+      {"rmsnorm_bytes_per_element", s.elementwise.rmsnorm},
+      {"rope_bytes_per_element", s.elementwise.rope},
+      {"mla_rope_bytes_per_element", s.elementwise.mla_rope},
+      {"glu_bytes_per_element", s.elementwise.glu}};
+  for (const auto& [key, bytes] : per_element) {
+    if (bytes > 256) m.fail(key, "expected at most 256");
+  }
+  // A gradient bucket of at least one parameter and at most 10^18 (DeepSpeed's
+  // reduce_bucket_size default is 5 x 10^8, Megatron's 4 x 10^7; megatron-2021's one bucket
+  // for everything is written 10^15).
+  if (s.dp_bucket_parameters < 1 || s.dp_bucket_parameters > 1e18) {
+    m.fail("dp_bucket_parameters", "expected 1 to 1e18 parameters");
+  }
+  if (s.dp_bucket_parameters_per_rank > 1e18) {
+    m.fail("dp_bucket_parameters_per_rank", "expected at most 1e18 parameters");
+  }
   if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
   if (s.kernels_per_layer_forward > 10000)
     m.fail("kernels_per_layer_forward", "expected at most 10000");

@@ -244,18 +244,25 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
                     "activations, attention in bf16)") != std::string::npos);
   const Run old = trident(plan + " --stack megatron-2021");
   CHECK(old.code == 2);
-  CHECK(old.err ==
-        "trident: error: model fp8-model: training.fp8.recipe current: stack megatron-2021 has no "
-        "FP8 training\n");
+  // The model file's line of the recipe (it named no place before the twentieth session).
+  CHECK(old.err == "trident: error: " + path.string() +
+                       ":10: training.fp8.recipe: stack megatron-2021 has no FP8 training "
+                       "(current)\n");
   const Run titan = trident(plan + " --stack torchtitan --top 1");
   CHECK(titan.code == 0);  // torchao's dynamic (current) scaling
   std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"
                          "seq_len: 2048\ntraining:\n  global_batch: 64\n  dtype: fp8\n";
   const Run delayed = trident(plan + " --stack torchtitan");
   CHECK(delayed.code == 2);
-  CHECK(delayed.err ==
-        "trident: error: model fp8-model: training.fp8.recipe delayed: stack torchtitan does not "
-        "run this FP8 recipe\n");
+  // No recipe given: the default's place is training.dtype's line.
+  CHECK(delayed.err == "trident: error: " + path.string() +
+                           ":9: training.dtype: stack torchtitan does not run this FP8 recipe "
+                           "(delayed)\n");
+  // --dtype fp8 on a model that is not FP8: no file place to name, the flag's words.
+  const Run flag = trident(
+      "plan --gpus 8 --servers 1 --model llama3-8b --dtype fp8 --stack "
+      "megatron-2021");
+  CHECK(flag.code == 2);
 }
 
 TEST_CASE("presets: a stack without PP says so, a GPU its FP8 ceiling", "[cli_stack]") {

@@ -430,4 +430,16 @@ TEST_CASE("a calibration measured on another GPU than the cluster's is refused",
   CHECK(refusal(own) == "(none)");
   measured.gpu = "cpu";  // validate's CPU backend: no GPU
   CHECK(refusal(gpu_preset("h100-sxm-80g")) == "(none)");
+  // A device none of the built-in GPUs is (an H100 PCIe), or no device named: not this GPU.
+  measured.gpu = "NVIDIA H100 PCIe";
+  CHECK(refusal(gpu_preset("h100-sxm-80g"))
+            .starts_with("cal.json:2: gpu: measured on 'NVIDIA H100 PCIe', not a GPU trident knows "
+                         "as h100-sxm-80g"));
+  CHECK(refusal(own) == "(none)");  // the user's own GPU file: theirs to match
+  measured.gpu = "";
+  CHECK(refusal(gpu_preset("h100-sxm-80g"))
+            .starts_with("cal.json:2: gpu: no GPU named (the device the file was measured on)"));
+  // The PCIe A100's names map to its preset.
+  measured.gpu = "NVIDIA A100 80GB PCIe";
+  CHECK(refusal(gpu_preset("a100-pcie-80g")) == "(none)");
 }

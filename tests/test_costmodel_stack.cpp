@@ -97,6 +97,16 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
                     "s.yaml:4: adam_state_bytes: expected at most 16");
   CHECK_THROWS_WITH(load_stack(head + "adam_step_bytes: 300\n", "s.yaml"),
                     "s.yaml:4: adam_step_bytes: expected at most 256");
+  // Bounded since the twentieth session (1e100 priced a step of 1e99 s, 1e308 a NaN):
+  for (const char* key : {"rmsnorm_bytes_per_element", "rope_bytes_per_element",
+                          "mla_rope_bytes_per_element", "glu_bytes_per_element"}) {
+    CHECK_THROWS_WITH(load_stack(head + key + ": 1e100\n", "s.yaml"),
+                      std::string("s.yaml:4: ") + key + ": expected at most 256");
+  }
+  CHECK_THROWS_WITH(load_stack(head + "dp_bucket_parameters: 1e-300\n", "s.yaml"),
+                    "s.yaml:4: dp_bucket_parameters: expected 1 to 1e18 parameters");
+  CHECK_THROWS_WITH(load_stack(head + "dp_bucket_parameters_per_rank: 1e300\n", "s.yaml"),
+                    "s.yaml:4: dp_bucket_parameters_per_rank: expected at most 1e18 parameters");
   CHECK_THROWS_WITH(load_stack(head + "adam_step_bytes: 0\n", "s.yaml"),
                     Catch::Contains("s.yaml:4: adam_step_bytes"));
   // A list names each choice once (duplicates were taken silently).

@@ -181,8 +181,15 @@ TEST_CASE("class 5: inputs that never end, block or explode are refused", "[hard
                 "--cluster 'c.yaml': is a FIFO; expected a regular file (or - for standard "
                 "input)");
   scene.write("big.yaml", std::string((16u << 20) + 1, '#'));
-  check_refused(scene, "plan --model big.yaml",
-                "--model 'big.yaml': larger than 16 MiB; expected a configuration file or log");
+  check_refused(scene, "plan --cluster big.yaml",
+                "--cluster 'big.yaml': larger than 16 MiB; expected a configuration file or log");
+  // Model and stack files: 1 MiB (a 14 MB stack file took 15 s and 1.8 GB to parse, a chain of
+  // three 58 s and 5 GB, before its unknown key was refused).
+  scene.write("big-model.yaml", std::string((1u << 20) + 1, '#'));
+  check_refused(scene, "plan --model big-model.yaml",
+                "--model 'big-model.yaml': larger than 1 MiB; expected a configuration file");
+  check_refused(scene, "plan --stack big-model.yaml",
+                "--stack 'big-model.yaml': larger than 1 MiB; expected a configuration file");
   const std::string cluster =
       slurp(std::string(TRIDENT_SOURCE_DIR) + "/configs/clusters/dgx-h100.yaml");
   scene.write("huge-domain.yaml", replaced(cluster, "domain_gpus: 8", "domain_gpus: 2147483647"));

@@ -261,13 +261,24 @@ TEST_CASE("review four: calibrate and topo import take only what they can use", 
   CHECK(to_stdout.err.find("all_reduce_perf: 8 ranks") != std::string::npos);
   // A GEMM rate above the GPU's peak (it gave MFU 102.9%).
   scene.write("fast.json",
-              "{\"trident_calibration\": 1, \"collectives\": [], \"fits\": [], \"gemms\": "
-              "[{\"m\": 8192, \"n\": 8192, \"k\": 8192, \"dtype\": \"bf16\", \"tflops\": "
-              "1000000}]}");
+              "{\"trident_calibration\": 1, \"gpu\": \"NVIDIA H100 80GB HBM3\", \"collectives\": "
+              "[], \"fits\": [], \"gemms\": [{\"m\": 8192, \"n\": 8192, \"k\": 8192, "
+              "\"dtype\": \"bf16\", \"tflops\": 1000000}]}");
   scene.write("m.yaml", kTinyModel);
   check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --calibration fast.json",
                 "fast.json:1: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's bf16 peak "
                 "of 989; a measurement cannot beat the peak (a calibration of another GPU?)");
+  // Measured on a GPU that is none of the built-in ones (or on no named GPU), planned on a
+  // built-in one: refused (twentieth session; it was applied with only a comment saying so).
+  scene.write("banana.json",
+              "{\"trident_calibration\": 1, \"gpu\": \"banana\", \"collectives\": [], "
+              "\"fits\": [], \"gemms\": []}");
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml --calibration banana.json",
+                "banana.json:1: gpu: measured on 'banana', not a GPU trident knows as "
+                "h100-sxm-80g, and the cluster's GPU is the built-in h100-sxm-80g: its fits and "
+                "GEMM rates would be applied to a GPU they were not measured on; calibrate on "
+                "h100-sxm-80g (validate writes its device name), or describe the measured GPU in "
+                "a --gpu FILE");
   // Rows and names the summary would only have failed on later, or misread: a time whose
   // busbw is past any link, a log without '#  Rank' lines (one host or several?), a GPU name
   // with a bidirectional control.

@@ -431,6 +431,39 @@ TEST_CASE("model defaults and errors", "[loaders]") {
         "m.yaml:7: mtp_layers: expected a non-negative integer, got '-1'");
 }
 
+TEST_CASE("MLA and MoE shapes that cannot be priced are refused", "[loaders]") {
+  // Twentieth session's review: MLA head dims summed as ints wrapped (a negative step time).
+  const std::string mla =
+      "name: m\nlayers: 2\nhidden: 256\nheads: 2\nvocab: 1000\n"
+      "seq_len: 128\nattention: mla\n";
+  const auto dims = [](const std::string& nope) {
+    return "mla: {kv_lora_rank: 16, qk_nope_head_dim: " + nope +
+           ", qk_rope_head_dim: 1, v_head_dim: 1}\n";
+  };
+  CHECK_NOTHROW(load_model(mla + dims("1048576"), "m.yaml"));
+  CHECK(model_error(mla + dims("2147483647")) ==
+        "m.yaml:8: mla.qk_nope_head_dim: expected at most 1048576, got 2147483647");
+  // MLA has a K/V head per query head: kv_heads other than heads is refused, heads accepted.
+  CHECK(model_error(mla + dims("8") + "kv_heads: 1\n") ==
+        "m.yaml:9: kv_heads: with attention: mla, K and V have one head per query head: leave "
+        "kv_heads out or set it to heads (2)");
+  CHECK_NOTHROW(load_model(mla + dims("8") + "kv_heads: 2\n", "m.yaml"));
+  // MoE: a layer listed twice, first_dense beside a list, an imbalance past every token at one
+  // expert (experts / top_k).
+  const std::string moe =
+      "name: e\nlayers: 4\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 32\n"
+      "moe:\n  experts: 8\n  top_k: 2\n  expert_ffn_hidden: 64\n";
+  CHECK(model_error(moe + "  layers: [1, 1]\n") ==
+        "m.yaml:11: moe.layers: layer 1 is listed twice");
+  CHECK(model_error(moe + "  layers: [1, 2]\n  first_dense: 1\n") ==
+        "m.yaml:12: moe.first_dense: only with layers: N (a list names the MoE layers itself)");
+  CHECK_NOTHROW(load_model(moe + "  layers: 1\n  first_dense: 1\n", "m.yaml"));
+  CHECK_NOTHROW(load_model(moe + "  imbalance: 4\n", "m.yaml"));
+  CHECK(model_error(moe + "  imbalance: 4.5\n") ==
+        "m.yaml:11: moe.imbalance: expected at most experts / top_k (4): every token at the "
+        "busiest expert");
+}
+
 TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {
   for (const auto& name : preset_names(PresetKind::gpu)) CHECK_NOTHROW(gpu_preset(name));
   for (const auto& name : preset_names(PresetKind::cluster)) CHECK_NOTHROW(cluster_preset(name));

@@ -208,10 +208,12 @@ constexpr std::array<PresetHint, 7> kPciIds{{
     {"0x2901", "b200"},
     {"0x2941", "gb200"},
 }};
-constexpr std::array<PresetHint, 8> kNames{{
+constexpr std::array<PresetHint, 10> kNames{{
     {"V100-SXM2-32GB", "v100-sxm-32g"},
     {"A100-SXM4-40GB", "a100-sxm-40g"},
     {"A100-SXM4-80GB", "a100-sxm-80g"},
+    {"A100 80GB PCIe", "a100-pcie-80g"},
+    {"A100-PCIE-80GB", "a100-pcie-80g"},
     {"H100 80GB HBM3", "h100-sxm-80g"},
     {"H100-SXM5-80GB", "h100-sxm-80g"},
     {"H200", "h200-sxm-141g"},
