@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string>
+
 #include "cli/cluster_args.h"
 #include "cli/input_file.h"
 #include "cli/report_text.h"
@@ -13,6 +16,22 @@ namespace trident::cli {
 
 namespace {
 
+/// `path` without its "." segments: "./a/./b.yaml" is "a/b.yaml", "/x/./y" is "/x/y".
+std::string without_dot_segments(const std::string& path) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t end = std::min(path.find('/', start), path.size());
+    const std::string segment = path.substr(start, end - start);
+    if (segment != ".") {
+      if (!out.empty() || (start == 1 && path[0] == '/')) out += '/';
+      out += segment;
+    }
+    start = end + 1;
+  }
+  return out.empty() ? path : out;
+}
+
 /// A `base:` that names a file: read it relative to the file that names it (standard input's
 /// bases relative to the working directory), its path added to `files`; a preset name is left
 /// to the core.
@@ -23,7 +42,10 @@ std::optional<StackText> read_base_file(const std::string& name, const std::stri
   if (name == "-") throw InputError(where + ": '-': a base cannot be standard input; name a file");
   const auto slash = from.find_last_of('/');
   const bool relative = !name.starts_with('/') && slash != std::string::npos;
-  const std::string path = relative ? from.substr(0, slash + 1) + name : name;
+  // Without its "." segments ("./c.yaml" from "c.yaml" is "c.yaml"), so a file naming itself
+  // is seen as the cycle it is, not as a chain of ever longer "./././c.yaml". (".." stays: past
+  // a symbolic link it is not the lexical parent.)
+  const std::string path = without_dot_segments(relative ? from.substr(0, slash + 1) + name : name);
   files.emplace_back(where, path);
   return StackText{read_input_file(path, where, kMaxConfigBytes), path};
 }

@@ -399,6 +399,10 @@ Stack read_stack(const MapReader& m, const Stack* base) {
     m.fail("zero_stages_with_pp", "expected a subset of zero_stages");
   }
   if (s.zero_stages == 0) m.fail("zero_stages", "expected at least one ZeRO stage");
+  // A stack that lists fp8 among its dtypes runs some FP8 recipe.
+  if (m.has("dtypes") && s.runs_dtype(Dtype::fp8) && s.fp8_recipes == 0) {
+    m.fail("dtypes", "fp8 is listed, but fp8_recipes is empty: list a recipe or drop fp8");
+  }
   return s;
 }
 

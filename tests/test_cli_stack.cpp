@@ -406,6 +406,13 @@ TEST_CASE("a stack file's base: another stack file, read relative to it", "[cli_
   CHECK(cycle.code == 2);
   CHECK(cycle.err.find("common.yaml:2: base: 'variant.yaml' is already in the chain of bases "
                        "(a cycle)") != std::string::npos);
+  // A file naming itself through "./": the same cycle (it read as "more than 8 stack files
+  // chained" through ever longer "./././self.yaml").
+  std::ofstream(dir.path / "releases" / "self.yaml") << "name: self\nbase: ./self.yaml\n";
+  const Run self = trident(kSmall + " --stack " + (dir.path / "releases" / "self.yaml").string());
+  CHECK(self.code == 2);
+  CHECK(self.err.find("self.yaml:2: base: './self.yaml' is already in the chain of bases (a "
+                      "cycle)") != std::string::npos);
 }
 
 TEST_CASE("a stack's base: file and a cluster file's stack: file are inputs no output replaces",

@@ -103,6 +103,9 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
     CHECK_THROWS_WITH(load_stack(head + key + ": 1e100\n", "s.yaml"),
                       std::string("s.yaml:4: ") + key + ": expected at most 256");
   }
+  CHECK_THROWS_WITH(load_stack(head + "dtypes: [fp8]\nfp8_recipes: []\n", "s.yaml"),
+                    "s.yaml:4: dtypes: fp8 is listed, but fp8_recipes is empty: list a recipe or "
+                    "drop fp8");
   CHECK_THROWS_WITH(load_stack(head + "dp_bucket_parameters: 1e-300\n", "s.yaml"),
                     "s.yaml:4: dp_bucket_parameters: expected 1 to 1e18 parameters");
   CHECK_THROWS_WITH(load_stack(head + "dp_bucket_parameters_per_rank: 1e300\n", "s.yaml"),
