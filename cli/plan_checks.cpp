@@ -115,8 +115,10 @@ void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
   // A100 file moved an H100 plan by 11%). A GPU file of the user's own has no name to compare.
   const std::string measured = gpu_preset_for_device(calibration.gpu);
   const bool built_in = preset_text(PresetKind::gpu, gpu.name).has_value();
-  // validate's CPU backend ("cpu": MPI collectives, no GEMMs) measures no GPU to compare.
-  if (measured.empty() && built_in && calibration.gpu != "cpu") {
+  // validate's CPU backend (backend "mpi", gpu "cpu" or "cpu: MODEL") measures no GPU to compare.
+  const bool cpu_backend = calibration.backend == "mpi" || calibration.gpu == "cpu" ||
+                           calibration.gpu.starts_with("cpu: ");
+  if (measured.empty() && built_in && !cpu_backend) {
     // A device name that is none of the built-in GPUs (or none at all) cannot be this one.
     throw InputError(fmt::format(
         "{}: {}, and the cluster's GPU is the built-in {}: its fits and GEMM rates would be "

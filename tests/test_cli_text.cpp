@@ -430,6 +430,8 @@ TEST_CASE("a calibration measured on another GPU than the cluster's is refused",
   CHECK(refusal(own) == "(none)");
   measured.gpu = "cpu";  // validate's CPU backend: no GPU
   CHECK(refusal(gpu_preset("h100-sxm-80g")) == "(none)");
+  measured.gpu = "cpu: AMD EPYC 7R13 Processor";  // the same with its CPU model
+  CHECK(refusal(gpu_preset("h100-sxm-80g")) == "(none)");
   // A device none of the built-in GPUs is (an H100 PCIe), or no device named: not this GPU.
   measured.gpu = "NVIDIA H100 PCIe";
   CHECK(refusal(gpu_preset("h100-sxm-80g"))
