@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "cli/cluster_args.h"
@@ -18,18 +18,11 @@ namespace {
 
 /// `path` without its "." segments: "./a/./b.yaml" is "a/b.yaml", "/x/./y" is "/x/y".
 std::string without_dot_segments(const std::string& path) {
-  std::string out;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    const std::size_t end = std::min(path.find('/', start), path.size());
-    const std::string segment = path.substr(start, end - start);
-    if (segment != ".") {
-      if (!out.empty() || (start == 1 && path[0] == '/')) out += '/';
-      out += segment;
-    }
-    start = end + 1;
+  std::filesystem::path out;
+  for (const auto& part : std::filesystem::path(path)) {
+    if (part != ".") out /= part;
   }
-  return out.empty() ? path : out;
+  return out.empty() ? path : out.string();
 }
 
 /// A `base:` that names a file: read it relative to the file that names it (standard input's

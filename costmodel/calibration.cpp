@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <vector>
 
 namespace trident {
 
@@ -29,22 +28,26 @@ double shape_distance(const IndexedGemm& point, const IndexedGemm& wanted) {
                    std::abs(point.log_k - wanted.log_k)});
 }
 
-/// The nearest measured point so far.
+/// The nearest measured point so far (by value: the lookup offers points built on the fly).
 struct Nearest {
-  const IndexedGemm* point = nullptr;
+  bool found = false;
   double distance = 0.0;
+  std::size_t order = 0;
+  double tflops = 0.0;
 
   /// Keeps `candidate` when it lies within the factor and is nearer; of equals, the later.
   void offer(const IndexedGemm& candidate, const IndexedGemm& wanted) {
     const double d = shape_distance(candidate, wanted);
     if (d > kWithinLog) return;
-    if (point == nullptr || d < distance || (d == distance && candidate.order > point->order)) {
-      point = &candidate;
+    if (!found || d < distance || (d == distance && candidate.order > order)) {
+      found = true;
       distance = d;
+      order = candidate.order;
+      tflops = candidate.tflops;
     }
   }
-  [[nodiscard]] std::optional<double> tflops() const {
-    return point == nullptr ? std::nullopt : std::optional<double>(point->tflops);
+  [[nodiscard]] std::optional<double> result() const {
+    return found ? std::optional<double>(tflops) : std::nullopt;
   }
 };
 
@@ -79,15 +82,13 @@ std::optional<double> Calibration::gemm_tflops(long long m, long long n, long lo
          it != points.end() && it->dtype == dtype && it->log_m <= wanted.log_m + kWithinLog; ++it) {
       nearest.offer(*it, wanted);
     }
-    return nearest.tflops();
+    return nearest.result();
   }
   // Not indexed (a calibration built in code): every shape of the dtype, in order.
-  std::vector<IndexedGemm> points;
   for (std::size_t i = 0; i < gemms.size(); ++i) {
-    if (gemms[i].dtype == dtype && usable(gemms[i])) points.push_back(point_of(gemms[i], i));
+    if (gemms[i].dtype == dtype && usable(gemms[i])) nearest.offer(point_of(gemms[i], i), wanted);
   }
-  for (const IndexedGemm& point : points) nearest.offer(point, wanted);
-  return nearest.tflops();
+  return nearest.result();
 }
 
 std::optional<CollectiveFit> Calibration::collective_fit(Collective collective, int ranks,

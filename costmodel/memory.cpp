@@ -236,10 +236,11 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   // kept outputs); the states, the workspace and the receive buffers are allocated once. ZeRO-3
   // keeping the gathered weights and unsharded gradients over PP's micro-batches allocates them
   // in the step and frees them at its end: they churn too.
-  memory.states_churn = per_step_state_bytes(memory, config, options) > 0.0;
-  memory.fragmentation_bytes = allocator_fragmentation_bytes(
-      memory.activations_bytes + memory.transient_bytes + memory.pp_outputs_bytes +
-      per_step_state_bytes(memory, config, options));
+  const double churning_states = per_step_state_bytes(memory, config, options);
+  memory.states_churn = churning_states > 0.0;
+  memory.fragmentation_bytes =
+      allocator_fragmentation_bytes(memory.activations_bytes + memory.transient_bytes +
+                                    memory.pp_outputs_bytes + churning_states);
   memory.reserved_bytes =
       memory.allocated_bytes + memory.fragmentation_bytes + memory.stream_pool_bytes;
   memory.cuda_context_bytes = kCudaContextBytes;

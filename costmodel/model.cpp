@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace trident {
 
@@ -52,9 +53,10 @@ int Model::moe_layers_in(int begin, int end) const {
   end = std::min(end, layers);
   if (begin >= end) return 0;
   if (!moe.layer_list.empty()) {
-    int count = 0;
-    for (int i = begin; i < end; ++i) count += is_moe_layer(i) ? 1 : 0;
-    return count;
+    // The list's layers are distinct (find_model_problem): count those in [begin, end).
+    return static_cast<int>(
+        std::count_if(moe.layer_list.begin(), moe.layer_list.end(),
+                      [&](int layer) { return layer >= begin && layer < end; }));
   }
   // Multiples of layer_freq in [max(begin, first_dense), end).
   const int freq = std::max(1, moe.layer_freq);
@@ -158,6 +160,12 @@ std::optional<Problem> not_positive(const char* key, long long value) {
   return Problem{key, "expected a positive integer, got " + std::to_string(value)};
 }
 
+std::optional<Problem> above(const char* key, long long value, long long most) {
+  if (value <= most) return std::nullopt;
+  return Problem{key,
+                 "expected at most " + std::to_string(most) + ", got " + std::to_string(value)};
+}
+
 std::optional<Problem> find_moe_problem(const Model& m) {
   if (!m.is_moe()) return std::nullopt;
   const MoeSpec& e = m.moe;
@@ -177,6 +185,12 @@ std::optional<Problem> find_moe_problem(const Model& m) {
       return Problem{"moe.layers", "layer " + std::to_string(layer) + " is not in 0.." +
                                        std::to_string(m.layers - 1)};
     }
+  }
+  // Sorted once (a list may be as long as its file allows), a repeat sits by its twin.
+  std::vector<int> sorted = e.layer_list;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+    return Problem{"moe.layers", "layer " + std::to_string(*twice) + " is listed twice"};
   }
   if (m.moe_layers() == 0) return Problem{"moe.layers", "no layer is a MoE layer"};
   if (e.capacity_factor < 0.0 || (e.capacity_factor > 0.0 && e.capacity_factor < 1.0)) {
@@ -221,15 +235,9 @@ std::optional<Problem> find_model_problem(const Model& m) {
                                                       {"mla.v_head_dim", a.v_head_dim}};
     for (const auto& [key, value] : dims) {
       if (auto problem = not_positive(key, value)) return problem;
-      if (value > kMaxMlaDim) {
-        return Problem{key, "expected at most " + std::to_string(kMaxMlaDim) + ", got " +
-                                std::to_string(value)};
-      }
+      if (auto problem = above(key, value, kMaxMlaDim)) return problem;
     }
-    if (a.q_lora_rank > kMaxMlaDim) {
-      return Problem{"mla.q_lora_rank", "expected at most " + std::to_string(kMaxMlaDim) +
-                                            ", got " + std::to_string(a.q_lora_rank)};
-    }
+    if (auto problem = above("mla.q_lora_rank", a.q_lora_rank, kMaxMlaDim)) return problem;
   }
   if (m.training.global_batch < 0 || m.training.global_batch > kMaxGlobalBatch) {
     return Problem{"training.global_batch", "expected a positive integer at most " +

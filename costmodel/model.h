@@ -69,13 +69,14 @@ struct Training {
 
 /// Mixture of experts (the model file's `moe:` mapping). experts == 0: a dense model.
 struct MoeSpec {
-  int experts = 0;               ///< routed experts per MoE layer
-  int top_k = 0;                 ///< routed experts per token
-  int expert_ffn_hidden = 0;     ///< FFN hidden size of one routed (and shared) expert
-  int shared_experts = 0;        ///< always-active experts of the same size (DeepSeek: 1)
-  int layer_freq = 1;            ///< every N-th layer is MoE (Megatron --moe-layer-freq N)
-  int first_dense = 0;           ///< the first K layers stay dense (DeepSeek first_k_dense_replace)
-  std::vector<int> layer_list;   ///< explicit MoE layer indices (0-based); overrides the above
+  int experts = 0;            ///< routed experts per MoE layer
+  int top_k = 0;              ///< routed experts per token
+  int expert_ffn_hidden = 0;  ///< FFN hidden size of one routed (and shared) expert
+  int shared_experts = 0;     ///< always-active experts of the same size (DeepSeek: 1)
+  int layer_freq = 1;         ///< every N-th layer is MoE (Megatron --moe-layer-freq N)
+  int first_dense = 0;        ///< the first K layers stay dense (DeepSeek first_k_dense_replace)
+  /// Explicit MoE layer indices (0-based, distinct: find_model_problem); overrides the above.
+  std::vector<int> layer_list;
   double capacity_factor = 0.0;  ///< tokens per expert capped at this x the mean; 0 = dropless
   /// Busiest expert-parallel rank's tokens over the mean (dropless). 1.0 = perfect balance:
   /// unsourced, a lower bound (docs/cost_model.md#moe).

@@ -1,6 +1,5 @@
 #include "costmodel/model_loader.h"
 
-#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -96,11 +95,7 @@ void read_moe_layers(const MapReader& e, MoeSpec& moe) {
   const std::string where = yaml::position(e.source(), e.line("layers"), e.path("layers"));
   if (node.IsSequence()) {
     for (const auto& item : node) {
-      const int layer = static_cast<int>(yaml::to_int(item, Range::non_negative, where));
-      if (std::find(moe.layer_list.begin(), moe.layer_list.end(), layer) != moe.layer_list.end()) {
-        e.fail("layers", "layer " + std::to_string(layer) + " is listed twice");
-      }
-      moe.layer_list.push_back(layer);
+      moe.layer_list.push_back(static_cast<int>(yaml::to_int(item, Range::non_negative, where)));
     }
     if (moe.layer_list.empty()) e.fail("layers", "expected a frequency N or a list of layers");
     // A list names every MoE layer: first_dense would contradict it, not refine it.
