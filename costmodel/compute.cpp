@@ -231,24 +231,43 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
 
 }  // namespace
 
+LinearGemmTimes linear_gemm_times(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                                  const Calibration* calibration) {
+  const Dtype dtype = precision_of(model.training).linear_gemm;
+  const KernelProfile profile = kernel_profile(gpu);
+  const auto linear = layer_linear_gemms(model, config.micro_batch, config.tp);
+  LinearGemmTimes time;
+  for (std::size_t i = 0; i < linear.size(); ++i) {
+    const GemmShape& shape = linear[i].shape;
+    time.fprop_s[i] = gemm_time_s(gpu, dtype, profile, shape, calibration);
+    time.dgrad_s[i] =
+        gemm_time_s(gpu, dtype, profile, {shape.m, shape.k, shape.n, shape.batch}, calibration);
+    time.wgrad_s[i] =
+        gemm_time_s(gpu, dtype, profile, {shape.k, shape.n, shape.m, shape.batch}, calibration);
+    time.forward_s += time.fprop_s[i];
+    time.backward_s += time.dgrad_s[i] + time.wgrad_s[i];
+  }
+  return time;
+}
+
 LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                      const ComputeFeatures& features, const Calibration* calibration) {
+  return layer_time(gpu, model, config, features,
+                    linear_gemm_times(gpu, model, config, calibration), calibration);
+}
+
+LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                     const ComputeFeatures& features, const LinearGemmTimes& linear,
+                     const Calibration* calibration) {
   const Precision precision = precision_of(model.training);
   const Dtype dtype = precision.linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
-  const auto linear = layer_linear_gemms(model, config.micro_batch, config.tp);
   LayerTime time;
-  double linear_backward_s = 0.0;
-  for (std::size_t i = 0; i < linear.size(); ++i) {
-    const GemmShape& shape = linear[i].shape;
-    time.gemm_fprop_s[i] = gemm_time_s(gpu, dtype, profile, shape, calibration);
-    time.gemm_dgrad_s[i] =
-        gemm_time_s(gpu, dtype, profile, {shape.m, shape.k, shape.n, shape.batch}, calibration);
-    time.gemm_wgrad_s[i] =
-        gemm_time_s(gpu, dtype, profile, {shape.k, shape.n, shape.m, shape.batch}, calibration);
-    time.gemm_forward_s += time.gemm_fprop_s[i];
-    linear_backward_s += time.gemm_dgrad_s[i] + time.gemm_wgrad_s[i];
-  }
+  time.gemm_fprop_s = linear.fprop_s;
+  time.gemm_dgrad_s = linear.dgrad_s;
+  time.gemm_wgrad_s = linear.wgrad_s;
+  time.gemm_forward_s = linear.forward_s;
+  const double linear_backward_s = linear.backward_s;
   const CoreTime core =
       attention_core_time(gpu, precision.attention, profile, model, config, features, calibration);
   time.attention_forward_s = core.forward_s;

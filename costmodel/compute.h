@@ -126,6 +126,26 @@ struct LayerTime {
                                    const ComputeFeatures& features,
                                    const Calibration* calibration = nullptr);
 
+/// A layer's linear GEMMs, one micro-batch (layer_linear_gemms): each one's forward, input
+/// gradient and weight gradient, and their sums. They do not depend on how attention runs, so
+/// a caller pricing the same layer under two attention schedules prices them once.
+struct LinearGemmTimes {
+  std::array<double, 4> fprop_s{};
+  std::array<double, 4> dgrad_s{};
+  std::array<double, 4> wgrad_s{};
+  double forward_s = 0.0;   ///< the fprop times summed
+  double backward_s = 0.0;  ///< the dgrad and wgrad times summed
+};
+
+[[nodiscard]] LinearGemmTimes linear_gemm_times(const Gpu& gpu, const Model& model,
+                                                const ParallelConfig& config,
+                                                const Calibration* calibration = nullptr);
+
+/// layer_time with the linear GEMMs already priced (linear_gemm_times of the same layer).
+[[nodiscard]] LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                                   const ComputeFeatures& features, const LinearGemmTimes& linear,
+                                   const Calibration* calibration = nullptr);
+
 /// HBM bytes per logit element of the loss's kernels (the stack's cross-entropy).
 struct LossBytes {
   double forward = kCrossEntropyForwardBytesPerLogit;

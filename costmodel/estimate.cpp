@@ -12,6 +12,7 @@
 #include "costmodel/memory.h"
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
+#include "costmodel/plan_memory.h"
 #include "costmodel/precision.h"
 #include "costmodel/tp_pp_comm.h"
 
@@ -65,16 +66,32 @@ double recompute_repeats(const ParallelConfig& config, double layers) {
 /// What the per-GPU dense view (context_parallel.h, moe.h) leaves out of a layer: attention
 /// against the other CP ranks' chunks and the routed experts, at `moe_share` of the layers
 /// (the pace-setting stage's, stage_moe_fraction).
-LayerTime with_cp_and_experts(LayerTime layer, const Gpu& gpu, const Model& model,
-                              const ParallelConfig& config, SelectiveKind selective,
-                              double moe_share, const Calibration* calibration) {
+LayerTime with_cp_and_experts(LayerTime layer, const Model& model, const ParallelConfig& config,
+                              SelectiveKind selective, double moe_share, const LayerTime& experts) {
   add_cp_attention(layer, config.cp, config.recompute, selective);
   if (!model.is_moe()) return layer;
-  const LayerTime experts = routed_expert_time(gpu, model, config, calibration);
   layer.forward_s += moe_share * experts.forward_s;
   layer.backward_s += moe_share * experts.backward_s;
   layer.recompute_s += moe_share * experts.recompute_s;
   return layer;
+}
+
+/// What a stage's time is made of that does not depend on how context parallelism runs its
+/// attention (ring or Ulysses): priced once for both.
+struct StageWork {
+  LinearGemmTimes linear;  ///< one layer's linear GEMMs (the per-GPU dense view)
+  LayerTime experts;       ///< one MoE layer's routed experts (routed_expert_time)
+  LayerTime head;          ///< the output layer and loss (output_head_time)
+};
+
+StageWork stage_work(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                     const Model& real, const ParallelConfig& given, const Stack& stack,
+                     const Calibration* calibration) {
+  return {
+      linear_gemm_times(gpu, model, config, calibration),
+      routed_expert_time(gpu, real, given, calibration),
+      output_head_time(gpu, model, config, calibration,
+                       {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit})};
 }
 
 /// `model` / `config`: the per-GPU dense view; `real` / `given`: the model and split as given.
@@ -83,15 +100,15 @@ LayerTime with_cp_and_experts(LayerTime layer, const Gpu& gpu, const Model& mode
 /// `moe_share`: the MoE share of that stage's layers (stage_moe_fraction).
 StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                      const Model& real, const ParallelConfig& given, const EstimateOptions& options,
-                     double layer_comm_s, double moe_share, bool ulysses,
+                     const StageWork& work, double layer_comm_s, double moe_share, bool ulysses,
                      const Calibration* calibration) {
   const Stack& stack = options.stack;
   const LayerTime dense = layer_time(cluster.gpu, model, config,
                                      {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs,
                                       given.cp, ulysses, stack.elementwise},
-                                     calibration);
+                                     work.linear, calibration);
   LayerTime layer =
-      with_cp_and_experts(dense, cluster.gpu, real, given, stack.selective, moe_share, calibration);
+      with_cp_and_experts(dense, real, given, stack.selective, moe_share, work.experts);
   const StageLayers split = model_stage_layers(model, config.pp);
   const double most = split.most();
   const double repeat_share = most > 0.0 ? recompute_repeats(config, most) / most : 0.0;
@@ -103,9 +120,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
     layer.backward_s *= stretch;
     layer.recompute_s *= stretch;
   }
-  const LayerTime logits =
-      output_head_time(cluster.gpu, model, config, calibration,
-                       {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit});
+  const LayerTime& logits = work.head;
   const double with_logits = split.last;
   const double without = std::max(config.pp > 1 ? split.first : 0, split.middle);
   const auto layers_s = [&](double layers) {
@@ -136,37 +151,11 @@ CommDetail per_step(CommDetail comm, double times) {
   return comm;
 }
 
-/// Channels of a group's ring and the share of the GPU's SMs they hold while they run.
-/// Channels of a group's ring: inside one NVLink domain or across the NICs; 0 for no group.
-double nccl_ring_channels(const Cluster& cluster, const GroupLink& link) {
-  if (link.ranks < 2) return 0.0;
-  return link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
-                          : kNcclChannelsInDomain;
-}
-
 /// The share of the GPU's SMs a group's ring channels hold while they run.
 double nccl_sm_share(const Cluster& cluster, const GroupLink& link) {
   const int sms = kernel_profile(cluster.gpu).sm_count;
   if (sms <= 0 || link.ranks < 2) return 0.0;
   return std::min(1.0, nccl_ring_channels(cluster, link) / sms);
-}
-
-/// The communicators the plan creates on one GPU (TP, DP rings; PP send/recv neighbours).
-NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
-                       const Placement& placement) {
-  NcclGroups groups;
-  groups.tp_channels = nccl_ring_channels(cluster, placement.tp);
-  // CP, EP and expert-DP communicators hold buffers as DP's does: counted with DP's channels.
-  const double dp_channels = config.hybrid_shard()
-                                 ? nccl_ring_channels(cluster, placement.shard) +
-                                       nccl_ring_channels(cluster, placement.replicate)
-                                 : nccl_ring_channels(cluster, placement.dp);
-  groups.dp_channels = dp_channels + nccl_ring_channels(cluster, placement.cp) +
-                       nccl_ring_channels(cluster, placement.ep) +
-                       (config.ep > 1 ? nccl_ring_channels(cluster, placement.edp) : 0.0);
-  groups.pp_peers = std::min(2, config.pp - 1);
-  groups.pp_over_network = placement.pp.domains > 1;
-  return groups;
 }
 
 /// Megatron-Core overlaps p2p only in the interleaved schedule (arguments.py forces
@@ -338,48 +327,11 @@ void set_rates(Estimate& out, const Gpu& gpu, const Model& model, const Parallel
   out.bubble_fraction = out.time.bubble_s / out.time.step_s;
 }
 
-/// What the memory model needs of the stack, the precision and the plan's communicators.
-MemoryOptions memory_options(const Cluster& cluster, const Model& model,
-                             const ParallelConfig& config, const Placement& placement,
-                             const EstimateOptions& options, CpKind cp_kind) {
-  const Stack& stack = options.stack;
-  MemoryOptions memory;
-  memory.reserve_gib = options.reserve_gib;
-  memory.fused_attention = is_fused(stack.attention);
-  memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
-  const Precision precision = precision_of(model.training);
-  memory.weight_bytes = precision.weight_bytes;
-  memory.activation_bytes = precision.activation_bytes;
-  memory.weights_are_master = precision.weight_bytes >= 4.0;
-  memory.zero_clones_fp32_partition = stack.zero_clones_fp32_partition;
-  memory.weight_copy_bytes_per_parameter =
-      weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
-  memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;
-  memory.prefetch_units = stack.prefetch_units;
-  memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
-  memory.zero3_side_stream_pools = stack.zero3_side_stream_pools;
-  memory.pp_keeps_last_reduce_scatter_input = stack.pp_keeps_last_reduce_scatter_input;
-  memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
-  // FSDP mixed precision gathers the fp32 shard cast for compute; with FP8 parameters
-  // (torchao's enable_fsdp_float8_all_gather) the gathered linear weights are FP8 and stay so.
-  if (stack.zero3_fp32_shard_only && precision.fp8_params) {
-    memory.fp8_gathered_linear_weight_bytes = precision.weight_gather_bytes;
-  }
-  memory.selective = stack.selective;
-  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
-  memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)
-  memory.adam_state_bytes = stack.adam_state_bytes;
-  memory.pp_recv_buffers_per_micro_batch = stack.pp_recv_buffers_per_micro_batch;
-  memory.pp_keeps_outputs = stack.pp_keeps_outputs;
-  memory.nccl = nccl_groups(cluster, config, placement);
-  if (config.cp > 1 && cp_kind == CpKind::all_gather) {
-    memory.cp_gathered_kv_bytes =
-        cp_allgather_working_bytes(model, config, stack.elementwise.gqa_repeat_kv);
-  }
-  return memory;
-}
-
 }  // namespace
+
+bool prices_alone(const Cluster& cluster, const ParallelConfig& config) {
+  return config.gpus() == 1 && cluster.gpu.ensemble_clock_ratio != 1.0;
+}
 
 Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConfig& config,
                   const Placement& placement, const Calibration* calibration,
@@ -389,7 +341,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   check_stack_for_dtype(options.stack, model.training.dtype);
   // A job of one GPU runs at its own clock, not its board's pace (gpu_for_job): priced on a
   // copy, a case too rare to weigh on the search.
-  if (config.gpus() == 1 && cluster.gpu.ensemble_clock_ratio != 1.0) {
+  if (prices_alone(cluster, config)) {
     Cluster alone = cluster;
     alone.gpu = gpu_for_job(cluster.gpu, 1);
     return estimate(alone, model, config, placement, calibration, options);
@@ -409,13 +361,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // folded into dp), MoE layers' routed experts taken out (context_parallel.h, moe.h).
   // Dense models without CP are their own view: no copy in the search's hot path.
   // MoE layers are priced at the pace-setting stage's share of them (stage_moe_fraction).
-  const double moe_share = stage_moe_fraction(model, config.pp);
-  const bool viewed = model.is_moe() || config.cp > 1;
-  const std::optional<CpView> view =
-      viewed ? std::optional<CpView>(cp_local_view(moe_dense_view(model, moe_share), config))
-             : std::nullopt;
-  const Model& local = viewed ? view->model : model;
-  const ParallelConfig& split = viewed ? view->config : config;
+  const PricedView view = priced_view(model, config);
+  const double moe_share = view.moe_share;
+  const Model& local = view.model(model);
+  const ParallelConfig& split = view.config(config);
   const long long m = config.num_micro_batches(model.training.global_batch);
   const double md = static_cast<double>(m);
   out.num_micro_batches = m;
@@ -433,11 +382,12 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // Context parallelism: the ring prices the stage; where the stack can run Ulysses instead,
   // its attention (one causal call over the whole sequence) is priced too and the faster of
   // the two, communication and compute together, is kept.
-  const StageTime ring = stage_time(cluster, local, split, model, config, options,
+  const StageWork work = stage_work(gpu, local, split, model, config, stack, calibration);
+  const StageTime ring = stage_time(cluster, local, split, model, config, options, work,
                                     ep_layer.exposed_s, moe_share, false, calibration);
   std::optional<StageTime> ulysses;
   if (config.cp > 1 && cp_a2a_runs(stack, model, config)) {
-    ulysses = stage_time(cluster, local, split, model, config, options, ep_layer.exposed_s,
+    ulysses = stage_time(cluster, local, split, model, config, options, work, ep_layer.exposed_s,
                          moe_share, true, calibration);
   }
   const CpComm cp = cp_comm(model, config, placement.cp, ring.cp_step, ring.layers, stack,
@@ -509,10 +459,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                     out.time.optimizer_s + out.time.overlap_contention_s;
   set_rates(out, gpu, model, config, stack);
 
-  const MemoryOptions memory =
-      memory_options(cluster, model, config, placement, options, out.cp_kind);
-  out.memory = peak_memory(gpu, local, split, memory);
-  add_expert_memory(out.memory, model, config, memory);
+  out.memory = plan_memory(cluster, model, config, view, placement, options, out.cp_kind);
   return out;
 }
 

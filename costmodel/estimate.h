@@ -165,6 +165,10 @@ struct EstimateOptions {
   Stack stack;
 };
 
+/// Whether a plan is priced as a job of one GPU, at that GPU's own clock rather than its
+/// board's pace (gpu_for_job).
+[[nodiscard]] bool prices_alone(const Cluster& cluster, const ParallelConfig& config);
+
 /// Evaluates one configuration. Pure arithmetic; the caller guarantees the config is
 /// consistent (tp*pp*dp GPUs, divisibility). `calibration` may be null. Throws InputError
 /// when the stack's attention kernel has no rate on the GPU (check_stack_on_gpu).

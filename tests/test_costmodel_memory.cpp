@@ -5,7 +5,11 @@
 #include "costmodel/estimate.h"
 #include "costmodel/memory.h"
 #include "costmodel/model_loader.h"
+#include "costmodel/placement.h"
+#include "costmodel/plan_memory.h"
+#include "costmodel/stack.h"
 #include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
 
 using namespace trident;
 
@@ -592,4 +596,49 @@ TEST_CASE("FSDP2's side streams keep blocks reserved beside the compute stream's
   options.pp_keeps_last_reduce_scatter_input = false;
   const MemoryBreakdown without = peak_memory(test::round_gpu(), model, config, options);
   CHECK(peak.allocated_bytes - without.allocated_bytes == Approx(98560.0));
+}
+
+TEST_CASE("may_fit: estimate()'s memory verdict without the time; a floor under the CP rotater",
+          "[memory]") {
+  // Llama 3 8B at 65,536 tokens, 8 H100, under torchtitan (context parallelism runs as the
+  // all-gather rotater, which holds the gathered K/V) and Megatron-Core (ring: none held).
+  // Micro-batches 1, 2, 4 and 8, TP 1 and 8 x CP 1 and 8: some plans fit and some do not.
+  Model model = model_preset("llama3-8b");
+  model.seq_len = 65536;
+  model.training.global_batch = 8;
+  Cluster cluster = cluster_preset("dgx-h100");
+  cluster.servers = 1;
+  int fits = 0;
+  int does_not = 0;
+  int gathered = 0;
+  for (const char* name : {"torchtitan", "megatron-core"}) {
+    EstimateOptions options;
+    options.stack = stack_preset(name);
+    for (const int cp : {1, 8}) {
+      for (const int mb : {1, 2, 4, 8}) {
+        ParallelConfig config;
+        config.tp = 8 / cp;
+        config.cp = cp;
+        config.micro_batch = mb;
+        config.zero = 1;
+        config.recompute = Recompute::full;
+        CAPTURE(name, cp, mb);
+        const Placement placement = default_placement(cluster, config);
+        const Estimate whole = estimate(cluster, model, config, placement, nullptr, options);
+        const bool floor_fits = may_fit(cluster, model, config, placement, options);
+        (whole.memory.fits ? fits : does_not) += 1;
+        if (whole.cp_kind == CpKind::all_gather) {
+          // The rotater's K/V only add: refused by the floor means refused whole.
+          ++gathered;
+          CHECK(whole.memory.cp_gather_bytes > 0.0);
+          if (!floor_fits) CHECK_FALSE(whole.memory.fits);
+        } else {
+          CHECK(floor_fits == whole.memory.fits);
+        }
+      }
+    }
+  }
+  CHECK(fits > 0);
+  CHECK(does_not > 0);
+  CHECK(gathered == 4);  // torchtitan's four CP 8 plans
 }

@@ -3,12 +3,14 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "costmodel/model_loader.h"
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "planner/layout.h"
 #include "planner/option_check.h"
 #include "planner/search.h"
 #include "planner_fixture.h"
+#include "topology/cluster_loader.h"
 #include "topology/errors.h"
 
 using namespace trident;
@@ -505,4 +507,50 @@ TEST_CASE("partial full recompute: the fewest recomputed layers that fit, or the
   options.recompute = std::nullopt;
   options.recompute_layers = 0;
   check_refusal(options, Knob::recompute_layers, OptionIssue::not_positive, 0);
+}
+
+TEST_CASE("a plan that does not fit is refused on its memory alone: the same plans and counts",
+          "[planner]") {
+  // Without --show-infeasible the search decides a plan that does not fit on may_fit (its
+  // memory, its time not priced). With the list asked for, every plan is priced whole: the
+  // two searches must rank the same plans at the same times and count alike. DeepSeek-V3 at
+  // 32,768 tokens (most plans do not fit; EP, CP, MLA) and Llama 3 8B at 65,536 under
+  // torchtitan (context parallelism's all-gather rotater, whose gathered K/V may_fit leaves
+  // out as a floor).
+  struct Case {
+    std::string model;
+    std::string stack;
+    int seq_len;
+    int servers;
+  };
+  for (const Case& c : {Case{"deepseek-v3", "megatron-core", 32768, 64},
+                        Case{"llama3-8b", "torchtitan", 65536, 8}}) {
+    CAPTURE(c.model, c.stack);
+    Cluster cluster = cluster_preset("dgx-h100");
+    cluster.servers = c.servers;
+    Model model = model_preset(c.model);
+    model.seq_len = c.seq_len;
+    model.training.global_batch = 64;
+    SearchOptions options = keep_all();
+    options.stack = stack_preset(c.stack);
+    options.max_cp = 16;
+    const SearchResult floor = search(cluster, model, options);
+    options.show_infeasible = true;
+    options.keep_infeasible = 1;
+    const SearchResult whole = search(cluster, model, options);
+    CHECK(floor.does_not_fit > floor.feasible);  // most plans do not fit: the case it speeds
+    CHECK(floor.configurations_searched == whole.configurations_searched);
+    CHECK(floor.evaluations == whole.evaluations);
+    CHECK(floor.feasible == whole.feasible);
+    CHECK(floor.tight == whole.tight);
+    CHECK(floor.does_not_fit == whole.does_not_fit);
+    REQUIRE(floor.plans.size() == whole.plans.size());
+    for (std::size_t i = 0; i < floor.plans.size(); ++i) {
+      CHECK(floor.plans[i].config.cp == whole.plans[i].config.cp);
+      CHECK(floor.plans[i].config.micro_batch == whole.plans[i].config.micro_batch);
+      CHECK(floor.plans[i].estimate.time.step_s == whole.plans[i].estimate.time.step_s);
+      CHECK(floor.plans[i].estimate.memory.total_bytes ==
+            whole.plans[i].estimate.memory.total_bytes);
+    }
+  }
 }

@@ -1,0 +1,117 @@
+// A plan's memory apart from its time; see plan_memory.h.
+#include "costmodel/plan_memory.h"
+
+#include <algorithm>
+
+#include "costmodel/kernels.h"
+#include "costmodel/moe.h"
+#include "costmodel/precision.h"
+
+namespace trident {
+
+namespace {
+
+/// The communicators the plan creates on one GPU (TP, DP rings; PP send/recv neighbours).
+NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
+                       const Placement& placement) {
+  NcclGroups groups;
+  groups.tp_channels = nccl_ring_channels(cluster, placement.tp);
+  // CP, EP and expert-DP communicators hold buffers as DP's does: counted with DP's channels.
+  const double dp_channels = config.hybrid_shard()
+                                 ? nccl_ring_channels(cluster, placement.shard) +
+                                       nccl_ring_channels(cluster, placement.replicate)
+                                 : nccl_ring_channels(cluster, placement.dp);
+  groups.dp_channels = dp_channels + nccl_ring_channels(cluster, placement.cp) +
+                       nccl_ring_channels(cluster, placement.ep) +
+                       (config.ep > 1 ? nccl_ring_channels(cluster, placement.edp) : 0.0);
+  groups.pp_peers = std::min(2, config.pp - 1);
+  groups.pp_over_network = placement.pp.domains > 1;
+  return groups;
+}
+
+}  // namespace
+
+PricedView priced_view(const Model& model, const ParallelConfig& config) {
+  PricedView out;
+  out.moe_share = stage_moe_fraction(model, config.pp);
+  if (model.is_moe() || config.cp > 1) {
+    out.view = cp_local_view(moe_dense_view(model, out.moe_share), config);
+  }
+  return out;
+}
+
+double nccl_ring_channels(const Cluster& cluster, const GroupLink& link) {
+  if (link.ranks < 2) return 0.0;
+  return link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
+                          : kNcclChannelsInDomain;
+}
+
+MemoryOptions memory_options(const Cluster& cluster, const Model& model,
+                             const ParallelConfig& config, const Placement& placement,
+                             const EstimateOptions& options, CpKind cp_kind) {
+  const Stack& stack = options.stack;
+  MemoryOptions memory;
+  memory.reserve_gib = options.reserve_gib;
+  memory.fused_attention = is_fused(stack.attention);
+  memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
+  const Precision precision = precision_of(model.training);
+  memory.weight_bytes = precision.weight_bytes;
+  memory.activation_bytes = precision.activation_bytes;
+  memory.weights_are_master = precision.weight_bytes >= 4.0;
+  memory.zero_clones_fp32_partition = stack.zero_clones_fp32_partition;
+  memory.weight_copy_bytes_per_parameter =
+      weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) - precision.weight_bytes;
+  memory.fp8_saved_inputs = precision.fp8 && stack.fp8_saves_fp8_inputs;
+  memory.prefetch_units = stack.prefetch_units;
+  memory.zero3_keeps_gathered = stack.pp_keeps_gathered_weights;
+  memory.zero3_side_stream_pools = stack.zero3_side_stream_pools;
+  memory.pp_keeps_last_reduce_scatter_input = stack.pp_keeps_last_reduce_scatter_input;
+  memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
+  // FSDP mixed precision gathers the fp32 shard cast for compute; with FP8 parameters
+  // (torchao's enable_fsdp_float8_all_gather) the gathered linear weights are FP8 and stay so.
+  if (stack.zero3_fp32_shard_only && precision.fp8_params) {
+    memory.fp8_gathered_linear_weight_bytes = precision.weight_gather_bytes;
+  }
+  memory.selective = stack.selective;
+  memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);
+  memory.gathered_inputs = stack.tp_keeps_gathered_inputs;  // no effect at TP 1 (nothing gathered)
+  memory.adam_state_bytes = stack.adam_state_bytes;
+  memory.pp_recv_buffers_per_micro_batch = stack.pp_recv_buffers_per_micro_batch;
+  memory.pp_keeps_outputs = stack.pp_keeps_outputs;
+  memory.nccl = nccl_groups(cluster, config, placement);
+  if (config.cp > 1 && cp_kind == CpKind::all_gather) {
+    memory.cp_gathered_kv_bytes =
+        cp_allgather_working_bytes(model, config, stack.elementwise.gqa_repeat_kv);
+  }
+  return memory;
+}
+
+MemoryBreakdown plan_memory(const Cluster& cluster, const Model& model,
+                            const ParallelConfig& config, const PricedView& view,
+                            const Placement& placement, const EstimateOptions& options,
+                            CpKind cp_kind) {
+  const MemoryOptions memory = memory_options(cluster, model, config, placement, options, cp_kind);
+  MemoryBreakdown out = peak_memory(cluster.gpu, view.model(model), view.config(config), memory);
+  add_expert_memory(out, model, config, memory);
+  return out;
+}
+
+bool may_fit(const Cluster& cluster, const Model& model, const ParallelConfig& config,
+             const Placement& placement, const EstimateOptions& options) {
+  // estimate()'s re-entries: a one-GPU job's own clock, FP8 parameters gathered in 16 bits.
+  if (prices_alone(cluster, config)) {
+    Cluster alone = cluster;
+    alone.gpu = gpu_for_job(cluster.gpu, 1);
+    return may_fit(alone, model, config, placement, options);
+  }
+  if (options.stack.gathers_fp8_params_in_16_bits(model.training, config.shard_ranks())) {
+    Model gathered = model;
+    gathered.training.fp8.params = false;
+    return may_fit(cluster, gathered, config, placement, options);
+  }
+  return plan_memory(cluster, model, config, priced_view(model, config), placement, options,
+                     CpKind::p2p)
+      .fits;
+}
+
+}  // namespace trident
