@@ -116,6 +116,14 @@ std::optional<OptionProblem> dp_shard_problem(const SearchOptions& o) {
   if (o.zero && !o.stack.shards_per_unit(*o.zero)) {
     return OptionProblem{Knob::dp_shard, OptionIssue::needs_unit_sharding, shard, *o.zero};
   }
+  // ZeRO free: some stage the stack runs must shard per unit (a stack file of ZeRO 0/1 only
+  // planned the pin as "DP = N" with nothing sharded).
+  const auto runs_unit_sharding = [&o](int zero) {
+    return o.stack.shards_per_unit(zero) && (o.stack.zero_stages & (1u << zero)) != 0;
+  };
+  if (!o.zero && !runs_unit_sharding(2) && !runs_unit_sharding(3)) {
+    return OptionProblem{Knob::dp_shard, OptionIssue::no_unit_sharding, shard, 0};
+  }
   if (o.dp && *o.dp == shard) return std::nullopt;  // all of DP: plain sharding
   if (!o.stack.hybrid_shard)
     return OptionProblem{Knob::dp_shard, OptionIssue::stack_lacks, shard, 0};

@@ -53,6 +53,7 @@ enum class OptionIssue {
   moe_zero3,              ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
   not_dividing_dp,        ///< HSDP shard size `value` does not divide the pinned DP `limit`
   needs_unit_sharding,    ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit
+  no_unit_sharding,       ///< HSDP shard size `value` under a stack sharding no stage per unit
   shard_below_two,        ///< HSDP shard size `value` 1: nothing to shard (DDP)
   moe_hybrid_shard,       ///< HSDP on a MoE model (experts' state per shard group not modelled)
   selective_needs_mla,    ///< selective recompute of MLA's up-projections on a model without MLA

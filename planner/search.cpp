@@ -300,8 +300,10 @@ class SplitSearch {
   /// list (more recomputed layers of the same split fit).
   enum class Probe { no, yes };
 
-  /// Prices one configuration: the better rank order when it fits; infeasible plans go to
-  /// the infeasible list when asked (probes aside), and nullopt comes back.
+  /// Prices one configuration in each rank order: the better of the orders that fit, or
+  /// nullopt; a configuration no order fits goes to the infeasible list when asked (probes
+  /// aside). Memory depends on the order through NCCL's buffers (a group across NVLink domains
+  /// holds more channels), so each order decides its own fit.
   std::optional<PlanResult> evaluate(const ParallelConfig& config, Probe probe = Probe::no) {
     if (options_.count_only) {
       ++result_.configurations_searched;
@@ -309,40 +311,36 @@ class SplitSearch {
     }
     const Placed& where = placed(config);
     ++result_.configurations_searched;
-    // Without the infeasible list nothing reads a plan that does not fit: its memory alone
-    // decides it (may_fit), and its time is not priced. Most plans of a long-sequence or MoE
-    // search do not fit (DeepSeek-V3 at 131,072 tokens on 16,384 GPUs: 84%).
-    if (!options_.show_infeasible &&
-        !may_fit(cluster_, model_, config, where.first, estimate_options_)) {
+    std::optional<PlanResult> best;
+    std::optional<PlanResult> closest;  // of the orders that do not fit, the nearest
+    for (const Placement* placement : {&where.first, where.alike ? nullptr : &where.second}) {
+      if (placement == nullptr) continue;
       ++result_.evaluations;
-      if (probe == Probe::no) ++result_.does_not_fit;
-      return std::nullopt;
-    }
-    PlanResult plan{
-        config,
-        where.first,
-        estimate(cluster_, model_, config, where.first, calibration_, estimate_options_),
-        {}};
-    ++result_.evaluations;
-    // Memory does not depend on where the groups sit: one order decides feasibility.
-    if (!plan.estimate.memory.fits) {
-      if (probe == Probe::no) ++result_.does_not_fit;
-      if (options_.show_infeasible && probe == Probe::no) {
-        plan.shortfall = shortfall_of(plan.estimate.memory, options_.reserve_gib);
-        keep_best(result_.infeasible, options_.keep_infeasible, plan, closer_to_fitting);
+      // Without the infeasible list nothing reads a plan that does not fit: its memory alone
+      // decides it (may_fit), and its time is not priced. Most plans of a long-sequence or
+      // MoE search do not fit (DeepSeek-V3 at 131,072 tokens on 16,384 GPUs: 84%).
+      if (!options_.show_infeasible &&
+          !may_fit(cluster_, model_, config, *placement, estimate_options_)) {
+        continue;
       }
-      return std::nullopt;
-    }
-    if (!where.alike) {
-      PlanResult other{
+      PlanResult plan{
           config,
-          where.second,
-          estimate(cluster_, model_, config, where.second, calibration_, estimate_options_),
+          *placement,
+          estimate(cluster_, model_, config, *placement, calibration_, estimate_options_),
           {}};
-      ++result_.evaluations;
-      if (better_plan(other, plan)) plan = other;
+      if (!plan.estimate.memory.fits) {
+        if (!closest || closer_to_fitting(plan, *closest)) closest = plan;
+      } else if (!best || better_plan(plan, *best)) {
+        best = plan;
+      }
     }
-    return plan;
+    if (best) return best;
+    if (probe == Probe::no) ++result_.does_not_fit;
+    if (options_.show_infeasible && probe == Probe::no && closest) {
+      closest->shortfall = shortfall_of(closest->estimate.memory, options_.reserve_gib);
+      keep_best(result_.infeasible, options_.keep_infeasible, *closest, closer_to_fitting);
+    }
+    return std::nullopt;
   }
 
   const Cluster& cluster_;
@@ -363,6 +361,9 @@ class SplitSearch {
 }  // namespace
 
 bool better_plan(const PlanResult& a, const PlanResult& b) {
+  // A plan that does not fit ranks after every plan that does (its `tight` is false: it is
+  // not an outright fit either).
+  if (a.estimate.memory.fits != b.estimate.memory.fits) return a.estimate.memory.fits;
   // A plan that fits only if the allocator fragments less than its mean ranks after every
   // plan that fits with it.
   if (a.estimate.memory.tight != b.estimate.memory.tight) return !a.estimate.memory.tight;

@@ -99,8 +99,10 @@ inline constexpr int kMaxSearchedCp = 32;
 /// Called after each (tp, pp) pair with (pairs done, pairs in all).
 using SearchProgress = std::function<void(std::size_t done, std::size_t total)>;
 
-/// Strict total order on plans: step time, then tp, pp, dp, micro-batch, virtual stages,
-/// recompute, ZeRO, sequence parallel, rank order. Stable across runs.
+/// Strict total order on plans: those that fit, then those that fit only below the mean
+/// fragmentation (tight), then those that do not; within each, step time, then tp, pp, dp,
+/// micro-batch, virtual stages, recompute, ZeRO, sequence parallel, rank order. Stable across
+/// runs.
 [[nodiscard]] bool better_plan(const PlanResult& a, const PlanResult& b);
 
 /// The rules every split obeys, with the numbers of the model and GPUs they were checked

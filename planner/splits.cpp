@@ -114,6 +114,8 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
 std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp, bool moe) {
   // MoE models: the experts' state is sharded over all of DP (moe.h); HSDP is not tried.
   const bool hybrid = options.stack.supports_hybrid_shard(zero) && !moe;
+  // A pin shards per unit (ZeRO-3, a per-unit ZeRO-2): no other stage runs under it.
+  if (options.dp_shard && !options.stack.shards_per_unit(zero)) return {};
   if (options.dp_shard && *options.dp_shard != dp) {
     if (!hybrid || *options.dp_shard < 2 || dp % *options.dp_shard != 0) return {};
     return {*options.dp_shard};

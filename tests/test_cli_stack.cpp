@@ -314,6 +314,17 @@ TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where 
   CHECK(megatron.err ==
         "trident: error: --dp-shard 8: stack megatron-core has no hybrid sharding (HSDP); drop "
         "--dp-shard or use --stack fsdp or torchtitan\n");
+  // A stack file of ZeRO 0/1 only: nothing is sharded per unit, so nothing to shard hybrid
+  // (it planned "DP = 8" with ZeRO 0/1 and said "HSDP shard 8 pinned").
+  TempDir dir;
+  const auto unsharded = dir.path / "h2.yaml";
+  std::ofstream(unsharded) << "name: h2\nbase: torchtitan\nzero_stages: [0, 1]\n";
+  const Run no_units = trident(kSmall + " --stack " + unsharded.string() + " --dp-shard 8");
+  CHECK(no_units.code == 2);
+  CHECK(no_units.err ==
+        "trident: error: --dp-shard 8: stack h2 runs no ZeRO stage sharded per unit (ZeRO-3, or "
+        "a per-unit ZeRO-2), the state --dp-shard shards; use another --stack or drop "
+        "--dp-shard\n");
   const Run uneven = trident(kSmall + " --stack fsdp --dp 64 --dp-shard 3");
   CHECK(uneven.code == 2);
   CHECK(uneven.err.find("--dp-shard 3: must divide --dp 64") != std::string::npos);

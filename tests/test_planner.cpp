@@ -411,7 +411,18 @@ TEST_CASE("HSDP shard sizes: searched where the stack shards hybrid, pinned exac
   options.dp_shard = 16;
   const auto all_of_dp = search(dgx(2), model, options).plans;
   REQUIRE_FALSE(all_of_dp.empty());
-  for (const auto& plan : all_of_dp) CHECK_FALSE(plan.config.hybrid_shard());
+  for (const auto& plan : all_of_dp) {
+    CHECK_FALSE(plan.config.hybrid_shard());
+    CHECK(plan.config.zero == 3);  // the pin shards per unit: no ZeRO 0/1 plan under it
+  }
+  // A stack that runs no stage sharded per unit refuses the pin, whatever DP is (one of
+  // ZeRO 0/1 only planned it as "DP = N" with nothing sharded).
+  Stack unsharded = stack_preset("torchtitan");
+  unsharded.zero_stages = 0b0011;
+  unsharded.zero_stages_with_pp = 0b0011;
+  SearchOptions no_units = options;
+  no_units.stack = unsharded;
+  check_refusal(no_units, Knob::dp_shard, OptionIssue::no_unit_sharding, 16);
   // A shard group of 1 shards nothing: refused.
   options.dp_shard = 1;
   check_refusal(options, Knob::dp_shard, OptionIssue::shard_below_two, 1);
@@ -551,6 +562,43 @@ TEST_CASE("a plan that does not fit is refused on its memory alone: the same pla
       CHECK(floor.plans[i].estimate.time.step_s == whole.plans[i].estimate.time.step_s);
       CHECK(floor.plans[i].estimate.memory.total_bytes ==
             whole.plans[i].estimate.memory.total_bytes);
+    }
+  }
+}
+
+TEST_CASE("each rank order decides its own fit: a plan that does not fit is never ranked",
+          "[planner]") {
+  // NCCL's buffers depend on the rank order (a group across NVLink domains holds more
+  // channels), so one order can fit (tight) where the other is 0.01 GiB over. The order that
+  // does not fit (fits false, so not tight either) was taken as the better one and ranked
+  // as fitting outright: 209.06 GiB on a 186 GiB GB200 (Llama 3 70B, PP 9, full:6), and an
+  // HSDP plan of 95.1 GiB on an 80 GiB A100 ranked above a faster tight plan.
+  struct Case {
+    std::string cluster, model, stack;
+    int servers, tp, pp, dp, vp, recompute_layers, zero;
+  };
+  for (const Case& c : {Case{"gb200-nvl72", "llama3-70b", "megatron-core", 36, 1, 9, 16, 1, 6, 1},
+                        Case{"dgx-a100", "llama2-70b", "torchtitan", 16, 2, 4, 0, 4, 0, 3}}) {
+    CAPTURE(c.cluster, c.model);
+    Cluster cluster = cluster_preset(c.cluster);
+    cluster.servers = c.servers;
+    const Model model = model_preset(c.model);
+    SearchOptions options = keep_all();
+    options.stack = stack_preset(c.stack);
+    options.tp = c.tp;
+    options.pp = c.pp;
+    if (c.dp > 0) options.dp = c.dp;
+    options.vp = c.vp;
+    options.micro_batch = c.model == "llama3-70b" ? 2 : 1;
+    options.recompute = Recompute::full;
+    if (c.recompute_layers > 0) options.recompute_layers = c.recompute_layers;
+    options.zero = c.zero;
+    const SearchResult result = search(cluster, model, options);
+    REQUIRE_FALSE(result.plans.empty());
+    for (const PlanResult& plan : result.plans) CHECK(plan.estimate.memory.fits);
+    // Tight plans after the rest.
+    for (std::size_t i = 1; i < result.plans.size(); ++i) {
+      CHECK(result.plans[i - 1].estimate.memory.tight <= result.plans[i].estimate.memory.tight);
     }
   }
 }
