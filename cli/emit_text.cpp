@@ -161,6 +161,9 @@ namespace {
       return "emit a dense model or write the MoE and MLA flags by hand";
     case RefusalKind::mtp_layers:
       return "mtp_layers: 0 in the model file, or write the MTP flags by hand";
+    case RefusalKind::fp8_attention:
+      return "training.fp8.attention: false in the model file, or set Transformer Engine's FP8 "
+             "attention by hand";
     case RefusalKind::fp8_recipe:
       // Delayed scaling in the model file helps only where the planning stack runs it.
       if (stack.supports(Fp8Recipe::delayed)) {
@@ -209,6 +212,10 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
              std::to_string(model.mtp_layers) + " MTP layers";
     case RefusalKind::uneven_stages:
       return uneven_stages_reason(obstacle, release, model);
+    case RefusalKind::fp8_attention:
+      return "--emit does not write FP8 attention yet (Megatron-LM core_v0.19.0 has no flag for "
+             "it): model " +
+             model.name + " sets training.fp8.attention";
     case RefusalKind::fp8_recipe:
       return fmt::format(
           "NeMo {}'s Hydra config turns FP8 on with delayed scaling only (fp8, fp8_hybrid); model "

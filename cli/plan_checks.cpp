@@ -59,6 +59,8 @@ const char* flag_of(Knob knob) {
       return "--dp-shard";
     case Knob::recompute_layers:
       return "--recompute-layers";
+    case Knob::fp8_attention:
+      return "training.fp8.attention";
   }
   return "?";
 }
@@ -172,6 +174,15 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
         }
         return fmt::format("model {}: {}: stack {} {}", model.name, pin, stack.name,
                            stack_lack(p, stack));
+      }
+      if (p.knob == Knob::fp8_attention) {
+        const std::string where = model.training.fp8_attention_from.empty()
+                                      ? "model " + model.name + ": training.fp8.attention"
+                                      : model.training.fp8_attention_from;
+        return fmt::format(
+            "{}: stack {}'s attention kernel ({}) has no FP8 path (Transformer Engine's cuDNN "
+            "attention has one: --stack megatron-core); set attention: false",
+            where, stack.name, to_string(stack.attention));
       }
       return fmt::format("{}: stack {} {}", pin, stack.name, stack_lack(p, stack));
     case OptionIssue::stack_lacks_with_pp:

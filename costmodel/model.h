@@ -63,6 +63,9 @@ struct Training {
   /// training.fp8.recipe", else training.fp8's or training.dtype's place); empty when the
   /// file says nothing of FP8 or the dtype came from a flag.
   std::string fp8_recipe_from;
+  /// Where the model file set training.fp8.attention ("FILE:LINE: training.fp8.attention");
+  /// empty when it did not.
+  std::string fp8_attention_from;
   Optimizer optimizer = Optimizer::adam;
   Fp8Options fp8;  ///< read only when dtype is fp8
 };

@@ -82,6 +82,10 @@ Training read_training(const std::optional<MapReader>& t) {
                            : yaml::position(t->source(), t->line("fp8"), t->path("fp8"));
     training.fp8.recipe = kFp8Recipes[fp8->optional_choice("recipe", kFp8RecipeNames, 0)];
     training.fp8.attention = fp8->optional_bool("attention", false);
+    if (fp8->has("attention")) {
+      training.fp8_attention_from =
+          yaml::position(fp8->source(), fp8->line("attention"), fp8->path("attention"));
+    }
     training.fp8.communication = fp8->optional_bool("communication", true);
     training.fp8.params = fp8->optional_bool("params", false);
   }

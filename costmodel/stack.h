@@ -293,6 +293,10 @@ struct Stack {
   [[nodiscard]] bool supports_hybrid_shard(int zero) const {
     return hybrid_shard && shards_per_unit(zero);
   }
+  /// FP8 attention (training.fp8.attention): Transformer Engine's cuDNN fused attention has an
+  /// FP8 path (DotProductAttention fp8_dpa, TransformerEngine@v2.4 attention backends);
+  /// FlashAttention-2 through PyTorch SDPA, the Triton kernel and unfused attention have none.
+  [[nodiscard]] bool runs_fp8_attention() const { return attention == AttentionKernel::cudnn; }
   /// Pipeline parallelism at all (some ZeRO stage runs with PP > 1).
   [[nodiscard]] bool pipelines() const { return zero_stages_with_pp != 0; }
   /// Gradient bytes in the reduction / in the buffer for a training dtype.

@@ -234,6 +234,11 @@ std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
     return emit::limit(RefusalKind::moe_model);
   }
   if (in.model.mtp_layers > 0) return emit::limit(RefusalKind::mtp_layers);
+  // Megatron-LM core_v0.19.0 has no flag for it (arguments.py L2250 keeps
+  // fp8_dot_product_attention out of the flags it generates from TransformerConfig).
+  if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.attention) {
+    return emit::limit(RefusalKind::fp8_attention);
+  }
   if (in.config.hybrid_shard() && framework != Framework::torchtitan) {
     ParallelConfig fixed = in.config;
     fixed.dp_shard = 0;

@@ -67,6 +67,7 @@ enum class RefusalKind {
   uneven_stages,         ///< layers not divisible by PP in a way the release can write
   mtp_layers,            ///< multi-token prediction layers: no target writes them yet
   fp8_recipe,            ///< an FP8 recipe the release has no switch for
+  fp8_attention,         ///< FP8 attention (training.fp8.attention): no target writes it yet
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan

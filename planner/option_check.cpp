@@ -211,6 +211,10 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
     return OptionProblem{Knob::fp8_recipe, OptionIssue::stack_lacks,
                          static_cast<long long>(model.training.fp8.recipe), 0};
   }
+  if (model.training.dtype == Dtype::fp8 && model.training.fp8.attention &&
+      !o.stack.runs_fp8_attention()) {
+    return OptionProblem{Knob::fp8_attention, OptionIssue::stack_lacks, 1, 0};
+  }
   if (o.recompute && *o.recompute == Recompute::selective &&
       !selective_applies(o.stack.selective, model)) {
     return OptionProblem{Knob::recompute, OptionIssue::selective_needs_mla,

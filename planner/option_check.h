@@ -33,6 +33,7 @@ enum class Knob {
   max_ep,
   dp_shard,
   recompute_layers,
+  fp8_attention,  ///< the model file's training.fp8.attention
 };
 
 enum class OptionIssue {

@@ -258,6 +258,22 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
   CHECK(delayed.err == "trident: error: " + path.string() +
                            ":9: training.dtype: stack torchtitan does not run this FP8 recipe "
                            "(delayed)\n");
+  // FP8 attention where the stack's attention kernel has no FP8 path (PyTorch SDPA's
+  // FlashAttention-2 under torchtitan): refused at the key's line, not priced as FP8.
+  std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"
+                         "seq_len: 2048\ntraining:\n  global_batch: 64\n  dtype: fp8\n  fp8:\n"
+                         "    recipe: current\n    attention: true\n";
+  const Run attention = trident(plan + " --stack torchtitan");
+  CHECK(attention.code == 2);
+  CHECK(attention.err == "trident: error: " + path.string() +
+                             ":12: training.fp8.attention: stack torchtitan's attention kernel "
+                             "(flash) has no FP8 path (Transformer Engine's cuDNN attention has "
+                             "one: --stack megatron-core); set attention: false\n");
+  const Run cudnn = trident(plan + " --top 1");
+  CHECK(cudnn.code == 0);  // Megatron-Core: Transformer Engine's cuDNN attention
+  const Run emitted = trident(plan + " --top 1 --emit megatron");
+  CHECK(emitted.code == 2);
+  CHECK(emitted.err.find("--emit does not write FP8 attention yet") != std::string::npos);
   // --dtype fp8 on a model that is not FP8: no file place to name, the flag's words.
   const Run flag = trident(
       "plan --gpus 8 --servers 1 --model llama3-8b --dtype fp8 --stack "

@@ -19,7 +19,8 @@ bool no_knob_fixes(RefusalKind kind) {
   return kind == RefusalKind::uneven_ranks || kind == RefusalKind::moe_model ||
          kind == RefusalKind::dtype || kind == RefusalKind::ffn ||
          kind == RefusalKind::model_shape || kind == RefusalKind::uneven_stages ||
-         kind == RefusalKind::mtp_layers || kind == RefusalKind::fp8_recipe;
+         kind == RefusalKind::mtp_layers || kind == RefusalKind::fp8_recipe ||
+         kind == RefusalKind::fp8_attention;
 }
 
 Cluster cluster_of(int servers) {
@@ -570,5 +571,15 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
     const auto e = export_plan(parse_release(target), cluster, mtp, c);
     REQUIRE(e.refusal.has_value());
     CHECK(e.refusal->reason.kind == RefusalKind::mtp_layers);
+  }
+  // FP8 attention: priced where the stack runs it (cuDNN), written by no target (Megatron-LM
+  // core_v0.19.0 keeps fp8_dot_product_attention out of its flags, arguments.py L2250).
+  Model fp8_attention = llama8b();
+  fp8_attention.training.dtype = Dtype::fp8;
+  fp8_attention.training.fp8.attention = true;
+  for (const char* target : {"megatron", "nemo", "nemo-hydra", "deepspeed", "torchtitan"}) {
+    const auto e = export_plan(parse_release(target), cluster, fp8_attention, c);
+    REQUIRE(e.refusal.has_value());
+    CHECK(e.refusal->reason.kind == RefusalKind::fp8_attention);
   }
 }

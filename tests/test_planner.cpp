@@ -602,3 +602,24 @@ TEST_CASE("each rank order decides its own fit: a plan that does not fit is neve
     }
   }
 }
+
+TEST_CASE("FP8 attention only under a stack whose attention kernel has an FP8 path",
+          "[planner][stack]") {
+  // Transformer Engine's cuDNN attention has one (megatron-core); PyTorch SDPA's
+  // FlashAttention-2 (torchtitan, fsdp) and unfused attention (megatron-2021) do not: it was
+  // priced as FP8 there (14% faster) although the stack runs attention in bf16.
+  Model model = tiny();
+  model.training.dtype = Dtype::fp8;
+  model.training.fp8.recipe = Fp8Recipe::current;
+  model.training.fp8.attention = true;
+  Cluster cluster = dgx(1);
+  cluster.gpu.peak_tflops_fp8 = 1979.0;
+  SearchOptions options = keep_all();
+  CHECK_FALSE(search(cluster, model, options).plans.empty());  // megatron-core: cuDNN
+  options.stack = stack_preset("torchtitan");
+  const OptionProblem p = refusal(model, options);
+  CHECK(p.knob == Knob::fp8_attention);
+  CHECK(p.issue == OptionIssue::stack_lacks);
+  model.training.fp8.attention = false;
+  CHECK_FALSE(search(cluster, model, options).plans.empty());
+}
