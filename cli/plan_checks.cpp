@@ -225,6 +225,12 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "parallel (Megatron moe_layer.py refuses otherwise); use --sequence-parallel on or --tp "
           "1",
           p.limit);
+    case OptionIssue::moe_needs_sp_stack:
+      return fmt::format(
+          "{}: MoE layers with tensor parallelism run sequence parallel (Megatron moe_layer.py "
+          "refuses otherwise), and stack {} has no sequence parallelism; use --tp 1 or another "
+          "--stack",
+          pin, stack.name);
     case OptionIssue::stack_needs_sp:
       return fmt::format(
           "--sequence-parallel off with --tp {}: stack {} runs tensor parallelism only with "
@@ -250,6 +256,12 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "{}: stack {} recomputes multi-latent attention's up-projections (selective: "
           "mla_up_proj) and model {} has no MLA; use --recompute none|full or another --stack",
           pin, stack.name, model.name);
+    case OptionIssue::only_selective_needs_mla:
+      return fmt::format(
+          "stack {} recomputes only selectively, multi-latent attention's up-projections "
+          "(selective: mla_up_proj), and model {} has no MLA: nothing to search; use another "
+          "--stack or list none or full in its recompute",
+          stack.name, model.name);
     case OptionIssue::needs_full_recompute:
       return fmt::format(
           "{} with --recompute {}: partial recompute repeats whole layers; use --recompute full "

@@ -267,6 +267,14 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.zero_stages = read_zero_list(m, "zero_stages", d.zero_stages);
   // Without a base (or a new zero_stages), ZeRO with PP defaults to the stages 0/1 it allows.
   const bool own_zero = base == nullptr || m.has("zero_stages");
+  // A default that leaves no stage with PP would drop pipeline parallelism unsaid: the file
+  // says so itself (zero_stages_with_pp: []) or lists the stages that run with PP.
+  if (own_zero && m.has("zero_stages") && !m.has("zero_stages_with_pp") &&
+      (s.zero_stages & 0b0011) == 0) {
+    m.fail("zero_stages",
+           "expected 0 or 1 among them (a stage that runs with pipeline parallelism), or "
+           "zero_stages_with_pp beside it (the stages that run with PP; [] for none)");
+  }
   s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp",
                                          own_zero ? s.zero_stages & 0b0011 : d.zero_stages_with_pp);
   s.prefetch_units =

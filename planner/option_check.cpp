@@ -93,6 +93,9 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   if (model.is_moe() && o.tp && *o.tp > 1 && o.sequence_parallel && !*o.sequence_parallel) {
     return OptionProblem{Knob::sequence_parallel, OptionIssue::moe_needs_sp, 0, *o.tp};
   }
+  if (model.is_moe() && o.tp && *o.tp > 1 && !stack.sequence_parallel) {
+    return OptionProblem{Knob::tp, OptionIssue::moe_needs_sp_stack, *o.tp, 0};
+  }
   if (model.is_moe() && o.zero && *o.zero >= 3) {
     return OptionProblem{Knob::zero, OptionIssue::moe_zero3, *o.zero, 0};
   }
@@ -218,6 +221,15 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   if (o.recompute && *o.recompute == Recompute::selective &&
       !selective_applies(o.stack.selective, model)) {
     return OptionProblem{Knob::recompute, OptionIssue::selective_needs_mla,
+                         static_cast<long long>(Recompute::selective), 0};
+  }
+  // Recompute free, and the stack's only mode is a selective recompute with nothing to repeat
+  // on this model: no configuration at all (the generic "no configuration" line blamed rules
+  // that hold).
+  if (!o.recompute &&
+      o.stack.recompute_modes == (1u << static_cast<unsigned>(Recompute::selective)) &&
+      !selective_applies(o.stack.selective, model)) {
+    return OptionProblem{Knob::recompute, OptionIssue::only_selective_needs_mla,
                          static_cast<long long>(Recompute::selective), 0};
   }
   if (auto problem = cp_ep_problem(model, o)) return problem;

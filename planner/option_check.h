@@ -50,6 +50,7 @@ enum class OptionIssue {
   no_experts,             ///< EP `value` on a dense model
   not_dividing_experts,   ///< EP `value` does not divide the `limit` experts
   moe_needs_sp,           ///< sequence parallel off with TP `limit` on a MoE model
+  moe_needs_sp_stack,     ///< TP `value` on a MoE model under a stack without sequence parallel
   stack_needs_sp,         ///< sequence parallel off with TP `limit` under a stack that needs it
   moe_zero3,              ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
   not_dividing_dp,        ///< HSDP shard size `value` does not divide the pinned DP `limit`
@@ -58,7 +59,8 @@ enum class OptionIssue {
   shard_below_two,        ///< HSDP shard size `value` 1: nothing to shard (DDP)
   moe_hybrid_shard,       ///< HSDP on a MoE model (experts' state per shard group not modelled)
   selective_needs_mla,    ///< selective recompute of MLA's up-projections on a model without MLA
-  needs_full_recompute,   ///< recompute_layers `value` with recompute `limit` other than full
+  only_selective_needs_mla,  ///< recompute free, the stack's only mode that on a model without MLA
+  needs_full_recompute,      ///< recompute_layers `value` with recompute `limit` other than full
   above_max,          ///< the pin `value` above its knob's maximum `limit` (max_tp, max_cp, max_ep)
   below_min,          ///< the pin `value` below its knob's minimum `limit` (min_tp, ...)
   vp_needs_pp,        ///< interleaving `value` > 1 with PP pinned to 1

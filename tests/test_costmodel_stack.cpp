@@ -238,6 +238,16 @@ TEST_CASE("stack files: errors name the file, line and key", "[stack]") {
                                "zero_stages_with_pp: [0, 1]\n",
                                "s.yaml"),
                     "s.yaml:5: zero_stages_with_pp: expected a subset of zero_stages");
+  // Stages none of which runs with PP, and no zero_stages_with_pp: pipeline parallelism was
+  // dropped unsaid (`base: megatron-core`, `zero_stages: [2]`); [] says it.
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: megatron-core\nzero_stages: [2]\n", "s.yaml"),
+                    "s.yaml:3: zero_stages: expected 0 or 1 among them (a stage that runs with "
+                    "pipeline parallelism), or zero_stages_with_pp beside it (the stages that "
+                    "run with PP; [] for none)");
+  CHECK_FALSE(load_stack("name: x\nbase: megatron-core\nzero_stages: [2]\nzero_stages_with_pp: "
+                         "[]\n",
+                         "s.yaml")
+                  .pipelines());
   CHECK_THROWS_AS(
       load_stack("name: x\nattention: flash\ntp_overlap: none\nprefetch: 2\n", "s.yaml"),
       InputError);

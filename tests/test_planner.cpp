@@ -623,3 +623,27 @@ TEST_CASE("FP8 attention only under a stack whose attention kernel has an FP8 pa
   model.training.fp8.attention = false;
   CHECK_FALSE(search(cluster, model, options).plans.empty());
 }
+
+TEST_CASE("refusals that name the rule that fails, not rules that hold", "[planner][stack]") {
+  // A MoE model at TP 2 under a stack without sequence parallelism (MoE layers with TP run
+  // sequence parallel): the message listed the heads and FFN rules, which hold.
+  Model moe = tiny();
+  moe.moe.experts = 4;
+  moe.moe.top_k = 2;
+  moe.moe.expert_ffn_hidden = 64;
+  SearchOptions options = keep_all();
+  options.stack.sequence_parallel = false;
+  options.tp = 2;
+  const OptionProblem sp = refusal(moe, options);
+  CHECK(sp.knob == Knob::tp);
+  CHECK(sp.issue == OptionIssue::moe_needs_sp_stack);
+  CHECK(sp.value == 2);
+  // A stack whose only recompute is MLA's up-projections, on a model without MLA, recompute
+  // free: nothing to search (it was the generic "no configuration" line).
+  options = keep_all();
+  options.stack.recompute_modes = 1u << static_cast<unsigned>(Recompute::selective);
+  options.stack.selective = SelectiveKind::mla_up_proj;
+  const OptionProblem mla = refusal(tiny(), options);
+  CHECK(mla.knob == Knob::recompute);
+  CHECK(mla.issue == OptionIssue::only_selective_needs_mla);
+}
