@@ -3,6 +3,7 @@
 // `trident topo import` is added by cmd_topo_import.cpp.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -62,8 +63,12 @@ std::vector<TierRow> tier_rows(const Cluster& c) {
                               c.nvlink.kind == NvlinkKind::mesh ? ", rings over the mesh" : "")});
   if (c.network.nics_per_server > 0) {
     const double share = c.nic_gbps_per_gpu(0) / c.network.oversubscription;
-    const double latency = c.domains() > 1
-                               ? query_group(c, {{0, c.nvlink.domain_gpus}}).inter_latency_s
+    // A pair in two domains on two servers: the first GPU of the next server, or of the next
+    // domain where a domain spans servers (domains inside one server talk over PCIe, which is
+    // not this row).
+    const int other = std::max(c.nvlink.domain_gpus, c.gpus_per_server);
+    const double latency = c.domains() > 1 && other < c.gpus()
+                               ? query_group(c, {{0, other}}).inter_latency_s
                                : c.network.latency_us * 1e-6;
     rows.push_back(
         {Tier::network, share, latency * 1e6,

@@ -3,12 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
 #include "costmodel/compute.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/pipeline.h"
+#include "costmodel/plan_memory.h"
 #include "costmodel/precision.h"
 #include "planner/layout.h"
 
@@ -81,7 +84,26 @@ std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
       gpu.gemm_efficiency(dtype), profile.sustained_ratio, profile.ensemble_ratio);
 }
 
-std::string three_numbers(const Cluster& cluster, const Model& model, const PlanResult& plan) {
+/// How many of the layer's four linear GEMMs (forward shapes, as the cost model prices them) take
+/// a measured rate from the calibration instead of the ceiling; 0 without GEMM measurements.
+int calibrated_linear_gemms(const Model& model, const PlanResult& plan,
+                            const Calibration* calibration) {
+  if (calibration == nullptr || calibration->gemms.empty()) return 0;
+  const PricedView view = priced_view(model, plan.config);
+  const ParallelConfig& split = view.config(plan.config);
+  const Dtype dtype = precision_of(model.training).linear_gemm;
+  int measured = 0;
+  for (const NamedGemm& gemm : layer_linear_gemms(view.model(model), split.micro_batch, split.tp)) {
+    const GemmShape& s = gemm.shape;
+    if (calibration->gemm_tflops(std::llround(s.m), std::llround(s.n), std::llround(s.k), dtype)) {
+      ++measured;
+    }
+  }
+  return measured;
+}
+
+std::string three_numbers(const Cluster& cluster, const Model& model, const PlanResult& plan,
+                          const Calibration* calibration) {
   const auto& e = plan.estimate;
   const double tokens = static_cast<double>(model.training.global_batch) * model.seq_len;
   std::string out = "The three numbers\n";
@@ -97,6 +119,12 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
     out += "  (MoE: FLOPs and MFU count active parameters: top_k + shared experts per token)\n";
   }
   out += gemm_ceiling_text(cluster.gpu, model, plan.config.gpus());
+  if (const int measured = calibrated_linear_gemms(model, plan, calibration); measured > 0) {
+    out += fmt::format(
+        "  (the calibration's measured rates replace the ceiling for {} of the layer's 4 linear "
+        "GEMM shapes)\n",
+        measured);
+  }
   return out;
 }
 
@@ -400,7 +428,7 @@ std::string explain_plan(const Cluster& cluster, const Model& model, const PlanR
   std::string out =
       fmt::format("Plan #{}: {}\n", rank, knobs_text(plan, plan.estimate.num_micro_batches));
   for (const std::string& part :
-       {three_numbers(cluster, model, plan), step_breakdown(plan),
+       {three_numbers(cluster, model, plan, calibration), step_breakdown(plan),
         communication(plan, options.stack), bubble(plan),
         tp_across(cluster, model, plan, calibration, options), memory(plan, options.reserve_gib)}) {
     out.append("\n").append(part);

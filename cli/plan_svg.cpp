@@ -142,7 +142,8 @@ PictureInput pictures_of_what_if(const WhatIf& w, const Model& model, std::size_
     }
   }
   if (svg_plan > available) {
-    throw PlanError(fmt::format("--svg-plan {}: only {} options can run", svg_plan, available));
+    throw PlanError(fmt::format("--svg-plan {}: only {} {} can run", svg_plan, available,
+                                available == 1 ? "option" : "options"));
   }
   input.layout_plan = &w.baseline;
   input.layout_note =

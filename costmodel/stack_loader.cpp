@@ -349,6 +349,11 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.measured_error = m.optional_double("measured_error", d.measured_error, Range::fraction);
   s.measured_error_moe =
       m.optional_double("measured_error_moe", d.measured_error_moe, Range::fraction);
+  // A band of +/-100% puts the low end at 0 and ties every plan with the leader.
+  for (const auto& [key, value] : {std::pair{"measured_error", s.measured_error},
+                                   std::pair{"measured_error_moe", s.measured_error_moe}}) {
+    if (value >= 1.0 && m.has(key)) m.fail(key, "expected a number in (0, 1)");
+  }
   s.cp_kinds = read_name_list(m, "context_parallel", kCpKindNames, d.cp_kinds, true);
   s.expert_parallel = m.optional_bool("expert_parallel", d.expert_parallel);
   s.ep_overlap = m.optional_bool("ep_overlap", d.ep_overlap);

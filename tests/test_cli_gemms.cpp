@@ -2,6 +2,7 @@
 // prices and counts. Their FLOPs times calls, over all GPUs, plus the attention core (batched
 // GEMMs validate does not time) equal the estimate's hardware FLOPs.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -91,4 +92,41 @@ TEST_CASE("multi-token prediction in the JSON GEMMs: a second output pass and it
     CHECK(gemm.at("calls_per_step").get<double>() == 12.0);
   }
   CHECK(projection);
+}
+
+TEST_CASE("--explain says how many linear GEMMs the calibration's measured rates price",
+          "[cli_gemms]") {
+  // A calibration measuring the plan's own QKV and FFN-up forward shapes: the ceiling line is
+  // not what those GEMMs rest on any more, and --explain says so (it printed the ceiling alone
+  // next to an MFU above it).
+  const std::string pins =
+      "plan --gpus 8 --servers 1 --model llama3-8b --global-batch 8 --tp 8 --pp 1 --dp 1 "
+      "--micro-batch 1 --recompute full --sequence-parallel on";
+  const auto run = cli_test::run_trident(pins + " --format json");
+  REQUIRE(run.code == 0);
+  const auto doc = nlohmann::json::parse(run.out);
+  nlohmann::json gemms = nlohmann::json::array();
+  for (const auto& gemm : doc.at("plans").at(0).at("gemms")) {
+    if (gemm.at("name") != "qkv" && gemm.at("name") != "ffn_up") continue;
+    gemms.push_back({{"m", gemm.at("m")},
+                     {"n", gemm.at("n")},
+                     {"k", gemm.at("k")},
+                     {"dtype", "bf16"},
+                     {"tflops", 700.0}});
+  }
+  REQUIRE(gemms.size() == 2);
+  cli_test::TempDir dir;
+  const auto file = dir.path / "calibration.json";
+  std::ofstream(file) << nlohmann::json{
+      {"trident_calibration", 1},
+      {"gpu", "NVIDIA H100 80GB HBM3"},
+      {"collectives", nlohmann::json::array()},
+      {"fits", nlohmann::json::array()},
+      {"gemms", gemms}}.dump();
+  const auto explained = cli_test::run_trident(pins + " --explain --calibration " + file.string());
+  REQUIRE(explained.code == 0);
+  CHECK(explained.out.find("(the calibration's measured rates replace the ceiling for 2 of the "
+                           "layer's 4 linear GEMM shapes)") != std::string::npos);
+  const auto plain = cli_test::run_trident(pins + " --explain");
+  CHECK(plain.out.find("measured rates replace the ceiling") == std::string::npos);
 }

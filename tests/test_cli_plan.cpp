@@ -453,6 +453,18 @@ TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_pla
   const Run plan = trident("plan --cluster gb200-nvl72 --gpus 128 --model llama3-70b --top 1");
   CHECK(plan.code == 0);
   CHECK(plan.err.empty());
+  // The network row's latency is the network's (14 us), for racks of servers as for domains
+  // inside a server: two 4-GPU domains per 8-GPU server read PCIe's 5.7 us (the pair it
+  // measured, GPUs 0 and 4, shares a server).
+  CHECK(topo.out.find("  network       50 GB/s    14 us  across domains") != std::string::npos);
+  TempDir dir;
+  const auto file = (dir.path / "d4.yaml").string();
+  std::ofstream(file) << "name: d4\ngpu: h100-sxm-80g\nservers: 4\ngpus_per_server: 8\n"
+                         "nvlink:\n  kind: switch\n  domain_gpus: 4\n  links_per_gpu: 18\n"
+                         "  gbps_per_link: 25\nnetwork:\n  nics_per_server: 8\n  nic_gbits: 400\n";
+  const Run halves = trident("topo show --cluster " + file);
+  REQUIRE(halves.code == 0);
+  CHECK(halves.out.find("  network       50 GB/s    14 us  across domains") != std::string::npos);
 }
 
 TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {

@@ -106,6 +106,10 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
   CHECK_THROWS_WITH(load_stack(head + "dtypes: [fp8]\nfp8_recipes: []\n", "s.yaml"),
                     "s.yaml:4: dtypes: fp8 is listed, but fp8_recipes is empty: list a recipe or "
                     "drop fp8");
+  // A band of +/-100% (low end 0, every plan tied with the leader) says nothing.
+  CHECK_THROWS_WITH(load_stack(head + "measured_error: 1\n", "s.yaml"),
+                    "s.yaml:4: measured_error: expected a number in (0, 1)");
+  CHECK(load_stack(head + "measured_error: 0.5\n", "s.yaml").measured_error == 0.5);
   CHECK_THROWS_WITH(load_stack(head + "dp_bucket_parameters: 1e-300\n", "s.yaml"),
                     "s.yaml:4: dp_bucket_parameters: expected 1 to 1e18 parameters");
   CHECK_THROWS_WITH(load_stack(head + "dp_bucket_parameters_per_rank: 1e300\n", "s.yaml"),

@@ -93,6 +93,11 @@ TEST_CASE("cluster errors name file, line and key", "[loaders]") {
         "c.yaml:3: server: unknown key (did you mean 'servers'?)");
   CHECK(cluster_error(cluster_with("  kind: switch", "  kindd: switch")) ==
         "c.yaml:7: nvlink.kindd: unknown key (did you mean 'kind'?)");
+  // A key that is a list or a mapping (YAML's `? KEY : VALUE`) was "nvlink.: unknown key".
+  CHECK(cluster_error(cluster_with("  kind: switch", "  kind: switch\n  ? [a, b]\n  : 1")) ==
+        "c.yaml:8: nvlink: expected plain keys, got a list as a key");
+  CHECK(cluster_error(cluster_with("servers: 4", "servers: 4\n? {a: 1}\n: 2")) ==
+        "c.yaml:4: expected plain keys, got a mapping as a key");
   CHECK(cluster_error(cluster_with("  kind: switch", "  kind: swich")) ==
         "c.yaml:7: nvlink.kind: expected switch|mesh|none, got 'swich' (did you mean 'switch'?)");
   CHECK(cluster_error(cluster_with("gpus_per_server: 8\n", "")) ==

@@ -462,6 +462,13 @@ std::optional<MapReader> MapReader::optional_map(std::string_view key) const {
 
 void MapReader::reject_unknown(std::span<const std::string> known) const {
   for (const auto& entry : node_) {
+    if (!entry.first.IsScalar()) {  // `? [a, b] : 1`: a key that is a list or a mapping
+      const int line = line_of(entry.first, line_);
+      const std::string at =
+          path_.empty() ? source_ + ":" + std::to_string(line) : position(source_, line, path_);
+      throw InputError(at + ": expected plain keys, got a " +
+                       (entry.first.IsSequence() ? "list" : "mapping") + " as a key");
+    }
     const std::string key = entry.first.Scalar();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     const std::string hint = did_you_mean(one_line(key), known);
