@@ -206,6 +206,17 @@ void calibrate(const CalibrateFlags& flags) {
   // with logs of any sizes, a bandwidth only where the samples show one.
   calibration.fits =
       fit_all(calibration.collectives, flags.files.empty() ? FitSizes::plans : FitSizes::any);
+  // A fit plan --calibration would refuse is named by its collective, group and tier: the
+  // file's text it would be refused in is calibrate's own, which no one sees.
+  for (const CollectiveFit& fit : calibration.fits) {
+    if (fit.busbw_gbps <= 0.0 || fit_in_bounds(fit)) continue;  // 0: not determined, left out
+    throw InputError(fmt::format(
+        "calibrate{}: the {} fit over {} ranks ({}) comes out at {:g} GB/s and {:g} us, outside "
+        "what plan --calibration reads ({:g} to {:g} GB/s, at most {:g} s): its samples' bytes "
+        "and times are no GPU's",
+        from, to_string(fit.collective), fit.ranks, to_string(fit.tier), fit.busbw_gbps,
+        fit.latency_s * 1e6, kMinCalibrationRate, kMaxCalibrationRate, kMaxCalibrationSeconds));
+  }
   const std::string json = to_json(calibration);
   if (json.size() > kMaxInputBytes) {  // plan --calibration would not read it
     throw InputError(fmt::format(

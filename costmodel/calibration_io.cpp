@@ -29,11 +29,9 @@ using json_reader::positive_integer;
 using json_reader::positive_number;
 using json_reader::string_value;
 
-/// Bounds on measured values (TFLOP/s, GB/s, seconds): far outside any real hardware, inside
-/// what keeps a predicted step time finite (a busbw of 1e-308 GB/s made the step NaN).
-constexpr double kMinRate = 1e-6;
-constexpr double kMaxRate = 1e6;
-constexpr double kMaxLatencyS = 1e3;
+constexpr double kMinRate = kMinCalibrationRate;
+constexpr double kMaxRate = kMaxCalibrationRate;
+constexpr double kMaxLatencyS = kMaxCalibrationSeconds;
 
 /// "ranks": a positive integer that fits a group of a cluster (at most 2^24).
 int rank_count(const json& object, const Path& path) {
@@ -60,17 +58,35 @@ GemmSample parse_gemm(const json& entry, const Path& path) {
   return gemm;
 }
 
+/// `value` (read from `name`), refused above `high`.
+double at_most(const Path& path, const char* name, double value, double high) {
+  if (value > high) path.child(name).fail(fmt::format("expected at most {:g}", high));
+  return value;
+}
+
 CollectiveSample parse_sample(const json& entry, const Path& path) {
   check_keys(entry, path, {"collective", "ranks", "tier", "bytes", "time_s", "busbw_gbps"});
   CollectiveSample sample;
   sample.collective = collective_value(entry, path);
   sample.ranks = rank_count(entry, path);
   sample.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier"));
-  sample.bytes = positive_number(entry, path, "bytes");
-  sample.time_s = positive_number(entry, path, "time_s");
-  sample.busbw_gbps = non_negative_number(entry, path, "busbw_gbps");
+  // A message of at most a petabyte taking at most 1,000 s: beyond, the samples are no GPU's,
+  // and calibrate's fit over them could not be read back (it named its own text's line).
+  sample.bytes =
+      at_most(path, "bytes", positive_number(entry, path, "bytes"), kMaxCalibrationBytes);
+  sample.time_s = at_most(path, "time_s", positive_number(entry, path, "time_s"), kMaxLatencyS);
+  sample.busbw_gbps = bounded_number(entry, path, "busbw_gbps", 0.0, kMaxRate);
   return sample;
 }
+
+}  // namespace
+
+bool fit_in_bounds(const CollectiveFit& fit) {
+  return fit.latency_s >= 0.0 && fit.latency_s <= kMaxLatencyS && fit.busbw_gbps >= kMinRate &&
+         fit.busbw_gbps <= kMaxRate;
+}
+
+namespace {
 
 CollectiveFit parse_fit(const json& entry, const Path& path) {
   check_keys(entry, path, {"collective", "ranks", "tier", "latency_s", "busbw_gbps"});

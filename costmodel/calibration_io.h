@@ -14,6 +14,17 @@ namespace trident {
 /// Format version written in "trident_calibration".
 inline constexpr int kCalibrationFormat = 1;
 
+/// Bounds on measured values (TFLOP/s, GB/s, seconds, bytes) a calibration file may hold: far
+/// outside any real hardware, inside what keeps a predicted step time finite (a busbw of
+/// 1e-308 GB/s made the step NaN).
+inline constexpr double kMinCalibrationRate = 1e-6;
+inline constexpr double kMaxCalibrationRate = 1e6;
+inline constexpr double kMaxCalibrationSeconds = 1e3;
+inline constexpr double kMaxCalibrationBytes = 1e15;
+
+/// Whether a determined fit (busbw above 0) is one parse_calibration reads back.
+[[nodiscard]] bool fit_in_bounds(const CollectiveFit& fit);
+
 /// Parses a calibration file. Throws InputError naming `source` and the key
 /// ("calib.json: fits[2].busbw_gbps: expected a positive number").
 [[nodiscard]] Calibration parse_calibration(const std::string& text, const std::string& source);

@@ -256,6 +256,22 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
                 "--tier: expected nvlink|pcie|network, got 'fast' (see --help)");
   check_refused("calibrate --nccl-tests " + log + " --output /nonexistent/c.json",
                 "--output '/nonexistent/c.json': cannot write: No such file or directory", true);
+  // Samples a GPU could give (within the bounds) whose fit is none: a petabyte-scale all-reduce
+  // in nanoseconds. The fit is named; it was "calibration:32: fits[0].busbw_gbps", the line of
+  // calibrate's own text.
+  std::string fast = "{\"trident_calibration\": 1, \"gemms\": [], \"fits\": [], \"collectives\": [";
+  for (const char* sample :
+       {"1e14, \"time_s\": 1e-9", "2e14, \"time_s\": 1.5e-9", "4e14, \"time_s\": 2.1e-9"}) {
+    fast += std::string(fast.back() == '[' ? "" : ", ") +
+            "{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", "
+            "\"busbw_gbps\": 1, \"bytes\": " +
+            sample + "}";
+  }
+  check_refused("calibrate --validate " + write("fast.json", fast + "]}"),
+                "calibrate --validate: the all-reduce fit over 8 ranks (nvlink) comes out at "
+                "4.63112e+14 GB/s and 4.64311e-05 us, outside what plan --calibration reads "
+                "(1e-06 to 1e+06 GB/s, at most 1000 s): its samples' bytes and times are no "
+                "GPU's");
   const std::string plan = kData + "plan_1gpu.json";
   check_refused("validate --plan /nonexistent/p.json",
                 "--plan '/nonexistent/p.json': cannot read the file: No such file or directory");

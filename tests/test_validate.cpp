@@ -241,6 +241,24 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
               "\"collectives\": [], \"fits\": []}",
               "c.json");
         }) == "c.json:1: gemms[0].dtype: expected bf16|fp16|fp8|tf32|fp32, got 'bf17'");
+  // Samples no GPU measured (a message above a petabyte, a call above 1,000 s): refused at
+  // their line, where calibrate --validate's fit over them named its own text's line.
+  const auto sample_error = [](const std::string& bytes, const std::string& time) {
+    return error_of([&] {
+      (void)parse_calibration(
+          "{\"trident_calibration\": 1, \"gemms\": [], \"fits\": [], \"collectives\": [\n"
+          "{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", \"bytes\": " +
+              bytes + ", \"time_s\": " + time + ", \"busbw_gbps\": 1}]}",
+          "c.json");
+    });
+  };
+  CHECK(sample_error("1e300", "1") == "c.json:2: collectives[0].bytes: expected at most 1e+15");
+  CHECK(sample_error("1e9", "1e290") == "c.json:2: collectives[0].time_s: expected at most 1000");
+  CHECK(sample_error("0", "1") == "c.json:2: collectives[0].bytes: expected a positive number");
+  // calibrate checks its fits against the same bounds (fit_in_bounds).
+  CHECK(fit_in_bounds({Collective::all_reduce, 8, Tier::nvlink, 1e-5, 360.0}));
+  CHECK_FALSE(fit_in_bounds({Collective::all_reduce, 8, Tier::nvlink, 1e-5, 4.6e14}));
+  CHECK_FALSE(fit_in_bounds({Collective::all_reduce, 8, Tier::nvlink, 1e4, 360.0}));
 }
 
 TEST_CASE("plan reader and groups under hybrid sharding (HSDP)", "[validate][plan]") {
