@@ -246,9 +246,10 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           pin, p.limit, stack.name, stack.zero2_per_unit ? " or ZeRO-2" : "");
     case OptionIssue::no_unit_sharding:
       return fmt::format(
-          "{}: stack {} runs no ZeRO stage sharded per unit (ZeRO-3, or a per-unit ZeRO-2), "
-          "the state --dp-shard shards; use another --stack or drop --dp-shard",
-          pin, stack.name);
+          "{}: stack {} runs no ZeRO stage sharded per unit (ZeRO-3, or a per-unit ZeRO-2){}, "
+          "the state --dp-shard shards; use another --stack{} or drop --dp-shard",
+          pin, stack.name, p.limit > 1 ? fmt::format(" with --pp {}", p.limit) : "",
+          p.limit > 1 ? ", --pp 1" : "");
     case OptionIssue::shard_below_two:
       return pin + ": expected at least 2 (a shard group of 1 shards nothing; drop --dp-shard)";
     case OptionIssue::selective_needs_mla:

@@ -84,8 +84,10 @@ std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
       gpu.gemm_efficiency(dtype), profile.sustained_ratio, profile.ensemble_ratio);
 }
 
-/// How many of the layer's four linear GEMMs (forward shapes, as the cost model prices them) take
-/// a measured rate from the calibration instead of the ceiling; 0 without GEMM measurements.
+/// How many of the layer's twelve linear GEMM shapes (each of the four GEMMs forward, input
+/// gradient and weight gradient, as the cost model prices them: compute.cpp
+/// linear_gemm_times) take a measured rate from the calibration instead of the ceiling; 0
+/// without GEMM measurements.
 int calibrated_linear_gemms(const Model& model, const PlanResult& plan,
                             const Calibration* calibration) {
   if (calibration == nullptr || calibration->gemms.empty()) return 0;
@@ -95,8 +97,12 @@ int calibrated_linear_gemms(const Model& model, const PlanResult& plan,
   int measured = 0;
   for (const NamedGemm& gemm : layer_linear_gemms(view.model(model), split.micro_batch, split.tp)) {
     const GemmShape& s = gemm.shape;
-    if (calibration->gemm_tflops(std::llround(s.m), std::llround(s.n), std::llround(s.k), dtype)) {
-      ++measured;
+    for (const GemmShape& pass :
+         {s, GemmShape{s.m, s.k, s.n, s.batch}, GemmShape{s.k, s.n, s.m, s.batch}}) {
+      if (calibration->gemm_tflops(std::llround(pass.m), std::llround(pass.n), std::llround(pass.k),
+                                   dtype)) {
+        ++measured;
+      }
     }
   }
   return measured;
@@ -121,8 +127,8 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
   out += gemm_ceiling_text(cluster.gpu, model, plan.config.gpus());
   if (const int measured = calibrated_linear_gemms(model, plan, calibration); measured > 0) {
     out += fmt::format(
-        "  (the calibration's measured rates replace the ceiling for {} of the layer's 4 linear "
-        "GEMM shapes)\n",
+        "  (the calibration's measured rates replace the ceiling for {} of the layer's 12 linear "
+        "GEMM shapes: 4 GEMMs, forward and both gradients)\n",
         measured);
   }
   return out;

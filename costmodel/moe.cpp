@@ -52,6 +52,7 @@ double stage_moe_fraction(const Model& model, int pp) {
       count = middle_layers / middles + (index < middle_layers % middles ? 1 : 0);
     }
     if (count == most) busiest = std::max(busiest, model.moe_layers_in(start, start + count));
+    if (busiest == most) break;  // no stage holds more MoE layers than layers
     start += count;
   }
   return static_cast<double>(busiest) / most;

@@ -223,6 +223,16 @@ void check_separate_send_recv(const MapReader& m, const Stack& s) {
 
 /// `base`: the preset a file names with `base:`, whose values stand for the keys the file
 /// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
+/// ZeRO stage bits as a stack file lists them: "[0, 1]".
+std::string zero_list_text(unsigned stages) {
+  std::string out;
+  for (int zero = 0; zero <= 3; ++zero) {
+    if ((stages & (1u << zero)) == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(zero);
+  }
+  return "[" + out + "]";
+}
+
 Stack read_stack(const MapReader& m, const Stack* base) {
   m.reject_unknown(kStackKeys);
   const Stack d = base != nullptr ? *base : file_defaults();
@@ -265,18 +275,26 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.grad_accumulation = static_cast<GradAccumulation>(m.optional_choice(
       "grad_accumulation", kAccumulationNames, static_cast<int>(d.grad_accumulation)));
   s.zero_stages = read_zero_list(m, "zero_stages", d.zero_stages);
-  // Without a base (or a new zero_stages), ZeRO with PP defaults to the stages 0/1 it allows.
-  const bool own_zero = base == nullptr || m.has("zero_stages");
-  // A default that leaves no stage with PP would drop pipeline parallelism unsaid: the file
-  // says so itself (zero_stages_with_pp: []) or lists the stages that run with PP.
-  if (own_zero && m.has("zero_stages") && !m.has("zero_stages_with_pp") &&
-      (s.zero_stages & 0b0011) == 0) {
+  // ZeRO with PP, unless listed: the base's stages with PP among the file's zero_stages;
+  // without a base, the stages 0/1 it lists.
+  const unsigned with_pp_default =
+      s.zero_stages & (base != nullptr ? d.zero_stages_with_pp : 0b0011u);
+  // A default that leaves no stage with PP where the base had some (or, without a base, no
+  // stage 0 or 1) would drop pipeline parallelism unsaid: the file says so itself
+  // (zero_stages_with_pp: []) or lists the stages that run with PP.
+  const bool base_pipelines = base == nullptr || d.zero_stages_with_pp != 0;
+  if (m.has("zero_stages") && !m.has("zero_stages_with_pp") && s.zero_stages != 0 &&
+      with_pp_default == 0 && base_pipelines) {
     m.fail("zero_stages",
-           "expected 0 or 1 among them (a stage that runs with pipeline parallelism), or "
-           "zero_stages_with_pp beside it (the stages that run with PP; [] for none)");
+           base != nullptr
+               ? "expected a stage among them that base " + d.name +
+                     " runs with pipeline parallelism (" + zero_list_text(d.zero_stages_with_pp) +
+                     "), or zero_stages_with_pp beside it (the stages that run with PP; [] for "
+                     "none)"
+               : "expected 0 or 1 among them (a stage that runs with pipeline parallelism), or "
+                 "zero_stages_with_pp beside it (the stages that run with PP; [] for none)");
   }
-  s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp",
-                                         own_zero ? s.zero_stages & 0b0011 : d.zero_stages_with_pp);
+  s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp", with_pp_default);
   s.prefetch_units =
       static_cast<int>(m.optional_int("prefetch_units", d.prefetch_units, Range::non_negative));
   s.backward_prefetch = static_cast<BackwardPrefetch>(m.optional_choice(
@@ -346,9 +364,9 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       "loss_backward_bytes_per_logit", d.loss_backward_bytes_per_logit, Range::positive);
   s.tp_keeps_gathered_inputs =
       m.optional_bool("tp_keeps_gathered_inputs", d.tp_keeps_gathered_inputs);
-  s.measured_error = m.optional_double("measured_error", d.measured_error, Range::fraction);
+  s.measured_error = m.optional_double("measured_error", d.measured_error, Range::positive);
   s.measured_error_moe =
-      m.optional_double("measured_error_moe", d.measured_error_moe, Range::fraction);
+      m.optional_double("measured_error_moe", d.measured_error_moe, Range::positive);
   // A band of +/-100% puts the low end at 0 and ties every plan with the leader.
   for (const auto& [key, value] : {std::pair{"measured_error", s.measured_error},
                                    std::pair{"measured_error_moe", s.measured_error_moe}}) {

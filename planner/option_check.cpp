@@ -102,6 +102,10 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   if (model.is_moe() && o.dp_shard && (!o.dp || *o.dp_shard != *o.dp)) {
     return OptionProblem{Knob::dp_shard, OptionIssue::moe_hybrid_shard, *o.dp_shard, 0};
   }
+  // A pin equal to DP: ZeRO-3 over all of DP, which MoE models are not planned with.
+  if (model.is_moe() && o.dp_shard) {
+    return OptionProblem{Knob::dp_shard, OptionIssue::moe_zero3, *o.dp_shard, 0};
+  }
   return std::nullopt;
 }
 
@@ -119,13 +123,15 @@ std::optional<OptionProblem> dp_shard_problem(const SearchOptions& o) {
   if (o.zero && !o.stack.shards_per_unit(*o.zero)) {
     return OptionProblem{Knob::dp_shard, OptionIssue::needs_unit_sharding, shard, *o.zero};
   }
-  // ZeRO free: some stage the stack runs must shard per unit (a stack file of ZeRO 0/1 only
-  // planned the pin as "DP = N" with nothing sharded).
-  const auto runs_unit_sharding = [&o](int zero) {
-    return o.stack.shards_per_unit(zero) && (o.stack.zero_stages & (1u << zero)) != 0;
+  // ZeRO free: some stage the stack runs (with the pinned PP) must shard per unit (a stack
+  // file of ZeRO 0/1 only planned the pin as "DP = N" with nothing sharded).
+  const int pp = o.pp.value_or(1);
+  const unsigned stages = pp > 1 ? o.stack.zero_stages_with_pp : o.stack.zero_stages;
+  const auto runs_unit_sharding = [&o, stages](int zero) {
+    return o.stack.shards_per_unit(zero) && (stages & (1u << zero)) != 0;
   };
   if (!o.zero && !runs_unit_sharding(2) && !runs_unit_sharding(3)) {
-    return OptionProblem{Knob::dp_shard, OptionIssue::no_unit_sharding, shard, 0};
+    return OptionProblem{Knob::dp_shard, OptionIssue::no_unit_sharding, shard, pp};
   }
   if (o.dp && *o.dp == shard) return std::nullopt;  // all of DP: plain sharding
   if (!o.stack.hybrid_shard)

@@ -125,8 +125,15 @@ TEST_CASE("--explain says how many linear GEMMs the calibration's measured rates
       {"gemms", gemms}}.dump();
   const auto explained = cli_test::run_trident(pins + " --explain --calibration " + file.string());
   REQUIRE(explained.code == 0);
-  CHECK(explained.out.find("(the calibration's measured rates replace the ceiling for 2 of the "
-                           "layer's 4 linear GEMM shapes)") != std::string::npos);
+  // Measured (m, n, k): QKV 8192 x 768 x 4096 and FFN up 8192 x 3584 x 4096. The lookup takes
+  // the nearest shape within 2x in every dimension, so of the 12 shapes priced (each GEMM
+  // forward (m,n,k), input gradient (m,k,n), weight gradient (k,n,m)) seven take a measured
+  // rate: QKV's forward and weight gradient 4096 x 768 x 8192; FFN up's forward, input
+  // gradient 8192 x 4096 x 3584 and weight gradient 4096 x 3584 x 8192; the attention output's
+  // input gradient 8192 x 512 x 4096 (near QKV's) and FFN down's 8192 x 1792 x 4096 (FFN up's).
+  CHECK(explained.out.find("(the calibration's measured rates replace the ceiling for 7 of the "
+                           "layer's 12 linear GEMM shapes: 4 GEMMs, forward and both gradients)") !=
+        std::string::npos);
   const auto plain = cli_test::run_trident(pins + " --explain");
   CHECK(plain.out.find("measured rates replace the ceiling") == std::string::npos);
 }

@@ -109,6 +109,8 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
   // A band of +/-100% (low end 0, every plan tied with the leader) says nothing.
   CHECK_THROWS_WITH(load_stack(head + "measured_error: 1\n", "s.yaml"),
                     "s.yaml:4: measured_error: expected a number in (0, 1)");
+  CHECK_THROWS_WITH(load_stack(head + "measured_error: 1.5\n", "s.yaml"),
+                    "s.yaml:4: measured_error: expected a number in (0, 1)");
   CHECK(load_stack(head + "measured_error: 0.5\n", "s.yaml").measured_error == 0.5);
   CHECK_THROWS_WITH(load_stack(head + "dp_bucket_parameters: 1e-300\n", "s.yaml"),
                     "s.yaml:4: dp_bucket_parameters: expected 1 to 1e18 parameters");
@@ -245,9 +247,23 @@ TEST_CASE("stack files: errors name the file, line and key", "[stack]") {
   // Stages none of which runs with PP, and no zero_stages_with_pp: pipeline parallelism was
   // dropped unsaid (`base: megatron-core`, `zero_stages: [2]`); [] says it.
   CHECK_THROWS_WITH(load_stack("name: x\nbase: megatron-core\nzero_stages: [2]\n", "s.yaml"),
-                    "s.yaml:3: zero_stages: expected 0 or 1 among them (a stage that runs with "
-                    "pipeline parallelism), or zero_stages_with_pp beside it (the stages that "
-                    "run with PP; [] for none)");
+                    "s.yaml:3: zero_stages: expected a stage among them that base megatron-core "
+                    "runs with pipeline parallelism ([0, 1]), or zero_stages_with_pp beside it "
+                    "(the stages that run with PP; [] for none)");
+  CHECK_THROWS_WITH(
+      load_stack("name: x\nattention: flash\ntp_overlap: none\nzero_stages: [3]\n", "s.yaml"),
+      "s.yaml:4: zero_stages: expected 0 or 1 among them (a stage that runs with "
+      "pipeline parallelism), or zero_stages_with_pp beside it (the stages that "
+      "run with PP; [] for none)");
+  // The default is the base's stages with PP among the file's: torchtitan runs ZeRO-3 with PP;
+  // fsdp has no PP, so nothing is dropped; an empty list says what it lacks.
+  CHECK(load_stack("name: x\nbase: torchtitan\nzero_stages: [3]\n", "s.yaml").zero_stages_with_pp ==
+        0b1000u);
+  CHECK(load_stack("name: x\nbase: torchtitan\nzero_stages: [0, 3]\n", "s.yaml")
+            .zero_stages_with_pp == 0b1001u);
+  CHECK_FALSE(load_stack("name: x\nbase: fsdp\nzero_stages: [2, 3]\n", "s.yaml").pipelines());
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: megatron-core\nzero_stages: []\n", "s.yaml"),
+                    "s.yaml:3: zero_stages: expected at least one ZeRO stage");
   CHECK_FALSE(load_stack("name: x\nbase: megatron-core\nzero_stages: [2]\nzero_stages_with_pp: "
                          "[]\n",
                          "s.yaml")

@@ -98,6 +98,8 @@ TEST_CASE("cluster errors name file, line and key", "[loaders]") {
         "c.yaml:8: nvlink: expected plain keys, got a list as a key");
   CHECK(cluster_error(cluster_with("servers: 4", "servers: 4\n? {a: 1}\n: 2")) ==
         "c.yaml:4: expected plain keys, got a mapping as a key");
+  CHECK(cluster_error(cluster_with("servers: 4", "servers: 4\n~: 2")) ==
+        "c.yaml:4: expected plain keys, got null as a key");
   CHECK(cluster_error(cluster_with("  kind: switch", "  kind: swich")) ==
         "c.yaml:7: nvlink.kind: expected switch|mesh|none, got 'swich' (did you mean 'switch'?)");
   CHECK(cluster_error(cluster_with("gpus_per_server: 8\n", "")) ==

@@ -422,7 +422,13 @@ TEST_CASE("HSDP shard sizes: searched where the stack shards hybrid, pinned exac
   unsharded.zero_stages_with_pp = 0b0011;
   SearchOptions no_units = options;
   no_units.stack = unsharded;
-  check_refusal(no_units, Knob::dp_shard, OptionIssue::no_unit_sharding, 16);
+  check_refusal(no_units, Knob::dp_shard, OptionIssue::no_unit_sharding, 16, 1);
+  // With PP pinned, the stages the stack runs with PP: Megatron-Core has no ZeRO-3 with PP.
+  SearchOptions megatron_pp = keep_all();
+  megatron_pp.pp = 2;
+  megatron_pp.dp = 4;
+  megatron_pp.dp_shard = 4;
+  check_refusal(megatron_pp, Knob::dp_shard, OptionIssue::no_unit_sharding, 4, 2);
   // A shard group of 1 shards nothing: refused.
   options.dp_shard = 1;
   check_refusal(options, Knob::dp_shard, OptionIssue::shard_below_two, 1);
@@ -460,6 +466,12 @@ TEST_CASE("MoE models are not sharded hybrid: not searched, and the pin refused"
   const OptionProblem p = refusal(moe, options);
   CHECK(p.knob == Knob::dp_shard);
   CHECK(p.issue == OptionIssue::moe_hybrid_shard);
+  // A pin equal to DP is ZeRO-3 over all of DP, which MoE models are not planned with (it was
+  // the generic "no configuration" line, naming rules that hold).
+  options.dp = 4;
+  const OptionProblem all_of_dp = refusal(moe, options);
+  CHECK(all_of_dp.knob == Knob::dp_shard);
+  CHECK(all_of_dp.issue == OptionIssue::moe_zero3);
 }
 
 TEST_CASE("partial full recompute: the fewest recomputed layers that fit, or the pinned count",

@@ -462,12 +462,15 @@ std::optional<MapReader> MapReader::optional_map(std::string_view key) const {
 
 void MapReader::reject_unknown(std::span<const std::string> known) const {
   for (const auto& entry : node_) {
-    if (!entry.first.IsScalar()) {  // `? [a, b] : 1`: a key that is a list or a mapping
+    // `? [a, b] : 1`: a key that is a list or a mapping; `~: 1`, `null: 1`: a null key.
+    if (!entry.first.IsScalar()) {
       const int line = line_of(entry.first, line_);
       const std::string at =
           path_.empty() ? source_ + ":" + std::to_string(line) : position(source_, line, path_);
-      throw InputError(at + ": expected plain keys, got a " +
-                       (entry.first.IsSequence() ? "list" : "mapping") + " as a key");
+      const char* kind = entry.first.IsSequence() ? "a list"
+                         : entry.first.IsMap()    ? "a mapping"
+                                                  : "null";
+      throw InputError(at + ": expected plain keys, got " + kind + " as a key");
     }
     const std::string key = entry.first.Scalar();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
