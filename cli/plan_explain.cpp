@@ -155,8 +155,21 @@ std::string step_breakdown(const PlanResult& plan) {
   return out;
 }
 
+/// The calibration's fit that prices a dimension's calls instead of the link's rate, in
+/// words; empty when none does (collective_time_s takes the fit of the nearest group size).
+std::string calibrated_text(const CommDetail& comm, const Calibration* calibration) {
+  if (calibration == nullptr) return "";
+  const auto fit = calibration->collective_fit(comm.collective, comm.link.ranks, comm.link.tier);
+  if (!fit) return "";
+  return fmt::format(
+      "      calibrated: the calls are priced by the calibration's {} fit over {} ranks on {} "
+      "({:.1f} GB/s bus bandwidth, {:.1f} us latency), not the link's rate\n",
+      to_string(fit->collective), fit->ranks, to_string(fit->tier), fit->busbw_gbps,
+      fit->latency_s * 1e6);
+}
+
 std::string dimension(const char* name, const std::string& collective, const CommDetail& comm,
-                      double step_s, const char* why) {
+                      double step_s, const char* why, const Calibration* calibration) {
   if (comm.link.ranks < 2) return fmt::format("  {}: size 1, no traffic\n", name);
   // ZeRO's gradient reduction (fp32 gradients: a reduce-scatter, or DeepSpeed ZeRO-1's
   // all-reduce) and all-gather (16-bit weights) differ in size.
@@ -174,6 +187,7 @@ std::string dimension(const char* name, const std::string& collective, const Com
       name, what, comm.calls_per_step, comm.calls_per_step == 1.0 ? "" : "s", comm.link.ranks,
       link_text(comm.link), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
       share(comm.exposed_s, step_s));
+  out += calibrated_text(comm, calibration);
   if (comm.unit_gathers_per_step > 0.0) {
     // Sharded data parallel: the per-unit schedule behind the totals.
     out += fmt::format(
@@ -243,7 +257,8 @@ std::string dp_why(const ParallelConfig& c, const Stack& stack) {
          "reduction, so all of it is exposed";
 }
 
-std::string communication(const PlanResult& plan, const Stack& stack) {
+std::string communication(const PlanResult& plan, const Stack& stack,
+                          const Calibration* calibration) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const double step = e.time.step_s;
@@ -256,10 +271,12 @@ std::string communication(const PlanResult& plan, const Stack& stack) {
                        ? "every layer waits for it, forward and backward; this group is wider "
                          "than the NVLink domain, so its traffic crosses the NICs"
                        : "every layer waits for it, forward and backward; consecutive ranks "
-                         "keep the group inside the fastest domain");
-  out += dimension("PP", pp_collective_name(c), e.pp, step, pp_why(plan, stack).c_str());
+                         "keep the group inside the fastest domain",
+                   calibration);
   out +=
-      dimension("DP", dp_collective_name(c, e.dp.collective), e.dp, step, dp_why(c, stack).c_str());
+      dimension("PP", pp_collective_name(c), e.pp, step, pp_why(plan, stack).c_str(), calibration);
+  out += dimension("DP", dp_collective_name(c, e.dp.collective), e.dp, step,
+                   dp_why(c, stack).c_str(), calibration);
   if (c.cp > 1) {
     out += dimension(
         "CP", cp_collective_name(plan), e.cp, step,
@@ -272,7 +289,8 @@ std::string communication(const PlanResult& plan, const Stack& stack) {
               "once forward and once backward, behind the local chunk's attention, and passes "
               "the K/V gradients round the ring cp-1 times, each behind a step's attention"
             : "Ulysses: Q, K, V and the output change from sequence- to head-sharded by "
-              "all-to-all around every attention, forward and backward, not overlapped");
+              "all-to-all around every attention, forward and backward, not overlapped",
+        calibration);
   }
   if (c.ep > 1) {
     const std::string exposed = e.ep.exposed_s < e.ep.total_s
@@ -287,18 +305,21 @@ std::string communication(const PlanResult& plan, const Stack& stack) {
          (e.ep.link.domains > 1 ? "; this group is wider than the NVLink domain, so each GPU's "
                                   "off-domain share crosses its NIC"
                                 : "; the group sits inside one NVLink domain"))
-            .c_str());
+            .c_str(),
+        calibration);
   }
   if (e.edp.link.ranks > 1) {
     out += dimension("expert DP", "all-reduce", e.edp, step,
                      "the experts' gradients reduce over the ranks holding the same experts "
-                     "(tp x cp x dp / ep), overlapped with backward as DP's");
+                     "(tp x cp x dp / ep), overlapped with backward as DP's",
+                     calibration);
   }
   if (e.amax.calls_per_step > 0.0) {
     out += dimension("FP8 amax", "all-reduce", e.amax, step,
                      "delayed scaling reduces each model chunk's amaxes over TP x CP x DP "
                      "after its forward and after its backward, every micro-batch, blocking "
-                     "the compute stream: latency, not bandwidth");
+                     "the compute stream: latency, not bandwidth",
+                     calibration);
   }
   return out;
 }
@@ -435,7 +456,7 @@ std::string explain_plan(const Cluster& cluster, const Model& model, const PlanR
       fmt::format("Plan #{}: {}\n", rank, knobs_text(plan, plan.estimate.num_micro_batches));
   for (const std::string& part :
        {three_numbers(cluster, model, plan, calibration), step_breakdown(plan),
-        communication(plan, options.stack), bubble(plan),
+        communication(plan, options.stack, calibration), bubble(plan),
         tp_across(cluster, model, plan, calibration, options), memory(plan, options.reserve_gib)}) {
     out.append("\n").append(part);
   }

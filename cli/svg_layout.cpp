@@ -292,10 +292,11 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
   svg.rect(x, y, g.box_w, g.box_h,
            {{"fill", "#f3f3f3"}, {"stroke", "#888888"}, {"stroke-dasharray", "5 3"}, {"rx", "5"}});
   const long long servers = hi - lo + 1;
-  svg.text(x + kPad, y + 13, fmt::format("servers {} not drawn", range_text(lo, hi)),
+  svg.text(x + kPad, y + 13,
+           fmt::format("{} {} not drawn", lo == hi ? "server" : "servers", range_text(lo, hi)),
            {{"font-size", "10.5"}, {"font-weight", "bold"}});
   svg.text(x + kPad, y + 27,
-           fmt::format("{} servers, {} GPUs", thousands(servers),
+           fmt::format("{} {}, {} GPUs", thousands(servers), servers == 1 ? "server" : "servers",
                        thousands(servers * c.gpus_per_server)),
            {{"font-size", "10"}});
   const int lines = std::max(1, static_cast<int>((g.box_h - 34) / 12));
@@ -446,8 +447,14 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
     svg.text(16, y, "failure " + failure, {{"font-size", "11"}, {"fill", kFailed}});
     y += 15;
   }
-  for (std::size_t i = 0; i < input.hits.size() && i < 4; ++i) {
+  constexpr std::size_t kHitsDrawn = 4;
+  for (std::size_t i = 0; i < input.hits.size() && i < kHitsDrawn; ++i) {
     svg.text(16, y, "hit: " + hit_text(input.hits[i]), {{"font-size", "11"}, {"fill", kFailed}});
+    y += 15;
+  }
+  if (input.hits.size() > kHitsDrawn) {  // the table and the JSON list them all
+    svg.text(16, y, fmt::format("... and {} more groups hit", input.hits.size() - kHitsDrawn),
+             {{"font-size", "11"}, {"fill", kFailed}});
     y += 15;
   }
   return y - top;

@@ -136,7 +136,8 @@ namespace {
 
 [[nodiscard]] std::string cordon_gpu_text(const WhatIfOption& o) {
   if (o.note == OptionNote::not_one_gpu) return "the failure is not on one GPU";
-  const std::string what = "takes GPU " + gpu_range(o.cordoned) + " out";
+  const std::string what =
+      (o.cordoned.size() == 1 ? "takes GPU " : "takes GPUs ") + gpu_range(o.cordoned) + " out";
   if (!o.available) return what + ": " + replan_text(o.replan);
   return what + ", re-plans on " + std::to_string(o.gpus) + " GPUs";
 }
@@ -156,8 +157,9 @@ namespace {
         searched && o.replan.pinned_gpus == 0 ? " on any number of servers" : "";
     return what + ": " + replan_text(o.replan) + counts;
   }
-  const std::string on = ": re-plans on " + std::to_string(o.servers) + " servers (" +
-                         std::to_string(o.gpus) + " GPUs)";
+  const std::string on = ": re-plans on " + std::to_string(o.servers) +
+                         (o.servers == 1 ? " server (" : " servers (") + std::to_string(o.gpus) +
+                         " GPUs)";
   const std::string idle = std::to_string(o.spare_servers) + " more idle as spares";
   const std::string none_left = o.replan.result == Replan::runs ? "" : "; " + replan_text(o.replan);
   if (o.servers < o.scan.most_servers) {
@@ -210,8 +212,12 @@ namespace {
 }  // namespace
 
 std::string hit_text(const GroupHit& hit) {
+  // The dimension's name in capitals ("TP", "DP shard"): its first word only.
   std::string dim = hit.dimension;
-  for (char& ch : dim) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (char& ch : dim) {
+    if (ch == ' ' || ch == '_') break;
+    ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  }
   const std::string what =
       dim + (hit.dimension == "pp" ? " pair " : " group ") + gpu_range(hit.gpus);
   if (hit.lost) return what + " lost a GPU";

@@ -137,3 +137,26 @@ TEST_CASE("--explain says how many linear GEMMs the calibration's measured rates
   const auto plain = cli_test::run_trident(pins + " --explain");
   CHECK(plain.out.find("measured rates replace the ceiling") == std::string::npos);
 }
+
+TEST_CASE("--explain names the calibration's fit where it prices a dimension's calls",
+          "[cli_gemms]") {
+  // all_reduce_old.txt: nccl-tests all_reduce_perf on 8 A100 over NVLink; its fit prices the
+  // TP all-reduce (0.545 ms a call at the link's rate, 0.474 ms with the fit), while the link
+  // line still shows NVLink's 300 GB/s: the explanation says which priced the calls.
+  cli_test::TempDir dir;
+  const std::string calibration = (dir.path / "c.json").string();
+  const auto made =
+      cli_test::run_trident("calibrate --nccl-tests " + std::string(TRIDENT_SOURCE_DIR) +
+                            "/tests/data/nccl_tests/all_reduce_old.txt --output " + calibration);
+  REQUIRE(made.code == 0);
+  const std::string plan =
+      "plan --cluster dgx-a100 --model llama2-70b --tp 8 --pp 4 --dp 8 --vp 4 --micro-batch 1 "
+      "--recompute none --sequence-parallel off --zero 0 --explain 1";
+  const auto calibrated = cli_test::run_trident(plan + " --calibration " + calibration);
+  REQUIRE(calibrated.code == 0);
+  CHECK(calibrated.out.find("      calibrated: the calls are priced by the calibration's "
+                            "all-reduce fit over 8 ranks on nvlink (262.1 GB/s bus bandwidth, "
+                            "1.9 us latency), not the link's rate\n") != std::string::npos);
+  const auto plain = cli_test::run_trident(plan);
+  CHECK(plain.out.find("calibrated:") == std::string::npos);
+}

@@ -138,7 +138,7 @@ TEST_CASE("class 3: failures that leave nothing to run on", "[hardening]") {
   const Run r = scene.run(kPlan + one_link_each);
   INFO(r.err);
   CHECK(r.code == 0);
-  CHECK(r.out.find("takes GPU 0-7 out: no GPU is left") != std::string::npos);
+  CHECK(r.out.find("takes GPUs 0-7 out: no GPU is left") != std::string::npos);
 }
 
 TEST_CASE("class 4: numbers that would wrap are refused", "[hardening]") {
