@@ -97,8 +97,7 @@ int calibrated_linear_gemms(const Model& model, const PlanResult& plan,
   int measured = 0;
   for (const NamedGemm& gemm : layer_linear_gemms(view.model(model), split.micro_batch, split.tp)) {
     const GemmShape& s = gemm.shape;
-    for (const GemmShape& pass :
-         {s, GemmShape{s.m, s.k, s.n, s.batch}, GemmShape{s.k, s.n, s.m, s.batch}}) {
+    for (const GemmShape& pass : {s, s.input_gradient(), s.weight_gradient()}) {
       if (calibration->gemm_tflops(std::llround(pass.m), std::llround(pass.n), std::llround(pass.k),
                                    dtype)) {
         ++measured;

@@ -29,10 +29,6 @@ using json_reader::positive_integer;
 using json_reader::positive_number;
 using json_reader::string_value;
 
-constexpr double kMinRate = kMinCalibrationRate;
-constexpr double kMaxRate = kMaxCalibrationRate;
-constexpr double kMaxLatencyS = kMaxCalibrationSeconds;
-
 /// "ranks": a positive integer that fits a group of a cluster (at most 2^24).
 int rank_count(const json& object, const Path& path) {
   return static_cast<int>(bounded_integer(object, path, "ranks", 1LL << 24));
@@ -54,7 +50,7 @@ GemmSample parse_gemm(const json& entry, const Path& path) {
   gemm.n = positive_integer(entry, path, "n");
   gemm.k = positive_integer(entry, path, "k");
   gemm.dtype = parse_dtype(string_value(entry, path, "dtype"), path.child("dtype"));
-  gemm.tflops = bounded_number(entry, path, "tflops", kMinRate, kMaxRate);
+  gemm.tflops = bounded_number(entry, path, "tflops", kMinCalibrationRate, kMaxCalibrationRate);
   return gemm;
 }
 
@@ -74,16 +70,17 @@ CollectiveSample parse_sample(const json& entry, const Path& path) {
   // and calibrate's fit over them could not be read back (it named its own text's line).
   sample.bytes =
       at_most(path, "bytes", positive_number(entry, path, "bytes"), kMaxCalibrationBytes);
-  sample.time_s = at_most(path, "time_s", positive_number(entry, path, "time_s"), kMaxLatencyS);
-  sample.busbw_gbps = bounded_number(entry, path, "busbw_gbps", 0.0, kMaxRate);
+  sample.time_s =
+      at_most(path, "time_s", positive_number(entry, path, "time_s"), kMaxCalibrationSeconds);
+  sample.busbw_gbps = bounded_number(entry, path, "busbw_gbps", 0.0, kMaxCalibrationRate);
   return sample;
 }
 
 }  // namespace
 
 bool fit_in_bounds(const CollectiveFit& fit) {
-  return fit.latency_s >= 0.0 && fit.latency_s <= kMaxLatencyS && fit.busbw_gbps >= kMinRate &&
-         fit.busbw_gbps <= kMaxRate;
+  return fit.latency_s >= 0.0 && fit.latency_s <= kMaxCalibrationSeconds &&
+         fit.busbw_gbps >= kMinCalibrationRate && fit.busbw_gbps <= kMaxCalibrationRate;
 }
 
 namespace {
@@ -94,8 +91,9 @@ CollectiveFit parse_fit(const json& entry, const Path& path) {
   fit.collective = collective_value(entry, path);
   fit.ranks = rank_count(entry, path);
   fit.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier"));
-  fit.latency_s = bounded_number(entry, path, "latency_s", 0.0, kMaxLatencyS);
-  fit.busbw_gbps = bounded_number(entry, path, "busbw_gbps", kMinRate, kMaxRate);
+  fit.latency_s = bounded_number(entry, path, "latency_s", 0.0, kMaxCalibrationSeconds);
+  fit.busbw_gbps =
+      bounded_number(entry, path, "busbw_gbps", kMinCalibrationRate, kMaxCalibrationRate);
   return fit;
 }
 
@@ -200,7 +198,8 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     calibration.comparison = parse_list<ComparisonRow>(document, root, "comparison", parse_row);
   }
   if (document.contains("hbm_gbps")) {
-    calibration.hbm_gbps = bounded_number(document, root, "hbm_gbps", kMinRate, kMaxRate);
+    calibration.hbm_gbps =
+        bounded_number(document, root, "hbm_gbps", kMinCalibrationRate, kMaxCalibrationRate);
   }
   return calibration;
 }

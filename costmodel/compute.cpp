@@ -159,10 +159,8 @@ double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
 
 double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                             const GemmShape& shape, const Calibration* calibration) {
-  const GemmShape input_grad{shape.m, shape.k, shape.n, shape.batch};
-  const GemmShape weight_grad{shape.k, shape.n, shape.m, shape.batch};
-  return gemm_time_s(gpu, dtype, profile, input_grad, calibration) +
-         gemm_time_s(gpu, dtype, profile, weight_grad, calibration);
+  return gemm_time_s(gpu, dtype, profile, shape.input_gradient(), calibration) +
+         gemm_time_s(gpu, dtype, profile, shape.weight_gradient(), calibration);
 }
 
 double hbm_time_s(const Gpu& gpu, double bytes) {
@@ -240,10 +238,8 @@ LinearGemmTimes linear_gemm_times(const Gpu& gpu, const Model& model, const Para
   for (std::size_t i = 0; i < linear.size(); ++i) {
     const GemmShape& shape = linear[i].shape;
     time.fprop_s[i] = gemm_time_s(gpu, dtype, profile, shape, calibration);
-    time.dgrad_s[i] =
-        gemm_time_s(gpu, dtype, profile, {shape.m, shape.k, shape.n, shape.batch}, calibration);
-    time.wgrad_s[i] =
-        gemm_time_s(gpu, dtype, profile, {shape.k, shape.n, shape.m, shape.batch}, calibration);
+    time.dgrad_s[i] = gemm_time_s(gpu, dtype, profile, shape.input_gradient(), calibration);
+    time.wgrad_s[i] = gemm_time_s(gpu, dtype, profile, shape.weight_gradient(), calibration);
     time.forward_s += time.fprop_s[i];
     time.backward_s += time.dgrad_s[i] + time.wgrad_s[i];
   }

@@ -15,6 +15,10 @@ struct GemmShape {
   double k = 0.0;
   double batch = 1.0;
   [[nodiscard]] double flops() const { return 2.0 * m * n * k * batch; }
+  /// Backward runs the forward GEMM [m x n x k] twice more: the input gradient [m x k x n]
+  /// and the weight gradient [k x n x m].
+  [[nodiscard]] GemmShape input_gradient() const { return {m, k, n, batch}; }
+  [[nodiscard]] GemmShape weight_gradient() const { return {k, n, m, batch}; }
 };
 
 struct NamedGemm {

@@ -221,8 +221,6 @@ void check_separate_send_recv(const MapReader& m, const Stack& s) {
          "which is priced for DeepSpeed's 1F1B only");
 }
 
-/// `base`: the preset a file names with `base:`, whose values stand for the keys the file
-/// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
 /// ZeRO stage bits as a stack file lists them: "[0, 1]".
 std::string zero_list_text(unsigned stages) {
   std::string out;
@@ -233,6 +231,8 @@ std::string zero_list_text(unsigned stages) {
   return "[" + out + "]";
 }
 
+/// `base`: the preset a file names with `base:`, whose values stand for the keys the file
+/// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
 Stack read_stack(const MapReader& m, const Stack* base) {
   m.reject_unknown(kStackKeys);
   const Stack d = base != nullptr ? *base : file_defaults();
@@ -285,14 +285,14 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   const bool base_pipelines = base == nullptr || d.zero_stages_with_pp != 0;
   if (m.has("zero_stages") && !m.has("zero_stages_with_pp") && s.zero_stages != 0 &&
       with_pp_default == 0 && base_pipelines) {
-    m.fail("zero_stages",
-           base != nullptr
-               ? "expected a stage among them that base " + d.name +
-                     " runs with pipeline parallelism (" + zero_list_text(d.zero_stages_with_pp) +
-                     "), or zero_stages_with_pp beside it (the stages that run with PP; [] for "
-                     "none)"
-               : "expected 0 or 1 among them (a stage that runs with pipeline parallelism), or "
-                 "zero_stages_with_pp beside it (the stages that run with PP; [] for none)");
+    const std::string stage =
+        base != nullptr
+            ? "a stage among them that base " + d.name + " runs with pipeline parallelism (" +
+                  zero_list_text(d.zero_stages_with_pp) + ")"
+            : "0 or 1 among them (a stage that runs with pipeline parallelism)";
+    m.fail("zero_stages", "expected " + stage +
+                              ", or zero_stages_with_pp beside it (the stages that run with PP; [] "
+                              "for none)");
   }
   s.zero_stages_with_pp = read_zero_list(m, "zero_stages_with_pp", with_pp_default);
   s.prefetch_units =

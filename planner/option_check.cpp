@@ -99,12 +99,13 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   if (model.is_moe() && o.zero && *o.zero >= 3) {
     return OptionProblem{Knob::zero, OptionIssue::moe_zero3, *o.zero, 0};
   }
-  if (model.is_moe() && o.dp_shard && (!o.dp || *o.dp_shard != *o.dp)) {
-    return OptionProblem{Knob::dp_shard, OptionIssue::moe_hybrid_shard, *o.dp_shard, 0};
-  }
-  // A pin equal to DP: ZeRO-3 over all of DP, which MoE models are not planned with.
+  // A pin below DP shards hybrid; one equal to DP is ZeRO-3 over all of DP, which MoE models
+  // are not planned with either.
   if (model.is_moe() && o.dp_shard) {
-    return OptionProblem{Knob::dp_shard, OptionIssue::moe_zero3, *o.dp_shard, 0};
+    const bool all_of_dp = o.dp && *o.dp_shard == *o.dp;
+    return OptionProblem{Knob::dp_shard,
+                         all_of_dp ? OptionIssue::moe_zero3 : OptionIssue::moe_hybrid_shard,
+                         *o.dp_shard, 0};
   }
   return std::nullopt;
 }
@@ -126,9 +127,8 @@ std::optional<OptionProblem> dp_shard_problem(const SearchOptions& o) {
   // ZeRO free: some stage the stack runs (with the pinned PP) must shard per unit (a stack
   // file of ZeRO 0/1 only planned the pin as "DP = N" with nothing sharded).
   const int pp = o.pp.value_or(1);
-  const unsigned stages = pp > 1 ? o.stack.zero_stages_with_pp : o.stack.zero_stages;
-  const auto runs_unit_sharding = [&o, stages](int zero) {
-    return o.stack.shards_per_unit(zero) && (stages & (1u << zero)) != 0;
+  const auto runs_unit_sharding = [&o, pp](int zero) {
+    return o.stack.shards_per_unit(zero) && o.stack.supports_zero(zero, pp);
   };
   if (!o.zero && !runs_unit_sharding(2) && !runs_unit_sharding(3)) {
     return OptionProblem{Knob::dp_shard, OptionIssue::no_unit_sharding, shard, pp};
