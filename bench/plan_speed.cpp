@@ -9,6 +9,7 @@
 //   (its preset: batch 15,360 of 4,096 tokens) on 16,384 H100s, EP free.
 //   A failure: Llama 3 8B on 1,048,576 H100s (batch = GPUs) with GPU 0 dead, every option
 //   (what_if): the cordon-server option sets servers aside until a split exists, 511 of them.
+//   A failure on GB200 NVL72, whose domains span servers: DeepSeek-V3 at 32,768 tokens.
 // Counters: configurations searched, cost-model evaluations per second, placements.
 #include <benchmark/benchmark.h>
 
@@ -157,12 +158,26 @@ void BM_what_if_server_down_llama3_405b_131072_h100(benchmark::State& state) {
                {trident::parse_failure("server:0")}, std::nullopt);
 }
 
+/// A dead GPU on 36,864 GB200 NVL72 GPUs (512 racks), DeepSeek-V3 at 32,768 tokens, global
+/// batch 2,048, CP and EP free. The 72-GPU domains span 18 servers, so a server count
+/// cordon-server tries is priced as it is (a rack short of a tray) and every dimension of
+/// every placement walked each group around the gap: 15.6 s (the CLI, one core; 30 s on
+/// 73,728 GPUs) until the search's Placer walked each (size, stride) of a dimension once:
+/// 2.0 s (2.2 s on 73,728; 2026-12-05).
+void BM_what_if_gpu_down_deepseek_v3_32k_tokens_36864_gb200(benchmark::State& state) {
+  Model model = with_batch("deepseek-v3", 2048);
+  model.seq_len = 32768;
+  time_what_if(state, sized("gb200-nvl72", 9216), model, {trident::parse_failure("gpu:10/1")},
+               std::nullopt);
+}
+
 }  // namespace
 
 BENCHMARK(BM_what_if_gpu_down_llama3_8b_1048576_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_what_if_server_down_llama3_405b_131072_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_what_if_800_dead_servers_llama3_70b_131072_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_what_if_100_gpus_nvlink_all_tp2_llama3_70b_131072_h100)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_what_if_gpu_down_deepseek_v3_32k_tokens_36864_gb200)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_llama3_405b_128k_cp_131072_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_deepseek_v3_16384_h100)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_plan_deepseek_v3_32k_tokens_1024_h100)->Unit(benchmark::kMillisecond);

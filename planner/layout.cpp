@@ -12,13 +12,10 @@ namespace trident {
 
 namespace {
 
-/// One dimension's groups: `count` members `stride` ranks apart; group bases are the ranks
-/// whose coordinate in this dimension is 0. For PP the "group" is a pair of neighbours.
-struct Dimension {
-  int size = 1;
-  int stride = 1;
-  Collective collective = Collective::all_reduce;
-};
+/// One dimension's groups: `size` members `stride` ranks apart; group bases are the ranks
+/// whose coordinate in this dimension is 0. For PP (`pairs`) the "group" is a pair of
+/// neighbours.
+using Dimension = Placer::Groups;
 
 /// GPUs that cannot take part in a group without being queried individually.
 std::vector<char> touched_gpus(const Cluster& cluster) {
@@ -63,8 +60,10 @@ class Slowest {
 /// Walks the groups of one dimension: calls visit(ids) with the GPU ids of each group.
 /// For a pair dimension (PP) each group is two neighbouring stages.
 template <typename Visit>
-void for_each_group(int ranks, const Dimension& dim, bool pairs, const std::vector<int>& gpu_of,
-                    std::vector<int>& ids, Visit&& visit) {
+void for_each_group(const Dimension& dim, const std::vector<int>& gpu_of, std::vector<int>& ids,
+                    Visit&& visit) {
+  const int ranks = dim.ranks;
+  const bool pairs = dim.pairs;
   const int span = dim.stride * dim.size;
   const int members = pairs ? 2 : dim.size;
   const int starts = pairs ? dim.size - 1 : 1;
@@ -86,7 +85,9 @@ void for_each_group(int ranks, const Dimension& dim, bool pairs, const std::vect
 
 /// Healthy cluster: ranks are GPU ids and every group of a dimension has the same offsets,
 /// so groups whose first GPU sits at the same position in the period price alike.
-GroupLink slowest_healthy(const Cluster& cluster, int ranks, const Dimension& dim, bool pairs) {
+GroupLink slowest_healthy(const Cluster& cluster, const Dimension& dim) {
+  const int ranks = dim.ranks;
+  const bool pairs = dim.pairs;
   Slowest slowest(dim.collective);
   const int period = translation_period(cluster);
   std::vector<char> seen(static_cast<std::size_t>(period), 0);
@@ -118,7 +119,7 @@ GroupLink slowest_healthy(const Cluster& cluster, int ranks, const Dimension& di
 /// Cluster with failures: groups touching a broken GPU, NIC or link are queried one by one;
 /// the others are grouped by (position in the period, offsets between members), which a gap
 /// left by a dead GPU changes.
-GroupLink slowest_degraded(const Cluster& cluster, int ranks, const Dimension& dim, bool pairs,
+GroupLink slowest_degraded(const Cluster& cluster, const Dimension& dim,
                            const std::vector<int>& gpu_of) {
   Slowest slowest(dim.collective);
   const int period = translation_period(cluster);
@@ -126,7 +127,7 @@ GroupLink slowest_degraded(const Cluster& cluster, int ranks, const Dimension& d
   std::map<std::vector<int>, char> shapes;
   std::vector<int> ids;
   std::vector<int> shape;
-  for_each_group(ranks, dim, pairs, gpu_of, ids, [&](const std::vector<int>& group) {
+  for_each_group(dim, gpu_of, ids, [&](const std::vector<int>& group) {
     bool broken = false;
     for (const int gpu : group) broken = broken || touched[static_cast<std::size_t>(gpu)] != 0;
     if (!broken) {
@@ -139,14 +140,14 @@ GroupLink slowest_degraded(const Cluster& cluster, int ranks, const Dimension& d
   return slowest.link();
 }
 
-GroupLink slowest_group(const Cluster& cluster, int ranks, const Dimension& dim, bool pairs,
+GroupLink slowest_group(const Cluster& cluster, const Dimension& dim,
                         const std::vector<int>& gpu_of) {
   if (dim.size < 2) {
     const int first = gpu_of.front();
     return query_group(cluster, std::span<const int>(&first, 1));
   }
-  if (cluster.health.healthy()) return slowest_healthy(cluster, ranks, dim, pairs);
-  return slowest_degraded(cluster, ranks, dim, pairs, gpu_of);
+  if (cluster.health.healthy()) return slowest_healthy(cluster, dim);
+  return slowest_degraded(cluster, dim, gpu_of);
 }
 
 /// The slowest amax reduction group (TP x CP x DP of one stage). Stage s is stage 0 moved by
@@ -173,23 +174,6 @@ GroupLink amax_link(const Cluster& cluster, const ParallelConfig& config, RankOr
     slowest.offer(query_group(cluster, ids));
   }
   return slowest.link();
-}
-
-/// HSDP: dp_shard consecutive DP ranks (with their CP ranks) shard; DP ranks dp_shard apart
-/// replicate. One rank each otherwise.
-void add_shard_links(const Cluster& cluster, const ParallelConfig& config,
-                     const RankStrides& strides, const std::vector<int>& gpu_of,
-                     Placement& placement) {
-  const int ranks = config.gpus();
-  const bool hybrid = config.hybrid_shard();
-  const int dp_stride = config.cp > 1 ? strides.cp : strides.dp;
-  placement.shard = slowest_group(
-      cluster, ranks, {hybrid ? config.dp_shard * config.cp : 1, dp_stride, Collective::all_gather},
-      false, gpu_of);
-  placement.replicate = slowest_group(cluster, ranks,
-                                      {hybrid ? config.dp / config.dp_shard : 1,
-                                       config.shard_ranks() * strides.dp, Collective::all_reduce},
-                                      false, gpu_of);
 }
 
 bool same_link(const GroupLink& a, const GroupLink& b) {
@@ -238,58 +222,73 @@ bool same_links(const Placement& a, const Placement& b) {
 
 Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
                 bool amax_group) {
-  return place(cluster, config, order, amax_group, live_gpus(cluster));
-}
-
-Placement place(const Cluster& cluster, const ParallelConfig& config, RankOrder order,
-                bool amax_group, const std::vector<int>& gpu_of) {
-  const int ranks = config.gpus();
-  if (ranks < 1 || ranks > static_cast<int>(gpu_of.size())) {
-    throw PlanError("placement needs " + std::to_string(ranks) + " GPUs, the cluster has " +
-                    std::to_string(gpu_of.size()) + " live");
-  }
-  const auto strides = rank_strides(config, order);
-  Placement placement;
-  placement.order = order;
-  placement.tp =
-      slowest_group(cluster, ranks, {config.tp, strides.tp, Collective::all_reduce}, false, gpu_of);
-  placement.pp =
-      slowest_group(cluster, ranks, {config.pp, strides.pp, Collective::send_recv}, true, gpu_of);
-  // Gradients reduce over DP x CP (Megatron's data-parallel group with CP): cp x dp ranks
-  // tp apart in the order tp-cp-dp-pp, the only one searched with cp > 1.
-  const bool dp_with_cp = config.cp > 1 && order == RankOrder::tp_dp_pp;
-  placement.dp = slowest_group(cluster, ranks,
-                               {dp_with_cp ? config.dp * config.cp : config.dp,
-                                dp_with_cp ? strides.cp : strides.dp, Collective::all_reduce},
-                               false, gpu_of);
-  placement.cp =
-      slowest_group(cluster, ranks, {config.cp, strides.cp, Collective::send_recv}, false, gpu_of);
-  // Expert parallel: ep consecutive ranks of the tp x cp x dp block (expert TP 1); the expert
-  // data parallel group: the block's ranks ep apart. Only with ep > 1 (order tp-cp-dp-pp).
-  if (config.ep > 1) {
-    placement.ep =
-        slowest_group(cluster, ranks, {config.ep, 1, Collective::all_to_all}, false, gpu_of);
-    const int edp = config.tp * config.cp * config.dp / config.ep;
-    placement.edp =
-        slowest_group(cluster, ranks, {edp, config.ep, Collective::all_reduce}, false, gpu_of);
-  } else {
-    placement.ep = slowest_group(cluster, ranks, {1, 1, Collective::all_to_all}, false, gpu_of);
-    placement.edp = placement.dp;
-  }
-  add_shard_links(cluster, config, strides, gpu_of, placement);
-  if (amax_group) placement.amax = amax_link(cluster, config, order, gpu_of);
-  return placement;
+  return Placer(cluster).place(config, order, amax_group);
 }
 
 Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
                            Placement placement) {
-  return with_shard_links(cluster, config, placement, live_gpus(cluster));
+  return Placer(cluster).with_shard_links(config, placement);
 }
 
-Placement with_shard_links(const Cluster& cluster, const ParallelConfig& config,
-                           Placement placement, const std::vector<int>& gpu_of) {
-  add_shard_links(cluster, config, rank_strides(config, placement.order), gpu_of, placement);
+Placer::Placer(const Cluster& cluster) : cluster_(cluster), live_(live_gpus(cluster)) {}
+
+const GroupLink& Placer::slowest(const Groups& groups) {
+  const auto found = slowest_.find(groups);
+  if (found != slowest_.end()) return found->second;
+  return slowest_.emplace(groups, slowest_group(cluster_, groups, live_)).first->second;
+}
+
+Placement Placer::place(const ParallelConfig& config, RankOrder order, bool amax_group) {
+  const int ranks = config.gpus();
+  if (ranks < 1 || ranks > static_cast<int>(live_.size())) {
+    throw PlanError("placement needs " + std::to_string(ranks) + " GPUs, the cluster has " +
+                    std::to_string(live_.size()) + " live");
+  }
+  const auto strides = rank_strides(config, order);
+  const auto groups = [ranks](int size, int stride, Collective collective, bool pairs = false) {
+    return Groups{ranks, size, stride, collective, pairs};
+  };
+  Placement placement;
+  placement.order = order;
+  placement.tp = slowest(groups(config.tp, strides.tp, Collective::all_reduce));
+  placement.pp = slowest(groups(config.pp, strides.pp, Collective::send_recv, true));
+  // Gradients reduce over DP x CP (Megatron's data-parallel group with CP): cp x dp ranks
+  // tp apart in the order tp-cp-dp-pp, the only one searched with cp > 1.
+  const bool dp_with_cp = config.cp > 1 && order == RankOrder::tp_dp_pp;
+  placement.dp = slowest(groups(dp_with_cp ? config.dp * config.cp : config.dp,
+                                dp_with_cp ? strides.cp : strides.dp, Collective::all_reduce));
+  placement.cp = slowest(groups(config.cp, strides.cp, Collective::send_recv));
+  // Expert parallel: ep consecutive ranks of the tp x cp x dp block (expert TP 1); the expert
+  // data parallel group: the block's ranks ep apart. Only with ep > 1 (order tp-cp-dp-pp).
+  if (config.ep > 1) {
+    placement.ep = slowest(groups(config.ep, 1, Collective::all_to_all));
+    const int edp = config.tp * config.cp * config.dp / config.ep;
+    placement.edp = slowest(groups(edp, config.ep, Collective::all_reduce));
+  } else {
+    placement.ep = slowest(groups(1, 1, Collective::all_to_all));
+    placement.edp = placement.dp;
+  }
+  add_shard_links(config, placement);
+  if (amax_group) placement.amax = amax_link(cluster_, config, order, live_);
   return placement;
+}
+
+Placement Placer::with_shard_links(const ParallelConfig& config, Placement placement) {
+  add_shard_links(config, placement);
+  return placement;
+}
+
+/// HSDP: dp_shard consecutive DP ranks (with their CP ranks) shard; DP ranks dp_shard apart
+/// replicate. One rank each otherwise.
+void Placer::add_shard_links(const ParallelConfig& config, Placement& placement) {
+  const int ranks = config.gpus();
+  const auto strides = rank_strides(config, placement.order);
+  const bool hybrid = config.hybrid_shard();
+  const int dp_stride = config.cp > 1 ? strides.cp : strides.dp;
+  placement.shard =
+      slowest({ranks, hybrid ? config.dp_shard * config.cp : 1, dp_stride, Collective::all_gather});
+  placement.replicate = slowest({ranks, hybrid ? config.dp / config.dp_shard : 1,
+                                 config.shard_ranks() * strides.dp, Collective::all_reduce});
 }
 
 Placement place_tp_across_domains(const Cluster& cluster, const ParallelConfig& config,

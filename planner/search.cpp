@@ -72,15 +72,17 @@ struct Placed {
 /// Runs the knobs of one split; placements computed once per rank order.
 class SplitSearch {
  public:
-  SplitSearch(const Cluster& cluster, std::vector<int> live, const Model& model,
-              const SearchOptions& options, const Calibration* calibration, SearchResult& result)
+  SplitSearch(const Cluster& cluster, const Model& model, const SearchOptions& options,
+              const Calibration* calibration, SearchResult& result)
       : cluster_(cluster),
-        live_(std::move(live)),
+        placer_(cluster),
         model_(model),
         options_(options),
         calibration_(calibration),
         result_(result),
         estimate_options_(estimate_options(options)) {}
+
+  [[nodiscard]] int gpus() const { return static_cast<int>(placer_.live().size()); }
 
   void run(const Split& split) {
     ParallelConfig config;
@@ -272,9 +274,8 @@ class SplitSearch {
       if (shard == config.dp_shard) return hybrid;
     }
     Placed hybrid;
-    hybrid.first = with_shard_links(cluster_, config, plain_.first, live_);
-    hybrid.second =
-        plain_.alike ? hybrid.first : with_shard_links(cluster_, config, plain_.second, live_);
+    hybrid.first = placer_.with_shard_links(config, plain_.first);
+    hybrid.second = plain_.alike ? hybrid.first : placer_.with_shard_links(config, plain_.second);
     hybrid.alike = plain_.alike || same_links(hybrid.first, hybrid.second);
     hybrid_.emplace_back(config.dp_shard, hybrid);
     return hybrid_.back().second;
@@ -285,11 +286,10 @@ class SplitSearch {
     ParallelConfig plain = config;
     plain.dp_shard = 0;
     const bool amax = reduces_amax(model_.training);
-    plain_.first = place(cluster_, plain, RankOrder::tp_dp_pp, amax, live_);
+    plain_.first = placer_.place(plain, RankOrder::tp_dp_pp, amax);
     // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order).
     const bool one_order = config.cp > 1 || config.ep > 1;
-    plain_.second =
-        one_order ? plain_.first : place(cluster_, plain, RankOrder::tp_pp_dp, amax, live_);
+    plain_.second = one_order ? plain_.first : placer_.place(plain, RankOrder::tp_pp_dp, amax);
     plain_.alike = one_order || same_links(plain_.first, plain_.second);
     result_.placements += plain_.alike ? 1 : 2;
     hybrid_.clear();
@@ -344,7 +344,7 @@ class SplitSearch {
   }
 
   const Cluster& cluster_;
-  const std::vector<int> live_;  ///< the cluster's live GPUs (live_gpus), listed once
+  Placer placer_;  ///< the cluster's live GPUs listed once, each dimension's groups walked once
   const Model& model_;
   const SearchOptions& options_;
   const Calibration* calibration_;
@@ -406,10 +406,9 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
   check_stack_on_gpu(options.stack, cluster.gpu);
   check_stack_for_dtype(options.stack, model.training.dtype);
   SearchResult result;
-  std::vector<int> live = live_gpus(cluster);
-  result.gpus = static_cast<int>(live.size());
+  SplitSearch runner(cluster, model, options, calibration, result);
+  result.gpus = runner.gpus();
   const auto all = splits(result.gpus, model, options);
-  SplitSearch runner(cluster, std::move(live), model, options, calibration, result);
   for (std::size_t i = 0; i < all.size(); ++i) {
     runner.run(all[i]);
     if (progress) progress(i + 1, all.size());

@@ -1,6 +1,7 @@
 // Placement (planner/layout.h): the tier and bandwidth of each dimension's slowest group, on
 // healthy and failed clusters, in both rank orders.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "costmodel/placement.h"
 #include "planner/layout.h"
@@ -160,11 +161,63 @@ TEST_CASE("placement under failures", "[planner]") {
     cluster.health.dead_gpus = {0, 5, 6, 9};
     cluster.health.dead_servers.insert(2);  // GPUs 8-11, 9 among them
     CHECK(live_gpus(cluster) == std::vector<int>{1, 2, 3, 4, 7});
-    // A caller's list gives the same placement as the cluster's own.
+    // A Placer lists the same live GPUs and places as place() does.
     ParallelConfig pair;
     pair.tp = 2;
     pair.dp = 2;
+    Placer placer(cluster);
+    CHECK(placer.live() == live_gpus(cluster));
     CHECK(same_links(place(cluster, pair, RankOrder::tp_dp_pp),
-                     place(cluster, pair, RankOrder::tp_dp_pp, false, live_gpus(cluster))));
+                     placer.place(pair, RankOrder::tp_dp_pp, false)));
   }
+}
+
+TEST_CASE("a Placer reused over many splits places each as place() does", "[planner]") {
+  // 30 servers of 4 GPUs in 72-GPU domains (GB200 NVL72 trays): 120 GPUs, domains 0-71 and
+  // 72-119. Server 3 (GPUs 12-15) dead leaves a gap inside the first domain; a NIC of server 20
+  // down and an NVLink of GPU 41 down slow the groups that reach them. The Placer remembers each
+  // dimension's slowest group by (GPUs, size, stride, collective, pairs): every split it places
+  // after others must get the links a fresh place() walks for it alone.
+  Cluster cluster = dgx(30, 4);
+  cluster.nvlink.domain_gpus = 72;
+  cluster.health.dead_servers.insert(3);
+  cluster.health.nics_down[20] = 1;
+  cluster.health.nvlinks_down[41] = 1;
+  REQUIRE(!find_cluster_problem(cluster).has_value());
+  Placer placer(cluster);
+  REQUIRE(placer.live().size() == 116u);
+  int placed = 0;
+  std::set<Tier> dp_tiers;
+  for (const int tp : {1, 2, 4, 8}) {
+    for (const int pp : {1, 2, 4}) {
+      for (const int dp : {1, 2, 7, 14}) {
+        for (const int cp : {1, 2}) {
+          ParallelConfig config;
+          config.tp = tp;
+          config.pp = pp;
+          config.dp = dp;
+          config.cp = cp;
+          config.ep = (cp == 1 && dp % 2 == 0) ? 2 : 1;
+          if (config.gpus() > 116) continue;
+          for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
+            if (order == RankOrder::tp_pp_dp && (cp > 1 || config.ep > 1)) continue;
+            const Placement reused = placer.place(config, order, true);
+            const Placement fresh = place(cluster, config, order, true);
+            CHECK(same_links(reused, fresh));
+            dp_tiers.insert(reused.dp.tier);
+            ++placed;
+          }
+        }
+      }
+    }
+  }
+  CHECK(placed > 100);
+  CHECK(dp_tiers.size() > 1);  // the splits' DP groups ride different links
+  // HSDP's shard and replicate groups too.
+  ParallelConfig hsdp;
+  hsdp.dp = 16;
+  hsdp.dp_shard = 4;
+  const Placement base = placer.place(hsdp, RankOrder::tp_dp_pp, false);
+  CHECK(same_links(placer.with_shard_links(hsdp, base), with_shard_links(cluster, hsdp, base)));
+  CHECK(placer.with_shard_links(hsdp, base).shard.ranks == 4);
 }
