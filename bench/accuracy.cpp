@@ -86,7 +86,7 @@ Cluster cluster_of(const YAML::Node& row, int gpus) {
   cluster.servers = gpus / cluster.gpus_per_server;
   // As `trident plan --cluster NAME --gpus N` would: refuse what the CLI refuses.
   check_cluster(cluster, fmt::format("{} GPUs of {}", gpus, cluster.name));
-  return cluster;
+  return in_job_segments(cluster);
 }
 
 /// The recompute column: the mode, "full:N" for partial recompute of N layers per chunk.

@@ -204,7 +204,7 @@ Cluster resolve_cluster(const ClusterArgs& args) {
     apply_shape(cluster, args);
     check_cluster(cluster, flags);
   }
-  return cluster;
+  return in_job_segments(std::move(cluster));
 }
 
 Model resolve_model(const ModelArgs& args, bool* fp8_by_flag) {
@@ -259,6 +259,11 @@ std::string summarize_server(const Cluster& c) {
   if (c.nvlink.domain_gpus != c.gpus_per_server) {
     links += fmt::format(" in {}-GPU domains", c.nvlink.domain_gpus);
   }
+  if (c.nvlink.rack_domain_gpus > 0) {
+    const int segment = c.nvlink.domain_gpus / c.gpus_per_server;
+    links += fmt::format(" (the job's segments of {} server{} in {}-GPU racks)", segment,
+                         segment == 1 ? "" : "s", c.nvlink.rack_domain_gpus);
+  }
   return fmt::format("{}x {} per server, {}, {}x{} Gb/s NICs", c.gpus_per_server, c.gpu.name, links,
                      c.network.nics_per_server, c.network.nic_gbits);
 }
@@ -287,10 +292,13 @@ std::string summarize_precision(const Training& t) {
 
 std::string summarize_model(const Model& m) {
   const ParameterCount count = count_parameters(m);
-  std::string text = fmt::format(
-      "{} parameters: {} layers, hidden {}, {}/{} heads, {} {}, seq {}, batch {}, {}",
-      format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, to_string(m.ffn),
-      m.ffn_hidden, m.seq_len, m.training.global_batch, summarize_precision(m.training));
+  const std::string heads_of =
+      m.explicit_head_dim > 0 ? fmt::format(" of {}", m.explicit_head_dim) : std::string();
+  std::string text =
+      fmt::format("{} parameters: {} layers, hidden {}, {}/{} heads{}, {} {}, seq {}, batch {}, {}",
+                  format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, heads_of,
+                  to_string(m.ffn), m.ffn_hidden, m.seq_len, m.training.global_batch,
+                  summarize_precision(m.training));
   if (m.attention == AttentionKind::mla) text += ", multi-head latent attention";
   if (m.mtp_layers > 0) {
     text += fmt::format(", multi-token prediction depth {} (on the last stage)", m.mtp_layers);

@@ -107,6 +107,10 @@ std::string domain_line(const Cluster& c) {
   if (c.partial_domain()) {
     where += fmt::format("; the last holds {}", c.domain_size(c.domains() - 1));
   }
+  if (c.nvlink.rack_domain_gpus > 0) {
+    where += fmt::format("; the job's segments of {}-GPU racks, nvlink.job_segments",
+                         c.nvlink.rack_domain_gpus);
+  }
   return fmt::format("nvlink: {}; {} domain{} of {} GPUs ({})", links, c.domains(),
                      c.domains() == 1 ? "" : "s", per, where);
 }
@@ -151,6 +155,8 @@ nlohmann::json to_json(const Cluster& c) {
           {"gpus_per_server", c.gpus_per_server},
           {"domains", c.domains()},
           {"domain_gpus", c.nvlink.domain_gpus},
+          {"rack_domain_gpus",
+           c.nvlink.rack_domain_gpus > 0 ? c.nvlink.rack_domain_gpus : c.nvlink.domain_gpus},
           {"gpu",
            {{"name", g.name},
             {"peak_tflops",

@@ -209,6 +209,7 @@ Json model_json(const Model& model) {
             {"global_batch", model.training.global_batch},
             {"dtype", to_string(model.training.dtype)}};
   if (model.attention == AttentionKind::mla) json["attention"] = "mla";
+  if (model.explicit_head_dim > 0) json["head_dim"] = model.explicit_head_dim;
   if (model.is_moe()) {
     json["active_parameters"] = count.active;
     json["moe"] = Json{{"experts", model.moe.experts},

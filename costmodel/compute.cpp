@@ -56,7 +56,7 @@ double rope_bytes(const Model& model, const ParallelConfig& config, const Elemen
   if (model.learned_positions) return 0.0;
   if (model.attention == AttentionKind::mla) return ops.mla_rope * mla_rope_elements(model, config);
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  return ops.rope * tokens * (model.hidden + model.kv_hidden()) / config.tp;
+  return ops.rope * tokens * (model.q_hidden() + model.kv_hidden()) / config.tp;
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ double mla_qkv_copy_bytes(const Model& model, const ParallelConfig& config) {
 double gqa_repeat_bytes(const Model& model, const ParallelConfig& config) {
   if (model.kv_heads >= model.heads) return 0.0;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
-  const double repeated = tokens * model.hidden / config.tp;  // K or V at every query head
+  const double repeated = tokens * model.q_hidden() / config.tp;  // K or V at every query head
   return 2.0 * (2.0 + 2.0 * model.kv_heads / model.heads) * repeated;
 }
 

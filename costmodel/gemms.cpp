@@ -9,7 +9,9 @@ namespace {
 /// weights' elements over h (docs/cost_model.md#mla, an approximation of the shapes).
 double qkv_width(const Model& model) {
   const double h = model.hidden;
-  if (model.attention != AttentionKind::mla) return h + 2.0 * model.kv_hidden();
+  if (model.attention != AttentionKind::mla) {
+    return static_cast<double>(model.q_hidden()) + 2.0 * model.kv_hidden();
+  }
   const MlaSpec& a = model.mla;
   const double heads = model.heads;
   const double q = a.q_lora_rank > 0 ? h * a.q_lora_rank + static_cast<double>(a.q_lora_rank) *

@@ -261,16 +261,17 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   const double sp = config.sequence_parallel ? tp : 1.0;
   const double sb = static_cast<double>(config.micro_batch) * model.seq_len;
   const double h = model.hidden;
+  const double h_q = model.q_hidden();  // Q and the attention context (h unless head_dim is set)
   const double h_kv = model.kv_hidden();
   const double f = model.ffn_hidden;
   if (config.recompute == Recompute::full) return e * sb * h / sp;  // the layer input only
   if (config.recompute == Recompute::selective && selective == SelectiveKind::per_op) {
     // torchtitan's per-op policy keeps the block input, every other matmul output (half of
-    // Q, K, V, output projection, FFN up/gate and down: h + 2 h_kv + h + f (x2 gated) + h),
-    // and SDPA's output with its fp32 log-sum-exp.
-    const double mm_out = 3.0 * h + 2.0 * h_kv + (is_gated(model.ffn) ? 2.0 : 1.0) * f;
+    // Q, K, V, output projection, FFN up/gate and down: h_q + 2 h_kv + h + f (x2 gated) + h),
+    // and SDPA's output (h_q) with its fp32 log-sum-exp.
+    const double mm_out = h_q + 2.0 * h + 2.0 * h_kv + (is_gated(model.ffn) ? 2.0 : 1.0) * f;
     return e * sb * h / sp +
-           (e / 2.0 * sb * mm_out + e * sb * h + 4.0 * sb * model.heads) / config.tp;
+           (e / 2.0 * sb * mm_out + e * sb * h_q + 4.0 * sb * model.heads) / config.tp;
   }
   // Kept whole on every TP rank unless sequence parallel: two norm inputs (4), the QKV and
   // FFN inputs (2 + 2), two dropout masks (1 + 1) where the model has dropout. The QKV and
@@ -282,17 +283,17 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   const bool dropout = model.dropout > 0.0;
   const double replicated = (2.0 * e + (dropout ? 2.0 : 0.0)) * sb * h;
   const double linear_inputs = 2.0 * linear_in * sb * h;
-  // Split over TP: Q and K (2(h + h_kv)), V (2 h_kv), the output projection input (2h), the
-  // FFN activation input (2f, 4f gated) and output (2f).
+  // Split over TP: Q and K (2(h_q + h_kv)), V (2 h_kv), the output projection input (2 h_q),
+  // the FFN activation input (2f, 4f gated) and output (2f).
   // Megatron-Core's mla_up_proj recompute frees Q, K and V once the attention forward has run
   // (CheckpointWithoutOutput.discard_output_and_register_recompute, multi_latent_attention.py
   // L215-218 @core_r0.12.0) and rebuilds them before its backward.
   const bool drops_qkv = config.recompute == Recompute::selective &&
                          selective == SelectiveKind::mla_up_proj &&
                          model.attention == AttentionKind::mla;
-  const double qkv = drops_qkv ? 0.0 : e * (h + h_kv) + e * h_kv;
+  const double qkv = drops_qkv ? 0.0 : e * (h_q + h_kv) + e * h_kv;
   const double act_in = is_gated(model.ffn) ? 2.0 * e : e;
-  const double split = sb * (qkv + linear_in * h + act_in * f + linear_in * f);
+  const double split = sb * (qkv + linear_in * h_q + act_in * f + linear_in * f);
   // Scores: softmax output (2), dropout mask (1), dropout output (2) per b*a*s^2 element
   // (the softmax output alone without dropout); fused attention keeps only the fp32
   // log-sum-exp per row (4 bytes per b*a*s).

@@ -102,13 +102,15 @@ double mla_parameters(const Model& m) {
   return q + kv + heads * a.v_head_dim * h;
 }
 
-/// Q and O are h x h; K and V are h x (kv_heads * head_dim) each (grouped-query attention).
+/// Q is h x (heads * head_dim) and O its transpose (h x h unless the model sets head_dim); K
+/// and V are h x (kv_heads * head_dim) each (grouped-query attention).
 double attention_parameters(const Model& m) {
   if (m.attention == AttentionKind::mla) return mla_parameters(m);
   const double h = m.hidden;
+  const double q = m.q_hidden();
   const double kv = m.kv_hidden();
-  const double weights = h * h + 2.0 * h * kv + h * h;
-  const double biases = m.bias ? (h + 2.0 * kv) + h : 0.0;
+  const double weights = h * q + 2.0 * h * kv + q * h;
+  const double biases = m.bias ? (q + 2.0 * kv) + h : 0.0;
   return weights + biases;
 }
 
@@ -218,9 +220,19 @@ std::optional<Problem> find_model_problem(const Model& m) {
   for (const auto& [key, value] : positive) {
     if (auto problem = not_positive(key, value)) return problem;
   }
-  if (m.hidden % m.heads != 0) {
+  if (m.explicit_head_dim > 0 && m.attention == AttentionKind::mla) {
+    return Problem{"head_dim", "not with attention: mla (its mla: dims give the heads' widths)"};
+  }
+  if (static_cast<long long>(m.heads) * m.explicit_head_dim > kMaxQHidden) {
+    return Problem{"head_dim",
+                   "heads x head_dim = " +
+                       std::to_string(static_cast<long long>(m.heads) * m.explicit_head_dim) +
+                       "; expected at most " + std::to_string(kMaxQHidden)};
+  }
+  if (m.explicit_head_dim == 0 && m.hidden % m.heads != 0) {
     return Problem{"heads", std::to_string(m.heads) + " heads do not divide hidden " +
-                                std::to_string(m.hidden)};
+                                std::to_string(m.hidden) +
+                                " (set head_dim if the heads are not hidden / heads wide)"};
   }
   if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
     return Problem{"kv_heads", std::to_string(m.kv_heads) + " does not divide heads " +

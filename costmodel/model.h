@@ -39,6 +39,9 @@ inline constexpr int kMaxMtpLayers = 16;
 /// Largest MLA rank or head dim accepted (DeepSeek-V3: 1536, 512, 128, 64, 128); their sums are
 /// ints, so each stays far below INT_MAX / 2.
 inline constexpr int kMaxMlaDim = 1 << 20;
+/// The widest attention a model file's head_dim may give (heads x head_dim), so Q, K and V's
+/// widths stay ints.
+inline constexpr long long kMaxQHidden = 1LL << 30;
 
 /// Which tensors of an FP8 run are 8-bit (the model file's training.fp8). The linear layers'
 /// GEMMs always are, and so are the TP all-gathers of what feeds them (the frameworks cast
@@ -101,6 +104,10 @@ struct Model {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;  ///< fewer than heads: grouped-query attention
+  /// The model file's `head_dim` (Hugging Face config `head_dim`, Megatron --kv-channels):
+  /// the width of one attention head where it is not hidden / heads (Qwen3: 64 heads of 128 in
+  /// a hidden of 4096). 0: hidden / heads.
+  int explicit_head_dim = 0;
   int ffn_hidden = 0;
   FfnKind ffn = FfnKind::gelu;
   int vocab = 0;
@@ -122,8 +129,13 @@ struct Model {
   int mtp_layers = 0;
   Training training;
 
-  [[nodiscard]] int head_dim() const { return hidden / heads; }
+  [[nodiscard]] int head_dim() const {
+    return explicit_head_dim > 0 ? explicit_head_dim : hidden / heads;
+  }
   [[nodiscard]] int kv_hidden() const { return kv_heads * head_dim(); }
+  /// Width of Q and of the attention context that enters the output projection: heads x
+  /// head_dim, which is hidden unless the model sets head_dim.
+  [[nodiscard]] int q_hidden() const { return heads * head_dim(); }
   /// Per-head dims of Q/K (scores) and V (context): head_dim for MHA; MLA's nope + rope, v.
   [[nodiscard]] int qk_head_dim() const {
     return attention == AttentionKind::mla ? mla.qk_nope_head_dim + mla.qk_rope_head_dim

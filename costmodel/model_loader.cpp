@@ -20,6 +20,7 @@ const std::vector<std::string> kModelKeys = {"name",
                                              "hidden",
                                              "heads",
                                              "kv_heads",
+                                             "head_dim",
                                              "ffn_hidden",
                                              "ffn",
                                              "vocab",
@@ -163,6 +164,7 @@ Model read_model(const MapReader& m) {
   model.hidden = required_count(m, "hidden");
   model.heads = required_count(m, "heads");
   model.kv_heads = optional_count(m, "kv_heads", model.heads);
+  if (m.has("head_dim")) model.explicit_head_dim = required_count(m, "head_dim");
   if (!m.has("ffn_hidden") && 4LL * model.hidden > INT_MAX) {
     m.fail("hidden", "with no ffn_hidden the FFN is 4 x hidden, beyond " + std::to_string(INT_MAX) +
                          "; set ffn_hidden or a smaller hidden");

@@ -15,8 +15,9 @@ namespace {
 
 std::string model_comment(const Model& m) {
   return "# the training script builds the model: " + str(m.layers) + " layers, hidden " +
-         str(m.hidden) + ", " + str(m.heads) + " heads (" + str(m.kv_heads) + " key/value), FFN " +
-         str(m.ffn_hidden) + " " + to_string(m.ffn) + ", " + to_string(m.norm) + ", " +
+         str(m.hidden) + ", " + str(m.heads) + " heads (" + str(m.kv_heads) + " key/value" +
+         (m.explicit_head_dim > 0 ? ", " + str(m.explicit_head_dim) + " wide" : std::string()) +
+         "), FFN " + str(m.ffn_hidden) + " " + to_string(m.ffn) + ", " + to_string(m.norm) + ", " +
          (m.learned_positions ? "learned positions" : "RoPE") + ", vocabulary " + str(m.vocab) +
          ", " + (m.tied_embeddings ? "tied" : "untied") + " output layer, sequences of " +
          str(m.seq_len) + "\n";

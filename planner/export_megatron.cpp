@@ -35,6 +35,10 @@ std::string model_flags(const Model& m) {
   if (m.kv_heads != m.heads) {
     t += flag("--group-query-attention") + flag("--num-query-groups", str(m.kv_heads));
   }
+  // Heads wider or narrower than hidden / heads: --kv-channels (TransformerConfig.kv_channels,
+  // a flag through ArgumentGroupFactory; hidden / heads when unset, arguments.py L1291-1293
+  // @core_v0.19.0).
+  if (m.explicit_head_dim > 0) t += flag("--kv-channels", str(m.explicit_head_dim));
   t += flag("--ffn-hidden-size", str(m.ffn_hidden));
   if (m.ffn == FfnKind::swiglu) t += flag("--swiglu");
   if (m.ffn == FfnKind::relu2) t += flag("--squared-relu");

@@ -32,6 +32,8 @@ const Recipe* recipe_of(const Model& m) {
                      !m.learned_positions && !m.tied_embeddings && !m.bias;
   const bool gpt = m.ffn == FfnKind::gelu && m.norm == NormKind::layernorm && m.learned_positions &&
                    m.tied_embeddings;
+  // Every recipe's heads are hidden / heads wide.
+  if (m.q_hidden() != m.hidden) return nullptr;
   for (const Recipe& r : kRecipes) {
     if ((r.llama ? llama : gpt) && r.layers == m.layers && r.hidden == m.hidden &&
         r.heads == m.heads && r.kv_heads == m.kv_heads && r.ffn_hidden == m.ffn_hidden) {

@@ -47,6 +47,7 @@ std::string shape(const Model& m) {
       line(2, "hidden_size", str(m.hidden)) + line(2, "ffn_hidden_size", str(m.ffn_hidden)) +
       line(2, "num_attention_heads", str(m.heads)) +
       line(2, "num_query_groups", m.kv_heads == m.heads ? "null" : str(m.kv_heads)) +
+      (m.explicit_head_dim > 0 ? line(2, "kv_channels", str(m.explicit_head_dim)) : "") +
       line(2, "activation", activation(m.ffn)) +
       line(2, "normalization", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm") +
       line(2, "bias", yes(m.bias)) +

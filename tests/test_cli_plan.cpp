@@ -443,16 +443,32 @@ TEST_CASE("--output writes the whole file or nothing", "[cli_plan]") {
 }
 
 TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_plan]") {
-  // 128 GPUs of NVL72 racks: one rack of 72 and 56 GPUs of the next (was refused).
+  // 128 GPUs = 32 trays of NVL72 racks: the job takes them in two 16-tray segments (the
+  // largest count up to 18 dividing 32), so two 64-GPU domains; the assumptions line says why.
   const Run topo = trident("topo show --cluster gb200-nvl72 --gpus 128");
   REQUIRE(topo.code == 0);
-  CHECK(topo.out.find("2 domains of 72 GPUs (each spans 18 servers; the last holds 56)") !=
-        std::string::npos);
-  const Run part = trident("topo show --cluster gb200-nvl72 --gpus 8");
-  CHECK(part.out.find("1 domain: 8 GPUs of a 72-GPU domain") != std::string::npos);
+  CHECK(topo.out.find("2 domains of 64 GPUs (each spans 16 servers; the job's segments of "
+                      "72-GPU racks, nvlink.job_segments)") != std::string::npos);
   const Run plan = trident("plan --cluster gb200-nvl72 --gpus 128 --model llama3-70b --top 1");
   CHECK(plan.code == 0);
   CHECK(plan.err.empty());
+  CHECK(plan.out.find("in 64-GPU domains (the job's segments of 16 servers in 72-GPU racks)") !=
+        std::string::npos);
+  // Without job segments (a cluster file saying job_segments: false) the job fills racks in
+  // order: one rack of 72 and 56 GPUs of the next (was refused before partial domains).
+  TempDir racks;
+  const auto filled = (racks.path / "nvl72-filled.yaml").string();
+  std::ofstream(filled) << "name: nvl72-filled\ngpu: gb200\nservers: 32\ngpus_per_server: 4\n"
+                           "nvlink:\n  kind: switch\n  domain_gpus: 72\n  links_per_gpu: 18\n"
+                           "  gbps_per_link: 50\n  job_segments: false\nnetwork:\n"
+                           "  nics_per_server: 4\n  nic_gbits: 400\n";
+  const Run in_order = trident("topo show --cluster " + filled);
+  REQUIRE(in_order.code == 0);
+  CHECK(in_order.out.find("2 domains of 72 GPUs (each spans 18 servers; the last holds 56)") !=
+        std::string::npos);
+  const Run part = trident("topo show --cluster " + filled + " --gpus 8");
+  CHECK(part.out.find("1 domain: 8 GPUs of a 72-GPU domain") != std::string::npos);
+  CHECK(trident("plan --cluster " + filled + " --model llama3-70b --top 1").code == 0);
   // The network row's latency is the network's (14 us), for racks of servers as for domains
   // inside a server: two 4-GPU domains per 8-GPU server read PCIe's 5.7 us (the pair it
   // measured, GPUs 0 and 4, shares a server).

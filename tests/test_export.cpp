@@ -217,6 +217,20 @@ TEST_CASE("Megatron-LM: ZeRO stages, FP8, FSDP without pipelining", "[export]") 
       export_plan(mlm, cluster, gpt_style(), config_of({2, 4, 2}, 1, Recompute::full, true));
   CHECK(gpt.text.find("--untie-embeddings-and-output-weights") == std::string::npos);
   CHECK(gpt.text.find("  --num-layers-per-virtual-pipeline-stage 4 \\\n") != std::string::npos);
+  // Heads not hidden / heads wide (Qwen3's 128 in a smaller hidden): --kv-channels, which
+  // Megatron otherwise sets to hidden / heads; a model without head_dim writes none.
+  Model wide = llama8b();
+  wide.explicit_head_dim = 256;
+  const auto qwen = export_plan(mlm, cluster, wide, config_of({2, 1, 1}, 1, Recompute::none, true));
+  CHECK(qwen.text.find("  --kv-channels 256 \\\n") != std::string::npos);
+  CHECK(zero2.text.find("--kv-channels") == std::string::npos);
+  // NeMo's recipes and torchtitan's flavors have heads of hidden / heads: refused.
+  CHECK(export_plan(parse_release("nemo"), cluster, wide,
+                    config_of({2, 1, 1}, 1, Recompute::none, true))
+            .refusal.has_value());
+  CHECK(export_plan(parse_release("torchtitan"), cluster, wide,
+                    config_of({2, 1, 1}, 1, Recompute::none, true))
+            .refusal.has_value());
 }
 
 TEST_CASE("DeepSpeed: AutoTP, ZeRO-3 by release, batch identity", "[export]") {

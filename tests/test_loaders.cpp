@@ -477,14 +477,14 @@ TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {
   for (const auto& name : preset_names(PresetKind::model)) CHECK_NOTHROW(model_preset(name));
   CHECK(preset_names(PresetKind::gpu).size() == 8);
   CHECK(preset_names(PresetKind::cluster).size() == 7);
-  CHECK(preset_names(PresetKind::model).size() == 11);  // + mixtral-8x7b/8x22b, deepseek-v3
+  CHECK(preset_names(PresetKind::model).size() == 12);  // + mixtral-8x7b/8x22b, deepseek-v3
   CHECK_THROWS_WITH(cluster_preset("dgx-h10"),
                     "unknown cluster preset 'dgx-h10' (did you mean 'dgx-h100'?); known: "
                     "dgx-a100, dgx-b200, dgx-h100, dgx1-v100, gb200-nvl72, hgx-h200, pcie-8gpu");
   CHECK_THROWS_WITH(model_preset("gpt3"),
                     "unknown model preset 'gpt3' (did you mean 'gpt3-175b'?); known: deepseek-v3, "
                     "gpt3-175b, llama2-70b, llama2-7b, llama3-405b, llama3-70b, llama3-8b, "
-                    "megatron-1t, mixtral-8x22b, mixtral-8x7b, mt-nlg-530b");
+                    "megatron-1t, mixtral-8x22b, mixtral-8x7b, mt-nlg-530b, qwen3-235b-a22b");
 }
 
 TEST_CASE("quick flags resolve to a cluster, errors name the flag", "[loaders][cli]") {
@@ -506,13 +506,35 @@ TEST_CASE("quick flags resolve to a cluster, errors name the flag", "[loaders][c
                     "--gpus 500: not divisible into servers of 8 GPUs");
   CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"", 512, 64, 4, ""}),
                     "--gpus-per-server 4: --gpus 512 over --servers 64 gives 8");
-  // 100 GB200 GPUs: one whole NVL72 rack and 28 GPUs (7 trays) of the next.
+  // 100 GB200 GPUs = 25 trays. The job takes them in segments of the largest tray count up to
+  // a rack's 18 that divides 25: 5, so five 20-GPU domains (NeMo's and Megatron-Bridge's
+  // --segment rule, nvlink.job_segments).
   const Cluster racks = cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 100, 0, 0, ""});
-  CHECK(racks.domains() == 2);
-  CHECK(racks.partial_domain());
-  CHECK(racks.domain_size(0) == 72);
-  CHECK(racks.domain_size(1) == 28);
-  CHECK(racks.domain_of(99) == 1);
+  CHECK(racks.nvlink.domain_gpus == 20);
+  CHECK(racks.nvlink.rack_domain_gpus == 72);
+  CHECK(racks.domains() == 5);
+  CHECK_FALSE(racks.partial_domain());
+  CHECK(racks.domain_of(99) == 4);
+  // 256 GPUs = 64 trays: 16-tray segments (16 divides 64; 17 and 18 do not), 64-GPU domains.
+  CHECK(cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 256, 0, 0, ""}).nvlink.domain_gpus == 64);
+  // 144 GPUs = 36 trays: two whole racks, the rack's own domain (rack_domain_gpus 0).
+  const Cluster two = cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 144, 0, 0, ""});
+  CHECK(two.nvlink.domain_gpus == 72);
+  CHECK(two.nvlink.rack_domain_gpus == 0);
+  // 76 GPUs = 19 trays, a prime above 18: segments of 1 tray, no NVLink between trays.
+  CHECK(cli::resolve_cluster(ClusterArgs{"gb200-nvl72", 76, 0, 0, ""}).nvlink.domain_gpus == 4);
+  // Without job segments the job fills racks in order: one whole rack and 28 GPUs (7 trays)
+  // of the next; applying in_job_segments changes nothing, twice included.
+  Cluster filled = cluster_preset("gb200-nvl72");
+  filled.nvlink.job_segments = false;
+  filled.servers = 25;
+  filled = in_job_segments(in_job_segments(filled));
+  CHECK(filled.domains() == 2);
+  CHECK(filled.partial_domain());
+  CHECK(filled.domain_size(0) == 72);
+  CHECK(filled.domain_size(1) == 28);
+  CHECK(filled.domain_of(99) == 1);
+  CHECK(in_job_segments(racks).nvlink.domain_gpus == 20);  // idempotent
   CHECK_THROWS_WITH(cli::resolve_cluster(ClusterArgs{"dgx-h10", 0, 0, 0, ""}),
                     "--cluster dgx-h10: unknown cluster preset (did you mean 'dgx-h100'?); "
                     "known: dgx-a100, dgx-b200, dgx-h100, dgx1-v100, gb200-nvl72, hgx-h200, "
@@ -540,4 +562,19 @@ TEST_CASE("model flags and the assumptions line", "[loaders][cli]") {
   CHECK(cli::describe_assumptions(cli::ClusterArgs{"dgx-h100", 0, 0, 0, ""}, given, cluster, llama)
             .empty());
   CHECK(cli::format_count(174.6e9) == "174.6B");
+}
+
+TEST_CASE("a model file's head_dim", "[loaders]") {
+  const Model m = load_model(kModel + "head_dim: 16\n", "m.yaml");  // 8 heads of 16 in 64
+  CHECK(m.head_dim() == 16);
+  CHECK(m.q_hidden() == 128);
+  CHECK(load_model(kModel, "m.yaml").explicit_head_dim == 0);
+  CHECK(model_error(kModel + "head_dim: 0\n") ==
+        "m.yaml:7: head_dim: expected a positive integer, got '0'");
+  // Heads that do not divide hidden need head_dim.
+  const std::string odd = "name: odd\nlayers: 2\nhidden: 64\nheads: 6\nvocab: 1000\nseq_len: 128\n";
+  CHECK(model_error(odd) ==
+        "m.yaml:4: heads: 6 heads do not divide hidden 64 (set head_dim if "
+        "the heads are not hidden / heads wide)");
+  CHECK(load_model(odd + "head_dim: 16\n", "m.yaml").q_hidden() == 96);
 }

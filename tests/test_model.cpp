@@ -2,6 +2,8 @@
 // for the presets.
 #include <catch2/catch.hpp>
 
+#include "costmodel/gemms.h"
+#include "costmodel/memory.h"
 #include "costmodel/model.h"
 #include "costmodel/model_loader.h"
 #include "topology/errors.h"
@@ -113,9 +115,68 @@ TEST_CASE("check_model rejects impossible shapes", "[model]") {
   CHECK_THROWS_WITH(check_model(m, "m.yaml"), "m.yaml: kv_heads: 3 does not divide heads 4");
   m = tiny_llama();
   m.heads = 3;
-  CHECK_THROWS_WITH(check_model(m, "m.yaml"), "m.yaml: heads: 3 heads do not divide hidden 4");
+  CHECK_THROWS_WITH(check_model(m, "m.yaml"),
+                    "m.yaml: heads: 3 heads do not divide hidden 4 (set head_dim if the heads are "
+                    "not hidden / heads wide)");
+  m.explicit_head_dim = 2;  // 3 heads of 2: Q is 6 wide in a hidden of 4
+  CHECK_NOTHROW(check_model(m, "m.yaml"));
   m = tiny_llama();
   m.layers = 0;
   CHECK_THROWS_WITH(check_model(m, "m.yaml"), "m.yaml: layers: expected a positive integer, got 0");
   CHECK_NOTHROW(check_model(tiny_llama(), "m.yaml"));
+}
+
+TEST_CASE("a model's own head_dim sets the width of Q, K, V and the output projection", "[model]") {
+  // tiny-llama with heads of 4 (its hidden / heads is 2): Q is 2 x 4 = 8 wide, K and V 1 x 4.
+  Model m = tiny_llama();
+  m.explicit_head_dim = 4;
+  REQUIRE(m.head_dim() == 4);
+  REQUIRE(m.q_hidden() == 8);
+  REQUIRE(m.kv_hidden() == 4);
+  // attention: Q 4x8 = 32, K and V 2 x 4x4 = 32, O 8x4 = 32 -> 96 (48 at hidden / heads);
+  // per layer 96 + FFN 96 + norms 8 = 200; total 40 + 2 x 200 + 4 + 40 = 484.
+  const ParameterCount c = count_parameters(m);
+  CHECK(c.attention_per_layer == 96.0);
+  CHECK(c.per_layer == 200.0);
+  CHECK(c.total == 484.0);
+  // GEMMs of one sequence (16 tokens), TP 1: QKV 16 x (8 + 2 x 4) x 4, output 16 x 4 x 8.
+  const auto gemms = layer_linear_gemms(m, 1.0, 1);
+  CHECK(gemms[0].shape.n == 16.0);
+  CHECK(gemms[0].shape.k == 4.0);
+  CHECK(gemms[1].shape.n == 4.0);
+  CHECK(gemms[1].shape.k == 8.0);
+  // Activations kept (16-bit, fused attention, no recompute): Q and K 2(h_q + h_kv), V 2 h_kv
+  // and the output projection's input 2 h_q per token. Q and the projection input are 8 wide
+  // instead of 4, K and V 4 instead of 2: 2 x (4 + 2 + 2 + 4) = 24 bytes more per token, 16
+  // tokens -> 384 bytes.
+  ParallelConfig config;
+  config.micro_batch = 1;
+  CHECK(layer_activation_bytes(m, config, true) -
+            layer_activation_bytes(tiny_llama(), config, true) ==
+        384.0);
+  // MLA gives its own head widths; Q x heads must stay an int.
+  Model mla = m;
+  mla.attention = AttentionKind::mla;
+  mla.mla = {0, 4, 2, 2, 2};
+  CHECK_THROWS_WITH(check_model(mla, "m.yaml"),
+                    "m.yaml: head_dim: not with attention: mla (its mla: dims give the heads' "
+                    "widths)");
+  Model wide = m;
+  wide.heads = 1 << 20;
+  wide.kv_heads = 1 << 20;
+  wide.explicit_head_dim = 1 << 11;
+  CHECK_THROWS_WITH(check_model(wide, "m.yaml"),
+                    "m.yaml: head_dim: heads x head_dim = 2147483648; expected at most 1073741824");
+}
+
+TEST_CASE("Qwen3-235B-A22B is counted to the parameter", "[model]") {
+  // per layer: attention 2 x 4096 x (64 x 128) + 2 x 4096 x (4 x 128) = 71,303,168; 128
+  // experts x 3 x 4096 x 1536 = 2,415,919,104; router 4096 x 128 = 524,288; norms 2 x 4096 =
+  // 8,192 -> 2,487,754,752, x 94 = 233,848,946,688; embedding and output 2 x 151936 x 4096 =
+  // 1,244,659,712; final norm 4,096 -> 235,093,610,496 (the report's 235B). Active: 8 experts
+  // 150,994,944 instead of 128 -> 222,830,592 a layer, x 94 + 1,244,663,808 = 22,190,739,456
+  // (the report's 22B).
+  const ParameterCount c = count_parameters(model_preset("qwen3-235b-a22b"));
+  CHECK(c.total == 235093610496.0);
+  CHECK(c.active == 22190739456.0);
 }

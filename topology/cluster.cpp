@@ -46,6 +46,21 @@ Cluster with_gpu(Cluster cluster, const Gpu& gpu) {
   return cluster;
 }
 
+Cluster in_job_segments(Cluster cluster) {
+  NvlinkSpec& nv = cluster.nvlink;
+  const int rack = nv.rack_domain_gpus > 0 ? nv.rack_domain_gpus : nv.domain_gpus;
+  const int per_server = cluster.gpus_per_server;
+  if (!nv.job_segments || per_server < 1 || rack <= per_server || rack % per_server != 0) {
+    return cluster;
+  }
+  // The largest segment (servers) up to a rack's that divides the job's servers; 1 at least.
+  int segment = std::min(rack / per_server, std::max(cluster.servers, 1));
+  while (segment > 1 && cluster.servers % segment != 0) --segment;
+  nv.domain_gpus = segment * per_server;
+  nv.rack_domain_gpus = nv.domain_gpus == rack ? 0 : rack;
+  return cluster;
+}
+
 int mesh_links_of(const NvlinkSpec& nvlink, int local) {
   int links = 0;
   for (const auto& link : nvlink.mesh) {

@@ -34,6 +34,12 @@ struct NvlinkSpec {
   double gbps_per_link = 25.0;  ///< GB/s per link, one direction
   std::vector<MeshLink> mesh;   ///< mesh only: the pairs and their link counts
   double latency_us = 2.0;
+  /// A job takes a domain that spans servers in equal segments of whole servers (SLURM
+  /// `--segment`, as NVIDIA's launchers run every GB200 job): see in_job_segments().
+  bool job_segments = false;
+  /// The rack's domain where in_job_segments() narrowed domain_gpus to the job's segment;
+  /// 0 when domain_gpus is the rack's own.
+  int rack_domain_gpus = 0;
 };
 
 struct NetworkSpec {
@@ -114,6 +120,16 @@ struct Cluster {
 /// (`from_gpu`) become the new GPU's; those the file set stay. The wiring (NVLink count and
 /// speed, NICs) is the cluster's and stays.
 [[nodiscard]] Cluster with_gpu(Cluster cluster, const Gpu& gpu);
+
+/// The cluster as a job sees its NVLink domains. Where `nvlink.job_segments` is set and a
+/// domain spans servers, the scheduler gives the job its servers in equal segments, each inside
+/// one domain: the largest server count up to a domain's that divides the job's servers
+/// (NVIDIA/NeMo@7a8f1cc7 scripts/performance/utils.py L114-120 and NVIDIA-NeMo/Megatron-Bridge
+/// @6e16ebf scripts/performance/utils/executors.py L168-177: `--segment` for GB200 jobs). So
+/// 64 trays of GB200 NVL72 run as four 16-tray segments, 64-GPU domains, not 72 + 72 + 72 + 40.
+/// Sets domain_gpus to the segment's GPUs (rack_domain_gpus keeps the rack's); otherwise
+/// returns the cluster unchanged. Applying it twice gives the same cluster.
+[[nodiscard]] Cluster in_job_segments(Cluster cluster);
 
 /// NVLinks of local GPU `local` in a mesh domain: the sum of its MeshLink counts.
 [[nodiscard]] int mesh_links_of(const NvlinkSpec& nvlink, int local);

@@ -47,8 +47,8 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "flash_triton_full_curve"};
 const std::vector<std::string> kClusterKeys = {
     "name", "stack", "gpu", "servers", "gpus_per_server", "nvlink", "network", "pcie"};
-const std::vector<std::string> kNvlinkKeys = {"domain_gpus",   "kind",  "links_per_gpu",
-                                              "gbps_per_link", "links", "latency_us"};
+const std::vector<std::string> kNvlinkKeys = {
+    "domain_gpus", "kind", "links_per_gpu", "gbps_per_link", "links", "latency_us", "job_segments"};
 const std::vector<std::string> kNvlinkKinds = {"switch", "mesh", "none"};
 const std::vector<std::string> kNetworkKeys = {"nics_per_server", "nic_gbits", "rail_optimized",
                                                "oversubscription", "latency_us"};
@@ -248,6 +248,7 @@ NvlinkSpec read_nvlink(const MapReader& nv, const Gpu& gpu) {
     spec.gbps_per_link = 0.0;
   }
   spec.latency_us = nv.optional_double("latency_us", gpu.nvlink_latency_us, Range::non_negative);
+  spec.job_segments = nv.optional_bool("job_segments", false);
   return spec;
 }
 
