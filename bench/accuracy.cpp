@@ -64,6 +64,14 @@ Model model_of(const YAML::Node& node, const std::string& id, const std::string&
     if (!text) throw std::runtime_error(id + ": unknown model preset " + name);
     doc = YAML::Load(std::string(*text));
     if (node["seq_len"]) doc["seq_len"] = node["seq_len"];  // as --seq-len over a preset
+    // Any other key beside a preset would be ignored (a row's mtp_layers: 0 was, once): a row
+    // that changes a preset writes the model out whole.
+    for (const auto& key : node) {
+      const auto name_of = key.first.as<std::string>();
+      if (name_of != "preset" && name_of != "seq_len") {
+        throw std::runtime_error(id + ": model key " + name_of + " beside a preset is not read");
+      }
+    }
   } else {
     doc = YAML::Clone(node);
     doc["name"] = id;
