@@ -45,6 +45,7 @@ TEST_CASE("plan JSON has the DESIGN keys with their types", "[cli_plan]") {
   CHECK(doc.at("cluster").at("gpu").is_string());
   CHECK(doc.at("cluster").at("gpus_per_server").is_number_integer());
   CHECK(doc.at("cluster").at("domain_gpus").is_number_integer());
+  CHECK(doc.at("cluster").at("rack_domain_gpus") == doc.at("cluster").at("domain_gpus"));
   CHECK(doc.at("model").at("name").is_string());
   CHECK(doc.at("model").at("parameters").is_number());
   for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len",
@@ -454,6 +455,12 @@ TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_pla
   CHECK(plan.err.empty());
   CHECK(plan.out.find("in 64-GPU domains (the job's segments of 16 servers in 72-GPU racks)") !=
         std::string::npos);
+  const Run json =
+      trident("plan --cluster gb200-nvl72 --gpus 128 --model llama3-70b --top 1 --format json");
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  CHECK(doc.at("cluster").at("domain_gpus") == 64);
+  CHECK(doc.at("cluster").at("rack_domain_gpus") == 72);
   // Without job segments (a cluster file saying job_segments: false) the job fills racks in
   // order: one rack of 72 and 56 GPUs of the next (was refused before partial domains).
   TempDir racks;
