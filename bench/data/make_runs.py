@@ -274,6 +274,8 @@ BRIDGE_LEFT_OUT = {
 for r in yaml.safe_load(open('bridge_runs_2026.yaml'))['runs']:
     if r['id'] in BRIDGE_LEFT_OUT: continue
     stack = ('stacks/megatron-bridge-perf-moe-bf16.yaml' if '-dsv3-' in r['id'] else
+             'stacks/megatron-bridge-perf-no-param-overlap.yaml'
+             if r['id'] == 'mb2511-llama31-405b-128xb200-mxfp8' else
              'stacks/megatron-bridge-perf.yaml')
     model = dict(r['model'])
     if 'preset' in model and len(model) > 1:  # a preset with keys changed: written out whole
