@@ -242,6 +242,10 @@ std::string format_count(double count) {
   return fmt::format("{}", count);
 }
 
+const char* domain_word(const Cluster& cluster) {
+  return cluster.nvlink.domain_gpus == cluster.gpus_per_server ? "server" : "NVLink domain";
+}
+
 std::string summarize_server(const Cluster& c) {
   std::string links;
   switch (c.nvlink.kind) {
@@ -256,7 +260,8 @@ std::string summarize_server(const Cluster& c) {
       links = fmt::format("PCIe only ({} GB/s)", c.pcie.gbps);
       break;
   }
-  if (c.nvlink.domain_gpus != c.gpus_per_server) {
+  // A job's segments of one server keep NVLink inside the server: said as such.
+  if (c.nvlink.domain_gpus != c.gpus_per_server || c.nvlink.rack_domain_gpus > 0) {
     links += fmt::format(" in {}-GPU domains", c.nvlink.domain_gpus);
   }
   if (c.nvlink.rack_domain_gpus > 0) {

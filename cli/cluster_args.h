@@ -70,6 +70,10 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 
 /// "8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s NICs"
 [[nodiscard]] std::string summarize_server(const Cluster& cluster);
+/// What one NVLink domain of the cluster is called in the text: "server" where the domain is
+/// a server (DGX), "NVLink domain" where it spans servers (a rack, a job's segment) or divides
+/// one.
+[[nodiscard]] const char* domain_word(const Cluster& cluster);
 /// "bf16 989 TFLOP/s, 80 GiB at 3350 GB/s, GEMM ceiling 80%, PCIe 50 GB/s"
 [[nodiscard]] std::string summarize_gpu(const Gpu& gpu);
 /// "174.6B parameters: 96 layers, hidden 12288, 96/96 heads, gelu, seq 2048, batch 1536"

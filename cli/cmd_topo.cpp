@@ -108,8 +108,9 @@ std::string domain_line(const Cluster& c) {
     where += fmt::format("; the last holds {}", c.domain_size(c.domains() - 1));
   }
   if (c.nvlink.rack_domain_gpus > 0) {
-    where += fmt::format("; the job's segments of {}-GPU racks, nvlink.job_segments",
-                         c.nvlink.rack_domain_gpus);
+    const int segment = per / c.gpus_per_server;
+    where += fmt::format("; the job's segments of {} server{} in {}-GPU racks, nvlink.job_segments",
+                         segment, segment == 1 ? "" : "s", c.nvlink.rack_domain_gpus);
   }
   return fmt::format("nvlink: {}; {} domain{} of {} GPUs ({})", links, c.domains(),
                      c.domains() == 1 ? "" : "s", per, where);

@@ -57,14 +57,20 @@ namespace {
 }
 
 [[nodiscard]] std::string shape_reason(const Release& release, const Model& model) {
+  // A model file's head_dim: every flavor's and recipe's heads are hidden / heads wide.
+  const std::string heads =
+      model.explicit_head_dim > 0 && model.q_hidden() != model.hidden
+          ? fmt::format(" (its heads are {} wide, head_dim; theirs hidden / heads)",
+                        model.head_dim())
+          : std::string();
   if (release.framework == Framework::torchtitan) {
     return "torchtitan builds models from registered flavors "
            "(torchtitan/models/llama3/__init__.py), and none has " +
-           model.name + "'s shape";
+           model.name + "'s shape" + heads;
   }
   return "NeMo 2.0 pretraining recipes build their model from a config class "
          "(nemo/collections/llm/recipes), and none has " +
-         model.name + "'s shape";
+         model.name + "'s shape" + heads;
 }
 
 [[nodiscard]] std::string sharding_reason(const Release& release) {

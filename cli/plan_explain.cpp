@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cli/cluster_args.h"
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
 #include "costmodel/compute.h"
@@ -345,7 +346,8 @@ std::string bubble(const PlanResult& plan) {
 std::string tp_across(const Cluster& cluster, const Model& model, const PlanResult& plan,
                       const Calibration* calibration, const EstimateOptions& options) {
   const auto& c = plan.config;
-  std::string out = "If TP crossed two servers\n";
+  const std::string unit = domain_word(cluster);
+  std::string out = "If TP crossed two " + unit + "s\n";
   if (c.tp < 2) return out + "  TP is 1: there is no TP traffic to move\n";
   if (plan.placement.tp.domains > 1) {
     return out + "  TP already spans NVLink domains in this plan (it is wider than one)\n";
@@ -354,14 +356,15 @@ std::string tp_across(const Cluster& cluster, const Model& model, const PlanResu
   if (stretched.tp.domains < 2) return out + "  the cluster has no second NVLink domain\n";
   const Estimate other = estimate(cluster, model, c, stretched, calibration, options);
   const double step = plan.estimate.time.step_s;
-  out += fmt::format("  the same split with each TP group split {}+{} over two servers:\n",
-                     stretched.tp.ranks_per_domain, c.tp - stretched.tp.ranks_per_domain);
+  out += fmt::format("  the same split with each TP group split {}+{} over two {}s:\n",
+                     stretched.tp.ranks_per_domain, c.tp - stretched.tp.ranks_per_domain, unit);
   out += fmt::format("  TP link   {}\n", link_text(stretched.tp));
   out += fmt::format("  TP comm   {:.3f} s per step exposed (now {:.3f} s)\n", other.tp.exposed_s,
                      plan.estimate.tp.exposed_s);
   out += fmt::format("  step time {:.3f} s (now {:.3f} s): {:+.1f}%\n", other.time.step_s, step,
                      step > 0 ? 100.0 * (other.time.step_s / step - 1.0) : 0.0);
-  out += "  so TP stays inside the box: its all-reduces sit on every layer's critical path\n";
+  out += unit == "server" ? "  so TP stays inside the box" : "  so TP stays inside its " + unit;
+  out += ": its all-reduces sit on every layer's critical path\n";
   return out;
 }
 

@@ -16,14 +16,17 @@ GanttTimes gantt_times(const Estimate& e, const ParallelConfig& config) {
   const TimeBreakdown& t = e.time;
   const double forward = t.forward_s / m;
   const double backward = (t.backward_s + t.recompute_s) / m;
-  // Exposed TP/PP time and the compute slowed by overlapped NCCL kernels stretch each block.
+  // Exposed TP/PP/CP/EP time, FP8's amax all-reduces (all per micro-batch, inside the cost
+  // model's bubble too) and the compute slowed by overlapped NCCL kernels stretch each block.
   // PP time that is the whole step's increase is spread over the m + (p-1)/v blocks' worth of
   // the schedule's makespan, so the drawing adds it once, not scaled by the bubble.
   const double pp_share =
       e.pp_whole_step
           ? m * (1.0 + bubble_fraction(config.pp, config.virtual_stages, e.num_micro_batches))
           : m;
-  const double comm = (t.tp_comm_s + t.overlap_contention_s) / m + t.pp_comm_s / pp_share;
+  const double comm =
+      (t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.amax_comm_s + t.overlap_contention_s) / m +
+      t.pp_comm_s / pp_share;
   const double compute = forward + backward;
   const double scale = compute > 0.0 ? 1.0 + comm / compute : 1.0;
   return {forward * scale, backward * scale, t.dp_comm_s, t.optimizer_s};

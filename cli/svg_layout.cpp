@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cluster_args.h"
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
 #include "cli/svg_panels.h"
@@ -384,17 +385,18 @@ double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
   return 48.0 + 15.0 * static_cast<double>(rows.size() - 3);
 }
 
-std::string hit_text(const GroupHit& hit) {
+std::string hit_text(const GroupHit& hit, const Cluster& cluster) {
   const std::string gpus = hit.gpus.empty() ? std::string("?")
                                             : fmt::format("{}..{} ({} GPUs)", hit.gpus.front(),
                                                           hit.gpus.back(), hit.gpus.size());
   if (hit.lost) return fmt::format("{} group {}: a member GPU is dead", hit.dimension, gpus);
   if (hit.before.domains > 1) {
+    const std::string unit = domain_word(cluster);
     return fmt::format(
-        "{} group {}: inside a server {:.0f} -> {:.0f} GB/s, across servers "
+        "{} group {}: inside a {} {:.0f} -> {:.0f} GB/s, across {}s "
         "{:.0f} -> {:.0f} GB/s",
-        hit.dimension, gpus, hit.before.intra_gbps, hit.after.intra_gbps, hit.before.inter_gbps,
-        hit.after.inter_gbps);
+        hit.dimension, gpus, unit, hit.before.intra_gbps, hit.after.intra_gbps, unit,
+        hit.before.inter_gbps, hit.after.inter_gbps);
   }
   return fmt::format("{} group {}: {} {:.0f} GB/s -> {} {:.0f} GB/s", hit.dimension, gpus,
                      to_string(hit.before.tier), hit.before.bottleneck_gbps(),
@@ -449,7 +451,8 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   }
   constexpr std::size_t kHitsDrawn = 4;
   for (std::size_t i = 0; i < input.hits.size() && i < kHitsDrawn; ++i) {
-    svg.text(16, y, "hit: " + hit_text(input.hits[i]), {{"font-size", "11"}, {"fill", kFailed}});
+    svg.text(16, y, "hit: " + hit_text(input.hits[i], *input.cluster),
+             {{"font-size", "11"}, {"fill", kFailed}});
     y += 15;
   }
   if (input.hits.size() > kHitsDrawn) {  // the table and the JSON list them all

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "cli/cluster_args.h"
 #include "cli/report_text.h"
 #include "planner/layout.h"
 #include "topology/failure.h"
@@ -57,7 +58,7 @@ namespace {
   std::string text = "same split on the same GPUs";
   if (w.groups_hit.empty()) text += "; no group of this split crosses the failed part";
   for (std::size_t i = 0; i < w.groups_hit.size() && i < 3; ++i) {
-    text += (i == 0 ? "; " : ", ") + hit_text(w.groups_hit[i]);
+    text += (i == 0 ? "; " : ", ") + hit_text(w.groups_hit[i], w.degraded);
   }
   if (w.groups_hit.size() > 3) text += " and " + std::to_string(w.groups_hit.size() - 3) + " more";
   return text;
@@ -211,7 +212,7 @@ namespace {
 
 }  // namespace
 
-std::string hit_text(const GroupHit& hit) {
+std::string hit_text(const GroupHit& hit, const Cluster& cluster) {
   // The dimension's name in capitals ("TP", "DP shard"): its first word only.
   std::string dim = hit.dimension;
   for (char& ch : dim) {
@@ -223,10 +224,11 @@ std::string hit_text(const GroupHit& hit) {
   if (hit.lost) return what + " lost a GPU";
   const GroupLink& a = hit.before;
   const GroupLink& b = hit.after;
+  const std::string unit = domain_word(cluster);
   if (a.domains > 1 && a.inter_gbps != b.inter_gbps) {
-    return what + ": across servers " + gbps(a.inter_gbps) + " -> " + gbps(b.inter_gbps);
+    return what + ": across " + unit + "s " + gbps(a.inter_gbps) + " -> " + gbps(b.inter_gbps);
   }
-  const std::string inside = a.domains > 1 ? "inside the server " : "";
+  const std::string inside = a.domains > 1 ? "inside the " + unit + " " : "";
   return what + ": " + inside + gbps(a.intra_gbps) + " -> " + gbps(b.intra_gbps) +
          (b.tier != a.tier ? " (" + std::string(to_string(b.tier)) + ")" : "");
 }

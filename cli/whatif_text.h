@@ -8,7 +8,7 @@
 namespace trident::cli {
 
 /// "TP group 136-139: inside the server 450 GB/s -> 425 GB/s", "DP group 8,12 lost a GPU".
-[[nodiscard]] std::string hit_text(const GroupHit& hit);
+[[nodiscard]] std::string hit_text(const GroupHit& hit, const Cluster& cluster);
 
 /// What `option` of `w` does, or why it cannot run: "same split, GPUs regrouped: server 0 TP
 /// groups [0 4] [1 5]", "takes GPU 139 out: no split of 511 GPUs divides the model and batch".

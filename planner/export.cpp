@@ -185,6 +185,7 @@ LaunchOrLimit launch_of(const Cluster& cluster, const ParallelConfig& config) {
   out.launch.gpus_per_node = static_cast<int>(first.size());
   out.launch.local_gpus = first;
   out.launch.whole_servers = out.launch.gpus_per_node == cluster.gpus_per_server;
+  out.launch.segment_servers = job_segment_servers(cluster, out.launch.nodes);
   return out;
 }
 
@@ -202,6 +203,13 @@ std::string placement_comment(const Launch& launch, const char* comment) {
     }
     out += std::string(comment) + " nodes: servers " + ranges +
            " of the cluster (the others hold no rank)\n";
+  }
+  if (launch.segment_servers > 0) {
+    out += std::string(comment) + " SLURM: submit with --segment=" + str(launch.segment_servers) +
+           ": the plan was priced with its " + str(launch.nodes) + " nodes in segments of " +
+           str(launch.segment_servers) +
+           ", each inside one NVLink domain (nvlink.job_segments); without it the scheduler may "
+           "split groups across racks\n";
   }
   if (!launch.whole_servers) {
     std::string list;

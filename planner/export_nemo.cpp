@@ -33,7 +33,7 @@ const Recipe* recipe_of(const Model& m) {
   const bool gpt = m.ffn == FfnKind::gelu && m.norm == NormKind::layernorm && m.learned_positions &&
                    m.tied_embeddings;
   // Every recipe's heads are hidden / heads wide.
-  if (m.q_hidden() != m.hidden) return nullptr;
+  if (m.explicit_head_dim > 0 && m.q_hidden() != m.hidden) return nullptr;
   for (const Recipe& r : kRecipes) {
     if ((r.llama ? llama : gpt) && r.layers == m.layers && r.hidden == m.hidden &&
         r.heads == m.heads && r.kv_heads == m.kv_heads && r.ffn_hidden == m.ffn_hidden) {
@@ -145,7 +145,9 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   t += placement_comment(launch, "#");
   t += "# run: python THIS_FILE; on " + str(launch.nodes) +
        " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +
-       ", ntasks_per_node=" + str(launch.gpus_per_node) + ", ...) instead of the LocalExecutor\n";
+       ", ntasks_per_node=" + str(launch.gpus_per_node) +
+       (launch.segment_servers > 0 ? ", segment=" + str(launch.segment_servers) : std::string()) +
+       ", ...) instead of the LocalExecutor\n";
   t += "import nemo_run as run\nfrom nemo.collections import llm\n";
   t += std::string("from nemo.collections.llm.recipes.precision.mixed_precision import ") +
        precision + "\n\n";

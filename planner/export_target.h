@@ -18,6 +18,9 @@ struct Launch {
   std::vector<int> servers;     ///< cluster servers the ranks run on, ascending
   std::vector<int> local_gpus;  ///< GPU indexes used on each of those servers
   bool whole_servers = true;    ///< local_gpus is 0..gpus_per_server-1
+  /// SLURM --segment for the job's nodes where the cluster's jobs run in segments of a
+  /// rack-scale NVLink domain (job_segment_servers); 0 otherwise.
+  int segment_servers = 0;
 };
 
 struct Input {
@@ -63,7 +66,8 @@ struct LaunchOrLimit {
 [[nodiscard]] std::string header_line(const Input& in);
 
 /// "# nodes: servers 0-16,18-54" and "CUDA_VISIBLE_DEVICES=..." comment lines when the ranks
-/// do not sit on servers 0..n-1 whole; empty otherwise.
+/// do not sit on servers 0..n-1 whole, and "# SLURM: submit with --segment=N" where the job
+/// runs in segments of a rack-scale domain; empty otherwise.
 [[nodiscard]] std::string placement_comment(const Launch& launch, const char* comment);
 
 [[nodiscard]] std::string str(long long value);

@@ -29,7 +29,8 @@ constexpr Flavor kLlama3[] = {
 const Flavor* flavor_of(const Model& m) {
   // torchtitan's Llama 3 heads are dim / n_heads wide (no head_dim argument).
   const bool llama_kind = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm && !m.bias &&
-                          !m.learned_positions && !m.tied_embeddings && m.q_hidden() == m.hidden;
+                          !m.learned_positions && !m.tied_embeddings &&
+                          (m.explicit_head_dim == 0 || m.q_hidden() == m.hidden);
   for (const Flavor& f : kLlama3) {
     if (llama_kind && f.dim == m.hidden && f.layers == m.layers && f.heads == m.heads &&
         f.kv_heads == m.kv_heads && f.ffn_hidden == m.ffn_hidden && f.vocab == m.vocab) {

@@ -399,15 +399,19 @@ struct Regrouped {
 /// server the live servers are alike and interchangeable, so the same number of healthy
 /// servers prices every split as they do, and the search walks one period per group instead
 /// of every group around the gaps (64 server counts on 131,072 GPUs: 2.5 s -> see bench).
-/// Multi-server domains (NVL72) lose GPUs with a server: priced as they are.
+/// A cluster whose jobs take rack-scale domains in segments (GB200 NVL72, job_segments): the
+/// re-plan is a new job on the live servers, which its launcher segments for its own server
+/// count, as `plan --gpus N` prices it; the dead server and the spares set aside are the ones
+/// the scheduler leaves out. Other multi-server domains (racks filled in order) lose GPUs with
+/// a server: priced as they are.
 [[nodiscard]] Cluster priced_as(const Cluster& cluster, int live_servers) {
   const bool domain_in_server = cluster.nvlink.domain_gpus <= cluster.gpus_per_server &&
                                 cluster.gpus_per_server % cluster.nvlink.domain_gpus == 0;
-  if (!domain_in_server) return cluster;
+  if (!domain_in_server && !cluster.nvlink.job_segments) return cluster;
   Cluster compact = cluster;
   compact.servers = live_servers;
   compact.health = {};
-  return compact;
+  return in_job_segments(compact);
 }
 
 [[nodiscard]] WhatIfOption cordon_server_option(const Context& c) {

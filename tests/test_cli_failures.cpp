@@ -336,3 +336,30 @@ TEST_CASE("an option faster than the healthy plan says the gain is the batch's",
                      "GPU it is given; plan --gpus 512 plans for that many), so the gain is the "
                      "batch's, not the failure's") != std::string::npos);
 }
+
+TEST_CASE("cordon-server on GB200: a new job in its own segments, wherever the tray died",
+          "[cli][failures]") {
+  // DeepSeek-V3 on 256 GB200s (64 trays, four 16-tray segments). A dead tray: the re-plan is a
+  // new job on fewer trays, which its launcher segments for its own count (60 trays: 15-tray
+  // segments), priced as `plan --gpus 240` prices it. Before, the new job kept the old job's
+  // 64-GPU domains with the ranks shifted across the hole: 113.4 s with tray 0 dead, 96.4 s
+  // with tray 48.
+  const std::string base = "plan --model deepseek-v3 --cluster gb200-nvl72 --gpus 256";
+  const auto first = json_of(base + " --fail-link server:0");
+  const auto late = json_of(base + " --fail-link server:48");
+  const auto fresh = json_of("plan --model deepseek-v3 --cluster gb200-nvl72 --gpus 240");
+  REQUIRE(first["impact"]["recommended"] == "cordon-server");
+  const auto& a = first["impact"]["options"][0];
+  const auto& b = late["impact"]["options"][0];
+  CHECK(a["servers"] == 60);
+  CHECK(a["step_time_s"].get<double>() == Approx(b["step_time_s"].get<double>()));
+  CHECK(a["step_time_s"].get<double>() == Approx(fresh["plans"][0]["step_time_s"].get<double>()));
+  CHECK(fresh["cluster"]["domain_gpus"] == 60);
+  // The launch config says which segments it was priced with (a dense model: --emit writes no
+  // MoE flags yet).
+  const Run emitted =
+      trident("plan --model llama3-70b --cluster gb200-nvl72 --gpus 256 --emit megatron");
+  REQUIRE(emitted.code == 0);
+  CHECK(emitted.out.find("# SLURM: submit with --segment=16: the plan was priced with its 64 "
+                         "nodes in segments of 16") != std::string::npos);
+}

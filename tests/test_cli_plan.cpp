@@ -448,8 +448,15 @@ TEST_CASE("GB200 racks partly filled: 128 GPUs plan and topo says so", "[cli_pla
   // largest count up to 18 dividing 32), so two 64-GPU domains; the assumptions line says why.
   const Run topo = trident("topo show --cluster gb200-nvl72 --gpus 128");
   REQUIRE(topo.code == 0);
-  CHECK(topo.out.find("2 domains of 64 GPUs (each spans 16 servers; the job's segments of "
-                      "72-GPU racks, nvlink.job_segments)") != std::string::npos);
+  CHECK(topo.out.find("2 domains of 64 GPUs (each spans 16 servers; the job's segments of 16 "
+                      "servers in 72-GPU racks, nvlink.job_segments)") != std::string::npos);
+  // 76 GPUs = 19 trays: 1-tray segments, so NVLink ends at the tray, and both outputs say so.
+  const Run trays = trident("topo show --cluster gb200-nvl72 --gpus 76");
+  CHECK(trays.out.find("19 domains of 4 GPUs (one per server; the job's segments of 1 server in "
+                       "72-GPU racks, nvlink.job_segments)") != std::string::npos);
+  const Run tray_plan = trident("plan --cluster gb200-nvl72 --gpus 76 --model llama3-8b --top 1");
+  CHECK(tray_plan.out.find("in 4-GPU domains (the job's segments of 1 server in 72-GPU racks)") !=
+        std::string::npos);
   const Run plan = trident("plan --cluster gb200-nvl72 --gpus 128 --model llama3-70b --top 1");
   CHECK(plan.code == 0);
   CHECK(plan.err.empty());

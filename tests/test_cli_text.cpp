@@ -266,9 +266,21 @@ TEST_CASE("the what-if's recommendation and groups hit in words", "[cli_text]") 
   GroupHit hit{.dimension = "tp", .gpus = {136, 137, 138, 139}, .before = {}, .after = {}};
   hit.before.intra_gbps = 450.0;
   hit.after.intra_gbps = 425.0;
-  CHECK(cli::hit_text(hit) == "TP group 136-139: 450 GB/s -> 425 GB/s");
+  Cluster dgx;  // 8-GPU servers, 8-GPU domains
+  CHECK(cli::hit_text(hit, dgx) == "TP group 136-139: 450 GB/s -> 425 GB/s");
+  // A DP group across domains whose NVLink part slowed: the domain is named as the cluster has
+  // it, a server on DGX, an NVLink domain on GB200 (a rack or a job's segment of one).
+  GroupHit dp{.dimension = "dp", .gpus = {0, 64}, .before = {}, .after = {}};
+  dp.before.domains = 2;
+  dp.before.intra_gbps = 900.0;
+  dp.after.intra_gbps = 850.0;
+  CHECK(cli::hit_text(dp, dgx) == "DP group 0,64: inside the server 900 GB/s -> 850 GB/s");
+  Cluster gb200 = dgx;
+  gb200.gpus_per_server = 4;
+  gb200.nvlink.domain_gpus = 64;
+  CHECK(cli::hit_text(dp, gb200) == "DP group 0,64: inside the NVLink domain 900 GB/s -> 850 GB/s");
   hit.lost = true;
-  CHECK(cli::hit_text(hit) == "TP group 136-139 lost a GPU");
+  CHECK(cli::hit_text(hit, dgx) == "TP group 136-139 lost a GPU");
 }
 
 TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {

@@ -46,17 +46,25 @@ Cluster with_gpu(Cluster cluster, const Gpu& gpu) {
   return cluster;
 }
 
-Cluster in_job_segments(Cluster cluster) {
-  NvlinkSpec& nv = cluster.nvlink;
+int job_segment_servers(const Cluster& cluster, int servers) {
+  const NvlinkSpec& nv = cluster.nvlink;
   const int rack = nv.rack_domain_gpus > 0 ? nv.rack_domain_gpus : nv.domain_gpus;
   const int per_server = cluster.gpus_per_server;
   if (!nv.job_segments || per_server < 1 || rack <= per_server || rack % per_server != 0) {
-    return cluster;
+    return 0;
   }
   // The largest segment (servers) up to a rack's that divides the job's servers; 1 at least.
-  int segment = std::min(rack / per_server, std::max(cluster.servers, 1));
-  while (segment > 1 && cluster.servers % segment != 0) --segment;
-  nv.domain_gpus = segment * per_server;
+  int segment = std::min(rack / per_server, std::max(servers, 1));
+  while (segment > 1 && servers % segment != 0) --segment;
+  return segment;
+}
+
+Cluster in_job_segments(Cluster cluster) {
+  const int segment = job_segment_servers(cluster, cluster.servers);
+  if (segment == 0) return cluster;
+  NvlinkSpec& nv = cluster.nvlink;
+  const int rack = nv.rack_domain_gpus > 0 ? nv.rack_domain_gpus : nv.domain_gpus;
+  nv.domain_gpus = segment * cluster.gpus_per_server;
   nv.rack_domain_gpus = nv.domain_gpus == rack ? 0 : rack;
   return cluster;
 }

@@ -131,6 +131,11 @@ struct Cluster {
 /// returns the cluster unchanged. Applying it twice gives the same cluster.
 [[nodiscard]] Cluster in_job_segments(Cluster cluster);
 
+/// in_job_segments' rule for a job of `servers` servers on `cluster`: the servers of one
+/// segment (what the launcher passes as SLURM --segment), or 0 where the cluster's jobs are not
+/// segmented (no job_segments, or domains inside a server).
+[[nodiscard]] int job_segment_servers(const Cluster& cluster, int servers);
+
 /// NVLinks of local GPU `local` in a mesh domain: the sum of its MeshLink counts.
 [[nodiscard]] int mesh_links_of(const NvlinkSpec& nvlink, int local);
 
