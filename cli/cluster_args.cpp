@@ -246,6 +246,13 @@ const char* domain_word(const Cluster& cluster) {
   return cluster.nvlink.domain_gpus == cluster.gpus_per_server ? "server" : "NVLink domain";
 }
 
+std::string segments_text(const Cluster& c) {
+  if (c.nvlink.rack_domain_gpus == 0) return "";
+  const int segment = c.nvlink.domain_gpus / c.gpus_per_server;
+  return fmt::format("the job's segments of {} server{} in {}-GPU racks", segment,
+                     segment == 1 ? "" : "s", c.nvlink.rack_domain_gpus);
+}
+
 std::string summarize_server(const Cluster& c) {
   std::string links;
   switch (c.nvlink.kind) {
@@ -264,10 +271,8 @@ std::string summarize_server(const Cluster& c) {
   if (c.nvlink.domain_gpus != c.gpus_per_server || c.nvlink.rack_domain_gpus > 0) {
     links += fmt::format(" in {}-GPU domains", c.nvlink.domain_gpus);
   }
-  if (c.nvlink.rack_domain_gpus > 0) {
-    const int segment = c.nvlink.domain_gpus / c.gpus_per_server;
-    links += fmt::format(" (the job's segments of {} server{} in {}-GPU racks)", segment,
-                         segment == 1 ? "" : "s", c.nvlink.rack_domain_gpus);
+  if (const std::string segments = segments_text(c); !segments.empty()) {
+    links += " (" + segments + ")";
   }
   return fmt::format("{}x {} per server, {}, {}x{} Gb/s NICs", c.gpus_per_server, c.gpu.name, links,
                      c.network.nics_per_server, c.network.nic_gbits);

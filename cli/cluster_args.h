@@ -74,6 +74,9 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// a server (DGX), "NVLink domain" where it spans servers (a rack, a job's segment) or divides
 /// one.
 [[nodiscard]] const char* domain_word(const Cluster& cluster);
+/// "the job's segments of 16 servers in 72-GPU racks" where the job runs in segments of a
+/// rack-scale domain (nvlink.job_segments); empty otherwise.
+[[nodiscard]] std::string segments_text(const Cluster& cluster);
 /// "bf16 989 TFLOP/s, 80 GiB at 3350 GB/s, GEMM ceiling 80%, PCIe 50 GB/s"
 [[nodiscard]] std::string summarize_gpu(const Gpu& gpu);
 /// "174.6B parameters: 96 layers, hidden 12288, 96/96 heads, gelu, seq 2048, batch 1536"

@@ -107,10 +107,8 @@ std::string domain_line(const Cluster& c) {
   if (c.partial_domain()) {
     where += fmt::format("; the last holds {}", c.domain_size(c.domains() - 1));
   }
-  if (c.nvlink.rack_domain_gpus > 0) {
-    const int segment = per / c.gpus_per_server;
-    where += fmt::format("; the job's segments of {} server{} in {}-GPU racks, nvlink.job_segments",
-                         segment, segment == 1 ? "" : "s", c.nvlink.rack_domain_gpus);
+  if (const std::string segments = segments_text(c); !segments.empty()) {
+    where += "; " + segments + ", nvlink.job_segments";
   }
   return fmt::format("nvlink: {}; {} domain{} of {} GPUs ({})", links, c.domains(),
                      c.domains() == 1 ? "" : "s", per, where);
@@ -156,8 +154,7 @@ nlohmann::json to_json(const Cluster& c) {
           {"gpus_per_server", c.gpus_per_server},
           {"domains", c.domains()},
           {"domain_gpus", c.nvlink.domain_gpus},
-          {"rack_domain_gpus",
-           c.nvlink.rack_domain_gpus > 0 ? c.nvlink.rack_domain_gpus : c.nvlink.domain_gpus},
+          {"rack_domain_gpus", c.nvlink.rack_gpus()},
           {"gpu",
            {{"name", g.name},
             {"peak_tflops",

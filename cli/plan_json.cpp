@@ -185,16 +185,14 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
 }
 
 Json cluster_json(const Cluster& cluster, int gpus_used) {
-  return Json{
-      {"name", cluster.name},
-      {"gpus", gpus_used},
-      {"servers", cluster.servers},
-      {"gpu", cluster.gpu.name},
-      {"gpus_per_server", cluster.gpus_per_server},
-      {"domain_gpus", cluster.nvlink.domain_gpus},
-      {"rack_domain_gpus", cluster.nvlink.rack_domain_gpus > 0 ? cluster.nvlink.rack_domain_gpus
-                                                               : cluster.nvlink.domain_gpus},
-      {"total_gpus", cluster.gpus()}};
+  return Json{{"name", cluster.name},
+              {"gpus", gpus_used},
+              {"servers", cluster.servers},
+              {"gpu", cluster.gpu.name},
+              {"gpus_per_server", cluster.gpus_per_server},
+              {"domain_gpus", cluster.nvlink.domain_gpus},
+              {"rack_domain_gpus", cluster.nvlink.rack_gpus()},
+              {"total_gpus", cluster.gpus()}};
 }
 
 Json model_json(const Model& model) {

@@ -48,7 +48,7 @@ Cluster with_gpu(Cluster cluster, const Gpu& gpu) {
 
 int job_segment_servers(const Cluster& cluster, int servers) {
   const NvlinkSpec& nv = cluster.nvlink;
-  const int rack = nv.rack_domain_gpus > 0 ? nv.rack_domain_gpus : nv.domain_gpus;
+  const int rack = nv.rack_gpus();
   const int per_server = cluster.gpus_per_server;
   if (!nv.job_segments || per_server < 1 || rack <= per_server || rack % per_server != 0) {
     return 0;
@@ -63,7 +63,7 @@ Cluster in_job_segments(Cluster cluster) {
   const int segment = job_segment_servers(cluster, cluster.servers);
   if (segment == 0) return cluster;
   NvlinkSpec& nv = cluster.nvlink;
-  const int rack = nv.rack_domain_gpus > 0 ? nv.rack_domain_gpus : nv.domain_gpus;
+  const int rack = nv.rack_gpus();
   nv.domain_gpus = segment * cluster.gpus_per_server;
   nv.rack_domain_gpus = nv.domain_gpus == rack ? 0 : rack;
   return cluster;

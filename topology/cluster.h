@@ -40,6 +40,10 @@ struct NvlinkSpec {
   /// The rack's domain where in_job_segments() narrowed domain_gpus to the job's segment;
   /// 0 when domain_gpus is the rack's own.
   int rack_domain_gpus = 0;
+  /// GPUs of the cluster's own domain (a rack), whatever the job's segment.
+  [[nodiscard]] int rack_gpus() const {
+    return rack_domain_gpus > 0 ? rack_domain_gpus : domain_gpus;
+  }
 };
 
 struct NetworkSpec {
