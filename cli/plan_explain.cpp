@@ -293,10 +293,14 @@ std::string communication(const PlanResult& plan, const Stack& stack,
         calibration);
   }
   if (c.ep > 1) {
-    const std::string exposed = e.ep.exposed_s < e.ep.total_s
-                                    ? "exposed but what the shared experts on their side "
-                                      "stream hide"
-                                    : "exposed";
+    const std::string overlap = ep_overlap_name(e);
+    const std::string exposed =
+        overlap == "combined_1f1b"
+            ? "beside another micro-batch's compute (combined 1F1B: its backward runs with "
+              "this forward layer by layer; the first forwards and last backwards run alone)"
+        : overlap == "shared_experts"
+            ? "exposed but what the shared experts on their side stream hide"
+            : "exposed";
     out += dimension(
         "EP", ep_collective_name(c), e.ep, step,
         ("every MoE layer dispatches its tokens to their experts and combines them "

@@ -177,6 +177,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
   if (e.amax.calls_per_step > 0.0) json["comm"]["fp8_amax"] = comm_json(e.amax, "all-reduce");
   if (model.is_moe()) {
     json["comm"]["expert_dp"] = comm_json(e.edp, e.edp.link.ranks > 1 ? "all-reduce" : "none");
+    json["comm"]["ep"]["overlap"] = ep_overlap_name(e);
     json["flops_basis"] = "active_parameters";
   }
   json["gemms"] = gemms_json(*context.cluster, model, plan, context.calibration);

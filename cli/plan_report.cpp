@@ -137,6 +137,11 @@ std::string ep_collective_name(const ParallelConfig& config) {
   return config.ep < 2 ? "none" : "all-to-all";
 }
 
+std::string ep_overlap_name(const Estimate& estimate) {
+  if (estimate.ep_overlapped) return "combined_1f1b";
+  return estimate.ep.exposed_s < estimate.ep.total_s ? "shared_experts" : "none";
+}
+
 std::string describe_cp_ep_search(const Model& model, const SearchOptions& options) {
   std::string text;
   const Stack& stack = options.stack;

@@ -58,6 +58,9 @@ struct CsvTail {
 [[nodiscard]] std::string cp_collective_name(const PlanResult& plan);
 /// "none" (ep 1) or "all-to-all" (MoE dispatch and combine).
 [[nodiscard]] std::string ep_collective_name(const ParallelConfig& config);
+/// What hides the MoE all-to-alls: "combined_1f1b" (another micro-batch's compute),
+/// "shared_experts" (the shared experts on their side stream) or "none".
+[[nodiscard]] std::string ep_overlap_name(const Estimate& estimate);
 /// The assumption line on how context and expert parallelism are searched ("" when neither
 /// can be: a short sequence under a dense model without pins).
 [[nodiscard]] std::string describe_cp_ep_search(const Model& model, const SearchOptions& options);

@@ -7,6 +7,7 @@
 #include "costmodel/compute.h"
 #include "costmodel/context_parallel.h"
 #include "costmodel/data_parallel.h"
+#include "costmodel/ep_overlap.h"
 #include "costmodel/flops.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
@@ -140,6 +141,26 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   time.layer = layer;
   time.cp_step = dense;
   return time;
+}
+
+/// One MoE layer of the pace-setting stage as the combined 1F1B splits it: the routed experts
+/// (`experts`, one MoE layer's) and the rest of the stage's mean layer at `moe_share` MoE
+/// layers (attention, router, dense or shared FFN), its selective recompute in its backward.
+CombinedLayer combined_layer(const StageTime& stage, const LayerTime& experts, double moe_share,
+                             bool delay_wgrad) {
+  const LayerTime& layer = stage.layer;
+  CombinedLayer out;
+  out.attention_forward_s = std::max(0.0, layer.forward_s - moe_share * experts.forward_s);
+  out.attention_backward_s =
+      std::max(0.0, layer.backward_s + layer.recompute_s -
+                        moe_share * (experts.backward_s + experts.recompute_s));
+  out.experts_forward_s = experts.forward_s;
+  // A linear layer's backward is its input gradient and its weight gradient, one GEMM of the
+  // forward's FLOPs each: half and half when --delay-wgrad-compute splits them.
+  const double backward_s = experts.backward_s + experts.recompute_s;
+  out.experts_wgrad_s = delay_wgrad ? 0.5 * experts.backward_s : 0.0;
+  out.experts_dgrad_s = backward_s - out.experts_wgrad_s;
+  return out;
 }
 
 /// Traffic of one micro-batch (or one layer of one) over `times` of them: calls, total and
@@ -383,8 +404,22 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // its attention (one causal call over the whole sequence) is priced too and the faster of
   // the two, communication and compute together, is kept.
   const StageWork work = stage_work(gpu, local, split, model, config, stack, calibration);
-  const StageTime ring = stage_time(cluster, local, split, model, config, options, work,
-                                    ep_layer.exposed_s, moe_share, false, calibration);
+  StageTime ring = stage_time(cluster, local, split, model, config, options, work,
+                              ep_layer.exposed_s, moe_share, false, calibration);
+  // Combined 1F1B: what the other micro-batch's compute leaves of the all-to-alls, from the
+  // stage's layer; the slowest stage chosen again on it.
+  out.ep_overlapped = stack.runs_ep_overlap(model, config) && moe_share > 0.0;
+  if (out.ep_overlapped) {
+    const CombinedLayer layer =
+        combined_layer(ring, work.experts, moe_share, stack.ep_overlap_delay_wgrad);
+    ep_layer.exposed_s =
+        std::min(ep_layer.total_s,
+                 moe_share * combined_layer_exposed_s(
+                                 layer, ep_layer.time_per_call_s,
+                                 combined_paired_share(config.pp, config.virtual_stages, m)));
+    ring = stage_time(cluster, local, split, model, config, options, work, ep_layer.exposed_s,
+                      moe_share, false, calibration);
+  }
   std::optional<StageTime> ulysses;
   if (config.cp > 1 && cp_a2a_runs(stack, model, config)) {
     ulysses = stage_time(cluster, local, split, model, config, options, work, ep_layer.exposed_s,

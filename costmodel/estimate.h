@@ -137,9 +137,12 @@ struct Estimate {
   bool pp_whole_step = false;
   CommDetail tp;
   CommDetail pp;
-  CommDetail dp;    ///< over DP x CP when cp > 1; MoE: the non-expert parameters
-  CommDetail cp;    ///< the ring's send-recv (p2p) or Ulysses' all-to-all (a2a), per step
-  CommDetail ep;    ///< MoE dispatch + combine all-to-alls
+  CommDetail dp;  ///< over DP x CP when cp > 1; MoE: the non-expert parameters
+  CommDetail cp;  ///< the ring's send-recv (p2p) or Ulysses' all-to-all (a2a), per step
+  CommDetail ep;  ///< MoE dispatch + combine all-to-alls
+  /// The all-to-alls run under the combined 1F1B (Stack::runs_ep_overlap): `ep` exposes what
+  /// the other micro-batch's compute leaves (costmodel/ep_overlap.h).
+  bool ep_overlapped = false;
   CommDetail edp;   ///< MoE expert gradients over the expert-data-parallel group
   CommDetail amax;  ///< FP8 delayed scaling's amax all-reduces over TP x CP x DP (exposed)
   CpKind cp_kind = CpKind::p2p;

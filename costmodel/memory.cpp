@@ -188,7 +188,9 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   const double kept_layers = layers - recomputed;
   double activations = (recomputed > 0.0 ? recomputed * per_layer(config) : 0.0) +
                        (kept_layers > 0.0 ? kept_layers * per_layer(kept) : 0.0);
-  activations *= stage_in_flight;
+  // Combined 1F1B: one layer's more (MemoryOptions::combined_1f1b).
+  const double one_more_layer = options.combined_1f1b && layers > 0.0 ? activations / layers : 0.0;
+  activations = activations * stage_in_flight + one_more_layer;
   // The embedding's dropout mask (1 byte) per micro-batch in flight, where there is dropout.
   if (first && model.dropout > 0.0) activations += sbh / sp * stage_in_flight;
   // The output layer's 16-bit input (the final norm's output), one micro-batch: its shard

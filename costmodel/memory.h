@@ -178,6 +178,10 @@ struct MemoryOptions {
   bool pp_keeps_last_reduce_scatter_input = false;
   /// The pipeline's receive buffers per micro-batch (Stack::pp_recv_buffers_per_micro_batch).
   bool pp_recv_buffers_per_micro_batch = false;
+  /// Megatron-Core's combined 1F1B (Stack::runs_ep_overlap): a paired layer's forward saves
+  /// its activations before the other micro-batch's backward frees that layer's, so a stage
+  /// holds one layer's more than its micro-batches in flight.
+  bool combined_1f1b = false;
   /// Stage outputs kept after their send (Stack::pp_keeps_outputs: none|in_flight|last|all).
   PpKeptOutputs pp_keeps_outputs = PpKeptOutputs::none;
   NcclGroups nccl;

@@ -216,8 +216,11 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
     const double per_layer =
         rows * (e * model.hidden + (is_gated(model.ffn) ? 2.0 * e : e) * f + e * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
-    activations = kept_share * per_layer * stage_moe_layers(model, config.pp) *
-                  in_flight_micro_batches(config.pp, config.virtual_stages, m);
+    // Combined 1F1B holds one layer's more (MemoryOptions::combined_1f1b).
+    activations = kept_share * per_layer *
+                  (stage_moe_layers(model, config.pp) *
+                       in_flight_micro_batches(config.pp, config.virtual_stages, m) +
+                   (options.combined_1f1b ? 1.0 : 0.0));
   }
   memory.weights_bytes += weights;
   memory.gradients_bytes += gradients;

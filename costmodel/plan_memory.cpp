@@ -78,6 +78,7 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.adam_state_bytes = stack.adam_state_bytes;
   memory.pp_recv_buffers_per_micro_batch = stack.pp_recv_buffers_per_micro_batch;
   memory.pp_keeps_outputs = stack.pp_keeps_outputs;
+  memory.combined_1f1b = stack.runs_ep_overlap(model, config);
   memory.nccl = nccl_groups(cluster, config, placement);
   if (config.cp > 1 && cp_kind == CpKind::all_gather) {
     memory.cp_gathered_kv_bytes =

@@ -146,6 +146,12 @@ std::vector<Fp8Recipe> Stack::fp8_recipes_run() const {
   return run;
 }
 
+bool Stack::runs_ep_overlap(const Model& model, const ParallelConfig& config) const {
+  return ep_overlap && model.is_moe() && config.ep > 1 &&
+         (config.pp <= 1 || config.virtual_stages > 1) && config.recompute != Recompute::full &&
+         model.mtp_layers <= 1;
+}
+
 bool Stack::supports(Recompute recompute) const {
   return (recompute_modes & (1u << static_cast<unsigned>(recompute))) != 0;
 }

@@ -214,10 +214,14 @@ struct Stack {
   unsigned cp_kinds = 0b11;
   /// Expert parallelism for MoE layers (token dispatch/combine all-to-alls).
   bool expert_parallel = true;
-  /// The MoE all-to-alls overlapped with another micro-batch's compute (Megatron-Core
-  /// --overlap-moe-expert-parallel-comm); false: exposed. A stack file with true is refused:
-  /// the overlap is not modelled.
+  /// The MoE all-to-alls overlapped with another micro-batch's compute: Megatron-Core's
+  /// combined 1F1B (--overlap-moe-expert-parallel-comm, costmodel/ep_overlap.h), on the splits
+  /// it runs on (runs_ep_overlap); false: exposed.
   bool ep_overlap = false;
+  /// With ep_overlap, the weight gradients run as their own node after the input gradients
+  /// (--delay-wgrad-compute), so the backward dispatch goes as soon as the experts' input
+  /// gradient is done.
+  bool ep_overlap_delay_wgrad = false;
   /// The shared experts run on a side stream beside the dispatch and combine all-to-alls
   /// (Megatron-Core --moe-shared-expert-overlap, default False, transformer_config.py
   /// @core_v0.12.0; shared_experts.py L107-226): their GEMMs hide that much of each MoE
@@ -336,6 +340,10 @@ struct Stack {
   [[nodiscard]] std::vector<Fp8Recipe> fp8_recipes_run() const;
   /// The measured error that applies to `model` (MoE models: measured_error_moe when set).
   [[nodiscard]] double error_for(const Model& model) const;
+  /// Whether this split of `model` runs the combined 1F1B: ep_overlap on a MoE model with
+  /// EP > 1, PP 1 or interleaved, no full recompute and at most one MTP layer (Megatron-LM@d98e8a64
+  /// megatron/core/transformer/transformer_config.py L3002-3046 asserts each).
+  [[nodiscard]] bool runs_ep_overlap(const Model& model, const ParallelConfig& config) const;
   /// Whether a model with FP8 parameters has them gathered in 16 bits here instead: the stack
   /// casts before the all-gather only with more than one data-parallel shard
   /// (fp8_param_gather_needs_dp_shard; `shard_ranks`: ParallelConfig::shard_ranks()).

@@ -73,6 +73,7 @@ const std::vector<std::string> kStackKeys = {
     "context_parallel",
     "expert_parallel",
     "ep_overlap",
+    "ep_overlap_delay_wgrad",
     "moe_shared_expert_overlap",
     "fp8_param_gather_needs_dp_shard",
     "fp8_recipes",
@@ -203,6 +204,7 @@ Stack file_defaults() {
   s.cp_kinds = 0;
   s.expert_parallel = false;
   s.ep_overlap = false;
+  s.ep_overlap_delay_wgrad = false;
   s.moe_shared_expert_overlap = false;
   s.fp8_param_gather_needs_dp_shard = false;
   return s;
@@ -375,14 +377,20 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.cp_kinds = read_name_list(m, "context_parallel", kCpKindNames, d.cp_kinds, true);
   s.expert_parallel = m.optional_bool("expert_parallel", d.expert_parallel);
   s.ep_overlap = m.optional_bool("ep_overlap", d.ep_overlap);
+  s.ep_overlap_delay_wgrad = m.optional_bool("ep_overlap_delay_wgrad", d.ep_overlap_delay_wgrad);
   s.moe_shared_expert_overlap =
       m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
   s.fp8_param_gather_needs_dp_shard =
       m.optional_bool("fp8_param_gather_needs_dp_shard", d.fp8_param_gather_needs_dp_shard);
-  if (s.ep_overlap) {
-    m.fail("ep_overlap",
-           "true is not modelled yet (the MoE all-to-alls are priced exposed); "
-           "set false");
+  // Megatron-Core asserts both (transformer_config.py L3040-3041, L3074-3077 @d98e8a64).
+  if (s.ep_overlap && s.moe_shared_expert_overlap) {
+    m.fail(m.has("ep_overlap") ? "ep_overlap" : "moe_shared_expert_overlap",
+           "ep_overlap and moe_shared_expert_overlap cannot both be true (Megatron-Core refuses "
+           "the pair)");
+  }
+  if (s.ep_overlap_delay_wgrad && !s.ep_overlap) {
+    m.fail(m.has("ep_overlap_delay_wgrad") ? "ep_overlap_delay_wgrad" : "ep_overlap",
+           "ep_overlap_delay_wgrad needs ep_overlap: true");
   }
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
   // Bytes of one gradient element: a dtype's width, nothing between (3 read as "16-bit").

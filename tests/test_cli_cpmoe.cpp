@@ -204,6 +204,44 @@ TEST_CASE("--explain names the CP and EP links and times", "[cli_cpmoe]") {
   CHECK(cp.out.find("  CP: ") != std::string::npos);
 }
 
+TEST_CASE("a stack with the combined 1F1B: EP time hidden where it runs, and said", "[cli_cpmoe]") {
+  const cli_test::TempDir dir;
+  const std::string stack = (dir.path / "combined.yaml").string();
+  std::ofstream(stack) << "name: combined\nbase: megatron-core\nep_overlap: true\n"
+                          "ep_overlap_delay_wgrad: true\n";
+  const std::string mixtral =
+      "plan --gpus 64 --servers 8 --model mixtral-8x7b --global-batch 256 --tp 2 --ep 8 "
+      "--micro-batch 1 --top 1 --format json";
+  const auto ep_of = [&](const std::string& extra) {
+    const Run run = trident(mixtral + extra);
+    REQUIRE(run.code == 0);
+    return nlohmann::json::parse(run.out).at("plans")[0].at("comm").at("ep");
+  };
+  const auto plain = ep_of(" --dp 32");
+  const auto combined = ep_of(" --dp 32 --stack " + stack);
+  CHECK(plain.at("overlap") == "none");
+  CHECK(combined.at("overlap") == "combined_1f1b");
+  CHECK(combined.at("total_s").get<double>() == Approx(plain.at("total_s").get<double>()));
+  CHECK(combined.at("exposed_s").get<double>() < plain.at("exposed_s").get<double>());
+  // PP 2 without interleaving: Megatron-Core asserts virtual stages, so the all-to-alls stay
+  // exposed there.
+  CHECK(ep_of(" --stack " + stack + " --pp 2 --vp 1 --dp 16").at("overlap") == "none");
+  const Run explain = trident(
+      "plan --gpus 64 --servers 8 --model mixtral-8x7b --global-batch 256 --tp 2 --ep 8 --dp 32 "
+      "--micro-batch 1 --explain --stack " +
+      stack);
+  REQUIRE(explain.code == 0);
+  CHECK(explain.out.find("beside another micro-batch's compute (combined 1F1B") !=
+        std::string::npos);
+  // Megatron-Core refuses the pair: one line naming the file, the line and the key.
+  const std::string both = (dir.path / "both.yaml").string();
+  std::ofstream(both) << "name: both\nbase: megatron-core\nep_overlap: true\n"
+                         "moe_shared_expert_overlap: true\n";
+  const Run refused = trident("plan --gpus 64 --model mixtral-8x7b --stack " + both);
+  CHECK(refused.code == 2);
+  CHECK(refused.err.find("both.yaml:3: ep_overlap") != std::string::npos);
+}
+
 TEST_CASE("--fail-link reports the EP and CP groups a broken link hits", "[cli_cpmoe]") {
   const Run run = trident(
       "plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --ep 8 --top 1 "

@@ -248,7 +248,7 @@ TEST_CASE("MoE estimate: FLOPs on active parameters, experts sharded over EP", "
   CHECK(ep.memory.weight_copies_bytes == 0.0);
 }
 
-TEST_CASE("stack file: EP overlap is refused, CP kinds are read", "[moe][stack]") {
+TEST_CASE("stack file: EP overlap keys are checked, CP kinds are read", "[moe][stack]") {
   const std::string base = "name: s\nattention: cudnn\ntp_overlap: none\n";
   const Stack stack =
       load_stack(base + "context_parallel: [a2a]\nexpert_parallel: true\n", "s.yaml");
@@ -256,8 +256,19 @@ TEST_CASE("stack file: EP overlap is refused, CP kinds are read", "[moe][stack]"
   CHECK_FALSE(stack.supports(CpKind::p2p));
   CHECK(stack.expert_parallel);
   CHECK_FALSE(load_stack(base, "s.yaml").context_parallel());
-  CHECK_THROWS_WITH(load_stack(base + "ep_overlap: true\n", "s.yaml"),
-                    Catch::Contains("s.yaml:4") && Catch::Contains("not modelled"));
+  const Stack overlap =
+      load_stack(base + "ep_overlap: true\nep_overlap_delay_wgrad: true\n", "s.yaml");
+  CHECK(overlap.ep_overlap);
+  CHECK(overlap.ep_overlap_delay_wgrad);
+  CHECK_FALSE(load_stack(base, "s.yaml").ep_overlap);
+  // Megatron-Core asserts each pair: delay_wgrad_compute needs the overlap, and the overlap
+  // refuses the shared experts' own side stream.
+  CHECK_THROWS_WITH(load_stack(base + "ep_overlap_delay_wgrad: true\n", "s.yaml"),
+                    Catch::Contains("s.yaml:4: ep_overlap_delay_wgrad") &&
+                        Catch::Contains("needs ep_overlap: true"));
+  CHECK_THROWS_WITH(
+      load_stack(base + "ep_overlap: true\nmoe_shared_expert_overlap: true\n", "s.yaml"),
+      Catch::Contains("s.yaml:4: ep_overlap") && Catch::Contains("cannot both be true"));
   CHECK_THROWS_WITH(load_stack(base + "context_parallel: [ring]\n", "s.yaml"),
                     Catch::Contains("expected p2p|a2a|allgather, got 'ring'"));
 }

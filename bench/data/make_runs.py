@@ -264,18 +264,22 @@ BRIDGE_LEFT_OUT = {
     # number (9058) is 77% above the same split's in 26.02 (5113), level with the later PP 1 rows:
     # it belongs to another split.
     'mb260201-qwen3-30b-16xh100-fp8',
-    # Qwen3 recipes that overlap the EP all-to-alls with another micro-batch's compute
-    # (moe_a2a_overlap: overlap_moe_expert_parallel_comm and delay_wgrad_compute, qwen3_workload_
-    # base_configs.py@1804c076 L143, L238; @21d102f5 L183): trident prices the all-to-alls exposed
-    # and refuses ep_overlap in a stack, so the published knob cannot be pinned.
-    'mb2511-qwen3-30b-16xh100-fp8cs', 'mb2511-qwen3-235b-256xh100-fp8cs',
-    'mb260401-qwen3-235b-256xh100-fp8',
 }
-for r in yaml.safe_load(open('bridge_runs_2026.yaml'))['runs']:
+# Qwen3 recipes that overlap the EP all-to-alls with another micro-batch's compute
+# (moe_a2a_overlap: overlap_moe_expert_parallel_comm and delay_wgrad_compute, qwen3_workload_
+# base_configs.py@1804c076 L143, L238; @21d102f5 L183). Left out until trident priced the
+# combined 1F1B (2026-12-05); appended after the other rows so that no row's half changed.
+BRIDGE_EP_OVERLAP = ['mb2511-qwen3-30b-16xh100-fp8cs', 'mb2511-qwen3-235b-256xh100-fp8cs',
+                     'mb260401-qwen3-235b-256xh100-fp8']
+bridge = yaml.safe_load(open('bridge_runs_2026.yaml'))['runs']
+bridge = ([r for r in bridge if r['id'] not in BRIDGE_EP_OVERLAP] +
+          [r for i in BRIDGE_EP_OVERLAP for r in bridge if r['id'] == i])
+for r in bridge:
     if r['id'] in BRIDGE_LEFT_OUT: continue
     stack = ('stacks/megatron-bridge-perf-moe-bf16.yaml' if '-dsv3-' in r['id'] else
              'stacks/megatron-bridge-perf-no-param-overlap.yaml'
              if r['id'] == 'mb2511-llama31-405b-128xb200-mxfp8' else
+             'stacks/megatron-bridge-perf-ep-overlap.yaml' if r['id'] in BRIDGE_EP_OVERLAP else
              'stacks/megatron-bridge-perf.yaml')
     model = dict(r['model'])
     if 'preset' in model and len(model) > 1:  # a preset with keys changed: written out whole
