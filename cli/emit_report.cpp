@@ -33,8 +33,9 @@ namespace {
 constexpr std::size_t kEmitSearchKeep = 10000;
 
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,
-                const Model& model, SelectiveKind selective) {
-  return !export_plan(release, cluster, model, plan.config, selective, plan.estimate.cp_kind)
+                const Model& model, const Stack& stack) {
+  return !export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
+                      moe_switches(stack))
               .refusal;
 }
 
@@ -45,9 +46,9 @@ bool runs_there(const Release& release, const PlanResult& plan, const Cluster& c
 std::string best_runnable(const Release& release, const std::vector<PlanResult>& plans,
                           const Cluster& cluster, const Model& model, const EmitSearch& search,
                           bool splits_help) {
-  const SelectiveKind selective = search.options.stack.selective;
+  const Stack& stack = search.options.stack;
   for (std::size_t i = 0; i < plans.size(); ++i) {
-    if (runs_there(release, plans[i], cluster, model, selective)) {
+    if (runs_there(release, plans[i], cluster, model, stack)) {
       return fmt::format(
           "; the best plan of this ranking it runs is plan {} ({}): --explain {} "
           "--emit {}",
@@ -60,7 +61,7 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
   every.show_infeasible = false;
   const SearchResult all = trident::search(cluster, model, every, search.measured);
   for (std::size_t i = plans.size(); i < all.plans.size(); ++i) {
-    if (runs_there(release, all.plans[i], cluster, model, selective)) {
+    if (runs_there(release, all.plans[i], cluster, model, stack)) {
       return fmt::format(
           "; the best plan of the search it runs is plan {} ({}, {:.3f} s a step): --top {} "
           "--explain {} --emit {}",
@@ -205,7 +206,8 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   }
   const ParallelConfig& config = plans[rank - 1].config;
   const Export exported =
-      export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind);
+      export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind,
+                  moe_switches(search.options.stack));
   if (!exported.refusal) return exported.text;
   throw PlanError(
       refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config, cluster,
@@ -216,8 +218,9 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
 std::string emit_option_plan(const Release& release, const PlanResult& plan,
                              const std::string& label, const Cluster& cluster, const Model& model,
                              const EmitSearch& search) {
-  const Export exported = export_plan(release, cluster, model, plan.config,
-                                      search.options.stack.selective, plan.estimate.cp_kind);
+  const Export exported =
+      export_plan(release, cluster, model, plan.config, search.options.stack.selective,
+                  plan.estimate.cp_kind, moe_switches(search.options.stack));
   if (!exported.refusal) return exported.text;
   throw PlanError(
       refusal_message(release, *exported.refusal, label, plan.config, cluster, model, search));

@@ -164,9 +164,9 @@ namespace {
       }
       return fmt::format("a split whose GPUs fill whole servers of {}", o.gpus_per_server);
     case RefusalKind::moe_model:
-      return "emit a dense model or write the MoE and MLA flags by hand";
+      return "--emit megatron, or write the MoE and MLA settings by hand";
     case RefusalKind::mtp_layers:
-      return "mtp_layers: 0 in the model file, or write the MTP flags by hand";
+      return "--emit megatron, mtp_layers: 0 in the model file, or write the MTP settings by hand";
     case RefusalKind::fp8_attention:
       return "training.fp8.attention: false in the model file, or set Transformer Engine's FP8 "
              "attention by hand";
@@ -208,14 +208,17 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return uneven_reason(obstacle);
     case RefusalKind::moe_model:
       if (!model.is_moe()) {
-        return "--emit writes multi-head attention only: model " + model.name +
-               " has multi-latent attention (MLA flags are not written yet)";
+        return std::string(release.title) + " " + release.version +
+               " is written for multi-head attention only: model " + model.name +
+               " has multi-latent attention (only --emit megatron writes MLA)";
       }
-      return "--emit writes dense models only: model " + model.name +
-             " has experts (MoE flags are not written yet)";
+      return std::string(release.title) + " " + release.version +
+             " is written for dense models only: model " + model.name +
+             " has experts (only --emit megatron writes MoE)";
     case RefusalKind::mtp_layers:
-      return "--emit does not write multi-token prediction yet: model " + model.name + " has " +
-             std::to_string(model.mtp_layers) + " MTP layers";
+      return std::string(release.title) + " " + release.version +
+             " is written without multi-token prediction: model " + model.name + " has " +
+             std::to_string(model.mtp_layers) + " MTP layers (only --emit megatron writes them)";
     case RefusalKind::uneven_stages:
       return uneven_stages_reason(obstacle, release, model);
     case RefusalKind::fp8_attention:

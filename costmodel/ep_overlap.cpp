@@ -4,6 +4,11 @@
 
 namespace trident {
 
+bool combined_1f1b_runs(const Model& model, const ParallelConfig& config) {
+  return model.is_moe() && config.ep > 1 && (config.pp <= 1 || config.virtual_stages > 1) &&
+         config.recompute != Recompute::full && model.mtp_layers <= 1;
+}
+
 double combined_pair_exposed_s(const CombinedLayer& layer, double a2a_s) {
   // Each line: when a node ends = when its stream is free and what it waits for has ended,
   // plus its own time. The communication stream runs combine bwd first, from the pair's start.

@@ -3,8 +3,16 @@
 /// forward of one micro-batch and the backward of another run together layer by layer, each
 /// MoE layer's dispatch and combine all-to-alls on a communication stream beside the other
 /// pass's compute. Derivation and sources: docs/cost_model.md#ep-overlap.
+#include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
 
 namespace trident {
+
+/// Whether Megatron-Core runs the combined schedule for this split of `model` when asked to:
+/// a MoE model with EP > 1, PP 1 or interleaved, no full recompute and at most one MTP layer
+/// (Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py L3002-3046 asserts
+/// each; core_v0.19.0 L2670-2715 the same).
+[[nodiscard]] bool combined_1f1b_runs(const Model& model, const ParallelConfig& config);
 
 /// One MoE layer's compute for one micro-batch on one GPU, split as the combined schedule runs
 /// it (Megatron-LM@d98e8a64 megatron/core/models/common/model_chunk_schedule_plan.py,

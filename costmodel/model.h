@@ -73,6 +73,8 @@ struct Training {
   Fp8Options fp8;  ///< read only when dtype is fp8
 };
 
+enum class MoeRouter { softmax, sigmoid };
+
 /// Mixture of experts (the model file's `moe:` mapping). experts == 0: a dense model.
 struct MoeSpec {
   int experts = 0;            ///< routed experts per MoE layer
@@ -87,6 +89,10 @@ struct MoeSpec {
   /// Busiest expert-parallel rank's tokens over the mean (dropless). 1.0 = perfect balance:
   /// unsourced, a lower bound (docs/cost_model.md#moe).
   double imbalance = 1.0;
+  /// The router's score function (the model file's `router`): softmax over the experts
+  /// (Megatron's default) or DeepSeek-V3's sigmoid. Not priced (the router GEMM is the same);
+  /// --emit megatron writes it.
+  MoeRouter router = MoeRouter::softmax;
 };
 
 /// Multi-head latent attention dimensions (DeepSeek-V3 config.json).

@@ -139,7 +139,7 @@ MoeSpec read_moe(const std::optional<MapReader>& e) {
   }
   if (!dropless) moe.capacity_factor = e->required_double("capacity_factor", Range::positive);
   moe.imbalance = e->optional_double("imbalance", 1.0, Range::positive);
-  (void)e->optional_choice("router", kRouterNames, 0);
+  moe.router = static_cast<MoeRouter>(e->optional_choice("router", kRouterNames, 0));
   return moe;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "costmodel/ep_overlap.h"
+
 namespace trident {
 
 const char* to_string(AttentionKernel kernel) {
@@ -147,9 +149,7 @@ std::vector<Fp8Recipe> Stack::fp8_recipes_run() const {
 }
 
 bool Stack::runs_ep_overlap(const Model& model, const ParallelConfig& config) const {
-  return ep_overlap && model.is_moe() && config.ep > 1 &&
-         (config.pp <= 1 || config.virtual_stages > 1) && config.recompute != Recompute::full &&
-         model.mtp_layers <= 1;
+  return ep_overlap && combined_1f1b_runs(model, config);
 }
 
 bool Stack::supports(Recompute recompute) const {

@@ -340,9 +340,8 @@ struct Stack {
   [[nodiscard]] std::vector<Fp8Recipe> fp8_recipes_run() const;
   /// The measured error that applies to `model` (MoE models: measured_error_moe when set).
   [[nodiscard]] double error_for(const Model& model) const;
-  /// Whether this split of `model` runs the combined 1F1B: ep_overlap on a MoE model with
-  /// EP > 1, PP 1 or interleaved, no full recompute and at most one MTP layer (Megatron-LM@d98e8a64
-  /// megatron/core/transformer/transformer_config.py L3002-3046 asserts each).
+  /// Whether this split of `model` runs the combined 1F1B: ep_overlap where Megatron-Core runs
+  /// it (combined_1f1b_runs, costmodel/ep_overlap.h).
   [[nodiscard]] bool runs_ep_overlap(const Model& model, const ParallelConfig& config) const;
   /// Whether a model with FP8 parameters has them gathered in 16 bits here instead: the stack
   /// casts before the all-gather only with more than one data-parallel shard

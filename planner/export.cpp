@@ -226,8 +226,8 @@ std::string placement_comment(const Launch& launch, const char* comment) {
 
 namespace {
 
-/// What no target writes yet: MoE models (expert flags) and multi-latent attention (its
-/// ranks and head dims; so no target meets `selective: mla_up_proj`), context parallelism other
+/// What a target does not write: MoE models (expert flags), multi-latent attention (its ranks
+/// and head dims) and multi-token prediction outside Megatron-LM, context parallelism other
 /// than Transformer Engine's ring or Ulysses for Megatron-LM and NeMo and PyTorch's all-gather
 /// rotater for torchtitan (v0.2.2 train.py never sets another rotate method), hybrid sharding
 /// outside torchtitan. A CP plan's nearest is the
@@ -238,10 +238,11 @@ std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   const bool writes_cp =
       ((framework == Framework::megatron || framework == Framework::nemo) && te_cp) ||
       (framework == Framework::torchtitan && in.cp_kind == CpKind::all_gather);
-  if (in.model.is_moe() || in.model.attention == AttentionKind::mla) {
+  const bool megatron = framework == Framework::megatron;
+  if ((in.model.is_moe() || in.model.attention == AttentionKind::mla) && !megatron) {
     return emit::limit(RefusalKind::moe_model);
   }
-  if (in.model.mtp_layers > 0) return emit::limit(RefusalKind::mtp_layers);
+  if (in.model.mtp_layers > 0 && !megatron) return emit::limit(RefusalKind::mtp_layers);
   // Megatron-LM core_v0.19.0 has no flag for it (arguments.py L2250 keeps
   // fp8_dot_product_attention out of the flags it generates from TransformerConfig).
   if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.attention) {
@@ -311,8 +312,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
   std::optional<ParallelConfig> next = limit.fixed;
   for (int step = 0; next && step < 8; ++step) {
     const ParallelConfig candidate = *next;
-    const auto again =
-        first_limit({in.release, in.cluster, in.model, candidate, in.selective, in.cp_kind});
+    const auto again = first_limit(
+        {in.release, in.cluster, in.model, candidate, in.selective, in.cp_kind, in.moe});
     if (!again) {
       refusal.nearest = dividing(candidate, in.model.training.global_batch);
       refusal.no_dividing_split = !refusal.nearest;
@@ -327,8 +328,9 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
 }  // namespace
 
 Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
-                   const ParallelConfig& config, SelectiveKind selective, CpKind cp_kind) {
-  const emit::Input in{release, cluster, model, config, selective, cp_kind};
+                   const ParallelConfig& config, SelectiveKind selective, CpKind cp_kind,
+                   const MoeSwitches& moe) {
+  const emit::Input in{release, cluster, model, config, selective, cp_kind, moe};
   const emit::LaunchOrLimit placed = emit::launch_of(cluster, config);
   if (placed.limit) {
     return {"", Refusal{placed.limit->obstacle, std::nullopt, placed.limit->obstacle, false}};

@@ -48,7 +48,7 @@ struct Release {
 /// says each in words, citing where in the release's source the rule comes from.
 enum class RefusalKind {
   uneven_ranks,          ///< servers hold different numbers of ranks (or GPU indexes)
-  moe_model,             ///< the model has experts or MLA: no target writes their flags yet
+  moe_model,             ///< the model has experts or MLA: only megatron writes their flags
   context_parallel,      ///< CP above 1 on a target that does not write it
   dtype,                 ///< the model's training dtype has no switch in the release
   ffn,                   ///< the model's FFN has no flag in the release
@@ -65,7 +65,7 @@ enum class RefusalKind {
   hybrid_shard,          ///< HSDP (sharded over part of DP): only torchtitan writes it
   partial_recompute,     ///< full recompute of some layers only, not runnable on the release
   uneven_stages,         ///< layers not divisible by PP in a way the release can write
-  mtp_layers,            ///< multi-token prediction layers: no target writes them yet
+  mtp_layers,            ///< multi-token prediction layers: only megatron writes them
   fp8_recipe,            ///< an FP8 recipe the release has no switch for
   fp8_attention,         ///< FP8 attention (training.fp8.attention): no target writes it yet
 };
@@ -102,6 +102,17 @@ struct Refusal {
   bool no_dividing_split = false;
 };
 
+/// The stack's MoE overlaps a launch writes where they run (costmodel/stack.h): the shared
+/// experts beside the all-to-alls, the combined 1F1B and its delayed weight gradients.
+struct MoeSwitches {
+  bool shared_expert_overlap = false;
+  bool ep_overlap = false;
+  bool delay_wgrad = false;
+};
+[[nodiscard]] inline MoeSwitches moe_switches(const Stack& stack) {
+  return {stack.moe_shared_expert_overlap, stack.ep_overlap, stack.ep_overlap_delay_wgrad};
+}
+
 struct Export {
   std::string text;                ///< the configuration, ready to save; empty when refused
   std::optional<Refusal> refusal;  ///< set when the release cannot run the plan
@@ -110,10 +121,11 @@ struct Export {
 /// The plan as `release`'s configuration: first comment line names the release; then what a
 /// user still has to add; then the launcher and the configuration. Ranks run on the cluster's
 /// first config.gpus() live GPUs, as planner/layout.h places them.
-/// `selective`: what selective recompute meant in the stack that priced the plan.
+/// `selective`: what selective recompute meant in the stack that priced the plan; `moe`: its
+/// MoE overlaps.
 [[nodiscard]] Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
                                  const ParallelConfig& config,
                                  SelectiveKind selective = SelectiveKind::attention,
-                                 CpKind cp_kind = CpKind::p2p);
+                                 CpKind cp_kind = CpKind::p2p, const MoeSwitches& moe = {});
 
 }  // namespace trident

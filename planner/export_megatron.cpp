@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "costmodel/ep_overlap.h"
 #include "planner/export_target.h"
 
 namespace trident::emit {
@@ -56,6 +57,76 @@ std::string model_flags(const Model& m) {
   return t;
 }
 
+/// Which layers are MoE layers as --moe-layer-freq takes it (arguments.py moe_freq_type
+/// @core_v0.19.0): nothing when every layer is, N when every N-th from layer 0 is
+/// (gpt_layer_specs.py L647-650: i % N == 0), else the pattern as runs, "([0]*3+[1]*58)",
+/// which Megatron evaluates to one 0/1 per layer. Quoted for the shell.
+std::string moe_layer_freq(const Model& m) {
+  if (m.moe.layer_list.empty() && m.moe.first_dense == 0) {
+    return m.moe.layer_freq > 1 ? flag("--moe-layer-freq", str(m.moe.layer_freq)) : "";
+  }
+  std::string pattern;
+  for (int i = 0; i < m.layers;) {
+    const bool moe = m.is_moe_layer(i);
+    int run = 0;
+    while (i < m.layers && m.is_moe_layer(i) == moe) {
+      ++run;
+      ++i;
+    }
+    pattern += std::string(pattern.empty() ? "" : "+") + (moe ? "[1]*" : "[0]*") + str(run);
+  }
+  return flag("--moe-layer-freq", "'(" + pattern + ")'");
+}
+
+/// Experts as trident prices them (docs/cost_model.md#moe): Megatron-Core's alltoall
+/// dispatcher, one grouped GEMM, expert TP 1 (Megatron's default is expert TP = TP), the
+/// model's router score function (top-1 softmax needs the softmax before the top-k,
+/// transformer_config.py L2328-2336), tokens dropped beyond the capacity factor where the
+/// model sets one; and the stack's overlaps where they run.
+std::string moe_flags(const Model& m, const ParallelConfig& c, const MoeSwitches& moe) {
+  if (!m.is_moe()) return "";
+  const MoeSpec& e = m.moe;
+  std::string t = flag("--num-experts", str(e.experts)) + flag("--moe-router-topk", str(e.top_k)) +
+                  flag("--moe-ffn-hidden-size", str(e.expert_ffn_hidden));
+  if (e.shared_experts > 0) {
+    t += flag("--moe-shared-expert-intermediate-size",
+              str(static_cast<long long>(e.shared_experts) * e.expert_ffn_hidden));
+  }
+  t += moe_layer_freq(m);
+  if (e.router == MoeRouter::sigmoid) t += flag("--moe-router-score-function", "sigmoid");
+  if (e.top_k == 1 && e.router == MoeRouter::softmax) t += flag("--moe-router-pre-softmax");
+  if (e.capacity_factor > 0.0) {
+    t += flag("--moe-expert-capacity-factor", fmt::format("{:g}", e.capacity_factor));
+  }
+  t += flag("--moe-grouped-gemm") + flag("--moe-token-dispatcher-type", "alltoall") +
+       flag("--expert-model-parallel-size", str(c.ep)) + flag("--expert-tensor-parallel-size", "1");
+  const bool combined = moe.ep_overlap && combined_1f1b_runs(m, c);
+  if (moe.shared_expert_overlap && e.shared_experts > 0 && !combined) {
+    t += flag("--moe-shared-expert-overlap");
+  }
+  if (combined) {
+    t += flag("--overlap-moe-expert-parallel-comm");
+    if (moe.delay_wgrad) t += flag("--delay-wgrad-compute");
+  }
+  return t;
+}
+
+/// Multi-latent attention's ranks and head dims (MLATransformerConfig: qk_head_dim is the
+/// part without RoPE, qk_pos_emb_head_dim the RoPE part) and multi-token prediction.
+std::string mla_mtp_flags(const Model& m) {
+  std::string t;
+  if (m.attention == AttentionKind::mla) {
+    t += flag("--multi-latent-attention");
+    if (m.mla.q_lora_rank > 0) t += flag("--q-lora-rank", str(m.mla.q_lora_rank));
+    t += flag("--kv-lora-rank", str(m.mla.kv_lora_rank)) +
+         flag("--qk-head-dim", str(m.mla.qk_nope_head_dim)) +
+         flag("--qk-pos-emb-head-dim", str(m.mla.qk_rope_head_dim)) +
+         flag("--v-head-dim", str(m.mla.v_head_dim));
+  }
+  if (m.mtp_layers > 0) t += flag("--mtp-num-layers", str(m.mtp_layers));
+  return t;
+}
+
 /// FP8: Transformer Engine's hybrid format (E4M3 forward, E5M2 backward) with the model's
 /// recipe (current scaling is Megatron's "tensorwise"), FP8 parameters with
 /// --fp8-param-gather; the 16-bit parts in BF16.
@@ -74,7 +145,8 @@ std::string precision_flags(const Training& training) {
   return "";  // fp32: neither flag
 }
 
-std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind cp_kind) {
+std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind cp_kind,
+                           SelectiveKind selective) {
   std::string t = flag("--tensor-model-parallel-size", str(c.tp)) +
                   flag("--pipeline-model-parallel-size", str(c.pp));
   // Context parallel (arguments.py --context-parallel-size, --cp-comm-type p2p|a2a).
@@ -93,7 +165,12 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
   if (c.sequence_parallel) t += flag("--sequence-parallel");
   t += flag("--micro-batch-size", str(c.micro_batch)) +
        flag("--global-batch-size", str(model.training.global_batch));
-  if (c.recompute == Recompute::selective) t += flag("--recompute-granularity", "selective");
+  if (c.recompute == Recompute::selective) {
+    // Megatron's selective default is core attention ("core_attn"); the MLA up-projections
+    // are their own module (--recompute-modules, TransformerConfig.recompute_modules).
+    t += flag("--recompute-granularity", "selective");
+    if (selective == SelectiveKind::mla_up_proj) t += flag("--recompute-modules", "mla_up_proj");
+  }
   if (c.recompute == Recompute::full) {
     // Partial: the first N layers of each model chunk (transformer_block.py, method block).
     t += flag("--recompute-granularity", "full") +
@@ -128,18 +205,29 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   std::string t = header_line(in);
   t += "# still to add: --data-path and --tokenizer-type/--tokenizer-model for your data in "
        "place of --mock-data and the NullTokenizer (vocabulary " +
-       str(in.model.vocab) + "); --train-iters; --lr and its schedule; --save/--load\n";
+       str(in.model.vocab) + "); --train-iters; --lr and its schedule; --save/--load" +
+       (in.model.is_moe() ? "; the router's load balancing (--moe-router-load-balancing-type, "
+                            "--moe-aux-loss-coeff: Megatron's defaults are aux_loss at 0)"
+                          : "") +
+       "\n";
   t += placement_comment(launch, "#");
   t += "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
        " and MASTER_ADDR the first node's address:\n";
-  // Before Blackwell, TP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437) and
-  // Megatron-FSDP asserts it is not 1 (arguments.py:1143).
-  if (in.config.tp > 1 && in.config.zero < 2) t += "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+  // Before Blackwell, TP or CP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1413-1437)
+  // but with Megatron-FSDP, which asserts it is not 1 (arguments.py:1143), and with the
+  // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1
+  // or 32" (arguments.py:1426-1434), 32 for the overlap the plan was priced with.
+  const ParallelConfig& c = in.config;
+  const bool combined = in.moe.ep_overlap && combined_1f1b_runs(in.model, c);
+  if ((c.tp > 1 || c.cp > 1) && c.zero < 2) {
+    t += combined ? "CUDA_DEVICE_MAX_CONNECTIONS=32 " : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+  }
   t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
        " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
   t += "  pretrain_gpt.py \\\n";
-  std::string flags = model_flags(in.model) + precision_flags(in.model.training) +
-                      parallel_flags(in.model, in.config, in.cp_kind);
+  std::string flags = model_flags(in.model) + mla_mtp_flags(in.model) +
+                      moe_flags(in.model, in.config, in.moe) + precision_flags(in.model.training) +
+                      parallel_flags(in.model, in.config, in.cp_kind, in.selective);
   flags.resize(flags.size() - 3);  // the last line has no continuation
   return t + flags + "\n";
 }

@@ -29,6 +29,62 @@ inline std::string launcher_number(const std::string& line, const std::string& f
   return split(line.substr(at + flag.size() + 1), ' ')[0];
 }
 
+/// The layer count a --moe-layer-freq pattern "'([0]*3+[1]*58)'" evaluates to (its runs
+/// summed), or -1 when it is not such a pattern.
+inline long long moe_pattern_layers(const std::string& value) {
+  if (value.size() < 4 || value.front() != '\'' || value.substr(1, 1) != "(") return -1;
+  long long total = 0;
+  for (const std::string& run : split(value.substr(2, value.size() - 4), '+')) {
+    const auto star = run.find("]*");
+    if (star == std::string::npos) return -1;
+    total += std::stoll(run.substr(star + 2));
+  }
+  return total;
+}
+
+// Megatron-LM core_v0.19.0: arguments.py L1593-1603 (experts divisible by EP), MoE with
+// expert TP 1 as trident prices it; transformer_config.py L2328-2336 (top-1 softmax needs the
+// pre-softmax), L2670-2715 (the combined 1F1B: EP > 1, VP when PP > 1, no full recompute, MTP
+// <= 1, not with the shared experts' overlap; delay_wgrad_compute needs it), the
+// --moe-layer-freq pattern one entry per layer (gpt_layer_specs.py L643-660), MLA not with GQA
+// (arguments.py L1892-1893).
+inline std::string megatron_moe_rules(const Settings& s, const Model& m, const ParallelConfig& c) {
+  const bool moe = s.count("--num-experts") != 0;
+  if (moe != m.is_moe()) return "experts written for a dense model or missing";
+  if (s.count("--multi-latent-attention") && s.count("--group-query-attention")) {
+    return "MLA with GQA (arguments.py:1892)";
+  }
+  if ((s.count("--multi-latent-attention") != 0) != (m.attention == AttentionKind::mla)) {
+    return "MLA written or missing";
+  }
+  if (num(s, "--mtp-num-layers") != m.mtp_layers) return "MTP layers";
+  const bool combined = s.count("--overlap-moe-expert-parallel-comm") != 0;
+  if (s.count("--delay-wgrad-compute") && !combined) return "delay_wgrad_compute without overlap";
+  if (!moe) return combined ? "the combined 1F1B on a dense model" : "";
+  const long long ep = num(s, "--expert-model-parallel-size");
+  if (ep != c.ep || num(s, "--num-experts") % ep != 0) return "EP (arguments.py:1602)";
+  if (num(s, "--expert-tensor-parallel-size") != 1) return "expert TP is priced at 1";
+  if (m.moe.top_k == 1 && !s.count("--moe-router-score-function") &&
+      !s.count("--moe-router-pre-softmax")) {
+    return "top-1 softmax without pre-softmax (transformer_config.py:2336)";
+  }
+  if (s.count("--moe-layer-freq")) {
+    const std::string freq = s.at("--moe-layer-freq");
+    if (freq.front() == '\'' && moe_pattern_layers(freq) != num(s, "--num-layers")) {
+      return "--moe-layer-freq pattern length";
+    }
+  }
+  if (combined) {
+    const bool full =
+        s.count("--recompute-granularity") && s.at("--recompute-granularity") == "full";
+    if (ep < 2 || (c.pp > 1 && !s.count("--num-layers-per-virtual-pipeline-stage")) || full ||
+        num(s, "--mtp-num-layers") > 1 || s.count("--moe-shared-expert-overlap")) {
+      return "the combined 1F1B's asserts (transformer_config.py:2670-2715)";
+    }
+  }
+  return "";
+}
+
 // Megatron-LM core_v0.19.0 megatron/training/arguments.py.
 inline std::string megatron_rules(const std::string& text, const Model& m, const ParallelConfig& c,
                                   const ArgDefs& defs) {
@@ -50,10 +106,14 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
                 launcher.find("CUDA_DEVICE_MAX_CONNECTIONS=1") != std::string::npos)) {
     return "Megatron-FSDP asserts (arguments.py:1143, 1146)";
   }
-  // 1437: TP without FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (before Blackwell).
-  if (c.tp > 1 && !mfsdp && launcher.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 ", 0) != 0) {
-    return "TP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
+  // 1413-1437: TP or CP without FSDP or the combined 1F1B asserts CUDA_DEVICE_MAX_CONNECTIONS=1
+  // (before Blackwell).
+  const bool combined = s.count("--overlap-moe-expert-parallel-comm") != 0;
+  if ((c.tp > 1 || c.cp > 1) && !mfsdp && !combined &&
+      launcher.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 ", 0) != 0) {
+    return "TP/CP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
   }
+  if (auto bad = megatron_moe_rules(s, m, c); !bad.empty()) return bad;
   // ZeRO-2 shards gradients, ZeRO-3 weights too: optim_grads / optim_grads_params (3023).
   const std::string strategy =
       s.count("--data-parallel-sharding-strategy") ? s.at("--data-parallel-sharding-strategy") : "";

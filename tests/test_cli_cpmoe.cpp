@@ -284,11 +284,56 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   REQUIRE(titan.code == 0);
   CHECK(titan.out.find("context_parallel_degree = 8\ncontext_parallel_rotate_method = "
                        "\"allgather\"") != std::string::npos);
-  const Run moe = trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --emit megatron");
-  CHECK(moe.code == 2);
-  CHECK(moe.err.find("has experts") != std::string::npos);
-  // A dense model with multi-latent attention: no target writes MLA's flags either.
+  // MoE: Megatron-LM gets the expert flags as trident priced them; the other targets refuse.
+  const Run moe =
+      trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --ep 8 --emit megatron");
+  REQUIRE(moe.code == 0);
+  CHECK(
+      moe.out.find("--num-experts 8 \\\n  --moe-router-topk 2 \\\n  --moe-ffn-hidden-size 14336") !=
+      std::string::npos);
+  CHECK(moe.out.find("--moe-token-dispatcher-type alltoall \\\n  --expert-model-parallel-size 8 "
+                     "\\\n  --expert-tensor-parallel-size 1") != std::string::npos);
+  CHECK(moe.out.find("--overlap-moe-expert-parallel-comm") == std::string::npos);
+  const Run moe_nemo =
+      trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --ep 8 --emit nemo");
+  CHECK(moe_nemo.code == 2);
+  CHECK(moe_nemo.err.find("has experts (only --emit megatron writes MoE)") != std::string::npos);
+  // DeepSeek-V3: MLA's ranks, the dense first three layers, the sigmoid router, MTP, and the
+  // combined 1F1B of a stack that runs it (with 32 device connections where TP asks for 1).
   cli_test::TempDir dir;
+  const std::string combined = (dir.path / "combined.yaml").string();
+  std::ofstream(combined) << "name: combined\nbase: megatron-core\nep_overlap: true\n"
+                             "ep_overlap_delay_wgrad: true\n";
+  const Run dsv3 = trident(
+      "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
+      "--vp 1 --dp 32 --micro-batch 1 --ep 64 --recompute selective --emit megatron --stack " +
+      combined);
+  REQUIRE(dsv3.code == 0);
+  for (const char* expected :
+       {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
+        "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--mtp-num-layers 1",
+        "--moe-shared-expert-intermediate-size 2048", "--moe-layer-freq '([0]*3+[1]*58)'",
+        "--moe-router-score-function sigmoid", "--decoder-first-pipeline-num-layers 3",
+        "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun"}) {
+    INFO(expected);
+    CHECK(dsv3.out.find(expected) != std::string::npos);
+  }
+  // PP 16 without interleaving: Megatron-Core asserts virtual stages for the combined 1F1B,
+  // so it is not written (nor priced). PP 1: written, with 32 device connections where TP asks
+  // for 1.
+  CHECK(dsv3.out.find("--overlap-moe-expert-parallel-comm") == std::string::npos);
+  const Run mixtral = trident(
+      "plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --pp 1 --ep 8 --recompute selective "
+      "--emit megatron "
+      "--stack " +
+      combined);
+  REQUIRE(mixtral.code == 0);
+  for (const char* expected : {"--overlap-moe-expert-parallel-comm \\\n  --delay-wgrad-compute",
+                               "CUDA_DEVICE_MAX_CONNECTIONS=32 torchrun"}) {
+    INFO(expected);
+    CHECK(mixtral.out.find(expected) != std::string::npos);
+  }
+  // A dense model with multi-latent attention: Megatron-LM writes it, NeMo refuses.
   std::ofstream(dir.path / "latent.yaml")
       << "name: latent\nlayers: 8\nhidden: 1024\nheads: 8\nffn_hidden: 4096\nvocab: 32000\n"
          "seq_len: 2048\nattention: mla\nmla:\n  q_lora_rank: 256\n  kv_lora_rank: 128\n"
@@ -296,9 +341,15 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
          "training:\n  global_batch: 64\n";
   const Run mla =
       trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() + " --emit megatron");
-  CHECK(mla.code == 2);
-  CHECK(mla.err.find("--emit writes multi-head attention only: model latent has multi-latent "
-                     "attention (MLA flags are not written yet)") != std::string::npos);
+  REQUIRE(mla.code == 0);
+  CHECK(mla.out.find("--multi-latent-attention \\\n  --q-lora-rank 256 \\\n  --kv-lora-rank 128") !=
+        std::string::npos);
+  const Run mla_nemo =
+      trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() + " --emit nemo");
+  CHECK(mla_nemo.code == 2);
+  CHECK(mla_nemo.err.find("is written for multi-head attention only: model latent has "
+                          "multi-latent attention (only --emit megatron writes MLA)") !=
+        std::string::npos);
 }
 
 TEST_CASE("the plan's GEMMs: a CP rank's chunk, MoE grouped expert GEMMs", "[cli_cpmoe]") {

@@ -140,6 +140,72 @@ TEST_CASE("every release emits a passing config or refuses with the nearest plan
   }
 }
 
+TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse them", "[export]") {
+  // 32 GPUs on 4 servers. A Mixtral-like model (8 experts, top 2, every layer MoE), a
+  // DeepSeek-like one (MLA, a shared expert, the first layer dense, sigmoid router, one MTP
+  // layer) and a top-1 softmax one, each over EP 1-8, with and without the stack's overlaps.
+  const Cluster cluster = cluster_of(4);
+  Model mixtral = llama8b();
+  mixtral.name = "moe";
+  mixtral.moe.experts = 8;
+  mixtral.moe.top_k = 2;
+  mixtral.moe.expert_ffn_hidden = 14336;
+  Model deepseek = mixtral;
+  deepseek.name = "mla-moe";
+  deepseek.kv_heads = deepseek.heads;
+  deepseek.attention = AttentionKind::mla;
+  deepseek.mla = {1536, 512, 128, 64, 128};
+  deepseek.moe.shared_experts = 1;
+  deepseek.moe.first_dense = 1;
+  deepseek.moe.router = MoeRouter::sigmoid;
+  deepseek.mtp_layers = 1;
+  Model top1 = mixtral;
+  top1.name = "top1";
+  top1.moe.top_k = 1;
+  top1.moe.capacity_factor = 1.25;
+  const Release& mlm = parse_release("megatron");
+  const MoeSwitches overlaps[] = {{}, {true, false, false}, {false, true, true}};
+  int emitted = 0, combined = 0;
+  for (const Model& m : {mixtral, deepseek, top1}) {
+    for (const Split split : {Split{1, 1, 1}, Split{2, 1, 1}, Split{2, 2, 1}, Split{1, 2, 2}}) {
+      for (const int ep : {1, 2, 8}) {
+        for (const Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+          ParallelConfig c = config_of(split, 1, rc, split.tp > 1);
+          c.ep = ep;
+          for (const MoeSwitches& moe : overlaps) {
+            const Export e =
+                export_plan(mlm, cluster, m, c, SelectiveKind::attention, CpKind::p2p, moe);
+            INFO(m.name << " tp" << c.tp << " pp" << c.pp << " vp" << c.virtual_stages << " ep"
+                        << ep << " " << to_string(rc) << " overlap " << moe.ep_overlap);
+            if (e.refusal) continue;  // an uneven split (MTP) the release cannot write
+            ++emitted;
+            CHECK(rules(mlm, e.text, m, c) == "");
+            if (e.text.find("--overlap-moe-expert-parallel-comm") != std::string::npos) ++combined;
+          }
+          for (const char* other : {"nemo", "nemo-hydra", "deepspeed", "torchtitan"}) {
+            const Export refused = export_plan(parse_release(other), cluster, m, c);
+            REQUIRE(refused.refusal.has_value());
+            CHECK(no_knob_fixes(refused.refusal->change.kind));
+          }
+        }
+      }
+    }
+  }
+  CHECK(emitted > 100);
+  CHECK(combined > 10);
+  // The written pattern: DeepSeek-like, 32 layers with the first dense.
+  ParallelConfig c = config_of({1, 1, 1}, 1, Recompute::none, false);
+  c.ep = 8;
+  const Export e = export_plan(mlm, cluster, deepseek, c);
+  CHECK(e.text.find("  --moe-layer-freq '([0]*1+[1]*31)' \\\n") != std::string::npos);
+  CHECK(e.text.find("  --moe-router-score-function sigmoid \\\n") != std::string::npos);
+  // A selective recompute of the MLA up-projections is written as such.
+  c.recompute = Recompute::selective;
+  const Export up = export_plan(mlm, cluster, deepseek, c, SelectiveKind::mla_up_proj);
+  CHECK(up.text.find("--recompute-granularity selective \\\n  --recompute-modules mla_up_proj") !=
+        std::string::npos);
+}
+
 TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[export]") {
   CHECK(std::string(parse_release("megatron").version) == "core_v0.19.0");
   CHECK(std::string(parse_release("megatron@0.19.0").version) == "core_v0.19.0");
@@ -578,10 +644,14 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   const auto refused = export_plan(parse_release("nemo-hydra"), cluster, fp8, c);
   REQUIRE(refused.refusal.has_value());
   CHECK(refused.refusal->reason.kind == RefusalKind::fp8_recipe);
-  // Multi-token prediction layers: no target writes them.
+  // Multi-token prediction layers: Megatron-LM writes them (--mtp-num-layers), no other target.
   Model mtp = llama8b();
   mtp.mtp_layers = 1;
-  for (const char* target : {"megatron", "nemo", "nemo-hydra", "deepspeed", "torchtitan"}) {
+  const auto mtp_mlm = export_plan(parse_release("megatron"), cluster, mtp, c);
+  REQUIRE_FALSE(mtp_mlm.refusal.has_value());
+  CHECK(mtp_mlm.text.find("  --mtp-num-layers 1 \\\n") != std::string::npos);
+  CHECK(rules(parse_release("megatron"), mtp_mlm.text, mtp, c) == "");
+  for (const char* target : {"nemo", "nemo-hydra", "deepspeed", "torchtitan"}) {
     const auto e = export_plan(parse_release(target), cluster, mtp, c);
     REQUIRE(e.refusal.has_value());
     CHECK(e.refusal->reason.kind == RefusalKind::mtp_layers);
