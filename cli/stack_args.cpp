@@ -116,17 +116,30 @@ ResolvedStack resolve_stack(const std::string& flag_value, const Cluster& cluste
   return resolved;
 }
 
+namespace {
+
+/// The MoE all-to-alls' overlap when the stack has one (nothing otherwise).
+std::string moe_overlap_text(const Stack& s) {
+  if (s.ep_overlap) {
+    return std::string(", EP all-to-alls beside another micro-batch (combined 1F1B") +
+           (s.ep_overlap_delay_wgrad ? ", delayed weight gradients)" : ")");
+  }
+  return s.moe_shared_expert_overlap ? ", shared experts beside the EP all-to-alls" : "";
+}
+
+}  // namespace
+
 std::string summarize_stack(const Stack& s) {
   return fmt::format(
       "attention {}, TP overlap {}, DP overlap {}, grad reduce {}, ZeRO {} ({}), "
-      "recompute {}{}",
+      "recompute {}{}{}",
       to_string(s.attention), to_string(s.tp_overlap), s.dp_overlap_grad_reduce ? "on" : "off",
       s.grad_reduce_bytes < 4 ? "16-bit"
       : s.fp16_grads_in_fp16  ? "fp32 (fp16 under fp16)"
                               : "fp32",
       zero_list(s.zero_stages),
       s.pipelines() ? "with PP " + zero_list(s.zero_stages_with_pp) : std::string("no PP"),
-      recompute_list(s),
+      recompute_list(s), moe_overlap_text(s),
       s.measured_error > 0
           ? ", measured error +/-" + error_percent(s.measured_error) +
                 (s.measured_error_moe > 0 ? " (MoE +/-" + error_percent(s.measured_error_moe) + ")"

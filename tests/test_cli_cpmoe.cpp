@@ -233,6 +233,9 @@ TEST_CASE("a stack with the combined 1F1B: EP time hidden where it runs, and sai
   REQUIRE(explain.code == 0);
   CHECK(explain.out.find("beside another micro-batch's compute (combined 1F1B") !=
         std::string::npos);
+  // The assumptions line says what the stack overlaps.
+  CHECK(explain.out.find(", EP all-to-alls beside another micro-batch (combined 1F1B, delayed "
+                         "weight gradients)") != std::string::npos);
   // Megatron-Core refuses the pair: one line naming the file, the line and the key.
   const std::string both = (dir.path / "both.yaml").string();
   std::ofstream(both) << "name: both\nbase: megatron-core\nep_overlap: true\n"
