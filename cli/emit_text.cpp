@@ -167,6 +167,8 @@ namespace {
       return "--emit megatron, or write the MoE and MLA settings by hand";
     case RefusalKind::mtp_layers:
       return "--emit megatron, mtp_layers: 0 in the model file, or write the MTP settings by hand";
+    case RefusalKind::mtp_positions:
+      return "position_embedding: rope or mtp_layers: 0 in the model file";
     case RefusalKind::fp8_attention:
       return "training.fp8.attention: false in the model file, or set Transformer Engine's FP8 "
              "attention by hand";
@@ -219,6 +221,12 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return std::string(release.title) + " " + release.version +
              " is written without multi-token prediction: model " + model.name + " has " +
              std::to_string(model.mtp_layers) + " MTP layers (only --emit megatron writes them)";
+    case RefusalKind::mtp_positions:
+      return std::string(release.title) + " " + release.version +
+             " runs multi-token prediction with RoPE positions only (arguments.py:856-860): "
+             "model " +
+             model.name + " has learned positions and " + std::to_string(model.mtp_layers) +
+             " MTP layers";
     case RefusalKind::uneven_stages:
       return uneven_stages_reason(obstacle, release, model);
     case RefusalKind::fp8_attention:

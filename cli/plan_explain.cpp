@@ -9,6 +9,7 @@
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
 #include "costmodel/compute.h"
+#include "costmodel/ep_overlap.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/pipeline.h"
@@ -257,7 +258,24 @@ std::string dp_why(const ParallelConfig& c, const Stack& stack) {
          "reduction, so all of it is exposed";
 }
 
-std::string communication(const PlanResult& plan, const Stack& stack,
+/// Why a stack with the combined 1F1B (`ep_overlap`) leaves this plan's all-to-alls exposed:
+/// the first of Megatron-Core's conditions it misses (costmodel/ep_overlap.h).
+std::string combined_off_reason(const Model& model, const ParallelConfig& c) {
+  switch (combined_1f1b_block(model, c)) {
+    case CombinedBlock::dtype:
+      return "it needs a 16-bit model";
+    case CombinedBlock::pipeline:
+      return "it needs interleaving (--vp) with PP";
+    case CombinedBlock::full_recompute:
+      return "it does not run with full recompute";
+    case CombinedBlock::mtp:
+      return "it runs with at most one MTP layer";
+    default:
+      return "it needs EP > 1";
+  }
+}
+
+std::string communication(const Model& model, const PlanResult& plan, const Stack& stack,
                           const Calibration* calibration) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
@@ -300,7 +318,9 @@ std::string communication(const PlanResult& plan, const Stack& stack,
               "this forward layer by layer; the first forwards and last backwards run alone)"
         : overlap == "shared_experts"
             ? "exposed but what the shared experts on their side stream hide"
-            : "exposed";
+        : stack.ep_overlap ? "exposed (the stack's combined 1F1B does not run here: " +
+                                 combined_off_reason(model, c) + ")"
+                           : "exposed";
     out += dimension(
         "EP", ep_collective_name(c), e.ep, step,
         ("every MoE layer dispatches its tokens to their experts and combines them "
@@ -462,7 +482,7 @@ std::string explain_plan(const Cluster& cluster, const Model& model, const PlanR
       fmt::format("Plan #{}: {}\n", rank, knobs_text(plan, plan.estimate.num_micro_batches));
   for (const std::string& part :
        {three_numbers(cluster, model, plan, calibration), step_breakdown(plan),
-        communication(plan, options.stack, calibration), bubble(plan),
+        communication(model, plan, options.stack, calibration), bubble(plan),
         tp_across(cluster, model, plan, calibration, options), memory(plan, options.reserve_gib)}) {
     out.append("\n").append(part);
   }

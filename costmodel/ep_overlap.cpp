@@ -4,9 +4,22 @@
 
 namespace trident {
 
+CombinedBlock combined_1f1b_block(const Model& model, const ParallelConfig& config) {
+  // A 16-bit model: bf16 or fp16 (FP8 trains on bf16 weights), not fp32/tf32.
+  const Dtype dtype = model.training.dtype;
+  if (!model.is_moe()) return CombinedBlock::not_moe;
+  if (dtype != Dtype::bf16 && dtype != Dtype::fp16 && dtype != Dtype::fp8) {
+    return CombinedBlock::dtype;
+  }
+  if (config.ep <= 1) return CombinedBlock::ep;
+  if (config.pp > 1 && config.virtual_stages <= 1) return CombinedBlock::pipeline;
+  if (config.recompute == Recompute::full) return CombinedBlock::full_recompute;
+  if (model.mtp_layers > 1) return CombinedBlock::mtp;
+  return CombinedBlock::none;
+}
+
 bool combined_1f1b_runs(const Model& model, const ParallelConfig& config) {
-  return model.is_moe() && config.ep > 1 && (config.pp <= 1 || config.virtual_stages > 1) &&
-         config.recompute != Recompute::full && model.mtp_layers <= 1;
+  return combined_1f1b_block(model, config) == CombinedBlock::none;
 }
 
 double combined_pair_exposed_s(const CombinedLayer& layer, double a2a_s) {

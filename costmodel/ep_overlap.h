@@ -9,10 +9,14 @@
 namespace trident {
 
 /// Whether Megatron-Core runs the combined schedule for this split of `model` when asked to:
-/// a MoE model with EP > 1, PP 1 or interleaved, no full recompute and at most one MTP layer
-/// (Megatron-LM@d98e8a64 megatron/core/transformer/transformer_config.py L3002-3046 asserts
-/// each; core_v0.19.0 L2670-2715 the same).
+/// a 16-bit (bf16, fp16; FP8 on bf16) MoE model with EP > 1, PP 1 or interleaved, no full
+/// recompute and at most one MTP layer (megatron/core/transformer/transformer_config.py
+/// L2669-2713 @core_v0.19.0 asserts each; L3002-3046 @d98e8a64).
 [[nodiscard]] bool combined_1f1b_runs(const Model& model, const ParallelConfig& config);
+
+/// The first of those conditions a split misses (none when it runs; the CLI words it).
+enum class CombinedBlock { none, not_moe, dtype, ep, pipeline, full_recompute, mtp };
+[[nodiscard]] CombinedBlock combined_1f1b_block(const Model& model, const ParallelConfig& config);
 
 /// One MoE layer's compute for one micro-batch on one GPU, split as the combined schedule runs
 /// it (Megatron-LM@d98e8a64 megatron/core/models/common/model_chunk_schedule_plan.py,

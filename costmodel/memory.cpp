@@ -188,9 +188,11 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   const double kept_layers = layers - recomputed;
   double activations = (recomputed > 0.0 ? recomputed * per_layer(config) : 0.0) +
                        (kept_layers > 0.0 ? kept_layers * per_layer(kept) : 0.0);
-  // Combined 1F1B: one layer's more (MemoryOptions::combined_1f1b).
-  const double one_more_layer = options.combined_1f1b && layers > 0.0 ? activations / layers : 0.0;
-  activations = activations * stage_in_flight + one_more_layer;
+  // Combined 1F1B: the paired layer and, interleaved, one chunk more (combined_1f1b_extra_layers).
+  const double more = options.combined_1f1b && layers > 0.0
+                          ? activations / layers * combined_1f1b_extra_layers(config, layers)
+                          : 0.0;
+  activations = activations * stage_in_flight + more;
   // The embedding's dropout mask (1 byte) per micro-batch in flight, where there is dropout.
   if (first && model.dropout > 0.0) activations += sbh / sp * stage_in_flight;
   // The output layer's 16-bit input (the final norm's output), one micro-batch: its shard
@@ -392,6 +394,11 @@ double kept_gradient_share(const ParallelConfig& config, const MemoryOptions& op
   const bool one_round = micro_batches < 2LL * config.pp;
   if (!keeps_gathered(config, options) || config.virtual_stages <= 1 || !one_round) return 1.0;
   return 1.0 / config.virtual_stages;
+}
+
+double combined_1f1b_extra_layers(const ParallelConfig& config, double stage_layers) {
+  const bool interleaved = config.pp > 1 && config.virtual_stages > 1;
+  return 1.0 + (interleaved ? stage_layers / config.virtual_stages : 0.0);
 }
 
 double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches) {

@@ -120,6 +120,12 @@ void set_memory_verdict(MemoryBreakdown& memory, bool other_stages_fit = true);
 /// step has.
 [[nodiscard]] double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches);
 
+/// Layers' activations the combined 1F1B (MemoryOptions::combined_1f1b) holds beyond the
+/// micro-batches in flight, on a stage of `stage_layers`: the paired layer (its forward saves
+/// before the other micro-batch's backward frees), and with interleaving the warm-up's one more
+/// forward, a chunk of stage_layers / v (schedules.py L939-943 @core_v0.19.0).
+[[nodiscard]] double combined_1f1b_extra_layers(const ParallelConfig& config, double stage_layers);
+
 /// Parameters of the stage's linear layers on one GPU (attention and FFN weights after the TP
 /// split; no embedding, output layer or norms): those FP8 keeps cast copies of.
 [[nodiscard]] double stage_linear_parameters(const Model& model, const ParallelConfig& config,
@@ -178,9 +184,8 @@ struct MemoryOptions {
   bool pp_keeps_last_reduce_scatter_input = false;
   /// The pipeline's receive buffers per micro-batch (Stack::pp_recv_buffers_per_micro_batch).
   bool pp_recv_buffers_per_micro_batch = false;
-  /// Megatron-Core's combined 1F1B (Stack::runs_ep_overlap): a paired layer's forward saves
-  /// its activations before the other micro-batch's backward frees that layer's, so a stage
-  /// holds one layer's more than its micro-batches in flight.
+  /// Megatron-Core's combined 1F1B (Stack::runs_ep_overlap): a stage holds
+  /// combined_1f1b_extra_layers more than its micro-batches in flight.
   bool combined_1f1b = false;
   /// Stage outputs kept after their send (Stack::pp_keeps_outputs: none|in_flight|last|all).
   PpKeptOutputs pp_keeps_outputs = PpKeptOutputs::none;

@@ -216,11 +216,11 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
     const double per_layer =
         rows * (e * model.hidden + (is_gated(model.ffn) ? 2.0 * e : e) * f + e * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
-    // Combined 1F1B holds one layer's more (MemoryOptions::combined_1f1b).
+    // Combined 1F1B holds combined_1f1b_extra_layers more (MemoryOptions::combined_1f1b).
+    const double moe_layers = stage_moe_layers(model, config.pp);
     activations = kept_share * per_layer *
-                  (stage_moe_layers(model, config.pp) *
-                       in_flight_micro_batches(config.pp, config.virtual_stages, m) +
-                   (options.combined_1f1b ? 1.0 : 0.0));
+                  (moe_layers * in_flight_micro_batches(config.pp, config.virtual_stages, m) +
+                   (options.combined_1f1b ? combined_1f1b_extra_layers(config, moe_layers) : 0.0));
   }
   memory.weights_bytes += weights;
   memory.gradients_bytes += gradients;

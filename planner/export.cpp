@@ -313,7 +313,7 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
   for (int step = 0; next && step < 8; ++step) {
     const ParallelConfig candidate = *next;
     const auto again = first_limit(
-        {in.release, in.cluster, in.model, candidate, in.selective, in.cp_kind, in.moe});
+        {in.release, in.cluster, in.model, candidate, in.selective, in.cp_kind, in.switches});
     if (!again) {
       refusal.nearest = dividing(candidate, in.model.training.global_batch);
       refusal.no_dividing_split = !refusal.nearest;
@@ -329,8 +329,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
 
 Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
                    const ParallelConfig& config, SelectiveKind selective, CpKind cp_kind,
-                   const MoeSwitches& moe) {
-  const emit::Input in{release, cluster, model, config, selective, cp_kind, moe};
+                   const StackSwitches& switches) {
+  const emit::Input in{release, cluster, model, config, selective, cp_kind, switches};
   const emit::LaunchOrLimit placed = emit::launch_of(cluster, config);
   if (placed.limit) {
     return {"", Refusal{placed.limit->obstacle, std::nullopt, placed.limit->obstacle, false}};

@@ -66,6 +66,7 @@ enum class RefusalKind {
   partial_recompute,     ///< full recompute of some layers only, not runnable on the release
   uneven_stages,         ///< layers not divisible by PP in a way the release can write
   mtp_layers,            ///< multi-token prediction layers: only megatron writes them
+  mtp_positions,         ///< multi-token prediction with learned positions (megatron asserts)
   fp8_recipe,            ///< an FP8 recipe the release has no switch for
   fp8_attention,         ///< FP8 attention (training.fp8.attention): no target writes it yet
 };
@@ -102,15 +103,20 @@ struct Refusal {
   bool no_dividing_split = false;
 };
 
-/// The stack's MoE overlaps a launch writes where they run (costmodel/stack.h): the shared
-/// experts beside the all-to-alls, the combined 1F1B and its delayed weight gradients.
-struct MoeSwitches {
+/// What the stack that priced the plan overlaps, which a launch writes where the release has a
+/// switch for it (costmodel/stack.h): the data-parallel gradient reduction and parameter
+/// gather, the shared experts beside the all-to-alls, the combined 1F1B and its delayed
+/// weight gradients. All off by default (Megatron-LM's defaults).
+struct StackSwitches {
+  bool dp_overlap_grad_reduce = false;
+  bool dp_overlap_param_gather = false;
   bool shared_expert_overlap = false;
   bool ep_overlap = false;
   bool delay_wgrad = false;
 };
-[[nodiscard]] inline MoeSwitches moe_switches(const Stack& stack) {
-  return {stack.moe_shared_expert_overlap, stack.ep_overlap, stack.ep_overlap_delay_wgrad};
+[[nodiscard]] inline StackSwitches stack_switches(const Stack& stack) {
+  return {stack.dp_overlap_grad_reduce, stack.dp_overlap_param_gather,
+          stack.moe_shared_expert_overlap, stack.ep_overlap, stack.ep_overlap_delay_wgrad};
 }
 
 struct Export {
@@ -121,11 +127,11 @@ struct Export {
 /// The plan as `release`'s configuration: first comment line names the release; then what a
 /// user still has to add; then the launcher and the configuration. Ranks run on the cluster's
 /// first config.gpus() live GPUs, as planner/layout.h places them.
-/// `selective`: what selective recompute meant in the stack that priced the plan; `moe`: its
-/// MoE overlaps.
+/// `selective`: what selective recompute meant in the stack that priced the plan; `switches`:
+/// what it overlaps.
 [[nodiscard]] Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
                                  const ParallelConfig& config,
                                  SelectiveKind selective = SelectiveKind::attention,
-                                 CpKind cp_kind = CpKind::p2p, const MoeSwitches& moe = {});
+                                 CpKind cp_kind = CpKind::p2p, const StackSwitches& switches = {});
 
 }  // namespace trident

@@ -30,6 +30,16 @@ std::string sharding_flags(int zero) {
          flag("--ckpt-format", "fsdp_dtensor");
 }
 
+/// The data-parallel overlaps the pricing stack ran (Megatron-LM's defaults are off,
+/// distributed_data_parallel_config.py L18, L21 @core_v0.19.0): the gradient reduction behind
+/// backward, and the parameter all-gather behind forward, which needs the distributed
+/// optimizer (or Megatron-FSDP) and the reduction overlapped (arguments.py L990-995).
+std::string dp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
+  if (c.dp * c.cp < 2 || !s.dp_overlap_grad_reduce) return "";
+  return flag("--overlap-grad-reduce") +
+         (s.dp_overlap_param_gather && c.zero >= 1 ? flag("--overlap-param-gather") : "");
+}
+
 std::string model_flags(const Model& m) {
   std::string t = flag("--num-layers", str(m.layers)) + flag("--hidden-size", str(m.hidden)) +
                   flag("--num-attention-heads", str(m.heads));
@@ -83,7 +93,7 @@ std::string moe_layer_freq(const Model& m) {
 /// model's router score function (top-1 softmax needs the softmax before the top-k,
 /// transformer_config.py L2328-2336), tokens dropped beyond the capacity factor where the
 /// model sets one; and the stack's overlaps where they run.
-std::string moe_flags(const Model& m, const ParallelConfig& c, const MoeSwitches& moe) {
+std::string moe_flags(const Model& m, const ParallelConfig& c, const StackSwitches& moe) {
   if (!m.is_moe()) return "";
   const MoeSpec& e = m.moe;
   std::string t = flag("--num-experts", str(e.experts)) + flag("--moe-router-topk", str(e.top_k)) +
@@ -116,7 +126,9 @@ std::string moe_flags(const Model& m, const ParallelConfig& c, const MoeSwitches
 std::string mla_mtp_flags(const Model& m) {
   std::string t;
   if (m.attention == AttentionKind::mla) {
-    t += flag("--multi-latent-attention");
+    // DeepSeek's MLA normalises its Q and KV latents (q_a_layernorm, kv_a_layernorm); Megatron
+    // builds those norms only with --qk-layernorm (gpt_layer_specs.py L428-429 @core_v0.19.0).
+    t += flag("--multi-latent-attention") + flag("--qk-layernorm");
     if (m.mla.q_lora_rank > 0) t += flag("--q-lora-rank", str(m.mla.q_lora_rank));
     t += flag("--kv-lora-rank", str(m.mla.kv_lora_rank)) +
          flag("--qk-head-dim", str(m.mla.qk_nope_head_dim)) +
@@ -185,6 +197,10 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
 }  // namespace
 
 std::optional<Limit> megatron_limit(const Input& in) {
+  // Multi-token prediction runs with RoPE (or no) positions only (arguments.py L856-860).
+  if (in.model.mtp_layers > 0 && in.model.learned_positions) {
+    return limit(RefusalKind::mtp_positions);
+  }
   if (auto uneven = uneven_stage_limit(in, true)) return uneven;
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::tf32) {
@@ -206,9 +222,12 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   t += "# still to add: --data-path and --tokenizer-type/--tokenizer-model for your data in "
        "place of --mock-data and the NullTokenizer (vocabulary " +
        str(in.model.vocab) + "); --train-iters; --lr and its schedule; --save/--load" +
-       (in.model.is_moe() ? "; the router's load balancing (--moe-router-load-balancing-type, "
-                            "--moe-aux-loss-coeff: Megatron's defaults are aux_loss at 0)"
-                          : "") +
+       (in.model.is_moe()
+            ? "; the router's load balancing (--moe-router-load-balancing-type, "
+              "--moe-aux-loss-coeff: Megatron's defaults are aux_loss at 0), grouping and score "
+              "scaling (--moe-router-num-groups, --moe-router-group-topk, "
+              "--moe-router-topk-scaling-factor)"
+            : "") +
        "\n";
   t += placement_comment(launch, "#");
   t += "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
@@ -218,7 +237,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1
   // or 32" (arguments.py:1426-1434), 32 for the overlap the plan was priced with.
   const ParallelConfig& c = in.config;
-  const bool combined = in.moe.ep_overlap && combined_1f1b_runs(in.model, c);
+  const bool combined = in.switches.ep_overlap && combined_1f1b_runs(in.model, c);
   if ((c.tp > 1 || c.cp > 1) && c.zero < 2) {
     t += combined ? "CUDA_DEVICE_MAX_CONNECTIONS=32 " : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
   }
@@ -226,8 +245,10 @@ std::string megatron_text(const Input& in, const Launch& launch) {
        " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
   t += "  pretrain_gpt.py \\\n";
   std::string flags = model_flags(in.model) + mla_mtp_flags(in.model) +
-                      moe_flags(in.model, in.config, in.moe) + precision_flags(in.model.training) +
-                      parallel_flags(in.model, in.config, in.cp_kind, in.selective);
+                      moe_flags(in.model, in.config, in.switches) +
+                      precision_flags(in.model.training) +
+                      parallel_flags(in.model, in.config, in.cp_kind, in.selective) +
+                      dp_overlap_flags(in.config, in.switches);
   flags.resize(flags.size() - 3);  // the last line has no continuation
   return t + flags + "\n";
 }

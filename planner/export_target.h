@@ -33,8 +33,8 @@ struct Input {
   SelectiveKind selective = SelectiveKind::attention;
   /// How the plan's context parallel attention exchanges K/V (the cost model's choice).
   CpKind cp_kind = CpKind::p2p;
-  /// The stack's MoE overlaps (written where they run).
-  MoeSwitches moe;
+  /// What the pricing stack overlaps (written where the release has a switch and it runs).
+  StackSwitches switches;
 };
 
 /// The first thing `release` cannot run in this plan. `fixed` is the same plan with that

@@ -114,6 +114,12 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
     return "TP/CP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
   }
   if (auto bad = megatron_moe_rules(s, m, c); !bad.empty()) return bad;
+  // 990-995: the parameter gather overlaps only with the distributed optimizer (or
+  // Megatron-FSDP) and with the gradient reduction overlapped.
+  if (s.count("--overlap-param-gather") &&
+      (!s.count("--overlap-grad-reduce") || !s.count("--use-distributed-optimizer"))) {
+    return "--overlap-param-gather asserts (arguments.py:990-995)";
+  }
   // ZeRO-2 shards gradients, ZeRO-3 weights too: optim_grads / optim_grads_params (3023).
   const std::string strategy =
       s.count("--data-parallel-sharding-strategy") ? s.at("--data-parallel-sharding-strategy") : "";

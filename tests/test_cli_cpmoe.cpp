@@ -226,6 +226,11 @@ TEST_CASE("a stack with the combined 1F1B: EP time hidden where it runs, and sai
   // PP 2 without interleaving: Megatron-Core asserts virtual stages, so the all-to-alls stay
   // exposed there.
   CHECK(ep_of(" --stack " + stack + " --pp 2 --vp 1 --dp 16").at("overlap") == "none");
+  const Run off = trident(mixtral.substr(0, mixtral.find(" --top")) +
+                          " --pp 2 --vp 1 --dp 16 --explain --stack " + stack);
+  REQUIRE(off.code == 0);
+  CHECK(off.out.find("exposed (the stack's combined 1F1B does not run here: it needs "
+                     "interleaving (--vp) with PP)") != std::string::npos);
   const Run explain = trident(
       "plan --gpus 64 --servers 8 --model mixtral-8x7b --global-batch 256 --tp 2 --ep 8 --dp 32 "
       "--micro-batch 1 --explain --stack " +
@@ -313,8 +318,8 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
       combined);
   REQUIRE(dsv3.code == 0);
   for (const char* expected :
-       {"--multi-latent-attention", "--q-lora-rank 1536", "--kv-lora-rank 512", "--qk-head-dim 128",
-        "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--mtp-num-layers 1",
+       {"--multi-latent-attention", "--qk-layernorm", "--q-lora-rank 1536", "--kv-lora-rank 512",
+        "--qk-head-dim 128", "--qk-pos-emb-head-dim 64", "--v-head-dim 128", "--mtp-num-layers 1",
         "--moe-shared-expert-intermediate-size 2048", "--moe-layer-freq '([0]*3+[1]*58)'",
         "--moe-router-score-function sigmoid", "--decoder-first-pipeline-num-layers 3",
         "CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun"}) {
@@ -345,8 +350,8 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   const Run mla =
       trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() + " --emit megatron");
   REQUIRE(mla.code == 0);
-  CHECK(mla.out.find("--multi-latent-attention \\\n  --q-lora-rank 256 \\\n  --kv-lora-rank 128") !=
-        std::string::npos);
+  CHECK(mla.out.find("--multi-latent-attention \\\n  --qk-layernorm \\\n  --q-lora-rank 256 \\\n  "
+                     "--kv-lora-rank 128") != std::string::npos);
   const Run mla_nemo =
       trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() + " --emit nemo");
   CHECK(mla_nemo.code == 2);

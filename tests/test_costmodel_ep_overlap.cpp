@@ -5,6 +5,7 @@
 
 #include "costmodel/ep_overlap.h"
 #include "costmodel/estimate.h"
+#include "costmodel/memory.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/moe.h"
 #include "costmodel/placement.h"
@@ -91,6 +92,21 @@ TEST_CASE("combined 1F1B runs where Megatron-Core lets it", "[ep_overlap][stack]
   Model mtp = moe;
   mtp.mtp_layers = 2;  // "MTP supports at most one layer"
   CHECK_FALSE(stack.runs_ep_overlap(mtp, config));
+  CHECK(combined_1f1b_block(mtp, config) == CombinedBlock::mtp);
+  // "only supported with bf16 or fp16 model": FP8 trains on bf16 weights; fp32 and tf32 not.
+  for (const Dtype dtype : {Dtype::fp32, Dtype::tf32}) {
+    Model wide = moe;
+    wide.training.dtype = dtype;
+    CHECK_FALSE(stack.runs_ep_overlap(wide, config));
+    CHECK(combined_1f1b_block(wide, config) == CombinedBlock::dtype);
+  }
+  for (const Dtype dtype : {Dtype::fp16, Dtype::fp8}) {
+    Model narrow = moe;
+    narrow.training.dtype = dtype;
+    CHECK(stack.runs_ep_overlap(narrow, config));
+  }
+  CHECK(combined_1f1b_block(moe, one) == CombinedBlock::ep);
+  CHECK(combined_1f1b_block(moe, full) == CombinedBlock::none);  // selective by now
 }
 
 TEST_CASE("combined 1F1B in a step: EP time hidden, one layer's more memory", "[ep_overlap]") {
@@ -133,4 +149,22 @@ TEST_CASE("combined 1F1B in a step: EP time hidden, one layer's more memory", "[
   const double output_input = 1.0 * model.seq_len * model.hidden * 2.0;
   const double layers_part = a.memory.activations_bytes - output_input;
   CHECK(b.memory.activations_bytes - a.memory.activations_bytes == Approx(layers_part / 32.0));
+  // Interleaved (PP 2 x VP 2, 16 layers a stage in chunks of 8): the warm-up's one more forward
+  // keeps a chunk more, and the paired layer one more: 9 layers' activations. The first stage
+  // holds in_flight_micro_batches(2, 2, 8) = 2 x (1 + 1/4) = 2.5 micro-batches of 16 layers, so
+  // the difference is 9 / (16 x 2.5) of its layers' part; it has no output layer.
+  CHECK(combined_1f1b_extra_layers(config, 32.0) == 1.0);
+  ParallelConfig interleaved = config;
+  interleaved.pp = 2;
+  interleaved.virtual_stages = 2;
+  interleaved.dp = 8;
+  CHECK(combined_1f1b_extra_layers(interleaved, 16.0) == 9.0);
+  const Placement two = default_placement(cluster, interleaved);
+  Model eight = model;
+  eight.training.global_batch = 8 * 8;  // 8 micro-batches
+  const Estimate p = estimate(cluster, eight, interleaved, two, nullptr, plain);
+  const Estimate q = estimate(cluster, eight, interleaved, two, nullptr, combined);
+  CHECK(q.ep_overlapped);
+  CHECK(q.memory.activations_bytes - p.memory.activations_bytes ==
+        Approx(p.memory.activations_bytes * 9.0 / (16.0 * 2.5)));
 }

@@ -19,8 +19,8 @@ bool no_knob_fixes(RefusalKind kind) {
   return kind == RefusalKind::uneven_ranks || kind == RefusalKind::moe_model ||
          kind == RefusalKind::dtype || kind == RefusalKind::ffn ||
          kind == RefusalKind::model_shape || kind == RefusalKind::uneven_stages ||
-         kind == RefusalKind::mtp_layers || kind == RefusalKind::fp8_recipe ||
-         kind == RefusalKind::fp8_attention;
+         kind == RefusalKind::mtp_layers || kind == RefusalKind::mtp_positions ||
+         kind == RefusalKind::fp8_recipe || kind == RefusalKind::fp8_attention;
 }
 
 Cluster cluster_of(int servers) {
@@ -164,7 +164,9 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse 
   top1.moe.top_k = 1;
   top1.moe.capacity_factor = 1.25;
   const Release& mlm = parse_release("megatron");
-  const MoeSwitches overlaps[] = {{}, {true, false, false}, {false, true, true}};
+  // None; the DP overlaps and the shared experts'; the DP overlaps and the combined 1F1B.
+  const StackSwitches overlaps[] = {
+      {}, {true, true, true, false, false}, {true, true, false, true, true}};
   int emitted = 0, combined = 0;
   for (const Model& m : {mixtral, deepseek, top1}) {
     for (const Split split : {Split{1, 1, 1}, Split{2, 1, 1}, Split{2, 2, 1}, Split{1, 2, 2}}) {
@@ -172,7 +174,7 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse 
         for (const Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
           ParallelConfig c = config_of(split, 1, rc, split.tp > 1);
           c.ep = ep;
-          for (const MoeSwitches& moe : overlaps) {
+          for (const StackSwitches& moe : overlaps) {
             const Export e =
                 export_plan(mlm, cluster, m, c, SelectiveKind::attention, CpKind::p2p, moe);
             INFO(m.name << " tp" << c.tp << " pp" << c.pp << " vp" << c.virtual_stages << " ep"
@@ -204,6 +206,31 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse 
   const Export up = export_plan(mlm, cluster, deepseek, c, SelectiveKind::mla_up_proj);
   CHECK(up.text.find("--recompute-granularity selective \\\n  --recompute-modules mla_up_proj") !=
         std::string::npos);
+}
+
+TEST_CASE("megatron writes the pricing stack's DP overlaps", "[export]") {
+  // Megatron-LM's defaults are off; the megatron-core preset prices both on (NeMo's recipes).
+  const Cluster cluster = cluster_of(4);
+  const Release& mlm = parse_release("megatron");
+  const StackSwitches on{true, true, false, false, false};
+  for (int zero = 0; zero <= 3; ++zero) {
+    const ParallelConfig c = config_of({2, 1, 1}, zero, Recompute::none, true);
+    const Export e =
+        export_plan(mlm, cluster, llama8b(), c, SelectiveKind::attention, CpKind::p2p, on);
+    REQUIRE_FALSE(e.refusal.has_value());
+    INFO("ZeRO-" << zero);
+    CHECK(e.text.find("--overlap-grad-reduce") != std::string::npos);
+    // The parameter gather only with the distributed optimizer or Megatron-FSDP.
+    CHECK((e.text.find("--overlap-param-gather") != std::string::npos) == (zero >= 1));
+    CHECK(rules(mlm, e.text, llama8b(), c) == "");
+  }
+  // No data parallelism: nothing to overlap, nothing written; a stack without them: neither.
+  ParallelConfig alone = config_of({8, 4, 1}, 1, Recompute::none, true);
+  alone.dp = 1;
+  CHECK(export_plan(mlm, cluster, llama8b(), alone, SelectiveKind::attention, CpKind::p2p, on)
+            .text.find("--overlap-grad-reduce") == std::string::npos);
+  CHECK(export_plan(mlm, cluster, llama8b(), config_of({2, 1, 1}, 1, Recompute::none, true))
+            .text.find("--overlap-") == std::string::npos);
 }
 
 TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[export]") {
@@ -656,6 +683,11 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
     REQUIRE(e.refusal.has_value());
     CHECK(e.refusal->reason.kind == RefusalKind::mtp_layers);
   }
+  // Megatron-LM runs MTP with RoPE (or no) positions only (arguments.py L856-860).
+  mtp.learned_positions = true;
+  const auto learned = export_plan(parse_release("megatron"), cluster, mtp, c);
+  REQUIRE(learned.refusal.has_value());
+  CHECK(learned.refusal->reason.kind == RefusalKind::mtp_positions);
   // FP8 attention: priced where the stack runs it (cuDNN), written by no target (Megatron-LM
   // core_v0.19.0 keeps fp8_dot_product_attention out of its flags, arguments.py L2250).
   Model fp8_attention = llama8b();
