@@ -35,7 +35,7 @@ constexpr std::size_t kEmitSearchKeep = 10000;
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,
                 const Model& model, const Stack& stack) {
   return !export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
-                      stack_switches(stack))
+                      stack_switches(stack, plan.estimate.tp_userbuffers))
               .refusal;
 }
 
@@ -207,7 +207,7 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   const ParallelConfig& config = plans[rank - 1].config;
   const Export exported =
       export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind,
-                  stack_switches(search.options.stack));
+                  stack_switches(search.options.stack, plans[rank - 1].estimate.tp_userbuffers));
   if (!exported.refusal) return exported.text;
   throw PlanError(
       refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config, cluster,
@@ -218,9 +218,9 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
 std::string emit_option_plan(const Release& release, const PlanResult& plan,
                              const std::string& label, const Cluster& cluster, const Model& model,
                              const EmitSearch& search) {
-  const Export exported =
-      export_plan(release, cluster, model, plan.config, search.options.stack.selective,
-                  plan.estimate.cp_kind, stack_switches(search.options.stack));
+  const Export exported = export_plan(
+      release, cluster, model, plan.config, search.options.stack.selective, plan.estimate.cp_kind,
+      stack_switches(search.options.stack, plan.estimate.tp_userbuffers));
   if (!exported.refusal) return exported.text;
   throw PlanError(
       refusal_message(release, *exported.refusal, label, plan.config, cluster, model, search));

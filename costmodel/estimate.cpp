@@ -439,6 +439,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // backward overlap, as without them.
   const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel &&
                            placement.tp.domains <= 1;
+  out.tp_userbuffers = userbuffers && config.tp > 1;
   out.tp = tp_step(gpu, model, local, config, split, placement.tp, stage, stack, userbuffers, md,
                    moe_share, calibration);
   out.cp_kind = cp.kind;

@@ -143,6 +143,10 @@ struct Estimate {
   /// The all-to-alls run under the combined 1F1B (Stack::runs_ep_overlap): `ep` exposes what
   /// the other micro-batch's compute leaves (costmodel/ep_overlap.h).
   bool ep_overlapped = false;
+  /// The TP collectives run through Transformer Engine's userbuffers beside the GEMMs (the
+  /// stack's `tp_overlap: userbuffers` with sequence parallelism, the group inside one NVLink
+  /// domain); false: NCCL's, as the stack's TP overlap leaves them.
+  bool tp_userbuffers = false;
   CommDetail edp;   ///< MoE expert gradients over the expert-data-parallel group
   CommDetail amax;  ///< FP8 delayed scaling's amax all-reduces over TP x CP x DP (exposed)
   CpKind cp_kind = CpKind::p2p;

@@ -108,15 +108,22 @@ struct Refusal {
 /// gather, the shared experts beside the all-to-alls, the combined 1F1B and its delayed
 /// weight gradients. All off by default (Megatron-LM's defaults).
 struct StackSwitches {
+  /// Transformer Engine's userbuffers for TP, as the plan was priced (Estimate::tp_userbuffers:
+  /// the stack's, where its TP group allows them); written with TP > 1 and SP.
+  bool tp_userbuffers = false;
   bool dp_overlap_grad_reduce = false;
   bool dp_overlap_param_gather = false;
   bool shared_expert_overlap = false;
   bool ep_overlap = false;
   bool delay_wgrad = false;
 };
-[[nodiscard]] inline StackSwitches stack_switches(const Stack& stack) {
-  return {stack.dp_overlap_grad_reduce, stack.dp_overlap_param_gather,
-          stack.moe_shared_expert_overlap, stack.ep_overlap, stack.ep_overlap_delay_wgrad};
+[[nodiscard]] inline StackSwitches stack_switches(const Stack& stack, bool tp_userbuffers) {
+  return {tp_userbuffers,
+          stack.dp_overlap_grad_reduce,
+          stack.dp_overlap_param_gather,
+          stack.moe_shared_expert_overlap,
+          stack.ep_overlap,
+          stack.ep_overlap_delay_wgrad};
 }
 
 struct Export {

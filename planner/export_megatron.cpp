@@ -34,6 +34,12 @@ std::string sharding_flags(int zero) {
 /// distributed_data_parallel_config.py L18, L21 @core_v0.19.0): the gradient reduction behind
 /// backward, and the parameter all-gather behind forward, which needs the distributed
 /// optimizer (or Megatron-FSDP) and the reduction overlapped (arguments.py L990-995).
+/// Transformer Engine's userbuffers for TP as the plan was priced: they need sequence
+/// parallelism (arguments.py L1401-1402 @core_v0.19.0).
+std::string tp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
+  return s.tp_userbuffers && c.tp > 1 && c.sequence_parallel ? flag("--tp-comm-overlap") : "";
+}
+
 std::string dp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
   if (c.dp * c.cp < 2 || !s.dp_overlap_grad_reduce) return "";
   return flag("--overlap-grad-reduce") +
@@ -244,11 +250,11 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
        " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
   t += "  pretrain_gpt.py \\\n";
-  std::string flags = model_flags(in.model) + mla_mtp_flags(in.model) +
-                      moe_flags(in.model, in.config, in.switches) +
-                      precision_flags(in.model.training) +
-                      parallel_flags(in.model, in.config, in.cp_kind, in.selective) +
-                      dp_overlap_flags(in.config, in.switches);
+  std::string flags =
+      model_flags(in.model) + mla_mtp_flags(in.model) +
+      moe_flags(in.model, in.config, in.switches) + precision_flags(in.model.training) +
+      parallel_flags(in.model, in.config, in.cp_kind, in.selective) +
+      tp_overlap_flags(in.config, in.switches) + dp_overlap_flags(in.config, in.switches);
   flags.resize(flags.size() - 3);  // the last line has no continuation
   return t + flags + "\n";
 }

@@ -114,6 +114,10 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
     return "TP/CP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
   }
   if (auto bad = megatron_moe_rules(s, m, c); !bad.empty()) return bad;
+  // 1401-1402: TP communication overlap (userbuffers) only with sequence parallelism.
+  if (s.count("--tp-comm-overlap") && !s.count("--sequence-parallel")) {
+    return "--tp-comm-overlap without sequence parallelism (arguments.py:1401)";
+  }
   // 990-995: the parameter gather overlaps only with the distributed optimizer (or
   // Megatron-FSDP) and with the gradient reduction overlapped.
   if (s.count("--overlap-param-gather") &&

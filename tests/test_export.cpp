@@ -165,8 +165,15 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse 
   top1.moe.capacity_factor = 1.25;
   const Release& mlm = parse_release("megatron");
   // None; the DP overlaps and the shared experts'; the DP overlaps and the combined 1F1B.
-  const StackSwitches overlaps[] = {
-      {}, {true, true, true, false, false}, {true, true, false, true, true}};
+  const StackSwitches overlaps[] = {{},
+                                    {.dp_overlap_grad_reduce = true,
+                                     .dp_overlap_param_gather = true,
+                                     .shared_expert_overlap = true},
+                                    {.tp_userbuffers = true,
+                                     .dp_overlap_grad_reduce = true,
+                                     .dp_overlap_param_gather = true,
+                                     .ep_overlap = true,
+                                     .delay_wgrad = true}};
   int emitted = 0, combined = 0;
   for (const Model& m : {mixtral, deepseek, top1}) {
     for (const Split split : {Split{1, 1, 1}, Split{2, 1, 1}, Split{2, 2, 1}, Split{1, 2, 2}}) {
@@ -212,7 +219,7 @@ TEST_CASE("megatron writes the pricing stack's DP overlaps", "[export]") {
   // Megatron-LM's defaults are off; the megatron-core preset prices both on (NeMo's recipes).
   const Cluster cluster = cluster_of(4);
   const Release& mlm = parse_release("megatron");
-  const StackSwitches on{true, true, false, false, false};
+  const StackSwitches on{.dp_overlap_grad_reduce = true, .dp_overlap_param_gather = true};
   for (int zero = 0; zero <= 3; ++zero) {
     const ParallelConfig c = config_of({2, 1, 1}, zero, Recompute::none, true);
     const Export e =
@@ -231,6 +238,17 @@ TEST_CASE("megatron writes the pricing stack's DP overlaps", "[export]") {
             .text.find("--overlap-grad-reduce") == std::string::npos);
   CHECK(export_plan(mlm, cluster, llama8b(), config_of({2, 1, 1}, 1, Recompute::none, true))
             .text.find("--overlap-") == std::string::npos);
+  // Userbuffers as priced (megatron-core-perf: TP inside the domain, with SP): --tp-comm-overlap,
+  // which Megatron-LM asserts only with sequence parallelism (arguments.py L1401-1402).
+  const StackSwitches ub{.tp_userbuffers = true};
+  const ParallelConfig sp = config_of({2, 1, 1}, 1, Recompute::none, true);
+  const Export with_sp =
+      export_plan(mlm, cluster, llama8b(), sp, SelectiveKind::attention, CpKind::p2p, ub);
+  CHECK(with_sp.text.find("\n  --tp-comm-overlap") != std::string::npos);
+  CHECK(rules(mlm, with_sp.text, llama8b(), sp) == "");
+  const ParallelConfig no_sp = config_of({2, 1, 1}, 1, Recompute::none, false);
+  CHECK(export_plan(mlm, cluster, llama8b(), no_sp, SelectiveKind::attention, CpKind::p2p, ub)
+            .text.find("--tp-comm-overlap") == std::string::npos);
 }
 
 TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[export]") {
