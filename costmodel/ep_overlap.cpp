@@ -25,14 +25,15 @@ bool combined_1f1b_runs(const Model& model, const ParallelConfig& config) {
 double combined_pair_exposed_s(const CombinedLayer& layer, double a2a_s) {
   // Each line: when a node ends = when its stream is free and what it waits for has ended,
   // plus its own time. The communication stream runs combine bwd first, from the pair's start.
-  const double combine_bwd = a2a_s;
+  const double combine_bwd = layer.combine_backward_compute_s + a2a_s;
   const double attention_fwd = layer.attention_forward_s;
   const double experts_dgrad = std::max(attention_fwd, combine_bwd) + layer.experts_dgrad_s;
   const double dispatch_fwd = std::max(combine_bwd, attention_fwd) + a2a_s;
   const double experts_wgrad = experts_dgrad + layer.experts_wgrad_s;
   const double dispatch_bwd = std::max(dispatch_fwd, experts_dgrad) + a2a_s;
   const double experts_fwd = std::max(experts_wgrad, dispatch_fwd) + layer.experts_forward_s;
-  const double combine_fwd = std::max(dispatch_bwd, experts_fwd) + a2a_s;
+  const double combine_fwd =
+      std::max(dispatch_bwd, experts_fwd) + a2a_s + layer.combine_forward_compute_s;
   const double attention_bwd = std::max(experts_fwd, dispatch_bwd) + layer.attention_backward_s;
   return std::max(0.0, std::max(combine_fwd, attention_bwd) - layer.compute_s());
 }

@@ -31,14 +31,21 @@ struct CombinedLayer {
   double experts_forward_s = 0.0;
   double experts_dgrad_s = 0.0;
   double experts_wgrad_s = 0.0;
+  /// What the combine node runs after its all-to-all on the communication stream, forward
+  /// (the unpermutation back to token order, `postprocess`, fine_grained_callables.py
+  /// submodule_combine_forward), and its gradient before the backward all-to-all.
+  double combine_forward_compute_s = 0.0;
+  double combine_backward_compute_s = 0.0;
   [[nodiscard]] double compute_s() const {
     return attention_forward_s + attention_backward_s + experts_forward_s + experts_dgrad_s +
-           experts_wgrad_s;
+           experts_wgrad_s + combine_forward_compute_s + combine_backward_compute_s;
   }
 };
 
 /// Time one paired layer (one micro-batch's forward beside another's backward) takes beyond
-/// its compute, with every all-to-all `a2a_s` long. The two streams, in run()'s order:
+/// its compute, with every all-to-all `a2a_s` long. The two streams, in run()'s order (the
+/// combine nodes also carry their unpermutation, before the backward all-to-all and after the
+/// forward one):
 ///   communication: combine bwd | dispatch fwd -> dispatch bwd | combine fwd
 ///   compute:       attention fwd | experts dgrad -> experts wgrad -> experts fwd | attention bwd
 /// and each waits for what it carries: experts dgrad for the combine bwd, the dispatch fwd for

@@ -147,18 +147,24 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
 /// (`experts`, one MoE layer's) and the rest of the stage's mean layer at `moe_share` MoE
 /// layers (attention, router, dense or shared FFN), its selective recompute in its backward.
 CombinedLayer combined_layer(const StageTime& stage, const LayerTime& experts, double moe_share,
-                             bool delay_wgrad) {
+                             bool delay_wgrad, double unpermute_s) {
   const LayerTime& layer = stage.layer;
   CombinedLayer out;
   out.attention_forward_s = std::max(0.0, layer.forward_s - moe_share * experts.forward_s);
   out.attention_backward_s =
       std::max(0.0, layer.backward_s + layer.recompute_s -
                         moe_share * (experts.backward_s + experts.recompute_s));
-  out.experts_forward_s = experts.forward_s;
+  // The unpermutation runs in the combine node, on the communication stream: forward once,
+  // its gradient twice the bytes (routed_expert_time).
+  out.combine_forward_compute_s = std::min(unpermute_s, experts.forward_s);
+  out.combine_backward_compute_s = std::min(2.0 * unpermute_s, experts.backward_s);
+  out.experts_forward_s = experts.forward_s - out.combine_forward_compute_s;
   // A linear layer's backward is its input gradient and its weight gradient, one GEMM of the
-  // forward's FLOPs each: half and half when --delay-wgrad-compute splits them.
-  const double backward_s = experts.backward_s + experts.recompute_s;
-  out.experts_wgrad_s = delay_wgrad ? 0.5 * experts.backward_s : 0.0;
+  // forward's FLOPs each: --delay-wgrad-compute takes the weight-gradient GEMMs out, the
+  // forward GEMMs' time.
+  const double backward_s =
+      experts.backward_s + experts.recompute_s - out.combine_backward_compute_s;
+  out.experts_wgrad_s = delay_wgrad ? std::min(experts.gemm_forward_s, backward_s) : 0.0;
   out.experts_dgrad_s = backward_s - out.experts_wgrad_s;
   return out;
 }
@@ -411,7 +417,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.ep_overlapped = stack.runs_ep_overlap(model, config) && moe_share > 0.0;
   if (out.ep_overlapped) {
     const CombinedLayer layer =
-        combined_layer(ring, work.experts, moe_share, stack.ep_overlap_delay_wgrad);
+        combined_layer(ring, work.experts, moe_share, stack.ep_overlap_delay_wgrad,
+                       hbm_time_s(gpu, unpermute_bytes(model, config)));
     ep_layer.exposed_s =
         std::min(ep_layer.total_s,
                  moe_share * combined_layer_exposed_s(

@@ -44,6 +44,16 @@ TEST_CASE("one paired layer: the two streams of run()", "[ep_overlap]") {
   // All-to-alls of 1: combine bwd 0-1, experts dgrad 1-2, dispatch fwd 1-2, wgrad 2-3, dispatch
   // bwd 2-3, experts fwd 3-4, attention bwd 4-6, combine fwd 4-5: 6.0 against 5.5, 0.5.
   CHECK(combined_pair_exposed_s(layer_ms(true), 1.0) == Approx(0.5));
+  // The combine nodes' unpermutation (0.5 each way) runs on the communication stream, before
+  // the backward all-to-all and after the forward one. All-to-alls of 1.5: combine bwd 0-2.0,
+  // experts dgrad 2.0-3.0, dispatch fwd 2.0-3.5, wgrad 3.0-4.0, dispatch bwd 3.5-5.0, experts fwd
+  // 4.0-5.0, combine fwd 5.0-7.0, attention bwd 5.0-7.0: 7.0 against 6.5 of compute, 0.5
+  // exposed (the unpermutations beside the other stream's work).
+  CombinedLayer unpermuting = layer_ms(true);
+  unpermuting.combine_forward_compute_s = 0.5;
+  unpermuting.combine_backward_compute_s = 0.5;
+  CHECK(unpermuting.compute_s() == Approx(6.5));
+  CHECK(combined_pair_exposed_s(unpermuting, 1.5) == Approx(0.5));
   // No all-to-all time: nothing exposed; no compute: all four, as unpaired.
   CHECK(combined_pair_exposed_s(layer_ms(true), 0.0) == 0.0);
   CHECK(combined_pair_exposed_s(CombinedLayer{}, 1.5) == Approx(6.0));
