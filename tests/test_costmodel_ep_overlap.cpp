@@ -130,7 +130,7 @@ TEST_CASE("combined 1F1B in a step: EP time hidden, one layer's more memory", "[
   config.ep = 8;
   config.micro_batch = 1;
   config.zero = 1;
-  model.training.global_batch = 16 * 8;  // 8 micro-batches
+  model.training.global_batch = 128;  // 16 x 8: 8 micro-batches
   const Placement placement = default_placement(cluster, config);
   EstimateOptions plain;
   plain.stack = stack_preset("megatron-core");
@@ -171,7 +171,7 @@ TEST_CASE("combined 1F1B in a step: EP time hidden, one layer's more memory", "[
   CHECK(combined_1f1b_extra_layers(interleaved, 16.0) == 9.0);
   const Placement two = default_placement(cluster, interleaved);
   Model eight = model;
-  eight.training.global_batch = 8 * 8;  // 8 micro-batches
+  eight.training.global_batch = 64;  // 8 x 8: 8 micro-batches
   const Estimate p = estimate(cluster, eight, interleaved, two, nullptr, plain);
   const Estimate q = estimate(cluster, eight, interleaved, two, nullptr, combined);
   CHECK(q.ep_overlapped);
