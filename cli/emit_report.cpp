@@ -32,11 +32,17 @@ namespace {
 /// plans of a 4,096-GPU search take about a second; the seed example has 5,962 plans).
 constexpr std::size_t kEmitSearchKeep = 10000;
 
+/// A priced plan as `release` writes it: the stack's selective recompute and overlaps, the
+/// estimate's CP kind and userbuffers.
+Export export_priced(const Release& release, const PlanResult& plan, const Cluster& cluster,
+                     const Model& model, const Stack& stack) {
+  return export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
+                     stack_switches(stack, plan.estimate.tp_userbuffers));
+}
+
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,
                 const Model& model, const Stack& stack) {
-  return !export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
-                      stack_switches(stack, plan.estimate.tp_userbuffers))
-              .refusal;
+  return !export_priced(release, plan, cluster, model, stack).refusal;
 }
 
 /// The best plan the release can run, as a sentence: of the shown ranking (its number, for
@@ -198,7 +204,6 @@ std::string refusal_message(const Release& release, const Refusal& r, const std:
 std::string emit_plan(const Release& release, const std::vector<PlanResult>& plans,
                       std::size_t rank, const Cluster& cluster, const Model& model,
                       const EmitSearch& search) {
-  const SelectiveKind selective = search.options.stack.selective;
   if (plans.empty()) throw PlanError("--emit: no plan fits to emit");
   if (rank > plans.size()) {
     throw PlanError(
@@ -206,8 +211,7 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   }
   const ParallelConfig& config = plans[rank - 1].config;
   const Export exported =
-      export_plan(release, cluster, model, config, selective, plans[rank - 1].estimate.cp_kind,
-                  stack_switches(search.options.stack, plans[rank - 1].estimate.tp_userbuffers));
+      export_priced(release, plans[rank - 1], cluster, model, search.options.stack);
   if (!exported.refusal) return exported.text;
   throw PlanError(
       refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config, cluster,
@@ -218,9 +222,7 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
 std::string emit_option_plan(const Release& release, const PlanResult& plan,
                              const std::string& label, const Cluster& cluster, const Model& model,
                              const EmitSearch& search) {
-  const Export exported = export_plan(
-      release, cluster, model, plan.config, search.options.stack.selective, plan.estimate.cp_kind,
-      stack_switches(search.options.stack, plan.estimate.tp_userbuffers));
+  const Export exported = export_priced(release, plan, cluster, model, search.options.stack);
   if (!exported.refusal) return exported.text;
   throw PlanError(
       refusal_message(release, *exported.refusal, label, plan.config, cluster, model, search));

@@ -416,9 +416,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // stage's layer; the slowest stage chosen again on it.
   out.ep_overlapped = stack.runs_ep_overlap(model, config) && moe_share > 0.0;
   if (out.ep_overlapped) {
+    const ExpertGemms experts = expert_gemms(model, config);
     const CombinedLayer layer =
         combined_layer(ring, work.experts, moe_share, stack.ep_overlap_delay_wgrad,
-                       hbm_time_s(gpu, unpermute_bytes(model, config)));
+                       hbm_time_s(gpu, unpermute_bytes(model, experts.up.m * experts.up.batch)));
     ep_layer.exposed_s =
         std::min(ep_layer.total_s,
                  moe_share * combined_layer_exposed_s(

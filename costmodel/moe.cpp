@@ -106,10 +106,7 @@ double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
   return 2.0 * 4.0 * rows * model.hidden;
 }
 
-double unpermute_bytes(const Model& model, const ParallelConfig& config) {
-  const ExpertGemms g = expert_gemms(model, config);
-  return 4.0 * g.up.m * g.up.batch * model.hidden;
-}
+double unpermute_bytes(const Model& model, double rows) { return 4.0 * rows * model.hidden; }
 
 LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                              const Calibration* calibration) {
@@ -129,7 +126,7 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
   const double rows = g.up.m * g.up.batch;
   const double f = model.moe.expert_ffn_hidden;
   const double bytes =
-      (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + 2.0 * unpermute_bytes(model, config);
+      (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + 2.0 * unpermute_bytes(model, rows);
   const double sort = local_expert_sort_bytes(model, config, rows);
   time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + sort);
   time.backward_s = backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes + sort);

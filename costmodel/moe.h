@@ -68,10 +68,10 @@ struct ExpertGemms {
 [[nodiscard]] double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
                                              double rows);
 
-/// HBM bytes of one MoE layer's unpermutation back to token order, one micro-batch, forward:
-/// read and write every routed row of h in 16 bits (4 bytes per element; its gradient backward
-/// twice that). Half of the permutation bytes routed_expert_time prices.
-[[nodiscard]] double unpermute_bytes(const Model& model, const ParallelConfig& config);
+/// HBM bytes of one MoE layer's unpermutation of its `rows` routed rows back to token order,
+/// one micro-batch, forward: read and write every row of h in 16 bits (4 bytes per element; its
+/// gradient backward twice that). Half of the permutation bytes routed_expert_time prices.
+[[nodiscard]] double unpermute_bytes(const Model& model, double rows);
 
 /// Routed experts of one MoE layer, one micro-batch, one GPU: grouped GEMMs, router, the
 /// expert activation, the token permutation and the sort by local expert (memory bound).

@@ -30,16 +30,16 @@ std::string sharding_flags(int zero) {
          flag("--ckpt-format", "fsdp_dtensor");
 }
 
-/// The data-parallel overlaps the pricing stack ran (Megatron-LM's defaults are off,
-/// distributed_data_parallel_config.py L18, L21 @core_v0.19.0): the gradient reduction behind
-/// backward, and the parameter all-gather behind forward, which needs the distributed
-/// optimizer (or Megatron-FSDP) and the reduction overlapped (arguments.py L990-995).
 /// Transformer Engine's userbuffers for TP as the plan was priced: they need sequence
 /// parallelism (arguments.py L1401-1402 @core_v0.19.0).
 std::string tp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
   return s.tp_userbuffers && c.tp > 1 && c.sequence_parallel ? flag("--tp-comm-overlap") : "";
 }
 
+/// The data-parallel overlaps the pricing stack ran (Megatron-LM's defaults are off,
+/// distributed_data_parallel_config.py L18, L21 @core_v0.19.0): the gradient reduction behind
+/// backward, and the parameter all-gather behind forward, which needs the distributed
+/// optimizer (or Megatron-FSDP) and the reduction overlapped (arguments.py L990-995).
 std::string dp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
   if (c.dp * c.cp < 2 || !s.dp_overlap_grad_reduce) return "";
   return flag("--overlap-grad-reduce") +
@@ -71,6 +71,11 @@ std::string model_flags(const Model& m) {
   t += flag("--mock-data") + flag("--tokenizer-type", "NullTokenizer") +
        flag("--vocab-size", str(m.vocab));
   return t;
+}
+
+/// Whether the launch runs the combined 1F1B: the pricing stack's, where Megatron-Core runs it.
+bool writes_combined(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
+  return s.ep_overlap && combined_1f1b_runs(m, c);
 }
 
 /// Which layers are MoE layers as --moe-layer-freq takes it (arguments.py moe_freq_type
@@ -116,7 +121,7 @@ std::string moe_flags(const Model& m, const ParallelConfig& c, const StackSwitch
   }
   t += flag("--moe-grouped-gemm") + flag("--moe-token-dispatcher-type", "alltoall") +
        flag("--expert-model-parallel-size", str(c.ep)) + flag("--expert-tensor-parallel-size", "1");
-  const bool combined = moe.ep_overlap && combined_1f1b_runs(m, c);
+  const bool combined = writes_combined(m, c, moe);
   if (moe.shared_expert_overlap && e.shared_experts > 0 && !combined) {
     t += flag("--moe-shared-expert-overlap");
   }
@@ -243,9 +248,9 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1
   // or 32" (arguments.py:1426-1434), 32 for the overlap the plan was priced with.
   const ParallelConfig& c = in.config;
-  const bool combined = in.switches.ep_overlap && combined_1f1b_runs(in.model, c);
   if ((c.tp > 1 || c.cp > 1) && c.zero < 2) {
-    t += combined ? "CUDA_DEVICE_MAX_CONNECTIONS=32 " : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+    t += writes_combined(in.model, c, in.switches) ? "CUDA_DEVICE_MAX_CONNECTIONS=32 "
+                                                   : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
   }
   t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
        " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";

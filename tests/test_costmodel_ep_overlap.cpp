@@ -120,7 +120,7 @@ TEST_CASE("combined 1F1B runs where Megatron-Core lets it", "[ep_overlap][stack]
 }
 
 TEST_CASE("combined 1F1B in a step: EP time hidden, one layer's more memory", "[ep_overlap]") {
-  // Mixtral 8x7B on two 8-GPU servers, EP 16 over both: every all-to-all crosses the NICs.
+  // Mixtral 8x7B on two 8-GPU servers, DP 16 over both, EP 8 inside each server.
   Model model = model_preset("mixtral-8x7b");
   Cluster cluster = cluster_preset("dgx-h100");
   cluster.servers = 2;
