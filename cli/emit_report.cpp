@@ -37,7 +37,7 @@ constexpr std::size_t kEmitSearchKeep = 10000;
 Export export_priced(const Release& release, const PlanResult& plan, const Cluster& cluster,
                      const Model& model, const Stack& stack) {
   return export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
-                     stack_switches(stack, plan.estimate.tp_userbuffers));
+                     stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype));
 }
 
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,

@@ -189,6 +189,32 @@ LaunchOrLimit launch_of(const Cluster& cluster, const ParallelConfig& config) {
   return out;
 }
 
+const char* attn_backend(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::cudnn:
+      return "fused";
+    case AttentionKernel::flash:
+      return "flash";
+    case AttentionKernel::unfused:
+      return "unfused";
+    case AttentionKernel::flash_triton:
+      break;
+  }
+  return nullptr;
+}
+
+bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switches) {
+  return config.virtual_stages > 1 && !switches.pp_overlap && config.pp > 2;
+}
+
+std::string p2p_overlap_note(const ParallelConfig& config, const StackSwitches& switches,
+                             const char* comment) {
+  if (config.virtual_stages < 2 || switches.pp_overlap || config.pp != 2) return "";
+  return std::string(comment) +
+         " the pipeline's transfers overlap compute in this launch, as Megatron-Core runs the "
+         "interleaved schedule at PP 2; the plan was priced with them exposed\n";
+}
+
 std::string placement_comment(const Launch& launch, const char* comment) {
   std::string out;
   const bool first_servers = launch.servers.back() == launch.nodes - 1;

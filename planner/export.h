@@ -103,27 +103,40 @@ struct Refusal {
   bool no_dividing_split = false;
 };
 
-/// What the stack that priced the plan overlaps, which a launch writes where the release has a
-/// switch for it (costmodel/stack.h): the data-parallel gradient reduction and parameter
-/// gather, the shared experts beside the all-to-alls, the combined 1F1B and its delayed
-/// weight gradients. All off by default (Megatron-LM's defaults).
+/// What the stack that priced the plan overlaps, and how it reduces gradients, which a launch
+/// writes where the release has a switch for it (costmodel/stack.h): the data-parallel
+/// gradient reduction and parameter gather, the pipeline's point-to-point transfers beside
+/// compute, the shared experts beside the all-to-alls, the combined 1F1B and its delayed weight
+/// gradients; and the attention kernel it priced. By default Megatron-LM's defaults: every
+/// overlap off but the pipeline's, the gradient reduction in the release's default dtype, and
+/// Transformer Engine's fused (cuDNN) attention.
 struct StackSwitches {
   /// Transformer Engine's userbuffers for TP, as the plan was priced (Estimate::tp_userbuffers:
   /// the stack's, where its TP group allows them); written with TP > 1 and SP.
   bool tp_userbuffers = false;
   bool dp_overlap_grad_reduce = false;
   bool dp_overlap_param_gather = false;
+  /// Interleaved 1F1B's transfers beside compute (Stack::pp_overlap).
+  bool pp_overlap = true;
   bool shared_expert_overlap = false;
   bool ep_overlap = false;
   bool delay_wgrad = false;
+  /// Bytes per gradient element in the DP reduction as priced (Stack::reduce_bytes of the
+  /// model's dtype: 2 or 4); 0: the release's default.
+  int grad_reduce_bytes = 0;
+  AttentionKernel attention = AttentionKernel::cudnn;
 };
-[[nodiscard]] inline StackSwitches stack_switches(const Stack& stack, bool tp_userbuffers) {
+[[nodiscard]] inline StackSwitches stack_switches(const Stack& stack, bool tp_userbuffers,
+                                                  Dtype dtype) {
   return {tp_userbuffers,
           stack.dp_overlap_grad_reduce,
           stack.dp_overlap_param_gather,
+          stack.pp_overlap,
           stack.moe_shared_expert_overlap,
           stack.ep_overlap,
-          stack.ep_overlap_delay_wgrad};
+          stack.ep_overlap_delay_wgrad,
+          stack.reduce_bytes(dtype) < 4 ? 2 : 4,
+          stack.attention};
 }
 
 struct Export {

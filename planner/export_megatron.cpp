@@ -46,6 +46,24 @@ std::string dp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
          (s.dp_overlap_param_gather && c.zero >= 1 ? flag("--overlap-param-gather") : "");
 }
 
+/// The attention kernel as priced rather than Transformer Engine's choice (--attention-backend,
+/// default auto; attn_backend).
+std::string attention_flags(AttentionKernel kernel) {
+  const char* backend = attn_backend(kernel);
+  return backend != nullptr ? flag("--attention-backend", backend) : "";
+}
+
+/// The gradients' reduction (and buffer) dtype as priced: Megatron-LM reduces bf16 training's
+/// in fp32 unless --grad-reduce-in-bf16, and fp16 training's in fp16 unless
+/// --accumulate-allreduce-grads-in-fp32 (arguments.py L1181-1194 @core_v0.19.0).
+std::string grad_reduce_flags(Dtype dtype, const StackSwitches& s) {
+  if (dtype == Dtype::fp16) {
+    return s.grad_reduce_bytes == 4 ? flag("--accumulate-allreduce-grads-in-fp32") : "";
+  }
+  const bool bf16_params = dtype == Dtype::bf16 || dtype == Dtype::fp8;
+  return bf16_params && s.grad_reduce_bytes == 2 ? flag("--grad-reduce-in-bf16") : "";
+}
+
 std::string model_flags(const Model& m) {
   std::string t = flag("--num-layers", str(m.layers)) + flag("--hidden-size", str(m.hidden)) +
                   flag("--num-attention-heads", str(m.heads));
@@ -240,7 +258,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
               "--moe-router-topk-scaling-factor)"
             : "") +
        "\n";
-  t += placement_comment(launch, "#");
+  t += placement_comment(launch, "#") + p2p_overlap_note(in.config, in.switches, "#");
   t += "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
        " and MASTER_ADDR the first node's address:\n";
   // Before Blackwell, TP or CP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1413-1437)
@@ -259,7 +277,11 @@ std::string megatron_text(const Input& in, const Launch& launch) {
       model_flags(in.model) + mla_mtp_flags(in.model) +
       moe_flags(in.model, in.config, in.switches) + precision_flags(in.model.training) +
       parallel_flags(in.model, in.config, in.cp_kind, in.selective) +
-      tp_overlap_flags(in.config, in.switches) + dp_overlap_flags(in.config, in.switches);
+      tp_overlap_flags(in.config, in.switches) + dp_overlap_flags(in.config, in.switches) +
+      // Interleaved 1F1B overlaps its transfers unless told (arguments.py L2965-2967).
+      (runs_p2p_exposed(in.config, in.switches) ? flag("--no-overlap-p2p-communication") : "") +
+      grad_reduce_flags(in.model.training.dtype, in.switches) +
+      attention_flags(in.switches.attention);
   flags.resize(flags.size() - 3);  // the last line has no continuation
   return t + flags + "\n";
 }

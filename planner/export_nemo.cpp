@@ -113,6 +113,45 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
          set("model.config.recompute_num_layers", block ? str(c.recompute_layers) : "1");
 }
 
+/// The overlaps and gradient dtype the plan was priced with. NeMo 2.0 overlaps TP and PP
+/// transfers only through MegatronCommOverlapCallback (nemo/lightning/pytorch/callbacks/
+/// megatron_comm_overlap.py L124-166: userbuffers when asked, with TP > 1 and SP; interleaved
+/// transfers overlapped, unbatched); the recipes' own DDP config overlaps both DP collectives
+/// (llama3_70b.py L114-121), which the callback sets as given. The reduction's dtype is the
+/// precision plugin's grad_reduce_in_fp32 (bf16_mixed True, fp16_mixed False:
+/// recipes/precision/mixed_precision.py L35, L52), applied to the DDP config
+/// (megatron_strategy.py L450).
+std::string overlaps(const Input& in) {
+  const ParallelConfig& c = in.config;
+  const StackSwitches& s = in.switches;
+  auto yes = [](bool on) { return on ? "True" : "False"; };
+  std::string args =
+      std::string(", tp_comm_overlap=") + yes(s.tp_userbuffers && c.tp > 1 && c.sequence_parallel);
+  if (c.pp > 1 && c.virtual_stages > 1) {
+    const bool exposed = runs_p2p_exposed(c, s);
+    args += std::string(", overlap_p2p_comm=") + yes(!exposed) + ", batch_p2p_comm=" + yes(exposed);
+  }
+  if (c.dp * c.cp > 1) {
+    args += std::string(", overlap_grad_reduce=") + yes(s.dp_overlap_grad_reduce) +
+            ", overlap_param_gather=" +
+            yes(s.dp_overlap_grad_reduce && s.dp_overlap_param_gather && c.zero >= 1);
+  }
+  std::string t =
+      "\n# the overlaps the plan was priced with (without this callback NeMo overlaps "
+      "no TP or pipeline transfer)\n" +
+      p2p_overlap_note(c, s, "#") +
+      "if not recipe.trainer.callbacks:\n    recipe.trainer.callbacks = []\n"
+      "recipe.trainer.callbacks.append(run.Config(MegatronCommOverlapCallback" +
+      args + "))\n";
+  const Dtype dtype = in.model.training.dtype;
+  if (dtype == Dtype::fp16 && s.grad_reduce_bytes == 4) {
+    t += set("trainer.plugins.grad_reduce_in_fp32", "True");
+  } else if (dtype != Dtype::fp16 && s.grad_reduce_bytes == 2) {
+    t += set("trainer.plugins.grad_reduce_in_fp32", "False");
+  }
+  return t;
+}
+
 }  // namespace
 
 std::optional<Limit> nemo_limit(const Input& in) {
@@ -142,15 +181,26 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   t += "# still to add: recipe.data = your llm.PreTrainingDataModule (paths, tokenizer) in "
        "place of the recipe's MockDataModule, keeping the three batch and length settings; "
        "recipe.trainer.max_steps; recipe.optim.config.lr; recipe.log\n";
+  // As Megatron-LM asserts before Blackwell with TP or CP (arguments.py:1413-1437), which the
+  // callback's userbuffers need to overlap; NeMo only warns (megatron_comm_overlap.py L213-256).
+  const ParallelConfig& c = in.config;
+  const std::string env = (c.tp > 1 || c.cp > 1) && c.zero < 2
+                              ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}"
+                              : "";
   t += placement_comment(launch, "#");
   t += "# run: python THIS_FILE; on " + str(launch.nodes) +
        " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +
        ", ntasks_per_node=" + str(launch.gpus_per_node) +
        (launch.segment_servers > 0 ? ", segment=" + str(launch.segment_servers) : std::string()) +
-       ", ...) instead of the LocalExecutor\n";
+       env + ", ...) instead of the LocalExecutor\n";
   t += "import nemo_run as run\nfrom nemo.collections import llm\n";
   t += std::string("from nemo.collections.llm.recipes.precision.mixed_precision import ") +
-       precision + "\n\n";
+       precision + "\n";
+  t += "from nemo.lightning.pytorch.callbacks.megatron_comm_overlap import "
+       "MegatronCommOverlapCallback\n";
+  const char* backend = attn_backend(in.switches.attention);
+  if (backend != nullptr) t += "from megatron.core.transformer.enums import AttnBackend\n";
+  t += "\n";
   t += std::string("recipe = llm.") + recipe.name +
        ".pretrain_recipe(name=\"trident\", num_nodes=" + str(launch.nodes) +
        ", num_gpus_per_node=" + str(launch.gpus_per_node) + ")\n";
@@ -158,9 +208,13 @@ std::string nemo_text(const Input& in, const Launch& launch) {
        set("trainer.devices", str(launch.gpus_per_node)) +
        set("trainer.plugins", std::string(precision) + "()");
   t += strategy(in.model, in.config, in.cp_kind) + batches_and_recompute(in.model, in.config);
+  if (backend != nullptr) {
+    t += set("model.config.attention_backend", std::string("AttnBackend.") + backend);
+  }
+  t += overlaps(in);
   t += "\nif __name__ == \"__main__\":\n    run.run(recipe, executor=run.LocalExecutor("
        "ntasks_per_node=" +
-       str(launch.gpus_per_node) + ", launcher=\"torchrun\"))\n";
+       str(launch.gpus_per_node) + ", launcher=\"torchrun\"" + env + "))\n";
   return t;
 }
 

@@ -61,16 +61,58 @@ std::string shape(const Model& m) {
 }
 
 /// FP8 through Transformer Engine: HYBRID format (fp8_hybrid), delayed scaling (fp8_interval,
-/// fp8_amax_history_len keep the file's defaults).
-std::string precision(const Model& m, int zero) {
+/// fp8_amax_history_len keep the file's defaults). Transformer Engine's layers also run the
+/// fused attention kernels the plan was priced with (the file's default, false, builds
+/// Megatron-Core's local layers, whose attention is unfused).
+bool writes_userbuffers(const ParallelConfig& c, const StackSwitches& s) {
+  return s.tp_userbuffers && c.tp > 1 && c.sequence_parallel;
+}
+
+/// Transformer Engine's layers: for FP8, for userbuffers, and for fused attention.
+bool uses_te(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
+  return m.training.dtype == Dtype::fp8 || writes_userbuffers(c, s) ||
+         s.attention != AttentionKernel::unfused;
+}
+
+std::string precision(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
+  const int zero = c.zero;
   const Dtype dtype = m.training.dtype;
   // O2 keeps fp32 main weights beside 16-bit ones; torch FSDP switches it off itself
   // (megatron_trainer_builder.py:73), FP32 has nothing to keep.
   const bool o2 = zero != 3 && dtype != Dtype::fp32;
   std::string t = line(2, "megatron_amp_O2", yes(o2));
-  if (dtype == Dtype::fp8) {
-    t += line(2, "transformer_engine", "true") + line(2, "fp8", "true") +
-         line(2, "fp8_hybrid", "true");
+  if (uses_te(m, c, s)) t += line(2, "transformer_engine", "true");
+  if (dtype == Dtype::fp8) t += line(2, "fp8", "true") + line(2, "fp8_hybrid", "true");
+  return t;
+}
+
+/// Transformer Engine's attention kernel as priced, through its environment (NeMo 1.x's file
+/// has no backend key): cuDNN's fused kernel, FlashAttention, or its unfused one; nothing
+/// where TE is off (the local layers' attention is unfused) or the kernel has no TE backend.
+std::string attention_env(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
+  if (!uses_te(m, c, s)) return "";
+  switch (s.attention) {
+    case AttentionKernel::cudnn:
+      return "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1 ";
+    case AttentionKernel::flash:
+      return "NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=0 ";
+    case AttentionKernel::unfused:
+      return "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 ";
+    case AttentionKernel::flash_triton:
+      break;
+  }
+  return "";
+}
+
+/// The TP and pipeline overlaps as priced: userbuffers (ub_tp_comm_overlap, with TP > 1 and
+/// SP), and the interleaved schedule's transfers, which the file leaves exposed and batched
+/// (overlap_p2p_comm False, batch_p2p_comm True).
+std::string comm_overlaps(const ParallelConfig& c, const StackSwitches& s) {
+  std::string t;
+  if (writes_userbuffers(c, s)) t += line(2, "ub_tp_comm_overlap", "true");
+  if (c.pp > 1 && c.virtual_stages > 1) {
+    const bool exposed = runs_p2p_exposed(c, s);
+    t += line(2, "overlap_p2p_comm", yes(!exposed)) + line(2, "batch_p2p_comm", yes(exposed));
   }
   return t;
 }
@@ -99,13 +141,28 @@ std::string parallel(const Model& model, const ParallelConfig& c) {
 /// ZeRO-0: fused_adam; ZeRO-1: Megatron's distributed optimizer (mcore_distributed_optim,
 /// megatron_base_model.py:151); ZeRO-2: apex distributed_fused_adam (optimizer state and
 /// gradients); ZeRO-3: torch FSDP full sharding (nlp_overrides.py:810-816), which refuses a
-/// distributed optimizer (megatron_trainer_builder.py:66-69).
-std::string sharding(int zero) {
+/// distributed optimizer (megatron_trainer_builder.py:66-69). The two distributed optimizers
+/// take the DP overlaps and the reduction dtype from model.optim (overlap_grad_sync,
+/// overlap_param_sync, grad_sync_dtype: megatron_gpt_model.py L600-611 for Megatron-Core's,
+/// default off and fp32; apex's DistributedFusedAdam through nemo/core/optim/distributed_adam.py,
+/// which converts the dtype name); the parameter sync only with the gradient sync (L383-384).
+std::string sharding(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
   const char* names[] = {"fused_adam", "mcore_distributed_optim", "distributed_fused_adam",
                          "fused_adam"};
   std::string t;
-  if (zero == 3) t += line(2, "fsdp", "true") + line(2, "fsdp_sharding_strategy", "full");
-  return t + "  optim:\n" + line(4, "name", names[zero]);
+  if (c.zero == 3) t += line(2, "fsdp", "true") + line(2, "fsdp_sharding_strategy", "full");
+  t += "  optim:\n" + line(4, "name", names[c.zero]);
+  if (c.zero == 1 || c.zero == 2) {
+    if (c.dp * c.cp > 1) {
+      t +=
+          line(4, "overlap_grad_sync", yes(s.dp_overlap_grad_reduce)) +
+          line(4, "overlap_param_sync", yes(s.dp_overlap_grad_reduce && s.dp_overlap_param_gather));
+    }
+    if (s.grad_reduce_bytes == 2) {
+      t += line(4, "grad_sync_dtype", m.training.dtype == Dtype::fp16 ? "fp16" : "bf16");
+    }
+  }
+  return t;
 }
 
 }  // namespace
@@ -139,14 +196,22 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
        "; trainer.max_steps; model.optim.lr and "
        "sched; exp_manager\n";
   t += placement_comment(launch, "#");
-  t += "# run: python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
+  t += p2p_overlap_note(in.config, in.switches, "#");
+  // One device connection with TP or CP, as Megatron-LM asserts before Blackwell (arguments.py
+  // L1413-1437) and userbuffers need.
+  const ParallelConfig& c = in.config;
+  const std::string connections =
+      (c.tp > 1 || c.cp > 1) && c.zero < 2 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+  t += "# run: " + connections + attention_env(in.model, c, in.switches) +
+       "python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
        "on each of the " +
        str(launch.nodes) + " nodes (" + str(launch.gpus_per_node) +
        " tasks each, e.g. srun --ntasks-per-node " + str(launch.gpus_per_node) + ")\n";
   t += "defaults:\n  - megatron_gpt_config\n  - _self_\n";
   t += trainer(in.model, launch);
-  t += "model:\n" + shape(in.model) + precision(in.model, in.config.zero) +
-       parallel(in.model, in.config) + sharding(in.config.zero);
+  t += "model:\n" + shape(in.model) + precision(in.model, in.config, in.switches) +
+       parallel(in.model, in.config) + comm_overlaps(in.config, in.switches) +
+       sharding(in.model, in.config, in.switches);
   return t;
 }
 

@@ -86,6 +86,23 @@ struct LaunchOrLimit {
 /// release without such counts cannot write any uneven split.
 [[nodiscard]] std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last);
 
+/// Megatron-Core's interleaved 1F1B as the plan was priced: true where the stack priced its
+/// transfers exposed and the release can run them so, which Megatron-LM allows only above
+/// PP 2 (arguments.py L967-975 @core_v0.19.0: two ranks would batch several sends and
+/// receives between them); at PP 2 a launch keeps the overlap and says so (p2p_overlap_note).
+[[nodiscard]] bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switches);
+/// A comment line where the stack priced the transfers exposed but a PP 2 launch overlaps
+/// them; empty otherwise.
+[[nodiscard]] std::string p2p_overlap_note(const ParallelConfig& config,
+                                           const StackSwitches& switches, const char* comment);
+
+/// The attention kernel the plan was priced with as Megatron-Core's AttnBackend name
+/// (transformer/enums.py; language_module.py L120-138 @core_v0.19.0 sets Transformer Engine's
+/// NVTE_FLASH_ATTN / NVTE_FUSED_ATTN / NVTE_UNFUSED_ATTN from it): cuDNN's fused kernel
+/// "fused", FlashAttention "flash", "unfused"; nullptr for llm-foundry's Triton kernel, which
+/// has no backend (left to Transformer Engine: auto).
+[[nodiscard]] const char* attn_backend(AttentionKernel kernel);
+
 [[nodiscard]] std::optional<Limit> megatron_limit(const Input& in);
 [[nodiscard]] std::string megatron_text(const Input& in, const Launch& launch);
 [[nodiscard]] std::optional<Limit> nemo_limit(const Input& in);

@@ -124,6 +124,16 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
       (!s.count("--overlap-grad-reduce") || !s.count("--use-distributed-optimizer"))) {
     return "--overlap-param-gather asserts (arguments.py:990-995)";
   }
+  // 967-975: the interleaved schedule without p2p overlap needs PP > 2. 1186-1193: bf16
+  // reduces in bf16 only when told, fp16 in fp32 only when told.
+  if (s.count("--no-overlap-p2p-communication") &&
+      (num(s, "--pipeline-model-parallel-size") < 3 || c.virtual_stages < 2)) {
+    return "--no-overlap-p2p-communication asserts (arguments.py:967-975)";
+  }
+  if ((s.count("--grad-reduce-in-bf16") && !s.count("--bf16")) ||
+      (s.count("--accumulate-allreduce-grads-in-fp32") && !s.count("--fp16"))) {
+    return "gradient reduction dtype";
+  }
   // ZeRO-2 shards gradients, ZeRO-3 weights too: optim_grads / optim_grads_params (3023).
   const std::string strategy =
       s.count("--data-parallel-sharding-strategy") ? s.at("--data-parallel-sharding-strategy") : "";
@@ -204,6 +214,23 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
       num(s, "recipe.trainer.strategy.pipeline_model_parallel_size") != c.pp) {
     return "parallel sizes";
   }
+  // MegatronCommOverlapCallback (megatron_comm_overlap.py): userbuffers with TP > 1 and SP;
+  // interleaved transfers either overlapped or batched, never both (Megatron-Core's
+  // schedules), and exposed only above PP 2 (Megatron-LM arguments.py L967-975); the
+  // parameter gather behind forward only with the distributed optimizer.
+  const std::string cb = "recipe.trainer.callbacks.MegatronCommOverlapCallback.";
+  auto on = [&](const std::string& key) {
+    const auto it = s.find(cb + key);
+    return it != s.end() && it->second == "True";
+  };
+  if (on("tp_comm_overlap") && (c.tp < 2 || !c.sequence_parallel)) return "TP overlap";
+  if (on("overlap_p2p_comm") && on("batch_p2p_comm")) return "p2p overlapped and batched";
+  if (s.count(cb + "overlap_p2p_comm") != 0 && !on("overlap_p2p_comm") && c.pp < 3) {
+    return "interleaved p2p exposed at PP 2";
+  }
+  if (on("overlap_param_gather") && (!on("overlap_grad_reduce") || c.zero < 1)) {
+    return "parameter gather overlap";
+  }
   return world_mismatch(num(s, "recipe.trainer.num_nodes"), num(s, "recipe.trainer.devices"), c);
 }
 
@@ -228,6 +255,22 @@ inline std::string nemo_hydra_rules(const std::string& text, const ParallelConfi
   const char* expected[] = {"fused_adam", "mcore_distributed_optim", "distributed_fused_adam",
                             "fused_adam"};
   if (optim != expected[c.zero] || (c.zero == 3) != (s.count("model.fsdp") != 0)) return "ZeRO";
+  // megatron_gpt_model.py: userbuffers need TE's layers, TP > 1 and SP; the interleaved
+  // transfers are overlapped or batched, not both; L383-384: the parameter sync only with the
+  // gradient sync.
+  auto on = [&](const std::string& key) { return s.count(key) != 0 && s.at(key) == "true"; };
+  if (on("model.ub_tp_comm_overlap") &&
+      (!on("model.transformer_engine") || c.tp < 2 || !c.sequence_parallel)) {
+    return "ub_tp_comm_overlap";
+  }
+  if (on("model.fp8") && !on("model.transformer_engine")) return "fp8 without TE";
+  if (on("model.overlap_p2p_comm") && on("model.batch_p2p_comm")) return "p2p overlap";
+  if (s.count("model.overlap_p2p_comm") != 0 && !on("model.overlap_p2p_comm") && c.pp < 3) {
+    return "interleaved p2p exposed at PP 2";
+  }
+  if (on("model.optim.overlap_param_sync") && !on("model.optim.overlap_grad_sync")) {
+    return "overlap_param_sync without overlap_grad_sync (megatron_gpt_model.py:383)";
+  }
   if (num(s, "model.global_batch_size") % (num(s, "model.micro_batch_size") * c.dp) != 0) {
     return "batch";
   }

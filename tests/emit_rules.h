@@ -132,8 +132,18 @@ inline Settings parse_nemo2(const std::string& text) {
   Settings out;
   for (const auto& line : split(text, '\n')) {
     const auto eq = line.find(" = ");
+    const std::string append = "recipe.trainer.callbacks.append(run.Config(";
     if (line.rfind("recipe = llm.", 0) == 0) {
       out["recipe"] = line.substr(13, line.find(".pretrain_recipe(") - 13);
+    } else if (line.rfind(append, 0) == 0) {
+      // recipe.trainer.callbacks.append(run.Config(NAME, key=value, ...)): each keyword as
+      // recipe.trainer.callbacks.NAME.key.
+      const auto args = split(line.substr(append.size(), line.size() - append.size() - 2), ',');
+      for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string arg = args[i].substr(args[i].find_first_not_of(' '));
+        const auto at = arg.find('=');
+        out["recipe.trainer.callbacks." + args[0] + "." + arg.substr(0, at)] = arg.substr(at + 1);
+      }
     } else if (line.rfind("recipe.", 0) == 0 && eq != std::string::npos) {
       std::string value = line.substr(eq + 3);
       if (value.size() >= 2 && value.front() == '"') value = value.substr(1, value.size() - 2);

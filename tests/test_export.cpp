@@ -87,8 +87,8 @@ Model gpt_style() {
 /// Emits or refuses; a refusal names the nearest plan, which emits and passes, or what to
 /// change instead (cli/emit_text.h words it; test_cli_text checks the words).
 void check_one(const Release& r, const Cluster& cluster, const Model& m, const ParallelConfig& c,
-               int& emitted, int& refused) {
-  const Export e = export_plan(r, cluster, m, c);
+               int& emitted, int& refused, const StackSwitches& switches = {}) {
+  const Export e = export_plan(r, cluster, m, c, SelectiveKind::attention, CpKind::p2p, switches);
   INFO(release_id(r) << " " << m.name << " tp" << c.tp << " pp" << c.pp << " vp" << c.virtual_stages
                      << " zero" << c.zero << " " << to_string(c.recompute) << " sp"
                      << c.sequence_parallel);
@@ -110,6 +110,14 @@ void check_one(const Release& r, const Cluster& cluster, const Model& m, const P
 
 }  // namespace
 
+const StackSwitches kStackVariants[] = {
+    {.pp_overlap = false, .grad_reduce_bytes = 2, .attention = AttentionKernel::flash},
+    {.tp_userbuffers = true,
+     .dp_overlap_grad_reduce = true,
+     .dp_overlap_param_gather = true,
+     .grad_reduce_bytes = 4,
+     .attention = AttentionKernel::unfused}};
+
 TEST_CASE("every release emits a passing config or refuses with the nearest plan", "[export]") {
   // 32 GPUs on 4 servers; DP = 32 / (TP x PP); global batch 256, micro-batch 1.
   const Cluster cluster = cluster_of(4);
@@ -125,6 +133,11 @@ TEST_CASE("every release emits a passing config or refuses with the nearest plan
             for (const bool sp : {false, true}) {
               if (sp && split.tp < 2) continue;
               check_one(r, cluster, m, config_of(split, zero, rc, sp), emitted, refused);
+              // What other stacks price: exposed interleaved transfers, 16-bit reductions and
+              // FlashAttention; userbuffers with both DP overlaps and unfused attention.
+              for (const StackSwitches& s : kStackVariants) {
+                check_one(r, cluster, m, config_of(split, zero, rc, sp), emitted, refused, s);
+              }
               if (rc != Recompute::full) continue;
               // Partial full recompute: 2 layers of each chunk (every k-th for torchtitan).
               ParallelConfig partial = config_of(split, zero, rc, sp);
@@ -249,6 +262,119 @@ TEST_CASE("megatron writes the pricing stack's DP overlaps", "[export]") {
   const ParallelConfig no_sp = config_of({2, 1, 1}, 1, Recompute::none, false);
   CHECK(export_plan(mlm, cluster, llama8b(), no_sp, SelectiveKind::attention, CpKind::p2p, ub)
             .text.find("--tp-comm-overlap") == std::string::npos);
+}
+
+TEST_CASE("launches run the pipeline overlap and gradient dtype the plan was priced with",
+          "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const Release& mlm = parse_release("megatron");
+  const Release& nemo = parse_release("nemo");
+  const Model m = llama8b();  // NeMo's llama3_8b recipe
+  auto emit = [&](const Release& r, const ParallelConfig& c, const StackSwitches& s,
+                  const Model& model) {
+    const Export e = export_plan(r, cluster, model, c, SelectiveKind::attention, CpKind::p2p, s);
+    REQUIRE_FALSE(e.refusal.has_value());
+    CHECK(rules(r, e.text, model, c) == "");
+    return e.text;
+  };
+  const auto has = [](const std::string& text, const char* part) {
+    return text.find(part) != std::string::npos;
+  };
+  // A stack that prices the interleaved transfers exposed (megatron-2021, NeMo 2022), on
+  // TP2 PP4 VP2: Megatron-LM overlaps them unless told; NeMo only with the callback.
+  const StackSwitches exposed{.pp_overlap = false};
+  const ParallelConfig pp4 = config_of({2, 4, 2}, 1, Recompute::none, true);
+  CHECK(has(emit(mlm, pp4, exposed, m), "\n  --no-overlap-p2p-communication"));
+  CHECK_FALSE(has(emit(mlm, pp4, {}, m), "--no-overlap-p2p-communication"));
+  CHECK(has(emit(nemo, pp4, exposed, m), "overlap_p2p_comm=False, batch_p2p_comm=True"));
+  CHECK(has(emit(nemo, pp4, {}, m), "overlap_p2p_comm=True, batch_p2p_comm=False"));
+  // PP 2: Megatron-LM runs the interleaved schedule only overlapped; the launch says so.
+  const ParallelConfig pp2 = config_of({2, 2, 2}, 1, Recompute::none, true);
+  for (const Release* r : {&mlm, &nemo}) {
+    const std::string text = emit(*r, pp2, exposed, m);
+    CHECK_FALSE(has(text, "--no-overlap-p2p-communication"));
+    CHECK_FALSE(has(text, "overlap_p2p_comm=False"));
+    CHECK(has(text, "# the pipeline's transfers overlap compute in this launch"));
+  }
+  // No interleaving: nothing to switch, nothing said.
+  const ParallelConfig plain = config_of({2, 4, 1}, 1, Recompute::none, true);
+  CHECK_FALSE(has(emit(mlm, plain, exposed, m), "overlap"));
+  CHECK_FALSE(has(emit(nemo, plain, exposed, m), "p2p"));
+  // The gradients' reduction: bf16 training reduces in fp32 by default in both releases
+  // (Megatron-LM arguments.py L1186-1193; NeMo's bf16_mixed grad_reduce_in_fp32=True); a
+  // 16-bit stack (megatron-core-perf) says so. fp16 reduces in fp16 by default.
+  const StackSwitches bf16_reduce{.grad_reduce_bytes = 2}, fp32_reduce{.grad_reduce_bytes = 4};
+  CHECK(has(emit(mlm, plain, bf16_reduce, m), "\n  --grad-reduce-in-bf16"));
+  CHECK_FALSE(has(emit(mlm, plain, fp32_reduce, m), "--grad-reduce-in-bf16"));
+  CHECK(
+      has(emit(nemo, plain, bf16_reduce, m), "recipe.trainer.plugins.grad_reduce_in_fp32 = False"));
+  CHECK_FALSE(has(emit(nemo, plain, fp32_reduce, m), "grad_reduce_in_fp32"));
+  Model fp16 = m;
+  fp16.training.dtype = Dtype::fp16;
+  CHECK(has(emit(mlm, plain, fp32_reduce, fp16), "\n  --accumulate-allreduce-grads-in-fp32"));
+  CHECK_FALSE(has(emit(mlm, plain, bf16_reduce, fp16), "grads-in-fp32"));
+  CHECK(has(emit(nemo, plain, fp32_reduce, fp16),
+            "recipe.trainer.plugins.grad_reduce_in_fp32 = True"));
+  // NeMo's callback carries userbuffers as priced (TP > 1 with SP) and the DP overlaps; the
+  // launcher keeps one device connection with TP, as Megatron-LM asserts.
+  const StackSwitches perf{
+      .tp_userbuffers = true, .dp_overlap_grad_reduce = true, .dp_overlap_param_gather = true};
+  const std::string ub = emit(nemo, plain, perf, m);
+  CHECK(has(ub, "tp_comm_overlap=True"));
+  CHECK(has(ub, "overlap_grad_reduce=True, overlap_param_gather=True"));
+  CHECK(has(ub, "env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}"));
+  CHECK(has(emit(nemo, config_of({2, 4, 1}, 1, Recompute::none, false), perf, m),
+            "tp_comm_overlap=False"));
+  CHECK(has(emit(nemo, plain, {}, m), "overlap_grad_reduce=False, overlap_param_gather=False"));
+  // ZeRO 0 has no parameter gather to overlap.
+  CHECK(has(emit(nemo, config_of({2, 4, 1}, 0, Recompute::none, true), perf, m),
+            "overlap_grad_reduce=True, overlap_param_gather=False"));
+  // NeMo Hydra: its file leaves the interleaved transfers exposed and batched, userbuffers and
+  // the distributed optimizers' DP overlaps off, their reduction in fp32.
+  const Release& hydra = parse_release("nemo-hydra");
+  CHECK(has(emit(hydra, pp4, exposed, m), "  overlap_p2p_comm: false\n  batch_p2p_comm: true\n"));
+  CHECK(has(emit(hydra, pp4, {}, m), "  overlap_p2p_comm: true\n  batch_p2p_comm: false\n"));
+  CHECK(has(emit(hydra, pp2, exposed, m), "# the pipeline's transfers overlap compute"));
+  const std::string zero1 = emit(hydra, plain, perf, m);
+  CHECK(has(zero1, "  ub_tp_comm_overlap: true\n"));
+  CHECK(has(zero1, "    overlap_grad_sync: true\n    overlap_param_sync: true\n"));
+  CHECK(has(emit(hydra, plain, bf16_reduce, m), "    grad_sync_dtype: bf16\n"));
+  CHECK_FALSE(has(emit(hydra, plain, fp32_reduce, m), "grad_sync_dtype"));
+}
+
+TEST_CASE("launches run the attention kernel the plan was priced with", "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const Model m = llama8b();
+  const ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::none, true);
+  auto emit = [&](const char* release, AttentionKernel kernel) {
+    const Release& r = parse_release(release);
+    const StackSwitches s{.attention = kernel};
+    const Export e = export_plan(r, cluster, m, c, SelectiveKind::attention, CpKind::p2p, s);
+    REQUIRE_FALSE(e.refusal.has_value());
+    CHECK(rules(r, e.text, m, c) == "");
+    return e.text;
+  };
+  const auto has = [](const std::string& text, const char* part) {
+    return text.find(part) != std::string::npos;
+  };
+  // Megatron-LM and NeMo 2.0 name Megatron-Core's backend; auto (nothing) for Triton's kernel.
+  CHECK(has(emit("megatron", AttentionKernel::cudnn), "\n  --attention-backend fused"));
+  CHECK(has(emit("megatron", AttentionKernel::flash), "\n  --attention-backend flash"));
+  CHECK(has(emit("megatron", AttentionKernel::unfused), "\n  --attention-backend unfused"));
+  CHECK_FALSE(has(emit("megatron", AttentionKernel::flash_triton), "--attention-backend"));
+  const std::string nemo = emit("nemo", AttentionKernel::cudnn);
+  CHECK(has(nemo, "from megatron.core.transformer.enums import AttnBackend\n"));
+  CHECK(has(nemo, "recipe.model.config.attention_backend = AttnBackend.fused\n"));
+  CHECK_FALSE(has(emit("nemo", AttentionKernel::flash_triton), "AttnBackend"));
+  // NeMo Hydra: Transformer Engine's layers, their kernel through TE's environment; unfused
+  // 16-bit attention keeps the file's local layers.
+  const std::string fused = emit("nemo-hydra", AttentionKernel::cudnn);
+  CHECK(has(fused, "  transformer_engine: true\n"));
+  CHECK(has(fused, "# run: CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1 "));
+  CHECK(has(emit("nemo-hydra", AttentionKernel::flash), "NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=0 "));
+  const std::string local = emit("nemo-hydra", AttentionKernel::unfused);
+  CHECK_FALSE(has(local, "transformer_engine"));
+  CHECK_FALSE(has(local, "NVTE_"));
 }
 
 TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[export]") {
