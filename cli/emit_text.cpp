@@ -70,7 +70,7 @@ namespace {
   }
   return "NeMo 2.0 pretraining recipes build their model from a config class "
          "(nemo/collections/llm/recipes), and none has " +
-         model.name + "'s shape" + heads;
+         model.name + "'s shape (layers, widths, heads, experts and attention)";
 }
 
 [[nodiscard]] std::string sharding_reason(const Release& release) {
@@ -164,9 +164,12 @@ namespace {
       }
       return fmt::format("a split whose GPUs fill whole servers of {}", o.gpus_per_server);
     case RefusalKind::moe_model:
-      return "--emit megatron, or write the MoE and MLA settings by hand";
+      return "--emit megatron (or nemo for the Mixtral, Qwen3 MoE and DeepSeek-V3 recipes), or "
+             "write the MoE and MLA settings by hand";
     case RefusalKind::mtp_layers:
       return "--emit megatron, mtp_layers: 0 in the model file, or write the MTP settings by hand";
+    case RefusalKind::ep_overlap:
+      return "--emit megatron, or plan with a stack without ep_overlap";
     case RefusalKind::mtp_positions:
       return "position_embedding: rope or mtp_layers: 0 in the model file";
     case RefusalKind::fp8_attention:
@@ -212,12 +215,18 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       if (!model.is_moe()) {
         return std::string(release.title) + " " + release.version +
                " is written for multi-head attention only: model " + model.name +
-               " has multi-latent attention (only --emit megatron writes MLA)";
+               " has multi-latent attention (--emit megatron writes MLA, --emit nemo its "
+               "DeepSeek-V3 recipe)";
       }
       return std::string(release.title) + " " + release.version +
              " is written for dense models only: model " + model.name +
-             " has experts (only --emit megatron writes MoE)";
+             " has experts (--emit megatron writes MoE, --emit nemo its recipes' MoE models)";
     case RefusalKind::mtp_layers:
+      if (release.framework == Framework::nemo) {
+        return "NeMo 2.0's recipes build multi-token prediction for DeepSeek-V3 only "
+               "(deepseek_v3.py use_mtp): model " +
+               model.name + " has " + std::to_string(model.mtp_layers) + " MTP layers";
+      }
       return std::string(release.title) + " " + release.version +
              " is written without multi-token prediction: model " + model.name + " has " +
              std::to_string(model.mtp_layers) + " MTP layers (only --emit megatron writes them)";
@@ -253,6 +262,10 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return shape_reason(release, model);
     case RefusalKind::sharding_with_pp:
       return sharding_reason(release);
+    case RefusalKind::ep_overlap:
+      return std::string(release.title) + " " + release.version +
+             " has no combined 1F1B (its Megatron-Core has no overlap_moe_expert_parallel_comm): "
+             "the plan was priced with the expert all-to-alls overlapped (stack ep_overlap)";
     default:
       return split_reason(obstacle.kind, release);
   }

@@ -253,22 +253,23 @@ std::string placement_comment(const Launch& launch, const char* comment) {
 namespace {
 
 /// What a target does not write: MoE models (expert flags), multi-latent attention (its ranks
-/// and head dims) and multi-token prediction outside Megatron-LM, context parallelism other
-/// than Transformer Engine's ring or Ulysses for Megatron-LM and NeMo and PyTorch's all-gather
-/// rotater for torchtitan (v0.2.2 train.py never sets another rotate method), hybrid sharding
-/// outside torchtitan. A CP plan's nearest is the
-/// same GPUs with CP folded into DP; an HSDP plan's the same split sharded over all of DP.
+/// and head dims) and multi-token prediction outside Megatron-LM and NeMo, context parallelism
+/// other than Transformer Engine's ring or Ulysses for Megatron-LM and NeMo and PyTorch's
+/// all-gather rotater for torchtitan (v0.2.2 train.py never sets another rotate method), hybrid
+/// sharding outside torchtitan. A CP plan's nearest is the same GPUs with CP folded into DP; an
+/// HSDP plan's the same split sharded over all of DP.
 std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   const Framework framework = in.release.framework;
   const bool te_cp = in.cp_kind == CpKind::p2p || in.cp_kind == CpKind::a2a;
   const bool writes_cp =
       ((framework == Framework::megatron || framework == Framework::nemo) && te_cp) ||
       (framework == Framework::torchtitan && in.cp_kind == CpKind::all_gather);
-  const bool megatron = framework == Framework::megatron;
-  if ((in.model.is_moe() || in.model.attention == AttentionKind::mla) && !megatron) {
+  // NeMo writes them for the recipes that have them (nemo_limit).
+  const bool writes_moe = framework == Framework::megatron || framework == Framework::nemo;
+  if ((in.model.is_moe() || in.model.attention == AttentionKind::mla) && !writes_moe) {
     return emit::limit(RefusalKind::moe_model);
   }
-  if (in.model.mtp_layers > 0 && !megatron) return emit::limit(RefusalKind::mtp_layers);
+  if (in.model.mtp_layers > 0 && !writes_moe) return emit::limit(RefusalKind::mtp_layers);
   // Megatron-LM core_v0.19.0 has no flag for it (arguments.py L2250 keeps
   // fp8_dot_product_attention out of the flags it generates from TransformerConfig).
   if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.attention) {

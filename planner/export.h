@@ -48,7 +48,7 @@ struct Release {
 /// says each in words, citing where in the release's source the rule comes from.
 enum class RefusalKind {
   uneven_ranks,          ///< servers hold different numbers of ranks (or GPU indexes)
-  moe_model,             ///< the model has experts or MLA: only megatron writes their flags
+  moe_model,             ///< experts or MLA: only megatron (and nemo, for its recipes) write them
   context_parallel,      ///< CP above 1 on a target that does not write it
   dtype,                 ///< the model's training dtype has no switch in the release
   ffn,                   ///< the model's FFN has no flag in the release
@@ -69,6 +69,7 @@ enum class RefusalKind {
   mtp_positions,         ///< multi-token prediction with learned positions (megatron asserts)
   fp8_recipe,            ///< an FP8 recipe the release has no switch for
   fp8_attention,         ///< FP8 attention (training.fp8.attention): no target writes it yet
+  ep_overlap,            ///< the combined 1F1B (stack ep_overlap): only megatron writes it
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan

@@ -6,42 +6,13 @@
 
 #include <string>
 
+#include "costmodel/ep_overlap.h"
+#include "planner/export_nemo_recipes.h"
 #include "planner/export_target.h"
 
 namespace trident::emit {
 
 namespace {
-
-/// The recipes whose model the plan can be: their config dataclass in
-/// nemo/collections/llm/gpt/model (llama.py Llama3Config8B, Llama3Config70B,
-/// Llama31Config405B; gpt.py GPTConfig175B).
-struct Recipe {
-  const char* name;
-  int layers, hidden, heads, kv_heads, ffn_hidden;
-  bool llama;  ///< SwiGLU, RMSNorm, RoPE, untied, no biases; else GeLU, LayerNorm, learned, tied
-};
-constexpr Recipe kRecipes[] = {
-    {"llama3_8b", 32, 4096, 32, 8, 14336, true},
-    {"llama3_70b", 80, 8192, 64, 8, 28672, true},
-    {"llama31_405b", 126, 16384, 128, 8, 53248, true},
-    {"gpt3_175b", 96, 12288, 96, 96, 49152, false},
-};
-
-const Recipe* recipe_of(const Model& m) {
-  const bool llama = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm &&
-                     !m.learned_positions && !m.tied_embeddings && !m.bias;
-  const bool gpt = m.ffn == FfnKind::gelu && m.norm == NormKind::layernorm && m.learned_positions &&
-                   m.tied_embeddings;
-  // Every recipe's heads are hidden / heads wide.
-  if (m.explicit_head_dim > 0 && m.q_hidden() != m.hidden) return nullptr;
-  for (const Recipe& r : kRecipes) {
-    if ((r.llama ? llama : gpt) && r.layers == m.layers && r.hidden == m.hidden &&
-        r.heads == m.heads && r.kv_heads == m.kv_heads && r.ffn_hidden == m.ffn_hidden) {
-      return &r;
-    }
-  }
-  return nullptr;
-}
 
 std::string set(const std::string& key, const std::string& value) {
   return "recipe." + key + " = " + value + "\n";
@@ -79,11 +50,13 @@ std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind
                   (c.cp > 1 ? set("model.config.cp_comm_type", q(to_string(cp_kind))) : "") +
                   set("trainer.strategy.sequence_parallel", c.sequence_parallel ? "True" : "False");
   // Layers that do not divide by PP: the first and last stages' counts, as NeMo's DeepSeek-V3
-  // performance recipe sets them (MegatronStrategy num_layers_in_first/last_pipeline_stage).
-  if (const auto s = uneven_stages(model, c)) {
-    t += set("trainer.strategy.num_layers_in_first_pipeline_stage", str(s->first)) +
-         set("trainer.strategy.num_layers_in_last_pipeline_stage", str(s->last));
-  }
+  // recipe sets them (MegatronStrategy num_layers_in_first/last_pipeline_stage; its 3 and 2,
+  // deepseek_v3.py L111-112, are unset for an even split).
+  const auto uneven = uneven_stages(model, c);
+  t += set("trainer.strategy.num_layers_in_first_pipeline_stage",
+           uneven ? str(uneven->first) : "None") +
+       set("trainer.strategy.num_layers_in_last_pipeline_stage",
+           uneven ? str(uneven->last) : "None");
   if (c.zero >= 2) {
     t += set("trainer.strategy.fsdp", q("megatron")) +
          set("trainer.strategy.ddp.data_parallel_sharding_strategy",
@@ -96,7 +69,8 @@ std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind
   return t;
 }
 
-std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
+std::string batches_and_recompute(const Model& m, const ParallelConfig& c,
+                                  SelectiveKind selective) {
   std::string t = set("data.seq_length", str(m.seq_len)) +
                   set("data.global_batch_size", str(m.training.global_batch)) +
                   set("data.micro_batch_size", str(c.micro_batch)) +
@@ -105,12 +79,37 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c) {
                   set("model.config.hidden_dropout", fmt::format("{:g}", m.dropout));
   if (c.recompute == Recompute::none) return t + set("model.config.recompute_granularity", "None");
   if (c.recompute == Recompute::selective) {
-    return t + set("model.config.recompute_granularity", q("selective"));
+    // The module Megatron-Core recomputes (TransformerConfig.recompute_modules; the DeepSeek-V3
+    // recipe sets ["mla_up_proj", "layernorm"], deepseek_v3.py L126): core attention, or MLA's
+    // up-projections where the pricing stack's selective recompute is theirs.
+    return t + set("model.config.recompute_granularity", q("selective")) +
+           set("model.config.recompute_modules",
+               selective == SelectiveKind::mla_up_proj ? "[\"mla_up_proj\"]" : "[\"core_attn\"]");
   }
   const bool block = c.recompute_layers > 0;
   return t + set("model.config.recompute_granularity", q("full")) +
          set("model.config.recompute_method", q(block ? "block" : "uniform")) +
          set("model.config.recompute_num_layers", block ? str(c.recompute_layers) : "1");
+}
+
+/// Expert parallelism as priced: EP over the experts, expert TP 1, NCCL's all-to-all
+/// dispatcher with grouped GEMMs (MixtralConfig leaves moe_grouped_gemm off), and the shared
+/// experts beside the exchange as the stack runs them (DeepSeekConfig turns it on). Multi-token
+/// prediction beyond the recipe's one layer (use_mtp) as mtp_num_layers.
+std::string experts(const Input& in) {
+  const Model& m = in.model;
+  std::string t;
+  if (m.mtp_layers > 1) t += set("model.config.mtp_num_layers", str(m.mtp_layers));
+  if (!m.is_moe()) return t;
+  t += set("trainer.strategy.expert_model_parallel_size", str(in.config.ep)) +
+       set("trainer.strategy.expert_tensor_parallel_size", "1") +
+       set("model.config.moe_token_dispatcher_type", q("alltoall")) +
+       set("model.config.moe_grouped_gemm", "True");
+  if (m.moe.shared_experts > 0) {
+    t += set("model.config.moe_shared_expert_overlap",
+             in.switches.shared_expert_overlap ? "True" : "False");
+  }
+  return t;
 }
 
 /// The overlaps and gradient dtype the plan was priced with. NeMo 2.0 overlaps TP and PP
@@ -138,9 +137,11 @@ std::string overlaps(const Input& in) {
   }
   std::string t =
       "\n# the overlaps the plan was priced with (without this callback NeMo overlaps "
-      "no TP or pipeline transfer)\n" +
+      "no TP or pipeline transfer), in place of the recipe's own and of DeepEP's dispatcher (the "
+      "plan's all-to-all is NCCL's)\n" +
       p2p_overlap_note(c, s, "#") +
-      "if not recipe.trainer.callbacks:\n    recipe.trainer.callbacks = []\n"
+      "recipe.trainer.callbacks = [c for c in recipe.trainer.callbacks or [] if "
+      "c.__fn_or_cls__.__name__ not in (\"DeepEPCallback\", \"MegatronCommOverlapCallback\")]\n"
       "recipe.trainer.callbacks.append(run.Config(MegatronCommOverlapCallback" +
       args + "))\n";
   const Dtype dtype = in.model.training.dtype;
@@ -156,11 +157,22 @@ std::string overlaps(const Input& in) {
 
 std::optional<Limit> nemo_limit(const Input& in) {
   if (auto uneven = uneven_stage_limit(in, true)) return uneven;
-  if (recipe_of(in.model) == nullptr) {
+  const NemoRecipe* recipe = nemo_recipe_of(in.model);
+  if (recipe == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);
-    shape.obstacle.models = {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b"};
-    shape.obstacle.other_release = "nemo-hydra";  // takes any shape
+    shape.obstacle.models = {"llama3-8b",    "llama3-70b",    "llama3-405b",     "gpt3-175b",
+                             "mixtral-8x7b", "mixtral-8x22b", "qwen3-235b-a22b", "deepseek-v3"};
+    // nemo-hydra takes any dense shape; megatron any MoE or MLA one.
+    const bool dense = !in.model.is_moe() && in.model.attention != AttentionKind::mla;
+    shape.obstacle.other_release = dense ? "nemo-hydra" : "megatron";
     return shape;
+  }
+  // Multi-token prediction: the DeepSeek-V3 recipe's (use_mtp); no other config builds it.
+  if (in.model.mtp_layers > 0 && !recipe->mtp) return limit(RefusalKind::mtp_layers);
+  // The combined 1F1B the plan was priced with has no switch in v2.4.0's Megatron-Core
+  // (TransformerConfig has no overlap_moe_expert_parallel_comm there).
+  if (in.switches.ep_overlap && combined_1f1b_runs(in.model, in.config)) {
+    return limit(RefusalKind::ep_overlap);
   }
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::fp32 || dtype == Dtype::tf32) {
@@ -175,7 +187,7 @@ std::optional<Limit> nemo_limit(const Input& in) {
 }
 
 std::string nemo_text(const Input& in, const Launch& launch) {
-  const Recipe& recipe = *recipe_of(in.model);
+  const NemoRecipe& recipe = *nemo_recipe_of(in.model);
   const char* precision = plugin(in.model.training);
   std::string t = header_line(in);
   t += "# still to add: recipe.data = your llm.PreTrainingDataModule (paths, tokenizer) in "
@@ -203,11 +215,15 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   t += "\n";
   t += std::string("recipe = llm.") + recipe.name +
        ".pretrain_recipe(name=\"trident\", num_nodes=" + str(launch.nodes) +
-       ", num_gpus_per_node=" + str(launch.gpus_per_node) + ")\n";
+       ", num_gpus_per_node=" + str(launch.gpus_per_node) +
+       (recipe.mtp ? std::string(", use_mtp=") + (in.model.mtp_layers > 0 ? "True" : "False")
+                   : std::string()) +
+       ")\n";
   t += set("trainer.num_nodes", str(launch.nodes)) +
        set("trainer.devices", str(launch.gpus_per_node)) +
        set("trainer.plugins", std::string(precision) + "()");
-  t += strategy(in.model, in.config, in.cp_kind) + batches_and_recompute(in.model, in.config);
+  t += strategy(in.model, in.config, in.cp_kind) +
+       batches_and_recompute(in.model, in.config, in.selective) + experts(in);
   if (backend != nullptr) {
     t += set("model.config.attention_backend", std::string("AttnBackend.") + backend);
   }

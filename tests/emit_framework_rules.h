@@ -190,6 +190,30 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
       (r.at("tied") == "1") != m.tied_embeddings || (r.at("rope") == "1") == m.learned_positions) {
     return "recipe " + name + " is not the model";
   }
+  // MoE and MLA recipes (the config's experts, their widths, leading dense layers, router, MLA
+  // ranks, kv_channels) are the model's; EP is written, expert TP 1 (as priced).
+  auto field = [&](const char* key) {
+    const auto it = r.find(key);
+    return it == r.end() ? 0LL : std::stoll(it->second);
+  };
+  const MoeSpec& e = m.moe;
+  const bool mla = m.attention == AttentionKind::mla;
+  if (field("experts") != e.experts || (field("kv_lora_rank") != 0) != mla ||
+      (field("head_dim") != 0 && field("head_dim") != m.head_dim())) {
+    return "recipe " + name + " is not the model's layers";
+  }
+  if (m.is_moe()) {
+    const bool sigmoid = r.count("router") != 0 && r.at("router") == "sigmoid";
+    if (field("topk") != e.top_k || field("moe_ffn") != e.expert_ffn_hidden ||
+        field("shared_ffn") != static_cast<long long>(e.shared_experts) * e.expert_ffn_hidden ||
+        field("dense_first") != e.first_dense || sigmoid != (e.router == MoeRouter::sigmoid)) {
+      return "recipe " + name + " is not the model's experts";
+    }
+    if (num(s, "recipe.trainer.strategy.expert_model_parallel_size") != c.ep ||
+        s.at("recipe.trainer.strategy.expert_tensor_parallel_size") != "1") {
+      return "expert parallel sizes";
+    }
+  }
   // llama3_8b.py:65 (and the other recipes) default context parallelism to 2 or 4: it must be
   // set to the plan's.
   if (s.at("recipe.trainer.strategy.context_parallel_size") != std::to_string(c.cp)) {

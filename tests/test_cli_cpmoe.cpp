@@ -302,10 +302,26 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   CHECK(moe.out.find("--moe-token-dispatcher-type alltoall \\\n  --expert-model-parallel-size 8 "
                      "\\\n  --expert-tensor-parallel-size 1") != std::string::npos);
   CHECK(moe.out.find("--overlap-moe-expert-parallel-comm") == std::string::npos);
+  // NeMo: its Mixtral 8x7B recipe with EP and the dispatcher as priced; NeMo Hydra refuses.
   const Run moe_nemo =
       trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --ep 8 --emit nemo");
-  CHECK(moe_nemo.code == 2);
-  CHECK(moe_nemo.err.find("has experts (only --emit megatron writes MoE)") != std::string::npos);
+  REQUIRE(moe_nemo.code == 0);
+  for (const char* expected :
+       {"recipe = llm.mixtral_8x7b.pretrain_recipe(name=\"trident\", num_nodes=8, "
+        "num_gpus_per_node=8)\n",
+        "recipe.trainer.strategy.expert_model_parallel_size = 8\n"
+        "recipe.trainer.strategy.expert_tensor_parallel_size = 1\n"
+        "recipe.model.config.moe_token_dispatcher_type = \"alltoall\"\n"
+        "recipe.model.config.moe_grouped_gemm = True\n",
+        "c.__fn_or_cls__.__name__ not in (\"DeepEPCallback\", \"MegatronCommOverlapCallback\")"}) {
+    INFO(expected);
+    CHECK(moe_nemo.out.find(expected) != std::string::npos);
+  }
+  const Run moe_hydra =
+      trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --ep 8 --emit nemo-hydra");
+  CHECK(moe_hydra.code == 2);
+  CHECK(moe_hydra.err.find("has experts (--emit megatron writes MoE, --emit nemo its recipes' "
+                           "MoE models)") != std::string::npos);
   // DeepSeek-V3: MLA's ranks, the dense first three layers, the sigmoid router, MTP, and the
   // combined 1F1B of a stack that runs it (with 32 device connections where TP asks for 1).
   cli_test::TempDir dir;
@@ -330,6 +346,33 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   // so it is not written (nor priced). PP 1: written, with 32 device connections where TP asks
   // for 1.
   CHECK(dsv3.out.find("--overlap-moe-expert-parallel-comm") == std::string::npos);
+  // NeMo's DeepSeek-V3 recipe: MTP (use_mtp), the uneven stages, MLA's selective recompute
+  // where the stack's is theirs (megatron-core's is core attention), the shared expert.
+  const std::string dsv3_pins =
+      "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
+      "--vp 1 --dp 32 --micro-batch 1 --ep 64 --recompute selective --emit nemo";
+  const Run dsv3_nemo = trident(dsv3_pins);
+  REQUIRE(dsv3_nemo.code == 0);
+  const char* with_mtp =
+      "llm.deepseek_v3.pretrain_recipe(name=\"trident\", num_nodes=128, num_gpus_per_node=8, "
+      "use_mtp=True)";
+  for (const char* expected :
+       {with_mtp, "recipe.trainer.strategy.num_layers_in_first_pipeline_stage = 3\n",
+        "recipe.model.config.recompute_modules = [\"core_attn\"]\n",
+        "recipe.trainer.strategy.expert_model_parallel_size = 64\n",
+        "recipe.model.config.moe_shared_expert_overlap = False\n"}) {
+    INFO(expected);
+    CHECK(dsv3_nemo.out.find(expected) != std::string::npos);
+  }
+  // A plan priced with the combined 1F1B (PP 1) cannot run there: NeMo v2.4.0 has no switch.
+  const Run combined_nemo = trident(
+      "plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --pp 1 --ep 8 --recompute "
+      "selective --emit nemo --stack " +
+      combined);
+  CHECK(combined_nemo.code == 2);
+  CHECK(combined_nemo.err.find("has no combined 1F1B") != std::string::npos);
+  CHECK(combined_nemo.err.find("--emit megatron, or plan with a stack without ep_overlap") !=
+        std::string::npos);
   const Run mixtral = trident(
       "plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --pp 1 --ep 8 --recompute selective "
       "--emit megatron "
@@ -352,12 +395,18 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   REQUIRE(mla.code == 0);
   CHECK(mla.out.find("--multi-latent-attention \\\n  --qk-layernorm \\\n  --q-lora-rank 256 \\\n  "
                      "--kv-lora-rank 128") != std::string::npos);
+  // NeMo: no recipe has its shape (DeepSeek-V3's is the one with MLA); Hydra has no MLA.
   const Run mla_nemo =
       trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() + " --emit nemo");
   CHECK(mla_nemo.code == 2);
-  CHECK(mla_nemo.err.find("is written for multi-head attention only: model latent has "
-                          "multi-latent attention (only --emit megatron writes MLA)") !=
-        std::string::npos);
+  CHECK(mla_nemo.err.find("none has latent's shape") != std::string::npos);
+  CHECK(mla_nemo.err.find("deepseek-v3, or --emit megatron") != std::string::npos);
+  const Run mla_hydra = trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() +
+                                " --emit nemo-hydra");
+  CHECK(mla_hydra.code == 2);
+  CHECK(mla_hydra.err.find("is written for multi-head attention only: model latent has "
+                           "multi-latent attention (--emit megatron writes MLA, --emit nemo its "
+                           "DeepSeek-V3 recipe)") != std::string::npos);
 }
 
 TEST_CASE("the plan's GEMMs: a CP rank's chunk, MoE grouped expert GEMMs", "[cli_cpmoe]") {

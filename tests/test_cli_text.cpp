@@ -396,7 +396,8 @@ TEST_CASE("--emit refusals in words: each framework's own rule and fix", "[cli_t
   o.other_release = "nemo-hydra";
   CHECK(cli::refusal_reason(o, nemo, model) ==
         "NeMo 2.0 pretraining recipes build their model from a config class "
-        "(nemo/collections/llm/recipes), and none has custom's shape");
+        "(nemo/collections/llm/recipes), and none has custom's shape (layers, widths, heads, "
+        "experts and attention)");
   CHECK(cli::refusal_change({o, std::nullopt, o, false}, nemo, core) ==
         "--model llama3-8b, llama3-70b, llama3-405b or gpt3-175b, or --emit nemo-hydra");
   o.kind = RefusalKind::context_parallel;

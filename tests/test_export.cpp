@@ -20,7 +20,8 @@ bool no_knob_fixes(RefusalKind kind) {
          kind == RefusalKind::dtype || kind == RefusalKind::ffn ||
          kind == RefusalKind::model_shape || kind == RefusalKind::uneven_stages ||
          kind == RefusalKind::mtp_layers || kind == RefusalKind::mtp_positions ||
-         kind == RefusalKind::fp8_recipe || kind == RefusalKind::fp8_attention;
+         kind == RefusalKind::fp8_recipe || kind == RefusalKind::fp8_attention ||
+         kind == RefusalKind::ep_overlap;
 }
 
 Cluster cluster_of(int servers) {
@@ -153,7 +154,8 @@ TEST_CASE("every release emits a passing config or refuses with the nearest plan
   }
 }
 
-TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse them", "[export]") {
+TEST_CASE("megatron writes MoE, MLA and MTP as priced, nemo for its recipes; the rest refuse",
+          "[export]") {
   // 32 GPUs on 4 servers. A Mixtral-like model (8 experts, top 2, every layer MoE), a
   // DeepSeek-like one (MLA, a shared expert, the first layer dense, sigmoid router, one MTP
   // layer) and a top-1 softmax one, each over EP 1-8, with and without the stack's overlaps.
@@ -187,7 +189,8 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse 
                                      .dp_overlap_param_gather = true,
                                      .ep_overlap = true,
                                      .delay_wgrad = true}};
-  int emitted = 0, combined = 0;
+  const Release& nemo = parse_release("nemo");
+  int emitted = 0, combined = 0, nemo_emitted = 0;
   for (const Model& m : {mixtral, deepseek, top1}) {
     for (const Split split : {Split{1, 1, 1}, Split{2, 1, 1}, Split{2, 2, 1}, Split{1, 2, 2}}) {
       for (const int ep : {1, 2, 8}) {
@@ -204,7 +207,19 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse 
             CHECK(rules(mlm, e.text, m, c) == "");
             if (e.text.find("--overlap-moe-expert-parallel-comm") != std::string::npos) ++combined;
           }
-          for (const char* other : {"nemo", "nemo-hydra", "deepspeed", "torchtitan"}) {
+          // NeMo writes the models of its recipes (the Mixtral-shaped one is MixtralConfig8x7B);
+          // it refuses the rest, and the other targets refuse them all.
+          for (const StackSwitches& moe : overlaps) {
+            const Export e =
+                export_plan(nemo, cluster, m, c, SelectiveKind::attention, CpKind::p2p, moe);
+            if (e.refusal) {
+              CHECK(no_knob_fixes(e.refusal->change.kind));
+              continue;
+            }
+            ++nemo_emitted;
+            CHECK(rules(nemo, e.text, m, c) == "");
+          }
+          for (const char* other : {"nemo-hydra", "deepspeed", "torchtitan"}) {
             const Export refused = export_plan(parse_release(other), cluster, m, c);
             REQUIRE(refused.refusal.has_value());
             CHECK(no_knob_fixes(refused.refusal->change.kind));
@@ -215,6 +230,7 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced; the other targets refuse 
   }
   CHECK(emitted > 100);
   CHECK(combined > 10);
+  CHECK(nemo_emitted > 20);
   // The written pattern: DeepSeek-like, 32 layers with the first dense.
   ParallelConfig c = config_of({1, 1, 1}, 1, Recompute::none, false);
   c.ep = 8;
