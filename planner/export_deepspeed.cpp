@@ -42,13 +42,22 @@ std::string code_comments(const ParallelConfig& c) {
   return t;
 }
 
-std::string body(const Model& model, const ParallelConfig& c) {
+/// The ZeRO stage, and the gradient reduction behind backward where the pricing stack overlaps
+/// it: DeepSpeed overlaps it by default only at stage 3 (zero/config.py L383-386
+/// overlap_comm_valid @v0.19.5).
+std::string zero_section(const ParallelConfig& c, const StackSwitches& s) {
+  const bool overlap = (c.zero == 1 || c.zero == 2) && c.dp * c.cp > 1 && s.dp_overlap_grad_reduce;
+  return "\"zero_optimization\": {\"stage\": " + str(c.zero) +
+         (overlap ? ", \"overlap_comm\": true" : "") + "}";
+}
+
+std::string body(const Model& model, const ParallelConfig& c, const StackSwitches& s) {
   const long long m = c.num_micro_batches(model.training.global_batch);
   // runtime/config.py:924: train_batch_size == micro * gradient_accumulation * DP world size.
   std::vector<std::string> entries = {"\"train_batch_size\": " + str(model.training.global_batch),
                                       "\"train_micro_batch_size_per_gpu\": " + str(c.micro_batch),
                                       "\"gradient_accumulation_steps\": " + str(m),
-                                      "\"zero_optimization\": {\"stage\": " + str(c.zero) + "}"};
+                                      zero_section(c, s)};
   if (c.tp > 1) entries.push_back("\"tensor_parallel\": {\"autotp_size\": " + str(c.tp) + "}");
   if (c.recompute == Recompute::full) {
     entries.push_back(
@@ -58,6 +67,12 @@ std::string body(const Model& model, const ParallelConfig& c) {
   const Dtype dtype = model.training.dtype;
   if (dtype == Dtype::bf16) entries.push_back("\"bf16\": {\"enabled\": true}");
   if (dtype == Dtype::fp16) entries.push_back("\"fp16\": {\"enabled\": true}");
+  // DeepSpeed reduces gradients in the model's 16-bit dtype unless told (engine.py L1364-1375
+  // communication_data_type @v0.19.5); the deepspeed-megatron stack prices fp32, as BLOOM's
+  // and MT-NLG's ran.
+  if (s.grad_reduce_bytes == 4 && (dtype == Dtype::bf16 || dtype == Dtype::fp16)) {
+    entries.push_back("\"communication_data_type\": \"fp32\"");
+  }
   std::string t = "{\n";
   for (std::size_t i = 0; i < entries.size(); ++i) {
     t += "  " + entries[i] + (i + 1 < entries.size() ? ",\n" : "\n");
@@ -118,7 +133,7 @@ std::string deepspeed_text(const Input& in, const Launch& launch) {
   t += placement_comment(launch, "#");
   t += "# launch: deepspeed --hostfile HOSTFILE --num_nodes " + str(launch.nodes) + " --num_gpus " +
        str(launch.gpus_per_node) + " train.py --deepspeed --deepspeed_config THIS_FILE\n";
-  return t + body(in.model, in.config);
+  return t + body(in.model, in.config, in.switches);
 }
 
 }  // namespace trident::emit

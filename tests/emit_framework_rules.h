@@ -320,6 +320,14 @@ inline std::string deepspeed_rules(const std::string& text, const ParallelConfig
     return "engine.py:634 (v0.19.3): AutoTP with ZeRO-3";
   }
   if (c.recompute == Recompute::full && !s.count("activation_checkpointing")) return "recompute";
+  // runtime/config.py get_communication_data_type: fp32, fp16 or bf16; overlap_comm is a ZeRO
+  // stage's (zero/config.py).
+  if (s.count("communication_data_type") != 0) {
+    std::string dtype = s.at("communication_data_type");
+    dtype.erase(std::remove(dtype.begin(), dtype.end(), '"'), dtype.end());
+    if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16") return "communication_data_type";
+  }
+  if (s.count("zero_optimization.overlap_comm") != 0 && stage == 0) return "overlap_comm at ZeRO-0";
   if (c.pp > 1 && text.find("num_stages=" + std::to_string(c.pp) + ")") == std::string::npos) {
     return "pipeline stages not stated";
   }

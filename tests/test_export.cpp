@@ -358,6 +358,33 @@ TEST_CASE("launches run the pipeline overlap and gradient dtype the plan was pri
   CHECK_FALSE(has(emit(hydra, plain, fp32_reduce, m), "grad_sync_dtype"));
 }
 
+TEST_CASE("DeepSpeed runs the DP overlap and reduction dtype the plan was priced with",
+          "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const Release& ds = parse_release("deepspeed");
+  const Model m = llama8b();
+  auto emit = [&](const ParallelConfig& c, const StackSwitches& s, const Model& model) {
+    const Export e = export_plan(ds, cluster, model, c, SelectiveKind::attention, CpKind::p2p, s);
+    REQUIRE_FALSE(e.refusal.has_value());
+    CHECK(rules(ds, e.text, model, c) == "");
+    return e.text;
+  };
+  const auto has = [](const std::string& text, const char* part) {
+    return text.find(part) != std::string::npos;
+  };
+  // ZeRO-2 on 32 GPUs, TP 1: DeepSpeed overlaps the reduction by default only at stage 3.
+  const ParallelConfig zero2 = config_of({1, 1, 1}, 2, Recompute::none, false);
+  const StackSwitches overlapped{.dp_overlap_grad_reduce = true};
+  CHECK(has(emit(zero2, overlapped, m),
+            "\"zero_optimization\": {\"stage\": 2, \"overlap_comm\": true}"));
+  CHECK(has(emit(zero2, {}, m), "\"zero_optimization\": {\"stage\": 2}"));
+  // The deepspeed-megatron stack reduces bf16 training's gradients in fp32 (BLOOM's
+  // BF16_Optimizer); DeepSpeed v0.19.5 reduces in the model's dtype unless told.
+  const StackSwitches fp32{.grad_reduce_bytes = 4}, bf16{.grad_reduce_bytes = 2};
+  CHECK(has(emit(zero2, fp32, m), "\"communication_data_type\": \"fp32\""));
+  CHECK_FALSE(has(emit(zero2, bf16, m), "communication_data_type"));
+}
+
 TEST_CASE("launches run the attention kernel the plan was priced with", "[export]") {
   const Cluster cluster = cluster_of(4);
   const Model m = llama8b();
