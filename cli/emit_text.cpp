@@ -109,11 +109,17 @@ namespace {
       return "torchtitan's tensor parallel plan always shards the sequence "
              "(SequenceParallel norms, models/llama3/infra/parallelize.py)";
     case RefusalKind::selective_recompute:
-      return release.framework == Framework::torchtitan
-                 ? "torchtitan's selective mode saves matmul outputs per op or checkpoints "
-                   "every Nth layer; it is not Megatron's attention-only recompute"
-                 : "DeepSpeed recomputes whole deepspeed.checkpointing.checkpoint calls; it has "
-                   "no attention-only (Megatron selective) recompute";
+      if (release.framework == Framework::torchtitan) {
+        return "torchtitan's selective mode saves matmul outputs per op or checkpoints every Nth "
+               "layer; it is not Megatron's attention-only recompute";
+      }
+      if (release.framework == Framework::deepspeed) {
+        return "DeepSpeed recomputes whole deepspeed.checkpointing.checkpoint calls; it has no "
+               "attention-only (Megatron selective) recompute";
+      }
+      return "Megatron-Core recomputes whole modules (recompute_modules: core attention, MLA's "
+             "up-projections, ...); it has no per-op policy like torchtitan's, which the plan "
+             "was priced with";
     case RefusalKind::partial_recompute:
       return release.framework == Framework::torchtitan
                  ? "torchtitan recomputes every k-th block (selective_ac_option), which no k "

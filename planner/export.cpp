@@ -275,6 +275,16 @@ std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.attention) {
     return emit::limit(RefusalKind::fp8_attention);
   }
+  // torchtitan's per-op selective checkpointing (matmul outputs saved, the rest recomputed)
+  // has no Megatron-Core recompute module (TransformerConfig.recompute_modules): nearest full.
+  const bool megatron_core = framework == Framework::megatron || framework == Framework::nemo ||
+                             framework == Framework::nemo_hydra;
+  if (megatron_core && in.config.recompute == Recompute::selective &&
+      in.selective == SelectiveKind::per_op) {
+    ParallelConfig fixed = in.config;
+    fixed.recompute = Recompute::full;
+    return emit::limit(RefusalKind::selective_recompute, fixed);
+  }
   if (in.config.hybrid_shard() && framework != Framework::torchtitan) {
     ParallelConfig fixed = in.config;
     fixed.dp_shard = 0;

@@ -52,11 +52,17 @@ std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind
   // Layers that do not divide by PP: the first and last stages' counts, as NeMo's DeepSeek-V3
   // recipe sets them (MegatronStrategy num_layers_in_first/last_pipeline_stage; its 3 and 2,
   // deepseek_v3.py L111-112, are unset for an even split).
+  // The Llama 3.1 405B and Qwen3 235B recipes count the embedding and the loss as a layer
+  // each (account_for_*_in_pipeline_split True: llama31_405b.py L72-73, qwen3_235b_a22b.py
+  // L151-152), which Megatron-Core refuses beside the counts (transformer_config.py L855-866 at
+  // core_r0.13.0) and which moves an even split: off, so the split is the plan's.
   const auto uneven = uneven_stages(model, c);
   t += set("trainer.strategy.num_layers_in_first_pipeline_stage",
            uneven ? str(uneven->first) : "None") +
        set("trainer.strategy.num_layers_in_last_pipeline_stage",
-           uneven ? str(uneven->last) : "None");
+           uneven ? str(uneven->last) : "None") +
+       set("trainer.strategy.account_for_embedding_in_pipeline_split", "False") +
+       set("trainer.strategy.account_for_loss_in_pipeline_split", "False");
   if (c.zero >= 2) {
     t += set("trainer.strategy.fsdp", q("megatron")) +
          set("trainer.strategy.ddp.data_parallel_sharding_strategy",

@@ -86,22 +86,14 @@ std::string precision(const Model& m, const ParallelConfig& c, const StackSwitch
   return t;
 }
 
-/// Transformer Engine's attention kernel as priced, through its environment (NeMo 1.x's file
-/// has no backend key): cuDNN's fused kernel, FlashAttention, or its unfused one; nothing
-/// where TE is off (the local layers' attention is unfused) or the kernel has no TE backend.
-std::string attention_env(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
-  if (!uses_te(m, c, s)) return "";
-  switch (s.attention) {
-    case AttentionKernel::cudnn:
-      return "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1 ";
-    case AttentionKernel::flash:
-      return "NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=0 ";
-    case AttentionKernel::unfused:
-      return "NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=0 ";
-    case AttentionKernel::flash_triton:
-      break;
-  }
-  return "";
+/// The attention kernel as priced (model.attention_backend, read by megatron_base_model.py
+/// L566-567 into Megatron-Core's AttnBackend, which sets Transformer Engine's NVTE_*_ATTN; its
+/// default, auto, asserts those variables unset): with TE's layers only (the local layers'
+/// attention is unfused), and nothing for a kernel with no backend.
+std::string attention_backend(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
+  const char* backend = attn_backend(s.attention);
+  if (!uses_te(m, c, s) || backend == nullptr) return "";
+  return line(2, "attention_backend", backend);
 }
 
 /// The TP and pipeline overlaps as priced: userbuffers (ub_tp_comm_overlap, with TP > 1 and
@@ -125,6 +117,10 @@ std::string parallel(const Model& model, const ParallelConfig& c) {
                   line(2, "virtual_pipeline_model_parallel_size",
                        c.virtual_stages > 1 ? str(c.virtual_stages) : "null") +
                   line(2, "sequence_parallel", yes(c.sequence_parallel));
+  if (const auto uneven = uneven_stages(model, c)) {
+    t += line(2, "num_layers_in_first_pipeline_stage", str(uneven->first)) +
+         line(2, "num_layers_in_last_pipeline_stage", str(uneven->last));
+  }
   if (c.recompute == Recompute::none) {
     t += line(2, "activations_checkpoint_granularity", "null");
   } else if (c.recompute == Recompute::selective) {
@@ -154,9 +150,15 @@ std::string sharding(const Model& m, const ParallelConfig& c, const StackSwitche
   t += "  optim:\n" + line(4, "name", names[c.zero]);
   if (c.zero == 1 || c.zero == 2) {
     if (c.dp * c.cp > 1) {
-      t +=
-          line(4, "overlap_grad_sync", yes(s.dp_overlap_grad_reduce)) +
-          line(4, "overlap_param_sync", yes(s.dp_overlap_grad_reduce && s.dp_overlap_param_gather));
+      const bool param_sync = s.dp_overlap_grad_reduce && s.dp_overlap_param_gather;
+      t += line(4, "overlap_grad_sync", yes(s.dp_overlap_grad_reduce)) +
+           line(4, "overlap_param_sync", yes(param_sync));
+      // Interleaved, the gather overlaps each chunk's forward only with align_param_gather
+      // (megatron_gpt_model.py L744 sets param_sync_func), as Megatron-LM and NeMo 2.0's
+      // callback do by default.
+      if (param_sync && c.pp > 1 && c.virtual_stages > 1) {
+        t += line(4, "align_param_gather", "true");
+      }
     }
     if (s.grad_reduce_bytes == 2) {
       t += line(4, "grad_sync_dtype", m.training.dtype == Dtype::fp16 ? "fp16" : "bf16");
@@ -168,8 +170,9 @@ std::string sharding(const Model& m, const ParallelConfig& c, const StackSwitche
 }  // namespace
 
 std::optional<Limit> nemo_hydra_limit(const Input& in) {
-  // v2.4.0's megatron_gpt_config.yaml has no first/last-stage layer counts.
-  if (auto uneven = uneven_stage_limit(in, false)) return uneven;
+  // The first/last-stage layer counts are TransformerConfig fields, which the model takes from
+  // its config (megatron_base_model.py L602-609; checked at megatron_gpt_model.py L2198-2220).
+  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
   if (in.model.training.dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);
   }
@@ -202,16 +205,17 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
   const ParallelConfig& c = in.config;
   const std::string connections =
       (c.tp > 1 || c.cp > 1) && c.zero < 2 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
-  t += "# run: " + connections + attention_env(in.model, c, in.switches) +
+  t += "# run: " + connections +
        "python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
-       "on each of the " +
+       "(DIR holding this file beside NeMo's examples/nlp/language_modeling/conf/"
+       "megatron_gpt_config.yaml) on each of the " +
        str(launch.nodes) + " nodes (" + str(launch.gpus_per_node) +
        " tasks each, e.g. srun --ntasks-per-node " + str(launch.gpus_per_node) + ")\n";
   t += "defaults:\n  - megatron_gpt_config\n  - _self_\n";
   t += trainer(in.model, launch);
   t += "model:\n" + shape(in.model) + precision(in.model, in.config, in.switches) +
-       parallel(in.model, in.config) + comm_overlaps(in.config, in.switches) +
-       sharding(in.model, in.config, in.switches);
+       attention_backend(in.model, in.config, in.switches) + parallel(in.model, in.config) +
+       comm_overlaps(in.config, in.switches) + sharding(in.model, in.config, in.switches);
   return t;
 }
 

@@ -259,8 +259,8 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
 }
 
 // NeMo v2.4.0 nemo/collections/nlp/parts/megatron_trainer_builder.py and nlp_overrides.py.
-inline std::string nemo_hydra_rules(const std::string& text, const ParallelConfig& c,
-                                    const ArgDefs& defs) {
+inline std::string nemo_hydra_rules(const std::string& text, const Model& m,
+                                    const ParallelConfig& c, const ArgDefs& defs) {
   Settings s;
   flatten_yaml(YAML::Load(text), "", s);
   s.erase("defaults");  // Hydra's own composition list
@@ -294,6 +294,19 @@ inline std::string nemo_hydra_rules(const std::string& text, const ParallelConfi
   }
   if (on("model.optim.overlap_param_sync") && !on("model.optim.overlap_grad_sync")) {
     return "overlap_param_sync without overlap_grad_sync (megatron_gpt_model.py:383)";
+  }
+  // megatron_gpt_model.py:2198-2220: the layers left after the first/last-stage counts divide
+  // by the remaining stages; the split written is the plan's (costmodel/pipeline.h).
+  const long long first = num(s, "model.num_layers_in_first_pipeline_stage");
+  const long long last = num(s, "model.num_layers_in_last_pipeline_stage");
+  if (first != 0 || last != 0) {
+    const StageLayers plan = stage_layers(m.layers, c.pp);
+    if (c.pp < 2 || c.virtual_stages > 1 || plan.first != first || plan.last != last ||
+        (c.pp > 2 && (m.layers - first - last) % (c.pp - 2) != 0)) {
+      return "not the plan's layer split";
+    }
+  } else if (m.layers % c.pp != 0) {
+    return "layers do not divide by PP";
   }
   if (num(s, "model.global_batch_size") % (num(s, "model.micro_batch_size") * c.dp) != 0) {
     return "batch";
@@ -418,7 +431,7 @@ inline std::string rules(const Release& r, const std::string& text, const Model&
     case Framework::nemo:
       return nemo_rules(text, m, c, defs);
     case Framework::nemo_hydra:
-      return nemo_hydra_rules(text, c, defs);
+      return nemo_hydra_rules(text, m, c, defs);
     case Framework::deepspeed:
       return deepspeed_rules(text, c, r, defs);
     case Framework::torchtitan:

@@ -355,6 +355,15 @@ TEST_CASE("launches run the pipeline overlap and gradient dtype the plan was pri
   CHECK(has(zero1, "  ub_tp_comm_overlap: true\n"));
   CHECK(has(zero1, "    overlap_grad_sync: true\n    overlap_param_sync: true\n"));
   CHECK(has(emit(hydra, plain, bf16_reduce, m), "    grad_sync_dtype: bf16\n"));
+  // Interleaved, the parameter gather overlaps each chunk's forward only aligned.
+  CHECK(has(emit(hydra, pp4, perf, m),
+            "    overlap_param_sync: true\n    align_param_gather: true\n"));
+  CHECK_FALSE(has(zero1, "align_param_gather"));
+  // NeMo 2.0: the Llama 3.1 405B and Qwen3 235B recipes count the embedding and loss as layers,
+  // which Megatron-Core refuses beside the layer counts: off in every script.
+  CHECK(has(emit(nemo, pp4, {}, m),
+            "recipe.trainer.strategy.account_for_embedding_in_pipeline_split = False\n"
+            "recipe.trainer.strategy.account_for_loss_in_pipeline_split = False\n"));
   CHECK_FALSE(has(emit(hydra, plain, fp32_reduce, m), "grad_sync_dtype"));
 }
 
@@ -385,6 +394,26 @@ TEST_CASE("DeepSpeed runs the DP overlap and reduction dtype the plan was priced
   CHECK_FALSE(has(emit(zero2, bf16, m), "communication_data_type"));
 }
 
+TEST_CASE("Megatron-Core targets refuse torchtitan's per-op selective recompute", "[export]") {
+  // Priced under --stack torchtitan, selective is its per-op policy (matmul outputs saved);
+  // Megatron-Core recomputes whole modules: refused, nearest full recompute, which emits.
+  const Cluster cluster = cluster_of(4);
+  const ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::selective, true);
+  for (const char* name : {"megatron", "nemo", "nemo-hydra"}) {
+    INFO(name);
+    const Release& r = parse_release(name);
+    const Export e = export_plan(r, cluster, llama8b(), c, SelectiveKind::per_op);
+    REQUIRE(e.refusal.has_value());
+    CHECK(e.refusal->change.kind == RefusalKind::selective_recompute);
+    REQUIRE(e.refusal->nearest.has_value());
+    CHECK(e.refusal->nearest->recompute == Recompute::full);
+    CHECK_FALSE(export_plan(r, cluster, llama8b(), *e.refusal->nearest, SelectiveKind::per_op)
+                    .refusal.has_value());
+    // Megatron's own selective (core attention) emits.
+    CHECK_FALSE(export_plan(r, cluster, llama8b(), c).refusal.has_value());
+  }
+}
+
 TEST_CASE("launches run the attention kernel the plan was priced with", "[export]") {
   const Cluster cluster = cluster_of(4);
   const Model m = llama8b();
@@ -409,15 +438,16 @@ TEST_CASE("launches run the attention kernel the plan was priced with", "[export
   CHECK(has(nemo, "from megatron.core.transformer.enums import AttnBackend\n"));
   CHECK(has(nemo, "recipe.model.config.attention_backend = AttnBackend.fused\n"));
   CHECK_FALSE(has(emit("nemo", AttentionKernel::flash_triton), "AttnBackend"));
-  // NeMo Hydra: Transformer Engine's layers, their kernel through TE's environment; unfused
-  // 16-bit attention keeps the file's local layers.
+  // NeMo Hydra: Transformer Engine's layers with Megatron-Core's backend (its default, auto,
+  // asserts TE's NVTE_*_ATTN unset: no environment); unfused 16-bit attention keeps the file's
+  // local layers.
   const std::string fused = emit("nemo-hydra", AttentionKernel::cudnn);
-  CHECK(has(fused, "  transformer_engine: true\n"));
-  CHECK(has(fused, "# run: CUDA_DEVICE_MAX_CONNECTIONS=1 NVTE_FLASH_ATTN=0 NVTE_FUSED_ATTN=1 "));
-  CHECK(has(emit("nemo-hydra", AttentionKernel::flash), "NVTE_FLASH_ATTN=1 NVTE_FUSED_ATTN=0 "));
+  CHECK(has(fused, "  transformer_engine: true\n  attention_backend: fused\n"));
+  CHECK_FALSE(has(fused, "NVTE_"));
+  CHECK(has(emit("nemo-hydra", AttentionKernel::flash), "  attention_backend: flash\n"));
   const std::string local = emit("nemo-hydra", AttentionKernel::unfused);
   CHECK_FALSE(has(local, "transformer_engine"));
-  CHECK_FALSE(has(local, "NVTE_"));
+  CHECK_FALSE(has(local, "attention_backend"));
 }
 
 TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[export]") {
@@ -643,7 +673,9 @@ TEST_CASE("context parallelism: each target writes the kind it runs, the others 
     INFO(release_id(r));
     for (const CpKind kind : {CpKind::p2p, CpKind::a2a, CpKind::all_gather}) {
       const ParallelConfig& c = titan ? titan_plan : te;
-      const auto e = export_plan(r, cluster, llama8b(), c, SelectiveKind::per_op, kind);
+      // torchtitan's selective recompute is its per-op policy, the others' Megatron's.
+      const SelectiveKind selective = titan ? SelectiveKind::per_op : SelectiveKind::attention;
+      const auto e = export_plan(r, cluster, llama8b(), c, selective, kind);
       const bool runs =
           (writes && kind != CpKind::all_gather) || (titan && kind == CpKind::all_gather);
       INFO(to_string(kind));
@@ -788,12 +820,13 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   CHECK(s.at("parallelism.pipeline_parallel_first_stage_less_layers") == "0");
   CHECK(s.at("parallelism.pipeline_parallel_last_stage_less_layers") == "1");
   CHECK(rules(parse_release("torchtitan"), titan.text, m, c) == "");
-  // NeMo's Hydra file has no first/last counts: no knob of the split helps.
+  // NeMo Hydra: the counts are TransformerConfig fields the model takes from its config.
   c.zero = 1;
   const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, m, c);
-  REQUIRE(hydra.refusal.has_value());
-  CHECK(hydra.refusal->reason.kind == RefusalKind::uneven_stages);
-  CHECK_FALSE(hydra.refusal->nearest.has_value());
+  REQUIRE_FALSE(hydra.refusal.has_value());
+  CHECK(hydra.text.find("  num_layers_in_first_pipeline_stage: 11\n"
+                        "  num_layers_in_last_pipeline_stage: 10\n") != std::string::npos);
+  CHECK(rules(parse_release("nemo-hydra"), hydra.text, m, c) == "");
   // Interleaved: 126 layers over 16 stages (7 | 8 x 14 | 7) with VP 2: nearest is VP 1.
   Model big = llama8b();
   big.layers = 126;
