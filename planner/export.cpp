@@ -203,6 +203,19 @@ const char* attn_backend(AttentionKernel kernel) {
   return nullptr;
 }
 
+bool writes_userbuffers(const ParallelConfig& config, const StackSwitches& switches) {
+  return switches.tp_userbuffers && config.tp > 1 && config.sequence_parallel;
+}
+
+bool overlaps_param_gather(const ParallelConfig& config, const StackSwitches& switches) {
+  return config.dp * config.cp > 1 && switches.dp_overlap_grad_reduce &&
+         switches.dp_overlap_param_gather && config.zero >= 1;
+}
+
+bool needs_one_device_connection(const ParallelConfig& config) {
+  return (config.tp > 1 || config.cp > 1) && config.zero < 2;
+}
+
 bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switches) {
   return config.virtual_stages > 1 && !switches.pp_overlap && config.pp > 2;
 }

@@ -33,7 +33,7 @@ std::string sharding_flags(int zero) {
 /// Transformer Engine's userbuffers for TP as the plan was priced: they need sequence
 /// parallelism (arguments.py L1401-1402 @core_v0.19.0).
 std::string tp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
-  return s.tp_userbuffers && c.tp > 1 && c.sequence_parallel ? flag("--tp-comm-overlap") : "";
+  return writes_userbuffers(c, s) ? flag("--tp-comm-overlap") : "";
 }
 
 /// The data-parallel overlaps the pricing stack ran (Megatron-LM's defaults are off,
@@ -43,7 +43,7 @@ std::string tp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
 std::string dp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
   if (c.dp * c.cp < 2 || !s.dp_overlap_grad_reduce) return "";
   return flag("--overlap-grad-reduce") +
-         (s.dp_overlap_param_gather && c.zero >= 1 ? flag("--overlap-param-gather") : "");
+         (overlaps_param_gather(c, s) ? flag("--overlap-param-gather") : "");
 }
 
 /// The attention kernel as priced rather than Transformer Engine's choice (--attention-backend,
@@ -266,7 +266,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1
   // or 32" (arguments.py:1426-1434), 32 for the overlap the plan was priced with.
   const ParallelConfig& c = in.config;
-  if ((c.tp > 1 || c.cp > 1) && c.zero < 2) {
+  if (needs_one_device_connection(c)) {
     t += writes_combined(in.model, c, in.switches) ? "CUDA_DEVICE_MAX_CONNECTIONS=32 "
                                                    : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
   }

@@ -130,16 +130,14 @@ std::string overlaps(const Input& in) {
   const ParallelConfig& c = in.config;
   const StackSwitches& s = in.switches;
   auto yes = [](bool on) { return on ? "True" : "False"; };
-  std::string args =
-      std::string(", tp_comm_overlap=") + yes(s.tp_userbuffers && c.tp > 1 && c.sequence_parallel);
+  std::string args = std::string(", tp_comm_overlap=") + yes(writes_userbuffers(c, s));
   if (c.pp > 1 && c.virtual_stages > 1) {
     const bool exposed = runs_p2p_exposed(c, s);
     args += std::string(", overlap_p2p_comm=") + yes(!exposed) + ", batch_p2p_comm=" + yes(exposed);
   }
   if (c.dp * c.cp > 1) {
     args += std::string(", overlap_grad_reduce=") + yes(s.dp_overlap_grad_reduce) +
-            ", overlap_param_gather=" +
-            yes(s.dp_overlap_grad_reduce && s.dp_overlap_param_gather && c.zero >= 1);
+            ", overlap_param_gather=" + yes(overlaps_param_gather(c, s));
   }
   std::string t =
       "\n# the overlaps the plan was priced with (without this callback NeMo overlaps "
@@ -202,9 +200,8 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   // As Megatron-LM asserts before Blackwell with TP or CP (arguments.py:1413-1437), which the
   // callback's userbuffers need to overlap; NeMo only warns (megatron_comm_overlap.py L213-256).
   const ParallelConfig& c = in.config;
-  const std::string env = (c.tp > 1 || c.cp > 1) && c.zero < 2
-                              ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}"
-                              : "";
+  const std::string env =
+      needs_one_device_connection(c) ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}" : "";
   t += placement_comment(launch, "#");
   t += "# run: python THIS_FILE; on " + str(launch.nodes) +
        " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +

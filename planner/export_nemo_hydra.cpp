@@ -60,26 +60,21 @@ std::string shape(const Model& m) {
   return t;
 }
 
-/// FP8 through Transformer Engine: HYBRID format (fp8_hybrid), delayed scaling (fp8_interval,
-/// fp8_amax_history_len keep the file's defaults). Transformer Engine's layers also run the
-/// fused attention kernels the plan was priced with (the file's default, false, builds
-/// Megatron-Core's local layers, whose attention is unfused).
-bool writes_userbuffers(const ParallelConfig& c, const StackSwitches& s) {
-  return s.tp_userbuffers && c.tp > 1 && c.sequence_parallel;
-}
-
-/// Transformer Engine's layers: for FP8, for userbuffers, and for fused attention.
+/// Transformer Engine's layers: for FP8, for userbuffers, and for the fused attention kernels
+/// the plan was priced with (the file's default, false, builds Megatron-Core's local layers,
+/// whose attention is unfused).
 bool uses_te(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
   return m.training.dtype == Dtype::fp8 || writes_userbuffers(c, s) ||
          s.attention != AttentionKernel::unfused;
 }
 
+/// FP8 through Transformer Engine: HYBRID format (fp8_hybrid), delayed scaling (fp8_interval,
+/// fp8_amax_history_len keep the file's defaults).
 std::string precision(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
-  const int zero = c.zero;
   const Dtype dtype = m.training.dtype;
   // O2 keeps fp32 main weights beside 16-bit ones; torch FSDP switches it off itself
   // (megatron_trainer_builder.py:73), FP32 has nothing to keep.
-  const bool o2 = zero != 3 && dtype != Dtype::fp32;
+  const bool o2 = c.zero != 3 && dtype != Dtype::fp32;
   std::string t = line(2, "megatron_amp_O2", yes(o2));
   if (uses_te(m, c, s)) t += line(2, "transformer_engine", "true");
   if (dtype == Dtype::fp8) t += line(2, "fp8", "true") + line(2, "fp8_hybrid", "true");
@@ -150,7 +145,7 @@ std::string sharding(const Model& m, const ParallelConfig& c, const StackSwitche
   t += "  optim:\n" + line(4, "name", names[c.zero]);
   if (c.zero == 1 || c.zero == 2) {
     if (c.dp * c.cp > 1) {
-      const bool param_sync = s.dp_overlap_grad_reduce && s.dp_overlap_param_gather;
+      const bool param_sync = overlaps_param_gather(c, s);
       t += line(4, "overlap_grad_sync", yes(s.dp_overlap_grad_reduce)) +
            line(4, "overlap_param_sync", yes(param_sync));
       // Interleaved, the gather overlaps each chunk's forward only with align_param_gather
@@ -204,7 +199,7 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
   // L1413-1437) and userbuffers need.
   const ParallelConfig& c = in.config;
   const std::string connections =
-      (c.tp > 1 || c.cp > 1) && c.zero < 2 ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+      needs_one_device_connection(c) ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
   t += "# run: " + connections +
        "python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
        "(DIR holding this file beside NeMo's examples/nlp/language_modeling/conf/"

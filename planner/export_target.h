@@ -91,6 +91,19 @@ struct LaunchOrLimit {
 /// PP 2 (arguments.py L967-975 @core_v0.19.0: two ranks would batch several sends and
 /// receives between them); at PP 2 a launch keeps the overlap and says so (p2p_overlap_note).
 [[nodiscard]] bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switches);
+/// Transformer Engine's userbuffers as priced (StackSwitches::tp_userbuffers), where a release
+/// runs them: TP above 1 with sequence parallelism (Megatron-LM asserts SP, arguments.py
+/// L1401-1402 @core_v0.19.0; NeMo's callback turns them off without it).
+[[nodiscard]] bool writes_userbuffers(const ParallelConfig& config, const StackSwitches& switches);
+/// The parameter all-gather behind forward as priced: with data parallelism, the gradient
+/// reduction overlapped and a sharded optimizer (Megatron-LM arguments.py L990-995; NeMo 1.x
+/// megatron_gpt_model.py L383-384).
+[[nodiscard]] bool overlaps_param_gather(const ParallelConfig& config,
+                                         const StackSwitches& switches);
+/// One device connection (CUDA_DEVICE_MAX_CONNECTIONS=1) with TP or CP outside
+/// Megatron-FSDP, as Megatron-LM asserts before Blackwell (arguments.py L1413-1437) and
+/// userbuffers need to overlap.
+[[nodiscard]] bool needs_one_device_connection(const ParallelConfig& config);
 /// A comment line where the stack priced the transfers exposed but a PP 2 launch overlaps
 /// them; empty otherwise.
 [[nodiscard]] std::string p2p_overlap_note(const ParallelConfig& config,

@@ -109,6 +109,18 @@ void check_one(const Release& r, const Cluster& cluster, const Model& m, const P
   }
 }
 
+/// The launch `r` writes for the plan priced with `switches`; it must emit and pass the
+/// release's rules.
+std::string emitted(const Release& r, const Cluster& cluster, const Model& m,
+                    const ParallelConfig& c, const StackSwitches& switches) {
+  const Export e = export_plan(r, cluster, m, c, SelectiveKind::attention, CpKind::p2p, switches);
+  REQUIRE_FALSE(e.refusal.has_value());
+  CHECK(rules(r, e.text, m, c) == "");
+  return e.text;
+}
+
+bool has(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
 }  // namespace
 
 const StackSwitches kStackVariants[] = {
@@ -287,15 +299,7 @@ TEST_CASE("launches run the pipeline overlap and gradient dtype the plan was pri
   const Release& nemo = parse_release("nemo");
   const Model m = llama8b();  // NeMo's llama3_8b recipe
   auto emit = [&](const Release& r, const ParallelConfig& c, const StackSwitches& s,
-                  const Model& model) {
-    const Export e = export_plan(r, cluster, model, c, SelectiveKind::attention, CpKind::p2p, s);
-    REQUIRE_FALSE(e.refusal.has_value());
-    CHECK(rules(r, e.text, model, c) == "");
-    return e.text;
-  };
-  const auto has = [](const std::string& text, const char* part) {
-    return text.find(part) != std::string::npos;
-  };
+                  const Model& model) { return emitted(r, cluster, model, c, s); };
   // A stack that prices the interleaved transfers exposed (megatron-2021, NeMo 2022), on
   // TP2 PP4 VP2: Megatron-LM overlaps them unless told; NeMo only with the callback.
   const StackSwitches exposed{.pp_overlap = false};
@@ -373,13 +377,7 @@ TEST_CASE("DeepSpeed runs the DP overlap and reduction dtype the plan was priced
   const Release& ds = parse_release("deepspeed");
   const Model m = llama8b();
   auto emit = [&](const ParallelConfig& c, const StackSwitches& s, const Model& model) {
-    const Export e = export_plan(ds, cluster, model, c, SelectiveKind::attention, CpKind::p2p, s);
-    REQUIRE_FALSE(e.refusal.has_value());
-    CHECK(rules(ds, e.text, model, c) == "");
-    return e.text;
-  };
-  const auto has = [](const std::string& text, const char* part) {
-    return text.find(part) != std::string::npos;
+    return emitted(ds, cluster, model, c, s);
   };
   // ZeRO-2 on 32 GPUs, TP 1: DeepSpeed overlaps the reduction by default only at stage 3.
   const ParallelConfig zero2 = config_of({1, 1, 1}, 2, Recompute::none, false);
@@ -419,15 +417,7 @@ TEST_CASE("launches run the attention kernel the plan was priced with", "[export
   const Model m = llama8b();
   const ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::none, true);
   auto emit = [&](const char* release, AttentionKernel kernel) {
-    const Release& r = parse_release(release);
-    const StackSwitches s{.attention = kernel};
-    const Export e = export_plan(r, cluster, m, c, SelectiveKind::attention, CpKind::p2p, s);
-    REQUIRE_FALSE(e.refusal.has_value());
-    CHECK(rules(r, e.text, m, c) == "");
-    return e.text;
-  };
-  const auto has = [](const std::string& text, const char* part) {
-    return text.find(part) != std::string::npos;
+    return emitted(parse_release(release), cluster, m, c, {.attention = kernel});
   };
   // Megatron-LM and NeMo 2.0 name Megatron-Core's backend; auto (nothing) for Triton's kernel.
   CHECK(has(emit("megatron", AttentionKernel::cudnn), "\n  --attention-backend fused"));
