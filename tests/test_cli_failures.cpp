@@ -273,7 +273,7 @@ TEST_CASE("cordon-server runs on fewer servers when the most with a split are sl
           "[cli][failures]") {
   // Llama 2 7B, global batch 64, 16 DGX H100, server 0 dead: 15 servers (120 GPUs) have only
   // deep-pipeline splits (DP | 64); 14 servers (TP4 PP7 DP4) are faster beyond megatron-core's
-  // +/-5.0% band, so one more server idles and the launch is for servers 1-14.
+  // +/-5.4% band, so one more server idles and the launch is for servers 1-14.
   const std::string base =
       "plan --model llama2-7b --global-batch 64 --gpus 128 --fail-link server:0";
   const auto doc = json_of(base);
@@ -283,16 +283,17 @@ TEST_CASE("cordon-server runs on fewer servers when the most with a split are sl
   CHECK(server["spare_servers"] == 1);
   CHECK(server["most_servers"] == 15);
   CHECK(server["most_servers_step_time_s"].get<double>() >
-        server["step_time_s"].get<double>() * 1.050);
+        server["step_time_s"].get<double>() * 1.054);
   // Counts 15 down to (15 + 1) / 2 = 8 that have a split; 15 and 14 among them.
   CHECK(server["server_counts_searched"].get<int>() >= 2);
   CHECK(server["server_counts_searched"].get<int>() <= 8);
   const std::string detail = server["detail"];
   CHECK(detail.rfind("takes server 0 out; on 15 servers, the most with a plan, a step takes ", 0) ==
         0);
-  CHECK(detail.find(
-            "slower than on fewer by more than the stack's measured error (+/-5%), so 1 more idle "
-            "as spares: re-plans on 14 servers (112 GPUs)") != std::string::npos);
+  CHECK(
+      detail.find(
+          "slower than on fewer by more than the stack's measured error (+/-5.4%), so 1 more idle "
+          "as spares: re-plans on 14 servers (112 GPUs)") != std::string::npos);
   const Run emit = trident(base + " --emit megatron");
   INFO(emit.err);
   REQUIRE(emit.code == 0);

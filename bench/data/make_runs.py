@@ -295,6 +295,16 @@ for r in bridge:
     row['measured'] = dict(r['measured'])
     row['notes'] = ' '.join(str(r.get('notes', '')).split())[:1200]
     rows.append(row)
+# NeMo's own performance summaries for its 25.02 (DGX-B200) and 25.04 (DGX-GB200) containers: the
+# eight models of each table, FP8 (nemo_summary_runs_2026.yaml: the selection, each recipe read in
+# NVIDIA/NeMo v2.2.0 / v2.3.0; added 2026-12-05, twenty-fifth session, last, as checking data: no
+# constant changed for them). Same format as the Megatron-Bridge rows.
+for r in yaml.safe_load(open('nemo_summary_runs_2026.yaml'))['runs']:
+    row = {k: r[k] for k in ('id', 'source', 'stack', 'gpus', 'precision', 'global_batch', 'pins', 'model',
+                             'fp8', 'cluster', 'measured')}
+    row['source'] = ' '.join(row['source'].split())
+    row['notes'] = ' '.join(r['notes'].split())[:1200]
+    rows.append(row)
 for i, row in enumerate(rows): row['half'] = 'tuning' if i % 2 == 0 else 'checking'
 hdr = open('published_runs.header').read()
 open('published_runs.yaml', 'w').write(hdr + yaml.dump({'runs': rows}, sort_keys=False, width=120))
