@@ -90,7 +90,7 @@ StageWork stage_work(const Gpu& gpu, const Model& model, const ParallelConfig& c
                      const Calibration* calibration) {
   return {
       linear_gemm_times(gpu, model, config, calibration),
-      routed_expert_time(gpu, real, given, calibration),
+      routed_expert_time(gpu, real, given, calibration, stack.fp8_saves_fp8_inputs),
       output_head_time(gpu, model, config, calibration,
                        {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit})};
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "costmodel/pipeline.h"
+#include "costmodel/precision.h"
 
 namespace trident {
 
@@ -109,17 +110,21 @@ double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
 double unpermute_bytes(const Model& model, double rows) { return 4.0 * rows * model.hidden; }
 
 LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
-                             const Calibration* calibration) {
+                             const Calibration* calibration, bool saves_fp8_inputs) {
   LayerTime time;
   if (!model.is_moe()) return time;
-  const Dtype dtype = model.training.dtype;
+  const Precision precision = precision_of(model.training);
+  // The experts are Transformer Engine linears (FP8 under fp8_autocast); the router is torch's
+  // F.linear (router.py), never FP8: the output layer's 16-bit dtype.
+  const Dtype dtype = precision.linear_gemm;
+  const Dtype router = precision.output_gemm;
   const ExpertGemms g = expert_gemms(model, config);
   time.gemm_forward_s = gemm_time_s(gpu, dtype, g.up, calibration) +
                         gemm_time_s(gpu, dtype, g.down, calibration) +
-                        gemm_time_s(gpu, dtype, g.router, calibration);
+                        gemm_time_s(gpu, router, g.router, calibration);
   const double backward_gemms_s = gemm_backward_time_s(gpu, dtype, g.up, calibration) +
                                   gemm_backward_time_s(gpu, dtype, g.down, calibration) +
-                                  gemm_backward_time_s(gpu, dtype, g.router, calibration);
+                                  gemm_backward_time_s(gpu, router, g.router, calibration);
   // Memory-bound: the expert activation over the routed rows (gated: read gate and up, write:
   // 6 bytes per element; else 4) and the permutation before and after the experts (read and
   // write each routed row of h: 2 x 4 bytes per element). Backward twice the bytes.
@@ -128,8 +133,14 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
   const double bytes =
       (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + 2.0 * unpermute_bytes(model, rows);
   const double sort = local_expert_sort_bytes(model, config, rows);
-  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + sort);
-  time.backward_s = backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes + sort);
+  // FP8: each expert GEMM's input cast (the permuted rows into fc1, the activation into fc2; no
+  // norm to fuse with) and, backward, each output gradient's (fp8_input_cast_bytes).
+  const double casts_forward = fp8_input_cast_bytes(g.up, precision, saves_fp8_inputs) +
+                               fp8_input_cast_bytes(g.down, precision, saves_fp8_inputs);
+  const double casts_backward = fp8_gradient_cast_bytes(g.up, precision, saves_fp8_inputs) +
+                                fp8_gradient_cast_bytes(g.down, precision, saves_fp8_inputs);
+  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + sort + casts_forward);
+  time.backward_s = backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes + sort + casts_backward);
   if (config.recompute == Recompute::full) time.recompute_s = time.forward_s;
   return time;
 }

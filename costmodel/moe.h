@@ -74,10 +74,13 @@ struct ExpertGemms {
 [[nodiscard]] double unpermute_bytes(const Model& model, double rows);
 
 /// Routed experts of one MoE layer, one micro-batch, one GPU: grouped GEMMs, router, the
-/// expert activation, the token permutation and the sort by local expert (memory bound).
+/// expert activation, the token permutation, the sort by local expert and, under FP8, the
+/// expert GEMMs' input and gradient casts (memory bound). `saves_fp8_inputs`: the stack's
+/// (Stack::fp8_saves_fp8_inputs).
 [[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
                                            const ParallelConfig& config,
-                                           const Calibration* calibration);
+                                           const Calibration* calibration,
+                                           bool saves_fp8_inputs = true);
 
 /// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
 /// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype

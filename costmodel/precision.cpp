@@ -62,6 +62,33 @@ double weight_memory_bytes_per_parameter(const Precision& precision, bool fp8_we
   return precision.weight_bytes + (fp8_weight_cache ? kFp8CopyAndTransposeBytes : 0.0);
 }
 
+namespace {
+
+/// A GEMM with a zero dimension (a layer's FFN where every MoE layer's is routed): no kernel.
+bool has_work(const GemmShape& shape) {
+  return shape.m > 0.0 && shape.n > 0.0 && shape.k > 0.0 && shape.batch > 0.0;
+}
+
+}  // namespace
+
+double fp8_input_cast_bytes(const GemmShape& shape, const Precision& precision,
+                            bool saves_fp8_inputs) {
+  if (!precision.fp8 || !has_work(shape)) return 0.0;
+  const double cast = saves_fp8_inputs ? kCastTransposeBytes : kCastBytes;
+  return shape.m * shape.k * shape.batch * (cast + amax_pass_bytes(precision));
+}
+
+double fp8_gradient_cast_bytes(const GemmShape& shape, const Precision& precision,
+                               bool saves_fp8_inputs) {
+  if (!precision.fp8 || !has_work(shape)) return 0.0;
+  double bytes =
+      shape.m * shape.n * shape.batch * (kCastTransposeBytes + amax_pass_bytes(precision));
+  if (!saves_fp8_inputs) {
+    bytes += shape.m * shape.k * shape.batch * (kCastBytes + amax_pass_bytes(precision));
+  }
+  return bytes;
+}
+
 double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
                               const Precision& precision, bool saves_fp8_inputs) {
   if (!precision.fp8) return 0.0;
@@ -70,24 +97,23 @@ double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const GemmShape& shape = gemms[i].shape;
     const bool after_norm = i == 0 || i == 2;  // qkv and ffn_up follow the two norms
-    const double cast = !saves_fp8_inputs ? kCastBytes
-                        : after_norm      ? kNormFusedCastBytes
-                                          : kCastTransposeBytes;
-    bytes += shape.m * shape.k * shape.batch * (cast + amax_pass_bytes(precision));
+    if (saves_fp8_inputs && after_norm) {
+      if (has_work(shape)) {
+        bytes +=
+            shape.m * shape.k * shape.batch * (kNormFusedCastBytes + amax_pass_bytes(precision));
+      }
+    } else {
+      bytes += fp8_input_cast_bytes(shape, precision, saves_fp8_inputs);
+    }
   }
   return bytes;
 }
 
 double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
                                const Precision& precision, bool saves_fp8_inputs) {
-  if (!precision.fp8) return 0.0;
   double bytes = 0.0;
   for (const NamedGemm& gemm : layer_linear_gemms(model, config.micro_batch, config.tp)) {
-    const GemmShape& shape = gemm.shape;
-    bytes += shape.m * shape.n * shape.batch * (kCastTransposeBytes + amax_pass_bytes(precision));
-    if (!saves_fp8_inputs) {
-      bytes += shape.m * shape.k * shape.batch * (kCastBytes + amax_pass_bytes(precision));
-    }
+    bytes += fp8_gradient_cast_bytes(gemm.shape, precision, saves_fp8_inputs);
   }
   return bytes;
 }

@@ -3,6 +3,7 @@
 /// activations, messages and weights are stored in, and the kernels an FP8 recipe adds (casts,
 /// transposes, amax passes). Sources: docs/cost_model.md#precision.
 #include "costmodel/calibration.h"
+#include "costmodel/gemms.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
 #include "topology/gpu.h"
@@ -45,6 +46,16 @@ struct Precision {
 /// gradient (read 2, write 1 each).
 [[nodiscard]] double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
                                              const Precision& precision,
+                                             bool saves_fp8_inputs = true);
+
+/// Bytes the FP8 casts of one GEMM without a norm before it move, forward: its input cast to
+/// FP8 and transposed for the weight gradient (TE cast_transpose: read 2, write 1 + 1; a plain
+/// cast, read 2 write 1, when the stack does not keep FP8 inputs), plus current scaling's amax
+/// pass; backward: its output gradient cast and transposed, plus the input cast again when the
+/// stack does not keep it. A GEMM with no work (a zero dimension) casts nothing. 0 without FP8.
+[[nodiscard]] double fp8_input_cast_bytes(const GemmShape& shape, const Precision& precision,
+                                          bool saves_fp8_inputs = true);
+[[nodiscard]] double fp8_gradient_cast_bytes(const GemmShape& shape, const Precision& precision,
                                              bool saves_fp8_inputs = true);
 
 /// Bytes per parameter of the weights a GPU holds for compute: the 16-bit weights (2, fp32

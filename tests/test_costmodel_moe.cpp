@@ -380,3 +380,42 @@ TEST_CASE("the shared experts' overlap in a step: exposed EP time and its SMs", 
   CHECK(b.time.overlap_contention_s > 0.0);
   CHECK(b.time.overlap_contention_s < a.ep.exposed_s - b.ep.exposed_s);
 }
+
+TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
+          "[moe][precision]") {
+  // Mixtral 8x7B, EP 8, micro-batch 2: 2 x 4096 tokens x top-2 = 16,384 routed rows a GPU, one
+  // local expert (up 16,384 x 28,672 x 4096, down 16,384 x 4096 x 14,336).
+  Model bf16 = model_preset("mixtral-8x7b");
+  Model fp8 = bf16;
+  fp8.training.dtype = Dtype::fp8;
+  fp8.training.fp8.recipe = Fp8Recipe::current;
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.micro_batch = 2;
+  const Gpu gpu = gpu_preset("gb200");
+  const ExpertGemms g = expert_gemms(fp8, config);
+  REQUIRE(g.up.m * g.up.batch == 16384.0);
+  const LayerTime eight = routed_expert_time(gpu, fp8, config, nullptr);
+  const LayerTime sixteen = routed_expert_time(gpu, bf16, config, nullptr);
+  // The experts' GEMMs in FP8, the router's [8192 x 8 x 4096] in BF16 (torch's F.linear).
+  CHECK(eight.gemm_forward_s == Approx(gemm_time_s(gpu, Dtype::fp8, g.up, nullptr) +
+                                       gemm_time_s(gpu, Dtype::fp8, g.down, nullptr) +
+                                       gemm_time_s(gpu, Dtype::bf16, g.router, nullptr)));
+  // Forward casts, current scaling (cast-transpose 4 bytes + amax 2 per element): the permuted
+  // rows into fc1, 16,384 x 4096 x 6 = 402,653,184, and the activation into fc2, 16,384 x
+  // 14,336 x 6 = 1,409,286,144: 1,811,939,328 bytes more than BF16's memory-bound passes.
+  const double forward_casts = 1811939328.0;
+  CHECK((eight.forward_s - eight.gemm_forward_s) - (sixteen.forward_s - sixteen.gemm_forward_s) ==
+        Approx(hbm_time_s(gpu, forward_casts)));
+  // Backward: the output gradients, fc1's 16,384 x 28,672 x 6 = 2,818,572,288 and fc2's 16,384 x
+  // 4096 x 6 = 402,653,184: 3,221,225,472 bytes.
+  const auto backward_gemms_s = [&](Dtype experts) {
+    return gemm_backward_time_s(gpu, experts, g.up, nullptr) +
+           gemm_backward_time_s(gpu, experts, g.down, nullptr) +
+           gemm_backward_time_s(gpu, Dtype::bf16, g.router, nullptr);
+  };
+  CHECK((eight.backward_s - backward_gemms_s(Dtype::fp8)) -
+            (sixteen.backward_s - backward_gemms_s(Dtype::bf16)) ==
+        Approx(hbm_time_s(gpu, 3221225472.0)));
+}

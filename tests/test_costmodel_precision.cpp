@@ -87,6 +87,29 @@ TEST_CASE("FP8 cast kernels of one layer, hand-derived", "[precision]") {
   CHECK(fp8_cast_backward_bytes(model, config, precision_of(Training{})) == 0.0);
 }
 
+TEST_CASE("FP8 casts of one GEMM without a norm before it, hand-derived", "[precision]") {
+  // An expert's up-projection: m 16 rows, n 2 x 24 (gated), k 8 (hidden), batch 3 experts.
+  const GemmShape up{16.0, 48.0, 8.0, 3.0};
+  const Precision delayed = precision_of(fp8_training(Fp8Recipe::delayed));
+  const Precision current = precision_of(fp8_training(Fp8Recipe::current));
+  // Forward: the input (m x k x batch = 384 elements) cast and transposed, read 2 write 1 + 1:
+  // 4 x 384 = 1536; current scaling reads it once more for the amax: 6 x 384 = 2304.
+  CHECK(fp8_input_cast_bytes(up, delayed) == 1536.0);
+  CHECK(fp8_input_cast_bytes(up, current) == 2304.0);
+  // Backward: the output gradient (m x n x batch = 2304 elements) cast and transposed: 4 x 2304
+  // = 9216; current 6 x 2304 = 13824. Not keeping FP8 inputs (torchao) adds the input's plain
+  // cast again, read 2 write 1: + 3 x 384 = 1152.
+  CHECK(fp8_gradient_cast_bytes(up, delayed) == 9216.0);
+  CHECK(fp8_gradient_cast_bytes(up, current) == 13824.0);
+  CHECK(fp8_gradient_cast_bytes(up, delayed, false) == 9216.0 + 1152.0);
+  CHECK(fp8_input_cast_bytes(up, delayed, false) == 3.0 * 384.0);  // plain cast, no transpose
+  // No FP8, or a GEMM with nothing to multiply (an FFN of width 0: every MoE layer's routed), no
+  // cast kernel.
+  CHECK(fp8_input_cast_bytes(up, precision_of(Training{})) == 0.0);
+  CHECK(fp8_gradient_cast_bytes(GemmShape{16.0, 0.0, 8.0, 1.0}, current) == 0.0);
+  CHECK(fp8_input_cast_bytes(GemmShape{16.0, 8.0, 0.0, 1.0}, current) == 0.0);
+}
+
 TEST_CASE("FP8 weight copies and casts", "[precision]") {
   const Precision bf16 = precision_of(Training{});
   const Precision fp8 = precision_of(fp8_training(Fp8Recipe::delayed));
