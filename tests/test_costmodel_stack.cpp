@@ -530,7 +530,7 @@ TEST_CASE("MFU under the causal convention and the step-time band", "[stack][est
 
 TEST_CASE("the band: the stack's measured error, its MoE rows' for MoE models", "[stack]") {
   const Stack core = stack_preset("megatron-core");
-  // bench/accuracy 2026-12-05 (twenty-fifth session): Megatron-Core's 126 dense rows 5.4%; its
+  // bench/accuracy 2026-12-05 (twenty-fifth session): Megatron-Core's 127 dense rows 5.4%; its
   // nine MoE rows 13.9% (dgxc-benchmarking 25.04's three GB200 DeepSeek-V3 rows left out, the
   // stack file says why).
   CHECK(core.error_for(model_preset("llama3-8b")) == Approx(0.054));
