@@ -225,6 +225,14 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   t += set("trainer.num_nodes", str(launch.nodes)) +
        set("trainer.devices", str(launch.gpus_per_node)) +
        set("trainer.plugins", std::string(precision) + "()");
+  // The current-scaling plugin keeps the first and last transformer layers in BF16
+  // (mixed_precision.py L118-136: first_last_layers_bf16 True, one layer each); the plan prices
+  // every layer in FP8, as NeMo's own performance scripts run it ("disable first/last layer bf16
+  // for benchmarking", scripts/performance/utils.py L347-348 @v2.3.0).
+  if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.recipe == Fp8Recipe::current) {
+    t += "# every layer in FP8, as priced (the recipe keeps the first and last in BF16)\n" +
+         set("trainer.plugins.first_last_layers_bf16", "False");
+  }
   t += strategy(in.model, in.config, in.cp_kind) +
        batches_and_recompute(in.model, in.config, in.selective) + experts(in);
   if (backend != nullptr) {

@@ -874,7 +874,12 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   REQUIRE_FALSE(nemo.refusal.has_value());
   CHECK(nemo.text.find("recipe.trainer.plugins = bf16_with_fp8_current_scaling_mixed()\n") !=
         std::string::npos);
+  // That plugin keeps the first and last layers in BF16 (first_last_layers_bf16 True); the plan
+  // priced every layer in FP8, as NeMo's performance scripts run it: turned off.
+  CHECK(has(nemo.text, "recipe.trainer.plugins.first_last_layers_bf16 = False\n"));
   CHECK(rules(parse_release("nemo"), nemo.text, fp8, c) == "");
+  fp8.training.fp8.recipe = Fp8Recipe::delayed;  // bf16_with_fp8_mixed has no BF16 layers
+  CHECK_FALSE(has(export_plan(parse_release("nemo"), cluster, fp8, c).text, "first_last"));
   fp8.training.fp8.recipe = Fp8Recipe::blockwise;
   CHECK(export_plan(parse_release("nemo"), cluster, fp8, c)
             .text.find("bf16_with_fp8_subchannel_scaling_mixed()") != std::string::npos);
