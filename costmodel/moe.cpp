@@ -134,7 +134,8 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
       (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + 2.0 * unpermute_bytes(model, rows);
   const double sort = local_expert_sort_bytes(model, config, rows);
   // FP8: each expert GEMM's input cast (the permuted rows into fc1, the activation into fc2; no
-  // norm to fuse with) and, backward, each output gradient's (fp8_input_cast_bytes).
+  // norm to fuse with) and, backward, each output gradient's (fp8_input_cast_bytes,
+  // fp8_gradient_cast_bytes).
   const double casts_forward = fp8_input_cast_bytes(g.up, precision, saves_fp8_inputs) +
                                fp8_input_cast_bytes(g.down, precision, saves_fp8_inputs);
   const double casts_backward = fp8_gradient_cast_bytes(g.up, precision, saves_fp8_inputs) +

@@ -418,4 +418,8 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
   CHECK((eight.backward_s - backward_gemms_s(Dtype::fp8)) -
             (sixteen.backward_s - backward_gemms_s(Dtype::bf16)) ==
         Approx(hbm_time_s(gpu, 3221225472.0)));
+  // Full recompute runs the forward again, its casts included.
+  config.recompute = Recompute::full;
+  const LayerTime again = routed_expert_time(gpu, fp8, config, nullptr);
+  CHECK(again.recompute_s == Approx(eight.forward_s));
 }
