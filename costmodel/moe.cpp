@@ -222,13 +222,17 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   if (kept_share > 0.0) {
     // Kept per MoE layer and micro-batch: the permuted expert input (2 bytes x h per routed
     // row), the activation's input (4 f gated, 2 f) and output (2 f) per routed row; none on
-    // the layers full recompute repeats.
+    // the layers full recompute repeats. The permuted input and the activation's output are
+    // the expert GEMMs' inputs: under FP8 Transformer Engine keeps its FP8 cast of each (1
+    // byte) and nothing else holds the 16-bit one (the dispatch and index_select keep only
+    // indices), as for the dense linears (MemoryOptions::fp8_saved_inputs).
     const ExpertGemms g = expert_gemms(model, config);
     const double rows = g.up.m * g.up.batch;
     const double f = model.moe.expert_ffn_hidden;
     const double e = options.activation_bytes;  // 2, or 4 under tf32/fp32
-    const double per_layer =
-        rows * (e * model.hidden + (is_gated(model.ffn) ? 2.0 * e : e) * f + e * f);
+    const double gemm_input = options.fp8_saved_inputs ? 1.0 : e;
+    const double per_layer = rows * (gemm_input * model.hidden +
+                                     (is_gated(model.ffn) ? 2.0 * e : e) * f + gemm_input * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
     // Combined 1F1B holds combined_1f1b_extra_layers more (MemoryOptions::combined_1f1b).
     const double moe_layers = stage_moe_layers(model, config.pp);

@@ -423,3 +423,27 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
   const LayerTime again = routed_expert_time(gpu, fp8, config, nullptr);
   CHECK(again.recompute_s == Approx(eight.forward_s));
 }
+
+TEST_CASE("FP8 experts keep their GEMM inputs as FP8 casts", "[moe][memory][precision]") {
+  // Mixtral 8x7B, EP 8, micro-batch 2, PP 1 (one micro-batch in flight), no recompute: 16,384
+  // routed rows a GPU and MoE layer. Kept in 16 bits: the permuted input (h), the activation's
+  // input (2 x f, gated) and its output (f). Under FP8 Transformer Engine keeps the two GEMM
+  // inputs as its FP8 casts: 1 byte less for each of h + f = 4096 + 14,336 per row, 32 layers:
+  // 16,384 x 18,432 x 32 = 9,663,676,416 bytes.
+  Model model = model_preset("mixtral-8x7b");
+  model.training.global_batch = 64;
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.micro_batch = 2;
+  MemoryOptions sixteen;
+  MemoryOptions eight;
+  eight.fp8_saved_inputs = true;
+  MemoryBreakdown kept16;
+  MemoryBreakdown kept8;
+  add_expert_memory(kept16, model, config, sixteen);
+  add_expert_memory(kept8, model, config, eight);
+  CHECK(kept16.activations_bytes - kept8.activations_bytes == Approx(9663676416.0));
+  // 16,384 x (2 x 4096 + 4 x 14,336 + 2 x 14,336) x 32 in 16 bits.
+  CHECK(kept16.activations_bytes == Approx(16384.0 * (8192.0 + 86016.0) * 32.0));
+}
