@@ -69,13 +69,17 @@ bool has_work(const GemmShape& shape) {
   return shape.m > 0.0 && shape.n > 0.0 && shape.k > 0.0 && shape.batch > 0.0;
 }
 
+/// One GEMM's input cast at `per_element` bytes, plus current scaling's amax pass.
+double input_cast_bytes(const GemmShape& shape, const Precision& precision, double per_element) {
+  if (!precision.fp8 || !has_work(shape)) return 0.0;
+  return shape.m * shape.k * shape.batch * (per_element + amax_pass_bytes(precision));
+}
+
 }  // namespace
 
 double fp8_input_cast_bytes(const GemmShape& shape, const Precision& precision,
                             bool saves_fp8_inputs) {
-  if (!precision.fp8 || !has_work(shape)) return 0.0;
-  const double cast = saves_fp8_inputs ? kCastTransposeBytes : kCastBytes;
-  return shape.m * shape.k * shape.batch * (cast + amax_pass_bytes(precision));
+  return input_cast_bytes(shape, precision, saves_fp8_inputs ? kCastTransposeBytes : kCastBytes);
 }
 
 double fp8_gradient_cast_bytes(const GemmShape& shape, const Precision& precision,
@@ -83,9 +87,7 @@ double fp8_gradient_cast_bytes(const GemmShape& shape, const Precision& precisio
   if (!precision.fp8 || !has_work(shape)) return 0.0;
   double bytes =
       shape.m * shape.n * shape.batch * (kCastTransposeBytes + amax_pass_bytes(precision));
-  if (!saves_fp8_inputs) {
-    bytes += shape.m * shape.k * shape.batch * (kCastBytes + amax_pass_bytes(precision));
-  }
+  if (!saves_fp8_inputs) bytes += input_cast_bytes(shape, precision, kCastBytes);
   return bytes;
 }
 
@@ -97,14 +99,9 @@ double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const GemmShape& shape = gemms[i].shape;
     const bool after_norm = i == 0 || i == 2;  // qkv and ffn_up follow the two norms
-    if (saves_fp8_inputs && after_norm) {
-      if (has_work(shape)) {
-        bytes +=
-            shape.m * shape.k * shape.batch * (kNormFusedCastBytes + amax_pass_bytes(precision));
-      }
-    } else {
-      bytes += fp8_input_cast_bytes(shape, precision, saves_fp8_inputs);
-    }
+    bytes += saves_fp8_inputs && after_norm
+                 ? input_cast_bytes(shape, precision, kNormFusedCastBytes)
+                 : fp8_input_cast_bytes(shape, precision, saves_fp8_inputs);
   }
   return bytes;
 }
