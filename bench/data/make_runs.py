@@ -271,6 +271,16 @@ BRIDGE_LEFT_OUT = {
 # combined 1F1B (2026-12-05); appended after the other rows so that no row's half changed.
 BRIDGE_EP_OVERLAP = ['mb2511-qwen3-30b-16xh100-fp8cs', 'mb2511-qwen3-235b-256xh100-fp8cs',
                      'mb260401-qwen3-235b-256xh100-fp8']
+def summary_row(r, stack, model):
+    """A performance-summary row (bridge_runs_2026.yaml's format) as published_runs.yaml writes it."""
+    row = dict(id=r['id'], source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'],
+               precision=r['precision'], global_batch=r['global_batch'], pins=dict(r['pins']),
+               model=model)
+    if r.get('fp8'): row['fp8'] = r['fp8']
+    row['cluster'] = r['cluster']
+    row['measured'] = dict(r['measured'])
+    row['notes'] = ' '.join(str(r.get('notes', '')).split())[:1200]
+    return row
 bridge = yaml.safe_load(open('bridge_runs_2026.yaml'))['runs']
 bridge = ([r for r in bridge if r['id'] not in BRIDGE_EP_OVERLAP] +
           [r for i in BRIDGE_EP_OVERLAP for r in bridge if r['id'] == i])
@@ -287,24 +297,13 @@ for r in bridge:
         preset.pop('training', None)
         model = {**preset, **model}
         model['name'] = r['id']
-    row = dict(id=r['id'], source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'],
-               precision=r['precision'], global_batch=r['global_batch'], pins=dict(r['pins']),
-               model=model)
-    if r.get('fp8'): row['fp8'] = r['fp8']
-    row['cluster'] = r['cluster']
-    row['measured'] = dict(r['measured'])
-    row['notes'] = ' '.join(str(r.get('notes', '')).split())[:1200]
-    rows.append(row)
+    rows.append(summary_row(r, stack, model))
 # NeMo's own performance summaries for its 25.02 (DGX-B200) and 25.04 (DGX-GB200) containers: the
 # eight models of each table, FP8 (nemo_summary_runs_2026.yaml: the selection, each recipe read in
 # NVIDIA/NeMo v2.2.0 / v2.3.0; added 2026-12-05, twenty-fifth session, last, as checking data: no
 # constant changed for them). Same format as the Megatron-Bridge rows.
 for r in yaml.safe_load(open('nemo_summary_runs_2026.yaml'))['runs']:
-    row = {k: r[k] for k in ('id', 'source', 'stack', 'gpus', 'precision', 'global_batch', 'pins', 'model',
-                             'fp8', 'cluster', 'measured')}
-    row['source'] = ' '.join(row['source'].split())
-    row['notes'] = ' '.join(r['notes'].split())[:1200]
-    rows.append(row)
+    rows.append(summary_row(r, r['stack'], r['model']))
 for i, row in enumerate(rows): row['half'] = 'tuning' if i % 2 == 0 else 'checking'
 hdr = open('published_runs.header').read()
 open('published_runs.yaml', 'w').write(hdr + yaml.dump({'runs': rows}, sort_keys=False, width=120))
