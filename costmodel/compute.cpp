@@ -255,7 +255,7 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
 LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                      const ComputeFeatures& features, const LinearGemmTimes& linear,
                      const Calibration* calibration) {
-  const Precision precision = precision_of(model.training);
+  const Precision precision = precision_of(model.training, gpu);
   const Dtype dtype = precision.linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
   LayerTime time;
@@ -351,7 +351,8 @@ double optimizer_time_s(const Gpu& gpu, Optimizer optimizer, double parameters,
 double fp8_weight_cast_time_s(const Gpu& gpu, const Precision& precision, double casts_per_step,
                               double parameters) {
   if (!precision.fp8) return 0.0;
-  return casts_per_step * hbm_time_s(gpu, kFp8WeightCastBytesPerParameter * parameters);
+  return casts_per_step *
+         hbm_time_s(gpu, fp8_weight_cast_bytes_per_parameter(precision) * parameters);
 }
 
 }  // namespace trident

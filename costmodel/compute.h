@@ -176,7 +176,7 @@ inline constexpr double kSgdBytesPerParameter = 22.0;
                                       double adam_step_bytes);
 
 struct Precision;
-/// Seconds per step of an FP8 run's weight casts: kFp8WeightCastBytesPerParameter over the
+/// Seconds per step of an FP8 run's weight casts: fp8_weight_cast_bytes_per_parameter over the
 /// `parameters` local weights, `casts_per_step` times (1 when the stack caches the FP8 copy
 /// over the micro-batches, else once per micro-batch). 0 without FP8.
 [[nodiscard]] double fp8_weight_cast_time_s(const Gpu& gpu, const Precision& precision,

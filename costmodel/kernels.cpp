@@ -120,6 +120,19 @@ double wave_efficiency(double tiles, int sm_count) {
   return tiles / (sms * std::ceil(tiles / sms));
 }
 
+void check_fp8_recipe_on_gpu(const Model& model, const Gpu& gpu) {
+  const Training& training = model.training;
+  if (training.dtype != Dtype::fp8 || training.fp8.recipe != Fp8Recipe::mxfp8) return;
+  if (gpu.compute_capability <= 0.0 || gpu.compute_capability >= kMxfp8MinCapability) return;
+  const std::string where = training.fp8_recipe_from.empty()
+                                ? "model " + model.name + ": training.fp8.recipe"
+                                : training.fp8_recipe_from;
+  throw InputError(fmt::format(
+      "{}: mxfp8 needs a GPU of compute capability {:.1f} or more (Blackwell's block-scaled "
+      "tensor cores); {} is {:.1f}: use recipe current or delayed",
+      where, kMxfp8MinCapability, gpu.name, gpu.compute_capability));
+}
+
 std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu) {
   if (gpu.peak_tflops(model.training.dtype) > 0.0) return std::nullopt;
   // bf16 where the GPU has it (what training on A100 and later runs), else fp16 (V100).
@@ -127,6 +140,7 @@ std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu) {
 }
 
 void check_model_on_gpu(const Model& model, const Gpu& gpu) {
+  check_fp8_recipe_on_gpu(model, gpu);
   const auto other = dtype_instead(model, gpu);
   if (!other) return;
   const Dtype dtype = model.training.dtype;

@@ -107,8 +107,19 @@ inline constexpr double kGemmTileLong = 256.0;
 /// has it, else bf16); nullopt when the model's dtype runs there.
 [[nodiscard]] std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu);
 
+/// MXFP8 runs on block-scaled tensor cores: compute capability 10.0 on (Transformer Engine's
+/// MXFP8BlockScaling "leverages native hardware acceleration on Blackwell GPUs (SM 10.0+)",
+/// docs/features/low_precision_training/mxfp8/mxfp8.rst).
+inline constexpr double kMxfp8MinCapability = 10.0;
+
+/// Throws InputError naming training.fp8.recipe (its file and line where the model file set
+/// it) when the model trains in MXFP8 on a GPU of known compute capability below
+/// kMxfp8MinCapability.
+void check_fp8_recipe_on_gpu(const Model& model, const Gpu& gpu);
+
 /// Throws InputError "model NAME: dtype D not supported by GPU (no D peak); set
-/// training.dtype: fp16" (or bf16) when the GPU has no peak for the model's dtype.
+/// training.dtype: fp16" (or bf16) when the GPU has no peak for the model's dtype, and what
+/// check_fp8_recipe_on_gpu throws.
 void check_model_on_gpu(const Model& model, const Gpu& gpu);
 
 }  // namespace trident

@@ -73,8 +73,23 @@ const char* to_string(Fp8Recipe recipe) {
       return "current";
     case Fp8Recipe::blockwise:
       return "blockwise";
+    case Fp8Recipe::mxfp8:
+      return "mxfp8";
   }
   return "delayed";
+}
+
+const std::vector<std::string>& fp8_recipe_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Fp8Recipe recipe : kFp8Recipes) out.emplace_back(to_string(recipe));
+    return out;
+  }();
+  return names;
+}
+
+bool is_block_scaled(Fp8Recipe recipe) {
+  return recipe == Fp8Recipe::blockwise || recipe == Fp8Recipe::mxfp8;
 }
 
 namespace {

@@ -17,12 +17,20 @@ enum class Optimizer { adam, sgd };
 enum class AttentionKind { mha, mla };
 /// How an FP8 run scales its 8-bit tensors (Transformer Engine recipes): delayed (scale from
 /// the amax history of earlier steps, TE's DelayedScaling), current (per-tensor amax of this
-/// tensor first, TE Float8CurrentScaling / torchao tensorwise), blockwise (per-block scales,
-/// TE Float8BlockScaling / MXFP8).
-enum class Fp8Recipe { delayed, current, blockwise };
+/// tensor first, TE Float8CurrentScaling / torchao tensorwise), blockwise (per-block fp32
+/// scales, 1x128 and 128x128: TE Float8BlockScaling, DeepSeek-V3's recipe; torchao rowwise),
+/// mxfp8 (one E8M0 scale per 32 consecutive elements, Blackwell's block-scaled tensor cores:
+/// TE MXFP8BlockScaling).
+enum class Fp8Recipe { delayed, current, blockwise, mxfp8 };
 /// Every FP8 recipe, in the order of the enum (and of the model file's names).
 inline constexpr Fp8Recipe kFp8Recipes[] = {Fp8Recipe::delayed, Fp8Recipe::current,
-                                            Fp8Recipe::blockwise};
+                                            Fp8Recipe::blockwise, Fp8Recipe::mxfp8};
+/// The recipes' names as model and stack files spell them, in the order of kFp8Recipes.
+[[nodiscard]] const std::vector<std::string>& fp8_recipe_names();
+/// Block-scaled recipes keep a rowwise and a columnwise copy of each quantized tensor, each
+/// with its own block scales (a block runs along the GEMM's k, so the copy for the other GEMM
+/// cannot be a transpose of the first).
+[[nodiscard]] bool is_block_scaled(Fp8Recipe recipe);
 
 /// Gated FFNs (swiglu, geglu) have three matrices (gate, up, down); the others two.
 [[nodiscard]] bool is_gated(FfnKind kind);

@@ -44,7 +44,6 @@ const std::vector<std::string> kAttentionKinds = {"mha", "mla"};
 const std::vector<std::string> kRouterNames = {"softmax", "sigmoid"};
 const std::vector<std::string> kTrainingKeys = {"global_batch", "dtype", "optimizer", "fp8"};
 const std::vector<std::string> kFp8Keys = {"recipe", "attention", "communication", "params"};
-const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 const std::vector<std::string> kFfnNames = {"gelu", "relu", "relu2", "swiglu", "geglu"};
 const std::vector<std::string> kNormNames = {"layernorm", "rmsnorm"};
 const std::vector<std::string> kPositionNames = {"learned", "rope"};
@@ -81,7 +80,7 @@ Training read_training(const std::optional<MapReader>& t) {
     training.fp8_recipe_from =
         fp8->has("recipe") ? yaml::position(fp8->source(), fp8->line("recipe"), fp8->path("recipe"))
                            : yaml::position(t->source(), t->line("fp8"), t->path("fp8"));
-    training.fp8.recipe = kFp8Recipes[fp8->optional_choice("recipe", kFp8RecipeNames, 0)];
+    training.fp8.recipe = kFp8Recipes[fp8->optional_choice("recipe", fp8_recipe_names(), 0)];
     training.fp8.attention = fp8->optional_bool("attention", false);
     if (fp8->has("attention")) {
       training.fp8_attention_from =

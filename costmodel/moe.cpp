@@ -113,7 +113,7 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
                              const Calibration* calibration, bool saves_fp8_inputs) {
   LayerTime time;
   if (!model.is_moe()) return time;
-  const Precision precision = precision_of(model.training);
+  const Precision precision = precision_of(model.training, gpu);
   // The experts are Transformer Engine linears (FP8 under fp8_autocast); the router is torch's
   // F.linear (router.py), never FP8: the output layer's 16-bit dtype.
   const Dtype dtype = precision.linear_gemm;

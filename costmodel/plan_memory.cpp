@@ -54,7 +54,7 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.reserve_gib = options.reserve_gib;
   memory.fused_attention = is_fused(stack.attention);
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
-  const Precision precision = precision_of(model.training);
+  const Precision precision = precision_of(model.training, cluster.gpu);
   memory.weight_bytes = precision.weight_bytes;
   memory.activation_bytes = precision.activation_bytes;
   memory.weights_are_master = precision.weight_bytes >= 4.0;

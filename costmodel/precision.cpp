@@ -10,21 +10,47 @@ namespace trident {
 
 namespace {
 
-/// Transformer Engine's cast_transpose: read the 16-bit tensor, write its FP8 copy and the
-/// FP8 transpose (Hopper's FP8 GEMMs take TN operands only, so the weight gradient needs it).
-constexpr double kCastTransposeBytes = 2.0 + 1.0 + 1.0;
-/// After a fused LayerNormLinear the norm writes its output in FP8 (1 byte instead of the 2
-/// already priced with the norm: -1), and a transpose reads that copy and writes the
-/// transposed one (+1 +1).
-constexpr double kNormFusedCastBytes = -1.0 + 1.0 + 1.0;
+/// A cast from the 16-bit tensor reads it once (2 bytes an element).
+constexpr double kSixteenBitReadBytes = 2.0;
+/// An FP8 copy of an element.
+constexpr double kFp8Bytes = 1.0;
+/// Block scales per element: MXFP8's one E8M0 byte per 32 elements; blockwise's fp32 scale per
+/// 128 (1x128 blocks of activations and gradients) is the same 1/32.
+constexpr double kBlockScaleBytesPerElement = 1.0 / 32.0;
 /// Current scaling computes the tensor's amax before the cast: one more read of the
 /// 16-bit tensor (TE Float8CurrentScaling; torchao tensorwise dynamic scaling).
 constexpr double kCurrentScalingAmaxBytes = 2.0;
 /// A plain cast (torchao's hp_tensor_to_float8_dynamic): read 2, write 1.
-constexpr double kCastBytes = 2.0 + 1.0;
+constexpr double kCastBytes = kSixteenBitReadBytes + kFp8Bytes;
+/// Capabilities whose FP8 GEMMs read any operand layout (TE nvte_is_non_tn_fp8_gemm_supported:
+/// 10.x, and 13.0 on; 12.x is not).
+constexpr double kNonTnFp8FirstCapability = 10.0;
+constexpr double kNonTnFp8GapFrom = 12.0;
+constexpr double kNonTnFp8GapTo = 13.0;
 
 double amax_pass_bytes(const Precision& precision) {
   return precision.recipe == Fp8Recipe::current ? kCurrentScalingAmaxBytes : 0.0;
+}
+
+/// Transformer Engine's quantize of a 16-bit tensor with both usages: read it, write its
+/// copies (fp8_copy_bytes), plus current scaling's amax pass.
+double quantize_bytes(const Precision& precision) {
+  return kSixteenBitReadBytes + fp8_copy_bytes(precision) + amax_pass_bytes(precision);
+}
+
+/// The input of the GEMM after a norm (QKV, FFN up), beyond the 16-bit norm already priced
+/// (TE normalization.cpp, layernorm_fwd / rmsnorm_fwd, v2.8 on):
+/// - delayed scaling: the norm kernel writes FP8 itself (1 byte instead of 2: -1), and where
+///   the GEMMs need it a transpose reads that copy and writes another (+1 +1);
+/// - current scaling: the norm writes 16 bits and its amax (FUSED_NORM_AMAX_FP8), then the
+///   quantize reads it and writes the copies: no separate amax pass;
+/// - MXFP8 and blockwise: the norm writes 16 bits (UNFUSED unless NVTE_NORM_FWD_USE_CUDNN),
+///   then the quantize.
+double after_norm_cast_bytes(const Precision& precision) {
+  if (precision.recipe == Fp8Recipe::delayed) {
+    return -1.0 + (precision.fp8_transposes ? 2.0 * kFp8Bytes : 0.0);
+  }
+  return kSixteenBitReadBytes + fp8_copy_bytes(precision);
 }
 
 }  // namespace
@@ -55,11 +81,32 @@ Precision precision_of(const Training& training) {
   return p;
 }
 
+bool fp8_gemm_needs_transpose(const Gpu& gpu) {
+  const double cc = gpu.compute_capability;
+  const bool any_layout =
+      cc >= kNonTnFp8FirstCapability && (cc < kNonTnFp8GapFrom || cc >= kNonTnFp8GapTo);
+  return !any_layout;
+}
+
+Precision precision_of(const Training& training, const Gpu& gpu) {
+  Precision p = precision_of(training);
+  p.fp8_transposes = fp8_gemm_needs_transpose(gpu);
+  return p;
+}
+
+double fp8_copy_bytes(const Precision& precision) {
+  if (is_block_scaled(precision.recipe)) return 2.0 * (kFp8Bytes + kBlockScaleBytesPerElement);
+  return precision.fp8_transposes ? 2.0 * kFp8Bytes : kFp8Bytes;
+}
+
 double weight_memory_bytes_per_parameter(const Precision& precision, bool fp8_weight_cache) {
-  constexpr double kFp8CopyAndTransposeBytes = 1.0 + 1.0;
   if (!precision.fp8) return precision.weight_bytes;
-  if (precision.fp8_params) return kFp8CopyAndTransposeBytes;
-  return precision.weight_bytes + (fp8_weight_cache ? kFp8CopyAndTransposeBytes : 0.0);
+  if (precision.fp8_params) return fp8_copy_bytes(precision);
+  return precision.weight_bytes + (fp8_weight_cache ? fp8_copy_bytes(precision) : 0.0);
+}
+
+double fp8_weight_cast_bytes_per_parameter(const Precision& precision) {
+  return precision.fp8 ? quantize_bytes(precision) : 0.0;
 }
 
 namespace {
@@ -69,25 +116,30 @@ bool has_work(const GemmShape& shape) {
   return shape.m > 0.0 && shape.n > 0.0 && shape.k > 0.0 && shape.batch > 0.0;
 }
 
-/// One GEMM's input cast at `per_element` bytes, plus current scaling's amax pass.
+/// One GEMM's input cast at `per_element` bytes.
 double input_cast_bytes(const GemmShape& shape, const Precision& precision, double per_element) {
   if (!precision.fp8 || !has_work(shape)) return 0.0;
-  return shape.m * shape.k * shape.batch * (per_element + amax_pass_bytes(precision));
+  return shape.m * shape.k * shape.batch * per_element;
+}
+
+/// torchao's plain cast (read 2, write 1) with current scaling's amax pass.
+double plain_cast_bytes(const Precision& precision) {
+  return kCastBytes + amax_pass_bytes(precision);
 }
 
 }  // namespace
 
 double fp8_input_cast_bytes(const GemmShape& shape, const Precision& precision,
                             bool saves_fp8_inputs) {
-  return input_cast_bytes(shape, precision, saves_fp8_inputs ? kCastTransposeBytes : kCastBytes);
+  return input_cast_bytes(
+      shape, precision, saves_fp8_inputs ? quantize_bytes(precision) : plain_cast_bytes(precision));
 }
 
 double fp8_gradient_cast_bytes(const GemmShape& shape, const Precision& precision,
                                bool saves_fp8_inputs) {
   if (!precision.fp8 || !has_work(shape)) return 0.0;
-  double bytes =
-      shape.m * shape.n * shape.batch * (kCastTransposeBytes + amax_pass_bytes(precision));
-  if (!saves_fp8_inputs) bytes += input_cast_bytes(shape, precision, kCastBytes);
+  double bytes = shape.m * shape.n * shape.batch * quantize_bytes(precision);
+  if (!saves_fp8_inputs) bytes += input_cast_bytes(shape, precision, plain_cast_bytes(precision));
   return bytes;
 }
 
@@ -100,7 +152,7 @@ double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
     const GemmShape& shape = gemms[i].shape;
     const bool after_norm = i == 0 || i == 2;  // qkv and ffn_up follow the two norms
     bytes += saves_fp8_inputs && after_norm
-                 ? input_cast_bytes(shape, precision, kNormFusedCastBytes)
+                 ? input_cast_bytes(shape, precision, after_norm_cast_bytes(precision))
                  : fp8_input_cast_bytes(shape, precision, saves_fp8_inputs);
   }
   return bytes;

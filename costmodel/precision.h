@@ -22,12 +22,30 @@ struct Precision {
   bool fp8_params = false;  ///< FP8 weights replace the 16-bit copy (Megatron fp8-param-gather)
   bool fp8 = false;
   Fp8Recipe recipe = Fp8Recipe::delayed;
+  /// Tensor-scaled FP8 GEMMs on this GPU take TN operands only, so each quantized tensor keeps
+  /// a transposed copy for its other GEMM (Hopper); Blackwell reads FP8 column-wise and keeps
+  /// one copy (Transformer Engine's nvte_is_non_tn_fp8_gemm_supported). True unless the GPU
+  /// is known (precision_of with a Gpu).
+  bool fp8_transposes = true;
 };
 
 /// The precision of each tensor class for a run's training section. bf16/fp16: everything in
 /// that dtype. fp32/tf32: GEMMs tf32, 4-byte tensors. fp8: the linear GEMMs in FP8, the rest
 /// bf16 unless `fp8.attention` / `fp8.communication` (Transformer Engine's fp8_autocast).
 [[nodiscard]] Precision precision_of(const Training& training);
+/// The same on a given GPU: whether tensor-scaled FP8 keeps transposed copies there.
+[[nodiscard]] Precision precision_of(const Training& training, const Gpu& gpu);
+
+/// Transformer Engine keeps a transposed copy of a tensor-scaled FP8 tensor unless the GPU's
+/// FP8 GEMMs read any layout: compute capability 10.x and 13.0 on (transformer_engine.cpp
+/// nvte_is_non_tn_fp8_gemm_supported, TE v2.3; the same rule from v2.0). An unknown capability
+/// (0) keeps the transpose, Hopper's behaviour.
+[[nodiscard]] bool fp8_gemm_needs_transpose(const Gpu& gpu);
+
+/// Bytes one element of a quantized FP8 tensor keeps: the FP8 copy, plus the transposed copy
+/// where tensor-scaled GEMMs need it, or, for the block-scaled recipes, the column-wise copy
+/// and both copies' block scales (MXFP8: 1 byte per 32 elements; blockwise: 4 per 128).
+[[nodiscard]] double fp8_copy_bytes(const Precision& precision);
 
 /// Bytes the FP8 cast kernels of one layer's forward move for one micro-batch on one GPU
 /// (after the TP split): each linear GEMM's input is cast to FP8 and transposed for the
@@ -59,16 +77,17 @@ struct Precision {
                                              bool saves_fp8_inputs = true);
 
 /// Bytes per parameter of the weights a GPU holds for compute: the 16-bit weights (2, fp32
-/// runs 4); an FP8 run adds its FP8 copy and that copy's transpose (1 + 1) when the stack
-/// caches them over the micro-batches (TE Float8Tensor data + transpose), and FP8 parameters
-/// hold only those two (no 16-bit copy).
+/// runs 4); an FP8 run adds its FP8 copies (fp8_copy_bytes: data and transpose, 1 + 1, on
+/// Hopper) when the stack caches them over the micro-batches (TE Float8Tensor data +
+/// transpose), and FP8 parameters hold only those (no 16-bit copy).
 [[nodiscard]] double weight_memory_bytes_per_parameter(const Precision& precision,
                                                        bool fp8_weight_cache);
 
-/// Bytes per local parameter of the FP8 weight cast and transpose (read 2, write 1 + 1) done
-/// once per step when the stack caches FP8 weights over micro-batches (Megatron passes
-/// is_first_microbatch to TE), else on every micro-batch. 0 without FP8.
-inline constexpr double kFp8WeightCastBytesPerParameter = 4.0;
+/// Bytes per local parameter of the FP8 weight cast (read 2, write fp8_copy_bytes; current
+/// scaling reads the weight once more for its amax) done once per step when the stack caches
+/// FP8 weights over micro-batches (Megatron passes is_first_microbatch to TE), else on every
+/// micro-batch. 0 without FP8.
+[[nodiscard]] double fp8_weight_cast_bytes_per_parameter(const Precision& precision);
 
 /// Delayed scaling's amax all-reduces (Transformer Engine): one at the exit of the outermost
 /// fp8_autocast, which Megatron-Core opens once per model chunk and micro-batch around the

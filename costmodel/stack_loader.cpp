@@ -95,7 +95,6 @@ const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
 const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kKeptOutputNames = {"none", "in_flight", "last", "all"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
-const std::vector<std::string> kFp8RecipeNames = {"delayed", "current", "blockwise"};
 
 /// A list of ZeRO stages ([0, 1, 3]) as a bit set.
 unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallback) {
@@ -330,7 +329,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   check_separate_send_recv(m, s);
   s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
-  s.fp8_recipes = read_name_list(m, "fp8_recipes", kFp8RecipeNames, d.fp8_recipes, true);
+  s.fp8_recipes = read_name_list(m, "fp8_recipes", fp8_recipe_names(), d.fp8_recipes, true);
   s.dtypes = read_name_list(m, "dtypes", dtype_names(), d.dtypes, false);
   s.zero_clones_fp32_partition =
       m.optional_bool("zero_clones_fp32_partition", d.zero_clones_fp32_partition);

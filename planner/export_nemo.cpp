@@ -22,7 +22,8 @@ std::string q(const char* text) { return std::string("\"") + text + "\""; }
 
 /// recipes/precision/mixed_precision.py: bf16_mixed, fp16_mixed, and for FP8 (Transformer
 /// Engine's HYBRID format) the plan's recipe: bf16_with_fp8_mixed (delayed scaling),
-/// bf16_with_fp8_current_scaling_mixed, bf16_with_fp8_subchannel_scaling_mixed (blockwise).
+/// bf16_with_fp8_current_scaling_mixed, bf16_with_fp8_subchannel_scaling_mixed (blockwise),
+/// bf16_with_mxfp8_mixed (mixed_precision.py L92-100 @v2.4.0: fp8_recipe "mxfp8").
 const char* plugin(const Training& training) {
   if (training.dtype == Dtype::fp16) return "fp16_mixed";
   if (training.dtype != Dtype::fp8) return "bf16_mixed";
@@ -31,6 +32,8 @@ const char* plugin(const Training& training) {
       return "bf16_with_fp8_current_scaling_mixed";
     case Fp8Recipe::blockwise:
       return "bf16_with_fp8_subchannel_scaling_mixed";
+    case Fp8Recipe::mxfp8:
+      return "bf16_with_mxfp8_mixed";
     case Fp8Recipe::delayed:
       break;
   }

@@ -258,6 +258,20 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
   CHECK(delayed.err == "trident: error: " + path.string() +
                            ":9: training.dtype: stack torchtitan does not run this FP8 recipe "
                            "(delayed)\n");
+  // MXFP8 needs Blackwell: on the H100 cluster one line at the recipe's own line, exit 2; the
+  // same file plans on B200.
+  std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"
+                         "seq_len: 2048\ntraining:\n  global_batch: 64\n  dtype: fp8\n  fp8:\n"
+                         "    recipe: mxfp8\n";
+  const Run mx = trident(plan);
+  CHECK(mx.code == 2);
+  CHECK(mx.err == "trident: error: " + path.string() +
+                      ":11: training.fp8.recipe: mxfp8 needs a GPU of compute capability 10.0 or "
+                      "more (Blackwell's block-scaled tensor cores); h100-sxm-80g is 9.0: use "
+                      "recipe current or delayed\n");
+  const Run blackwell = trident(plan + " --cluster dgx-b200 --top 1");
+  CHECK(blackwell.code == 0);
+  CHECK(blackwell.out.find("fp8 mxfp8") != std::string::npos);
   // FP8 attention where the stack's attention kernel has no FP8 path (PyTorch SDPA's
   // FlashAttention-2 under torchtitan): refused at the key's line, not priced as FP8.
   std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"

@@ -73,9 +73,12 @@ TEST_CASE("FP8 cast kernels of one layer, hand-derived", "[precision]") {
   // 2048 + 4 x 1024 + 2048 + 4 x 4096 = 24576.
   CHECK(fp8_cast_forward_bytes(model, config, precision_of(fp8_training(Fp8Recipe::delayed))) ==
         24576.0);
-  // Current scaling reads every input once more for its amax: + 2 x 9216 = 43008.
+  // Current scaling: the norm writes 16 bits and computes the amax itself (TE
+  // FUSED_NORM_AMAX_FP8), then the quantize reads it and writes the copy and its transpose:
+  // 2 + 1 + 1 = 4 per element after a norm; out and down read once more for their amax: 6.
+  // 4 x (2048 + 2048) + 6 x (1024 + 4096) = 16384 + 30720 = 47104.
   CHECK(fp8_cast_forward_bytes(model, config, precision_of(fp8_training(Fp8Recipe::current))) ==
-        43008.0);
+        47104.0);
   // Output gradients (m x n): 3072 + 2048 + 4096 + 2048 = 11264, cast and transposed: x 4 =
   // 45056; current scaling + 2 x 11264 = 67584.
   CHECK(fp8_cast_backward_bytes(model, config, precision_of(fp8_training(Fp8Recipe::delayed))) ==
@@ -120,7 +123,10 @@ TEST_CASE("FP8 weight copies and casts", "[precision]") {
   CHECK(weight_memory_bytes_per_parameter(fp8, true) == 4.0);
   CHECK(weight_memory_bytes_per_parameter(fp8, false) == 2.0);  // cast per micro-batch, freed
   CHECK(weight_memory_bytes_per_parameter(precision_of(params), true) == 2.0);  // FP8 + transpose
-  // 1e9 parameters x 4 bytes at 1000 GB/s x 0.85 = 4.706 ms per cast; 4 micro-batches, no cache.
+  // 1e9 parameters x 4 bytes (read 2, write the copy and its transpose) at 1000 GB/s x 0.85 =
+  // 4.706 ms per cast; 4 micro-batches, no cache.
+  CHECK(fp8_weight_cast_bytes_per_parameter(fp8) == 4.0);
+  CHECK(fp8_weight_cast_bytes_per_parameter(bf16) == 0.0);
   const Gpu gpu = test::round_gpu();
   CHECK(fp8_weight_cast_time_s(gpu, fp8, 1.0, 1e9) == Approx(4e9 / 850e9));
   CHECK(fp8_weight_cast_time_s(gpu, fp8, 4.0, 1e9) == Approx(4.0 * 4e9 / 850e9));
@@ -203,8 +209,79 @@ TEST_CASE("FP8 recipes per stack", "[precision][stack]") {
   CHECK_THROWS_WITH(
       load_stack("name: s\nattention: flash\ntp_overlap: none\nfp8_recipes: [tensorwise]\n",
                  "s.yaml"),
-      Catch::Contains("s.yaml:4: fp8_recipes: expected delayed|current|blockwise, got "
+      Catch::Contains("s.yaml:4: fp8_recipes: expected delayed|current|blockwise|mxfp8, got "
                       "'tensorwise'"));
+  CHECK(stack_preset("megatron-core").supports(Fp8Recipe::mxfp8));
+  CHECK_FALSE(stack_preset("torchtitan").supports(Fp8Recipe::mxfp8));
+}
+
+TEST_CASE("FP8 copies by GPU and recipe: Blackwell keeps no transpose, MXFP8 two copies",
+          "[precision]") {
+  Gpu hopper = test::round_gpu();
+  hopper.compute_capability = 9.0;
+  Gpu blackwell = hopper;
+  blackwell.compute_capability = 10.0;
+  Gpu consumer = hopper;  // 12.x: TE keeps the transpose (nvte_is_non_tn_fp8_gemm_supported)
+  consumer.compute_capability = 12.0;
+  CHECK(fp8_gemm_needs_transpose(hopper));
+  CHECK_FALSE(fp8_gemm_needs_transpose(blackwell));
+  CHECK(fp8_gemm_needs_transpose(consumer));
+  blackwell.compute_capability = 13.0;
+  CHECK_FALSE(fp8_gemm_needs_transpose(blackwell));
+  CHECK(fp8_gemm_needs_transpose(test::round_gpu()));  // capability unknown: Hopper's rule
+
+  const Precision delayed_b = precision_of(fp8_training(Fp8Recipe::delayed), blackwell);
+  const Precision current_b = precision_of(fp8_training(Fp8Recipe::current), blackwell);
+  const Precision mx = precision_of(fp8_training(Fp8Recipe::mxfp8), blackwell);
+  const Precision delayed_h = precision_of(fp8_training(Fp8Recipe::delayed), hopper);
+  CHECK(fp8_copy_bytes(delayed_h) == 2.0);  // FP8 + transpose
+  CHECK(fp8_copy_bytes(delayed_b) == 1.0);
+  CHECK(fp8_copy_bytes(current_b) == 1.0);
+  // MXFP8: row-wise and column-wise copies, each with one E8M0 byte per 32: 2 x (1 + 1/32).
+  CHECK(fp8_copy_bytes(mx) == 2.0625);
+  CHECK(fp8_copy_bytes(precision_of(fp8_training(Fp8Recipe::blockwise))) == 2.0625);
+
+  // The small model's layer (32 tokens, tp 2): inputs after a norm (qkv, up) 2048 + 2048, the
+  // other inputs (out, down) 1024 + 4096, the output gradients 11264 elements.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  // Delayed on Blackwell: the norm writes FP8 (-1 per element) and keeps no transpose; the
+  // other inputs read 2 write 1: -4096 + 3 x 5120 = 11264. Gradients 3 x 11264 = 33792.
+  CHECK(fp8_cast_forward_bytes(model, config, delayed_b) == 11264.0);
+  CHECK(fp8_cast_backward_bytes(model, config, delayed_b) == 33792.0);
+  // Current scaling on Blackwell: after a norm read 2 write 1 (the norm found the amax) = 3;
+  // the others + the amax read = 5: 3 x 4096 + 5 x 5120 = 37888. Gradients 5 x 11264 = 56320.
+  CHECK(fp8_cast_forward_bytes(model, config, current_b) == 37888.0);
+  CHECK(fp8_cast_backward_bytes(model, config, current_b) == 56320.0);
+  // MXFP8: no norm fusion (TE quantizes the norm's 16-bit output), no amax pass, two copies:
+  // read 2 + write 2.0625 = 4.0625 for every input and gradient: 4.0625 x 9216 = 37440 and
+  // 4.0625 x 11264 = 45760.
+  CHECK(fp8_cast_forward_bytes(model, config, mx) == 37440.0);
+  CHECK(fp8_cast_backward_bytes(model, config, mx) == 45760.0);
+
+  // Weights: Blackwell keeps one FP8 copy (2 + 1 with the 16-bit weights cached beside it);
+  // FP8 parameters hold it alone; MXFP8 2.0625. The cast per parameter: read 2 + the copies,
+  // current scaling + 2 for the weight's amax.
+  CHECK(weight_memory_bytes_per_parameter(delayed_b, true) == 3.0);
+  Training params = fp8_training(Fp8Recipe::mxfp8);
+  params.fp8.params = true;
+  CHECK(weight_memory_bytes_per_parameter(precision_of(params, blackwell), true) == 2.0625);
+  CHECK(fp8_weight_cast_bytes_per_parameter(delayed_b) == 3.0);
+  CHECK(fp8_weight_cast_bytes_per_parameter(current_b) == 5.0);
+  CHECK(fp8_weight_cast_bytes_per_parameter(mx) == 4.0625);
+}
+
+TEST_CASE("MXFP8 needs Blackwell's block-scaled tensor cores", "[precision]") {
+  Model model = test::small_model();
+  model.training.dtype = Dtype::fp8;
+  model.training.fp8.recipe = Fp8Recipe::mxfp8;
+  CHECK_THROWS_WITH(check_model_on_gpu(model, gpu_preset("h100-sxm-80g")),
+                    Catch::Contains("training.fp8.recipe: mxfp8 needs a GPU of compute "
+                                    "capability 10.0 or more") &&
+                        Catch::Contains("h100-sxm-80g is 9.0"));
+  CHECK_NOTHROW(check_model_on_gpu(model, gpu_preset("b200")));
+  model.training.fp8.recipe = Fp8Recipe::current;
+  CHECK_NOTHROW(check_model_on_gpu(model, gpu_preset("h100-sxm-80g")));
 }
 
 TEST_CASE("FP8 linear inputs kept as their FP8 copy", "[precision][memory]") {
