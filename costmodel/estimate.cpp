@@ -90,7 +90,8 @@ StageWork stage_work(const Gpu& gpu, const Model& model, const ParallelConfig& c
                      const Calibration* calibration) {
   return {
       linear_gemm_times(gpu, model, config, calibration),
-      routed_expert_time(gpu, real, given, calibration, stack.fp8_saves_fp8_inputs),
+      routed_expert_time(gpu, real, given, calibration, stack.fp8_saves_fp8_inputs,
+                         stack.moe_permute_fusion),
       output_head_time(gpu, model, config, calibration,
                        {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit})};
 }
@@ -147,17 +148,17 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
 /// (`experts`, one MoE layer's) and the rest of the stage's mean layer at `moe_share` MoE
 /// layers (attention, router, dense or shared FFN), its selective recompute in its backward.
 CombinedLayer combined_layer(const StageTime& stage, const LayerTime& experts, double moe_share,
-                             bool delay_wgrad, double unpermute_s) {
+                             bool delay_wgrad, double unpermute_s, double unpermute_backward_s) {
   const LayerTime& layer = stage.layer;
   CombinedLayer out;
   out.attention_forward_s = std::max(0.0, layer.forward_s - moe_share * experts.forward_s);
   out.attention_backward_s =
       std::max(0.0, layer.backward_s + layer.recompute_s -
                         moe_share * (experts.backward_s + experts.recompute_s));
-  // The unpermutation runs in the combine node, on the communication stream: forward once,
-  // its gradient twice the bytes (routed_expert_time).
+  // The unpermutation runs in the combine node, on the communication stream, forward and
+  // backward (routed_expert_time's bytes).
   out.combine_forward_compute_s = std::min(unpermute_s, experts.forward_s);
-  out.combine_backward_compute_s = std::min(2.0 * unpermute_s, experts.backward_s);
+  out.combine_backward_compute_s = std::min(unpermute_backward_s, experts.backward_s);
   out.experts_forward_s = experts.forward_s - out.combine_forward_compute_s;
   // A linear layer's backward is its input gradient and its weight gradient, one GEMM of the
   // forward's FLOPs each: --delay-wgrad-compute takes the weight-gradient GEMMs out, the
@@ -417,9 +418,12 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.ep_overlapped = stack.runs_ep_overlap(model, config) && moe_share > 0.0;
   if (out.ep_overlapped) {
     const ExpertGemms experts = expert_gemms(model, config);
+    const double rows = experts.up.m * experts.up.batch;
+    const bool fused = stack.moe_permute_fusion;
     const CombinedLayer layer =
         combined_layer(ring, work.experts, moe_share, stack.ep_overlap_delay_wgrad,
-                       hbm_time_s(gpu, unpermute_bytes(model, experts.up.m * experts.up.batch)));
+                       hbm_time_s(gpu, unpermute_bytes(model, rows, fused)),
+                       hbm_time_s(gpu, unpermute_backward_bytes(model, rows, fused)));
     ep_layer.exposed_s =
         std::min(ep_layer.total_s,
                  moe_share * combined_layer_exposed_s(

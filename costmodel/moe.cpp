@@ -107,10 +107,22 @@ double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
   return 2.0 * 4.0 * rows * model.hidden;
 }
 
-double unpermute_bytes(const Model& model, double rows) { return 4.0 * rows * model.hidden; }
+double permute_bytes(const Model& model, double rows) { return 4.0 * rows * model.hidden; }
+
+double unpermute_bytes(const Model& model, double rows, bool fused) {
+  if (fused) return permute_bytes(model, rows);
+  const double zero_fill_per_row = 2.0 / std::max(1, model.moe.top_k);
+  return (4.0 + 6.0 + zero_fill_per_row) * rows * model.hidden;
+}
+
+double unpermute_backward_bytes(const Model& model, double rows, bool fused) {
+  if (fused) return 2.0 * permute_bytes(model, rows);
+  return 12.0 * rows * model.hidden;
+}
 
 LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
-                             const Calibration* calibration, bool saves_fp8_inputs) {
+                             const Calibration* calibration, bool saves_fp8_inputs,
+                             bool permute_fused) {
   LayerTime time;
   if (!model.is_moe()) return time;
   const Precision precision = precision_of(model.training, gpu);
@@ -126,12 +138,14 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
                                   gemm_backward_time_s(gpu, dtype, g.down, calibration) +
                                   gemm_backward_time_s(gpu, router, g.router, calibration);
   // Memory-bound: the expert activation over the routed rows (gated: read gate and up, write:
-  // 6 bytes per element; else 4) and the permutation before and after the experts (read and
-  // write each routed row of h: 2 x 4 bytes per element). Backward twice the bytes.
+  // 6 bytes per element; else 4), the permutation before the experts (read and write each
+  // routed row of h) and the unpermutation after them (fused or not). Backward twice the
+  // activation's and the permutation's bytes, the unpermutation's own.
   const double rows = g.up.m * g.up.batch;
   const double f = model.moe.expert_ffn_hidden;
-  const double bytes =
-      (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + 2.0 * unpermute_bytes(model, rows);
+  const double bytes = (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + permute_bytes(model, rows);
+  const double unpermute = unpermute_bytes(model, rows, permute_fused);
+  const double unpermute_backward = unpermute_backward_bytes(model, rows, permute_fused);
   const double sort = local_expert_sort_bytes(model, config, rows);
   // FP8: each expert GEMM's input cast (the permuted rows into fc1, the activation into fc2; no
   // norm to fuse with) and, backward, each output gradient's (fp8_input_cast_bytes,
@@ -140,8 +154,9 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
                                fp8_input_cast_bytes(g.down, precision, saves_fp8_inputs);
   const double casts_backward = fp8_gradient_cast_bytes(g.up, precision, saves_fp8_inputs) +
                                 fp8_gradient_cast_bytes(g.down, precision, saves_fp8_inputs);
-  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + sort + casts_forward);
-  time.backward_s = backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes + sort + casts_backward);
+  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + unpermute + sort + casts_forward);
+  time.backward_s =
+      backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes + unpermute_backward + sort + casts_backward);
   if (config.recompute == Recompute::full) time.recompute_s = time.forward_s;
   return time;
 }

@@ -68,19 +68,31 @@ struct ExpertGemms {
 [[nodiscard]] double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
                                              double rows);
 
+/// HBM bytes of one MoE layer's token permutation (the rows into expert order before the
+/// dispatch), one micro-batch, forward: read and write every row of h in 16 bits (4 bytes per
+/// element; its gradient backward twice that), fused or not (index_select reads and writes the
+/// same rows).
+[[nodiscard]] double permute_bytes(const Model& model, double rows);
+
 /// HBM bytes of one MoE layer's unpermutation of its `rows` routed rows back to token order,
-/// one micro-batch, forward: read and write every row of h in 16 bits (4 bytes per element; its
-/// gradient backward twice that). Half of the permutation bytes routed_expert_time prices.
-[[nodiscard]] double unpermute_bytes(const Model& model, double rows);
+/// one micro-batch: `fused` (Megatron-Core --moe-permute-fusion: TE's fused_unpermute) reads
+/// and writes each row once, 4 bytes per element forward, twice that backward. Unfused
+/// (moe_utils.py unpermute L330-362 @core_r0.12.0): the rows times their probabilities (read 2,
+/// write 2), a zero-filled output (2 per token's element: rows / top_k), scatter_add_ (read the
+/// row 2, read and write the output 2 + 2): 10 + 2/top_k per row element forward; backward the
+/// scatter's gather (read 2, write 2) and the product's gradients for the rows (read 2, write 2)
+/// and for the probabilities (read the gradient and the rows, 2 + 2): 12.
+[[nodiscard]] double unpermute_bytes(const Model& model, double rows, bool fused);
+[[nodiscard]] double unpermute_backward_bytes(const Model& model, double rows, bool fused);
 
 /// Routed experts of one MoE layer, one micro-batch, one GPU: grouped GEMMs, router, the
 /// expert activation, the token permutation, the sort by local expert and, under FP8, the
 /// expert GEMMs' input and gradient casts (memory bound). `saves_fp8_inputs`: the stack's
-/// (Stack::fp8_saves_fp8_inputs).
+/// (Stack::fp8_saves_fp8_inputs); `permute_fused`: Stack::moe_permute_fusion.
 [[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
                                            const ParallelConfig& config,
                                            const Calibration* calibration,
-                                           bool saves_fp8_inputs = true);
+                                           bool saves_fp8_inputs = true, bool permute_fused = true);
 
 /// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
 /// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype

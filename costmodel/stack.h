@@ -227,6 +227,12 @@ struct Stack {
   /// @core_v0.12.0; shared_experts.py L107-226): their GEMMs hide that much of each MoE
   /// layer's all-to-all time, forward, backward and recomputed.
   bool moe_shared_expert_overlap = false;
+  /// Megatron-Core's fused token permutation (--moe-permute-fusion: TE's fused_permute /
+  /// fused_unpermute; default False, transformer_config.py L449 @core_r0.12.0). Without it the
+  /// unpermutation multiplies the rows by their routing probabilities, zero-fills the output
+  /// and scatter-adds the rows into it (moe_utils.py unpermute L330-362), its backward a gather
+  /// and the product's two gradients (unpermute_bytes, unpermute_backward_bytes).
+  bool moe_permute_fusion = false;
   /// FP8 parameters (training.fp8.params: weights cast to FP8 before ZeRO-3's all-gather) only
   /// when the data-parallel shard dimension is above 1: torchtitan enables torchao's
   /// enable_fsdp_float8_all_gather only with dp_shard > 1, so FSDP sharded over CP alone gathers

@@ -75,6 +75,7 @@ const std::vector<std::string> kStackKeys = {
     "ep_overlap",
     "ep_overlap_delay_wgrad",
     "moe_shared_expert_overlap",
+    "moe_permute_fusion",
     "fp8_param_gather_needs_dp_shard",
     "fp8_recipes",
     "dtypes",
@@ -205,6 +206,7 @@ Stack file_defaults() {
   s.ep_overlap = false;
   s.ep_overlap_delay_wgrad = false;
   s.moe_shared_expert_overlap = false;
+  s.moe_permute_fusion = false;
   s.fp8_param_gather_needs_dp_shard = false;
   return s;
 }
@@ -379,6 +381,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.ep_overlap_delay_wgrad = m.optional_bool("ep_overlap_delay_wgrad", d.ep_overlap_delay_wgrad);
   s.moe_shared_expert_overlap =
       m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
+  s.moe_permute_fusion = m.optional_bool("moe_permute_fusion", d.moe_permute_fusion);
   s.fp8_param_gather_needs_dp_shard =
       m.optional_bool("fp8_param_gather_needs_dp_shard", d.fp8_param_gather_needs_dp_shard);
   // Megatron-Core asserts both (transformer_config.py L3040-3041, L3074-3077 @d98e8a64).

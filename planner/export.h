@@ -120,6 +120,8 @@ struct StackSwitches {
   /// Interleaved 1F1B's transfers beside compute (Stack::pp_overlap).
   bool pp_overlap = true;
   bool shared_expert_overlap = false;
+  /// TE's fused token permutation (Stack::moe_permute_fusion), as priced.
+  bool moe_permute_fusion = false;
   bool ep_overlap = false;
   bool delay_wgrad = false;
   /// Bytes per gradient element in the DP reduction as priced (Stack::reduce_bytes of the
@@ -129,14 +131,9 @@ struct StackSwitches {
 };
 [[nodiscard]] inline StackSwitches stack_switches(const Stack& stack, bool tp_userbuffers,
                                                   Dtype dtype) {
-  return {tp_userbuffers,
-          stack.dp_overlap_grad_reduce,
-          stack.dp_overlap_param_gather,
-          stack.pp_overlap,
-          stack.moe_shared_expert_overlap,
-          stack.ep_overlap,
-          stack.ep_overlap_delay_wgrad,
-          stack.reduce_bytes(dtype) < 4 ? 2 : 4,
+  return {tp_userbuffers,   stack.dp_overlap_grad_reduce,    stack.dp_overlap_param_gather,
+          stack.pp_overlap, stack.moe_shared_expert_overlap, stack.moe_permute_fusion,
+          stack.ep_overlap, stack.ep_overlap_delay_wgrad,    stack.reduce_bytes(dtype) < 4 ? 2 : 4,
           stack.attention};
 }
 

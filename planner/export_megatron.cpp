@@ -139,6 +139,7 @@ std::string moe_flags(const Model& m, const ParallelConfig& c, const StackSwitch
   }
   t += flag("--moe-grouped-gemm") + flag("--moe-token-dispatcher-type", "alltoall") +
        flag("--expert-model-parallel-size", str(c.ep)) + flag("--expert-tensor-parallel-size", "1");
+  if (moe.moe_permute_fusion) t += flag("--moe-permute-fusion");
   const bool combined = writes_combined(m, c, moe);
   if (moe.shared_expert_overlap && e.shared_experts > 0 && !combined) {
     t += flag("--moe-shared-expert-overlap");

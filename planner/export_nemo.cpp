@@ -102,9 +102,10 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c,
 }
 
 /// Expert parallelism as priced: EP over the experts, expert TP 1, NCCL's all-to-all
-/// dispatcher with grouped GEMMs (MixtralConfig leaves moe_grouped_gemm off), and the shared
-/// experts beside the exchange as the stack runs them (DeepSeekConfig turns it on). Multi-token
-/// prediction beyond the recipe's one layer (use_mtp) as mtp_num_layers.
+/// dispatcher with grouped GEMMs (MixtralConfig leaves moe_grouped_gemm off), the token
+/// permutation fused or not as the stack runs it (DeepSeek's performance script fuses it), and
+/// the shared experts beside the exchange as the stack runs them (DeepSeekConfig turns it on).
+/// Multi-token prediction beyond the recipe's one layer (use_mtp) as mtp_num_layers.
 std::string experts(const Input& in) {
   const Model& m = in.model;
   std::string t;
@@ -113,7 +114,8 @@ std::string experts(const Input& in) {
   t += set("trainer.strategy.expert_model_parallel_size", str(in.config.ep)) +
        set("trainer.strategy.expert_tensor_parallel_size", "1") +
        set("model.config.moe_token_dispatcher_type", q("alltoall")) +
-       set("model.config.moe_grouped_gemm", "True");
+       set("model.config.moe_grouped_gemm", "True") +
+       set("model.config.moe_permute_fusion", in.switches.moe_permute_fusion ? "True" : "False");
   if (m.moe.shared_experts > 0) {
     t += set("model.config.moe_shared_expert_overlap",
              in.switches.shared_expert_overlap ? "True" : "False");

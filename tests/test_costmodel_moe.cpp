@@ -302,6 +302,44 @@ TEST_CASE("the sort by local expert: two more copies of the routed rows", "[moe]
   CHECK(backward_hbm_s(model, four) - backward_hbm_s(one_each, one) == Approx(sort_s));
 }
 
+TEST_CASE("the unfused unpermutation: product, zero fill and scatter-add", "[moe][ep]") {
+  // Mixtral 8x7B (top 2, h 4096): 16,384 routed rows of one micro-batch on one GPU.
+  const Model model = model_preset("mixtral-8x7b");
+  const double rows = 16384.0;
+  const double elements = rows * 4096.0;  // 67,108,864 row elements
+  // Fused (TE fused_unpermute): read and write each row once, 4 bytes per element forward,
+  // twice that backward: 268,435,456 and 536,870,912.
+  CHECK(unpermute_bytes(model, rows, true) == 268435456.0);
+  CHECK(unpermute_backward_bytes(model, rows, true) == 536870912.0);
+  // Unfused (moe_utils.py L330-362): rows x probabilities read 2 write 2, scatter_add_ read 2
+  // + read and write the output 2 + 2, the output zero-filled once per token (rows / 2 of
+  // them: 1 byte per row element): 11 x 67,108,864 = 738,197,504. Backward: the scatter's
+  // gather 4, the rows' gradient 4, the probabilities' 4: 12 x 67,108,864 = 805,306,368.
+  CHECK(unpermute_bytes(model, rows, false) == 738197504.0);
+  CHECK(unpermute_backward_bytes(model, rows, false) == 805306368.0);
+  CHECK(elements == 67108864.0);
+  // In the routed experts' memory-bound time: 469,762,048 bytes more forward, 268,435,456
+  // backward (EP 8, micro-batch 2: 2 x 4096 x top 2 = 16,384 rows on each GPU).
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.micro_batch = 2;
+  const Gpu gpu = gpu_preset("gb200");
+  const LayerTime fused = routed_expert_time(gpu, model, config, nullptr, true, true);
+  const LayerTime unfused = routed_expert_time(gpu, model, config, nullptr, true, false);
+  CHECK(unfused.forward_s - fused.forward_s == Approx(hbm_time_s(gpu, 469762048.0)));
+  CHECK(unfused.backward_s - fused.backward_s == Approx(hbm_time_s(gpu, 268435456.0)));
+  // The stack key: Megatron-Core's default (unfused) in both presets; a file turns it on.
+  CHECK_FALSE(stack_preset("megatron-core").moe_permute_fusion);
+  CHECK_FALSE(stack_preset("megatron-core-perf").moe_permute_fusion);
+  CHECK(load_stack("name: s\nattention: cudnn\ntp_overlap: none\nmoe_permute_fusion: true\n",
+                   "s.yaml")
+            .moe_permute_fusion);
+  CHECK_THROWS_WITH(
+      load_stack("name: s\nattention: cudnn\ntp_overlap: none\nmoe_permute_fusion: 2\n", "s.yaml"),
+      Catch::Contains("s.yaml:4: moe_permute_fusion"));
+}
+
 TEST_CASE("shared experts beside the all-to-alls hide that much of them", "[moe][ep]") {
   CommDetail ep_layer;
   ep_layer.time_per_call_s = 1e-3;  // one dispatch or one combine: 1 ms

@@ -191,11 +191,13 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced, nemo for its recipes; the
   top1.moe.top_k = 1;
   top1.moe.capacity_factor = 1.25;
   const Release& mlm = parse_release("megatron");
-  // None; the DP overlaps and the shared experts'; the DP overlaps and the combined 1F1B.
+  // None; the DP overlaps, the shared experts' and the fused permutation; the DP overlaps and
+  // the combined 1F1B.
   const StackSwitches overlaps[] = {{},
                                     {.dp_overlap_grad_reduce = true,
                                      .dp_overlap_param_gather = true,
-                                     .shared_expert_overlap = true},
+                                     .shared_expert_overlap = true,
+                                     .moe_permute_fusion = true},
                                     {.tp_userbuffers = true,
                                      .dp_overlap_grad_reduce = true,
                                      .dp_overlap_param_gather = true,
@@ -217,6 +219,9 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced, nemo for its recipes; the
             if (e.refusal) continue;  // an uneven split (MTP) the release cannot write
             ++emitted;
             CHECK(rules(mlm, e.text, m, c) == "");
+            // TE's fused permutation exactly where the plan was priced with it.
+            CHECK((e.text.find("--moe-permute-fusion") != std::string::npos) ==
+                  moe.moe_permute_fusion);
             if (e.text.find("--overlap-moe-expert-parallel-comm") != std::string::npos) ++combined;
           }
           // NeMo writes the models of its recipes (the Mixtral-shaped one is MixtralConfig8x7B);
@@ -230,6 +235,8 @@ TEST_CASE("megatron writes MoE, MLA and MTP as priced, nemo for its recipes; the
             }
             ++nemo_emitted;
             CHECK(rules(nemo, e.text, m, c) == "");
+            CHECK(e.text.find(std::string("recipe.model.config.moe_permute_fusion = ") +
+                              (moe.moe_permute_fusion ? "True" : "False")) != std::string::npos);
           }
           for (const char* other : {"nemo-hydra", "deepspeed", "torchtitan"}) {
             const Export refused = export_plan(parse_release(other), cluster, m, c);
