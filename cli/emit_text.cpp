@@ -182,6 +182,10 @@ namespace {
       return "training.fp8.attention: false in the model file, or set Transformer Engine's FP8 "
              "attention by hand";
     case RefusalKind::fp8_recipe:
+      if (framework == Framework::torchtitan) {
+        return "training.fp8.recipe current in the model file (torchao's tensorwise float8), "
+               "or --emit megatron or nemo";
+      }
       // Delayed scaling in the model file helps only where the planning stack runs it.
       if (stack.supports(Fp8Recipe::delayed)) {
         return "training.fp8.recipe delayed in the model file, or --emit nemo";
@@ -249,6 +253,12 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
              "it): model " +
              model.name + " sets training.fp8.attention";
     case RefusalKind::fp8_recipe:
+      if (release.framework == Framework::torchtitan) {
+        return fmt::format(
+            "torchtitan {}'s float8 converter runs torchao's tensorwise and rowwise recipes; "
+            "model {} trains with mxfp8 (torchao's MX converter, not priced under torchtitan)",
+            release.version, model.name);
+      }
       return fmt::format(
           "NeMo {}'s Hydra config turns FP8 on with delayed scaling only (fp8, fp8_hybrid); model "
           "{} "

@@ -123,14 +123,15 @@ double wave_efficiency(double tiles, int sm_count) {
 void check_fp8_recipe_on_gpu(const Model& model, const Gpu& gpu) {
   const Training& training = model.training;
   if (training.dtype != Dtype::fp8 || training.fp8.recipe != Fp8Recipe::mxfp8) return;
-  if (gpu.compute_capability <= 0.0 || gpu.compute_capability >= kMxfp8MinCapability) return;
+  const double cc = gpu.compute_capability;
+  if (cc <= 0.0 || (cc >= kMxfp8MinCapability && cc < kMxfp8EndCapability)) return;
   const std::string where = training.fp8_recipe_from.empty()
                                 ? "model " + model.name + ": training.fp8.recipe"
                                 : training.fp8_recipe_from;
   throw InputError(fmt::format(
-      "{}: mxfp8 needs a GPU of compute capability {:.1f} or more (Blackwell's block-scaled "
-      "tensor cores); {} is {:.1f}: use recipe current or delayed",
-      where, kMxfp8MinCapability, gpu.name, gpu.compute_capability));
+      "{}: mxfp8 runs on compute capability 10.x (Blackwell's block-scaled tensor cores; "
+      "Transformer Engine refuses it elsewhere); {} is {:.1f}: use recipe current or delayed",
+      where, gpu.name, cc));
 }
 
 std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu) {

@@ -107,14 +107,16 @@ inline constexpr double kGemmTileLong = 256.0;
 /// has it, else bf16); nullopt when the model's dtype runs there.
 [[nodiscard]] std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu);
 
-/// MXFP8 runs on block-scaled tensor cores: compute capability 10.0 on (Transformer Engine's
-/// MXFP8BlockScaling "leverages native hardware acceleration on Blackwell GPUs (SM 10.0+)",
-/// docs/features/low_precision_training/mxfp8/mxfp8.rst).
+/// MXFP8 runs on block-scaled tensor cores: compute capability 10.x. Transformer Engine's
+/// check_mxfp8_support: "Device compute capability 10.0 or higher required", and "not supported
+/// on 12.0+ architectures yet" (transformer_engine/pytorch/quantization.py L61-67 @v2.9); its
+/// MXFP8 guide lists SM 10.0 and 10.3 (docs/features/low_precision_training/mxfp8/mxfp8.rst).
 inline constexpr double kMxfp8MinCapability = 10.0;
+inline constexpr double kMxfp8EndCapability = 12.0;  ///< the first capability refused again
 
 /// Throws InputError naming training.fp8.recipe (its file and line where the model file set
-/// it) when the model trains in MXFP8 on a GPU of known compute capability below
-/// kMxfp8MinCapability.
+/// it) when the model trains in MXFP8 on a GPU of known compute capability outside
+/// [kMxfp8MinCapability, kMxfp8EndCapability).
 void check_fp8_recipe_on_gpu(const Model& model, const Gpu& gpu);
 
 /// Throws InputError "model NAME: dtype D not supported by GPU (no D peak); set

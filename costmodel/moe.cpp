@@ -224,8 +224,9 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   const double params = expert_parameters_per_gpu(model, config);
   const double edp = expert_dp(config);
   const double optimizer = optimizer_state_bytes(model, config, options);
-  const double weights =
-      params * dtype_bytes(model.training.dtype) / (config.zero >= 3 ? edp : 1.0);
+  // The 16-bit (fp32: 4-byte) weights as the dense layers' (MemoryOptions::weight_bytes: an
+  // FP8 run keeps them beside its FP8 copies, counted below).
+  const double weights = params * options.weight_bytes / (config.zero >= 3 ? edp : 1.0);
   const double gradients = params * options.grad_buffer_bytes / (config.zero >= 2 ? edp : 1.0);
   const double states = params * optimizer / (config.zero >= 1 ? edp : 1.0);
   // FP8: Transformer Engine's GroupedLinear caches each expert's FP8 weight (and its transpose)
@@ -255,10 +256,12 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
                   (moe_layers * in_flight_micro_batches(config.pp, config.virtual_stages, m) +
                    (options.combined_1f1b ? combined_1f1b_extra_layers(config, moe_layers) : 0.0));
   }
-  memory.weights_bytes += weights;
+  // FP8 parameters on a GPU that keeps one FP8 copy: the copy replaces the 16-bit weights (a
+  // negative delta), so the weights carry it and no copy term goes below 0.
+  memory.weights_bytes += weights + std::min(0.0, copies);
   memory.gradients_bytes += gradients;
   memory.optimizer_bytes += states;
-  memory.weight_copies_bytes += copies;
+  memory.weight_copies_bytes += std::max(0.0, copies);
   memory.activations_bytes += activations;
   // As peak_memory sums them: allocated, the allocator's fragmentation of what churns (the
   // activations), reserved, and what the GPU holds besides.

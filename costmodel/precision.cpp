@@ -17,6 +17,9 @@ constexpr double kFp8Bytes = 1.0;
 /// Block scales per element: MXFP8's one E8M0 byte per 32 elements; blockwise's fp32 scale per
 /// 128 (1x128 blocks of activations and gradients) is the same 1/32.
 constexpr double kBlockScaleBytesPerElement = 1.0 / 32.0;
+/// Blockwise weights take 128x128 blocks (TE Float8BlockQuantizer block_scaling_dim 2): one
+/// fp32 scale per 16,384 elements.
+constexpr double kBlockwiseWeightScaleBytesPerElement = 4.0 / (128.0 * 128.0);
 /// Current scaling computes the tensor's amax before the cast: one more read of the
 /// 16-bit tensor (TE Float8CurrentScaling; torchao tensorwise dynamic scaling).
 constexpr double kCurrentScalingAmaxBytes = 2.0;
@@ -99,14 +102,28 @@ double fp8_copy_bytes(const Precision& precision) {
   return precision.fp8_transposes ? 2.0 * kFp8Bytes : kFp8Bytes;
 }
 
+namespace {
+
+/// The FP8 copies of a weight element: fp8_copy_bytes, but blockwise weights' 128x128 blocks
+/// keep far fewer scales than its activations' 1x128.
+double weight_copy_bytes(const Precision& precision) {
+  if (precision.recipe == Fp8Recipe::blockwise) {
+    return 2.0 * (kFp8Bytes + kBlockwiseWeightScaleBytesPerElement);
+  }
+  return fp8_copy_bytes(precision);
+}
+
+}  // namespace
+
 double weight_memory_bytes_per_parameter(const Precision& precision, bool fp8_weight_cache) {
   if (!precision.fp8) return precision.weight_bytes;
-  if (precision.fp8_params) return fp8_copy_bytes(precision);
-  return precision.weight_bytes + (fp8_weight_cache ? fp8_copy_bytes(precision) : 0.0);
+  if (precision.fp8_params) return weight_copy_bytes(precision);
+  return precision.weight_bytes + (fp8_weight_cache ? weight_copy_bytes(precision) : 0.0);
 }
 
 double fp8_weight_cast_bytes_per_parameter(const Precision& precision) {
-  return precision.fp8 ? quantize_bytes(precision) : 0.0;
+  if (!precision.fp8) return 0.0;
+  return kSixteenBitReadBytes + weight_copy_bytes(precision) + amax_pass_bytes(precision);
 }
 
 namespace {

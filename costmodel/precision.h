@@ -38,13 +38,15 @@ struct Precision {
 
 /// Transformer Engine keeps a transposed copy of a tensor-scaled FP8 tensor unless the GPU's
 /// FP8 GEMMs read any layout: compute capability 10.x and 13.0 on (transformer_engine.cpp
-/// nvte_is_non_tn_fp8_gemm_supported, TE v2.3; the same rule from v2.0). An unknown capability
-/// (0) keeps the transpose, Hopper's behaviour.
+/// nvte_is_non_tn_fp8_gemm_supported, TE v2.3 to v2.18; v2.0-v2.2 skipped it from 10.0 on, 12.x
+/// included, pytorch/csrc/extensions/util.cpp non_tn_fp8_gemm_supported). An unknown
+/// capability (0) keeps the transpose, Hopper's behaviour.
 [[nodiscard]] bool fp8_gemm_needs_transpose(const Gpu& gpu);
 
-/// Bytes one element of a quantized FP8 tensor keeps: the FP8 copy, plus the transposed copy
-/// where tensor-scaled GEMMs need it, or, for the block-scaled recipes, the column-wise copy
-/// and both copies' block scales (MXFP8: 1 byte per 32 elements; blockwise: 4 per 128).
+/// Bytes one element of a quantized FP8 activation or gradient keeps: the FP8 copy, plus the
+/// transposed copy where tensor-scaled GEMMs need it, or, for the block-scaled recipes, the
+/// column-wise copy and both copies' block scales (MXFP8: 1 byte per 32 elements; blockwise:
+/// 4 per 128). Weights: the same, but blockwise weights' 128x128 blocks (4 bytes per 16,384).
 [[nodiscard]] double fp8_copy_bytes(const Precision& precision);
 
 /// Bytes the FP8 cast kernels of one layer's forward move for one micro-batch on one GPU

@@ -241,7 +241,7 @@ struct Stack {
   /// FP8 recipes the stack runs (bit Fp8Recipe set; 0 = no FP8), and whether it casts the
   /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
   /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.
-  unsigned fp8_recipes = 0b111;
+  unsigned fp8_recipes = 0b1111;
   /// Training dtypes the stack runs (bit Dtype set): all five unless its file says fewer
   /// (torchtitan has no fp16: no loss scaler, mixed_precision_param bfloat16|float32).
   unsigned dtypes = 0b11111;

@@ -150,6 +150,11 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   if (dtype == Dtype::fp16 || dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);
   }
+  // MXFP8 is torchao's MX converter (quantize.linear.mx), not float8's: a recipe trident does
+  // not price under torchtitan (its stack runs current and rowwise), so not written as float8.
+  if (dtype == Dtype::fp8 && in.model.training.fp8.recipe == Fp8Recipe::mxfp8) {
+    return limit(RefusalKind::fp8_recipe);
+  }
   // With CP torchtitan shards over the CP ranks (fsdp_enabled = dp_shard or cp): no DDP.
   if (c.zero == 0 && (c.tp > 1 || c.pp > 1 || c.cp > 1)) {
     return limit(RefusalKind::ddp_multi_dim, with_zero(c, 2));

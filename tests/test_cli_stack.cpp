@@ -266,9 +266,9 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
   const Run mx = trident(plan);
   CHECK(mx.code == 2);
   CHECK(mx.err == "trident: error: " + path.string() +
-                      ":11: training.fp8.recipe: mxfp8 needs a GPU of compute capability 10.0 or "
-                      "more (Blackwell's block-scaled tensor cores); h100-sxm-80g is 9.0: use "
-                      "recipe current or delayed\n");
+                      ":11: training.fp8.recipe: mxfp8 runs on compute capability 10.x "
+                      "(Blackwell's block-scaled tensor cores; Transformer Engine refuses it "
+                      "elsewhere); h100-sxm-80g is 9.0: use recipe current or delayed\n");
   const Run blackwell = trident(plan + " --cluster dgx-b200 --top 1");
   CHECK(blackwell.code == 0);
   CHECK(blackwell.out.find("fp8 mxfp8") != std::string::npos);

@@ -486,3 +486,31 @@ TEST_CASE("FP8 experts keep their GEMM inputs as FP8 casts", "[moe][memory][prec
   // 16,384 x (2 x 4096 + 4 x 14,336 + 2 x 14,336) x 32 in 16 bits.
   CHECK(kept16.activations_bytes == Approx(16384.0 * (8192.0 + 86016.0) * 32.0));
 }
+
+TEST_CASE("FP8 experts' weights: the 16-bit copy and the FP8 copies", "[moe][memory][precision]") {
+  // Mixtral 8x7B, EP 8: one expert of 3 x 4096 x 14,336 = 176,160,768 parameters on each GPU
+  // in each of 32 layers: 5,637,144,576 expert parameters, ZeRO 1 (weights whole).
+  const Model model = model_preset("mixtral-8x7b");
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.zero = 1;
+  const double params = expert_parameters_per_gpu(model, config);
+  REQUIRE(params == 5637144576.0);
+  // BF16 weights (2 bytes) and, under FP8 on Hopper, the cached FP8 copy and its transpose
+  // (+2): 4 bytes a parameter, as the dense linears'.
+  MemoryOptions hopper;
+  hopper.weight_copy_bytes_per_parameter = 2.0;
+  MemoryBreakdown h;
+  add_expert_memory(h, model, config, hopper);
+  CHECK(h.weights_bytes == 2.0 * params);
+  CHECK(h.weight_copies_bytes == 2.0 * params);
+  // FP8 parameters on Blackwell: one FP8 copy replaces the 16-bit weights (a delta of 1 - 2 =
+  // -1 a parameter): 1 byte in the weights, no negative copy term.
+  MemoryOptions blackwell;
+  blackwell.weight_copy_bytes_per_parameter = -1.0;
+  MemoryBreakdown b;
+  add_expert_memory(b, model, config, blackwell);
+  CHECK(b.weights_bytes == 1.0 * params);
+  CHECK(b.weight_copies_bytes == 0.0);
+}

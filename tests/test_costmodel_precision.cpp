@@ -269,6 +269,12 @@ TEST_CASE("FP8 copies by GPU and recipe: Blackwell keeps no transpose, MXFP8 two
   CHECK(fp8_weight_cast_bytes_per_parameter(delayed_b) == 3.0);
   CHECK(fp8_weight_cast_bytes_per_parameter(current_b) == 5.0);
   CHECK(fp8_weight_cast_bytes_per_parameter(mx) == 4.0625);
+  // Blockwise weights: 128x128 blocks, one fp32 scale per 16,384 elements per copy: 2 x (1 +
+  // 4/16384) = 2.00048828125 kept, + 2 read = 4.00048828125 per cast.
+  Training block = fp8_training(Fp8Recipe::blockwise);
+  block.fp8.params = true;
+  CHECK(weight_memory_bytes_per_parameter(precision_of(block, hopper), true) == 2.00048828125);
+  CHECK(fp8_weight_cast_bytes_per_parameter(precision_of(block, hopper)) == 4.00048828125);
 }
 
 TEST_CASE("MXFP8 needs Blackwell's block-scaled tensor cores", "[precision]") {
@@ -276,10 +282,16 @@ TEST_CASE("MXFP8 needs Blackwell's block-scaled tensor cores", "[precision]") {
   model.training.dtype = Dtype::fp8;
   model.training.fp8.recipe = Fp8Recipe::mxfp8;
   CHECK_THROWS_WITH(check_model_on_gpu(model, gpu_preset("h100-sxm-80g")),
-                    Catch::Contains("training.fp8.recipe: mxfp8 needs a GPU of compute "
-                                    "capability 10.0 or more") &&
+                    Catch::Contains("training.fp8.recipe: mxfp8 runs on compute capability 10.x") &&
                         Catch::Contains("h100-sxm-80g is 9.0"));
   CHECK_NOTHROW(check_model_on_gpu(model, gpu_preset("b200")));
+  // Transformer Engine refuses it from 12.0 on too (check_mxfp8_support, quantization.py
+  // L61-67 @v2.9).
+  Gpu consumer = gpu_preset("b200");
+  consumer.compute_capability = 12.0;
+  CHECK_THROWS_WITH(check_model_on_gpu(model, consumer), Catch::Contains("is 12.0"));
+  consumer.compute_capability = 10.3;
+  CHECK_NOTHROW(check_model_on_gpu(model, consumer));
   model.training.fp8.recipe = Fp8Recipe::current;
   CHECK_NOTHROW(check_model_on_gpu(model, gpu_preset("h100-sxm-80g")));
 }

@@ -893,6 +893,20 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   const auto refused = export_plan(parse_release("nemo-hydra"), cluster, fp8, c);
   REQUIRE(refused.refusal.has_value());
   CHECK(refused.refusal->reason.kind == RefusalKind::fp8_recipe);
+  // MXFP8: NeMo's bf16_with_mxfp8_mixed, Megatron-LM's --fp8-recipe mxfp8; torchtitan's float8
+  // converter has no MX recipe (its MX converter is not priced): refused, as by nemo-hydra.
+  fp8.training.fp8.recipe = Fp8Recipe::mxfp8;
+  const auto mx = export_plan(parse_release("nemo"), cluster, fp8, c);
+  CHECK(has(mx.text, "recipe.trainer.plugins = bf16_with_mxfp8_mixed()\n"));
+  CHECK(rules(parse_release("nemo"), mx.text, fp8, c) == "");
+  const auto mx_mlm = export_plan(parse_release("megatron"), cluster, fp8, c);
+  CHECK(has(mx_mlm.text, "--fp8-recipe mxfp8"));
+  CHECK(rules(parse_release("megatron"), mx_mlm.text, fp8, c) == "");
+  for (const char* other : {"nemo-hydra", "torchtitan"}) {
+    const auto no_mx = export_plan(parse_release(other), cluster, fp8, c);
+    REQUIRE(no_mx.refusal.has_value());
+    CHECK(no_mx.refusal->reason.kind == RefusalKind::fp8_recipe);
+  }
   // Multi-token prediction layers: Megatron-LM writes them (--mtp-num-layers), no other target.
   Model mtp = llama8b();
   mtp.mtp_layers = 1;
