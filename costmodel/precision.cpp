@@ -78,7 +78,14 @@ Precision precision_of(const Training& training) {
       p.output_gemm = Dtype::bf16;
       p.fp8_params = training.fp8.params;
       if (training.fp8.communication) p.tp_gather_bytes = 1.0;
-      if (training.fp8.params) p.weight_gather_bytes = 1.0;
+      // FP8 parameters are gathered in FP8, but MXFP8 ones in 16 bits: Megatron-Core gathers
+      // them through the gradient buffer it shares with the reduce-scatter ("For MXFP8 param:
+      // Create a shared buffer for param AG and grad RS", param_and_grad_buffer.py @core_v0.15.0;
+      // bf16, half an fp32 buffer) and quantizes after the gather; Megatron-Bridge's
+      // bf16_with_mxfp8_mixed asserts that path (reuse_grad_buf_for_mxfp8_param_ag).
+      if (training.fp8.params) {
+        p.weight_gather_bytes = training.fp8.recipe == Fp8Recipe::mxfp8 ? 2.0 : 1.0;
+      }
       break;
   }
   return p;

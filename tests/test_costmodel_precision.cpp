@@ -61,6 +61,10 @@ TEST_CASE("precision of each tensor class", "[precision]") {
   CHECK(eight.tp_gather_bytes == 1.0);
   CHECK(eight.weight_gather_bytes == 1.0);
   CHECK(eight.activation_bytes == 2.0);  // what is not gathered stays 16-bit
+  // MXFP8 parameters are gathered in bf16 through the shared gradient buffer (Megatron-Core).
+  Training mx = fp8_training(Fp8Recipe::mxfp8);
+  mx.fp8.params = true;
+  CHECK(precision_of(mx).weight_gather_bytes == 2.0);
 }
 
 TEST_CASE("FP8 cast kernels of one layer, hand-derived", "[precision]") {
