@@ -171,13 +171,9 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   // FP8 copies exist for the Transformer Engine linear layers only: not the embedding, the
   // output layer or the norms (docs/cost_model.md#precision); under ZeRO-3 only for the
   // gathered units (layer_units_bytes).
-  const double copies = gathers_per_unit(config, options)
-                            ? 0.0
-                            : linear_params * options.weight_copy_bytes_per_parameter;
-  // FP8 parameters on a GPU that keeps one FP8 copy (Blackwell): the copy replaces the 16-bit
-  // weights, 1 byte where 2 were counted (a negative delta): the weights carry it.
-  memory.weights_bytes += std::min(0.0, copies);
-  memory.weight_copies_bytes = std::max(0.0, copies);
+  add_weight_copies(memory, gathers_per_unit(config, options)
+                                ? 0.0
+                                : linear_params * options.weight_copy_bytes_per_parameter);
   // Partial full recompute keeps only the input of the layers it repeats and everything of
   // the others (all of one kind otherwise).
   const double layers = layers_on_stage(model, config, first, last);
@@ -260,6 +256,11 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
 }
 
 }  // namespace
+
+void add_weight_copies(MemoryBreakdown& memory, double copies_bytes) {
+  memory.weights_bytes += std::min(0.0, copies_bytes);
+  memory.weight_copies_bytes += std::max(0.0, copies_bytes);
+}
 
 double layer_activation_bytes(const Model& model, const ParallelConfig& config,
                               bool fused_attention, SelectiveKind selective, bool fp8_inputs,

@@ -101,6 +101,12 @@ struct NcclGroups {
 /// within a step: activations, transients, stage outputs kept) at kAllocatorFragmentation.
 [[nodiscard]] double allocator_fragmentation_bytes(double churning_bytes);
 
+/// Adds the FP8 weight copies (parameters x MemoryOptions::weight_copy_bytes_per_parameter)
+/// to `memory`. FP8 parameters on a GPU that keeps one FP8 copy (Blackwell) make that amount
+/// negative: the copy replaces the 16-bit weights, so it comes off the weights and the copy
+/// term never goes below 0.
+void add_weight_copies(MemoryBreakdown& memory, double copies_bytes);
+
 /// What must fit before any fragmentation: allocated + CUDA context + NCCL buffers.
 [[nodiscard]] double unfragmented_bytes(const MemoryBreakdown& memory);
 

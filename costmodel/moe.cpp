@@ -256,12 +256,10 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
                   (moe_layers * in_flight_micro_batches(config.pp, config.virtual_stages, m) +
                    (options.combined_1f1b ? combined_1f1b_extra_layers(config, moe_layers) : 0.0));
   }
-  // FP8 parameters on a GPU that keeps one FP8 copy: the copy replaces the 16-bit weights (a
-  // negative delta), so the weights carry it and no copy term goes below 0.
-  memory.weights_bytes += weights + std::min(0.0, copies);
+  memory.weights_bytes += weights;
+  add_weight_copies(memory, copies);
   memory.gradients_bytes += gradients;
   memory.optimizer_bytes += states;
-  memory.weight_copies_bytes += std::max(0.0, copies);
   memory.activations_bytes += activations;
   // As peak_memory sums them: allocated, the allocator's fragmentation of what churns (the
   // activations), reserved, and what the GPU holds besides.

@@ -131,10 +131,16 @@ struct StackSwitches {
 };
 [[nodiscard]] inline StackSwitches stack_switches(const Stack& stack, bool tp_userbuffers,
                                                   Dtype dtype) {
-  return {tp_userbuffers,   stack.dp_overlap_grad_reduce,    stack.dp_overlap_param_gather,
-          stack.pp_overlap, stack.moe_shared_expert_overlap, stack.moe_permute_fusion,
-          stack.ep_overlap, stack.ep_overlap_delay_wgrad,    stack.reduce_bytes(dtype) < 4 ? 2 : 4,
-          stack.attention};
+  return {.tp_userbuffers = tp_userbuffers,
+          .dp_overlap_grad_reduce = stack.dp_overlap_grad_reduce,
+          .dp_overlap_param_gather = stack.dp_overlap_param_gather,
+          .pp_overlap = stack.pp_overlap,
+          .shared_expert_overlap = stack.moe_shared_expert_overlap,
+          .moe_permute_fusion = stack.moe_permute_fusion,
+          .ep_overlap = stack.ep_overlap,
+          .delay_wgrad = stack.ep_overlap_delay_wgrad,
+          .grad_reduce_bytes = stack.reduce_bytes(dtype) < 4 ? 2 : 4,
+          .attention = stack.attention};
 }
 
 struct Export {
