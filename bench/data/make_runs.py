@@ -304,6 +304,11 @@ for r in bridge:
 # constant changed for them). Same format as the Megatron-Bridge rows.
 for r in yaml.safe_load(open('nemo_summary_runs_2026.yaml'))['runs']:
     rows.append(summary_row(r, r['stack'], r['model']))
+# MegaScale's Megatron-LM baseline, GPT-3 175B on 256 to 12,288 A100s (megascale_runs_2026.yaml: the
+# paper's statements and the assumptions; added 2026-12-05, twenty-seventh session, last, as checking
+# data: no constant changed for them).
+for r in yaml.safe_load(open('megascale_runs_2026.yaml'))['runs']:
+    rows.append(summary_row(r, r['stack'], r['model']))
 for i, row in enumerate(rows): row['half'] = 'tuning' if i % 2 == 0 else 'checking'
 hdr = open('published_runs.header').read()
 open('published_runs.yaml', 'w').write(hdr + yaml.dump({'runs': rows}, sort_keys=False, width=120))
