@@ -255,7 +255,7 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
 LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                      const ComputeFeatures& features, const LinearGemmTimes& linear,
                      const Calibration* calibration) {
-  const Precision precision = precision_of(model.training, gpu);
+  const Precision precision = precision_of(model.training, gpu, features.fp8_saves_fp8_inputs);
   const Dtype dtype = precision.linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
   LayerTime time;

@@ -494,7 +494,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.optimizer_s =
       optimizer_time_s(gpu, model.training.optimizer,
                        params / sharded + expert_params / expert_sharded, stack.adam_step_bytes) +
-      fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu),
+      fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_saves_fp8_inputs),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;

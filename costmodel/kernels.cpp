@@ -129,7 +129,7 @@ void check_fp8_recipe_on_gpu(const Model& model, const Gpu& gpu) {
                                 ? "model " + model.name + ": training.fp8.recipe"
                                 : training.fp8_recipe_from;
   throw InputError(fmt::format(
-      "{}: mxfp8 runs on compute capability 10.x (Blackwell's block-scaled tensor cores; "
+      "{}: mxfp8 runs on compute capability 10.0-11.x (Blackwell's block-scaled tensor cores; "
       "Transformer Engine refuses it elsewhere); {} is {:.1f}: use recipe current or delayed",
       where, gpu.name, cc));
 }

@@ -107,7 +107,7 @@ inline constexpr double kGemmTileLong = 256.0;
 /// has it, else bf16); nullopt when the model's dtype runs there.
 [[nodiscard]] std::optional<Dtype> dtype_instead(const Model& model, const Gpu& gpu);
 
-/// MXFP8 runs on block-scaled tensor cores: compute capability 10.x. Transformer Engine's
+/// MXFP8 runs on block-scaled tensor cores: compute capability 10.0 to 11.x. Transformer Engine's
 /// check_mxfp8_support: "Device compute capability 10.0 or higher required", and "not supported
 /// on 12.0+ architectures yet" (transformer_engine/pytorch/quantization.py L61-67 @v2.9); its
 /// MXFP8 guide lists SM 10.0 and 10.3 (docs/features/low_precision_training/mxfp8/mxfp8.rst).

@@ -125,7 +125,7 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
                              bool permute_fused) {
   LayerTime time;
   if (!model.is_moe()) return time;
-  const Precision precision = precision_of(model.training, gpu);
+  const Precision precision = precision_of(model.training, gpu, saves_fp8_inputs);
   // The experts are Transformer Engine linears (FP8 under fp8_autocast); the router is torch's
   // F.linear (router.py), never FP8: the output layer's 16-bit dtype.
   const Dtype dtype = precision.linear_gemm;
@@ -232,7 +232,11 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
   // FP8: Transformer Engine's GroupedLinear caches each expert's FP8 weight (and its transpose)
   // over the micro-batches as Linear does (grouped_linear.py quantize_weight, update_workspace
   // on the first micro-batch).
-  const double copies = params * options.weight_copy_bytes_per_parameter;
+  // A negative copy (FP8 parameters replacing the 16-bit weights) comes off weights that ZeRO-3
+  // shards: sharded as they are.
+  const double copy_per_parameter = options.weight_copy_bytes_per_parameter;
+  const double copies =
+      params * copy_per_parameter / (copy_per_parameter < 0.0 && config.zero >= 3 ? edp : 1.0);
   double activations = 0.0;
   const double kept_share = 1.0 - stage_recomputed_share(model, config);
   if (kept_share > 0.0) {

@@ -91,8 +91,8 @@ struct ExpertGemms {
 /// (Stack::fp8_saves_fp8_inputs); `permute_fused`: Stack::moe_permute_fusion.
 [[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
                                            const ParallelConfig& config,
-                                           const Calibration* calibration,
-                                           bool saves_fp8_inputs = true, bool permute_fused = true);
+                                           const Calibration* calibration, bool saves_fp8_inputs,
+                                           bool permute_fused);
 
 /// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
 /// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype

@@ -54,7 +54,7 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.reserve_gib = options.reserve_gib;
   memory.fused_attention = is_fused(stack.attention);
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
-  const Precision precision = precision_of(model.training, cluster.gpu);
+  const Precision precision = precision_of(model.training, cluster.gpu, stack.fp8_saves_fp8_inputs);
   memory.weight_bytes = precision.weight_bytes;
   memory.activation_bytes = precision.activation_bytes;
   memory.weights_are_master = precision.weight_bytes >= 4.0;
@@ -69,8 +69,16 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   // FSDP mixed precision gathers the fp32 shard cast for compute; with FP8 parameters
   // (torchao's enable_fsdp_float8_all_gather) the gathered linear weights are FP8 and stay so.
+  // The gathered FP8 weights are then the first copy: Transformer Engine keeps its others beside
+  // them (the transpose, on Hopper), never a negative term; torchao makes its column-major copy
+  // in the backward's GEMM call and frees it (no copy held).
   if (stack.zero3_fp32_shard_only && precision.fp8_params) {
     memory.fp8_gathered_linear_weight_bytes = precision.weight_gather_bytes;
+    memory.weight_copy_bytes_per_parameter =
+        stack.fp8_saves_fp8_inputs
+            ? std::max(0.0, weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) -
+                                precision.weight_gather_bytes)
+            : 0.0;
   }
   memory.selective = stack.selective;
   memory.loss_bytes_per_logit = stack.loss_bytes_per_logit_at(config.tp);

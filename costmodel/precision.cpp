@@ -26,7 +26,7 @@ constexpr double kCurrentScalingAmaxBytes = 2.0;
 /// A plain cast (torchao's hp_tensor_to_float8_dynamic): read 2, write 1.
 constexpr double kCastBytes = kSixteenBitReadBytes + kFp8Bytes;
 /// Capabilities whose FP8 GEMMs read any operand layout (TE nvte_is_non_tn_fp8_gemm_supported:
-/// 10.x, and 13.0 on; 12.x is not).
+/// 10.0 to 11.x, and 13.0 on; 12.x is not).
 constexpr double kNonTnFp8FirstCapability = 10.0;
 constexpr double kNonTnFp8GapFrom = 12.0;
 constexpr double kNonTnFp8GapTo = 13.0;
@@ -98,9 +98,9 @@ bool fp8_gemm_needs_transpose(const Gpu& gpu) {
   return !any_layout;
 }
 
-Precision precision_of(const Training& training, const Gpu& gpu) {
+Precision precision_of(const Training& training, const Gpu& gpu, bool transformer_engine) {
   Precision p = precision_of(training);
-  p.fp8_transposes = fp8_gemm_needs_transpose(gpu);
+  p.fp8_transposes = !transformer_engine || fp8_gemm_needs_transpose(gpu);
   return p;
 }
 
@@ -146,6 +146,26 @@ double input_cast_bytes(const GemmShape& shape, const Precision& precision, doub
   return shape.m * shape.k * shape.batch * per_element;
 }
 
+/// The input cast of a GEMM after a norm (QKV, FFN up), `sp` the sequence-parallel split of
+/// its tokens. Without SP: the GEMM's input at after_norm_cast_bytes. With SP the norm runs on
+/// the local tokens (1/sp of the GEMM's) and Transformer Engine quantizes there, before the FP8
+/// all-gather (transformer_engine/pytorch/distributed.py @v2.8): a tensor-scaled recipe writes
+/// the row-wise copy only (delayed: the norm's own FP8 write, -1; current: read 2, write 1) and
+/// builds the transpose on the gathered tensor where the GEMMs need it (_all_gather_fp8
+/// L903-985, _create_transpose: read 1, write 1); a block-scaled one quantizes both usages
+/// locally and gathers them (_all_gather_mxfp8 L1449, _all_gather_fp8_blockwise L1057).
+double after_norm_input_cast_bytes(const GemmShape& shape, const Precision& precision, double sp) {
+  if (!precision.fp8 || !has_work(shape)) return 0.0;
+  const double gathered = shape.m * shape.k * shape.batch;
+  if (sp <= 1.0) return gathered * after_norm_cast_bytes(precision);
+  const double local = gathered / sp;
+  if (is_block_scaled(precision.recipe)) return local * after_norm_cast_bytes(precision);
+  const double rowwise =
+      precision.recipe == Fp8Recipe::delayed ? -1.0 : kSixteenBitReadBytes + kFp8Bytes;
+  const double transpose = precision.fp8_transposes ? 2.0 * kFp8Bytes : 0.0;
+  return local * rowwise + gathered * transpose;
+}
+
 /// torchao's plain cast (read 2, write 1) with current scaling's amax pass.
 double plain_cast_bytes(const Precision& precision) {
   return kCastBytes + amax_pass_bytes(precision);
@@ -171,12 +191,13 @@ double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
                               const Precision& precision, bool saves_fp8_inputs) {
   if (!precision.fp8) return 0.0;
   const auto gemms = layer_linear_gemms(model, config.micro_batch, config.tp);
+  const double sp = config.sequence_parallel && config.tp > 1 ? config.tp : 1.0;
   double bytes = 0.0;
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const GemmShape& shape = gemms[i].shape;
     const bool after_norm = i == 0 || i == 2;  // qkv and ffn_up follow the two norms
     bytes += saves_fp8_inputs && after_norm
-                 ? input_cast_bytes(shape, precision, after_norm_cast_bytes(precision))
+                 ? after_norm_input_cast_bytes(shape, precision, sp)
                  : fp8_input_cast_bytes(shape, precision, saves_fp8_inputs);
   }
   return bytes;

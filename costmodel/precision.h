@@ -34,10 +34,17 @@ struct Precision {
 /// bf16 unless `fp8.attention` / `fp8.communication` (Transformer Engine's fp8_autocast).
 [[nodiscard]] Precision precision_of(const Training& training);
 /// The same on a given GPU: whether tensor-scaled FP8 keeps transposed copies there.
-[[nodiscard]] Precision precision_of(const Training& training, const Gpu& gpu);
+/// `transformer_engine` (Stack::fp8_saves_fp8_inputs): the FP8 linears are Transformer
+/// Engine's, whose GEMMs read any layout where the GPU does (fp8_gemm_needs_transpose); false:
+/// torchao's Float8Linear, whose torch._scaled_mm takes a row-major first and a column-major
+/// second operand on every GPU (pytorch torch/_meta_registrations.py _check_scaled_mm_sizes:
+/// "self must be row_major", "mat2 must be col_major"), so its column-major copies stay on
+/// Blackwell too.
+[[nodiscard]] Precision precision_of(const Training& training, const Gpu& gpu,
+                                     bool transformer_engine = true);
 
 /// Transformer Engine keeps a transposed copy of a tensor-scaled FP8 tensor unless the GPU's
-/// FP8 GEMMs read any layout: compute capability 10.x and 13.0 on (transformer_engine.cpp
+/// FP8 GEMMs read any layout: compute capability 10.0 to 11.x and 13.0 on (transformer_engine.cpp
 /// nvte_is_non_tn_fp8_gemm_supported, TE v2.3 to v2.18; v2.0-v2.2 skipped it from 10.0 on, 12.x
 /// included, pytorch/csrc/extensions/util.cpp non_tn_fp8_gemm_supported). An unknown
 /// capability (0) keeps the transpose, Hopper's behaviour.

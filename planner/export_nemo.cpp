@@ -234,6 +234,11 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   // (mixed_precision.py L118-136: first_last_layers_bf16 True, one layer each); the plan prices
   // every layer in FP8, as NeMo's own performance scripts run it ("disable first/last layer bf16
   // for benchmarking", scripts/performance/utils.py L347-348 @v2.3.0).
+  // Every FP8 plugin sets fp8_param_gather itself (True, blockwise's False: mixed_precision.py
+  // L92-136 @v2.4.0): the plan's training.fp8.params decides, so it is written either way.
+  if (in.model.training.dtype == Dtype::fp8) {
+    t += set("trainer.plugins.fp8_param_gather", in.model.training.fp8.params ? "True" : "False");
+  }
   if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.recipe == Fp8Recipe::current) {
     t += "# every layer in FP8, as priced (the recipe keeps the first and last in BF16)\n" +
          set("trainer.plugins.first_last_layers_bf16", "False");

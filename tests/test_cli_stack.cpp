@@ -266,7 +266,7 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
   const Run mx = trident(plan);
   CHECK(mx.code == 2);
   CHECK(mx.err == "trident: error: " + path.string() +
-                      ":11: training.fp8.recipe: mxfp8 runs on compute capability 10.x "
+                      ":11: training.fp8.recipe: mxfp8 runs on compute capability 10.0-11.x "
                       "(Blackwell's block-scaled tensor cores; Transformer Engine refuses it "
                       "elsewhere); h100-sxm-80g is 9.0: use recipe current or delayed\n");
   const Run blackwell = trident(plan + " --cluster dgx-b200 --top 1");
@@ -583,4 +583,40 @@ TEST_CASE("DeepSpeed's ZeRO-1 plan says all-reduce+all-gather; torchtitan's PP Z
         Approx(mem.at("allocated").get<double>() + mem.at("fragmentation").get<double>() +
                mem.at("stream_pools").get<double>()));
   CHECK(mem.at("reduce_scatter_kept").get<double>() == 0.0);  // the preset's newer torch
+}
+
+TEST_CASE("FP8 parameters gathered by FSDP: the gathered FP8 is the first copy on every GPU",
+          "[cli_stack]") {
+  // Llama 3 8B with FP8 parameters under ZeRO-3 on one server: each gathered unit (a layer)
+  // holds its 218,103,808 linear parameters (q, o 4096^2, k, v 4096 x 1024, three 4096 x 14336)
+  // as gathered FP8, 1 byte. torchao (torchtitan) frees its column-major copy after the GEMM:
+  // the same on H100 and B200. Transformer Engine (fsdp) keeps the transpose beside it on
+  // Hopper only: 2 units x 218,103,808 x 1 byte = 0.40625 GiB more on H100, never less on B200.
+  TempDir dir;
+  const auto model_file = dir.path / "m.yaml";
+  const auto plan = [&](const std::string& stack, const std::string& recipe,
+                        const std::string& gpu) {
+    std::ofstream(model_file) << "name: l8-fp8-params\nlayers: 32\nhidden: 4096\nheads: 32\n"
+                                 "kv_heads: 8\nffn_hidden: 14336\nffn: swiglu\nvocab: 128256\n"
+                                 "seq_len: 8192\ntied_embeddings: false\nnorm: rmsnorm\n"
+                                 "bias: false\nposition_embedding: rope\ntraining:\n  dtype: fp8\n"
+                                 "  global_batch: 64\n  fp8:\n    recipe: "
+                              << recipe << "\n    params: true\n";
+    const Run run = trident("plan --cluster dgx-b200 --gpus 8 --gpu " + gpu + " --model " +
+                            model_file.string() + " --stack " + stack +
+                            " --tp 1 --pp 1 --zero 3 --micro-batch 1 --recompute full"
+                            " --format json --top 1");
+    REQUIRE(run.code == 0);
+    return nlohmann::json::parse(run.out)
+        .at("plans")[0]
+        .at("memory_gib")
+        .at("layer_units")
+        .get<double>();
+  };
+  const double titan_h100 = plan("torchtitan", "current", "h100-sxm-80g");
+  CHECK(plan("torchtitan", "current", "b200") == Approx(titan_h100));
+  const double te_h100 = plan("fsdp", "delayed", "h100-sxm-80g");
+  const double te_b200 = plan("fsdp", "delayed", "b200");
+  CHECK(te_b200 == Approx(titan_h100));
+  CHECK(te_h100 - te_b200 == Approx(2.0 * 218103808.0 / 1073741824.0));
 }

@@ -285,10 +285,12 @@ TEST_CASE("the sort by local expert: two more copies of the routed rows", "[moe]
   // with 64 experts over EP 64 routes the same 16,384 rows per GPU to one expert.
   config.ep = 64;
   const Gpu gpu = gpu_preset("h100-sxm-80g");
-  const LayerTime four = routed_expert_time(gpu, model, config, nullptr);
+  const LayerTime four = routed_expert_time(gpu, model, config, nullptr, /*saves_fp8_inputs=*/true,
+                                            /*permute_fused=*/true);
   Model one_each = model;
   one_each.moe.experts = 64;
-  const LayerTime one = routed_expert_time(gpu, one_each, config, nullptr);
+  const LayerTime one = routed_expert_time(gpu, one_each, config, nullptr,
+                                           /*saves_fp8_inputs=*/true, /*permute_fused=*/true);
   const double sort_s = hbm_time_s(gpu, 939524096.0);
   CHECK((four.forward_s - four.gemm_forward_s) - (one.forward_s - one.gemm_forward_s) ==
         Approx(sort_s));
@@ -434,8 +436,10 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
   const Gpu gpu = gpu_preset("gb200");
   const ExpertGemms g = expert_gemms(fp8, config);
   REQUIRE(g.up.m * g.up.batch == 16384.0);
-  const LayerTime eight = routed_expert_time(gpu, fp8, config, nullptr);
-  const LayerTime sixteen = routed_expert_time(gpu, bf16, config, nullptr);
+  const LayerTime eight = routed_expert_time(gpu, fp8, config, nullptr, /*saves_fp8_inputs=*/true,
+                                             /*permute_fused=*/true);
+  const LayerTime sixteen = routed_expert_time(gpu, bf16, config, nullptr,
+                                               /*saves_fp8_inputs=*/true, /*permute_fused=*/true);
   // The experts' GEMMs in FP8, the router's [8192 x 8 x 4096] in BF16 (torch's F.linear).
   CHECK(eight.gemm_forward_s == Approx(gemm_time_s(gpu, Dtype::fp8, g.up, nullptr) +
                                        gemm_time_s(gpu, Dtype::fp8, g.down, nullptr) +
@@ -459,7 +463,8 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
         Approx(hbm_time_s(gpu, 2684354560.0)));
   // Full recompute runs the forward again, its casts included.
   config.recompute = Recompute::full;
-  const LayerTime again = routed_expert_time(gpu, fp8, config, nullptr);
+  const LayerTime again = routed_expert_time(gpu, fp8, config, nullptr, /*saves_fp8_inputs=*/true,
+                                             /*permute_fused=*/true);
   CHECK(again.recompute_s == Approx(eight.forward_s));
 }
 

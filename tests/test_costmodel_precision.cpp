@@ -263,6 +263,31 @@ TEST_CASE("FP8 copies by GPU and recipe: Blackwell keeps no transpose, MXFP8 two
   CHECK(fp8_cast_forward_bytes(model, config, mx) == 37440.0);
   CHECK(fp8_cast_backward_bytes(model, config, mx) == 45760.0);
 
+  // Sequence parallel (tp 2): the norm and TE's quantize run on the local half of each norm
+  // input (1024 of 2048 elements); tensor-scaled recipes transpose the gathered FP8 tensor.
+  ParallelConfig sp = config;
+  sp.sequence_parallel = true;
+  // Delayed, Hopper: 2 x (-1 x 1024 + 2 x 2048) = 6144, the others 4 x 5120 = 20480: 26624
+  // (24576 without SP, where the norm's FP8 write saves a byte on all 4096).
+  CHECK(fp8_cast_forward_bytes(model, sp, delayed_h) == 26624.0);
+  CHECK(fp8_cast_forward_bytes(model, config, delayed_h) == 24576.0);
+  // Delayed, Blackwell: no transpose, 2 x -1024 + 3 x 5120 = 13312 (never below the others'
+  // casts: the saving is the norm's own output, 1024 a norm).
+  CHECK(fp8_cast_forward_bytes(model, sp, delayed_b) == 13312.0);
+  // Current, Hopper: quantize row-wise locally (read 2, write 1) and transpose the gathered
+  // (read 1, write 1): 2 x (3 x 1024 + 2 x 2048) = 14336; the others 6 x 5120 = 30720: 45056
+  // (47104 without SP: one quantize writes both copies, 4 x 4096).
+  CHECK(fp8_cast_forward_bytes(model, sp, precision_of(fp8_training(Fp8Recipe::current), hopper)) ==
+        45056.0);
+  // MXFP8: both usages quantized locally, then gathered: 4.0625 x (2048 + 5120) = 29120.
+  CHECK(fp8_cast_forward_bytes(model, sp, mx) == 29120.0);
+
+  // torchao (torchtitan: not Transformer Engine's linears): torch._scaled_mm takes a
+  // column-major second operand on every GPU, so Blackwell keeps the transposed copies too.
+  const Precision torchao_b = precision_of(fp8_training(Fp8Recipe::current), blackwell, false);
+  CHECK(torchao_b.fp8_transposes);
+  CHECK(fp8_copy_bytes(torchao_b) == 2.0);
+
   // Weights: Blackwell keeps one FP8 copy (2 + 1 with the 16-bit weights cached beside it);
   // FP8 parameters hold it alone; MXFP8 2.0625. The cast per parameter: read 2 + the copies,
   // current scaling + 2 for the weight's amax.
@@ -285,9 +310,10 @@ TEST_CASE("MXFP8 needs Blackwell's block-scaled tensor cores", "[precision]") {
   Model model = test::small_model();
   model.training.dtype = Dtype::fp8;
   model.training.fp8.recipe = Fp8Recipe::mxfp8;
-  CHECK_THROWS_WITH(check_model_on_gpu(model, gpu_preset("h100-sxm-80g")),
-                    Catch::Contains("training.fp8.recipe: mxfp8 runs on compute capability 10.x") &&
-                        Catch::Contains("h100-sxm-80g is 9.0"));
+  CHECK_THROWS_WITH(
+      check_model_on_gpu(model, gpu_preset("h100-sxm-80g")),
+      Catch::Contains("training.fp8.recipe: mxfp8 runs on compute capability 10.0-11.x") &&
+          Catch::Contains("h100-sxm-80g is 9.0"));
   CHECK_NOTHROW(check_model_on_gpu(model, gpu_preset("b200")));
   // Transformer Engine refuses it from 12.0 on too (check_mxfp8_support, quantization.py
   // L61-67 @v2.9).

@@ -884,7 +884,13 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   // That plugin keeps the first and last layers in BF16 (first_last_layers_bf16 True); the plan
   // priced every layer in FP8, as NeMo's performance scripts run it: turned off.
   CHECK(has(nemo.text, "recipe.trainer.plugins.first_last_layers_bf16 = False\n"));
+  // Every FP8 plugin sets fp8_param_gather (True but blockwise's): the plan's params decide.
+  CHECK(has(nemo.text, "recipe.trainer.plugins.fp8_param_gather = False\n"));
   CHECK(rules(parse_release("nemo"), nemo.text, fp8, c) == "");
+  Model fp8_params = fp8;
+  fp8_params.training.fp8.params = true;
+  CHECK(has(export_plan(parse_release("nemo"), cluster, fp8_params, c).text,
+            "recipe.trainer.plugins.fp8_param_gather = True\n"));
   fp8.training.fp8.recipe = Fp8Recipe::delayed;  // bf16_with_fp8_mixed has no BF16 layers
   CHECK_FALSE(has(export_plan(parse_release("nemo"), cluster, fp8, c).text, "first_last"));
   fp8.training.fp8.recipe = Fp8Recipe::blockwise;
