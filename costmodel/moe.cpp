@@ -109,6 +109,12 @@ double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
 
 double permute_bytes(const Model& model, double rows) { return 4.0 * rows * model.hidden; }
 
+double permute_backward_bytes(const Model& model, double rows, bool fused) {
+  if (fused) return 2.0 * permute_bytes(model, rows);
+  const double zero_fill_per_row = 2.0 / std::max(1, model.moe.top_k);
+  return (6.0 + zero_fill_per_row) * rows * model.hidden;
+}
+
 double unpermute_bytes(const Model& model, double rows, bool fused) {
   if (fused) return permute_bytes(model, rows);
   const double zero_fill_per_row = 2.0 / std::max(1, model.moe.top_k);
@@ -140,10 +146,12 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
   // Memory-bound: the expert activation over the routed rows (gated: read gate and up, write:
   // 6 bytes per element; else 4), the permutation before the experts (read and write each
   // routed row of h) and the unpermutation after them (fused or not). Backward twice the
-  // activation's and the permutation's bytes, the unpermutation's own.
+  // activation's bytes, the permutation's and the unpermutation's own.
   const double rows = g.up.m * g.up.batch;
   const double f = model.moe.expert_ffn_hidden;
-  const double bytes = (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f + permute_bytes(model, rows);
+  const double activation = (is_gated(model.ffn) ? 6.0 : 4.0) * rows * f;
+  const double bytes = activation + permute_bytes(model, rows);
+  const double permute_backward = permute_backward_bytes(model, rows, permute_fused);
   const double unpermute = unpermute_bytes(model, rows, permute_fused);
   const double unpermute_backward = unpermute_backward_bytes(model, rows, permute_fused);
   const double sort = local_expert_sort_bytes(model, config, rows);
@@ -156,7 +164,8 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
                                 fp8_gradient_cast_bytes(g.down, precision, saves_fp8_inputs);
   time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + unpermute + sort + casts_forward);
   time.backward_s =
-      backward_gemms_s + hbm_time_s(gpu, 2.0 * bytes + unpermute_backward + sort + casts_backward);
+      backward_gemms_s + hbm_time_s(gpu, 2.0 * activation + permute_backward + unpermute_backward +
+                                             sort + casts_backward);
   if (config.recompute == Recompute::full) time.recompute_s = time.forward_s;
   return time;
 }

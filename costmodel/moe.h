@@ -70,9 +70,13 @@ struct ExpertGemms {
 
 /// HBM bytes of one MoE layer's token permutation (the rows into expert order before the
 /// dispatch), one micro-batch, forward: read and write every row of h in 16 bits (4 bytes per
-/// element; its gradient backward twice that), fused or not (index_select reads and writes the
-/// same rows).
+/// element), fused or not (index_select reads and writes the same rows).
 [[nodiscard]] double permute_bytes(const Model& model, double rows);
+/// Its backward: fused (TE's fused permute) twice the forward's bytes; unfused, index_select's
+/// gradient is a zero-filled token tensor (2 per token's element: rows / top_k) that
+/// index_add_ sums the rows' gradients into (read the row 2, read and write the output 2 + 2):
+/// 6 + 2/top_k per row element (PyTorch index_select_backward: zeros().index_add_()).
+[[nodiscard]] double permute_backward_bytes(const Model& model, double rows, bool fused);
 
 /// HBM bytes of one MoE layer's unpermutation of its `rows` routed rows back to token order,
 /// one micro-batch: `fused` (Megatron-Core --moe-permute-fusion: TE's fused_unpermute) reads
