@@ -87,6 +87,17 @@ CLI::Validator positive_integer_check(long long most) {
       },
       "N");
 }
+CLI::Validator non_negative_integer_check(long long most) {
+  const std::string words = "a non-negative integer at most " + std::to_string(most);
+  return CLI::Validator(
+      [most, words](const std::string& text) -> std::string {
+        if (leading_zero(text)) return leading_zero_error("a non-negative integer", text);
+        const auto value = parse_whole<long long>(text);
+        if (value && *value >= 0 && *value <= most) return "";
+        return "expected " + words + ", got '" + text + "'";
+      },
+      "N");
+}
 CLI::Validator choice_check(std::vector<std::string> names) {
   const std::string words = yaml::join(names, "|");
   return CLI::Validator(

@@ -38,6 +38,8 @@ struct ModelArgs {
 [[nodiscard]] CLI::Validator choice_check(std::vector<std::string> names);
 /// A positive integer at most `most` ("expected a positive integer at most 16777216, got ...").
 [[nodiscard]] CLI::Validator positive_integer_check(long long most);
+/// A non-negative integer at most `most`, worded as above.
+[[nodiscard]] CLI::Validator non_negative_integer_check(long long most);
 [[nodiscard]] CLI::Validator positive_number_check();
 
 void add_cluster_flags(CLI::App& app, ClusterArgs& args);

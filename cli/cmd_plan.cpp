@@ -24,6 +24,7 @@
 #include "cli/stack_args.h"
 #include "cli/whatif_report.h"
 #include "costmodel/calibration_io.h"
+#include "costmodel/kernels.h"
 #include "planner/export.h"
 #include "planner/layout.h"
 #include "planner/search.h"
@@ -335,11 +336,22 @@ RunOutputs declare_files(const PlanFlags& f) {
 
 /// `--dtype fp8` on a model that was not FP8 (its FP8 options the defaults): the stack's own
 /// recipe where it does not run the default one (torchtitan runs current and blockwise
-/// scaling, not delayed). The model line of the assumptions names the recipe.
-void adopt_stack_fp8_recipe(Model& model, const Stack& stack) {
+/// scaling, not delayed), the first of them the GPU runs (MXFP8 needs Blackwell). The model
+/// line of the assumptions names the recipe.
+void adopt_stack_fp8_recipe(Model& model, const Stack& stack, const Gpu& gpu) {
   if (stack.supports(model.training.fp8.recipe)) return;
   const std::vector<Fp8Recipe> run = stack.fp8_recipes_run();
-  if (!run.empty()) model.training.fp8.recipe = run.front();
+  for (const Fp8Recipe recipe : run) {
+    if (fp8_recipe_runs_on(recipe, gpu)) {
+      model.training.fp8.recipe = recipe;
+      return;
+    }
+  }
+  if (run.empty()) return;  // refused beside the other FP8 checks (the stack runs no FP8)
+  throw InputError(fmt::format(
+      "--dtype fp8: stack {} runs only mxfp8, which needs compute capability 10.0-11.x ({} is "
+      "{:.1f}): plan with a stack that runs current or delayed scaling, or on a Blackwell GPU",
+      stack.name, gpu.name, gpu.compute_capability));
 }
 
 void run(const PlanFlags& f) {
@@ -355,7 +367,7 @@ void run(const PlanFlags& f) {
   for (const auto& [named_by, file] : stack.files) files.add_input(named_by, file);
   files.check();
   options.stack = stack.stack;
-  if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack);
+  if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack, cluster.gpu);
   pin_cp_comm(f.cp_comm, options.stack);
   check_cp_comm_applies(f.cp_comm, options, model, cluster);
   check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);

@@ -289,6 +289,12 @@ void validate(const ValidateFlags& flags) {
 
 }  // namespace
 
+/// Bounds on validate's run counts and message cap: a whole number of runs and bytes, at most
+/// 100,000 runs of a measurement (an hour at 36 ms a run) and 1 TiB a message (past any GPU's
+/// memory), so no flag turns a check into a job that never ends or a cap of a fraction of a byte.
+constexpr long long kMaxRuns = 100000;
+constexpr long long kMaxMessageBytes = 1LL << 40;
+
 void add_validate_command(CLI::App& app) {
   auto flags = std::make_shared<ValidateFlags>();
   auto* sub = app.add_subcommand("validate", kValidateDescription);
@@ -298,16 +304,16 @@ void add_validate_command(CLI::App& app) {
   sub->add_option("--backend", flags->backend,
                   "auto (cuda when built with it and a GPU is visible) | cuda | cpu");
   sub->add_option("--iters", flags->iters, "timed runs per measurement (default 20)")
-      ->check(positive_integer_check());
+      ->check(positive_integer_check(kMaxRuns));
   sub->add_option("--warmup", flags->warmup, "untimed runs first (default 5)")
-      ->check(non_negative_integer_check());
+      ->check(non_negative_integer_check(kMaxRuns));
   sub->add_option("--timeout-s", flags->timeout_s,
                   "abort the job when any collective or wait takes longer (default 60)")
       ->check(positive_number_check());
   sub->add_option("--max-bytes", flags->max_bytes,
                   "largest message run (default 1 GiB on GPUs, 16 MiB on the CPU backend); "
                   "larger plan sizes are predicted from the fit")
-      ->check(positive_number_check());
+      ->check(positive_integer_check(kMaxMessageBytes));
   sub->add_option("--max-gemm-dim", flags->max_gemm_dim,
                   "cap on each GEMM dimension (default none on GPUs, 512 on the CPU backend)")
       ->check(non_negative_integer_check());

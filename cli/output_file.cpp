@@ -257,6 +257,10 @@ void RunOutputs::add_output(const std::string& flag, const std::string& path) {
 
 void RunOutputs::add_output_in_dir(const std::string& flag, const std::string& dir,
                                    const std::string& file) {
+  // "-" is standard output for every other output flag: a directory of that name would surprise.
+  if (dir == "-") {
+    throw InputError(fmt::format("{} '-': expected a directory (it writes {} there)", flag, file));
+  }
   outputs_.push_back({flag, file, dir, ""});
 }
 

@@ -217,6 +217,9 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           p.limit);
     case OptionIssue::no_experts:
       return fmt::format("{}: model {} has no experts (no moe: in its file)", pin, model.name);
+    case OptionIssue::no_ep_divides:
+      return fmt::format("{}: no expert parallel size from {} up divides the model's {} experts",
+                         pin, p.value, p.limit);
     case OptionIssue::not_dividing_experts:
       return fmt::format("{}: must divide the model's {} experts", pin, p.limit);
     case OptionIssue::moe_needs_sp:

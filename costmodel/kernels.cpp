@@ -120,11 +120,16 @@ double wave_efficiency(double tiles, int sm_count) {
   return tiles / (sms * std::ceil(tiles / sms));
 }
 
+bool fp8_recipe_runs_on(Fp8Recipe recipe, const Gpu& gpu) {
+  if (recipe != Fp8Recipe::mxfp8) return true;
+  const double cc = gpu.compute_capability;
+  return cc <= 0.0 || (cc >= kMxfp8MinCapability && cc < kMxfp8EndCapability);
+}
+
 void check_fp8_recipe_on_gpu(const Model& model, const Gpu& gpu) {
   const Training& training = model.training;
-  if (training.dtype != Dtype::fp8 || training.fp8.recipe != Fp8Recipe::mxfp8) return;
+  if (training.dtype != Dtype::fp8 || fp8_recipe_runs_on(training.fp8.recipe, gpu)) return;
   const double cc = gpu.compute_capability;
-  if (cc <= 0.0 || (cc >= kMxfp8MinCapability && cc < kMxfp8EndCapability)) return;
   const std::string where = training.fp8_recipe_from.empty()
                                 ? "model " + model.name + ": training.fp8.recipe"
                                 : training.fp8_recipe_from;

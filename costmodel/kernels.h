@@ -114,6 +114,10 @@ inline constexpr double kGemmTileLong = 256.0;
 inline constexpr double kMxfp8MinCapability = 10.0;
 inline constexpr double kMxfp8EndCapability = 12.0;  ///< the first capability refused again
 
+/// Whether `recipe` runs on `gpu`: MXFP8 only on compute capability [kMxfp8MinCapability,
+/// kMxfp8EndCapability) (or an unknown one); the tensor-scaled and blockwise recipes anywhere.
+[[nodiscard]] bool fp8_recipe_runs_on(Fp8Recipe recipe, const Gpu& gpu);
+
 /// Throws InputError naming training.fp8.recipe (its file and line where the model file set
 /// it) when the model trains in MXFP8 on a GPU of known compute capability outside
 /// [kMxfp8MinCapability, kMxfp8EndCapability).

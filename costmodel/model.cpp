@@ -37,10 +37,7 @@ const char* to_string(AttentionKind kind) { return kind == AttentionKind::mla ? 
 bool Model::is_moe_layer(int index) const {
   if (!is_moe()) return false;
   if (!moe.layer_list.empty()) {
-    for (const int layer : moe.layer_list) {
-      if (layer == index) return true;
-    }
-    return false;
+    return std::binary_search(moe.layer_list.begin(), moe.layer_list.end(), index);
   }
   return index >= moe.first_dense && index % moe.layer_freq == 0;
 }
@@ -53,10 +50,10 @@ int Model::moe_layers_in(int begin, int end) const {
   end = std::min(end, layers);
   if (begin >= end) return 0;
   if (!moe.layer_list.empty()) {
-    // The list's layers are distinct (find_model_problem): count those in [begin, end).
-    return static_cast<int>(
-        std::count_if(moe.layer_list.begin(), moe.layer_list.end(),
-                      [&](int layer) { return layer >= begin && layer < end; }));
+    // The list's layers are distinct (find_model_problem) and ascending (the loader sorts
+    // them): those in [begin, end) lie between two bisections.
+    const auto first = std::lower_bound(moe.layer_list.begin(), moe.layer_list.end(), begin);
+    return static_cast<int>(std::lower_bound(first, moe.layer_list.end(), end) - first);
   }
   // Multiples of layer_freq in [max(begin, first_dense), end).
   const int freq = std::max(1, moe.layer_freq);
@@ -208,6 +205,11 @@ std::optional<Problem> find_moe_problem(const Model& m) {
   std::sort(sorted.begin(), sorted.end());
   if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
     return Problem{"moe.layers", "layer " + std::to_string(*twice) + " is listed twice"};
+  }
+  if (m.moe_layers() == 0 && e.layer_list.empty() && e.first_dense > 0) {
+    return Problem{"moe.first_dense", std::to_string(e.first_dense) +
+                                          " leaves no MoE layer (the model has " +
+                                          std::to_string(m.layers) + " layers)"};
   }
   if (m.moe_layers() == 0) return Problem{"moe.layers", "no layer is a MoE layer"};
   if (e.capacity_factor < 0.0 || (e.capacity_factor > 0.0 && e.capacity_factor < 1.0)) {

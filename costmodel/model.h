@@ -91,7 +91,8 @@ struct MoeSpec {
   int shared_experts = 0;     ///< always-active experts of the same size (DeepSeek: 1)
   int layer_freq = 1;         ///< every N-th layer is MoE (Megatron --moe-layer-freq N)
   int first_dense = 0;        ///< the first K layers stay dense (DeepSeek first_k_dense_replace)
-  /// Explicit MoE layer indices (0-based, distinct: find_model_problem); overrides the above.
+  /// Explicit MoE layer indices (0-based, distinct: find_model_problem; ascending: the loader
+  /// sorts them, and is_moe_layer / moe_layers_in search them by bisection); overrides the above.
   std::vector<int> layer_list;
   double capacity_factor = 0.0;  ///< tokens per expert capped at this x the mean; 0 = dropless
   /// Busiest expert-parallel rank's tokens over the mean (dropless). 1.0 = perfect balance:

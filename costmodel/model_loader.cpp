@@ -1,5 +1,6 @@
 #include "costmodel/model_loader.h"
 
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -102,6 +103,7 @@ void read_moe_layers(const MapReader& e, MoeSpec& moe) {
       moe.layer_list.push_back(static_cast<int>(yaml::to_int(item, Range::non_negative, where)));
     }
     if (moe.layer_list.empty()) e.fail("layers", "expected a frequency N or a list of layers");
+    std::sort(moe.layer_list.begin(), moe.layer_list.end());  // Model::layer_list is ascending
     // A list names every MoE layer: first_dense would contradict it, not refine it.
     if (e.has("first_dense")) {
       e.fail("first_dense", "only with layers: N (a list names the MoE layers itself)");

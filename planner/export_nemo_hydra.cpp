@@ -77,7 +77,11 @@ std::string precision(const Model& m, const ParallelConfig& c, const StackSwitch
   const bool o2 = c.zero != 3 && dtype != Dtype::fp32;
   std::string t = line(2, "megatron_amp_O2", yes(o2));
   if (uses_te(m, c, s)) t += line(2, "transformer_engine", "true");
-  if (dtype == Dtype::fp8) t += line(2, "fp8", "true") + line(2, "fp8_hybrid", "true");
+  if (dtype == Dtype::fp8) {
+    // FP8 parameters as priced (training.fp8.params: the weights kept and gathered in FP8).
+    t += line(2, "fp8", "true") + line(2, "fp8_hybrid", "true") +
+         line(2, "fp8_params", yes(m.training.fp8.params));
+  }
   return t;
 }
 

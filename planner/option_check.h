@@ -67,6 +67,7 @@ enum class OptionIssue {
   sp_needs_tp,        ///< sequence parallel on with TP pinned to 1
   above_largest_tp,   ///< min_tp `value` above `limit`, the gcd of heads, kv_heads, ffn_hidden
   more_than_experts,  ///< min_ep `value` above the model's `limit` experts
+  no_ep_divides,      ///< no EP size from min_ep `value` to max_ep divides the `limit` experts
 };
 
 struct OptionProblem {

@@ -284,13 +284,27 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
   check_refused("validate --plan " + plan + " --backend fpga",
                 "--backend: expected auto|cuda|cpu, got 'fpga'");
   check_refused("validate --plan " + plan + " --iters 0",
-                "--iters: expected a positive integer, got '0' (see --help)");
+                "--iters: expected a positive integer at most 100000, got '0' (see --help)");
+  check_refused(
+      "validate --plan " + plan + " --iters 2147483647",
+      "--iters: expected a positive integer at most 100000, got '2147483647' (see --help)");
   check_refused("validate --plan " + plan + " --warmup -1",
-                "--warmup: expected a non-negative integer, got '-1' (see --help)");
+                "--warmup: expected a non-negative integer at most 100000, got '-1' (see --help)");
+  check_refused(
+      "validate --plan " + plan + " --warmup 2147483647",
+      "--warmup: expected a non-negative integer at most 100000, got '2147483647' (see --help)");
   check_refused("validate --plan " + plan + " --timeout-s 0",
                 "--timeout-s: expected a positive number, got '0' (see --help)");
   check_refused("validate --plan " + plan + " --max-bytes -5",
-                "--max-bytes: expected a positive number, got '-5' (see --help)");
+                "--max-bytes: expected a positive integer at most 1099511627776, got '-5' (see "
+                "--help)");
+  // A fraction of a byte (it ran 8 bytes and fitted 0 GB/s) and past any GPU's memory.
+  check_refused("validate --plan " + plan + " --max-bytes 0.5",
+                "--max-bytes: expected a positive integer at most 1099511627776, got '0.5' (see "
+                "--help)");
+  check_refused("validate --plan " + plan + " --max-bytes 1e308",
+                "--max-bytes: expected a positive integer at most 1099511627776, got '1e308' (see "
+                "--help)");
   check_refused("presets --bogus", "not a flag or value of this command: --bogus (see --help)");
   check_refused("presets extra", "not a flag or value of this command: extra (see --help)");
 }

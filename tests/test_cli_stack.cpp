@@ -620,3 +620,25 @@ TEST_CASE("FP8 parameters gathered by FSDP: the gathered FP8 is the first copy o
   CHECK(te_b200 == Approx(titan_h100));
   CHECK(te_h100 - te_b200 == Approx(2.0 * 218103808.0 / 1073741824.0));
 }
+
+TEST_CASE("--dtype fp8 takes the stack's recipe that the GPU runs, else names --dtype",
+          "[cli_stack]") {
+  TempDir dir;
+  const auto stack = dir.path / "mx.yaml";
+  // A stack that runs MXFP8 alone on H100 (compute capability 9.0): no recipe to adopt.
+  std::ofstream(stack) << "name: mx-only\nbase: megatron-core\nfp8_recipes: [mxfp8]\n";
+  const Run h100 = trident(kSmall + " --stack " + stack.string() + " --dtype fp8");
+  CHECK(h100.code == 2);
+  CHECK(h100.err ==
+        "trident: error: --dtype fp8: stack mx-only runs only mxfp8, which needs compute "
+        "capability 10.0-11.x (h100-sxm-80g is 9.0): plan with a stack that runs current or "
+        "delayed scaling, or on a Blackwell GPU\n");
+  // On B200 it is adopted and planned.
+  CHECK(trident(kSmall + " --stack " + stack.string() + " --dtype fp8 --cluster dgx-b200").code ==
+        0);
+  // A stack with mxfp8 first and current scaling beside it: current on H100.
+  std::ofstream(stack) << "name: mx-first\nbase: megatron-core\nfp8_recipes: [mxfp8, current]\n";
+  const Run both = trident(kSmall + " --stack " + stack.string() + " --dtype fp8 --top 1");
+  CHECK(both.code == 0);
+  CHECK(both.out.find("current") != std::string::npos);
+}

@@ -2,6 +2,7 @@
 // all-to-all bytes and time, the grouped expert GEMMs, expert memory, FLOPs on active
 // parameters; multi-head latent attention's parameters.
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "costmodel/estimate.h"
 #include "costmodel/memory.h"
@@ -123,6 +124,17 @@ TEST_CASE("MoE model file: keys, errors name the key", "[moe][loader]") {
   CHECK(model.moe_layers() == 2);
   CHECK(model.moe.capacity_factor == 1.25);
   CHECK(model.ffn_hidden == 256);  // the dense layers' FFN: 4h by default
+  // A list in any order is kept ascending and searched by bisection (a long list once made a
+  // plan take minutes: the layers times the list): layers 3 and 1 of 0..3.
+  const Model unsorted = load_model(
+      base + "moe:\n  experts: 8\n  top_k: 2\n  expert_ffn_hidden: 128\n  layers: [3, 1]\n",
+      "m.yaml");
+  CHECK(unsorted.moe.layer_list == std::vector<int>{1, 3});
+  CHECK(unsorted.is_moe_layer(3));
+  CHECK_FALSE(unsorted.is_moe_layer(2));
+  CHECK(unsorted.moe_layers_in(0, 2) == 1);  // layer 1
+  CHECK(unsorted.moe_layers_in(2, 4) == 1);  // layer 3
+  CHECK(unsorted.moe_layers_in(3, 3) == 0);
   CHECK_THROWS_WITH(
       load_model(base + "moe:\n  experts: 8\n  top_k: 9\n  expert_ffn_hidden: 8\n", "m.yaml"),
       Catch::Contains("moe.top_k") && Catch::Contains("more than the 8 experts"));

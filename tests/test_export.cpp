@@ -891,6 +891,11 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   fp8_params.training.fp8.params = true;
   CHECK(has(export_plan(parse_release("nemo"), cluster, fp8_params, c).text,
             "recipe.trainer.plugins.fp8_param_gather = True\n"));
+  // The Hydra file (delayed scaling): model.fp8_params from the same key.
+  fp8_params.training.fp8.recipe = Fp8Recipe::delayed;
+  const auto hydra_params = export_plan(parse_release("nemo-hydra"), cluster, fp8_params, c);
+  CHECK(has(hydra_params.text, "  fp8_params: true\n"));
+  CHECK(rules(parse_release("nemo-hydra"), hydra_params.text, fp8_params, c) == "");
   fp8.training.fp8.recipe = Fp8Recipe::delayed;  // bf16_with_fp8_mixed has no BF16 layers
   CHECK_FALSE(has(export_plan(parse_release("nemo"), cluster, fp8, c).text, "first_last"));
   fp8.training.fp8.recipe = Fp8Recipe::blockwise;
@@ -899,6 +904,15 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   const auto refused = export_plan(parse_release("nemo-hydra"), cluster, fp8, c);
   REQUIRE(refused.refusal.has_value());
   CHECK(refused.refusal->reason.kind == RefusalKind::fp8_recipe);
+  // torchtitan's rowwise recipe gathers 16-bit weights: written without FP8 parameters, refused
+  // with them (the plan priced FP8 gathers).
+  const auto rowwise = export_plan(parse_release("torchtitan"), cluster, fp8, c);
+  CHECK((!rowwise.refusal.has_value() || rowwise.refusal->reason.kind != RefusalKind::fp8_recipe));
+  Model rowwise_params = fp8;
+  rowwise_params.training.fp8.params = true;
+  const auto no_gather = export_plan(parse_release("torchtitan"), cluster, rowwise_params, c);
+  REQUIRE(no_gather.refusal.has_value());
+  CHECK(no_gather.refusal->reason.kind == RefusalKind::fp8_recipe);
   // MXFP8: NeMo's bf16_with_mxfp8_mixed, Megatron-LM's --fp8-recipe mxfp8; torchtitan's float8
   // converter has no MX recipe (its MX converter is not priced): refused, as by nemo-hydra.
   fp8.training.fp8.recipe = Fp8Recipe::mxfp8;

@@ -465,6 +465,9 @@ TEST_CASE("MLA and MoE shapes that cannot be priced are refused", "[loaders]") {
   CHECK(model_error(moe + "  layers: [1, 2]\n  first_dense: 1\n") ==
         "m.yaml:12: moe.first_dense: only with layers: N (a list names the MoE layers itself)");
   CHECK_NOTHROW(load_model(moe + "  layers: 1\n  first_dense: 1\n", "m.yaml"));
+  // first_dense past every layer is named at its own line, not at moe.layers'.
+  CHECK(model_error(moe + "  layers: 1\n  first_dense: 4\n") ==
+        "m.yaml:12: moe.first_dense: 4 leaves no MoE layer (the model has 4 layers)");
   CHECK_NOTHROW(load_model(moe + "  imbalance: 4\n", "m.yaml"));
   CHECK(model_error(moe + "  imbalance: 4.5\n") ==
         "m.yaml:11: moe.imbalance: expected at most experts / top_k (4): every token at the "

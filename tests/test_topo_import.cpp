@@ -358,6 +358,15 @@ TEST_CASE("NCCL XML: link counts, NIC speeds and GPU counts are bounded", "[impo
                     speed + "\"/></system>") ==
           "topo.xml:2: <net>: attribute 'speed': expected an integer, got '" + speed + "'");
   }
+  // The GPU's sm the same way (it was read as 0), at its own line.
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\">\n<gpu dev=\"0\" sm=\"abc\"/></pci>"
+                  "</system>") ==
+        "topo.xml:2: <gpu>: attribute 'sm': expected an integer, got 'abc'");
+  // A second root after <system> (two dumps in one file) is refused, not dropped.
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>"
+                  "</system>\n<system version=\"1\"><bogus/></system>") ==
+        "topo.xml:2: <system>: a second root element after <system> (one NCCL topology dump a "
+        "file)");
   std::string many = "<system>";
   for (int g = 0; g <= kMaxImportGpus; ++g) {
     many += "<pci busid=\"0000:" + std::to_string(g) + ":00.0\"><gpu dev=\"" + std::to_string(g) +

@@ -115,7 +115,7 @@ void Reader::add_gpu(const XMLElement* gpu) {
     fail(gpu, "<gpu> outside a <pci> element: cannot tell its bus id");
   }
   XmlGpu entry{.dev = int_attribute(gpu, "dev"),
-               .sm = gpu->IntAttribute("sm", 0),
+               .sm = gpu->Attribute("sm") == nullptr ? 0 : int_attribute(gpu, "sm"),
                .busid = lower(attribute(pci, "busid")),
                .pci_device = pci->Attribute("device") ? pci->Attribute("device") : "",
                .element = gpu};
@@ -247,6 +247,11 @@ ImportedServer Reader::read(const std::string& text) {
   const XMLElement* system = doc.FirstChildElement("system");
   if (system == nullptr) {
     throw InputError(source_ + ": no <system> element: not an NCCL topology dump");
+  }
+  // One dump, one root: a second element after it (a concatenated file) is not read silently.
+  if (const XMLElement* extra = system->NextSiblingElement(); extra != nullptr) {
+    fail(extra, "<" + std::string(extra->Name()) +
+                    ">: a second root element after <system> (one NCCL topology dump a file)");
   }
   walk(system);
   if (gpus_.empty()) throw InputError(source_ + ": no <gpu> element in <system>");
