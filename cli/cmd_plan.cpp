@@ -347,7 +347,8 @@ void adopt_stack_fp8_recipe(Model& model, const Stack& stack, const Gpu& gpu) {
       return;
     }
   }
-  if (run.empty()) return;  // refused beside the other FP8 checks (the stack runs no FP8)
+  // The stack runs no FP8, or the GPU has none: refused beside the other --dtype checks.
+  if (run.empty() || gpu.peak_tflops(Dtype::fp8) <= 0.0) return;
   throw InputError(fmt::format(
       "--dtype fp8: stack {} runs only mxfp8, which needs compute capability 10.0-11.x ({} is "
       "{:.1f}): plan with a stack that runs current or delayed scaling, or on a Blackwell GPU",

@@ -253,14 +253,6 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
              "it): model " +
              model.name + " sets training.fp8.attention";
     case RefusalKind::fp8_recipe:
-      if (release.framework == Framework::torchtitan &&
-          model.training.fp8.recipe == Fp8Recipe::blockwise) {
-        return fmt::format(
-            "torchtitan {}'s rowwise float8 recipe gathers 16-bit weights (the float8 all-gather, "
-            "enable_fsdp_float8_all_gather, is tensorwise's): model {} is priced with FP8 "
-            "parameters (training.fp8.params)",
-            release.version, model.name);
-      }
       if (release.framework == Framework::torchtitan) {
         return fmt::format(
             "torchtitan {}'s float8 converter runs torchao's tensorwise and rowwise recipes; "

@@ -218,8 +218,10 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
     case OptionIssue::no_experts:
       return fmt::format("{}: model {} has no experts (no moe: in its file)", pin, model.name);
     case OptionIssue::no_ep_divides:
-      return fmt::format("{}: no expert parallel size from {} up divides the model's {} experts",
-                         pin, p.value, p.limit);
+      return fmt::format(
+          "{}: no expert parallel size from {} up (a power of two, as the search tries) divides "
+          "the model's {} experts",
+          pin, p.value, p.limit);
     case OptionIssue::not_dividing_experts:
       return fmt::format("{}: must divide the model's {} experts", pin, p.limit);
     case OptionIssue::moe_needs_sp:

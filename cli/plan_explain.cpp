@@ -400,7 +400,8 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   };
   line("weights", m.weights_bytes,
        plan.estimate.fp8_params_gathered_16bit
-           ? "  (16-bit: the stack gathers FP8 weights only with a data-parallel shard above 1)"
+           ? "  (16-bit: the stack gathers FP8 weights only with a data-parallel shard above 1, "
+             "and torchao only under tensorwise scaling)"
            : "");
   line("gradients", m.gradients_bytes, "");
   line("optimizer states", m.optimizer_bytes, "");

@@ -200,9 +200,12 @@ std::optional<Problem> find_moe_problem(const Model& m) {
                                        std::to_string(m.layers - 1)};
     }
   }
-  // Sorted once (a list may be as long as its file allows), a repeat sits by its twin.
-  std::vector<int> sorted = e.layer_list;
-  std::sort(sorted.begin(), sorted.end());
+  // Ascending, as is_moe_layer and moe_layers_in search it (the loader sorts a file's list).
+  if (!std::is_sorted(e.layer_list.begin(), e.layer_list.end())) {
+    return Problem{"moe.layers", "expected the layers in ascending order"};
+  }
+  // Ascending, a repeat sits by its twin.
+  const std::vector<int>& sorted = e.layer_list;
   if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
     return Problem{"moe.layers", "layer " + std::to_string(*twice) + " is listed twice"};
   }

@@ -69,15 +69,19 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.zero3_fp32_shard_only = stack.zero3_fp32_shard_only;
   // FSDP mixed precision gathers the fp32 shard cast for compute; with FP8 parameters
   // (torchao's enable_fsdp_float8_all_gather) the gathered linear weights are FP8 and stay so.
-  // The gathered FP8 weights are then the first copy: Transformer Engine keeps its others beside
-  // them (the transpose, on Hopper), never a negative term; torchao makes its column-major copy
-  // in the backward's GEMM call and frees it (no copy held).
+  // Gathered in FP8, the gathered weights are the first copy: Transformer Engine keeps its
+  // others beside them (the transpose, on Hopper); gathered in 16 bits (MXFP8), it quantizes
+  // both usages beside the gathered tensor. torchao makes its column-major copy in the
+  // backward's GEMM call and frees it (no copy held).
   if (stack.zero3_fp32_shard_only && precision.fp8_params) {
     memory.fp8_gathered_linear_weight_bytes = precision.weight_gather_bytes;
+    const double gathered_fp8 = precision.weight_gather_bytes < precision.weight_bytes
+                                    ? precision.weight_gather_bytes
+                                    : 0.0;
     memory.weight_copy_bytes_per_parameter =
         stack.fp8_saves_fp8_inputs
             ? std::max(0.0, weight_memory_bytes_per_parameter(precision, stack.fp8_weight_cache) -
-                                precision.weight_gather_bytes)
+                                gathered_fp8)
             : 0.0;
   }
   memory.selective = stack.selective;

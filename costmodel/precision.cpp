@@ -147,13 +147,13 @@ double input_cast_bytes(const GemmShape& shape, const Precision& precision, doub
 }
 
 /// The input cast of a GEMM after a norm (QKV, FFN up), `sp` the sequence-parallel split of
-/// its tokens. Without SP: the GEMM's input at after_norm_cast_bytes. With SP the norm runs on
-/// the local tokens (1/sp of the GEMM's) and Transformer Engine quantizes there, before the FP8
-/// all-gather (transformer_engine/pytorch/distributed.py @v2.8): a tensor-scaled recipe writes
-/// the row-wise copy only (delayed: the norm's own FP8 write, -1; current: read 2, write 1) and
-/// builds the transpose on the gathered tensor where the GEMMs need it (_all_gather_fp8
-/// L903-985, _create_transpose: read 1, write 1); a block-scaled one quantizes both usages
-/// locally and gathers them (_all_gather_mxfp8 L1449, _all_gather_fp8_blockwise L1057).
+/// its tokens (sp_split). Without SP: the GEMM's input at after_norm_cast_bytes. With SP the
+/// norm runs on the local tokens (1/sp of the GEMM's) and Transformer Engine quantizes there,
+/// before the FP8 all-gather (transformer_engine/pytorch/distributed.py @v2.8): a tensor-scaled
+/// recipe writes the row-wise copy only (delayed: the norm's own FP8 write, -1; current: read
+/// 2, write 1; the transpose is made in the backward, gathered_transpose_bytes); a
+/// block-scaled one quantizes both usages locally and gathers them (_all_gather_mxfp8 L1449,
+/// _all_gather_fp8_blockwise L1057).
 double after_norm_input_cast_bytes(const GemmShape& shape, const Precision& precision, double sp) {
   if (!precision.fp8 || !has_work(shape)) return 0.0;
   const double gathered = shape.m * shape.k * shape.batch;
@@ -162,8 +162,39 @@ double after_norm_input_cast_bytes(const GemmShape& shape, const Precision& prec
   if (is_block_scaled(precision.recipe)) return local * after_norm_cast_bytes(precision);
   const double rowwise =
       precision.recipe == Fp8Recipe::delayed ? -1.0 : kSixteenBitReadBytes + kFp8Bytes;
-  const double transpose = precision.fp8_transposes ? 2.0 * kFp8Bytes : 0.0;
-  return local * rowwise + gathered * transpose;
+  return local * rowwise;
+}
+
+/// Under SP a tensor-scaled tensor gathered in FP8 gets its transpose on the gathered copy
+/// (_all_gather_fp8 L903-985: "we cannot directly gather the transposed fp8 tensor",
+/// _create_transpose: read 1, write 1), where the GEMMs need one; for a layer's input that is
+/// in the backward, which gathers it again for the weight gradient.
+double gathered_transpose_bytes(double gathered, const Precision& precision, double sp) {
+  if (sp <= 1.0 || is_block_scaled(precision.recipe) || !precision.fp8_transposes) return 0.0;
+  return gathered * 2.0 * kFp8Bytes;
+}
+
+/// A row-parallel layer's output gradient under SP: Transformer Engine casts the local part
+/// and all-gathers it in FP8 (row-wise: read 2, write 1, + current scaling's amax read), then
+/// transposes the gathered tensor for the weight gradient; block-scaled recipes quantize both
+/// usages locally. Without SP: quantize_bytes on the whole.
+double row_parallel_gradient_cast_bytes(const GemmShape& shape, const Precision& precision,
+                                        double sp) {
+  if (!precision.fp8 || !has_work(shape)) return 0.0;
+  const double gathered = shape.m * shape.n * shape.batch;
+  if (sp <= 1.0) return gathered * quantize_bytes(precision);
+  const double local = gathered / sp;
+  if (is_block_scaled(precision.recipe)) return local * quantize_bytes(precision);
+  return local * (kCastBytes + amax_pass_bytes(precision)) +
+         gathered_transpose_bytes(gathered, precision, sp);
+}
+
+/// The sequence-parallel split of the TP all-gathers' FP8 tensors: the TP size with SP and FP8
+/// TP all-gathers (training.fp8.communication); 1 when the all-gather carries 16 bits and the
+/// casts run on the gathered tensor.
+double sp_split(const ParallelConfig& config, const Precision& precision) {
+  const bool fp8_gathers = precision.tp_gather_bytes < precision.activation_bytes;
+  return config.sequence_parallel && config.tp > 1 && fp8_gathers ? config.tp : 1.0;
 }
 
 /// torchao's plain cast (read 2, write 1) with current scaling's amax pass.
@@ -191,7 +222,7 @@ double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
                               const Precision& precision, bool saves_fp8_inputs) {
   if (!precision.fp8) return 0.0;
   const auto gemms = layer_linear_gemms(model, config.micro_batch, config.tp);
-  const double sp = config.sequence_parallel && config.tp > 1 ? config.tp : 1.0;
+  const double sp = sp_split(config, precision);
   double bytes = 0.0;
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const GemmShape& shape = gemms[i].shape;
@@ -205,9 +236,23 @@ double fp8_cast_forward_bytes(const Model& model, const ParallelConfig& config,
 
 double fp8_cast_backward_bytes(const Model& model, const ParallelConfig& config,
                                const Precision& precision, bool saves_fp8_inputs) {
+  if (!precision.fp8) return 0.0;
+  const auto gemms = layer_linear_gemms(model, config.micro_batch, config.tp);
+  // Transformer Engine under SP (sp_split): the inputs after a norm gathered again and
+  // transposed; the row-parallel layers' (out, down) output gradients cast locally.
+  const double sp = saves_fp8_inputs ? sp_split(config, precision) : 1.0;
   double bytes = 0.0;
-  for (const NamedGemm& gemm : layer_linear_gemms(model, config.micro_batch, config.tp)) {
-    bytes += fp8_gradient_cast_bytes(gemm.shape, precision, saves_fp8_inputs);
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    const GemmShape& shape = gemms[i].shape;
+    const bool after_norm = i == 0 || i == 2;  // qkv, ffn_up: column-parallel, SP-gathered input
+    if (sp > 1.0 && !after_norm) {
+      bytes += row_parallel_gradient_cast_bytes(shape, precision, sp);
+      continue;
+    }
+    bytes += fp8_gradient_cast_bytes(shape, precision, saves_fp8_inputs);
+    if (sp > 1.0 && has_work(shape)) {
+      bytes += gathered_transpose_bytes(shape.m * shape.k * shape.batch, precision, sp);
+    }
   }
   return bytes;
 }

@@ -193,8 +193,12 @@ void check_stack_for_dtype(const Stack& stack, Dtype dtype) {
 }
 
 bool Stack::gathers_fp8_params_in_16_bits(const Training& training, int shard_ranks) const {
-  return fp8_param_gather_needs_dp_shard && training.dtype == Dtype::fp8 && training.fp8.params &&
-         shard_ranks <= 1;
+  if (training.dtype != Dtype::fp8 || !training.fp8.params) return false;
+  // torchao's float8 all-gather is tensorwise scaling's: its rowwise recipe (blockwise here)
+  // casts each gathered 16-bit weight per GEMM (torchtitan writes enable_fsdp_float8_all_gather
+  // for tensorwise only: planner/export_torchtitan.cpp float8_section).
+  if (!fp8_saves_fp8_inputs && training.fp8.recipe == Fp8Recipe::blockwise) return true;
+  return fp8_param_gather_needs_dp_shard && shard_ranks <= 1;
 }
 
 }  // namespace trident

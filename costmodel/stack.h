@@ -351,7 +351,9 @@ struct Stack {
   [[nodiscard]] bool runs_ep_overlap(const Model& model, const ParallelConfig& config) const;
   /// Whether a model with FP8 parameters has them gathered in 16 bits here instead: the stack
   /// casts before the all-gather only with more than one data-parallel shard
-  /// (fp8_param_gather_needs_dp_shard; `shard_ranks`: ParallelConfig::shard_ranks()).
+  /// (fp8_param_gather_needs_dp_shard; `shard_ranks`: ParallelConfig::shard_ranks()), and
+  /// torchao (fp8_saves_fp8_inputs false) only under tensorwise scaling, not its rowwise
+  /// recipe (blockwise).
   [[nodiscard]] bool gathers_fp8_params_in_16_bits(const Training& training, int shard_ranks) const;
 };
 

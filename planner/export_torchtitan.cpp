@@ -155,12 +155,6 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   if (dtype == Dtype::fp8 && in.model.training.fp8.recipe == Fp8Recipe::mxfp8) {
     return limit(RefusalKind::fp8_recipe);
   }
-  // The rowwise recipe is written without the float8 all-gather (float8_section): a plan priced
-  // with FP8 parameters would launch gathering 16-bit weights.
-  if (dtype == Dtype::fp8 && in.model.training.fp8.recipe == Fp8Recipe::blockwise &&
-      in.model.training.fp8.params) {
-    return limit(RefusalKind::fp8_recipe);
-  }
   // With CP torchtitan shards over the CP ranks (fsdp_enabled = dp_shard or cp): no DDP.
   if (c.zero == 0 && (c.tp > 1 || c.pp > 1 || c.cp > 1)) {
     return limit(RefusalKind::ddp_multi_dim, with_zero(c, 2));

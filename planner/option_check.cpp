@@ -83,11 +83,12 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
     return OptionProblem{Knob::min_ep, OptionIssue::more_than_experts, o.min_ep, model.moe.experts};
   }
   if (model.is_moe() && o.min_ep > 1 && !(o.ep && *o.ep > 1)) {
-    // EP sizes divide the experts: one must lie in [min_ep, max_ep] (max_ep 0: the experts).
+    // The sizes the search tries (ep_candidates): powers of two dividing the experts; one must
+    // lie in [min_ep, max_ep] (max_ep 0: the experts).
     const int experts = model.moe.experts;
     const int top = o.max_ep > 0 ? std::min(o.max_ep, experts) : experts;
     bool any = false;
-    for (int ep = o.min_ep; ep <= top && !any; ++ep) any = experts % ep == 0;
+    for (int ep = 2; ep <= top && experts % ep == 0 && !any; ep *= 2) any = ep >= o.min_ep;
     if (!any && top >= o.min_ep)
       return OptionProblem{Knob::min_ep, OptionIssue::no_ep_divides, o.min_ep, experts};
   }

@@ -123,11 +123,11 @@ TEST_CASE("--cp-comm pins the context-parallel kind; one the stack lacks is refu
   // Lower limits nothing can meet, each by its flag (they gave the generic no-split line).
   CHECK(trident("plan --model mixtral-8x7b --min-ep 16").err ==
         "trident: error: --min-ep 16: more than model mixtral-8x7b's 8 experts\n");
-  // Between 1 and the experts, but no EP size from there up divides them (8: from 5, the
-  // sizes 5, 6, 7 do not; --max-ep 7 leaves out 8).
+  // Between 1 and the experts, but no EP size the search tries (powers of two dividing them)
+  // from there up (8 experts: --max-ep 7 leaves out 8).
   CHECK(trident("plan --model mixtral-8x7b --min-ep 5 --max-ep 7").err ==
-        "trident: error: --min-ep 5: no expert parallel size from 5 up divides the model's 8 "
-        "experts\n");
+        "trident: error: --min-ep 5: no expert parallel size from 5 up (a power of two, as the "
+        "search tries) divides the model's 8 experts\n");
   CHECK(trident("plan --model mixtral-8x7b --min-ep 5 --top 1").code == 0);  // EP 8
   CHECK(trident("plan --model mixtral-8x7b --stack fsdp --min-ep 2").err ==
         "trident: error: --min-ep 2: stack fsdp has no expert parallelism; drop --min-ep or use "

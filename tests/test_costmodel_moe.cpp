@@ -135,6 +135,13 @@ TEST_CASE("MoE model file: keys, errors name the key", "[moe][loader]") {
   CHECK(unsorted.moe_layers_in(0, 2) == 1);  // layer 1
   CHECK(unsorted.moe_layers_in(2, 4) == 1);  // layer 3
   CHECK(unsorted.moe_layers_in(3, 3) == 0);
+  // A model built in code must keep the order the bisection needs.
+  Model reversed = unsorted;
+  reversed.moe.layer_list = {3, 1};
+  const auto problem = find_model_problem(reversed);
+  REQUIRE(problem.has_value());
+  CHECK(problem->key == "moe.layers");
+  CHECK(problem->message == "expected the layers in ascending order");
   CHECK_THROWS_WITH(
       load_model(base + "moe:\n  experts: 8\n  top_k: 9\n  expert_ffn_hidden: 8\n", "m.yaml"),
       Catch::Contains("moe.top_k") && Catch::Contains("more than the 8 experts"));

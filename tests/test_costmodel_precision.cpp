@@ -263,24 +263,43 @@ TEST_CASE("FP8 copies by GPU and recipe: Blackwell keeps no transpose, MXFP8 two
   CHECK(fp8_cast_forward_bytes(model, config, mx) == 37440.0);
   CHECK(fp8_cast_backward_bytes(model, config, mx) == 45760.0);
 
-  // Sequence parallel (tp 2): the norm and TE's quantize run on the local half of each norm
-  // input (1024 of 2048 elements); tensor-scaled recipes transpose the gathered FP8 tensor.
+  // Sequence parallel (tp 2, FP8 TP all-gathers): the norm and TE's quantize run on the local
+  // half of each norm input (1024 of 2048 elements) before the FP8 gather; tensor-scaled
+  // recipes transpose the gathered tensor in the backward, which gathers it again for the
+  // weight gradient; the row-parallel layers' output gradients (out, down: 2048 elements each,
+  // 1024 local) are cast locally and their gathered copy transposed. The shapes: output
+  // gradients qkv 3072, out 2048, up 4096, down 2048 (11264).
   ParallelConfig sp = config;
   sp.sequence_parallel = true;
-  // Delayed, Hopper: 2 x (-1 x 1024 + 2 x 2048) = 6144, the others 4 x 5120 = 20480: 26624
-  // (24576 without SP, where the norm's FP8 write saves a byte on all 4096).
-  CHECK(fp8_cast_forward_bytes(model, sp, delayed_h) == 26624.0);
+  // Delayed, Hopper, forward: 2 x -1 x 1024 = -2048, the others 4 x 5120 = 20480: 18432
+  // (24576 without SP, where the norm's FP8 write saves a byte on all 4096 and the transposes
+  // of the norm inputs are made here, 2 x 4096).
+  CHECK(fp8_cast_forward_bytes(model, sp, delayed_h) == 18432.0);
   CHECK(fp8_cast_forward_bytes(model, config, delayed_h) == 24576.0);
-  // Delayed, Blackwell: no transpose, 2 x -1024 + 3 x 5120 = 13312 (never below the others'
-  // casts: the saving is the norm's own output, 1024 a norm).
+  // Backward: qkv 4 x 3072 + its input's transpose 2 x 2048 = 16384, up 4 x 4096 + 2 x 2048 =
+  // 20480; out and down each 3 x 1024 local + 2 x 2048 gathered = 7168: 51200 (45056 without).
+  CHECK(fp8_cast_backward_bytes(model, sp, delayed_h) == 51200.0);
+  CHECK(fp8_cast_backward_bytes(model, config, delayed_h) == 45056.0);
+  // Delayed, Blackwell (no transposes): forward -2048 + 3 x 5120 = 13312; backward 3 x (3072 +
+  // 4096) + 3 x (1024 + 1024) = 27648 (33792 without SP).
   CHECK(fp8_cast_forward_bytes(model, sp, delayed_b) == 13312.0);
-  // Current, Hopper: quantize row-wise locally (read 2, write 1) and transpose the gathered
-  // (read 1, write 1): 2 x (3 x 1024 + 2 x 2048) = 14336; the others 6 x 5120 = 30720: 45056
-  // (47104 without SP: one quantize writes both copies, 4 x 4096).
-  CHECK(fp8_cast_forward_bytes(model, sp, precision_of(fp8_training(Fp8Recipe::current), hopper)) ==
-        45056.0);
-  // MXFP8: both usages quantized locally, then gathered: 4.0625 x (2048 + 5120) = 29120.
+  CHECK(fp8_cast_backward_bytes(model, sp, delayed_b) == 27648.0);
+  // Current, Hopper: forward 2 x 3 x 1024 = 6144 (the norm found the amax) + 6 x 5120 = 30720:
+  // 36864; backward 6 x 3072 + 4096 + 6 x 4096 + 4096 + 2 x (5 x 1024 + 4096) = 69632.
+  const Precision current_h = precision_of(fp8_training(Fp8Recipe::current), hopper);
+  CHECK(fp8_cast_forward_bytes(model, sp, current_h) == 36864.0);
+  CHECK(fp8_cast_backward_bytes(model, sp, current_h) == 69632.0);
+  // MXFP8: both usages quantized locally and gathered, 4.0625 a local element: forward
+  // 4.0625 x (2048 + 5120) = 29120, backward 4.0625 x (3072 + 1024 + 4096 + 1024) = 37440.
   CHECK(fp8_cast_forward_bytes(model, sp, mx) == 29120.0);
+  CHECK(fp8_cast_backward_bytes(model, sp, mx) == 37440.0);
+  // 16-bit TP all-gathers (training.fp8.communication false): the casts run on the gathered
+  // tensors, as without SP.
+  Training sixteen_gathers = fp8_training(Fp8Recipe::delayed);
+  sixteen_gathers.fp8.communication = false;
+  const Precision bf16_gathers = precision_of(sixteen_gathers, hopper);
+  CHECK(fp8_cast_forward_bytes(model, sp, bf16_gathers) == 24576.0);
+  CHECK(fp8_cast_backward_bytes(model, sp, bf16_gathers) == 45056.0);
 
   // torchao (torchtitan: not Transformer Engine's linears): torch._scaled_mm takes a
   // column-major second operand on every GPU, so Blackwell keeps the transposed copies too.

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <tuple>
 
+#include "costmodel/stack.h"
 #include "planner/export.h"
 #include "tests/emit_framework_rules.h"
 
@@ -904,15 +905,15 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   const auto refused = export_plan(parse_release("nemo-hydra"), cluster, fp8, c);
   REQUIRE(refused.refusal.has_value());
   CHECK(refused.refusal->reason.kind == RefusalKind::fp8_recipe);
-  // torchtitan's rowwise recipe gathers 16-bit weights: written without FP8 parameters, refused
-  // with them (the plan priced FP8 gathers).
-  const auto rowwise = export_plan(parse_release("torchtitan"), cluster, fp8, c);
-  CHECK((!rowwise.refusal.has_value() || rowwise.refusal->reason.kind != RefusalKind::fp8_recipe));
+  // torchtitan's rowwise recipe has no float8 all-gather: written without it, as the plan
+  // prices its FP8 parameters (16-bit gathers: Stack::gathers_fp8_params_in_16_bits).
   Model rowwise_params = fp8;
   rowwise_params.training.fp8.params = true;
-  const auto no_gather = export_plan(parse_release("torchtitan"), cluster, rowwise_params, c);
-  REQUIRE(no_gather.refusal.has_value());
-  CHECK(no_gather.refusal->reason.kind == RefusalKind::fp8_recipe);
+  const auto rowwise = export_plan(parse_release("torchtitan"), cluster, rowwise_params, c);
+  CHECK((!rowwise.refusal.has_value() || rowwise.refusal->reason.kind != RefusalKind::fp8_recipe));
+  CHECK(stack_preset("torchtitan").gathers_fp8_params_in_16_bits(rowwise_params.training, 8));
+  rowwise_params.training.fp8.recipe = Fp8Recipe::current;
+  CHECK_FALSE(stack_preset("torchtitan").gathers_fp8_params_in_16_bits(rowwise_params.training, 8));
   // MXFP8: NeMo's bf16_with_mxfp8_mixed, Megatron-LM's --fp8-recipe mxfp8; torchtitan's float8
   // converter has no MX recipe (its MX converter is not priced): refused, as by nemo-hydra.
   fp8.training.fp8.recipe = Fp8Recipe::mxfp8;
