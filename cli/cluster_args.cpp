@@ -68,6 +68,21 @@ template <typename T>
       "N");
 }
 
+/// An integer in [least, most], `kind` naming it ("a positive integer"); the message adds the
+/// bound ("expected a positive integer at most 100000, got '0'").
+[[nodiscard]] CLI::Validator bounded_integer_check(long long least, long long most,
+                                                   const std::string& kind) {
+  const std::string words = kind + " at most " + std::to_string(most);
+  return CLI::Validator(
+      [least, most, kind, words](const std::string& text) -> std::string {
+        if (leading_zero(text)) return leading_zero_error(kind, text);
+        const auto value = parse_whole<long long>(text);
+        if (value && *value >= least && *value <= most) return "";
+        return "expected " + words + ", got '" + text + "'";
+      },
+      "N");
+}
+
 }  // namespace
 
 CLI::Validator positive_integer_check() {
@@ -77,26 +92,10 @@ CLI::Validator non_negative_integer_check() {
   return number_check<long long>(true, "a non-negative integer", kMaxFlagInteger);
 }
 CLI::Validator positive_integer_check(long long most) {
-  const std::string words = "a positive integer at most " + std::to_string(most);
-  return CLI::Validator(
-      [most, words](const std::string& text) -> std::string {
-        if (leading_zero(text)) return leading_zero_error("a positive integer", text);
-        const auto value = parse_whole<long long>(text);
-        if (value && *value > 0 && *value <= most) return "";
-        return "expected " + words + ", got '" + text + "'";
-      },
-      "N");
+  return bounded_integer_check(1, most, "a positive integer");
 }
 CLI::Validator non_negative_integer_check(long long most) {
-  const std::string words = "a non-negative integer at most " + std::to_string(most);
-  return CLI::Validator(
-      [most, words](const std::string& text) -> std::string {
-        if (leading_zero(text)) return leading_zero_error("a non-negative integer", text);
-        const auto value = parse_whole<long long>(text);
-        if (value && *value >= 0 && *value <= most) return "";
-        return "expected " + words + ", got '" + text + "'";
-      },
-      "N");
+  return bounded_integer_check(0, most, "a non-negative integer");
 }
 CLI::Validator choice_check(std::vector<std::string> names) {
   const std::string words = yaml::join(names, "|");

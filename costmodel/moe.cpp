@@ -109,16 +109,24 @@ double local_expert_sort_bytes(const Model& model, const ParallelConfig& config,
 
 double permute_bytes(const Model& model, double rows) { return 4.0 * rows * model.hidden; }
 
+namespace {
+
+/// Zero-filling a 16-bit token tensor that the routed rows are summed into: 2 bytes per token's
+/// element, rows / top_k tokens, per routed row element.
+double token_zero_fill_bytes_per_row(const Model& model) {
+  return 2.0 / std::max(1, model.moe.top_k);
+}
+
+}  // namespace
+
 double permute_backward_bytes(const Model& model, double rows, bool fused) {
   if (fused) return 2.0 * permute_bytes(model, rows);
-  const double zero_fill_per_row = 2.0 / std::max(1, model.moe.top_k);
-  return (6.0 + zero_fill_per_row) * rows * model.hidden;
+  return (6.0 + token_zero_fill_bytes_per_row(model)) * rows * model.hidden;
 }
 
 double unpermute_bytes(const Model& model, double rows, bool fused) {
   if (fused) return permute_bytes(model, rows);
-  const double zero_fill_per_row = 2.0 / std::max(1, model.moe.top_k);
-  return (4.0 + 6.0 + zero_fill_per_row) * rows * model.hidden;
+  return (4.0 + 6.0 + token_zero_fill_bytes_per_row(model)) * rows * model.hidden;
 }
 
 double unpermute_backward_bytes(const Model& model, double rows, bool fused) {

@@ -146,6 +146,12 @@ double input_cast_bytes(const GemmShape& shape, const Precision& precision, doub
   return shape.m * shape.k * shape.batch * per_element;
 }
 
+/// A row-wise-only cast (read 2, write 1) with current scaling's amax pass: torchao's, and
+/// Transformer Engine's under SP before the FP8 gather.
+double plain_cast_bytes(const Precision& precision) {
+  return kCastBytes + amax_pass_bytes(precision);
+}
+
 /// The input cast of a GEMM after a norm (QKV, FFN up), `sp` the sequence-parallel split of
 /// its tokens (sp_split). Without SP: the GEMM's input at after_norm_cast_bytes. With SP the
 /// norm runs on the local tokens (1/sp of the GEMM's) and Transformer Engine quantizes there,
@@ -160,8 +166,7 @@ double after_norm_input_cast_bytes(const GemmShape& shape, const Precision& prec
   if (sp <= 1.0) return gathered * after_norm_cast_bytes(precision);
   const double local = gathered / sp;
   if (is_block_scaled(precision.recipe)) return local * after_norm_cast_bytes(precision);
-  const double rowwise =
-      precision.recipe == Fp8Recipe::delayed ? -1.0 : kSixteenBitReadBytes + kFp8Bytes;
+  const double rowwise = precision.recipe == Fp8Recipe::delayed ? -1.0 : kCastBytes;
   return local * rowwise;
 }
 
@@ -185,8 +190,7 @@ double row_parallel_gradient_cast_bytes(const GemmShape& shape, const Precision&
   if (sp <= 1.0) return gathered * quantize_bytes(precision);
   const double local = gathered / sp;
   if (is_block_scaled(precision.recipe)) return local * quantize_bytes(precision);
-  return local * (kCastBytes + amax_pass_bytes(precision)) +
-         gathered_transpose_bytes(gathered, precision, sp);
+  return local * plain_cast_bytes(precision) + gathered_transpose_bytes(gathered, precision, sp);
 }
 
 /// The sequence-parallel split of the TP all-gathers' FP8 tensors: the TP size with SP and FP8
@@ -195,11 +199,6 @@ double row_parallel_gradient_cast_bytes(const GemmShape& shape, const Precision&
 double sp_split(const ParallelConfig& config, const Precision& precision) {
   const bool fp8_gathers = precision.tp_gather_bytes < precision.activation_bytes;
   return config.sequence_parallel && config.tp > 1 && fp8_gathers ? config.tp : 1.0;
-}
-
-/// torchao's plain cast (read 2, write 1) with current scaling's amax pass.
-double plain_cast_bytes(const Precision& precision) {
-  return kCastBytes + amax_pass_bytes(precision);
 }
 
 }  // namespace
