@@ -355,11 +355,17 @@ std::string bubble(const PlanResult& plan) {
   std::string out = "Pipeline bubble\n";
   if (c.pp < 2) return out + "  none: one pipeline stage\n";
   const double ideal = bubble_fraction(c.pp, c.virtual_stages, m);  // costmodel/pipeline.h
+  const bool lighter = e.bubble_fill_ratio < 0.9995;
   out += fmt::format(
-      "  (p-1)/(v*m) = ({}-1)/({}*{}) = {:.2f}% of the ideal time -> {:.3f} s, "
+      "  (p-1)/(v*m) = ({}-1)/({}*{}) = {:.2f}% of the ideal time{} -> {:.3f} s, "
       "{} of the step\n",
-      c.pp, c.virtual_stages, m, 100.0 * ideal, e.time.bubble_s,
+      c.pp, c.virtual_stages, m, 100.0 * ideal,
+      lighter ? fmt::format(" x {:.3f}", e.bubble_fill_ratio) : std::string(), e.time.bubble_s,
       share(e.time.bubble_s, e.time.step_s));
+  if (lighter) {
+    out += "  (the fill and drain cross the other stages, lighter than the slowest one, which "
+           "runs its micro-batches back to back)\n";
+  }
   if (c.virtual_stages > 1) {
     out += fmt::format("  interleaving cuts it {}x at {}x the point-to-point messages\n",
                        c.virtual_stages, c.virtual_stages);

@@ -111,7 +111,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"memory_gib_per_gpu", mem.total_bytes / kGib},
             {"fits", mem.fits},
             {"memory_tight", mem.tight},
-            {"bubble_fraction", e.bubble_fraction}};
+            {"bubble_fraction", e.bubble_fraction},
+            {"bubble_fill_ratio", e.bubble_fill_ratio}};
   json["time"] = Json{{"compute_s", e.time.compute_s()},
                       {"tp_comm_s", e.time.tp_comm_s},
                       {"pp_comm_s", e.time.pp_comm_s},

@@ -18,18 +18,26 @@ GanttTimes gantt_times(const Estimate& e, const ParallelConfig& config) {
   const double backward = (t.backward_s + t.recompute_s) / m;
   // Exposed TP/PP/CP/EP time, FP8's amax all-reduces (all per micro-batch, inside the cost
   // model's bubble too) and the compute slowed by overlapped NCCL kernels stretch each block.
-  // PP time that is the whole step's increase is spread over the m + (p-1)/v blocks' worth of
+  // PP time that is the whole step's increase is spread over the m + r(p-1)/v blocks' worth of
   // the schedule's makespan, so the drawing adds it once, not scaled by the bubble.
+  const double r = e.bubble_fill_ratio;
   const double pp_share =
-      e.pp_whole_step
-          ? m * (1.0 + bubble_fraction(config.pp, config.virtual_stages, e.num_micro_batches))
-          : m;
+      e.pp_whole_step ? m * (1.0 + r * bubble_fraction(config.pp, config.virtual_stages,
+                                                       e.num_micro_batches))
+                      : m;
   const double comm =
       (t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.amax_comm_s + t.overlap_contention_s) / m +
       t.pp_comm_s / pp_share;
   const double compute = forward + backward;
   const double scale = compute > 0.0 ? 1.0 + comm / compute : 1.0;
-  return {forward * scale, backward * scale, t.dp_comm_s, t.optimizer_s};
+  // The slowest stage drawn last: the others run r of its time, its last chunk the rest.
+  GanttTimes g;
+  g.forward_s = r * forward * scale;
+  g.backward_s = r * backward * scale;
+  g.tail = {(1.0 - r) * forward * scale, (1.0 - r) * backward * scale};
+  g.tail_dp_s = t.dp_comm_s;
+  g.tail_optimizer_s = t.optimizer_s;
+  return g;
 }
 
 namespace {
@@ -202,10 +210,13 @@ std::string bubble_line(const PlanResult& plan, const std::vector<ScheduleBlock>
       "number inside where it fits) through one model chunk of one stage, as "
       "costmodel's schedule_1f1b runs it with the cost model's times.\n"
       "makespan {:.3f} s, every stage idle {:.3f} s of it (grey: the bubble); cost "
-      "model: bubble {:.3f} s = (p-1)/(v*m) = {:.2f}% of the ideal time; then DP "
+      "model: bubble {:.3f} s = (p-1)/(v*m) = {:.2f}% of the ideal time{}; then DP "
       "{:.3f} s + optimizer {:.3f} s: step {:.3f} s",
       makespan, idle, e.time.bubble_s,
       100.0 * bubble_fraction(plan.config.pp, plan.config.virtual_stages, e.num_micro_batches),
+      e.bubble_fill_ratio < 0.9995
+          ? fmt::format(" x {:.3f} (the other stages are lighter)", e.bubble_fill_ratio)
+          : std::string(),
       e.time.dp_comm_s, e.time.optimizer_s, e.time.step_s);
 }
 
@@ -228,7 +239,7 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
         split_label(config), drawn, m, config.pp, config.virtual_stages, kMaxDrawnBlocks));
   }
   const auto blocks = schedule_1f1b(config.pp, static_cast<int>(m), config.virtual_stages,
-                                    g.forward_s, g.backward_s);
+                                    g.forward_s, g.backward_s, 0.0, g.tail);
   if (static_cast<long long>(blocks.size()) != 2 * m * config.pp * config.virtual_stages) {
     throw PlanError("--svg: the pipeline schedule of " + split_label(config) + " did not finish");
   }

@@ -6,6 +6,7 @@
 #include "cli/plan_svg.h"
 #include "cli/svg.h"
 #include "costmodel/estimate.h"
+#include "costmodel/pipeline.h"
 
 namespace trident::cli {
 
@@ -19,9 +20,13 @@ namespace trident::cli {
 /// draws them: the cost model's per-micro-batch compute (recomputation counted in backward)
 /// with the exposed TP and PP communication added in proportion. Their sum is the cost
 /// model's ideal time / m, so schedule_1f1b's makespan is that ideal time plus the bubble.
+/// Where the other stages are lighter than the slowest (Estimate::bubble_fill_ratio r < 1),
+/// every stage runs r of it and the last stage's last chunk the rest (`tail`): the drawing puts
+/// the slowest stage last, where the output layer makes it.
 struct GanttTimes {
   double forward_s = 0.0;
   double backward_s = 0.0;
+  ScheduleTail tail;
   double tail_dp_s = 0.0;         ///< exposed DP communication after the last backward
   double tail_optimizer_s = 0.0;  ///< optimizer step after that
 };

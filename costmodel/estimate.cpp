@@ -47,6 +47,7 @@ struct StageTime {
   LayerTime layer;      ///< one layer, one micro-batch (per-GEMM times for the TP overlap)
   LayerTime cp_step;    ///< the layer before context parallelism: one ring step's attention
   double layers = 0.0;  ///< layers on the bottleneck stage
+  double fill_ratio = 1.0;  ///< the bubble's share of the bottleneck's time (fill_drain_ratio)
   [[nodiscard]] double total_s() const { return forward_s + backward_s + recompute_s; }
 };
 
@@ -129,9 +130,13 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
     return layers * (layer.forward_s + layer.backward_s + layer_comm_s) +
            recompute_repeats(config, layers) * layer.recompute_s;
   };
-  const bool last_is_slowest =
-      layers_s(with_logits) + logits.forward_s + logits.backward_s >= layers_s(without);
+  const double last_s = layers_s(with_logits) + logits.forward_s + logits.backward_s;
+  const bool last_is_slowest = last_s >= layers_s(without);
   StageTime time;
+  const MiddleStages middles = middle_stages(model.layers + model.mtp_layers, config.pp, split);
+  time.fill_ratio = fill_drain_ratio(
+      config.pp, layers_s(split.first), layers_s(split.middle),
+      middles.full * layers_s(split.middle) + middles.fewer * layers_s(split.middle - 1), last_s);
   time.layers = last_is_slowest ? with_logits : without;
   const double head = last_is_slowest ? 1.0 : 0.0;
   time.forward_s = time.layers * layer.forward_s + head * logits.forward_s;
@@ -488,7 +493,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s +
                          (out.pp_whole_step ? 0.0 : out.pp.exposed_s) + out.cp.exposed_s +
                          out.ep.exposed_s + out.amax.exposed_s;
-  out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s;
+  out.bubble_fill_ratio = stage.fill_ratio;
+  out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s * stage.fill_ratio;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
   out.time.optimizer_s =

@@ -130,6 +130,9 @@ struct Estimate {
   double step_s_high = 0.0;  ///< step time plus the stack's measured error
   double tokens_per_s = 0.0;
   double bubble_fraction = 0.0;  ///< bubble_s / step_s
+  /// The bubble's (p-1)/(v*m) slots at this share of the bottleneck stage's time: the fill and
+  /// drain cross the other stages (fill_drain_ratio); 1 when the stages are equal.
+  double bubble_fill_ratio = 1.0;
   long long num_micro_batches = 0;
   /// PP's exposed time is the whole step's increase, fill and drain included (Megatron-Core's
   /// overlapped interleaved p2p, DeepSpeed's separate blocking calls), so the bubble does not

@@ -115,6 +115,14 @@ StageLayers model_stage_layers(const Model& model, int pp) {
   return out;
 }
 
+MiddleStages middle_stages(int layers, int pp, const StageLayers& split) {
+  if (pp < 3 || split.middle <= 0) return {};
+  const int stages = pp - 2;
+  const int in_middle = layers - split.first - split.last;
+  const int full = std::clamp(in_middle - stages * (split.middle - 1), 0, stages);
+  return {full, stages - full};
+}
+
 int model_chunk_layers(const Model& model, int pp, int virtual_stages) {
   return model_stage_layers(model, pp).most() / virtual_stages;
 }
@@ -122,6 +130,15 @@ int model_chunk_layers(const Model& model, int pp, int virtual_stages) {
 double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {
   if (micro_batches <= 0 || virtual_stages <= 0) return 0.0;
   return (pp - 1.0) / (static_cast<double>(virtual_stages) * static_cast<double>(micro_batches));
+}
+
+double fill_drain_ratio(int pp, double first_s, double middle_s, double middles_total_s,
+                        double last_s) {
+  if (pp <= 1) return 1.0;
+  const double bottleneck_s = std::max({first_s, middle_s, last_s});
+  if (!(bottleneck_s > 0.0)) return 1.0;
+  const double others_s = first_s + middles_total_s + last_s - bottleneck_s;
+  return std::clamp(others_s / ((pp - 1.0) * bottleneck_s), 0.0, 1.0);
 }
 
 double interleaved_chain_transfers(int pp, int virtual_stages) {
@@ -139,7 +156,8 @@ double interleaved_p2p_exposed_s(int pp, int virtual_stages, long long micro_bat
 }
 
 std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_stages,
-                                         double t_fwd_s, double t_bwd_s, double hop_s) {
+                                         double t_fwd_s, double t_bwd_s, double hop_s,
+                                         ScheduleTail tail) {
   const int m = micro_batches;
   const int v = virtual_stages;
   const double hop = pp > 1 && hop_s > 0.0 ? hop_s : 0.0;  // NaN and negative: none
@@ -158,7 +176,10 @@ std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches, int virtual_
         const double ready = dependency_end(ends, op, s, pp, v, hop);
         if (ready < 0.0) return false;
         const double start = std::max(ready, free_at[su]);
-        const double end = start + (op.is_forward ? t_fwd_s : t_bwd_s) / v;
+        const bool tail_chunk = s == pp - 1 && op.chunk == v - 1;
+        const double extra_s =
+            tail_chunk ? (op.is_forward ? tail.forward_s : tail.backward_s) : 0.0;
+        const double end = start + (op.is_forward ? t_fwd_s : t_bwd_s) / v + extra_s;
         ends.at(op.is_forward, s, op.chunk, op.micro_batch) = end;
         per_stage[su].push_back({s, op.micro_batch, op.chunk, op.is_forward, start, end});
         free_at[su] = end;

@@ -26,11 +26,28 @@ struct StageLayers {
 /// The model's layers split as stage_layers does, then its multi-token-prediction layers on
 /// the last stage (Megatron-Core builds the MTP block in the last stage's post-process).
 [[nodiscard]] StageLayers model_stage_layers(const Model& model, int pp);
+/// The p - 2 middle stages of a split of `layers` (MTP layers included) as stage_layers makes
+/// it: `full` of them hold split.middle layers, `fewer` one layer less.
+struct MiddleStages {
+  int full = 0;
+  int fewer = 0;
+};
+[[nodiscard]] MiddleStages middle_stages(int layers, int pp, const StageLayers& split);
 /// Layers of the largest model chunk of a split: its largest stage's / the virtual stages.
 [[nodiscard]] int model_chunk_layers(const Model& model, int pp, int virtual_stages);
 
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);
+
+/// What the bubble's (p-1)/v slots take, as a share of the bottleneck stage's per-micro-batch
+/// time: the bottleneck runs its m micro-batches back to back, and the fill (micro-batch 0's
+/// forward) and the drain (the last one's backward) cross every other stage once, so the step
+/// is m x t_bottleneck + (1/v) x the other stages' times, not (m + (p-1)/v) x t_bottleneck
+/// (docs/cost_model.md#pipeline). Per-micro-batch times: `first_s`, `middle_s` (the slowest
+/// middle stage), `middles_total_s` (all p - 2 middle stages together) and `last_s` (the
+/// output layer and loss included). 1 for equal stages; 1 without a pipeline.
+[[nodiscard]] double fill_drain_ratio(int pp, double first_s, double middle_s,
+                                      double middles_total_s, double last_s);
 
 /// Transfers on micro-batch 0's trip through all p*v model chunks and back: 2(p*v - 1), the
 /// chain the interleaved schedule cannot hide (interleaved_p2p_exposed_s).
@@ -59,16 +76,25 @@ struct ScheduleBlock {
   double end_s = 0.0;
 };
 
+/// Time the last stage's last model chunk takes beyond the others' (the output layer and loss),
+/// per micro-batch, forward and backward.
+struct ScheduleTail {
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+};
+
 /// Megatron-LM's 1F1B (v = 1) and interleaved 1F1B (v > 1) schedule of m micro-batches over
 /// p stages, simulated with their data dependencies. t_fwd_s and t_bwd_s are one micro-batch's
 /// forward and backward through a whole stage (all its chunks; one chunk takes 1/v of it).
 /// Interleaving needs m to be a multiple of p (Megatron's condition). With uniform times the
 /// makespan is (m + (p-1)/v) * (t_fwd + t_bwd). hop_s delays every input that comes from
 /// another stage (an overlapped point-to-point transfer; a negative or NaN hop counts as 0).
-/// Blocks are ordered by stage, then start time.
+/// `tail` lengthens the last stage's last chunk: the makespan is then m x (t + tail) + (p-1)/v
+/// x t (fill_drain_ratio). Blocks are ordered by stage, then start time.
 [[nodiscard]] std::vector<ScheduleBlock> schedule_1f1b(int pp, int micro_batches,
                                                        int virtual_stages, double t_fwd_s,
-                                                       double t_bwd_s, double hop_s = 0.0);
+                                                       double t_bwd_s, double hop_s = 0.0,
+                                                       ScheduleTail tail = {});
 
 /// DeepSpeed's pipeline engine (deepspeed/runtime/pipe/schedule.py TrainSchedule): each stage
 /// runs 2(m + p - 1) steps, a forward or a backward by the parity of step and stage, and sends

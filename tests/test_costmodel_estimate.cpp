@@ -170,9 +170,14 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   CHECK(e.time.forward_s == Approx(4 * (layer.forward_s + logits.forward_s)));
   CHECK(e.time.backward_s == Approx(4 * (layer.backward_s + logits.backward_s)));
   CHECK(e.time.recompute_s == 0.0);
-  // Bubble: (p-1)/(v*m) = 1/4 of compute + TP + PP.
+  // Bubble: (p-1)/(v*m) = 1/4 of compute + TP + PP, at the share of it the fill and drain
+  // take: they cross stage 0 (one layer), the last stage (one layer + the logits) runs its
+  // micro-batches back to back, so r = layer / (layer + logits).
   const double ideal = e.time.compute_s() + e.time.tp_comm_s + e.time.pp_comm_s;
-  CHECK(e.time.bubble_s == Approx(ideal / 4));
+  const double layer_s = layer.forward_s + layer.backward_s;
+  const double r = layer_s / (layer_s + logits.forward_s + logits.backward_s);
+  CHECK(e.bubble_fill_ratio == Approx(r));
+  CHECK(e.time.bubble_s == Approx(ideal / 4 * r));
   CHECK(e.time.step_s == Approx(ideal + e.time.bubble_s + e.time.dp_comm_s + e.time.optimizer_s));
   // FLOPs and rates: Korthikanti model FLOPs 261881856 (test_costmodel_flops) over 8 GPUs.
   CHECK(e.model_flops == Approx(261881856.0));
@@ -204,14 +209,16 @@ TEST_CASE("interleaved p2p overlapped with compute: micro-batch 0's round trip i
   CHECK(e.time.pp_comm_s == Approx(6 * hop + 4 * (hop - slack)));
   // That is the whole step's increase: the bubble, (p-1)/(v*m) = 1/8 of the ideal time, does
   // not scale it again.
-  CHECK(e.time.bubble_s == Approx((e.time.compute_s() + e.time.tp_comm_s) / 8.0));
+  CHECK(e.time.bubble_s ==
+        Approx((e.time.compute_s() + e.time.tp_comm_s) / 8.0 * e.bubble_fill_ratio));
   // Without the overlap every transfer blocks its stage: all 16, and the bubble scales them.
   options.stack.pp_overlap = false;
   const Estimate blocking =
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
   CHECK(blocking.time.pp_comm_s == Approx(16 * hop));
   CHECK(blocking.time.bubble_s ==
-        Approx((blocking.time.compute_s() + blocking.time.tp_comm_s + 16 * hop) / 8.0));
+        Approx((blocking.time.compute_s() + blocking.time.tp_comm_s + 16 * hop) / 8.0 *
+               blocking.bubble_fill_ratio));
 }
 
 TEST_CASE("DeepSpeed's separate blocking send and receive: four transfers a micro-batch",
@@ -238,7 +245,8 @@ TEST_CASE("DeepSpeed's separate blocking send and receive: four transfers a micr
       estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
   CHECK(e.pp.calls_per_step == Approx(34.0));
   CHECK(e.time.pp_comm_s == Approx(34 * hop));
-  CHECK(e.time.bubble_s == Approx((e.time.compute_s() + e.time.tp_comm_s) / 2.0));
+  CHECK(e.time.bubble_s ==
+        Approx((e.time.compute_s() + e.time.tp_comm_s) / 2.0 * e.bubble_fill_ratio));
   // The pipe passes the causal mask along: s*s*2 = 32*32*2 = 2048 more bytes on each forward
   // transfer, 1 us + 4096/80e9 = 1.0512e-6 s, so a transfer averages (1.0512 + 1.0256)/2 us.
   options.stack.pp_sends_attention_mask = true;

@@ -152,3 +152,54 @@ TEST_CASE("multi-token prediction layers sit on the last stage", "[pipeline]") {
   model.mtp_layers = 0;
   CHECK(model_stage_layers(model, 8).last == 6);
 }
+
+TEST_CASE("the fill and drain cross the other stages: fill_drain_ratio", "[pipeline]") {
+  // p 2, m 2, stage 0 forward 1 + backward 2 = 3, stage 1 (the output layer's) forward 2 +
+  // backward 4 = 6. By hand, 1F1B: stage 1 runs F0 [1,3] B0 [3,7] F1 [7,9] B1 [9,13], stage 0
+  // B1 [13,15]: makespan 15 = m x 6 + (p - 1) x 3, not (m + p - 1) x 6 = 18. The cost model's
+  // bubble (p-1)/(v*m) x ideal x ratio = 1/2 x 12 x 0.5 = 3 on the ideal 12 gives the 15.
+  CHECK(fill_drain_ratio(2, 3.0, 0.0, 0.0, 6.0) == Approx(0.5));
+  CHECK(2 * 6.0 + bubble_fraction(2, 1, 2) * (2 * 6.0) * fill_drain_ratio(2, 3.0, 0.0, 0.0, 6.0) ==
+        Approx(15.0));
+  // p 4: first 8, two middles 8 each, last 10 (the head): others 8 + 16 = 24 of 3 x 10.
+  CHECK(fill_drain_ratio(4, 8.0, 8.0, 16.0, 10.0) == Approx(0.8));
+  // Llama 3 405B over 16 stages, 7 | 8 x 14 | 7 layers, the head worth 0.65 of a layer: the
+  // bottleneck is a middle stage (8); the others 7 + 13 x 8 + 7.65 = 118.65 of 15 x 8 = 120.
+  CHECK(fill_drain_ratio(16, 7.0, 8.0, 14 * 8.0, 7.65) == Approx(118.65 / 120.0));
+  CHECK(fill_drain_ratio(4, 5.0, 5.0, 10.0, 5.0) == Approx(1.0));  // equal stages
+  CHECK(fill_drain_ratio(1, 1.0, 0.0, 0.0, 1.0) == 1.0);           // no pipeline
+  CHECK(fill_drain_ratio(4, 0.0, 0.0, 0.0, 0.0) == 1.0);           // nothing timed
+}
+
+TEST_CASE("middle stages: how many hold the most layers", "[pipeline]") {
+  // 126 over 16: 7 | 8 x 14 | 7, every middle full (112 = 14 x 8).
+  StageLayers split = stage_layers(126, 16);
+  CHECK(split.middle == 8);
+  CHECK(middle_stages(126, 16, split).full == 14);
+  CHECK(middle_stages(126, 16, split).fewer == 0);
+  // 10 over 8: ceil 2, 6 short: one off the first, one off the last, 4 off middles:
+  // 1 | 2 2 1 1 1 1 | 1 -> 2 middles of 2 and 4 of 1 (2 x 2 + 4 x 1 = 8 = 10 - 1 - 1).
+  split = stage_layers(10, 8);
+  CHECK(split.first == 1);
+  CHECK(split.last == 1);
+  CHECK(split.middle == 2);
+  CHECK(middle_stages(10, 8, split).full == 2);
+  CHECK(middle_stages(10, 8, split).fewer == 4);
+  CHECK(middle_stages(10, 2, stage_layers(10, 2)).full == 0);  // no middle stage
+}
+
+TEST_CASE("a heavier last chunk: the simulated schedule is m x t_last + (p-1)/v x t_other",
+          "[pipeline]") {
+  // p 4, m 16; a stage of 8 layers of forward 1 + backward 2; the last stage's output layer
+  // worth 2 more layers on its last chunk (forward 2, backward 4). t_other = 24, t_last = 30:
+  // 16 x 30 + 3/v x 24 = 552, 516, 498 for v = 1, 2, 4 (a helper's independent simulation,
+  // 2026-12-05, gave the same); the cost model's ideal 480 + (p-1)/(v*m) x 480 x 0.8.
+  const double ratio = fill_drain_ratio(4, 24.0, 24.0, 48.0, 30.0);
+  CHECK(ratio == Approx(0.8));
+  for (const int v : {1, 2, 4}) {
+    const double makespan =
+        schedule_makespan_s(schedule_1f1b(4, 16, v, 8.0, 16.0, 0.0, ScheduleTail{2.0, 4.0}));
+    CHECK(makespan == Approx(16 * 30.0 + 3.0 / v * 24.0));
+    CHECK(makespan == Approx(480.0 * (1.0 + bubble_fraction(4, v, 16) * ratio)));
+  }
+}

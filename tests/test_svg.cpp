@@ -197,12 +197,20 @@ TEST_CASE("the Gantt chart runs on the cost model's times: makespan = ideal + bu
     // is the whole step's increase (v = 2: overlapped interleaved p2p), exposed PP / (m +
     // (p-1)/v). The uniform schedule's makespan (m + (p-1)/v) * (t_f + t_b) is then ideal * (1 +
     // (p-1)/(v*m)) + the whole-step PP = the cost model's ideal + bubble (+ that PP).
+    // The last stage holds the output layer: the others run r = bubble_fill_ratio of its time
+    // (the drawing's blocks), its last chunk the rest (g.tail), and the bubble's (p-1)/v slots
+    // are the others': makespan 8 x t_last + r x 3/v x t_last.
     const double ideal = e.time.compute_s() + e.time.tp_comm_s;
-    const double spans = 8.0 + 3.0 / v;
+    const double r = e.bubble_fill_ratio;
+    REQUIRE(r < 1.0);
+    const double spans = 8.0 + r * 3.0 / v;
     CHECK(e.pp_whole_step == (v > 1));
     const double pp_per_block = e.time.pp_comm_s / (e.pp_whole_step ? spans : 8.0);
-    CHECK(8 * (g.forward_s + g.backward_s) == Approx(ideal + 8 * pp_per_block).epsilon(1e-12));
-    const double makespan = schedule_makespan_s(schedule_1f1b(4, 8, v, g.forward_s, g.backward_s));
+    const double last_stage_s = g.forward_s + g.backward_s + g.tail.forward_s + g.tail.backward_s;
+    CHECK(8 * last_stage_s == Approx(ideal + 8 * pp_per_block).epsilon(1e-12));
+    CHECK(g.forward_s + g.backward_s == Approx(r * last_stage_s).epsilon(1e-12));
+    const double makespan =
+        schedule_makespan_s(schedule_1f1b(4, 8, v, g.forward_s, g.backward_s, 0.0, g.tail));
     const double whole_step_pp = e.pp_whole_step ? e.time.pp_comm_s : 0.0;
     CHECK(makespan == Approx(ideal + (e.pp_whole_step ? 0.0 : e.time.pp_comm_s) + e.time.bubble_s +
                              whole_step_pp)
@@ -231,8 +239,8 @@ TEST_CASE("the Gantt chart of a MoE plan holds its exposed all-to-alls") {
   const Estimate& e = plan.estimate;
   REQUIRE(e.time.ep_comm_s > 0.0);
   const cli::GanttTimes g = cli::gantt_times(e, plan.config);
-  const double makespan = schedule_makespan_s(
-      schedule_1f1b(4, static_cast<int>(e.num_micro_batches), 1, g.forward_s, g.backward_s));
+  const double makespan = schedule_makespan_s(schedule_1f1b(
+      4, static_cast<int>(e.num_micro_batches), 1, g.forward_s, g.backward_s, 0.0, g.tail));
   CHECK(makespan + g.tail_dp_s + g.tail_optimizer_s == Approx(e.time.step_s).epsilon(1e-9));
 }
 

@@ -331,8 +331,9 @@ TEST_CASE("an HSDP plan's hit groups are its shard group and its replicas", "[wh
 TEST_CASE("cordon-server keeps the most servers unless fewer are faster beyond the band",
           "[whatif]") {
   // Seed, GPU 139 dead: 63 servers (504 GPUs) run TP4 PP21 DP6; 60 servers (480 GPUs, DP 12)
-  // are faster but by less than megatron-core's +/-5.1% band, so the job stays on 63. Below 63,
-  // the 16 next counts with a split are searched (half the servers, 32, is the floor).
+  // run within megatron-core's band of it (faster until 2026-12-05; since the bubble's fill and
+  // drain cross PP 21's lighter stages, 0.06% slower), so the job stays on 63. Below 63, the 16
+  // next counts with a split are searched (half the servers, 32, is the floor).
   const Seed seed;
   const WhatIf w = seed.run("gpu:17/3");
   const WhatIfOption& server = option(w, WhatIfKind::cordon_server);
@@ -346,8 +347,8 @@ TEST_CASE("cordon-server keeps the most servers unless fewer are faster beyond t
   Cluster sixty = seed.cluster;
   sixty.servers = 60;
   const PlanResult on_sixty = search(sixty, seed.model, seed.options).plans.front();
-  CHECK(on_sixty.estimate.time.step_s < server.step_time_s);
-  CHECK(server.step_time_s <= on_sixty.estimate.step_s_high);  // tied: not worth 3 servers
+  CHECK(on_sixty.estimate.step_s_low <= server.step_time_s);  // tied: not worth 3 servers
+  CHECK(server.step_time_s <= on_sixty.estimate.step_s_high);
 }
 
 TEST_CASE("cordon-server sets more servers aside when that is faster beyond the band", "[whatif]") {
