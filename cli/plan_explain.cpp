@@ -363,8 +363,9 @@ std::string bubble(const PlanResult& plan) {
       lighter ? fmt::format(" x {:.3f}", e.bubble_fill_ratio) : std::string(), e.time.bubble_s,
       share(e.time.bubble_s, e.time.step_s));
   if (lighter) {
-    out += "  (the fill and drain cross the other stages, lighter than the slowest one, which "
-           "runs its micro-batches back to back)\n";
+    out +=
+        "  (the fill and drain cross the other stages, lighter than the slowest one, which "
+        "runs its micro-batches back to back)\n";
   }
   if (c.virtual_stages > 1) {
     out += fmt::format("  interleaving cuts it {}x at {}x the point-to-point messages\n",

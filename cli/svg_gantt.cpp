@@ -22,9 +22,9 @@ GanttTimes gantt_times(const Estimate& e, const ParallelConfig& config) {
   // the schedule's makespan, so the drawing adds it once, not scaled by the bubble.
   const double r = e.bubble_fill_ratio;
   const double pp_share =
-      e.pp_whole_step ? m * (1.0 + r * bubble_fraction(config.pp, config.virtual_stages,
-                                                       e.num_micro_batches))
-                      : m;
+      e.pp_whole_step
+          ? m * (1.0 + r * bubble_fraction(config.pp, config.virtual_stages, e.num_micro_batches))
+          : m;
   const double comm =
       (t.tp_comm_s + t.cp_comm_s + t.ep_comm_s + t.amax_comm_s + t.overlap_contention_s) / m +
       t.pp_comm_s / pp_share;

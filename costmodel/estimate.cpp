@@ -44,9 +44,9 @@ struct StageTime {
   double forward_s = 0.0;
   double backward_s = 0.0;
   double recompute_s = 0.0;
-  LayerTime layer;      ///< one layer, one micro-batch (per-GEMM times for the TP overlap)
-  LayerTime cp_step;    ///< the layer before context parallelism: one ring step's attention
-  double layers = 0.0;  ///< layers on the bottleneck stage
+  LayerTime layer;          ///< one layer, one micro-batch (per-GEMM times for the TP overlap)
+  LayerTime cp_step;        ///< the layer before context parallelism: one ring step's attention
+  double layers = 0.0;      ///< layers on the bottleneck stage
   double fill_ratio = 1.0;  ///< the bubble's share of the bottleneck's time (fill_drain_ratio)
   [[nodiscard]] double total_s() const { return forward_s + backward_s + recompute_s; }
 };
@@ -494,7 +494,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                          (out.pp_whole_step ? 0.0 : out.pp.exposed_s) + out.cp.exposed_s +
                          out.ep.exposed_s + out.amax.exposed_s;
   out.bubble_fill_ratio = stage.fill_ratio;
-  out.time.bubble_s = bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s * stage.fill_ratio;
+  out.time.bubble_s =
+      bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s * stage.fill_ratio;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
   out.time.optimizer_s =
