@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "costmodel/collective.h"
+#include "costmodel/memory.h"
 #include "costmodel/precision.h"
 
 namespace trident {
@@ -70,6 +71,17 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
                                          : gather_s);
 }
 
+/// Parameters on this GPU of the ZeRO-3 unit beside the layers that nothing hides
+/// (Stack::edge_unit): the embedding; the root's final norm and untied output layer too, where
+/// one stage holds both ends (PP 1).
+double edge_unit_parameters(const Model& model, const ParallelConfig& config, EdgeUnit edge) {
+  if (edge == EdgeUnit::none) return 0.0;
+  const double embedding = embedding_parameters(model, config);
+  if (edge == EdgeUnit::embedding || config.pp > 1) return embedding;
+  const ParameterCount count = count_parameters(model);
+  return embedding + count.final_norm + count.output_layer / config.tp;
+}
+
 /// Sharded data parallel (ZeRO-3 / FSDP FULL_SHARD; FSDP SHARD_GRAD_OP as ZeRO-2 keeps the
 /// weights through backward): per unit (one transformer layer) an all-gather of its weights
 /// before forward, again before backward when the stack reshards after forward, and a
@@ -77,7 +89,11 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
 /// keeps them gathered (ZeRO-3 with PP in torchtitan: once per step). Each call pays NCCL's
 /// ring latency; the stack prefetches `prefetch_units` ahead, so a unit's gather hides behind
 /// the previous unit's compute and only the excess (gather slower than compute) and the first
-/// gather / last reduce-scatter of each pass are exposed.
+/// gather / last reduce-scatter of each pass are exposed. The stack's edge unit (embedding,
+/// or the root) is gathered before the first layer and reduce-scattered after the last: all of
+/// it exposed, each pass. Under PP with a bulk reduction (Stack::pp_bulk_reduce_scatter) the
+/// model chunk that finishes last exposes all its units' reduce-scatters after its last
+/// backward; the other chunks' run in the cool-down's idle time.
 void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& config,
                 const Stack& stack, long long m, const DpWindow& stage, const DpLinks& links,
                 const Calibration* calibration) {
@@ -125,16 +141,37 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   const bool reshard = config.zero >= 3 && stack.reshard_after_forward && !keeps;
   const double gather_passes = keeps ? 1.0 : md * (reshard ? 2.0 : 1.0);
   const double scatter_passes = unit_scatter_passes(config, stack, m);
+  const double forward_passes = keeps ? 1.0 : md;
+  // The edge unit: one gather a forward pass, one reduce-scatter a scatter pass, exposed.
+  const double edge_params = edge_unit_parameters(model, config, stack.edge_unit);
+  const double edge_ag = edge_params > 0.0
+                             ? collective_time_s(Collective::all_gather, edge_params * weight_bytes,
+                                                 comm.link, calibration)
+                             : 0.0;
+  double edge_rs = 0.0;
+  if (edge_params > 0.0) {
+    const double edge_grad_bytes = edge_params * stack.reduce_bytes(model.training.dtype);
+    edge_rs =
+        collective_time_s(Collective::reduce_scatter, edge_grad_bytes, comm.link, calibration);
+    if (config.hybrid_shard()) {
+      edge_rs += collective_time_s(Collective::all_reduce, edge_grad_bytes / config.shard_ranks(),
+                                   links.replicate, calibration);
+    }
+  }
   comm.unit_gathers_per_step = gather_passes * units;
   comm.unit_scatters_per_step = scatter_passes * units;
   comm.calls_per_step = comm.unit_scatters_per_step;
   comm.time_per_call_s = comm.unit_scatter_s;  // the shard group's call; HSDP's all-reduce apart
-  comm.total_s = comm.unit_gathers_per_step * ag + comm.unit_scatters_per_step * rs;
-  const double forward_passes = keeps ? 1.0 : md;
+  const double edge_s = forward_passes * edge_ag + scatter_passes * edge_rs;
+  comm.total_s = comm.unit_gathers_per_step * ag + comm.unit_scatters_per_step * rs + edge_s;
   const double backward_gather = reshard ? ag : 0.0;
-  double exposed = forward_passes * pass_exposed(ag, fwd_unit, ag, prefetch);
+  double exposed = edge_s + forward_passes * pass_exposed(ag, fwd_unit, ag, prefetch);
   // Backward passes that reduce-scatter, and those that only re-gather.
-  exposed += scatter_passes * backward_exposed(backward_gather, rs);
+  if (keeps && stack.pp_bulk_reduce_scatter) {
+    exposed += units / std::max(1, config.virtual_stages) * rs;  // the last chunk's, in bulk
+  } else {
+    exposed += scatter_passes * backward_exposed(backward_gather, rs);
+  }
   if (!keeps) exposed += (md - scatter_passes) * backward_exposed(backward_gather, 0.0);
   comm.exposed_s = exposed;
 }

@@ -54,6 +54,8 @@ enum class TpOverlap { none, backward, userbuffers };
 enum class SelectiveKind { attention, per_op, mla_up_proj };
 
 enum class BackwardPrefetch { pre, post, none };
+/// ZeRO-3 / FSDP units beside the transformer layers (Stack::edge_unit).
+enum class EdgeUnit { none, root, embedding };
 
 /// Partial full recompute: none; Megatron-Core's block method (the first N layers of each
 /// model chunk recomputed, --recompute-method block --recompute-num-layers N); torchtitan's
@@ -171,6 +173,17 @@ struct Stack {
   /// ZeRO-3 with PP > 1 keeps the gathered weights for all micro-batches (torchtitan sets
   /// reshard_after_forward false with PP): one gather per unit per step, not per micro-batch.
   bool pp_keeps_gathered_weights = true;
+  /// Where that keeps them, each model chunk's reduce-scatters all run after its last backward,
+  /// the compute stream waiting for them (torch.distributed.pipelining perform_reduce_grad:
+  /// every FSDP2 group's post_backward, then the root's final callback): exposed, not hidden
+  /// unit by unit behind the backward (docs/cost_model.md#data-parallel).
+  bool pp_bulk_reduce_scatter = false;
+  /// The ZeRO-3 unit beside the layers that nothing hides: `root`, the embedding, final norm
+  /// and output layer in the root unit, gathered at each forward's start and reduce-scattered
+  /// at each backward's end (FSDP1's auto-wrapped root; torchtitan's fully_shard(model) until
+  /// 2025-07); `embedding`, the embedding alone (torchtitan since: the output layer a unit of
+  /// its own the layers hide); `none`, not priced (a stack whose wrapping was not read).
+  EdgeUnit edge_unit = EdgeUnit::none;
   /// ZeRO-3 runs its collectives' buffers on side streams whose cached blocks the compute
   /// stream cannot reuse (FSDP2: each unit's flat all-gather output on the all-gather copy-in
   /// stream, the reduce-scatter output, the sharded gradients, on the reduce-scatter stream;

@@ -46,6 +46,8 @@ const std::vector<std::string> kStackKeys = {
     "reduce_every_micro_batch",
     "reduce_scatter_copy_in",
     "pp_keeps_gathered_weights",
+    "pp_bulk_reduce_scatter",
+    "edge_unit",
     "zero3_side_stream_pools",
     "zero1_all_reduces_gradients",
     "pp_keeps_last_reduce_scatter_input",
@@ -93,6 +95,7 @@ const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffe
 const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up_proj"};
 const std::vector<std::string> kPartialRecomputeNames = {"none", "block", "every_kth"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
+const std::vector<std::string> kEdgeUnitNames = {"none", "root", "embedding"};
 const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kKeptOutputNames = {"none", "in_flight", "last", "all"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
@@ -174,6 +177,8 @@ Stack file_defaults() {
   s.reduce_every_micro_batch = true;
   s.reduce_scatter_copy_in = false;
   s.pp_keeps_gathered_weights = true;
+  s.pp_bulk_reduce_scatter = false;
+  s.edge_unit = EdgeUnit::none;
   s.zero3_side_stream_pools = false;
   s.zero1_all_reduces_gradients = false;
   s.pp_keeps_last_reduce_scatter_input = false;
@@ -309,6 +314,9 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.reduce_scatter_copy_in = m.optional_bool("reduce_scatter_copy_in", d.reduce_scatter_copy_in);
   s.pp_keeps_gathered_weights =
       m.optional_bool("pp_keeps_gathered_weights", d.pp_keeps_gathered_weights);
+  s.pp_bulk_reduce_scatter = m.optional_bool("pp_bulk_reduce_scatter", d.pp_bulk_reduce_scatter);
+  s.edge_unit = static_cast<EdgeUnit>(
+      m.optional_choice("edge_unit", kEdgeUnitNames, static_cast<int>(d.edge_unit)));
   s.zero3_side_stream_pools = m.optional_bool("zero3_side_stream_pools", d.zero3_side_stream_pools);
   s.zero1_all_reduces_gradients =
       m.optional_bool("zero1_all_reduces_gradients", d.zero1_all_reduces_gradients);

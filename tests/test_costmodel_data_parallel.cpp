@@ -88,13 +88,20 @@ TEST_CASE("HSDP: per-unit gathers in the shard group, gradient shards all-reduce
   // reduce-scatters, each followed by its all-reduce.
   CHECK(e.dp.unit_gathers_per_step == Approx(8.0));
   CHECK(e.dp.unit_scatters_per_step == Approx(4.0));
-  CHECK(e.dp.total_s == Approx(8 * ag + 4 * (rs + ar)));
   // Exposed per micro-batch (prefetch one unit): forward ag + max(0, ag - fwd); backward
   // (ag + rs + ar) + max(0, ag + rs + ar - bwd). Times 2.
   const LayerTime layer = layer_time(test::round_gpu(), model, config, ComputeFeatures{});
   const double forward = ag + std::max(0.0, ag - layer.forward_s);
   const double backward = (ag + rs + ar) + std::max(0.0, ag + rs + ar - layer.backward_s);
-  CHECK(e.dp.exposed_s == Approx(2 * (forward + backward)));
+  // torchtitan's embedding unit, 1000 x 64 = 64,000 parameters, gathered first and
+  // reduce-scattered (then all-reduced across the replicas, 64,000 x 4 / 2 bytes) last, each
+  // micro-batch, exposed (test_costmodel_stack.cpp prices the layers without it).
+  const double ag_e = collective_time_s(Collective::all_gather, 64000.0 * 2, placement.shard);
+  const double rs_e =
+      collective_time_s(Collective::reduce_scatter, 64000.0 * 4, placement.shard) +
+      collective_time_s(Collective::all_reduce, 64000.0 * 4 / 2, placement.replicate);
+  CHECK(e.dp.total_s == Approx(8 * ag + 4 * (rs + ar) + 2 * (ag_e + rs_e)));
+  CHECK(e.dp.exposed_s == Approx(2 * (forward + backward + ag_e + rs_e)));
 }
 
 TEST_CASE("HSDP memory: the model state sharded over the shard group, not all of DP",
@@ -288,4 +295,47 @@ TEST_CASE("DeepSpeed's ZeRO-1 all-reduces its gradient buckets, then all-gathers
   CHECK(bucket.comm(window, ar_stack).collective == Collective::reduce_scatter);
   CHECK(stack_preset("deepspeed-megatron").zero1_all_reduces_gradients);
   CHECK_FALSE(stack_preset("megatron-core").zero1_all_reduces_gradients);
+}
+
+TEST_CASE("torchtitan's pipelining reduce-scatters a stage's units in bulk after its last backward",
+          "[data_parallel][estimate]") {
+  // Small model with 4 layers, PP 2 (2 layers a stage), DP 2, micro-batch 1: m = 8 / 2 = 4.
+  // FSDP2 keeps the weights gathered through the micro-batches (one gather per unit), and the
+  // schedule's REDUCE_GRAD runs every unit's reduce-scatter after the stage's last backward,
+  // the compute stream waiting: both units' reduce-scatters exposed, where one after another
+  // behind the backward (pp_bulk_reduce_scatter false) exposes rs + max(0, rs - bwd unit).
+  Model model = test::small_model();
+  model.layers = 4;
+  ParallelConfig config;
+  config.pp = 2;
+  config.dp = 2;
+  config.micro_batch = 1;
+  config.zero = 3;
+  Placement placement;
+  placement.tp = test::nvlink_group(1);
+  placement.pp = test::nvlink_group(2);
+  placement.dp = test::nvlink_group(2);
+  EstimateOptions options;
+  options.stack = stack_preset("torchtitan");
+  REQUIRE(options.stack.pp_bulk_reduce_scatter);
+  options.stack.edge_unit = EdgeUnit::none;  // the layers alone
+  const Estimate bulk = estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  const double ag = bulk.dp.unit_gather_s;
+  const double rs = bulk.dp.unit_scatter_s;
+  CHECK(bulk.dp.unit_gathers_per_step == Approx(2.0));
+  CHECK(bulk.dp.unit_scatters_per_step == Approx(2.0));
+  const LayerTime layer = layer_time(test::round_gpu(), model, config, ComputeFeatures{});
+  const double forward = ag + std::max(0.0, ag - layer.forward_s);  // one pass, prefetched
+  CHECK(bulk.dp.exposed_s == Approx(forward + 2 * rs));
+  options.stack.pp_bulk_reduce_scatter = false;
+  const Estimate hidden =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  CHECK(hidden.dp.exposed_s == Approx(forward + rs + std::max(0.0, rs - layer.backward_s)));
+  // Interleaved, 2 chunks of one layer: the chunk that finishes last exposes its one unit;
+  // the other chunk's run in the cool-down's idle time.
+  options.stack.pp_bulk_reduce_scatter = true;
+  config.virtual_stages = 2;
+  const Estimate interleaved =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  CHECK(interleaved.dp.exposed_s == Approx(forward + rs));
 }

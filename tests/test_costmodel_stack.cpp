@@ -448,6 +448,7 @@ TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack]
   config.zero = 3;
   EstimateOptions options;
   options.stack = stack_preset("torchtitan");  // BACKWARD_PRE-style prefetch of one unit
+  options.stack.edge_unit = EdgeUnit::none;    // the layers alone here; the edge unit below
   const Placement placement = dp_placement(2);
   const Estimate e = estimate(test::round_cluster(), model, config, placement, nullptr, options);
   // A unit is one layer: 4h^2 attention + 2hf FFN + 2h norms = 16384 + 32768 + 128 = 49280
@@ -486,6 +487,25 @@ TEST_CASE("sharded data parallel per unit: FSDP FULL_SHARD's schedule", "[stack]
   CHECK(once.dp.unit_scatters_per_step == Approx(2.0));
   const double gather_only = ag + std::max(0.0, ag - layer.backward_s);
   CHECK(once.dp.exposed_s == Approx(4 * forward + backward + 3 * gather_only));
+
+  // torchtitan's own embedding unit (edge_unit: embedding): 1000 x 64 = 64,000 parameters
+  // gathered before the first layer (2 bytes each) and reduce-scattered after the last (4),
+  // nothing to hide behind: every micro-batch, 4 x (ag_e + rs_e) more, exposed.
+  options.stack = stack_preset("torchtitan");
+  REQUIRE(options.stack.edge_unit == EdgeUnit::embedding);
+  const Estimate edged =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  const double ag_e = collective_time_s(Collective::all_gather, 64000.0 * 2, placement.dp);
+  const double rs_e = collective_time_s(Collective::reduce_scatter, 64000.0 * 4, placement.dp);
+  CHECK(edged.dp.total_s == Approx(16 * ag + 8 * rs + 4 * (ag_e + rs_e)));
+  CHECK(edged.dp.exposed_s == Approx(4 * (forward + backward + ag_e + rs_e)));
+  // FSDP1's root unit (edge_unit: root) holds the final norm (64) and the untied output layer
+  // (64,000) beside the embedding: 128,064 parameters.
+  options.stack.edge_unit = EdgeUnit::root;
+  const Estimate root = estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  const double ag_r = collective_time_s(Collective::all_gather, 128064.0 * 2, placement.dp);
+  const double rs_r = collective_time_s(Collective::reduce_scatter, 128064.0 * 4, placement.dp);
+  CHECK(root.dp.exposed_s == Approx(4 * (forward + backward + ag_r + rs_r)));
 }
 
 TEST_CASE(
