@@ -34,25 +34,30 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
 /// `bucket` parameters, so the last (the first stage's embedding, which backward finishes last
 /// and forward needs first) holds at least the embedding: max(bucket, edge_parameters).
 void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
-                 double parameters, const Training& training, const DpWindow& stage,
+                 double parameters, const Training& training, const DpWindow& stage, long long m,
                  const Calibration* calibration, bool zero1_all_reduce) {
   const double bucket = std::min(
       parameters,
       std::max(stack.dp_bucket_parameters, stack.dp_bucket_parameters_per_rank * config.dp));
-  const double reduce_bytes = stack.reduce_bytes(training.dtype);
+  const double reduce_bytes = stack.reduce_bytes(training.dtype, config);
   const double weight_bytes = precision_of(training).weight_gather_bytes;
   const double grad_bytes = parameters * reduce_bytes;
   const double share = std::min(parameters, std::max(bucket, stage.edge_parameters)) / parameters;
+  // ZeRO-2 where the stack partitions gradients as each micro-batch's backward makes them
+  // (DeepSpeed: "ZeRO stage 2 communicates during non gradient accumulation boundaries as
+  // well"): the reduction every micro-batch, each behind its own backward.
+  const double passes =
+      config.zero == 2 && stack.reduce_every_micro_batch ? static_cast<double>(m) : 1.0;
   comm.bytes_per_call = grad_bytes;
-  comm.calls_per_step = 1.0;
+  comm.calls_per_step = passes;
   // ZeRO 0 all-reduces; ZeRO 1-2 reduce-scatter, but for a ZeRO-1 that all-reduces its buckets.
   const bool all_reduce = config.zero == 0 || (config.zero == 1 && zero1_all_reduce);
   const Collective reduce = all_reduce ? Collective::all_reduce : Collective::reduce_scatter;
   const double grad_s =
       bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
-  const double grad_exposed_s = stack.overlaps_grad_reduce(config)
-                                    ? unhidden_s(grad_s, stage.backward_s, grad_s * share)
-                                    : grad_s;
+  const double grad_exposed_s = passes * (stack.overlaps_grad_reduce(config)
+                                              ? unhidden_s(grad_s, stage.backward_s, grad_s * share)
+                                              : grad_s);
   if (config.zero == 0) {
     comm.time_per_call_s = grad_s;
     comm.total_s = grad_s;
@@ -65,7 +70,7 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   comm.collective = reduce;
   comm.gather_bytes_per_call = gather_bytes;
   comm.time_per_call_s = grad_s + gather_s;
-  comm.total_s = grad_s + gather_s;
+  comm.total_s = passes * grad_s + gather_s;
   comm.exposed_s = grad_exposed_s + (stack.dp_overlap_param_gather
                                          ? unhidden_s(gather_s, stage.forward_s, gather_s * share)
                                          : gather_s);
@@ -102,7 +107,7 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
       count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
   const double units = stage.layers;
   comm.collective = Collective::reduce_scatter;
-  comm.bytes_per_call = unit_params * stack.reduce_bytes(model.training.dtype);
+  comm.bytes_per_call = unit_params * stack.reduce_bytes(model.training.dtype, config);
   comm.gather_bytes_per_call = unit_params * weight_bytes;
   comm.unit_gather_s =
       collective_time_s(Collective::all_gather, comm.gather_bytes_per_call, comm.link, calibration);
@@ -150,7 +155,7 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
                              : 0.0;
   double edge_rs = 0.0;
   if (edge_params > 0.0) {
-    const double edge_grad_bytes = edge_params * stack.reduce_bytes(model.training.dtype);
+    const double edge_grad_bytes = edge_params * stack.reduce_bytes(model.training.dtype, config);
     edge_rs =
         collective_time_s(Collective::reduce_scatter, edge_grad_bytes, comm.link, calibration);
     if (config.hybrid_shard()) {
@@ -198,7 +203,7 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const DpLin
     // DeepSpeed keeps contiguous gradients (a reduce per partition) for MoE models (engine.py
     // `if not self.has_moe_layers: contiguous_gradients = False`, @v0.8.0 L1532-1534).
     const bool zero1_all_reduce = stack.zero1_all_reduces_gradients && !moe_layers;
-    bucketed_dp(comm, config, stack, parameters, model.training, stage, calibration,
+    bucketed_dp(comm, config, stack, parameters, model.training, stage, m, calibration,
                 zero1_all_reduce);
   }
   return comm;

@@ -115,6 +115,11 @@ double Stack::reduce_bytes(Dtype dtype) const {
   return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_reduce_bytes;
 }
 
+double Stack::reduce_bytes(Dtype dtype, const ParallelConfig& config) const {
+  const bool zero_optimizer = zero_reduce_bytes > 0.0 && config.zero >= 1 && config.pp == 1;
+  return zero_optimizer ? zero_reduce_bytes : reduce_bytes(dtype);
+}
+
 double Stack::buffer_bytes(Dtype dtype) const {
   return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_buffer_bytes;
 }

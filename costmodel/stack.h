@@ -144,6 +144,11 @@ struct Stack {
   /// fp16 training reduces (and keeps) gradients in fp16 whatever grad_reduce_bytes says
   /// (Megatron 2021 without --accumulate-allreduce-grads-in-fp32; DeepSpeed fp16).
   bool fp16_grads_in_fp16 = false;
+  /// Bytes per gradient element the ZeRO optimizer reduces in where it runs without PP (ZeRO
+  /// >= 1, PP 1): DeepSpeed's DeepSpeedZeroOptimizer reduces in communication_data_type, 16-bit,
+  /// where its BF16_Optimizer (ZeRO-0, and the bf16 optimizer sharding that runs with PP) keeps
+  /// fp32. 0: grad_reduce_bytes everywhere.
+  double zero_reduce_bytes = 0.0;
   /// Bytes per gradient element kept between backward and the optimizer (4 = fp32 main grads).
   double grad_buffer_bytes = 4.0;
   /// The gradient accumulation pass per micro-batch (Megatron-Core fuses it into the wgrad GEMM).
@@ -324,6 +329,9 @@ struct Stack {
   [[nodiscard]] bool pipelines() const { return zero_stages_with_pp != 0; }
   /// Gradient bytes in the reduction / in the buffer for a training dtype.
   [[nodiscard]] double reduce_bytes(Dtype dtype) const;
+  /// The same for one split: zero_reduce_bytes where the ZeRO optimizer reduces (ZeRO >= 1,
+  /// PP 1).
+  [[nodiscard]] double reduce_bytes(Dtype dtype, const ParallelConfig& config) const;
   [[nodiscard]] double buffer_bytes(Dtype dtype) const;
   /// HBM bytes per accumulated gradient element of one micro-batch's accumulation pass
   /// (docs/cost_model.md#stacks): 0 for none; gradient + 2 x buffer for add; add_cast also

@@ -35,6 +35,7 @@ const std::vector<std::string> kStackKeys = {
     "dp_bucket_parameters",
     "dp_bucket_parameters_per_rank",
     "grad_reduce_bytes",
+    "zero_reduce_bytes",
     "grad_buffer_bytes",
     "grad_accumulation",
     "zero_stages",
@@ -167,6 +168,7 @@ Stack file_defaults() {
   s.dp_bucket_parameters = 4.0e7;
   s.dp_bucket_parameters_per_rank = 0.0;
   s.grad_reduce_bytes = 4.0;
+  s.zero_reduce_bytes = 0.0;
   s.grad_buffer_bytes = 4.0;
   s.grad_accumulation = GradAccumulation::none;
   s.zero_stages = 0b0011;
@@ -278,6 +280,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       "dp_bucket_parameters_per_rank", d.dp_bucket_parameters_per_rank, Range::non_negative);
   s.grad_reduce_bytes =
       m.optional_double("grad_reduce_bytes", d.grad_reduce_bytes, Range::positive);
+  s.zero_reduce_bytes =
+      m.optional_double("zero_reduce_bytes", d.zero_reduce_bytes, Range::non_negative);
   s.grad_buffer_bytes =
       m.optional_double("grad_buffer_bytes", d.grad_buffer_bytes, Range::positive);
   s.grad_accumulation = static_cast<GradAccumulation>(m.optional_choice(
@@ -406,6 +410,9 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   // Bytes of one gradient element: a dtype's width, nothing between (3 read as "16-bit").
   if (s.grad_reduce_bytes != 2 && s.grad_reduce_bytes != 4) {
     m.fail("grad_reduce_bytes", "expected 2 (bf16) or 4 (fp32)");
+  }
+  if (s.zero_reduce_bytes != 0 && s.zero_reduce_bytes != 2 && s.zero_reduce_bytes != 4) {
+    m.fail("zero_reduce_bytes", "expected 0 (as grad_reduce_bytes), 2 (16-bit) or 4 (fp32)");
   }
   if (s.grad_buffer_bytes != 2 && s.grad_buffer_bytes != 4) {
     m.fail("grad_buffer_bytes", "expected 2 (bf16) or 4 (fp32)");

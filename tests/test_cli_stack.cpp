@@ -569,9 +569,19 @@ TEST_CASE("DeepSpeed's ZeRO-1 plan says all-reduce+all-gather; torchtitan's PP Z
                            " --stack deepspeed-megatron --tp 1 --pp 1 --dp 64 --micro-batch 1 "
                            "--zero 1 --recompute full --explain");
   REQUIRE(text.code == 0);
-  // fp32 gradients all-reduced, 16-bit weights all-gathered: the two sizes named apart.
-  CHECK(text.out.find("  DP: all-reduce of 32.12 GB + all-gather of 16.06 GB per call") !=
+  // The ZeRO optimizer's 16-bit gradients all-reduced (communication_data_type: fp16 under any
+  // ZeRO stage at DeepSpeed v0.7.0, bf16 since; BF16_Optimizer's fp32 is ZeRO-0's and PP's),
+  // 16-bit weights all-gathered: 8.03B x 2 bytes each, so one size for the two.
+  CHECK(text.out.find("  DP: all-reduce+all-gather of 16.06 GB per call") != std::string::npos);
+  // Under PP 2 the bf16 optimizer sharding (BF16_Optimizer) all-reduces fp32 gradients: a
+  // stage's ~4.0B parameters x 4 = 16.06 GB against 8.03 GB of 16-bit weights, named apart.
+  const Run piped = trident(kSmall +
+                            " --stack deepspeed-megatron --tp 1 --pp 2 --dp 32 --micro-batch 1 "
+                            "--zero 1 --recompute full --explain");
+  REQUIRE(piped.code == 0);
+  CHECK(piped.out.find("  DP: all-reduce of 16.06 GB + all-gather of 8.03 GB per call") !=
         std::string::npos);
+  // (ZeRO-0's fp32 all-reduce: test_costmodel_data_parallel.cpp.)
   // torchtitan, ZeRO-3 under PP 2: the side streams' pools are reserved, not allocated.
   const Run tt = trident(kSmall +
                          " --stack torchtitan --tp 1 --pp 2 --dp 32 --micro-batch 1 --zero 3 "

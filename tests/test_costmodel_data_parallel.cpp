@@ -339,3 +339,45 @@ TEST_CASE("torchtitan's pipelining reduce-scatters a stage's units in bulk after
       estimate(test::round_cluster(), model, config, placement, nullptr, options);
   CHECK(interleaved.dp.exposed_s == Approx(forward + rs));
 }
+
+TEST_CASE("DeepSpeed's ZeRO-2 reduces every micro-batch's gradients, in 16 bits",
+          "[data_parallel][stack]") {
+  // 200M parameters on the stage, bf16, dp 8 on one NVLink domain, m = 4, deepspeed-megatron:
+  // one bucket (5e8 elements hold all 200M). ZeRO-2 partitions the gradients as each
+  // micro-batch's backward makes them, on the compute stream: a reduce-scatter of 200M x 2
+  // bytes (communication_data_type) 4 times a step, exposed, then one all-gather of the 16-bit
+  // weights, 200M x 2 bytes, exposed too.
+  const Model model = test::small_model();
+  REQUIRE(model.training.dtype == Dtype::bf16);
+  ParallelConfig config;
+  config.dp = 8;
+  config.micro_batch = 1;
+  config.zero = 2;
+  const Stack ds = stack_preset("deepspeed-megatron");
+  const GroupLink link = test::nvlink_group(8);
+  const DpWindow window{};
+  const auto comm = [&](const ParallelConfig& c) {
+    return dp_comm(model, c, {link, link, link}, 200e6, 4, window, ds, nullptr);
+  };
+  const double rs16 = collective_time_s(Collective::reduce_scatter, 200e6 * 2, link);
+  const double ag16 = collective_time_s(Collective::all_gather, 200e6 * 2, link);
+  const CommDetail z2 = comm(config);
+  CHECK(z2.calls_per_step == Approx(4.0));
+  CHECK(z2.total_s == Approx(4 * rs16 + ag16));
+  CHECK(z2.exposed_s == Approx(4 * rs16 + ag16));
+  // ZeRO-1 waits for the accumulation boundary: one all-reduce of the 16-bit gradients (stage
+  // 1 all-reduces its buckets, zero1_all_reduces_gradients).
+  config.zero = 1;
+  const double ar16 = collective_time_s(Collective::all_reduce, 200e6 * 2, link);
+  CHECK(comm(config).calls_per_step == Approx(1.0));
+  CHECK(comm(config).exposed_s == Approx(ar16 + ag16));
+  // ZeRO-0 is BF16_Optimizer's: the fp32 gradients all-reduced, 200M x 4 bytes.
+  config.zero = 0;
+  CHECK(comm(config).exposed_s ==
+        Approx(collective_time_s(Collective::all_reduce, 200e6 * 4, link)));
+  // So is the bf16 optimizer sharding that runs with PP (ZeRO-1 under PP 2): fp32 again.
+  config.zero = 1;
+  config.pp = 2;
+  CHECK(comm(config).exposed_s ==
+        Approx(collective_time_s(Collective::all_reduce, 200e6 * 4, link) + ag16));
+}
