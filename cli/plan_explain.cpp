@@ -333,7 +333,7 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
         calibration);
   }
   if (e.edp.link.ranks > 1) {
-    out += dimension("expert DP", "all-reduce", e.edp, step,
+    out += dimension("expert DP", expert_dp_collective_name(c, e.edp), e.edp, step,
                      "the experts' gradients reduce over the ranks holding the same experts "
                      "(tp x cp x dp / ep), overlapped with backward as DP's",
                      calibration);

@@ -177,7 +177,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
   if (hybrid) json["comm"]["dp_replicate"] = replicate_json(e.dp);
   if (e.amax.calls_per_step > 0.0) json["comm"]["fp8_amax"] = comm_json(e.amax, "all-reduce");
   if (model.is_moe()) {
-    json["comm"]["expert_dp"] = comm_json(e.edp, e.edp.link.ranks > 1 ? "all-reduce" : "none");
+    json["comm"]["expert_dp"] = comm_json(e.edp, expert_dp_collective_name(c, e.edp));
     json["comm"]["ep"]["overlap"] = ep_overlap_name(e);
     json["flops_basis"] = "active_parameters";
   }

@@ -120,6 +120,11 @@ std::string dp_collective_name(const ParallelConfig& config, Collective reduce) 
   return config.zero == 0 ? "all-reduce" : std::string(to_string(reduce)) + "+all-gather";
 }
 
+std::string expert_dp_collective_name(const ParallelConfig& config, const CommDetail& edp) {
+  if (edp.link.ranks < 2) return "none";
+  return config.zero == 0 ? "all-reduce" : std::string(to_string(edp.collective)) + "+all-gather";
+}
+
 std::string cp_collective_name(const PlanResult& plan) {
   if (plan.config.cp < 2) return "none";
   switch (plan.estimate.cp_kind) {

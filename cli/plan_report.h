@@ -54,6 +54,10 @@ struct CsvTail {
 /// ZeRO 0: "all-reduce"; ZeRO 1-3: the gradient collective (`reduce`, CommDetail::collective:
 /// reduce-scatter, or all-reduce for a ZeRO-1 that all-reduces) + "all-gather".
 [[nodiscard]] std::string dp_collective_name(const ParallelConfig& config, Collective reduce);
+/// The experts' gradient reduction over their data-parallel group (Estimate::edp): ZeRO's
+/// reduction + all-gather as DP's, "none" for a group of one.
+[[nodiscard]] std::string expert_dp_collective_name(const ParallelConfig& config,
+                                                    const CommDetail& edp);
 /// "none" (cp 1), "send-recv" (ring attention, p2p) or "all-to-all" (Ulysses, a2a).
 [[nodiscard]] std::string cp_collective_name(const PlanResult& plan);
 /// "none" (ep 1) or "all-to-all" (MoE dispatch and combine).

@@ -51,6 +51,13 @@ TEST_CASE("MoE preset: a ranked EP x PP x DP table naming the all-to-all's link"
   CHECK(plan.at("links").at("ep") != "none");
   CHECK(plan.at("comm").at("ep").at("bytes_per_call").get<double>() > 0.0);
   CHECK(plan.at("flops_basis") == "active_parameters");
+  // The experts' gradients under ZeRO-1: fp32 reduce-scatter, then the 16-bit all-gather
+  // (labelled "all-reduce" until 2026-12-05, a review's find).
+  REQUIRE(plan.at("zero") == 1);
+  const auto& expert_dp = plan.at("comm").at("expert_dp");
+  CHECK(expert_dp.at("collective") == "reduce-scatter+all-gather");
+  CHECK(expert_dp.at("bytes_per_call").get<double>() ==
+        Approx(2.0 * expert_dp.at("gather_bytes_per_call").get<double>()));
 }
 
 TEST_CASE("pinned CP on a 128k-token Llama: the ring's link and collective", "[cli_cpmoe]") {
