@@ -189,6 +189,14 @@ std::string dimension(const char* name, const std::string& collective, const Com
       link_text(comm.link), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
       share(comm.exposed_s, step_s));
   out += calibrated_text(comm, calibration);
+  if (comm.pipe_gathers_per_step > 0.0) {
+    out += fmt::format(
+        "      and the pipeline's scatter undone: {:.0f} all-gathers of {} per step, {:.3f} ms "
+        "each, {:.3f} s in all (each activation and gradient crosses a stage boundary as 1/TP "
+        "and is gathered back over TP, blocking)\n",
+        comm.pipe_gathers_per_step, bytes_text(comm.pipe_gather_bytes), 1e3 * comm.pipe_gather_s,
+        comm.pipe_gathers_per_step * comm.pipe_gather_s);
+  }
   if (comm.unit_gathers_per_step > 0.0) {
     // Sharded data parallel: the per-unit schedule behind the totals.
     out += fmt::format(

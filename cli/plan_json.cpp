@@ -44,7 +44,9 @@ Json comm_json(const CommDetail& comm, const std::string& collective) {
               {"unit_gather_s", comm.unit_gather_s},
               {"unit_scatter_s", comm.unit_scatter_s},
               {"unit_gathers_per_step", comm.unit_gathers_per_step},
-              {"unit_scatters_per_step", comm.unit_scatters_per_step}};
+              {"unit_scatters_per_step", comm.unit_scatters_per_step},
+              {"pipe_gathers_per_step", comm.pipe_gathers_per_step},
+              {"pipe_gather_s", comm.pipe_gather_s}};
 }
 
 /// HSDP: the all-reduce of each unit's gradient shard across the replicas.

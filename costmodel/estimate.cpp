@@ -238,6 +238,9 @@ CommDetail tp_step(const Gpu& gpu, const Model& model, const Model& local,
   tp.calls_per_step *= tp_share;
   tp.total_s *= tp_share;
   tp.exposed_s *= tp_share;
+  add_pipe_gathers(tp, local, model.training, config,
+                   stack.pp_scatter_gather ? stack.pp_tp_gathers_per_micro_batch : 0, md, link,
+                   calibration);
   return tp;
 }
 

@@ -114,6 +114,11 @@ struct CommDetail {
   double replicate_bytes_per_call = 0.0;
   double unit_replicate_s = 0.0;
   GroupLink replicate_link;
+  /// TP: the all-gathers that undo the pipeline's scatter (Stack::pp_tp_gathers_per_micro_batch):
+  /// one full activation's bytes, one call's time, calls per step; in total_s and exposed_s.
+  double pipe_gather_bytes = 0.0;
+  double pipe_gather_s = 0.0;
+  double pipe_gathers_per_step = 0.0;
 };
 
 struct Estimate {

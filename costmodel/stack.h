@@ -119,6 +119,10 @@ struct Stack {
   /// sends the whole b*s*h activation (apex's pipeline since 2022-06, Megatron-Core since
   /// 2023-01). With sequence parallelism the activation is 1/t either way.
   bool pp_scatter_gather = false;
+  /// The blocking TP all-gathers of the whole activation that scatter then costs a middle stage
+  /// per micro-batch: Megatron-LM 2021 gathers the received activation and the received
+  /// gradient (2), DeepSpeed's pipe also re-gathers its own output for the backward (3).
+  int pp_tp_gathers_per_micro_batch = 2;
   /// The pipeline allocates a receive buffer per micro-batch for each stage's input and for
   /// its output's gradient, at the first step, and keeps them (torch.distributed.pipelining's
   /// _prepare_forward_infra / _prepare_backward_infra); false: a receive tensor per transfer,

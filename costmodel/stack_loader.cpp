@@ -26,6 +26,7 @@ const std::vector<std::string> kStackKeys = {
     "pp_separate_send_recv",
     "pp_sends_attention_mask",
     "pp_scatter_gather",
+    "pp_tp_gathers_per_micro_batch",
     "pp_recv_buffers_per_micro_batch",
     "pp_keeps_outputs",
     "dp_overlap_grad_reduce",
@@ -161,6 +162,7 @@ Stack file_defaults() {
   Stack s;
   s.pp_overlap = false;
   s.pp_scatter_gather = true;
+  s.pp_tp_gathers_per_micro_batch = 2;
   s.pp_recv_buffers_per_micro_batch = false;
   s.pp_keeps_outputs = PpKeptOutputs::none;
   s.dp_overlap_grad_reduce = false;
@@ -264,6 +266,10 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.pp_separate_send_recv = m.optional_bool("pp_separate_send_recv", d.pp_separate_send_recv);
   s.pp_sends_attention_mask = m.optional_bool("pp_sends_attention_mask", d.pp_sends_attention_mask);
   s.pp_scatter_gather = m.optional_bool("pp_scatter_gather", d.pp_scatter_gather);
+  s.pp_tp_gathers_per_micro_batch = static_cast<int>(m.optional_int(
+      "pp_tp_gathers_per_micro_batch", d.pp_tp_gathers_per_micro_batch, Range::non_negative));
+  if (s.pp_tp_gathers_per_micro_batch > 8)
+    m.fail("pp_tp_gathers_per_micro_batch", "expected at most 8");
   s.pp_recv_buffers_per_micro_batch =
       m.optional_bool("pp_recv_buffers_per_micro_batch", d.pp_recv_buffers_per_micro_batch);
   s.pp_keeps_outputs = static_cast<PpKeptOutputs>(m.optional_choice(

@@ -80,6 +80,22 @@ CommDetail pp_comm(const Model& model, const ParallelConfig& config, const Group
   return comm;
 }
 
+void add_pipe_gathers(CommDetail& tp, const Model& local, const Training& training,
+                      const ParallelConfig& config, int gathers_per_micro_batch,
+                      double micro_batches, const GroupLink& link, const Calibration* calibration) {
+  if (config.pp <= 1 || config.tp <= 1 || config.sequence_parallel ||
+      gathers_per_micro_batch <= 0) {
+    return;
+  }
+  tp.pipe_gather_bytes = static_cast<double>(config.micro_batch) * local.seq_len * local.hidden *
+                         precision_of(training).activation_bytes;
+  tp.pipe_gather_s =
+      collective_time_s(Collective::all_gather, tp.pipe_gather_bytes, link, calibration);
+  tp.pipe_gathers_per_step = gathers_per_micro_batch * micro_batches;
+  tp.total_s += tp.pipe_gathers_per_step * tp.pipe_gather_s;
+  tp.exposed_s += tp.pipe_gathers_per_step * tp.pipe_gather_s;
+}
+
 double tp_overlap_layer_s(const LayerTime& layer, double gather_s, double scatter_s, int sm_count,
                           bool full_recompute, bool keeps_gathered_inputs) {
   const double sms = sm_count > 0 ? sm_count : kTpOverlapDefaultSms;

@@ -39,6 +39,15 @@ inline constexpr double kTpOverlapDefaultSms = 132.0;
                                  const GroupLink& link, bool sends_mask, bool scatter_gather,
                                  const Calibration* calibration);
 
+/// Undoing the pipeline's scatter: where each TP rank sends 1/t of the activation (no sequence
+/// parallelism), a middle stage all-gathers the whole b*s*h tensor over TP, blocking,
+/// `gathers_per_micro_batch` times a micro-batch (Megatron-LM 2021 gather_split_1d_tensor: 2;
+/// DeepSpeed PartitionedTensor.full(): 3), `micro_batches` times a step: set in `tp`'s
+/// pipe_gather_* and added to its total and exposed time.
+void add_pipe_gathers(CommDetail& tp, const Model& local, const Training& training,
+                      const ParallelConfig& config, int gathers_per_micro_batch,
+                      double micro_batches, const GroupLink& link, const Calibration* calibration);
+
 /// Exposed TP time of one layer and one micro-batch with --tp-comm-overlap (sequence
 /// parallel), Transformer Engine's default methods (module/base.py initialize_ub):
 /// ring exchange over the copy engines (1 SM) for qkv/fc1 forward and proj/fc2 input

@@ -390,3 +390,38 @@ TEST_CASE("a job of one GPU keeps its own clock; a larger job runs at its board'
   CHECK(c.time.forward_s > d.time.forward_s);
   CHECK(c.time.forward_s <= 2.0 * d.time.forward_s);
 }
+
+TEST_CASE("the pipeline's scatter undone: blocking TP all-gathers of each received tensor",
+          "[estimate][pipeline]") {
+  // Small model, TP 2 x PP 2 x DP 2, micro-batch 1 (m = 4), no sequence parallelism. Each TP
+  // rank sends 1/2 of the activation across the stage boundary and the receiver gathers the
+  // whole b*s*h*2 = 1 x 32 x 64 x 2 = 4096 bytes back over TP: Megatron-LM 2021 twice a
+  // micro-batch (the activation, the gradient), DeepSpeed three times (its output re-gathered
+  // for the backward too). 2 x 4 = 8 and 3 x 4 = 12 all-gathers a step, exposed.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  EstimateOptions options;
+  options.stack.tp_overlap = TpOverlap::none;
+  options.stack.pp_scatter_gather = false;
+  const Estimate whole =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(whole.tp.pipe_gathers_per_step == 0.0);
+  const double gather = collective_time_s(Collective::all_gather, 4096.0, test::nvlink_group(2));
+  options.stack.pp_scatter_gather = true;
+  options.stack.pp_tp_gathers_per_micro_batch = 2;
+  const Estimate megatron =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(megatron.tp.pipe_gather_bytes == Approx(4096.0));
+  CHECK(megatron.tp.pipe_gather_s == Approx(gather));
+  CHECK(megatron.tp.pipe_gathers_per_step == Approx(8.0));
+  CHECK(megatron.tp.exposed_s == Approx(whole.tp.exposed_s + 8 * gather));
+  options.stack.pp_tp_gathers_per_micro_batch = 3;
+  const Estimate deepspeed =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(deepspeed.tp.exposed_s == Approx(whole.tp.exposed_s + 12 * gather));
+  // With sequence parallelism the activation crosses as 1/t and stays so: no gather.
+  ParallelConfig sp = config;
+  sp.sequence_parallel = true;
+  CHECK(estimate(test::round_cluster(), model, sp, round_placement(), nullptr, options)
+            .tp.pipe_gathers_per_step == 0.0);
+}
