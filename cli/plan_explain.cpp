@@ -363,14 +363,13 @@ std::string bubble(const PlanResult& plan) {
   std::string out = "Pipeline bubble\n";
   if (c.pp < 2) return out + "  none: one pipeline stage\n";
   const double ideal = bubble_fraction(c.pp, c.virtual_stages, m);  // costmodel/pipeline.h
-  const bool lighter = e.bubble_fill_ratio < 0.9995;
+  const std::string fill = bubble_fill_text(e);
   out += fmt::format(
       "  (p-1)/(v*m) = ({}-1)/({}*{}) = {:.2f}% of the ideal time{} -> {:.3f} s, "
       "{} of the step\n",
-      c.pp, c.virtual_stages, m, 100.0 * ideal,
-      lighter ? fmt::format(" x {:.3f}", e.bubble_fill_ratio) : std::string(), e.time.bubble_s,
+      c.pp, c.virtual_stages, m, 100.0 * ideal, fill, e.time.bubble_s,
       share(e.time.bubble_s, e.time.step_s));
-  if (lighter) {
+  if (!fill.empty()) {
     out +=
         "  (the fill and drain cross the other stages, lighter than the slowest one, which "
         "runs its micro-batches back to back)\n";

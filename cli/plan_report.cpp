@@ -90,6 +90,11 @@ std::string table_header(Columns columns) {
       columns.cp_ep ? "link TP/PP/DP/CP/EP" : "link TP/PP/DP");
 }
 
+/// ZeRO 0's all-reduce, or ZeRO 1-3's gradient collective + the weights' all-gather.
+std::string zero_reduction_name(const ParallelConfig& config, Collective reduce) {
+  return config.zero == 0 ? "all-reduce" : std::string(to_string(reduce)) + "+all-gather";
+}
+
 }  // namespace
 
 std::string search_summary(const SearchResult& result, const ReportContext& context) {
@@ -116,13 +121,16 @@ std::string pp_collective_name(const ParallelConfig& config) {
 }
 
 std::string dp_collective_name(const ParallelConfig& config, Collective reduce) {
-  if (config.dp < 2) return "none";
-  return config.zero == 0 ? "all-reduce" : std::string(to_string(reduce)) + "+all-gather";
+  return config.dp < 2 ? "none" : zero_reduction_name(config, reduce);
 }
 
 std::string expert_dp_collective_name(const ParallelConfig& config, const CommDetail& edp) {
-  if (edp.link.ranks < 2) return "none";
-  return config.zero == 0 ? "all-reduce" : std::string(to_string(edp.collective)) + "+all-gather";
+  return edp.link.ranks < 2 ? "none" : zero_reduction_name(config, edp.collective);
+}
+
+std::string bubble_fill_text(const Estimate& estimate) {
+  const double r = estimate.bubble_fill_ratio;
+  return r < 0.9995 ? fmt::format(" x {:.3f}", r) : std::string();
 }
 
 std::string cp_collective_name(const PlanResult& plan) {

@@ -58,6 +58,9 @@ struct CsvTail {
 /// reduction + all-gather as DP's, "none" for a group of one.
 [[nodiscard]] std::string expert_dp_collective_name(const ParallelConfig& config,
                                                     const CommDetail& edp);
+/// " x r" where the bubble's slots take r < 1 of the slowest stage's time
+/// (Estimate::bubble_fill_ratio, printed to three places), "" where they take all of it.
+[[nodiscard]] std::string bubble_fill_text(const Estimate& estimate);
 /// "none" (cp 1), "send-recv" (ring attention, p2p) or "all-to-all" (Ulysses, a2a).
 [[nodiscard]] std::string cp_collective_name(const PlanResult& plan);
 /// "none" (ep 1) or "all-to-all" (MoE dispatch and combine).

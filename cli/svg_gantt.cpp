@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/plan_report.h"
 #include "cli/svg_panels.h"
 #include "costmodel/pipeline.h"
 #include "topology/errors.h"
@@ -200,24 +201,26 @@ std::string schedule_title(const ParallelConfig& config, long long m) {
 std::string bubble_line(const PlanResult& plan, const std::vector<ScheduleBlock>& blocks,
                         double makespan) {
   const Estimate& e = plan.estimate;
-  double busy = 0.0;  // stage 0's; every stage does the same work
+  // The last stage's: the slowest, which the drawing puts last (every stage alike when the
+  // others are not lighter).
+  const int last = plan.config.pp - 1;
+  double busy = 0.0;
   for (const auto& b : blocks) {
-    if (b.stage == 0) busy += b.end_s - b.start_s;
+    if (b.stage == last) busy += b.end_s - b.start_s;
   }
   const double idle = makespan - busy;
+  const std::string fill = bubble_fill_text(e);
   return fmt::format(
       "Stages top to bottom, time left to right; a block is one micro-batch (its "
       "number inside where it fits) through one model chunk of one stage, as "
       "costmodel's schedule_1f1b runs it with the cost model's times.\n"
-      "makespan {:.3f} s, every stage idle {:.3f} s of it (grey: the bubble); cost "
+      "makespan {:.3f} s, {} idle {:.3f} s of it (grey: the bubble); cost "
       "model: bubble {:.3f} s = (p-1)/(v*m) = {:.2f}% of the ideal time{}; then DP "
       "{:.3f} s + optimizer {:.3f} s: step {:.3f} s",
-      makespan, idle, e.time.bubble_s,
+      makespan, fill.empty() ? "every stage" : "the slowest stage", idle, e.time.bubble_s,
       100.0 * bubble_fraction(plan.config.pp, plan.config.virtual_stages, e.num_micro_batches),
-      e.bubble_fill_ratio < 0.9995
-          ? fmt::format(" x {:.3f} (the other stages are lighter)", e.bubble_fill_ratio)
-          : std::string(),
-      e.time.dp_comm_s, e.time.optimizer_s, e.time.step_s);
+      fill.empty() ? std::string() : fill + " (the other stages are lighter)", e.time.dp_comm_s,
+      e.time.optimizer_s, e.time.step_s);
 }
 
 /// Most forward and backward blocks one picture draws (~10 MB of SVG).

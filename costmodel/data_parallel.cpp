@@ -103,24 +103,36 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
                 const Stack& stack, long long m, const DpWindow& stage, const DpLinks& links,
                 const Calibration* calibration) {
   const double weight_bytes = precision_of(model.training).weight_gather_bytes;
+  const double grad_bytes = stack.reduce_bytes(model.training.dtype, config);
+  // A unit of `params`: its weights' all-gather, its gradients' reduce-scatter and, with HSDP,
+  // the reduced shard's all-reduce across the replicas, after the reduce-scatter and on the
+  // same stream (FSDP1 _reduce_grad; FSDP2 foreach_reduce), so the two run back to back behind
+  // the backward compute. No bytes, no time (collective_time_s).
+  const auto all_gather_s = [&](double params) {
+    return collective_time_s(Collective::all_gather, params * weight_bytes, comm.link, calibration);
+  };
+  const auto reduce_scatter_s = [&](double params) {
+    return collective_time_s(Collective::reduce_scatter, params * grad_bytes, comm.link,
+                             calibration);
+  };
+  const auto replicas_s = [&](double params) {
+    return config.hybrid_shard() ? collective_time_s(Collective::all_reduce,
+                                                     params * grad_bytes / config.shard_ranks(),
+                                                     links.replicate, calibration)
+                                 : 0.0;
+  };
   const double unit_params =
       count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
   const double units = stage.layers;
   comm.collective = Collective::reduce_scatter;
-  comm.bytes_per_call = unit_params * stack.reduce_bytes(model.training.dtype, config);
+  comm.bytes_per_call = unit_params * grad_bytes;
   comm.gather_bytes_per_call = unit_params * weight_bytes;
-  comm.unit_gather_s =
-      collective_time_s(Collective::all_gather, comm.gather_bytes_per_call, comm.link, calibration);
-  comm.unit_scatter_s =
-      collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, comm.link, calibration);
+  comm.unit_gather_s = all_gather_s(unit_params);
+  comm.unit_scatter_s = reduce_scatter_s(unit_params);
   if (config.hybrid_shard()) {
-    // HSDP: each unit's reduced gradient shard is then all-reduced across the replicas,
-    // after its reduce-scatter and on the same stream (FSDP1 _reduce_grad; FSDP2
-    // foreach_reduce), so the two run back to back behind the backward compute.
     comm.replicate_link = links.replicate;
     comm.replicate_bytes_per_call = comm.bytes_per_call / config.shard_ranks();
-    comm.unit_replicate_s = collective_time_s(Collective::all_reduce, comm.replicate_bytes_per_call,
-                                              links.replicate, calibration);
+    comm.unit_replicate_s = replicas_s(unit_params);
   }
   const double ag = comm.unit_gather_s;
   const double rs = comm.unit_scatter_s + comm.unit_replicate_s;
@@ -149,20 +161,8 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   const double forward_passes = keeps ? 1.0 : md;
   // The edge unit: one gather a forward pass, one reduce-scatter a scatter pass, exposed.
   const double edge_params = edge_unit_parameters(model, config, stack.edge_unit);
-  const double edge_ag = edge_params > 0.0
-                             ? collective_time_s(Collective::all_gather, edge_params * weight_bytes,
-                                                 comm.link, calibration)
-                             : 0.0;
-  double edge_rs = 0.0;
-  if (edge_params > 0.0) {
-    const double edge_grad_bytes = edge_params * stack.reduce_bytes(model.training.dtype, config);
-    edge_rs =
-        collective_time_s(Collective::reduce_scatter, edge_grad_bytes, comm.link, calibration);
-    if (config.hybrid_shard()) {
-      edge_rs += collective_time_s(Collective::all_reduce, edge_grad_bytes / config.shard_ranks(),
-                                   links.replicate, calibration);
-    }
-  }
+  const double edge_ag = all_gather_s(edge_params);
+  const double edge_rs = reduce_scatter_s(edge_params) + replicas_s(edge_params);
   comm.unit_gathers_per_step = gather_passes * units;
   comm.unit_scatters_per_step = scatter_passes * units;
   comm.calls_per_step = comm.unit_scatters_per_step;

@@ -134,9 +134,10 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   const bool last_is_slowest = last_s >= layers_s(without);
   StageTime time;
   const MiddleStages middles = middle_stages(model.layers + model.mtp_layers, config.pp, split);
+  const double middle_s = layers_s(split.middle);
   time.fill_ratio = fill_drain_ratio(
-      config.pp, layers_s(split.first), layers_s(split.middle),
-      middles.full * layers_s(split.middle) + middles.fewer * layers_s(split.middle - 1), last_s);
+      config.pp, layers_s(split.first), middle_s,
+      middles.full * middle_s + middles.fewer * layers_s(split.middle - 1), last_s);
   time.layers = last_is_slowest ? with_logits : without;
   const double head = last_is_slowest ? 1.0 : 0.0;
   time.forward_s = time.layers * layer.forward_s + head * logits.forward_s;

@@ -306,10 +306,8 @@ TEST_CASE("torchtitan's pipelining reduce-scatters a stage's units in bulk after
   // behind the backward (pp_bulk_reduce_scatter false) exposes rs + max(0, rs - bwd unit).
   Model model = test::small_model();
   model.layers = 4;
-  ParallelConfig config;
-  config.pp = 2;
-  config.dp = 2;
-  config.micro_batch = 1;
+  ParallelConfig config = test::small_config();  // pp 2, dp 2, micro-batch 1
+  config.tp = 1;
   config.zero = 3;
   Placement placement;
   placement.tp = test::nvlink_group(1);
