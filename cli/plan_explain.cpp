@@ -347,10 +347,15 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
                      calibration);
   }
   if (e.amax.calls_per_step > 0.0) {
+    const bool current = model.training.fp8.recipe == Fp8Recipe::current;
     out += dimension("FP8 amax", "all-reduce", e.amax, step,
-                     "delayed scaling reduces each model chunk's amaxes over TP x CP x DP "
-                     "after its forward and after its backward, every micro-batch, blocking "
-                     "the compute stream: latency, not bandwidth",
+                     current ? "current scaling reduces the amax of each tensor it quantizes "
+                               "before an FP8 TP all-gather (QKV and FFN-up inputs forward, "
+                               "projection and FFN-down output gradients backward) over TP, "
+                               "blocking the compute stream: latency, not bandwidth"
+                             : "delayed scaling reduces each model chunk's amaxes over TP x CP x "
+                               "DP after its forward and after its backward, every micro-batch, "
+                               "blocking the compute stream: latency, not bandwidth",
                      calibration);
   }
   return out;

@@ -141,6 +141,24 @@ double flat_ring_time_s(Collective collective, double bytes, const GroupLink& li
 /// point-to-point flows of an all-to-all, not the link, set it.
 constexpr double kAllToAllNetworkFraction = 0.743;
 
+}  // namespace
+
+double exchange_time_s(double in_domain_bytes, double off_domain_bytes, double network_fraction,
+                       const GroupLink& link) {
+  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
+  double wire_s = intra > 0.0 ? in_domain_bytes / (intra * 1e9) : 0.0;
+  double latency_s =
+      kSimple.base_us * 1e-6 + (link.ranks_per_domain > 1 ? link.intra_latency_s : 0.0);
+  if (link.domains > 1) {
+    const double inter = link.inter_gbps * network_fraction;
+    if (inter > 0.0) wire_s = std::max(wire_s, off_domain_bytes / (inter * 1e9));
+    latency_s += link.inter_latency_s;
+  }
+  return latency_s + wire_s;
+}
+
+namespace {
+
 /// All-to-all as NCCL runs it: every rank sends S/n to each peer through grouped
 /// ncclSend/ncclRecv (nccl-tests src/alltoall.cu; NCCL src/collectives.cc ncclAllToAll), the
 /// peers served concurrently over the channels. Nothing is aggregated: each GPU pushes its own
@@ -150,18 +168,9 @@ constexpr double kAllToAllNetworkFraction = 0.743;
 /// lower bound; docs/cost_model.md#all-to-all).
 double all_to_all_time_s(double bytes, const GroupLink& link) {
   const double n = link.ranks;
-  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
   const double in_domain = bytes * (std::max(1, link.ranks_per_domain) - 1.0) / n;
-  double wire_s = intra > 0.0 ? in_domain / (intra * 1e9) : 0.0;
-  double latency_s =
-      kSimple.base_us * 1e-6 + (link.ranks_per_domain > 1 ? link.intra_latency_s : 0.0);
-  if (link.domains > 1) {
-    const double inter = link.inter_gbps * kAllToAllNetworkFraction;
-    const double off_domain = bytes * (n - std::max(1, link.min_ranks_per_domain)) / n;
-    if (inter > 0.0) wire_s = std::max(wire_s, off_domain / (inter * 1e9));
-    latency_s += link.inter_latency_s;
-  }
-  return latency_s + wire_s;
+  const double off_domain = bytes * (n - std::max(1, link.min_ranks_per_domain)) / n;
+  return exchange_time_s(in_domain, off_domain, kAllToAllNetworkFraction, link);
 }
 
 }  // namespace

@@ -9,6 +9,13 @@ namespace trident {
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, send_recv, all_to_all, broadcast };
 
+/// A token exchange bounded by its slower side: `in_domain_bytes` each GPU moves over its
+/// NVLink domain and `off_domain_bytes` through its NIC share at `network_fraction` of the
+/// line rate, concurrently; plus NCCL's Simple base latency and one hop per tier used. NCCL's
+/// all-to-all and the MoE dispatchers price through it (docs/cost_model.md#all-to-all).
+[[nodiscard]] double exchange_time_s(double in_domain_bytes, double off_domain_bytes,
+                                     double network_fraction, const GroupLink& link);
+
 [[nodiscard]] const char* to_string(Collective collective);
 /// Parses "all-reduce", "allreduce", "all_reduce"... ; throws InputError on an unknown name.
 [[nodiscard]] Collective parse_collective(const std::string& name);

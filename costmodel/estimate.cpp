@@ -309,14 +309,23 @@ double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfi
   return time_s;
 }
 
-/// FP8 delayed scaling's amax all-reduces, all exposed.
-CommDetail amax_step(const ParallelConfig& config, const Model& model, double layers, long long m,
-                     const GroupLink& link, const Calibration* calibration) {
-  const AmaxReductions amax =
-      fp8_amax_reductions(config, precision_of(model.training), layers, m, link, calibration);
+/// FP8's amax all-reduces, all exposed: delayed scaling's per model chunk over the amax
+/// reduction group, current scaling's per locally quantized tensor over TP (where the stack's
+/// FP8 layers reduce them).
+CommDetail amax_step(const ParallelConfig& config, const Model& model, const Stack& stack,
+                     double layers, long long m, const Placement& placement,
+                     const Calibration* calibration) {
+  const Precision precision = precision_of(model.training);
+  const bool current = precision.fp8 && precision.recipe == Fp8Recipe::current;
   CommDetail out;
   out.collective = Collective::all_reduce;
-  out.link = link;
+  out.link = current ? placement.tp : placement.amax;
+  const AmaxReductions amax =
+      current
+          ? (stack.fp8_current_amax_over_tp
+                 ? fp8_current_amax_reductions(config, precision, layers, m, out.link, calibration)
+                 : AmaxReductions{})
+          : fp8_amax_reductions(config, precision, layers, m, out.link, calibration);
   out.bytes_per_call = amax.bytes_per_call;
   out.calls_per_step = amax.calls_per_step;
   out.time_per_call_s = amax.time_per_call_s;
@@ -409,7 +418,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
 
   // The MoE all-to-alls are exposed per layer: they count when choosing the slowest stage.
   const Stack& stack = options.stack;
-  CommDetail ep_layer = ep_comm(model, config, placement.ep, moe_share, calibration);
+  CommDetail ep_layer =
+      ep_comm(model, config, placement.ep, moe_share, calibration, stack.moe_dispatcher);
   if (stack.moe_shared_expert_overlap && ep_layer.exposed_s > 0.0) {
     ep_layer.exposed_s -= std::min(
         ep_layer.exposed_s,
@@ -490,7 +500,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   }
   out.time.backward_s +=
       gradient_passes_s(gpu, model, config, split, stack, params, expert_params, m);
-  out.amax = amax_step(config, model, stage.layers, m, placement.amax, calibration);
+  out.amax = amax_step(config, model, stack, stage.layers, m, placement, calibration);
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).

@@ -179,21 +179,61 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
 }
 
 CommDetail ep_comm(const Model& model, const ParallelConfig& config, const GroupLink& link,
-                   double moe_layers, const Calibration* calibration) {
+                   double moe_layers, const Calibration* calibration, MoeDispatcher dispatcher) {
   CommDetail comm;
   comm.collective = Collective::all_to_all;
   comm.link = link;
   if (config.ep <= 1 || !model.is_moe()) return comm;
+  // The dispatcher sends the 16-bit (fp32 under tf32/fp32) norm output and gradients: FP8 casts
+  // happen inside the experts, after the dispatch (docs/cost_model.md#moe).
   comm.bytes_per_call = moe_tokens_per_gpu(model, config) * model.moe.top_k * model.hidden *
-                        dtype_bytes(model.training.dtype);
+                        precision_of(model.training).activation_bytes;
   comm.time_per_call_s =
-      collective_time_s(Collective::all_to_all, comm.bytes_per_call, link, calibration);
+      dispatcher == MoeDispatcher::hybridep
+          ? hybrid_ep_exchange_s(model, config, link)
+          : collective_time_s(Collective::all_to_all, comm.bytes_per_call, link, calibration);
   // Two more on each layer full recompute repeats (the pace-setting stage's share).
   const double recomputed_share = stage_recomputed_share(model, config);
   comm.calls_per_step = moe_layers * (4.0 + 2.0 * recomputed_share);
   comm.total_s = comm.calls_per_step * comm.time_per_call_s;
   comm.exposed_s = comm.total_s;
   return comm;
+}
+
+double token_reaches_share(double experts, double top_k, double experts_in_group) {
+  // C(E - g, k) / C(E, k) = prod_{i < k} (E - g - i) / (E - i): none of the k picks in the group.
+  double none = 1.0;
+  for (int i = 0; i < static_cast<int>(top_k); ++i) {
+    none *= std::max(0.0, experts - experts_in_group - i) / (experts - i);
+  }
+  return 1.0 - none;
+}
+
+double hybrid_ep_network_fraction(int domains) {
+  // DeepEP@94a9f8f (branch hybrid-ep) docs/README_Hybrid-EP.md, "H100 Platform": 4096 tokens,
+  // hidden 7168, top-8, 8 local experts, 16 SMs, Torch API, BF16 dispatch / combine "algorithm
+  // bandwidth" 54.47/53.35 GB/s (16 ranks, 2 nodes), 47.36/52.53 (32, 4), 41.24/46.57 (64, 8).
+  // That bandwidth counts each token once per node it reaches, the sender's own included
+  // (tests/utils.py L671 count_rdma_send_from_routing_map), so the RDMA share is (D - 1)/D of it;
+  // over a 400 Gb/s (50 GB/s) CX7: mean of dispatch and combine x (D - 1)/D / 50.
+  if (domains <= 2) return (54.47 + 53.35) / 2.0 * 0.5 / 50.0;  // 0.539
+  if (domains < 8) return (47.36 + 52.53) / 2.0 * 0.75 / 50.0;  // 0.749
+  return (41.24 + 46.57) / 2.0 * 0.875 / 50.0;                  // 0.768
+}
+
+double hybrid_ep_exchange_s(const Model& model, const ParallelConfig& config,
+                            const GroupLink& link) {
+  const double token_bytes = moe_tokens_per_gpu(model, config) * model.hidden *
+                             precision_of(model.training).activation_bytes;
+  const double experts = model.moe.experts;
+  const double per_rank = experts / config.ep;
+  const double r = std::max(1, link.ranks_per_domain);
+  const double domains = std::max(1, link.domains);
+  const double p_rank = token_reaches_share(experts, model.moe.top_k, per_rank);
+  const double p_domain = token_reaches_share(experts, model.moe.top_k, per_rank * r);
+  const double in_domain = token_bytes * domains * (r - 1.0) * p_rank;
+  const double off_domain = token_bytes * (domains - 1.0) * p_domain;
+  return exchange_time_s(in_domain, off_domain, hybrid_ep_network_fraction(link.domains), link);
 }
 
 SharedExpertTime shared_expert_time(const Gpu& gpu, const Model& model,

@@ -101,9 +101,27 @@ struct ExpertGemms {
 /// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
 /// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype
 /// bytes each (nccl-tests' per-rank buffer; (ep - 1)/ep of it leaves the GPU).
+/// Under MoeDispatcher::hybridep each call is hybrid_ep_exchange_s's instead.
 [[nodiscard]] CommDetail ep_comm(const Model& model, const ParallelConfig& config,
                                  const GroupLink& link, double moe_layers,
-                                 const Calibration* calibration);
+                                 const Calibration* calibration,
+                                 MoeDispatcher dispatcher = MoeDispatcher::alltoall);
+
+/// Probability that one token's top_k experts (uniform, distinct) include one of the
+/// `experts_in_group` experts a group of ranks holds: 1 - C(E - g, k) / C(E, k).
+[[nodiscard]] double token_reaches_share(double experts, double top_k, double experts_in_group);
+
+/// HybridEP's dispatch or combine (DeepEP's hybrid-ep branch, Megatron-Core's flex dispatcher):
+/// a token goes once to each NVLink domain holding one of its experts, over RDMA to the peer GPU
+/// of that domain, which forwards it over NVLink once to each rank of its domain that needs it;
+/// inside a domain once per destination rank. Per GPU: off-domain T·h·b·(D - 1)·p_domain at the
+/// measured RDMA fraction of the NIC (hybrid_ep_network_fraction), in-domain T·h·b·D·(r - 1)·p_rank
+/// over NVLink, the slower of the two.
+[[nodiscard]] double hybrid_ep_exchange_s(const Model& model, const ParallelConfig& config,
+                                          const GroupLink& link);
+/// HybridEP's measured RDMA throughput as a share of a 400 Gb/s NIC on H100, by the NVLink
+/// domains the EP group spans (DeepEP hybrid-ep docs/README_Hybrid-EP.md).
+[[nodiscard]] double hybrid_ep_network_fraction(int domains);
 
 /// The shared experts' GEMMs of one MoE layer and micro-batch on one GPU, forward and backward
 /// (their up [b·s/cp x (1|2)·f_e·shared/tp x h] and down [b·s/cp x h x f_e·shared/tp] on the

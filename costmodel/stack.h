@@ -18,6 +18,11 @@
 
 namespace trident {
 
+/// How the MoE layer exchanges tokens: Megatron-Core's alltoall dispatcher (NCCL all-to-all,
+/// one copy per token and expert) or the flex dispatcher with HybridEP (one copy per token and
+/// destination rank, one per destination NVLink domain over the network).
+enum class MoeDispatcher { alltoall, hybridep };
+
 /// HBM bytes per logit element Megatron's vocab-parallel cross-entropy moves op by op
 /// (tensor_parallel/cross_entropy.py), forward: cast r2 w4, max r4, subtract r4 w4, exp r4 w4,
 /// sum r4, divide r4 w4 = 38; backward: softmax - one-hot r4 w4, x grad r4 w4, cast r4 w2 = 22.
@@ -255,6 +260,8 @@ struct Stack {
   /// and scatter-adds the rows into it (moe_utils.py unpermute L330-362), its backward a gather
   /// and the product's two gradients (unpermute_bytes, unpermute_backward_bytes).
   bool moe_permute_fusion = false;
+  /// How the MoE layers exchange tokens (stack key moe_dispatcher: alltoall | hybridep).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   /// FP8 parameters (training.fp8.params: weights cast to FP8 before ZeRO-3's all-gather) only
   /// when the data-parallel shard dimension is above 1: torchtitan enables torchao's
   /// enable_fsdp_float8_all_gather only with dp_shard > 1, so FSDP sharded over CP alone gathers
@@ -274,6 +281,10 @@ struct Stack {
   /// The FP8 linear layers keep the FP8 copy of their input for the weight gradient
   /// (Transformer Engine), rather than the 16-bit input, cast again in backward (torchao).
   bool fp8_saves_fp8_inputs = true;
+  /// Under FP8 current scaling with sequence parallelism, the FP8 linear layers all-reduce each
+  /// locally quantized tensor's amax over TP before its FP8 all-gather (Transformer Engine
+  /// >= 2.2: fp8_current_amax_reductions).
+  bool fp8_current_amax_over_tp = true;
   /// Adam state bytes per parameter: fp32 master, momentum, variance (12); NeMo's
   /// distributed_fused_adam with optim dtype bf16 keeps bf16 momentum and variance and no master
   /// copy (4: megatron_base_model.py store_params False when the optim dtype is the model's).

@@ -80,12 +80,14 @@ const std::vector<std::string> kStackKeys = {
     "ep_overlap_delay_wgrad",
     "moe_shared_expert_overlap",
     "moe_permute_fusion",
+    "moe_dispatcher",
     "fp8_param_gather_needs_dp_shard",
     "fp8_recipes",
     "dtypes",
     "zero_clones_fp32_partition",
     "fp8_weight_cache",
     "fp8_saves_fp8_inputs",
+    "fp8_current_amax_over_tp",
     "rmsnorm_bytes_per_element",
     "rope_bytes_per_element",
     "mla_rope_bytes_per_element",
@@ -98,6 +100,7 @@ const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up
 const std::vector<std::string> kPartialRecomputeNames = {"none", "block", "every_kth"};
 const std::vector<std::string> kPrefetchNames = {"pre", "post", "none"};
 const std::vector<std::string> kEdgeUnitNames = {"none", "root", "embedding"};
+const std::vector<std::string> kMoeDispatcherNames = {"alltoall", "hybridep"};
 const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kKeptOutputNames = {"none", "in_flight", "last", "all"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
@@ -196,6 +199,7 @@ Stack file_defaults() {
   s.fp8_recipes = 0;
   s.fp8_weight_cache = false;
   s.fp8_saves_fp8_inputs = false;
+  s.fp8_current_amax_over_tp = false;
   s.selective = SelectiveKind::attention;
   s.partial_recompute = PartialRecompute::none;
   s.kernel_launch_us = 0.0;
@@ -355,6 +359,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_bool("zero_clones_fp32_partition", d.zero_clones_fp32_partition);
   s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
   s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
+  s.fp8_current_amax_over_tp =
+      m.optional_bool("fp8_current_amax_over_tp", d.fp8_current_amax_over_tp);
   s.elementwise.rmsnorm =
       m.optional_double("rmsnorm_bytes_per_element", d.elementwise.rmsnorm, Range::positive);
   s.elementwise.rope =
@@ -400,6 +406,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.moe_shared_expert_overlap =
       m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
   s.moe_permute_fusion = m.optional_bool("moe_permute_fusion", d.moe_permute_fusion);
+  s.moe_dispatcher = static_cast<MoeDispatcher>(
+      m.optional_choice("moe_dispatcher", kMoeDispatcherNames, static_cast<int>(d.moe_dispatcher)));
   s.fp8_param_gather_needs_dp_shard =
       m.optional_bool("fp8_param_gather_needs_dp_shard", d.fp8_param_gather_needs_dp_shard);
   // Megatron-Core asserts both (transformer_config.py L3040-3041, L3074-3077 @d98e8a64).

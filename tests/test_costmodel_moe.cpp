@@ -181,6 +181,19 @@ TEST_CASE("EP all-to-all: bytes per call and time on NVLink", "[moe][ep]") {
   CHECK(ep_comm(model, config, link, 32.0, nullptr).calls_per_step == 144.0);
 }
 
+TEST_CASE("EP all-to-all under FP8 still moves 16-bit tokens", "[moe][ep][fp8]") {
+  // The dispatcher sends the 16-bit norm output; the experts cast to FP8 after the dispatch
+  // (Megatron-Core core_r0.11.0/core_v0.12.0 token_dispatcher.py; gpt_layer_specs.py's TENorm).
+  Model model = model_preset("mixtral-8x7b");
+  model.training.dtype = Dtype::fp8;
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.micro_batch = 1;
+  // 4096 tokens x top-2 x 4096 x 2 bytes, as in BF16 (not x 1 byte).
+  CHECK(ep_comm(model, config, test::nvlink_group(8), 32.0, nullptr).bytes_per_call == 67108864.0);
+}
+
 TEST_CASE("all-to-all across servers: each GPU's off-domain share over its NIC", "[moe][ep]") {
   // 16 ranks, 8 in each of 2 servers: NVLink 100 GB/s (1 us a hop), NIC 50 GB/s (5 us).
   GroupLink link = test::network_group(16, 2, 50.0, 5e-6);
@@ -543,4 +556,38 @@ TEST_CASE("FP8 experts' weights: the 16-bit copy and the FP8 copies", "[moe][mem
   add_expert_memory(b, model, config, blackwell);
   CHECK(b.weights_bytes == 1.0 * params);
   CHECK(b.weight_copies_bytes == 0.0);
+}
+
+TEST_CASE("HybridEP: a token once per destination rank, once per remote NVLink domain",
+          "[moe][ep]") {
+  // One token's 8 experts of 128: none of a rank's 8 is picked with probability
+  // (120/128)(119/127)...(113/121) = 0.58772; so p_rank = 0.41228. A domain of 8 ranks holds 64:
+  // p_domain = 1 - (64/128)(63/127)...(57/121) = 0.99690.
+  CHECK(token_reaches_share(128.0, 8.0, 8.0) == Approx(0.4122820507));
+  CHECK(token_reaches_share(128.0, 8.0, 64.0) == Approx(0.9969041357));
+  CHECK(token_reaches_share(8.0, 2.0, 8.0) == 1.0);
+  // DeepEP hybrid-ep README, H100, 16 ranks: (54.47 + 53.35) / 2 x 1/2 / 50 = 0.5391.
+  CHECK(hybrid_ep_network_fraction(2) == Approx(0.5391));
+  CHECK(hybrid_ep_network_fraction(4) == Approx((47.36 + 52.53) / 2.0 * 0.75 / 50.0));
+  CHECK(hybrid_ep_network_fraction(8) == Approx((41.24 + 46.57) / 2.0 * 0.875 / 50.0));
+
+  // Qwen3-235B (hidden 4096, 128 experts, top-8), EP 16 over two 8-GPU domains, 4096 tokens a
+  // GPU: 4096 x 4096 x 2 = 33,554,432 bytes of tokens. Off-domain: x (2 - 1) x 0.99690 =
+  // 33,450,552 B at 50 GB/s x 0.5391 = 1.2410 ms; in-domain: x 2 x 7 x 0.41228 = 193,674,460 B
+  // at 100 x 0.80 = 80 GB/s = 2.4209 ms: the NVLink side bounds it. Latency: 8.4 us base + 1 us
+  // NVLink hop + 5 us network hop.
+  const Model model = model_preset("qwen3-235b-a22b");
+  ParallelConfig config;
+  config.dp = 16;
+  config.ep = 16;
+  config.micro_batch = 1;
+  const GroupLink link = test::network_group(16, 2, 50.0, 5e-6);
+  const double expected_s = 14.4e-6 + 193674460.48465568 / 80e9;
+  CHECK(hybrid_ep_exchange_s(model, config, link) == Approx(expected_s));
+  const CommDetail comm = ep_comm(model, config, link, 94.0, nullptr, MoeDispatcher::hybridep);
+  CHECK(comm.time_per_call_s == Approx(expected_s));
+  CHECK(comm.calls_per_step == 94.0 * 4.0);
+  // NCCL's all-to-all moves each token once per expert: 8 x 33.5 MB, half of it off-domain at
+  // 0.743 of the NIC: 134,217,728 / 37.15e9 = 3.613 ms, slower.
+  CHECK(ep_comm(model, config, link, 94.0, nullptr).time_per_call_s > 3.6e-3);
 }

@@ -2,6 +2,7 @@
 // weight copies, the FP8 GEMM ceiling, the model file's training.fp8 and the stacks' recipes.
 #include <catch2/catch.hpp>
 
+#include "costmodel/collective.h"
 #include "costmodel/compute.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
@@ -383,11 +384,44 @@ TEST_CASE("FP8 delayed scaling's amax all-reduces, hand-derived", "[precision]")
   const double wire_s = 2.0 * (2.0 * 48.0 * 0.875 / 80e9 + 6.0 / 47e9);
   CHECK(delayed.time_per_call_s == Approx(25.2e-6 + wire_s).epsilon(1e-9));
   CHECK(delayed.total_s() == Approx(1536.0 * (25.2e-6 + wire_s)));
-  // Current scaling keeps its amaxes local; BF16 has none; one rank has no one to ask.
+  // Current scaling has no per-chunk reduction (its own, per tensor, is below); BF16 has none;
+  // one rank has no one to ask.
   CHECK(fp8_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::current)), 12.0, 64, link)
             .total_s() == 0.0);
   CHECK(fp8_amax_reductions(config, precision_of(Training{}), 12.0, 64, link).total_s() == 0.0);
   CHECK(fp8_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0, 64,
                             test::nvlink_group(1))
             .total_s() == 0.0);
+}
+
+TEST_CASE("FP8 current scaling's per-tensor amax all-reduces over TP, hand-derived",
+          "[precision]") {
+  // TP 4 inside one server: NVLink 100 GB/s, 1 us a hop.
+  const GroupLink tp = test::nvlink_group(4);
+  ParallelConfig config;
+  config.tp = 4;
+  config.pp = 8;
+  config.dp = 4;
+  config.sequence_parallel = true;
+  const Precision current = precision_of(fp8_training(Fp8Recipe::current));
+  // 12 layers x 64 micro-batches x (2 forward + 2 backward) = 3072 calls of one fp32 amax.
+  const AmaxReductions amax = fp8_current_amax_reductions(config, current, 12.0, 64, tp);
+  CHECK(amax.bytes_per_call == 4.0);
+  CHECK(amax.calls_per_step == 3072.0);
+  // Each call is a 4-byte all-reduce over the TP link (its latency: test_costmodel_collective).
+  CHECK(amax.time_per_call_s ==
+        Approx(collective_time_s(Collective::all_reduce, 4.0, tp, nullptr)));
+  // Full recompute runs the forward's two again: 12 x 64 x 6 = 4608.
+  config.recompute = Recompute::full;
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 64, tp).calls_per_step == 4608.0);
+  // No sequence parallelism (no local quantize before an FP8 all-gather), TP 1, or delayed
+  // scaling: none.
+  config.sequence_parallel = false;
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 64, tp).calls_per_step == 0.0);
+  config.sequence_parallel = true;
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 64, test::nvlink_group(1))
+            .calls_per_step == 0.0);
+  CHECK(fp8_current_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0,
+                                    64, tp)
+            .calls_per_step == 0.0);
 }

@@ -271,6 +271,9 @@ BRIDGE_LEFT_OUT = {
 # combined 1F1B (2026-12-05); appended after the other rows so that no row's half changed.
 BRIDGE_EP_OVERLAP = ['mb2511-qwen3-30b-16xh100-fp8cs', 'mb2511-qwen3-235b-256xh100-fp8cs',
                      'mb260401-qwen3-235b-256xh100-fp8']
+# Qwen3 recipes on the flex dispatcher with HybridEP on H100 (moe_flex_dispatcher_backend
+# "hybridep", qwen3_workload_base_configs.py@c270efc505ff L458-477; 2026-12-06).
+BRIDGE_HYBRIDEP = ['mb2606-qwen3-30b-16xh100-fp8']
 def summary_row(r, stack, model):
     """A performance-summary row (bridge_runs_2026.yaml's format) as published_runs.yaml writes it."""
     row = dict(id=r['id'], source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'],
@@ -290,6 +293,7 @@ for r in bridge:
              'stacks/megatron-bridge-perf-no-param-overlap.yaml'
              if r['id'] == 'mb2511-llama31-405b-128xb200-mxfp8' else
              'stacks/megatron-bridge-perf-ep-overlap.yaml' if r['id'] in BRIDGE_EP_OVERLAP else
+             'stacks/megatron-bridge-perf-hybridep.yaml' if r['id'] in BRIDGE_HYBRIDEP else
              'stacks/megatron-bridge-perf.yaml')
     model = dict(r['model'])
     if 'preset' in model and len(model) > 1:  # a preset with keys changed: written out whole
