@@ -550,12 +550,12 @@ TEST_CASE("MFU under the causal convention and the step-time band", "[stack][est
 
 TEST_CASE("the band: the stack's measured error, its MoE rows' for MoE models", "[stack]") {
   const Stack core = stack_preset("megatron-core");
-  // bench/accuracy 2026-12-05 (twenty-seventh session): Megatron-Core's 127 dense rows 5.4%; its
-  // nine MoE rows 14.1% (dgxc-benchmarking 25.04's three GB200 DeepSeek-V3 rows left out, the
+  // bench/accuracy 2026-12-06 (twenty-ninth session): Megatron-Core's 127 dense rows 5.4%; its
+  // nine MoE rows 15.0% (dgxc-benchmarking 25.04's three GB200 DeepSeek-V3 rows left out, the
   // stack file says why).
   CHECK(core.error_for(model_preset("llama3-8b")) == Approx(0.054));
-  CHECK(core.error_for(model_preset("deepseek-v3")) == Approx(0.141));
-  CHECK(core.error_for(model_preset("qwen3-235b-a22b")) == Approx(0.141));
+  CHECK(core.error_for(model_preset("deepseek-v3")) == Approx(0.150));
+  CHECK(core.error_for(model_preset("qwen3-235b-a22b")) == Approx(0.150));
   // The same rows measure megatron-core-perf's MoE error (the same software): one number,
   // which the twentieth session found left at the eighteenth's 9.3% in megatron-core-perf.yaml.
   const Stack perf = stack_preset("megatron-core-perf");
