@@ -346,6 +346,13 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
                      "(tp x cp x dp / ep), overlapped with backward as DP's",
                      calibration);
   }
+  if (e.embedding_grads.calls_per_step > 0.0) {
+    out += dimension("tied embedding", "all-reduce", e.embedding_grads, step,
+                     "the first and the last stage each hold the word embedding (input "
+                     "embedding, output layer) and all-reduce its gradients once a step after "
+                     "the backward, before the optimizer: exposed, counted with DP",
+                     calibration);
+  }
   if (e.amax.calls_per_step > 0.0) {
     const bool current = model.training.fp8.recipe == Fp8Recipe::current;
     out += dimension("FP8 amax", "all-reduce", e.amax, step,

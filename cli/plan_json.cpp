@@ -178,6 +178,9 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"ep", comm_json(e.ep, ep_collective_name(c))}};
   if (hybrid) json["comm"]["dp_replicate"] = replicate_json(e.dp);
   if (e.amax.calls_per_step > 0.0) json["comm"]["fp8_amax"] = comm_json(e.amax, "all-reduce");
+  if (e.embedding_grads.calls_per_step > 0.0) {
+    json["comm"]["embedding_grads"] = comm_json(e.embedding_grads, "all-reduce");
+  }
   if (model.is_moe()) {
     json["comm"]["expert_dp"] = comm_json(e.edp, expert_dp_collective_name(c, e.edp));
     json["comm"]["ep"]["overlap"] = ep_overlap_name(e);

@@ -209,4 +209,28 @@ CommDetail dp_comm(const Model& model, const ParallelConfig& config, const DpLin
   return comm;
 }
 
+CommDetail tied_embedding_grads(const Model& model, const ParallelConfig& config,
+                                const Stack& stack, const GroupLink& pp_link,
+                                const Calibration* calibration) {
+  CommDetail out;
+  out.collective = Collective::all_reduce;
+  if (!model.tied_embeddings || config.pp <= 1) return out;
+  // The first and the last stage: across NVLink domains whenever the pipeline crosses them.
+  GroupLink link = pp_link;
+  link.ranks = 2;
+  const bool across = pp_link.domains > 1;
+  link.domains = across ? 2 : 1;
+  link.ranks_per_domain = across ? 1 : 2;
+  link.min_ranks_per_domain = link.ranks_per_domain;
+  out.link = link;
+  out.bytes_per_call = static_cast<double>(model.vocab) * model.hidden / config.tp *
+                       stack.buffer_bytes(model.training.dtype);
+  out.calls_per_step = 1.0;
+  out.time_per_call_s =
+      collective_time_s(Collective::all_reduce, out.bytes_per_call, link, calibration);
+  out.total_s = out.time_per_call_s;
+  out.exposed_s = out.total_s;
+  return out;
+}
+
 }  // namespace trident

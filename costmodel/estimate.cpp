@@ -519,7 +519,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
-  out.time.dp_comm_s = out.dp.exposed_s + out.edp.exposed_s;
+  out.embedding_grads = tied_embedding_grads(model, config, stack, placement.pp, calibration);
+  out.time.dp_comm_s = out.dp.exposed_s + out.edp.exposed_s + out.embedding_grads.exposed_s;
   out.time.cp_comm_s = out.cp.exposed_s;
   out.time.ep_comm_s = out.ep.exposed_s;
   out.time.amax_comm_s = out.amax.exposed_s;

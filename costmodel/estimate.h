@@ -157,6 +157,9 @@ struct Estimate {
   bool tp_userbuffers = false;
   CommDetail edp;   ///< MoE expert gradients over the expert-data-parallel group
   CommDetail amax;  ///< FP8 delayed scaling's amax all-reduces over TP x CP x DP (exposed)
+  /// A tied embedding's gradient all-reduce between the first and the last stage (exposed;
+  /// counted in time.dp_comm_s, the step's gradient synchronisation).
+  CommDetail embedding_grads;
   CpKind cp_kind = CpKind::p2p;
   bool used_calibration = false;
   /// The model's FP8 parameters gathered and kept in 16 bits on this split

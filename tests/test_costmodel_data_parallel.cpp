@@ -8,6 +8,7 @@
 #include "costmodel/data_parallel.h"
 #include "costmodel/estimate.h"
 #include "costmodel/memory.h"
+#include "costmodel/model_loader.h"
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "costmodel_fixture.h"
@@ -378,4 +379,34 @@ TEST_CASE("DeepSpeed's ZeRO-2 reduces every micro-batch's gradients, in 16 bits"
   config.pp = 2;
   CHECK(comm(config).exposed_s ==
         Approx(collective_time_s(Collective::all_reduce, 200e6 * 4, link) + ag16));
+}
+
+TEST_CASE("a tied embedding's gradients: one all-reduce between the end stages, exposed",
+          "[dp][pp]") {
+  Model model = model_preset("gpt3-175b");
+  model.tied_embeddings = true;
+  ParallelConfig config;
+  config.tp = 8;
+  config.pp = 8;
+  config.dp = 4;
+  const Stack stack = stack_preset("megatron-core");
+  // The pipeline crosses servers: the first and the last stage meet over the network, one rank
+  // in each of two domains.
+  const GroupLink pp = test::network_group(8, 8, 50.0, 5e-6);
+  const CommDetail c = tied_embedding_grads(model, config, stack, pp, nullptr);
+  // vocab x h / tp gradients in the fp32 main-grad buffer: 51,200 x 12,288 / 8 x 4 bytes.
+  const double bytes = 51200.0 * 12288.0 / 8.0 * 4.0;
+  CHECK(model.vocab == 51200);
+  CHECK(c.bytes_per_call == bytes);
+  CHECK(c.calls_per_step == 1.0);
+  CHECK(c.link.ranks == 2);
+  CHECK(c.link.domains == 2);
+  CHECK(c.time_per_call_s == Approx(collective_time_s(Collective::all_reduce, bytes, c.link)));
+  CHECK(c.exposed_s == c.total_s);
+  // Untied (an output layer of its own) or one stage: nothing to keep in sync.
+  model.tied_embeddings = false;
+  CHECK(tied_embedding_grads(model, config, stack, pp, nullptr).calls_per_step == 0.0);
+  model.tied_embeddings = true;
+  config.pp = 1;
+  CHECK(tied_embedding_grads(model, config, stack, pp, nullptr).calls_per_step == 0.0);
 }
