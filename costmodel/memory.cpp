@@ -150,12 +150,11 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   const double sbh = static_cast<double>(config.micro_batch) * model.seq_len * model.hidden;
   const double params = stage_parameters(model, config, first, last);
   const StateBytes per = state_bytes_per_parameter(model, config, options);
-  const double in_flight =
-      first ? in_flight_micro_batches(config.pp, config.virtual_stages, micro_batches)
-            : std::min<double>(static_cast<double>(config.pp) - 1.0,
-                               static_cast<double>(micro_batches));
-  // Stage s keeps p - s micro-batches in flight: the last one, the second p - 1.
-  const double stage_in_flight = last && !first ? 1.0 : in_flight;
+  // Pipeline rank r keeps p - r micro-batches in flight (1F1B): the last one, the second p - 1;
+  // interleaved, its warm-up's chunk passes (in_flight_micro_batches).
+  const int rank = first ? 0 : (last ? config.pp - 1 : 1);
+  const double stage_in_flight =
+      in_flight_micro_batches(config.pp, config.virtual_stages, micro_batches, rank);
   const double linear_params = stage_linear_parameters(model, config, first, last);
   MemoryBreakdown memory;
   memory.weights_bytes = params * per.weights;
@@ -406,14 +405,19 @@ double combined_1f1b_extra_layers(const ParallelConfig& config, double stage_lay
   return 1.0 + (interleaved ? stage_layers / config.virtual_stages : 0.0);
 }
 
-double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches) {
+double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches, int rank) {
   const double p = pp;
   const double v = virtual_stages;
   const double m = static_cast<double>(micro_batches);
-  // Megatron's interleaved warm-up: (p - 1) * 2 + (v - 1) * p chunk passes, capped at m * v
-  // (Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py L964-978), plus the one in
-  // steady state; each chunk pass holds 1/v of the stage's layers.
-  return virtual_stages > 1 ? std::min(m, p * (1.0 + (p - 1.0) / (p * v))) : std::min(p, m);
+  const double r = rank;
+  if (virtual_stages <= 1) return std::min(p - r, m);
+  // The interleaved warm-up of pipeline rank r: (p - r - 1) * 2 + (v - 1) * p chunk passes
+  // (Megatron-LM@d98e8a64 megatron/core/pipeline_parallel/schedules.py L964-978; torch
+  // pipelining's ScheduleInterleaved1F1B the same with p micro-batches a round), plus the one in
+  // steady state, never more than the m * v the step has; each chunk pass holds 1/v of the
+  // stage's layers. Rank 0: Korthikanti's p * (1 + (p - 1) / (p * v)).
+  const double passes = 2.0 * (p - r - 1.0) + (v - 1.0) * p + 1.0;
+  return std::min(m, passes / v);
 }
 
 namespace {

@@ -120,11 +120,12 @@ void add_weight_copies(MemoryBreakdown& memory, double copies_bytes);
 /// mean fragmentation) does not.
 void set_memory_verdict(MemoryBreakdown& memory, bool other_stages_fit = true);
 
-/// Micro-batches whose activations stage 0 holds at its peak, in units of one micro-batch
-/// through its layers: min(p, m) for 1F1B; interleaved, the warm-up's v*p + p - 1 model-chunk
-/// passes (Korthikanti's p * (1 + (p-1)/(p*v)) micro-batches), never more than the m*v the
-/// step has.
-[[nodiscard]] double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches);
+/// Micro-batches whose activations pipeline rank `rank` holds at its peak, in units of one
+/// micro-batch through its layers: min(p - r, m) for 1F1B; interleaved, the warm-up's
+/// 2(p - r - 1) + (v - 1)p + 1 model-chunk passes / v (rank 0: v*p + p - 1 passes,
+/// Korthikanti's p * (1 + (p-1)/(p*v)) micro-batches), never more than the m*v the step has.
+[[nodiscard]] double in_flight_micro_batches(int pp, int virtual_stages, long long micro_batches,
+                                             int rank = 0);
 
 /// Layers' activations the combined 1F1B (MemoryOptions::combined_1f1b) holds beyond the
 /// micro-batches in flight, on a stage of `stage_layers`: the paired layer (its forward saves

@@ -100,6 +100,22 @@ TEST_CASE("micro-batches in flight on stage 0", "[memory]") {
   CHECK(in_flight_micro_batches(8, 2, 64) == Approx(11.5));  // 8 * (1 + 7/16)
 }
 
+TEST_CASE("micro-batches in flight on the later pipeline ranks", "[memory]") {
+  // 1F1B: rank r holds p - r, the last one.
+  CHECK(in_flight_micro_batches(4, 1, 8, 1) == Approx(3.0));
+  CHECK(in_flight_micro_batches(4, 1, 8, 3) == Approx(1.0));
+  // Interleaved, rank r's warm-up 2(p - r - 1) + (v - 1)p chunk passes and the one in steady
+  // state, each 1/v of the stage. p 4, v 2, m 8: rank 1: (2 x 2 + 4 + 1) / 2 = 4.5; the last
+  // rank: (0 + 4 + 1) / 2 = 2.5 (its first chunk's warm-up runs p forwards before a backward),
+  // not 1 as in 1F1B.
+  CHECK(in_flight_micro_batches(4, 2, 8, 1) == Approx(4.5));
+  CHECK(in_flight_micro_batches(4, 2, 8, 3) == Approx(2.5));
+  // p 8, v 2, m 8 (torchtitan's Llama 3.1 405B, Interleaved1F1B): rank 1's 2 x 6 + 8 + 1 = 21
+  // passes exceed the step's 16: all 8 micro-batches; the last rank (8 + 1) / 2 = 4.5.
+  CHECK(in_flight_micro_batches(8, 2, 8, 1) == Approx(8.0));
+  CHECK(in_flight_micro_batches(8, 2, 8, 7) == Approx(4.5));
+}
+
 TEST_CASE("sequence parallel through DTensor keeps the gathered QKV and FFN inputs", "[memory]") {
   const Model model = test::small_model();       // sbh = 2048, no dropout
   ParallelConfig config = test::small_config();  // t = 2
