@@ -301,7 +301,7 @@ double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfi
       expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
   double time_s =
       static_cast<double>(m) *
-      hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype) * accumulated);
+      hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype, config) * accumulated);
   if (split.dp > 1 && stack.shards_per_unit(config.zero)) {
     time_s += unit_scatter_passes(config, stack, m) *
               hbm_time_s(gpu, stack.reduce_scatter_copy_in_bytes(model.training.dtype) * params);

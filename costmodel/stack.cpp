@@ -124,12 +124,25 @@ double Stack::buffer_bytes(Dtype dtype) const {
   return dtype == Dtype::fp16 && fp16_grads_in_fp16 ? 2.0 : grad_buffer_bytes;
 }
 
-double Stack::grad_accumulation_bytes(Dtype dtype) const {
-  if (grad_accumulation == GradAccumulation::none) return 0.0;
-  const double gradient = weight_gradient_bytes(dtype);
-  const double buffer = buffer_bytes(dtype);
-  const bool cast = grad_accumulation == GradAccumulation::add_cast && buffer != gradient;
+namespace {
+
+/// HBM bytes per gradient element of one accumulation pass: read the fresh gradient, read and
+/// write the buffer (add_cast: cast through the buffer's dtype once more).
+double accumulation_bytes(GradAccumulation pass, double gradient, double buffer) {
+  if (pass == GradAccumulation::none) return 0.0;
+  const bool cast = pass == GradAccumulation::add_cast && buffer != gradient;
   return gradient + 2.0 * buffer + (cast ? 2.0 * buffer : 0.0);
+}
+
+}  // namespace
+
+double Stack::grad_accumulation_bytes(Dtype dtype) const {
+  return accumulation_bytes(grad_accumulation, weight_gradient_bytes(dtype), buffer_bytes(dtype));
+}
+
+double Stack::grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config) const {
+  const GradAccumulation pass = config.pp == 1 ? grad_accumulation_without_pp : grad_accumulation;
+  return accumulation_bytes(pass, weight_gradient_bytes(dtype), buffer_bytes(dtype));
 }
 
 double Stack::reduce_scatter_copy_in_bytes(Dtype dtype) const {

@@ -162,6 +162,10 @@ struct Stack {
   double grad_buffer_bytes = 4.0;
   /// The gradient accumulation pass per micro-batch (Megatron-Core fuses it into the wgrad GEMM).
   GradAccumulation grad_accumulation = GradAccumulation::none;
+  /// The same pass on splits without pipeline parallelism, where a stack fuses it only with PP
+  /// (NeMo 2022 turns gradient_accumulation_fusion off at PP 1); a file that leaves it out gets
+  /// its grad_accumulation.
+  GradAccumulation grad_accumulation_without_pp = GradAccumulation::none;
   /// HBM bytes of the model's elementwise ops as this stack's code runs them: fused kernels by
   /// default; PyTorch eager pays each op's own pass (docs/cost_model.md#eager-elementwise).
   ElementwiseBytes elementwise{};
@@ -352,6 +356,8 @@ struct Stack {
   /// (docs/cost_model.md#stacks): 0 for none; gradient + 2 x buffer for add; add_cast also
   /// writes and reads the cast temporary when the buffer's dtype is not the gradient's.
   [[nodiscard]] double grad_accumulation_bytes(Dtype dtype) const;
+  /// The same for one split: grad_accumulation_without_pp's pass at PP 1.
+  [[nodiscard]] double grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config) const;
   /// HBM bytes per gradient element of the reduce-scatter copy-in: read the gradient in the
   /// training dtype's width, write it in the reduce dtype (0 without `reduce_scatter_copy_in`).
   [[nodiscard]] double reduce_scatter_copy_in_bytes(Dtype dtype) const;

@@ -39,6 +39,7 @@ const std::vector<std::string> kStackKeys = {
     "zero_reduce_bytes",
     "grad_buffer_bytes",
     "grad_accumulation",
+    "grad_accumulation_without_pp",
     "zero_stages",
     "zero_stages_with_pp",
     "prefetch_units",
@@ -176,6 +177,7 @@ Stack file_defaults() {
   s.zero_reduce_bytes = 0.0;
   s.grad_buffer_bytes = 4.0;
   s.grad_accumulation = GradAccumulation::none;
+  s.grad_accumulation_without_pp = GradAccumulation::none;
   s.zero_stages = 0b0011;
   s.prefetch_units = 1;
   s.backward_prefetch = BackwardPrefetch::pre;
@@ -296,6 +298,11 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_double("grad_buffer_bytes", d.grad_buffer_bytes, Range::positive);
   s.grad_accumulation = static_cast<GradAccumulation>(m.optional_choice(
       "grad_accumulation", kAccumulationNames, static_cast<int>(d.grad_accumulation)));
+  // Left out: the file's own grad_accumulation (not the base's split value).
+  s.grad_accumulation_without_pp = static_cast<GradAccumulation>(m.optional_choice(
+      "grad_accumulation_without_pp", kAccumulationNames,
+      static_cast<int>(m.has("grad_accumulation") ? s.grad_accumulation
+                                                  : d.grad_accumulation_without_pp)));
   s.zero_stages = read_zero_list(m, "zero_stages", d.zero_stages);
   // ZeRO with PP, unless listed: the base's stages with PP among the file's zero_stages;
   // without a base, the stages 0/1 it lists.

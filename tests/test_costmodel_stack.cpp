@@ -579,6 +579,22 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
   // Megatron-Core fuses it into the weight-gradient GEMM; FSDP accumulates only its shard.
   CHECK(stack_preset("megatron-core").grad_accumulation_bytes(Dtype::bf16) == 0.0);
   CHECK(stack_preset("fsdp").grad_accumulation_bytes(Dtype::bf16) == 0.0);
+  // A stack that fuses it only with PP (NeMo 2022): the bf16-into-fp32 add (10) at PP 1, none
+  // with PP; a file that leaves the key out gets its grad_accumulation for both.
+  const Stack nemo2022 =
+      load_stack("name: n\nbase: megatron-core\ngrad_accumulation_without_pp: add\n", "n.yaml");
+  ParallelConfig one_stage;
+  ParallelConfig two_stages;
+  two_stages.pp = 2;
+  CHECK(nemo2022.grad_accumulation_bytes(Dtype::bf16, one_stage) == 10.0);
+  CHECK(nemo2022.grad_accumulation_bytes(Dtype::bf16, two_stages) == 0.0);
+  CHECK(megatron2021.grad_accumulation_bytes(Dtype::bf16, one_stage) == 10.0);
+  CHECK(megatron2021.grad_accumulation_bytes(Dtype::bf16, two_stages) == 10.0);
+  const Stack own = load_stack("name: o\nbase: megatron-core\ngrad_accumulation: add\n", "o.yaml");
+  CHECK(own.grad_accumulation_bytes(Dtype::bf16, one_stage) == 10.0);
+  CHECK_THROWS_WITH(
+      load_stack("name: b\nbase: megatron-core\ngrad_accumulation_without_pp: sum\n", "b.yaml"),
+      Catch::Contains("b.yaml:3") && Catch::Contains("grad_accumulation_without_pp"));
 
   // Small model, one stage, dp 2, micro-batch 1: m = 4 passes over the stage's parameters at
   // the round GPU's 1000 GB/s x 0.85.
@@ -592,6 +608,7 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
   const Estimate added =
       estimate(test::round_cluster(), model, config, placement, nullptr, options);
   options.stack.grad_accumulation = GradAccumulation::none;
+  options.stack.grad_accumulation_without_pp = GradAccumulation::none;  // PP 1's pass
   const Estimate fused =
       estimate(test::round_cluster(), model, config, placement, nullptr, options);
   const double params = stage_parameters(model, config, true, true);
