@@ -302,11 +302,27 @@ double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfi
   double time_s =
       static_cast<double>(m) *
       hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype, config) * accumulated);
+  // The word embedding's dense gradient (and its hook add) on the stage that holds it: priced
+  // on one-stage splits, where that stage sets the pace.
+  if (config.pp == 1) {
+    const double embedding = static_cast<double>(model.vocab) * model.hidden / config.tp;
+    time_s +=
+        static_cast<double>(m) *
+        hbm_time_s(gpu, stack.embedding_gradient_bytes(model.training.dtype, config) * embedding);
+  }
   if (split.dp > 1 && stack.shards_per_unit(config.zero)) {
     time_s += unit_scatter_passes(config, stack, m) *
               hbm_time_s(gpu, stack.reduce_scatter_copy_in_bytes(model.training.dtype) * params);
   }
   return time_s;
+}
+
+/// Megatron's DDP zeroes its whole main-grad buffer at the start of every step
+/// (zero_grad_buffer: grad_data.zero_()); `parameters`: those whose gradients it holds.
+double grad_buffer_zeroing_s(const Gpu& gpu, const Model& model, const Stack& stack,
+                             double parameters) {
+  if (!stack.zeroes_grad_buffer) return 0.0;
+  return hbm_time_s(gpu, stack.buffer_bytes(model.training.dtype) * parameters);
 }
 
 /// FP8's amax all-reduces, all exposed: delayed scaling's per model chunk over the amax
@@ -516,7 +532,10 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
       optimizer_time_s(gpu, model.training.optimizer,
                        params / sharded + expert_params / expert_sharded, stack.adam_step_bytes) +
       fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_saves_fp8_inputs),
-                             stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
+                             stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params) +
+      grad_buffer_zeroing_s(gpu, model, stack,
+                            params / (config.zero >= 2 ? sharded : 1.0) +
+                                expert_params / (config.zero >= 2 ? expert_sharded : 1.0));
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.embedding_grads = tied_embedding_grads(model, config, stack, placement.pp, calibration);

@@ -140,6 +140,14 @@ double Stack::grad_accumulation_bytes(Dtype dtype) const {
   return accumulation_bytes(grad_accumulation, weight_gradient_bytes(dtype), buffer_bytes(dtype));
 }
 
+double Stack::embedding_gradient_bytes(Dtype dtype, const ParallelConfig& config) const {
+  const double gradient = weight_gradient_bytes(dtype);
+  const bool hook_add = zeroes_grad_buffer && grad_accumulation_bytes(dtype, config) == 0.0;
+  return gradient + (hook_add
+                         ? accumulation_bytes(GradAccumulation::add, gradient, buffer_bytes(dtype))
+                         : 0.0);
+}
+
 double Stack::grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config) const {
   const GradAccumulation pass = config.pp == 1 ? grad_accumulation_without_pp : grad_accumulation;
   return accumulation_bytes(pass, weight_gradient_bytes(dtype), buffer_bytes(dtype));

@@ -167,6 +167,10 @@ struct Stack {
   /// (NeMo 2022 turns gradient_accumulation_fusion off at PP 1); a file that leaves it out gets
   /// its grad_accumulation.
   GradAccumulation grad_accumulation_without_pp = GradAccumulation::none;
+  /// Megatron's DDP keeps every gradient in one contiguous main-grad buffer: it zeroes the whole
+  /// buffer every step, and the gradients its GEMMs do not accumulate themselves (the word
+  /// embedding's) reach it through a hook's add after every backward.
+  bool zeroes_grad_buffer = true;
   /// HBM bytes of the model's elementwise ops as this stack's code runs them: fused kernels by
   /// default; PyTorch eager pays each op's own pass (docs/cost_model.md#eager-elementwise).
   ElementwiseBytes elementwise{};
@@ -359,6 +363,10 @@ struct Stack {
   [[nodiscard]] double grad_accumulation_bytes(Dtype dtype) const;
   /// The same for one split: grad_accumulation_without_pp's pass at PP 1.
   [[nodiscard]] double grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config) const;
+  /// HBM bytes per element of the word embedding's gradient each micro-batch: PyTorch's dense
+  /// embedding backward zero-fills a (V/t) x h gradient (the weight dtype's width), and where
+  /// the GEMMs fuse the accumulation the main-grad hook adds it (zeroes_grad_buffer).
+  [[nodiscard]] double embedding_gradient_bytes(Dtype dtype, const ParallelConfig& config) const;
   /// HBM bytes per gradient element of the reduce-scatter copy-in: read the gradient in the
   /// training dtype's width, write it in the reduce dtype (0 without `reduce_scatter_copy_in`).
   [[nodiscard]] double reduce_scatter_copy_in_bytes(Dtype dtype) const;

@@ -40,6 +40,7 @@ const std::vector<std::string> kStackKeys = {
     "grad_buffer_bytes",
     "grad_accumulation",
     "grad_accumulation_without_pp",
+    "zeroes_grad_buffer",
     "zero_stages",
     "zero_stages_with_pp",
     "prefetch_units",
@@ -178,6 +179,7 @@ Stack file_defaults() {
   s.grad_buffer_bytes = 4.0;
   s.grad_accumulation = GradAccumulation::none;
   s.grad_accumulation_without_pp = GradAccumulation::none;
+  s.zeroes_grad_buffer = false;
   s.zero_stages = 0b0011;
   s.prefetch_units = 1;
   s.backward_prefetch = BackwardPrefetch::pre;
@@ -303,6 +305,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       "grad_accumulation_without_pp", kAccumulationNames,
       static_cast<int>(m.has("grad_accumulation") ? s.grad_accumulation
                                                   : d.grad_accumulation_without_pp)));
+  s.zeroes_grad_buffer = m.optional_bool("zeroes_grad_buffer", d.zeroes_grad_buffer);
   s.zero_stages = read_zero_list(m, "zero_stages", d.zero_stages);
   // ZeRO with PP, unless listed: the base's stages with PP among the file's zero_stages;
   // without a base, the stages 0/1 it lists.

@@ -580,6 +580,16 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
   // Megatron-Core fuses it into the weight-gradient GEMM; FSDP accumulates only its shard.
   CHECK(stack_preset("megatron-core").grad_accumulation_bytes(Dtype::bf16) == 0.0);
   CHECK(stack_preset("fsdp").grad_accumulation_bytes(Dtype::bf16) == 0.0);
+  // The word embedding's dense gradient each micro-batch: zero-filled in the weight dtype (2),
+  // plus Megatron-Core's hook add into the fp32 main grad where the GEMMs fuse the rest
+  // (2 + 4 + 4): 12; 2 + 2 + 2 into megatron-core-perf's bf16 buffer: 8; the zero fill alone
+  // where the accumulation pass covers it already (Megatron 2021) or FSDP keeps no buffer.
+  ParallelConfig single;
+  CHECK(stack_preset("megatron-core").embedding_gradient_bytes(Dtype::bf16, single) == 12.0);
+  CHECK(stack_preset("megatron-core-perf").embedding_gradient_bytes(Dtype::bf16, single) == 8.0);
+  CHECK(megatron2021.embedding_gradient_bytes(Dtype::bf16, single) == 2.0);
+  CHECK(stack_preset("torchtitan").embedding_gradient_bytes(Dtype::bf16, single) == 2.0);
+  CHECK(stack_preset("torchtitan").embedding_gradient_bytes(Dtype::fp32, single) == 4.0);
   // A stack that fuses it only with PP (NeMo 2022): the bf16-into-fp32 add (10) at PP 1, none
   // with PP; a file that leaves the key out gets its grad_accumulation for both.
   const Stack nemo2022 =
@@ -614,6 +624,17 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
       estimate(test::round_cluster(), model, config, placement, nullptr, options);
   const double params = stage_parameters(model, config, true, true);
   CHECK(added.time.backward_s - fused.time.backward_s == Approx(4 * 10.0 * params / 850e9));
+
+  // Megatron-Core's main-grad buffer: the embedding's hook add, 10 bytes over its 1000 x 64
+  // gradients (tp 1 here), after each of the 4 micro-batches; the buffer's fp32 zeroing, 4 bytes
+  // over every parameter, once before the step.
+  options.stack = stack_preset("megatron-core");
+  const Estimate buffer =
+      estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  options.stack.zeroes_grad_buffer = false;
+  const Estimate none = estimate(test::round_cluster(), model, config, placement, nullptr, options);
+  CHECK(buffer.time.backward_s - none.time.backward_s == Approx(4 * 10.0 * 1000 * 64 / 850e9));
+  CHECK(buffer.time.optimizer_s - none.time.optimizer_s == Approx(4.0 * params / 850e9));
 }
 
 TEST_CASE("partial recompute: which layer counts each stack runs", "[stack]") {
