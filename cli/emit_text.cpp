@@ -176,6 +176,9 @@ namespace {
       return "--emit megatron, mtp_layers: 0 in the model file, or write the MTP settings by hand";
     case RefusalKind::ep_overlap:
       return "--emit megatron, or plan with a stack without ep_overlap";
+    case RefusalKind::moe_dispatcher:
+      return "plan with a stack without moe_dispatcher: hybridep, or set the flex dispatcher "
+             "(moe_token_dispatcher_type flex, moe_flex_dispatcher_backend hybridep) by hand";
     case RefusalKind::mtp_positions:
       return "position_embedding: rope or mtp_layers: 0 in the model file";
     case RefusalKind::fp8_attention:
@@ -282,6 +285,10 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return std::string(release.title) + " " + release.version +
              " has no combined 1F1B (its Megatron-Core has no overlap_moe_expert_parallel_comm): "
              "the plan was priced with the expert all-to-alls overlapped (stack ep_overlap)";
+    case RefusalKind::moe_dispatcher:
+      return std::string(release.title) + " " + release.version +
+             " is written with the alltoall token dispatcher, where the plan was priced with "
+             "HybridEP's exchange (stack moe_dispatcher: hybridep)";
     default:
       return split_reason(obstacle.kind, release);
   }

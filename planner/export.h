@@ -70,6 +70,7 @@ enum class RefusalKind {
   fp8_recipe,            ///< an FP8 recipe the release has no switch for
   fp8_attention,         ///< FP8 attention (training.fp8.attention): no target writes it yet
   ep_overlap,            ///< the combined 1F1B (stack ep_overlap): only megatron writes it
+  moe_dispatcher,        ///< HybridEP (stack moe_dispatcher): no target writes the flex dispatcher
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan
@@ -124,6 +125,8 @@ struct StackSwitches {
   bool moe_permute_fusion = false;
   bool ep_overlap = false;
   bool delay_wgrad = false;
+  /// The flex dispatcher with HybridEP (Stack::moe_dispatcher), as priced.
+  bool hybridep = false;
   /// Bytes per gradient element in the DP reduction as priced (Stack::reduce_bytes of the
   /// model's dtype: 2 or 4); 0: the release's default.
   int grad_reduce_bytes = 0;
@@ -139,6 +142,7 @@ struct StackSwitches {
           .moe_permute_fusion = stack.moe_permute_fusion,
           .ep_overlap = stack.ep_overlap,
           .delay_wgrad = stack.ep_overlap_delay_wgrad,
+          .hybridep = stack.moe_dispatcher == MoeDispatcher::hybridep,
           .grad_reduce_bytes = stack.reduce_bytes(dtype) < 4 ? 2 : 4,
           .attention = stack.attention};
 }

@@ -232,6 +232,10 @@ std::optional<Limit> megatron_limit(const Input& in) {
     return limit(RefusalKind::mtp_positions);
   }
   if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  // The plan priced HybridEP's exchange; the launch writes the alltoall dispatcher.
+  if (in.switches.hybridep && in.model.is_moe() && in.config.ep > 1) {
+    return limit(RefusalKind::moe_dispatcher);
+  }
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);

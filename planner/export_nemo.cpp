@@ -183,6 +183,10 @@ std::optional<Limit> nemo_limit(const Input& in) {
   if (in.switches.ep_overlap && combined_1f1b_runs(in.model, in.config)) {
     return limit(RefusalKind::ep_overlap);
   }
+  // The plan priced HybridEP's exchange; the launch writes the alltoall dispatcher.
+  if (in.switches.hybridep && in.model.is_moe() && in.config.ep > 1) {
+    return limit(RefusalKind::moe_dispatcher);
+  }
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::fp32 || dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);

@@ -386,6 +386,22 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   CHECK(combined_nemo.err.find("has no combined 1F1B") != std::string::npos);
   CHECK(combined_nemo.err.find("--emit megatron, or plan with a stack without ep_overlap") !=
         std::string::npos);
+  // A plan priced with HybridEP's exchange: both MoE targets write the alltoall dispatcher, so
+  // neither launch would run what was priced.
+  const std::string hybrid = (dir.path / "hybrid.yaml").string();
+  std::ofstream(hybrid) << "name: hybrid\nbase: megatron-core\nmoe_dispatcher: hybridep\n";
+  for (const char* target : {"nemo", "megatron"}) {
+    const Run refused =
+        trident(std::string("plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --pp 1 --ep 8 "
+                            "--recompute selective --emit ") +
+                target + " --stack " + hybrid);
+    INFO(target);
+    CHECK(refused.code == 2);
+    CHECK(refused.err.find("priced with HybridEP's exchange (stack moe_dispatcher: hybridep)") !=
+          std::string::npos);
+    CHECK(refused.err.find("plan with a stack without moe_dispatcher: hybridep") !=
+          std::string::npos);
+  }
   const Run mixtral = trident(
       "plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --pp 1 --ep 8 --recompute selective "
       "--emit megatron "

@@ -22,7 +22,7 @@ bool no_knob_fixes(RefusalKind kind) {
          kind == RefusalKind::model_shape || kind == RefusalKind::uneven_stages ||
          kind == RefusalKind::mtp_layers || kind == RefusalKind::mtp_positions ||
          kind == RefusalKind::fp8_recipe || kind == RefusalKind::fp8_attention ||
-         kind == RefusalKind::ep_overlap;
+         kind == RefusalKind::ep_overlap || kind == RefusalKind::moe_dispatcher;
 }
 
 Cluster cluster_of(int servers) {
