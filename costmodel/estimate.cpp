@@ -292,13 +292,19 @@ DpWindow dp_window(const StageTime& stage, const Model& local, const ParallelCon
 /// stage's gradients, their shard under ZeRO-2/3, after every micro-batch's backward) and
 /// FSDP2's reduce-scatter copy-in (each unit's unsharded gradients copied, and widened to the
 /// reduce dtype, into the reduce-scatter input on the compute stream, once per reduce-scatter).
+/// Gradient elements one GPU holds between its backward and the optimizer: its stage's and
+/// experts' parameters, their shard under ZeRO-2/3.
+double held_gradients(const ParallelConfig& config, const ParallelConfig& split, double params,
+                      double expert_params) {
+  const bool sharded_grads = config.zero >= 2;
+  return params / (sharded_grads ? split.shard_ranks() : 1.0) +
+         expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
+}
+
 double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                          const ParallelConfig& split, const Stack& stack, double params,
                          double expert_params, long long m) {
-  const bool sharded_grads = config.zero >= 2;
-  const double accumulated =
-      params / (sharded_grads ? split.shard_ranks() : 1.0) +
-      expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
+  const double accumulated = held_gradients(config, split, params, expert_params);
   double time_s =
       static_cast<double>(m) *
       hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype, config) * accumulated);
@@ -534,8 +540,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
       fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_saves_fp8_inputs),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params) +
       grad_buffer_zeroing_s(gpu, model, stack,
-                            params / (config.zero >= 2 ? sharded : 1.0) +
-                                expert_params / (config.zero >= 2 ? expert_sharded : 1.0));
+                            held_gradients(config, split, params, expert_params));
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.embedding_grads = tied_embedding_grads(model, config, stack, placement.pp, calibration);

@@ -136,10 +136,6 @@ double accumulation_bytes(GradAccumulation pass, double gradient, double buffer)
 
 }  // namespace
 
-double Stack::grad_accumulation_bytes(Dtype dtype) const {
-  return accumulation_bytes(grad_accumulation, weight_gradient_bytes(dtype), buffer_bytes(dtype));
-}
-
 double Stack::embedding_gradient_bytes(Dtype dtype, const ParallelConfig& config) const {
   const double gradient = weight_gradient_bytes(dtype);
   const bool hook_add = zeroes_grad_buffer && grad_accumulation_bytes(dtype, config) == 0.0;

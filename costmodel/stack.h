@@ -360,8 +360,7 @@ struct Stack {
   /// HBM bytes per accumulated gradient element of one micro-batch's accumulation pass
   /// (docs/cost_model.md#stacks): 0 for none; gradient + 2 x buffer for add; add_cast also
   /// writes and reads the cast temporary when the buffer's dtype is not the gradient's.
-  [[nodiscard]] double grad_accumulation_bytes(Dtype dtype) const;
-  /// The same for one split: grad_accumulation_without_pp's pass at PP 1.
+  /// The split's pass: grad_accumulation_without_pp's at PP 1, grad_accumulation's with PP.
   [[nodiscard]] double grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config) const;
   /// HBM bytes per element of the word embedding's gradient each micro-batch: PyTorch's dense
   /// embedding backward zero-fills a (V/t) x h gradient (the weight dtype's width), and where

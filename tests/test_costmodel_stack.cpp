@@ -571,15 +571,17 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
   // gradient into an fp32 temporary (read 2, write 4), then adds it into the fp32 buffer
   // (read 4 + 4, write 4): 18.
   const Stack deepspeed = stack_preset("deepspeed-megatron");
-  CHECK(deepspeed.grad_accumulation_bytes(Dtype::fp16) == 6.0);
-  CHECK(deepspeed.grad_accumulation_bytes(Dtype::bf16) == 18.0);
+  ParallelConfig piped;  // the stacks' grad_accumulation: the pass with PP
+  piped.pp = 2;
+  CHECK(deepspeed.grad_accumulation_bytes(Dtype::fp16, piped) == 6.0);
+  CHECK(deepspeed.grad_accumulation_bytes(Dtype::bf16, piped) == 18.0);
   // Megatron 2021: one mixed-dtype add, fp16 into fp16 (6) or bf16 into fp32 (2 + 4 + 4 = 10).
   const Stack megatron2021 = stack_preset("megatron-2021");
-  CHECK(megatron2021.grad_accumulation_bytes(Dtype::fp16) == 6.0);
-  CHECK(megatron2021.grad_accumulation_bytes(Dtype::bf16) == 10.0);
+  CHECK(megatron2021.grad_accumulation_bytes(Dtype::fp16, piped) == 6.0);
+  CHECK(megatron2021.grad_accumulation_bytes(Dtype::bf16, piped) == 10.0);
   // Megatron-Core fuses it into the weight-gradient GEMM; FSDP accumulates only its shard.
-  CHECK(stack_preset("megatron-core").grad_accumulation_bytes(Dtype::bf16) == 0.0);
-  CHECK(stack_preset("fsdp").grad_accumulation_bytes(Dtype::bf16) == 0.0);
+  CHECK(stack_preset("megatron-core").grad_accumulation_bytes(Dtype::bf16, piped) == 0.0);
+  CHECK(stack_preset("fsdp").grad_accumulation_bytes(Dtype::bf16, piped) == 0.0);
   // The word embedding's dense gradient each micro-batch: zero-filled in the weight dtype (2),
   // plus Megatron-Core's hook add into the fp32 main grad where the GEMMs fuse the rest
   // (2 + 4 + 4): 12; 2 + 2 + 2 into megatron-core-perf's bf16 buffer: 8; the zero fill alone
