@@ -84,8 +84,8 @@ for r in shared['runs']:
 
 wanted = ['lf-mpt13b-512xh100-bf16', 'lf-mpt30b-512xh100-bf16', 'lf-mpt70b-512xh100-bf16', 'lf-mpt13b-64xh100-bf16-noac',
           'lf-mpt30b-32xh100-bf16', 'lf-mpt13b-128xa100-40g-bf16', 'lf-mpt30b-128xa100-40g-bf16', 'lf-mpt70b-128xa100-40g-bf16',
-          'lf-mpt30b-8xa100-80g-bf16', 'bloom-176b-384xa100-80g-bf16', 'mtnlg-530b-2240xa100-fp16', 'mtnlg-530b-2800xa100-fp16',
-          'mtnlg-530b-3360xa100-fp16', 'dgxc2411-gpt3-175b-128xh100-bf16', 'dgxc2411-gpt3-175b-2048xh100-bf16',
+          'lf-mpt30b-8xa100-80g-bf16', 'bloom-176b-384xa100-80g-bf16', 'mtnlg-530b-2240xa100-bf16', 'mtnlg-530b-2800xa100-bf16',
+          'mtnlg-530b-3360xa100-bf16', 'dgxc2411-gpt3-175b-128xh100-bf16', 'dgxc2411-gpt3-175b-2048xh100-bf16',
           'dgxc2411-nemotron4-340b-128xh100-bf16', 'dgxc2411-nemotron4-15b-16xh100-bf16',
           'llama3-405b-8192xh100-bf16', 'llama3-405b-16384xh100-bf16',
           'nemo2407-gpt3-175b-128xh100-fp8', 'nemo2407-gpt3-175b-512xh100-fp8',
