@@ -12,6 +12,7 @@
 #include "costmodel/ep_overlap.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
+#include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
 #include "costmodel/plan_memory.h"
 #include "costmodel/precision.h"
@@ -339,6 +340,14 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
                                 : "; the group sits inside one NVLink domain"))
             .c_str(),
         calibration);
+    if (stack.moe_dispatcher == MoeDispatcher::hybridep) {
+      const HybridEpTraffic traffic = hybrid_ep_traffic(model, c, e.ep.link);
+      out += fmt::format(
+          "      HybridEP (the stack's dispatcher) moves {} over the network and {} over NVLink "
+          "per GPU and call, not the all-to-all's bytes above: a token once to each NVLink "
+          "domain, then once to each rank, that holds one of its experts\n",
+          bytes_text(traffic.network_bytes), bytes_text(traffic.nvlink_bytes));
+    }
   }
   if (e.edp.link.ranks > 1) {
     out += dimension("expert DP", expert_dp_collective_name(c, e.edp), e.edp, step,
@@ -358,7 +367,8 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
     out += dimension("FP8 amax", "all-reduce", e.amax, step,
                      current ? "current scaling reduces the amax of each tensor it quantizes "
                                "before an FP8 TP all-gather (QKV and FFN-up inputs forward, "
-                               "projection and FFN-down output gradients backward) over TP, "
+                               "projection and FFN-down output gradients backward; a MoE layer's "
+                               "routed experts have no TP and reduce none) over TP, "
                                "blocking the compute stream: latency, not bandwidth"
                              : "delayed scaling reduces each model chunk's amaxes over TP x CP x "
                                "DP after its forward and after its backward, every micro-batch, "

@@ -198,11 +198,20 @@ bool pp_overlapped(const Stack& stack, const ParallelConfig& config) {
   return stack.pp_overlap && config.virtual_stages > 1;
 }
 
+/// Shared experts run as the TP linear pair of a dense FFN (Megatron's SharedExpertMLP: TE
+/// column- and row-parallel linears, their TP collectives on the compute stream), unless the
+/// stack runs them beside the exchange, where Megatron drops their TP mode and moves their
+/// input and output on a side stream (shared_experts.py L53-58 @core_v0.12.0).
+bool shared_experts_on_tp(const Model& model, const Stack& stack) {
+  return model.moe.shared_experts > 0 && !stack.moe_shared_expert_overlap;
+}
+
 /// The step's TP traffic: the stage's collectives over its m micro-batches, exposed as the
 /// stack's overlap leaves them (userbuffers need sequence parallelism, TE initialize_ub;
 /// without it Megatron-Core still overlaps the backward input-gradient all-reduce, through
-/// NCCL). MoE layers with expert TP 1 have no TP collectives around the MLP (the tokens go by
-/// the EP all-to-all from their sequence-parallel shard): half of those layers' calls remain.
+/// NCCL). MoE layers with expert TP 1 have no TP collectives around the routed experts (the
+/// tokens go by the EP all-to-all from their sequence-parallel shard): half of those layers'
+/// calls remain, all of them where shared experts run as TP linears.
 CommDetail tp_step(const Gpu& gpu, const Model& model, const Model& local,
                    const ParallelConfig& config, const ParallelConfig& split, const GroupLink& link,
                    const StageTime& stage, const Stack& stack, bool userbuffers, double md,
@@ -235,7 +244,7 @@ CommDetail tp_step(const Gpu& gpu, const Model& model, const Model& local,
                                    : share * layer_s(true) + (1.0 - share) * layer_s(false);
     tp.exposed_s = std::min(tp.total_s, md * stage.layers * per_layer_s);
   }
-  const double tp_share = 1.0 - 0.5 * moe_share;
+  const double tp_share = 1.0 - (shared_experts_on_tp(model, stack) ? 0.0 : 0.5 * moe_share);
   tp.calls_per_step *= tp_share;
   tp.total_s *= tp_share;
   tp.exposed_s *= tp_share;
@@ -333,9 +342,10 @@ double grad_buffer_zeroing_s(const Gpu& gpu, const Model& model, const Stack& st
 
 /// FP8's amax all-reduces, all exposed: delayed scaling's per model chunk over the amax
 /// reduction group, current scaling's per locally quantized tensor over TP (where the stack's
-/// FP8 layers reduce them).
+/// FP8 layers reduce them; a MoE layer's FFN only through shared experts that run as TP
+/// linears, not beside the exchange, whose overlap path drops their TP mode).
 CommDetail amax_step(const ParallelConfig& config, const Model& model, const Stack& stack,
-                     double layers, long long m, const Placement& placement,
+                     double layers, double moe_share, long long m, const Placement& placement,
                      const Calibration* calibration) {
   const Precision precision = precision_of(model.training);
   const bool current = precision.fp8 && precision.recipe == Fp8Recipe::current;
@@ -343,11 +353,13 @@ CommDetail amax_step(const ParallelConfig& config, const Model& model, const Sta
   out.collective = Collective::all_reduce;
   out.link = current ? placement.tp : placement.amax;
   const AmaxReductions amax =
-      current
-          ? (stack.fp8_current_amax_over_tp
-                 ? fp8_current_amax_reductions(config, precision, layers, m, out.link, calibration)
-                 : AmaxReductions{})
-          : fp8_amax_reductions(config, precision, layers, m, out.link, calibration);
+      current ? (stack.fp8_current_amax_over_tp
+                     ? fp8_current_amax_reductions(
+                           config, precision, layers,
+                           shared_experts_on_tp(model, stack) ? 1.0 : 1.0 - moe_share, m, out.link,
+                           calibration)
+                     : AmaxReductions{})
+              : fp8_amax_reductions(config, precision, layers, m, out.link, calibration);
   out.bytes_per_call = amax.bytes_per_call;
   out.calls_per_step = amax.calls_per_step;
   out.time_per_call_s = amax.time_per_call_s;
@@ -522,7 +534,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   }
   out.time.backward_s +=
       gradient_passes_s(gpu, model, config, split, stack, params, expert_params, m);
-  out.amax = amax_step(config, model, stack, stage.layers, m, placement, calibration);
+  out.amax = amax_step(config, model, stack, stage.layers, moe_share, m, placement, calibration);
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).

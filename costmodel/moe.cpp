@@ -221,8 +221,8 @@ double hybrid_ep_network_fraction(int domains) {
   return (41.24 + 46.57) / 2.0 * 0.875 / 50.0;                  // 0.768
 }
 
-double hybrid_ep_exchange_s(const Model& model, const ParallelConfig& config,
-                            const GroupLink& link) {
+HybridEpTraffic hybrid_ep_traffic(const Model& model, const ParallelConfig& config,
+                                  const GroupLink& link) {
   const double token_bytes = moe_tokens_per_gpu(model, config) * model.hidden *
                              precision_of(model.training).activation_bytes;
   const double experts = model.moe.experts;
@@ -231,9 +231,14 @@ double hybrid_ep_exchange_s(const Model& model, const ParallelConfig& config,
   const double domains = std::max(1, link.domains);
   const double p_rank = token_reaches_share(experts, model.moe.top_k, per_rank);
   const double p_domain = token_reaches_share(experts, model.moe.top_k, per_rank * r);
-  const double in_domain = token_bytes * domains * (r - 1.0) * p_rank;
-  const double off_domain = token_bytes * (domains - 1.0) * p_domain;
-  return exchange_time_s(in_domain, off_domain, hybrid_ep_network_fraction(link.domains), link);
+  return {token_bytes * domains * (r - 1.0) * p_rank, token_bytes * (domains - 1.0) * p_domain};
+}
+
+double hybrid_ep_exchange_s(const Model& model, const ParallelConfig& config,
+                            const GroupLink& link) {
+  const HybridEpTraffic traffic = hybrid_ep_traffic(model, config, link);
+  return exchange_time_s(traffic.nvlink_bytes, traffic.network_bytes,
+                         hybrid_ep_network_fraction(link.domains), link);
 }
 
 SharedExpertTime shared_expert_time(const Gpu& gpu, const Model& model,

@@ -119,6 +119,13 @@ struct ExpertGemms {
 /// over NVLink, the slower of the two.
 [[nodiscard]] double hybrid_ep_exchange_s(const Model& model, const ParallelConfig& config,
                                           const GroupLink& link);
+/// What one HybridEP dispatch or combine moves per GPU (the terms of hybrid_ep_exchange_s).
+struct HybridEpTraffic {
+  double nvlink_bytes = 0.0;   ///< in-domain copies, T·h·b·D·(r - 1)·p_rank
+  double network_bytes = 0.0;  ///< RDMA copies to remote domains, T·h·b·(D - 1)·p_domain
+};
+[[nodiscard]] HybridEpTraffic hybrid_ep_traffic(const Model& model, const ParallelConfig& config,
+                                                const GroupLink& link);
 /// HybridEP's measured RDMA throughput as a share of a 400 Gb/s NIC on H100, by the NVLink
 /// domains the EP group spans (DeepEP hybrid-ep docs/README_Hybrid-EP.md).
 [[nodiscard]] double hybrid_ep_network_fraction(int domains);

@@ -282,16 +282,18 @@ AmaxReductions fp8_amax_reductions(const ParallelConfig& config, const Precision
 }
 
 AmaxReductions fp8_current_amax_reductions(const ParallelConfig& config, const Precision& precision,
-                                           double layers, long long micro_batches,
-                                           const GroupLink& link, const Calibration* calibration) {
+                                           double layers, double tp_ffn_share,
+                                           long long micro_batches, const GroupLink& link,
+                                           const Calibration* calibration) {
   AmaxReductions out;
   if (!precision.fp8 || precision.recipe != Fp8Recipe::current || !config.sequence_parallel ||
       link.ranks <= 1) {
     return out;
   }
-  const double forward_calls =
-      kCurrentAmaxForwardCallsPerLayer * (layers + config.recomputed_layers(layers));
-  const double backward_calls = kCurrentAmaxBackwardCallsPerLayer * layers;
+  const double per_pass =
+      kCurrentAmaxAttentionCallsPerPass + kCurrentAmaxFfnCallsPerPass * tp_ffn_share;
+  const double forward_calls = per_pass * (layers + config.recomputed_layers(layers));
+  const double backward_calls = per_pass * layers;
   const double fp32_bytes = 4.0;
   out.bytes_per_call = fp32_bytes;
   out.calls_per_step = (forward_calls + backward_calls) * static_cast<double>(micro_batches);

@@ -115,19 +115,20 @@ struct AmaxReductions {
 /// FP8 current scaling's amax all-reduces under sequence parallelism (Transformer Engine >= 2.2):
 /// each tensor quantized locally before an FP8 TP all-gather (the QKV and FFN-up inputs in
 /// forward, the projection's and FFN-down's output gradients in backward) first all-reduces its
-/// one fp32 amax (MAX) over the TP group and waits for it: 4 blocking calls per layer and
-/// micro-batch, 2 more per layer full recompute repeats. Zero without TP > 1 and sequence
-/// parallelism, or with another recipe. `layers`: the stage's; `link`: the TP group.
-/// Sources: docs/cost_model.md#precision.
-[[nodiscard]] AmaxReductions fp8_current_amax_reductions(const ParallelConfig& config,
-                                                         const Precision& precision, double layers,
-                                                         long long micro_batches,
-                                                         const GroupLink& link,
-                                                         const Calibration* calibration = nullptr);
-/// Blocking amax all-reduces per layer and micro-batch under current scaling: forward's two
-/// locally quantized inputs, backward's two output gradients.
-inline constexpr double kCurrentAmaxForwardCallsPerLayer = 2.0;
-inline constexpr double kCurrentAmaxBackwardCallsPerLayer = 2.0;
+/// one fp32 amax (MAX) over the TP group and waits for it: 4 blocking calls per dense layer and
+/// micro-batch, 2 more per layer full recompute repeats. A MoE layer's routed experts have no TP
+/// (Megatron's grouped linears run with parallel_mode None), so its FFN reduces none:
+/// `tp_ffn_share` is the share of the stage's layers whose FFN is a TP linear pair (dense, or
+/// shared experts on the TP path). Zero without TP > 1 and sequence parallelism, or with another
+/// recipe. `layers`: the stage's; `link`: the TP group. Sources: docs/cost_model.md#precision.
+[[nodiscard]] AmaxReductions fp8_current_amax_reductions(
+    const ParallelConfig& config, const Precision& precision, double layers, double tp_ffn_share,
+    long long micro_batches, const GroupLink& link, const Calibration* calibration = nullptr);
+/// Blocking amax all-reduces per layer and micro-batch under current scaling, each direction:
+/// the attention's one (QKV input forward, projection output gradient backward) and the TP
+/// FFN's one (FFN-up input forward, FFN-down output gradient backward).
+inline constexpr double kCurrentAmaxAttentionCallsPerPass = 1.0;
+inline constexpr double kCurrentAmaxFfnCallsPerPass = 1.0;
 /// `layers`: the stage's layers; `micro_batches`: per step; `link`: the amax reduction group.
 [[nodiscard]] AmaxReductions fp8_amax_reductions(const ParallelConfig& config,
                                                  const Precision& precision, double layers,

@@ -402,6 +402,17 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
     CHECK(refused.err.find("plan with a stack without moe_dispatcher: hybridep") !=
           std::string::npos);
   }
+  // --explain says what HybridEP moves, not the all-to-all's bytes: Qwen3-235B at EP 32 over 4
+  // DGX H100 servers, 4096 tokens of hidden 4096 a GPU = 33,554,432 bytes; 3 remote domains
+  // reached with p = 1 - C(96,8)/C(128,8) = 0.907253: 91.3 MB over the network; 4 domains x 7
+  // other ranks x (1 - C(124,8)/C(128,8) = 0.229980): 216.1 MB over NVLink.
+  const Run explained = trident(
+      "plan --gpus 256 --model qwen3-235b-a22b --ep 32 --tp 1 --pp 8 --micro-batch 1 --top 1 "
+      "--explain --stack " +
+      hybrid);
+  REQUIRE(explained.code == 0);
+  CHECK(explained.out.find("HybridEP (the stack's dispatcher) moves 91.3 MB over the network and "
+                           "216.1 MB over NVLink per GPU and call") != std::string::npos);
   const Run mixtral = trident(
       "plan --gpus 64 --servers 8 --model mixtral-8x7b --tp 2 --pp 1 --ep 8 --recompute selective "
       "--emit megatron "

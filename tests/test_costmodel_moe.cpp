@@ -558,6 +558,49 @@ TEST_CASE("FP8 experts' weights: the 16-bit copy and the FP8 copies", "[moe][mem
   CHECK(b.weight_copies_bytes == 0.0);
 }
 
+TEST_CASE("MoE layers at TP 2: the attention's TP calls and amaxes, shared experts' on TP",
+          "[moe][precision]") {
+  // Mixtral 8x7B (32 MoE layers, no shared experts) at TP 2 with sequence parallelism, EP 4,
+  // current scaling, global batch 64, DP 4, micro-batch 1: m = 16. Its routed experts run with
+  // no TP (Megatron's grouped linears, parallel_mode None), so each layer reduces only the
+  // attention's QKV input (forward) and projection gradient (backward): 32 x 16 x 2 = 1024.
+  Model model = model_preset("mixtral-8x7b");
+  model.training.global_batch = 64;
+  model.training.dtype = Dtype::fp8;
+  model.training.fp8.recipe = Fp8Recipe::current;
+  Cluster cluster = test::round_cluster();
+  cluster.gpu.memory_gib = 1000.0;
+  cluster.gpu.peak_tflops_fp8 = 200.0;  // FP8 tensor cores (Hopper and later)
+  ParallelConfig config;
+  config.tp = 2;
+  config.dp = 4;
+  config.ep = 4;
+  config.micro_batch = 1;
+  config.zero = 1;
+  config.sequence_parallel = true;
+  EstimateOptions options;
+  options.stack = stack_preset("megatron-core");
+  const Placement placement = default_placement(cluster, config);
+  const Estimate routed = estimate(cluster, model, config, placement, nullptr, options);
+  CHECK(routed.amax.calls_per_step == 1024.0);
+  // The TP collectives likewise: 5 (reduce-scatter + all-gather) calls per layer under
+  // sequence parallelism, the attention's half of them on a MoE layer: 32 x 16 x 5 / 2 = 1280.
+  CHECK(routed.tp.calls_per_step == 1280.0);
+  // One shared expert run as TP linears (no overlap with the exchange): its FFN-up input and
+  // FFN-down gradient reduce too, 32 x 16 x 4 = 2048, and its gathers and scatters are the
+  // dense FFN's: 32 x 16 x 5 = 2560 TP calls.
+  model.moe.shared_experts = 1;
+  const Estimate shared = estimate(cluster, model, config, placement, nullptr, options);
+  CHECK(shared.amax.calls_per_step == 2048.0);
+  CHECK(shared.tp.calls_per_step == 2560.0);
+  // Beside the exchange (moe_shared_expert_overlap) Megatron drops the shared experts' TP mode
+  // and moves their input and output itself in 16 bits on a side stream: the attention's again.
+  options.stack.moe_shared_expert_overlap = true;
+  const Estimate beside = estimate(cluster, model, config, placement, nullptr, options);
+  CHECK(beside.amax.calls_per_step == 1024.0);
+  CHECK(beside.tp.calls_per_step == 1280.0);
+}
+
 TEST_CASE("HybridEP: a token once per destination rank, once per remote NVLink domain",
           "[moe][ep]") {
   // One token's 8 experts of 128: none of a rank's 8 is picked with probability
@@ -590,4 +633,37 @@ TEST_CASE("HybridEP: a token once per destination rank, once per remote NVLink d
   // NCCL's all-to-all moves each token once per expert: 8 x 33.5 MB, half of it off-domain at
   // 0.743 of the NIC: 134,217,728 / 37.15e9 = 3.613 ms, slower.
   CHECK(ep_comm(model, config, link, 94.0, nullptr).time_per_call_s > 3.6e-3);
+}
+
+TEST_CASE("HybridEP where the network sets the pace: its own benchmark, and four domains",
+          "[moe][ep]") {
+  // DeepEP's hybrid-ep README benchmark (H100, 2 x 8 ranks, 4096 tokens of hidden 7168 a GPU,
+  // 128 experts, top-8, bf16) on NVLink 450 GB/s (x 0.80 = 360) and 400 Gb/s NICs: 4096 x 7168 x
+  // 2 = 58,720,256 bytes. Off-domain x 1 x p_domain 0.99690 = 58,538,466 B at 0.5391 x 50 GB/s
+  // = 26.955 GB/s: 2.1717 ms; in-domain x 2 x 7 x p_rank 0.41228 = 338.9 MB at 360 GB/s:
+  // 0.9415 ms. The network bounds it; the README measured 2.150 ms dispatch, 2.195 ms combine.
+  Model model = model_preset("qwen3-235b-a22b");
+  model.hidden = 7168;
+  ParallelConfig config;
+  config.dp = 16;
+  config.ep = 16;
+  config.micro_batch = 1;
+  GroupLink link = test::network_group(16, 2, 50.0, 5e-6);
+  link.intra_gbps = 450.0;
+  const double latency_s = 14.4e-6;  // as above: 8.4 us base + NVLink hop 1 us + network 5 us
+  CHECK(hybrid_ep_exchange_s(model, config, link) ==
+        Approx(latency_s + 58538466.057 / (0.5391 * 50e9)));
+  CHECK(hybrid_ep_exchange_s(model, config, link) - latency_s == Approx(2.1717e-3).epsilon(1e-4));
+  // Four domains (EP 32, 4 x 8), hidden 2048: 4096 x 2048 x 2 = 16,777,216 bytes; a domain of
+  // 32 experts is reached with p = 1 - C(96,8)/C(128,8) = 0.907253, three remote domains:
+  // 45,663,525 B at the README's four-node rate (47.36 + 52.53)/2 x 3/4 / 50 = 0.749175 of the
+  // NIC: 1.2190 ms; in-domain x 4 x 7 x (1 - C(124,8)/C(128,8) = 0.229980) = 108.0 MB at
+  // 360 GB/s: 0.3001 ms.
+  model.hidden = 2048;
+  config.dp = 32;
+  config.ep = 32;
+  link = test::network_group(32, 4, 50.0, 5e-6);
+  link.intra_gbps = 450.0;
+  CHECK(hybrid_ep_exchange_s(model, config, link) ==
+        Approx(latency_s + 45663525.109 / (0.749175 * 50e9)));
 }

@@ -405,7 +405,7 @@ TEST_CASE("FP8 current scaling's per-tensor amax all-reduces over TP, hand-deriv
   config.sequence_parallel = true;
   const Precision current = precision_of(fp8_training(Fp8Recipe::current));
   // 12 layers x 64 micro-batches x (2 forward + 2 backward) = 3072 calls of one fp32 amax.
-  const AmaxReductions amax = fp8_current_amax_reductions(config, current, 12.0, 64, tp);
+  const AmaxReductions amax = fp8_current_amax_reductions(config, current, 12.0, 1.0, 64, tp);
   CHECK(amax.bytes_per_call == 4.0);
   CHECK(amax.calls_per_step == 3072.0);
   // Each call is a 4-byte all-reduce over the TP link (its latency: test_costmodel_collective).
@@ -413,15 +413,22 @@ TEST_CASE("FP8 current scaling's per-tensor amax all-reduces over TP, hand-deriv
         Approx(collective_time_s(Collective::all_reduce, 4.0, tp, nullptr)));
   // Full recompute runs the forward's two again: 12 x 64 x 6 = 4608.
   config.recompute = Recompute::full;
-  CHECK(fp8_current_amax_reductions(config, current, 12.0, 64, tp).calls_per_step == 4608.0);
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 1.0, 64, tp).calls_per_step == 4608.0);
+  // MoE layers: the routed experts have no TP, so only the attention's QKV input (forward) and
+  // projection gradient (backward) reduce: 12 x 64 x (1 + 1 + 1 recomputed) = 2304 with full
+  // recompute; a stage of half MoE layers, 12 x 64 x (1.5 x 3) = 3456.
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 0.0, 64, tp).calls_per_step == 2304.0);
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 0.5, 64, tp).calls_per_step == 3456.0);
+  config.recompute = Recompute::none;
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 0.0, 64, tp).calls_per_step == 1536.0);
   // No sequence parallelism (no local quantize before an FP8 all-gather), TP 1, or delayed
   // scaling: none.
   config.sequence_parallel = false;
-  CHECK(fp8_current_amax_reductions(config, current, 12.0, 64, tp).calls_per_step == 0.0);
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 1.0, 64, tp).calls_per_step == 0.0);
   config.sequence_parallel = true;
-  CHECK(fp8_current_amax_reductions(config, current, 12.0, 64, test::nvlink_group(1))
+  CHECK(fp8_current_amax_reductions(config, current, 12.0, 1.0, 64, test::nvlink_group(1))
             .calls_per_step == 0.0);
   CHECK(fp8_current_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0,
-                                    64, tp)
+                                    1.0, 64, tp)
             .calls_per_step == 0.0);
 }
