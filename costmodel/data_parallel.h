@@ -42,21 +42,21 @@ struct DpLinks {
 [[nodiscard]] double unit_scatter_passes(const ParallelConfig& config, const Stack& stack,
                                          long long m);
 
-/// DP traffic of one step: `parameters` the stage's parameters on this GPU, `m` micro-batches.
-/// `model` / `config`: the per-GPU dense view (CP folded into DP). `moe_layers`: the model
-/// has MoE layers (DeepSpeed's ZeRO-1 then keeps contiguous gradients and reduce-scatters;
-/// Stack::zero1_all_reduces_gradients applies to dense models only).
 /// A tied embedding's gradient all-reduce between the first and the last pipeline stage, which
 /// each hold a copy of the word embedding (the input embedding and the output layer): once per
 /// step after the backward, before the optimizer, on the critical path; vocab/tp x h gradients
 /// in the stack's gradient-buffer dtype over the two ranks (Megatron-LM 2021 training.py
 /// train_step, Megatron-Core finalize_model_grads.py _allreduce_word_embedding_grads, DeepSpeed
-/// pipe/engine.py _exec_reduce_tied_grads). None without tied embeddings or PP > 1.
+/// pipe/engine.py _exec_reduce_tied_grads). None without tied embeddings or at PP 1.
 /// `pp_link`: the pipeline's group, whose tier the two end stages' ranks share.
 [[nodiscard]] CommDetail tied_embedding_grads(const Model& model, const ParallelConfig& config,
                                               const Stack& stack, const GroupLink& pp_link,
                                               const Calibration* calibration);
 
+/// DP traffic of one step: `parameters` the stage's parameters on this GPU, `m` micro-batches.
+/// `model` / `config`: the per-GPU dense view (CP folded into DP). `moe_layers`: the model
+/// has MoE layers (DeepSpeed's ZeRO-1 then keeps contiguous gradients and reduce-scatters;
+/// Stack::zero1_all_reduces_gradients applies to dense models only).
 [[nodiscard]] CommDetail dp_comm(const Model& model, const ParallelConfig& config,
                                  const DpLinks& links, double parameters, long long m,
                                  const DpWindow& window, const Stack& stack,

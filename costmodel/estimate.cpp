@@ -297,10 +297,6 @@ DpWindow dp_window(const StageTime& stage, const Model& local, const ParallelCon
   return window;
 }
 
-/// Gradient passes outside the GEMMs, per step: the stack's accumulation (one pass over the
-/// stage's gradients, their shard under ZeRO-2/3, after every micro-batch's backward) and
-/// FSDP2's reduce-scatter copy-in (each unit's unsharded gradients copied, and widened to the
-/// reduce dtype, into the reduce-scatter input on the compute stream, once per reduce-scatter).
 /// Gradient elements one GPU holds between its backward and the optimizer: its stage's and
 /// experts' parameters, their shard under ZeRO-2/3.
 double held_gradients(const ParallelConfig& config, const ParallelConfig& split, double params,
@@ -310,6 +306,10 @@ double held_gradients(const ParallelConfig& config, const ParallelConfig& split,
          expert_params / (sharded_grads ? static_cast<double>(expert_dp(config)) : 1.0);
 }
 
+/// Gradient passes outside the GEMMs, per step: the stack's accumulation (one pass over the
+/// stage's gradients, their shard under ZeRO-2/3, after every micro-batch's backward) and
+/// FSDP2's reduce-scatter copy-in (each unit's unsharded gradients copied, and widened to the
+/// reduce dtype, into the reduce-scatter input on the compute stream, once per reduce-scatter).
 double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                          const ParallelConfig& split, const Stack& stack, double params,
                          double expert_params, long long m) {

@@ -385,12 +385,19 @@ double pp_kept_output_bytes(PpKeptOutputs kept, double boundary_bytes, double lo
   if (kept == PpKeptOutputs::none) return 0.0;
   const double m = static_cast<double>(micro_batches);
   const double boundary_chunks = chunks - (last_rank ? 1.0 : 0.0);
-  const double kept_micro_batches = kept == PpKeptOutputs::all ? m : std::min(in_flight, m);
+  // In flight: one output per chunk pass not yet backward (in_flight is passes / chunks). The
+  // last rank's warm-up passes are all of its earlier chunks (torch Interleaved1F1B's
+  // forward_stage_index; Megatron's groups of p) and its last chunk runs F then B: its
+  // boundaries are its passes less the one in the last chunk.
+  const double passes = std::min(in_flight, m) * chunks;
+  const double kept_boundaries = kept == PpKeptOutputs::all ? boundary_chunks * m
+                                 : last_rank ? std::min(passes - 1.0, boundary_chunks * m)
+                                             : passes;
   // The last stage's output is its logits: the one in its backward (in_flight), or every
   // micro-batch's until the step ends (last, all).
-  const double kept_logits = kept == PpKeptOutputs::in_flight ? std::min(in_flight, m) : m;
+  const double kept_logits = kept == PpKeptOutputs::in_flight ? std::min(1.0, m) : m;
   const double logits_bytes = last_rank ? kept_logits * logit_bytes : 0.0;
-  return boundary_chunks * kept_micro_batches * boundary_bytes + logits_bytes;
+  return std::max(0.0, kept_boundaries) * boundary_bytes + logits_bytes;
 }
 
 double kept_gradient_share(const ParallelConfig& config, const MemoryOptions& options,

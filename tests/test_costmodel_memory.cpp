@@ -459,6 +459,13 @@ TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept
   CHECK(pp_kept_output_bytes(PpKeptOutputs::all, 100.0, 50.0, 1, 8, 2.0, false) == Approx(800.0));
   CHECK(pp_kept_output_bytes(PpKeptOutputs::all, 100.0, 50.0, 2, 8, 8.0, false) == Approx(1600.0));
   CHECK(pp_kept_output_bytes(PpKeptOutputs::all, 100.0, 50.0, 2, 8, 1.0, true) == Approx(1200.0));
+  // The interleaved last rank (p = 8, v = 2, m = 8) holds (v - 1)p + 1 = 9 chunk passes, 4.5
+  // micro-batches: its 8 warm-up passes are all of its first chunk (8 boundaries kept, 800),
+  // and its last chunk runs each micro-batch's forward straight into its backward: one
+  // micro-batch's logits (50) until its backward (in_flight), every one's (400) under `last`.
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::in_flight, 100.0, 50.0, 2, 8, 4.5, true) ==
+        Approx(850.0));
+  CHECK(pp_kept_output_bytes(PpKeptOutputs::last, 100.0, 50.0, 2, 8, 4.5, true) == Approx(1200.0));
 
   // On the peak rank of the term-by-term case (t = 2 without SP, p = 2, m = 4, b*s = 32,
   // s*b*h = 2048) with PyTorch's loss (12 bytes a logit, the 16-bit logits not among them):
