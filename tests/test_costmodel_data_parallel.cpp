@@ -12,6 +12,7 @@
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
 
 using namespace trident;
 
@@ -409,4 +410,37 @@ TEST_CASE("a tied embedding's gradients: one all-reduce between the end stages, 
   model.tied_embeddings = true;
   config.pp = 1;
   CHECK(tied_embedding_grads(model, config, stack, pp, nullptr).calls_per_step == 0.0);
+  // A pipeline inside one NVLink domain: the two end stages' ranks meet over NVLink.
+  config.pp = 8;
+  const CommDetail inside =
+      tied_embedding_grads(model, config, stack, test::nvlink_group(8), nullptr);
+  CHECK(inside.link.ranks == 2);
+  CHECK(inside.link.domains <= 1);
+  CHECK(inside.link.tier == Tier::nvlink);
+  CHECK(inside.time_per_call_s < c.time_per_call_s);
+}
+
+TEST_CASE("a tied embedding's all-reduce is in the step's DP time", "[dp][pp]") {
+  // GPT-3 175B (tied) at TP 8 PP 8 DP 2 on 16 DGX H100: the step's DP time is the gradient
+  // reduction's exposed part plus the end stages' all-reduce, whole.
+  Cluster cluster = cluster_preset("dgx-h100");
+  cluster.servers = 16;
+  Model model = model_preset("gpt3-175b");
+  model.training.global_batch = 64;
+  ParallelConfig config;
+  config.tp = 8;
+  config.pp = 8;
+  config.dp = 2;
+  config.micro_batch = 1;
+  config.zero = 1;
+  config.sequence_parallel = true;
+  const Placement placement = default_placement(cluster, config);
+  const Estimate e = estimate(cluster, model, config, placement);
+  CHECK(e.embedding_grads.calls_per_step == 1.0);
+  CHECK(e.embedding_grads.exposed_s > 0.0);
+  CHECK(e.time.dp_comm_s == Approx(e.dp.exposed_s + e.edp.exposed_s + e.embedding_grads.exposed_s));
+  model.tied_embeddings = false;
+  const Estimate untied = estimate(cluster, model, config, placement);
+  CHECK(untied.embedding_grads.calls_per_step == 0.0);
+  CHECK(untied.time.dp_comm_s == Approx(untied.dp.exposed_s + untied.edp.exposed_s));
 }
