@@ -214,7 +214,10 @@ CommDetail tied_embedding_grads(const Model& model, const ParallelConfig& config
                                 const Calibration* calibration) {
   CommDetail out;
   out.collective = Collective::all_reduce;
-  if (!model.tied_embeddings || config.pp <= 1) return out;
+  // Multi-token prediction embeds on the last stage with the word embedding too: kept in sync
+  // the same way, tied or not (finalize_model_grads.py L141-145 @core_v0.12.0).
+  const bool last_stage_embeds = model.tied_embeddings || model.mtp_layers > 0;
+  if (!last_stage_embeds || config.pp <= 1) return out;
   // The first and the last stage: across NVLink domains whenever the pipeline crosses them.
   GroupLink link = pp_link;
   link.ranks = 2;

@@ -47,7 +47,8 @@ struct DpLinks {
 /// step after the backward, before the optimizer, on the critical path; vocab/tp x h gradients
 /// in the stack's gradient-buffer dtype over the two ranks (Megatron-LM 2021 training.py
 /// train_step, Megatron-Core finalize_model_grads.py _allreduce_word_embedding_grads, DeepSpeed
-/// pipe/engine.py _exec_reduce_tied_grads). None without tied embeddings or at PP 1.
+/// pipe/engine.py _exec_reduce_tied_grads); also untied with multi-token prediction, whose
+/// block on the last stage embeds with the word embedding. None at PP 1 or without either.
 /// `pp_link`: the pipeline's group, whose tier the two end stages' ranks share.
 [[nodiscard]] CommDetail tied_embedding_grads(const Model& model, const ParallelConfig& config,
                                               const Stack& stack, const GroupLink& pp_link,

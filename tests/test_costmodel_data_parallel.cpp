@@ -407,6 +407,12 @@ TEST_CASE("a tied embedding's gradients: one all-reduce between the end stages, 
   // Untied (an output layer of its own) or one stage: nothing to keep in sync.
   model.tied_embeddings = false;
   CHECK(tied_embedding_grads(model, config, stack, pp, nullptr).calls_per_step == 0.0);
+  // Untied with multi-token prediction (DeepSeek-V3): its block on the last stage embeds with
+  // the word embedding, all-reduced with the first stage's all the same (Megatron-Core
+  // finalize_model_grads.py: share_embeddings_and_output_weights or mtp_num_layers).
+  model.mtp_layers = 1;
+  CHECK(tied_embedding_grads(model, config, stack, pp, nullptr).bytes_per_call == bytes);
+  model.mtp_layers = 0;
   model.tied_embeddings = true;
   config.pp = 1;
   CHECK(tied_embedding_grads(model, config, stack, pp, nullptr).calls_per_step == 0.0);
