@@ -321,9 +321,10 @@ double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfi
   // on one-stage splits, where that stage sets the pace.
   if (config.pp == 1) {
     const double embedding = static_cast<double>(model.vocab) * model.hidden / config.tp;
-    time_s +=
-        static_cast<double>(m) *
-        hbm_time_s(gpu, stack.embedding_gradient_bytes(model.training.dtype, config) * embedding);
+    time_s += static_cast<double>(m) *
+              hbm_time_s(gpu, stack.embedding_gradient_bytes(model.training.dtype, config,
+                                                             model.tied_embeddings) *
+                                  embedding);
   }
   if (split.dp > 1 && stack.shards_per_unit(config.zero)) {
     time_s += unit_scatter_passes(config, stack, m) *

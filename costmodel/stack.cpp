@@ -136,12 +136,16 @@ double accumulation_bytes(GradAccumulation pass, double gradient, double buffer)
 
 }  // namespace
 
-double Stack::embedding_gradient_bytes(Dtype dtype, const ParallelConfig& config) const {
+double Stack::embedding_gradient_bytes(Dtype dtype, const ParallelConfig& config, bool tied) const {
   const double gradient = weight_gradient_bytes(dtype);
   const bool hook_add = zeroes_grad_buffer && grad_accumulation_bytes(dtype, config) == 0.0;
-  return gradient + (hook_add
-                         ? accumulation_bytes(GradAccumulation::add, gradient, buffer_bytes(dtype))
-                         : 0.0);
+  if (!hook_add) return gradient;
+  // Tied on one stage (Megatron-Core's zero_out_wgrad, language_module.py L63-67, layers.py
+  // L508-514 @core_r0.8.0): the output layer's dummy gradient is a torch.zeros (write 1) and
+  // autograd sums it with the embedding's (read 2, write 1) before the one hook add.
+  const double dummy_sum = tied ? 4.0 * gradient : 0.0;
+  return gradient + dummy_sum +
+         accumulation_bytes(GradAccumulation::add, gradient, buffer_bytes(dtype));
 }
 
 double Stack::grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config) const {

@@ -364,8 +364,11 @@ struct Stack {
   [[nodiscard]] double grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config) const;
   /// HBM bytes per element of the word embedding's gradient each micro-batch: PyTorch's dense
   /// embedding backward zero-fills a (V/t) x h gradient (the weight dtype's width), and where
-  /// the GEMMs fuse the accumulation the main-grad hook adds it (zeroes_grad_buffer).
-  [[nodiscard]] double embedding_gradient_bytes(Dtype dtype, const ParallelConfig& config) const;
+  /// the GEMMs fuse the accumulation the main-grad hook adds it (zeroes_grad_buffer). `tied`:
+  /// the output layer shares the weight on this stage, so its fused wgrad returns a zeroed
+  /// dummy gradient (zero_out_wgrad) that autograd sums with the embedding's before the hook.
+  [[nodiscard]] double embedding_gradient_bytes(Dtype dtype, const ParallelConfig& config,
+                                                bool tied = false) const;
   /// HBM bytes per gradient element of the reduce-scatter copy-in: read the gradient in the
   /// training dtype's width, write it in the reduce dtype (0 without `reduce_scatter_copy_in`).
   [[nodiscard]] double reduce_scatter_copy_in_bytes(Dtype dtype) const;

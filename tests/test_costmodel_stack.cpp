@@ -590,7 +590,13 @@ TEST_CASE("gradient accumulation outside the GEMMs: bytes per gradient and the t
   ParallelConfig single;
   CHECK(stack_preset("megatron-core").embedding_gradient_bytes(Dtype::bf16, single) == 12.0);
   CHECK(stack_preset("megatron-core-perf").embedding_gradient_bytes(Dtype::bf16, single) == 8.0);
+  // Tied on the one stage: the output layer's zeroed dummy gradient (write 2) summed with the
+  // embedding's (read 2 + 2, write 2) before the hook: 12 + 8 = 20, and 8 + 8 = 16.
+  CHECK(stack_preset("megatron-core").embedding_gradient_bytes(Dtype::bf16, single, true) == 20.0);
+  CHECK(stack_preset("megatron-core-perf").embedding_gradient_bytes(Dtype::bf16, single, true) ==
+        16.0);
   CHECK(megatron2021.embedding_gradient_bytes(Dtype::bf16, single) == 2.0);
+  CHECK(megatron2021.embedding_gradient_bytes(Dtype::bf16, single, true) == 2.0);
   CHECK(stack_preset("torchtitan").embedding_gradient_bytes(Dtype::bf16, single) == 2.0);
   CHECK(stack_preset("torchtitan").embedding_gradient_bytes(Dtype::fp32, single) == 4.0);
   // A stack that fuses it only with PP (NeMo 2022): the bf16-into-fp32 add (10) at PP 1, none
