@@ -206,6 +206,13 @@ bool shared_experts_on_tp(const Model& model, const Stack& stack) {
   return model.moe.shared_experts > 0 && !stack.moe_shared_expert_overlap;
 }
 
+/// The share of the stage's layers whose FFN is a TP linear pair: dense layers, and MoE layers
+/// whose shared experts run on the TP path (the routed experts have no TP). `moe_share`: the
+/// stage's MoE share.
+double tp_ffn_share(const Model& model, const Stack& stack, double moe_share) {
+  return shared_experts_on_tp(model, stack) ? 1.0 : 1.0 - moe_share;
+}
+
 /// The step's TP traffic: the stage's collectives over its m micro-batches, exposed as the
 /// stack's overlap leaves them (userbuffers need sequence parallelism, TE initialize_ub;
 /// without it Megatron-Core still overlaps the backward input-gradient all-reduce, through
@@ -244,7 +251,8 @@ CommDetail tp_step(const Gpu& gpu, const Model& model, const Model& local,
                                    : share * layer_s(true) + (1.0 - share) * layer_s(false);
     tp.exposed_s = std::min(tp.total_s, md * stage.layers * per_layer_s);
   }
-  const double tp_share = 1.0 - (shared_experts_on_tp(model, stack) ? 0.0 : 0.5 * moe_share);
+  // The attention's half of a layer's calls, and the FFN's half where it is a TP pair.
+  const double tp_share = 0.5 + 0.5 * tp_ffn_share(model, stack, moe_share);
   tp.calls_per_step *= tp_share;
   tp.total_s *= tp_share;
   tp.exposed_s *= tp_share;
@@ -310,13 +318,13 @@ double held_gradients(const ParallelConfig& config, const ParallelConfig& split,
 /// stage's gradients, their shard under ZeRO-2/3, after every micro-batch's backward) and
 /// FSDP2's reduce-scatter copy-in (each unit's unsharded gradients copied, and widened to the
 /// reduce dtype, into the reduce-scatter input on the compute stream, once per reduce-scatter).
+/// `held`: held_gradients' elements.
 double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                          const ParallelConfig& split, const Stack& stack, double params,
-                         double expert_params, long long m) {
-  const double accumulated = held_gradients(config, split, params, expert_params);
+                         double held, long long m) {
   double time_s =
       static_cast<double>(m) *
-      hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype, config) * accumulated);
+      hbm_time_s(gpu, stack.grad_accumulation_bytes(model.training.dtype, config) * held);
   // The word embedding's dense gradient (and its hook add) on the stage that holds it: priced
   // on one-stage splits, where that stage sets the pace.
   if (config.pp == 1) {
@@ -355,10 +363,9 @@ CommDetail amax_step(const ParallelConfig& config, const Model& model, const Sta
   out.link = current ? placement.tp : placement.amax;
   const AmaxReductions amax =
       current ? (stack.fp8_current_amax_over_tp
-                     ? fp8_current_amax_reductions(
-                           config, precision, layers,
-                           shared_experts_on_tp(model, stack) ? 1.0 : 1.0 - moe_share, m, out.link,
-                           calibration)
+                     ? fp8_current_amax_reductions(config, precision, layers,
+                                                   tp_ffn_share(model, stack, moe_share), m,
+                                                   out.link, calibration)
                      : AmaxReductions{})
               : fp8_amax_reductions(config, precision, layers, m, out.link, calibration);
   out.bytes_per_call = amax.bytes_per_call;
@@ -533,8 +540,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     out.edp = dp_comm(local, expert_split, {placement.edp, placement.edp, placement.edp},
                       expert_params, m, expert_window, stack, calibration, model.is_moe());
   }
-  out.time.backward_s +=
-      gradient_passes_s(gpu, model, config, split, stack, params, expert_params, m);
+  const double held = held_gradients(config, split, params, expert_params);
+  out.time.backward_s += gradient_passes_s(gpu, model, config, split, stack, params, held, m);
   out.amax = amax_step(config, model, stack, stage.layers, moe_share, m, placement, calibration);
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
@@ -552,8 +559,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                        params / sharded + expert_params / expert_sharded, stack.adam_step_bytes) +
       fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_saves_fp8_inputs),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params) +
-      grad_buffer_zeroing_s(gpu, model, stack,
-                            held_gradients(config, split, params, expert_params));
+      grad_buffer_zeroing_s(gpu, model, stack, held);
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.embedding_grads = tied_embedding_grads(model, config, stack, placement.pp, calibration);
