@@ -78,13 +78,16 @@ std::string knobs_text(const PlanResult& plan, long long m) {
 /// GEMM of ideal shape reaches in this job, before tile and wave losses.
 std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
   const Gpu gpu = gpu_for_job(preset, gpus);
-  const Dtype dtype = precision_of(model.training).linear_gemm;
+  const Precision precision = precision_of(model.training);
+  const Dtype dtype = precision.linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
+  const double kernel = precision.linear_gemm_rate_ratio;
   return fmt::format(
       "  GEMM ceiling {:.0f} TFLOP/s  ({} peak {:.0f} x {:.3f} best measured x {:.3f} sustained "
-      "clock x {:.3f} the board's slowest GPU; before tile and wave losses)\n",
-      gemm_ceiling_tflops(gpu, dtype, profile), to_string(dtype), gpu.peak_tflops(dtype),
-      gpu.gemm_efficiency(dtype), profile.sustained_ratio, profile.ensemble_ratio);
+      "clock x {:.3f} the board's slowest GPU{}; before tile and wave losses)\n",
+      gemm_ceiling_tflops(gpu, dtype, profile) * kernel, to_string(dtype), gpu.peak_tflops(dtype),
+      gpu.gemm_efficiency(dtype), profile.sustained_ratio, profile.ensemble_ratio,
+      kernel == 1.0 ? "" : fmt::format(" x {:.3f} MXFP8's block-scaled kernels", kernel));
 }
 
 /// How many of the layer's twelve linear GEMM shapes (each of the four GEMMs forward, input

@@ -65,11 +65,15 @@ Json gemms_json(const Cluster& cluster, const Model& model, const PlanResult& pl
                 const Calibration* calibration) {
   Json out = Json::array();
   const Gpu gpu = gpu_for_job(cluster.gpu, plan.config.gpus());  // the pace estimate() priced
+  const KernelProfile profile = kernel_profile(gpu);
+  const Precision precision = precision_of(model.training);
   for (const auto& gemm : gemm_calls(model, plan.config)) {
     // predicted_tflops: the cost model's roofline (or calibrated) rate for this shape.
     const GemmShape shape{static_cast<double>(gemm.m), static_cast<double>(gemm.n),
                           static_cast<double>(gemm.k), 1.0};
-    const double seconds = gemm_time_s(gpu, gemm.dtype, shape, calibration);
+    const double seconds = gemm.linear
+                               ? linear_gemm_time_s(gpu, precision, profile, shape, calibration)
+                               : gemm_time_s(gpu, gemm.dtype, profile, shape, calibration);
     out.push_back(Json{{"name", gemm.name},
                        {"m", gemm.m},
                        {"n", gemm.n},

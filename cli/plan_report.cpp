@@ -219,6 +219,7 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   const double heads = 1.0 + model.mtp_layers;
   out.push_back(as_call("logits", logits_gemm(view.model, config.micro_batch, config.tp).shape,
                         3.0 * heads * m, precision.output_gemm));
+  out.back().linear = false;
   if (model.mtp_layers > 0) {
     out.push_back(as_call("mtp_projection",
                           mtp_projection_gemm(view.model, config.micro_batch, config.tp).shape,

@@ -82,6 +82,9 @@ struct GemmCall {
   long long k = 0;
   double calls_per_step = 0.0;  ///< forward + the two backward GEMMs (+1 with full recompute)
   Dtype dtype = Dtype::bf16;    ///< precision_of(training): linear_gemm, output_gemm for logits
+  /// A linear layer's GEMM (Transformer Engine's module: priced by linear_gemm_time_s, at the
+  /// recipe's kernel rate); false for the output layer's logits.
+  bool linear = true;
 };
 [[nodiscard]] std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& config);
 

@@ -138,8 +138,12 @@ double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
   return gemm_time_s(gpu, dtype, kernel_profile(gpu), shape, calibration);
 }
 
-double gemm_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
-                   const GemmShape& shape, const Calibration* calibration) {
+namespace {
+
+/// gemm_time_s with the compute rate (modelled or calibrated) times `rate_ratio`: a kernel
+/// slower than the dtype's tensor-scaled one at the same shape (kMxfp8GemmRateRatio).
+double gemm_time_at_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                      const GemmShape& shape, const Calibration* calibration, double rate_ratio) {
   if (shape.flops() <= 0.0) return 0.0;
   double tflops = gemm_rate_tflops(gpu, dtype, profile, shape);
   if (calibration != nullptr) {
@@ -149,7 +153,27 @@ double gemm_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
   }
   const double bytes = dtype_bytes(dtype) * shape.batch *
                        (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n);
-  return std::max(shape.flops() / (tflops * 1e12), hbm_time_s(gpu, bytes));
+  return std::max(shape.flops() / (tflops * rate_ratio * 1e12), hbm_time_s(gpu, bytes));
+}
+
+}  // namespace
+
+double gemm_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+                   const GemmShape& shape, const Calibration* calibration) {
+  return gemm_time_at_s(gpu, dtype, profile, shape, calibration, 1.0);
+}
+
+double linear_gemm_time_s(const Gpu& gpu, const Precision& precision, const KernelProfile& profile,
+                          const GemmShape& shape, const Calibration* calibration) {
+  return gemm_time_at_s(gpu, precision.linear_gemm, profile, shape, calibration,
+                        precision.linear_gemm_rate_ratio);
+}
+
+double linear_gemm_backward_time_s(const Gpu& gpu, const Precision& precision,
+                                   const KernelProfile& profile, const GemmShape& shape,
+                                   const Calibration* calibration) {
+  return linear_gemm_time_s(gpu, precision, profile, shape.input_gradient(), calibration) +
+         linear_gemm_time_s(gpu, precision, profile, shape.weight_gradient(), calibration);
 }
 
 double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& shape,
@@ -179,13 +203,13 @@ struct CoreTime {
 /// qkv_up_proj_and_rope_apply, L444-510 @core_r0.12.0): the two up-projection GEMMs again, the
 /// RoPE of Q's and K's rotary parts and the copies that build the attention's inputs
 /// (mla_qkv_copy_bytes). Nothing without multi-latent attention.
-double mla_up_recompute_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
+double mla_up_recompute_s(const Gpu& gpu, const Precision& precision, const KernelProfile& profile,
                           const Model& model, const ParallelConfig& config,
                           const ElementwiseBytes& ops, const Calibration* calibration) {
   if (model.attention != AttentionKind::mla) return 0.0;
   double gemms_s = 0.0;
   for (const NamedGemm& gemm : mla_up_gemms(model, config.micro_batch, config.tp)) {
-    gemms_s += gemm_time_s(gpu, dtype, profile, gemm.shape, calibration);
+    gemms_s += linear_gemm_time_s(gpu, precision, profile, gemm.shape, calibration);
   }
   return gemms_s +
          hbm_time_s(gpu, rope_bytes(model, config, ops) + mla_qkv_copy_bytes(model, config));
@@ -231,15 +255,17 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
 
 LinearGemmTimes linear_gemm_times(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                                   const Calibration* calibration) {
-  const Dtype dtype = precision_of(model.training).linear_gemm;
+  const Precision precision = precision_of(model.training);
   const KernelProfile profile = kernel_profile(gpu);
   const auto linear = layer_linear_gemms(model, config.micro_batch, config.tp);
   LinearGemmTimes time;
   for (std::size_t i = 0; i < linear.size(); ++i) {
     const GemmShape& shape = linear[i].shape;
-    time.fprop_s[i] = gemm_time_s(gpu, dtype, profile, shape, calibration);
-    time.dgrad_s[i] = gemm_time_s(gpu, dtype, profile, shape.input_gradient(), calibration);
-    time.wgrad_s[i] = gemm_time_s(gpu, dtype, profile, shape.weight_gradient(), calibration);
+    time.fprop_s[i] = linear_gemm_time_s(gpu, precision, profile, shape, calibration);
+    time.dgrad_s[i] =
+        linear_gemm_time_s(gpu, precision, profile, shape.input_gradient(), calibration);
+    time.wgrad_s[i] =
+        linear_gemm_time_s(gpu, precision, profile, shape.weight_gradient(), calibration);
     time.forward_s += time.fprop_s[i];
     time.backward_s += time.dgrad_s[i] + time.wgrad_s[i];
   }
@@ -256,7 +282,6 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
                      const ComputeFeatures& features, const LinearGemmTimes& linear,
                      const Calibration* calibration) {
   const Precision precision = precision_of(model.training, gpu, features.fp8_saves_fp8_inputs);
-  const Dtype dtype = precision.linear_gemm;
   const KernelProfile profile = kernel_profile(gpu);
   LayerTime time;
   time.gemm_fprop_s = linear.fprop_s;
@@ -299,7 +324,7 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
           break;
         case SelectiveKind::mla_up_proj:
           time.recompute_s =
-              mla_up_recompute_s(gpu, dtype, profile, model, config, ops, calibration);
+              mla_up_recompute_s(gpu, precision, profile, model, config, ops, calibration);
           break;
       }
       break;
@@ -331,13 +356,16 @@ LayerTime output_head_time(const Gpu& gpu, const Model& model, const ParallelCon
   if (model.mtp_layers <= 0) return head;
   // Each MTP module runs the shared output head and its loss once more, and its projection.
   const double passes = 1.0 + model.mtp_layers;
-  const Dtype dtype = precision_of(model.training).linear_gemm;
+  const Precision precision = precision_of(model.training);
+  const KernelProfile profile = kernel_profile(gpu);
   const GemmShape projection = mtp_projection_gemm(model, config.micro_batch, config.tp).shape;
   head.gemm_forward_s *= passes;
   head.forward_s =
-      passes * head.forward_s + model.mtp_layers * gemm_time_s(gpu, dtype, projection, calibration);
+      passes * head.forward_s +
+      model.mtp_layers * linear_gemm_time_s(gpu, precision, profile, projection, calibration);
   head.backward_s = passes * head.backward_s +
-                    model.mtp_layers * gemm_backward_time_s(gpu, dtype, projection, calibration);
+                    model.mtp_layers * linear_gemm_backward_time_s(gpu, precision, profile,
+                                                                   projection, calibration);
   return head;
 }
 

@@ -27,6 +27,7 @@ inline constexpr double kHbmAchievableFraction = 0.85;
 [[nodiscard]] double gemm_shape_efficiency(const GemmShape& shape);
 
 struct KernelProfile;
+struct Precision;
 
 /// With the GPU's SM count (> 0): 128x256 output tiles in the better orientation, their
 /// fill, wave quantisation over the SMs (tiles / (SMs x ceil(tiles / SMs)), NVIDIA "Matrix
@@ -63,6 +64,19 @@ inline constexpr double kGemmKFillReferenceSmTflops = 312.0 / 108.0;
                                           const Calibration* calibration = nullptr);
 [[nodiscard]] double gemm_backward_time_s(const Gpu& gpu, Dtype dtype, const KernelProfile& profile,
                                           const GemmShape& shape, const Calibration* calibration);
+
+/// Seconds for one of the linear layers' GEMMs (Transformer Engine's modules: QKV, the
+/// projections, the FFN, the experts, MLA's up-projections) in the run's precision:
+/// gemm_time_s in precision.linear_gemm with the compute rate (calibrated or not) times
+/// precision.linear_gemm_rate_ratio (MXFP8's block-scaled kernels).
+[[nodiscard]] double linear_gemm_time_s(const Gpu& gpu, const Precision& precision,
+                                        const KernelProfile& profile, const GemmShape& shape,
+                                        const Calibration* calibration);
+/// The same for the two backward GEMMs (input and weight gradient).
+[[nodiscard]] double linear_gemm_backward_time_s(const Gpu& gpu, const Precision& precision,
+                                                 const KernelProfile& profile,
+                                                 const GemmShape& shape,
+                                                 const Calibration* calibration);
 
 /// Seconds to stream `bytes` through HBM at the achievable fraction.
 [[nodiscard]] double hbm_time_s(const Gpu& gpu, double bytes);

@@ -142,15 +142,16 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
   const Precision precision = precision_of(model.training, gpu, saves_fp8_inputs);
   // The experts are Transformer Engine linears (FP8 under fp8_autocast); the router is torch's
   // F.linear (router.py), never FP8: the output layer's 16-bit dtype.
-  const Dtype dtype = precision.linear_gemm;
   const Dtype router = precision.output_gemm;
+  const KernelProfile profile = kernel_profile(gpu);
   const ExpertGemms g = expert_gemms(model, config);
-  time.gemm_forward_s = gemm_time_s(gpu, dtype, g.up, calibration) +
-                        gemm_time_s(gpu, dtype, g.down, calibration) +
-                        gemm_time_s(gpu, router, g.router, calibration);
-  const double backward_gemms_s = gemm_backward_time_s(gpu, dtype, g.up, calibration) +
-                                  gemm_backward_time_s(gpu, dtype, g.down, calibration) +
-                                  gemm_backward_time_s(gpu, router, g.router, calibration);
+  time.gemm_forward_s = linear_gemm_time_s(gpu, precision, profile, g.up, calibration) +
+                        linear_gemm_time_s(gpu, precision, profile, g.down, calibration) +
+                        gemm_time_s(gpu, router, profile, g.router, calibration);
+  const double backward_gemms_s =
+      linear_gemm_backward_time_s(gpu, precision, profile, g.up, calibration) +
+      linear_gemm_backward_time_s(gpu, precision, profile, g.down, calibration) +
+      gemm_backward_time_s(gpu, router, profile, g.router, calibration);
   // Memory-bound: the expert activation over the routed rows (gated: read gate and up, write:
   // 6 bytes per element; else 4), the permutation before the experts (read and write each
   // routed row of h) and the unpermutation after them (fused or not). Backward twice the
@@ -250,11 +251,13 @@ SharedExpertTime shared_expert_time(const Gpu& gpu, const Model& model,
       static_cast<double>(model.moe.expert_ffn_hidden) * model.moe.shared_experts / config.tp;
   const GemmShape up{tokens, input_matrices(model) * f, static_cast<double>(model.hidden), 1.0};
   const GemmShape down{tokens, static_cast<double>(model.hidden), f, 1.0};
-  const Dtype dtype = model.training.dtype;
-  time.up_forward_s = gemm_time_s(gpu, dtype, up, calibration);
-  time.down_forward_s = gemm_time_s(gpu, dtype, down, calibration);
-  time.up_backward_s = gemm_backward_time_s(gpu, dtype, up, calibration);
-  time.down_backward_s = gemm_backward_time_s(gpu, dtype, down, calibration);
+  // TE linears, as the routed experts: FP8 (and MXFP8's kernels) under fp8_autocast.
+  const Precision precision = precision_of(model.training);
+  const KernelProfile profile = kernel_profile(gpu);
+  time.up_forward_s = linear_gemm_time_s(gpu, precision, profile, up, calibration);
+  time.down_forward_s = linear_gemm_time_s(gpu, precision, profile, down, calibration);
+  time.up_backward_s = linear_gemm_backward_time_s(gpu, precision, profile, up, calibration);
+  time.down_backward_s = linear_gemm_backward_time_s(gpu, precision, profile, down, calibration);
   return time;
 }
 

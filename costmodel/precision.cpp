@@ -77,6 +77,8 @@ Precision precision_of(const Training& training) {
       p.attention = training.fp8.attention ? Dtype::fp8 : Dtype::bf16;
       p.output_gemm = Dtype::bf16;
       p.fp8_params = training.fp8.params;
+      p.linear_gemm_rate_ratio =
+          training.fp8.recipe == Fp8Recipe::mxfp8 ? kMxfp8GemmRateRatio : 1.0;
       if (training.fp8.communication) p.tp_gather_bytes = 1.0;
       // FP8 parameters are gathered in FP8, but MXFP8 ones in 16 bits: Megatron-Core gathers
       // them through the gradient buffer it shares with the reduce-scatter ("For MXFP8 param:

@@ -27,7 +27,19 @@ struct Precision {
   /// one copy (Transformer Engine's nvte_is_non_tn_fp8_gemm_supported). True unless the GPU
   /// is known (precision_of with a Gpu).
   bool fp8_transposes = true;
+  /// The linear GEMMs' kernel rate against the dtype's tensor-scaled kernel at the same shape:
+  /// kMxfp8GemmRateRatio under mxfp8 (Blackwell's block-scaled tensor cores), 1 otherwise.
+  double linear_gemm_rate_ratio = 1.0;
 };
+
+/// MXFP8's GEMM kernels run at this share of tensor-scaled FP8's rate at the same shapes:
+/// Transformer Engine's own GEMM benchmark, pre-quantized inputs (the kernels alone), one layer
+/// of a 5B model (hidden 4096, FFN 16384, 15,872 tokens; all twelve GEMMs) on a B300:
+/// FP8 current scaling 6.812 ms, MXFP8 7.161 ms (NVIDIA/TransformerEngine@d0067d0
+/// docs/examples/gemm_profiling/gemm_profiling.rst, "Autocast vs Pre-quantized";
+/// docs/cost_model.md#fp8-layout). Measured on Blackwell Ultra (SM 10.3), the only
+/// measurement published; B200/GB200 (SM 10.0) take it: same block-scaled MMA.
+inline constexpr double kMxfp8GemmRateRatio = 6.812 / 7.161;
 
 /// The precision of each tensor class for a run's training section. bf16/fp16: everything in
 /// that dtype. fp32/tf32: GEMMs tf32, 4-byte tensors. fp8: the linear GEMMs in FP8, the rest

@@ -269,9 +269,15 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
                       ":11: training.fp8.recipe: mxfp8 runs on compute capability 10.0-11.x "
                       "(Blackwell's block-scaled tensor cores; Transformer Engine refuses it "
                       "elsewhere); h100-sxm-80g is 9.0: use recipe current or delayed\n");
-  const Run blackwell = trident(plan + " --cluster dgx-b200 --top 1");
+  const Run blackwell = trident(plan + " --cluster dgx-b200 --top 1 --explain");
   CHECK(blackwell.code == 0);
   CHECK(blackwell.out.find("fp8 mxfp8") != std::string::npos);
+  // Its GEMMs at MXFP8's kernel rate (Transformer Engine's B300 benchmark, 6.812 / 7.161 ms):
+  // 4500 x 0.763 x 0.840 x 0.929 x 0.951 = 2548.8 TFLOP/s.
+  CHECK(blackwell.out.find("  GEMM ceiling 2549 TFLOP/s  (fp8 peak 4500 x 0.763 best measured x "
+                           "0.840 sustained clock x 0.929 the board's slowest GPU x 0.951 MXFP8's "
+                           "block-scaled kernels; before tile and wave losses)") !=
+        std::string::npos);
   // FP8 attention where the stack's attention kernel has no FP8 path (PyTorch SDPA's
   // FlashAttention-2 under torchtitan): refused at the key's line, not priced as FP8.
   std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"

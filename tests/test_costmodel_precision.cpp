@@ -154,6 +154,44 @@ TEST_CASE("FP8 GEMMs run at the FP8 ceiling", "[precision]") {
   CHECK(gpu_preset("h100-sxm-80g").gemm_efficiency(Dtype::bf16) == Approx(0.80));
 }
 
+TEST_CASE("MXFP8's linear GEMMs at the rate Transformer Engine measured, hand-derived",
+          "[precision]") {
+  Gpu gpu = test::round_gpu();  // 100 TFLOP/s bf16, efficiency 1, no SM count
+  gpu.peak_tflops_fp8 = 200.0;
+  gpu.memory_gbps = 1e6;  // HBM out of the way: the GEMM is compute-bound
+  const KernelProfile none{};
+  // TE's benchmark, one layer's twelve GEMMs pre-quantized on a B300: current scaling 6.812
+  // ms, MXFP8 7.161 ms: MXFP8 runs at 6.812 / 7.161 = 0.95126 of the tensor-scaled rate.
+  CHECK(kMxfp8GemmRateRatio == Approx(0.95126).epsilon(1e-5));
+  const Precision current = precision_of(fp8_training(Fp8Recipe::current));
+  const Precision mx = precision_of(fp8_training(Fp8Recipe::mxfp8));
+  CHECK(current.linear_gemm_rate_ratio == 1.0);
+  CHECK(mx.linear_gemm_rate_ratio == kMxfp8GemmRateRatio);
+  CHECK(precision_of(fp8_training(Fp8Recipe::blockwise)).linear_gemm_rate_ratio == 1.0);
+  CHECK(precision_of(Training{}).linear_gemm_rate_ratio == 1.0);
+  // 1024 x 1024 x 4096: 2 x 1024^2 x 4096 = 8.590e9 FLOPs at 200 x 4096 / 4160 (k fill 64)
+  // = 196.92 TFLOP/s: 43.62 us; MXFP8 43.62 / 0.95126 = 45.86 us.
+  const GemmShape big{1024, 1024, 4096};
+  const double tensor_scaled_s = 8.589934592e9 / (200e12 * 4096.0 / 4160.0);
+  CHECK(linear_gemm_time_s(gpu, current, none, big, nullptr) == Approx(tensor_scaled_s));
+  CHECK(linear_gemm_time_s(gpu, mx, none, big, nullptr) == Approx(tensor_scaled_s * 7.161 / 6.812));
+  // Backward: the input and weight gradients, each 1024 x 4096 x 1024 / 4096 x 1024 x 1024
+  // (k 1024: 200 x 1024 / 1088 = 188.24 TFLOP/s), both slowed alike.
+  const double backward_s = 2.0 * 8.589934592e9 / (200e12 * 1024.0 / 1088.0);
+  CHECK(linear_gemm_backward_time_s(gpu, current, none, big, nullptr) == Approx(backward_s));
+  CHECK(linear_gemm_backward_time_s(gpu, mx, none, big, nullptr) ==
+        Approx(backward_s * 7.161 / 6.812));
+  // The layer: every linear GEMM slowed alike; attention, casts and norms not.
+  Model model = test::small_model();
+  model.training = fp8_training(Fp8Recipe::current);
+  const ParallelConfig config = test::small_config();
+  const LinearGemmTimes cs = linear_gemm_times(gpu, model, config);
+  model.training = fp8_training(Fp8Recipe::mxfp8);
+  const LinearGemmTimes mxt = linear_gemm_times(gpu, model, config);
+  CHECK(mxt.forward_s == Approx(cs.forward_s * 7.161 / 6.812));
+  CHECK(mxt.backward_s == Approx(cs.backward_s * 7.161 / 6.812));
+}
+
 TEST_CASE("an FP8 layer: linear GEMMs faster, attention and casts not", "[precision]") {
   Gpu gpu = test::round_gpu();
   gpu.peak_tflops_fp8 = 200.0;
