@@ -135,6 +135,10 @@ namespace {
     case RefusalKind::hybrid_shard:
       return "--emit writes hybrid sharding (HSDP, --dp-shard) for torchtitan only "
              "(data_parallel_shard_degree x data_parallel_replicate_degree)";
+    case RefusalKind::fp16_unsharded:
+      return "NeMo raises 'fp16 training is not yet supported with O2' unless the optimizer is "
+             "its distributed Adam (megatron_base_model.py L870-881), and without O2 the "
+             "weights stay fp32 under autocast, which the plan did not price";
     default:
       return "";
   }
@@ -252,9 +256,16 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
     case RefusalKind::uneven_stages:
       return uneven_stages_reason(obstacle, release, model);
     case RefusalKind::fp8_attention:
-      return "--emit does not write FP8 attention yet (Megatron-LM core_v0.19.0 has no flag for "
-             "it): model " +
-             model.name + " sets training.fp8.attention";
+      if (release.framework == Framework::megatron) {
+        return "--emit does not write FP8 attention yet (Megatron-LM core_v0.19.0 has no flag "
+               "for it): model " +
+               model.name + " sets training.fp8.attention";
+      }
+      return std::string("--emit does not write FP8 attention yet (") +
+             (release.framework == Framework::torchtitan
+                  ? "torchtitan's float8 converter quantizes linear layers only"
+                  : "NeMo's fp8_dot_product_attention is not written") +
+             "): model " + model.name + " sets training.fp8.attention";
     case RefusalKind::fp8_recipe:
       if (release.framework == Framework::torchtitan) {
         return fmt::format(

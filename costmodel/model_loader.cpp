@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <vector>
 
 #include "configs/presets.h"
@@ -189,6 +190,12 @@ Model read_model(const MapReader& m) {
       to_int32(m, "mtp_layers", m.optional_int("mtp_layers", 0, Range::non_negative));
   if (model.mtp_layers > kMaxMtpLayers) {
     m.fail("mtp_layers", "expected at most " + std::to_string(kMaxMtpLayers));
+  }
+  // The stages count layers and MTP modules together in an int.
+  if (model.mtp_layers > std::numeric_limits<int>::max() - model.layers) {
+    m.fail("mtp_layers", "expected at most " +
+                             std::to_string(std::numeric_limits<int>::max() - model.layers) +
+                             " beside " + std::to_string(model.layers) + " layers");
   }
   model.training = read_training(m.optional_map("training"));
   model.attention = m.optional_choice("attention", kAttentionKinds, 0) == 0 ? AttentionKind::mha

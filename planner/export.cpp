@@ -212,8 +212,12 @@ bool overlaps_param_gather(const ParallelConfig& config, const StackSwitches& sw
          switches.dp_overlap_param_gather && config.zero >= 1;
 }
 
-bool needs_one_device_connection(const ParallelConfig& config) {
-  return (config.tp > 1 || config.cp > 1) && config.zero < 2;
+bool needs_one_device_connection(const ParallelConfig& config, const Gpu& gpu) {
+  // "CUDA_DEVICE_MAX_CONNECTIONS requirement no longer exists since the Blackwell architecture"
+  // (arguments.py L1413-1415 @core_v0.19.0: asserted below compute capability 10 only); an
+  // unknown capability (0) keeps it.
+  const bool blackwell_on = gpu.compute_capability >= 10.0;
+  return (config.tp > 1 || config.cp > 1) && config.zero < 2 && !blackwell_on;
 }
 
 bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switches) {

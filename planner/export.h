@@ -71,6 +71,7 @@ enum class RefusalKind {
   fp8_attention,         ///< FP8 attention (training.fp8.attention): no target writes it yet
   ep_overlap,            ///< the combined 1F1B (stack ep_overlap): only megatron writes it
   moe_dispatcher,        ///< HybridEP (stack moe_dispatcher): no target writes the flex dispatcher
+  fp16_unsharded,        ///< fp16 at ZeRO-0 (nemo-hydra: O2 needs the distributed Adam in fp16)
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan

@@ -23,12 +23,40 @@ std::string model_comment(const Model& m) {
          str(m.seq_len) + "\n";
 }
 
-std::string code_comments(const ParallelConfig& c) {
+/// How PipelineModule's partition_method gives the plan's layers per stage. Its default,
+/// 'parameters', balances parameter counts (the embedding and output layer weigh in: fewer
+/// transformer layers at the ends); 'type:REGEX' balances the layers whose class matches
+/// (runtime/pipe/module.py L396-417 _partition_layers, runtime/utils.py partition_balanced
+/// @v0.19.5): the transformer class alone when PP divides the layers, and with the embedding
+/// class (BLOOM's 'type:transformer|embedding') when the plan's ends hold one layer fewer
+/// (stage_layers: pp x ceil(layers / pp) - layers = 2).
+std::string partition_comment(const Model& model, const ParallelConfig& c) {
+  const StageLayers s = stage_layers(model.layers, c.pp);
+  if (s.even(c.pp)) {
+    return "partition_method=\"type:TRANSFORMER_LAYER_CLASS\": " + str(s.first) +
+           " layers a stage (the default, 'parameters', would weigh the embedding and output "
+           "layer in and move layers off the end stages)";
+  }
+  if (static_cast<long long>(model.layers) + 2 == static_cast<long long>(c.pp) * (s.first + 1) &&
+      s.last == s.first) {
+    return "partition_method=\"type:TRANSFORMER_LAYER_CLASS|EMBEDDING_CLASS\" (the embedding "
+           "and output layer count as layers, as BLOOM's): " +
+           str(s.first) + " | " + str(s.first + 1) + " x " + str(c.pp - 2) + " | " + str(s.last) +
+           " transformer layers";
+  }
+  return "the plan was priced with " + str(s.first) + " layers on the first stage, " + str(s.last) +
+         " on the last and at most " + str(s.middle) +
+         " on the others; no partition_method writes that split exactly (type:REGEX balances "
+         "its own way): the launched stages differ from the priced ones";
+}
+
+std::string code_comments(const Model& model, const ParallelConfig& c) {
   std::string t;
   if (c.pp > 1) {
     t += "# pipeline: wrap the layers in deepspeed.pipe.PipelineModule(layers, num_stages=" +
-         str(c.pp) + ") and train with engine.train_batch(); it runs " +
-         "gradient_accumulation_steps micro-batches per step\n";
+         str(c.pp) + ", " + partition_comment(model, c) +
+         ") and train with engine.train_batch(); it runs gradient_accumulation_steps "
+         "micro-batches per step\n";
   }
   if (c.recompute == Recompute::full) {
     t += "# recompute: the block below only configures checkpointing; wrap each transformer "
@@ -38,6 +66,12 @@ std::string code_comments(const ParallelConfig& c) {
   if (c.tp > 1) {
     t += "# tensor parallel: AutoTP shards the Hugging Face model's linear layers over " +
          str(c.tp) + " GPUs; every rank of a TP group must read the same batch\n";
+    // runtime/config.py L697-712 @v0.19.5: without an mpu the batch check counts every rank
+    // as data parallel; AutoTP's groups come later (engine.py _configure_tensor_parallel_states).
+    t += "# train_batch_size left out: without an mpu DeepSpeed checks it against every rank, "
+         "TP ranks included (runtime/config.py L697-712, L924); the global batch is micro x "
+         "accumulation x DP " +
+         str(c.dp) + "\n";
   }
   return t;
 }
@@ -53,11 +87,14 @@ std::string zero_section(const ParallelConfig& c, const StackSwitches& s) {
 
 std::string body(const Model& model, const ParallelConfig& c, const StackSwitches& s) {
   const long long m = c.num_micro_batches(model.training.global_batch);
-  // runtime/config.py:924: train_batch_size == micro * gradient_accumulation * DP world size.
-  std::vector<std::string> entries = {"\"train_batch_size\": " + str(model.training.global_batch),
-                                      "\"train_micro_batch_size_per_gpu\": " + str(c.micro_batch),
-                                      "\"gradient_accumulation_steps\": " + str(m),
-                                      zero_section(c, s)};
+  // runtime/config.py:924: train_batch_size == micro * gradient_accumulation * world size, the
+  // world size DP where an mpu says so (a PipelineModule's); under AutoTP (no mpu at
+  // initialize) every rank, so the key is left out there and DeepSpeed derives it.
+  std::vector<std::string> entries;
+  if (c.tp == 1) entries.push_back("\"train_batch_size\": " + str(model.training.global_batch));
+  entries.push_back("\"train_micro_batch_size_per_gpu\": " + str(c.micro_batch));
+  entries.push_back("\"gradient_accumulation_steps\": " + str(m));
+  entries.push_back(zero_section(c, s));
   if (c.tp > 1) entries.push_back("\"tensor_parallel\": {\"autotp_size\": " + str(c.tp) + "}");
   if (c.recompute == Recompute::full) {
     entries.push_back(
@@ -129,7 +166,7 @@ std::string deepspeed_text(const Input& in, const Launch& launch) {
   std::string t = header_line(in);
   t += "# still to add: the optimizer and scheduler (\"optimizer\"/\"scheduler\" here or in "
        "code), the data loader, checkpoint paths\n";
-  t += model_comment(in.model) + code_comments(in.config);
+  t += model_comment(in.model) + code_comments(in.model, in.config);
   t += placement_comment(launch, "#");
   t += "# launch: deepspeed --hostfile HOSTFILE --num_nodes " + str(launch.nodes) + " --num_gpus " +
        str(launch.gpus_per_node) + " train.py --deepspeed --deepspeed_config THIS_FILE\n";

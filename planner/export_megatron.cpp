@@ -271,7 +271,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1
   // or 32" (arguments.py:1426-1434), 32 for the overlap the plan was priced with.
   const ParallelConfig& c = in.config;
-  if (needs_one_device_connection(c)) {
+  if (needs_one_device_connection(c, in.cluster.gpu)) {
     t += writes_combined(in.model, c, in.switches) ? "CUDA_DEVICE_MAX_CONNECTIONS=32 "
                                                    : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
   }

@@ -153,6 +153,14 @@ std::string overlaps(const Input& in) {
       "c.__fn_or_cls__.__name__ not in (\"DeepEPCallback\", \"MegatronCommOverlapCallback\")]\n"
       "recipe.trainer.callbacks.append(run.Config(MegatronCommOverlapCallback" +
       args + "))\n";
+  // The callback applies its DP settings only with the distributed optimizer
+  // (megatron_comm_overlap.py L274-285 @v2.4.0); at ZeRO-0 the recipe's own DDP config
+  // (overlap_grad_reduce and overlap_param_gather True, llama3_70b.py L114-121) would stay:
+  // set there as priced.
+  if (c.dp * c.cp > 1 && c.zero == 0) {
+    t += set("trainer.strategy.ddp.overlap_grad_reduce", yes(s.dp_overlap_grad_reduce)) +
+         set("trainer.strategy.ddp.overlap_param_gather", "False");
+  }
   const Dtype dtype = in.model.training.dtype;
   if (dtype == Dtype::fp16 && s.grad_reduce_bytes == 4) {
     t += set("trainer.plugins.grad_reduce_in_fp32", "True");
@@ -209,8 +217,9 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   // As Megatron-LM asserts before Blackwell with TP or CP (arguments.py:1413-1437), which the
   // callback's userbuffers need to overlap; NeMo only warns (megatron_comm_overlap.py L213-256).
   const ParallelConfig& c = in.config;
-  const std::string env =
-      needs_one_device_connection(c) ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}" : "";
+  const std::string env = needs_one_device_connection(c, in.cluster.gpu)
+                              ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}"
+                              : "";
   t += placement_comment(launch, "#");
   t += "# run: python THIS_FILE; on " + str(launch.nodes) +
        " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +

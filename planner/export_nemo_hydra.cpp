@@ -187,6 +187,13 @@ std::optional<Limit> nemo_hydra_limit(const Input& in) {
     fixed.zero = 2;
     return limit(RefusalKind::sharding_with_pp, fixed);
   }
+  // O2 in fp16 needs the distributed Adam (ZeRO-1/2 here): fused_adam raises "fp16 training is
+  // not yet supported with O2" (megatron_base_model.py L870-881 @v2.4.0).
+  if (in.model.training.dtype == Dtype::fp16 && in.config.zero == 0) {
+    ParallelConfig fixed = in.config;
+    fixed.zero = 1;
+    return limit(RefusalKind::fp16_unsharded, fixed);
+  }
   return std::nullopt;
 }
 
@@ -203,7 +210,7 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
   // L1413-1437) and userbuffers need.
   const ParallelConfig& c = in.config;
   const std::string connections =
-      needs_one_device_connection(c) ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
+      needs_one_device_connection(c, in.cluster.gpu) ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "";
   t += "# run: " + connections +
        "python megatron_gpt_pretraining.py --config-path DIR --config-name THIS_FILE "
        "(DIR holding this file beside NeMo's examples/nlp/language_modeling/conf/"

@@ -102,8 +102,10 @@ struct LaunchOrLimit {
                                          const StackSwitches& switches);
 /// One device connection (CUDA_DEVICE_MAX_CONNECTIONS=1) with TP or CP outside
 /// Megatron-FSDP, as Megatron-LM asserts before Blackwell (arguments.py L1413-1437) and
-/// userbuffers need to overlap.
-[[nodiscard]] bool needs_one_device_connection(const ParallelConfig& config);
+/// userbuffers need to overlap there; none on Blackwell (compute capability 10 on), where
+/// Megatron-LM drops the requirement and NeMo recommends more connections
+/// (megatron_comm_overlap.py L224-236 @v2.4.0).
+[[nodiscard]] bool needs_one_device_connection(const ParallelConfig& config, const Gpu& gpu);
 /// A comment line where the stack priced the transfers exposed but a PP 2 launch overlaps
 /// them; empty otherwise.
 [[nodiscard]] std::string p2p_overlap_note(const ParallelConfig& config,

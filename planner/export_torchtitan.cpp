@@ -122,18 +122,25 @@ ParallelConfig with_zero(ParallelConfig c, int zero) {
 
 /// torchao Float8: current scaling is "tensorwise", blockwise the per-row "rowwise"; TE's
 /// delayed scaling has no torchao recipe (tensorwise written, said in a comment). FP8 weights:
-/// the FSDP all-gather in FP8 (tensorwise only).
+/// the FSDP all-gather in FP8, tensorwise only and then without recipe_name, which torchtitan
+/// asserts against beside the all-gather (its tensorwise default is the recipe_name = None
+/// branch: components/quantization/float8.py L65-93 @v0.2.2). The output layer stays 16-bit as
+/// priced: filter_fqns = ["output"], as torchtitan's own Llama 3 configs (the key's default is
+/// empty: job_config.py L741).
 std::string float8_section(const Fp8Options& fp8) {
   const bool rowwise = fp8.recipe == Fp8Recipe::blockwise;
   std::string t = "\n[quantize.linear.float8]\n";
   if (fp8.recipe == Fp8Recipe::delayed) {
     t += "# delayed scaling has no torchao recipe: tensorwise (current scaling) instead\n";
   }
-  t += "recipe_name = " + q(rowwise ? "rowwise" : "tensorwise") + "\n";
   if (fp8.params && !rowwise) {
+    t += "# tensorwise: torchtitan's default when recipe_name is unset, the one way with the FP8 "
+         "all-gather\n";
     t += "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n";
+  } else {
+    t += "recipe_name = " + q(rowwise ? "rowwise" : "tensorwise") + "\n";
   }
-  return t;
+  return t + "filter_fqns = [\"output\"]\n";
 }
 
 }  // namespace

@@ -99,8 +99,8 @@ class SplitSearch {
       const long long m = per_replica / mb;
       // Interleaving splits each stage's layers into vp chunks: vp divides the (largest)
       // stage's layer count, ceil(L/p) when the split is uneven.
-      const int stage_layers = (model_.layers + split.pp - 1) / split.pp;
-      for (const int vp : divisors(stage_layers)) {
+      const int most_layers = stage_layers(model_.layers, split.pp).most();
+      for (const int vp : divisors(most_layers)) {
         if (!allowed(options_.vp, vp)) continue;
         if (vp > 1 && !options_.stack.interleaved_pipeline) continue;
         // Megatron-LM's interleaved schedule: needs pp > 1 and m a multiple of pp.

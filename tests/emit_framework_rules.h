@@ -319,9 +319,14 @@ inline std::string deepspeed_rules(const std::string& text, const ParallelConfig
                                    const Release& r, const ArgDefs& defs) {
   const Settings s = parse_deepspeed(text);
   if (auto bad = check_names(s, defs); !bad.empty()) return bad;
-  // config.py:924: train_batch_size == micro * gradient_accumulation_steps * DP world size.
-  if (num(s, "train_batch_size") !=
-      num(s, "train_micro_batch_size_per_gpu") * num(s, "gradient_accumulation_steps") * c.dp) {
+  // config.py:924: train_batch_size == micro * gradient_accumulation_steps * world size, which
+  // is DP where an mpu says so (a PipelineModule's) and every rank without one (config.py
+  // L697-712): under AutoTP, whose groups come after the check, TP ranks count too, so there
+  // the key must be left out (DeepSpeed derives it).
+  if (c.tp > 1) {
+    if (s.count("train_batch_size") != 0) return "train_batch_size under AutoTP (config.py:697)";
+  } else if (num(s, "train_batch_size") != num(s, "train_micro_batch_size_per_gpu") *
+                                               num(s, "gradient_accumulation_steps") * c.dp) {
     return "batch identity (runtime/config.py:924)";
   }
   const long long stage = num(s, "zero_optimization.stage");
@@ -341,7 +346,12 @@ inline std::string deepspeed_rules(const std::string& text, const ParallelConfig
     if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16") return "communication_data_type";
   }
   if (s.count("zero_optimization.overlap_comm") != 0 && stage == 0) return "overlap_comm at ZeRO-0";
-  if (c.pp > 1 && text.find("num_stages=" + std::to_string(c.pp) + ")") == std::string::npos) {
+  // module.py L396-417: the default partition ('parameters') moves layers off the end stages;
+  // 'type:' balances the transformer layers as the plan splits them.
+  if (c.pp > 1 &&
+      text.find("num_stages=" + std::to_string(c.pp) + ", partition_method=\"type:") ==
+          std::string::npos &&
+      text.find("no partition_method writes that split") == std::string::npos) {
     return "pipeline stages not stated";
   }
   const auto launch = text.substr(text.find("# launch: "));
@@ -368,6 +378,16 @@ inline std::string torchtitan_rules(const std::string& text, const Model& m,
   const long long pp = num(s, "parallelism.pipeline_parallel_degree");
   // models/llama3/infra/parallelize.py:151: DDP only without TP/PP.
   if (replicate > 1 && shard == 1 && (tp > 1 || pp > 1)) return "DDP with > 1D parallelism";
+  // components/quantization/float8.py L65-69: recipe_name and the FP8 all-gather not together;
+  // the output layer left 16-bit as priced (filter_fqns).
+  if (s.count("quantize.linear.float8.recipe_name") != 0 &&
+      s.count("quantize.linear.float8.enable_fsdp_float8_all_gather") != 0) {
+    return "recipe_name with enable_fsdp_float8_all_gather (float8.py:65)";
+  }
+  if (text.find("[quantize.linear.float8]") != std::string::npos &&
+      text.find("filter_fqns = [\"output\"]") == std::string::npos) {
+    return "the output layer converted to FP8";
+  }
   // train.py:200-215: global % (local * DP) == 0; the quotient is gradient accumulation.
   const long long local = num(s, "training.local_batch_size");
   const long long global = num(s, "training.global_batch_size");

@@ -186,6 +186,12 @@ TEST_CASE("middle stages: how many hold the most layers", "[pipeline]") {
   CHECK(middle_stages(10, 8, split).full == 2);
   CHECK(middle_stages(10, 8, split).fewer == 4);
   CHECK(middle_stages(10, 2, stage_layers(10, 2)).full == 0);  // no middle stage
+  // A layer count at INT_MAX does not wrap: ceil((2^31 - 1) / 4) = 536870912, one short (4 x
+  // 536870912 = 2^31), taken off the last: 536870912 | 536870912 x 2 | 536870911.
+  split = stage_layers(2147483647, 4);
+  CHECK(split.first == 536870912);
+  CHECK(split.middle == 536870912);
+  CHECK(split.last == 536870911);
 }
 
 TEST_CASE("a heavier last chunk: the simulated schedule is m x t_last + (p-1)/v x t_other",

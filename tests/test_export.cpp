@@ -357,6 +357,15 @@ TEST_CASE("launches run the pipeline overlap and gradient dtype the plan was pri
   // ZeRO 0 has no parameter gather to overlap.
   CHECK(has(emit(nemo, config_of({2, 4, 1}, 0, Recompute::none, true), perf, m),
             "overlap_grad_reduce=True, overlap_param_gather=False"));
+  // ...and the callback leaves the DDP config alone without the distributed optimizer
+  // (megatron_comm_overlap.py L274-285): the recipe's overlaps (True) are set as priced there.
+  const std::string zero0 = emit(nemo, config_of({2, 4, 1}, 0, Recompute::none, true), {}, m);
+  CHECK(has(zero0,
+            "recipe.trainer.strategy.ddp.overlap_grad_reduce = False\n"
+            "recipe.trainer.strategy.ddp.overlap_param_gather = False\n"));
+  CHECK(has(emit(nemo, config_of({2, 4, 1}, 0, Recompute::none, true), perf, m),
+            "recipe.trainer.strategy.ddp.overlap_grad_reduce = True\n"));
+  CHECK_FALSE(has(emit(nemo, plain, perf, m), "recipe.trainer.strategy.ddp.overlap"));
   // NeMo Hydra: its file leaves the interleaved transfers exposed and batched, userbuffers and
   // the distributed optimizers' DP overlaps off, their reduction in fp32.
   const Release& hydra = parse_release("nemo-hydra");
@@ -550,6 +559,14 @@ TEST_CASE("DeepSpeed: AutoTP, ZeRO-3 by release, batch identity", "[export]") {
   // DP 16, micro-batch 1: 256 = 1 x 16 x 16 gradient accumulation steps.
   CHECK(s.at("gradient_accumulation_steps") == "16");
   CHECK(s.at("tensor_parallel.autotp_size") == "2");
+  // No train_batch_size under AutoTP: initialize has no mpu, so DeepSpeed would check it
+  // against all 32 ranks (1 x 16 x 32 = 512, not 256) and stop (runtime/config.py L697-712,
+  // L924 @v0.19.5).
+  CHECK(s.count("train_batch_size") == 0);
+  CHECK(v5.text.find("# train_batch_size left out") != std::string::npos);
+  const auto tp1 = export_plan(parse_release("deepspeed"), cluster, llama8b(),
+                               config_of({1, 1, 1}, 3, Recompute::full, false));
+  CHECK(parse_deepspeed(tp1.text).at("train_batch_size") == "256");
   const auto v3 = export_plan(parse_release("deepspeed@v0.19.3"), cluster, llama8b(), tp2_zero3);
   REQUIRE(v3.refusal.has_value());
   CHECK(v3.refusal->nearest->zero == 2);
@@ -914,6 +931,19 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   CHECK(stack_preset("torchtitan").gathers_fp8_params_in_16_bits(rowwise_params.training, 8));
   rowwise_params.training.fp8.recipe = Fp8Recipe::current;
   CHECK_FALSE(stack_preset("torchtitan").gathers_fp8_params_in_16_bits(rowwise_params.training, 8));
+  // Tensorwise with the FP8 all-gather: no recipe_name, which torchtitan asserts against beside
+  // it (float8.py L65-69 @v0.2.2); the output layer filtered out, 16-bit as priced.
+  const ParallelConfig fsdp = config_of({2, 1, 1}, 3, Recompute::none, true);
+  const auto tensorwise = export_plan(parse_release("torchtitan"), cluster, rowwise_params, fsdp);
+  REQUIRE_FALSE(tensorwise.refusal.has_value());
+  CHECK(has(tensorwise.text, "enable_fsdp_float8_all_gather = true\n"));
+  CHECK_FALSE(has(tensorwise.text, "recipe_name ="));
+  CHECK(has(tensorwise.text, "filter_fqns = [\"output\"]\n"));
+  CHECK(rules(parse_release("torchtitan"), tensorwise.text, rowwise_params, fsdp) == "");
+  rowwise_params.training.fp8.params = false;  // current scaling without FP8 weights: named
+  const auto named = export_plan(parse_release("torchtitan"), cluster, rowwise_params, fsdp);
+  CHECK(has(named.text, "recipe_name = \"tensorwise\"\nfilter_fqns = [\"output\"]\n"));
+  CHECK(rules(parse_release("torchtitan"), named.text, rowwise_params, fsdp) == "");
   // MXFP8: NeMo's bf16_with_mxfp8_mixed, Megatron-LM's --fp8-recipe mxfp8; torchtitan's float8
   // converter has no MX recipe (its MX converter is not priced): refused, as by nemo-hydra.
   fp8.training.fp8.recipe = Fp8Recipe::mxfp8;
@@ -955,4 +985,68 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
     REQUIRE(e.refusal.has_value());
     CHECK(e.refusal->reason.kind == RefusalKind::fp8_attention);
   }
+}
+
+TEST_CASE(
+    "launch checks against the frameworks' own code: fp16 O2, device connections, "
+    "pipeline partition",
+    "[export]") {
+  const Cluster cluster = cluster_of(4);
+  Model fp16 = llama8b();
+  fp16.training.dtype = Dtype::fp16;
+  // NeMo Hydra: O2 in fp16 needs the distributed Adam; fused_adam raises "fp16 training is not
+  // yet supported with O2" (megatron_base_model.py L870-881 @v2.4.0): ZeRO-0 refused, ZeRO-1
+  // the nearest (O2 with distributed_fused_adam).
+  const auto zero0 = export_plan(parse_release("nemo-hydra"), cluster, fp16,
+                                 config_of({2, 1, 1}, 0, Recompute::none, true));
+  REQUIRE(zero0.refusal.has_value());
+  CHECK(zero0.refusal->reason.kind == RefusalKind::fp16_unsharded);
+  REQUIRE(zero0.refusal->nearest.has_value());
+  CHECK(zero0.refusal->nearest->zero == 1);
+  const auto zero1 = export_plan(parse_release("nemo-hydra"), cluster, fp16,
+                                 config_of({2, 1, 1}, 1, Recompute::none, true));
+  REQUIRE_FALSE(zero1.refusal.has_value());
+  CHECK(has(zero1.text, "  megatron_amp_O2: true\n"));
+  // One device connection with TP before Blackwell only (arguments.py L1413-1415
+  // @core_v0.19.0); a capability of 0 (unknown) keeps Hopper's rule.
+  const ParallelConfig tp2 = config_of({2, 1, 1}, 1, Recompute::none, true);
+  Cluster hopper = cluster;
+  hopper.gpu.compute_capability = 9.0;
+  Cluster blackwell = cluster;
+  blackwell.gpu.compute_capability = 10.0;
+  for (const char* target : {"megatron", "nemo", "nemo-hydra"}) {
+    INFO(target);
+    CHECK(has(export_plan(parse_release(target), hopper, llama8b(), tp2).text,
+              "CUDA_DEVICE_MAX_CONNECTIONS"));
+    CHECK(has(export_plan(parse_release(target), cluster, llama8b(), tp2).text,
+              "CUDA_DEVICE_MAX_CONNECTIONS"));
+    CHECK_FALSE(has(export_plan(parse_release(target), blackwell, llama8b(), tp2).text,
+                    "CUDA_DEVICE_MAX_CONNECTIONS"));
+  }
+  // DeepSpeed's PipelineModule: 'type:' balances the transformer layers (32 over 4: 8 each);
+  // the default, 'parameters', would move layers off the stages holding the embedding and
+  // output layer (runtime/pipe/module.py L396-417 @v0.19.5).
+  const auto piped = export_plan(parse_release("deepspeed"), cluster, llama8b(),
+                                 config_of({1, 4, 1}, 1, Recompute::none, false));
+  REQUIRE_FALSE(piped.refusal.has_value());
+  CHECK(has(piped.text,
+            "PipelineModule(layers, num_stages=4, partition_method=\"type:"
+            "TRANSFORMER_LAYER_CLASS\": 8 layers a stage"));
+  // 30 layers over 4: 7 | 8 | 8 | 7, the embedding and output layer counted as layers (32 over
+  // 4, BLOOM's 'type:transformer|embedding').
+  Model thirty = llama8b();
+  thirty.layers = 30;
+  thirty.training.global_batch = 256;
+  const auto bloom = export_plan(parse_release("deepspeed"), cluster, thirty,
+                                 config_of({1, 4, 1}, 1, Recompute::none, false));
+  REQUIRE_FALSE(bloom.refusal.has_value());
+  CHECK(has(bloom.text,
+            "TRANSFORMER_LAYER_CLASS|EMBEDDING_CLASS\" (the embedding and output "
+            "layer count as layers, as BLOOM's): 7 | 8 x 2 | 7 transformer layers"));
+  // 29 over 4 (7 | 8 | 8 | 6 priced: no partition writes it): said, not hidden.
+  thirty.layers = 29;
+  const auto odd = export_plan(parse_release("deepspeed"), cluster, thirty,
+                               config_of({1, 4, 1}, 1, Recompute::none, false));
+  REQUIRE_FALSE(odd.refusal.has_value());
+  CHECK(has(odd.text, "no partition_method writes that split exactly"));
 }
