@@ -37,7 +37,8 @@ constexpr std::size_t kEmitSearchKeep = 10000;
 Export export_priced(const Release& release, const PlanResult& plan, const Cluster& cluster,
                      const Model& model, const Stack& stack) {
   return export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
-                     stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype));
+                     stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype),
+                     plan.placement.order);
 }
 
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,
@@ -213,10 +214,14 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
   const Export exported =
       export_priced(release, plans[rank - 1], cluster, model, search.options.stack);
   if (!exported.refusal) return exported.text;
-  throw PlanError(
-      refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config, cluster,
-                      model, search) +
-      best_runnable(release, plans, cluster, model, search, exported.refusal->nearest.has_value()));
+  // Another split may run where no knob fixes this one: one whose stages divide the layers as
+  // the release writes them, one placed tp-dp-pp.
+  const RefusalKind kind = exported.refusal->reason.kind;
+  const bool splits_help = exported.refusal->nearest.has_value() ||
+                           kind == RefusalKind::uneven_stages || kind == RefusalKind::rank_order;
+  throw PlanError(refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config,
+                                  cluster, model, search) +
+                  best_runnable(release, plans, cluster, model, search, splits_help));
 }
 
 std::string emit_option_plan(const Release& release, const PlanResult& plan,

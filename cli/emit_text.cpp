@@ -135,6 +135,14 @@ namespace {
     case RefusalKind::hybrid_shard:
       return "--emit writes hybrid sharding (HSDP, --dp-shard) for torchtitan only "
              "(data_parallel_shard_degree x data_parallel_replicate_degree)";
+    case RefusalKind::rank_order:
+      return release.framework == Framework::torchtitan
+                 ? "the plan places its ranks tp-pp-dp (PP inside DP), and torchtitan's device "
+                   "mesh puts PP outermost (distributed/parallel_dims.py: [pp, dp_replicate, "
+                   "fsdp, tp])"
+                 : "the plan places its ranks tp-pp-dp (PP inside DP), and DeepSpeed's "
+                   "PipeModelDataParallelTopology puts PP outermost (runtime/pipe/topology.py "
+                   "axes ['pipe', 'data', 'model'])";
     case RefusalKind::fp16_unsharded:
       return "NeMo raises 'fp16 training is not yet supported with O2' unless the optimizer is "
              "its distributed Adam (megatron_base_model.py L870-881), and without O2 the "
@@ -185,6 +193,9 @@ namespace {
              "(moe_token_dispatcher_type flex, moe_flex_dispatcher_backend hybridep) by hand";
     case RefusalKind::mtp_positions:
       return "position_embedding: rope or mtp_layers: 0 in the model file";
+    case RefusalKind::rank_order:
+      return "plan with the stack of that framework (--stack " + std::string(release.stack) +
+             "), which places tp-dp-pp only, or --emit megatron or nemo";
     case RefusalKind::fp8_attention:
       return "training.fp8.attention: false in the model file, or set Transformer Engine's FP8 "
              "attention by hand";

@@ -230,6 +230,11 @@ struct Stack {
   /// Hybrid sharding (HSDP): per-unit sharding inside a group of DP ranks, replicated across
   /// the groups (FSDP1 HYBRID_SHARD / _HYBRID_SHARD_ZERO2, FSDP2 on a 2-D mesh).
   bool hybrid_shard = false;
+  /// The framework can lay ranks out tp-pp-dp (PP inside DP: Megatron-Core's
+  /// --use-tp-pp-dp-mapping, NeMo's use_tp_pp_dp_mapping); false: tp-dp-pp only (Megatron-LM
+  /// 2021, DeepSpeed's PipeModelDataParallelTopology, torchtitan's [pp, dp, cp, tp] mesh), the
+  /// one order the search then places.
+  bool tp_pp_dp_order = true;
   bool sequence_parallel = true;
   /// Tensor parallelism runs only with sequence parallelism (torchtitan's TP plan shards the
   /// norms with SequenceParallel unconditionally): TP > 1 without it is neither searched nor

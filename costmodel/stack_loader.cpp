@@ -57,6 +57,7 @@ const std::vector<std::string> kStackKeys = {
     "pp_keeps_last_reduce_scatter_input",
     "zero2_per_unit",
     "hybrid_shard",
+    "tp_pp_dp_order",
     "sequence_parallel",
     "sequence_parallel_required",
     "interleaved_pipeline",
@@ -195,6 +196,7 @@ Stack file_defaults() {
   s.pp_keeps_last_reduce_scatter_input = false;
   s.zero2_per_unit = false;
   s.hybrid_shard = false;
+  s.tp_pp_dp_order = false;
   s.sequence_parallel = false;
   s.sequence_parallel_required = false;
   s.interleaved_pipeline = false;
@@ -348,6 +350,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_bool("pp_keeps_last_reduce_scatter_input", d.pp_keeps_last_reduce_scatter_input);
   s.zero2_per_unit = m.optional_bool("zero2_per_unit", d.zero2_per_unit);
   s.hybrid_shard = m.optional_bool("hybrid_shard", d.hybrid_shard);
+  s.tp_pp_dp_order = m.optional_bool("tp_pp_dp_order", d.tp_pp_dp_order);
   s.sequence_parallel = m.optional_bool("sequence_parallel", d.sequence_parallel);
   s.sequence_parallel_required =
       m.optional_bool("sequence_parallel_required", d.sequence_parallel_required);

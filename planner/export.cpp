@@ -99,11 +99,45 @@ std::optional<StageLayers> uneven_stages(const Model& model, const ParallelConfi
   return s;
 }
 
-std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last) {
+namespace {
+
+/// `layers` decoder layers in Megatron-Core's layout notation: "t*N" (its parser unrolls a
+/// character followed by *N), "t" for one, "" for none.
+std::string decoder_run(int layers) {
+  std::string run;
+  if (layers <= 0) return run;
+  run.push_back('t');
+  if (layers > 1) run.append("*").append(str(layers));
+  return run;
+}
+
+}  // namespace
+
+std::optional<std::string> pipeline_layout(const Model& model, const ParallelConfig& config) {
+  const StageLayers s = stage_layers(model.layers, config.pp);
+  if (s.even(config.pp) || middles_equal(s, model.layers, config.pp) || config.virtual_stages > 1) {
+    return std::nullopt;
+  }
+  // The middle stages holding the most first, then those one short (the cost model prices
+  // the slowest stage, wherever it sits); MTP on the last stage, before the loss.
+  const MiddleStages middles = middle_stages(model.layers, config.pp, s);
+  std::string layout(1, 'E');
+  layout.append(decoder_run(s.first));
+  for (int i = 0; i < middles.full; ++i) layout.append("|").append(decoder_run(s.middle));
+  for (int i = 0; i < middles.fewer; ++i) layout.append("|").append(decoder_run(s.middle - 1));
+  layout.append("|").append(decoder_run(s.last));
+  layout.append(static_cast<std::size_t>(std::max(0, model.mtp_layers)), 'm');
+  layout.push_back('L');
+  return layout;
+}
+
+std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
+                                        bool writes_layout) {
   const ParallelConfig& c = in.config;
   const StageLayers s = stage_layers(in.model.layers, c.pp);
   if (s.even(c.pp)) return std::nullopt;
-  const bool writable = writes_first_last && middles_equal(s, in.model.layers, c.pp);
+  const bool writable =
+      (writes_first_last && middles_equal(s, in.model.layers, c.pp)) || writes_layout;
   if (writable && c.virtual_stages == 1) return std::nullopt;
   Limit out = limit(RefusalKind::uneven_stages);
   out.obstacle.first_layers = s.first;
@@ -307,6 +341,10 @@ std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
     fixed.dp_shard = 0;
     return emit::limit(RefusalKind::hybrid_shard, fixed);
   }
+  // Megatron-LM's --use-tp-pp-dp-mapping and NeMo's use_tp_pp_dp_mapping (both written);
+  // DeepSpeed's PipeModelDataParallelTopology and torchtitan's device mesh put PP outermost.
+  const bool writes_order = megatron_core;
+  if (in.order == RankOrder::tp_pp_dp && !writes_order) return emit::limit(RefusalKind::rank_order);
   if (in.config.cp > 1 && !writes_cp) {
     ParallelConfig fixed = in.config;
     fixed.dp *= fixed.cp;
@@ -366,8 +404,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
   std::optional<ParallelConfig> next = limit.fixed;
   for (int step = 0; next && step < 8; ++step) {
     const ParallelConfig candidate = *next;
-    const auto again = first_limit(
-        {in.release, in.cluster, in.model, candidate, in.selective, in.cp_kind, in.switches});
+    const auto again = first_limit({in.release, in.cluster, in.model, candidate, in.selective,
+                                    in.cp_kind, in.switches, in.order});
     if (!again) {
       refusal.nearest = dividing(candidate, in.model.training.global_batch);
       refusal.no_dividing_split = !refusal.nearest;
@@ -383,8 +421,8 @@ Refusal refusal_from(const emit::Input& in, const emit::Limit& limit) {
 
 Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
                    const ParallelConfig& config, SelectiveKind selective, CpKind cp_kind,
-                   const StackSwitches& switches) {
-  const emit::Input in{release, cluster, model, config, selective, cp_kind, switches};
+                   const StackSwitches& switches, RankOrder order) {
+  const emit::Input in{release, cluster, model, config, selective, cp_kind, switches, order};
   const emit::LaunchOrLimit placed = emit::launch_of(cluster, config);
   if (placed.limit) {
     return {"", Refusal{placed.limit->obstacle, std::nullopt, placed.limit->obstacle, false}};

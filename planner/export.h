@@ -15,6 +15,7 @@
 
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/placement.h"
 #include "topology/cluster.h"
 
 namespace trident {
@@ -72,6 +73,7 @@ enum class RefusalKind {
   ep_overlap,            ///< the combined 1F1B (stack ep_overlap): only megatron writes it
   moe_dispatcher,        ///< HybridEP (stack moe_dispatcher): no target writes the flex dispatcher
   fp16_unsharded,        ///< fp16 at ZeRO-0 (nemo-hydra: O2 needs the distributed Adam in fp16)
+  rank_order,            ///< a tp-pp-dp placement where the release lays ranks out tp-dp-pp only
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan
@@ -157,10 +159,12 @@ struct Export {
 /// user still has to add; then the launcher and the configuration. Ranks run on the cluster's
 /// first config.gpus() live GPUs, as planner/layout.h places them.
 /// `selective`: what selective recompute meant in the stack that priced the plan; `switches`:
-/// what it overlaps.
+/// what it overlaps; `order`: the rank order it was placed in (tp-pp-dp is written as the
+/// release's mapping switch, or refused where the release has none).
 [[nodiscard]] Export export_plan(const Release& release, const Cluster& cluster, const Model& model,
                                  const ParallelConfig& config,
                                  SelectiveKind selective = SelectiveKind::attention,
-                                 CpKind cp_kind = CpKind::p2p, const StackSwitches& switches = {});
+                                 CpKind cp_kind = CpKind::p2p, const StackSwitches& switches = {},
+                                 RankOrder order = RankOrder::tp_dp_pp);
 
 }  // namespace trident

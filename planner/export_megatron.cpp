@@ -188,9 +188,12 @@ std::string precision_flags(const Training& training) {
 }
 
 std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind cp_kind,
-                           SelectiveKind selective) {
+                           SelectiveKind selective, RankOrder order) {
   std::string t = flag("--tensor-model-parallel-size", str(c.tp)) +
                   flag("--pipeline-model-parallel-size", str(c.pp));
+  // The plan's rank order: tp-pp-dp (PP inside DP) is Megatron-Core's 'tp-pp-dp' order
+  // (parallel_state.py L280-298 @core_v0.19.0), switched on by --use-tp-pp-dp-mapping.
+  if (order == RankOrder::tp_pp_dp) t += flag("--use-tp-pp-dp-mapping");
   // Context parallel (arguments.py --context-parallel-size, --cp-comm-type p2p|a2a).
   if (c.cp > 1) {
     t += flag("--context-parallel-size", str(c.cp)) + flag("--cp-comm-type", to_string(cp_kind));
@@ -203,6 +206,11 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
   if (const auto s = uneven_stages(model, c)) {
     t += flag("--decoder-first-pipeline-num-layers", str(s->first)) +
          flag("--decoder-last-pipeline-num-layers", str(s->last));
+  }
+  // Middle stages that differ: each stage's layers as a layout (which the first/last counts
+  // and account_for_* must then leave unset: transformer_config.py L1936-1953).
+  if (const auto layout = pipeline_layout(model, c)) {
+    t += flag("--pipeline-model-parallel-layout", "\"" + *layout + "\"");
   }
   if (c.sequence_parallel) t += flag("--sequence-parallel");
   t += flag("--micro-batch-size", str(c.micro_batch)) +
@@ -231,7 +239,7 @@ std::optional<Limit> megatron_limit(const Input& in) {
   if (in.model.mtp_layers > 0 && in.model.learned_positions) {
     return limit(RefusalKind::mtp_positions);
   }
-  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  if (auto uneven = uneven_stage_limit(in, true, true)) return uneven;
   // The plan priced HybridEP's exchange; the launch writes the alltoall dispatcher.
   if (in.switches.hybridep && in.model.is_moe() && in.config.ep > 1) {
     return limit(RefusalKind::moe_dispatcher);
@@ -281,7 +289,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
   std::string flags =
       model_flags(in.model) + mla_mtp_flags(in.model) +
       moe_flags(in.model, in.config, in.switches) + precision_flags(in.model.training) +
-      parallel_flags(in.model, in.config, in.cp_kind, in.selective) +
+      parallel_flags(in.model, in.config, in.cp_kind, in.selective, in.order) +
       tp_overlap_flags(in.config, in.switches) + dp_overlap_flags(in.config, in.switches) +
       // Interleaved 1F1B overlaps its transfers unless told (arguments.py L2965-2967).
       (runs_p2p_exposed(in.config, in.switches) ? flag("--no-overlap-p2p-communication") : "") +

@@ -44,7 +44,7 @@ const char* plugin(const Training& training) {
 /// the plan's, with its K/V exchange (model.config.cp_comm_type) when above 1. ZeRO-2/3 are
 /// Megatron-FSDP (strategy fsdp="megatron", megatron_strategy.py:380) sharding optim_grads /
 /// optim_grads_params, which wants average_in_collective off (llama3_8b.py:121).
-std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind) {
+std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind, RankOrder order) {
   std::string t = set("trainer.strategy.tensor_model_parallel_size", str(c.tp)) +
                   set("trainer.strategy.pipeline_model_parallel_size", str(c.pp)) +
                   set("trainer.strategy.virtual_pipeline_model_parallel_size",
@@ -52,6 +52,9 @@ std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind
                   set("trainer.strategy.context_parallel_size", str(c.cp)) +
                   (c.cp > 1 ? set("model.config.cp_comm_type", q(to_string(cp_kind))) : "") +
                   set("trainer.strategy.sequence_parallel", c.sequence_parallel ? "True" : "False");
+  // The plan's rank order: MegatronStrategy's use_tp_pp_dp_mapping (passed to Megatron-Core's
+  // initialize_model_parallel as order 'tp-cp-ep-pp-dp') for a plan placed tp-pp-dp.
+  if (order == RankOrder::tp_pp_dp) t += set("trainer.strategy.use_tp_pp_dp_mapping", "True");
   // Layers that do not divide by PP: the first and last stages' counts, as NeMo's DeepSeek-V3
   // recipe sets them (MegatronStrategy num_layers_in_first/last_pipeline_stage; its 3 and 2,
   // deepseek_v3.py L111-112, are unset for an even split).
@@ -66,6 +69,11 @@ std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind
            uneven ? str(uneven->last) : "None") +
        set("trainer.strategy.account_for_embedding_in_pipeline_split", "False") +
        set("trainer.strategy.account_for_loss_in_pipeline_split", "False");
+  // Middle stages that differ: the stages' layers as Megatron-Core's layout string
+  // (MegatronStrategy pipeline_model_parallel_layout, megatron_strategy.py L133 @v2.4.0).
+  if (const auto layout = pipeline_layout(model, c)) {
+    t += set("trainer.strategy.pipeline_model_parallel_layout", q(layout->c_str()));
+  }
   if (c.zero >= 2) {
     t += set("trainer.strategy.fsdp", q("megatron")) +
          set("trainer.strategy.ddp.data_parallel_sharding_strategy",
@@ -173,7 +181,7 @@ std::string overlaps(const Input& in) {
 }  // namespace
 
 std::optional<Limit> nemo_limit(const Input& in) {
-  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  if (auto uneven = uneven_stage_limit(in, true, true)) return uneven;
   const NemoRecipe* recipe = nemo_recipe_of(in.model);
   if (recipe == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);
@@ -256,7 +264,7 @@ std::string nemo_text(const Input& in, const Launch& launch) {
     t += "# every layer in FP8, as priced (the recipe keeps the first and last in BF16)\n" +
          set("trainer.plugins.first_last_layers_bf16", "False");
   }
-  t += strategy(in.model, in.config, in.cp_kind) +
+  t += strategy(in.model, in.config, in.cp_kind, in.order) +
        batches_and_recompute(in.model, in.config, in.selective) + experts(in);
   if (backend != nullptr) {
     t += set("model.config.attention_backend", std::string("AttnBackend.") + backend);

@@ -108,7 +108,7 @@ std::string comm_overlaps(const ParallelConfig& c, const StackSwitches& s) {
   return t;
 }
 
-std::string parallel(const Model& model, const ParallelConfig& c) {
+std::string parallel(const Model& model, const ParallelConfig& c, RankOrder order) {
   std::string t = line(2, "micro_batch_size", str(c.micro_batch)) +
                   line(2, "global_batch_size", str(model.training.global_batch)) +
                   line(2, "tensor_model_parallel_size", str(c.tp)) +
@@ -116,6 +116,9 @@ std::string parallel(const Model& model, const ParallelConfig& c) {
                   line(2, "virtual_pipeline_model_parallel_size",
                        c.virtual_stages > 1 ? str(c.virtual_stages) : "null") +
                   line(2, "sequence_parallel", yes(c.sequence_parallel));
+  // The plan's rank order: tp-pp-dp as the model's use_tp_pp_dp_mapping
+  // (megatron_base_model.py L205 @v2.4.0; order 'tp-cp-ep-pp-dp', nlp_overrides.py L171).
+  if (order == RankOrder::tp_pp_dp) t += line(2, "use_tp_pp_dp_mapping", "true");
   if (const auto uneven = uneven_stages(model, c)) {
     t += line(2, "num_layers_in_first_pipeline_stage", str(uneven->first)) +
          line(2, "num_layers_in_last_pipeline_stage", str(uneven->last));
@@ -220,8 +223,9 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
   t += "defaults:\n  - megatron_gpt_config\n  - _self_\n";
   t += trainer(in.model, launch);
   t += "model:\n" + shape(in.model) + precision(in.model, in.config, in.switches) +
-       attention_backend(in.model, in.config, in.switches) + parallel(in.model, in.config) +
-       comm_overlaps(in.config, in.switches) + sharding(in.model, in.config, in.switches);
+       attention_backend(in.model, in.config, in.switches) +
+       parallel(in.model, in.config, in.order) + comm_overlaps(in.config, in.switches) +
+       sharding(in.model, in.config, in.switches);
   return t;
 }
 

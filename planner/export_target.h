@@ -35,6 +35,9 @@ struct Input {
   CpKind cp_kind = CpKind::p2p;
   /// What the pricing stack overlaps (written where the release has a switch and it runs).
   StackSwitches switches;
+  /// The rank order the plan was placed in (Megatron-LM and NeMo write tp-pp-dp as their
+  /// mapping switch; DeepSpeed and torchtitan lay ranks out tp-dp-pp only).
+  RankOrder order = RankOrder::tp_dp_pp;
 };
 
 /// The first thing `release` cannot run in this plan. `fixed` is the same plan with that
@@ -81,10 +84,19 @@ struct LaunchOrLimit {
 /// first/last-stage layer counts write; nullopt for an even split.
 [[nodiscard]] std::optional<StageLayers> uneven_stages(const Model& model,
                                                        const ParallelConfig& config);
-/// What a release with first/last-stage layer counts (`writes_first_last`) cannot write of an
-/// uneven split: interleaving with it (fixed: VP 1), middle stages that differ (no fix); a
-/// release without such counts cannot write any uneven split.
-[[nodiscard]] std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last);
+/// An uneven split whose middle stages differ, without interleaving, in Megatron-Core's
+/// pipeline layout notation ("Et*3|t*4|t*4|t*3|t*2L": the embedding, each stage's decoder
+/// layers, MTP layers and the loss; PipelineParallelLayerLayout.parse_str_to_list,
+/// megatron/core/transformer/pipeline_parallel_layer_layout.py @core_v0.19.0, also in
+/// core_r0.13.0 under NeMo v2.4.0); nullopt for the splits the first/last-stage counts write.
+[[nodiscard]] std::optional<std::string> pipeline_layout(const Model& model,
+                                                         const ParallelConfig& config);
+/// What a release with first/last-stage layer counts (`writes_first_last`) and, where
+/// `writes_layout`, a per-stage layout (pipeline_layout) cannot write of an uneven split:
+/// interleaving with it (fixed: VP 1), middle stages that differ without a layout (no fix); a
+/// release with neither cannot write any uneven split.
+[[nodiscard]] std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
+                                                      bool writes_layout = false);
 
 /// Megatron-Core's interleaved 1F1B as the plan was priced: true where the stack priced its
 /// transfers exposed and the release can run them so, which Megatron-LM allows only above

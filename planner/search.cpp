@@ -287,8 +287,9 @@ class SplitSearch {
     plain.dp_shard = 0;
     const bool amax = reduces_amax(model_.training);
     plain_.first = placer_.place(plain, RankOrder::tp_dp_pp, amax);
-    // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order).
-    const bool one_order = config.cp > 1 || config.ep > 1;
+    // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order); a
+    // stack without the tp-pp-dp mapping runs tp-dp-pp only.
+    const bool one_order = config.cp > 1 || config.ep > 1 || !options_.stack.tp_pp_dp_order;
     plain_.second = one_order ? plain_.first : placer_.place(plain, RankOrder::tp_pp_dp, amax);
     plain_.alike = one_order || same_links(plain_.first, plain_.second);
     result_.placements += plain_.alike ? 1 : 2;
@@ -389,7 +390,10 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   const double reserve_gib = options.reserve_gib;
   PlanResult best;
   for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
-    if (order == RankOrder::tp_pp_dp && (config.cp > 1 || config.ep > 1)) break;
+    if (order == RankOrder::tp_pp_dp &&
+        (config.cp > 1 || config.ep > 1 || !options.stack.tp_pp_dp_order)) {
+      break;
+    }
     const auto placement = place(cluster, config, order, reduces_amax(model.training));
     PlanResult plan{
         config, placement, estimate(cluster, model, config, placement, calibration, options), {}};

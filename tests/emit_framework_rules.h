@@ -3,7 +3,9 @@
 // pinned commit (file:line beside each), applied to an emitted configuration. Each returns
 // the first violation as a sentence, or "" when the text passes.
 #include <algorithm>
+#include <cctype>
 #include <string>
+#include <vector>
 
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
@@ -86,6 +88,48 @@ inline std::string megatron_moe_rules(const Settings& s, const Model& m, const P
 }
 
 // Megatron-LM core_v0.19.0 megatron/training/arguments.py.
+/// Megatron-Core's pipeline layout (pipeline_parallel_layer_layout.py parse_str_to_list:
+/// stages split at '|', "x*N" unrolled; E embedding, t decoder, m MTP, L loss) checked against
+/// the plan's split (costmodel/pipeline.h, the middle stages in any order): "" when it is the
+/// plan's, else what differs.
+inline std::string layout_rule(std::string layout, const Model& m, const ParallelConfig& c) {
+  layout.erase(std::remove(layout.begin(), layout.end(), '"'), layout.end());
+  std::string flat;
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    if (i + 1 < layout.size() && layout[i + 1] == '*') {
+      std::size_t end = i + 2;
+      while (end < layout.size() && std::isdigit(static_cast<unsigned char>(layout[end]))) ++end;
+      flat.append(std::stoul(layout.substr(i + 2, end - i - 2)), layout[i]);
+      i = end - 1;
+    } else {
+      flat.push_back(layout[i]);
+    }
+  }
+  const std::vector<std::string> stages = split(flat, '|');
+  if (static_cast<int>(stages.size()) != c.pp * c.virtual_stages || c.virtual_stages != 1) {
+    return "layout stages";
+  }
+  if (flat.front() != 'E' || flat.back() != 'L' ||
+      std::count(flat.begin(), flat.end(), 'm') != m.mtp_layers) {
+    return "layout ends";
+  }
+  std::vector<int> counts;
+  for (const auto& stage : stages) {
+    counts.push_back(static_cast<int>(std::count(stage.begin(), stage.end(), 't')));
+  }
+  const StageLayers plan = stage_layers(m.layers, c.pp);
+  const MiddleStages middles = middle_stages(m.layers, c.pp, plan);
+  std::vector<int> inner(counts.begin() + 1, counts.end() - 1);
+  std::vector<int> want(static_cast<std::size_t>(middles.full), plan.middle);
+  want.insert(want.end(), static_cast<std::size_t>(middles.fewer), plan.middle - 1);
+  std::sort(inner.begin(), inner.end());
+  std::sort(want.begin(), want.end());
+  if (counts.front() != plan.first || counts.back() != plan.last || inner != want) {
+    return "not the plan's layer split (layout)";
+  }
+  return "";
+}
+
 inline std::string megatron_rules(const std::string& text, const Model& m, const ParallelConfig& c,
                                   const ArgDefs& defs) {
   std::string launcher;
@@ -150,7 +194,14 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
   const long long per_vp = num(s, "--num-layers-per-virtual-pipeline-stage");
   const long long first = num(s, "--decoder-first-pipeline-num-layers");
   const long long last = num(s, "--decoder-last-pipeline-num-layers");
-  if (first != 0 || last != 0) {
+  // transformer_config.py L1936-1953: a layout leaves the first/last counts unset; arguments.py
+  // L893-905: and the virtual-stage flags.
+  if (s.count("--pipeline-model-parallel-layout") != 0) {
+    if (first != 0 || last != 0 || per_vp != 0) return "layout with other pipeline layout flags";
+    if (auto bad = layout_rule(s.at("--pipeline-model-parallel-layout"), m, c); !bad.empty()) {
+      return bad;
+    }
+  } else if (first != 0 || last != 0) {
     const long long middle = layers - first - last;
     if (per_vp != 0 || first <= 0 || last <= 0 || pp < 2) return "uneven split flags";
     if ((pp == 2) != (middle == 0) || (pp > 2 && middle % (pp - 2) != 0)) return "layer split";
@@ -237,6 +288,18 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
   if (num(s, "recipe.trainer.strategy.tensor_model_parallel_size") != c.tp ||
       num(s, "recipe.trainer.strategy.pipeline_model_parallel_size") != c.pp) {
     return "parallel sizes";
+  }
+  // A layout with the first/last counts set is refused (transformer_config.py L1936-1953).
+  if (s.count("recipe.trainer.strategy.pipeline_model_parallel_layout") != 0) {
+    if (s.at("recipe.trainer.strategy.num_layers_in_first_pipeline_stage") != "None" ||
+        s.at("recipe.trainer.strategy.num_layers_in_last_pipeline_stage") != "None") {
+      return "layout with first/last-stage counts";
+    }
+    if (auto bad =
+            layout_rule(s.at("recipe.trainer.strategy.pipeline_model_parallel_layout"), m, c);
+        !bad.empty()) {
+      return bad;
+    }
   }
   // MegatronCommOverlapCallback (megatron_comm_overlap.py): userbuffers with TP > 1 and SP;
   // interleaved transfers either overlapped or batched, never both (Megatron-Core's

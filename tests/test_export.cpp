@@ -25,6 +25,16 @@ bool no_knob_fixes(RefusalKind kind) {
          kind == RefusalKind::ep_overlap || kind == RefusalKind::moe_dispatcher;
 }
 
+/// `servers` servers of one GPU each: any rank count fills whole servers.
+Cluster cluster_of_singles(int servers) {
+  Cluster cluster;
+  cluster.name = "test-singles";
+  cluster.servers = servers;
+  cluster.gpus_per_server = 1;
+  cluster.nvlink.domain_gpus = 1;
+  return cluster;
+}
+
 Cluster cluster_of(int servers) {
   Cluster cluster;
   cluster.name = "test-dgx";
@@ -862,7 +872,8 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   REQUIRE(interleaved.refusal->nearest.has_value());
   CHECK(interleaved.refusal->nearest->virtual_stages == 1);
   // 96 layers over 21 stages: ceil 5, 9 short, 4 off each end, 1 off one middle stage: the
-  // middle stages differ, which first/last counts cannot write.
+  // middle stages differ, which first/last counts cannot write: Megatron-Core's layout does,
+  // 1 | 5 x 18 | 4 | 1 (1 + 90 + 4 + 1 = 96), the embedding first and the loss last.
   Model gpt = gpt_style();
   gpt.layers = 96;
   gpt.training.global_batch = 21;
@@ -873,10 +884,40 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   Cluster singles = cluster_of(21);  // 21 servers of one GPU: the ranks fill whole servers
   singles.gpus_per_server = 1;
   singles.nvlink.domain_gpus = 1;
+  std::string layout = "Et";
+  for (int i = 0; i < 18; ++i) layout += "|t*5";
+  layout += "|t*4|tL";
   const auto mixed = export_plan(parse_release("megatron"), singles, gpt, odd);
-  REQUIRE(mixed.refusal.has_value());
-  CHECK(mixed.refusal->reason.kind == RefusalKind::uneven_stages);
-  CHECK_FALSE(mixed.refusal->nearest.has_value());
+  REQUIRE_FALSE(mixed.refusal.has_value());
+  CHECK(has(mixed.text, ("  --pipeline-model-parallel-layout \"" + layout + "\" \\\n").c_str()));
+  CHECK_FALSE(has(mixed.text, "--decoder-first-pipeline-num-layers"));
+  CHECK(rules(parse_release("megatron"), mixed.text, gpt, odd) == "");
+  // NeMo 2.0 the same through MegatronStrategy (Llama 3 8B's recipe: 32 layers over 13
+  // stages, ceil 3, 7 short: 1 | 3 x 8, 2 x 3 | 1); the Hydra file has no layout: refused.
+  Model llama13 = llama8b();
+  llama13.training.global_batch = 13;
+  ParallelConfig thirteen = odd;
+  thirteen.pp = 13;
+  const auto nemo_mixed =
+      export_plan(parse_release("nemo"), cluster_of_singles(13), llama13, thirteen);
+  REQUIRE_FALSE(nemo_mixed.refusal.has_value());
+  CHECK(has(nemo_mixed.text,
+            "recipe.trainer.strategy.pipeline_model_parallel_layout = \"Et|t*3|"
+            "t*3|t*3|t*3|t*3|t*3|t*3|t*3|t*2|t*2|t*2|tL\"\n"));
+  CHECK(rules(parse_release("nemo"), nemo_mixed.text, llama13, thirteen) == "");
+  const auto hydra_mixed = export_plan(parse_release("nemo-hydra"), singles, gpt, odd);
+  REQUIRE(hydra_mixed.refusal.has_value());
+  CHECK(hydra_mixed.refusal->reason.kind == RefusalKind::uneven_stages);
+  CHECK_FALSE(hydra_mixed.refusal->nearest.has_value());
+  // With MTP layers: after the last stage's decoder layers, before the loss.
+  Model rope96 = llama8b();  // MTP runs with RoPE positions only (arguments.py:856-860)
+  rope96.layers = 96;
+  rope96.mtp_layers = 1;
+  rope96.training.global_batch = 21;
+  const auto mtp = export_plan(parse_release("megatron"), singles, rope96, odd);
+  REQUIRE_FALSE(mtp.refusal.has_value());
+  CHECK(has(mtp.text, "|t*4|tmL\""));
+  CHECK(rules(parse_release("megatron"), mtp.text, rope96, odd) == "");
 }
 
 TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP refused",
@@ -1049,4 +1090,39 @@ TEST_CASE(
                                config_of({1, 4, 1}, 1, Recompute::none, false));
   REQUIRE_FALSE(odd.refusal.has_value());
   CHECK(has(odd.text, "no partition_method writes that split exactly"));
+}
+
+TEST_CASE(
+    "a plan placed tp-pp-dp: the mapping switch, or refused where the mesh puts PP "
+    "outermost",
+    "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const ParallelConfig c = config_of({2, 4, 1}, 1, Recompute::none, true);
+  const auto order = RankOrder::tp_pp_dp;
+  const auto emit = [&](const char* target, const ParallelConfig& config) {
+    return export_plan(parse_release(target), cluster, llama8b(), config, SelectiveKind::attention,
+                       CpKind::p2p, {}, order);
+  };
+  // Megatron-Core's 'tp-pp-dp' order (parallel_state.py L280-298 @core_v0.19.0).
+  const auto mlm = emit("megatron", c);
+  REQUIRE_FALSE(mlm.refusal.has_value());
+  CHECK(has(mlm.text, "  --use-tp-pp-dp-mapping \\\n"));
+  CHECK(rules(parse_release("megatron"), mlm.text, llama8b(), c) == "");
+  CHECK_FALSE(has(export_plan(parse_release("megatron"), cluster, llama8b(), c).text,
+                  "mapping"));  // tp-dp-pp, the default, writes nothing
+  const auto nemo = emit("nemo", c);
+  REQUIRE_FALSE(nemo.refusal.has_value());
+  CHECK(has(nemo.text, "recipe.trainer.strategy.use_tp_pp_dp_mapping = True\n"));
+  CHECK(rules(parse_release("nemo"), nemo.text, llama8b(), c) == "");
+  const auto hydra = emit("nemo-hydra", c);
+  REQUIRE_FALSE(hydra.refusal.has_value());
+  CHECK(has(hydra.text, "  use_tp_pp_dp_mapping: true\n"));
+  CHECK(rules(parse_release("nemo-hydra"), hydra.text, llama8b(), c) == "");
+  // DeepSpeed's PipeModelDataParallelTopology and torchtitan's mesh put PP outermost.
+  const auto deepspeed = emit("deepspeed", config_of({1, 4, 1}, 1, Recompute::none, false));
+  REQUIRE(deepspeed.refusal.has_value());
+  CHECK(deepspeed.refusal->reason.kind == RefusalKind::rank_order);
+  const auto titan = emit("torchtitan", config_of({2, 4, 1}, 3, Recompute::none, true));
+  REQUIRE(titan.refusal.has_value());
+  CHECK(titan.refusal->reason.kind == RefusalKind::rank_order);
 }

@@ -308,6 +308,22 @@ TEST_CASE("both rank orders are tried and the better kept", "[planner]") {
   const auto best = evaluate_plan(cluster, model, config);
   CHECK(best.estimate.time.step_s == std::min(a.time.step_s, b.time.step_s));
   CHECK_FALSE(best.shortfall.has_value());
+  // A stack that lays ranks out tp-dp-pp only (torchtitan's mesh, DeepSpeed's topology,
+  // Megatron-LM 2021) is placed that way, in evaluate_plan and in the search alike.
+  EstimateOptions titan;
+  titan.stack = stack_preset("torchtitan");
+  CHECK_FALSE(titan.stack.tp_pp_dp_order);
+  CHECK(stack_preset("megatron-core").tp_pp_dp_order);
+  CHECK(evaluate_plan(cluster, model, config, nullptr, titan).placement.order ==
+        RankOrder::tp_dp_pp);
+  for (const char* name : {"torchtitan", "deepspeed-megatron", "megatron-2021", "fsdp"}) {
+    INFO(name);
+    SearchOptions options = keep_all();
+    options.stack = stack_preset(name);
+    for (const auto& plan : search(cluster, model, options).plans) {
+      CHECK(plan.placement.order == RankOrder::tp_dp_pp);
+    }
+  }
 }
 
 TEST_CASE("tight plans rank after every plan that fits with the mean fragmentation", "[planner]") {
