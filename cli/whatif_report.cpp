@@ -210,7 +210,7 @@ std::string what_if_report(const WhatIf& w, const Model& model, ReportContext co
     for (const WhatIfOption& o : w.options) {
       if (!o.available) continue;
       under.plans.push_back(*o.plan);
-      tail.cells.push_back(fmt::format(",{},{},{:.6g}", to_string(o.kind), o.gpus, o.slowdown));
+      tail.cells.push_back(fmt::format(",{},{},{}", to_string(o.kind), o.gpus, o.slowdown));
     }
     return format_csv(under, context, tail);
   }

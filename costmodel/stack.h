@@ -235,6 +235,9 @@ struct Stack {
   /// 2021, DeepSpeed's PipeModelDataParallelTopology, torchtitan's [pp, dp, cp, tp] mesh), the
   /// one order the search then places.
   bool tp_pp_dp_order = true;
+  /// ZeRO-0 (plain DDP) only where data parallelism is the job's one dimension: TP, PP, CP and
+  /// EP 1 (torchtitan's apply_ddp: "DDP has not supported > 1D parallelism").
+  bool zero0_one_dimensional = false;
   bool sequence_parallel = true;
   /// Tensor parallelism runs only with sequence parallelism (torchtitan's TP plan shards the
   /// norms with SequenceParallel unconditionally): TP > 1 without it is neither searched nor
@@ -335,6 +338,15 @@ struct Stack {
   double measured_error_moe = 0.0;
 
   [[nodiscard]] bool supports_zero(int zero, int pp) const;
+  /// supports_zero, and ZeRO-0 only with DP alone where the stack says so
+  /// (zero0_one_dimensional).
+  [[nodiscard]] bool supports_zero(int zero, const ParallelConfig& config) const {
+    if (zero == 0 && zero0_one_dimensional &&
+        (config.tp > 1 || config.pp > 1 || config.cp > 1 || config.ep > 1)) {
+      return false;
+    }
+    return supports_zero(zero, config.pp);
+  }
   /// Whether the DP gradient reduction of this split overlaps backward.
   [[nodiscard]] bool overlaps_grad_reduce(const ParallelConfig& config) const {
     return dp_overlap_grad_reduce && (config.pp < 2 || dp_overlap_grad_reduce_with_pp) &&

@@ -58,6 +58,7 @@ const std::vector<std::string> kStackKeys = {
     "zero2_per_unit",
     "hybrid_shard",
     "tp_pp_dp_order",
+    "zero0_one_dimensional",
     "sequence_parallel",
     "sequence_parallel_required",
     "interleaved_pipeline",
@@ -197,6 +198,7 @@ Stack file_defaults() {
   s.zero2_per_unit = false;
   s.hybrid_shard = false;
   s.tp_pp_dp_order = false;
+  s.zero0_one_dimensional = false;
   s.sequence_parallel = false;
   s.sequence_parallel_required = false;
   s.interleaved_pipeline = false;
@@ -351,6 +353,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.zero2_per_unit = m.optional_bool("zero2_per_unit", d.zero2_per_unit);
   s.hybrid_shard = m.optional_bool("hybrid_shard", d.hybrid_shard);
   s.tp_pp_dp_order = m.optional_bool("tp_pp_dp_order", d.tp_pp_dp_order);
+  s.zero0_one_dimensional = m.optional_bool("zero0_one_dimensional", d.zero0_one_dimensional);
   s.sequence_parallel = m.optional_bool("sequence_parallel", d.sequence_parallel);
   s.sequence_parallel_required =
       m.optional_bool("sequence_parallel_required", d.sequence_parallel_required);

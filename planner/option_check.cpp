@@ -186,6 +186,12 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   if (o.zero && o.pp && *o.pp > 1 && !stack.supports_zero(*o.zero, *o.pp)) {
     return OptionProblem{Knob::zero, OptionIssue::stack_lacks_with_pp, *o.zero, *o.pp};
   }
+  // ZeRO-0 is plain DDP over the whole job only (torchtitan): a pinned TP, PP or CP above 1.
+  if (o.zero && *o.zero == 0 && stack.zero0_one_dimensional) {
+    for (const auto& pin : {o.tp, o.pp, o.cp}) {
+      if (pin && *pin > 1) return OptionProblem{Knob::zero, OptionIssue::zero0_with_split, 0, *pin};
+    }
+  }
   if (o.recompute && !stack.supports(*o.recompute)) {
     return OptionProblem{Knob::recompute, OptionIssue::stack_lacks,
                          static_cast<long long>(*o.recompute), 0};

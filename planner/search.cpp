@@ -144,7 +144,7 @@ class SplitSearch {
         // Only the ZeRO stages the stack runs with this PP (DeepSpeed's PipelineEngine
         // asserts ZeRO < 2; Megatron's distributed optimizer is ZeRO-1; torchtitan runs FSDP
         // with PP): costmodel/stack.h.
-        if (!options_.stack.supports_zero(zero, config.pp)) continue;
+        if (!options_.stack.supports_zero(zero, config)) continue;
         if (zero >= 3 && model_.is_moe()) continue;  // experts not sharded per unit
         config.zero = zero;
         run_sequence_parallel(config);

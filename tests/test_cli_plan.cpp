@@ -291,6 +291,19 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   REQUIRE(csv.code == 0);
   CHECK(csv.out.rfind("rank,tp,pp,dp,", 0) == 0);
   CHECK(lines(csv.out) == 4);
+  // Numbers at full precision, as the JSON (six significant digits wrote two million tokens/s
+  // as 2.08032e+06): each cell reads back to the JSON's double.
+  const Run json = trident(kSeed + " --format json --top 1");
+  REQUIRE(json.code == 0);
+  const auto parsed = nlohmann::json::parse(json.out);
+  const std::string second_line = csv.out.substr(csv.out.find('\n') + 1);
+  std::vector<std::string> cells;
+  std::stringstream fields(second_line.substr(0, second_line.find('\n')));
+  for (std::string cell; std::getline(fields, cell, ',');) cells.push_back(cell);
+  REQUIRE(cells.size() > 12);
+  CHECK(std::stod(cells[10]) == parsed["plans"][0]["step_time_s"].get<double>());
+  CHECK(std::stod(cells[11]) == parsed["plans"][0]["tokens_per_s"].get<double>());
+  CHECK(cells[11].find('e') == std::string::npos);
   const Run explain = trident(kSeed + " --explain");
   REQUIRE(explain.code == 0);
   CHECK(explain.out.find("Plan #1:") != std::string::npos);

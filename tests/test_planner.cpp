@@ -154,6 +154,22 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
   check_refusal(options, Knob::zero, OptionIssue::stack_lacks_with_pp, 3, 2);
   options.stack = stack_preset("torchtitan");  // FSDP2 with PP: allowed
   CHECK_NOTHROW(search(dgx(1), tiny(), options));
+  // torchtitan's DDP is one-dimensional (parallelize.py L148-151 @v0.2.2): ZeRO-0 only where
+  // TP, PP and CP are 1, in the search and as a pin.
+  SearchOptions titan = keep_all();
+  titan.stack = stack_preset("torchtitan");
+  int ddp = 0;
+  for (const auto& plan : search(dgx(1), tiny(), titan).plans) {
+    if (plan.config.zero != 0) continue;
+    ++ddp;
+    CHECK(plan.config.tp == 1);
+    CHECK(plan.config.pp == 1);
+    CHECK(plan.config.cp == 1);
+  }
+  CHECK(ddp > 0);  // DDP over all 8 GPUs is still searched
+  options.zero = 0;
+  options.pp = 2;
+  check_refusal(options, Knob::zero, OptionIssue::zero0_with_split, 0, 2);
   options = {};
   options.stack = stack_preset("deepspeed-megatron");
   options.zero = 2;
