@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <vector>
 
 #include "cli/cluster_args.h"
 #include "cli/plan_report.h"
@@ -164,13 +165,23 @@ std::string step_breakdown(const PlanResult& plan) {
 /// words; empty when none does (collective_time_s takes the fit of the nearest group size).
 std::string calibrated_text(const CommDetail& comm, const Calibration* calibration) {
   if (calibration == nullptr) return "";
-  const auto fit = calibration->collective_fit(comm.collective, comm.link.ranks, comm.link.tier);
-  if (!fit) return "";
-  return fmt::format(
-      "      calibrated: the calls are priced by the calibration's {} fit over {} ranks on {} "
-      "({:.1f} GB/s bus bandwidth, {:.1f} us latency), not the link's rate\n",
-      to_string(fit->collective), fit->ranks, to_string(fit->tier), fit->busbw_gbps,
-      fit->latency_s * 1e6);
+  // The collectives the dimension's calls run: its own, and the all-gathers beside a
+  // reduction (ZeRO's parameter gather, sharded data parallel's per-unit gathers), which
+  // collective_time_s prices with the all-gather fit.
+  std::vector<Collective> runs{comm.collective};
+  const bool gathers = comm.gather_bytes_per_call > 0.0 || comm.unit_gathers_per_step > 0.0;
+  if (gathers && comm.collective != Collective::all_gather) runs.push_back(Collective::all_gather);
+  std::string out;
+  for (const Collective collective : runs) {
+    const auto fit = calibration->collective_fit(collective, comm.link.ranks, comm.link.tier);
+    if (!fit) continue;
+    out += fmt::format(
+        "      calibrated: the {} calls are priced by the calibration's {} fit over {} ranks on "
+        "{} ({:.1f} GB/s bus bandwidth, {:.1f} us latency), not the link's rate\n",
+        to_string(collective), to_string(fit->collective), fit->ranks, to_string(fit->tier),
+        fit->busbw_gbps, fit->latency_s * 1e6);
+  }
+  return out;
 }
 
 std::string dimension(const char* name, const std::string& collective, const CommDetail& comm,
