@@ -160,6 +160,10 @@ for rid in wanted:
     # The 2023 tables (all but the January 2024 "Large Scale" H100 section, 512 GPUs here) ran
     # llm-foundry's Triton FlashAttention: stacks/llm-foundry-2023.yaml.
     if rid.startswith('lf-') and '512xh100' not in rid: stack = 'stacks/llm-foundry-2023.yaml'
+    # The A100 40GB table's rows say "bf16 | PURE" (pure bf16 FSDP mixed precision: bf16
+    # gradient reduction), as the 80GB table's 70B row the -pure stack was made for (a helper's
+    # audit of the rows, 2026-12-06).
+    if rid.endswith('-128xa100-40g-bf16'): stack = 'stacks/llm-foundry-2023-pure.yaml'
     row = dict(id=rid, source=' '.join(r['source'].split()), stack=stack, gpus=r['gpus'], precision=r['precision'],
                global_batch=r['global_batch'], pins=pins_of(p),
                model=r['model'] if 'preset' in r['model'] else clean_model(r['model']))
