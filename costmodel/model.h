@@ -131,6 +131,13 @@ struct Model {
   NormKind norm = NormKind::layernorm;
   bool bias = true;               ///< linear layers carry biases (GPT-3: yes, Llama: no)
   bool learned_positions = true;  ///< learned absolute position embeddings (seq_len x hidden)
+  /// RoPE's base frequency (theta) for a model without learned positions: what a launch
+  /// configuration writes (Megatron-LM's --rotary-base defaults to 10000, Llama 3 trains with
+  /// 500000); no time or memory depends on it.
+  long long rope_base = 10000;
+  /// A per-head norm of Q and K (Qwen3's q_norm/k_norm): written to a launch configuration
+  /// (--qk-layernorm); its weights and elementwise pass are not priced.
+  bool qk_layernorm = false;
   AttentionKind attention = AttentionKind::mha;
   MlaSpec mla;  ///< when attention == mla
   MoeSpec moe;  ///< experts == 0: dense

@@ -31,6 +31,8 @@ const std::vector<std::string> kModelKeys = {"name",
                                              "norm",
                                              "bias",
                                              "position_embedding",
+                                             "rope_base",
+                                             "qk_layernorm",
                                              "dropout",
                                              "mtp_layers",
                                              "training",
@@ -183,6 +185,13 @@ Model read_model(const MapReader& m) {
       m.optional_choice("norm", kNormNames, 0) == 0 ? NormKind::layernorm : NormKind::rmsnorm;
   model.bias = m.optional_bool("bias", true);
   model.learned_positions = m.optional_choice("position_embedding", kPositionNames, 0) == 0;
+  if (m.has("rope_base") && model.learned_positions) {
+    m.fail("rope_base",
+           "the model has learned positions (position_embedding: learned): set "
+           "position_embedding: rope or leave rope_base out");
+  }
+  model.rope_base = m.optional_int("rope_base", model.rope_base, Range::positive);
+  model.qk_layernorm = m.optional_bool("qk_layernorm", false);
   model.dropout =
       m.optional_double("dropout", model.learned_positions ? 0.1 : 0.0, Range::non_negative);
   if (model.dropout >= 1.0) m.fail("dropout", "expected a probability below 1");

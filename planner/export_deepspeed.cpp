@@ -18,9 +18,10 @@ std::string model_comment(const Model& m) {
          str(m.hidden) + ", " + str(m.heads) + " heads (" + str(m.kv_heads) + " key/value" +
          (m.explicit_head_dim > 0 ? ", " + str(m.explicit_head_dim) + " wide" : std::string()) +
          "), FFN " + str(m.ffn_hidden) + " " + to_string(m.ffn) + ", " + to_string(m.norm) + ", " +
-         (m.learned_positions ? "learned positions" : "RoPE") + ", vocabulary " + str(m.vocab) +
-         ", " + (m.tied_embeddings ? "tied" : "untied") + " output layer, sequences of " +
-         str(m.seq_len) + "\n";
+         (m.learned_positions ? "learned positions" : "RoPE (base " + str(m.rope_base) + ")") +
+         (m.qk_layernorm ? ", Q/K norm" : "") + ", vocabulary " + str(m.vocab) + ", " +
+         (m.tied_embeddings ? "tied" : "untied") + " output layer, sequences of " + str(m.seq_len) +
+         "\n";
 }
 
 /// How PipelineModule's partition_method gives the plan's layers per stage. Its default,

@@ -80,6 +80,10 @@ std::string model_flags(const Model& m) {
   t += flag("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   if (!m.bias) t += flag("--disable-bias-linear");
   t += flag("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");
+  // RoPE's base (arguments.py L2335 @core_v0.19.0: --rotary-base, int, default 10000; Llama 3
+  // trains with 500000) and Qwen3's per-head Q/K norm (--qk-layernorm; MLA writes it below).
+  if (!m.learned_positions) t += flag("--rotary-base", str(m.rope_base));
+  if (m.qk_layernorm && m.attention != AttentionKind::mla) t += flag("--qk-layernorm");
   t += flag("--max-position-embeddings", str(m.seq_len)) + flag("--seq-length", str(m.seq_len));
   if (!m.tied_embeddings) t += flag("--untie-embeddings-and-output-weights");
   // The model's dropout, written: pretrain_gpt.py defaults both to 0.1 (arguments.py), which

@@ -52,6 +52,8 @@ std::string shape(const Model& m) {
       line(2, "normalization", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm") +
       line(2, "bias", yes(m.bias)) +
       line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
+      // RoPE's base: cfg.get('rotary_base', 10000) (megatron_gpt_model.py L510 @v2.4.0).
+      (m.learned_positions ? "" : line(2, "rotary_base", str(m.rope_base))) +
       line(2, "share_embeddings_and_output_weights", yes(m.tied_embeddings)) +
       line(2, "attention_dropout", fmt::format("{:g}", m.dropout)) +
       line(2, "hidden_dropout", fmt::format("{:g}", m.dropout)) +

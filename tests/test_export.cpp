@@ -1126,3 +1126,29 @@ TEST_CASE(
   REQUIRE(titan.refusal.has_value());
   CHECK(titan.refusal->reason.kind == RefusalKind::rank_order);
 }
+
+TEST_CASE("RoPE's base and Q/K norm are written: Megatron's defaults are another model",
+          "[export]") {
+  // --rotary-base defaults to 10000 (arguments.py L2335 @core_v0.19.0); Llama 3 trains with
+  // 500000. Qwen3's per-head Q/K norm is --qk-layernorm.
+  const Cluster cluster = cluster_of(4);
+  const ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::none, true);
+  Model m = llama8b();
+  m.rope_base = 500000;
+  const auto mlm = export_plan(parse_release("megatron"), cluster, m, c);
+  CHECK(has(mlm.text, "  --rotary-base 500000 \\\n"));
+  CHECK_FALSE(has(mlm.text, "--qk-layernorm"));
+  CHECK(rules(parse_release("megatron"), mlm.text, m, c) == "");
+  const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, m, c);
+  CHECK(has(hydra.text, "  rotary_base: 500000\n"));
+  CHECK(rules(parse_release("nemo-hydra"), hydra.text, m, c) == "");
+  m.qk_layernorm = true;
+  CHECK(has(export_plan(parse_release("megatron"), cluster, m, c).text, "  --qk-layernorm \\\n"));
+  CHECK(has(export_plan(parse_release("deepspeed"), cluster, m,
+                        config_of({1, 1, 1}, 1, Recompute::none, false))
+                .text,
+            "RoPE (base 500000), Q/K norm"));
+  // Learned positions: no base written.
+  CHECK_FALSE(
+      has(export_plan(parse_release("megatron"), cluster, gpt_style(), c).text, "--rotary-base"));
+}

@@ -421,6 +421,21 @@ TEST_CASE("model defaults and errors", "[loaders]") {
         "m.yaml:8: training.optimiser: unknown key (did you mean 'optimizer'?)");
   CHECK(model_error(kModel + "position_embedding: alibi\n") ==
         "m.yaml:7: position_embedding: expected learned|rope, got 'alibi'");
+  // RoPE's base (launch configs only): 10000 by default, a positive integer, and only for a
+  // model with RoPE; qk_layernorm a bool.
+  CHECK(m.rope_base == 10000);
+  CHECK_FALSE(m.qk_layernorm);
+  const Model llama = load_model(
+      kModel + "position_embedding: rope\nrope_base: 500000\nqk_layernorm: true\n", "m.yaml");
+  CHECK(llama.rope_base == 500000);
+  CHECK(llama.qk_layernorm);
+  CHECK(model_error(kModel + "rope_base: 500000\n") ==
+        "m.yaml:7: rope_base: the model has learned positions (position_embedding: learned): set "
+        "position_embedding: rope or leave rope_base out");
+  CHECK(model_error(kModel + "position_embedding: rope\nrope_base: 0\n") ==
+        "m.yaml:8: rope_base: expected a positive integer, got '0'");
+  CHECK(model_preset("llama3-70b").rope_base == 500000);
+  CHECK(model_preset("qwen3-235b-a22b").qk_layernorm);
   // dropout: 0.1 by default with learned positions, 0 with RoPE; a probability below 1.
   CHECK(m.dropout == Approx(0.1));
   CHECK(load_model(kModel + "position_embedding: rope\n", "m.yaml").dropout == 0.0);
