@@ -209,10 +209,12 @@ TEST_CASE("bad input: plan files and presets", "[bad_input][plan]") {
   check_refused("plan" + kModel + " --calibration /nonexistent/c.json",
                 "--calibration '/nonexistent/c.json': cannot read the file: "
                 "No such file or directory");
-  check_refused("plan" + kModel + " --calibration " + bad, bad + ": invalid JSON at byte 2: ...");
+  // The line and column of the byte nlohmann stopped at, its reason without its own tag.
+  check_refused("plan" + kModel + " --calibration " + bad,
+                bad + ":1: invalid JSON at column 2: syntax error while parsing object key ...");
   const std::string huge = write("huge.json", "{\"trident_calibration\": 1e999}");
   check_refused("plan" + kModel + " --calibration " + huge,
-                huge + ": invalid JSON: [json.exception.out_of_range.406] number overflow ...");
+                huge + ": invalid JSON: number overflow ...");
 }
 
 TEST_CASE("bad input: topo", "[bad_input][topo]") {
@@ -276,7 +278,7 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
   check_refused("validate --plan /nonexistent/p.json",
                 "--plan '/nonexistent/p.json': cannot read the file: No such file or directory");
   const std::string bad = write("bad_plan.json", "{\"plans\": [");
-  check_refused("validate --plan " + bad, bad + ": invalid JSON at byte ...");
+  check_refused("validate --plan " + bad, bad + ":1: invalid JSON at column ...");
   check_refused("validate --plan " + plan + " --plan-index 5",
                 plan + ":8: plans[5]: missing (the file has 1 plans; see --plan-index)");
   check_refused("validate --plan " + plan + " --plan-index -1",

@@ -115,7 +115,7 @@ TEST_CASE("plan reader", "[validate][plan]") {
         "plan.json:8: plans[3]: missing (the file has 1 plans; see --plan-index)");
   CHECK(error_of([] {
           (void)read_plan("{\"plans\": [", "plan.json");
-        }).rfind("plan.json: invalid JSON at byte 12: ", 0) == 0);
+        }).rfind("plan.json:1: invalid JSON at column 12: ", 0) == 0);
 }
 
 TEST_CASE("groups follow the planner's tp-dp-pp placement", "[validate][groups]") {

@@ -71,7 +71,7 @@ TEST_CASE("validate faults: malformed plan JSON under mpirun: rank 0 says so onc
   INFO(r.log);
   CHECK(r.code == 2);
   CHECK(error_lines(r.log) == 1);
-  CHECK(r.log.find("trident: error: " + plan + ": invalid JSON at byte ") != std::string::npos);
+  CHECK(r.log.find("trident: error: " + plan + ":1: invalid JSON at column ") != std::string::npos);
 }
 
 TEST_CASE("validate faults: world size differs from the plan: one error, exit 2",

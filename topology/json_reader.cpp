@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -63,6 +64,33 @@ class NoRepeatedKeys {
 
 }  // namespace
 
+/// nlohmann's message without its "[json.exception.NAME.ID] " tag and, for a parse error, its
+/// own "parse error at line L, column C: " (the caller says where).
+std::string json_reason(const std::string& what) {
+  std::string reason = what;
+  if (!reason.empty() && reason.front() == '[') {
+    const std::size_t tag_end = reason.find("] ");
+    if (tag_end != std::string::npos) reason.erase(0, tag_end + 2);
+  }
+  const std::string where = "parse error at line ";
+  if (reason.rfind(where, 0) == 0) {
+    const std::size_t colon = reason.find(": ");
+    if (colon != std::string::npos) reason.erase(0, colon + 2);
+  }
+  return one_line(reason);
+}
+
+/// "FILE:LINE: invalid JSON at column C" for the byte nlohmann stopped at (1-based; past the
+/// end of the text: its last line).
+std::string json_position(const std::string& text, const std::string& source, std::size_t byte) {
+  const std::size_t at = std::min(byte > 0 ? byte - 1 : 0, text.size());
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  const std::size_t line_start = text.rfind('\n', at > 0 ? at - 1 : 0);
+  const std::size_t column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
+  return fmt::format("{}:{}: invalid JSON at column {}", source, line, column);
+}
+
 json parse(const std::string& text, const std::string& source) {
   json result;
   NoRepeatedKeys handler(result);
@@ -72,9 +100,9 @@ json parse(const std::string& text, const std::string& source) {
                        "' in one object");
     }
   } catch (const json::parse_error& e) {
-    throw InputError(source + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    throw InputError(json_position(text, source, e.byte) + ": " + json_reason(e.what()));
   } catch (const json::out_of_range& e) {  // a number too large for a double ("1e999")
-    throw InputError(source + ": invalid JSON: " + e.what());
+    throw InputError(source + ": invalid JSON: " + json_reason(e.what()));
   }
   return result;
 }
