@@ -85,6 +85,39 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
   return "; no plan of the search that fits runs there";
 }
 
+/// A plan refused for its tp-pp-dp placement: the same split placed tp-dp-pp, priced (its knobs
+/// pinned, the order forced), as a sentence; where it does not fit, that; empty where the
+/// release refuses that placement too. (The search keeps each split in its faster order only,
+/// so its other plans need not hold the split placed tp-dp-pp.)
+std::string same_split_tp_dp_pp(const Release& release, const ParallelConfig& c,
+                                const Cluster& cluster, const Model& model,
+                                const EmitSearch& search) {
+  SearchOptions pinned = search.options;
+  pinned.tp = c.tp;
+  pinned.pp = c.pp;
+  pinned.dp = c.dp;
+  pinned.micro_batch = c.micro_batch;
+  pinned.vp = c.virtual_stages;
+  pinned.recompute = c.recompute;
+  if (c.recompute_layers > 0) pinned.recompute_layers = c.recompute_layers;
+  pinned.zero = c.zero;
+  pinned.sequence_parallel = c.sequence_parallel;
+  pinned.cp = c.cp;
+  if (model.is_moe()) pinned.ep = c.ep;
+  pinned.dp_shard = c.hybrid_shard() ? std::optional<int>(c.dp_shard) : std::nullopt;
+  pinned.stack.tp_pp_dp_order = false;
+  pinned.keep = 1;
+  pinned.show_infeasible = false;
+  const SearchResult same = trident::search(cluster, model, pinned, search.measured);
+  if (same.plans.empty()) return "; placed tp-dp-pp the same split does not fit";
+  const PlanResult& plan = same.plans.front();
+  if (!runs_there(release, plan, cluster, model, pinned.stack)) return "";
+  return fmt::format(
+      "; placed tp-dp-pp the same split runs there at {:.3f} s a step (--stack {} ranks every "
+      "split so)",
+      plan.estimate.time.step_s, release.stack);
+}
+
 /// The first of the user's pins and bounds the nearest plan `c` breaks, in words; empty when
 /// it keeps them all.
 std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
@@ -215,10 +248,15 @@ std::string emit_plan(const Release& release, const std::vector<PlanResult>& pla
       export_priced(release, plans[rank - 1], cluster, model, search.options.stack);
   if (!exported.refusal) return exported.text;
   // Another split may run where no knob fixes this one: one whose stages divide the layers as
-  // the release writes them, one placed tp-dp-pp.
+  // the release writes them. A tp-pp-dp placement: the same split placed tp-dp-pp.
   const RefusalKind kind = exported.refusal->reason.kind;
-  const bool splits_help = exported.refusal->nearest.has_value() ||
-                           kind == RefusalKind::uneven_stages || kind == RefusalKind::rank_order;
+  if (kind == RefusalKind::rank_order) {
+    throw PlanError(refusal_message(release, *exported.refusal, fmt::format("plan {}", rank),
+                                    config, cluster, model, search) +
+                    same_split_tp_dp_pp(release, config, cluster, model, search));
+  }
+  const bool splits_help =
+      exported.refusal->nearest.has_value() || kind == RefusalKind::uneven_stages;
   throw PlanError(refusal_message(release, *exported.refusal, fmt::format("plan {}", rank), config,
                                   cluster, model, search) +
                   best_runnable(release, plans, cluster, model, search, splits_help));

@@ -164,7 +164,15 @@ namespace {
     return split + "; --emit writes such a split without interleaving only";
   }
   if (release.framework == Framework::nemo_hydra) {
-    return split + "; NeMo v2.4.0's Hydra config has no first/last-stage layer counts";
+    return split +
+           ", and its middle stages differ: the Hydra file writes first/last-stage counts, "
+           "which leave the middle stages equal, and has no pipeline layout";
+  }
+  if (release.framework == Framework::nemo && model.mtp_layers > 0) {
+    return split +
+           ", and its middle stages differ: that needs a pipeline layout, and NeMo v2.4.0's "
+           "Megatron-Core (core_r0.13.0) takes no MTP layer in one (pipeline_parallel_layer_"
+           "layout.py validate_layer_layout)";
   }
   return split +
          ", and its middle stages differ: the first/last-stage layer counts must leave the "

@@ -187,9 +187,9 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
       return fmt::format("{}: stack {} {}", pin, stack.name, stack_lack(p, stack));
     case OptionIssue::zero0_with_split:
       return fmt::format(
-          "{}: stack {} runs ZeRO-0 (DDP) only with data parallelism alone, and --tp, --pp or "
-          "--cp is pinned above 1 ({}); use --zero 3 or leave the split to data parallelism",
-          pin, stack.name, p.limit);
+          "{} with --zero 0: stack {} runs ZeRO-0 (DDP) only with data parallelism alone (TP, "
+          "PP and CP 1); use --zero 3 or drop {}",
+          pin, stack.name, pin);
     case OptionIssue::stack_lacks_with_pp:
       return fmt::format(
           "{} with --pp {}: stack {} does not combine ZeRO-{} with pipeline parallelism; use "

@@ -246,11 +246,16 @@ bool overlaps_param_gather(const ParallelConfig& config, const StackSwitches& sw
          switches.dp_overlap_param_gather && config.zero >= 1;
 }
 
+/// Megatron-LM asserts CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP only below this compute
+/// capability: "requirement no longer exists since the Blackwell architecture" (arguments.py
+/// L1413-1415 @core_v0.19.0, get_device_arch_version() < 10).
+constexpr double kNoDeviceConnectionsFromCapability = 10.0;
+
 bool needs_one_device_connection(const ParallelConfig& config, const Gpu& gpu) {
   // "CUDA_DEVICE_MAX_CONNECTIONS requirement no longer exists since the Blackwell architecture"
   // (arguments.py L1413-1415 @core_v0.19.0: asserted below compute capability 10 only); an
   // unknown capability (0) keeps it.
-  const bool blackwell_on = gpu.compute_capability >= 10.0;
+  const bool blackwell_on = gpu.compute_capability >= kNoDeviceConnectionsFromCapability;
   return (config.tp > 1 || config.cp > 1) && config.zero < 2 && !blackwell_on;
 }
 

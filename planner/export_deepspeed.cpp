@@ -38,6 +38,12 @@ std::string partition_comment(const Model& model, const ParallelConfig& c) {
            " layers a stage (the default, 'parameters', would weigh the embedding and output "
            "layer in and move layers off the end stages)";
   }
+  // Two stages of an odd count: the balanced split is the plan's, the larger first (a replay of
+  // partition_balanced over the layers' 0/1 weights, a review of 2026-12-06).
+  if (c.pp == 2) {
+    return "partition_method=\"type:TRANSFORMER_LAYER_CLASS\": " + str(s.first) + " | " +
+           str(s.last) + " layers";
+  }
   if (static_cast<long long>(model.layers) + 2 == static_cast<long long>(c.pp) * (s.first + 1) &&
       s.last == s.first) {
     return "partition_method=\"type:TRANSFORMER_LAYER_CLASS|EMBEDDING_CLASS\" (the embedding "

@@ -181,7 +181,10 @@ std::string overlaps(const Input& in) {
 }  // namespace
 
 std::optional<Limit> nemo_limit(const Input& in) {
-  if (auto uneven = uneven_stage_limit(in, true, true)) return uneven;
+  // A layout with MTP layers: NeMo v2.4.0's Megatron-Core (core_r0.13.0) raises "MTP layer is not
+  // supported for flexible pipeline layout" (pipeline_parallel_layer_layout.py
+  // validate_layer_layout @03f7793); core_v0.14.0 lifted it, which the megatron target runs.
+  if (auto uneven = uneven_stage_limit(in, true, in.model.mtp_layers == 0)) return uneven;
   const NemoRecipe* recipe = nemo_recipe_of(in.model);
   if (recipe == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);

@@ -186,10 +186,16 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   if (o.zero && o.pp && *o.pp > 1 && !stack.supports_zero(*o.zero, *o.pp)) {
     return OptionProblem{Knob::zero, OptionIssue::stack_lacks_with_pp, *o.zero, *o.pp};
   }
-  // ZeRO-0 is plain DDP over the whole job only (torchtitan): a pinned TP, PP or CP above 1.
+  // ZeRO-0 is plain DDP over the whole job only (torchtitan): a TP, PP or CP pinned or bounded
+  // above 1 (the knob named).
   if (o.zero && *o.zero == 0 && stack.zero0_one_dimensional) {
-    for (const auto& pin : {o.tp, o.pp, o.cp}) {
-      if (pin && *pin > 1) return OptionProblem{Knob::zero, OptionIssue::zero0_with_split, 0, *pin};
+    const std::pair<Knob, int> splits[] = {{Knob::tp, o.tp.value_or(1)},
+                                           {Knob::pp, o.pp.value_or(1)},
+                                           {Knob::cp, o.cp.value_or(1)},
+                                           {Knob::min_tp, o.min_tp},
+                                           {Knob::min_cp, o.min_cp}};
+    for (const auto& [knob, value] : splits) {
+      if (value > 1) return OptionProblem{knob, OptionIssue::zero0_with_split, value, 0};
     }
   }
   if (o.recompute && !stack.supports(*o.recompute)) {

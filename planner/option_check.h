@@ -68,7 +68,8 @@ enum class OptionIssue {
   above_largest_tp,   ///< min_tp `value` above `limit`, the gcd of heads, kv_heads, ffn_hidden
   more_than_experts,  ///< min_ep `value` above the model's `limit` experts
   no_ep_divides,      ///< no EP size from min_ep `value` to max_ep divides the `limit` experts
-  zero0_with_split,   ///< ZeRO-0 pinned beside TP/PP/CP `limit` > 1 under a DDP-alone stack
+  zero0_with_split,   ///< TP/PP/CP (or its minimum) `value` > 1 beside a pinned ZeRO-0 under a
+                      ///< stack whose ZeRO-0 is DDP alone
 };
 
 struct OptionProblem {

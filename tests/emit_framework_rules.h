@@ -92,7 +92,8 @@ inline std::string megatron_moe_rules(const Settings& s, const Model& m, const P
 /// stages split at '|', "x*N" unrolled; E embedding, t decoder, m MTP, L loss) checked against
 /// the plan's split (costmodel/pipeline.h, the middle stages in any order): "" when it is the
 /// plan's, else what differs.
-inline std::string layout_rule(std::string layout, const Model& m, const ParallelConfig& c) {
+inline std::string layout_rule(std::string layout, const Model& m, const ParallelConfig& c,
+                               bool takes_mtp = true) {
   layout.erase(std::remove(layout.begin(), layout.end(), '"'), layout.end());
   std::string flat;
   for (std::size_t i = 0; i < layout.size(); ++i) {
@@ -113,6 +114,8 @@ inline std::string layout_rule(std::string layout, const Model& m, const Paralle
       std::count(flat.begin(), flat.end(), 'm') != m.mtp_layers) {
     return "layout ends";
   }
+  // core_r0.13.0 (NeMo v2.4.0's): "MTP layer is not supported for flexible pipeline layout".
+  if (!takes_mtp && flat.find('m') != std::string::npos) return "MTP in a layout (core_r0.13.0)";
   std::vector<int> counts;
   for (const auto& stage : stages) {
     counts.push_back(static_cast<int>(std::count(stage.begin(), stage.end(), 't')));
@@ -295,8 +298,8 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
         s.at("recipe.trainer.strategy.num_layers_in_last_pipeline_stage") != "None") {
       return "layout with first/last-stage counts";
     }
-    if (auto bad =
-            layout_rule(s.at("recipe.trainer.strategy.pipeline_model_parallel_layout"), m, c);
+    if (auto bad = layout_rule(s.at("recipe.trainer.strategy.pipeline_model_parallel_layout"), m, c,
+                               false);
         !bad.empty()) {
       return bad;
     }

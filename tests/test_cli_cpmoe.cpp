@@ -487,3 +487,22 @@ TEST_CASE("CSV gains cp,ep,link_cp,link_ep only when a row uses them", "[cli_cpm
   REQUIRE(dense.code == 0);
   CHECK(dense.out.find("rank_order,reason,memory_tight,recompute_layers\n") != std::string::npos);
 }
+
+TEST_CASE(
+    "DeepSeek-V3 over 20 stages: a layout with its MTP layer for Megatron-LM, refused by "
+    "NeMo v2.4.0",
+    "[cli_cpmoe]") {
+  // 61 layers over 20 stages: ceil 4, 19 short: 3 off each end, 13 middle stages one short:
+  // 1 | 4 x 5, 3 x 13 | 1 (1 + 20 + 39 + 1 = 61), the MTP layer after the last one.
+  const std::string plan =
+      "plan --gpus 640 --servers 80 --model deepseek-v3 --pp 20 --vp 1 --emit ";
+  const Run mlm = trident(plan + "megatron");
+  REQUIRE(mlm.code == 0);
+  CHECK(mlm.out.find("  --pipeline-model-parallel-layout \"Et|t*4|t*4|t*4|t*4|t*4|t*3|t*3|t*3|"
+                     "t*3|t*3|t*3|t*3|t*3|t*3|t*3|t*3|t*3|t*3|tmL\" \\\n") != std::string::npos);
+  // NeMo v2.4.0's Megatron-Core (core_r0.13.0) raises on an MTP layer in a layout.
+  const Run nemo = trident(plan + "nemo");
+  CHECK(nemo.code == 2);
+  CHECK(nemo.err.find("NeMo v2.4.0's Megatron-Core (core_r0.13.0) takes no MTP layer in one") !=
+        std::string::npos);
+}

@@ -278,6 +278,16 @@ TEST_CASE("FP8 runs: the recipe in the assumptions, refused by a stack without F
                            "0.840 sustained clock x 0.929 the board's slowest GPU x 0.951 MXFP8's "
                            "block-scaled kernels; before tile and wave losses)") !=
         std::string::npos);
+  // The JSON's per-GEMM rate is the tensor-scaled kernel's (what validate times), the recipe's
+  // share of it beside: 0.951 for the linear GEMMs, 1 for the 16-bit logits.
+  const Run mx_json = trident(plan + " --cluster dgx-b200 --top 1 --format json");
+  REQUIRE(mx_json.code == 0);
+  const auto gemms = nlohmann::json::parse(mx_json.out)["plans"][0]["gemms"];
+  REQUIRE(gemms.size() == 5);
+  CHECK(gemms[0]["name"] == "qkv");
+  CHECK(gemms[0]["kernel_rate_ratio"].get<double>() == Approx(6.812 / 7.161));
+  CHECK(gemms[4]["name"] == "logits");
+  CHECK(gemms[4]["kernel_rate_ratio"].get<double>() == 1.0);
   // FP8 attention where the stack's attention kernel has no FP8 path (PyTorch SDPA's
   // FlashAttention-2 under torchtitan): refused at the key's line, not priced as FP8.
   std::ofstream(path) << "name: fp8-model\nlayers: 4\nhidden: 1024\nheads: 8\nvocab: 32000\n"

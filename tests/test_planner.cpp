@@ -169,7 +169,10 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
   CHECK(ddp > 0);  // DDP over all 8 GPUs is still searched
   options.zero = 0;
   options.pp = 2;
-  check_refusal(options, Knob::zero, OptionIssue::zero0_with_split, 0, 2);
+  check_refusal(options, Knob::pp, OptionIssue::zero0_with_split, 2, 0);
+  options.pp.reset();
+  options.min_tp = 2;
+  check_refusal(options, Knob::min_tp, OptionIssue::zero0_with_split, 2, 0);
   options = {};
   options.stack = stack_preset("deepspeed-megatron");
   options.zero = 2;
@@ -324,6 +327,7 @@ TEST_CASE("both rank orders are tried and the better kept", "[planner]") {
   const auto best = evaluate_plan(cluster, model, config);
   CHECK(best.estimate.time.step_s == std::min(a.time.step_s, b.time.step_s));
   CHECK_FALSE(best.shortfall.has_value());
+  CHECK(best.placement.order == RankOrder::tp_pp_dp);  // here the faster (the checks below bite)
   // A stack that lays ranks out tp-dp-pp only (torchtitan's mesh, DeepSpeed's topology,
   // Megatron-LM 2021) is placed that way, in evaluate_plan and in the search alike.
   EstimateOptions titan;
