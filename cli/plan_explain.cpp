@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "cli/cluster_args.h"
@@ -168,18 +169,24 @@ std::string calibrated_text(const CommDetail& comm, const Calibration* calibrati
   // The collectives the dimension's calls run: its own, and the all-gathers beside a
   // reduction (ZeRO's parameter gather, sharded data parallel's per-unit gathers), which
   // collective_time_s prices with the all-gather fit.
-  std::vector<Collective> runs{comm.collective};
-  const bool gathers = comm.gather_bytes_per_call > 0.0 || comm.unit_gathers_per_step > 0.0;
-  if (gathers && comm.collective != Collective::all_gather) runs.push_back(Collective::all_gather);
+  // The pipeline's TP all-gathers ride the TP link too; HSDP's replica all-reduce its own.
+  std::vector<std::pair<Collective, const GroupLink*>> runs{{comm.collective, &comm.link}};
+  const bool gathers = comm.gather_bytes_per_call > 0.0 || comm.unit_gathers_per_step > 0.0 ||
+                       comm.pipe_gathers_per_step > 0.0;
+  if (gathers && comm.collective != Collective::all_gather) {
+    runs.emplace_back(Collective::all_gather, &comm.link);
+  }
+  if (comm.unit_replicate_s > 0.0) runs.emplace_back(Collective::all_reduce, &comm.replicate_link);
   std::string out;
-  for (const Collective collective : runs) {
-    const auto fit = calibration->collective_fit(collective, comm.link.ranks, comm.link.tier);
+  for (const auto& [collective, link] : runs) {
+    const auto fit = calibration->collective_fit(collective, link->ranks, link->tier);
     if (!fit) continue;
     out += fmt::format(
-        "      calibrated: the {} calls are priced by the calibration's {} fit over {} ranks on "
-        "{} ({:.1f} GB/s bus bandwidth, {:.1f} us latency), not the link's rate\n",
-        to_string(collective), to_string(fit->collective), fit->ranks, to_string(fit->tier),
-        fit->busbw_gbps, fit->latency_s * 1e6);
+        "      calibrated: the {} calls{} are priced by the calibration's {} fit over {} ranks "
+        "on {} ({:.1f} GB/s bus bandwidth, {:.1f} us latency), not the link's rate\n",
+        to_string(collective), link == &comm.link ? "" : " over the replicas",
+        to_string(fit->collective), fit->ranks, to_string(fit->tier), fit->busbw_gbps,
+        fit->latency_s * 1e6);
   }
   return out;
 }

@@ -259,6 +259,11 @@ bool needs_one_device_connection(const ParallelConfig& config, const Gpu& gpu) {
   return (config.tp > 1 || config.cp > 1) && config.zero < 2 && !blackwell_on;
 }
 
+bool wants_more_device_connections(const ParallelConfig& config, const Gpu& gpu) {
+  return (config.tp > 1 || config.cp > 1) &&
+         gpu.compute_capability >= kNoDeviceConnectionsFromCapability;
+}
+
 bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switches) {
   return config.virtual_stages > 1 && !switches.pp_overlap && config.pp > 2;
 }

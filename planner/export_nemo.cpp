@@ -228,9 +228,12 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   // As Megatron-LM asserts before Blackwell with TP or CP (arguments.py:1413-1437), which the
   // callback's userbuffers need to overlap; NeMo only warns (megatron_comm_overlap.py L213-256).
   const ParallelConfig& c = in.config;
+  // On Blackwell the callback asks for 32 instead (L224-234).
   const std::string env = needs_one_device_connection(c, in.cluster.gpu)
                               ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"1\"}"
-                              : "";
+                              : (wants_more_device_connections(c, in.cluster.gpu)
+                                     ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"32\"}"
+                                     : "");
   t += placement_comment(launch, "#");
   t += "# run: python THIS_FILE; on " + str(launch.nodes) +
        " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +

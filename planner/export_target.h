@@ -118,6 +118,10 @@ struct LaunchOrLimit {
 /// Megatron-LM drops the requirement and NeMo recommends more connections
 /// (megatron_comm_overlap.py L224-236 @v2.4.0).
 [[nodiscard]] bool needs_one_device_connection(const ParallelConfig& config, const Gpu& gpu);
+/// TP or CP on Blackwell, where NeMo's callback asks for 32 device connections "to avoid
+/// serialization of streams" and warns at every start otherwise (megatron_comm_overlap.py
+/// L224-234 @v2.4.0).
+[[nodiscard]] bool wants_more_device_connections(const ParallelConfig& config, const Gpu& gpu);
 /// A comment line where the stack priced the transfers exposed but a PP 2 launch overlaps
 /// them; empty otherwise.
 [[nodiscard]] std::string p2p_overlap_note(const ParallelConfig& config,

@@ -1062,8 +1062,13 @@ TEST_CASE(
     CHECK(has(export_plan(parse_release(target), cluster, llama8b(), tp2).text,
               "CUDA_DEVICE_MAX_CONNECTIONS"));
     CHECK_FALSE(has(export_plan(parse_release(target), blackwell, llama8b(), tp2).text,
-                    "CUDA_DEVICE_MAX_CONNECTIONS"));
+                    "CUDA_DEVICE_MAX_CONNECTIONS=1"));
   }
+  // ... where NeMo's callback asks for 32 with TP or CP (megatron_comm_overlap.py L224-234).
+  CHECK(has(export_plan(parse_release("nemo"), blackwell, llama8b(), tp2).text,
+            "env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"32\"}"));
+  CHECK_FALSE(has(export_plan(parse_release("megatron"), blackwell, llama8b(), tp2).text,
+                  "CUDA_DEVICE_MAX_CONNECTIONS"));
   // DeepSpeed's PipelineModule: 'type:' balances the transformer layers (32 over 4: 8 each);
   // the default, 'parameters', would move layers off the stages holding the embedding and
   // output layer (runtime/pipe/module.py L396-417 @v0.19.5).
