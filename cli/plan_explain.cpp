@@ -263,8 +263,9 @@ std::string pp_why(const PlanResult& plan, const Stack& stack) {
     return "one activation per micro-batch per stage boundary, each send and each receive its "
            "own blocking call: four a micro-batch on a middle stage";
   }
-  return "one activation per micro-batch per stage boundary: small bursts, so it tolerates the "
-         "network";
+  // Small bursts between neighbouring stages: said of the network only where PP rides it.
+  return std::string("one activation per micro-batch per stage boundary: small bursts") +
+         (link_name(plan.placement.pp) == "network" ? ", so it tolerates the network" : "");
 }
 
 /// Why bucketed DP costs what it does: hidden behind backward where the stack overlaps the

@@ -321,6 +321,13 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   REQUIRE(alone.code == 0);
   CHECK(alone.out.find("  GEMM ceiling 672 TFLOP/s  (bf16 peak 989 x 0.800 best measured x 0.849 "
                        "sustained clock x 1.000 the board's slowest GPU;") != std::string::npos);
+  // PP inside one server rides NVLink: its "why" says nothing of the network.
+  const Run boxed =
+      trident("plan --gpus 8 --servers 1 --model llama3-8b --tp 2 --pp 4 --vp 1 --explain");
+  REQUIRE(boxed.code == 0);
+  CHECK(boxed.out.find("      why: one activation per micro-batch per stage boundary: small "
+                       "bursts\n") != std::string::npos);
+  CHECK(boxed.out.find("tolerates the network") == std::string::npos);
   const Run second = trident(kSeed + " --explain 2");
   REQUIRE(second.code == 0);
   CHECK(second.out.find("Plan #2:") != std::string::npos);
