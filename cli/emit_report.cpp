@@ -85,39 +85,6 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
   return "; no plan of the search that fits runs there";
 }
 
-/// A plan refused for its tp-pp-dp placement: the same split placed tp-dp-pp, priced (its knobs
-/// pinned, the order forced), as a sentence; where it does not fit, that; empty where the
-/// release refuses that placement too. (The search keeps each split in its faster order only,
-/// so its other plans need not hold the split placed tp-dp-pp.)
-std::string same_split_tp_dp_pp(const Release& release, const ParallelConfig& c,
-                                const Cluster& cluster, const Model& model,
-                                const EmitSearch& search) {
-  SearchOptions pinned = search.options;
-  pinned.tp = c.tp;
-  pinned.pp = c.pp;
-  pinned.dp = c.dp;
-  pinned.micro_batch = c.micro_batch;
-  pinned.vp = c.virtual_stages;
-  pinned.recompute = c.recompute;
-  if (c.recompute_layers > 0) pinned.recompute_layers = c.recompute_layers;
-  pinned.zero = c.zero;
-  pinned.sequence_parallel = c.sequence_parallel;
-  pinned.cp = c.cp;
-  if (model.is_moe()) pinned.ep = c.ep;
-  pinned.dp_shard = c.hybrid_shard() ? std::optional<int>(c.dp_shard) : std::nullopt;
-  pinned.stack.tp_pp_dp_order = false;
-  pinned.keep = 1;
-  pinned.show_infeasible = false;
-  const SearchResult same = trident::search(cluster, model, pinned, search.measured);
-  if (same.plans.empty()) return "; placed tp-dp-pp the same split does not fit";
-  const PlanResult& plan = same.plans.front();
-  if (!runs_there(release, plan, cluster, model, pinned.stack)) return "";
-  return fmt::format(
-      "; placed tp-dp-pp the same split runs there at {:.3f} s a step (--stack {} ranks every "
-      "split so)",
-      plan.estimate.time.step_s, release.stack);
-}
-
 /// The first of the user's pins and bounds the nearest plan `c` breaks, in words; empty when
 /// it keeps them all.
 std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
@@ -153,18 +120,24 @@ std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
 /// Why the search would not give the nearest plan `c`: a pin or bound it breaks, no split that
 /// takes its pins, or that it does not fit in memory; empty when a search pinned to it plans
 /// it, or when the stack refuses its pins (stack_note says that).
+/// The best plan of one search of `pins` alone, on the search's memory reserve; nullopt where
+/// none fits. Throws NoSplitError where no split takes the pins.
+std::optional<PlanResult> best_pinned(SearchOptions pins, const Cluster& cluster,
+                                      const Model& model, const EmitSearch& search) {
+  pins.reserve_gib = search.options.reserve_gib;
+  pins.keep = 1;
+  pins.show_infeasible = false;
+  const SearchResult one = trident::search(cluster, model, pins, search.measured);
+  if (one.plans.empty()) return std::nullopt;
+  return one.plans.front();
+}
+
 std::string nearest_problem(const ParallelConfig& c, const SearchOptions& pins,
                             const Cluster& cluster, const Model& model, const EmitSearch& search) {
   if (std::string broken = broken_pin(c, search.options); !broken.empty()) return broken;
   if (find_option_problem(model, pins)) return "";
-  SearchOptions one = pins;
-  one.reserve_gib = search.options.reserve_gib;
-  one.keep = 1;
-  one.show_infeasible = false;
   try {
-    if (trident::search(cluster, model, one, search.measured).plans.empty()) {
-      return ", but it does not fit in GPU memory";
-    }
+    if (!best_pinned(pins, cluster, model, search)) return ", but it does not fit in GPU memory";
   } catch (const NoSplitError&) {
     return ", but no split of the model and batch takes those pins";
   }
@@ -190,6 +163,30 @@ SearchOptions pinned(const ParallelConfig& c, bool shard_all_of_dp, const Stack&
   if (shard_all_of_dp) o.dp_shard = c.dp;
   o.stack = stack;
   return o;
+}
+
+/// A plan refused for its tp-pp-dp placement: the same split placed tp-dp-pp, priced (its pins,
+/// its EP too, the order forced), as a sentence; where it does not fit, that; empty where the
+/// release refuses that placement too or no split takes the pins. (The search keeps each split
+/// in its faster order only, so its other plans need not hold the split placed tp-dp-pp.)
+std::string same_split_tp_dp_pp(const Release& release, const ParallelConfig& c,
+                                const Cluster& cluster, const Model& model,
+                                const EmitSearch& search) {
+  SearchOptions pins = pinned(c, false, search.options.stack);
+  if (model.is_moe()) pins.ep = c.ep;  // pinned() leaves EP 1 to the search, as pins_of writes it
+  pins.stack.tp_pp_dp_order = false;
+  std::optional<PlanResult> plan;
+  try {
+    plan = best_pinned(pins, cluster, model, search);
+  } catch (const NoSplitError&) {
+    return "";
+  }
+  if (!plan) return "; placed tp-dp-pp the same split does not fit";
+  if (!runs_there(release, *plan, cluster, model, pins.stack)) return "";
+  return fmt::format(
+      "; placed tp-dp-pp the same split runs there at {:.3f} s a step (--stack {} ranks every "
+      "split so)",
+      plan->estimate.time.step_s, release.stack);
 }
 
 /// " (--zero 1: stack torchtitan does not run ZeRO-1; plan it with --stack megatron-core)" when

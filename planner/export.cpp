@@ -251,17 +251,21 @@ bool overlaps_param_gather(const ParallelConfig& config, const StackSwitches& sw
 /// L1413-1415 @core_v0.19.0, get_device_arch_version() < 10).
 constexpr double kNoDeviceConnectionsFromCapability = 10.0;
 
+namespace {
+
+/// Blackwell on (an unknown capability, 0, is taken for an older GPU).
+bool blackwell_on(const Gpu& gpu) {
+  return gpu.compute_capability >= kNoDeviceConnectionsFromCapability;
+}
+
+}  // namespace
+
 bool needs_one_device_connection(const ParallelConfig& config, const Gpu& gpu) {
-  // "CUDA_DEVICE_MAX_CONNECTIONS requirement no longer exists since the Blackwell architecture"
-  // (arguments.py L1413-1415 @core_v0.19.0: asserted below compute capability 10 only); an
-  // unknown capability (0) keeps it.
-  const bool blackwell_on = gpu.compute_capability >= kNoDeviceConnectionsFromCapability;
-  return (config.tp > 1 || config.cp > 1) && config.zero < 2 && !blackwell_on;
+  return (config.tp > 1 || config.cp > 1) && config.zero < 2 && !blackwell_on(gpu);
 }
 
 bool wants_more_device_connections(const ParallelConfig& config, const Gpu& gpu) {
-  return (config.tp > 1 || config.cp > 1) &&
-         gpu.compute_capability >= kNoDeviceConnectionsFromCapability;
+  return (config.tp > 1 || config.cp > 1) && blackwell_on(gpu);
 }
 
 bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switches) {

@@ -62,6 +62,13 @@ MemoryShortfall shortfall_of(const MemoryBreakdown& memory, double reserve_gib) 
   return {unfragmented_bytes(memory), memory.capacity_bytes, reserve_gib};
 }
 
+/// Whether `config` is also placed tp-pp-dp: CP and EP groups are laid out tp-cp-(ep-)dp-pp
+/// only (Megatron-Core's default order), and a stack without the tp-pp-dp mapping
+/// (Stack::tp_pp_dp_order) runs tp-dp-pp only.
+bool tries_tp_pp_dp(const ParallelConfig& config, const Stack& stack) {
+  return config.cp == 1 && config.ep == 1 && stack.tp_pp_dp_order;
+}
+
 /// A split's placement in the two rank orders, and whether they price alike.
 struct Placed {
   Placement first;
@@ -287,9 +294,7 @@ class SplitSearch {
     plain.dp_shard = 0;
     const bool amax = reduces_amax(model_.training);
     plain_.first = placer_.place(plain, RankOrder::tp_dp_pp, amax);
-    // CP and EP groups are laid out tp-cp-(ep-)dp-pp only (Megatron-Core's default order); a
-    // stack without the tp-pp-dp mapping runs tp-dp-pp only.
-    const bool one_order = config.cp > 1 || config.ep > 1 || !options_.stack.tp_pp_dp_order;
+    const bool one_order = !tries_tp_pp_dp(config, options_.stack);
     plain_.second = one_order ? plain_.first : placer_.place(plain, RankOrder::tp_pp_dp, amax);
     plain_.alike = one_order || same_links(plain_.first, plain_.second);
     result_.placements += plain_.alike ? 1 : 2;
@@ -390,10 +395,7 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   const double reserve_gib = options.reserve_gib;
   PlanResult best;
   for (const RankOrder order : {RankOrder::tp_dp_pp, RankOrder::tp_pp_dp}) {
-    if (order == RankOrder::tp_pp_dp &&
-        (config.cp > 1 || config.ep > 1 || !options.stack.tp_pp_dp_order)) {
-      break;
-    }
+    if (order == RankOrder::tp_pp_dp && !tries_tp_pp_dp(config, options.stack)) break;
     const auto placement = place(cluster, config, order, reduces_amax(model.training));
     PlanResult plan{
         config, placement, estimate(cluster, model, config, placement, calibration, options), {}};

@@ -25,22 +25,20 @@ bool no_knob_fixes(RefusalKind kind) {
          kind == RefusalKind::ep_overlap || kind == RefusalKind::moe_dispatcher;
 }
 
-/// `servers` servers of one GPU each: any rank count fills whole servers.
-Cluster cluster_of_singles(int servers) {
-  Cluster cluster;
-  cluster.name = "test-singles";
-  cluster.servers = servers;
-  cluster.gpus_per_server = 1;
-  cluster.nvlink.domain_gpus = 1;
-  return cluster;
-}
-
 Cluster cluster_of(int servers) {
   Cluster cluster;
   cluster.name = "test-dgx";
   cluster.servers = servers;
   cluster.gpus_per_server = 8;
   cluster.nvlink.domain_gpus = 8;
+  return cluster;
+}
+
+/// `servers` servers of one GPU each: any rank count fills whole servers.
+Cluster cluster_of_singles(int servers) {
+  Cluster cluster = cluster_of(servers);
+  cluster.gpus_per_server = 1;
+  cluster.nvlink.domain_gpus = 1;
   return cluster;
 }
 
@@ -881,9 +879,7 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   odd.tp = 1;
   odd.pp = 21;
   odd.dp = 1;
-  Cluster singles = cluster_of(21);  // 21 servers of one GPU: the ranks fill whole servers
-  singles.gpus_per_server = 1;
-  singles.nvlink.domain_gpus = 1;
+  const Cluster singles = cluster_of_singles(21);  // the ranks fill whole servers
   std::string layout = "Et";
   for (int i = 0; i < 18; ++i) layout += "|t*5";
   layout += "|t*4|tL";
