@@ -1,8 +1,10 @@
 // --emit: the releases, the launch shape, and the search for the nearest plan a release runs.
 #include "planner/export.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "planner/export_target.h"
 #include "planner/layout.h"
@@ -95,7 +97,10 @@ bool middles_equal(const StageLayers& s, int layers, int pp) {
 
 std::optional<StageLayers> uneven_stages(const Model& model, const ParallelConfig& config) {
   const StageLayers s = stage_layers(model.layers, config.pp);
-  if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp)) return std::nullopt;
+  if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp) ||
+      config.virtual_stages > 1) {
+    return std::nullopt;
+  }
   return s;
 }
 
@@ -113,21 +118,56 @@ std::string decoder_run(int layers) {
 
 }  // namespace
 
+namespace {
+
+/// Decoder layers of each of the `pp` stages, first to last: the middle stages holding the
+/// most first, then those one short (the cost model prices the slowest stage, wherever it
+/// sits).
+std::vector<int> stage_runs(int layers, int pp, const StageLayers& s) {
+  std::vector<int> runs{s.first};
+  const MiddleStages middles = middle_stages(layers, pp, s);
+  runs.insert(runs.end(), static_cast<std::size_t>(middles.full), s.middle);
+  runs.insert(runs.end(), static_cast<std::size_t>(middles.fewer), s.middle - 1);
+  runs.push_back(s.last);
+  return runs;
+}
+
+/// Decoder layers of model chunk `chunk` of a stage holding `layers` in `v` chunks: as even as
+/// they go, the longer chunks away from the embedding's (chunk 0 of the first stage) and the
+/// loss's (the last chunk of the last stage). Every chunk then holds at most the pace-setting
+/// stage's layers / v, the chunk the plan priced (the search's v divides that count).
+int chunk_run(int layers, int v, int chunk, bool first_stage) {
+  const int longer = layers % v;
+  const bool is_longer = first_stage ? chunk >= v - longer : chunk < longer;
+  return layers / v + (is_longer ? 1 : 0);
+}
+
+}  // namespace
+
 std::optional<std::string> pipeline_layout(const Model& model, const ParallelConfig& config) {
   const StageLayers s = stage_layers(model.layers, config.pp);
-  if (s.even(config.pp) || middles_equal(s, model.layers, config.pp) || config.virtual_stages > 1) {
+  const int v = config.virtual_stages;
+  if (s.even(config.pp) || (v == 1 && middles_equal(s, model.layers, config.pp))) {
     return std::nullopt;
   }
-  // The middle stages holding the most first, then those one short (the cost model prices
-  // the slowest stage, wherever it sits); MTP on the last stage, before the loss.
-  const MiddleStages middles = middle_stages(model.layers, config.pp, s);
-  std::string layout(1, 'E');
-  layout.append(decoder_run(s.first));
-  for (int i = 0; i < middles.full; ++i) layout.append("|").append(decoder_run(s.middle));
-  for (int i = 0; i < middles.fewer; ++i) layout.append("|").append(decoder_run(s.middle - 1));
-  layout.append("|").append(decoder_run(s.last));
-  layout.append(static_cast<std::size_t>(std::max(0, model.mtp_layers)), 'm');
-  layout.push_back('L');
+  // Segment c x pp + r is chunk c of stage r (PipelineParallelLayerLayout.__init__): the
+  // layout lists the chunks in layer order, stage by stage within each round of chunks.
+  const std::vector<int> runs = stage_runs(model.layers, config.pp, s);
+  std::string layout;
+  for (int chunk = 0; chunk < v; ++chunk) {
+    for (int stage = 0; stage < config.pp; ++stage) {
+      const bool first = chunk == 0 && stage == 0;
+      const bool last = chunk == v - 1 && stage == config.pp - 1;
+      if (!first) layout.push_back('|');
+      if (first) layout.push_back('E');
+      layout.append(
+          decoder_run(chunk_run(runs[static_cast<std::size_t>(stage)], v, chunk, stage == 0)));
+      if (last) {  // MTP on the last stage's last chunk, before the loss
+        layout.append(static_cast<std::size_t>(std::max(0, model.mtp_layers)), 'm');
+        layout.push_back('L');
+      }
+    }
+  }
   return layout;
 }
 
@@ -136,8 +176,8 @@ std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
   const ParallelConfig& c = in.config;
   const StageLayers s = stage_layers(in.model.layers, c.pp);
   if (s.even(c.pp)) return std::nullopt;
-  const bool writable =
-      (writes_first_last && middles_equal(s, in.model.layers, c.pp)) || writes_layout;
+  if (writes_layout) return std::nullopt;  // any split, interleaved or not
+  const bool writable = writes_first_last && middles_equal(s, in.model.layers, c.pp);
   if (writable && c.virtual_stages == 1) return std::nullopt;
   Limit out = limit(RefusalKind::uneven_stages);
   out.obstacle.first_layers = s.first;

@@ -202,7 +202,10 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
   if (c.cp > 1) {
     t += flag("--context-parallel-size", str(c.cp)) + flag("--cp-comm-type", to_string(cp_kind));
   }
-  if (c.virtual_stages > 1) {
+  // An uneven split's layout sets the virtual stages itself (arguments.py L941-952), and the
+  // virtual-stage flags must then be left unset (L927-939).
+  const auto layout = pipeline_layout(model, c);
+  if (c.virtual_stages > 1 && !layout) {
     t += flag("--num-layers-per-virtual-pipeline-stage", str(layers_per_chunk(model, c)));
   }
   // Layers that do not divide by PP: the first and last stages' counts (TransformerConfig
@@ -211,9 +214,10 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
     t += flag("--decoder-first-pipeline-num-layers", str(s->first)) +
          flag("--decoder-last-pipeline-num-layers", str(s->last));
   }
-  // Middle stages that differ: each stage's layers as a layout (which the first/last counts
-  // and account_for_* must then leave unset: transformer_config.py L1936-1953).
-  if (const auto layout = pipeline_layout(model, c)) {
+  // Middle stages that differ, or interleaving: each model chunk's layers as a layout (which
+  // the first/last counts and account_for_* must then leave unset: transformer_config.py
+  // L1936-1953).
+  if (layout) {
     t += flag("--pipeline-model-parallel-layout", "\"" + *layout + "\"");
   }
   if (c.sequence_parallel) t += flag("--sequence-parallel");

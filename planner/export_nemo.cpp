@@ -69,8 +69,11 @@ std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind
            uneven ? str(uneven->last) : "None") +
        set("trainer.strategy.account_for_embedding_in_pipeline_split", "False") +
        set("trainer.strategy.account_for_loss_in_pipeline_split", "False");
-  // Middle stages that differ: the stages' layers as Megatron-Core's layout string
-  // (MegatronStrategy pipeline_model_parallel_layout, megatron_strategy.py L133 @v2.4.0).
+  // Middle stages that differ, or interleaving: the model chunks' layers as Megatron-Core's
+  // layout string (MegatronStrategy pipeline_model_parallel_layout, megatron_strategy.py L133
+  // @v2.4.0; its virtual stages must be the layout's, transformer_config.py L912-916 at
+  // core_r0.13.0, and GPTConfig.configure_model skips its even-chunk assert for a layout,
+  // gpt/model/base.py L336-350).
   if (const auto layout = pipeline_layout(model, c)) {
     t += set("trainer.strategy.pipeline_model_parallel_layout", q(layout->c_str()));
   }

@@ -80,21 +80,22 @@ struct LaunchOrLimit {
 [[nodiscard]] int layers_per_chunk(const Model& model, const ParallelConfig& config);
 
 /// The plan's decoder layers per pipeline stage (costmodel/pipeline.h stage_layers) when the
-/// split is uneven and its middle stages all hold the same count, the one shape a release's
-/// first/last-stage layer counts write; nullopt for an even split.
+/// split is uneven, its middle stages all hold the same count and it is not interleaved, the
+/// one shape a release's first/last-stage layer counts write; nullopt for an even split.
 [[nodiscard]] std::optional<StageLayers> uneven_stages(const Model& model,
                                                        const ParallelConfig& config);
-/// An uneven split whose middle stages differ, without interleaving, in Megatron-Core's
-/// pipeline layout notation ("Et*3|t*4|t*4|t*3|t*2L": the embedding, each stage's decoder
-/// layers, MTP layers and the loss; PipelineParallelLayerLayout.parse_str_to_list,
-/// megatron/core/transformer/pipeline_parallel_layer_layout.py @core_v0.19.0, also in
-/// core_r0.13.0 under NeMo v2.4.0); nullopt for the splits the first/last-stage counts write.
+/// An uneven split whose middle stages differ, or any uneven split interleaved, in
+/// Megatron-Core's pipeline layout notation ("Et*3|t*4|t*4|t*3|t*2L": the embedding, each
+/// model chunk's decoder layers, MTP layers and the loss; p x v segments, chunk c of stage r
+/// the (c x p + r)-th; PipelineParallelLayerLayout, megatron/core/transformer/
+/// pipeline_parallel_layer_layout.py @core_v0.19.0, also in core_r0.13.0 under NeMo v2.4.0);
+/// nullopt for the splits the first/last-stage counts write (and even ones).
 [[nodiscard]] std::optional<std::string> pipeline_layout(const Model& model,
                                                          const ParallelConfig& config);
 /// What a release with first/last-stage layer counts (`writes_first_last`) and, where
-/// `writes_layout`, a per-stage layout (pipeline_layout) cannot write of an uneven split:
-/// interleaving with it (fixed: VP 1), middle stages that differ without a layout (no fix); a
-/// release with neither cannot write any uneven split.
+/// `writes_layout`, a per-chunk layout (pipeline_layout) cannot write of an uneven split:
+/// with the layout, nothing; without it, interleaving (fixed: VP 1) and middle stages that
+/// differ (no fix); a release with neither cannot write any uneven split.
 [[nodiscard]] std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
                                                       bool writes_layout = false);
 

@@ -79,8 +79,10 @@ inline std::string megatron_moe_rules(const Settings& s, const Model& m, const P
   if (combined) {
     const bool full =
         s.count("--recompute-granularity") && s.at("--recompute-granularity") == "full";
-    if (ep < 2 || (c.pp > 1 && !s.count("--num-layers-per-virtual-pipeline-stage")) || full ||
-        num(s, "--mtp-num-layers") > 1 || s.count("--moe-shared-expert-overlap")) {
+    const bool interleaved = s.count("--num-layers-per-virtual-pipeline-stage") ||
+                             (s.count("--pipeline-model-parallel-layout") && c.virtual_stages > 1);
+    if (ep < 2 || (c.pp > 1 && !interleaved) || full || num(s, "--mtp-num-layers") > 1 ||
+        s.count("--moe-shared-expert-overlap")) {
       return "the combined 1F1B's asserts (transformer_config.py:2670-2715)";
     }
   }
@@ -106,21 +108,23 @@ inline std::string layout_rule(std::string layout, const Model& m, const Paralle
       flat.push_back(layout[i]);
     }
   }
-  const std::vector<std::string> stages = split(flat, '|');
-  if (static_cast<int>(stages.size()) != c.pp * c.virtual_stages || c.virtual_stages != 1) {
-    return "layout stages";
-  }
+  const std::vector<std::string> chunks = split(flat, '|');
+  if (static_cast<int>(chunks.size()) != c.pp * c.virtual_stages) return "layout stages";
   if (flat.front() != 'E' || flat.back() != 'L' ||
       std::count(flat.begin(), flat.end(), 'm') != m.mtp_layers) {
     return "layout ends";
   }
   // core_r0.13.0 (NeMo v2.4.0's): "MTP layer is not supported for flexible pipeline layout".
   if (!takes_mtp && flat.find('m') != std::string::npos) return "MTP in a layout (core_r0.13.0)";
-  std::vector<int> counts;
-  for (const auto& stage : stages) {
-    counts.push_back(static_cast<int>(std::count(stage.begin(), stage.end(), 't')));
-  }
+  // Chunk k is chunk k / pp of stage k % pp (PipelineParallelLayerLayout.__init__); no chunk
+  // may hold more than the pace-setting stage's layers / v, the chunk the plan priced.
   const StageLayers plan = stage_layers(m.layers, c.pp);
+  std::vector<int> counts(static_cast<std::size_t>(c.pp), 0);
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const int run = static_cast<int>(std::count(chunks[k].begin(), chunks[k].end(), 't'));
+    if (run > plan.most() / c.virtual_stages) return "a chunk longer than the plan's";
+    counts[k % static_cast<std::size_t>(c.pp)] += run;
+  }
   const MiddleStages middles = middle_stages(m.layers, c.pp, plan);
   std::vector<int> inner(counts.begin() + 1, counts.end() - 1);
   std::vector<int> want(static_cast<std::size_t>(middles.full), plan.middle);

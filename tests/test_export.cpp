@@ -850,7 +850,11 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   CHECK(hydra.text.find("  num_layers_in_first_pipeline_stage: 11\n"
                         "  num_layers_in_last_pipeline_stage: 10\n") != std::string::npos);
   CHECK(rules(parse_release("nemo-hydra"), hydra.text, m, c) == "");
-  // Interleaved: 126 layers over 16 stages (7 | 8 x 14 | 7) with VP 2: nearest is VP 1.
+  // Interleaved: 126 layers over 16 stages (7 | 8 x 14 | 7) with VP 2. Megatron-Core's layout
+  // lists the 32 chunks round by round (chunk c of stage r is segment 16c + r): round 0 the
+  // first stage's 3 (its longer chunk away from the embedding: 7 = 3 + 4) and 4 on each other
+  // stage, round 1 4 everywhere but the last stage's 3 before the loss (7 = 4 + 3); no chunk
+  // over the pace-setting stage's 8 / 2 = 4. 3 + 15 x 4 + 15 x 4 + 3 = 126.
   Model big = llama8b();
   big.layers = 126;
   big.training.global_batch = 32;
@@ -862,13 +866,52 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   v.virtual_stages = 2;
   v.zero = 1;
   v.sequence_parallel = true;
+  std::string rounds = "Et*3";
+  for (int i = 0; i < 30; ++i) rounds += "|t*4";
+  rounds += "|t*3L";
   const auto interleaved = export_plan(parse_release("megatron"), wide, big, v);
-  REQUIRE(interleaved.refusal.has_value());
-  CHECK(interleaved.refusal->reason.kind == RefusalKind::uneven_stages);
-  CHECK(interleaved.refusal->reason.first_layers == 7);
-  CHECK(interleaved.refusal->reason.middle_layers == 8);
-  REQUIRE(interleaved.refusal->nearest.has_value());
-  CHECK(interleaved.refusal->nearest->virtual_stages == 1);
+  REQUIRE_FALSE(interleaved.refusal.has_value());
+  CHECK(has(interleaved.text,
+            ("  --pipeline-model-parallel-layout \"" + rounds + "\" \\\n").c_str()));
+  CHECK_FALSE(has(interleaved.text, "--num-layers-per-virtual-pipeline-stage"));
+  CHECK_FALSE(has(interleaved.text, "--decoder-first-pipeline-num-layers"));
+  CHECK(rules(parse_release("megatron"), interleaved.text, big, v) == "");
+  // NeMo 2.0 the same through MegatronStrategy, on its Llama 3 8B recipe: 32 layers over 13
+  // stages (1 | 3 x 8, 2 x 3 | 1) with VP 3, chunks of at most 3 / 3 = 1. The first stage's
+  // one layer in its last chunk (away from the embedding), the last stage's in its first
+  // (away from the loss), the two-layer stages' in their first two: round 0 "E" and 12 "t",
+  // round 1 the ends empty and 11 "t", round 2 "t", 8 "t", 3 empty, "L". 12 + 11 + 9 = 32.
+  Model llama13v = llama8b();
+  llama13v.training.global_batch = 13;
+  ParallelConfig thirteen_v;
+  thirteen_v.tp = 1;
+  thirteen_v.pp = 13;
+  thirteen_v.dp = 1;
+  thirteen_v.virtual_stages = 3;
+  std::string round0 = "E";
+  for (int i = 0; i < 12; ++i) round0 += "|t";
+  std::string round1 = "|";
+  for (int i = 0; i < 11; ++i) round1 += "|t";
+  round1 += "|";
+  std::string round2 = "|t";
+  for (int i = 0; i < 8; ++i) round2 += "|t";
+  round2 += "||||L";
+  const auto nemo_interleaved =
+      export_plan(parse_release("nemo"), cluster_of_singles(13), llama13v, thirteen_v);
+  REQUIRE_FALSE(nemo_interleaved.refusal.has_value());
+  CHECK(has(nemo_interleaved.text, "virtual_pipeline_model_parallel_size = 3\n"));
+  CHECK(has(nemo_interleaved.text,
+            ("pipeline_model_parallel_layout = \"" + round0 + round1 + round2 + "\"\n").c_str()));
+  CHECK(rules(parse_release("nemo"), nemo_interleaved.text, llama13v, thirteen_v) == "");
+  // The Hydra file writes first/last counts only, which Megatron-Core splits into chunks only
+  // when they divide by v: nearest is VP 1.
+  const auto hydra_interleaved = export_plan(parse_release("nemo-hydra"), wide, big, v);
+  REQUIRE(hydra_interleaved.refusal.has_value());
+  CHECK(hydra_interleaved.refusal->reason.kind == RefusalKind::uneven_stages);
+  CHECK(hydra_interleaved.refusal->reason.first_layers == 7);
+  CHECK(hydra_interleaved.refusal->reason.middle_layers == 8);
+  REQUIRE(hydra_interleaved.refusal->nearest.has_value());
+  CHECK(hydra_interleaved.refusal->nearest->virtual_stages == 1);
   // 96 layers over 21 stages: ceil 5, 9 short, 4 off each end, 1 off one middle stage: the
   // middle stages differ, which first/last counts cannot write: Megatron-Core's layout does,
   // 1 | 5 x 18 | 4 | 1 (1 + 90 + 4 + 1 = 96), the embedding first and the loss last.
