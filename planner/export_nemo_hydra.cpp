@@ -54,6 +54,12 @@ std::string shape(const Model& m) {
       line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
       // RoPE's base: cfg.get('rotary_base', 10000) (megatron_gpt_model.py L510 @v2.4.0).
       (m.learned_positions ? "" : line(2, "rotary_base", str(m.rope_base))) +
+      // Per-head Q/K norms: the file's default layer spec (te_gpt) builds none whatever
+      // qk_layernorm says; the decoder-block spec builds them from the config
+      // (megatron_gpt_model.py get_specs L145-169 @v2.4.0, the spec named by model.name;
+      // gpt_layer_specs.py get_gpt_decoder_block_spec L395-430 @core_r0.13.0).
+      (m.qk_layernorm ? line(2, "name", "decoder_block_gpt") + line(2, "qk_layernorm", "true")
+                      : "") +
       line(2, "share_embeddings_and_output_weights", yes(m.tied_embeddings)) +
       line(2, "attention_dropout", fmt::format("{:g}", m.dropout)) +
       line(2, "hidden_dropout", fmt::format("{:g}", m.dropout)) +

@@ -27,9 +27,10 @@ constexpr Flavor kLlama3[] = {
 };
 
 const Flavor* flavor_of(const Model& m) {
-  // torchtitan's Llama 3 heads are dim / n_heads wide (no head_dim argument).
+  // torchtitan's Llama 3 heads are dim / n_heads wide (no head_dim argument), without Q/K
+  // norms (model/model.py Attention).
   const bool llama_kind = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm && !m.bias &&
-                          !m.learned_positions && !m.tied_embeddings &&
+                          !m.learned_positions && !m.tied_embeddings && !m.qk_layernorm &&
                           (m.explicit_head_dim == 0 || m.q_hidden() == m.hidden);
   for (const Flavor& f : kLlama3) {
     if (llama_kind && f.dim == m.hidden && f.layers == m.layers && f.heads == m.heads &&

@@ -1186,8 +1186,18 @@ TEST_CASE("RoPE's base and Q/K norm are written: Megatron's defaults are another
   const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, m, c);
   CHECK(has(hydra.text, "  rotary_base: 500000\n"));
   CHECK(rules(parse_release("nemo-hydra"), hydra.text, m, c) == "");
+  CHECK_FALSE(has(hydra.text, "qk_layernorm"));
   m.qk_layernorm = true;
   CHECK(has(export_plan(parse_release("megatron"), cluster, m, c).text, "  --qk-layernorm \\\n"));
+  // The Hydra file's default spec (te_gpt) builds no Q/K norms; the decoder-block spec does.
+  const auto hydra_qk = export_plan(parse_release("nemo-hydra"), cluster, m, c);
+  CHECK(has(hydra_qk.text, "  name: decoder_block_gpt\n  qk_layernorm: true\n"));
+  CHECK(rules(parse_release("nemo-hydra"), hydra_qk.text, m, c) == "");
+  // torchtitan's Llama 3 flavors have none: no flavor is this model.
+  const auto titan_qk = export_plan(parse_release("torchtitan"), cluster, m,
+                                    config_of({2, 1, 1}, 3, Recompute::none, true));
+  REQUIRE(titan_qk.refusal.has_value());
+  CHECK(titan_qk.refusal->reason.kind == RefusalKind::model_shape);
   CHECK(has(export_plan(parse_release("deepspeed"), cluster, m,
                         config_of({1, 1, 1}, 1, Recompute::none, false))
                 .text,
