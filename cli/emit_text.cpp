@@ -280,10 +280,17 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
                "for it): model " +
                model.name + " sets training.fp8.attention";
       }
+      if (release.framework == Framework::nemo) {
+        return std::string("NeMo ") + release.version +
+               "'s Megatron-Core (core_r0.13.0) runs FP8 attention under delayed scaling only "
+               "(fp8_dot_product_attention reaches TEDelayedScaling alone): model " +
+               model.name + " sets training.fp8.attention with recipe " +
+               to_string(model.training.fp8.recipe);
+      }
       return std::string("--emit does not write FP8 attention yet (") +
              (release.framework == Framework::torchtitan
                   ? "torchtitan's float8 converter quantizes linear layers only"
-                  : "NeMo's fp8_dot_product_attention is not written") +
+                  : "the Hydra file's fp8_dot_product_attention is not written") +
              "): model " + model.name + " sets training.fp8.attention";
     case RefusalKind::fp8_recipe:
       if (release.framework == Framework::torchtitan) {

@@ -376,8 +376,13 @@ std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
   }
   if (in.model.mtp_layers > 0 && !writes_moe) return emit::limit(RefusalKind::mtp_layers);
   // Megatron-LM core_v0.19.0 has no flag for it (arguments.py L2250 keeps
-  // fp8_dot_product_attention out of the flags it generates from TransformerConfig).
-  if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.attention) {
+  // fp8_dot_product_attention out of the flags it generates from TransformerConfig). NeMo's
+  // plugin has one, which its Megatron-Core (core_r0.13.0) hands to delayed scaling only
+  // (transformer_engine.py L1497 TEDelayedScaling fp8_dpa; fp8_utils.py L436-453 builds the
+  // other recipes without it).
+  const Fp8Options& fp8 = in.model.training.fp8;
+  if (in.model.training.dtype == Dtype::fp8 && fp8.attention &&
+      !(framework == Framework::nemo && fp8.recipe == Fp8Recipe::delayed)) {
     return emit::limit(RefusalKind::fp8_attention);
   }
   // torchtitan's per-op selective checkpointing (matmul outputs saved, the rest recomputed)

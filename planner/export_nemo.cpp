@@ -269,6 +269,11 @@ std::string nemo_text(const Input& in, const Launch& launch) {
   if (in.model.training.dtype == Dtype::fp8) {
     t += set("trainer.plugins.fp8_param_gather", in.model.training.fp8.params ? "True" : "False");
   }
+  // FP8 attention (TE's fused attention in FP8), delayed scaling only (export.cpp cp_moe_limit):
+  // the plugin's fp8_dot_product_attention (mixed_precision.py L77, L158 @v2.4.0).
+  if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.attention) {
+    t += set("trainer.plugins.fp8_dot_product_attention", "True");
+  }
   if (in.model.training.dtype == Dtype::fp8 && in.model.training.fp8.recipe == Fp8Recipe::current) {
     t += "# every layer in FP8, as priced (the recipe keeps the first and last in BF16)\n" +
          set("trainer.plugins.first_last_layers_bf16", "False");

@@ -1055,16 +1055,30 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   const auto learned = export_plan(parse_release("megatron"), cluster, mtp, c);
   REQUIRE(learned.refusal.has_value());
   CHECK(learned.refusal->reason.kind == RefusalKind::mtp_positions);
-  // FP8 attention: priced where the stack runs it (cuDNN), written by no target (Megatron-LM
-  // core_v0.19.0 keeps fp8_dot_product_attention out of its flags, arguments.py L2250).
+  // FP8 attention: priced where the stack runs it (cuDNN). Megatron-LM core_v0.19.0 keeps
+  // fp8_dot_product_attention out of its flags (arguments.py L2250); NeMo's plugin sets it,
+  // which its core_r0.13.0 hands to delayed scaling only (TEDelayedScaling fp8_dpa).
   Model fp8_attention = llama8b();
   fp8_attention.training.dtype = Dtype::fp8;
+  fp8_attention.training.fp8.recipe = Fp8Recipe::delayed;
   fp8_attention.training.fp8.attention = true;
-  for (const char* target : {"megatron", "nemo", "nemo-hydra", "deepspeed", "torchtitan"}) {
+  for (const char* target : {"megatron", "nemo-hydra", "deepspeed", "torchtitan"}) {
     const auto e = export_plan(parse_release(target), cluster, fp8_attention, c);
     REQUIRE(e.refusal.has_value());
     CHECK(e.refusal->reason.kind == RefusalKind::fp8_attention);
   }
+  const auto nemo_dpa = export_plan(parse_release("nemo"), cluster, fp8_attention, c);
+  REQUIRE_FALSE(nemo_dpa.refusal.has_value());
+  CHECK(has(nemo_dpa.text, "recipe.trainer.plugins = bf16_with_fp8_mixed()\n"));
+  CHECK(has(nemo_dpa.text, "recipe.trainer.plugins.fp8_dot_product_attention = True\n"));
+  CHECK(rules(parse_release("nemo"), nemo_dpa.text, fp8_attention, c) == "");
+  fp8_attention.training.fp8.recipe = Fp8Recipe::current;
+  const auto nemo_cs = export_plan(parse_release("nemo"), cluster, fp8_attention, c);
+  REQUIRE(nemo_cs.refusal.has_value());
+  CHECK(nemo_cs.refusal->reason.kind == RefusalKind::fp8_attention);
+  fp8_attention.training.fp8.attention = false;  // no FP8 attention: not written
+  CHECK_FALSE(has(export_plan(parse_release("nemo"), cluster, fp8_attention, c).text,
+                  "fp8_dot_product_attention"));
 }
 
 TEST_CASE(
