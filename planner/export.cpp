@@ -132,14 +132,27 @@ std::vector<int> stage_runs(int layers, int pp, const StageLayers& s) {
   return runs;
 }
 
-/// Decoder layers of model chunk `chunk` of a stage holding `layers` in `v` chunks: as even as
-/// they go, the longer chunks away from the embedding's (chunk 0 of the first stage) and the
-/// loss's (the last chunk of the last stage). Every chunk then holds at most the pace-setting
-/// stage's layers / v, the chunk the plan priced (the search's v divides that count).
-int chunk_run(int layers, int v, int chunk, bool first_stage) {
-  const int longer = layers % v;
-  const bool is_longer = first_stage ? chunk >= v - longer : chunk < longer;
-  return layers / v + (is_longer ? 1 : 0);
+/// Layers of each of the `v` model chunks of a stage holding `layers` decoder layers and, on
+/// the last stage, `mtp` MTP layers, which Megatron-Core keeps together in the last chunk
+/// (pipeline_parallel_layer_layout.py validate_layer_layout): each decoder layer joins the
+/// chunk holding the fewest layers so far (MTP counted), ties going away from the embedding's
+/// chunk (chunk 0 of the first stage) and the loss's (the last chunk of the last stage). Every
+/// chunk then holds at most ceil(the stage's layers and MTP / v), within the pace-setting
+/// stage's layers / v that the plan priced, or the MTP layers alone where they are more.
+/// Returns each chunk's decoder layers.
+std::vector<int> chunk_runs(int layers, int mtp, int v, bool first_stage) {
+  std::vector<int> held(static_cast<std::size_t>(v), 0);
+  held.back() = mtp;
+  for (int layer = 0; layer < layers; ++layer) {
+    std::size_t pick = first_stage ? held.size() - 1 : 0;
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      const std::size_t c = first_stage ? held.size() - 1 - i : i;
+      if (held[c] < held[pick]) pick = c;
+    }
+    ++held[pick];
+  }
+  held.back() -= mtp;
+  return held;
 }
 
 }  // namespace
@@ -150,9 +163,16 @@ std::optional<std::string> pipeline_layout(const Model& model, const ParallelCon
   if (s.even(config.pp) || (v == 1 && middles_equal(s, model.layers, config.pp))) {
     return std::nullopt;
   }
+  const int mtp = std::max(0, model.mtp_layers);
   // Segment c x pp + r is chunk c of stage r (PipelineParallelLayerLayout.__init__): the
   // layout lists the chunks in layer order, stage by stage within each round of chunks.
   const std::vector<int> runs = stage_runs(model.layers, config.pp, s);
+  std::vector<std::vector<int>> chunks;
+  for (int stage = 0; stage < config.pp; ++stage) {
+    const bool last_stage = stage == config.pp - 1;
+    chunks.push_back(
+        chunk_runs(runs[static_cast<std::size_t>(stage)], last_stage ? mtp : 0, v, stage == 0));
+  }
   std::string layout;
   for (int chunk = 0; chunk < v; ++chunk) {
     for (int stage = 0; stage < config.pp; ++stage) {
@@ -161,9 +181,9 @@ std::optional<std::string> pipeline_layout(const Model& model, const ParallelCon
       if (!first) layout.push_back('|');
       if (first) layout.push_back('E');
       layout.append(
-          decoder_run(chunk_run(runs[static_cast<std::size_t>(stage)], v, chunk, stage == 0)));
+          decoder_run(chunks[static_cast<std::size_t>(stage)][static_cast<std::size_t>(chunk)]));
       if (last) {  // MTP on the last stage's last chunk, before the loss
-        layout.append(static_cast<std::size_t>(std::max(0, model.mtp_layers)), 'm');
+        layout.append(static_cast<std::size_t>(mtp), 'm');
         layout.push_back('L');
       }
     }

@@ -202,8 +202,8 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
   if (c.cp > 1) {
     t += flag("--context-parallel-size", str(c.cp)) + flag("--cp-comm-type", to_string(cp_kind));
   }
-  // An uneven split's layout sets the virtual stages itself (arguments.py L941-952), and the
-  // virtual-stage flags must then be left unset (L927-939).
+  // An uneven split's layout sets the virtual stages itself (arguments.py L907-918), and the
+  // virtual-stage flags must then be left unset (L893-905).
   const auto layout = pipeline_layout(model, c);
   if (c.virtual_stages > 1 && !layout) {
     t += flag("--num-layers-per-virtual-pipeline-stage", str(layers_per_chunk(model, c)));

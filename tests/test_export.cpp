@@ -957,6 +957,39 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   REQUIRE_FALSE(mtp.refusal.has_value());
   CHECK(has(mtp.text, "|t*4|tmL\""));
   CHECK(rules(parse_release("megatron"), mtp.text, rope96, odd) == "");
+  // Two MTP layers, interleaved: 61 layers over PP 8 (7 | 8 x 6 | 6) with VP 2. The MTP layers
+  // count in the last stage's chunks (6 + 2 = 8: 4 and 2 + mm) and stay in its last; the first
+  // stage 3 + 4, the middles 4 + 4. "Et*3", 14 x "|t*4", "|t*2mmL": 3 + 56 + 2 = 61.
+  Model mtp2 = llama8b();
+  mtp2.layers = 61;
+  mtp2.mtp_layers = 2;
+  mtp2.training.global_batch = 8;
+  ParallelConfig eight_v;
+  eight_v.tp = 1;
+  eight_v.pp = 8;
+  eight_v.dp = 1;
+  eight_v.virtual_stages = 2;
+  std::string mtp_rounds = "Et*3";
+  for (int i = 0; i < 14; ++i) mtp_rounds += "|t*4";
+  mtp_rounds += "|t*2mmL";
+  const auto mtp_v = export_plan(parse_release("megatron"), cluster_of_singles(8), mtp2, eight_v);
+  REQUIRE_FALSE(mtp_v.refusal.has_value());
+  CHECK(has(mtp_v.text, ("\"" + mtp_rounds + "\"").c_str()));
+  CHECK(rules(parse_release("megatron"), mtp_v.text, mtp2, eight_v) == "");
+  // PP 16 (3 | 4 x 14 | 2), VP 4: the last stage's 2 + 2 in chunks of 1, 1, 0 and the two MTP
+  // layers together, longer than the plan's chunk of 1 where they alone are; the first
+  // stage's 3 in its last three chunks ("E|t|..."). Round 2 ends in the last stage's empty
+  // chunk, round 3 starts with the first stage's "t": "t||t"; round 3 ends "|t|mmL".
+  mtp2.training.global_batch = 16;
+  eight_v.pp = 16;
+  eight_v.virtual_stages = 4;
+  const auto mtp_alone =
+      export_plan(parse_release("megatron"), cluster_of_singles(16), mtp2, eight_v);
+  REQUIRE_FALSE(mtp_alone.refusal.has_value());
+  CHECK(has(mtp_alone.text, "\"E|t|t|"));
+  CHECK(has(mtp_alone.text, "|t|t||t|t|"));
+  CHECK(has(mtp_alone.text, "|t|mmL\""));
+  CHECK(rules(parse_release("megatron"), mtp_alone.text, mtp2, eight_v) == "");
 }
 
 TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP refused",
