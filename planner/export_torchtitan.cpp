@@ -26,6 +26,12 @@ constexpr Flavor kLlama3[] = {
     {"405B", 16384, 126, 128, 8, 53248, 128256},
 };
 
+/// The split without interleaving (its stages' layer counts are the same).
+ParallelConfig not_interleaved(ParallelConfig c) {
+  c.virtual_stages = 1;
+  return c;
+}
+
 const Flavor* flavor_of(const Model& m) {
   // torchtitan's Llama 3 heads are dim / n_heads wide (no head_dim argument), without Q/K
   // norms (model/model.py Attention).
@@ -99,13 +105,16 @@ std::string parallelism(const Model& model, const ParallelConfig& c) {
     // torchtitan splits L + first_less + last_less "effective" layers evenly over the stages
     // (distributed/pipeline_parallel.py generate_llm_fqn_per_model_part): an uneven split of
     // first | middle | last is layers_per_stage = the largest, each end short by its gap.
+    // Interleaved, the same counts make every virtual stage the plan's chunk, the largest
+    // stage's layers / v, the first and the last short by the ends' gaps (torchtitan_limit
+    // lets through only gaps within a chunk).
     int per_stage = layers_per_chunk(model, c);
     int first_less = 0;
     int last_less = 0;
-    if (const auto s = uneven_stages(model, c)) {
-      per_stage = s->most();
-      first_less = per_stage - s->first;
-      last_less = per_stage - s->last;
+    if (const auto s = uneven_stages(model, not_interleaved(c))) {
+      per_stage = s->most() / c.virtual_stages;
+      first_less = s->most() - s->first;
+      last_less = s->most() - s->last;
     }
     t += "pipeline_parallel_schedule = " + q(c.virtual_stages > 1 ? "Interleaved1F1B" : "1F1B") +
          "\npipeline_parallel_layers_per_stage = " + str(per_stage) +
@@ -147,7 +156,19 @@ std::string float8_section(const Fp8Options& fp8) {
 }  // namespace
 
 std::optional<Limit> torchtitan_limit(const Input& in) {
-  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  // An uneven split interleaved: torchtitan's counts (pipeline_parallel.py L59-120,
+  // generate_llm_fqn_per_model_part L236-345 @v0.2.2) shorten the first and the last virtual
+  // stage only, which writes the plan's split when each end's gap fits in one chunk (its
+  // weight at most the layers per stage, L288-296).
+  const ParallelConfig& pinned = in.config;
+  const auto ends = uneven_stages(in.model, not_interleaved(pinned));
+  const int chunk = ends ? ends->most() / pinned.virtual_stages : 0;
+  const bool interleaved_ends = pinned.virtual_stages > 1 && ends &&
+                                ends->most() - ends->first <= chunk &&
+                                ends->most() - ends->last <= chunk;
+  if (!interleaved_ends) {
+    if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  }
   const ParallelConfig& c = in.config;
   if (flavor_of(in.model) == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);

@@ -486,17 +486,22 @@ inline std::string torchtitan_rules(const std::string& text, const Model& m,
     }
     if (stages != pp * c.virtual_stages) return "virtual stages";
     // generate_llm_fqn_per_model_part: effective = layers + first + last, per = effective //
-    // stages, the first effective % stages stages one more; the ends lose their weights. One
-    // stage per rank: the plan's first | middle | last.
-    if (single) {
-      const long long effective = f.at("layers") + first + last;
-      const long long even = effective / stages, extra = effective % stages;
-      const auto at = [&](long long i) { return even + (i < extra ? 1 : 0); };
-      const StageLayers plan = stage_layers(static_cast<int>(f.at("layers")), c.pp);
-      if (at(0) - first != plan.first || at(stages - 1) - last != plan.last ||
-          (stages > 2 && (at(1) != plan.middle || at(stages - 2) != plan.middle))) {
-        return "not the plan's layer split";
-      }
+    // stages, the first effective % stages stages one more; the ends lose their weights.
+    // Stage s runs on rank s % PP (pipeline_module_split, "loop" style): each rank's layers
+    // are the plan's first | middle | last, and no stage holds more than the plan's chunk.
+    const long long effective = f.at("layers") + first + last;
+    const long long even = effective / stages, extra = effective % stages;
+    const StageLayers plan = stage_layers(static_cast<int>(f.at("layers")), c.pp);
+    std::vector<long long> rank_layers(static_cast<std::size_t>(pp), 0);
+    for (long long i = 0; i < stages; ++i) {
+      const long long held =
+          even + (i < extra ? 1 : 0) - (i == 0 ? first : 0) - (i == stages - 1 ? last : 0);
+      if (held > plan.most() / c.virtual_stages) return "a stage longer than the plan's chunk";
+      rank_layers[static_cast<std::size_t>(i % pp)] += held;
+    }
+    for (long long r = 0; r < pp; ++r) {
+      const long long want = r == 0 ? plan.first : r == pp - 1 ? plan.last : plan.middle;
+      if (rank_layers[static_cast<std::size_t>(r)] != want) return "not the plan's layer split";
     }
   } else if (local * replicate * shard * c.num_micro_batches(global) != global) {
     return "gradient accumulation is not trident's micro-batching";

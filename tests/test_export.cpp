@@ -843,6 +843,33 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   CHECK(s.at("parallelism.pipeline_parallel_first_stage_less_layers") == "0");
   CHECK(s.at("parallelism.pipeline_parallel_last_stage_less_layers") == "1");
   CHECK(rules(parse_release("torchtitan"), titan.text, m, c) == "");
+  {
+    // Interleaved: 32 layers over PP 6 (4 | 6 x 4 | 4) with VP 2, chunks of 6 / 2 = 3. The
+    // same counts shorten the first and last of the (32 + 2 + 2) / 3 = 12 virtual stages by
+    // 2 each: rank 0 runs stages 0 and 6, 1 + 3 = 4 layers; rank 5 stages 5 and 11, 3 + 1.
+    ParallelConfig six = c;
+    six.pp = 6;
+    six.virtual_stages = 2;
+    Model m48 = m;
+    m48.training.global_batch = 48;
+    const Cluster six_servers = cluster_of(6);
+    const auto titan_v = export_plan(parse_release("torchtitan"), six_servers, m48, six);
+    REQUIRE_FALSE(titan_v.refusal.has_value());
+    const Settings sv = parse_toml(titan_v.text);
+    CHECK(sv.at("parallelism.pipeline_parallel_schedule") == "Interleaved1F1B");
+    CHECK(sv.at("parallelism.pipeline_parallel_layers_per_stage") == "3");
+    CHECK(sv.at("parallelism.pipeline_parallel_first_stage_less_layers") == "2");
+    CHECK(sv.at("parallelism.pipeline_parallel_last_stage_less_layers") == "2");
+    CHECK(rules(parse_release("torchtitan"), titan_v.text, m48, six) == "");
+    // VP 6: chunks of 1, and each end's gap of 2 exceeds one (torchtitan raises where a weight
+    // is above the layers per stage): nearest VP 1.
+    six.virtual_stages = 6;
+    const auto titan_v6 = export_plan(parse_release("torchtitan"), six_servers, m48, six);
+    REQUIRE(titan_v6.refusal.has_value());
+    CHECK(titan_v6.refusal->reason.kind == RefusalKind::uneven_stages);
+    REQUIRE(titan_v6.refusal->nearest.has_value());
+    CHECK(titan_v6.refusal->nearest->virtual_stages == 1);
+  }
   // NeMo Hydra: the counts are TransformerConfig fields the model takes from its config.
   c.zero = 1;
   const auto hydra = export_plan(parse_release("nemo-hydra"), cluster, m, c);
