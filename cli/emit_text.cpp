@@ -160,6 +160,11 @@ namespace {
   const std::string split =
       fmt::format("the plan splits {}'s {} layers {} first, {} per middle stage at most, {} last",
                   model.name, model.layers, o.first_layers, o.middle_layers, o.last_layers);
+  if (o.interleaved_uneven && release.framework == Framework::torchtitan) {
+    return split +
+           "; interleaved, torchtitan shortens only its first and last virtual stage, each by "
+           "at most one chunk (the largest stage's layers / VP), which these ends' gaps exceed";
+  }
   if (o.interleaved_uneven) {
     return split + "; --emit writes such a split without interleaving only";
   }
