@@ -165,6 +165,11 @@ namespace {
            "; interleaved, torchtitan shortens only its first and last virtual stage, each by "
            "at most one chunk (the largest stage's layers / VP), which these ends' gaps exceed";
   }
+  if (o.interleaved_uneven && release.framework == Framework::nemo_hydra) {
+    return split +
+           "; interleaved, the Hydra file's first/last-stage counts need every stage's layers "
+           "to divide by VP (Megatron-Core splits each stage evenly into its chunks)";
+  }
   if (o.interleaved_uneven) {
     return split + "; --emit writes such a split without interleaving only";
   }

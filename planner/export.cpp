@@ -95,6 +95,11 @@ bool middles_equal(const StageLayers& s, int layers, int pp) {
 
 }  // namespace
 
+ParallelConfig without_interleaving(ParallelConfig config) {
+  config.virtual_stages = 1;
+  return config;
+}
+
 std::optional<StageLayers> uneven_stages(const Model& model, const ParallelConfig& config) {
   const StageLayers s = stage_layers(model.layers, config.pp);
   if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp) ||

@@ -127,7 +127,10 @@ std::string parallel(const Model& model, const ParallelConfig& c, RankOrder orde
   // The plan's rank order: tp-pp-dp as the model's use_tp_pp_dp_mapping
   // (megatron_base_model.py L205 @v2.4.0; order 'tp-cp-ep-pp-dp', nlp_overrides.py L171).
   if (order == RankOrder::tp_pp_dp) t += line(2, "use_tp_pp_dp_mapping", "true");
-  if (const auto uneven = uneven_stages(model, c)) {
+  // Interleaved (nemo_hydra_limit: every stage's count divides by v), Megatron-Core splits
+  // each stage's layers evenly over its chunks (transformer_block.py get_num_layers_to_build
+  // L146-165 @core_r0.13.0).
+  if (const auto uneven = uneven_stages(model, without_interleaving(c))) {
     t += line(2, "num_layers_in_first_pipeline_stage", str(uneven->first)) +
          line(2, "num_layers_in_last_pipeline_stage", str(uneven->last));
   }
@@ -182,7 +185,16 @@ std::string sharding(const Model& m, const ParallelConfig& c, const StackSwitche
 std::optional<Limit> nemo_hydra_limit(const Input& in) {
   // The first/last-stage layer counts are TransformerConfig fields, which the model takes from
   // its config (megatron_base_model.py L602-609; checked at megatron_gpt_model.py L2198-2220).
-  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  // Interleaved: Megatron-Core takes the counts with virtual stages when every stage's layers
+  // divide by v (transformer_config.py L2300-2340 and transformer_block.py L160-163 @
+  // core_r0.13.0), each chunk then the stage's layers / v, within the plan's.
+  const int v = in.config.virtual_stages;
+  const auto ends = uneven_stages(in.model, without_interleaving(in.config));
+  const bool interleaved_counts =
+      v > 1 && ends && ends->first % v == 0 && ends->last % v == 0 && ends->middle % v == 0;
+  if (!interleaved_counts) {
+    if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  }
   if (in.model.training.dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);
   }

@@ -79,6 +79,8 @@ struct LaunchOrLimit {
 /// layers / (pp * v): layers per virtual pipeline stage.
 [[nodiscard]] int layers_per_chunk(const Model& model, const ParallelConfig& config);
 
+/// The same split without interleaving (each stage holds the same layers).
+[[nodiscard]] ParallelConfig without_interleaving(ParallelConfig config);
 /// The plan's decoder layers per pipeline stage (costmodel/pipeline.h stage_layers) when the
 /// split is uneven, its middle stages all hold the same count and it is not interleaved, the
 /// one shape a release's first/last-stage layer counts write; nullopt for an even split.

@@ -26,12 +26,6 @@ constexpr Flavor kLlama3[] = {
     {"405B", 16384, 126, 128, 8, 53248, 128256},
 };
 
-/// The split without interleaving (its stages' layer counts are the same).
-ParallelConfig not_interleaved(ParallelConfig c) {
-  c.virtual_stages = 1;
-  return c;
-}
-
 const Flavor* flavor_of(const Model& m) {
   // torchtitan's Llama 3 heads are dim / n_heads wide (no head_dim argument), without Q/K
   // norms (model/model.py Attention).
@@ -111,7 +105,7 @@ std::string parallelism(const Model& model, const ParallelConfig& c) {
     int per_stage = layers_per_chunk(model, c);
     int first_less = 0;
     int last_less = 0;
-    if (const auto s = uneven_stages(model, not_interleaved(c))) {
+    if (const auto s = uneven_stages(model, without_interleaving(c))) {
       per_stage = s->most() / c.virtual_stages;
       first_less = s->most() - s->first;
       last_less = s->most() - s->last;
@@ -161,7 +155,7 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   // stage only, which writes the plan's split when each end's gap fits in one chunk (its
   // weight at most the layers per stage, L288-296).
   const ParallelConfig& pinned = in.config;
-  const auto ends = uneven_stages(in.model, not_interleaved(pinned));
+  const auto ends = uneven_stages(in.model, without_interleaving(pinned));
   const int chunk = ends ? ends->most() / pinned.virtual_stages : 0;
   const bool interleaved_ends = pinned.virtual_stages > 1 && ends &&
                                 ends->most() - ends->first <= chunk &&

@@ -375,9 +375,17 @@ inline std::string nemo_hydra_rules(const std::string& text, const Model& m,
   const long long last = num(s, "model.num_layers_in_last_pipeline_stage");
   if (first != 0 || last != 0) {
     const StageLayers plan = stage_layers(m.layers, c.pp);
-    if (c.pp < 2 || c.virtual_stages > 1 || plan.first != first || plan.last != last ||
+    const int v = c.virtual_stages;
+    const long long middle = c.pp > 2 ? (m.layers - first - last) / (c.pp - 2) : 0;
+    if (c.pp < 2 || plan.first != first || plan.last != last ||
         (c.pp > 2 && (m.layers - first - last) % (c.pp - 2) != 0)) {
       return "not the plan's layer split";
+    }
+    // transformer_config.py L2300-2340, transformer_block.py L160-163 @core_r0.13.0: with
+    // virtual stages, each stage's count divides by v.
+    if (v > 1 && (first % v != 0 || last % v != 0 || middle % v != 0 ||
+                  num(s, "model.virtual_pipeline_model_parallel_size") != v)) {
+      return "uneven counts with virtual stages";
     }
   } else if (m.layers % c.pp != 0) {
     return "layers do not divide by PP";

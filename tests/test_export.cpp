@@ -931,7 +931,25 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
             ("pipeline_model_parallel_layout = \"" + round0 + round1 + round2 + "\"\n").c_str()));
   CHECK(rules(parse_release("nemo"), nemo_interleaved.text, llama13v, thirteen_v) == "");
   // The Hydra file writes first/last counts only, which Megatron-Core splits into chunks only
-  // when they divide by v: nearest is VP 1.
+  // when every stage's count divides by v (core_r0.13.0 transformer_block.py L160-163): 80
+  // layers over PP 6 (12 | 14 x 4 | 12) with VP 2 are written; 7 | 8 x 14 | 7: nearest VP 1.
+  Model seventy = llama8b();
+  seventy.layers = 80;
+  seventy.training.global_batch = 6;
+  ParallelConfig six_v;
+  six_v.tp = 1;
+  six_v.pp = 6;
+  six_v.dp = 1;
+  six_v.virtual_stages = 2;
+  six_v.zero = 1;
+  const auto hydra_even_chunks =
+      export_plan(parse_release("nemo-hydra"), cluster_of_singles(6), seventy, six_v);
+  REQUIRE_FALSE(hydra_even_chunks.refusal.has_value());
+  CHECK(has(hydra_even_chunks.text, "  virtual_pipeline_model_parallel_size: 2\n"));
+  CHECK(has(hydra_even_chunks.text,
+            "  num_layers_in_first_pipeline_stage: 12\n"
+            "  num_layers_in_last_pipeline_stage: 12\n"));
+  CHECK(rules(parse_release("nemo-hydra"), hydra_even_chunks.text, seventy, six_v) == "");
   const auto hydra_interleaved = export_plan(parse_release("nemo-hydra"), wide, big, v);
   REQUIRE(hydra_interleaved.refusal.has_value());
   CHECK(hydra_interleaved.refusal->reason.kind == RefusalKind::uneven_stages);
