@@ -103,6 +103,19 @@ std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
                          pins[i].second);
     }
   }
+  if (o.recompute && *o.recompute != c.recompute) {
+    return fmt::format(", but it changes the pinned --recompute {} to {}", to_string(*o.recompute),
+                       to_string(c.recompute));
+  }
+  if (o.recompute_layers && (c.recompute != Recompute::full || c.recompute_layers == 0)) {
+    return fmt::format(", but it drops the pinned --recompute-layers {} (recompute {}{})",
+                       *o.recompute_layers, to_string(c.recompute),
+                       c.recompute == Recompute::full ? " of every layer" : "");
+  }
+  if (o.recompute_layers && c.recompute_layers != *o.recompute_layers) {
+    return fmt::format(", but it changes the pinned --recompute-layers {} to {}",
+                       *o.recompute_layers, c.recompute_layers);
+  }
   const std::tuple<Knob, const char*, const char*, int, int, int> bounds[] = {
       {Knob::tp, "TP", "tp", c.tp, o.min_tp, o.max_tp},
       {Knob::cp, "CP", "cp", c.cp, o.min_cp, o.max_cp},

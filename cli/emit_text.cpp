@@ -64,9 +64,17 @@ namespace {
                         model.head_dim())
           : std::string();
   if (release.framework == Framework::torchtitan) {
+    // What a Llama-shaped model file may set that no flavor has.
+    std::string unlike;
+    if (model.qk_layernorm) unlike += ", no Q/K norm";
+    if (model.dropout > 0.0) unlike += ", no dropout";
+    if (!model.learned_positions && model.rope_base != 500000) {
+      unlike += fmt::format(", RoPE base 500000 (the model's {})", model.rope_base);
+    }
     return "torchtitan builds models from registered flavors "
            "(torchtitan/models/llama3/__init__.py), and none has " +
-           model.name + "'s shape" + heads;
+           model.name + "'s shape" + heads +
+           (unlike.empty() ? std::string() : " (theirs:" + unlike.substr(1) + ")");
   }
   return "NeMo 2.0 pretraining recipes build their model from a config class "
          "(nemo/collections/llm/recipes), and none has " +

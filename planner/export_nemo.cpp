@@ -97,6 +97,14 @@ std::string batches_and_recompute(const Model& m, const ParallelConfig& c,
                   set("model.config.seq_length", str(m.seq_len)) +
                   set("model.config.attention_dropout", fmt::format("{:g}", m.dropout)) +
                   set("model.config.hidden_dropout", fmt::format("{:g}", m.dropout));
+  // The model's RoPE base and per-head Q/K norm, which a recipe's config fixes by model
+  // (Llama 3 500000, Mixtral and Qwen3 1e6; Qwen3 qk_layernorm True, qwen3.py L45): a model
+  // file of a recipe's shape may differ. GPTConfig's layer spec builds the norms from the
+  // field (gpt/model/base.py L146-160 @v2.4.0); MLA's own norms stay the recipe's.
+  if (!m.learned_positions) t += set("model.config.rotary_base", str(m.rope_base));
+  if (m.attention != AttentionKind::mla) {
+    t += set("model.config.qk_layernorm", m.qk_layernorm ? "True" : "False");
+  }
   if (c.recompute == Recompute::none) return t + set("model.config.recompute_granularity", "None");
   if (c.recompute == Recompute::selective) {
     // The module Megatron-Core recomputes (TransformerConfig.recompute_modules; the DeepSeek-V3

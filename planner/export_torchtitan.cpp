@@ -20,6 +20,7 @@ struct Flavor {
   const char* name;
   int dim, layers, heads, kv_heads, ffn_hidden, vocab;
 };
+constexpr long long kFlavorRopeBase = 500000;
 constexpr Flavor kLlama3[] = {
     {"8B", 4096, 32, 32, 8, 14336, 128256},
     {"70B", 8192, 80, 64, 8, 28672, 128256},
@@ -28,9 +29,11 @@ constexpr Flavor kLlama3[] = {
 
 const Flavor* flavor_of(const Model& m) {
   // torchtitan's Llama 3 heads are dim / n_heads wide (no head_dim argument), without Q/K
-  // norms (model/model.py Attention).
+  // norms or dropout (model/model.py Attention, FeedForward), RoPE base 500000 in every flavor
+  // (__init__.py rope_theta).
   const bool llama_kind = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm && !m.bias &&
                           !m.learned_positions && !m.tied_embeddings && !m.qk_layernorm &&
+                          m.dropout == 0.0 && m.rope_base == kFlavorRopeBase &&
                           (m.explicit_head_dim == 0 || m.q_hidden() == m.hidden);
   for (const Flavor& f : kLlama3) {
     if (llama_kind && f.dim == m.hidden && f.layers == m.layers && f.heads == m.heads &&

@@ -386,6 +386,13 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
   CHECK(cp.code == 2);
   CHECK(cp.err.find(", but it changes the pinned --cp 2 to 1; no plan of the search that fits "
                     "runs there") != std::string::npos);
+  // A pinned partial recompute the fix drops (DeepSpeed's activation checkpointing has no
+  // per-layer count here): named, so the suggested pins are not added beside it.
+  const Run partial = trident(
+      "plan --model llama3-70b --gpus 64 --servers 8 --recompute-layers 2 --emit deepspeed");
+  CHECK(partial.code == 2);
+  CHECK(partial.err.find(", but it drops the pinned --recompute-layers 2 (recompute full of "
+                         "every layer)") != std::string::npos);
   // A model the release refuses (MoE): no whole-search fallback (it cost 10 s at 16,384 GPUs).
   const Run moe = trident("plan --gpus 512 --servers 64 --model mixtral-8x7b --emit deepspeed");
   CHECK(moe.code == 2);

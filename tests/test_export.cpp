@@ -57,6 +57,7 @@ Model llama8b() {
   m.norm = NormKind::rmsnorm;
   m.bias = false;
   m.learned_positions = false;
+  m.rope_base = 500000;  // configs/models/llama3-8b.yaml, torchtitan's flavors
   m.training.global_batch = 256;
   return m;
 }
@@ -1290,6 +1291,27 @@ TEST_CASE("RoPE's base and Q/K norm are written: Megatron's defaults are another
                                     config_of({2, 1, 1}, 3, Recompute::none, true));
   REQUIRE(titan_qk.refusal.has_value());
   CHECK(titan_qk.refusal->reason.kind == RefusalKind::model_shape);
+  // NeMo 2.0: the recipe's config takes the model's norm and base (Llama 3 8B's has neither
+  // the norm nor, for a model file that says so, 500000).
+  const auto nemo_qk = export_plan(parse_release("nemo"), cluster, m, c);
+  REQUIRE_FALSE(nemo_qk.refusal.has_value());
+  CHECK(has(nemo_qk.text,
+            "recipe.model.config.rotary_base = 500000\n"
+            "recipe.model.config.qk_layernorm = True\n"));
+  CHECK(rules(parse_release("nemo"), nemo_qk.text, m, c) == "");
+  Model base10k = llama8b();
+  base10k.rope_base = 10000;
+  CHECK(has(export_plan(parse_release("nemo"), cluster, base10k, c).text,
+            "recipe.model.config.rotary_base = 10000\nrecipe.model.config.qk_layernorm = False\n"));
+  // torchtitan: every flavor's base is 500000, and none has dropout.
+  const ParallelConfig fsdp = config_of({2, 1, 1}, 3, Recompute::none, true);
+  CHECK(export_plan(parse_release("torchtitan"), cluster, base10k, fsdp).refusal->reason.kind ==
+        RefusalKind::model_shape);
+  Model dropout = llama8b();
+  dropout.dropout = 0.1;
+  CHECK(export_plan(parse_release("torchtitan"), cluster, dropout, fsdp).refusal->reason.kind ==
+        RefusalKind::model_shape);
+  CHECK_FALSE(export_plan(parse_release("torchtitan"), cluster, llama8b(), fsdp).refusal);
   CHECK(has(export_plan(parse_release("deepspeed"), cluster, m,
                         config_of({1, 1, 1}, 1, Recompute::none, false))
                 .text,
