@@ -29,6 +29,7 @@ struct ImportFlags {
   std::string gpu;
   std::string output;
   int servers = 1;
+  int nics = 0;
   double nic_gbits = 0.0;
   double nvlink_gbps = 0.0;
 };
@@ -92,9 +93,17 @@ void run_import(const ImportFlags& flags) {
   files.add_output("--output", flags.output);
   files.check();
   const ImportedServer server = read_server(flags);
+  // Servers talk over their NICs: a dump that lists none (a VM's matrix without NIC columns)
+  // needs the count from the user for more than one server.
+  if (flags.servers > 1 && flags.nics == 0 && server.nics.empty()) {
+    throw InputError(server.source + ": lists no NIC, and --servers " +
+                     std::to_string(flags.servers) +
+                     " needs the inter-server network: pass --nics N (NICs per server)");
+  }
   ImportOptions options{.name = flags.name.empty() ? default_name(server) : flags.name,
                         .gpu = resolve_gpu(flags, server),
                         .servers = flags.servers,
+                        .nics = flags.nics,
                         .nic_gbits = flags.nic_gbits,
                         .gbps_per_link = flags.nvlink_gbps};
   const std::string yaml = cluster_yaml(server, options);
@@ -103,7 +112,7 @@ void run_import(const ImportFlags& flags) {
     (void)load_cluster(yaml, "the imported cluster");
   } catch (const InputError& e) {
     throw InputError(std::string(e.what()) +
-                     " (from --servers, --nic-gbits, --nvlink-gbps or the input)");
+                     " (from --servers, --nics, --nic-gbits, --nvlink-gbps or the input)");
   }
   files.set_text("--output", yaml);
   files.commit();
@@ -131,6 +140,9 @@ void add_topo_import_subcommand(CLI::App& topo) {
   sub->add_option("--gpu", flags->gpu,
                   "GPU preset (default: from the device name or PCI id in the input)");
   sub->add_option("--servers", flags->servers, "servers like this one (default 1)")
+      ->check(positive_integer_check());
+  sub->add_option("--nics", flags->nics,
+                  "NICs per server for the inter-server network (default: those the input lists)")
       ->check(positive_integer_check());
   sub->add_option("--nic-gbits", flags->nic_gbits,
                   "NIC speed, Gb/s (default: NCCL XML's speed, else assumed from the GPU)")

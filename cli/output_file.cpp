@@ -218,12 +218,19 @@ int write_stream(std::FILE* stream, const std::string& text) {
 }
 
 void write_streams_and_devices(const std::vector<Target>& targets, const std::string& printed) {
+  // Devices and FIFOs first: the ones that fail (/dev/full, a FIFO without a reader) fail
+  // before anything reaches standard output or error, whose text ("wrote FILE") would say
+  // otherwise.
+  for (const auto& t : targets) {
+    if (t.way != Way::in_place) continue;
+    if (const int error = write_in_place(t))
+      cannot_write(t.output->flag, path_of(*t.output), error);
+  }
   if (const int error = write_stream(stdout, printed)) cannot_write("", "", error);
   for (const auto& t : targets) {
     int error = 0;
     if (t.way == Way::to_stdout) error = write_stream(stdout, t.output->text);
     if (t.way == Way::to_stderr) error = write_stream(stderr, t.output->text);
-    if (t.way == Way::in_place) error = write_in_place(t);
     if (error != 0)
       cannot_write(t.output->flag, t.way == Way::to_stdout ? "" : path_of(*t.output), error);
   }

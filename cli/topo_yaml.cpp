@@ -46,7 +46,12 @@ void write_nvlink(std::ostringstream& out, const ImportedServer& server, const S
 void write_network(std::ostringstream& out, const ImportedServer& server,
                    const ImportOptions& options) {
   out << "network:\n";
-  out << "  nics_per_server: " << server.nics.size() << "\n";
+  if (options.nics > 0) {
+    out << "  nics_per_server: " << options.nics << "   # from --nics (the input lists "
+        << server.nics.size() << ")\n";
+  } else {
+    out << "  nics_per_server: " << server.nics.size() << "\n";
+  }
   if (options.nic_gbits > 0) {
     out << "  nic_gbits: " << number(options.nic_gbits) << "\n";
   } else if (server.nic_gbits > 0) {

@@ -12,6 +12,7 @@ struct ImportOptions {
   std::string name;  ///< cluster name
   std::string gpu;   ///< GPU preset (required)
   int servers = 1;
+  int nics = 0;                ///< NICs per server, overrides the input's count; 0 = from it
   double nic_gbits = 0.0;      ///< overrides the input; 0 = from the input, else assumed
   double gbps_per_link = 0.0;  ///< overrides; 0 = from the GPU
 };

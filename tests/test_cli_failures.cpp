@@ -237,6 +237,28 @@ TEST_CASE("topo import: a degraded server's own output feeds plan --fail-link", 
   CHECK(unnamed.code == 2);
   CHECK(unnamed.err.find("cannot tell which GPU this is (no device name): pass --gpu NAME") !=
         std::string::npos);
+  // A matrix with no NIC column (a VM's): one server imports, several need the NIC count
+  // (--nics), which no other flag sets.
+  const std::string vm = (dir.path / "vm.txt").string();
+  {
+    std::ofstream out(vm);
+    out << "\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\tCPU Affinity\tNUMA Affinity\n";
+    for (int row = 0; row < 8; ++row) {
+      out << "GPU" << row;
+      for (int col = 0; col < 8; ++col) out << (row == col ? "\t X " : "\tNV18");
+      out << "\t0-55\t0\n";
+    }
+  }
+  const std::string import_vm = "topo import --nvidia-smi " + vm + " --gpu h100-sxm-80g";
+  CHECK(trident(import_vm).code == 0);
+  const Run no_nics = trident(import_vm + " --servers 2");
+  CHECK(no_nics.code == 2);
+  CHECK(no_nics.err.find("vm.txt: lists no NIC, and --servers 2 needs the inter-server "
+                         "network: pass --nics N (NICs per server)\n") != std::string::npos);
+  const Run nics = trident(import_vm + " --servers 2 --nics 8");
+  REQUIRE(nics.code == 0);
+  CHECK(nics.out.find("  nics_per_server: 8   # from --nics (the input lists 0)\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("--emit under --fail-link writes the option the report recommends", "[cli][failure]") {

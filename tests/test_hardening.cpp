@@ -83,6 +83,13 @@ TEST_CASE("class 1: special and linked outputs are written in place, never repla
   struct stat full {};
   REQUIRE(::stat("/dev/full", &full) == 0);
   CHECK(S_ISCHR(full.st_mode));
+  // A side output on such a device fails before the table reaches standard output (a script
+  // reading standard output alone would have taken the table for a run that succeeded), and
+  // calibrate says nothing of having written it.
+  check_refused(scene, kPlan + " --svg /dev/full",
+                "--svg '/dev/full': cannot write: No space left on device");
+  check_refused(scene, kPlan + " --format json --svg /dev/full",
+                "--svg '/dev/full': cannot write: No space left on device");
   fs::create_directory(scene.path("sub"));
   check_refused(scene, kPlan + " --output sub",
                 "--output 'sub': is a directory; expected a regular file, a FIFO, a character "
@@ -103,6 +110,9 @@ TEST_CASE("class 2: an output that is an input of the run is refused", "[hardeni
   check_refused(scene, "calibrate --nccl-tests a.log --output a.log",
                 "--output 'a.log': is the input --nccl-tests 'a.log'; refusing to overwrite an "
                 "input");
+  // A device that cannot take the calibration: the error alone, no "wrote /dev/full" first.
+  check_refused(scene, "calibrate --nccl-tests a.log --output /dev/full",
+                "--output '/dev/full': cannot write: No space left on device");
   fs::copy_file(kData + "topo/h100_hgx_nvidia_smi.txt", scene.path("smi.txt"));
   check_refused(scene, "topo import --nvidia-smi smi.txt --output smi.txt",
                 "--output 'smi.txt': is the input --nvidia-smi 'smi.txt'; refusing to overwrite "

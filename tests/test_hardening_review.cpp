@@ -223,9 +223,10 @@ TEST_CASE("review: an imported cluster's name is one YAML string", "[hardening]"
   const auto shown = scene.run("topo show --cluster n.yaml");
   CHECK(shown.code == 0);
   CHECK(shown.out.starts_with("cluster foo #bar: baz: 8 GPUs"));
-  check_refused(scene, "topo import --nccl-xml " + xml + " --nic-gbits 1e308",
-                "the imported cluster:16: network.nic_gbits: expected a number in [1e-12, "
-                "1e+12], got 1e+308 (from --servers, --nic-gbits, --nvlink-gbps or the input)");
+  check_refused(
+      scene, "topo import --nccl-xml " + xml + " --nic-gbits 1e308",
+      "the imported cluster:16: network.nic_gbits: expected a number in [1e-12, "
+      "1e+12], got 1e+308 (from --servers, --nics, --nic-gbits, --nvlink-gbps or the input)");
 }
 
 TEST_CASE("review four: what the input holds is echoed on one line", "[hardening]") {
