@@ -162,6 +162,9 @@ TestFault test_fault(const ValidateFlags& flags) {
   return fault;
 }
 
+/// The smallest GEMM dimension cap: at 64 a GEMM still fills a tensor-core tile.
+constexpr long long kMinGemmDim = 64;
+
 MeasureOptions measure_options(const ValidateFlags& flags, const Backend& backend) {
   const bool gpu = backend.name() == "nccl";
   MeasureOptions options;
@@ -315,8 +318,18 @@ void add_validate_command(CLI::App& app) {
                   "larger plan sizes are predicted from the fit")
       ->check(positive_integer_check(kMaxMessageBytes));
   sub->add_option("--max-gemm-dim", flags->max_gemm_dim,
-                  "cap on each GEMM dimension (default none on GPUs, 512 on the CPU backend)")
-      ->check(non_negative_integer_check());
+                  "cap on each GEMM dimension, 0 for none (default none on GPUs, 512 on the CPU "
+                  "backend)")
+      ->check(non_negative_integer_check())
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            // Below kMinGemmDim a GEMM times its launch, not its rate, and the plan's sizes
+            // would be extrapolated from that (a 1 x 1 x 1 GEMM read as 94,049 s for ffn_up).
+            const long long dim = std::stoll(text);
+            if (dim == 0 || dim >= kMinGemmDim) return "";
+            return fmt::format("expected 0 (no cap) or at least {}, got '{}'", kMinGemmDim, text);
+          },
+          "0 or >= 64"));
   sub->add_option("--output", flags->output, "calibration file to write (rank 0)");
   // Testing only (docs/validate.md): a rank that dies or hangs mid-run; hidden from --help.
   sub->add_option("--test-die-rank", flags->test_die_rank)->group("");

@@ -265,16 +265,20 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
   switch (obstacle.kind) {
     case RefusalKind::uneven_ranks:
       return uneven_reason(obstacle);
-    case RefusalKind::moe_model:
+    case RefusalKind::moe_model: {
+      // The Hydra file is one of two NeMo v2.4.0 targets: say which one is dense-only.
+      const std::string target =
+          std::string(release.title) + " " + release.version +
+          (release.framework == Framework::nemo_hydra ? "'s Hydra file (--emit nemo-hydra)"
+                                                      : std::string());
       if (!model.is_moe()) {
-        return std::string(release.title) + " " + release.version +
-               " is written for multi-head attention only: model " + model.name +
+        return target + " is written for multi-head attention only: model " + model.name +
                " has multi-latent attention (--emit megatron writes MLA, --emit nemo its "
                "DeepSeek-V3 recipe)";
       }
-      return std::string(release.title) + " " + release.version +
-             " is written for dense models only: model " + model.name +
+      return target + " is written for dense models only: model " + model.name +
              " has experts (--emit megatron writes MoE, --emit nemo its recipes' MoE models)";
+    }
     case RefusalKind::mtp_layers:
       if (release.framework == Framework::nemo) {
         return "NeMo 2.0's recipes build multi-token prediction for DeepSeek-V3 only "

@@ -221,6 +221,12 @@ std::optional<Problem> find_moe_problem(const Model& m) {
   if (e.imbalance < 1.0) return Problem{"moe.imbalance", "expected at least 1.0"};
   // The busiest expert takes at most every token once: experts / top_k times the mean load.
   const double most = static_cast<double>(e.experts) / e.top_k;
+  // A capacity above that drops nothing (and Megatron pads every expert's input to it).
+  if (e.capacity_factor > most) {
+    return Problem{"moe.capacity_factor", "expected at most experts / top_k (" +
+                                              fmt::format("{:g}", most) +
+                                              "): above it no token is dropped (dropless: true)"};
+  }
   if (e.imbalance > most) {
     return Problem{"moe.imbalance", "expected at most experts / top_k (" +
                                         fmt::format("{:g}", most) +

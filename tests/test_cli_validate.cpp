@@ -151,6 +151,12 @@ TEST_CASE("validate: malformed plan JSON exits 2", "[cli][validate]") {
   const std::string log = temp("bad.log");
   CHECK(run(kBinary + " validate --plan " + plan, log) == 2);
   CHECK(slurp(log).find("invalid JSON") != std::string::npos);
+  // A GEMM cap below a tensor-core tile times launches, not rates: refused (0 is no cap).
+  const std::string cap_log = temp("cap.log");
+  CHECK(run(kBinary + " validate --max-gemm-dim 1 --plan " + plan, cap_log) == 2);
+  CHECK(slurp(cap_log) ==
+        "trident: error: --max-gemm-dim: expected 0 (no cap) or at least 64, got '1' (see "
+        "--help)\n");
 }
 
 TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {

@@ -399,6 +399,15 @@ TEST_CASE("a quoted number or boolean is a string: the wrong type, also in JSON"
         "quotes)");
   CHECK(model_error(kModel + "dropout: \"0.1\"\n").find("got the string '0.1'") !=
         std::string::npos);
+  // YAML 1.1's y/n/yes/no/on/off are not booleans here (yaml-cpp would take them): one of them
+  // would change the model without a word.
+  for (const char* word : {"y", "n", "yes", "no", "on", "off", "Yes", "OFF"}) {
+    CHECK(model_error(kModel + "tied_embeddings: " + word + "\n") ==
+          std::string("m.yaml:7: tied_embeddings: expected true or false, got '") + word + "'");
+  }
+  for (const char* word : {"true", "True", "TRUE", "false", "False", "FALSE"}) {
+    CHECK(model_error(kModel + "tied_embeddings: " + word + "\n") == "no error");
+  }
 }
 
 TEST_CASE("model defaults and errors", "[loaders]") {
@@ -487,6 +496,12 @@ TEST_CASE("MLA and MoE shapes that cannot be priced are refused", "[loaders]") {
   CHECK(model_error(moe + "  imbalance: 4.5\n") ==
         "m.yaml:11: moe.imbalance: expected at most experts / top_k (4): every token at the "
         "busiest expert");
+  // A capacity factor drops tokens only below experts / top_k (8 / 2 = 4): 1e300 priced as 1
+  // and was written to the launch as is.
+  CHECK_NOTHROW(load_model(moe + "  capacity_factor: 4\n", "m.yaml"));
+  CHECK(model_error(moe + "  capacity_factor: 1e300\n") ==
+        "m.yaml:11: moe.capacity_factor: expected at most experts / top_k (4): above it no token "
+        "is dropped (dropless: true)");
 }
 
 TEST_CASE("every preset loads and unknown names suggest one", "[loaders]") {

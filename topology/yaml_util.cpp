@@ -427,7 +427,13 @@ bool MapReader::optional_bool(std::string_view key, bool fallback) const {
   const YAML::Node value = node(key);
   bool result = false;
   reject_quoted(value, "true or false", position(source_, line(key), path(key)));
-  if (!value.IsScalar() || !YAML::convert<bool>::decode(value, result)) {
+  // YAML 1.2's booleans only: yaml-cpp also takes YAML 1.1's y/n/yes/no/on/off, which would
+  // turn `tied_embeddings: y` into a different model without a word.
+  static constexpr std::string_view kBooleans[] = {"true",  "True",  "TRUE",
+                                                   "false", "False", "FALSE"};
+  const bool boolean = value.IsScalar() && std::find(std::begin(kBooleans), std::end(kBooleans),
+                                                     value.Scalar()) != std::end(kBooleans);
+  if (!boolean || !YAML::convert<bool>::decode(value, result)) {
     expected(position(source_, line(key), path(key)), "true or false", value);
   }
   return result;
