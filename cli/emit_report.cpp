@@ -6,6 +6,7 @@
 #include "cli/emit_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
+#include "costmodel/pipeline.h"
 #include "planner/option_check.h"
 #include "topology/errors.h"
 
@@ -87,7 +88,7 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
 
 /// The first of the user's pins and bounds the nearest plan `c` breaks, in words; empty when
 /// it keeps them all.
-std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
+std::string broken_pin(const ParallelConfig& c, const SearchOptions& o, const Model& model) {
   const std::pair<const char*, int> pins[] = {{"--tp", c.tp},
                                               {"--pp", c.pp},
                                               {"--dp", c.dp},
@@ -107,12 +108,16 @@ std::string broken_pin(const ParallelConfig& c, const SearchOptions& o) {
     return fmt::format(", but it changes the pinned --recompute {} to {}", to_string(*o.recompute),
                        to_string(c.recompute));
   }
-  if (o.recompute_layers && (c.recompute != Recompute::full || c.recompute_layers == 0)) {
+  // A pin of at least a chunk's layers is plain full recompute (the search stores it so).
+  const bool pin_is_full = o.recompute_layers &&
+                           *o.recompute_layers >= model_chunk_layers(model, c.pp, c.virtual_stages);
+  if (o.recompute_layers && !(c.recompute == Recompute::full && pin_is_full) &&
+      (c.recompute != Recompute::full || c.recompute_layers == 0)) {
     return fmt::format(", but it drops the pinned --recompute-layers {} (recompute {}{})",
                        *o.recompute_layers, to_string(c.recompute),
                        c.recompute == Recompute::full ? " of every layer" : "");
   }
-  if (o.recompute_layers && c.recompute_layers != *o.recompute_layers) {
+  if (o.recompute_layers && !pin_is_full && c.recompute_layers != *o.recompute_layers) {
     return fmt::format(", but it changes the pinned --recompute-layers {} to {}",
                        *o.recompute_layers, c.recompute_layers);
   }
@@ -147,7 +152,7 @@ std::optional<PlanResult> best_pinned(SearchOptions pins, const Cluster& cluster
 
 std::string nearest_problem(const ParallelConfig& c, const SearchOptions& pins,
                             const Cluster& cluster, const Model& model, const EmitSearch& search) {
-  if (std::string broken = broken_pin(c, search.options); !broken.empty()) return broken;
+  if (std::string broken = broken_pin(c, search.options, model); !broken.empty()) return broken;
   if (find_option_problem(model, pins)) return "";
   try {
     if (!best_pinned(pins, cluster, model, search)) return ", but it does not fit in GPU memory";

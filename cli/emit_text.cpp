@@ -56,7 +56,8 @@ namespace {
       to_string(ffn));
 }
 
-[[nodiscard]] std::string shape_reason(const Release& release, const Model& model) {
+[[nodiscard]] std::string shape_reason(const Release& release, const Model& model,
+                                       const Obstacle& o) {
   // A model file's head_dim: every flavor's and recipe's heads are hidden / heads wide.
   const std::string heads =
       model.explicit_head_dim > 0 && model.q_hidden() != model.hidden
@@ -64,12 +65,13 @@ namespace {
                         model.head_dim())
           : std::string();
   if (release.framework == Framework::torchtitan) {
-    // What a Llama-shaped model file may set that no flavor has.
+    // A flavor's shape but for what a model file may add: name what differs.
     std::string unlike;
-    if (model.qk_layernorm) unlike += ", no Q/K norm";
-    if (model.dropout > 0.0) unlike += ", no dropout";
-    if (!model.learned_positions && model.rope_base != 500000) {
-      unlike += fmt::format(", RoPE base 500000 (the model's {})", model.rope_base);
+    if (o.flavor_but_keys && model.qk_layernorm) unlike += ", no Q/K norm";
+    if (o.flavor_but_keys && model.dropout > 0.0) unlike += ", no dropout";
+    if (o.flavor_but_keys && model.rope_base != kTorchtitanRopeBase) {
+      unlike +=
+          fmt::format(", RoPE base {} (the model's {})", kTorchtitanRopeBase, model.rope_base);
     }
     return "torchtitan builds models from registered flavors "
            "(torchtitan/models/llama3/__init__.py), and none has " +
@@ -102,6 +104,12 @@ namespace {
 [[nodiscard]] std::string split_reason(RefusalKind kind, const Release& release) {
   switch (kind) {
     case RefusalKind::interleaved:
+      if (release.framework == Framework::nemo_hydra) {
+        return "NeMo 1.x's model builder raises 'Virtual pipeline model parallel size is no "
+               "longer supported for nemo 1.0' with PP above 1 "
+               "(nlp/modules/common/megatron/build_model.py L73-77; --emit nemo or megatron "
+               "interleave)";
+      }
       return "DeepSpeed's pipeline engine has no interleaved schedule "
              "(runtime/pipe/schedule.py TrainSchedule: one stage per rank)";
     case RefusalKind::tp_with_pp:
@@ -172,11 +180,6 @@ namespace {
     return split +
            "; interleaved, torchtitan shortens only its first and last virtual stage, each by "
            "at most one chunk (the largest stage's layers / VP), which these ends' gaps exceed";
-  }
-  if (o.interleaved_uneven && release.framework == Framework::nemo_hydra) {
-    return split +
-           "; interleaved, the Hydra file's first/last-stage counts need every stage's layers "
-           "to divide by VP (Megatron-Core splits each stage evenly into its chunks)";
   }
   if (o.interleaved_uneven) {
     return split + "; --emit writes such a split without interleaving only";
@@ -337,7 +340,7 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
     case RefusalKind::ffn:
       return ffn_reason(release, model.ffn);
     case RefusalKind::model_shape:
-      return shape_reason(release, model);
+      return shape_reason(release, model, obstacle);
     case RefusalKind::sharding_with_pp:
       return sharding_reason(release);
     case RefusalKind::ep_overlap:

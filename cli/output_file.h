@@ -9,8 +9,8 @@
 ///   - "" or "-" (or /dev/stdout) is standard output; /dev/stderr is standard error;
 ///   - a FIFO or a character device the user names (/dev/null) is written in place, never
 ///     renamed over, before anything goes to standard output or error (so /dev/full or a FIFO
-///     without a reader fails with nothing printed); a FIFO without a reader is an error, not
-///     a hang;
+///     without a reader fails with nothing printed; a standard output that fails after them
+///     leaves them written, each whole); a FIFO without a reader is an error, not a hang;
 ///   - a directory, a block device or a socket is refused;
 ///   - an output that is an input of the same run (same device and inode), or that another
 ///     output of the run also names, is refused;

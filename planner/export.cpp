@@ -95,17 +95,9 @@ bool middles_equal(const StageLayers& s, int layers, int pp) {
 
 }  // namespace
 
-ParallelConfig without_interleaving(ParallelConfig config) {
-  config.virtual_stages = 1;
-  return config;
-}
-
 std::optional<StageLayers> uneven_stages(const Model& model, const ParallelConfig& config) {
   const StageLayers s = stage_layers(model.layers, config.pp);
-  if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp) ||
-      config.virtual_stages > 1) {
-    return std::nullopt;
-  }
+  if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp)) return std::nullopt;
   return s;
 }
 
@@ -142,8 +134,10 @@ std::vector<int> stage_runs(int layers, int pp, const StageLayers& s) {
 /// (pipeline_parallel_layer_layout.py validate_layer_layout): each decoder layer joins the
 /// chunk holding the fewest layers so far (MTP counted), ties going away from the embedding's
 /// chunk (chunk 0 of the first stage) and the loss's (the last chunk of the last stage). Every
-/// chunk then holds at most ceil(the stage's layers and MTP / v), within the pace-setting
-/// stage's layers / v that the plan priced, or the MTP layers alone where they are more.
+/// chunk then holds at most ceil(the stage's layers and MTP / v), or the MTP layers alone
+/// where they are more: the pace-setting stage's layers / v that the plan priced, but for a
+/// last stage whose MTP layers make it the largest with a count v does not divide (the cost
+/// model's chunk rounds down there; 30 layers + 2 MTP over PP 4, VP 2: a chunk of 5 for 4).
 /// Returns each chunk's decoder layers.
 std::vector<int> chunk_runs(int layers, int mtp, int v, bool first_stage) {
   std::vector<int> held(static_cast<std::size_t>(v), 0);

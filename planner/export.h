@@ -90,12 +90,17 @@ struct Obstacle {
   int gpus_per_server = 0;  ///< uneven_ranks: what whole servers hold
   std::vector<std::string> models;  ///< model_shape: the presets the release has a class for
   std::string other_release;        ///< model_shape: a target that takes any shape, or empty
+  /// model_shape (torchtitan): a flavor's shape but for its Q/K norm, dropout or RoPE base.
+  bool flavor_but_keys = false;
   /// uneven_stages: decoder layers of the first, the largest middle and the last stage.
   int first_layers = 0;
   int middle_layers = 0;
   int last_layers = 0;
   bool interleaved_uneven = false;  ///< uneven_stages: writable without interleaving
 };
+
+/// torchtitan's Llama 3 flavors' RoPE base (torchtitan/models/llama3/__init__.py rope_theta).
+inline constexpr long long kTorchtitanRopeBase = 500000;
 
 /// Why a release cannot run a plan, and the nearest plan it can run: the same split with the
 /// knobs it cannot express changed (`nearest`), or, when the plan's GPUs or model are the

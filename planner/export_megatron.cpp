@@ -210,7 +210,7 @@ std::string parallel_flags(const Model& model, const ParallelConfig& c, CpKind c
   }
   // Layers that do not divide by PP: the first and last stages' counts (TransformerConfig
   // num_layers_in_first/last_pipeline_stage), the middle stages the rest in equal parts.
-  if (const auto s = uneven_stages(model, c)) {
+  if (const auto s = uneven_stages(model, c); s && !layout) {
     t += flag("--decoder-first-pipeline-num-layers", str(s->first)) +
          flag("--decoder-last-pipeline-num-layers", str(s->last));
   }

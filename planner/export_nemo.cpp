@@ -62,21 +62,21 @@ std::string strategy(const Model& model, const ParallelConfig& c, CpKind cp_kind
   // each (account_for_*_in_pipeline_split True: llama31_405b.py L72-73, qwen3_235b_a22b.py
   // L151-152), which Megatron-Core refuses beside the counts (transformer_config.py L855-866 at
   // core_r0.13.0) and which moves an even split: off, so the split is the plan's.
-  const auto uneven = uneven_stages(model, c);
+  // Middle stages that differ, or interleaving: the model chunks' layers as Megatron-Core's
+  // layout string (MegatronStrategy pipeline_model_parallel_layout, megatron_strategy.py L133
+  // @v2.4.0; its virtual stages must be the layout's, transformer_config.py L912-916 at
+  // core_r0.13.0, and GPTConfig.configure_model skips its even-chunk assert for a layout,
+  // gpt/model/base.py L336-350).
+  // The counts are written only where no layout is (it sets the split itself).
+  const auto layout = pipeline_layout(model, c);
+  const auto uneven = layout ? std::nullopt : uneven_stages(model, c);
   t += set("trainer.strategy.num_layers_in_first_pipeline_stage",
            uneven ? str(uneven->first) : "None") +
        set("trainer.strategy.num_layers_in_last_pipeline_stage",
            uneven ? str(uneven->last) : "None") +
        set("trainer.strategy.account_for_embedding_in_pipeline_split", "False") +
        set("trainer.strategy.account_for_loss_in_pipeline_split", "False");
-  // Middle stages that differ, or interleaving: the model chunks' layers as Megatron-Core's
-  // layout string (MegatronStrategy pipeline_model_parallel_layout, megatron_strategy.py L133
-  // @v2.4.0; its virtual stages must be the layout's, transformer_config.py L912-916 at
-  // core_r0.13.0, and GPTConfig.configure_model skips its even-chunk assert for a layout,
-  // gpt/model/base.py L336-350).
-  if (const auto layout = pipeline_layout(model, c)) {
-    t += set("trainer.strategy.pipeline_model_parallel_layout", q(layout->c_str()));
-  }
+  if (layout) t += set("trainer.strategy.pipeline_model_parallel_layout", q(layout->c_str()));
   if (c.zero >= 2) {
     t += set("trainer.strategy.fsdp", q("megatron")) +
          set("trainer.strategy.ddp.data_parallel_sharding_strategy",

@@ -103,17 +103,10 @@ std::string attention_backend(const Model& m, const ParallelConfig& c, const Sta
   return line(2, "attention_backend", backend);
 }
 
-/// The TP and pipeline overlaps as priced: userbuffers (ub_tp_comm_overlap, with TP > 1 and
-/// SP), and the interleaved schedule's transfers, which the file leaves exposed and batched
-/// (overlap_p2p_comm False, batch_p2p_comm True).
+/// The TP overlap as priced: userbuffers (ub_tp_comm_overlap, with TP > 1 and SP). No
+/// interleaved schedule runs here (nemo_hydra_limit), so no pipeline transfer overlap either.
 std::string comm_overlaps(const ParallelConfig& c, const StackSwitches& s) {
-  std::string t;
-  if (writes_userbuffers(c, s)) t += line(2, "ub_tp_comm_overlap", "true");
-  if (c.pp > 1 && c.virtual_stages > 1) {
-    const bool exposed = runs_p2p_exposed(c, s);
-    t += line(2, "overlap_p2p_comm", yes(!exposed)) + line(2, "batch_p2p_comm", yes(exposed));
-  }
-  return t;
+  return writes_userbuffers(c, s) ? line(2, "ub_tp_comm_overlap", "true") : std::string();
 }
 
 std::string parallel(const Model& model, const ParallelConfig& c, RankOrder order) {
@@ -121,16 +114,12 @@ std::string parallel(const Model& model, const ParallelConfig& c, RankOrder orde
                   line(2, "global_batch_size", str(model.training.global_batch)) +
                   line(2, "tensor_model_parallel_size", str(c.tp)) +
                   line(2, "pipeline_model_parallel_size", str(c.pp)) +
-                  line(2, "virtual_pipeline_model_parallel_size",
-                       c.virtual_stages > 1 ? str(c.virtual_stages) : "null") +
+                  line(2, "virtual_pipeline_model_parallel_size", "null") +
                   line(2, "sequence_parallel", yes(c.sequence_parallel));
   // The plan's rank order: tp-pp-dp as the model's use_tp_pp_dp_mapping
   // (megatron_base_model.py L205 @v2.4.0; order 'tp-cp-ep-pp-dp', nlp_overrides.py L171).
   if (order == RankOrder::tp_pp_dp) t += line(2, "use_tp_pp_dp_mapping", "true");
-  // Interleaved (nemo_hydra_limit: every stage's count divides by v), Megatron-Core splits
-  // each stage's layers evenly over its chunks (transformer_block.py get_num_layers_to_build
-  // L146-165 @core_r0.13.0).
-  if (const auto uneven = uneven_stages(model, without_interleaving(c))) {
+  if (const auto uneven = uneven_stages(model, c)) {
     t += line(2, "num_layers_in_first_pipeline_stage", str(uneven->first)) +
          line(2, "num_layers_in_last_pipeline_stage", str(uneven->last));
   }
@@ -166,12 +155,6 @@ std::string sharding(const Model& m, const ParallelConfig& c, const StackSwitche
       const bool param_sync = overlaps_param_gather(c, s);
       t += line(4, "overlap_grad_sync", yes(s.dp_overlap_grad_reduce)) +
            line(4, "overlap_param_sync", yes(param_sync));
-      // Interleaved, the gather overlaps each chunk's forward only with align_param_gather
-      // (megatron_gpt_model.py L744 sets param_sync_func), as Megatron-LM and NeMo 2.0's
-      // callback do by default.
-      if (param_sync && c.pp > 1 && c.virtual_stages > 1) {
-        t += line(4, "align_param_gather", "true");
-      }
     }
     if (s.grad_reduce_bytes == 2) {
       t += line(4, "grad_sync_dtype", m.training.dtype == Dtype::fp16 ? "fp16" : "bf16");
@@ -185,16 +168,15 @@ std::string sharding(const Model& m, const ParallelConfig& c, const StackSwitche
 std::optional<Limit> nemo_hydra_limit(const Input& in) {
   // The first/last-stage layer counts are TransformerConfig fields, which the model takes from
   // its config (megatron_base_model.py L602-609; checked at megatron_gpt_model.py L2198-2220).
-  // Interleaved: Megatron-Core takes the counts with virtual stages when every stage's layers
-  // divide by v (transformer_config.py L2300-2340 and transformer_block.py L160-163 @
-  // core_r0.13.0), each chunk then the stage's layers / v, within the plan's.
-  const int v = in.config.virtual_stages;
-  const auto ends = uneven_stages(in.model, without_interleaving(in.config));
-  const bool interleaved_counts =
-      v > 1 && ends && ends->first % v == 0 && ends->last % v == 0 && ends->middle % v == 0;
-  if (!interleaved_counts) {
-    if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  // NeMo 1.x builds no virtual pipeline stages any more: build_model raises "Virtual pipeline
+  // model parallel size is no longer supported for nemo 1.0" with PP > 1 (nemo/collections/nlp/
+  // modules/common/megatron/build_model.py L73-77 @v2.4.0).
+  if (in.config.virtual_stages > 1 && in.config.pp > 1) {
+    ParallelConfig fixed = in.config;
+    fixed.virtual_stages = 1;
+    return limit(RefusalKind::interleaved, fixed);
   }
+  if (auto uneven = uneven_stage_limit(in, true)) return uneven;
   if (in.model.training.dtype == Dtype::tf32) {
     return limit(RefusalKind::dtype);
   }
@@ -228,7 +210,6 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
        "; trainer.max_steps; model.optim.lr and "
        "sched; exp_manager\n";
   t += placement_comment(launch, "#");
-  t += p2p_overlap_note(in.config, in.switches, "#");
   // One device connection with TP or CP, as Megatron-LM asserts before Blackwell (arguments.py
   // L1413-1437) and userbuffers need.
   const ParallelConfig& c = in.config;

@@ -79,11 +79,9 @@ struct LaunchOrLimit {
 /// layers / (pp * v): layers per virtual pipeline stage.
 [[nodiscard]] int layers_per_chunk(const Model& model, const ParallelConfig& config);
 
-/// The same split without interleaving (each stage holds the same layers).
-[[nodiscard]] ParallelConfig without_interleaving(ParallelConfig config);
 /// The plan's decoder layers per pipeline stage (costmodel/pipeline.h stage_layers) when the
-/// split is uneven, its middle stages all hold the same count and it is not interleaved, the
-/// one shape a release's first/last-stage layer counts write; nullopt for an even split.
+/// split is uneven and its middle stages all hold the same count, the one shape a release's
+/// first/last-stage layer counts write; nullopt for an even split (or middles that differ).
 [[nodiscard]] std::optional<StageLayers> uneven_stages(const Model& model,
                                                        const ParallelConfig& config);
 /// An uneven split whose middle stages differ, or any uneven split interleaved, in

@@ -20,7 +20,6 @@ struct Flavor {
   const char* name;
   int dim, layers, heads, kv_heads, ffn_hidden, vocab;
 };
-constexpr long long kFlavorRopeBase = 500000;
 constexpr Flavor kLlama3[] = {
     {"8B", 4096, 32, 32, 8, 14336, 128256},
     {"70B", 8192, 80, 64, 8, 28672, 128256},
@@ -33,7 +32,7 @@ const Flavor* flavor_of(const Model& m) {
   // (__init__.py rope_theta).
   const bool llama_kind = m.ffn == FfnKind::swiglu && m.norm == NormKind::rmsnorm && !m.bias &&
                           !m.learned_positions && !m.tied_embeddings && !m.qk_layernorm &&
-                          m.dropout == 0.0 && m.rope_base == kFlavorRopeBase &&
+                          m.dropout == 0.0 && m.rope_base == kTorchtitanRopeBase &&
                           (m.explicit_head_dim == 0 || m.q_hidden() == m.hidden);
   for (const Flavor& f : kLlama3) {
     if (llama_kind && f.dim == m.hidden && f.layers == m.layers && f.heads == m.heads &&
@@ -108,7 +107,7 @@ std::string parallelism(const Model& model, const ParallelConfig& c) {
     int per_stage = layers_per_chunk(model, c);
     int first_less = 0;
     int last_less = 0;
-    if (const auto s = uneven_stages(model, without_interleaving(c))) {
+    if (const auto s = uneven_stages(model, c)) {
       per_stage = s->most() / c.virtual_stages;
       first_less = s->most() - s->first;
       last_less = s->most() - s->last;
@@ -157,19 +156,34 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   // generate_llm_fqn_per_model_part L236-345 @v0.2.2) shorten the first and the last virtual
   // stage only, which writes the plan's split when each end's gap fits in one chunk (its
   // weight at most the layers per stage, L288-296).
-  const ParallelConfig& pinned = in.config;
-  const auto ends = uneven_stages(in.model, without_interleaving(pinned));
-  const int chunk = ends ? ends->most() / pinned.virtual_stages : 0;
-  const bool interleaved_ends = pinned.virtual_stages > 1 && ends &&
-                                ends->most() - ends->first <= chunk &&
-                                ends->most() - ends->last <= chunk;
-  if (!interleaved_ends) {
-    if (auto uneven = uneven_stage_limit(in, true)) return uneven;
+  if (auto uneven = uneven_stage_limit(in, true)) {
+    const auto ends = uneven_stages(in.model, in.config);
+    const auto fits = [&ends](int v) {
+      const int chunk = ends->most() / v;
+      return ends->most() % v == 0 && ends->most() - ends->first <= chunk &&
+             ends->most() - ends->last <= chunk;
+    };
+    if (!ends || !fits(in.config.virtual_stages)) {
+      // Nearest: the most virtual stages below the plan's that the ends fit (VP 1 at least).
+      for (int v = in.config.virtual_stages - 1; ends && uneven->fixed && v > 1; --v) {
+        if (fits(v)) {
+          uneven->fixed->virtual_stages = v;
+          break;
+        }
+      }
+      return uneven;
+    }
   }
   const ParallelConfig& c = in.config;
   if (flavor_of(in.model) == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);
     shape.obstacle.models = {"llama3-8b", "llama3-70b", "llama3-405b"};
+    // A flavor's shape but for what a model file may add: the message lists those.
+    Model plain = in.model;
+    plain.qk_layernorm = false;
+    plain.dropout = 0.0;
+    plain.rope_base = kTorchtitanRopeBase;
+    shape.obstacle.flavor_but_keys = flavor_of(plain) != nullptr;
     return shape;
   }
   const Dtype dtype = in.model.training.dtype;

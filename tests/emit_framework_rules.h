@@ -110,15 +110,23 @@ inline std::string layout_rule(std::string layout, const Model& m, const Paralle
   }
   const std::vector<std::string> chunks = split(flat, '|');
   if (static_cast<int>(chunks.size()) != c.pp * c.virtual_stages) return "layout stages";
-  if (flat.front() != 'E' || flat.back() != 'L' ||
+  if (flat.front() != 'E' || flat.back() != 'L' || std::count(flat.begin(), flat.end(), 'E') != 1 ||
+      std::count(flat.begin(), flat.end(), 'L') != 1 ||
       std::count(flat.begin(), flat.end(), 'm') != m.mtp_layers) {
     return "layout ends";
+  }
+  // validate_layer_layout (L110-135 @core_v0.19.0): MTP layers after every decoder layer, all
+  // in one chunk, the last one's.
+  if (const auto first_mtp = flat.find('m'); first_mtp != std::string::npos) {
+    if (flat.find('t', first_mtp) != std::string::npos) return "a decoder layer after MTP";
+    if (flat.find('|', first_mtp) != std::string::npos) return "MTP outside the last chunk";
   }
   // core_r0.13.0 (NeMo v2.4.0's): "MTP layer is not supported for flexible pipeline layout".
   if (!takes_mtp && flat.find('m') != std::string::npos) return "MTP in a layout (core_r0.13.0)";
   // Chunk k is chunk k / pp of stage k % pp (PipelineParallelLayerLayout.__init__); no chunk
   // may hold more layers, MTP ones included, than the pace-setting stage's (MTP included) / v
-  // rounded up, the chunk the plan priced, or than the MTP layers where they alone are more.
+  // rounded up (the plan's chunk, which the cost model rounds down where MTP makes the last
+  // stage the largest and v does not divide it), or than the MTP layers where they alone are.
   const StageLayers plan = stage_layers(m.layers, c.pp);
   const int v = c.virtual_stages;
   const int priced = (model_stage_layers(m, c.pp).most() + v - 1) / v;
@@ -306,11 +314,13 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
         s.at("recipe.trainer.strategy.num_layers_in_last_pipeline_stage") != "None") {
       return "layout with first/last-stage counts";
     }
-    if (auto bad = layout_rule(s.at("recipe.trainer.strategy.pipeline_model_parallel_layout"), m, c,
-                               false);
-        !bad.empty()) {
-      return bad;
-    }
+    const std::string layout = s.at("recipe.trainer.strategy.pipeline_model_parallel_layout");
+    if (auto bad = layout_rule(layout, m, c, false); !bad.empty()) return bad;
+    // transformer_config.py L911-917 @core_r0.13.0: the strategy's virtual stages are the
+    // layout's (chunks / PP; None for one).
+    const std::string vp = s.at("recipe.trainer.strategy.virtual_pipeline_model_parallel_size");
+    const long long chunks = std::count(layout.begin(), layout.end(), '|') + 1;
+    if ((vp == "None" ? 1 : std::stoll(vp)) != chunks / c.pp) return "VP beside the layout";
   }
   // MegatronCommOverlapCallback (megatron_comm_overlap.py): userbuffers with TP > 1 and SP;
   // interleaved transfers either overlapped or batched, never both (Megatron-Core's
@@ -339,6 +349,14 @@ inline std::string nemo_hydra_rules(const std::string& text, const Model& m,
   flatten_yaml(YAML::Load(text), "", s);
   s.erase("defaults");  // Hydra's own composition list
   if (auto bad = check_names(s, defs); !bad.empty()) return bad;
+  // build_model.py L73-77 @v2.4.0: "Virtual pipeline model parallel size is no longer
+  // supported for nemo 1.0" with PP > 1.
+  const std::string vp = s.at("model.virtual_pipeline_model_parallel_size");  // null: "[]"
+  const bool interleaved =
+      !vp.empty() && std::isdigit(static_cast<unsigned char>(vp[0])) != 0 && std::stoll(vp) > 1;
+  if (interleaved && num(s, "model.pipeline_model_parallel_size") > 1) {
+    return "virtual stages (build_model.py:73-77)";
+  }
   const std::string optim = s.at("model.optim.name");
   // megatron_trainer_builder.py:66-69: FSDP refuses a distributed optimizer.
   if (s.count("model.fsdp") && s.at("model.fsdp") == "true" &&
@@ -375,17 +393,9 @@ inline std::string nemo_hydra_rules(const std::string& text, const Model& m,
   const long long last = num(s, "model.num_layers_in_last_pipeline_stage");
   if (first != 0 || last != 0) {
     const StageLayers plan = stage_layers(m.layers, c.pp);
-    const int v = c.virtual_stages;
-    const long long middle = c.pp > 2 ? (m.layers - first - last) / (c.pp - 2) : 0;
     if (c.pp < 2 || plan.first != first || plan.last != last ||
         (c.pp > 2 && (m.layers - first - last) % (c.pp - 2) != 0)) {
       return "not the plan's layer split";
-    }
-    // transformer_config.py L2300-2340, transformer_block.py L160-163 @core_r0.13.0: with
-    // virtual stages, each stage's count divides by v.
-    if (v > 1 && (first % v != 0 || last % v != 0 || middle % v != 0 ||
-                  num(s, "model.virtual_pipeline_model_parallel_size") != v)) {
-      return "uneven counts with virtual stages";
     }
   } else if (m.layers % c.pp != 0) {
     return "layers do not divide by PP";

@@ -393,6 +393,12 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
   CHECK(partial.code == 2);
   CHECK(partial.err.find(", but it drops the pinned --recompute-layers 2 (recompute full of "
                          "every layer)") != std::string::npos);
+  // A pin of at least a chunk's layers is plain full recompute: the nearest plan keeps it.
+  const Run whole = trident(
+      "plan --model llama3-8b --gpus 64 --servers 8 --recompute full --recompute-layers 100 "
+      "--emit torchtitan");
+  CHECK(whole.code == 2);
+  CHECK(whole.err.find("--recompute-layers") == std::string::npos);
   // A model the release refuses (MoE): no whole-search fallback (it cost 10 s at 16,384 GPUs).
   const Run moe = trident("plan --gpus 512 --servers 64 --model mixtral-8x7b --emit deepspeed");
   CHECK(moe.code == 2);

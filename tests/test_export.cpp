@@ -375,19 +375,19 @@ TEST_CASE("launches run the pipeline overlap and gradient dtype the plan was pri
   CHECK(has(emit(nemo, config_of({2, 4, 1}, 0, Recompute::none, true), perf, m),
             "recipe.trainer.strategy.ddp.overlap_grad_reduce = True\n"));
   CHECK_FALSE(has(emit(nemo, plain, perf, m), "recipe.trainer.strategy.ddp.overlap"));
-  // NeMo Hydra: its file leaves the interleaved transfers exposed and batched, userbuffers and
-  // the distributed optimizers' DP overlaps off, their reduction in fp32.
+  // NeMo Hydra: NeMo 1.x builds no virtual stages (build_model.py L73-77 raises), so an
+  // interleaved plan is refused, nearest VP 1; its file leaves userbuffers and the distributed
+  // optimizers' DP overlaps off, their reduction in fp32.
   const Release& hydra = parse_release("nemo-hydra");
-  CHECK(has(emit(hydra, pp4, exposed, m), "  overlap_p2p_comm: false\n  batch_p2p_comm: true\n"));
-  CHECK(has(emit(hydra, pp4, {}, m), "  overlap_p2p_comm: true\n  batch_p2p_comm: false\n"));
-  CHECK(has(emit(hydra, pp2, exposed, m), "# the pipeline's transfers overlap compute"));
+  const Export hydra_vp = export_plan(hydra, cluster, m, pp4);
+  REQUIRE(hydra_vp.refusal.has_value());
+  CHECK(hydra_vp.refusal->reason.kind == RefusalKind::interleaved);
+  REQUIRE(hydra_vp.refusal->nearest.has_value());
+  CHECK(hydra_vp.refusal->nearest->virtual_stages == 1);
   const std::string zero1 = emit(hydra, plain, perf, m);
   CHECK(has(zero1, "  ub_tp_comm_overlap: true\n"));
   CHECK(has(zero1, "    overlap_grad_sync: true\n    overlap_param_sync: true\n"));
   CHECK(has(emit(hydra, plain, bf16_reduce, m), "    grad_sync_dtype: bf16\n"));
-  // Interleaved, the parameter gather overlaps each chunk's forward only aligned.
-  CHECK(has(emit(hydra, pp4, perf, m),
-            "    overlap_param_sync: true\n    align_param_gather: true\n"));
   CHECK_FALSE(has(zero1, "align_param_gather"));
   // NeMo 2.0: the Llama 3.1 405B and Qwen3 235B recipes count the embedding and loss as layers,
   // which Megatron-Core refuses beside the layer counts: off in every script.
@@ -863,13 +863,14 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
     CHECK(sv.at("parallelism.pipeline_parallel_last_stage_less_layers") == "2");
     CHECK(rules(parse_release("torchtitan"), titan_v.text, m48, six) == "");
     // VP 6: chunks of 1, and each end's gap of 2 exceeds one (torchtitan raises where a weight
-    // is above the layers per stage): nearest VP 1.
+    // is above the layers per stage): nearest the most virtual stages below that fit, VP 3
+    // (chunks of 2; VP 5 and 4 do not divide 6).
     six.virtual_stages = 6;
     const auto titan_v6 = export_plan(parse_release("torchtitan"), six_servers, m48, six);
     REQUIRE(titan_v6.refusal.has_value());
     CHECK(titan_v6.refusal->reason.kind == RefusalKind::uneven_stages);
     REQUIRE(titan_v6.refusal->nearest.has_value());
-    CHECK(titan_v6.refusal->nearest->virtual_stages == 1);
+    CHECK(titan_v6.refusal->nearest->virtual_stages == 3);
   }
   // NeMo Hydra: the counts are TransformerConfig fields the model takes from its config.
   c.zero = 1;
@@ -931,33 +932,16 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   CHECK(has(nemo_interleaved.text,
             ("pipeline_model_parallel_layout = \"" + round0 + round1 + round2 + "\"\n").c_str()));
   CHECK(rules(parse_release("nemo"), nemo_interleaved.text, llama13v, thirteen_v) == "");
-  // The Hydra file writes first/last counts only, which Megatron-Core splits into chunks only
-  // when every stage's count divides by v (core_r0.13.0 transformer_block.py L160-163): 80
-  // layers over PP 6 (12 | 14 x 4 | 12) with VP 2 are written; 7 | 8 x 14 | 7: nearest VP 1.
-  Model seventy = llama8b();
-  seventy.layers = 80;
-  seventy.training.global_batch = 6;
-  ParallelConfig six_v;
-  six_v.tp = 1;
-  six_v.pp = 6;
-  six_v.dp = 1;
-  six_v.virtual_stages = 2;
-  six_v.zero = 1;
-  const auto hydra_even_chunks =
-      export_plan(parse_release("nemo-hydra"), cluster_of_singles(6), seventy, six_v);
-  REQUIRE_FALSE(hydra_even_chunks.refusal.has_value());
-  CHECK(has(hydra_even_chunks.text, "  virtual_pipeline_model_parallel_size: 2\n"));
-  CHECK(has(hydra_even_chunks.text,
-            "  num_layers_in_first_pipeline_stage: 12\n"
-            "  num_layers_in_last_pipeline_stage: 12\n"));
-  CHECK(rules(parse_release("nemo-hydra"), hydra_even_chunks.text, seventy, six_v) == "");
+  // The Hydra file: NeMo 1.x builds no virtual stages (build_model.py L73-77): nearest VP 1,
+  // whose uneven split (7 | 8 x 14 | 7) its first/last counts write.
   const auto hydra_interleaved = export_plan(parse_release("nemo-hydra"), wide, big, v);
   REQUIRE(hydra_interleaved.refusal.has_value());
-  CHECK(hydra_interleaved.refusal->reason.kind == RefusalKind::uneven_stages);
-  CHECK(hydra_interleaved.refusal->reason.first_layers == 7);
-  CHECK(hydra_interleaved.refusal->reason.middle_layers == 8);
+  CHECK(hydra_interleaved.refusal->reason.kind == RefusalKind::interleaved);
   REQUIRE(hydra_interleaved.refusal->nearest.has_value());
   CHECK(hydra_interleaved.refusal->nearest->virtual_stages == 1);
+  CHECK_FALSE(
+      export_plan(parse_release("nemo-hydra"), wide, big, *hydra_interleaved.refusal->nearest)
+          .refusal);
   // 96 layers over 21 stages: ceil 5, 9 short, 4 off each end, 1 off one middle stage: the
   // middle stages differ, which first/last counts cannot write: Megatron-Core's layout does,
   // 1 | 5 x 18 | 4 | 1 (1 + 90 + 4 + 1 = 96), the embedding first and the loss last.
