@@ -86,6 +86,26 @@ std::string best_runnable(const Release& release, const std::vector<PlanResult>&
   return "; no plan of the search that fits runs there";
 }
 
+/// How the nearest plan `c` breaks a pinned --recompute-layers `pin`, in words; empty when it
+/// keeps it. A pin of at least a chunk's layers is plain full recompute (the search stores it
+/// so), which full recompute of every layer keeps.
+std::string broken_recompute_layers(const ParallelConfig& c, int pin, const Model& model) {
+  if (c.recompute != Recompute::full) {
+    return fmt::format(", but it drops the pinned --recompute-layers {} (recompute {})", pin,
+                       to_string(c.recompute));
+  }
+  if (pin >= model_chunk_layers(model, c.pp, c.virtual_stages)) return "";
+  if (c.recompute_layers == 0) {
+    return fmt::format(
+        ", but it drops the pinned --recompute-layers {} (recompute full of every layer)", pin);
+  }
+  if (c.recompute_layers != pin) {
+    return fmt::format(", but it changes the pinned --recompute-layers {} to {}", pin,
+                       c.recompute_layers);
+  }
+  return "";
+}
+
 /// The first of the user's pins and bounds the nearest plan `c` breaks, in words; empty when
 /// it keeps them all.
 std::string broken_pin(const ParallelConfig& c, const SearchOptions& o, const Model& model) {
@@ -108,18 +128,11 @@ std::string broken_pin(const ParallelConfig& c, const SearchOptions& o, const Mo
     return fmt::format(", but it changes the pinned --recompute {} to {}", to_string(*o.recompute),
                        to_string(c.recompute));
   }
-  // A pin of at least a chunk's layers is plain full recompute (the search stores it so).
-  const bool pin_is_full = o.recompute_layers &&
-                           *o.recompute_layers >= model_chunk_layers(model, c.pp, c.virtual_stages);
-  if (o.recompute_layers && !(c.recompute == Recompute::full && pin_is_full) &&
-      (c.recompute != Recompute::full || c.recompute_layers == 0)) {
-    return fmt::format(", but it drops the pinned --recompute-layers {} (recompute {}{})",
-                       *o.recompute_layers, to_string(c.recompute),
-                       c.recompute == Recompute::full ? " of every layer" : "");
-  }
-  if (o.recompute_layers && !pin_is_full && c.recompute_layers != *o.recompute_layers) {
-    return fmt::format(", but it changes the pinned --recompute-layers {} to {}",
-                       *o.recompute_layers, c.recompute_layers);
+  if (o.recompute_layers) {
+    if (std::string broken = broken_recompute_layers(c, *o.recompute_layers, model);
+        !broken.empty()) {
+      return broken;
+    }
   }
   const std::tuple<Knob, const char*, const char*, int, int, int> bounds[] = {
       {Knob::tp, "TP", "tp", c.tp, o.min_tp, o.max_tp},

@@ -67,11 +67,13 @@ namespace {
   if (release.framework == Framework::torchtitan) {
     // A flavor's shape but for what a model file may add: name what differs.
     std::string unlike;
-    if (o.flavor_but_keys && model.qk_layernorm) unlike += ", no Q/K norm";
-    if (o.flavor_but_keys && model.dropout > 0.0) unlike += ", no dropout";
-    if (o.flavor_but_keys && model.rope_base != kTorchtitanRopeBase) {
-      unlike +=
-          fmt::format(", RoPE base {} (the model's {})", kTorchtitanRopeBase, model.rope_base);
+    if (o.flavor_but_keys) {
+      if (model.qk_layernorm) unlike += ", no Q/K norm";
+      if (model.dropout > 0.0) unlike += ", no dropout";
+      if (model.rope_base != kTorchtitanRopeBase) {
+        unlike +=
+            fmt::format(", RoPE base {} (the model's {})", kTorchtitanRopeBase, model.rope_base);
+      }
     }
     return "torchtitan builds models from registered flavors "
            "(torchtitan/models/llama3/__init__.py), and none has " +

@@ -113,10 +113,6 @@ std::string decoder_run(int layers) {
   return run;
 }
 
-}  // namespace
-
-namespace {
-
 /// Decoder layers of each of the `pp` stages, first to last: the middle stages holding the
 /// most first, then those one short (the cost model prices the slowest stage, wherever it
 /// sits).

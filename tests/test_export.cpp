@@ -82,6 +82,16 @@ ParallelConfig config_of(Split split, int zero, Recompute recompute, bool sp) {
   return c;
 }
 
+/// One replica of a pipeline: TP 1, DP 1, `pp` stages of `vp` chunks each.
+ParallelConfig one_pipeline(int pp, int vp = 1) {
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = pp;
+  c.dp = 1;
+  c.virtual_stages = vp;
+  return c;
+}
+
 /// A GPT-style model torchtitan has no flavor for: GeLU, LayerNorm, learned positions,
 /// biases, tied embeddings.
 Model gpt_style() {
@@ -912,11 +922,7 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   // round 1 the ends empty and 11 "t", round 2 "t", 8 "t", 3 empty, "L". 12 + 11 + 9 = 32.
   Model llama13v = llama8b();
   llama13v.training.global_batch = 13;
-  ParallelConfig thirteen_v;
-  thirteen_v.tp = 1;
-  thirteen_v.pp = 13;
-  thirteen_v.dp = 1;
-  thirteen_v.virtual_stages = 3;
+  const ParallelConfig thirteen_v = one_pipeline(13, 3);
   std::string round0 = "E";
   for (int i = 0; i < 12; ++i) round0 += "|t";
   std::string round1 = "|";
@@ -948,10 +954,7 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   Model gpt = gpt_style();
   gpt.layers = 96;
   gpt.training.global_batch = 21;
-  ParallelConfig odd;
-  odd.tp = 1;
-  odd.pp = 21;
-  odd.dp = 1;
+  const ParallelConfig odd = one_pipeline(21);
   const Cluster singles = cluster_of_singles(21);  // the ranks fill whole servers
   std::string layout = "Et";
   for (int i = 0; i < 18; ++i) layout += "|t*5";
@@ -965,8 +968,7 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   // stages, ceil 3, 7 short: 1 | 3 x 8, 2 x 3 | 1); the Hydra file has no layout: refused.
   Model llama13 = llama8b();
   llama13.training.global_batch = 13;
-  ParallelConfig thirteen = odd;
-  thirteen.pp = 13;
+  const ParallelConfig thirteen = one_pipeline(13);
   const auto nemo_mixed =
       export_plan(parse_release("nemo"), cluster_of_singles(13), llama13, thirteen);
   REQUIRE_FALSE(nemo_mixed.refusal.has_value());
@@ -994,11 +996,7 @@ TEST_CASE("uneven pipeline stages: written as the plan splits them, or refused",
   mtp2.layers = 61;
   mtp2.mtp_layers = 2;
   mtp2.training.global_batch = 8;
-  ParallelConfig eight_v;
-  eight_v.tp = 1;
-  eight_v.pp = 8;
-  eight_v.dp = 1;
-  eight_v.virtual_stages = 2;
+  ParallelConfig eight_v = one_pipeline(8, 2);
   std::string mtp_rounds = "Et*3";
   for (int i = 0; i < 14; ++i) mtp_rounds += "|t*4";
   mtp_rounds += "|t*2mmL";
