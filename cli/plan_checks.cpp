@@ -9,6 +9,7 @@
 #include "cli/whatif_text.h"
 #include "configs/presets.h"
 #include "costmodel/kernels.h"
+#include "costmodel/pipeline.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
 #include "topology/json_reader.h"
@@ -152,6 +153,32 @@ void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
   }
 }
 
+namespace {
+
+/// A pinned PP (or VP over it) whose uneven split a stack that shortens only the ends cannot
+/// write: the split as stage_layers makes it, and what the stack needs.
+std::string uneven_ends_text(const OptionProblem& p, const Model& model, const Stack& stack,
+                             const std::string& pin) {
+  const int pp = static_cast<int>(p.issue == OptionIssue::uneven_middles ? p.value : p.limit);
+  const StageLayers split = stage_layers(model.layers, pp);
+  const std::string shape = fmt::format(
+      "PP {} splits model {}'s {} layers {} | {} | {}", pp, model.name, model.layers, split.first,
+      split.middle > 0 ? fmt::format("up to {}", split.middle) : std::string("-"), split.last);
+  if (p.issue == OptionIssue::uneven_middles) {
+    return fmt::format(
+        "{}: {}, middle stages of different sizes; stack {} shortens only the first and the "
+        "last stage; use another --pp or --stack",
+        pin, shape, stack.name);
+  }
+  return fmt::format(
+      "{}: {}; stack {} shortens only the first and the last virtual stage, so VP must divide "
+      "{} and leave chunks of at least {} layers; use another --vp",
+      pin, shape, stack.name, split.most(),
+      std::max(split.most() - split.first, split.most() - split.last));
+}
+
+}  // namespace
+
 std::string describe(const OptionProblem& p, const Model& model, const Stack& stack) {
   const std::string pin = fmt::format("{} {}", flag_of(p.knob), value_text(p));
   switch (p.issue) {
@@ -211,6 +238,9 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "{}: must divide the model's layers ({}) under stack {}, which has no uneven pipeline "
           "stages",
           pin, model.layers, stack.name);
+    case OptionIssue::uneven_middles:
+    case OptionIssue::uneven_ends_over_chunk:
+      return uneven_ends_text(p, model, stack, pin);
     case OptionIssue::more_than_layers:
       return fmt::format("{}: more stages than the model's {} layers", pin, model.layers);
     case OptionIssue::missing:

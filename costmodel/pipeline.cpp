@@ -125,6 +125,17 @@ MiddleStages middle_stages(int layers, int pp, const StageLayers& split) {
   return {full, stages - full};
 }
 
+bool ends_only_split(int layers, int pp, int virtual_stages) {
+  const StageLayers split = stage_layers(layers, pp);
+  if (split.even(pp)) return true;
+  if (pp > 2 && middle_stages(layers, pp, split).fewer > 0) return false;
+  const int v = std::max(1, virtual_stages);
+  const int most = split.most();
+  if (most % v != 0) return false;
+  const int chunk = most / v;
+  return most - split.first <= chunk && most - split.last <= chunk;
+}
+
 int model_chunk_layers(const Model& model, int pp, int virtual_stages) {
   return model_stage_layers(model, pp).most() / virtual_stages;
 }

@@ -33,6 +33,13 @@ struct MiddleStages {
   int fewer = 0;
 };
 [[nodiscard]] MiddleStages middle_stages(int layers, int pp, const StageLayers& split);
+/// Whether a split of `layers` over `pp` stages, each in `virtual_stages` chunks, shortens
+/// only its first and last virtual stage, as torchtitan writes an uneven split
+/// (pipeline_parallel_layers_per_stage with first/last_stage_less_layers,
+/// generate_llm_fqn_per_model_part @v0.2.2): even splits always; otherwise the middle stages
+/// hold the same layers, the virtual stages divide the largest stage, and each end's
+/// shortfall fits in one virtual stage.
+[[nodiscard]] bool ends_only_split(int layers, int pp, int virtual_stages);
 /// Layers of the largest model chunk of a split: its largest stage's / the virtual stages.
 [[nodiscard]] int model_chunk_layers(const Model& model, int pp, int virtual_stages);
 

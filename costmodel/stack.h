@@ -246,6 +246,10 @@ struct Stack {
   bool interleaved_pipeline = true;
   /// Layers that do not divide by PP are allowed (first/last stages get fewer).
   bool uneven_stages = true;
+  /// An uneven split shortens only the first and the last virtual stage (torchtitan's
+  /// first/last_stage_less_layers): splits whose middle stages differ, or whose ends' shortfall
+  /// exceeds a virtual stage, are neither searched nor accepted as pins (ends_only_split).
+  bool uneven_stages_ends_only = false;
   /// Recompute modes the stack has (bit Recompute set) and what selective means.
   unsigned recompute_modes = 0b111;
   SelectiveKind selective = SelectiveKind::attention;

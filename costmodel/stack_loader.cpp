@@ -63,6 +63,7 @@ const std::vector<std::string> kStackKeys = {
     "sequence_parallel_required",
     "interleaved_pipeline",
     "uneven_stages",
+    "uneven_stages_ends_only",
     "recompute",
     "selective",
     "partial_recompute",
@@ -203,6 +204,7 @@ Stack file_defaults() {
   s.sequence_parallel_required = false;
   s.interleaved_pipeline = false;
   s.uneven_stages = false;
+  s.uneven_stages_ends_only = false;
   s.recompute_modes = 0b111;
   s.fp8_recipes = 0;
   s.fp8_weight_cache = false;
@@ -368,6 +370,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.interleaved_pipeline = m.optional_bool("interleaved_pipeline", d.interleaved_pipeline);
   check_separate_send_recv(m, s);
   s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);
+  s.uneven_stages_ends_only = m.optional_bool("uneven_stages_ends_only", d.uneven_stages_ends_only);
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
   s.fp8_recipes = read_name_list(m, "fp8_recipes", fp8_recipe_names(), d.fp8_recipes, true);
   s.dtypes = read_name_list(m, "dtypes", dtype_names(), d.dtypes, false);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "costmodel/pipeline.h"
 #include "planner/search.h"
 #include "planner/splits.h"
 
@@ -239,6 +240,14 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   }
   if (o.pp && *o.pp > model.layers) {
     return OptionProblem{Knob::pp, OptionIssue::more_than_layers, *o.pp, 0};
+  }
+  if (o.pp && o.stack.uneven_stages_ends_only) {
+    if (!ends_only_split(model.layers, *o.pp, 1)) {
+      return OptionProblem{Knob::pp, OptionIssue::uneven_middles, *o.pp, 0};
+    }
+    if (o.vp && !ends_only_split(model.layers, *o.pp, *o.vp)) {
+      return OptionProblem{Knob::vp, OptionIssue::uneven_ends_over_chunk, *o.vp, *o.pp};
+    }
   }
   if (model.training.dtype == Dtype::fp8 && !o.stack.supports(model.training.fp8.recipe)) {
     return OptionProblem{Knob::fp8_recipe, OptionIssue::stack_lacks,

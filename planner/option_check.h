@@ -37,28 +37,32 @@ enum class Knob {
 };
 
 enum class OptionIssue {
-  not_positive,           ///< value below 1 (max_tp: below 0)
-  min_above_max,          ///< min_tp `value` above max_tp `limit`
-  out_of_range,           ///< ZeRO stage outside 0..3
-  stack_lacks,            ///< the stack does not run `value` (a ZeRO stage, a Recompute, PP, ...)
-  stack_lacks_with_pp,    ///< the stack does not run ZeRO `value` with PP `limit`
-  not_dividing_heads,     ///< TP `value` does not divide heads and kv_heads
-  not_dividing_layers,    ///< PP `value` leaves uneven stages under a stack without them
-  more_than_layers,       ///< PP `value` above the layer count
-  missing,                ///< not given at all (the global batch)
-  not_dividing_sequence,  ///< CP `value`: 2 x cp does not divide the sequence `limit`
-  no_experts,             ///< EP `value` on a dense model
-  not_dividing_experts,   ///< EP `value` does not divide the `limit` experts
-  moe_needs_sp,           ///< sequence parallel off with TP `limit` on a MoE model
-  moe_needs_sp_stack,     ///< TP `value` on a MoE model under a stack without sequence parallel
-  stack_needs_sp,         ///< sequence parallel off with TP `limit` under a stack that needs it
-  moe_zero3,              ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
-  not_dividing_dp,        ///< HSDP shard size `value` does not divide the pinned DP `limit`
-  needs_unit_sharding,    ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit
-  no_unit_sharding,       ///< HSDP shard size `value` under a stack sharding no stage per unit
-  shard_below_two,        ///< HSDP shard size `value` 1: nothing to shard (DDP)
-  moe_hybrid_shard,       ///< HSDP on a MoE model (experts' state per shard group not modelled)
-  selective_needs_mla,    ///< selective recompute of MLA's up-projections on a model without MLA
+  not_positive,            ///< value below 1 (max_tp: below 0)
+  min_above_max,           ///< min_tp `value` above max_tp `limit`
+  out_of_range,            ///< ZeRO stage outside 0..3
+  stack_lacks,             ///< the stack does not run `value` (a ZeRO stage, a Recompute, PP, ...)
+  stack_lacks_with_pp,     ///< the stack does not run ZeRO `value` with PP `limit`
+  not_dividing_heads,      ///< TP `value` does not divide heads and kv_heads
+  not_dividing_layers,     ///< PP `value` leaves uneven stages under a stack without them
+  uneven_middles,          ///< PP `value` leaves middle stages that differ, under a stack that
+                           ///< shortens only the ends (Stack::uneven_stages_ends_only)
+  uneven_ends_over_chunk,  ///< VP `value` over PP `limit`: an end's shortfall exceeds a virtual
+                           ///< stage (or VP does not divide the largest), ends-only stack
+  more_than_layers,        ///< PP `value` above the layer count
+  missing,                 ///< not given at all (the global batch)
+  not_dividing_sequence,   ///< CP `value`: 2 x cp does not divide the sequence `limit`
+  no_experts,              ///< EP `value` on a dense model
+  not_dividing_experts,    ///< EP `value` does not divide the `limit` experts
+  moe_needs_sp,            ///< sequence parallel off with TP `limit` on a MoE model
+  moe_needs_sp_stack,      ///< TP `value` on a MoE model under a stack without sequence parallel
+  stack_needs_sp,          ///< sequence parallel off with TP `limit` under a stack that needs it
+  moe_zero3,               ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
+  not_dividing_dp,         ///< HSDP shard size `value` does not divide the pinned DP `limit`
+  needs_unit_sharding,     ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit
+  no_unit_sharding,        ///< HSDP shard size `value` under a stack sharding no stage per unit
+  shard_below_two,         ///< HSDP shard size `value` 1: nothing to shard (DDP)
+  moe_hybrid_shard,        ///< HSDP on a MoE model (experts' state per shard group not modelled)
+  selective_needs_mla,     ///< selective recompute of MLA's up-projections on a model without MLA
   only_selective_needs_mla,  ///< recompute free, the stack's only mode that on a model without MLA
   needs_full_recompute,      ///< recompute_layers `value` with recompute `limit` other than full
   above_max,          ///< the pin `value` above its knob's maximum `limit` (max_tp, max_cp, max_ep)

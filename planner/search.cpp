@@ -110,6 +110,10 @@ class SplitSearch {
       for (const int vp : divisors(most_layers)) {
         if (!allowed(options_.vp, vp)) continue;
         if (vp > 1 && !options_.stack.interleaved_pipeline) continue;
+        if (options_.stack.uneven_stages_ends_only &&
+            !ends_only_split(model_.layers, split.pp, vp)) {
+          continue;
+        }
         // Megatron-LM's interleaved schedule: needs pp > 1 and m a multiple of pp.
         if (vp > 1 && (split.pp < 2 || m % split.pp != 0)) continue;
         config.virtual_stages = vp;

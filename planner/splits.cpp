@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "costmodel/context_parallel.h"
+#include "costmodel/pipeline.h"
 
 namespace trident {
 
@@ -97,6 +98,9 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
         const int pp = rest / *dp;
         if (pp > model.layers || (pp > 1 && !options.stack.pipelines())) break;
         if (!options.stack.uneven_stages && model.layers % pp != 0) continue;
+        if (options.stack.uneven_stages_ends_only && !ends_only_split(model.layers, pp, 1)) {
+          continue;
+        }
         if (!allowed(options.pp, pp) || !allowed(options.dp, *dp)) continue;
         for (const int ep : ep_candidates(model, options, tp * cp * *dp)) {
           out.push_back({tp, pp, *dp, cp, ep});

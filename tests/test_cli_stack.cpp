@@ -73,6 +73,22 @@ TEST_CASE("what a stack cannot run is refused with one line and exit 2", "[cli_s
   CHECK(sp_off.err ==
         "trident: error: --sequence-parallel off with --tp 2: stack torchtitan runs tensor "
         "parallelism only with sequence parallelism; use --sequence-parallel on or --tp 1\n");
+  // torchtitan shortens only the first and the last (virtual) stage of an uneven split: 32
+  // layers over PP 13 (ceil 3, 7 short: 2 off each end, 3 off middles: 1 | 3 x 8, 2 x 3 | 1)
+  // has middles that differ; over PP 5 (6 | 7 x 3 | 5) VP 7 leaves chunks of 1 layer where
+  // the last stage is 2 short.
+  const Run middles = trident("plan --gpus 104 --model llama3-8b --pp 13 --stack torchtitan");
+  CHECK(middles.code == 2);
+  CHECK(middles.err ==
+        "trident: error: --pp 13: PP 13 splits model llama3-8b's 32 layers 1 | up to 3 | 1, "
+        "middle stages of different sizes; stack torchtitan shortens only the first and the "
+        "last stage; use another --pp or --stack\n");
+  const Run ends = trident("plan --gpus 40 --model llama3-8b --pp 5 --vp 7 --stack torchtitan");
+  CHECK(ends.code == 2);
+  CHECK(ends.err ==
+        "trident: error: --vp 7: PP 5 splits model llama3-8b's 32 layers 6 | up to 7 | 5; stack "
+        "torchtitan shortens only the first and the last virtual stage, so VP must divide 7 and "
+        "leave chunks of at least 2 layers; use another --vp\n");
   // torchtitan trains in bf16 or fp32 (FP8 linears on top), never fp16: refused naming the
   // flag, or the model whose dtype it is; a stack file may narrow its own list.
   const Run fp16 = trident(kSmall + " --stack torchtitan --dtype fp16");

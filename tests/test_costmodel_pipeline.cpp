@@ -209,3 +209,24 @@ TEST_CASE("a heavier last chunk: the simulated schedule is m x t_last + (p-1)/v 
     CHECK(makespan == Approx(480.0 * (1.0 + bubble_fraction(4, v, 16) * ratio)));
   }
 }
+
+TEST_CASE("ends-only splits: what torchtitan's first/last_stage_less_layers write", "[pipeline]") {
+  // Even splits always: 32 over 4 is 8 x 4, any VP (its divisibility is the search's rule).
+  CHECK(ends_only_split(32, 4, 1));
+  CHECK(ends_only_split(32, 4, 8));
+  // 126 over 16: 7 | 8 x 14 | 7. VP 2: chunks of 4, ends short by 1 <= 4; VP 8: chunks of 1,
+  // short by 1 <= 1 (the end's first virtual stage holds none); VP 3 does not divide 8.
+  CHECK(ends_only_split(126, 16, 1));
+  CHECK(ends_only_split(126, 16, 2));
+  CHECK(ends_only_split(126, 16, 8));
+  CHECK_FALSE(ends_only_split(126, 16, 3));
+  // 32 over 5: ceil 7, 3 short: 2 off the last, 1 off the first: 6 | 7 x 3 | 5. VP 7: chunks
+  // of 1, the last short by 2 > 1: not writable; VP 1: the counts 7, 1, 2 write it.
+  CHECK(ends_only_split(32, 5, 1));
+  CHECK_FALSE(ends_only_split(32, 5, 7));
+  // 10 over 8: 1 | 2 2 1 1 1 1 | 1 (above): middles differ, no VP writes it.
+  CHECK_FALSE(ends_only_split(10, 8, 1));
+  CHECK_FALSE(ends_only_split(10, 8, 2));
+  // Two stages, no middle: 9 over 2 is 5 | 4; VP 5: chunks of 1, the last short by 1.
+  CHECK(ends_only_split(9, 2, 5));
+}

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "costmodel/model_loader.h"
+#include "costmodel/pipeline.h"
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "planner/layout.h"
@@ -218,6 +219,33 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
   options.tp = 2;
   options.sequence_parallel = false;
   check_refusal(options, Knob::sequence_parallel, OptionIssue::stack_needs_sp, 0, 2);
+  // torchtitan shortens only the first and the last virtual stage of an uneven split: the
+  // search tries no split it cannot write (ends_only_split), and a pin of one is refused.
+  {
+    SearchOptions ends = keep_all();
+    ends.stack = stack_preset("torchtitan");
+    Model model = tiny();
+    model.layers = 10;  // over PP 8: 1 | 2 2 1 1 1 1 | 1; over PP 4: 2 | 3 3 | 2
+    std::size_t uneven = 0;
+    for (const auto& plan : search(dgx(1), model, ends).plans) {
+      const ParallelConfig& c = plan.config;
+      CHECK(ends_only_split(model.layers, c.pp, c.virtual_stages));
+      if (model.layers % c.pp != 0) ++uneven;
+    }
+    CHECK(uneven > 0);  // 2 | 3 3 | 2 and its VP 3 (chunks of 1, ends short by 1) are tried
+    ends = {};
+    ends.stack = stack_preset("torchtitan");
+    ends.pp = 8;
+    CHECK(find_option_problem(model, ends)->issue == OptionIssue::uneven_middles);
+    ends.pp = 3;  // 10 over 3: ceil 4, 2 short: 3 | 4 | 3; VP 4: chunks of 1, ends short by 1
+    ends.vp = 4;
+    CHECK_FALSE(find_option_problem(model, ends).has_value());
+    ends.vp = 2;  // 4 / 2: chunks of 2, short by 1: fine
+    CHECK_FALSE(find_option_problem(model, ends).has_value());
+    ends.pp = 4;  // 2 | 3 3 | 2 under VP 3: chunks of 1, short by 1: fine; VP 2 divides no 3
+    ends.vp = 2;
+    CHECK(find_option_problem(model, ends)->issue == OptionIssue::uneven_ends_over_chunk);
+  }
   options.tp = 1;  // without TP there is nothing to shard: allowed
   CHECK_NOTHROW(search(dgx(1), tiny(), options));
   // Selective recompute of MLA's up-projections needs MLA (Megatron-Core raises otherwise):
