@@ -177,7 +177,7 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
   sub.add_flag("--show-infeasible", f.show_infeasible, "also list plans that do not fit");
   sub.add_option("--emit", f.emit,
                  "print the best plan as a framework release's launch configuration: "
-                 "megatron|nemo|nemo-hydra|deepspeed|torchtitan[@VERSION]");
+                 "megatron|nemo|nemo-hydra|deepspeed|torchtitan|megatron-deepspeed[@VERSION]");
   sub.add_option("--fail-link", f.fail_links,
                  "plan under a failure (repeatable): nvlink:S/G[:K|:all], mesh:S/A-B, nic:S/N, "
                  "gpu:S/G, server:S");

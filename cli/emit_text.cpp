@@ -41,6 +41,13 @@ namespace {
       return fmt::format(
           "torchtitan trains in bfloat16 or float32 (training.mixed_precision_param), not {}",
           to_string(dtype));
+    case Framework::megatron_deepspeed:
+      return dtype == Dtype::fp8
+                 ? "Megatron-DeepSpeed's pipeline model (GPTModelPipe) builds no Transformer "
+                   "Engine layers, so FP8 would not run (megatron/model/transformer.py "
+                   "L1663-1724)"
+                 : "Megatron-DeepSpeed has no TF32 switch (--bf16, --fp16, or FP32 with "
+                   "neither)";
   }
   return "";
 }
@@ -50,10 +57,8 @@ namespace {
     return "NeMo's model.activation has no plain ReLU (gelu, geglu, swiglu, reglu, "
            "squared-relu)";
   }
-  return fmt::format(
-      "Megatron-LM has no flag for a {} FFN (GeLU by default, --swiglu, "
-      "--squared-relu)",
-      to_string(ffn));
+  return fmt::format("{} has no flag for a {} FFN (GeLU by default, --swiglu, --squared-relu)",
+                     release.title, to_string(ffn));
 }
 
 [[nodiscard]] std::string shape_reason(const Release& release, const Model& model,
@@ -94,8 +99,9 @@ namespace {
       return "ZeRO-3 is NeMo's torch FSDP, documented with TP and not with pipeline "
              "parallelism (docs/source/features/parallelisms.rst:180)";
     case Framework::deepspeed:
-      return "runtime/pipe/engine.py:77 asserts ZeRO-2 and ZeRO-3 are incompatible with "
-             "pipeline parallelism";
+    case Framework::megatron_deepspeed:
+      return "DeepSpeed's runtime/pipe/engine.py:77 asserts ZeRO-2 and ZeRO-3 are incompatible "
+             "with pipeline parallelism";
     default:
       return "ZeRO-2/3 is Megatron-FSDP, which composes with TP and EP, not pipeline "
              "parallelism (docs/user-guide/features/megatron_fsdp.md:493)";
@@ -113,7 +119,11 @@ namespace {
                "interleave)";
       }
       return "DeepSpeed's pipeline engine has no interleaved schedule "
-             "(runtime/pipe/schedule.py TrainSchedule: one stage per rank)";
+             "(runtime/pipe/schedule.py TrainSchedule: one stage per rank)" +
+             std::string(release.framework == Framework::megatron_deepspeed
+                             ? "; Megatron-DeepSpeed's --num-layers-per-virtual-pipeline-stage "
+                               "builds copies of the model it never runs"
+                             : "");
     case RefusalKind::tp_with_pp:
       return "AutoTP builds a tensor x data parallel mesh with no pipeline axis "
              "(runtime/engine.py _configure_tensor_parallel_states, "
@@ -122,6 +132,12 @@ namespace {
       return "v0.19.3 asserts AutoTP with ZeRO-3 'has not been validated' "
              "(runtime/engine.py:634; allowed from v0.19.4)";
     case RefusalKind::sequence_parallel:
+      if (release.framework == Framework::megatron_deepspeed) {
+        return "DeepSpeed's pipeline engine splits each stage boundary's activation over the "
+               "TP ranks as if they held the same tensor (runtime/pipe/engine.py L137-144), "
+               "which Megatron's sequence parallelism breaks, and no Megatron-DeepSpeed example "
+               "runs --sequence-parallel in its pipeline model";
+      }
       return "AutoTP has no Megatron-style sequence parallelism";
     case RefusalKind::no_sequence_parallel:
       return "torchtitan's tensor parallel plan always shards the sequence "
@@ -135,10 +151,20 @@ namespace {
         return "DeepSpeed recomputes whole deepspeed.checkpointing.checkpoint calls; it has no "
                "attention-only (Megatron selective) recompute";
       }
+      if (release.framework == Framework::megatron_deepspeed) {
+        return "Megatron-DeepSpeed recomputes core attention inside its unfused CoreAttention "
+               "only (megatron/model/transformer.py L625-629), a no-op under the plan's "
+               "attention kernel or recompute policy";
+      }
       return "Megatron-Core recomputes whole modules (recompute_modules: core attention, MLA's "
              "up-projections, ...); it has no per-op policy like torchtitan's, which the plan "
              "was priced with";
     case RefusalKind::partial_recompute:
+      if (release.framework == Framework::megatron_deepspeed) {
+        return "DeepSpeed's pipeline checkpoints every --checkpoint-num-layers decoder layers "
+               "(megatron/model/gpt_model.py L446-452); it has no recompute of a stage's first "
+               "layers only";
+      }
       return release.framework == Framework::torchtitan
                  ? "torchtitan recomputes every k-th block (selective_ac_option), which no k "
                    "makes this plan's layers per chunk"
@@ -161,6 +187,10 @@ namespace {
                  : "the plan places its ranks tp-pp-dp (PP inside DP), and DeepSpeed's "
                    "PipeModelDataParallelTopology puts PP outermost (runtime/pipe/topology.py "
                    "axes ['pipe', 'data', 'model'])";
+    case RefusalKind::bf16_unsharded:
+      return "the plan reduces bf16 gradients in fp32, which DeepSpeed keeps only in its "
+             "BF16_Optimizer at ZeRO-1: at ZeRO-0 it raises 'unsupported mix' "
+             "(runtime/engine.py L1976-1977 @v0.19.5)";
     case RefusalKind::fp16_unsharded:
       return "NeMo raises 'fp16 training is not yet supported with O2' unless the optimizer is "
              "its distributed Adam (megatron_base_model.py L870-881), and without O2 the "
@@ -190,6 +220,12 @@ namespace {
     return split +
            ", and its middle stages differ: the Hydra file writes first/last-stage counts, "
            "which leave the middle stages equal, and has no pipeline layout";
+  }
+  if (release.framework == Framework::megatron_deepspeed) {
+    return split +
+           "; Megatron-DeepSpeed's GPTModelPipe splits them with partition_method "
+           "'type:transformer' (megatron/model/gpt_model.py L459-463), one more layer on each of "
+           "the first layers mod PP stages, and has no flag for another split";
   }
   if (release.framework == Framework::nemo && model.mtp_layers > 0) {
     return split +
@@ -247,8 +283,11 @@ namespace {
       return "--pp dividing the model's layers";
     case RefusalKind::context_parallel:
       return "--cp 1";
+    case RefusalKind::qk_norm:
+      return "qk_layernorm: false in the model file, or --emit megatron";
     case RefusalKind::dtype:
-      return framework == Framework::megatron || framework == Framework::nemo_hydra
+      return framework == Framework::megatron || framework == Framework::nemo_hydra ||
+                     framework == Framework::megatron_deepspeed
                  ? "--dtype bf16 or fp32 (training.dtype in the model file)"
                  : "--dtype bf16 (training.dtype in the model file)";
     case RefusalKind::ffn:
@@ -343,6 +382,9 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return ffn_reason(release, model.ffn);
     case RefusalKind::model_shape:
       return shape_reason(release, model, obstacle);
+    case RefusalKind::qk_norm:
+      return std::string(release.title) + " " + release.version +
+             " has no switch for a per-head Q/K norm: model " + model.name + " sets qk_layernorm";
     case RefusalKind::sharding_with_pp:
       return sharding_reason(release);
     case RefusalKind::ep_overlap:

@@ -36,6 +36,12 @@ const std::vector<Release>& releases() {
       {Framework::torchtitan, "torchtitan", "v0.2.2", "torchtitan", "pytorch/torchtitan",
        "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce", "torchtitan.train --job.config_file FILE",
        "torchtitan"},
+      // No release: its tags (v0.1-v2.4) are Megatron-LM's from before the fork; main's last
+      // commit (2024-12-24) is pinned by its prefix.
+      {Framework::megatron_deepspeed, "megatron-deepspeed", "f4157bea", "Megatron-DeepSpeed",
+       "microsoft/Megatron-DeepSpeed", "f4157bea69f3df8c6cb66f2ebcda66ba03d1288e",
+       "pretrain_gpt.py flags with a DeepSpeed JSON config (DeepSpeed v0.16.1 or later)",
+       "deepspeed-megatron"},
   };
   return table;
 }
@@ -73,9 +79,11 @@ const Release& parse_release(const std::string& spec) {
       return r;
     }
   }
-  throw SpecError(SpecKind::emit, spec,
-                  "expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, optionally @VERSION: " +
-                      all_release_ids());
+  throw SpecError(
+      SpecKind::emit, spec,
+      "expected megatron|nemo|nemo-hydra|deepspeed|torchtitan|megatron-deepspeed, optionally "
+      "@VERSION: " +
+          all_release_ids());
 }
 
 namespace emit {
@@ -95,6 +103,17 @@ bool middles_equal(const StageLayers& s, int layers, int pp) {
 
 }  // namespace
 
+// The middle stages in that order: the cost model prices the slowest stage, wherever it sits.
+std::vector<int> stage_runs(int layers, int pp, const StageLayers& s) {
+  std::vector<int> runs{s.first};
+  if (pp < 2) return runs;
+  const MiddleStages middles = middle_stages(layers, pp, s);
+  runs.insert(runs.end(), static_cast<std::size_t>(middles.full), s.middle);
+  runs.insert(runs.end(), static_cast<std::size_t>(middles.fewer), s.middle - 1);
+  runs.push_back(s.last);
+  return runs;
+}
+
 std::optional<StageLayers> uneven_stages(const Model& model, const ParallelConfig& config) {
   const StageLayers s = stage_layers(model.layers, config.pp);
   if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp)) return std::nullopt;
@@ -111,18 +130,6 @@ std::string decoder_run(int layers) {
   run.push_back('t');
   if (layers > 1) run.append("*").append(str(layers));
   return run;
-}
-
-/// Decoder layers of each of the `pp` stages, first to last: the middle stages holding the
-/// most first, then those one short (the cost model prices the slowest stage, wherever it
-/// sits).
-std::vector<int> stage_runs(int layers, int pp, const StageLayers& s) {
-  std::vector<int> runs{s.first};
-  const MiddleStages middles = middle_stages(layers, pp, s);
-  runs.insert(runs.end(), static_cast<std::size_t>(middles.full), s.middle);
-  runs.insert(runs.end(), static_cast<std::size_t>(middles.fewer), s.middle - 1);
-  runs.push_back(s.last);
-  return runs;
 }
 
 /// Layers of each of the `v` model chunks of a stage holding `layers` decoder layers and, on
@@ -443,6 +450,8 @@ std::optional<emit::Limit> first_limit(const emit::Input& in) {
       return emit::deepspeed_limit(in);
     case Framework::torchtitan:
       return emit::torchtitan_limit(in);
+    case Framework::megatron_deepspeed:
+      return emit::megatron_deepspeed_limit(in);
   }
   return std::nullopt;
 }
@@ -459,6 +468,8 @@ std::string text_of(const emit::Input& in, const emit::Launch& launch) {
       return emit::deepspeed_text(in, launch);
     case Framework::torchtitan:
       return emit::torchtitan_text(in, launch);
+    case Framework::megatron_deepspeed:
+      return emit::megatron_deepspeed_text(in, launch);
   }
   return {};
 }

@@ -7,6 +7,8 @@
 ///   nemo@v2.4.0            NeMo 2.0 recipe API (llm.NAME.pretrain_recipe), run by nemo_run
 ///   nemo-hydra@v2.4.0      NeMo megatron_gpt_pretraining.py Hydra keys (the 1.x-style YAML)
 ///   deepspeed@v0.19.5      DeepSpeed config (hjson: comments load), also @v0.19.3
+///   megatron-deepspeed@f4157bea  Megatron-DeepSpeed pretrain_gpt.py flags with a DeepSpeed
+///                          JSON config, as BLOOM and MT-NLG ran (the deepspeed-megatron stack)
 ///   torchtitan@v0.2.2      torchtitan TOML job config
 /// What a release cannot run for a plan is a Refusal naming the nearest plan it can run.
 #include <optional>
@@ -20,7 +22,7 @@
 
 namespace trident {
 
-enum class Framework { megatron, nemo, nemo_hydra, deepspeed, torchtitan };
+enum class Framework { megatron, nemo, nemo_hydra, deepspeed, torchtitan, megatron_deepspeed };
 
 /// One framework release an emitted configuration is written for.
 struct Release {
@@ -74,6 +76,8 @@ enum class RefusalKind {
   moe_dispatcher,        ///< HybridEP (stack moe_dispatcher): no target writes the flex dispatcher
   fp16_unsharded,        ///< fp16 at ZeRO-0 (nemo-hydra: O2 needs the distributed Adam in fp16)
   rank_order,            ///< a tp-pp-dp placement where the release lays ranks out tp-dp-pp only
+  qk_norm,               ///< per-head Q/K norm, which the release has no switch for
+  bf16_unsharded,        ///< bf16 at ZeRO-0 with fp32 gradients (DeepSpeed has no such optimizer)
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan

@@ -76,6 +76,9 @@ struct LaunchOrLimit {
 [[nodiscard]] std::string placement_comment(const Launch& launch, const char* comment);
 
 [[nodiscard]] std::string str(long long value);
+/// Decoder layers of each of the `pp` stages of `s` (stage_layers of `layers`), first to last:
+/// the middle stages holding the most first, then those one short.
+[[nodiscard]] std::vector<int> stage_runs(int layers, int pp, const StageLayers& s);
 /// layers / (pp * v): layers per virtual pipeline stage.
 [[nodiscard]] int layers_per_chunk(const Model& model, const ParallelConfig& config);
 
@@ -145,5 +148,7 @@ struct LaunchOrLimit {
 [[nodiscard]] std::string deepspeed_text(const Input& in, const Launch& launch);
 [[nodiscard]] std::optional<Limit> torchtitan_limit(const Input& in);
 [[nodiscard]] std::string torchtitan_text(const Input& in, const Launch& launch);
+[[nodiscard]] std::optional<Limit> megatron_deepspeed_limit(const Input& in);
+[[nodiscard]] std::string megatron_deepspeed_text(const Input& in, const Launch& launch);
 
 }  // namespace trident::emit

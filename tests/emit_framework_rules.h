@@ -533,6 +533,86 @@ inline std::string torchtitan_rules(const std::string& text, const Model& m,
   return world_mismatch(1, replicate * shard * cp * tp * pp, c);
 }
 
+// microsoft/Megatron-DeepSpeed f4157bea with DeepSpeed v0.19.5: megatron/arguments.py,
+// megatron/model/gpt_model.py, DeepSpeed runtime/config.py, runtime/engine.py and
+// runtime/pipe/engine.py.
+inline std::string megatron_deepspeed_json_rules(const Settings& j, const Settings& s,
+                                                 const ParallelConfig& c) {
+  // Keys DeepSpeed v0.19.5 reads; data_types.grad_accum_dtype is read nested (runtime/config.py
+  // get_data_types: param_dict[DATA_TYPES][GRAD_ACCUM_DTYPE], both in constants.py).
+  const ArgDefs ds = load_argdefs("deepspeed-v0.19.5.txt");
+  Settings keys = j;
+  if (keys.erase("data_types.grad_accum_dtype") != 0 && ds.kind.count("grad_accum_dtype") == 0) {
+    return "grad_accum_dtype: not a DeepSpeed key";
+  }
+  if (auto bad = check_names(keys, ds); !bad.empty()) return bad;
+  // config.py L912-978 and pipe/engine.py L109-111: batch = micro x accumulation x DP, the
+  // flags' batch and micro-batch the config's.
+  if (num(j, "train_batch_size") !=
+          num(j, "train_micro_batch_size_per_gpu") * num(j, "gradient_accumulation_steps") * c.dp ||
+      num(j, "train_batch_size") != num(s, "--global-batch-size") ||
+      num(j, "train_micro_batch_size_per_gpu") != num(s, "--micro-batch-size")) {
+    return "batch identity (runtime/config.py:924)";
+  }
+  // The ZeRO stage DeepSpeed runs is the config's; --zero-stage Megatron's copy (zero.Init).
+  const long long stage = num(j, "zero_optimization.stage");
+  if (stage != c.zero || num(s, "--zero-stage") != stage) return "ZeRO stage";
+  // pipe/engine.py:77: a PipelineModule (any PP without --no-pipeline-parallel) asserts < 2.
+  if (stage >= 2 && !s.count("--no-pipeline-parallel")) return "pipe/engine.py:77 ZeRO-2/3";
+  // arguments.py:94-96: --no-pipeline-parallel asserts PP 1.
+  if (s.count("--no-pipeline-parallel") && c.pp != 1) return "--no-pipeline-parallel with PP";
+  // bf16 and fp16 on both sides (the model's params dtype and DeepSpeed's engine).
+  if ((j.count("bf16.enabled") != 0) != (s.count("--bf16") != 0) ||
+      (j.count("fp16.enabled") != 0) != (s.count("--fp16") != 0)) {
+    return "dtype switches disagree";
+  }
+  // engine.py L1976-1977: bf16 with fp32 gradient accumulation at ZeRO-0 raises.
+  if (j.count("data_types.grad_accum_dtype") != 0 && stage == 0) return "engine.py:1976";
+  return "";
+}
+
+inline std::string megatron_deepspeed_rules(const std::string& text, const Model& m,
+                                            const ParallelConfig& c, const ArgDefs& defs) {
+  std::string launcher;
+  const Settings s = parse_megatron(text, &launcher);
+  if (auto bad = check_names(s, defs); !bad.empty()) return bad;
+  if (!s.count("--deepspeed") || s.count("--deepspeed_config") == 0 ||
+      s.at("--deepspeed_config") != "ds_config.json") {
+    return "--deepspeed with the config written";
+  }
+  if (auto bad = megatron_deepspeed_json_rules(parse_heredoc_json(text, "ds_config.json"), s, c);
+      !bad.empty()) {
+    return bad;
+  }
+  // TrainSchedule is plain 1F1B; the layout flags of Megatron-LM do not exist here.
+  if (s.count("--num-layers-per-virtual-pipeline-stage") || s.count("--sequence-parallel")) {
+    return "interleaving or sequence parallelism written";
+  }
+  // gpt_model.py L446-452: the pipeline checkpoints with --checkpoint-activations (full);
+  // transformer.py L625-629: selective recomputes CoreAttention, not FlashAttention.
+  const bool flash = s.count("--use-flash-attn-v2") || s.count("--use-flash-attn-triton");
+  if ((c.recompute == Recompute::full) != (s.count("--checkpoint-activations") &&
+                                           s.count("--deepspeed-activation-checkpointing")) ||
+      (c.recompute == Recompute::selective) != (s.count("--recompute-granularity") != 0) ||
+      (c.recompute == Recompute::selective && flash)) {
+    return "recompute";
+  }
+  // gpt_model.py L459-463 partition_method 'type:transformer': the first L mod PP stages one
+  // layer more; the plan's stages must be those (ends, and middles in any order).
+  const long long layers = num(s, "--num-layers"), pp = num(s, "--pipeline-model-parallel-size");
+  if (pp != c.pp || layers != m.layers) return "layers or PP";
+  std::vector<int> pipe(static_cast<std::size_t>(pp), static_cast<int>(layers / pp));
+  for (long long i = 0; i < layers % pp; ++i) ++pipe[static_cast<std::size_t>(i)];
+  const StageLayers plan = stage_layers(m.layers, c.pp);
+  if (pipe.front() != plan.first || pipe.back() != plan.last ||
+      (pp > 2 && *std::max_element(pipe.begin() + 1, pipe.end() - 1) != plan.middle)) {
+    return "not the plan's layer split";
+  }
+  if (num(s, "--hidden-size") != m.hidden || num(s, "--seq-length") != m.seq_len) return "shape";
+  return world_mismatch(std::stoll(launcher_number(launcher, "--nnodes")),
+                        std::stoll(launcher_number(launcher, "--nproc-per-node")), c);
+}
+
 inline std::string rules(const Release& r, const std::string& text, const Model& m,
                          const ParallelConfig& c) {
   const ArgDefs defs = load_argdefs(data_file(r));
@@ -553,6 +633,8 @@ inline std::string rules(const Release& r, const std::string& text, const Model&
       return deepspeed_rules(text, c, r, defs);
     case Framework::torchtitan:
       return torchtitan_rules(text, m, c, defs);
+    case Framework::megatron_deepspeed:
+      return megatron_deepspeed_rules(text, m, c, defs);
   }
   return "unknown framework";
 }

@@ -115,6 +115,19 @@ inline void flatten_json(const nlohmann::json& node, const std::string& prefix, 
   }
 }
 
+/// The JSON a script writes with `cat > NAME <<'EOF'` ... `EOF`, as json.load reads it (strict
+/// JSON: a comment or trailing comma throws).
+inline Settings parse_heredoc_json(const std::string& text, const std::string& name) {
+  const std::string open = "cat > " + name + " <<'EOF'\n";
+  const auto start = text.find(open);
+  if (start == std::string::npos) return {};
+  const auto body = start + open.size();
+  const auto end = text.find("\nEOF\n", body);
+  Settings out;
+  flatten_json(nlohmann::json::parse(text.substr(body, end + 1 - body)), "", out);
+  return out;
+}
+
 /// hjson as DeepSpeed reads it: the # lines are comments; the rest is JSON.
 inline Settings parse_deepspeed(const std::string& text) {
   std::string json;

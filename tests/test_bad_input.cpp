@@ -178,9 +178,10 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
                 "--explain: expected a positive integer, got '0' (see --help)");
   check_refused("plan" + kModel + " --explain 999999", "--explain 999999: the ranking has ...");
   check_refused("plan" + kModel + " --emit foo",
-                "--emit 'foo': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, optionally "
-                "@VERSION: megatron@core_v0.19.0|nemo@v2.4.0|nemo-hydra@v2.4.0|deepspeed@v0.19.5|"
-                "deepspeed@v0.19.3|torchtitan@v0.2.2");
+                "--emit 'foo': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan|"
+                "megatron-deepspeed, optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|"
+                "nemo-hydra@v2.4.0|deepspeed@v0.19.5|deepspeed@v0.19.3|torchtitan@v0.2.2|"
+                "megatron-deepspeed@f4157bea");
   check_refused("plan" + kModel + " --min-tp 4 --max-tp 2", "--min-tp 4 is above --max-tp 2");
   check_refused("plan" + kModel + " --fail-link bogus",
                 "--fail-link 'bogus': expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "

@@ -338,6 +338,31 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   CHECK(emit.out.find("\n  --tensor-model-parallel-size ") != std::string::npos);
 }
 
+TEST_CASE("--emit megatron-deepspeed: BLOOM's split as Megatron-DeepSpeed launches it",
+          "[cli_plan]") {
+  // GPT-3 175B on 48 servers, TP 4 PP 12 as BLOOM ran under --stack deepspeed-megatron: its
+  // fastest plan runs ZeRO-0 with fp32 gradients, which DeepSpeed has no bf16 optimizer for.
+  const std::string bloom =
+      "plan --gpus 384 --servers 48 --model gpt3-175b --stack deepspeed-megatron --tp 4 --pp 12 "
+      "--global-batch 2048";
+  const Run zero0 = trident(bloom + " --emit megatron-deepspeed");
+  CHECK(zero0.code == 2);
+  CHECK(lines(zero0.err) == 1);
+  CHECK(zero0.err.find("cannot run there: the plan reduces bf16 gradients in fp32, which "
+                       "DeepSpeed keeps only in its BF16_Optimizer at ZeRO-1") !=
+        std::string::npos);
+  CHECK(zero0.err.find("--zero 1 --sequence-parallel off") != std::string::npos);
+  const Run zero1 = trident(bloom + " --zero 1 --emit megatron-deepspeed@f4157bea");
+  REQUIRE(zero1.code == 0);
+  CHECK(zero1.out.rfind("# Megatron-DeepSpeed f4157bea (github.com/microsoft/Megatron-DeepSpeed "
+                        "commit f4157bea69f3df8c6cb66f2ebcda66ba03d1288e)",
+                        0) == 0);
+  // 2048 = 2 x 128 x 8: micro-batch 2, 128 accumulation steps, DP 8.
+  CHECK(zero1.out.find("  \"gradient_accumulation_steps\": 128,\n") != std::string::npos);
+  CHECK(zero1.out.find("  --deepspeed_config ds_config.json \\\n  --zero-stage 1\n") !=
+        std::string::npos);
+}
+
 TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the nearest plan",
           "[cli_plan]") {
   const std::string llama = "plan --model llama3-8b --gpus 64 --servers 8 ";

@@ -123,7 +123,9 @@ void check_one(const Release& r, const Cluster& cluster, const Model& m, const P
   CHECK((e.refusal->nearest.has_value() || e.refusal->no_dividing_split ||
          no_knob_fixes(e.refusal->change.kind)));
   if (e.refusal->nearest) {
-    const Export nearest = export_plan(r, cluster, m, *e.refusal->nearest);
+    // The nearest plan under the same stack: what it runs (attention, reduction) decides too.
+    const Export nearest = export_plan(r, cluster, m, *e.refusal->nearest, SelectiveKind::attention,
+                                       CpKind::p2p, switches);
     REQUIRE_FALSE(nearest.refusal.has_value());
     CHECK(rules(r, nearest.text, m, *e.refusal->nearest) == "");
   }
@@ -483,9 +485,10 @@ TEST_CASE("releases: NAME[@VERSION], the first of each framework by default", "[
   CHECK(std::string(parse_release("deepspeed@0.19.3").version) == "v0.19.3");
   CHECK(std::string(parse_release("torchtitan@v0.2.2").version) == "v0.2.2");
   CHECK_THROWS_WITH(parse_release("torchtitan@v9"),
-                    "'torchtitan@v9': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan, "
-                    "optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|nemo-hydra@v2.4.0|"
-                    "deepspeed@v0.19.5|deepspeed@v0.19.3|torchtitan@v0.2.2");
+                    "'torchtitan@v9': expected megatron|nemo|nemo-hydra|deepspeed|torchtitan|"
+                    "megatron-deepspeed, optionally @VERSION: megatron@core_v0.19.0|nemo@v2.4.0|"
+                    "nemo-hydra@v2.4.0|deepspeed@v0.19.5|deepspeed@v0.19.3|torchtitan@v0.2.2|"
+                    "megatron-deepspeed@f4157bea");
 }
 
 TEST_CASE("torchtitan: stage count, local batch, no DDP beyond 1D", "[export]") {
@@ -610,6 +613,80 @@ TEST_CASE("DeepSpeed: AutoTP, ZeRO-3 by release, batch identity", "[export]") {
   const auto none = export_plan(parse_release("deepspeed"), cluster, small, mb1);
   CHECK_FALSE(none.refusal->nearest.has_value());
   CHECK(none.refusal->no_dividing_split);
+}
+
+TEST_CASE("Megatron-DeepSpeed: GPTModelPipe's split, ZeRO-2/3 off the pipe engine, bf16 grads",
+          "[export]") {
+  const Release& mds = parse_release("megatron-deepspeed");
+  const Cluster cluster = cluster_of(4);
+  // The deepspeed-megatron stack's reduction: fp32 gradients (grad_reduce_bytes 4), unfused
+  // attention (CoreAttention, no flag).
+  const StackSwitches stack{.grad_reduce_bytes = 4, .attention = AttentionKernel::unfused};
+  const auto run = [&](const Model& m, const ParallelConfig& c) {
+    return export_plan(mds, cluster, m, c, SelectiveKind::attention, CpKind::p2p, stack);
+  };
+  // TP 2 PP 4 DP 4, ZeRO-1, full recompute: 256 = 1 x 64 x 4 (64 accumulation steps); bf16 at
+  // ZeRO-1 keeps fp32 gradients in BF16_Optimizer (grad_accum_dtype) and reduces them in fp32.
+  const ParallelConfig zero1 = config_of({2, 4, 1}, 1, Recompute::full, false);
+  const std::string text = emitted(mds, cluster, llama8b(), zero1, stack);
+  const Settings json = parse_heredoc_json(text, "ds_config.json");
+  CHECK(json.at("gradient_accumulation_steps") == "64");
+  CHECK(json.at("data_types.grad_accum_dtype") == "\"fp32\"");
+  CHECK(json.at("communication_data_type") == "\"fp32\"");
+  CHECK(has(text,
+            "  --checkpoint-activations \\\n  --checkpoint-num-layers 1 \\\n"
+            "  --deepspeed-activation-checkpointing \\\n"));
+  CHECK_FALSE(has(text, "--use-flash-attn"));  // unfused as priced
+  // The same plan at ZeRO-0: DeepSpeed raises for bf16 with fp32 gradients (engine.py
+  // L1976-1977): refused, nearest ZeRO-1.
+  const auto zero0 = run(llama8b(), config_of({2, 4, 1}, 0, Recompute::full, false));
+  REQUIRE(zero0.refusal.has_value());
+  CHECK(zero0.refusal->reason.kind == RefusalKind::bf16_unsharded);
+  CHECK(zero0.refusal->nearest->zero == 1);
+  // ZeRO-3: the pipe engine asserts stage < 2 even at PP 1, so --no-pipeline-parallel; with
+  // PP 4 refused, nearest ZeRO-1.
+  CHECK(
+      has(emitted(mds, cluster, llama8b(), config_of({2, 1, 1}, 3, Recompute::none, false), stack),
+          "  --no-pipeline-parallel \\\n"));
+  const auto zero3_pp = run(llama8b(), config_of({1, 4, 1}, 3, Recompute::none, false));
+  REQUIRE(zero3_pp.refusal.has_value());
+  CHECK(zero3_pp.refusal->nearest->zero == 1);
+  // GPTModelPipe's 'type:transformer' split: the first L mod PP stages one layer more. 31 over
+  // 4: trident 8 | 8 8 | 7 (ceil 8, one short, off the last), the pipe 8, 8, 8, 7: written.
+  // 30 over 4: trident 7 | 8 8 | 7, the pipe 8, 8, 7, 7: refused, no knob of the split fixes it.
+  Model odd = llama8b();
+  odd.layers = 31;
+  CHECK(has(emitted(mds, cluster, odd, config_of({1, 4, 1}, 1, Recompute::none, false), stack),
+            "8 on the first 3, 7 on the others"));
+  odd.layers = 30;
+  const auto uneven = run(odd, config_of({1, 4, 1}, 1, Recompute::none, false));
+  REQUIRE(uneven.refusal.has_value());
+  CHECK(uneven.refusal->reason.kind == RefusalKind::uneven_stages);
+  CHECK_FALSE(uneven.refusal->nearest.has_value());
+  // Interleaving and sequence parallelism: refused with VP 1 and SP off as the nearest.
+  const auto vp = run(llama8b(), config_of({1, 4, 2}, 1, Recompute::none, false));
+  CHECK(vp.refusal->nearest->virtual_stages == 1);
+  const auto sp = run(llama8b(), config_of({2, 4, 1}, 1, Recompute::none, true));
+  CHECK_FALSE(sp.refusal->nearest->sequence_parallel);
+  // Selective recompute runs only in the unfused CoreAttention: under FlashAttention, full.
+  const ParallelConfig selective = config_of({2, 1, 1}, 1, Recompute::selective, false);
+  CHECK(has(emitted(mds, cluster, llama8b(), selective, stack),
+            "  --recompute-granularity selective \\\n"));
+  StackSwitches flash = stack;
+  flash.attention = AttentionKernel::flash;
+  const auto flash_selective =
+      export_plan(mds, cluster, llama8b(), selective, SelectiveKind::attention, CpKind::p2p, flash);
+  CHECK(flash_selective.refusal->nearest->recompute == Recompute::full);
+  // cuDNN's fused attention, which it lacks: FlashAttention 2 written, and said.
+  StackSwitches cudnn = stack;
+  cudnn.attention = AttentionKernel::cudnn;
+  const std::string fused = emitted(mds, cluster, llama8b(), zero1, cudnn);
+  CHECK(has(fused, "  --use-flash-attn-v2 \\\n"));
+  CHECK(has(fused, "# attention: the plan was priced with cuDNN's fused attention"));
+  // No flag for a per-head Q/K norm.
+  Model qk = llama8b();
+  qk.qk_layernorm = true;
+  CHECK(run(qk, zero1).refusal->reason.kind == RefusalKind::qk_norm);
 }
 
 TEST_CASE("NeMo 2.0: a recipe with the plan set, context parallelism off", "[export]") {
