@@ -164,7 +164,7 @@ RowStack stack_of(const std::string& name, const std::string& data_dir) {
     }
     const std::string file = from.substr(0, from.find_last_of('/') + 1) + base;
     family = file;
-    return std::optional<StackText>{StackText{read_text(file, where), file}};
+    return std::optional<StackText>{StackText{read_text(file, where), file, ""}};
   };
   const Stack stack = load_stack(read_text(path, "stack " + name), path, read_base);
   return {stack, family};

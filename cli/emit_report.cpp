@@ -124,6 +124,10 @@ std::string broken_pin(const ParallelConfig& c, const SearchOptions& o, const Mo
                          pins[i].second);
     }
   }
+  if (o.sequence_parallel && *o.sequence_parallel != c.sequence_parallel) {
+    return fmt::format(", but it changes the pinned --sequence-parallel {} to {}",
+                       *o.sequence_parallel ? "on" : "off", c.sequence_parallel ? "on" : "off");
+  }
   if (o.recompute && *o.recompute != c.recompute) {
     return fmt::format(", but it changes the pinned --recompute {} to {}", to_string(*o.recompute),
                        to_string(c.recompute));

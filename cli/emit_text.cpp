@@ -280,14 +280,16 @@ namespace {
           "nemo",
           release.stack, stack.name);
     case RefusalKind::uneven_stages:
-      return "--pp dividing the model's layers";
+      return framework == Framework::megatron_deepspeed
+                 ? "--pp dividing the model's layers, or one that leaves only the last stage a "
+                   "layer short"
+                 : "--pp dividing the model's layers";
     case RefusalKind::context_parallel:
       return "--cp 1";
     case RefusalKind::qk_norm:
       return "qk_layernorm: false in the model file, or --emit megatron";
     case RefusalKind::dtype:
-      return framework == Framework::megatron || framework == Framework::nemo_hydra ||
-                     framework == Framework::megatron_deepspeed
+      return framework == Framework::megatron || framework == Framework::nemo_hydra
                  ? "--dtype bf16 or fp32 (training.dtype in the model file)"
                  : "--dtype bf16 (training.dtype in the model file)";
     case RefusalKind::ffn:

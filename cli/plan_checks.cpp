@@ -94,8 +94,13 @@ std::string stack_lack(const OptionProblem& p, const Stack& stack) {
     case Knob::dp_shard:
       return "has no hybrid sharding (HSDP); drop --dp-shard or use --stack fsdp or torchtitan";
     case Knob::recompute_layers:
-      return "has no partial recompute; drop --recompute-layers or use --stack megatron-core or "
-             "torchtitan";
+      // Partial recompute is of full recompute: a stack file may keep partial_recompute
+      // (its own or its base's) and leave full out of its recompute list.
+      return stack.partial_recompute != PartialRecompute::none && !stack.supports(Recompute::full)
+                 ? "has no full recompute (its recompute list), of which partial recompute is "
+                   "part; drop --recompute-layers or use --stack megatron-core or torchtitan"
+                 : "has no partial recompute; drop --recompute-layers or use --stack "
+                   "megatron-core or torchtitan";
     default:
       return "does not run it";
   }

@@ -125,9 +125,10 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
                      thousands(e.tokens_per_s), thousands(tokens), e.time.step_s);
   out += fmt::format(
       "  MFU          {:.1f}%  ({:.0f} model TFLOP/s per GPU of {:.0f} dense peak; "
-      "{:.0f} TFLOP/s executed with recomputation)\n",
+      "{:.0f} TFLOP/s executed{})\n",
       100.0 * e.mfu, e.model_tflops_per_gpu, cluster.gpu.peak_tflops(model.training.dtype),
-      e.hardware_tflops_per_gpu);
+      e.hardware_tflops_per_gpu,
+      plan.config.recompute == Recompute::none ? "" : " with recomputation");
   if (model.is_moe()) {
     out += "  (MoE: FLOPs and MFU count active parameters: top_k + shared experts per token)\n";
   }
@@ -378,10 +379,17 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
                      calibration);
   }
   if (e.embedding_grads.calls_per_step > 0.0) {
-    out += dimension("tied embedding", "all-reduce", e.embedding_grads, step,
-                     "the first and the last stage each hold the word embedding (input "
-                     "embedding, output layer) and all-reduce its gradients once a step after "
-                     "the backward, before the optimizer: exposed, counted with DP",
+    // Tied: the output layer is the embedding. Untied with MTP: the last stage's MTP layers
+    // embed their inputs with a copy of the input embedding (Megatron-Core's shared embedding).
+    const bool tied = model.tied_embeddings;
+    out += dimension(tied ? "tied embedding" : "shared embedding", "all-reduce", e.embedding_grads,
+                     step,
+                     tied ? "the first and the last stage each hold the word embedding (input "
+                            "embedding, output layer) and all-reduce its gradients once a step "
+                            "after the backward, before the optimizer: exposed, counted with DP"
+                          : "the first stage's input embedding and the copy the last stage's "
+                            "MTP layers embed with all-reduce their gradients once a step "
+                            "after the backward, before the optimizer: exposed, counted with DP",
                      calibration);
   }
   if (e.amax.calls_per_step > 0.0) {
@@ -400,12 +408,35 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
   return out;
 }
 
-std::string bubble(const PlanResult& plan) {
+/// "  stages: 7 | 8 x14 | 7 decoder layers (first | middle | last)": how the plan splits the
+/// layers (costmodel/pipeline.h stage_layers; MTP layers on the last stage).
+std::string stages_text(const Model& model, const ParallelConfig& c) {
+  const StageLayers split = stage_layers(model.layers, c.pp);
+  const std::string mtp = model.mtp_layers > 0
+                              ? fmt::format(", and the {} MTP layer{} on the last",
+                                            model.mtp_layers, model.mtp_layers > 1 ? "s" : "")
+                              : std::string();
+  if (split.even(c.pp)) {
+    return fmt::format("  stages: {} decoder layers each{}\n", split.first, mtp);
+  }
+  std::string middles;
+  if (c.pp > 2) {
+    const MiddleStages counts = middle_stages(model.layers, c.pp, split);
+    middles = fmt::format(" {} x{}", split.middle, counts.full);
+    if (counts.fewer > 0) middles += fmt::format(", {} x{}", split.middle - 1, counts.fewer);
+    middles += " |";
+  }
+  return fmt::format("  stages: {} |{} {} decoder layers (first |{} last){}\n", split.first,
+                     middles, split.last, c.pp > 2 ? " middle |" : "", mtp);
+}
+
+std::string bubble(const Model& model, const PlanResult& plan) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const long long m = e.num_micro_batches;
   std::string out = "Pipeline bubble\n";
   if (c.pp < 2) return out + "  none: one pipeline stage\n";
+  out += stages_text(model, c);
   const double ideal = bubble_fraction(c.pp, c.virtual_stages, m);  // costmodel/pipeline.h
   const std::string fill = bubble_fill_text(e);
   out += fmt::format(
@@ -541,7 +572,7 @@ std::string explain_plan(const Cluster& cluster, const Model& model, const PlanR
       fmt::format("Plan #{}: {}\n", rank, knobs_text(plan, plan.estimate.num_micro_batches));
   for (const std::string& part :
        {three_numbers(cluster, model, plan, calibration), step_breakdown(plan),
-        communication(model, plan, options.stack, calibration), bubble(plan),
+        communication(model, plan, options.stack, calibration), bubble(model, plan),
         tp_across(cluster, model, plan, calibration, options), memory(plan, options.reserve_gib)}) {
     out.append("\n").append(part);
   }

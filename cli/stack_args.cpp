@@ -25,6 +25,14 @@ std::string without_dot_segments(const std::string& path) {
   return out.empty() ? path : out.string();
 }
 
+/// `path` with its links and "." / ".." resolved (the file exists: it was read), for telling a
+/// cycle of bases spelled two ways; `path` itself where the file system cannot say.
+std::string resolved_path(const std::string& path) {
+  std::error_code error;
+  const auto resolved = std::filesystem::weakly_canonical(path, error);
+  return error ? path : resolved.string();
+}
+
 /// A `base:` that names a file: read it relative to the file that names it (standard input's
 /// bases relative to the working directory), its path added to `files`; a preset name is left
 /// to the core.
@@ -40,7 +48,8 @@ std::optional<StackText> read_base_file(const std::string& name, const std::stri
   // a symbolic link it is not the lexical parent.)
   const std::string path = without_dot_segments(relative ? from.substr(0, slash + 1) + name : name);
   files.emplace_back(where, path);
-  return StackText{read_input_file(path, where, kMaxConfigBytes), path};
+  std::string text = read_input_file(path, where, kMaxConfigBytes);
+  return StackText{std::move(text), path, resolved_path(path)};
 }
 
 /// `value` a preset or a file; the files read beyond `value` itself (its bases) go to
@@ -54,7 +63,8 @@ Stack named_stack(const std::string& value, const std::string& flag,
         read_input_file(value, flag, kMaxConfigBytes), input_source(value),
         [&files](const std::string& name, const std::string& from, const std::string& where) {
           return read_base_file(name, from, where, files);
-        });
+        },
+        value == "-" ? std::string() : resolved_path(value));
   }
   if (!preset_text(PresetKind::stack, value)) {
     const auto names = preset_names(PresetKind::stack);

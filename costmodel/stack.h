@@ -443,6 +443,9 @@ struct Stack {
 struct StackText {
   std::string text;
   std::string source;
+  /// The file as the file system knows it (its resolved path), so that a cycle spelled two
+  /// ways ("r.yaml" naming "../d/r.yaml") is seen as one; empty: `source`.
+  std::string identity;
 };
 
 /// Reads the stack file a `base:` names (`name` as written in the file `from`, at `where`,
@@ -459,7 +462,8 @@ inline constexpr int kMaxStackBaseFiles = 8;
 /// the file leaves out from a built-in stack; `base: FILE` from another stack file, read through
 /// `reader` (none: only presets), chained at most kMaxStackBaseFiles deep, cycles refused.
 [[nodiscard]] Stack load_stack(const std::string& text, const std::string& source,
-                               const StackFileReader& reader = {});
+                               const StackFileReader& reader = {},
+                               const std::string& identity = "");
 /// A built-in stack by name; throws InputError with "did you mean" otherwise.
 [[nodiscard]] Stack stack_preset(const std::string& name);
 

@@ -393,6 +393,13 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_choice("selective", kSelectiveNames, static_cast<int>(d.selective)));
   s.partial_recompute = static_cast<PartialRecompute>(m.optional_choice(
       "partial_recompute", kPartialRecomputeNames, static_cast<int>(d.partial_recompute)));
+  // Partial recompute is full recompute of some layers: set in this file, it needs full.
+  if (m.has("partial_recompute") && s.partial_recompute != PartialRecompute::none &&
+      (s.recompute_modes & (1u << static_cast<unsigned>(Recompute::full))) == 0) {
+    m.fail("partial_recompute",
+           "partial recompute needs full in the stack's recompute list; add full there or set "
+           "partial_recompute: none");
+  }
   s.kernel_launch_us =
       m.optional_double("kernel_launch_us", d.kernel_launch_us, Range::non_negative);
   s.kernels_per_layer_forward = m.optional_double("kernels_per_layer_forward",
@@ -499,7 +506,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
 
 namespace {
 
-/// `chain`: the files read so far, the including one last (cycle and depth checks).
+/// `chain`: the files read so far (their identities), the including one last (cycle and depth
+/// checks).
 Stack load_stack_chained(const std::string& text, const std::string& source,
                          const StackFileReader& reader, std::vector<std::string>& chain) {
   const YAML::Node root = yaml::parse(text, source);
@@ -510,8 +518,9 @@ Stack load_stack_chained(const std::string& text, const std::string& source,
   const std::string where = yaml::position(m.source(), m.line("base"), m.path("base"));
   const std::optional<StackText> file = reader ? reader(name, source, where) : std::nullopt;
   if (file) {
+    const std::string& identity = file->identity.empty() ? file->source : file->identity;
     for (const std::string& seen : chain) {
-      if (seen == file->source) {
+      if (seen == identity) {
         throw InputError(
             fmt::format("{}: '{}' is already in the chain of bases (a cycle)", where, name));
       }
@@ -521,7 +530,7 @@ Stack load_stack_chained(const std::string& text, const std::string& source,
           fmt::format("{}: more than {} stack files chained by base:; expected a shorter chain",
                       where, kMaxStackBaseFiles));
     }
-    chain.push_back(file->source);
+    chain.push_back(identity);
     const Stack base = load_stack_chained(file->text, file->source, reader, chain);
     return read_stack(m, &base);
   }
@@ -532,9 +541,9 @@ Stack load_stack_chained(const std::string& text, const std::string& source,
 
 }  // namespace
 
-Stack load_stack(const std::string& text, const std::string& source,
-                 const StackFileReader& reader) {
-  std::vector<std::string> chain{source};
+Stack load_stack(const std::string& text, const std::string& source, const StackFileReader& reader,
+                 const std::string& identity) {
+  std::vector<std::string> chain{identity.empty() ? source : identity};
   return load_stack_chained(text, source, reader, chain);
 }
 

@@ -176,8 +176,11 @@ std::string pipeline_note(const Model& model, const ParallelConfig& c, const Sta
          " stages of GPTModelPipe, which splits the decoder layers itself ('type:transformer'): " +
          (stages.front() == stages.back()
               ? str(stages.front()) + " a stage"
-              : str(stages.front()) + " on the first " + str(model.layers % c.pp) + ", " +
-                    str(stages.back()) + " on the others") +
+              : str(stages.front()) + " on stages 0-" + str(model.layers % c.pp - 1) + ", " +
+                    str(stages.back()) + " on " +
+                    (model.layers % c.pp == c.pp - 1
+                         ? "stage " + str(c.pp - 1)
+                         : "stages " + str(model.layers % c.pp) + "-" + str(c.pp - 1))) +
          "\n";
   }
   if (c.zero <= 1 && c.dp > 1 && s.dp_overlap_grad_reduce) {

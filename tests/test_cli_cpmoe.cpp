@@ -208,6 +208,10 @@ TEST_CASE("--explain names the CP and EP links and times", "[cli_cpmoe]") {
   REQUIRE(shared.code == 0);
   CHECK(shared.out.find("exposed but what the shared experts on their side stream hide; this "
                         "group is wider than the NVLink domain") != std::string::npos);
+  // DeepSeek-V3 is untied: the end stages' all-reduce is of the input embedding and the copy
+  // its MTP layer embeds with, not of a tied output layer.
+  CHECK(shared.out.find("  shared embedding: all-reduce of ") != std::string::npos);
+  CHECK(shared.out.find("tied embedding") == std::string::npos);
   const Run cp = trident(
       "plan --gpus 256 --servers 32 --model llama3-8b --seq-len 65536 --global-batch 64 --cp 8 "
       "--tp 1 --explain");

@@ -328,6 +328,23 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   CHECK(boxed.out.find("      why: one activation per micro-batch per stage boundary: small "
                        "bursts\n") != std::string::npos);
   CHECK(boxed.out.find("tolerates the network") == std::string::npos);
+  // The pipeline's split of the layers: 32 over PP 7 is ceil 5, 3 short: 2 off the last, 1 off
+  // the first, 4 | 5 x5 | 3.
+  const Run uneven = trident("plan --model llama3-8b --gpus 56 --servers 7 --pp 7 --explain");
+  REQUIRE(uneven.code == 0);
+  CHECK(uneven.out.find("Pipeline bubble\n  stages: 4 | 5 x5 | 3 decoder layers (first | middle "
+                        "| last)\n") != std::string::npos);
+  // Executed FLOPs are "with recomputation" only where the plan recomputes.
+  const Run kept = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --recompute none "
+      "--explain");
+  REQUIRE(kept.code == 0);
+  CHECK(kept.out.find(" TFLOP/s executed)\n") != std::string::npos);
+  const Run recomputed = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --recompute full "
+      "--explain");
+  REQUIRE(recomputed.code == 0);
+  CHECK(recomputed.out.find(" TFLOP/s executed with recomputation)\n") != std::string::npos);
   const Run second = trident(kSeed + " --explain 2");
   REQUIRE(second.code == 0);
   CHECK(second.out.find("Plan #2:") != std::string::npos);

@@ -486,6 +486,30 @@ TEST_CASE("a stack file's base: another stack file, read relative to it", "[cli_
   CHECK(self.code == 2);
   CHECK(self.err.find("self.yaml:2: base: './self.yaml' is already in the chain of bases (a "
                       "cycle)") != std::string::npos);
+  // Through "..": the file system's path, not the spelling, is compared (it read as "more than
+  // 8 stack files chained" through ever longer "../releases/../releases/self.yaml").
+  std::ofstream(dir.path / "releases" / "up.yaml") << "name: up\nbase: ../releases/up.yaml\n";
+  const Run up = trident(kSmall + " --stack " + (dir.path / "releases" / "up.yaml").string());
+  CHECK(up.code == 2);
+  CHECK(up.err.find("up.yaml:2: base: '../releases/up.yaml' is already in the chain of bases "
+                    "(a cycle)") != std::string::npos);
+  // Partial recompute is full recompute of some layers: a file setting it without full in its
+  // recompute list is refused at the key; one inheriting it says which list lacks what.
+  std::ofstream(dir.path / "partial.yaml")
+      << "name: partial\nbase: megatron-core\nrecompute: [none]\npartial_recompute: block\n";
+  const Run partial = trident(kSmall + " --stack " + (dir.path / "partial.yaml").string());
+  CHECK(partial.code == 2);
+  CHECK(partial.err.find("partial.yaml:4: partial_recompute: partial recompute needs full in the "
+                         "stack's recompute list") != std::string::npos);
+  std::ofstream(dir.path / "inherits.yaml")
+      << "name: inherits\nbase: megatron-core\nrecompute: [none]\n";
+  const Run inherits = trident(kSmall + " --stack " + (dir.path / "inherits.yaml").string() +
+                               " --recompute-layers 2");
+  CHECK(inherits.code == 2);
+  CHECK(inherits.err ==
+        "trident: error: --recompute-layers 2: stack inherits has no full recompute (its "
+        "recompute list), of which partial recompute is part; drop --recompute-layers or use "
+        "--stack megatron-core or torchtitan\n");
 }
 
 TEST_CASE("a stack's base: file and a cluster file's stack: file are inputs no output replaces",

@@ -367,7 +367,10 @@ TEST_CASE("base: FILE chains stack files through the caller's reader", "[stack]"
     if (!name.ends_with(".yaml")) return std::nullopt;
     const auto it = files.find(name);
     if (it == files.end()) throw InputError(where + " '" + name + "': cannot read the file");
-    return StackText{it->second, name};
+    // The file's identity as the file system would resolve it: "sub/../x.yaml" is "x.yaml".
+    std::string identity = name;
+    if (identity.starts_with("sub/../")) identity.erase(0, 7);
+    return StackText{it->second, name, identity};
   };
   const Stack core = stack_preset("megatron-core");
   const Stack variant = load_stack(files["variant.yaml"], "variant.yaml", reader);
@@ -384,6 +387,13 @@ TEST_CASE("base: FILE chains stack files through the caller's reader", "[stack]"
   CHECK_THROWS_WITH(
       load_stack(files["loop-a.yaml"], "loop-a.yaml", reader),
       "loop-b.yaml:2: base: 'loop-a.yaml' is already in the chain of bases (a cycle)");
+  // A cycle spelled another way is the same file: the identity, not the spelling, is compared
+  // (the top file's identity given; files["sub/../spelled.yaml"] is what "spelled.yaml" reads).
+  files["spelled.yaml"] = "name: s\nbase: sub/../spelled.yaml\n";
+  files["sub/../spelled.yaml"] = files["spelled.yaml"];
+  CHECK_THROWS_WITH(
+      load_stack(files["spelled.yaml"], "spelled.yaml", reader, "spelled.yaml"),
+      "spelled.yaml:2: base: 'sub/../spelled.yaml' is already in the chain of bases (a cycle)");
   // deep0 -> deep1 -> ... -> deep8 is nine files: one more than kMaxStackBaseFiles (8).
   CHECK_THROWS_WITH(load_stack(files["deep0.yaml"], "deep0.yaml", reader),
                     "deep7.yaml:2: base: more than 8 stack files chained by base:; expected a "

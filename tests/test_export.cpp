@@ -657,7 +657,7 @@ TEST_CASE("Megatron-DeepSpeed: GPTModelPipe's split, ZeRO-2/3 off the pipe engin
   Model odd = llama8b();
   odd.layers = 31;
   CHECK(has(emitted(mds, cluster, odd, config_of({1, 4, 1}, 1, Recompute::none, false), stack),
-            "8 on the first 3, 7 on the others"));
+            "8 on stages 0-2, 7 on stage 3"));
   odd.layers = 30;
   const auto uneven = run(odd, config_of({1, 4, 1}, 1, Recompute::none, false));
   REQUIRE(uneven.refusal.has_value());

@@ -410,6 +410,27 @@ TEST_CASE("a quoted number or boolean is a string: the wrong type, also in JSON"
   }
 }
 
+TEST_CASE("a tagged value or a leading zero is not read as a number", "[loaders]") {
+  // `!!str 64` is the string 64 to every other YAML reader; yaml-cpp kept the text and handed
+  // it over as the number. `040` is octal 32 to YAML 1.1 readers (PyYAML) and 40 to from_chars:
+  // neither is assumed.
+  CHECK(model_error(kModel + "training: {global_batch: !!str 64}\n") ==
+        "m.yaml:7: training.global_batch: expected a positive integer, got '64' tagged !!str "
+        "(YAML tags are not read; write the value alone)");
+  CHECK(model_error(kModel + "bias: !!str false\n") ==
+        "m.yaml:7: bias: expected true or false, got 'false' tagged !!str (YAML tags are not "
+        "read; write the value alone)");
+  CHECK(model_error(kModel + "norm: !custom rmsnorm\n").find("tagged !custom") !=
+        std::string::npos);
+  CHECK(model_error(kModel + "training: {global_batch: 064}\n") ==
+        "m.yaml:7: training.global_batch: expected a positive integer, got '064' (a leading "
+        "zero, which YAML 1.1 reads as octal; write it without)");
+  CHECK(model_error(kModel + "dropout: 00.1\n").find("a leading zero") != std::string::npos);
+  CHECK(model_error(kModel + "dropout: 0.1\n") == "no error");  // one zero before the point
+  CHECK(model_error(kModel + "training: {global_batch: 0}\n").find("leading") ==
+        std::string::npos);  // 0 itself: out of range, not a leading zero
+}
+
 TEST_CASE("model defaults and errors", "[loaders]") {
   const Model m = load_model(kModel, "m.yaml");
   CHECK(m.kv_heads == 8);

@@ -70,4 +70,26 @@ TEST_CASE("text check: one_line shows each control character or line break as '?
           "f:1: name: expected a string without control characters, got a bidirectional "
           "control at byte 5");
   }
+  // Invisible characters make two keys or names look the same: U+200B ZERO WIDTH SPACE,
+  // U+2060 WORD JOINER, U+FEFF (a byte-order mark past the file's start); ZWJ U+200D is kept
+  // (scripts join with it).
+  CHECK(trident::one_line("lay\xe2\x80\x8b"
+                          "ers") == "lay?ers");
+  CHECK(trident::one_line("\xef\xbb\xbf"
+                          "dropout\xe2\x81\xa0") == "?dropout?");
+  CHECK(trident::one_line("a\xe2\x80\x8d"
+                          "b") ==
+        "a\xe2\x80\x8d"
+        "b");
+  try {
+    trident::check_one_line(
+        "ll\xe2\x80\x8b"
+        "ama",
+        "f:1: name");
+    FAIL("U+200B accepted");
+  } catch (const trident::InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "f:1: name: expected a string without control characters, got an invisible character "
+          "at byte 3");
+  }
 }

@@ -85,7 +85,14 @@ bool bidi_control(int next, int third) {
   return next == 0x81 && third >= 0xa6 && third <= 0xa9;
 }
 
-enum class ControlKind { none, byte, line_break, bidi };
+/// U+200B ZERO WIDTH SPACE, U+2060 WORD JOINER (E2 80 8B; E2 81 A0) and U+FEFF (EF BB BF, a
+/// byte-order mark past the file's start): invisible, so `lay<U+200B>ers` prints as `layers`.
+bool invisible(int byte, int next, int third) {
+  if (byte == 0xe2) return (next == 0x80 && third == 0x8b) || (next == 0x81 && third == 0xa0);
+  return byte == 0xef && next == 0xbb && third == 0xbf;
+}
+
+enum class ControlKind { none, byte, line_break, bidi, invisible };
 
 /// A control character or line break starting at `text[i]`: what it is (a C0 control or DEL;
 /// a C1 control, U+2028, U+2029; a bidirectional control) and its length in bytes.
@@ -104,6 +111,7 @@ Control control_at(std::string_view text, std::size_t i) {
     return {ControlKind::line_break, 3};
   }
   if (byte == 0xe2 && bidi_control(next, third)) return {ControlKind::bidi, 3};
+  if (invisible(byte, next, third)) return {ControlKind::invisible, 3};
   if (byte == 0xd8 && next == 0x9c) return {ControlKind::bidi, 2};  // U+061C ARABIC LETTER MARK
   return {};
 }
@@ -115,7 +123,8 @@ void check_one_line(std::string_view text, const std::string& where) {
     const Control control = control_at(text, i);
     if (control.kind == ControlKind::none) continue;
     const std::string what =
-        control.kind == ControlKind::bidi ? std::string("a bidirectional control")
+        control.kind == ControlKind::bidi        ? std::string("a bidirectional control")
+        : control.kind == ControlKind::invisible ? std::string("an invisible character")
         : control.kind == ControlKind::line_break
             ? std::string("a line-breaking character")
             : fmt::format("byte 0x{:02x}", static_cast<unsigned char>(text[i]));

@@ -16,7 +16,8 @@ void check_text(std::string_view text, const std::string& source);
 [[nodiscard]] bool is_clean_text(std::string_view text);
 
 /// Throws InputError "WHERE: expected a string without control characters, got byte 0x0a at
-/// byte 3" (or "got a line-breaking character": a C1 control, U+2028, U+2029), then "WHERE:
+/// byte 3" (or "got a line-breaking character": a C1 control, U+2028, U+2029; "a bidirectional
+/// control"; "an invisible character": U+200B, U+2060, U+FEFF), then "WHERE:
 /// expected UTF-8 text", for a string value read from a file: names reach tables, JSON, SVG
 /// and launch scripts, where any of these would split a line. The value is not echoed.
 void check_one_line(std::string_view text, const std::string& where);

@@ -283,10 +283,36 @@ namespace {
 
 /// A quoted scalar ("8", '8': yaml-cpp tags a non-plain scalar "!") is a string, also in a
 /// JSON file: where a number or a boolean belongs it is the wrong type, not the number.
+/// An explicit tag (`!!str 32`, `!!float 1`, `!foo x`) is not read: yaml-cpp keeps the text
+/// and would hand `!!str 32` over as the number 32, where every other YAML reader gives the
+/// string. Plain scalars carry "?", quoted ones "!".
+void reject_tagged(const YAML::Node& node, std::string_view what, const std::string& where) {
+  if (node.IsScalar() && node.Tag() != "?" && node.Tag() != "!") {
+    std::string tag = node.Tag();
+    constexpr std::string_view kCore = "tag:yaml.org,2002:";  // what `!!` stands for
+    if (tag.rfind(kCore, 0) == 0) tag = "!!" + tag.substr(kCore.size());
+    throw InputError(where + ": expected " + std::string(what) + ", got '" + node.Scalar() +
+                     "' tagged " + tag + " (YAML tags are not read; write the value alone)");
+  }
+}
+
 void reject_quoted(const YAML::Node& node, std::string_view what, const std::string& where) {
+  reject_tagged(node, what, where);
   if (node.IsScalar() && node.Tag() == "!") {
     throw InputError(where + ": expected " + std::string(what) + ", got the string '" +
                      node.Scalar() + "' (write it without quotes)");
+  }
+}
+
+/// A number written with a leading zero (`040`, `-07.5`): YAML 1.1 readers (PyYAML) take
+/// `040` for octal 32, from_chars for 40; neither is assumed.
+void reject_leading_zero(const YAML::Node& node, std::string_view what, const std::string& where) {
+  const std::string& text = node.Scalar();
+  const std::size_t digits = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  if (text.size() > digits + 1 && text[digits] == '0' &&
+      std::isdigit(static_cast<unsigned char>(text[digits + 1])) != 0) {
+    throw InputError(where + ": expected " + std::string(what) + ", got '" + text +
+                     "' (a leading zero, which YAML 1.1 reads as octal; write it without)");
   }
 }
 
@@ -328,6 +354,7 @@ long long to_int(const YAML::Node& node, Range range, const std::string& where) 
   const char* words = range_words(range, true);
   if (!node.IsScalar()) expected(where, words, node);
   reject_quoted(node, words, where);
+  reject_leading_zero(node, words, where);
   const std::string& text = node.Scalar();
   long long value = 0;
   const char* end = text.data() + text.size();
@@ -342,6 +369,7 @@ double to_double(const YAML::Node& node, Range range, const std::string& where) 
   const char* words = range_words(range, false);
   if (!node.IsScalar()) expected(where, words, node);
   reject_quoted(node, words, where);
+  reject_leading_zero(node, words, where);
   const std::string& text = node.Scalar();
   double value = 0.0;
   const char* end = text.data() + text.size();
@@ -354,6 +382,7 @@ double to_double(const YAML::Node& node, Range range, const std::string& where) 
 
 std::string to_string(const YAML::Node& node, const std::string& where) {
   if (!node.IsScalar() || node.Scalar().empty()) expected(where, "a string", node);
+  reject_tagged(node, "a string", where);
   const std::string& text = node.Scalar();
   check_one_line(text, where);  // YAML escapes make them: \n, \0, \L
   return text;
@@ -444,6 +473,7 @@ std::size_t MapReader::required_choice(std::string_view key,
   const YAML::Node value = require(key);
   const std::string choices = join(names, "|");
   if (!value.IsScalar()) expected(position(source_, line(key), path(key)), choices, value);
+  reject_tagged(value, choices, position(source_, line(key), path(key)));
   const auto found = std::find(names.begin(), names.end(), value.Scalar());
   if (found == names.end()) {
     fail(key, "expected " + choices + ", got '" + value.Scalar() + "'" +
