@@ -416,8 +416,11 @@ std::string stages_text(const Model& model, const ParallelConfig& c) {
                               ? fmt::format(", and the {} MTP layer{} on the last",
                                             model.mtp_layers, model.mtp_layers > 1 ? "s" : "")
                               : std::string();
+  const std::string chunks = c.virtual_stages > 1
+                                 ? fmt::format(", in {} chunks a stage", c.virtual_stages)
+                                 : std::string();
   if (split.even(c.pp)) {
-    return fmt::format("  stages: {} decoder layers each{}\n", split.first, mtp);
+    return fmt::format("  stages: {} decoder layers each{}{}\n", split.first, chunks, mtp);
   }
   std::string middles;
   if (c.pp > 2) {
@@ -426,8 +429,8 @@ std::string stages_text(const Model& model, const ParallelConfig& c) {
     if (counts.fewer > 0) middles += fmt::format(", {} x{}", split.middle - 1, counts.fewer);
     middles += " |";
   }
-  return fmt::format("  stages: {} |{} {} decoder layers (first |{} last){}\n", split.first,
-                     middles, split.last, c.pp > 2 ? " middle |" : "", mtp);
+  return fmt::format("  stages: {} |{} {} decoder layers (first |{} last){}{}\n", split.first,
+                     middles, split.last, c.pp > 2 ? " middle |" : "", chunks, mtp);
 }
 
 std::string bubble(const Model& model, const PlanResult& plan) {
