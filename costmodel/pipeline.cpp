@@ -137,7 +137,10 @@ bool ends_only_split(int layers, int pp, int virtual_stages) {
 }
 
 int model_chunk_layers(const Model& model, int pp, int virtual_stages) {
-  return model_stage_layers(model, pp).most() / virtual_stages;
+  // Rounded up: MTP layers can make the last stage the largest with a count v does not divide
+  // (30 layers + 2 MTP over PP 4, VP 2: 7 + 2 in chunks of 5 and 4).
+  const int most = model_stage_layers(model, pp).most();
+  return (most + virtual_stages - 1) / virtual_stages;
 }
 
 double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {

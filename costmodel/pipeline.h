@@ -40,7 +40,8 @@ struct MiddleStages {
 /// hold the same layers, the virtual stages divide the largest stage, and each end's
 /// shortfall fits in one virtual stage.
 [[nodiscard]] bool ends_only_split(int layers, int pp, int virtual_stages);
-/// Layers of the largest model chunk of a split: its largest stage's / the virtual stages.
+/// Layers of the largest model chunk of a split: its largest stage's (MTP layers counted) /
+/// the virtual stages, rounded up.
 [[nodiscard]] int model_chunk_layers(const Model& model, int pp, int virtual_stages);
 
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).

@@ -138,9 +138,8 @@ std::string decoder_run(int layers) {
 /// chunk holding the fewest layers so far (MTP counted), ties going away from the embedding's
 /// chunk (chunk 0 of the first stage) and the loss's (the last chunk of the last stage). Every
 /// chunk then holds at most ceil(the stage's layers and MTP / v), or the MTP layers alone
-/// where they are more: the pace-setting stage's layers / v that the plan priced, but for a
-/// last stage whose MTP layers make it the largest with a count v does not divide (the cost
-/// model's chunk rounds down there; 30 layers + 2 MTP over PP 4, VP 2: a chunk of 5 for 4).
+/// where they are more: the plan's chunk (model_chunk_layers; 30 layers + 2 MTP over PP 4,
+/// VP 2: a last stage of 7 + 2 in chunks of 5 and 4).
 /// Returns each chunk's decoder layers.
 std::vector<int> chunk_runs(int layers, int mtp, int v, bool first_stage) {
   std::vector<int> held(static_cast<std::size_t>(v), 0);

@@ -124,12 +124,11 @@ inline std::string layout_rule(std::string layout, const Model& m, const Paralle
   // core_r0.13.0 (NeMo v2.4.0's): "MTP layer is not supported for flexible pipeline layout".
   if (!takes_mtp && flat.find('m') != std::string::npos) return "MTP in a layout (core_r0.13.0)";
   // Chunk k is chunk k / pp of stage k % pp (PipelineParallelLayerLayout.__init__); no chunk
-  // may hold more layers, MTP ones included, than the pace-setting stage's (MTP included) / v
-  // rounded up (the plan's chunk, which the cost model rounds down where MTP makes the last
-  // stage the largest and v does not divide it), or than the MTP layers where they alone are.
+  // may hold more layers, MTP ones included, than the plan's chunk (the pace-setting stage's,
+  // MTP included, / v rounded up), or than the MTP layers where they alone are.
   const StageLayers plan = stage_layers(m.layers, c.pp);
   const int v = c.virtual_stages;
-  const int priced = (model_stage_layers(m, c.pp).most() + v - 1) / v;
+  const int priced = model_chunk_layers(m, c.pp, v);
   std::vector<int> counts(static_cast<std::size_t>(c.pp), 0);
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const int run = static_cast<int>(std::count(chunks[k].begin(), chunks[k].end(), 't'));

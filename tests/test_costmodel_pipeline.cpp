@@ -151,6 +151,13 @@ TEST_CASE("multi-token prediction layers sit on the last stage", "[pipeline]") {
   CHECK(one.last == 62);
   model.mtp_layers = 0;
   CHECK(model_stage_layers(model, 8).last == 6);
+  // The largest chunk: 61 over 8 with VP 2 is 8 / 2 = 4. 30 layers + 2 MTP over PP 4 (ceil 8,
+  // 2 short: 7 | 8 8 | 7 + 2 = 9 on the last) in 2 chunks: ceil(9 / 2) = 5 (chunks 5 and 4).
+  CHECK(model_chunk_layers(model, 8, 2) == 4);
+  model.layers = 30;
+  model.mtp_layers = 2;
+  CHECK(model_stage_layers(model, 4).last == 9);
+  CHECK(model_chunk_layers(model, 4, 2) == 5);
 }
 
 TEST_CASE("the fill and drain cross the other stages: fill_drain_ratio", "[pipeline]") {
