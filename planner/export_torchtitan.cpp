@@ -195,12 +195,16 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   if (dtype == Dtype::fp8 && in.model.training.fp8.recipe == Fp8Recipe::mxfp8) {
     return limit(RefusalKind::fp8_recipe);
   }
+  // The nearest sharding: ZeRO-2, FSDP2 without resharding after forward; with PP, ZeRO-3,
+  // which torchtitan runs the same way there ("default" reshards after forward only without
+  // PP, parallelize.py L319-327 @v0.2.2) and --stack torchtitan prices.
+  const int nearest_zero = c.pp > 1 ? 3 : 2;
   // With CP torchtitan shards over the CP ranks (fsdp_enabled = dp_shard or cp): no DDP.
   if (c.zero == 0 && (c.tp > 1 || c.pp > 1 || c.cp > 1)) {
-    return limit(RefusalKind::ddp_multi_dim, with_zero(c, 2));
+    return limit(RefusalKind::ddp_multi_dim, with_zero(c, nearest_zero));
   }
   if (c.zero == 1) {
-    return limit(RefusalKind::zero1, with_zero(c, 2));
+    return limit(RefusalKind::zero1, with_zero(c, nearest_zero));
   }
   if (c.tp > 1 && !c.sequence_parallel) {
     ParallelConfig fixed = c;

@@ -517,6 +517,15 @@ TEST_CASE("torchtitan: stage count, local batch, no DDP beyond 1D", "[export]") 
   REQUIRE(ddp.refusal.has_value());
   CHECK(ddp.refusal->reason.kind == RefusalKind::ddp_multi_dim);
   CHECK(ddp.refusal->nearest->zero == 2);
+  // ZeRO-1 (no such FSDP2 mode): without PP nearest ZeRO-2 (reshard never); with PP ZeRO-3,
+  // which torchtitan runs without resharding after forward there (parallelize.py L319-327), the
+  // same launch, and which --stack torchtitan prices (it has no ZeRO-2).
+  const auto z1 = export_plan(parse_release("torchtitan"), cluster_of(4), llama8b(),
+                              config_of({1, 1, 1}, 1, Recompute::none, false));
+  CHECK(z1.refusal->nearest->zero == 2);
+  const auto z1_pp = export_plan(parse_release("torchtitan"), cluster_of(4), llama8b(),
+                                 config_of({1, 4, 1}, 1, Recompute::none, false));
+  CHECK(z1_pp.refusal->nearest->zero == 3);
   // 70B and 405B: their flavors (the data file computes the FFN sizes from torchtitan's
   // multipliers: 70B 2/3 x 4 x 8192 = 21845, x 1.3 = 28398, up to a multiple of 4096 = 28672).
   for (const auto& [layers, hidden, heads, ffn] :
