@@ -90,6 +90,19 @@ namespace emit {
 
 std::string str(long long value) { return std::to_string(value); }
 
+std::string flag(const std::string& name, const std::string& value) {
+  return "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
+}
+
+std::string pretrain_gpt_command(const Launch& launch, const std::string& env, std::string flags) {
+  flags.resize(flags.size() - 3);  // the last line has no continuation
+  return "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
+         " and MASTER_ADDR the first node's address:\n" + env + "torchrun --nnodes " +
+         str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
+         " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n" +
+         "  pretrain_gpt.py \\\n" + flags + "\n";
+}
+
 int layers_per_chunk(const Model& model, const ParallelConfig& config) {
   return model.layers / (config.pp * config.virtual_stages);
 }

@@ -12,10 +12,6 @@ namespace trident::emit {
 
 namespace {
 
-std::string flag(const std::string& name, const std::string& value = "") {
-  return "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
-}
-
 /// ZeRO-0: DDP; ZeRO-1: the distributed optimizer; ZeRO-2/3: Megatron-FSDP, sharding
 /// "optim_grads" / "optim_grads_params" (arguments.py --data-parallel-sharding-strategy;
 /// Megatron-FSDP asserts --ckpt-format fsdp_dtensor, arguments.py:1146, and turns the
@@ -280,21 +276,17 @@ std::string megatron_text(const Input& in, const Launch& launch) {
             : "") +
        "\n";
   t += placement_comment(launch, "#") + p2p_overlap_note(in.config, in.switches, "#");
-  t += "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
-       " and MASTER_ADDR the first node's address:\n";
   // Before Blackwell, TP or CP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1413-1437)
   // but with Megatron-FSDP, which asserts it is not 1 (arguments.py:1143), and with the
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1
   // or 32" (arguments.py:1426-1434), 32 for the overlap the plan was priced with.
   const ParallelConfig& c = in.config;
+  std::string env;
   if (needs_one_device_connection(c, in.cluster.gpu)) {
-    t += writes_combined(in.model, c, in.switches) ? "CUDA_DEVICE_MAX_CONNECTIONS=32 "
-                                                   : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
+    env = writes_combined(in.model, c, in.switches) ? "CUDA_DEVICE_MAX_CONNECTIONS=32 "
+                                                    : "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
   }
-  t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
-       " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
-  t += "  pretrain_gpt.py \\\n";
-  std::string flags =
+  const std::string flags =
       model_flags(in.model) + mla_mtp_flags(in.model) +
       moe_flags(in.model, in.config, in.switches) + precision_flags(in.model.training) +
       parallel_flags(in.model, in.config, in.cp_kind, in.selective, in.order) +
@@ -303,8 +295,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
       (runs_p2p_exposed(in.config, in.switches) ? flag("--no-overlap-p2p-communication") : "") +
       grad_reduce_flags(in.model.training.dtype, in.switches) +
       attention_flags(in.switches.attention);
-  flags.resize(flags.size() - 3);  // the last line has no continuation
-  return t + flags + "\n";
+  return t + pretrain_gpt_command(launch, env, flags);
 }
 
 }  // namespace trident::emit

@@ -17,10 +17,6 @@ namespace trident::emit {
 
 namespace {
 
-std::string flag(const std::string& name, const std::string& value = "") {
-  return "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
-}
-
 /// GPTModelPipe's stages: PipelineModule(partition_method='type:transformer') weighs each
 /// decoder layer 1 and the embedding, final norm and output layer 0 (megatron/model/
 /// gpt_model.py L459-463; DeepSpeed runtime/pipe/module.py L412-417), and partition_balanced
@@ -256,17 +252,12 @@ std::string megatron_deepspeed_text(const Input& in, const Launch& launch) {
   t += placement_comment(launch, "#") + pipeline_note(in.model, in.config, in.switches) +
        attention_note(in.switches.attention);
   t += "cat > ds_config.json <<'EOF'\n" + ds_config(in.model, in.config, in.switches) + "EOF\n";
-  t += "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
-       " and MASTER_ADDR the first node's address:\n";
-  t += "torchrun --nnodes " + str(launch.nodes) + " --nproc-per-node " + str(launch.gpus_per_node) +
-       " --node-rank $NODE_RANK --master-addr $MASTER_ADDR --master-port 6000 \\\n";
-  t += "  pretrain_gpt.py \\\n";
-  std::string flags = model_flags(in.model) + precision_flags(in.model.training.dtype) +
-                      parallel_flags(in.model, in.config) + attention_flags(in.switches.attention) +
-                      flag("--deepspeed") + flag("--deepspeed_config", "ds_config.json") +
-                      flag("--zero-stage", str(in.config.zero));
-  flags.resize(flags.size() - 3);  // the last line has no continuation
-  return t + flags + "\n";
+  const std::string flags = model_flags(in.model) + precision_flags(in.model.training.dtype) +
+                            parallel_flags(in.model, in.config) +
+                            attention_flags(in.switches.attention) + flag("--deepspeed") +
+                            flag("--deepspeed_config", "ds_config.json") +
+                            flag("--zero-stage", str(in.config.zero));
+  return t + pretrain_gpt_command(launch, "", flags);
 }
 
 }  // namespace trident::emit

@@ -76,6 +76,14 @@ struct LaunchOrLimit {
 [[nodiscard]] std::string placement_comment(const Launch& launch, const char* comment);
 
 [[nodiscard]] std::string str(long long value);
+/// "  NAME VALUE \\\n": one flag of a pretrain_gpt.py command line (Megatron-LM's and
+/// Megatron-DeepSpeed's), a switch without VALUE.
+[[nodiscard]] std::string flag(const std::string& name, const std::string& value = "");
+/// The command every node runs: a comment naming NODE_RANK and MASTER_ADDR, then `env` (empty,
+/// or "VAR=VALUE "), torchrun over the launch's nodes and GPUs, pretrain_gpt.py and `flags`
+/// (flag() lines; the last one's continuation dropped).
+[[nodiscard]] std::string pretrain_gpt_command(const Launch& launch, const std::string& env,
+                                               std::string flags);
 /// Decoder layers of each of the `pp` stages of `s` (stage_layers of `layers`), first to last:
 /// the middle stages holding the most first, then those one short.
 [[nodiscard]] std::vector<int> stage_runs(int layers, int pp, const StageLayers& s);
