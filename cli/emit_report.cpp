@@ -37,9 +37,10 @@ constexpr std::size_t kEmitSearchKeep = 10000;
 /// estimate's CP kind and userbuffers.
 Export export_priced(const Release& release, const PlanResult& plan, const Cluster& cluster,
                      const Model& model, const Stack& stack) {
-  return export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
-                     stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype),
-                     plan.placement.order);
+  return export_plan(
+      release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
+      stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype, plan.config),
+      plan.placement.order);
 }
 
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,

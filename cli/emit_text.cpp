@@ -43,9 +43,9 @@ namespace {
           to_string(dtype));
     case Framework::megatron_deepspeed:
       return dtype == Dtype::fp8
-                 ? "Megatron-DeepSpeed's pipeline model (GPTModelPipe) builds no Transformer "
-                   "Engine layers, so FP8 would not run (megatron/model/transformer.py "
-                   "L1663-1724)"
+                 ? "Megatron-DeepSpeed runs FP8 only in Transformer Engine layers, which its "
+                   "pipeline model (GPTModelPipe) does not build (megatron/model/transformer.py "
+                   "L1663-1724), and --emit writes no other FP8 path"
                  : "Megatron-DeepSpeed has no TF32 switch (--bf16, --fp16, or FP32 with "
                    "neither)";
   }
@@ -288,6 +288,9 @@ namespace {
       return "--cp 1";
     case RefusalKind::qk_norm:
       return "qk_layernorm: false in the model file, or --emit megatron";
+    case RefusalKind::sgd:
+      return "training.optimizer: adam in the model file, or --emit megatron or "
+             "megatron-deepspeed";
     case RefusalKind::dtype:
       return framework == Framework::megatron || framework == Framework::nemo_hydra
                  ? "--dtype bf16 or fp32 (training.dtype in the model file)"
@@ -384,6 +387,10 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return ffn_reason(release, model.ffn);
     case RefusalKind::model_shape:
       return shape_reason(release, model, obstacle);
+    case RefusalKind::sgd:
+      return std::string(release.title) + " " + release.version +
+             " is written with its Adam optimizer: model " + model.name +
+             " trains with SGD (training.optimizer)";
     case RefusalKind::qk_norm:
       return std::string(release.title) + " " + release.version +
              " has no switch for a per-head Q/K norm: model " + model.name + " sets qk_layernorm";

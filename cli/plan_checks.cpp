@@ -166,6 +166,7 @@ std::string uneven_ends_text(const OptionProblem& p, const Model& model, const S
                              const std::string& pin) {
   const int pp = static_cast<int>(p.issue == OptionIssue::uneven_middles ? p.value : p.limit);
   const StageLayers split = stage_layers(model.layers, pp);
+  const int gap = std::max(split.most() - split.first, split.most() - split.last);
   const std::string shape = fmt::format(
       "PP {} splits model {}'s {} layers {} | {} | {}", pp, model.name, model.layers, split.first,
       split.middle > 0 ? fmt::format("up to {}", split.middle) : std::string("-"), split.last);
@@ -177,9 +178,8 @@ std::string uneven_ends_text(const OptionProblem& p, const Model& model, const S
   }
   return fmt::format(
       "{}: {}; stack {} shortens only the first and the last virtual stage, so VP must divide "
-      "{} and leave chunks of at least {} layers; use another --vp",
-      pin, shape, stack.name, split.most(),
-      std::max(split.most() - split.first, split.most() - split.last));
+      "{} and leave chunks of at least {} layer{}; use another --vp",
+      pin, shape, stack.name, split.most(), gap, gap > 1 ? "s" : "");
 }
 
 }  // namespace

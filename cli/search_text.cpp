@@ -98,8 +98,13 @@ std::vector<Pin> pins_of(const SearchOptions& o, const SplitRules& r) {
   add(&SearchOptions::micro_batch, "micro-batch",
       fmt::format("the micro-batch divides the global batch {} / DP", r.global_batch));
   add(&SearchOptions::vp, "vp",
-      "VP divides a stage's layers, with PP 2 or more and micro-batches a multiple of PP "
-      "(Megatron's interleaved schedule), under a stack that interleaves");
+      std::string("VP divides a stage's layers, with PP 2 or more and micro-batches a multiple "
+                  "of PP (Megatron's interleaved schedule), under a stack that interleaves") +
+          (o.stack.uneven_stages_ends_only
+               ? " and, where PP does not divide the layers, leaves each end stage short by at "
+                 "most one chunk (stack " +
+                     o.stack.name + " shortens only the first and last virtual stage)"
+               : std::string()));
   add(&SearchOptions::dp_shard, "dp-shard", "");
   add(&SearchOptions::recompute_layers, "recompute-layers", "");
   return pins;

@@ -94,6 +94,18 @@ std::string flag(const std::string& name, const std::string& value) {
   return "  " + name + (value.empty() ? "" : " " + value) + " \\\n";
 }
 
+std::string json_object(const std::vector<std::string>& entries) {
+  std::string t = "{\n";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    t += "  " + entries[i] + (i + 1 < entries.size() ? ",\n" : "\n");
+  }
+  return t + "}\n";
+}
+
+std::string optimizer_flag(Optimizer optimizer) {
+  return optimizer == Optimizer::sgd ? flag("--optimizer", "sgd") : "";
+}
+
 std::string pretrain_gpt_command(const Launch& launch, const std::string& env, std::string flags) {
   flags.resize(flags.size() - 3);  // the last line has no continuation
   return "# on every node, NODE_RANK 0.." + str(launch.nodes - 1) +
@@ -409,6 +421,14 @@ std::optional<emit::Limit> cp_moe_limit(const emit::Input& in) {
     return emit::limit(RefusalKind::moe_model);
   }
   if (in.model.mtp_layers > 0 && !writes_moe) return emit::limit(RefusalKind::mtp_layers);
+  // SGD (training.optimizer): pretrain_gpt.py's --optimizer sgd; DeepSpeed's config leaves the
+  // optimizer to the script (its comment names SGD); NeMo's and torchtitan's configs are Adam's.
+  const bool writes_sgd = framework == Framework::megatron ||
+                          framework == Framework::megatron_deepspeed ||
+                          framework == Framework::deepspeed;
+  if (in.model.training.optimizer == Optimizer::sgd && !writes_sgd) {
+    return emit::limit(RefusalKind::sgd);
+  }
   // Megatron-LM core_v0.19.0 has no flag for it (arguments.py L2250 keeps
   // fp8_dot_product_attention out of the flags it generates from TransformerConfig). NeMo's
   // plugin has one, which its Megatron-Core (core_r0.13.0) hands to delayed scaling only

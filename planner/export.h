@@ -78,6 +78,7 @@ enum class RefusalKind {
   rank_order,            ///< a tp-pp-dp placement where the release lays ranks out tp-dp-pp only
   qk_norm,               ///< per-head Q/K norm, which the release has no switch for
   bf16_unsharded,        ///< bf16 at ZeRO-0 with fp32 gradients (DeepSpeed has no such optimizer)
+  sgd,                   ///< the model trains with SGD: only the pretrain_gpt.py targets write it
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan
@@ -144,8 +145,10 @@ struct StackSwitches {
   int grad_reduce_bytes = 0;
   AttentionKernel attention = AttentionKernel::cudnn;
 };
+/// What `stack` ran for the split `config` (its reduction dtype depends on the split: a ZeRO
+/// optimizer's at PP 1, Stack::reduce_bytes).
 [[nodiscard]] inline StackSwitches stack_switches(const Stack& stack, bool tp_userbuffers,
-                                                  Dtype dtype) {
+                                                  Dtype dtype, const ParallelConfig& config) {
   return {.tp_userbuffers = tp_userbuffers,
           .dp_overlap_grad_reduce = stack.dp_overlap_grad_reduce,
           .dp_overlap_param_gather = stack.dp_overlap_param_gather,
@@ -155,7 +158,7 @@ struct StackSwitches {
           .ep_overlap = stack.ep_overlap,
           .delay_wgrad = stack.ep_overlap_delay_wgrad,
           .hybridep = stack.moe_dispatcher == MoeDispatcher::hybridep,
-          .grad_reduce_bytes = stack.reduce_bytes(dtype) < 4 ? 2 : 4,
+          .grad_reduce_bytes = stack.reduce_bytes(dtype, config) < 4 ? 2 : 4,
           .attention = stack.attention};
 }
 

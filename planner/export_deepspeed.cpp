@@ -117,11 +117,7 @@ std::string body(const Model& model, const ParallelConfig& c, const StackSwitche
   if (s.grad_reduce_bytes == 4 && (dtype == Dtype::bf16 || dtype == Dtype::fp16)) {
     entries.push_back("\"communication_data_type\": \"fp32\"");
   }
-  std::string t = "{\n";
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    t += "  " + entries[i] + (i + 1 < entries.size() ? ",\n" : "\n");
-  }
-  return t + "}\n";
+  return json_object(entries);
 }
 
 ParallelConfig with(ParallelConfig c, void (*change)(ParallelConfig&)) {
@@ -171,8 +167,10 @@ std::optional<Limit> deepspeed_limit(const Input& in) {
 
 std::string deepspeed_text(const Input& in, const Launch& launch) {
   std::string t = header_line(in);
-  t += "# still to add: the optimizer and scheduler (\"optimizer\"/\"scheduler\" here or in "
-       "code), the data loader, checkpoint paths\n";
+  t += std::string("# still to add: the optimizer") +
+       (in.model.training.optimizer == Optimizer::sgd ? " (SGD, as the plan was priced)" : "") +
+       " and scheduler (\"optimizer\"/\"scheduler\" here or in code), the data loader, "
+       "checkpoint paths\n";
   t += model_comment(in.model) + code_comments(in.model, in.config);
   t += placement_comment(launch, "#");
   t += "# launch: deepspeed --hostfile HOSTFILE --num_nodes " + str(launch.nodes) + " --num_gpus " +

@@ -294,7 +294,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
       // Interleaved 1F1B overlaps its transfers unless told (arguments.py L2965-2967).
       (runs_p2p_exposed(in.config, in.switches) ? flag("--no-overlap-p2p-communication") : "") +
       grad_reduce_flags(in.model.training.dtype, in.switches) +
-      attention_flags(in.switches.attention);
+      attention_flags(in.switches.attention) + optimizer_flag(in.model.training.optimizer);
   return t + pretrain_gpt_command(launch, env, flags);
 }
 

@@ -103,14 +103,19 @@ std::string recompute_flags(const ParallelConfig& c) {
          flag("--deepspeed-activation-checkpointing");
 }
 
-/// ZeRO-2/3: DeepSpeed's pipeline engine asserts stage < 2 (runtime/pipe/engine.py L76-77)
-/// for any PipelineModule, PP 1 included, so those run without it (--no-pipeline-parallel,
-/// arguments.py L94-96). --zero-stage is Megatron's copy of the stage (zero.Init at 3,
-/// pretrain_gpt.py L46-50; its default 1.0): written equal to the config's.
+/// Off DeepSpeed's pipeline engine (--no-pipeline-parallel, arguments.py L94-96: PP 1): ZeRO-2/3,
+/// which the engine asserts against for any PipelineModule, PP 1 included (runtime/pipe/
+/// engine.py L76-77), and sequence parallelism, which the repository runs only so
+/// (deepspeed4science/megatron_long_seq_support/pretrain_gpt_30B_seq_parallel.sh L299, L332).
+bool off_pipeline_engine(const ParallelConfig& c) { return c.zero >= 2 || c.sequence_parallel; }
+
+/// --zero-stage is Megatron's copy of the stage (zero.Init at 3, pretrain_gpt.py L46-50; its
+/// default 1.0): written equal to the config's.
 std::string parallel_flags(const Model& model, const ParallelConfig& c) {
   std::string t = flag("--tensor-model-parallel-size", str(c.tp)) +
                   flag("--pipeline-model-parallel-size", str(c.pp));
-  if (c.zero >= 2) t += flag("--no-pipeline-parallel");
+  if (off_pipeline_engine(c)) t += flag("--no-pipeline-parallel");
+  if (c.sequence_parallel) t += flag("--sequence-parallel");
   t += flag("--micro-batch-size", str(c.micro_batch)) +
        flag("--global-batch-size", str(model.training.global_batch));
   return t + recompute_flags(c);
@@ -148,7 +153,8 @@ std::string ds_config(const Model& model, const ParallelConfig& c, const StackSw
       "\"train_micro_batch_size_per_gpu\": " + str(c.micro_batch),
       "\"gradient_accumulation_steps\": " + str(c.num_micro_batches(model.training.global_batch)),
       "\"gradient_clipping\": 1.0"};
-  const bool overlap = c.zero == 2 && c.dp > 1 && s.dp_overlap_grad_reduce;
+  const bool overlap =
+      c.zero >= 1 && c.zero <= 2 && off_pipeline_engine(c) && c.dp > 1 && s.dp_overlap_grad_reduce;
   entries.push_back("\"zero_optimization\": {\"stage\": " + str(c.zero) +
                     (overlap ? ", \"overlap_comm\": true" : "") + "}");
   const Dtype dtype = model.training.dtype;
@@ -157,29 +163,27 @@ std::string ds_config(const Model& model, const ParallelConfig& c, const StackSw
   reduction_entries(dtype, c, s, entries);
   entries.emplace_back("\"steps_per_print\": 10");
   entries.emplace_back("\"wall_clock_breakdown\": false");
-  std::string t = "{\n";
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    t += "  " + entries[i] + (i + 1 < entries.size() ? ",\n" : "\n");
-  }
-  return t + "}\n";
+  return json_object(entries);
+}
+
+/// "stage 3" or "stages 0-2".
+std::string stage_range(int first, int last) {
+  return first == last ? "stage " + str(first) : "stages " + str(first) + "-" + str(last);
 }
 
 std::string pipeline_note(const Model& model, const ParallelConfig& c, const StackSwitches& s) {
   std::string t;
   if (c.pp > 1) {
-    const std::vector<int> stages = pipe_stages(model.layers, c.pp);
+    const int longer = model.layers % c.pp;  // stages 0..longer-1 hold one layer more
+    const int each = model.layers / c.pp;
     t += "# pipeline: DeepSpeed's engine runs 1F1B over " + str(c.pp) +
          " stages of GPTModelPipe, which splits the decoder layers itself ('type:transformer'): " +
-         (stages.front() == stages.back()
-              ? str(stages.front()) + " a stage"
-              : str(stages.front()) + " on stages 0-" + str(model.layers % c.pp - 1) + ", " +
-                    str(stages.back()) + " on " +
-                    (model.layers % c.pp == c.pp - 1
-                         ? "stage " + str(c.pp - 1)
-                         : "stages " + str(model.layers % c.pp) + "-" + str(c.pp - 1))) +
+         (longer == 0 ? str(each) + " a stage"
+                      : str(each + 1) + " on " + stage_range(0, longer - 1) + ", " + str(each) +
+                            " on " + stage_range(longer, c.pp - 1)) +
          "\n";
   }
-  if (c.zero <= 1 && c.dp > 1 && s.dp_overlap_grad_reduce) {
+  if (!off_pipeline_engine(c) && c.dp > 1 && s.dp_overlap_grad_reduce) {
     t += "# data parallel: the plan was priced with the gradient reduction behind backward; "
          "DeepSpeed's pipeline engine reduces after the last micro-batch (runtime/pipe/engine.py "
          "L79-80), slower than priced (--stack deepspeed-megatron prices it so)\n";
@@ -219,8 +223,8 @@ std::optional<Limit> megatron_deepspeed_limit(const Input& in) {
   // DeepSpeed's stage boundaries split each activation over the TP group (pipe_partitioned),
   // which assumes the TP ranks hold the same tensor; Megatron's sequence parallelism gives each
   // a slice (pipe/engine.py L137-144, L731-770), and no Megatron-DeepSpeed example runs it
-  // with PP: written off.
-  if (c.sequence_parallel) {
+  // with PP: written off there, off the pipeline engine at PP 1.
+  if (c.sequence_parallel && c.pp > 1) {
     fixed.sequence_parallel = false;
     return limit(RefusalKind::sequence_parallel, fixed);
   }
@@ -252,12 +256,15 @@ std::string megatron_deepspeed_text(const Input& in, const Launch& launch) {
   t += placement_comment(launch, "#") + pipeline_note(in.model, in.config, in.switches) +
        attention_note(in.switches.attention);
   t += "cat > ds_config.json <<'EOF'\n" + ds_config(in.model, in.config, in.switches) + "EOF\n";
-  const std::string flags = model_flags(in.model) + precision_flags(in.model.training.dtype) +
-                            parallel_flags(in.model, in.config) +
-                            attention_flags(in.switches.attention) + flag("--deepspeed") +
-                            flag("--deepspeed_config", "ds_config.json") +
-                            flag("--zero-stage", str(in.config.zero));
-  return t + pretrain_gpt_command(launch, "", flags);
+  const std::string flags =
+      model_flags(in.model) + precision_flags(in.model.training.dtype) +
+      parallel_flags(in.model, in.config) + attention_flags(in.switches.attention) +
+      flag("--deepspeed") + flag("--deepspeed_config", "ds_config.json") +
+      flag("--zero-stage", str(in.config.zero)) + optimizer_flag(in.model.training.optimizer);
+  // Sequence parallelism raises without one device connection (arguments.py L400-407).
+  return t +
+         pretrain_gpt_command(
+             launch, in.config.sequence_parallel ? "CUDA_DEVICE_MAX_CONNECTIONS=1 " : "", flags);
 }
 
 }  // namespace trident::emit

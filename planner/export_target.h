@@ -82,6 +82,11 @@ struct LaunchOrLimit {
 /// The command every node runs: a comment naming NODE_RANK and MASTER_ADDR, then `env` (empty,
 /// or "VAR=VALUE "), torchrun over the launch's nodes and GPUs, pretrain_gpt.py and `flags`
 /// (flag() lines; the last one's continuation dropped).
+/// {"key": value, ...} with one entry (`"key": value`) a line, as DeepSpeed's configs are written.
+[[nodiscard]] std::string json_object(const std::vector<std::string>& entries);
+/// `--optimizer sgd` for a model trained with SGD (pretrain_gpt.py's default is Adam: Megatron-LM
+/// arguments.py, Megatron-DeepSpeed megatron/arguments.py, choices adam|sgd in both); "" for Adam.
+[[nodiscard]] std::string optimizer_flag(Optimizer optimizer);
 [[nodiscard]] std::string pretrain_gpt_command(const Launch& launch, const std::string& env,
                                                std::string flags);
 /// Decoder layers of each of the `pp` stages of `s` (stage_layers of `layers`), first to last:

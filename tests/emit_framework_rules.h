@@ -15,6 +15,13 @@
 
 namespace trident::test {
 
+/// pretrain_gpt.py's optimizer is Adam unless --optimizer says otherwise (Megatron-LM and
+/// Megatron-DeepSpeed arguments.py): the model's.
+inline std::string optimizer_rule(const Settings& s, const Model& m) {
+  const std::string written = s.count("--optimizer") != 0 ? s.at("--optimizer") : "adam";
+  return written == to_string(m.training.optimizer) ? "" : "the optimizer is not the model's";
+}
+
 inline std::string data_file(const Release& r) {
   return std::string(r.name) + "-" + r.version + ".txt";
 }
@@ -233,6 +240,7 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
   if (per_vp != 0 && layers / pp / per_vp != c.virtual_stages) return "virtual stages";
   if (num(s, "--global-batch-size") % (num(s, "--micro-batch-size") * c.dp) != 0) return "batch";
   if (num(s, "--hidden-size") != m.hidden || num(s, "--seq-length") != m.seq_len) return "shape";
+  if (auto bad = optimizer_rule(s, m); !bad.empty()) return bad;
   return world_mismatch(std::stoll(launcher_number(launcher, "--nnodes")),
                         std::stoll(launcher_number(launcher, "--nproc-per-node")), c);
 }
@@ -583,9 +591,14 @@ inline std::string megatron_deepspeed_rules(const std::string& text, const Model
       !bad.empty()) {
     return bad;
   }
-  // TrainSchedule is plain 1F1B; the layout flags of Megatron-LM do not exist here.
-  if (s.count("--num-layers-per-virtual-pipeline-stage") || s.count("--sequence-parallel")) {
-    return "interleaving or sequence parallelism written";
+  // TrainSchedule is plain 1F1B. Sequence parallelism only off the pipeline engine (the
+  // stage boundaries' TP split assumes equal tensors, pipe/engine.py L137-144), and with one
+  // device connection (arguments.py L400-407).
+  if (s.count("--num-layers-per-virtual-pipeline-stage")) return "interleaving written";
+  if (s.count("--sequence-parallel") &&
+      (!s.count("--no-pipeline-parallel") ||
+       launcher.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 ", 0) != 0)) {
+    return "sequence parallelism on the pipeline engine or without one device connection";
   }
   // gpt_model.py L446-452: the pipeline checkpoints with --checkpoint-activations (full);
   // transformer.py L625-629: selective recomputes CoreAttention, not FlashAttention.
@@ -608,6 +621,7 @@ inline std::string megatron_deepspeed_rules(const std::string& text, const Model
     return "not the plan's layer split";
   }
   if (num(s, "--hidden-size") != m.hidden || num(s, "--seq-length") != m.seq_len) return "shape";
+  if (auto bad = optimizer_rule(s, m); !bad.empty()) return bad;
   return world_mismatch(std::stoll(launcher_number(launcher, "--nnodes")),
                         std::stoll(launcher_number(launcher, "--nproc-per-node")), c);
 }

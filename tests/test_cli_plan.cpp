@@ -355,7 +355,7 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   CHECK(emit.out.find("\n  --tensor-model-parallel-size ") != std::string::npos);
 }
 
-TEST_CASE("--emit megatron-deepspeed: BLOOM's split as Megatron-DeepSpeed launches it",
+TEST_CASE("--emit megatron-deepspeed: BLOOM's TP 4 x PP 12 as Megatron-DeepSpeed launches it",
           "[cli_plan]") {
   // GPT-3 175B on 48 servers, TP 4 PP 12 as BLOOM ran under --stack deepspeed-megatron: its
   // fastest plan runs ZeRO-0 with fp32 gradients, which DeepSpeed has no bf16 optimizer for.

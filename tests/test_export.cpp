@@ -22,7 +22,8 @@ bool no_knob_fixes(RefusalKind kind) {
          kind == RefusalKind::model_shape || kind == RefusalKind::uneven_stages ||
          kind == RefusalKind::mtp_layers || kind == RefusalKind::mtp_positions ||
          kind == RefusalKind::fp8_recipe || kind == RefusalKind::fp8_attention ||
-         kind == RefusalKind::ep_overlap || kind == RefusalKind::moe_dispatcher;
+         kind == RefusalKind::ep_overlap || kind == RefusalKind::moe_dispatcher ||
+         kind == RefusalKind::qk_norm || kind == RefusalKind::sgd;
 }
 
 Cluster cluster_of(int servers) {
@@ -672,11 +673,17 @@ TEST_CASE("Megatron-DeepSpeed: GPTModelPipe's split, ZeRO-2/3 off the pipe engin
   REQUIRE(uneven.refusal.has_value());
   CHECK(uneven.refusal->reason.kind == RefusalKind::uneven_stages);
   CHECK_FALSE(uneven.refusal->nearest.has_value());
-  // Interleaving and sequence parallelism: refused with VP 1 and SP off as the nearest.
+  // Interleaving and sequence parallelism with PP: refused with VP 1 and SP off as the nearest.
+  // SP at PP 1 runs off the pipeline engine with one device connection, as the repository's
+  // own example (pretrain_gpt_30B_seq_parallel.sh L299-332).
   const auto vp = run(llama8b(), config_of({1, 4, 2}, 1, Recompute::none, false));
   CHECK(vp.refusal->nearest->virtual_stages == 1);
   const auto sp = run(llama8b(), config_of({2, 4, 1}, 1, Recompute::none, true));
   CHECK_FALSE(sp.refusal->nearest->sequence_parallel);
+  const std::string flat_sp =
+      emitted(mds, cluster, llama8b(), config_of({2, 1, 1}, 1, Recompute::full, true), stack);
+  CHECK(has(flat_sp, "\nCUDA_DEVICE_MAX_CONNECTIONS=1 torchrun "));
+  CHECK(has(flat_sp, "  --no-pipeline-parallel \\\n  --sequence-parallel \\\n"));
   // Selective recompute runs only in the unfused CoreAttention: under FlashAttention, full.
   const ParallelConfig selective = config_of({2, 1, 1}, 1, Recompute::selective, false);
   CHECK(has(emitted(mds, cluster, llama8b(), selective, stack),
@@ -696,6 +703,41 @@ TEST_CASE("Megatron-DeepSpeed: GPTModelPipe's split, ZeRO-2/3 off the pipe engin
   Model qk = llama8b();
   qk.qk_layernorm = true;
   CHECK(run(qk, zero1).refusal->reason.kind == RefusalKind::qk_norm);
+  // The reduction as the deepspeed-megatron stack priced this split (Stack::reduce_bytes):
+  // fp32 gradients under the pipeline engine (grad_reduce_bytes 4: BF16_Optimizer, reduced in
+  // fp32), the ZeRO optimizer's 16-bit reduction at PP 1 from ZeRO-1 on (zero_reduce_bytes 2):
+  // no fp32 keys there, DeepSpeed's bf16 default.
+  const Stack ds = stack_preset("deepspeed-megatron");
+  const ParallelConfig flat = config_of({2, 1, 1}, 2, Recompute::none, false);
+  CHECK(stack_switches(ds, false, Dtype::bf16, zero1).grad_reduce_bytes == 4);
+  CHECK(stack_switches(ds, false, Dtype::bf16, flat).grad_reduce_bytes == 2);
+  const Settings flat_json = parse_heredoc_json(
+      emitted(mds, cluster, llama8b(), flat, stack_switches(ds, false, Dtype::bf16, flat)),
+      "ds_config.json");
+  CHECK(flat_json.count("communication_data_type") == 0);
+  CHECK(flat_json.count("data_types.grad_accum_dtype") == 0);
+}
+
+TEST_CASE("SGD: pretrain_gpt.py's --optimizer sgd; targets written with Adam refuse", "[export]") {
+  const Cluster cluster = cluster_of(4);
+  Model sgd = llama8b();
+  sgd.training.optimizer = Optimizer::sgd;
+  const ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::none, false);
+  const StackSwitches unfused{.attention = AttentionKernel::unfused};
+  CHECK(has(emitted(parse_release("megatron"), cluster, sgd, c, {}), "  --optimizer sgd"));
+  CHECK(has(emitted(parse_release("megatron-deepspeed"), cluster, sgd, c, unfused),
+            "  --optimizer sgd"));
+  CHECK_FALSE(has(emitted(parse_release("megatron"), cluster, llama8b(), c, {}), "--optimizer"));
+  CHECK(has(export_plan(parse_release("deepspeed"), cluster, sgd,
+                        config_of({1, 1, 1}, 1, Recompute::none, false))
+                .text,
+            "the optimizer (SGD, as the plan was priced)"));
+  for (const char* name : {"nemo", "nemo-hydra", "torchtitan"}) {
+    INFO(name);
+    const Export e = export_plan(parse_release(name), cluster, sgd, c);
+    REQUIRE(e.refusal.has_value());
+    CHECK(e.refusal->reason.kind == RefusalKind::sgd);
+  }
 }
 
 TEST_CASE("NeMo 2.0: a recipe with the plan set, context parallelism off", "[export]") {

@@ -233,6 +233,11 @@ TEST_CASE("each stack's refusals: only what the stack runs", "[planner][stack]")
       if (model.layers % c.pp != 0) ++uneven;
     }
     CHECK(uneven > 0);  // 2 | 3 3 | 2 and its VP 3 (chunks of 1, ends short by 1) are tried
+    bool vp3 = false;
+    for (const auto& plan : search(dgx(1), model, ends).plans) {
+      vp3 = vp3 || (plan.config.pp == 4 && plan.config.virtual_stages == 3);
+    }
+    CHECK(vp3);
     ends = {};
     ends.stack = stack_preset("torchtitan");
     ends.pp = 8;

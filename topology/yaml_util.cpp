@@ -304,13 +304,16 @@ void reject_quoted(const YAML::Node& node, std::string_view what, const std::str
   }
 }
 
-/// A number written with a leading zero (`040`, `-07.5`): YAML 1.1 readers (PyYAML) take
-/// `040` for octal 32, from_chars for 40; neither is assumed.
+/// An integer written with a leading zero (`040`, `-07`): YAML 1.1 readers (PyYAML) take
+/// `040` for octal 32, from_chars for 40; neither is assumed. (`00.5` is a float to both.)
 void reject_leading_zero(const YAML::Node& node, std::string_view what, const std::string& where) {
   const std::string& text = node.Scalar();
   const std::size_t digits = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
-  if (text.size() > digits + 1 && text[digits] == '0' &&
-      std::isdigit(static_cast<unsigned char>(text[digits + 1])) != 0) {
+  const bool integer_form =
+      text.size() > digits &&
+      std::all_of(text.begin() + static_cast<std::ptrdiff_t>(digits), text.end(),
+                  [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; });
+  if (integer_form && text.size() > digits + 1 && text[digits] == '0') {
     throw InputError(where + ": expected " + std::string(what) + ", got '" + text +
                      "' (a leading zero, which YAML 1.1 reads as octal; write it without)");
   }
