@@ -65,6 +65,19 @@ std::string tiers_text(const PlanResult& plan, Columns columns) {
   return text;
 }
 
+/// Tokens/s with thousands commas, and a rate below 100 with three significant digits (an
+/// absurd but well-formed plan's 0.68 tokens/s printed as 0).
+std::string rate_text(double tokens_per_s) {
+  return tokens_per_s >= 100.0 ? thousands(tokens_per_s) : fmt::format("{:.3g}", tokens_per_s);
+}
+
+/// MFU in percent, one decimal; below 0.1% two significant digits (not 0.0).
+std::string mfu_text(double mfu) {
+  const double percent = 100.0 * mfu;
+  return percent >= 0.1 || percent <= 0.0 ? fmt::format("{:.1f}", percent)
+                                          : fmt::format("{:.2g}", percent);
+}
+
 std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
@@ -73,10 +86,10 @@ std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns)
       columns.hsdp ? fmt::format(" {:>9}", c.hybrid_shard() ? hsdp_split(c) : "-") : "";
   return fmt::format(
       "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9.3f} {:>12} "
-      "{:>6.1f} {:>10} {:>7.1f}  {}",
+      "{:>6} {:>10} {:>7.1f}  {}",
       rank, c.tp, cp_ep_cells, c.pp, c.dp, c.micro_batch, c.virtual_stages, recompute_text(c),
-      c.zero, hsdp_cell, on_off(c.sequence_parallel), e.time.step_s, thousands(e.tokens_per_s),
-      100.0 * e.mfu, memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan, columns));
+      c.zero, hsdp_cell, on_off(c.sequence_parallel), e.time.step_s, rate_text(e.tokens_per_s),
+      mfu_text(e.mfu), memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan, columns));
 }
 
 std::string table_header(Columns columns) {

@@ -381,6 +381,19 @@ TEST_CASE("absurd inputs: a correct answer with finite, positive numbers", "[bad
   // Bandwidth 1e-9 GB/s on NVLink and 1e-9 Gb/s on the NICs: slow, but a number.
   const std::string slow = write("slow.yaml", cluster_yaml("1", "8", "1e-9", "1e-9"));
   (void)check_answer("plan --cluster " + slow + " --model " + small);
+  // The table too: tokens/s below 100 with three significant digits and MFU below 0.1% with
+  // two, not "0" and "0.0" beside the JSON's positive rates.
+  const auto slow_table =
+      cli_test::run_trident("plan --cluster " + slow + " --model " + small + " --top 1");
+  REQUIRE(slow_table.code == 0);
+  const std::string row = slow_table.out.substr(slow_table.out.find("\n   1 ") + 1);
+  std::stringstream cells(row.substr(0, row.find('\n')));
+  std::vector<std::string> words;
+  for (std::string word; cells >> word;) words.push_back(word);
+  REQUIRE(words.size() > 11);
+  CHECK(std::stod(words[10]) > 0.0);    // tokens/s
+  CHECK(std::stod(words[10]) < 100.0);  // the case: printed "0" before
+  CHECK(std::stod(words[11]) > 0.0);    // MFU %
   // Global batch 1: DP 1, one micro-batch.
   const auto batch1 = check_answer("plan" + kModel + " --global-batch 1");
   CHECK(batch1["plans"][0]["dp"] == 1);
