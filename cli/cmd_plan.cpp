@@ -375,6 +375,7 @@ void run(const PlanFlags& f) {
   check_options(model, options);
   ReportContext context;
   context.stack = stack.stack.name;
+  context.stack_file = stack.file;
   const std::string assumed = describe_assumptions(f.cluster, f.model, cluster, model);
   if (!assumed.empty()) context.assumptions.push_back(assumed);
   context.assumptions.push_back(describe_stack(stack));

@@ -247,6 +247,7 @@ std::string format_json(const SearchResult& result, const ReportContext& context
   doc["model"] = model_json(model);
   doc["failures"] = context.failures;
   doc["stack"] = context.stack;
+  if (!context.stack_file.empty()) doc["stack_file"] = context.stack_file;
   Json plans = Json::array();
   for (const auto& plan : result.plans) {
     plans.push_back(plan_json(context, plan));

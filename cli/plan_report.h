@@ -20,7 +20,8 @@ struct ReportContext {
   std::string calibration_source;        ///< file whose measurements were used; "" = defaults
   const Calibration* calibration = nullptr;
   double search_seconds = 0.0;
-  std::string stack;  ///< the software stack's name (JSON "stack")
+  std::string stack;       ///< the software stack's name (JSON "stack")
+  std::string stack_file;  ///< the stack file it came from (JSON "stack_file"); empty: a preset
 };
 
 /// `plan` is tied with the ranking's leader: inside its band (tied_with_leader) and, like the

@@ -115,10 +115,12 @@ ResolvedStack resolve_stack(const std::string& flag_value, const Cluster& cluste
   if (!flag_value.empty()) {
     resolved.stack = named_stack(flag_value, "--stack", resolved.files, false);
     resolved.origin = "--stack";
+    if (names_file(flag_value)) resolved.file = flag_value;
   } else if (!cluster.stack.empty()) {
     resolved.stack =
         named_stack(cluster.stack, "cluster " + cluster.name + ": stack", resolved.files, true);
     resolved.origin = "cluster file";
+    if (names_file(cluster.stack)) resolved.file = cluster.stack;
   } else {
     resolved.stack = stack_preset(kDefaultStack);
     resolved.origin = "default";
@@ -158,8 +160,9 @@ std::string summarize_stack(const Stack& s) {
 }
 
 std::string describe_stack(const ResolvedStack& r) {
-  const std::string origin =
-      r.origin == "default" ? "default; change with --stack" : "from " + r.origin;
+  const std::string origin = r.origin == "default" ? "default; change with --stack"
+                             : r.file.empty()      ? "from " + r.origin
+                                                   : "from " + r.origin + ", file " + r.file;
   return fmt::format("stack {} ({}): {}", r.stack.name, origin, summarize_stack(r.stack));
 }
 

@@ -16,6 +16,9 @@ inline constexpr const char* kDefaultStack = "megatron-core";
 struct ResolvedStack {
   Stack stack;
   std::string origin;  ///< "--stack", "cluster file", or "default"
+  /// The stack file it was read from, as given; empty for a preset. A file may take a preset's
+  /// name, so the text and JSON name the file beside the name.
+  std::string file;
   /// The files read for it beyond the --stack flag's own: each `base:` file, and a cluster
   /// file's `stack: FILE`, in the order read, as (what named it, path): inputs no output of the
   /// run may overwrite.

@@ -127,6 +127,7 @@ TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cl
               " --model llama3-8b --global-batch 64 --stack fsdp --format json --top 1");
   REQUIRE(flag.code == 0);
   CHECK(nlohmann::json::parse(flag.out).at("stack") == "fsdp");
+  CHECK_FALSE(nlohmann::json::parse(flag.out).contains("stack_file"));  // a preset: no file
 
   const auto stack = dir.path / "s.yaml";
   std::ofstream(stack) << "name: my-stack\nattention: unfused\ntp_overlap: none\nzero_stages: [0]\n"
@@ -135,10 +136,17 @@ TEST_CASE("a cluster file's stack: key, and --stack over it; a stack FILE", "[cl
   REQUIRE(custom.code == 0);
   const auto doc = nlohmann::json::parse(custom.out);
   CHECK(doc.at("stack") == "my-stack");
+  CHECK(doc.at("stack_file") == stack.string());
   for (const auto& plan : doc.at("plans")) {
     CHECK(plan.at("recompute") == "full");
     CHECK(plan.at("zero") == 0);
   }
+  // A file may take a preset's name: the text and the JSON name the file beside it.
+  std::ofstream(stack) << "name: torchtitan\nbase: megatron-core\n";
+  const Run named = trident(kSmall + " --stack " + stack.string() + " --top 1");
+  REQUIRE(named.code == 0);
+  CHECK(named.out.find("# stack torchtitan (from --stack, file " + stack.string() +
+                       "): attention cudnn") != std::string::npos);
   std::ofstream(stack) << "name: bad\nattention: flash\ntp_overlap: sometimes\n";
   const Run bad = trident(kSmall + " --stack " + stack.string());
   CHECK(bad.code == 2);
