@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         [&text](const std::string& name, const std::string&,
                 const std::string&) -> std::optional<trident::StackText> {
       if (!name.ends_with(".yaml")) return std::nullopt;
-      return trident::StackText{text, name};
+      return trident::StackText{text, name, ""};
     };
     options.stack = trident::load_stack(text, "stack.yaml", reader);
     trident::fuzz::require(
