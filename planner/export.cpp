@@ -123,7 +123,7 @@ namespace {
 
 /// The middle stages of `s` hold the same count: L - first - last = (pp - 2) x middle.
 bool middles_equal(const StageLayers& s, int layers, int pp) {
-  return pp < 3 || layers - s.first - s.last == (pp - 2) * s.middle;
+  return middle_stages(layers, pp, s).fewer == 0;
 }
 
 }  // namespace

@@ -174,13 +174,14 @@ std::string stage_range(int first, int last) {
 std::string pipeline_note(const Model& model, const ParallelConfig& c, const StackSwitches& s) {
   std::string t;
   if (c.pp > 1) {
-    const int longer = model.layers % c.pp;  // stages 0..longer-1 hold one layer more
-    const int each = model.layers / c.pp;
+    const std::vector<int> stages = pipe_stages(model.layers, c.pp);
+    // The first `longer` stages hold one layer more than the rest.
+    const auto longer = static_cast<int>(std::count(stages.begin(), stages.end(), stages.front()));
     t += "# pipeline: DeepSpeed's engine runs 1F1B over " + str(c.pp) +
          " stages of GPTModelPipe, which splits the decoder layers itself ('type:transformer'): " +
-         (longer == 0 ? str(each) + " a stage"
-                      : str(each + 1) + " on " + stage_range(0, longer - 1) + ", " + str(each) +
-                            " on " + stage_range(longer, c.pp - 1)) +
+         (longer == c.pp ? str(stages.front()) + " a stage"
+                         : str(stages.front()) + " on " + stage_range(0, longer - 1) + ", " +
+                               str(stages.back()) + " on " + stage_range(longer, c.pp - 1)) +
          "\n";
   }
   if (!off_pipeline_engine(c) && c.dp > 1 && s.dp_overlap_grad_reduce) {

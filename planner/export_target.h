@@ -79,14 +79,14 @@ struct LaunchOrLimit {
 /// "  NAME VALUE \\\n": one flag of a pretrain_gpt.py command line (Megatron-LM's and
 /// Megatron-DeepSpeed's), a switch without VALUE.
 [[nodiscard]] std::string flag(const std::string& name, const std::string& value = "");
-/// The command every node runs: a comment naming NODE_RANK and MASTER_ADDR, then `env` (empty,
-/// or "VAR=VALUE "), torchrun over the launch's nodes and GPUs, pretrain_gpt.py and `flags`
-/// (flag() lines; the last one's continuation dropped).
 /// {"key": value, ...} with one entry (`"key": value`) a line, as DeepSpeed's configs are written.
 [[nodiscard]] std::string json_object(const std::vector<std::string>& entries);
 /// `--optimizer sgd` for a model trained with SGD (pretrain_gpt.py's default is Adam: Megatron-LM
 /// arguments.py, Megatron-DeepSpeed megatron/arguments.py, choices adam|sgd in both); "" for Adam.
 [[nodiscard]] std::string optimizer_flag(Optimizer optimizer);
+/// The command every node runs: a comment naming NODE_RANK and MASTER_ADDR, then `env` (empty,
+/// or "VAR=VALUE "), torchrun over the launch's nodes and GPUs, pretrain_gpt.py and `flags`
+/// (flag() lines; the last one's continuation dropped).
 [[nodiscard]] std::string pretrain_gpt_command(const Launch& launch, const std::string& env,
                                                std::string flags);
 /// Decoder layers of each of the `pp` stages of `s` (stage_layers of `layers`), first to last:

@@ -157,15 +157,10 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   // stage only, which writes the plan's split when each end's gap fits in one chunk (its
   // weight at most the layers per stage, L288-296).
   if (auto uneven = uneven_stage_limit(in, true)) {
-    const auto ends = uneven_stages(in.model, in.config);
-    const auto fits = [&ends](int v) {
-      const int chunk = ends->most() / v;
-      return ends->most() % v == 0 && ends->most() - ends->first <= chunk &&
-             ends->most() - ends->last <= chunk;
-    };
-    if (!ends || !fits(in.config.virtual_stages)) {
+    const auto fits = [&in](int v) { return ends_only_split(in.model.layers, in.config.pp, v); };
+    if (!fits(in.config.virtual_stages)) {
       // Nearest: the most virtual stages below the plan's that the ends fit (VP 1 at least).
-      for (int v = in.config.virtual_stages - 1; ends && uneven->fixed && v > 1; --v) {
+      for (int v = in.config.virtual_stages - 1; uneven->fixed && v > 1; --v) {
         if (fits(v)) {
           uneven->fixed->virtual_stages = v;
           break;
