@@ -190,6 +190,17 @@ std::string attention_key(const Stack& stack) {
                                       : stack.attention_from;
 }
 
+/// "192/128, 256/256" for the listed bits; "none" for none.
+std::string blackwell_heads_text(unsigned bits) {
+  std::string text;
+  for (std::size_t i = 0; i < std::size(kCudnnBlackwellHeads); ++i) {
+    if ((bits & (1u << i)) == 0) continue;
+    text += fmt::format("{}{}/{}", text.empty() ? "" : ", ", kCudnnBlackwellHeads[i].qk,
+                        kCudnnBlackwellHeads[i].v);
+  }
+  return text.empty() ? "none" : text;
+}
+
 }  // namespace
 
 void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
@@ -207,6 +218,45 @@ void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
       fmt::format("{}: flash_triton has no measured rate on {} (its GPU file has no "
                   "flash_triton_causal_curve); use attention: flash, or a GPU file with that curve",
                   attention_key(stack), gpu.name));
+}
+
+bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
+  if (qk <= kCudnnNarrowHeadMax && v <= kCudnnNarrowHeadMax) return true;
+  const double cc = gpu.compute_capability;
+  if (cc <= 0.0) return true;  // an unknown GPU: nothing to refuse on
+  if (cc < kCudnnHopperCapability) return false;
+  if (cc < kCudnnBlackwellCapability) return qk <= kCudnnHopperHeadMax && v <= kCudnnHopperHeadMax;
+  for (std::size_t i = 0; i < std::size(kCudnnBlackwellHeads); ++i) {
+    const HeadShape shape = kCudnnBlackwellHeads[i];
+    if ((stack.cudnn_blackwell_heads & (1u << i)) != 0 && shape.qk == qk && shape.v == v) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu) {
+  if (stack.attention != AttentionKernel::cudnn) return;
+  const int qk = model.qk_head_dim();
+  const int v = model.v_head_dim();
+  if (cudnn_trains_heads(stack, qk, v, gpu)) return;
+  // TE's next backends (dot_product_attention/utils.py get_attention_backend @v2.2.1):
+  // FlashAttention 2 takes equal head dims up to 256 and no MLA, else the unfused attention.
+  const bool flash2 = qk == v && qk <= kFlash2HeadMax && qk % 8 == 0;
+  const bool blackwell = gpu.compute_capability >= kCudnnBlackwellCapability;
+  const std::string wider = blackwell ? ", and stack " + stack.name + "'s cudnn_blackwell_heads [" +
+                                            blackwell_heads_text(stack.cudnn_blackwell_heads) + "]"
+                                      : "";
+  throw InputError(fmt::format(
+      "{}: cudnn trains no {}/{} heads (Q/K and V head dims) on {} (compute capability {:.1f}: "
+      "cuDNN's fused attention takes heads up to 128 there{}); Transformer Engine falls back "
+      "to {} there: use a stack with attention: {}{}",
+      attention_key(stack), qk, v, gpu.name, gpu.compute_capability, wider,
+      flash2 ? "FlashAttention 2" : "its unfused attention", flash2 ? "flash" : "unfused",
+      blackwell ? fmt::format(", or list {}/{} under cudnn_blackwell_heads if its TE and cuDNN "
+                              "train it",
+                              qk, v)
+                : ""));
 }
 
 void check_stack_for_dtype(const Stack& stack, Dtype dtype) {

@@ -107,6 +107,12 @@ struct Stack {
   /// it, "stack NAME: attention" from a built-in preset; empty for a Stack built in code):
   /// refusals of the kernel name it.
   std::string attention_from;
+  /// The head shapes wider than 128 that cuDNN's fused attention trains on compute capability
+  /// 10.0 and later under this stack's Transformer Engine and cuDNN, as bits of
+  /// kCudnnBlackwellHeads (docs/cost_model.md#attention-on-blackwell): TE's
+  /// nvte_get_fused_attn_backend allows heads up to 128 there, 192/128 (multi-head latent
+  /// attention) from TE v2.5 with cuDNN 9.11, 256/256 from TE v2.18 with cuDNN 9.23.
+  unsigned cudnn_blackwell_heads = 1u;
   TpOverlap tp_overlap = TpOverlap::userbuffers;
   /// PP send/recv overlapped with compute in the interleaved schedule: only what the schedule
   /// cannot hide is exposed (interleaved_p2p_exposed_s).
@@ -477,6 +483,38 @@ inline constexpr double kFusedAttentionMinCapability = 8.0;
 /// FlashAttention's Triton kernel (`flash_triton`) without its measured curve on the GPU
 /// (flash_triton_causal_curve), from which it is priced.
 void check_stack_on_gpu(const Stack& stack, const Gpu& gpu);
+
+/// A head shape wider than 128 (Q/K head dim, V head dim) that a stack may list under
+/// `cudnn_blackwell_heads`; bit i of Stack::cudnn_blackwell_heads is kCudnnBlackwellHeads[i].
+struct HeadShape {
+  int qk = 0;
+  int v = 0;
+};
+inline constexpr HeadShape kCudnnBlackwellHeads[] = {{192, 128}, {256, 256}};
+/// cuDNN's fused attention trains heads up to this on any GPU it runs on (fused_attn.cpp).
+inline constexpr int kCudnnNarrowHeadMax = 128;
+/// Hopper (compute capability 9.x) trains heads up to 256 in cuDNN (9.5 and later); Ampere and
+/// Ada only up to 128; Blackwell (10.0 and later) up to 128 and the stack's listed wider shapes.
+inline constexpr double kCudnnHopperCapability = 9.0;
+inline constexpr double kCudnnBlackwellCapability = 10.0;
+inline constexpr int kCudnnHopperHeadMax = 256;
+/// FlashAttention 2's widest head (TE get_attention_backend: head_dim_qk <= 256, equal to V's).
+inline constexpr int kFlash2HeadMax = 256;
+
+/// Whether cuDNN's fused attention trains heads of (qk, v) dims on `gpu` under `stack`: heads up
+/// to 128 anywhere; wider ones on Hopper up to 256, on Blackwell only the stack's listed shapes,
+/// on Ampere/Ada none; an unknown compute capability (0) refuses nothing (TransformerEngine
+/// transformer_engine/common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend: "sm_arch_
+/// >= 100 && (head_dim_qk > 128 || head_dim_v > 128)" refused @v2.2.1; 192/128 @v2.5 with cuDNN
+/// 9.11, 256/256 @v2.18 with cuDNN 9.23; "<= 256 + Hopper + bprop" from cuDNN 9.5).
+[[nodiscard]] bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu);
+
+/// Throws InputError naming the stack's attention key when it runs cuDNN fused attention on a
+/// model whose heads cuDNN does not train on the GPU (cudnn_trains_heads): Transformer Engine
+/// falls back there to FlashAttention 2 (equal Q/K and V dims up to 256) or its unfused
+/// attention (multi-head latent attention's 192/128: FlashAttention takes no MLA), which the
+/// refusal names, as check_stack_on_gpu does for a V100.
+void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu);
 
 /// Throws InputError when the stack's fused attention has no kernel for the run's dtype:
 /// cuDNN fused attention and FlashAttention run 16-bit and FP8 only, so a tf32/fp32 run falls

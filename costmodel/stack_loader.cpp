@@ -21,6 +21,7 @@ const std::vector<std::string> kStackKeys = {
     "name",
     "base",
     "attention",
+    "cudnn_blackwell_heads",
     "tp_overlap",
     "pp_overlap",
     "pp_separate_send_recv",
@@ -109,6 +110,15 @@ const std::vector<std::string> kMoeDispatcherNames = {"alltoall", "hybridep"};
 const std::vector<std::string> kAccumulationNames = {"none", "add", "add_cast"};
 const std::vector<std::string> kKeptOutputNames = {"none", "in_flight", "last", "all"};
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
+
+/// kCudnnBlackwellHeads as the names a stack file lists them by ("192/128", ...).
+std::vector<std::string> blackwell_head_names() {
+  std::vector<std::string> names;
+  for (const HeadShape shape : kCudnnBlackwellHeads) {
+    names.push_back(std::to_string(shape.qk) + "/" + std::to_string(shape.v));
+  }
+  return names;
+}
 
 /// A list of ZeRO stages ([0, 1, 3]) as a bit set.
 unsigned read_zero_list(const MapReader& m, std::string_view key, unsigned fallback) {
@@ -207,6 +217,7 @@ Stack file_defaults() {
   s.uneven_stages_ends_only = false;
   s.recompute_modes = 0b111;
   s.fp8_recipes = 0;
+  s.cudnn_blackwell_heads = 0;
   s.fp8_weight_cache = false;
   s.fp8_saves_fp8_inputs = false;
   s.fp8_current_amax_over_tp = false;
@@ -373,6 +384,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.uneven_stages_ends_only = m.optional_bool("uneven_stages_ends_only", d.uneven_stages_ends_only);
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
   s.fp8_recipes = read_name_list(m, "fp8_recipes", fp8_recipe_names(), d.fp8_recipes, true);
+  s.cudnn_blackwell_heads = read_name_list(m, "cudnn_blackwell_heads", blackwell_head_names(),
+                                           d.cudnn_blackwell_heads, true);
   s.dtypes = read_name_list(m, "dtypes", dtype_names(), d.dtypes, false);
   s.zero_clones_fp32_partition =
       m.optional_bool("zero_clones_fp32_partition", d.zero_clones_fp32_partition);

@@ -414,6 +414,7 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
   if (const auto problem = find_option_problem(model, options)) throw OptionError(*problem);
   check_model_on_gpu(model, cluster.gpu);
   check_stack_on_gpu(options.stack, cluster.gpu);
+  check_stack_for_model(options.stack, model, cluster.gpu);
   check_stack_for_dtype(options.stack, model.training.dtype);
   SearchResult result;
   SplitSearch runner(cluster, model, options, calibration, result);

@@ -716,3 +716,34 @@ TEST_CASE("--dtype fp8 takes the stack's recipe that the GPU runs, else names --
   CHECK(both.code == 0);
   CHECK(both.out.find("current") != std::string::npos);
 }
+
+TEST_CASE(
+    "MLA's 192/128 heads on GB200: cuDNN under a TE that trains them, refused under one "
+    "that does not",
+    "[cli_stack]") {
+  const std::string plan =
+      "plan --gpus 128 --cluster gb200-nvl72 --model deepseek-v3 --global-batch 1024 --tp 2 "
+      "--pp 4 --dp 16 --ep 32 --micro-batch 1 --recompute selective --top 1";
+  const Run current = trident(plan);  // megatron-core: TE v2.5+ with cuDNN 9.11+ train 192/128
+  REQUIRE(current.code == 0);
+  TempDir dir;
+  const auto old_te = dir.path / "nemo-2504.yaml";
+  std::ofstream(old_te) << "name: nemo-2504\nbase: megatron-core\ncudnn_blackwell_heads: []\n";
+  const Run refused = trident(plan + " --stack " + old_te.string());
+  CHECK(refused.code == 2);
+  CHECK(refused.out.empty());
+  CHECK(refused.err.find("cudnn trains no 192/128 heads (Q/K and V head dims) on gb200") !=
+        std::string::npos);
+  CHECK(refused.err.find("use a stack with attention: unfused") != std::string::npos);
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  // What TE runs there, stated in the file: planned, and slower than cuDNN's kernel.
+  std::ofstream(old_te, std::ios::app) << "attention: unfused\n";
+  const Run unfused = trident(plan + " --stack " + old_te.string() + " --format json");
+  REQUIRE(unfused.code == 0);
+  const Run fused = trident(plan + " --format json");
+  REQUIRE(fused.code == 0);
+  const auto step_of = [](const Run& run) {
+    return nlohmann::json::parse(run.out).at("plans").at(0).at("step_time_s").get<double>();
+  };
+  CHECK(step_of(unfused) > step_of(fused));
+}

@@ -14,6 +14,7 @@
 #include "costmodel/pipeline.h"
 #include "costmodel/stack.h"
 #include "costmodel_fixture.h"
+#include "topology/cluster_loader.h"
 #include "topology/errors.h"
 
 using namespace trident;
@@ -680,4 +681,85 @@ TEST_CASE("partial recompute: which layer counts each stack runs", "[stack]") {
   for (const char* name : {"megatron-2021", "deepspeed-megatron", "fsdp"}) {
     CHECK_FALSE(stack_preset(name).runs_partial_recompute(8, 4, true));
   }
+}
+
+TEST_CASE("cuDNN trains wide heads on Blackwell only where the stack lists them",
+          "[stack][attention]") {
+  // Transformer Engine's nvte_get_fused_attn_backend: heads up to 128 anywhere; on Hopper up to
+  // 256; on Blackwell (compute capability 10.0) the shapes the stack's TE and cuDNN add:
+  // 192/128 (MLA) from TE v2.5 with cuDNN 9.11, 256/256 from TE v2.18 with cuDNN 9.23.
+  const Stack core = stack_preset("megatron-core");
+  CHECK(core.cudnn_blackwell_heads == 0b01u);  // [192/128]
+  const Gpu b200 = gpu_preset("b200");
+  const Gpu h100 = gpu_preset("h100-sxm-80g");
+  const Gpu a100 = gpu_preset("a100-sxm-80g");
+  CHECK(cudnn_trains_heads(core, 128, 128, b200));
+  CHECK(cudnn_trains_heads(core, 128, 128, a100));
+  CHECK(cudnn_trains_heads(core, 192, 128, b200));
+  CHECK_FALSE(cudnn_trains_heads(core, 192, 192, b200));  // Nemotron-4 340B: in no TE release
+  CHECK_FALSE(cudnn_trains_heads(core, 256, 256, b200));  // TE v2.18 + cuDNN 9.23: not listed
+  CHECK(cudnn_trains_heads(core, 192, 192, h100));        // Hopper: up to 256
+  CHECK(cudnn_trains_heads(core, 256, 256, h100));
+  CHECK_FALSE(cudnn_trains_heads(core, 320, 320, h100));
+  CHECK_FALSE(cudnn_trains_heads(core, 160, 160, a100));  // Ampere: up to 128
+  Gpu unknown = b200;
+  unknown.compute_capability = 0.0;  // no capability stated: nothing to refuse on
+  CHECK(cudnn_trains_heads(core, 192, 192, unknown));
+
+  // A stack file for an older container lists none; a newer one both.
+  const Stack old_te =
+      load_stack("name: nemo-2504\nbase: megatron-core\ncudnn_blackwell_heads: []\n", "old.yaml");
+  CHECK(old_te.cudnn_blackwell_heads == 0u);
+  CHECK_FALSE(cudnn_trains_heads(old_te, 192, 128, b200));
+  const Stack new_te = load_stack(
+      "name: te218\nbase: megatron-core\ncudnn_blackwell_heads: [192/128, 256/256]\n", "new.yaml");
+  CHECK(new_te.cudnn_blackwell_heads == 0b11u);
+  CHECK(cudnn_trains_heads(new_te, 256, 256, b200));
+  // A file without base: starts from none; a shape TE never listed is refused at its line.
+  CHECK(
+      load_stack("name: x\nattention: cudnn\ntp_overlap: none\n", "x.yaml").cudnn_blackwell_heads ==
+      0u);
+  CHECK_THROWS_WITH(
+      load_stack("name: x\nbase: megatron-core\ncudnn_blackwell_heads: [192/192]\n", "x.yaml"),
+      Catch::StartsWith(
+          "x.yaml:3: cudnn_blackwell_heads: expected 192/128|256/256, got '192/192'"));
+}
+
+TEST_CASE("a model whose heads cuDNN does not train is refused, naming TE's fallback",
+          "[stack][attention]") {
+  const Gpu gb200 = gpu_preset("gb200");
+  // DeepSeek-V3's MLA heads: Q/K 128 + 64 rotary = 192, V 128. Under TE v2.2 (none listed)
+  // cuDNN refuses them on GB200 and FlashAttention takes no MLA: the unfused attention runs.
+  const Model dsv3 = model_preset("deepseek-v3");
+  REQUIRE(dsv3.qk_head_dim() == 192);
+  REQUIRE(dsv3.v_head_dim() == 128);
+  const Stack old_te =
+      load_stack("name: nemo-2504\nbase: megatron-core\ncudnn_blackwell_heads: []\n", "old.yaml");
+  CHECK_THROWS_WITH(check_stack_for_model(old_te, dsv3, gb200),
+                    "stack megatron-core: attention: cudnn trains no 192/128 heads (Q/K and V "
+                    "head dims) on gb200 (compute capability 10.0: cuDNN's fused attention takes "
+                    "heads up to 128 there, and stack nemo-2504's cudnn_blackwell_heads [none]); "
+                    "Transformer Engine falls back to its unfused attention there: use a stack "
+                    "with attention: unfused, or list 192/128 under cudnn_blackwell_heads if its "
+                    "TE and cuDNN train it");
+  CHECK_NOTHROW(check_stack_for_model(stack_preset("megatron-core"), dsv3, gb200));
+  CHECK_NOTHROW(check_stack_for_model(old_te, dsv3, gpu_preset("h100-sxm-80g")));
+  Stack unfused = old_te;
+  unfused.attention = AttentionKernel::unfused;  // what runs there: nothing to refuse
+  CHECK_NOTHROW(check_stack_for_model(unfused, dsv3, gb200));
+  // Equal wide heads (hidden 18432 over 96 heads = 192, Nemotron-4 340B's): FlashAttention 2.
+  Model wide = model_preset("llama3-70b");
+  wide.hidden = 18432;
+  wide.heads = 96;
+  wide.kv_heads = 8;
+  REQUIRE(wide.head_dim() == 192);
+  CHECK_THROWS_WITH(check_stack_for_model(stack_preset("megatron-core-perf"), wide, gb200),
+                    Catch::Contains("cudnn trains no 192/192 heads") &&
+                        Catch::Contains("falls back to FlashAttention 2 there: use a stack with "
+                                        "attention: flash, or list 192/192"));
+  // On Ampere no Blackwell list to extend: the refusal names only the fallback.
+  CHECK_THROWS_WITH(
+      check_stack_for_model(stack_preset("megatron-core"), wide, gpu_preset("a100-sxm-80g")),
+      Catch::EndsWith("use a stack with attention: flash"));
+  CHECK_NOTHROW(check_stack_for_model(stack_preset("fsdp"), wide, gb200));  // flash: not cuDNN
 }
