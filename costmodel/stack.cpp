@@ -235,28 +235,67 @@ bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
   return false;
 }
 
-void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu) {
-  if (stack.attention != AttentionKernel::cudnn) return;
-  const int qk = model.qk_head_dim();
-  const int v = model.v_head_dim();
+namespace {
+
+/// What cuDNN trains on `gpu`, for a refusal: "heads up to 128 there", Hopper's 256, Blackwell's
+/// 128 and the stack's list.
+std::string cudnn_heads_text(const Stack& stack, const Gpu& gpu) {
+  const double cc = gpu.compute_capability;
+  if (cc >= kCudnnBlackwellCapability) {
+    return fmt::format("heads up to {} there, and stack {}'s cudnn_blackwell_heads [{}]",
+                       kCudnnNarrowHeadMax, stack.name,
+                       blackwell_heads_text(stack.cudnn_blackwell_heads));
+  }
+  return fmt::format("heads up to {} there",
+                     cc >= kCudnnHopperCapability ? kCudnnHopperHeadMax : kCudnnNarrowHeadMax);
+}
+
+/// The widest equal head the stack's FlashAttention kernel takes: FlashAttention 2's 256 (TE
+/// get_attention_backend @v2.2.1; flash-attn's own limit), the Triton kernel's 128
+/// (flash_attn_triton.py: "FlashAttention only support head dimensions up to 128").
+int flash_head_max(AttentionKernel kernel) {
+  return kernel == AttentionKernel::flash_triton ? kFlashTritonHeadMax : kFlash2HeadMax;
+}
+
+void check_cudnn_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
   if (cudnn_trains_heads(stack, qk, v, gpu)) return;
   // TE's next backends (dot_product_attention/utils.py get_attention_backend @v2.2.1):
   // FlashAttention 2 takes equal head dims up to 256 and no MLA, else the unfused attention.
   const bool flash2 = qk == v && qk <= kFlash2HeadMax && qk % 8 == 0;
   const bool blackwell = gpu.compute_capability >= kCudnnBlackwellCapability;
-  const std::string wider = blackwell ? ", and stack " + stack.name + "'s cudnn_blackwell_heads [" +
-                                            blackwell_heads_text(stack.cudnn_blackwell_heads) + "]"
-                                      : "";
   throw InputError(fmt::format(
       "{}: cudnn trains no {}/{} heads (Q/K and V head dims) on {} (compute capability {:.1f}: "
-      "cuDNN's fused attention takes heads up to 128 there{}); Transformer Engine falls back "
-      "to {} there: use a stack with attention: {}{}",
-      attention_key(stack), qk, v, gpu.name, gpu.compute_capability, wider,
+      "cuDNN's fused attention takes {}); Transformer Engine falls back to {} there: use a "
+      "stack with attention: {}{}",
+      attention_key(stack), qk, v, gpu.name, gpu.compute_capability, cudnn_heads_text(stack, gpu),
       flash2 ? "FlashAttention 2" : "its unfused attention", flash2 ? "flash" : "unfused",
       blackwell ? fmt::format(", or list {}/{} under cudnn_blackwell_heads if its TE and cuDNN "
                               "train it",
                               qk, v)
                 : ""));
+}
+
+void check_flash_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
+  const int widest = flash_head_max(stack.attention);
+  if (qk == v && qk <= widest) return;
+  throw InputError(fmt::format(
+      "{}: {} takes no {}/{} heads (Q/K and V head dims; its kernel takes equal ones up to {}): "
+      "Transformer Engine falls back to its unfused attention there, PyTorch's SDPA to a kernel "
+      "with no rate here: use a stack with attention: unfused{}",
+      attention_key(stack), to_string(stack.attention), qk, v, widest,
+      cudnn_trains_heads(stack, qk, v, gpu) ? " or cudnn" : ""));
+}
+
+}  // namespace
+
+void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu) {
+  const int qk = model.qk_head_dim();
+  const int v = model.v_head_dim();
+  if (stack.attention == AttentionKernel::cudnn) check_cudnn_heads(stack, qk, v, gpu);
+  if (stack.attention == AttentionKernel::flash ||
+      stack.attention == AttentionKernel::flash_triton) {
+    check_flash_heads(stack, qk, v, gpu);
+  }
 }
 
 void check_stack_for_dtype(const Stack& stack, Dtype dtype) {

@@ -500,6 +500,9 @@ inline constexpr double kCudnnBlackwellCapability = 10.0;
 inline constexpr int kCudnnHopperHeadMax = 256;
 /// FlashAttention 2's widest head (TE get_attention_backend: head_dim_qk <= 256, equal to V's).
 inline constexpr int kFlash2HeadMax = 256;
+/// FlashAttention's Triton kernel's widest head (mosaicml/llm-foundry@3903b0d8
+/// llmfoundry/models/layers/flash_attn_triton.py L593: "assert d <= 128").
+inline constexpr int kFlashTritonHeadMax = 128;
 
 /// Whether cuDNN's fused attention trains heads of (qk, v) dims on `gpu` under `stack`: heads up
 /// to 128 anywhere; wider ones on Hopper up to 256, on Blackwell only the stack's listed shapes,
@@ -509,11 +512,12 @@ inline constexpr int kFlash2HeadMax = 256;
 /// 9.11, 256/256 @v2.18 with cuDNN 9.23; "<= 256 + Hopper + bprop" from cuDNN 9.5).
 [[nodiscard]] bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu);
 
-/// Throws InputError naming the stack's attention key when it runs cuDNN fused attention on a
-/// model whose heads cuDNN does not train on the GPU (cudnn_trains_heads): Transformer Engine
-/// falls back there to FlashAttention 2 (equal Q/K and V dims up to 256) or its unfused
-/// attention (multi-head latent attention's 192/128: FlashAttention takes no MLA), which the
-/// refusal names, as check_stack_on_gpu does for a V100.
+/// Throws InputError naming the stack's attention key when its kernel has none for the model's
+/// heads on the GPU, naming what runs instead, as check_stack_on_gpu does for a V100: cuDNN fused
+/// attention where cudnn_trains_heads says no (Transformer Engine falls back to FlashAttention 2
+/// for equal Q/K and V dims up to 256, else its unfused attention); FlashAttention (flash,
+/// flash_triton) for unequal heads (MLA's 192/128) or wider than its kernel takes (256; the
+/// Triton kernel's 128), where TE runs unfused and PyTorch's SDPA a kernel with no rate here.
 void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu);
 
 /// Throws InputError when the stack's fused attention has no kernel for the run's dtype:

@@ -763,3 +763,32 @@ TEST_CASE("a model whose heads cuDNN does not train is refused, naming TE's fall
       Catch::EndsWith("use a stack with attention: flash"));
   CHECK_NOTHROW(check_stack_for_model(stack_preset("fsdp"), wide, gb200));  // flash: not cuDNN
 }
+
+TEST_CASE("FlashAttention takes equal heads up to its width: MLA and wider heads are refused",
+          "[stack][attention]") {
+  const Gpu h100 = gpu_preset("h100-sxm-80g");
+  const Model dsv3 = model_preset("deepseek-v3");  // 192/128: FlashAttention takes no MLA
+  CHECK_THROWS_WITH(check_stack_for_model(stack_preset("torchtitan"), dsv3, h100),
+                    "stack torchtitan: attention: flash takes no 192/128 heads (Q/K and V head "
+                    "dims; its kernel takes equal ones up to 256): Transformer Engine falls back "
+                    "to its unfused attention there, PyTorch's SDPA to a kernel with no rate here: "
+                    "use a stack with attention: unfused or cudnn");  // Hopper's cuDNN takes MLA
+  CHECK_NOTHROW(check_stack_for_model(stack_preset("torchtitan"), model_preset("llama3-8b"), h100));
+  // 256-dim heads: FlashAttention 2 takes them, the Triton kernel (up to 128) does not; on
+  // Hopper cuDNN trains them too, so the refusal offers it.
+  Model wide = model_preset("llama3-8b");
+  wide.explicit_head_dim = 256;
+  CHECK_NOTHROW(check_stack_for_model(stack_preset("fsdp"), wide, h100));
+  Stack triton = stack_preset("fsdp");
+  triton.attention = AttentionKernel::flash_triton;
+  CHECK_THROWS_WITH(check_stack_for_model(triton, wide, gpu_preset("a100-sxm-80g")),
+                    Catch::Contains("flash_triton takes no 256/256 heads") &&
+                        Catch::EndsWith("use a stack with attention: unfused"));
+  CHECK_THROWS_WITH(check_stack_for_model(triton, wide, h100),
+                    Catch::EndsWith("use a stack with attention: unfused or cudnn"));
+  wide.explicit_head_dim = 320;  // wider than any: Hopper's cuDNN takes up to 256
+  CHECK_THROWS_WITH(check_stack_for_model(stack_preset("megatron-core"), wide, h100),
+                    Catch::Contains("cuDNN's fused attention takes heads up to 256 there)") &&
+                        Catch::EndsWith("falls back to its unfused attention there: use a stack "
+                                        "with attention: unfused"));
+}
