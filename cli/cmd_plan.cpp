@@ -379,6 +379,10 @@ void run(const PlanFlags& f) {
   const std::string assumed = describe_assumptions(f.cluster, f.model, cluster, model);
   if (!assumed.empty()) context.assumptions.push_back(assumed);
   context.assumptions.push_back(describe_stack(stack));
+  if (const std::string line = describe_attention_run(options.stack, model, cluster.gpu);
+      !line.empty()) {
+    context.assumptions.push_back(line);
+  }
   context.assumptions.push_back(fmt::format(
       "cluster {}: {} GPUs in {} servers of {}; model {}: {}", cluster.name, cluster.gpus(),
       cluster.servers, summarize_server(cluster), model.name, summarize_model(model)));

@@ -34,13 +34,14 @@ namespace {
 constexpr std::size_t kEmitSearchKeep = 10000;
 
 /// A priced plan as `release` writes it: the stack's selective recompute and overlaps, the
-/// estimate's CP kind and userbuffers.
+/// estimate's CP kind, userbuffers and attention kernel.
 Export export_priced(const Release& release, const PlanResult& plan, const Cluster& cluster,
                      const Model& model, const Stack& stack) {
-  return export_plan(
-      release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
-      stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype, plan.config),
-      plan.placement.order);
+  StackSwitches switches =
+      stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype, plan.config);
+  switches.attention = plan.estimate.attention;  // Transformer Engine's fallback, as priced
+  return export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
+                     switches, plan.placement.order);
 }
 
 bool runs_there(const Release& release, const PlanResult& plan, const Cluster& cluster,

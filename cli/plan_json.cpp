@@ -116,6 +116,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"step_time_s_low", e.step_s_low},
             {"step_time_s_high", e.step_s_high},
             {"stack", context.stack},
+            {"attention", to_string(e.attention)},
             {"memory_gib_per_gpu", mem.total_bytes / kGib},
             {"fits", mem.fits},
             {"memory_tight", mem.tight},

@@ -117,8 +117,10 @@ ResolvedStack resolve_stack(const std::string& flag_value, const Cluster& cluste
     resolved.origin = "--stack";
     if (names_file(flag_value)) resolved.file = flag_value;
   } else if (!cluster.stack.empty()) {
-    resolved.stack =
-        named_stack(cluster.stack, "cluster " + cluster.name + ": stack", resolved.files, true);
+    resolved.stack = named_stack(
+        cluster.stack,
+        cluster.stack_from.empty() ? "cluster " + cluster.name + ": stack" : cluster.stack_from,
+        resolved.files, true);
     resolved.origin = "cluster file";
     if (names_file(cluster.stack)) resolved.file = cluster.stack;
   } else {
@@ -164,6 +166,17 @@ std::string describe_stack(const ResolvedStack& r) {
                              : r.file.empty()      ? "from " + r.origin
                                                    : "from " + r.origin + ", file " + r.file;
   return fmt::format("stack {} ({}): {}", r.stack.name, origin, summarize_stack(r.stack));
+}
+
+std::string describe_attention_run(const Stack& stack, const Model& model, const Gpu& gpu) {
+  const AttentionKernel run = attention_run(stack, model, gpu);
+  if (run == stack.attention) return "";
+  return fmt::format(
+      "attention: {} for this model's {}/{} heads (Q/K, V) on {}, Transformer Engine's fallback "
+      "where its cuDNN fused attention does not train them (docs/cost_model.md"
+      "#attention-on-blackwell)",
+      run == AttentionKernel::flash ? "FlashAttention 2" : "unfused", model.qk_head_dim(),
+      model.v_head_dim(), gpu.name);
 }
 
 }  // namespace trident::cli

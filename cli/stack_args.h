@@ -31,6 +31,10 @@ struct ResolvedStack {
 /// "stack megatron-core (default: change with --stack): attention cudnn, TP overlap backward,
 /// ..." — one line for the assumptions.
 [[nodiscard]] std::string describe_stack(const ResolvedStack& resolved);
+/// The assumptions line saying which attention runs where Transformer Engine falls back from
+/// the stack's cuDNN kernel for the model's heads on the GPU (attention_run); empty otherwise.
+[[nodiscard]] std::string describe_attention_run(const Stack& stack, const Model& model,
+                                                 const Gpu& gpu);
 
 /// The one-line summary `trident presets` prints.
 [[nodiscard]] std::string summarize_stack(const Stack& stack);

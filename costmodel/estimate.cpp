@@ -444,7 +444,17 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     sixteen.fp8_params_gathered_16bit = true;
     return sixteen;
   }
+  // A cudnn stack whose cuDNN does not train the model's heads on this GPU runs what
+  // Transformer Engine falls back to (attention_run): priced on a copy, once per search
+  // (search() resolves it before its evaluations).
+  if (const AttentionKernel run = attention_run(options.stack, model, cluster.gpu);
+      run != options.stack.attention) {
+    EstimateOptions fallback = options;
+    fallback.stack.attention = run;
+    return estimate(cluster, model, config, placement, calibration, fallback);
+  }
   Estimate out;
+  out.attention = options.stack.attention;
   const Gpu& gpu = cluster.gpu;
   // The dense machinery prices the per-GPU view: context parallel chunks as sequences (cp
   // folded into dp), MoE layers' routed experts taken out (context_parallel.h, moe.h).

@@ -122,6 +122,9 @@ struct CommDetail {
 };
 
 struct Estimate {
+  /// The attention kernel priced: the stack's, or what Transformer Engine falls back to for
+  /// heads cuDNN does not train on the GPU (attention_run).
+  AttentionKernel attention = AttentionKernel::cudnn;
   TimeBreakdown time;
   MemoryBreakdown memory;
   double model_flops = 0.0;         ///< per step, whole job, each useful FLOP once

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "costmodel/ep_overlap.h"
 
 namespace trident {
@@ -190,17 +193,6 @@ std::string attention_key(const Stack& stack) {
                                       : stack.attention_from;
 }
 
-/// "192/128, 256/256" for the listed bits; "none" for none.
-std::string blackwell_heads_text(unsigned bits) {
-  std::string text;
-  for (std::size_t i = 0; i < std::size(kCudnnBlackwellHeads); ++i) {
-    if ((bits & (1u << i)) == 0) continue;
-    text += fmt::format("{}{}/{}", text.empty() ? "" : ", ", kCudnnBlackwellHeads[i].qk,
-                        kCudnnBlackwellHeads[i].v);
-  }
-  return text.empty() ? "none" : text;
-}
-
 }  // namespace
 
 void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
@@ -235,67 +227,59 @@ bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
   return false;
 }
 
+bool flash2_takes_heads(int qk, int v, const Gpu& gpu) {
+  if (qk != v || qk > kFlash2HeadMax || qk % kFlash2HeadMultiple != 0) return false;
+  if (qk <= kFlash2WideHeadFrom) return true;
+  // Heads over 192 only where flash-attn builds their backward (TE get_attention_backend
+  // @v2.2.1 L479-497: sm80, sm90, sm100, sm120).
+  const double cc = gpu.compute_capability;
+  return cc <= 0.0 || cc == 8.0 || cc == 9.0 || cc == 10.0 || cc == 12.0;
+}
+
+AttentionKernel attention_run(const Stack& stack, const Model& model, const Gpu& gpu) {
+  if (stack.attention != AttentionKernel::cudnn) return stack.attention;
+  const int qk = model.qk_head_dim();
+  const int v = model.v_head_dim();
+  if (cudnn_trains_heads(stack, qk, v, gpu)) return AttentionKernel::cudnn;
+  return flash2_takes_heads(qk, v, gpu) ? AttentionKernel::flash : AttentionKernel::unfused;
+}
+
 namespace {
 
-/// What cuDNN trains on `gpu`, for a refusal: "heads up to 128 there", Hopper's 256, Blackwell's
-/// 128 and the stack's list.
-std::string cudnn_heads_text(const Stack& stack, const Gpu& gpu) {
-  const double cc = gpu.compute_capability;
-  if (cc >= kCudnnBlackwellCapability) {
-    return fmt::format("heads up to {} there, and stack {}'s cudnn_blackwell_heads [{}]",
-                       kCudnnNarrowHeadMax, stack.name,
-                       blackwell_heads_text(stack.cudnn_blackwell_heads));
-  }
-  return fmt::format("heads up to {} there",
-                     cc >= kCudnnHopperCapability ? kCudnnHopperHeadMax : kCudnnNarrowHeadMax);
-}
-
-/// The widest equal head the stack's FlashAttention kernel takes: FlashAttention 2's 256 (TE
-/// get_attention_backend @v2.2.1; flash-attn's own limit), the Triton kernel's 128
-/// (flash_attn_triton.py: "FlashAttention only support head dimensions up to 128").
-int flash_head_max(AttentionKernel kernel) {
-  return kernel == AttentionKernel::flash_triton ? kFlashTritonHeadMax : kFlash2HeadMax;
-}
-
-void check_cudnn_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
-  if (cudnn_trains_heads(stack, qk, v, gpu)) return;
-  // TE's next backends (dot_product_attention/utils.py get_attention_backend @v2.2.1):
-  // FlashAttention 2 takes equal head dims up to 256 and no MLA, else the unfused attention.
-  const bool flash2 = qk == v && qk <= kFlash2HeadMax && qk % 8 == 0;
-  const bool blackwell = gpu.compute_capability >= kCudnnBlackwellCapability;
-  throw InputError(fmt::format(
-      "{}: cudnn trains no {}/{} heads (Q/K and V head dims) on {} (compute capability {:.1f}: "
-      "cuDNN's fused attention takes {}); Transformer Engine falls back to {} there: use a "
-      "stack with attention: {}{}",
-      attention_key(stack), qk, v, gpu.name, gpu.compute_capability, cudnn_heads_text(stack, gpu),
-      flash2 ? "FlashAttention 2" : "its unfused attention", flash2 ? "flash" : "unfused",
-      blackwell ? fmt::format(", or list {}/{} under cudnn_blackwell_heads if its TE and cuDNN "
-                              "train it",
-                              qk, v)
-                : ""));
-}
-
-void check_flash_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
-  const int widest = flash_head_max(stack.attention);
-  if (qk == v && qk <= widest) return;
-  throw InputError(fmt::format(
-      "{}: {} takes no {}/{} heads (Q/K and V head dims; its kernel takes equal ones up to {}): "
-      "Transformer Engine falls back to its unfused attention there, PyTorch's SDPA to a kernel "
-      "with no rate here: use a stack with attention: unfused{}",
-      attention_key(stack), to_string(stack.attention), qk, v, widest,
-      cudnn_trains_heads(stack, qk, v, gpu) ? " or cudnn" : ""));
+/// The widest equal head the stack's FlashAttention kernel takes: FlashAttention 2's (TE's
+/// filter), the Triton kernel's 128 (flash_attn_triton.py: "FlashAttention only support head
+/// dimensions up to 128").
+bool flash_takes_heads(AttentionKernel kernel, int qk, int v, const Gpu& gpu) {
+  if (kernel == AttentionKernel::flash_triton) return qk == v && qk <= kFlashTritonHeadMax;
+  return flash2_takes_heads(qk, v, gpu);
 }
 
 }  // namespace
 
 void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu) {
+  if (stack.attention != AttentionKernel::flash &&
+      stack.attention != AttentionKernel::flash_triton) {
+    return;
+  }
   const int qk = model.qk_head_dim();
   const int v = model.v_head_dim();
-  if (stack.attention == AttentionKernel::cudnn) check_cudnn_heads(stack, qk, v, gpu);
-  if (stack.attention == AttentionKernel::flash ||
-      stack.attention == AttentionKernel::flash_triton) {
-    check_flash_heads(stack, qk, v, gpu);
+  if (flash_takes_heads(stack.attention, qk, v, gpu)) return;
+  // The kernels that do take them, for the fix.
+  std::vector<std::string> instead = {"unfused"};
+  if (stack.attention == AttentionKernel::flash_triton && flash2_takes_heads(qk, v, gpu)) {
+    instead.emplace_back("flash");
   }
+  if (cudnn_trains_heads(stack, qk, v, gpu)) instead.emplace_back("cudnn");
+  std::string kernels = instead.front();
+  for (std::size_t i = 1; i < instead.size(); ++i) {
+    kernels += (i + 1 == instead.size() ? " or " : ", ") + instead[i];
+  }
+  throw InputError(fmt::format(
+      "{}: {} takes no {}/{} heads (Q/K and V head dims) on {}: FlashAttention 2 takes equal ones "
+      "up to 256, multiples of 8 (over 192 on compute capability 8.0, 9.0, 10.0 and 12.0 only), "
+      "its Triton kernel up to 128; Transformer Engine falls back to its unfused attention "
+      "there, PyTorch's SDPA to a kernel with no rate here: use a stack with attention: {}",
+      attention_key(stack), to_string(stack.attention), qk, v, gpu.name, kernels));
 }
 
 void check_stack_for_dtype(const Stack& stack, Dtype dtype) {

@@ -498,8 +498,11 @@ inline constexpr int kCudnnNarrowHeadMax = 128;
 inline constexpr double kCudnnHopperCapability = 9.0;
 inline constexpr double kCudnnBlackwellCapability = 10.0;
 inline constexpr int kCudnnHopperHeadMax = 256;
-/// FlashAttention 2's widest head (TE get_attention_backend: head_dim_qk <= 256, equal to V's).
+/// FlashAttention 2's heads (TE get_attention_backend @v2.2.1 L466-497): equal Q/K and V dims,
+/// multiples of 8, up to 256, over 192 only on compute capability 8.0, 9.0, 10.0 and 12.0.
 inline constexpr int kFlash2HeadMax = 256;
+inline constexpr int kFlash2HeadMultiple = 8;
+inline constexpr int kFlash2WideHeadFrom = 192;
 /// FlashAttention's Triton kernel's widest head (mosaicml/llm-foundry@3903b0d8
 /// llmfoundry/models/layers/flash_attn_triton.py L593: "assert d <= 128").
 inline constexpr int kFlashTritonHeadMax = 128;
@@ -512,12 +515,23 @@ inline constexpr int kFlashTritonHeadMax = 128;
 /// 9.11, 256/256 @v2.18 with cuDNN 9.23; "<= 256 + Hopper + bprop" from cuDNN 9.5).
 [[nodiscard]] bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu);
 
-/// Throws InputError naming the stack's attention key when its kernel has none for the model's
-/// heads on the GPU, naming what runs instead, as check_stack_on_gpu does for a V100: cuDNN fused
-/// attention where cudnn_trains_heads says no (Transformer Engine falls back to FlashAttention 2
-/// for equal Q/K and V dims up to 256, else its unfused attention); FlashAttention (flash,
-/// flash_triton) for unequal heads (MLA's 192/128) or wider than its kernel takes (256; the
-/// Triton kernel's 128), where TE runs unfused and PyTorch's SDPA a kernel with no rate here.
+/// Whether FlashAttention 2 takes heads of (qk, v) dims on `gpu` (kFlash2HeadMax and the rest).
+[[nodiscard]] bool flash2_takes_heads(int qk, int v, const Gpu& gpu);
+
+/// The attention kernel that runs the model's heads on `gpu` under `stack`, as Transformer
+/// Engine's DotProductAttention picks it (dot_product_attention/utils.py get_attention_backend
+/// @v2.2.1): the stack's, except that `cudnn` where cuDNN does not train the heads
+/// (cudnn_trains_heads) falls back to FlashAttention 2 (flash2_takes_heads: Nemotron-4 340B's
+/// 192/192 on Blackwell) or else the unfused attention (MLA's 192/128, which FlashAttention does
+/// not take). The estimate prices it and says so (Estimate::attention); the stack's other
+/// kernels either run the heads or are refused (check_stack_for_model).
+[[nodiscard]] AttentionKernel attention_run(const Stack& stack, const Model& model, const Gpu& gpu);
+
+/// Throws InputError naming the stack's attention key when its FlashAttention kernel (flash,
+/// flash_triton) takes none of the model's heads on the GPU (unequal heads such as MLA's
+/// 192/128, wider than the kernel's, or not a multiple of 8): Transformer Engine then runs its
+/// unfused attention and PyTorch's SDPA a kernel with no rate here; the refusal names the
+/// kernels that do take them, as check_stack_on_gpu does for a V100.
 void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu);
 
 /// Throws InputError when the stack's fused attention has no kernel for the run's dtype:

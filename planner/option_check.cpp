@@ -282,6 +282,11 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
 
 std::optional<OptionProblem> find_option_problem(const Model& model, const SearchOptions& options) {
   if (auto problem = range_problem(options)) return problem;
+  // A MoE model refuses --dp-shard under any stack: said before the stack's own refusal,
+  // whose fix (another stack) would be refused next.
+  if (model.is_moe() && options.dp_shard) {
+    if (auto problem = model_problem(model, options)) return problem;
+  }
   if (auto problem = stack_problem(options)) return problem;
   return model_problem(model, options);
 }

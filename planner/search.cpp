@@ -87,7 +87,11 @@ class SplitSearch {
         options_(options),
         calibration_(calibration),
         result_(result),
-        estimate_options_(estimate_options(options)) {}
+        estimate_options_(estimate_options(options)) {
+    // Transformer Engine's fallback for heads cuDNN does not train here, resolved once rather
+    // than on a copy in every estimate() (attention_run).
+    estimate_options_.stack.attention = attention_run(options.stack, model, cluster.gpu);
+  }
 
   [[nodiscard]] int gpus() const { return static_cast<int>(placer_.live().size()); }
 

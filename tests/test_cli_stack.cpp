@@ -425,6 +425,11 @@ TEST_CASE("--dp-shard: HSDP in the table, the JSON and --explain; refused where 
       trident("plan --gpus 256 --servers 32 --model mixtral-8x7b --stack fsdp --dp-shard 8");
   CHECK(moe.code == 2);
   CHECK(moe.err.find("--dp-shard 8: MoE models shard over all of DP") != std::string::npos);
+  // Under a stack without HSDP the MoE refusal comes first: the stack's fix (--stack fsdp)
+  // would be refused next.
+  const Run moe_core = trident("plan --gpus 256 --servers 32 --model mixtral-8x7b --dp-shard 8");
+  CHECK(moe_core.code == 2);
+  CHECK(moe_core.err.find("--dp-shard 8: MoE models shard over all of DP") != std::string::npos);
   const Run zero0 = trident(kSmall + " --stack fsdp --zero 0 --dp-shard 8");
   CHECK(zero0.code == 2);
   CHECK(zero0.err.find("--dp-shard 8 with --zero 0: stack fsdp shards hybrid only") !=
@@ -547,7 +552,8 @@ TEST_CASE("a stack's base: file and a cluster file's stack: file are inputs no o
   const Run via_cluster = trident("plan --model llama3-8b --global-batch 64 --cluster " + cluster +
                                   " --output " + variant);
   CHECK(via_cluster.code == 2);
-  CHECK(via_cluster.err.find("is the input cluster c: stack '" + variant + "'") !=
+  // The cluster file's line that named it (line 5, after name, gpu, servers, gpus_per_server).
+  CHECK(via_cluster.err.find("is the input " + cluster + ":5: stack '" + variant + "'") !=
         std::string::npos);
   CHECK(trident("plan --model llama3-8b --global-batch 64 --cluster " + cluster + " --output " +
                 common)
@@ -718,32 +724,43 @@ TEST_CASE("--dtype fp8 takes the stack's recipe that the GPU runs, else names --
 }
 
 TEST_CASE(
-    "MLA's 192/128 heads on GB200: cuDNN under a TE that trains them, refused under one "
-    "that does not",
+    "MLA's 192/128 heads on GB200: cuDNN under a TE that trains them, unfused under one "
+    "that does not, said in the assumptions and the JSON",
     "[cli_stack]") {
   const std::string plan =
       "plan --gpus 128 --cluster gb200-nvl72 --model deepseek-v3 --global-batch 1024 --tp 2 "
       "--pp 4 --dp 16 --ep 32 --micro-batch 1 --recompute selective --top 1";
   const Run current = trident(plan);  // megatron-core: TE v2.5+ with cuDNN 9.11+ train 192/128
   REQUIRE(current.code == 0);
+  CHECK(current.out.find("Transformer Engine's fallback") == std::string::npos);
   TempDir dir;
   const auto old_te = dir.path / "nemo-2504.yaml";
   std::ofstream(old_te) << "name: nemo-2504\nbase: megatron-core\ncudnn_blackwell_heads: []\n";
-  const Run refused = trident(plan + " --stack " + old_te.string());
-  CHECK(refused.code == 2);
-  CHECK(refused.out.empty());
-  CHECK(refused.err.find("cudnn trains no 192/128 heads (Q/K and V head dims) on gb200") !=
-        std::string::npos);
-  CHECK(refused.err.find("use a stack with attention: unfused") != std::string::npos);
-  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
-  // What TE runs there, stated in the file: planned, and slower than cuDNN's kernel.
-  std::ofstream(old_te, std::ios::app) << "attention: unfused\n";
-  const Run unfused = trident(plan + " --stack " + old_te.string() + " --format json");
-  REQUIRE(unfused.code == 0);
+  const Run fallback = trident(plan + " --stack " + old_te.string());
+  REQUIRE(fallback.code == 0);
+  CHECK(fallback.out.find("# attention: unfused for this model's 192/128 heads (Q/K, V) on gb200, "
+                          "Transformer Engine's fallback where its cuDNN fused attention does not "
+                          "train them") != std::string::npos);
+  // Priced as the unfused attention: the same step as a stack stating it, slower than cuDNN's.
+  const auto step_of = [](const Run& run) {
+    const auto first = nlohmann::json::parse(run.out).at("plans").at(0);
+    return std::make_pair(first.at("step_time_s").get<double>(),
+                          first.at("attention").get<std::string>());
+  };
+  const Run json = trident(plan + " --stack " + old_te.string() + " --format json");
+  REQUIRE(json.code == 0);
+  const auto stated_file = dir.path / "unfused.yaml";
+  std::ofstream(stated_file) << "name: nemo-2504\nbase: megatron-core\nattention: unfused\n";
+  const Run stated = trident(plan + " --stack " + stated_file.string() + " --format json");
+  REQUIRE(stated.code == 0);
   const Run fused = trident(plan + " --format json");
   REQUIRE(fused.code == 0);
-  const auto step_of = [](const Run& run) {
-    return nlohmann::json::parse(run.out).at("plans").at(0).at("step_time_s").get<double>();
-  };
-  CHECK(step_of(unfused) > step_of(fused));
+  CHECK(step_of(json).second == "unfused");
+  CHECK(step_of(fused).second == "cudnn");
+  CHECK(step_of(json).first == step_of(stated).first);
+  CHECK(step_of(json).first > step_of(fused).first);
+  // A launch writes the attention that runs: Megatron-LM's --attention-backend unfused.
+  const Run emit = trident(plan + " --stack " + old_te.string() + " --emit megatron");
+  REQUIRE(emit.code == 0);
+  CHECK(emit.out.find("--attention-backend unfused") != std::string::npos);
 }

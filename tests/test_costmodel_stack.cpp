@@ -725,7 +725,7 @@ TEST_CASE("cuDNN trains wide heads on Blackwell only where the stack lists them"
           "x.yaml:3: cudnn_blackwell_heads: expected 192/128|256/256, got '192/192'"));
 }
 
-TEST_CASE("a model whose heads cuDNN does not train is refused, naming TE's fallback",
+TEST_CASE("heads cuDNN does not train run Transformer Engine's fallback, priced as such",
           "[stack][attention]") {
   const Gpu gb200 = gpu_preset("gb200");
   // DeepSeek-V3's MLA heads: Q/K 128 + 64 rotary = 192, V 128. Under TE v2.2 (none listed)
@@ -735,47 +735,68 @@ TEST_CASE("a model whose heads cuDNN does not train is refused, naming TE's fall
   REQUIRE(dsv3.v_head_dim() == 128);
   const Stack old_te =
       load_stack("name: nemo-2504\nbase: megatron-core\ncudnn_blackwell_heads: []\n", "old.yaml");
-  CHECK_THROWS_WITH(check_stack_for_model(old_te, dsv3, gb200),
-                    "stack megatron-core: attention: cudnn trains no 192/128 heads (Q/K and V "
-                    "head dims) on gb200 (compute capability 10.0: cuDNN's fused attention takes "
-                    "heads up to 128 there, and stack nemo-2504's cudnn_blackwell_heads [none]); "
-                    "Transformer Engine falls back to its unfused attention there: use a stack "
-                    "with attention: unfused, or list 192/128 under cudnn_blackwell_heads if its "
-                    "TE and cuDNN train it");
-  CHECK_NOTHROW(check_stack_for_model(stack_preset("megatron-core"), dsv3, gb200));
-  CHECK_NOTHROW(check_stack_for_model(old_te, dsv3, gpu_preset("h100-sxm-80g")));
-  Stack unfused = old_te;
-  unfused.attention = AttentionKernel::unfused;  // what runs there: nothing to refuse
-  CHECK_NOTHROW(check_stack_for_model(unfused, dsv3, gb200));
-  // Equal wide heads (hidden 18432 over 96 heads = 192, Nemotron-4 340B's): FlashAttention 2.
+  CHECK(attention_run(old_te, dsv3, gb200) == AttentionKernel::unfused);
+  CHECK(attention_run(stack_preset("megatron-core"), dsv3, gb200) == AttentionKernel::cudnn);
+  CHECK(attention_run(old_te, dsv3, gpu_preset("h100-sxm-80g")) == AttentionKernel::cudnn);
+  // Equal wide heads (hidden 18432 over 96 heads = 192, Nemotron-4 340B's): FlashAttention 2,
+  // which takes equal heads up to 256 (over 192 on 8.0, 9.0, 10.0, 12.0 only).
   Model wide = model_preset("llama3-70b");
   wide.hidden = 18432;
   wide.heads = 96;
   wide.kv_heads = 8;
   REQUIRE(wide.head_dim() == 192);
-  CHECK_THROWS_WITH(check_stack_for_model(stack_preset("megatron-core-perf"), wide, gb200),
-                    Catch::Contains("cudnn trains no 192/192 heads") &&
-                        Catch::Contains("falls back to FlashAttention 2 there: use a stack with "
-                                        "attention: flash, or list 192/192"));
-  // On Ampere no Blackwell list to extend: the refusal names only the fallback.
-  CHECK_THROWS_WITH(
-      check_stack_for_model(stack_preset("megatron-core"), wide, gpu_preset("a100-sxm-80g")),
-      Catch::EndsWith("use a stack with attention: flash"));
-  CHECK_NOTHROW(check_stack_for_model(stack_preset("fsdp"), wide, gb200));  // flash: not cuDNN
-}
+  CHECK(attention_run(stack_preset("megatron-core-perf"), wide, gb200) == AttentionKernel::flash);
+  CHECK(attention_run(stack_preset("megatron-core"), wide, gpu_preset("a100-sxm-80g")) ==
+        AttentionKernel::flash);
+  CHECK(attention_run(stack_preset("megatron-core"), wide, gpu_preset("h100-sxm-80g")) ==
+        AttentionKernel::cudnn);
+  Gpu ada = gpu_preset("a100-sxm-80g");
+  ada.compute_capability = 8.9;
+  CHECK(flash2_takes_heads(192, 192, ada));
+  CHECK_FALSE(flash2_takes_heads(256, 256, ada));  // over 192: sm80/90/100/120 only
+  CHECK(flash2_takes_heads(256, 256, gb200));
+  CHECK_FALSE(flash2_takes_heads(250, 250, gb200));  // not a multiple of 8
+  CHECK_FALSE(flash2_takes_heads(192, 128, gb200));  // MLA
+  wide.explicit_head_dim = 320;                      // wider than any: unfused everywhere
+  CHECK(attention_run(stack_preset("megatron-core"), wide, gpu_preset("h100-sxm-80g")) ==
+        AttentionKernel::unfused);
+  // Other kernels are the stack's own (the flash ones are checked by check_stack_for_model).
+  CHECK(attention_run(stack_preset("fsdp"), wide, gb200) == AttentionKernel::flash);
 
+  // The estimate prices the fallback and says so: slower than cuDNN's kernel (unfused scores
+  // on HBM) and the same as a stack stating attention: unfused.
+  Cluster cluster = test::round_cluster();
+  cluster.gpu.compute_capability = 10.0;  // a Blackwell round GPU
+  Model small = test::small_model();
+  small.explicit_head_dim = 192;  // 4 heads of 192
+  ParallelConfig config;
+  config.dp = 2;
+  config.micro_batch = 1;
+  const Placement placement = dp_placement(2);
+  EstimateOptions cudnn;
+  cudnn.stack = load_stack("name: old\nbase: megatron-core\ncudnn_blackwell_heads: []\n", "o.yaml");
+  const Estimate fallback = estimate(cluster, small, config, placement, nullptr, cudnn);
+  CHECK(fallback.attention == AttentionKernel::flash);
+  EstimateOptions flash = cudnn;
+  flash.stack.attention = AttentionKernel::flash;
+  const Estimate stated = estimate(cluster, small, config, placement, nullptr, flash);
+  CHECK(stated.attention == AttentionKernel::flash);
+  CHECK(fallback.time.step_s == stated.time.step_s);
+}
 TEST_CASE("FlashAttention takes equal heads up to its width: MLA and wider heads are refused",
           "[stack][attention]") {
   const Gpu h100 = gpu_preset("h100-sxm-80g");
   const Model dsv3 = model_preset("deepseek-v3");  // 192/128: FlashAttention takes no MLA
   CHECK_THROWS_WITH(check_stack_for_model(stack_preset("torchtitan"), dsv3, h100),
                     "stack torchtitan: attention: flash takes no 192/128 heads (Q/K and V head "
-                    "dims; its kernel takes equal ones up to 256): Transformer Engine falls back "
-                    "to its unfused attention there, PyTorch's SDPA to a kernel with no rate here: "
-                    "use a stack with attention: unfused or cudnn");  // Hopper's cuDNN takes MLA
+                    "dims) on h100-sxm-80g: FlashAttention 2 takes equal ones up to 256, "
+                    "multiples of 8 (over 192 on compute capability 8.0, 9.0, 10.0 and 12.0 "
+                    "only), its Triton kernel up to 128; Transformer Engine falls back to its "
+                    "unfused attention there, PyTorch's SDPA to a kernel with no rate here: use a "
+                    "stack with attention: unfused or cudnn");  // Hopper's cuDNN takes MLA
   CHECK_NOTHROW(check_stack_for_model(stack_preset("torchtitan"), model_preset("llama3-8b"), h100));
-  // 256-dim heads: FlashAttention 2 takes them, the Triton kernel (up to 128) does not; on
-  // Hopper cuDNN trains them too, so the refusal offers it.
+  // 256-dim heads: FlashAttention 2 takes them, the Triton kernel (up to 128) does not; the
+  // refusal names what does: FlashAttention 2, and cuDNN on Hopper (up to 256).
   Model wide = model_preset("llama3-8b");
   wide.explicit_head_dim = 256;
   CHECK_NOTHROW(check_stack_for_model(stack_preset("fsdp"), wide, h100));
@@ -783,12 +804,11 @@ TEST_CASE("FlashAttention takes equal heads up to its width: MLA and wider heads
   triton.attention = AttentionKernel::flash_triton;
   CHECK_THROWS_WITH(check_stack_for_model(triton, wide, gpu_preset("a100-sxm-80g")),
                     Catch::Contains("flash_triton takes no 256/256 heads") &&
-                        Catch::EndsWith("use a stack with attention: unfused"));
+                        Catch::EndsWith("use a stack with attention: unfused or flash"));
   CHECK_THROWS_WITH(check_stack_for_model(triton, wide, h100),
-                    Catch::EndsWith("use a stack with attention: unfused or cudnn"));
-  wide.explicit_head_dim = 320;  // wider than any: Hopper's cuDNN takes up to 256
-  CHECK_THROWS_WITH(check_stack_for_model(stack_preset("megatron-core"), wide, h100),
-                    Catch::Contains("cuDNN's fused attention takes heads up to 256 there)") &&
-                        Catch::EndsWith("falls back to its unfused attention there: use a stack "
-                                        "with attention: unfused"));
+                    Catch::EndsWith("use a stack with attention: unfused, flash or cudnn"));
+  // cudnn stacks are not refused for heads: Transformer Engine falls back (attention_run).
+  wide.explicit_head_dim = 320;
+  CHECK_NOTHROW(check_stack_for_model(stack_preset("megatron-core"), wide, h100));
+  CHECK_THROWS(check_stack_for_model(stack_preset("fsdp"), wide, h100));
 }

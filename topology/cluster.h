@@ -88,6 +88,8 @@ struct Cluster {
   /// The software stack named by the file's `stack:` key (a preset NAME or FILE), "" = none;
   /// the CLI resolves it (a --stack flag wins).
   std::string stack;
+  /// Where `stack` was set ("FILE:LINE: stack"), for errors reading it; "" when not from a file.
+  std::string stack_from;
   Gpu gpu;
   int servers = 1;
   int gpus_per_server = 8;

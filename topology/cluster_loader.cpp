@@ -308,6 +308,9 @@ Cluster load_cluster(const std::string& text, const std::string& source) {
   cluster.name = m.required_string("name");
   cluster.stack = m.optional_string("stack", "");
   check_stack_name(m, cluster.stack);
+  if (m.has("stack")) {
+    cluster.stack_from = yaml::position(m.source(), m.line("stack"), m.path("stack"));
+  }
   cluster.gpu = cluster_gpu(m);
   cluster.servers = to_int32(m, "servers", Range::positive);
   cluster.gpus_per_server = to_int32(m, "gpus_per_server", Range::positive);

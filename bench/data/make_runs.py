@@ -216,8 +216,8 @@ for rid in wanted:
         row['stack'] = 'stacks/nemo-launcher-2407-fused-ce.yaml'
     if rid == 'nemo2407-llama3-70b-64xh100-fp8':
         row['stack'] = 'stacks/nemo-launcher-2407-perf-fused-ce.yaml'
-    if rid.startswith('dgxc-dsv3'):  # GB200: TE v2.2 runs MLA's 192/128 heads unfused there
-        row['stack'] = 'stacks/nemo-2504-moe-blackwell.yaml'
+    if rid.startswith('dgxc-dsv3'):
+        row['stack'] = 'stacks/nemo-2504-moe.yaml'
     if rid.startswith('dgxc-dsv3') and 'xh100' in rid:  # launch.sh: H100 RM='mla_up_proj'
         row['stack'] = 'stacks/nemo-2504-moe-mla-up.yaml'
         row['pins']['recompute'] = 'selective'
