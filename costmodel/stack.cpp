@@ -254,9 +254,45 @@ bool flash_takes_heads(AttentionKernel kernel, int qk, int v, const Gpu& gpu) {
   return flash2_takes_heads(qk, v, gpu);
 }
 
+/// Whether cuDNN's FP8 fused attention trains heads of (qk, v) dims on `gpu`: on Hopper
+/// exactly 128, on Blackwell up to 128 in multiples of 16 (fused_attn.cpp
+/// nvte_get_fused_attn_backend's FP8 branch @v2.18 L258-283: "sm90 ... is_training &&
+/// head_dim_qk == 128 && head_dim_v == 128", "sm_arch_ >= 100 && head_dim_qk <= 128"; its
+/// 192/128 on Blackwell needs cuDNN 9.21, not modelled); an unknown GPU refuses nothing.
+bool cudnn_fp8_trains_heads(int qk, int v, const Gpu& gpu) {
+  const double cc = gpu.compute_capability;
+  if (cc <= 0.0) return true;
+  if (cc < kCudnnBlackwellCapability) return qk == kCudnnNarrowHeadMax && v == kCudnnNarrowHeadMax;
+  return qk <= kCudnnNarrowHeadMax && v <= kCudnnNarrowHeadMax && qk % 16 == 0 && v % 16 == 0;
+}
+
+/// FP8 attention runs only in cuDNN's fused attention (Stack::runs_fp8_attention), whose FP8
+/// kernels take fewer heads than its 16-bit ones (cudnn_fp8_trains_heads); TE has no other FP8
+/// attention (get_attention_backend @v2.2.1 disables FlashAttention and the unfused attention
+/// for it), so the model's FP8 attention is refused there, naming its key.
+void check_fp8_attention_heads(const Stack& stack, const Model& model, const Gpu& gpu) {
+  const Training& training = model.training;
+  if (training.dtype != Dtype::fp8 || !training.fp8.attention || !stack.runs_fp8_attention()) {
+    return;
+  }
+  const int qk = model.qk_head_dim();
+  const int v = model.v_head_dim();
+  if (cudnn_fp8_trains_heads(qk, v, gpu)) return;
+  const std::string where = training.fp8_attention_from.empty()
+                                ? "model " + model.name + ": training.fp8.attention"
+                                : training.fp8_attention_from;
+  throw InputError(fmt::format(
+      "{}: cuDNN's FP8 attention, the only one Transformer Engine has, trains no {}/{} heads "
+      "on {} (compute capability {:.1f}: {}); set it false",
+      where, qk, v, gpu.name, gpu.compute_capability,
+      gpu.compute_capability < kCudnnBlackwellCapability ? "heads of 128 only"
+                                                         : "heads up to 128, multiples of 16"));
+}
+
 }  // namespace
 
 void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu) {
+  check_fp8_attention_heads(stack, model, gpu);
   if (stack.attention != AttentionKernel::flash &&
       stack.attention != AttentionKernel::flash_triton) {
     return;

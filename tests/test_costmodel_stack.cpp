@@ -812,3 +812,23 @@ TEST_CASE("FlashAttention takes equal heads up to its width: MLA and wider heads
   CHECK_NOTHROW(check_stack_for_model(stack_preset("megatron-core"), wide, h100));
   CHECK_THROWS(check_stack_for_model(stack_preset("fsdp"), wide, h100));
 }
+
+TEST_CASE("FP8 attention takes only the heads cuDNN's FP8 kernels train", "[stack][attention]") {
+  // fused_attn.cpp's FP8 branch: Hopper trains heads of exactly 128, Blackwell up to 128.
+  Model model = model_preset("llama3-8b");  // 32 heads of 128
+  model.training.dtype = Dtype::fp8;
+  model.training.fp8.attention = true;
+  const Stack core = stack_preset("megatron-core");
+  CHECK_NOTHROW(check_stack_for_model(core, model, gpu_preset("h100-sxm-80g")));
+  CHECK_NOTHROW(check_stack_for_model(core, model, gpu_preset("b200")));
+  model.explicit_head_dim = 64;  // Blackwell takes it, Hopper's FP8 kernel 128 only
+  CHECK_NOTHROW(check_stack_for_model(core, model, gpu_preset("b200")));
+  CHECK_THROWS_WITH(check_stack_for_model(core, model, gpu_preset("h100-sxm-80g")),
+                    "model llama3-8b: training.fp8.attention: cuDNN's FP8 attention, the only one "
+                    "Transformer Engine has, trains no 64/64 heads on h100-sxm-80g (compute "
+                    "capability 9.0: heads of 128 only); set it false");
+  model.explicit_head_dim = 192;  // wider: no FP8 kernel on either
+  CHECK_THROWS(check_stack_for_model(core, model, gpu_preset("b200")));
+  model.training.fp8.attention = false;  // 16-bit attention: FlashAttention 2 on B200, priced
+  CHECK_NOTHROW(check_stack_for_model(core, model, gpu_preset("b200")));
+}
