@@ -379,7 +379,7 @@ void run(const PlanFlags& f) {
   const std::string assumed = describe_assumptions(f.cluster, f.model, cluster, model);
   if (!assumed.empty()) context.assumptions.push_back(assumed);
   context.assumptions.push_back(describe_stack(stack));
-  if (const std::string line = describe_attention_run(options.stack, model, cluster.gpu);
+  if (const std::string line = describe_attention_run(stack.stack, model, cluster.gpu);
       !line.empty()) {
     context.assumptions.push_back(line);
   }
@@ -391,6 +391,9 @@ void run(const PlanFlags& f) {
     context.assumptions.push_back(line);
   }
   check_pinned_within_cluster(cluster, options);
+  // The kernel that runs, as search() resolves it; its fallback may refuse a pin (CP).
+  resolve_attention(options, model, cluster.gpu);
+  check_options(model, options);
   if (f.fail_links.empty()) check_pinned_gpus(cluster, options);
   context.failures = run_failures(f, cluster);
   check_gpus_left(cluster, f.fail_links);

@@ -313,6 +313,12 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "{} with --recompute {}: partial recompute repeats whole layers; use --recompute full "
           "or drop --recompute-layers",
           pin, to_string(static_cast<Recompute>(p.limit)));
+    case OptionIssue::cp_unfused_fallback:
+      return fmt::format(
+          "{}: model {}'s {}/{} heads run Transformer Engine's unfused attention on this GPU "
+          "under stack {} (its cuDNN does not train them, docs/cost_model.md"
+          "#attention-on-blackwell), which takes no context parallelism; use --cp 1",
+          pin, model.name, model.qk_head_dim(), model.v_head_dim(), stack.name);
     case OptionIssue::moe_hybrid_shard:
       return pin +
              ": MoE models shard over all of DP (the experts' state per shard group is not "

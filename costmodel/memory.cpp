@@ -306,7 +306,12 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   // (the softmax output alone without dropout); fused attention keeps only the fp32
   // log-sum-exp per row (4 bytes per b*a*s).
   const double a = model.heads;
-  const bool keep_scores = !fused_attention && config.recompute == Recompute::none;
+  // Unfused scores go only where the recompute repeats the core attention: full, or
+  // selective of it (core_attn, per-op); mla_up_proj repeats the up-projections alone.
+  const bool repeats_core_attention =
+      config.recompute == Recompute::full ||
+      (config.recompute == Recompute::selective && selective != SelectiveKind::mla_up_proj);
+  const bool keep_scores = !fused_attention && !repeats_core_attention;
   const double score_bytes = dropout ? 2.0 * e + 1.0 : e;
   const double scores = fused_attention ? 4.0 * sb * a
                         : keep_scores   ? score_bytes * sb * model.seq_len * a

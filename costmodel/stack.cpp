@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -213,9 +215,10 @@ void check_stack_on_gpu(const Stack& stack, const Gpu& gpu) {
 }
 
 bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu) {
-  if (qk <= kCudnnNarrowHeadMax && v <= kCudnnNarrowHeadMax) return true;
   const double cc = gpu.compute_capability;
   if (cc <= 0.0) return true;  // an unknown GPU: nothing to refuse on
+  if (qk % kCudnnHeadMultiple != 0 || v % kCudnnHeadMultiple != 0) return false;
+  if (qk <= kCudnnNarrowHeadMax && v <= kCudnnNarrowHeadMax) return true;
   if (cc < kCudnnHopperCapability) return false;
   if (cc < kCudnnBlackwellCapability) return qk <= kCudnnHopperHeadMax && v <= kCudnnHopperHeadMax;
   for (std::size_t i = 0; i < std::size(kCudnnBlackwellHeads); ++i) {
@@ -233,7 +236,8 @@ bool flash2_takes_heads(int qk, int v, const Gpu& gpu) {
   // Heads over 192 only where flash-attn builds their backward (TE get_attention_backend
   // @v2.2.1 L479-497: sm80, sm90, sm100, sm120).
   const double cc = gpu.compute_capability;
-  return cc <= 0.0 || cc == 8.0 || cc == 9.0 || cc == 10.0 || cc == 12.0;
+  return cc <= 0.0 || std::ranges::find(kFlash2WideHeadCapabilities, cc) !=
+                          std::end(kFlash2WideHeadCapabilities);
 }
 
 AttentionKernel attention_run(const Stack& stack, const Model& model, const Gpu& gpu) {
@@ -263,7 +267,8 @@ bool cudnn_fp8_trains_heads(int qk, int v, const Gpu& gpu) {
   const double cc = gpu.compute_capability;
   if (cc <= 0.0) return true;
   if (cc < kCudnnBlackwellCapability) return qk == kCudnnNarrowHeadMax && v == kCudnnNarrowHeadMax;
-  return qk <= kCudnnNarrowHeadMax && v <= kCudnnNarrowHeadMax && qk % 16 == 0 && v % 16 == 0;
+  return qk <= kCudnnNarrowHeadMax && v <= kCudnnNarrowHeadMax && qk % kCudnnFp8HeadMultiple == 0 &&
+         v % kCudnnFp8HeadMultiple == 0;
 }
 
 /// FP8 attention runs only in cuDNN's fused attention (Stack::runs_fp8_attention), whose FP8

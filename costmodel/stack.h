@@ -491,8 +491,10 @@ struct HeadShape {
   int v = 0;
 };
 inline constexpr HeadShape kCudnnBlackwellHeads[] = {{192, 128}, {256, 256}};
-/// cuDNN's fused attention trains heads up to this on any GPU it runs on (fused_attn.cpp).
+/// cuDNN's fused attention trains heads up to this on any GPU it runs on, in multiples of 8
+/// (fused_attn.cpp: "head_dim_qk % 8 == 0 && head_dim_v % 8 == 0").
 inline constexpr int kCudnnNarrowHeadMax = 128;
+inline constexpr int kCudnnHeadMultiple = 8;
 /// Hopper (compute capability 9.x) trains heads up to 256 in cuDNN (9.5 and later); Ampere and
 /// Ada only up to 128; Blackwell (10.0 and later) up to 128 and the stack's listed wider shapes.
 inline constexpr double kCudnnHopperCapability = 9.0;
@@ -503,14 +505,19 @@ inline constexpr int kCudnnHopperHeadMax = 256;
 inline constexpr int kFlash2HeadMax = 256;
 inline constexpr int kFlash2HeadMultiple = 8;
 inline constexpr int kFlash2WideHeadFrom = 192;
+inline constexpr double kFlash2WideHeadCapabilities[] = {8.0, 9.0, 10.0, 12.0};
+/// cuDNN's FP8 attention: heads of exactly 128 on Hopper, up to 128 in multiples of 16 on
+/// Blackwell (fused_attn.cpp's FP8 branch @v2.18 L258-283).
+inline constexpr int kCudnnFp8HeadMultiple = 16;
 /// FlashAttention's Triton kernel's widest head (mosaicml/llm-foundry@3903b0d8
 /// llmfoundry/models/layers/flash_attn_triton.py L593: "assert d <= 128").
 inline constexpr int kFlashTritonHeadMax = 128;
 
-/// Whether cuDNN's fused attention trains heads of (qk, v) dims on `gpu` under `stack`: heads up
-/// to 128 anywhere; wider ones on Hopper up to 256, on Blackwell only the stack's listed shapes,
-/// on Ampere/Ada none; an unknown compute capability (0) refuses nothing (TransformerEngine
-/// transformer_engine/common/fused_attn/fused_attn.cpp nvte_get_fused_attn_backend: "sm_arch_
+/// Whether cuDNN's fused attention trains heads of (qk, v) dims on `gpu` under `stack`: multiples
+/// of 8 only; heads up to 128 anywhere; wider ones on Hopper up to 256, on Blackwell only the
+/// stack's listed shapes, on Ampere/Ada none; an unknown compute capability (0) refuses nothing
+/// (TransformerEngine transformer_engine/common/fused_attn/fused_attn.cpp
+/// nvte_get_fused_attn_backend: "sm_arch_
 /// >= 100 && (head_dim_qk > 128 || head_dim_v > 128)" refused @v2.2.1; 192/128 @v2.5 with cuDNN
 /// 9.11, 256/256 @v2.18 with cuDNN 9.23; "<= 256 + Hopper + bprop" from cuDNN 9.5).
 [[nodiscard]] bool cudnn_trains_heads(const Stack& stack, int qk, int v, const Gpu& gpu);

@@ -68,8 +68,12 @@ std::optional<OptionProblem> pin_conflict_problem(const SearchOptions& o) {
 std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptions& o) {
   const Stack& stack = o.stack;
   if (o.cp && *o.cp > 1) {
-    if (!stack.context_parallel())
-      return OptionProblem{Knob::cp, OptionIssue::stack_lacks, *o.cp, 0};
+    if (!stack.context_parallel()) {
+      return OptionProblem{
+          Knob::cp,
+          o.unfused_fallback ? OptionIssue::cp_unfused_fallback : OptionIssue::stack_lacks, *o.cp,
+          0};
+    }
     if (model.seq_len % (2LL * *o.cp) != 0) {  // 2 x 2^31 - 1 overflows int
       return OptionProblem{Knob::cp, OptionIssue::not_dividing_sequence, *o.cp, model.seq_len};
     }
@@ -94,7 +98,10 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
       return OptionProblem{Knob::min_ep, OptionIssue::no_ep_divides, o.min_ep, experts};
   }
   if (o.min_cp > 1 && !stack.context_parallel()) {
-    return OptionProblem{Knob::min_cp, OptionIssue::stack_lacks, o.min_cp, 0};
+    return OptionProblem{
+        Knob::min_cp,
+        o.unfused_fallback ? OptionIssue::cp_unfused_fallback : OptionIssue::stack_lacks, o.min_cp,
+        0};
   }
   if (o.ep && *o.ep > 1) {
     if (!model.is_moe()) return OptionProblem{Knob::ep, OptionIssue::no_experts, *o.ep, 0};

@@ -41,6 +41,7 @@ enum class OptionIssue {
   min_above_max,           ///< min_tp `value` above max_tp `limit`
   out_of_range,            ///< ZeRO stage outside 0..3
   stack_lacks,             ///< the stack does not run `value` (a ZeRO stage, a Recompute, PP, ...)
+  cp_unfused_fallback,     ///< CP `value` where the heads fall back to TE's unfused attention
   stack_lacks_with_pp,     ///< the stack does not run ZeRO `value` with PP `limit`
   not_dividing_heads,      ///< TP `value` does not divide heads and kv_heads
   not_dividing_layers,     ///< PP `value` leaves uneven stages under a stack without them

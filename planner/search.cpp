@@ -87,11 +87,7 @@ class SplitSearch {
         options_(options),
         calibration_(calibration),
         result_(result),
-        estimate_options_(estimate_options(options)) {
-    // Transformer Engine's fallback for heads cuDNN does not train here, resolved once rather
-    // than on a copy in every estimate() (attention_run).
-    estimate_options_.stack.attention = attention_run(options.stack, model, cluster.gpu);
-  }
+        estimate_options_(estimate_options(options)) {}
 
   [[nodiscard]] int gpus() const { return static_cast<int>(placer_.live().size()); }
 
@@ -413,8 +409,21 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
   return best;
 }
 
-SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& options,
+void resolve_attention(SearchOptions& options, const Model& model, const Gpu& gpu) {
+  const AttentionKernel run = attention_run(options.stack, model, gpu);
+  if (run == options.stack.attention) return;
+  options.stack.attention = run;
+  if (run != AttentionKernel::unfused) return;
+  options.unfused_fallback = true;
+  options.stack.cp_kinds = 0;
+}
+
+SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& asked,
                     const Calibration* calibration, const SearchProgress& progress) {
+  // Transformer Engine's fallback for heads cuDNN does not train here, resolved once rather
+  // than on a copy in every estimate() (attention_run).
+  SearchOptions options = asked;
+  resolve_attention(options, model, cluster.gpu);
   if (const auto problem = find_option_problem(model, options)) throw OptionError(*problem);
   check_model_on_gpu(model, cluster.gpu);
   check_stack_on_gpu(options.stack, cluster.gpu);

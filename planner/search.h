@@ -52,7 +52,10 @@ struct SearchOptions {
   int max_ep = 0;
   double reserve_gib = 0.0;  ///< extra headroom kept free on every GPU (context, NCCL priced)
   Stack stack;               ///< the software that runs the split; only what it supports is tried
-  std::size_t keep = 10;     ///< feasible plans kept, best first
+  /// The stack's cuDNN attention falls back to Transformer Engine's unfused attention for the
+  /// model's heads on the GPU (resolve_attention), which takes no context parallelism.
+  bool unfused_fallback = false;
+  std::size_t keep = 10;  ///< feasible plans kept, best first
   bool show_infeasible = false;
   /// Count the configurations only, stopping at the first: no placement, no estimate (why a
   /// set of pins leaves none: cli/search_text.h).
@@ -166,6 +169,13 @@ inline constexpr long long kPinnedGpusOverflow = std::numeric_limits<long long>:
                                        const ParallelConfig& config,
                                        const Calibration* calibration = nullptr,
                                        const EstimateOptions& options = {});
+
+/// The search's stack with the attention kernel that runs the model's heads on `gpu`
+/// (attention_run): where cuDNN falls back to the unfused attention, context parallelism goes
+/// too (TE's unfused attention takes none: dot_product_attention/utils.py L535-538 @v2.2.1,
+/// "Disabling UnfusedDotProductAttention as it does not support context parallelism") and
+/// `unfused_fallback` says why. Idempotent; search() applies it to its own copy.
+void resolve_attention(SearchOptions& options, const Model& model, const Gpu& gpu);
 
 /// The cost model's options for a search: its reserve and stack.
 [[nodiscard]] EstimateOptions estimate_options(const SearchOptions& options);

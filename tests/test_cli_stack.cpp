@@ -764,3 +764,50 @@ TEST_CASE(
   REQUIRE(emit.code == 0);
   CHECK(emit.out.find("--attention-backend unfused") != std::string::npos);
 }
+
+TEST_CASE(
+    "TE's unfused fallback takes no context parallelism, and only core-attention recompute "
+    "frees its scores",
+    "[cli_stack]") {
+  TempDir dir;
+  const auto old_te = dir.path / "old.yaml";
+  std::ofstream(old_te) << "name: old\nbase: megatron-core\ncudnn_blackwell_heads: []\n";
+  // TE's UnfusedDotProductAttention refuses context parallelism (utils.py L535-538 @v2.2.1):
+  // pinned CP is refused naming why; the free search keeps CP at 1.
+  const std::string gb200 =
+      "plan --gpus 128 --cluster gb200-nvl72 --model deepseek-v3 --global-batch 1024 --tp 2 "
+      "--pp 4 --ep 32 --stack " +
+      old_te.string();
+  const Run cp = trident(gb200 + " --cp 2");
+  CHECK(cp.code == 2);
+  CHECK(cp.err ==
+        "trident: error: --cp 2: model deepseek-v3's 192/128 heads run Transformer Engine's "
+        "unfused attention on this GPU under stack old (its cuDNN does not train them, "
+        "docs/cost_model.md#attention-on-blackwell), which takes no context parallelism; use "
+        "--cp 1\n");
+  const Run min_cp = trident(gb200 + " --min-cp 2");
+  CHECK(min_cp.code == 2);
+  CHECK(min_cp.err.find("--min-cp 2: model deepseek-v3's 192/128 heads run") != std::string::npos);
+  // The scores of the unfused attention (b x heads/t x s^2 x 2 bytes a layer) stay unless the
+  // recompute repeats the core attention: mla_up_proj repeats the up-projections only.
+  const auto up = dir.path / "old-up.yaml";
+  std::ofstream(up) << "name: old-up\nbase: old.yaml\nselective: mla_up_proj\n";
+  const std::string split =
+      " --dp 16 --micro-batch 1 --recompute selective --top 1 "
+      "--format json --show-infeasible";
+  const auto memory_of = [](const Run& run) {
+    const auto doc = nlohmann::json::parse(run.out);
+    const auto& plans = doc.at("plans").empty() ? doc.at("infeasible") : doc.at("plans");
+    return plans.at(0).at("memory_gib_per_gpu").get<double>();
+  };
+  const Run core_attn = trident(gb200 + split);
+  const Run up_proj = trident(
+      "plan --gpus 128 --cluster gb200-nvl72 --model deepseek-v3 "
+      "--global-batch 1024 --tp 2 --pp 4 --ep 32 --stack " +
+      up.string() + split);
+  REQUIRE(core_attn.code == 0);
+  REQUIRE(up_proj.code == 0);
+  // Stage 0's 15 layers keep 4 micro-batches' scores (1F1B, PP 4): 64 heads x 4096^2 x 2 bytes
+  // = 2 GiB a layer and micro-batch, 120 GiB at least, beyond the MLA inputs it saves.
+  CHECK(memory_of(up_proj) - memory_of(core_attn) > 100.0);
+}

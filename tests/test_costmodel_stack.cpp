@@ -702,6 +702,16 @@ TEST_CASE("cuDNN trains wide heads on Blackwell only where the stack lists them"
   CHECK(cudnn_trains_heads(core, 256, 256, h100));
   CHECK_FALSE(cudnn_trains_heads(core, 320, 320, h100));
   CHECK_FALSE(cudnn_trains_heads(core, 160, 160, a100));  // Ampere: up to 128
+  CHECK_FALSE(cudnn_trains_heads(core, 100, 100, h100));  // not a multiple of 8
+  CHECK_FALSE(flash2_takes_heads(100, 100, h100));        // nor for FlashAttention 2: unfused
+  CHECK(attention_run(
+            core,
+            [] {
+              Model m = model_preset("llama3-8b");
+              m.explicit_head_dim = 100;
+              return m;
+            }(),
+            h100) == AttentionKernel::unfused);
   Gpu unknown = b200;
   unknown.compute_capability = 0.0;  // no capability stated: nothing to refuse on
   CHECK(cudnn_trains_heads(core, 192, 192, unknown));

@@ -314,9 +314,12 @@ TEST_CASE("review four: calibrate and topo import take only what they can use", 
 TEST_CASE("review seven: pins and bounds whose product passes the cluster", "[hardening]") {
   Scene scene;
   // heads, layers and FFN 2^20, sequences of 2^24 tokens: TP and CP of 2^16 each divide them.
+  // Heads of 8 (hidden / heads would be 1): cuDNN's attention takes multiples of 8, and a head
+  // it does not falls back to TE's unfused attention, which refuses CP before these bounds.
   scene.write("big.yaml",
-              "name: big\nlayers: 1048576\nhidden: 1048576\nheads: 1048576\nffn_hidden: "
-              "1048576\nvocab: 1000\nseq_len: 16777216\ntraining:\n  global_batch: 8\n");
+              "name: big\nlayers: 1048576\nhidden: 1048576\nheads: 1048576\nhead_dim: 8\n"
+              "ffn_hidden: 1048576\nvocab: 1000\nseq_len: 16777216\ntraining:\n  "
+              "global_batch: 8\n");
   // TP x CP = 2^32 wrapped an int to 0, then divided by it (SIGFPE): now the pins' product,
   // refused with and without --fail-link.
   check_refused(scene, "plan --model big.yaml --gpus 64 --servers 8 --tp 1048576 --cp 4096",
