@@ -208,9 +208,8 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
                            stack_lack(p, stack));
       }
       if (p.knob == Knob::fp8_attention) {
-        const std::string where = model.training.fp8_attention_from.empty()
-                                      ? "model " + model.name + ": training.fp8.attention"
-                                      : model.training.fp8_attention_from;
+        const std::string where =
+            model.key_where(model.training.fp8_attention_from, "training.fp8.attention");
         return fmt::format(
             "{}: stack {}'s attention kernel ({}) has no FP8 path (Transformer Engine's cuDNN "
             "attention has one: --stack megatron-core); set attention: false",

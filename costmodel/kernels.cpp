@@ -130,9 +130,7 @@ void check_fp8_recipe_on_gpu(const Model& model, const Gpu& gpu) {
   const Training& training = model.training;
   if (training.dtype != Dtype::fp8 || fp8_recipe_runs_on(training.fp8.recipe, gpu)) return;
   const double cc = gpu.compute_capability;
-  const std::string where = training.fp8_recipe_from.empty()
-                                ? "model " + model.name + ": training.fp8.recipe"
-                                : training.fp8_recipe_from;
+  const std::string where = model.key_where(training.fp8_recipe_from, "training.fp8.recipe");
   throw InputError(fmt::format(
       "{}: mxfp8 runs on compute capability 10.0-11.x (Blackwell's block-scaled tensor cores; "
       "Transformer Engine refuses it elsewhere); {} is {:.1f}: use recipe current or delayed",

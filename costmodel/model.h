@@ -173,6 +173,11 @@ struct Model {
   [[nodiscard]] int moe_layers() const;
   /// MoE layers among layers [begin, end) (clamped to the model's).
   [[nodiscard]] int moe_layers_in(int begin, int end) const;
+  /// Where a training key was set, for an error: `from` ("FILE:LINE: training.fp8.recipe") when
+  /// the model file set it, else "model NAME: KEY".
+  [[nodiscard]] std::string key_where(const std::string& from, const std::string& key) const {
+    return from.empty() ? "model " + name + ": " + key : from;
+  }
 };
 
 /// Exact parameter counts, in parameters.

@@ -283,9 +283,7 @@ void check_fp8_attention_heads(const Stack& stack, const Model& model, const Gpu
   const int qk = model.qk_head_dim();
   const int v = model.v_head_dim();
   if (cudnn_fp8_trains_heads(qk, v, gpu)) return;
-  const std::string where = training.fp8_attention_from.empty()
-                                ? "model " + model.name + ": training.fp8.attention"
-                                : training.fp8_attention_from;
+  const std::string where = model.key_where(training.fp8_attention_from, "training.fp8.attention");
   throw InputError(fmt::format(
       "{}: cuDNN's FP8 attention, the only one Transformer Engine has, trains no {}/{} heads "
       "on {} (compute capability {:.1f}: {}); set it false",
