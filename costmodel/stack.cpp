@@ -250,9 +250,9 @@ AttentionKernel attention_run(const Stack& stack, const Model& model, const Gpu&
 
 namespace {
 
-/// The widest equal head the stack's FlashAttention kernel takes: FlashAttention 2's (TE's
-/// filter), the Triton kernel's 128 (flash_attn_triton.py: "FlashAttention only support head
-/// dimensions up to 128").
+/// Whether the stack's FlashAttention kernel takes the heads: FlashAttention 2's rule
+/// (flash2_takes_heads), the Triton kernel's equal heads up to 128 (flash_attn_triton.py:
+/// "FlashAttention only support head dimensions up to 128").
 bool flash_takes_heads(AttentionKernel kernel, int qk, int v, const Gpu& gpu) {
   if (kernel == AttentionKernel::flash_triton) return qk == v && qk <= kFlashTritonHeadMax;
   return flash2_takes_heads(qk, v, gpu);
