@@ -425,9 +425,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                   const Placement& placement, const Calibration* calibration,
                   const EstimateOptions& options) {
   // A stack running a kernel the GPU has no rate for is refused, never priced as another.
-  check_stack_on_gpu(options.stack, cluster.gpu);
-  check_stack_for_model(options.stack, model, cluster.gpu);
-  check_stack_for_dtype(options.stack, model.training.dtype);
+  check_stack_runs(options.stack, model, cluster.gpu);
   // A job of one GPU runs at its own clock, not its board's pace (gpu_for_job): priced on a
   // copy, a case too rare to weigh on the search.
   if (prices_alone(cluster, config)) {

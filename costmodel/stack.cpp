@@ -316,9 +316,10 @@ void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gp
   throw InputError(fmt::format(
       "{}: {} takes no {}/{} heads (Q/K and V head dims) on {}: FlashAttention 2 takes equal ones "
       "up to 256, multiples of 8 (over 192 on compute capability 8.0, 9.0, 10.0 and 12.0 only), "
-      "its Triton kernel up to 128; Transformer Engine falls back to its unfused attention "
-      "there, PyTorch's SDPA to a kernel with no rate here: use a stack with attention: {}",
-      attention_key(stack), to_string(stack.attention), qk, v, gpu.name, kernels));
+      "its Triton kernel up to 128; Transformer Engine falls back to {} there, PyTorch's SDPA "
+      "to a kernel with no rate here: use a stack with attention: {}",
+      attention_key(stack), to_string(stack.attention), qk, v, gpu.name,
+      flash2_takes_heads(qk, v, gpu) ? "FlashAttention 2" : "its unfused attention", kernels));
 }
 
 void check_stack_for_dtype(const Stack& stack, Dtype dtype) {
@@ -328,6 +329,12 @@ void check_stack_for_dtype(const Stack& stack, Dtype dtype) {
       "fp16/bf16 and FP8; Transformer Engine falls back to its unfused attention): use a stack "
       "with attention: unfused for a {} run",
       stack.name, to_string(stack.attention), to_string(dtype), to_string(dtype)));
+}
+
+void check_stack_runs(const Stack& stack, const Model& model, const Gpu& gpu) {
+  check_stack_on_gpu(stack, gpu);
+  check_stack_for_model(stack, model, gpu);
+  check_stack_for_dtype(stack, model.training.dtype);
 }
 
 bool Stack::gathers_fp8_params_in_16_bits(const Training& training, int shard_ranks) const {

@@ -541,6 +541,10 @@ inline constexpr int kFlashTritonHeadMax = 128;
 /// kernels that do take them, as check_stack_on_gpu does for a V100.
 void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gpu);
 
+/// check_stack_on_gpu, check_stack_for_model and check_stack_for_dtype in one: whether the
+/// stack as written runs the model on the GPU (before attention_run resolves its kernel).
+void check_stack_runs(const Stack& stack, const Model& model, const Gpu& gpu);
+
 /// Throws InputError when the stack's fused attention has no kernel for the run's dtype:
 /// cuDNN fused attention and FlashAttention run 16-bit and FP8 only, so a tf32/fp32 run falls
 /// back to another attention (Transformer Engine's unfused one) that the stack's rate is not.

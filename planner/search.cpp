@@ -410,6 +410,8 @@ PlanResult evaluate_plan(const Cluster& cluster, const Model& model, const Paral
 }
 
 void resolve_attention(SearchOptions& options, const Model& model, const Gpu& gpu) {
+  // FP8 attention has no fallback: check_stack_for_model refuses its heads on the cuDNN stack.
+  if (model.training.dtype == Dtype::fp8 && model.training.fp8.attention) return;
   const AttentionKernel run = attention_run(options.stack, model, gpu);
   if (run == options.stack.attention) return;
   options.stack.attention = run;
@@ -425,10 +427,9 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
   SearchOptions options = asked;
   resolve_attention(options, model, cluster.gpu);
   if (const auto problem = find_option_problem(model, options)) throw OptionError(*problem);
+  // The stack as asked (a V100, an fp32 run, FP8 attention), not its resolved kernel.
   check_model_on_gpu(model, cluster.gpu);
-  check_stack_on_gpu(options.stack, cluster.gpu);
-  check_stack_for_model(options.stack, model, cluster.gpu);
-  check_stack_for_dtype(options.stack, model.training.dtype);
+  check_stack_runs(asked.stack, model, cluster.gpu);
   SearchResult result;
   SplitSearch runner(cluster, model, options, calibration, result);
   result.gpus = runner.gpus();

@@ -811,3 +811,30 @@ TEST_CASE(
   // = 2 GiB a layer and micro-batch, 120 GiB at least, beyond the MLA inputs it saves.
   CHECK(memory_of(up_proj) - memory_of(core_attn) > 100.0);
 }
+
+TEST_CASE("the stack as written is checked before its attention resolves", "[cli_stack]") {
+  TempDir dir;
+  // Llama 3 8B with heads of 100 (cuDNN and FlashAttention 2 take multiples of 8: TE's unfused
+  // attention runs them), and with FP8 attention on heads of 192.
+  const std::string body =
+      "layers: 4\nhidden: 4096\nheads: 32\nkv_heads: 8\nffn_hidden: 14336\nffn: swiglu\n"
+      "vocab: 128256\nseq_len: 8192\n";
+  const auto odd = dir.path / "odd.yaml";
+  std::ofstream(odd) << "name: odd\n" << body << "head_dim: 100\ntraining:\n  global_batch: 64\n";
+  const auto fp8 = dir.path / "fp8.yaml";
+  std::ofstream(fp8) << "name: f8\n"
+                     << body << "head_dim: 192\ntraining:\n  global_batch: 64\n"
+                     << "  dtype: fp8\n  fp8:\n    attention: true\n";  // line 15
+  // A V100 has no fused attention at all: the cudnn stack is refused, whatever the heads.
+  const Run v100 = trident("plan --cluster dgx1-v100 --dtype fp16 --top 1 --model " + odd.string());
+  CHECK(v100.code == 2);
+  CHECK(v100.err.find("stack megatron-core: attention: cudnn needs a GPU of compute capability "
+                      "8.0 or more") != std::string::npos);
+  // FP8 attention has no fallback: its own refusal, not the stack's.
+  const Run b200 =
+      trident("plan --cluster dgx-b200 --gpus 64 --servers 8 --top 1 --model " + fp8.string());
+  CHECK(b200.code == 2);
+  CHECK(b200.err.find("fp8.yaml:15: training.fp8.attention: cuDNN's FP8 attention, the only one "
+                      "Transformer Engine has, trains no 192/192 heads on b200") !=
+        std::string::npos);
+}
