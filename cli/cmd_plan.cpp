@@ -391,8 +391,8 @@ void run(const PlanFlags& f) {
     context.assumptions.push_back(line);
   }
   check_pinned_within_cluster(cluster, options);
-  // The kernel that runs, as search() resolves it; its fallback may refuse a pin (CP).
   check_stack_runs(options.stack, model, cluster.gpu);  // as written, before resolving
+  // The kernel that runs, as search() resolves it; its fallback may refuse a pin (CP).
   resolve_attention(options, model, cluster.gpu);
   check_options(model, options);
   if (f.fail_links.empty()) check_pinned_gpus(cluster, options);
