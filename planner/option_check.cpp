@@ -62,18 +62,21 @@ std::optional<OptionProblem> pin_conflict_problem(const SearchOptions& o) {
   return std::nullopt;
 }
 
+/// A CP pin (`knob`: cp or min_cp) of `value` the search's stack does not run: no context
+/// parallelism in the stack, or TE's unfused fallback for the model's heads (resolve_attention).
+OptionProblem cp_not_run(const SearchOptions& o, Knob knob, long long value) {
+  return OptionProblem{
+      knob, o.unfused_fallback ? OptionIssue::cp_unfused_fallback : OptionIssue::stack_lacks, value,
+      0};
+}
+
 /// Context and expert parallel pins against the stack and the model (Megatron: 2 cp chunks per
 /// sequence for causal load balancing; experts divisible by EP, arguments.py L1655-1658; MoE
 /// with TP runs sequence parallel, moe_layer.py L636).
 std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptions& o) {
   const Stack& stack = o.stack;
   if (o.cp && *o.cp > 1) {
-    if (!stack.context_parallel()) {
-      return OptionProblem{
-          Knob::cp,
-          o.unfused_fallback ? OptionIssue::cp_unfused_fallback : OptionIssue::stack_lacks, *o.cp,
-          0};
-    }
+    if (!stack.context_parallel()) return cp_not_run(o, Knob::cp, *o.cp);
     if (model.seq_len % (2LL * *o.cp) != 0) {  // 2 x 2^31 - 1 overflows int
       return OptionProblem{Knob::cp, OptionIssue::not_dividing_sequence, *o.cp, model.seq_len};
     }
@@ -97,12 +100,7 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
     if (!any && top >= o.min_ep)
       return OptionProblem{Knob::min_ep, OptionIssue::no_ep_divides, o.min_ep, experts};
   }
-  if (o.min_cp > 1 && !stack.context_parallel()) {
-    return OptionProblem{
-        Knob::min_cp,
-        o.unfused_fallback ? OptionIssue::cp_unfused_fallback : OptionIssue::stack_lacks, o.min_cp,
-        0};
-  }
+  if (o.min_cp > 1 && !stack.context_parallel()) return cp_not_run(o, Knob::min_cp, o.min_cp);
   if (o.ep && *o.ep > 1) {
     if (!model.is_moe()) return OptionProblem{Knob::ep, OptionIssue::no_experts, *o.ep, 0};
     if (!stack.expert_parallel) return OptionProblem{Knob::ep, OptionIssue::stack_lacks, *o.ep, 0};
