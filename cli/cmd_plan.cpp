@@ -369,6 +369,7 @@ void run(const PlanFlags& f) {
   files.check();
   options.stack = stack.stack;
   if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack, cluster.gpu);
+  const CpCommPin cp_comm{f.cp_comm, options.stack.cp_kinds};
   pin_cp_comm(f.cp_comm, options.stack);
   check_cp_comm_applies(f.cp_comm, options, model, cluster);
   check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);
@@ -383,11 +384,15 @@ void run(const PlanFlags& f) {
       !line.empty()) {
     context.assumptions.push_back(line);
   }
-  context.assumptions.push_back(fmt::format(
-      "cluster {}: {} GPUs in {} servers of {}; model {}: {}", cluster.name, cluster.gpus(),
-      cluster.servers, summarize_server(cluster), model.name, summarize_model(model)));
+  context.assumptions.push_back(
+      fmt::format("cluster {}: {} GPUs in {} server{} of {}; model {}: {}", cluster.name,
+                  cluster.gpus(), cluster.servers, cluster.servers == 1 ? "" : "s",
+                  summarize_server(cluster), model.name, summarize_model(model)));
   context.assumptions.push_back(describe_search(options));
-  if (const std::string line = describe_cp_ep_search(model, options); !line.empty()) {
+  // The search line names what is searched: CP not under an unfused attention fallback.
+  SearchOptions resolved = options;
+  resolve_attention(resolved, model, cluster.gpu);
+  if (const std::string line = describe_cp_ep_search(model, resolved); !line.empty()) {
     context.assumptions.push_back(line);
   }
   check_pinned_within_cluster(cluster, options);
@@ -395,6 +400,7 @@ void run(const PlanFlags& f) {
   // The kernel that runs, as search() resolves it; its fallback may refuse a pin (CP).
   resolve_attention(options, model, cluster.gpu);
   check_options(model, options);
+  check_cp_comm_runs(f.cp_comm, model, options);
   if (f.fail_links.empty()) check_pinned_gpus(cluster, options);
   context.failures = run_failures(f, cluster);
   check_gpus_left(cluster, f.fail_links);
@@ -418,7 +424,7 @@ void run(const PlanFlags& f) {
     try {
       w = run_what_if(f.fail_links, healthy, model, options, measured);
     } catch (const NoSplitError& e) {  // the healthy cluster's: name the pin, as without failures
-      throw InputError(no_split_message(healthy, model, options, e.rules()));
+      throw InputError(no_split_message(healthy, model, options, e.rules(), cp_comm));
     }
     context.search_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -443,7 +449,7 @@ void run(const PlanFlags& f) {
       result = search(cluster, model, options, measured,
                       [&bar](std::size_t done, std::size_t total) { bar(done, total); });
     } catch (const NoSplitError& e) {  // name the pin that rules every configuration out
-      throw InputError(no_split_message(cluster, model, options, e.rules()));
+      throw InputError(no_split_message(cluster, model, options, e.rules(), cp_comm));
     }
   }
   context.search_seconds =

@@ -205,9 +205,12 @@ namespace {
 /// with no such counts.
 [[nodiscard]] std::string uneven_stages_reason(const Obstacle& o, const Release& release,
                                                const Model& model) {
+  // Two stages have no middle one.
+  const std::string middle =
+      o.middle_layers > 0 ? fmt::format("{} per middle stage at most, ", o.middle_layers) : "";
   const std::string split =
-      fmt::format("the plan splits {}'s {} layers {} first, {} per middle stage at most, {} last",
-                  model.name, model.layers, o.first_layers, o.middle_layers, o.last_layers);
+      fmt::format("the plan splits {}'s {} layers {} first, {}{} last", model.name, model.layers,
+                  o.first_layers, middle, o.last_layers);
   if (o.interleaved_uneven && release.framework == Framework::torchtitan) {
     return split +
            "; interleaved, torchtitan shortens only its first and last virtual stage, each by "

@@ -313,11 +313,14 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "or drop --recompute-layers",
           pin, to_string(static_cast<Recompute>(p.limit)));
     case OptionIssue::cp_unfused_fallback:
+      return pin + ": " + unfused_takes_no_cp(model, stack) + "; use --cp 1";
+    case OptionIssue::fp8_params_zero0:
       return fmt::format(
-          "{}: model {}'s {}/{} heads run Transformer Engine's unfused attention on this GPU "
-          "under stack {} (its cuDNN does not train them, docs/cost_model.md"
-          "#attention-on-blackwell), which takes no context parallelism; use --cp 1",
-          pin, model.name, model.qk_head_dim(), model.v_head_dim(), stack.name);
+          "{}: model {} keeps FP8 parameters (training.fp8.params), which stack {} gathers only "
+          "from a sharded optimizer (Megatron-LM: --fp8-param-gather needs "
+          "--use-distributed-optimizer or Megatron-FSDP); use --zero 1 or 3, or set "
+          "training.fp8.params false",
+          pin, model.name, stack.name);
     case OptionIssue::moe_hybrid_shard:
       return pin +
              ": MoE models shard over all of DP (the experts' state per shard group is not "
@@ -347,6 +350,21 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
              "or more, and --tp is 1";
   }
   return pin + ": impossible";
+}
+
+std::string unfused_takes_no_cp(const Model& model, const Stack& stack) {
+  return fmt::format(
+      "model {}'s {}/{} heads run Transformer Engine's unfused attention on this GPU under stack "
+      "{} (its cuDNN does not train them, docs/cost_model.md#attention-on-blackwell), which takes "
+      "no context parallelism",
+      model.name, model.qk_head_dim(), model.v_head_dim(), stack.name);
+}
+
+void check_cp_comm_runs(const std::string& cp_comm, const Model& model,
+                        const SearchOptions& options) {
+  if (cp_comm.empty() || !options.unfused_fallback) return;
+  throw InputError("--cp-comm " + cp_comm + ": " + unfused_takes_no_cp(model, options.stack) +
+                   "; drop --cp-comm");
 }
 
 void check_options(const Model& model, const SearchOptions& options) {

@@ -26,6 +26,15 @@ namespace trident::cli {
 void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
                               const std::string& source, const std::string& text);
 
+/// What the unfused attention fallback cannot do, in one sentence (the --cp / --min-cp pins and
+/// --cp-comm refusals): the model's heads, the stack, why and where it is documented.
+[[nodiscard]] std::string unfused_takes_no_cp(const Model& model, const Stack& stack);
+
+/// --cp-comm under options resolved to Transformer Engine's unfused attention (resolve_attention),
+/// which runs no context parallelism: the flag changes nothing, so it is refused.
+void check_cp_comm_runs(const std::string& cp_comm, const Model& model,
+                        const SearchOptions& options);
+
 /// Throws InputError with describe()'s line when the pins and limits cannot run (checked
 /// before any search, what-if or emit).
 void check_options(const Model& model, const SearchOptions& options);

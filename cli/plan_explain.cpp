@@ -507,13 +507,17 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   }
   line("cuBLAS workspace", m.workspace_bytes, "");
   // The transients of the two moments; only the larger one is at the peak.
-  const double backward = m.recompute_working_bytes + m.layer_units_bytes + m.cp_gather_bytes;
+  const double backward =
+      m.recompute_working_bytes + m.scores_working_bytes + m.layer_units_bytes + m.cp_gather_bytes;
   const double loss = m.loss_bytes + m.output_unit_bytes;
   const char* backward_note = backward >= loss ? "" : "  (not at the peak: the loss is larger)";
   const char* loss_note =
       loss > backward ? "" : "  (not at the peak: a layer's backward is larger)";
   line("TP/SP gathered layer input", m.tp_gather_bytes, "");
   line("layer being recomputed", m.recompute_working_bytes, backward_note);
+  if (m.scores_working_bytes > 0.0) {
+    line("unfused attention's scores at its peak", m.scores_working_bytes, backward_note);
+  }
   if (m.states_churn && m.layer_units_bytes > 0.0) {
     // Everything is kept gathered: what comes and goes is the layer's 16-bit gradients.
     line("ZeRO-3 layer gradients", m.layer_units_bytes,

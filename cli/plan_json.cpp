@@ -149,6 +149,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                             {"tp_gather", mem.tp_gather_bytes / kGib},
                             {"cp_gather", mem.cp_gather_bytes / kGib},
                             {"recompute_working", mem.recompute_working_bytes / kGib},
+                            {"scores_working", mem.scores_working_bytes / kGib},
                             {"layer_units", mem.layer_units_bytes / kGib},
                             {"loss", mem.loss_bytes / kGib},
                             {"output_unit", mem.output_unit_bytes / kGib},

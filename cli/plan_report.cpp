@@ -186,6 +186,8 @@ std::string describe_cp_ep_search(const Model& model, const SearchOptions& optio
         "context parallel searched over powers of two with 2 cp dividing seq {} ({}{}; --cp "
         "--min-cp --max-cp)",
         model.seq_len, how, kinds.size() > 1 ? ", the faster" : "");
+  } else if (options.unfused_fallback && model.seq_len >= kCpSearchMinSeqLen) {
+    text = "context parallel not searched: the unfused attention above takes none";
   }
   if (model.is_moe()) {
     if (!text.empty()) text += "; ";
@@ -345,7 +347,7 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       "link_tp,link_pp,link_dp,rank_order,reason";
   out += cp_ep ? ",cp,ep,link_cp,link_ep" : "";
   out += columns.hsdp ? ",dp_shard,dp_replicate,link_dp_shard,link_dp_replicate" : "";
-  out += ",memory_tight,recompute_layers" + tail.header + "\n";
+  out += ",memory_tight,recompute_layers,attention" + tail.header + "\n";
   // Numbers at full precision (fmt's shortest round-trip form, as the JSON): 6 significant
   // digits wrote two million tokens/s as 2.08032e+06.
   auto row = [&out, cp_ep, columns](std::size_t rank, const PlanResult& plan,
@@ -370,8 +372,8 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       out += fmt::format(",{},{},{},{}", c.zero_shard_ranks(), c.dp / c.zero_shard_ranks(),
                          link_name(plan.placement.shard), link_name(plan.placement.replicate));
     }
-    out += fmt::format(",{},{}{}\n", plan.estimate.memory.tight ? "true" : "false",
-                       c.recompute_layers, trailing);
+    out += fmt::format(",{},{},{}{}\n", plan.estimate.memory.tight ? "true" : "false",
+                       c.recompute_layers, to_string(e.attention), trailing);
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) {
     row(tail.first_rank + i, result.plans[i], i < tail.cells.size() ? tail.cells[i] : "");

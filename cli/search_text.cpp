@@ -127,7 +127,18 @@ bool has_configuration(const Cluster& cluster, const Model& model, SearchOptions
 }  // namespace
 
 std::string no_split_message(const Cluster& cluster, const Model& model,
-                             const SearchOptions& options, const SplitRules& rules) {
+                             const SearchOptions& options, const SplitRules& rules,
+                             const CpCommPin& cp_comm) {
+  if (!cp_comm.text.empty()) {
+    SearchOptions any_kind = options;
+    any_kind.stack.cp_kinds = cp_comm.stack_kinds;
+    if (has_configuration(cluster, model, any_kind)) {
+      return fmt::format(
+          "--cp-comm {}: no configuration of {} GPUs takes it with the other pins (without it "
+          "there are; the rules: {})",
+          cp_comm.text, rules.gpus, rules_text(rules));
+    }
+  }
   const std::vector<Pin> pins = pins_of(options, rules);
   std::vector<const Pin*> alone;
   for (const Pin& pin : pins) {

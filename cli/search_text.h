@@ -20,11 +20,20 @@ namespace trident::cli {
 /// The rules of no_split_text alone: "tp divides heads 32, kv_heads 8 and ffn_hidden ...".
 [[nodiscard]] std::string rules_text(const SplitRules& rules);
 
+/// --cp-comm as given (`text`, empty when not) and the context-parallel kinds the stack ran
+/// before it kept only that one (Stack::cp_kinds).
+struct CpCommPin {
+  std::string text;
+  unsigned stack_kinds = 0;
+};
+
 /// no_split_text, led by the pins that rule out every configuration by themselves: each pin
 /// cleared in turn (a search on the error path only), "--micro-batch 7: no configuration of
-/// 64 GPUs takes it (...)"; pins that only do it together are named together.
+/// 64 GPUs takes it (...)"; pins that only do it together are named together. --cp-comm first:
+/// where the stack's other kinds leave configurations, it is the pin named.
 [[nodiscard]] std::string no_split_message(const Cluster& cluster, const Model& model,
-                                           const SearchOptions& options, const SplitRules& rules);
+                                           const SearchOptions& options, const SplitRules& rules,
+                                           const CpCommPin& cp_comm = {});
 
 /// The "# search:" line: what the pins fix and what the search leaves free, among the knobs
 /// the stack has (no PP or interleaving under fsdp; the HSDP shard where it shards hybrid).

@@ -19,10 +19,10 @@ double tile_fill(double extent, double tile) {
 
 /// Bytes of the non-GEMM work of one layer's forward pass on one GPU (docs/cost_model.md):
 /// two norms (read + write), two bias-dropout-residual adds (read 2 + 2, write 2, and the
-/// 1-byte mask where the model has dropout), the FFN activation, and the unfused softmax
-/// (+ dropout) over the b*a*s^2 scores.
+/// 1-byte mask where the model has dropout) and the FFN activation. An unfused attention's
+/// softmax and dropout are the attention's (attention_core_time, unfused_score_bytes).
 double layer_elementwise_forward_bytes(const Model& model, const ParallelConfig& config,
-                                       const ElementwiseBytes& ops, bool fused_attention) {
+                                       const ElementwiseBytes& ops) {
   const double tp = config.tp;
   const double tokens = static_cast<double>(config.micro_batch) * model.seq_len;
   const double hidden_elems = tokens * model.hidden / (config.sequence_parallel ? tp : 1.0);
@@ -32,20 +32,14 @@ double layer_elementwise_forward_bytes(const Model& model, const ParallelConfig&
   const double norms = 2.0 * norm_bytes * hidden_elems;
   const double residuals = 2.0 * (2.0 * 2.0 + 2.0 + (dropout ? 1.0 : 0.0)) * hidden_elems;
   const double activation = (is_gated(model.ffn) ? ops.glu : 4.0) * ffn_elems;
-  const double scores = tokens * model.seq_len * model.heads / tp;
-  return norms + residuals + activation + (fused_attention ? 0.0 : (dropout ? 9.0 : 4.0) * scores);
+  return norms + residuals + activation;
 }
 
 /// Backward of the same ops: read the saved input and the incoming gradient, write the
-/// gradient: twice the forward bytes; unfused softmax backward (read output and gradient,
-/// write 2 = 6 bytes per score) and dropout's (read 2 + mask 1, write 2 = 5).
+/// gradient: twice the forward bytes.
 double layer_elementwise_backward_bytes(const Model& model, const ParallelConfig& config,
-                                        const ElementwiseBytes& ops, bool fused_attention) {
-  const double scores = static_cast<double>(config.micro_batch) * model.seq_len * model.seq_len *
-                        model.heads / config.tp;
-  const double without_attention = layer_elementwise_forward_bytes(model, config, ops, true);
-  return 2.0 * without_attention +
-         (fused_attention ? 0.0 : (model.dropout > 0.0 ? 11.0 : 6.0) * scores);
+                                        const ElementwiseBytes& ops) {
+  return 2.0 * layer_elementwise_forward_bytes(model, config, ops);
 }
 
 /// Rotary position embedding of Q and K (models without learned positions): `bytes` per
@@ -242,12 +236,17 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
     time.backward_s = 2.5 * time.forward_s;
     return time;
   }
+  // The softmax (and dropout) over the b x heads/t x s x s scores as the stack's unfused
+  // attention runs them (unfused_score_bytes).
+  const double scores = core.scores.m * core.scores.n * core.scores.batch;
+  const UnfusedScoreBytes moved =
+      unfused_score_bytes(features.unfused_softmax, model, config, dtype_bytes(dtype));
   time.forward_s = gemm_time_s(gpu, dtype, profile, core.scores, calibration) +
                    gemm_time_s(gpu, dtype, profile, core.context, calibration) +
-                   hbm_time_s(gpu, (model.dropout > 0.0 ? 9.0 : 4.0) * core.scores.m *
-                                       core.scores.n * core.scores.batch);
+                   hbm_time_s(gpu, moved.forward_moved * scores);
   time.backward_s = gemm_backward_time_s(gpu, dtype, profile, core.scores, calibration) +
-                    gemm_backward_time_s(gpu, dtype, profile, core.context, calibration);
+                    gemm_backward_time_s(gpu, dtype, profile, core.context, calibration) +
+                    hbm_time_s(gpu, moved.backward_moved * scores);
   return time;
 }
 
@@ -298,16 +297,14 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
   const double rope = rope_bytes(model, config, ops) + mla_qkv_copy_bytes(model, config);
   const double repeat = ops.gqa_repeat_kv ? gqa_repeat_bytes(model, config) : 0.0;
   const double fwd_bytes =
-      layer_elementwise_forward_bytes(model, config, ops, true) + rope + repeat +
+      layer_elementwise_forward_bytes(model, config, ops) + rope + repeat +
       fp8_cast_forward_bytes(model, config, precision, features.fp8_saves_fp8_inputs);
   time.forward_s = time.gemm_forward_s + core.forward_s + hbm_time_s(gpu, fwd_bytes);
   time.backward_s =
       linear_backward_s + core.backward_s +
-      hbm_time_s(
-          gpu,
-          layer_elementwise_backward_bytes(model, config, ops, features.fused_attention()) + rope +
-              repeat +
-              fp8_cast_backward_bytes(model, config, precision, features.fp8_saves_fp8_inputs));
+      hbm_time_s(gpu, layer_elementwise_backward_bytes(model, config, ops) + rope + repeat +
+                          fp8_cast_backward_bytes(model, config, precision,
+                                                  features.fp8_saves_fp8_inputs));
   switch (config.recompute) {
     case Recompute::none:
       break;

@@ -97,6 +97,8 @@ struct ComputeFeatures {
   bool ulysses = false;
   /// Bytes of the elementwise ops as the stack's code runs them (Stack::elementwise).
   ElementwiseBytes elementwise{};
+  /// Whose unfused attention runs where `attention` is unfused (Stack::unfused_softmax).
+  UnfusedSoftmax unfused_softmax = UnfusedSoftmax::transformer_engine;
   [[nodiscard]] bool fused_attention() const { return is_fused(attention); }
 };
 

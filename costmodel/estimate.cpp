@@ -108,7 +108,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   const Stack& stack = options.stack;
   const LayerTime dense = layer_time(cluster.gpu, model, config,
                                      {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs,
-                                      given.cp, ulysses, stack.elementwise},
+                                      given.cp, ulysses, stack.elementwise, stack.unfused_softmax},
                                      work.linear, calibration);
   LayerTime layer =
       with_cp_and_experts(dense, real, given, stack.selective, moe_share, work.experts);

@@ -56,9 +56,11 @@ struct MemoryBreakdown {
   /// moment 1: the layer's K/V gathered from every CP rank and its fp32 gradient buffers
   double cp_gather_bytes = 0.0;
   double recompute_working_bytes = 0.0;  ///< moment 1: the layer in backward, rebuilt
-  double layer_units_bytes = 0.0;        ///< moment 1: ZeRO-3 layers gathered, grads unsharded
-  double loss_bytes = 0.0;               ///< moment 2 (last stage): logits and cross-entropy
-  double output_unit_bytes = 0.0;        ///< moment 2: ZeRO-3 output layer gathered
+  /// moment 1: an unfused attention's scores beyond those kept (unfused_scores_working_bytes)
+  double scores_working_bytes = 0.0;
+  double layer_units_bytes = 0.0;  ///< moment 1: ZeRO-3 layers gathered, grads unsharded
+  double loss_bytes = 0.0;         ///< moment 2 (last stage): logits and cross-entropy
+  double output_unit_bytes = 0.0;  ///< moment 2: ZeRO-3 output layer gathered
   double transient_bytes = 0.0;
   double allocated_bytes = 0.0;
   /// ZeRO-3's last reduce-scatter input, alive through the next step (allocated)

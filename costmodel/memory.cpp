@@ -182,7 +182,7 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   const auto per_layer = [&](const ParallelConfig& c) {
     return layer_activation_bytes(model, c, options.fused_attention, options.selective,
                                   options.fp8_saved_inputs, options.gathered_inputs,
-                                  options.activation_bytes);
+                                  options.activation_bytes, options.unfused_softmax);
   };
   const double kept_layers = layers - recomputed;
   double activations = (recomputed > 0.0 ? recomputed * per_layer(config) : 0.0) +
@@ -213,9 +213,11 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   memory.workspace_bytes = cublas_workspace_bytes(gpu);
   // Moment 1, a layer's backward: the TP/SP-gathered input, the rebuilt layer, ZeRO-3 units.
   memory.tp_gather_bytes = config.tp > 1 ? e * sbh : 0.0;
-  memory.recompute_working_bytes =
-      recompute_working_bytes(model, config, options.fused_attention, options.selective,
-                              options.fp8_saved_inputs, options.gathered_inputs, e);
+  memory.recompute_working_bytes = recompute_working_bytes(
+      model, config, options.fused_attention, options.selective, options.fp8_saved_inputs,
+      options.gathered_inputs, e, options.unfused_softmax);
+  memory.scores_working_bytes = unfused_scores_working_bytes(model, config, options.fused_attention,
+                                                             e, options.unfused_softmax);
   memory.layer_units_bytes = layer_units_bytes(model, config, options);
   memory.cp_gather_bytes = options.cp_gathered_kv_bytes;
   // Moment 2, the last stage's loss: logits and cross-entropy, the output layer's unit.
@@ -226,10 +228,10 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
   // ZeRO-3's collective buffers outside the compute stream's reuse (FSDP2).
   memory.reduce_scatter_kept_bytes = kept_reduce_scatter_input_bytes(model, config, options);
   memory.stream_pool_bytes = side_stream_pool_bytes(model, config, options, params);
-  memory.transient_bytes =
-      memory.tp_gather_bytes +
-      std::max(memory.recompute_working_bytes + memory.layer_units_bytes + memory.cp_gather_bytes,
-               memory.loss_bytes + memory.output_unit_bytes);
+  memory.transient_bytes = memory.tp_gather_bytes +
+                           std::max(memory.recompute_working_bytes + memory.scores_working_bytes +
+                                        memory.layer_units_bytes + memory.cp_gather_bytes,
+                                    memory.loss_bytes + memory.output_unit_bytes);
   memory.allocated_bytes = memory.weights_bytes + memory.gradients_bytes + memory.optimizer_bytes +
                            memory.weight_copies_bytes + memory.activations_bytes +
                            memory.workspace_bytes + memory.transient_bytes +
@@ -263,7 +265,7 @@ void add_weight_copies(MemoryBreakdown& memory, double copies_bytes) {
 
 double layer_activation_bytes(const Model& model, const ParallelConfig& config,
                               bool fused_attention, SelectiveKind selective, bool fp8_inputs,
-                              bool gathered_inputs, double element_bytes) {
+                              bool gathered_inputs, double element_bytes, UnfusedSoftmax softmax) {
   const double e = element_bytes;  // a 16-bit (fp32: 4-byte) tensor element
   const double tp = config.tp;
   const double sp = config.sequence_parallel ? tp : 1.0;
@@ -302,9 +304,10 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
   const double qkv = drops_qkv ? 0.0 : e * (h_q + h_kv) + e * h_kv;
   const double act_in = is_gated(model.ffn) ? 2.0 * e : e;
   const double split = sb * (qkv + linear_in * h_q + act_in * f + linear_in * f);
-  // Scores: softmax output (2), dropout mask (1), dropout output (2) per b*a*s^2 element
-  // (the softmax output alone without dropout); fused attention keeps only the fp32
-  // log-sum-exp per row (4 bytes per b*a*s).
+  // Scores: what the unfused attention keeps per b*a*s^2 element (unfused_score_bytes: under
+  // the fused softmax its output (2), dropout's mask (1) and output (2); the softmax output
+  // alone without dropout); fused attention keeps only the fp32 log-sum-exp per row (4 bytes
+  // per b*a*s).
   const double a = model.heads;
   // Unfused scores go only where the recompute repeats the core attention: full, or
   // selective of it (core_attn, per-op); mla_up_proj repeats the up-projections alone.
@@ -312,23 +315,33 @@ double layer_activation_bytes(const Model& model, const ParallelConfig& config,
       config.recompute == Recompute::full ||
       (config.recompute == Recompute::selective && selective != SelectiveKind::mla_up_proj);
   const bool keep_scores = !fused_attention && !repeats_core_attention;
-  const double score_bytes = dropout ? 2.0 * e + 1.0 : e;
-  const double scores = fused_attention ? 4.0 * sb * a
-                        : keep_scores   ? score_bytes * sb * model.seq_len * a
-                                        : 0.0;
+  const double scores =
+      fused_attention ? 4.0 * sb * a
+      : keep_scores   ? unfused_score_bytes(softmax, model, config, e).kept * sb * model.seq_len * a
+                      : 0.0;
   return replicated / sp + linear_inputs / (gathered_inputs ? 1.0 : sp) + (split + scores) / tp;
 }
 
 double recompute_working_bytes(const Model& model, const ParallelConfig& config,
                                bool fused_attention, SelectiveKind selective, bool fp8_inputs,
-                               bool gathered_inputs, double element_bytes) {
+                               bool gathered_inputs, double element_bytes, UnfusedSoftmax softmax) {
   if (config.recompute == Recompute::none) return 0.0;
   ParallelConfig whole = config;
   whole.recompute = Recompute::none;
   return layer_activation_bytes(model, whole, fused_attention, selective, fp8_inputs,
-                                gathered_inputs, element_bytes) -
+                                gathered_inputs, element_bytes, softmax) -
          layer_activation_bytes(model, config, fused_attention, selective, fp8_inputs,
-                                gathered_inputs, element_bytes);
+                                gathered_inputs, element_bytes, softmax);
+}
+
+double unfused_scores_working_bytes(const Model& model, const ParallelConfig& config,
+                                    bool fused_attention, double element_bytes,
+                                    UnfusedSoftmax softmax) {
+  if (fused_attention) return 0.0;
+  const UnfusedScoreBytes b = unfused_score_bytes(softmax, model, config, element_bytes);
+  const double scores = static_cast<double>(config.micro_batch) * model.heads / config.tp *
+                        static_cast<double>(model.seq_len) * model.seq_len;
+  return (b.peak - b.kept) * scores;
 }
 
 namespace {

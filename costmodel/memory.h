@@ -58,19 +58,29 @@ inline constexpr double kAllocatorFragmentation = 0.15;
 /// `element_bytes`: the width of a saved activation element, 2 (16-bit training; FP8 keeps
 /// them 16-bit) or 4 (tf32/fp32: Precision::activation_bytes); dropout masks stay 1 byte and
 /// fused attention's log-sum-exp 4.
-[[nodiscard]] double layer_activation_bytes(const Model& model, const ParallelConfig& config,
-                                            bool fused_attention,
-                                            SelectiveKind selective = SelectiveKind::attention,
-                                            bool fp8_inputs = false, bool gathered_inputs = false,
-                                            double element_bytes = 2.0);
+/// `softmax`: whose unfused attention keeps the scores (unfused_score_bytes: 2 bytes an element
+/// without dropout, 5 with, under the fused softmax).
+[[nodiscard]] double layer_activation_bytes(
+    const Model& model, const ParallelConfig& config, bool fused_attention,
+    SelectiveKind selective = SelectiveKind::attention, bool fp8_inputs = false,
+    bool gathered_inputs = false, double element_bytes = 2.0,
+    UnfusedSoftmax softmax = UnfusedSoftmax::transformer_engine);
 
 /// The working set of the layer whose backward runs under recomputation: everything the layer
 /// would keep without recompute that it did not keep (its activations are rebuilt and live
 /// together for its backward). 0 without recompute.
-[[nodiscard]] double recompute_working_bytes(const Model& model, const ParallelConfig& config,
-                                             bool fused_attention, SelectiveKind selective,
-                                             bool fp8_inputs = false, bool gathered_inputs = false,
-                                             double element_bytes = 2.0);
+[[nodiscard]] double recompute_working_bytes(
+    const Model& model, const ParallelConfig& config, bool fused_attention, SelectiveKind selective,
+    bool fp8_inputs = false, bool gathered_inputs = false, double element_bytes = 2.0,
+    UnfusedSoftmax softmax = UnfusedSoftmax::transformer_engine);
+
+/// An unfused attention's scores alive at once beyond what the layer keeps, at its forward's
+/// or its backward's peak (unfused_score_bytes: peak - kept, one layer, one micro-batch, on one
+/// GPU): the raw scores beside the softmax output, fp32 copies where PyTorch's softmax runs in
+/// fp32. 0 under fused attention.
+[[nodiscard]] double unfused_scores_working_bytes(const Model& model, const ParallelConfig& config,
+                                                  bool fused_attention, double element_bytes,
+                                                  UnfusedSoftmax softmax);
 
 /// The loss at the start of the last stage's backward: `bytes_per_logit` (the stack's) over
 /// the micro-batch's s*b*V/t logits.
@@ -150,6 +160,7 @@ void set_memory_verdict(MemoryBreakdown& memory, bool other_stages_fit = true);
 struct MemoryOptions {
   double reserve_gib = 0.0;  ///< extra headroom the user keeps free on each GPU
   bool fused_attention = true;
+  UnfusedSoftmax unfused_softmax = UnfusedSoftmax::transformer_engine;  ///< Stack::unfused_softmax
   double grad_buffer_bytes = kGradientBytesPerParameter;  ///< the stack's gradient dtype
   /// Bytes per parameter of the 16-bit (fp32: 4) weights held for compute; FP8's cached copies
   /// are weight_copy_bytes_per_parameter (costmodel/precision.h says which).

@@ -53,6 +53,7 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   MemoryOptions memory;
   memory.reserve_gib = options.reserve_gib;
   memory.fused_attention = is_fused(stack.attention);
+  memory.unfused_softmax = stack.unfused_softmax;
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
   const Precision precision = precision_of(model.training, cluster.gpu, stack.fp8_saves_fp8_inputs);
   memory.weight_bytes = precision.weight_bytes;

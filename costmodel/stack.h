@@ -13,6 +13,7 @@
 #include "costmodel/kernels.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/unfused_attention.h"
 #include "topology/errors.h"
 #include "topology/gpu.h"
 
@@ -113,6 +114,12 @@ struct Stack {
   /// nvte_get_fused_attn_backend allows heads up to 128 there, 192/128 (multi-head latent
   /// attention) from TE v2.5 with cuDNN 9.11, 256/256 from TE v2.18 with cuDNN 9.23.
   unsigned cudnn_blackwell_heads = 1u;
+  /// `attention` is Transformer Engine's fallback for the model's heads, put there by the
+  /// planner's resolve_attention (the stack as written runs cuDNN's fused attention).
+  bool attention_is_fallback = false;
+  /// Whose unfused attention runs where `attention` is unfused, the stated kernel or TE's
+  /// fallback (costmodel/unfused_attention.h): its softmax's kernels and memory.
+  UnfusedSoftmax unfused_softmax = UnfusedSoftmax::transformer_engine;
   TpOverlap tp_overlap = TpOverlap::userbuffers;
   /// PP send/recv overlapped with compute in the interleaved schedule: only what the schedule
   /// cannot hide is exposed (interleaved_p2p_exposed_s).
@@ -294,6 +301,16 @@ struct Stack {
   /// enable_fsdp_float8_all_gather only with dp_shard > 1, so FSDP sharded over CP alone gathers
   /// and keeps 16-bit weights.
   bool fp8_param_gather_needs_dp_shard = false;
+  /// FP8 parameters only with a sharded optimizer (ZeRO 1 or more): Megatron-LM asserts
+  /// --fp8-param-gather "only supported with distributed optimizer, torch fsdp2, megatron fsdp"
+  /// (arguments.py L1060-1062 @core_v0.19.0), whose re-quantisation of the master shards into
+  /// the FP8 weights DDP does not have; ZeRO-0 is neither searched nor accepted as a pin.
+  bool fp8_params_need_sharded_optimizer = false;
+  /// Whether ZeRO `zero` runs `training`'s FP8 parameters here (fp8_params_need_sharded_optimizer).
+  [[nodiscard]] bool runs_fp8_params_at(int zero, const Training& training) const {
+    return zero > 0 || !fp8_params_need_sharded_optimizer || training.dtype != Dtype::fp8 ||
+           !training.fp8.params;
+  }
   /// FP8 recipes the stack runs (bit Fp8Recipe set; 0 = no FP8), and whether it casts the
   /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
   /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.

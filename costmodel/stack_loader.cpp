@@ -22,6 +22,7 @@ const std::vector<std::string> kStackKeys = {
     "base",
     "attention",
     "cudnn_blackwell_heads",
+    "unfused_softmax",
     "tp_overlap",
     "pp_overlap",
     "pp_separate_send_recv",
@@ -88,6 +89,7 @@ const std::vector<std::string> kStackKeys = {
     "moe_permute_fusion",
     "moe_dispatcher",
     "fp8_param_gather_needs_dp_shard",
+    "fp8_params_need_sharded_optimizer",
     "fp8_recipes",
     "dtypes",
     "zero_clones_fp32_partition",
@@ -101,6 +103,7 @@ const std::vector<std::string> kStackKeys = {
     "gqa_repeat_kv",
 };
 const std::vector<std::string> kAttentionNames = {"unfused", "flash", "cudnn", "flash_triton"};
+const std::vector<std::string> kUnfusedSoftmaxNames = {"transformer_engine", "megatron"};
 const std::vector<std::string> kTpOverlapNames = {"none", "backward", "userbuffers"};
 const std::vector<std::string> kSelectiveNames = {"attention", "per_op", "mla_up_proj"};
 const std::vector<std::string> kPartialRecomputeNames = {"none", "block", "every_kth"};
@@ -386,6 +389,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.fp8_recipes = read_name_list(m, "fp8_recipes", fp8_recipe_names(), d.fp8_recipes, true);
   s.cudnn_blackwell_heads = read_name_list(m, "cudnn_blackwell_heads", blackwell_head_names(),
                                            d.cudnn_blackwell_heads, true);
+  s.unfused_softmax = static_cast<UnfusedSoftmax>(m.optional_choice(
+      "unfused_softmax", kUnfusedSoftmaxNames, static_cast<int>(d.unfused_softmax)));
   s.dtypes = read_name_list(m, "dtypes", dtype_names(), d.dtypes, false);
   s.zero_clones_fp32_partition =
       m.optional_bool("zero_clones_fp32_partition", d.zero_clones_fp32_partition);
@@ -449,6 +454,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_choice("moe_dispatcher", kMoeDispatcherNames, static_cast<int>(d.moe_dispatcher)));
   s.fp8_param_gather_needs_dp_shard =
       m.optional_bool("fp8_param_gather_needs_dp_shard", d.fp8_param_gather_needs_dp_shard);
+  s.fp8_params_need_sharded_optimizer =
+      m.optional_bool("fp8_params_need_sharded_optimizer", d.fp8_params_need_sharded_optimizer);
   // Megatron-Core asserts both (transformer_config.py L3040-3041, L3074-3077 @d98e8a64).
   if (s.ep_overlap && s.moe_shared_expert_overlap) {
     m.fail(m.has("ep_overlap") ? "ep_overlap" : "moe_shared_expert_overlap",

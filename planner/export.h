@@ -144,6 +144,9 @@ struct StackSwitches {
   /// model's dtype: 2 or 4); 0: the release's default.
   int grad_reduce_bytes = 0;
   AttentionKernel attention = AttentionKernel::cudnn;
+  /// `attention` is Transformer Engine's fallback for heads its cuDNN kernel does not train
+  /// (Estimate::attention differs from the stack's): the layers stay Transformer Engine's.
+  bool te_attention_fallback = false;
 };
 /// What `stack` ran for the split `config` (its reduction dtype depends on the split: a ZeRO
 /// optimizer's at PP 1, Stack::reduce_bytes).

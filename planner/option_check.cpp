@@ -254,6 +254,9 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
       return OptionProblem{Knob::vp, OptionIssue::uneven_ends_over_chunk, *o.vp, *o.pp};
     }
   }
+  if (o.zero && !o.stack.runs_fp8_params_at(*o.zero, model.training)) {
+    return OptionProblem{Knob::zero, OptionIssue::fp8_params_zero0, *o.zero, 0};
+  }
   if (model.training.dtype == Dtype::fp8 && !o.stack.supports(model.training.fp8.recipe)) {
     return OptionProblem{Knob::fp8_recipe, OptionIssue::stack_lacks,
                          static_cast<long long>(model.training.fp8.recipe), 0};

@@ -73,6 +73,8 @@ enum class OptionIssue {
   above_largest_tp,   ///< min_tp `value` above `limit`, the gcd of heads, kv_heads, ffn_hidden
   more_than_experts,  ///< min_ep `value` above the model's `limit` experts
   no_ep_divides,      ///< no EP size from min_ep `value` to max_ep divides the `limit` experts
+  fp8_params_zero0,   ///< ZeRO `value` 0 for a model with FP8 parameters under a stack that
+                      ///< gathers them only from a sharded optimizer
   zero0_with_split,   ///< TP/PP/CP (or its minimum) `value` > 1 beside a pinned ZeRO-0 under a
                       ///< stack whose ZeRO-0 is DDP alone
 };

@@ -156,6 +156,7 @@ class SplitSearch {
         // asserts ZeRO < 2; Megatron's distributed optimizer is ZeRO-1; torchtitan runs FSDP
         // with PP): costmodel/stack.h.
         if (!options_.stack.supports_zero(zero, config)) continue;
+        if (!options_.stack.runs_fp8_params_at(zero, model_.training)) continue;
         if (zero >= 3 && model_.is_moe()) continue;  // experts not sharded per unit
         config.zero = zero;
         run_sequence_parallel(config);
@@ -415,6 +416,7 @@ void resolve_attention(SearchOptions& options, const Model& model, const Gpu& gp
   const AttentionKernel run = attention_run(options.stack, model, gpu);
   if (run == options.stack.attention) return;
   options.stack.attention = run;
+  options.stack.attention_is_fallback = true;
   if (run != AttentionKernel::unfused) return;
   options.unfused_fallback = true;
   options.stack.cp_kinds = 0;

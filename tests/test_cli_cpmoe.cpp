@@ -143,6 +143,23 @@ TEST_CASE("--cp-comm pins the context-parallel kind; one the stack lacks is refu
         "trident: error: --min-tp 8: more than the cluster's 4 GPUs\n");
 }
 
+TEST_CASE("pins that leave no split only under --cp-comm name --cp-comm", "[cli_cpmoe]") {
+  // Ulysses splits the heads over CP: CP 16 does not divide Llama 3 8B's 8 KV heads, TP 4 x
+  // CP 4 leaves 2 a TP rank for 4 CP ranks. The ring runs both, so --cp-comm is the pin.
+  const std::string llama =
+      "plan --model llama3-8b --gpus 64 --servers 8 --seq-len 65536 --global-batch 64 ";
+  for (const std::string pins : {"--cp 16", "--tp 4 --cp 4"}) {
+    REQUIRE(trident(llama + pins).code == 0);
+    const Run a2a = trident(llama + pins + " --cp-comm a2a");
+    CHECK(a2a.code == 2);
+    CHECK(a2a.err.rfind("trident: error: --cp-comm a2a: no configuration of 64 GPUs takes it "
+                        "with the other pins (without it there are; the rules: ",
+                        0) == 0);
+    CHECK(a2a.err.find("cp divides the heads and kv_heads per TP rank (all-to-all CP)") !=
+          std::string::npos);
+  }
+}
+
 TEST_CASE("the CP search line names the ways the stack runs CP", "[cli_cpmoe]") {
   const std::string base =
       "plan --gpus 64 --servers 8 --model llama3-8b --seq-len 65536 --global-batch 16 --top 1";
@@ -483,13 +500,16 @@ TEST_CASE("CSV gains cp,ep,link_cp,link_ep only when a row uses them", "[cli_cpm
   const Run moe =
       trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --ep 8 --top 1 --format csv");
   REQUIRE(moe.code == 0);
-  CHECK(moe.out.find("rank_order,reason,cp,ep,link_cp,link_ep,memory_tight,recompute_layers\n") !=
+  CHECK(moe.out.find(
+            "rank_order,reason,cp,ep,link_cp,link_ep,memory_tight,recompute_layers,attention\n") !=
         std::string::npos);
-  CHECK(moe.out.find(",1,8,none,nvlink,false,0\n") != std::string::npos);  // EP 8 inside the server
+  CHECK(moe.out.find(",1,8,none,nvlink,false,0,cudnn\n") !=
+        std::string::npos);  // EP 8 inside the server
   const Run dense = trident(
       "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --top 1 --format csv");
   REQUIRE(dense.code == 0);
-  CHECK(dense.out.find("rank_order,reason,memory_tight,recompute_layers\n") != std::string::npos);
+  CHECK(dense.out.find("rank_order,reason,memory_tight,recompute_layers,attention\n") !=
+        std::string::npos);
 }
 
 TEST_CASE(

@@ -589,7 +589,7 @@ TEST_CASE("--dtype overrides the model's precision", "[cli_plan]") {
   const Run fp8 = trident("plan --cluster dgx-a100 --gpus 64 --model " +
                           std::string(TRIDENT_SOURCE_DIR) + "/docs/examples/llama3-8b-fp8.yaml");
   CHECK(fp8.code == 2);
-  CHECK(fp8.err.find("llama3-8b-fp8.yaml:19: training.dtype: a100-sxm-80g has no fp8 peak; give "
+  CHECK(fp8.err.find("llama3-8b-fp8.yaml:20: training.dtype: a100-sxm-80g has no fp8 peak; give "
                      "--dtype bf16") != std::string::npos);
   // fp16, but the default stack's cuDNN attention needs sm80: refused, naming the way out.
   const Run cudnn = trident(base + " --dtype fp16");

@@ -701,6 +701,32 @@ TEST_CASE("FP8 parameters gathered by FSDP: the gathered FP8 is the first copy o
   CHECK(te_h100 - te_b200 == Approx(2.0 * 218103808.0 / 1073741824.0));
 }
 
+TEST_CASE("FP8 parameters under Megatron-Core: a sharded optimizer, never ZeRO-0", "[cli_stack]") {
+  // Megatron-LM asserts --fp8-param-gather only with the distributed optimizer or Megatron-FSDP
+  // (arguments.py L1060-1062 @core_v0.19.0). At DP 1 the search keeps one ZeRO stage (all are
+  // the same plan): ZeRO-1 here, which the launch writes as --use-distributed-optimizer.
+  const std::string fp8 = "plan --gpus 8 --servers 1 --model " + std::string(TRIDENT_SOURCE_DIR) +
+                          "/docs/examples/llama3-8b-fp8.yaml";
+  const Run dp1 = trident(fp8 + " --dp 1 --emit megatron");
+  REQUIRE(dp1.code == 0);
+  CHECK(dp1.out.find("ZeRO-1 SP") != std::string::npos);
+  CHECK(dp1.out.find("--fp8-param-gather") != std::string::npos);
+  CHECK(dp1.out.find("--use-distributed-optimizer") != std::string::npos);
+  const Run zero0 = trident(fp8 + " --zero 0");
+  CHECK(zero0.code == 2);
+  CHECK(zero0.err ==
+        "trident: error: --zero 0: model llama3-8b-fp8 keeps FP8 parameters "
+        "(training.fp8.params), which stack megatron-core gathers only from a sharded optimizer "
+        "(Megatron-LM: --fp8-param-gather needs --use-distributed-optimizer or Megatron-FSDP); "
+        "use --zero 1 or 3, or set training.fp8.params false\n");
+  // The free search ranks no ZeRO-0 plan.
+  const Run free = trident(fp8 + " --format json --top 50");
+  REQUIRE(free.code == 0);
+  for (const auto& plan : nlohmann::json::parse(free.out).at("plans")) {
+    CHECK(plan.at("zero").get<int>() > 0);
+  }
+}
+
 TEST_CASE("--dtype fp8 takes the stack's recipe that the GPU runs, else names --dtype",
           "[cli_stack]") {
   TempDir dir;
@@ -759,6 +785,11 @@ TEST_CASE(
   CHECK(step_of(fused).second == "cudnn");
   CHECK(step_of(json).first == step_of(stated).first);
   CHECK(step_of(json).first > step_of(fused).first);
+  // The CSV's last column names it too.
+  const Run csv = trident(plan + " --stack " + old_te.string() + " --format csv");
+  REQUIRE(csv.code == 0);
+  CHECK(csv.out.find(",attention\n") != std::string::npos);
+  CHECK(csv.out.find(",unfused\n") != std::string::npos);
   // A launch writes the attention that runs: Megatron-LM's --attention-backend unfused.
   const Run emit = trident(plan + " --stack " + old_te.string() + " --emit megatron");
   REQUIRE(emit.code == 0);
@@ -788,6 +819,21 @@ TEST_CASE(
   const Run min_cp = trident(gb200 + " --min-cp 2");
   CHECK(min_cp.code == 2);
   CHECK(min_cp.err.find("--min-cp 2: model deepseek-v3's 192/128 heads run") != std::string::npos);
+  // At 32,768 tokens the free search would try CP: the search line says it does not, and
+  // --cp-comm, which would change nothing, is refused with the same reason.
+  const std::string long_seq =
+      "plan --gpus 512 --cluster gb200-nvl72 --model deepseek-v3 --global-batch 256 --seq-len "
+      "32768 --ep 64 --top 1 --stack " +
+      old_te.string();
+  const Run searched = trident(long_seq);
+  REQUIRE(searched.code == 0);
+  CHECK(searched.out.find("# context parallel not searched: the unfused attention above takes "
+                          "none; expert parallel pinned at 64") != std::string::npos);
+  const Run comm = trident(long_seq + " --cp-comm a2a");
+  CHECK(comm.code == 2);
+  CHECK(comm.err.find("--cp-comm a2a: model deepseek-v3's 192/128 heads run Transformer "
+                      "Engine's unfused attention") != std::string::npos);
+  CHECK(comm.err.find("; drop --cp-comm\n") != std::string::npos);
   // The scores of the unfused attention (b x heads/t x s^2 x 2 bytes a layer) stay unless the
   // recompute repeats the core attention: mla_up_proj repeats the up-projections only.
   const auto up = dir.path / "old-up.yaml";
@@ -825,6 +871,12 @@ TEST_CASE("the stack as written is checked before its attention resolves", "[cli
   std::ofstream(fp8) << "name: f8\n"
                      << body << "head_dim: 192\ntraining:\n  global_batch: 64\n"
                      << "  dtype: fp8\n  fp8:\n    attention: true\n";  // line 15
+  // NeMo's Hydra file builds Transformer Engine's layers and asks for TE's unfused attention
+  // (its default transformer_engine: false would build Megatron-Core's local attention).
+  const Run hydra = trident("plan --gpus 16 --servers 2 --emit nemo-hydra --model " + odd.string());
+  REQUIRE(hydra.code == 0);
+  CHECK(hydra.out.find("  transformer_engine: true\n  attention_backend: unfused\n") !=
+        std::string::npos);
   // A V100 has no fused attention at all: the cudnn stack is refused, whatever the heads.
   const Run v100 = trident("plan --cluster dgx1-v100 --dtype fp16 --top 1 --model " + odd.string());
   CHECK(v100.code == 2);

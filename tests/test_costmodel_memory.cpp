@@ -13,27 +13,42 @@
 
 using namespace trident;
 
+namespace {
+// Korthikanti's layer is Megatron's core attention with its fused softmax. The toy model's
+// b x heads/t (1 x 4/2) is not a multiple of 4, which the fused softmax needs: the tests that
+// count its bytes run b = 2.
+constexpr UnfusedSoftmax kMegatron = UnfusedSoftmax::megatron;
+}  // namespace
+
 TEST_CASE("layer activations reduce to Korthikanti 2022", "[memory]") {
   Model model = test::small_model();             // s 32, b 1, h 64, a 4: sbh = 2048
   model.dropout = 0.1;                           // Korthikanti's GPT has dropout (masks counted)
   ParallelConfig config = test::small_config();  // t = 2
+  // b = 2: b x a/t = 4 lets the fused softmax run (unfused_attention.h), whose bytes Korthikanti
+  // counts; every number below is twice the b = 1 arithmetic shown.
+  config.micro_batch = 2;
   // TP, no SP: sbh*(10 + 24/t + 5as/(ht)) = 2048 * (10 + 12 + 5*4*32/128) = 2048 * 27
-  CHECK(layer_activation_bytes(model, config, false) == Approx(55296.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                               kMegatron) == Approx(110592.0));
   // TP + SP: sbh*(34 + 5as/h)/t = (69632 + 20480) / 2
   config.sequence_parallel = true;
-  CHECK(layer_activation_bytes(model, config, false) == Approx(45056.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                               kMegatron) == Approx(90112.0));
   // TP + SP + selective: 34*sbh/t
   config.recompute = Recompute::selective;
-  CHECK(layer_activation_bytes(model, config, false) == Approx(34816.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                               kMegatron) == Approx(69632.0));
   // full: the layer input only, 2sbh/t with SP, 2sbh without
   config.recompute = Recompute::full;
-  CHECK(layer_activation_bytes(model, config, false) == Approx(2048.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                               kMegatron) == Approx(4096.0));
   config.sequence_parallel = false;
-  CHECK(layer_activation_bytes(model, config, false) == Approx(4096.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                               kMegatron) == Approx(8192.0));
   // fused attention keeps the fp32 log-sum-exp (4*s*b*a) instead of the 5*a*s^2*b scores:
   // 10*2048 + (24*2048 + 4*32*4)/2 = 20480 + 24832
   config.recompute = Recompute::none;
-  CHECK(layer_activation_bytes(model, config, true) == Approx(45312.0));
+  CHECK(layer_activation_bytes(model, config, true) == Approx(90624.0));
 }
 
 TEST_CASE("tf32/fp32 training keeps 4-byte activations and no second fp32 master", "[memory]") {
@@ -44,27 +59,33 @@ TEST_CASE("tf32/fp32 training keeps 4-byte activations and no second fp32 master
   // inputs 2*4 = 8 per sbh (18, was 10); split 4*3h + 4h + 4*4h + 4*4h = 48h (was 24h);
   // scores 2*4 + 1 = 9 per b*a*s^2 element (was 5): 2048 * (18 + 48/2 + 9*4*32/(64*2)) =
   // 2048 * 51 = 104448 (the 16-bit 55296 = 2048 * 27 above).
-  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 4.0) ==
-        Approx(104448.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 4.0,
+                               kMegatron) == Approx(104448.0));
   config.recompute = Recompute::full;  // the layer input only, 4*sbh without SP
-  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 4.0) ==
-        Approx(8192.0));
-  // The states of the peak rank (the last stage, 56768 parameters): fp32 weights 4, fp32
-  // gradients 4 and Adam's m and v 8 (not 12: the weights are the master), ZeRO 0.
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 4.0,
+                               kMegatron) == Approx(8192.0));
+  // The states of the peak rank (the first stage, 56704 parameters: the unfused softmax's
+  // working scores below lift it over the last stage, whose transient is its loss): fp32
+  // weights 4, fp32 gradients 4 and Adam's m and v 8 (not 12: the weights are the master).
   config.recompute = Recompute::none;
   MemoryOptions options;
   options.fused_attention = false;
+  options.unfused_softmax = kMegatron;
   options.weight_bytes = 4.0;
   options.activation_bytes = 4.0;
   options.weights_are_master = true;
   model.dropout = 0.0;
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
-  CHECK(peak.weights_bytes == Approx(56768.0 * 4.0));
-  CHECK(peak.optimizer_bytes == Approx(56768.0 * 8.0));
+  CHECK(peak.weights_bytes == Approx(56704.0 * 4.0));
+  CHECK(peak.optimizer_bytes == Approx(56704.0 * 8.0));
   // Activations: the 16-bit 45056 per layer doubled except nothing (no dropout, unfused
-  // scores 2 -> 4 bytes): 90112, plus the output layer's 4-byte input 4*sbh = 8192.
-  CHECK(peak.activations_bytes == Approx(90112.0 + 8192.0));
+  // scores 2 -> 4 bytes): 90112, two micro-batches in flight on the first of two stages.
+  CHECK(peak.activations_bytes == Approx(2.0 * 90112.0));
   CHECK(peak.tp_gather_bytes == Approx(8192.0));  // 4*sbh
+  // PyTorch's fp32 softmax at its backward's peak: the saved output, the incoming gradient and
+  // the input gradient, 3 x 4 bytes, 8 beyond the 4 kept, over b x a/t x s^2 = 1 x 2 x 32 x 32
+  // = 2048 scores: 16384.
+  CHECK(peak.scores_working_bytes == Approx(8.0 * 2048.0));
 }
 
 TEST_CASE("fp32 weights as the master: where an optimizer shares them, and where not", "[memory]") {
@@ -119,17 +140,21 @@ TEST_CASE("micro-batches in flight on the later pipeline ranks", "[memory]") {
 TEST_CASE("sequence parallel through DTensor keeps the gathered QKV and FFN inputs", "[memory]") {
   const Model model = test::small_model();       // sbh = 2048, no dropout
   ParallelConfig config = test::small_config();  // t = 2
+  // b = 2: b x a/t = 4 lets the fused softmax run (unfused_attention.h), whose bytes Korthikanti
+  // counts; every number below is twice the b = 1 arithmetic shown.
+  config.micro_batch = 2;
   config.sequence_parallel = true;
   // Megatron: norms 4*sbh and the QKV/FFN inputs 2*2*sbh over SP, split 24*sbh + scores 8192
   // over TP: (8192 + 8192) / 2 + (49152 + 8192) / 2 = 36864.
-  CHECK(layer_activation_bytes(model, config, false) == Approx(36864.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                               kMegatron) == Approx(73728.0));
   // gathered: the QKV and FFN inputs 4*sbh = 8192 whole on each rank, +4096.
-  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, true) ==
-        Approx(40960.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, true, 2.0,
+                               kMegatron) == Approx(81920.0));
   // Without SP the inputs are whole anyway: the same either way (45056, below).
   config.sequence_parallel = false;
-  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, true) ==
-        Approx(45056.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, true, 2.0,
+                               kMegatron) == Approx(90112.0));
 }
 
 TEST_CASE("parameters per stage after the TP split", "[memory]") {
@@ -143,31 +168,39 @@ TEST_CASE("parameters per stage after the TP split", "[memory]") {
 }
 
 TEST_CASE("layer activations without dropout keep no masks", "[memory]") {
-  const Model model = test::small_model();  // dropout 0 (RoPE model, the loader's default)
-  const ParallelConfig config = test::small_config();  // t = 2, no SP
+  const Model model = test::small_model();       // dropout 0 (RoPE model, the loader's default)
+  ParallelConfig config = test::small_config();  // t = 2, no SP
+  config.micro_batch = 2;  // b x a/t = 4: the fused softmax (x2 the b = 1 arithmetic below)
   // replicated 8*sbh (norm inputs 4, QKV and FFN inputs 2 + 2) = 16384; split over TP 24*sbh =
   // 49152; unfused scores: the softmax output alone, 2*a*s^2*b = 2*4*32*32 = 8192.
   // 16384 + (49152 + 8192) / 2 = 45056 (with dropout: 55296, the 10*sbh and 5*a*s^2*b).
-  CHECK(layer_activation_bytes(model, config, false) == Approx(45056.0));
+  CHECK(layer_activation_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                               kMegatron) == Approx(2.0 * 45056.0));
 }
 
 TEST_CASE("working set of the layer being recomputed", "[memory]") {
   const Model model = test::small_model();
   ParallelConfig config = test::small_config();
-  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention) == 0.0);
+  // b = 2: b x a/t = 4 lets the fused softmax run (unfused_attention.h), whose bytes Korthikanti
+  // counts; every number below is twice the b = 1 arithmetic shown.
+  config.micro_batch = 2;
+  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                                kMegatron) == 0.0);
   // Full: the whole layer (45056, above) less the kept input 2*sbh = 4096 -> 40960.
   config.recompute = Recompute::full;
-  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention) == Approx(40960.0));
+  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                                kMegatron) == Approx(81920.0));
   // With SP: whole 8*2048/2 + 28672 = 36864 less 2*sbh/t = 2048 -> 34816.
   config.sequence_parallel = true;
-  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention) == Approx(34816.0));
+  CHECK(recompute_working_bytes(model, config, false, SelectiveKind::attention, false, false, 2.0,
+                                kMegatron) == Approx(69632.0));
   // Megatron's selective with fused attention recomputes nothing that is kept: 0.
   config.sequence_parallel = false;
   config.recompute = Recompute::selective;
   CHECK(recompute_working_bytes(model, config, true, SelectiveKind::attention) == Approx(0.0));
   // Per-op: whole with fused attention 16384 + (49152 + 4*sb*a = 512) / 2 = 41216; kept
   // 2*sbh = 4096 + (sb*(3h + 2h_kv + f) = 32*576 = 18432 + 2*sbh = 4096 + 512) / 2 = 15616.
-  CHECK(recompute_working_bytes(model, config, true, SelectiveKind::per_op) == Approx(25600.0));
+  CHECK(recompute_working_bytes(model, config, true, SelectiveKind::per_op) == Approx(51200.0));
   // mla_up_proj on a multi-head model recomputes nothing and keeps what none keeps.
   CHECK(recompute_working_bytes(model, config, true, SelectiveKind::mla_up_proj) == 0.0);
 }
@@ -215,57 +248,64 @@ TEST_CASE("peak rank memory, term by term", "[memory]") {
   const ParallelConfig config = test::small_config();  // m = 4, p = 2, ZeRO 0, unfused
   MemoryOptions options;
   options.fused_attention = false;
+  options.unfused_softmax = kMegatron;
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
-  // First stage: states 56704 * (2 + 4 + 12) = 1020672; activations 45056 * 1 layer * 2 in
-  // flight = 90112 (no embedding mask: no dropout); TP-gathered input 2*sbh = 4096.
-  // Last stage: states 56768 * 18 = 1021824; activations 45056 + the output layer's input
-  // 2*sbh = 4096 -> 49152; gathered input 4096; loss 6 bytes * 32 * 1000 / 2 = 96000 (no
-  // recompute, so it is the larger moment). 1171072 > 1114880: the last stage is the peak.
+  // The toy's b x a/t = 1 x 4/2 is not a multiple of 4: PyTorch's fp32 softmax keeps its fp32
+  // output and 16-bit cast, 6 bytes a score, over b*a/t*s^2 = 2048 scores: 12288 (the fused
+  // kernel's 2 would be 4096), and holds 12 at its peak, 6 more: 12288 working.
+  // First stage: states 56704 * (2 + 4 + 12) = 1020672; activations (45056 + 8192) * 1 layer
+  // * 2 in flight = 106496 (no embedding mask: no dropout); TP-gathered input 2*sbh = 4096 +
+  // the working scores 12288.
+  // Last stage: states 56768 * 18 = 1021824; activations 53248 + the output layer's input
+  // 2*sbh = 4096 -> 57344; gathered input 4096; loss 6 bytes * 32 * 1000 / 2 = 96000 (no
+  // recompute: larger than the 12288 working scores). 1179264 > 1143552: the last stage.
   CHECK(peak.weights_bytes == Approx(113536.0));
   CHECK(peak.gradients_bytes == Approx(227072.0));
   CHECK(peak.optimizer_bytes == Approx(681216.0));
-  CHECK(peak.activations_bytes == Approx(49152.0));
+  CHECK(peak.activations_bytes == Approx(57344.0));
   CHECK(peak.tp_gather_bytes == Approx(4096.0));
+  CHECK(peak.scores_working_bytes == Approx(12288.0));
   CHECK(peak.loss_bytes == Approx(96000.0));
   CHECK(peak.transient_bytes == Approx(100096.0));
-  // + cuBLAS workspace 4 MiB (no FP8 tensor cores) = 1171072 + 4194304.
-  CHECK(peak.allocated_bytes == Approx(5365376.0));
-  // Fragmentation: 15% of what churns within a step, activations + transients 149248 /
-  // 0.85 - 149248 = 26337.88; + CUDA context 287047680; no NCCL groups given.
-  const double fragmentation = 149248.0 * 0.15 / 0.85;
+  // + cuBLAS workspace 4 MiB (no FP8 tensor cores) = 1179264 + 4194304.
+  CHECK(peak.allocated_bytes == Approx(5373568.0));
+  // Fragmentation: 15% of what churns within a step, activations + transients 157440 /
+  // 0.85 - 157440 = 27783.53; + CUDA context 287047680; no NCCL groups given.
+  const double fragmentation = 157440.0 * 0.15 / 0.85;
   CHECK(peak.fragmentation_bytes == Approx(fragmentation));
-  CHECK(peak.reserved_bytes == Approx(5365376.0 + fragmentation));
+  CHECK(peak.reserved_bytes == Approx(5373568.0 + fragmentation));
   CHECK(peak.cuda_context_bytes == Approx(287047680.0));
   CHECK(peak.nccl_buffer_bytes == Approx(0.0));
-  CHECK(peak.total_bytes == Approx(5365376.0 + fragmentation + 287047680.0));
-  CHECK(peak.other_bytes == Approx(peak.total_bytes - 113536.0 - 227072.0 - 681216.0 - 49152.0));
+  CHECK(peak.total_bytes == Approx(5373568.0 + fragmentation + 287047680.0));
+  CHECK(peak.other_bytes == Approx(peak.total_bytes - 113536.0 - 227072.0 - 681216.0 - 57344.0));
   CHECK(peak.capacity_bytes == Approx(80.0 * 1024 * 1024 * 1024));
   CHECK(peak.fits);
 }
 
 TEST_CASE("the verdict: fits before fragmentation, tight when only the mean overflows",
           "[memory]") {
-  // The peak above: allocated 5365376 + CUDA context 287047680 = 292413056 must fit;
-  // fragmentation 26337.88 more makes the total 292439393.88.
+  // The peak above: allocated 5373568 + CUDA context 287047680 = 292421248 must fit;
+  // fragmentation 27783.53 more makes the total 292449031.53.
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();
   MemoryOptions options;
   options.fused_attention = false;
+  options.unfused_softmax = kMegatron;
   Gpu gpu = test::round_gpu();
   constexpr double gib = 1024.0 * 1024.0 * 1024.0;
   // Capacity 13000 bytes above what must fit: fits, but not with the mean fragmentation.
-  gpu.memory_gib = (292413056.0 + 13000.0) / gib;
+  gpu.memory_gib = (292421248.0 + 13000.0) / gib;
   MemoryBreakdown peak = peak_memory(gpu, model, config, options);
   CHECK(peak.fits);
   CHECK(peak.tight);
   CHECK(fragmentation_room_bytes(peak) == Approx(13000.0).margin(1e-3));
   // 100 bytes short of what must fit: does not fit, and is not called tight.
-  gpu.memory_gib = (292413056.0 - 100.0) / gib;
+  gpu.memory_gib = (292421248.0 - 100.0) / gib;
   peak = peak_memory(gpu, model, config, options);
   CHECK_FALSE(peak.fits);
   CHECK_FALSE(peak.tight);
-  // Room for the whole total (+ 30000 > 26337.88): fits, not tight.
-  gpu.memory_gib = (292413056.0 + 30000.0) / gib;
+  // Room for the whole total (+ 30000 > 27783.53): fits, not tight.
+  gpu.memory_gib = (292421248.0 + 30000.0) / gib;
   peak = peak_memory(gpu, model, config, options);
   CHECK(peak.fits);
   CHECK_FALSE(peak.tight);
@@ -288,12 +328,15 @@ TEST_CASE("DTensor sequence parallel: gathered inputs and the vocab-parallel los
   config.sequence_parallel = true;
   MemoryOptions options;
   options.fused_attention = false;
+  options.unfused_softmax = kMegatron;
   options.gathered_inputs = true;
   options.loss_bytes_per_logit = 16.0;  // torchtitan's loss_parallel (stack.h)
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
-  // Last stage: one layer 40960 (the gathered-inputs case above) + the output layer's input
-  // kept gathered, 2*sbh = 4096 (Megatron: its shard, 2048) = 45056.
-  CHECK(peak.activations_bytes == Approx(45056.0));
+  // Last stage: one layer 40960 (the gathered-inputs case above, b = 1 here: the toy's
+  // b x a/t = 2 runs PyTorch's fp32 softmax, 6 bytes a score kept for the fused kernel's 2, +4
+  // x 2048 scores = 8192) + the output layer's input kept gathered, 2*sbh = 4096 (Megatron:
+  // its shard, 2048) = 53248.
+  CHECK(peak.activations_bytes == Approx(53248.0));
   // Loss: 16 bytes x b*s*V/t = 16 * 32 * 1000 / 2.
   CHECK(peak.loss_bytes == Approx(256000.0));
 }
@@ -317,13 +360,16 @@ TEST_CASE("dropout adds its masks and the embedding's", "[memory]") {
   config.pp = 1;  // one stage, first and last: 2 layers, 1 micro-batch in flight
   MemoryOptions options;
   options.fused_attention = false;
-  // No dropout: 2 layers x 45056 + the output layer's input 2*sbh = 4096.
+  options.unfused_softmax = kMegatron;
+  // The toy's b x a/t = 2 runs PyTorch's fp32 softmax: a layer keeps 6 bytes a score (the
+  // fused kernel's 2 + 4 x 2048 = 8192 more) without dropout, 7 with it (its 5 + 2 x 2048 =
+  // 4096 more). No dropout: 2 layers x (45056 + 8192) + the output layer's input 2*sbh = 4096.
   CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
-        Approx(94208.0));
-  // Dropout: 2 x 55296 + the embedding's mask sbh = 2048 + 4096.
+        Approx(110592.0));
+  // Dropout: 2 x (55296 + 4096) + the embedding's mask sbh = 2048 + 4096.
   model.dropout = 0.1;
   CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
-        Approx(116736.0));
+        Approx(124928.0));
 }
 
 TEST_CASE("ZeRO shards the states over DP", "[memory]") {
@@ -392,12 +438,14 @@ TEST_CASE("partial full recompute: the recomputed layers keep their input, the r
   config.pp = 1;                                 // one stage: in flight 1 micro-batch
   MemoryOptions options;
   options.fused_attention = false;
-  // A layer without recompute keeps 45056 bytes (Korthikanti, unfused, above); one recomputed
-  // in full its input, 2 sbh = 4096. The output layer's input adds 2 sbh = 4096.
+  options.unfused_softmax = kMegatron;
+  // A layer without recompute keeps 53248 bytes (Korthikanti's 45056 with the fp32 softmax's
+  // 6 bytes a score for the fused kernel's 2: the toy's b x a/t = 2, + 4 x 2048); one
+  // recomputed in full its input, 2 sbh = 4096. The output layer's input adds 2 sbh = 4096.
   config.recompute = Recompute::full;
-  config.recompute_layers = 3;  // 3 of the 8 layers: 3 * 4096 + 5 * 45056 + 4096 = 241664
+  config.recompute_layers = 3;  // 3 of the 8 layers: 3 * 4096 + 5 * 53248 + 4096 = 282624
   CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
-        Approx(241664.0));
+        Approx(282624.0));
   config.recompute_layers = 0;  // every layer: 8 * 4096 + 4096 = 36864
   CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
         Approx(36864.0));
@@ -405,12 +453,12 @@ TEST_CASE("partial full recompute: the recomputed layers keep their input, the r
   CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
         Approx(36864.0));
   // Interleaved, 2 chunks of 4 layers: 3 per chunk, 6 of the stage's 8 layers; in flight on
-  // stage 0 with p 1, v 2, m 4: 1 * (1 + 0/8) = 1 -> 6 * 4096 + 2 * 45056 + 4096 = 118784.
+  // stage 0 with p 1, v 2, m 4: 1 * (1 + 0/8) = 1 -> 6 * 4096 + 2 * 53248 + 4096 = 135168.
   config.recompute_layers = 3;
   config.virtual_stages = 2;
   CHECK(config.recomputed_layers(8.0) == Approx(6.0));
   CHECK(peak_memory(test::round_gpu(), model, config, options).activations_bytes ==
-        Approx(118784.0));
+        Approx(135168.0));
 }
 
 TEST_CASE("ZeRO-3: a recipe's FP8 weight copies live only with the gathered units", "[memory]") {
@@ -470,14 +518,15 @@ TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept
   // On the peak rank of the term-by-term case (t = 2 without SP, p = 2, m = 4, b*s = 32,
   // s*b*h = 2048) with PyTorch's loss (12 bytes a logit, the 16-bit logits not among them):
   // the boundary activation is 2 x 2048 = 4096 bytes; the logits 2 bytes x 32 x 1000 / 2 =
-  // 32000. The last stage (1 in flight): states 1021824, activations 49152, gathered input
-  // 4096, loss 12 x 32 x 1000 / 2 = 192000; 3 idle input buffers = 12288 and every
-  // micro-batch's logits 4 x 32000 = 128000: 1407360. Stage 0 (1114880 with the 6-byte loss
-  // not on it) + 4 gradient buffers + 4 outputs 32768: below.
+  // 32000. The last stage (1 in flight): states 1021824, activations 57344 (the fp32
+  // softmax's scores, term by term above), gathered input 4096, loss 12 x 32 x 1000 / 2 =
+  // 192000; 3 idle input buffers = 12288 and every micro-batch's logits 4 x 32000 = 128000:
+  // 1415552. Stage 0 (1143552) + 4 gradient buffers + 4 outputs 32768: below.
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();
   MemoryOptions options;
   options.fused_attention = false;
+  options.unfused_softmax = kMegatron;
   options.loss_bytes_per_logit = 12.0;
   options.pp_recv_buffers_per_micro_batch = true;
   options.pp_keeps_outputs = PpKeptOutputs::all;
@@ -487,10 +536,10 @@ TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept
   CHECK(peak.pp_outputs_bytes == Approx(128000.0));
   CHECK(peak.loss_bytes == Approx(192000.0));
   // + cuBLAS workspace 4 MiB.
-  CHECK(peak.allocated_bytes == Approx(1407360.0 + 4194304.0));
+  CHECK(peak.allocated_bytes == Approx(1415552.0 + 4194304.0));
   // The buffers are allocated once; the outputs churn with the step: fragmentation over
-  // activations 49152 + transients 196096 + outputs 128000 = 373248.
-  CHECK(peak.fragmentation_bytes == Approx(373248.0 * 0.15 / 0.85));
+  // activations 57344 + transients 196096 + outputs 128000 = 381440.
+  CHECK(peak.fragmentation_bytes == Approx(381440.0 * 0.15 / 0.85));
   // Without pipeline parallelism there is nothing to receive or keep.
   ParallelConfig one = config;
   one.pp = 1;
@@ -565,7 +614,7 @@ TEST_CASE("ZeRO-3 gathering FP8 weights keeps the linear layers' in 1 byte", "[m
   // parameters x 2 bytes, its one layer's 24576 linear ones at 1: 113536 - 24576 = 88960.
   config.pp = 2;
   options.zero3_keeps_gathered = true;
-  options.fused_attention = false;
+  options.fused_attention = true;
   const MemoryBreakdown kept = peak_memory(test::round_gpu(), model, config, options);
   CHECK(kept.weights_bytes == Approx(88960.0));
   // 16-bit gathering (the default, 0): the stage's weights at 2 bytes.
@@ -580,7 +629,7 @@ TEST_CASE("FSDP2's side streams keep blocks reserved beside the compute stream's
   config.zero = 3;
   config.pp = 1;
   MemoryOptions options;
-  options.fused_attention = false;
+  options.fused_attention = true;
   CHECK(side_stream_pool_bytes(model, config, options, 0.0) == 0.0);  // not FSDP2's streams
   options.zero3_side_stream_pools = true;
   // Without PP: the flat all-gather outputs of the unit computing and the one prefetched,
