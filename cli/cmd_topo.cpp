@@ -19,6 +19,10 @@ namespace trident::cli {
 
 namespace {
 
+/// Seconds as microseconds to the picosecond: the cost model's seconds read back as the
+/// cluster file's microseconds (3.4, not 3.3999999999999995).
+double microseconds(double seconds) { return std::round(seconds * 1e12) / 1e6; }
+
 /// A rate or ratio as people read it: whole numbers whole, others to 4 figures, never in
 /// exponent form (a 154,300 GB/s tier printed 1.543e+05).
 std::string readable(double value) {
@@ -58,7 +62,7 @@ std::string pcie_cap_text(const Cluster& c) {
 std::vector<TierRow> tier_rows(const Cluster& c) {
   std::vector<TierRow> rows;
   const GroupLink domain = query_group(c, domain_ids(c, 0));
-  rows.push_back({domain.intra_tier, domain.intra_gbps, domain.intra_latency_s * 1e6,
+  rows.push_back({domain.intra_tier, domain.intra_gbps, microseconds(domain.intra_latency_s),
                   fmt::format("inside one domain ({} GPUs{})", c.nvlink.domain_gpus,
                               c.nvlink.kind == NvlinkKind::mesh ? ", rings over the mesh" : "")});
   if (c.network.nics_per_server > 0) {
@@ -71,7 +75,7 @@ std::vector<TierRow> tier_rows(const Cluster& c) {
                                ? query_group(c, {{0, other}}).inter_latency_s
                                : c.network.latency_us * 1e-6;
     rows.push_back(
-        {Tier::network, share, latency * 1e6,
+        {Tier::network, share, microseconds(latency),
          fmt::format("across domains: {} NICs x {} Gb/s / 8 / {} GPUs{} / "
                      "oversubscription {}",
                      c.network.nics_per_server, readable(c.network.nic_gbits), c.gpus_per_server,

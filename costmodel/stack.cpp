@@ -325,10 +325,12 @@ void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gp
 void check_stack_for_dtype(const Stack& stack, Dtype dtype) {
   if (!is_fused(stack.attention) || (dtype != Dtype::fp32 && dtype != Dtype::tf32)) return;
   throw InputError(fmt::format(
-      "stack {}: attention {} has no {} kernel (cuDNN fused attention and FlashAttention run "
-      "fp16/bf16 and FP8; Transformer Engine falls back to its unfused attention): use a stack "
-      "with attention: unfused for a {} run",
-      stack.name, to_string(stack.attention), to_string(dtype), to_string(dtype)));
+      "stack {}: attention {} has no {} kernel (cuDNN's fused attention and FlashAttention run "
+      "fp16/bf16 and FP8; in {} Transformer Engine falls back to its unfused attention, "
+      "PyTorch's SDPA to its math kernel, priced as attention: unfused): use a stack file with "
+      "attention: unfused (base: {}) for a {} run",
+      stack.name, to_string(stack.attention), to_string(dtype), to_string(dtype), stack.name,
+      to_string(dtype)));
 }
 
 void check_stack_runs(const Stack& stack, const Model& model, const Gpu& gpu) {

@@ -271,13 +271,25 @@ std::string zero_list_text(unsigned stages) {
   return "[" + out + "]";
 }
 
+/// "stacks/my-stack.yaml" -> "my-stack": the file name without its directories and extension
+/// (a source that is no file, "built-in stack NAME", has no slash and no dot to strip).
+std::string file_stem(const std::string& source) {
+  const std::size_t slash = source.find_last_of('/');
+  std::string name = slash == std::string::npos ? source : source.substr(slash + 1);
+  const std::size_t dot = name.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) name.resize(dot);
+  return name.empty() ? source : name;
+}
+
 /// `base`: the preset a file names with `base:`, whose values stand for the keys the file
 /// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
 Stack read_stack(const MapReader& m, const Stack* base) {
   m.reject_unknown(kStackKeys);
   const Stack d = base != nullptr ? *base : file_defaults();
   Stack s = d;
-  s.name = m.required_string("name");
+  // A file on a base may leave its name out too: the file's own name stands for it.
+  s.name = base != nullptr ? m.optional_string("name", file_stem(m.source()))
+                           : m.required_string("name");
   if (base != nullptr) {
     s.attention = static_cast<AttentionKernel>(
         m.optional_choice("attention", kAttentionNames, static_cast<int>(d.attention)));

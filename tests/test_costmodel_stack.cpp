@@ -138,6 +138,10 @@ TEST_CASE("which stacks split a PP activation over TP without sequence paralleli
   // A file without base: the 2021 split; with base: megatron-core its value unless it says.
   CHECK(load_stack("name: x\nattention: flash\ntp_overlap: none\n", "s.yaml").pp_scatter_gather);
   CHECK_FALSE(load_stack("name: x\nbase: megatron-core\n", "s.yaml").pp_scatter_gather);
+  // On a base the name may be left out too: the file's own, without directories or extension.
+  CHECK(load_stack("base: megatron-core\n", "stacks/my-variant.yaml").name == "my-variant");
+  CHECK_THROWS_WITH(load_stack("attention: cudnn\ntp_overlap: none\n", "stacks/s.yaml"),
+                    Catch::Contains("name: missing required key"));
   CHECK(load_stack("name: x\nbase: megatron-core\npp_scatter_gather: true\n", "s.yaml")
             .pp_scatter_gather);
   CHECK_THROWS_WITH(load_stack("name: x\nbase: megatron-core\npp_scatter_gather: 2\n", "s.yaml"),
