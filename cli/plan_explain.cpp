@@ -516,7 +516,7 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   line("TP/SP gathered layer input", m.tp_gather_bytes, "");
   line("layer being recomputed", m.recompute_working_bytes, backward_note);
   if (m.scores_working_bytes > 0.0) {
-    line("unfused attention's scores at its peak", m.scores_working_bytes, backward_note);
+    line("unfused scores at their peak", m.scores_working_bytes, backward_note);
   }
   if (m.states_churn && m.layer_units_bytes > 0.0) {
     // Everything is kept gathered: what comes and goes is the layer's 16-bit gradients.
