@@ -371,6 +371,11 @@ void run(const PlanFlags& f) {
   if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack, cluster.gpu);
   const CpCommPin cp_comm{f.cp_comm, options.stack.cp_kinds};
   pin_cp_comm(f.cp_comm, options.stack);
+  // The kernel that runs, as search() resolves it (Transformer Engine's fallback): what the
+  // search line says and whether --cp-comm can apply at all.
+  SearchOptions resolved = options;
+  resolve_attention(resolved, model, cluster.gpu);
+  check_cp_comm_runs(f.cp_comm, model, resolved);
   check_cp_comm_applies(f.cp_comm, options, model, cluster);
   check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);
   check_options(model, options);
@@ -389,9 +394,7 @@ void run(const PlanFlags& f) {
                   cluster.gpus(), cluster.servers, cluster.servers == 1 ? "" : "s",
                   summarize_server(cluster), model.name, summarize_model(model)));
   context.assumptions.push_back(describe_search(options));
-  // The search line names what is searched: CP not under an unfused attention fallback.
-  SearchOptions resolved = options;
-  resolve_attention(resolved, model, cluster.gpu);
+  // The search line names what is searched: no CP under TE's unfused attention.
   if (const std::string line = describe_cp_ep_search(model, resolved); !line.empty()) {
     context.assumptions.push_back(line);
   }
@@ -400,7 +403,6 @@ void run(const PlanFlags& f) {
   // The kernel that runs, as search() resolves it; its fallback may refuse a pin (CP).
   resolve_attention(options, model, cluster.gpu);
   check_options(model, options);
-  check_cp_comm_runs(f.cp_comm, model, options);
   if (f.fail_links.empty()) check_pinned_gpus(cluster, options);
   context.failures = run_failures(f, cluster);
   check_gpus_left(cluster, f.fail_links);
@@ -411,6 +413,7 @@ void run(const PlanFlags& f) {
     const std::string text = read_input_file(f.calibration_file, "--calibration");
     calibration = parse_calibration(text, input_source(f.calibration_file));
     check_calibration_on_gpu(*calibration, cluster.gpu, input_source(f.calibration_file), text);
+    check_calibration_links(*calibration, cluster, input_source(f.calibration_file), text);
     context.calibration_source = f.calibration_file;
   }
   const Calibration* measured = calibration ? &*calibration : nullptr;

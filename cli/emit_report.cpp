@@ -40,8 +40,10 @@ Export export_priced(const Release& release, const PlanResult& plan, const Clust
   StackSwitches switches =
       stack_switches(stack, plan.estimate.tp_userbuffers, model.training.dtype, plan.config);
   switches.attention = plan.estimate.attention;  // Transformer Engine's fallback, as priced
-  switches.te_attention_fallback =
-      stack.attention_is_fallback || plan.estimate.attention != stack.attention;
+  switches.te_unfused_attention =
+      plan.estimate.attention == AttentionKernel::unfused &&
+      (stack.attention_is_fallback || plan.estimate.attention != stack.attention ||
+       stack.unfused_softmax == UnfusedSoftmax::transformer_engine);
   return export_plan(release, cluster, model, plan.config, stack.selective, plan.estimate.cp_kind,
                      switches, plan.placement.order);
 }

@@ -62,6 +62,8 @@ const char* flag_of(Knob knob) {
       return "--recompute-layers";
     case Knob::fp8_attention:
       return "training.fp8.attention";
+    case Knob::fp8_params:
+      return "training.fp8.params";
   }
   return "?";
 }
@@ -116,6 +118,74 @@ std::string value_text(const OptionProblem& p) {
 
 }  // namespace
 
+namespace {
+
+/// A fit's bus bandwidth may exceed its link's (NCCL's NVLS in-switch and SHARP in-network
+/// reductions lift an all-reduce's busbw above the per-GPU link rate, by less than 2x): a fit
+/// above this multiple of the cluster's link was measured on another link; one below its
+/// 1/1000 on no working link. Bounds of a check, not of the cost model.
+constexpr double kFitAboveLinkRatio = 3.0;
+constexpr double kFitBelowLinkRatio = 1e-3;
+/// A measured GEMM under this share of the peak is not a rate in TFLOP/s.
+constexpr double kGemmBelowPeakRatio = 1e-5;
+
+/// validate's CPU backend (backend "mpi", gpu "cpu" or "cpu: MODEL") measures no GPU and no
+/// GPU link: its rates calibrate a CPU cluster (or a test), not this one's links.
+bool cpu_backend(const Calibration& calibration) {
+  return calibration.backend == "mpi" || calibration.gpu == "cpu" ||
+         calibration.gpu.starts_with("cpu: ");
+}
+
+/// The cluster's per-GPU, one-direction rate of `tier` (GB/s); 0 when it has no such tier.
+double tier_gbps(const Cluster& cluster, Tier tier) {
+  switch (tier) {
+    case Tier::nvlink:
+      return cluster.nvlink.kind == NvlinkKind::none
+                 ? 0.0
+                 : cluster.nvlink.links_per_gpu * cluster.nvlink.gbps_per_link;
+    case Tier::pcie:
+      return cluster.pcie.gbps;
+    case Tier::network:
+      return cluster.network.nics_per_server > 0 ? cluster.nic_gbps_per_gpu(0) : 0.0;
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+void check_calibration_links(const Calibration& calibration, const Cluster& cluster,
+                             const std::string& source, const std::string& text) {
+  if (cpu_backend(calibration)) return;
+  const json_reader::Path root = json_reader::Path::root(source, text);
+  for (std::size_t i = 0; i < calibration.fits.size(); ++i) {
+    const CollectiveFit& fit = calibration.fits[i];
+    const double link = tier_gbps(cluster, fit.tier);
+    if (link <= 0.0) continue;  // a tier this cluster has not: the fit is never read
+    if (fit.busbw_gbps > kFitAboveLinkRatio * link || fit.busbw_gbps < kFitBelowLinkRatio * link) {
+      throw InputError(fmt::format(
+          "{}: {:g} GB/s over {} is {} the cluster {}'s {:g} GB/s a GPU there (a fit of another "
+          "link or another cluster?); calibrate on this cluster's {} links, or describe them "
+          "in a --cluster FILE",
+          root.child("fits").index(i).child("busbw_gbps").where(), fit.busbw_gbps,
+          to_string(fit.tier),
+          fit.busbw_gbps > link ? fmt::format("more than {:g}x", kFitAboveLinkRatio)
+                                : std::string("under a thousandth of"),
+          cluster.name, link, to_string(fit.tier)));
+    }
+  }
+  for (std::size_t i = 0; i < calibration.gemms.size(); ++i) {
+    const GemmSample& g = calibration.gemms[i];
+    const double peak = cluster.gpu.peak_tflops(g.dtype);
+    if (peak > 0.0 && g.tflops < kGemmBelowPeakRatio * peak) {
+      throw InputError(fmt::format(
+          "{}: {:g} TFLOP/s is under a hundred-thousandth of the {}'s {} peak of {:g} (a "
+          "measurement in other units?)",
+          root.child("gemms").index(i).child("tflops").where(), g.tflops, cluster.gpu.name,
+          to_string(g.dtype), peak));
+    }
+  }
+}
+
 void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
                               const std::string& source, const std::string& text) {
   const json_reader::Path root = json_reader::Path::root(source, text);
@@ -123,10 +193,7 @@ void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
   // A100 file moved an H100 plan by 11%). A GPU file of the user's own has no name to compare.
   const std::string measured = gpu_preset_for_device(calibration.gpu);
   const bool built_in = preset_text(PresetKind::gpu, gpu.name).has_value();
-  // validate's CPU backend (backend "mpi", gpu "cpu" or "cpu: MODEL") measures no GPU to compare.
-  const bool cpu_backend = calibration.backend == "mpi" || calibration.gpu == "cpu" ||
-                           calibration.gpu.starts_with("cpu: ");
-  if (measured.empty() && built_in && !cpu_backend) {
+  if (measured.empty() && built_in && !cpu_backend(calibration)) {
     // A device name that is none of the built-in GPUs (or none at all) cannot be this one.
     throw InputError(fmt::format(
         "{}: {}, and the cluster's GPU is the built-in {}: its fits and GEMM rates would be "
@@ -180,6 +247,35 @@ std::string uneven_ends_text(const OptionProblem& p, const Model& model, const S
       "{}: {}; stack {} shortens only the first and the last virtual stage, so VP must divide "
       "{} and leave chunks of at least {} layer{}; use another --vp",
       pin, shape, stack.name, split.most(), gap, gap > 1 ? "s" : "");
+}
+
+}  // namespace
+
+namespace {
+
+/// FP8 parameters where the stack gathers them only from a sharded optimizer: a pinned ZeRO-0,
+/// or a stack whose only ZeRO stage is 0; the stages it does run named as the way out.
+std::string fp8_params_zero0_text(const OptionProblem& p, const Model& model, const Stack& stack) {
+  std::string sharded;
+  for (int zero = 1; zero <= 3; ++zero) {
+    if (!stack.supports_zero(zero, 1)) continue;
+    sharded += (sharded.empty() ? "--zero " : " or ") + std::to_string(zero);
+  }
+  const std::string way =
+      sharded.empty() ? "plan with a stack that has a distributed optimizer" : "use " + sharded;
+  const char* why =
+      "gathers FP8 parameters only from a sharded optimizer (Megatron-LM: --fp8-param-gather "
+      "needs --use-distributed-optimizer or Megatron-FSDP)";
+  if (p.knob == Knob::fp8_params) {
+    return fmt::format("{}: stack {} {} and runs no ZeRO stage above 0{}; {}, or set it false",
+                       model.key_where("", "training.fp8.params"), stack.name, why,
+                       sharded.empty() ? "" : " with PP above 1",
+                       sharded.empty() ? way : "plan without PP and " + way);
+  }
+  return fmt::format(
+      "--zero {}: model {} keeps FP8 parameters (training.fp8.params), and stack {} {}; {}, or "
+      "set training.fp8.params false",
+      p.value, model.name, stack.name, why, way);
 }
 
 }  // namespace
@@ -315,12 +411,7 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
     case OptionIssue::cp_unfused_fallback:
       return pin + ": " + unfused_takes_no_cp(model, stack) + "; use --cp 1";
     case OptionIssue::fp8_params_zero0:
-      return fmt::format(
-          "{}: model {} keeps FP8 parameters (training.fp8.params), which stack {} gathers only "
-          "from a sharded optimizer (Megatron-LM: --fp8-param-gather needs "
-          "--use-distributed-optimizer or Megatron-FSDP); use --zero 1 or 3, or set "
-          "training.fp8.params false",
-          pin, model.name, stack.name);
+      return fp8_params_zero0_text(p, model, stack);
     case OptionIssue::moe_hybrid_shard:
       return pin +
              ": MoE models shard over all of DP (the experts' state per shard group is not "
@@ -353,6 +444,11 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
 }
 
 std::string unfused_takes_no_cp(const Model& model, const Stack& stack) {
+  if (!stack.attention_is_fallback) {
+    return "stack " + stack.name +
+           " runs Transformer Engine's unfused attention (attention: unfused), which takes no "
+           "context parallelism (docs/cost_model.md#unfused-attention)";
+  }
   return fmt::format(
       "model {}'s {}/{} heads run Transformer Engine's unfused attention on this GPU under stack "
       "{} (its cuDNN does not train them, docs/cost_model.md#attention-on-blackwell), which takes "

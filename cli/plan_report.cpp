@@ -187,7 +187,10 @@ std::string describe_cp_ep_search(const Model& model, const SearchOptions& optio
         "--min-cp --max-cp)",
         model.seq_len, how, kinds.size() > 1 ? ", the faster" : "");
   } else if (options.unfused_fallback && model.seq_len >= kCpSearchMinSeqLen) {
-    text = "context parallel not searched: the unfused attention above takes none";
+    text = stack.attention_is_fallback
+               ? "context parallel not searched: the unfused attention above takes none"
+               : "context parallel not searched: Transformer Engine's unfused attention takes "
+                 "none";
   }
   if (model.is_moe()) {
     if (!text.empty()) text += "; ";

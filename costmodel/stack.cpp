@@ -324,12 +324,18 @@ void check_stack_for_model(const Stack& stack, const Model& model, const Gpu& gp
 
 void check_stack_for_dtype(const Stack& stack, Dtype dtype) {
   if (!is_fused(stack.attention) || (dtype != Dtype::fp32 && dtype != Dtype::tf32)) return;
+  // The preset the kernel came from ("stack NAME: attention"), the base a file can name.
+  const std::string& from = stack.attention_from;
+  const std::size_t colon = from.find(':');
+  const std::string base = from.rfind("stack ", 0) == 0 && colon != std::string::npos
+                               ? "base: " + from.substr(6, colon - 6)
+                               : std::string("on the same base");
   throw InputError(fmt::format(
       "stack {}: attention {} has no {} kernel (cuDNN's fused attention and FlashAttention run "
       "fp16/bf16 and FP8; in {} Transformer Engine falls back to its unfused attention, "
       "PyTorch's SDPA to its math kernel, priced as attention: unfused): use a stack file with "
-      "attention: unfused (base: {}) for a {} run",
-      stack.name, to_string(stack.attention), to_string(dtype), to_string(dtype), stack.name,
+      "attention: unfused ({}) for a {} run",
+      stack.name, to_string(stack.attention), to_string(dtype), to_string(dtype), base,
       to_string(dtype)));
 }
 

@@ -144,9 +144,10 @@ struct StackSwitches {
   /// model's dtype: 2 or 4); 0: the release's default.
   int grad_reduce_bytes = 0;
   AttentionKernel attention = AttentionKernel::cudnn;
-  /// `attention` is Transformer Engine's fallback for heads its cuDNN kernel does not train
-  /// (Estimate::attention differs from the stack's): the layers stay Transformer Engine's.
-  bool te_attention_fallback = false;
+  /// `attention` is Transformer Engine's own unfused attention: the stack's cuDNN kernel's
+  /// fallback for heads it does not train (Estimate::attention differs from the stack's), or a
+  /// stack stating `unfused` with `unfused_softmax: transformer_engine`. The layers are TE's.
+  bool te_unfused_attention = false;
 };
 /// What `stack` ran for the split `config` (its reduction dtype depends on the split: a ZeRO
 /// optimizer's at PP 1, Stack::reduce_bytes).

@@ -69,12 +69,12 @@ std::string shape(const Model& m) {
 }
 
 /// Transformer Engine's layers: for FP8, for userbuffers, for the fused attention kernels the
-/// plan was priced with, and for TE's own unfused attention where it falls back to it (the
+/// plan was priced with, and for TE's own unfused attention, stated or as the fallback (the
 /// file's default, false, builds Megatron-Core's local layers, whose attention is Megatron's
 /// unfused one: megatron_gpt_model.py get_specs L144-167 @v2.2.0).
 bool uses_te(const Model& m, const ParallelConfig& c, const StackSwitches& s) {
   return m.training.dtype == Dtype::fp8 || writes_userbuffers(c, s) ||
-         s.attention != AttentionKernel::unfused || s.te_attention_fallback;
+         s.attention != AttentionKernel::unfused || s.te_unfused_attention;
 }
 
 /// FP8 through Transformer Engine: HYBRID format (fp8_hybrid), delayed scaling (fp8_interval,

@@ -257,6 +257,11 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   if (o.zero && !o.stack.runs_fp8_params_at(*o.zero, model.training)) {
     return OptionProblem{Knob::zero, OptionIssue::fp8_params_zero0, *o.zero, 0};
   }
+  // Not pinned: a stack whose only ZeRO stage (with the pinned PP) is 0 leaves nothing to plan.
+  const unsigned stages = o.pp && *o.pp > 1 ? o.stack.zero_stages_with_pp : o.stack.zero_stages;
+  if (!o.zero && !o.stack.runs_fp8_params_at(0, model.training) && (stages & ~1u) == 0) {
+    return OptionProblem{Knob::fp8_params, OptionIssue::fp8_params_zero0, 1, 0};
+  }
   if (model.training.dtype == Dtype::fp8 && !o.stack.supports(model.training.fp8.recipe)) {
     return OptionProblem{Knob::fp8_recipe, OptionIssue::stack_lacks,
                          static_cast<long long>(model.training.fp8.recipe), 0};

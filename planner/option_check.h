@@ -34,6 +34,7 @@ enum class Knob {
   dp_shard,
   recompute_layers,
   fp8_attention,  ///< the model file's training.fp8.attention
+  fp8_params,     ///< the model file's training.fp8.params
 };
 
 enum class OptionIssue {

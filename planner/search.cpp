@@ -414,10 +414,19 @@ void resolve_attention(SearchOptions& options, const Model& model, const Gpu& gp
   // FP8 attention has no fallback: check_stack_for_model refuses its heads on the cuDNN stack.
   if (model.training.dtype == Dtype::fp8 && model.training.fp8.attention) return;
   const AttentionKernel run = attention_run(options.stack, model, gpu);
-  if (run == options.stack.attention) return;
-  options.stack.attention = run;
-  options.stack.attention_is_fallback = true;
-  if (run != AttentionKernel::unfused) return;
+  if (run != options.stack.attention) {
+    options.stack.attention = run;
+    options.stack.attention_is_fallback = true;
+    // The fallback of a cuDNN stack is Transformer Engine's own unfused attention.
+    options.stack.unfused_softmax = UnfusedSoftmax::transformer_engine;
+  }
+  // Transformer Engine's unfused attention, stated or as the fallback, takes no context
+  // parallelism (dot_product_attention/utils.py L535-538 @v2.2.1).
+  if (options.stack.attention != AttentionKernel::unfused ||
+      options.stack.unfused_softmax != UnfusedSoftmax::transformer_engine ||
+      options.stack.cp_kinds == 0) {
+    return;
+  }
   options.unfused_fallback = true;
   options.stack.cp_kinds = 0;
 }

@@ -52,8 +52,9 @@ struct SearchOptions {
   int max_ep = 0;
   double reserve_gib = 0.0;  ///< extra headroom kept free on every GPU (context, NCCL priced)
   Stack stack;               ///< the software that runs the split; only what it supports is tried
-  /// The stack's cuDNN attention falls back to Transformer Engine's unfused attention for the
-  /// model's heads on the GPU (resolve_attention), which takes no context parallelism.
+  /// Transformer Engine's unfused attention runs, the stack's stated kernel or its cuDNN
+  /// attention's fallback for the model's heads on the GPU (resolve_attention,
+  /// Stack::attention_is_fallback says which): it takes no context parallelism.
   bool unfused_fallback = false;
   std::size_t keep = 10;  ///< feasible plans kept, best first
   bool show_infeasible = false;

@@ -716,9 +716,26 @@ TEST_CASE("FP8 parameters under Megatron-Core: a sharded optimizer, never ZeRO-0
   CHECK(zero0.code == 2);
   CHECK(zero0.err ==
         "trident: error: --zero 0: model llama3-8b-fp8 keeps FP8 parameters "
-        "(training.fp8.params), which stack megatron-core gathers only from a sharded optimizer "
-        "(Megatron-LM: --fp8-param-gather needs --use-distributed-optimizer or Megatron-FSDP); "
-        "use --zero 1 or 3, or set training.fp8.params false\n");
+        "(training.fp8.params), and stack megatron-core gathers FP8 parameters only from a "
+        "sharded optimizer (Megatron-LM: --fp8-param-gather needs --use-distributed-optimizer or "
+        "Megatron-FSDP); use --zero 1 or 3, or set training.fp8.params false\n");
+  // A stack file whose only ZeRO stage is 0 (with PP: --pp 2) leaves nothing to plan: said at
+  // the model's key, with the way out the stack has.
+  TempDir dir;
+  const auto z0 = dir.path / "z0.yaml";
+  std::ofstream(z0) << "name: z0\nbase: megatron-core\nzero_stages: [0]\n"
+                       "zero_stages_with_pp: [0]\n";
+  const Run none = trident(fp8 + " --stack " + z0.string());
+  CHECK(none.code == 2);
+  CHECK(none.err.find("training.fp8.params: stack z0 gathers FP8 parameters only from a sharded "
+                      "optimizer") != std::string::npos);
+  CHECK(none.err.find("runs no ZeRO stage above 0; plan with a stack that has a distributed "
+                      "optimizer, or set it false") != std::string::npos);
+  const auto z0pp = dir.path / "z0pp.yaml";
+  std::ofstream(z0pp) << "name: z0pp\nbase: megatron-core\nzero_stages_with_pp: [0]\n";
+  const Run pp = trident(fp8 + " --stack " + z0pp.string() + " --pp 2");
+  CHECK(pp.code == 2);
+  CHECK(pp.err.find("with PP above 1; plan without PP and use --zero 1 or 3") != std::string::npos);
   // The free search ranks no ZeRO-0 plan.
   const Run free = trident(fp8 + " --format json --top 50");
   REQUIRE(free.code == 0);
@@ -834,6 +851,20 @@ TEST_CASE(
   CHECK(comm.err.find("--cp-comm a2a: model deepseek-v3's 192/128 heads run Transformer "
                       "Engine's unfused attention") != std::string::npos);
   CHECK(comm.err.find("; drop --cp-comm\n") != std::string::npos);
+  // A stack stating Transformer Engine's unfused attention runs no CP either.
+  const std::string stated =
+      "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --seq-len 32768 --stack " +
+      std::string(TRIDENT_SOURCE_DIR) + "/docs/examples/megatron-core-unfused.yaml";
+  const Run stated_free = trident(stated + " --top 1");
+  REQUIRE(stated_free.code == 0);
+  CHECK(stated_free.out.find("# context parallel not searched: Transformer Engine's unfused "
+                             "attention takes none") != std::string::npos);
+  const Run stated_cp = trident(stated + " --cp 2");
+  CHECK(stated_cp.code == 2);
+  CHECK(stated_cp.err ==
+        "trident: error: --cp 2: stack megatron-core-unfused runs Transformer Engine's unfused "
+        "attention (attention: unfused), which takes no context parallelism "
+        "(docs/cost_model.md#unfused-attention); use --cp 1\n");
   // The scores of the unfused attention (b x heads/t x s^2 x 2 bytes a layer) stay unless the
   // recompute repeats the core attention: mla_up_proj repeats the up-projections only.
   const auto up = dir.path / "old-up.yaml";

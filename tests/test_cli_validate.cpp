@@ -1,5 +1,6 @@
 // End to end: `mpirun -np 8 trident validate --backend cpu` on loopback (TP2 x PP2 x DP2),
 // the calibration file it writes, refusals (world size, malformed plan), `trident calibrate`.
+#include <fmt/format.h>
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
@@ -207,6 +208,29 @@ TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
                           "the inputs before it on 'NVIDIA A100-SXM4-80GB'; a calibration "
                           "describes one GPU type\n");
   CHECK(run(kBinary + " calibrate --nccl-tests " + kData + "plan_1gpu.json", log) == 2);
+}
+
+TEST_CASE("plan --calibration refuses link fits the cluster's links cannot carry", "[cli][plan]") {
+  // all_gather_new.txt: two H100 servers over the network, a 57.8 GB/s fit; the same file with
+  // the fit raised to 19355 GB/s (43x a 450 GB/s NVLink, 387x dgx-h100's 50 GB/s NIC share) or
+  // lowered to 0.00001 GB/s is refused at the key.
+  const std::string calib = temp("links_calib.json");
+  const std::string log = temp("links.log");
+  REQUIRE(run(kBinary + " calibrate --nccl-tests " + kData + "nccl_tests/all_gather_new.txt" +
+                  " --output " + calib,
+              log) == 0);
+  const std::string plan =
+      kBinary + " plan --gpus 16 --servers 2 --model llama3-8b --top 1 --calibration " + calib;
+  REQUIRE(run(plan, log) == 0);
+  auto doc = nlohmann::json::parse(slurp(calib));
+  for (const double busbw : {19355.0, 1e-5}) {
+    doc["fits"][0]["busbw_gbps"] = busbw;
+    std::ofstream(calib) << doc.dump(2);
+    CHECK(run(plan, log) == 2);
+    CHECK(slurp(log).find("fits[0].busbw_gbps: " + fmt::format("{:g}", busbw) +
+                          " GB/s over network is ") != std::string::npos);
+    CHECK(slurp(log).find("the cluster dgx-h100's 50 GB/s a GPU there") != std::string::npos);
+  }
 }
 
 TEST_CASE("validate on the planner's own plan; plan --calibration then predicts slower",

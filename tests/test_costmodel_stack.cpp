@@ -138,6 +138,18 @@ TEST_CASE("which stacks split a PP activation over TP without sequence paralleli
   // A file without base: the 2021 split; with base: megatron-core its value unless it says.
   CHECK(load_stack("name: x\nattention: flash\ntp_overlap: none\n", "s.yaml").pp_scatter_gather);
   CHECK_FALSE(load_stack("name: x\nbase: megatron-core\n", "s.yaml").pp_scatter_gather);
+  // Whose unfused attention runs, and FP8 parameters only from a sharded optimizer, as the
+  // presets cite them; a bad value names the key.
+  CHECK(stack_preset("megatron-core").unfused_softmax == UnfusedSoftmax::transformer_engine);
+  CHECK(stack_preset("megatron-2021").unfused_softmax == UnfusedSoftmax::megatron);
+  CHECK(stack_preset("deepspeed-megatron").unfused_softmax == UnfusedSoftmax::megatron);
+  CHECK(stack_preset("megatron-core").fp8_params_need_sharded_optimizer);
+  CHECK(stack_preset("megatron-core-perf").fp8_params_need_sharded_optimizer);
+  CHECK_FALSE(stack_preset("torchtitan").fp8_params_need_sharded_optimizer);
+  CHECK(load_stack("name: x\nbase: megatron-core\nunfused_softmax: megatron\n", "s.yaml")
+            .unfused_softmax == UnfusedSoftmax::megatron);
+  CHECK_THROWS_WITH(load_stack("name: x\nbase: megatron-core\nunfused_softmax: apex\n", "s.yaml"),
+                    Catch::Contains("s.yaml:3: unfused_softmax"));
   // On a base the name may be left out too: the file's own, without directories or extension.
   CHECK(load_stack("base: megatron-core\n", "stacks/my-variant.yaml").name == "my-variant");
   CHECK_THROWS_WITH(load_stack("attention: cudnn\ntp_overlap: none\n", "stacks/s.yaml"),

@@ -104,6 +104,17 @@ TEST_CASE("bytes per score element: kept, at the peak, moved", "[unfused_attenti
   CHECK(b.peak == 12.0);
   CHECK(b.forward_moved == 16.0);
   CHECK(b.backward_moved == 20.0);
+  // Megatron's scale on them: r4 w4 more each way; with dropout its 4-byte output and mask kept
+  // (4 + 4 + 1 = 9), its forward's scores, output, mask and dropped output alive (13).
+  b = unfused_score_bytes(kMegatron, model, config, 4.0);
+  CHECK(b.forward_moved == 24.0);
+  CHECK(b.backward_moved == 28.0);
+  model.dropout = 0.1;
+  b = unfused_score_bytes(kTe, model, config, 4.0);
+  CHECK(b.kept == 9.0);
+  CHECK(b.peak == 13.0);
+  CHECK(b.forward_moved == 25.0);
+  CHECK(b.backward_moved == 29.0);
 }
 
 TEST_CASE("the working scores of one layer at its peak, beyond those kept", "[unfused_attention]") {
