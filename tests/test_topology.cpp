@@ -154,6 +154,26 @@ TEST_CASE("GB200 NVL72: one NVLink domain over 18 trays", "[topology]") {
   CHECK(two.inter_gbps == 50.0);  // 4 NICs x 400 Gb/s / 8 / 4 GPUs per tray
 }
 
+TEST_CASE("GB200 NVL72: a GPU without NVLink reaches other trays through its NIC", "[topology]") {
+  Cluster c = cluster_preset("gb200-nvl72");
+  c.network.nic_gbits = 100.0;     // 4 x 100 Gb/s / 8 / 4 GPUs = 12.5 GB/s a GPU, below PCIe's 50
+  c.health.nvlinks_down[13] = 18;  // tray 3 (GPUs 12-15)
+  // Its own tray's GPU over PCIe, as in a DGX server.
+  const GroupLink tray = query(c, {12, 13});
+  CHECK(tray.intra_tier == Tier::pcie);
+  CHECK(tray.intra_gbps == 50.0);
+  // Another tray's: no PCIe between trays, the NIC share and the network's latency.
+  const GroupLink across = query(c, {5, 13});
+  CHECK(across.tier == Tier::network);
+  CHECK(across.intra_tier == Tier::network);
+  CHECK(across.intra_gbps == 12.5);
+  CHECK(across.intra_latency_s == Approx(14e-6));
+  // With the stock 400 Gb/s NICs the share (50 GB/s) equals PCIe's: the rate, not the tier.
+  c.network.nic_gbits = 400.0;
+  CHECK(query(c, {5, 13}).intra_gbps == 50.0);
+  CHECK(query(c, {5, 13}).intra_tier == Tier::network);
+}
+
 TEST_CASE("DGX-1V hybrid cube mesh: rings over direct links", "[topology]") {
   Cluster c = cluster_preset("dgx1-v100");  // 25 GB/s per NVLink
   // All 8: the NV2 edges form the cycle 0-3-2-1-5-6-7-4 (width 2), the NV1 edges the cycle

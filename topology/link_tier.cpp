@@ -124,12 +124,23 @@ Spread spread_of(const Cluster& c, std::span<const int> ids) {
 struct Intra {
   double gbps = 0.0;
   bool pcie = false;
+  /// A member's fallback leaves its server: through its NIC (a rack-scale domain's trays).
+  bool network = false;
 };
+
+/// Whether the group has members on more than one server.
+bool spans_servers(const Cluster& c, std::span<const int> ids) {
+  const int first = c.server_of(ids.front());
+  return std::any_of(ids.begin(), ids.end(), [&](int id) { return c.server_of(id) != first; });
+}
 
 Intra switch_intra(const Cluster& c, std::span<const int> ids) {
   const double full = c.nvlink.links_per_gpu * c.nvlink.gbps_per_link;
   Intra result{full, false};
   if (c.health.nvlinks_down.empty()) return result;
+  // A domain of several servers (GB200 NVL72's trays) has no PCIe between them: a member that
+  // leaves NVLink reaches the other trays' members through its NIC (NCCL's NET path).
+  const bool across = c.nvlink.domain_gpus > c.gpus_per_server && spans_servers(c, ids);
   for (const int id : ids) {
     const auto down = c.health.nvlinks_down.find(id);
     if (down == c.health.nvlinks_down.end()) continue;
@@ -137,9 +148,12 @@ Intra switch_intra(const Cluster& c, std::span<const int> ids) {
     // bandwidth it asks for (graph/search.cpp ncclTopoCompute: typeIntra += 1 first), so a GPU
     // left with fewer NVLinks than its PCIe carries talks over PCIe: never slower than none.
     const int left = std::max(0, c.nvlink.links_per_gpu - down->second);
-    const bool over_pcie = left * c.nvlink.gbps_per_link < c.pcie.gbps;
-    result.pcie = result.pcie || over_pcie;
-    const double member = over_pcie ? c.pcie.gbps : left * c.nvlink.gbps_per_link;
+    const double fallback =
+        across ? c.nic_gbps_per_gpu(c.server_of(id)) / c.network.oversubscription : c.pcie.gbps;
+    const bool falls_back = left * c.nvlink.gbps_per_link < fallback;
+    result.pcie = result.pcie || (falls_back && !across);
+    result.network = result.network || (falls_back && across);
+    const double member = falls_back ? fallback : left * c.nvlink.gbps_per_link;
     result.gbps = std::min(result.gbps, member);
   }
   return result;
@@ -309,8 +323,9 @@ double healthy_intra_gbps(const Cluster& c, std::span<const int> ids) {
 /// The group's bottleneck bandwidth under the failures over the same group's with none: what
 /// a measured rate of the healthy group (a calibration fit) is scaled by. 1 when healthy.
 double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLink& link) {
-  // A member fallen back to PCIe: the fit looked up is a PCIe one, measured as it runs.
-  if (link.intra_tier == Tier::pcie && c.nvlink.kind != NvlinkKind::none) return 1.0;
+  // A member fallen back to PCIe (or a NIC): the fit looked up is that tier's, measured as it
+  // runs.
+  if (link.intra_tier != Tier::nvlink && c.nvlink.kind != NvlinkKind::none) return 1.0;
   GroupLink healthy = link;
   healthy.intra_gbps = healthy_intra_gbps(c, ids);
   if (link.tier == Tier::network) {
@@ -343,10 +358,11 @@ GroupLink query_group(const Cluster& cluster, std::span<const int> gpu_ids) {
   link.domains = spread.domains;
   link.ranks_per_domain = spread.ranks_per_domain;
   link.min_ranks_per_domain = spread.min_ranks_per_domain;
-  link.intra_tier = intra.pcie ? Tier::pcie : Tier::nvlink;
+  link.intra_tier = intra.network ? Tier::network : intra.pcie ? Tier::pcie : Tier::nvlink;
   link.intra_gbps = intra.gbps;
-  link.intra_latency_s =
-      (intra.pcie ? cluster.pcie.latency_us : cluster.nvlink.latency_us) * kSecondsPerUs;
+  link.intra_latency_s = intra.network ? network_latency_s(cluster.network)
+                         : intra.pcie  ? cluster.pcie.latency_us * kSecondsPerUs
+                                       : cluster.nvlink.latency_us * kSecondsPerUs;
   link.tier = link.intra_tier;
   if (spread.domains > 1 && spread.one_server) {
     link.tier = Tier::pcie;
