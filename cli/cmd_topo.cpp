@@ -119,8 +119,8 @@ std::string domain_line(const Cluster& c) {
 }
 
 void print_table(const Cluster& c) {
-  fmt::print("cluster {}: {} GPUs = {} servers x {} {}\n", c.name, c.gpus(), c.servers,
-             c.gpus_per_server, c.gpu.name);
+  fmt::print("cluster {}: {} GPUs = {} server{} x {} {}\n", c.name, c.gpus(), c.servers,
+             c.servers == 1 ? "" : "s", c.gpus_per_server, c.gpu.name);
   fmt::print("gpu {}: {}\n", c.gpu.name, summarize_gpu(c.gpu));
   fmt::print("{}\n", domain_line(c));
   fmt::print("network: {} NICs x {} Gb/s per server = {} GB/s per GPU{}, {}, oversubscription {}\n",

@@ -48,18 +48,25 @@ struct ImportFlags {
 
 /// --gpu, else the preset the input's device name or PCI id points to; checked to exist.
 [[nodiscard]] std::string resolve_gpu(const ImportFlags& flags, const ImportedServer& server) {
+  std::string guess = guess_gpu_preset(server);
+  const std::string seen = !server.device_name.empty()  ? "'" + server.device_name + "'"
+                           : !server.pci_device.empty() ? "PCI device " + server.pci_device
+                                                        : "no device name";
   if (!flags.gpu.empty()) {
     try {
       (void)gpu_preset(flags.gpu);  // throws "unknown GPU preset ... (did you mean ...)"
     } catch (const InputError& e) {
       throw InputError(std::string("--gpu: ") + e.what());
     }
+    // The input names a GPU trident knows, and --gpu another: its links would be written
+    // beside a GPU the server does not have.
+    if (!guess.empty() && guess != flags.gpu) {
+      throw InputError(
+          fmt::format("--gpu {}: {} names {} ({}); drop --gpu, or import the server that has {}",
+                      flags.gpu, server.source, seen, guess, flags.gpu));
+    }
     return flags.gpu;
   }
-  std::string guess = guess_gpu_preset(server);
-  const std::string seen = !server.device_name.empty()  ? "'" + server.device_name + "'"
-                           : !server.pci_device.empty() ? "PCI device " + server.pci_device
-                                                        : "no device name";
   if (guess.empty()) {
     throw InputError(server.source + ": cannot tell which GPU this is (" + seen +
                      "): pass --gpu NAME (trident presets lists them)");
@@ -117,8 +124,9 @@ void run_import(const ImportFlags& flags) {
   files.set_text("--output", yaml);
   files.commit();
   if (!flags.output.empty()) {
-    std::fprintf(stderr, "trident: wrote %s (%d servers of %d GPUs, GPU %s)\n",
-                 flags.output.c_str(), flags.servers, server.gpus, options.gpu.c_str());
+    std::fprintf(stderr, "trident: wrote %s (%d server%s of %d GPUs, GPU %s)\n",
+                 flags.output.c_str(), flags.servers, flags.servers == 1 ? "" : "s", server.gpus,
+                 options.gpu.c_str());
   }
 }
 

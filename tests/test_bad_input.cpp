@@ -187,7 +187,7 @@ TEST_CASE("bad input: plan flags", "[bad_input][plan]") {
                 "--fail-link 'bogus': expected KIND:WHERE, one of nvlink:SERVER/GPU[:COUNT|:all], "
                 "mesh:SERVER/GPU-GPU, nic:SERVER/NIC, gpu:SERVER/GPU, server:SERVER");
   check_refused("plan" + kModel + " --fail-link server:5",
-                "--fail-link 'server:5': server 5 does not exist (cluster has 1 servers, 0)");
+                "--fail-link 'server:5': server 5 does not exist (cluster has 1 server, 0)");
   check_refused("plan" + kModel + " --fail-link gpu:0/0 --fail-link gpu:0/0",
                 "--fail-link 'gpu:0/0': names the same part as 'gpu:0/0'");
 }
@@ -237,6 +237,11 @@ TEST_CASE("bad input: topo", "[bad_input][topo]") {
                 "--servers: expected a positive integer, got '0' (see --help)");
   check_refused("topo import --nvidia-smi " + kSmi + " --gpu nope",
                 "--gpu: unknown GPU preset 'nope'; known: ...");
+  // An input that names a GPU trident knows takes no other --gpu.
+  check_refused("topo import --nccl-xml " + kData + "topo/h100_nccl_topo.xml --gpu v100-sxm-32g",
+                "--gpu v100-sxm-32g: " + kData +
+                    "topo/h100_nccl_topo.xml names PCI device 0x2330 (h100-sxm-80g); drop --gpu, "
+                    "or import the server that has v100-sxm-32g");
   check_refused("topo import --nvidia-smi " + kSmi + " --nic-gbits -1",
                 "--nic-gbits: expected a positive number, got '-1' (see --help)");
   check_refused("topo import --nvidia-smi " + kSmi + " --nvlink-gbps nan",

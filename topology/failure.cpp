@@ -164,7 +164,8 @@ namespace {
 void check_server(const Cluster& cluster, const Failure& f) {
   if (f.server < cluster.servers) return;
   spec_error(f.spec, "server " + std::to_string(f.server) + " does not exist (cluster has " +
-                         std::to_string(cluster.servers) + " servers, " +
+                         std::to_string(cluster.servers) +
+                         (cluster.servers == 1 ? " server, " : " servers, ") +
                          range_text(cluster.servers) + ")");
 }
 
