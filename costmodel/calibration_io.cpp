@@ -29,9 +29,13 @@ using json_reader::positive_integer;
 using json_reader::positive_number;
 using json_reader::string_value;
 
-/// "ranks": a positive integer that fits a group of a cluster (at most 2^24).
+/// "ranks": an integer from 2 (a collective of one rank moves nothing, so a bandwidth fitted
+/// over it prices nothing) to 2^24 (a group of a cluster).
 int rank_count(const json& object, const Path& path) {
-  return static_cast<int>(bounded_integer(object, path, "ranks", 1LL << 24));
+  const long long ranks = bounded_integer(object, path, "ranks", 1LL << 24);
+  if (ranks < 2)
+    path.child("ranks").fail("expected at least 2 (a collective of one rank moves nothing)");
+  return static_cast<int>(ranks);
 }
 
 Collective collective_value(const json& object, const Path& path) {

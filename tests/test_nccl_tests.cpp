@@ -140,6 +140,12 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   const auto samples = to_samples(t, Tier::nvlink);
   REQUIRE(samples.size() == 4);
   CHECK(samples[2].time_s == Approx(39.1e-6));  // in-place when out-of-place is nan
+  // Any other string is refused at its place, not dropped with its row.
+  std::string garbage = data("nccl_tests/sendrecv.json");
+  garbage.replace(garbage.find("\"time\":\"nan\""), 12, "\"time\":\"abc\"");
+  CHECK(error_of([&] { (void)parse_nccl_tests(garbage, "sendrecv.json"); })
+            .ends_with(
+                "results[2].out_of_place.time: expected a number, null or \"nan\", got \"abc\""));
   // One process running both GPUs (-g 2): config.devices lists one entry per process (its
   // first rank), so the ranks are entries x nthreads x ngpus, 1 x 1 x 2 (it read 1 rank).
   std::string one_process = data("nccl_tests/sendrecv.json");

@@ -228,6 +228,16 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
   CHECK(error_of([] {
           (void)parse_calibration("{\"trident_calibration\": 1, \"gemms\": []}", "c.json");
         }) == "c.json:1: collectives: missing");
+  // A fit over one rank: a collective of one moves nothing, so its bandwidth prices nothing.
+  CHECK(error_of([] {
+          (void)parse_calibration(
+              "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": [], \"fits\": "
+              "[{\"collective\": \"all_reduce\", \"ranks\": 1, \"tier\": \"nvlink\", "
+              "\"latency_s\": 1e-5, \"busbw_gbps\": 300}]}",
+              "c.json");
+        }) ==
+        "c.json:1: fits[0].ranks: expected at least 2 (a collective of one rank moves "
+        "nothing)");
   CHECK(error_of([] {
           (void)parse_calibration(
               "{\"trident_calibration\": 1, \"gemms\": [], \"collectives\": "

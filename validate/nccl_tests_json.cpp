@@ -27,15 +27,26 @@ std::optional<double> number(const json& object, const char* key) {
   return it->get<double>();
 }
 
-NcclTestsCell read_cell(const json& result, const char* key) {
+/// A measured value: a number, or what nccl-tests writes for none (null, the string "nan"); any
+/// other value is refused naming it (a row it dropped silently left the fit without it).
+std::optional<double> measured(const json& object, const char* key, const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  if (it->is_number()) return it->get<double>();
+  if (it->is_string() && (*it == "nan" || *it == "-nan")) return std::nullopt;
+  throw InputError(where + "." + key + ": expected a number, null or \"nan\", got " + it->dump());
+}
+
+NcclTestsCell read_cell(const json& result, const char* key, const std::string& where) {
   NcclTestsCell cell;
   const auto it = result.find(key);
   if (it == result.end() || !it->is_object()) return cell;
-  cell.time_us = number(*it, "time");
-  if (!cell.time_us) cell.time_us = number(*it, "cpu_time");
-  cell.algbw_gbps = number(*it, "alg_bw");
-  cell.busbw_gbps = number(*it, "bus_bw");
-  cell.wrong = number(*it, "nwrong");
+  const std::string at = where + "." + key;
+  cell.time_us = measured(*it, "time", at);
+  if (!cell.time_us) cell.time_us = measured(*it, "cpu_time", at);
+  cell.algbw_gbps = measured(*it, "alg_bw", at);
+  cell.busbw_gbps = measured(*it, "bus_bw", at);
+  cell.wrong = measured(*it, "nwrong", at);
   return cell;
 }
 
@@ -49,8 +60,8 @@ NcclTestsRow read_result(const json& result, const std::string& where) {
   row.count = number(result, "count").value_or(std::numeric_limits<double>::quiet_NaN());
   if (result.contains("type") && result["type"].is_string()) row.type = result["type"];
   if (result.contains("redop") && result["redop"].is_string()) row.redop = result["redop"];
-  row.out_of_place = read_cell(result, "out_of_place");
-  row.in_place = read_cell(result, "in_place");
+  row.out_of_place = read_cell(result, "out_of_place", where);
+  row.in_place = read_cell(result, "in_place", where);
   return row;
 }
 
