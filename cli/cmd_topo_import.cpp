@@ -58,13 +58,6 @@ struct ImportFlags {
     } catch (const InputError& e) {
       throw InputError(std::string("--gpu: ") + e.what());
     }
-    // The input names a GPU trident knows, and --gpu another: its links would be written
-    // beside a GPU the server does not have.
-    if (!guess.empty() && guess != flags.gpu) {
-      throw InputError(
-          fmt::format("--gpu {}: {} names {} ({}); drop --gpu, or import the server that has {}",
-                      flags.gpu, server.source, seen, guess, flags.gpu));
-    }
     return flags.gpu;
   }
   if (guess.empty()) {
@@ -113,7 +106,20 @@ void run_import(const ImportFlags& flags) {
                         .nics = flags.nics,
                         .nic_gbits = flags.nic_gbits,
                         .gbps_per_link = flags.nvlink_gbps};
-  const std::string yaml = cluster_yaml(server, options);
+  std::string yaml = cluster_yaml(server, options);
+  // --gpu over a GPU the input names (a guess read from a device name can be wrong: GH200 reads
+  // as h200-sxm-141g): kept, and said where the file and its reader see it.
+  if (const std::string guess = guess_gpu_preset(server);
+      !flags.gpu.empty() && !guess.empty() && guess != flags.gpu) {
+    const std::string note = fmt::format(
+        "# note: --gpu {} where {} names {} (read as {}): the links are written beside {}\n",
+        flags.gpu, server.source,
+        !server.device_name.empty() ? "'" + server.device_name + "'"
+                                    : "PCI device " + server.pci_device,
+        guess, flags.gpu);
+    yaml = note + yaml;
+    if (!flags.output.empty()) std::fputs(note.c_str(), stderr);  // stdout has it in the file
+  }
   // What we print must load as a cluster; a value it refuses came from a flag or the input.
   try {
     (void)load_cluster(yaml, "the imported cluster");

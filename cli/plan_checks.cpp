@@ -151,6 +151,15 @@ double tier_gbps(const Cluster& cluster, Tier tier) {
   return 0.0;
 }
 
+/// The most a fit over `tier` can read: the tier's rate, and across the network every NIC of
+/// an NVLink domain (a ring's crossing traffic spreads over them: nccl-tests' busbw of a 2-node
+/// H100 all-reduce reads 370-450 GB/s against a GPU's 50 GB/s share; collective.cpp
+/// flat_ring_time_s prices the same narrowest cut).
+double tier_ceiling_gbps(const Cluster& cluster, Tier tier) {
+  const double rate = tier_gbps(cluster, tier);
+  return tier == Tier::network ? rate * std::max(1, cluster.nvlink.domain_gpus) : rate;
+}
+
 }  // namespace
 
 void check_calibration_links(const Calibration& calibration, const Cluster& cluster,
@@ -161,16 +170,20 @@ void check_calibration_links(const Calibration& calibration, const Cluster& clus
     const CollectiveFit& fit = calibration.fits[i];
     const double link = tier_gbps(cluster, fit.tier);
     if (link <= 0.0) continue;  // a tier this cluster has not: the fit is never read
-    if (fit.busbw_gbps > kFitAboveLinkRatio * link || fit.busbw_gbps < kFitBelowLinkRatio * link) {
+    const double ceiling = tier_ceiling_gbps(cluster, fit.tier);
+    const bool above = fit.busbw_gbps > kFitAboveLinkRatio * ceiling;
+    if (above || fit.busbw_gbps < kFitBelowLinkRatio * link) {
       throw InputError(fmt::format(
-          "{}: {:g} GB/s over {} is {} the cluster {}'s {:g} GB/s a GPU there (a fit of another "
-          "link or another cluster?); calibrate on this cluster's {} links, or describe them "
-          "in a --cluster FILE",
+          "{}: {:g} GB/s over {} is {} the cluster {}'s {:g} GB/s{} (a fit of another link or "
+          "another cluster?); calibrate on this cluster's {} links, or describe them in a "
+          "--cluster FILE",
           root.child("fits").index(i).child("busbw_gbps").where(), fit.busbw_gbps,
           to_string(fit.tier),
-          fit.busbw_gbps > link ? fmt::format("more than {:g}x", kFitAboveLinkRatio)
-                                : std::string("under a thousandth of"),
-          cluster.name, link, to_string(fit.tier)));
+          above ? fmt::format("more than {:g}x", kFitAboveLinkRatio)
+                : std::string("under a thousandth of"),
+          cluster.name, above ? ceiling : link,
+          above && fit.tier == Tier::network ? " of an NVLink domain's NICs" : " a GPU there",
+          to_string(fit.tier)));
     }
   }
   for (std::size_t i = 0; i < calibration.gemms.size(); ++i) {

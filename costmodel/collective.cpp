@@ -64,13 +64,16 @@ double nccl_ring_time_s(Collective collective, double bytes, int ranks, double i
   if (busbw_gbps <= 0.0) return 0.0;
   const double steps = latency_steps(collective, ranks);
   const double intra_steps = std::max(0.0, steps - inter_steps);
-  const double intra_simple_us = intra == Tier::pcie ? kSimple.pcie_us : kSimple.nvlink_us;
-  const double intra_scale = intra_latency_s * 1e6 / intra_simple_us;
+  // A domain's member fallen back to its NIC (a rack-scale domain's tray): network hops.
+  const auto hop_of = [intra](const RingProtocol& p) {
+    return intra == Tier::pcie ? p.pcie_us : intra == Tier::network ? p.net_us : p.nvlink_us;
+  };
+  const double intra_scale = intra_latency_s * 1e6 / hop_of(kSimple);
   const double inter_scale = inter_latency_s * 1e6 / kSimple.net_us;
   const double wire_s = bytes * busbw_factor(collective, ranks) / (busbw_gbps * 1e9);
   double best = 1e300;
   for (const RingProtocol& p : kRingProtocols) {
-    const double hop_us = intra == Tier::pcie ? p.pcie_us : p.nvlink_us;
+    const double hop_us = hop_of(p);
     const double latency_us =
         p.base_us + intra_steps * hop_us * intra_scale + inter_steps * p.net_us * inter_scale;
     best = std::min(best, latency_us * 1e-6 + wire_s / p.bandwidth_share);
@@ -103,17 +106,19 @@ double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
           : 0.0;
   const double inter_wire_s = (bytes / r) * busbw_factor(Collective::all_reduce, d) / (inter * 1e9);
   const double wire_s = 2.0 * intra_wire_s + inter_wire_s;
-  const bool pcie = link.intra_tier == Tier::pcie;
-  const double intra_scale =
-      link.intra_latency_s * 1e6 / (pcie ? kSimple.pcie_us : kSimple.nvlink_us);
+  const auto hop_of = [&link](const RingProtocol& p) {
+    return link.intra_tier == Tier::pcie      ? p.pcie_us
+           : link.intra_tier == Tier::network ? p.net_us
+                                              : p.nvlink_us;
+  };
+  const double intra_scale = link.intra_latency_s * 1e6 / hop_of(kSimple);
   const double inter_scale = link.inter_latency_s * 1e6 / kSimple.net_us;
   const double intra_hops = std::max(0, link.ranks_per_domain - 1);
   const double net_hops = std::floor(std::log2(static_cast<double>(std::max(1, d))));
   double best = 1e300;
   for (const RingProtocol& p : kTreeProtocols) {
-    const double hop_us = pcie ? p.pcie_us : p.nvlink_us;
-    const double latency_us =
-        p.base_us + 2.0 * (intra_hops * hop_us * intra_scale + net_hops * p.net_us * inter_scale);
+    const double latency_us = p.base_us + 2.0 * (intra_hops * hop_of(p) * intra_scale +
+                                                 net_hops * p.net_us * inter_scale);
     best = std::min(best, latency_us * 1e-6 + wire_s / p.bandwidth_share);
   }
   return best;
@@ -249,7 +254,9 @@ double collective_time_s(Collective collective, double bytes, const GroupLink& l
                          const Calibration* calibration) {
   if (bytes <= 0.0) return 0.0;
   if (link.ranks <= 1 && collective != Collective::send_recv) return 0.0;
-  if (calibration != nullptr) {
+  // A rack-scale domain's member fallen back to its NIC (intra tier network): no fit measured
+  // that shape (a network fit's busbw counts every NIC of a domain), so the model prices it.
+  if (calibration != nullptr && link.intra_tier != Tier::network) {
     if (const auto fit = calibration->collective_fit(collective, link.ranks, link.tier)) {
       // Measured on healthy links: a failure on this group's path slows it as it slows the
       // model's own rate (docs/failures.md).

@@ -237,11 +237,6 @@ TEST_CASE("bad input: topo", "[bad_input][topo]") {
                 "--servers: expected a positive integer, got '0' (see --help)");
   check_refused("topo import --nvidia-smi " + kSmi + " --gpu nope",
                 "--gpu: unknown GPU preset 'nope'; known: ...");
-  // An input that names a GPU trident knows takes no other --gpu.
-  check_refused("topo import --nccl-xml " + kData + "topo/h100_nccl_topo.xml --gpu v100-sxm-32g",
-                "--gpu v100-sxm-32g: " + kData +
-                    "topo/h100_nccl_topo.xml names PCI device 0x2330 (h100-sxm-80g); drop --gpu, "
-                    "or import the server that has v100-sxm-32g");
   check_refused("topo import --nvidia-smi " + kSmi + " --nic-gbits -1",
                 "--nic-gbits: expected a positive number, got '-1' (see --help)");
   check_refused("topo import --nvidia-smi " + kSmi + " --nvlink-gbps nan",

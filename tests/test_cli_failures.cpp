@@ -259,6 +259,14 @@ TEST_CASE("topo import: a degraded server's own output feeds plan --fail-link", 
   REQUIRE(nics.code == 0);
   CHECK(nics.out.find("  nics_per_server: 8   # from --nics (the input lists 0)\n") !=
         std::string::npos);
+  // --gpu over the GPU the input names: kept (a name's guess can be wrong), said in the file.
+  const Run other = trident("topo import --nccl-xml " + kSource +
+                            "/tests/data/topo/h100_nccl_topo.xml --gpu v100-sxm-32g");
+  REQUIRE(other.code == 0);
+  CHECK(other.out.rfind("# note: --gpu v100-sxm-32g where " + kSource +
+                            "/tests/data/topo/h100_nccl_topo.xml names PCI device 0x2330 (read "
+                            "as h100-sxm-80g): the links are written beside v100-sxm-32g\n",
+                        0) == 0);
 }
 
 TEST_CASE("--emit under --fail-link writes the option the report recommends", "[cli][failure]") {

@@ -109,6 +109,24 @@ TEST_CASE("a calibration fit replaces the default", "[collective]") {
   CHECK_FALSE(calibration.gemm_tflops(8192, 8192, 8192, Dtype::fp8));
 }
 
+TEST_CASE("a rack-scale domain's member fallen back to its NIC is priced by the model, not a fit",
+          "[collective][calibration]") {
+  // A network fit's busbw counts every NIC of a domain; the fallen-back member has one GPU's
+  // share: the fit does not describe it.
+  Calibration calibration;
+  calibration.fits.push_back({Collective::all_reduce, 4, Tier::network, 2e-6, 140.0});
+  GroupLink link = test::nvlink_group(4);
+  link.tier = Tier::network;
+  link.intra_tier = Tier::network;
+  link.intra_gbps = 12.5;
+  link.intra_latency_s = 14e-6;
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, link, &calibration) ==
+        Approx(collective_time_s(Collective::all_reduce, 1e9, link)));
+  // The bandwidth term alone: 1e9 x 1.5 / (12.5e9 x 0.94 achievable) = 0.1277 s, far above the
+  // fit's 1e9 x 1.5 / 140e9 = 0.0107 s.
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, link) > 0.12);
+}
+
 TEST_CASE("the GEMM lookup: nearest within a factor of 2, the later of equals, indexed or not",
           "[collective][calibration]") {
   Calibration calibration;

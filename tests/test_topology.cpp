@@ -172,6 +172,12 @@ TEST_CASE("GB200 NVL72: a GPU without NVLink reaches other trays through its NIC
   c.network.nic_gbits = 400.0;
   CHECK(query(c, {5, 13}).intra_gbps == 50.0);
   CHECK(query(c, {5, 13}).intra_tier == Tier::network);
+  // A rack with no NICs: that GPU cannot reach the other trays at all (not a free collective).
+  c.network.nics_per_server = 0;
+  CHECK_THROWS_WITH(query(c, {5, 13}),
+                    "GPU 13 has no NVLink left and its server no working NIC: it cannot reach "
+                    "the other servers of its NVLink domain");
+  CHECK(query(c, {12, 13}).intra_tier == Tier::pcie);  // its own tray: PCIe still
 }
 
 TEST_CASE("DGX-1V hybrid cube mesh: rings over direct links", "[topology]") {

@@ -150,6 +150,11 @@ Intra switch_intra(const Cluster& c, std::span<const int> ids) {
     const int left = std::max(0, c.nvlink.links_per_gpu - down->second);
     const double fallback =
         across ? c.nic_gbps_per_gpu(c.server_of(id)) / c.network.oversubscription : c.pcie.gbps;
+    if (left == 0 && fallback <= 0.0) {
+      throw PlanError("GPU " + std::to_string(id) +
+                      " has no NVLink left and its server no working NIC: it cannot reach the "
+                      "other servers of its NVLink domain");
+    }
     const bool falls_back = left * c.nvlink.gbps_per_link < fallback;
     result.pcie = result.pcie || (falls_back && !across);
     result.network = result.network || (falls_back && across);
