@@ -28,10 +28,6 @@ UnfusedScoreBytes with_dropout(UnfusedScoreBytes b, double e) {
 
 }  // namespace
 
-const char* to_string(UnfusedSoftmax softmax) {
-  return softmax == UnfusedSoftmax::transformer_engine ? "transformer_engine" : "megatron";
-}
-
 bool fused_softmax_runs(UnfusedSoftmax softmax, const Model& model, const ParallelConfig& config,
                         double element_bytes) {
   const long long s = model.seq_len;

@@ -15,8 +15,6 @@ namespace trident {
 /// their fused kernel does not take the shape; Megatron's also scales the fp32 copy.
 enum class UnfusedSoftmax { transformer_engine, megatron };
 
-[[nodiscard]] const char* to_string(UnfusedSoftmax softmax);
-
 /// Bytes per score element (one of a layer's micro-batch x heads/t x s x s on one GPU).
 struct UnfusedScoreBytes {
   double kept = 0.0;            ///< saved by the forward for the backward
