@@ -140,9 +140,7 @@ bool cpu_backend(const Calibration& calibration) {
 double tier_gbps(const Cluster& cluster, Tier tier) {
   switch (tier) {
     case Tier::nvlink:
-      return cluster.nvlink.kind == NvlinkKind::none
-                 ? 0.0
-                 : cluster.nvlink.links_per_gpu * cluster.nvlink.gbps_per_link;
+      return cluster.nvlink.kind == NvlinkKind::none ? 0.0 : cluster.nvlink.switch_gbps_per_gpu();
     case Tier::pcie:
       return cluster.pcie.gbps;
     case Tier::network:

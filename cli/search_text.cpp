@@ -191,7 +191,7 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
   return no_split_text(rules);
 }
 
-std::string describe_search(const SearchOptions& o) {
+std::string describe_search(const SearchOptions& o, const Training& training) {
   const Stack& stack = o.stack;
   const bool hsdp = o.dp_shard || stack.supports_hybrid_shard(2) || stack.supports_hybrid_shard(3);
   std::vector<std::string> pinned;
@@ -221,7 +221,11 @@ std::string describe_search(const SearchOptions& o) {
   knob(stack.pipelines() && stack.interleaved_pipeline, "VP", "interleaving", "--vp", number(o.vp));
   knob(true, "recompute", "recompute", "--recompute",
        o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
-  knob(true, "ZeRO", "ZeRO", "--zero", number(o.zero));
+  // FP8 parameters under a stack that gathers them only through its sharded optimizer.
+  const bool no_zero0 = !stack.runs_fp8_params_at(0, training);
+  knob(true, no_zero0 ? "ZeRO (1 or more: FP8 parameters need the distributed optimizer)" : "ZeRO",
+       no_zero0 ? "ZeRO (1 or more: FP8 parameters need the distributed optimizer)" : "ZeRO",
+       "--zero", number(o.zero));
   knob(stack.sequence_parallel, "sequence parallel", "sequence parallel", "--sequence-parallel",
        o.sequence_parallel ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
                            : std::nullopt);

@@ -36,7 +36,9 @@ struct CpCommPin {
                                            const CpCommPin& cp_comm = {});
 
 /// The "# search:" line: what the pins fix and what the search leaves free, among the knobs
-/// the stack has (no PP or interleaving under fsdp; the HSDP shard where it shards hybrid).
-[[nodiscard]] std::string describe_search(const SearchOptions& options);
+/// the stack has (no PP or interleaving under fsdp; the HSDP shard where it shards hybrid;
+/// ZeRO from 1 where `training` has FP8 parameters the stack gathers only through its sharded
+/// optimizer).
+[[nodiscard]] std::string describe_search(const SearchOptions& options, const Training& training);
 
 }  // namespace trident::cli

@@ -712,6 +712,10 @@ TEST_CASE("FP8 parameters under Megatron-Core: a sharded optimizer, never ZeRO-0
   CHECK(dp1.out.find("ZeRO-1 SP") != std::string::npos);
   CHECK(dp1.out.find("--fp8-param-gather") != std::string::npos);
   CHECK(dp1.out.find("--use-distributed-optimizer") != std::string::npos);
+  // The search line says why ZeRO-0 is not among the stages tried.
+  CHECK(trident(fp8 + " --top 1")
+            .out.find("ZeRO (1 or more: FP8 parameters need the distributed optimizer)") !=
+        std::string::npos);
   const Run zero0 = trident(fp8 + " --zero 0");
   CHECK(zero0.code == 2);
   CHECK(zero0.err ==

@@ -44,6 +44,9 @@ struct NvlinkSpec {
   [[nodiscard]] int rack_gpus() const {
     return rack_domain_gpus > 0 ? rack_domain_gpus : domain_gpus;
   }
+  /// A GPU's rate into the switch fabric, one direction (GB/s): every link it has (a mesh:
+  /// its best-linked GPU's, links_per_gpu being the most links any GPU has there).
+  [[nodiscard]] double switch_gbps_per_gpu() const { return links_per_gpu * gbps_per_link; }
 };
 
 struct NetworkSpec {

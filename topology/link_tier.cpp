@@ -135,7 +135,7 @@ bool spans_servers(const Cluster& c, std::span<const int> ids) {
 }
 
 Intra switch_intra(const Cluster& c, std::span<const int> ids) {
-  const double full = c.nvlink.links_per_gpu * c.nvlink.gbps_per_link;
+  const double full = c.nvlink.switch_gbps_per_gpu();
   Intra result{full, false};
   if (c.health.nvlinks_down.empty()) return result;
   // A domain of several servers (GB200 NVL72's trays) has no PCIe between them: a member that
@@ -301,7 +301,7 @@ double network_gbps(const Cluster& c, std::span<const int> ids) {
 /// The group's in-domain bandwidth with no failure (intra_of on the cluster as built).
 double healthy_intra_gbps(const Cluster& c, std::span<const int> ids) {
   if (c.nvlink.kind == NvlinkKind::switch_fabric) {
-    return c.nvlink.links_per_gpu * c.nvlink.gbps_per_link;
+    return c.nvlink.switch_gbps_per_gpu();
   }
   if (c.nvlink.kind == NvlinkKind::none) return c.pcie.gbps;
   const int n = c.nvlink.domain_gpus;
