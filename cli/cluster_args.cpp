@@ -256,6 +256,10 @@ const char* domain_word(const Cluster& cluster) {
   return cluster.nvlink.domain_gpus == cluster.gpus_per_server ? "server" : "NVLink domain";
 }
 
+const char* link_domain_word(const Cluster& cluster) {
+  return cluster.nvlink.kind == NvlinkKind::none ? "server" : "NVLink domain";
+}
+
 std::string segments_text(const Cluster& c) {
   if (c.nvlink.rack_domain_gpus == 0) return "";
   const int segment = c.nvlink.domain_gpus / c.gpus_per_server;

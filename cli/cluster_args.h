@@ -76,6 +76,9 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// a server (DGX), "NVLink domain" where it spans servers (a rack, a job's segment) or divides
 /// one.
 [[nodiscard]] const char* domain_word(const Cluster& cluster);
+/// What a link line calls a group's domain: "NVLink domain", or "server" where the cluster has
+/// no NVLink (its servers' GPUs meet over PCIe).
+[[nodiscard]] const char* link_domain_word(const Cluster& cluster);
 /// "the job's segments of 16 servers in 72-GPU racks" where the job runs in segments of a
 /// rack-scale domain (nvlink.job_segments); empty otherwise.
 [[nodiscard]] std::string segments_text(const Cluster& cluster);

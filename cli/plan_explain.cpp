@@ -37,21 +37,23 @@ std::string share(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "0%";
 }
 
-/// "nvlink at 450 GB/s per GPU (1 domain)" / "network at 50 GB/s per GPU across 8 domains".
-std::string link_text(const GroupLink& link) {
+/// "nvlink at 450 GB/s per GPU inside one NVLink domain" / "network at 50 GB/s per GPU across
+/// 8 NVLink domains"; `domain` names the domain (a server where there is no NVLink).
+std::string link_text(const GroupLink& link, const char* domain) {
   if (link.ranks < 2) return "no traffic (group of one GPU)";
   if (link.domains < 2) {
-    return fmt::format("{} at {:.0f} GB/s per GPU inside one NVLink domain", to_string(link.tier),
-                       link.intra_gbps);
+    return fmt::format("{} at {:.0f} GB/s per GPU inside one {}", to_string(link.tier),
+                       link.intra_gbps, domain);
   }
   if (link.ranks_per_domain < 2) {
-    return fmt::format("{} at {:.1f} GB/s per GPU across {} NVLink domains (one rank in each)",
-                       to_string(link.tier), link.inter_gbps, link.domains);
+    return fmt::format("{} at {:.1f} GB/s per GPU across {} {}s (one rank in each)",
+                       to_string(link.tier), link.inter_gbps, link.domains, domain);
   }
   return fmt::format(
-      "{} at {:.1f} GB/s per GPU across {} NVLink domains (up to {} ranks in one, "
-      "{:.0f} GB/s between those)",
-      to_string(link.tier), link.inter_gbps, link.domains, link.ranks_per_domain, link.intra_gbps);
+      "{} at {:.1f} GB/s per GPU across {} {}s (up to {} ranks in one, {:.0f} GB/s between "
+      "those)",
+      to_string(link.tier), link.inter_gbps, link.domains, domain, link.ranks_per_domain,
+      link.intra_gbps);
 }
 
 /// "full", or "full on the first N layers of each model chunk" (partial).
@@ -129,6 +131,10 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
       100.0 * e.mfu, e.model_tflops_per_gpu, cluster.gpu.peak_tflops(model.training.dtype),
       e.hardware_tflops_per_gpu,
       plan.config.recompute == Recompute::none ? "" : " with recomputation");
+  // The causal convention beside Megatron's: at long sequences the masked half of attention
+  // is much of the model FLOPs the MFU above counts.
+  out += fmt::format("  MFU causal   {:.1f}%  (attention's masked half not counted)\n",
+                     100.0 * e.mfu_causal);
   if (model.is_moe()) {
     out += "  (MoE: FLOPs and MFU count active parameters: top_k + shared experts per token)\n";
   }
@@ -142,24 +148,43 @@ std::string three_numbers(const Cluster& cluster, const Model& model, const Plan
   return out;
 }
 
+/// The critical path's terms, in the order `--explain` lists them.
+struct StepTerm {
+  const char* name;
+  double TimeBreakdown::*seconds;
+};
+constexpr StepTerm kStepTerms[] = {
+    {"forward", &TimeBreakdown::forward_s},
+    {"backward", &TimeBreakdown::backward_s},
+    {"recompute", &TimeBreakdown::recompute_s},
+    {"TP communication (exposed)", &TimeBreakdown::tp_comm_s},
+    {"PP communication (exposed)", &TimeBreakdown::pp_comm_s},
+    {"DP communication (exposed)", &TimeBreakdown::dp_comm_s},
+    {"CP communication (exposed)", &TimeBreakdown::cp_comm_s},
+    {"EP all-to-all (exposed)", &TimeBreakdown::ep_comm_s},
+    {"FP8 amax all-reduces", &TimeBreakdown::amax_comm_s},
+    {"pipeline bubble", &TimeBreakdown::bubble_s},
+    {"optimizer step", &TimeBreakdown::optimizer_s},
+    {"overlap SM contention", &TimeBreakdown::overlap_contention_s},
+};
+
+/// Whether the plan has the term at all (CP, EP, the FP8 amax reductions only where they run).
+bool has_term(const PlanResult& plan, const StepTerm& term) {
+  if (term.seconds == &TimeBreakdown::cp_comm_s) return plan.config.cp > 1;
+  if (term.seconds == &TimeBreakdown::ep_comm_s) return plan.config.ep > 1;
+  if (term.seconds == &TimeBreakdown::amax_comm_s) return plan.estimate.amax.calls_per_step > 0.0;
+  return true;
+}
+
 std::string step_breakdown(const PlanResult& plan) {
   const auto& t = plan.estimate.time;
   std::string out = "Where the step goes (critical path)\n";
-  const auto line = [&](const char* name, double seconds) {
-    out += fmt::format("  {:<26} {:>9.3f} s  {:>6}\n", name, seconds, share(seconds, t.step_s));
-  };
-  line("forward", t.forward_s);
-  line("backward", t.backward_s);
-  line("recompute", t.recompute_s);
-  line("TP communication (exposed)", t.tp_comm_s);
-  line("PP communication (exposed)", t.pp_comm_s);
-  line("DP communication (exposed)", t.dp_comm_s);
-  if (plan.config.cp > 1) line("CP communication (exposed)", t.cp_comm_s);
-  if (plan.config.ep > 1) line("EP all-to-all (exposed)", t.ep_comm_s);
-  if (plan.estimate.amax.calls_per_step > 0.0) line("FP8 amax all-reduces", t.amax_comm_s);
-  line("pipeline bubble", t.bubble_s);
-  line("optimizer step", t.optimizer_s);
-  line("overlap SM contention", t.overlap_contention_s);
+  for (const StepTerm& term : kStepTerms) {
+    if (!has_term(plan, term)) continue;
+    const double seconds = t.*term.seconds;
+    out +=
+        fmt::format("  {:<26} {:>9.3f} s  {:>6}\n", term.name, seconds, share(seconds, t.step_s));
+  }
   return out;
 }
 
@@ -193,7 +218,8 @@ std::string calibrated_text(const CommDetail& comm, const Calibration* calibrati
 }
 
 std::string dimension(const char* name, const std::string& collective, const CommDetail& comm,
-                      double step_s, const char* why, const Calibration* calibration) {
+                      double step_s, const char* why, const Calibration* calibration,
+                      const char* domain) {
   if (comm.link.ranks < 2) return fmt::format("  {}: size 1, no traffic\n", name);
   // ZeRO's gradient reduction (fp32 gradients: a reduce-scatter, or DeepSpeed ZeRO-1's
   // all-reduce) and all-gather (16-bit weights) differ in size.
@@ -209,7 +235,7 @@ std::string dimension(const char* name, const std::string& collective, const Com
       "      link: {}\n"
       "      {:.3f} ms per call, {:.3f} s per step in all, {:.3f} s exposed ({} of the step)\n",
       name, what, comm.calls_per_step, comm.calls_per_step == 1.0 ? "" : "s", comm.link.ranks,
-      link_text(comm.link), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
+      link_text(comm.link, domain), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
       share(comm.exposed_s, step_s));
   out += calibrated_text(comm, calibration);
   if (comm.pipe_gathers_per_step > 0.0) {
@@ -235,7 +261,8 @@ std::string dimension(const char* name, const std::string& collective, const Com
           "ms x {:.0f} per step, on the same stream\n"
           "      replicas' link: {}\n",
           comm.link.ranks, bytes_text(comm.replicate_bytes_per_call), comm.replicate_link.ranks,
-          1e3 * comm.unit_replicate_s, comm.unit_scatters_per_step, link_text(comm.replicate_link));
+          1e3 * comm.unit_replicate_s, comm.unit_scatters_per_step,
+          link_text(comm.replicate_link, domain));
     }
     return out +
            "      why: sharded data parallel gathers every layer's weights before it runs "
@@ -307,8 +334,9 @@ std::string combined_off_reason(const Model& model, const ParallelConfig& c) {
   }
 }
 
-std::string communication(const Model& model, const PlanResult& plan, const Stack& stack,
-                          const Calibration* calibration) {
+std::string communication(const Cluster& cluster, const Model& model, const PlanResult& plan,
+                          const Stack& stack, const Calibration* calibration) {
+  const char* domain = link_domain_word(cluster);
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const double step = e.time.step_s;
@@ -318,15 +346,17 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
                   "TP innermost as in Megatron-LM");
   out += dimension("TP", tp_collective_name(c), e.tp, step,
                    e.tp.link.domains > 1
-                       ? "every layer waits for it, forward and backward; this group is wider "
-                         "than the NVLink domain, so its traffic crosses the NICs"
+                       ? fmt::format("every layer waits for it, forward and backward; this group "
+                                     "is wider than the {}, so its traffic crosses the NICs",
+                                     domain)
+                             .c_str()
                        : "every layer waits for it, forward and backward; consecutive ranks "
                          "keep the group inside the fastest domain",
-                   calibration);
-  out +=
-      dimension("PP", pp_collective_name(c), e.pp, step, pp_why(plan, stack).c_str(), calibration);
+                   calibration, domain);
+  out += dimension("PP", pp_collective_name(c), e.pp, step, pp_why(plan, stack).c_str(),
+                   calibration, domain);
   out += dimension("DP", dp_collective_name(c, e.dp.collective), e.dp, step,
-                   dp_why(c, stack).c_str(), calibration);
+                   dp_why(c, stack).c_str(), calibration, domain);
   if (c.cp > 1) {
     out += dimension(
         "CP", cp_collective_name(plan), e.cp, step,
@@ -340,7 +370,7 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
               "the K/V gradients round the ring cp-1 times, each behind a step's attention"
             : "Ulysses: Q, K, V and the output change from sequence- to head-sharded by "
               "all-to-all around every attention, forward and backward, not overlapped",
-        calibration);
+        calibration, domain);
   }
   if (c.ep > 1) {
     const std::string overlap = ep_overlap_name(e);
@@ -358,11 +388,13 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
         ("every MoE layer dispatches its tokens to their experts and combines them "
          "back, forward and backward, " +
          exposed +
-         (e.ep.link.domains > 1 ? "; this group is wider than the NVLink domain, so each GPU's "
-                                  "off-domain share crosses its NIC"
-                                : "; the group sits inside one NVLink domain"))
+         (e.ep.link.domains > 1
+              ? fmt::format("; this group is wider than the {}, so each GPU's off-{} share "
+                            "crosses its NIC",
+                            domain, domain)
+              : fmt::format("; the group sits inside one {}", domain)))
             .c_str(),
-        calibration);
+        calibration, domain);
     if (stack.moe_dispatcher == MoeDispatcher::hybridep) {
       const HybridEpTraffic traffic = hybrid_ep_traffic(model, c, e.ep.link);
       out += fmt::format(
@@ -376,7 +408,7 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
     out += dimension("expert DP", expert_dp_collective_name(c, e.edp), e.edp, step,
                      "the experts' gradients reduce over the ranks holding the same experts "
                      "(tp x cp x dp / ep), overlapped with backward as DP's",
-                     calibration);
+                     calibration, domain);
   }
   if (e.embedding_grads.calls_per_step > 0.0) {
     // Tied: the output layer is the embedding. Untied with MTP: the last stage's MTP layers
@@ -390,7 +422,7 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
                           : "the first stage's input embedding and the copy the last stage's "
                             "MTP layers embed with all-reduce their gradients once a step "
                             "after the backward, before the optimizer: exposed, counted with DP",
-                     calibration);
+                     calibration, domain);
   }
   if (e.amax.calls_per_step > 0.0) {
     const bool current = model.training.fp8.recipe == Fp8Recipe::current;
@@ -403,7 +435,7 @@ std::string communication(const Model& model, const PlanResult& plan, const Stac
                              : "delayed scaling reduces each model chunk's amaxes over TP x CP x "
                                "DP after its forward and after its backward, every micro-batch, "
                                "blocking the compute stream: latency, not bandwidth",
-                     calibration);
+                     calibration, domain);
   }
   return out;
 }
@@ -466,19 +498,36 @@ std::string tp_across(const Cluster& cluster, const Model& model, const PlanResu
   std::string out = "If TP crossed two " + unit + "s\n";
   if (c.tp < 2) return out + "  TP is 1: there is no TP traffic to move\n";
   if (plan.placement.tp.domains > 1) {
-    return out + "  TP already spans NVLink domains in this plan (it is wider than one)\n";
+    return out + "  TP already spans " + unit + "s in this plan (it is wider than one)\n";
   }
   const Placement stretched = place_tp_across_domains(cluster, c, plan.placement);
-  if (stretched.tp.domains < 2) return out + "  the cluster has no second NVLink domain\n";
+  if (stretched.tp.domains < 2) return out + "  the cluster has no second " + unit + "\n";
   const Estimate other = estimate(cluster, model, c, stretched, calibration, options);
   const double step = plan.estimate.time.step_s;
   out += fmt::format("  the same split with each TP group split {}+{} over two {}s:\n",
                      stretched.tp.ranks_per_domain, c.tp - stretched.tp.ranks_per_domain, unit);
-  out += fmt::format("  TP link   {}\n", link_text(stretched.tp));
+  out += fmt::format("  TP link   {}\n", link_text(stretched.tp, link_domain_word(cluster)));
   out += fmt::format("  TP comm   {:.3f} s per step exposed (now {:.3f} s)\n", other.tp.exposed_s,
                      plan.estimate.tp.exposed_s);
+  // Whatever else the re-placement moves (the SM time its hidden traffic holds, the DP
+  // groups it reshapes), so the step's change adds up.
+  for (const StepTerm& term : kStepTerms) {
+    if (term.seconds == &TimeBreakdown::tp_comm_s) continue;
+    const double was = plan.estimate.time.*term.seconds;
+    const double then = other.time.*term.seconds;
+    if (std::abs(then - was) < 0.0005) continue;
+    out += fmt::format("  also      {} {:.3f} s (now {:.3f} s)\n", term.name, then, was);
+  }
   out += fmt::format("  step time {:.3f} s (now {:.3f} s): {:+.1f}%\n", other.time.step_s, step,
                      step > 0 ? 100.0 * (other.time.step_s / step - 1.0) : 0.0);
+  if (other.time.step_s < step) {
+    // The search places TP innermost, inside a domain: it never ranks this layout.
+    out += fmt::format(
+        "  so crossing would not cost this plan: the search keeps each TP group inside one {}, "
+        "and here that is not the faster layout\n",
+        unit);
+    return out;
+  }
   out += unit == "server" ? "  so TP stays inside the box" : "  so TP stays inside its " + unit;
   out += ": its all-reduces sit on every layer's critical path\n";
   return out;
@@ -579,7 +628,7 @@ std::string explain_plan(const Cluster& cluster, const Model& model, const PlanR
       fmt::format("Plan #{}: {}\n", rank, knobs_text(plan, plan.estimate.num_micro_batches));
   for (const std::string& part :
        {three_numbers(cluster, model, plan, calibration), step_breakdown(plan),
-        communication(model, plan, options.stack, calibration), bubble(model, plan),
+        communication(cluster, model, plan, options.stack, calibration), bubble(model, plan),
         tp_across(cluster, model, plan, calibration, options), memory(plan, options.reserve_gib)}) {
     out.append("\n").append(part);
   }

@@ -327,11 +327,10 @@ void draw_summary(SvgWriter& svg, const Cluster& c, const Ranks& ranks, const Ge
   svg.close_group();
 }
 
-std::string link_words(const GroupLink& link) {
+std::string link_words(const GroupLink& link, const char* domain) {
   if (link.ranks < 2) return "no traffic (group of one)";
-  const std::string where = link.domains < 2
-                                ? "inside one NVLink domain"
-                                : fmt::format("across {} NVLink domains", link.domains);
+  const std::string where = link.domains < 2 ? fmt::format("inside one {}", domain)
+                                             : fmt::format("across {} {}s", link.domains, domain);
   return fmt::format("over {} at {:.0f} GB/s per GPU, {}", link_name(link), link.bottleneck_gbps(),
                      where);
 }
@@ -349,28 +348,31 @@ const char* tier_colour(const GroupLink& link) {
   return "#7f7f7f";
 }
 
-double draw_links(SvgWriter& svg, const PlanResult& plan, double x, double y) {
+double draw_links(SvgWriter& svg, const Cluster& cluster, const PlanResult& plan, double x,
+                  double y) {
+  const char* domain = link_domain_word(cluster);
   const ParallelConfig& c = plan.config;
   const Placement& p = plan.placement;
   std::vector<std::string> rows = {
       c.tp < 2 ? std::string("TP: 1 GPU per group, no tensor parallel traffic")
                : fmt::format("TP (outlined boxes): {} GPUs per group, {} {}", c.tp,
-                             tp_collective_name(c), link_words(p.tp)),
+                             tp_collective_name(c), link_words(p.tp, domain)),
       c.pp < 2 ? std::string("PP: 1 stage, no pipeline traffic")
                : fmt::format("PP (GPU colours, s#): {} stages, {} between neighbouring stages {}",
-                             c.pp, pp_collective_name(c), link_words(p.pp)),
+                             c.pp, pp_collective_name(c), link_words(p.pp, domain)),
       c.dp < 2 ? std::string("DP: 1 replica, no gradient traffic")
                : fmt::format("DP (d#): {} replicas, {} of the gradients {}", c.dp,
-                             dp_collective_name(c, plan.estimate.dp.collective), link_words(p.dp))};
+                             dp_collective_name(c, plan.estimate.dp.collective),
+                             link_words(p.dp, domain))};
   std::vector<const GroupLink*> links = {&p.tp, &p.pp, &p.dp};
   if (c.cp > 1) {
     rows.push_back(fmt::format("CP (c#): {} GPUs per sequence, {} of K/V chunks {}", c.cp,
-                               cp_collective_name(plan), link_words(p.cp)));
+                               cp_collective_name(plan), link_words(p.cp, domain)));
     links.push_back(&p.cp);
   }
   if (c.ep > 1) {
     rows.push_back(fmt::format("EP (dashed purple boxes): {} GPUs per expert group, {} {}", c.ep,
-                               ep_collective_name(c), link_words(p.ep)));
+                               ep_collective_name(c), link_words(p.ep, domain)));
     links.push_back(&p.ep);
   }
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -444,7 +446,7 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   svg.close_group();
   const int rows = (item + g.per_row - 1) / g.per_row;
   y += rows * (g.box_h + kSpacing) + 12;
-  y += draw_links(svg, plan, 16, y);
+  y += draw_links(svg, c, plan, 16, y);
   for (const auto& failure : input.failures) {
     svg.text(16, y, "failure " + failure, {{"font-size", "11"}, {"fill", kFailed}});
     y += 15;

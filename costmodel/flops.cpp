@@ -45,8 +45,13 @@ double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
 }
 
 StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
-                     SelectiveKind selective, double full_share) {
+                     SelectiveKind selective, double full_share, bool skips_masked) {
   const LayerFlops layer = layer_forward_flops(model, global_batch);
+  LayerFlops run = layer;  // as the kernels execute it
+  if (skips_masked) {
+    run.scores *= 0.5;
+    run.context *= 0.5;
+  }
   // Multi-token prediction: each module one more layer, its projection and another pass
   // through the output layer.
   const double layers = model.layers + model.mtp_layers;
@@ -57,7 +62,8 @@ StepFlops step_flops(const Model& model, double global_batch, Recompute recomput
   flops.model = 3.0 * (layers * layer.total() + logits);
   flops.model_causal = flops.model - 3.0 * layers * 0.5 * layer.attention_core();
   const double repeated = recompute == Recompute::full ? full_share * layers : layers;
-  flops.hardware = flops.model + repeated * recompute_forward_flops(layer, recompute, selective);
+  flops.hardware = (skips_masked ? flops.model_causal : flops.model) +
+                   repeated * recompute_forward_flops(run, recompute, selective);
   return flops;
 }
 

@@ -37,12 +37,16 @@ struct LayerFlops {
 struct StepFlops {
   double model = 0.0;         ///< fwd + bwd = 3x forward, no recompute, attention not halved
   double model_causal = 0.0;  ///< same with the attention core halved for the causal mask
-  double hardware = 0.0;      ///< model + recomputation (attention not halved)
+  /// What the GPUs execute: model + recomputation, the attention core halved where the kernel
+  /// skips the causal mask's masked half (fused attention), whole where it computes every
+  /// score (unfused).
+  double hardware = 0.0;
 };
 
 /// `full_share`: the share of the layers full recompute repeats (partial recompute), 1 = all.
+/// `skips_masked`: the attention kernel skips the masked tiles (flash, cuDNN; not unfused).
 [[nodiscard]] StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
                                    SelectiveKind selective = SelectiveKind::attention,
-                                   double full_share = 1.0);
+                                   double full_share = 1.0, bool skips_masked = false);
 
 }  // namespace trident

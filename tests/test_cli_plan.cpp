@@ -345,6 +345,29 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
       "--explain");
   REQUIRE(recomputed.code == 0);
   CHECK(recomputed.out.find(" TFLOP/s executed with recomputation)\n") != std::string::npos);
+  // Executed FLOPs count the causal half a fused kernel runs: Llama 3 8B at 128k tokens is
+  // 71.7% MFU by Megatron's count (709 TFLOP/s), 42.3% causal; a GPU whose GEMMs top out at
+  // 653 TFLOP/s executes 418, not 709.
+  const Run longctx =
+      trident("plan --model llama3-8b --gpus 64 --seq-len 131072 --global-batch 64 --explain");
+  REQUIRE(longctx.code == 0);
+  CHECK(longctx.out.find("  MFU          71.7%  (709 model TFLOP/s per GPU of 989 dense peak; 418 "
+                         "TFLOP/s executed)\n  MFU causal   42.3%  (attention's masked half not "
+                         "counted)\n") != std::string::npos);
+  // Without NVLink a group's domain is its server; where crossing servers reads faster (PCIe's
+  // hidden TP traffic holds more SMs than the network's), the verdict says so, with the term
+  // that moved.
+  const Run pcie = trident("plan --cluster pcie-8gpu --model llama3-8b --tp 4 --explain");
+  REQUIRE(pcie.code == 0);
+  CHECK(pcie.out.find("      link: pcie at 24 GB/s per GPU inside one server\n") !=
+        std::string::npos);
+  CHECK(pcie.out.find("NVLink domain") == std::string::npos);
+  CHECK(pcie.out.find("  also      overlap SM contention ") != std::string::npos);
+  CHECK(pcie.out.find("  so crossing would not cost this plan: the search keeps each TP group "
+                      "inside one server, and here that is not the faster layout\n") !=
+        std::string::npos);
+  CHECK(explain.out.find("  so TP stays inside the box: its all-reduces sit on every layer's "
+                         "critical path\n") != std::string::npos);
   const Run second = trident(kSeed + " --explain 2");
   REQUIRE(second.code == 0);
   CHECK(second.out.find("Plan #2:") != std::string::npos);
