@@ -302,6 +302,9 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
                                  : p.knob == Knob::min_ep ? Knob::max_ep
                                                           : Knob::max_tp),
                          p.limit);
+    case OptionIssue::min_above_default_max:
+      return fmt::format("{} is above {} {}, the search's default; raise {}", pin,
+                         flag_of(Knob::max_cp), p.limit, flag_of(Knob::max_cp));
     case OptionIssue::out_of_range:
       return pin + ": expected 0, 1, 2 or 3";
     case OptionIssue::stack_lacks:

@@ -44,7 +44,12 @@ std::optional<OptionProblem> cp_ep_range_problem(const SearchOptions& o) {
   // nothing. A pinned CP is not bound by that ceiling (only by a --max-cp the user gives,
   // pin_conflict_problem).
   const int max_cp = o.max_cp > 0 ? o.max_cp : (o.cp ? 0 : kMaxSearchedCp);
-  if (auto problem = limit_problem(Knob::min_cp, Knob::max_cp, o.min_cp, max_cp)) return problem;
+  if (auto problem = limit_problem(Knob::min_cp, Knob::max_cp, o.min_cp, max_cp)) {
+    if (problem->issue == OptionIssue::min_above_max && o.max_cp == 0) {
+      problem->issue = OptionIssue::min_above_default_max;
+    }
+    return problem;
+  }
   return limit_problem(Knob::min_ep, Knob::max_ep, o.min_ep, o.max_ep);
 }
 

@@ -40,6 +40,7 @@ enum class Knob {
 enum class OptionIssue {
   not_positive,            ///< value below 1 (max_tp: below 0)
   min_above_max,           ///< min_tp `value` above max_tp `limit`
+  min_above_default_max,   ///< min_cp `value` above the search's own ceiling `limit` (no max_cp)
   out_of_range,            ///< ZeRO stage outside 0..3
   stack_lacks,             ///< the stack does not run `value` (a ZeRO stage, a Recompute, PP, ...)
   cp_unfused_fallback,     ///< CP `value` where the heads fall back to TE's unfused attention

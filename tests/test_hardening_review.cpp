@@ -191,7 +191,9 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
   // 8 x 8 x 8 = 512 where the cluster has 256; with CP free a smaller product may still fit.
   check_refused(scene, big + " --tp 8 --pp 8 --dp 8",
                 "--tp 8 x --pp 8 x --dp 8 = 512 GPUs; the cluster has 256");
-  check_refused(scene, big + " --min-cp 64", "--min-cp 64 is above --max-cp 32");
+  // The 32 is the search's default ceiling, not a --max-cp the user gave: said so.
+  check_refused(scene, big + " --min-cp 64",
+                "--min-cp 64 is above --max-cp 32, the search's default; raise --max-cp");
   // --dp-shard all of DP with ZeRO 0/1 was accepted as plain sharding of nothing.
   check_refused(
       scene, "plan --model llama3-8b --gpus 32 --servers 4 --dp 16 --dp-shard 16 --zero 0",

@@ -332,7 +332,9 @@ TEST_CASE("impossible pins are refused as data", "[planner]") {
   check_refusal(options, Knob::sequence_parallel, OptionIssue::sp_needs_tp, 1, 1);
   options = {};
   options.min_cp = 64;  // above the search's own ceiling, kMaxSearchedCp = 32
-  check_refusal(options, Knob::min_cp, OptionIssue::min_above_max, 64, kMaxSearchedCp);
+  check_refusal(options, Knob::min_cp, OptionIssue::min_above_default_max, 64, kMaxSearchedCp);
+  options.max_cp = 16;  // a ceiling the user gave
+  check_refusal(options, Knob::min_cp, OptionIssue::min_above_max, 64, 16);
   options = {};
   options.dp = 3;
   try {
