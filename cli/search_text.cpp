@@ -43,10 +43,15 @@ std::string rules_text(const SplitRules& rules) {
          (rules.sp_seq_len > 0 ? ", tp*cp divides seq_len " + std::to_string(rules.sp_seq_len) +
                                      " (sequence parallelism)"
                                : "") +
-         (rules.uneven_stages ? ", pp at most the layers " : ", pp divides layers ") +
-         std::to_string(rules.layers) + ", tp*cp*pp*dp = GPUs, dp divides the global batch " +
-         std::to_string(rules.global_batch) + ", micro-batch divides global batch / dp" +
-         ", vp divides a stage's layers with pp > 1 and micro-batches a multiple of pp" +
+         (!rules.pipelines ? std::string(", no pipeline parallelism (the stack's), tp*cp*dp")
+          : rules.uneven_stages
+              ? ", pp at most the layers " + std::to_string(rules.layers) + ", tp*cp*pp*dp"
+              : ", pp divides layers " + std::to_string(rules.layers) + ", tp*cp*pp*dp") +
+         " = GPUs, dp divides the global batch " + std::to_string(rules.global_batch) +
+         ", micro-batch divides global batch / dp" +
+         (rules.pipelines
+              ? ", vp divides a stage's layers with pp > 1 and micro-batches a multiple of pp"
+              : "") +
          (rules.moe ? ", ep divides the experts and tp*cp*dp" : "") +
          (rules.dp_shard > 0 ? ", --dp-shard " + std::to_string(rules.dp_shard) +
                                    " divides dp with a ZeRO stage sharded per unit"
@@ -105,7 +110,8 @@ std::vector<Pin> pins_of(const SearchOptions& o, const SplitRules& r) {
                  "most one chunk (stack " +
                      o.stack.name + " shortens only the first and last virtual stage)"
                : std::string()));
-  add(&SearchOptions::dp_shard, "dp-shard", "");
+  add(&SearchOptions::dp_shard, "dp-shard",
+      "the HSDP shard group divides DP, with a ZeRO stage the stack shards per unit");
   add(&SearchOptions::recompute_layers, "recompute-layers", "");
   return pins;
 }

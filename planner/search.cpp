@@ -460,6 +460,7 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
          .ffn_hidden = model.ffn_hidden,
          .sp_seq_len = sp_required(model, options, 2) ? model.seq_len : 0,
          .layers = model.layers,
+         .pipelines = options.stack.pipelines(),
          .uneven_stages = options.stack.uneven_stages,
          .global_batch = model.training.global_batch,
          .moe = model.is_moe(),

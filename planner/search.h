@@ -119,6 +119,7 @@ struct SplitRules {
   /// Sequence parallelism required at TP > 1 (sp_required): tp x cp divides the sequence.
   long long sp_seq_len = 0;
   int layers = 0;
+  bool pipelines = true;       ///< the stack has pipeline parallelism (else pp is 1, no vp)
   bool uneven_stages = false;  ///< the stack splits layers unevenly: pp at most the layers
   long long global_batch = 0;
   bool moe = false;  ///< ep divides the experts and tp x cp x dp

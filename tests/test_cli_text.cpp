@@ -317,6 +317,14 @@ TEST_CASE("a search's shortfall and rules in words", "[cli_text]") {
         "parallelism), pp at most the layers 32, tp*cp*pp*dp = GPUs, dp divides the global batch "
         "256, micro-batch divides global batch / dp, vp divides a stage's layers with pp > 1 and "
         "micro-batches a multiple of pp, ep divides the experts and tp*cp*dp)");
+  // A stack without pipelines (fsdp): no PP or VP rule, the product without pp.
+  rules.pipelines = false;
+  rules.moe = false;
+  rules.sp_seq_len = 0;
+  CHECK(cli::no_split_text(rules) ==
+        "no configuration of 64 GPUs obeys the rules and pins (tp divides heads 32, kv_heads 8 "
+        "and ffn_hidden 14336, no pipeline parallelism (the stack's), tp*cp*dp = GPUs, dp "
+        "divides the global batch 256, micro-batch divides global batch / dp)");
 }
 
 TEST_CASE("--emit refusals in words: one line each, what to change when no knob helps",

@@ -194,6 +194,12 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
   // The 32 is the search's default ceiling, not a --max-cp the user gave: said so.
   check_refused(scene, big + " --min-cp 64",
                 "--min-cp 64 is above --max-cp 32, the search's default; raise --max-cp");
+  // A shard group dividing no DP is said as its own rule, not the whole rule list (where a
+  // stack without pipelines read PP and VP rules it never applies).
+  check_refused(scene, "plan --model llama3-8b --gpus 64 --stack fsdp --dp-shard 7",
+                "--dp-shard 7: no configuration of 64 GPUs takes it: the HSDP shard group "
+                "divides DP, with a ZeRO stage the stack shards per unit (without --dp-shard "
+                "there are configurations)");
   // --dp-shard all of DP with ZeRO 0/1 was accepted as plain sharding of nothing.
   check_refused(
       scene, "plan --model llama3-8b --gpus 32 --servers 4 --dp 16 --dp-shard 16 --zero 0",
