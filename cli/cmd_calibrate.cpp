@@ -30,6 +30,27 @@ struct CalibrateFlags {
   std::string output;
 };
 
+/// A --tier that says otherwise than the log's hosts: right for some clusters, wrong for
+/// others, so said beside the summary line, not refused. Ranks on several hosts share NVLink
+/// only in a rack-scale domain (GB200 NVL72's trays); ranks on one host reach the network only
+/// where NCCL was kept off NVLink, PCIe and shared memory.
+std::string tier_note(const NcclTestsTable& table, Tier tier) {
+  if (table.hosts > 1 && tier != Tier::network) {
+    return fmt::format(
+        "# note: {}: ranks on {} hosts read as {} (--tier): right for one rack-scale NVLink "
+        "domain (GB200 NVL72's trays), not for servers that meet over the network, whose fit "
+        "would price {} at the NICs' rate\n",
+        table.source, table.hosts, to_string(tier), to_string(tier));
+  }
+  if (table.hosts == 1 && tier == Tier::network) {
+    return fmt::format(
+        "# note: {}: every rank on one host read as network (--tier): its traffic rode NVLink "
+        "or PCIe unless NCCL was kept off them (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)\n",
+        table.source);
+  }
+  return "";
+}
+
 void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibration& out,
                std::string& report) {
   if (flags.tier.empty() && table.hosts == 0) {
@@ -54,6 +75,7 @@ void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibra
                         table.hosts, groups, table.gpu.empty() ? "" : ", " + table.gpu,
                         table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
                         to_string(table.collective), to_string(tier));
+  report += tier_note(table, tier);
   // Every input must be of one GPU: the --validate files (read first) or the logs before it
   // (logs of two GPUs were merged under the first's name).
   if (!table.gpu.empty() && !out.gpu.empty() && table.gpu != out.gpu) {

@@ -210,6 +210,28 @@ TEST_CASE("calibrate reads the three nccl-tests formats", "[cli][calibrate]") {
   CHECK(run(kBinary + " calibrate --nccl-tests " + kData + "plan_1gpu.json", log) == 2);
 }
 
+TEST_CASE("calibrate --tier against the log's hosts: said beside the summary", "[cli]") {
+  // all_gather_new.txt ran 8 ranks on 2 hosts: read as nvlink only in a rack-scale domain;
+  // sendrecv.json ran on one host: read as network only with NCCL kept off NVLink.
+  const std::string log = temp("tier_note.log");
+  REQUIRE(run(kBinary + " calibrate --nccl-tests " + kData +
+                  "nccl_tests/all_gather_new.txt --tier nvlink --output " + temp("tn1.json"),
+              log) == 0);
+  CHECK(slurp(log).find("# note: " + kData +
+                        "nccl_tests/all_gather_new.txt: ranks on 2 hosts read as nvlink "
+                        "(--tier): right for one rack-scale NVLink domain") != std::string::npos);
+  REQUIRE(run(kBinary + " calibrate --nccl-tests " + kData +
+                  "nccl_tests/sendrecv.json --tier network --output " + temp("tn2.json"),
+              log) == 0);
+  CHECK(slurp(log).find("sendrecv.json: every rank on one host read as network (--tier)") !=
+        std::string::npos);
+  // The tier the hosts say: no note.
+  REQUIRE(run(kBinary + " calibrate --nccl-tests " + kData +
+                  "nccl_tests/all_gather_new.txt --tier network --output " + temp("tn3.json"),
+              log) == 0);
+  CHECK(slurp(log).find("# note:") == std::string::npos);
+}
+
 TEST_CASE("plan --calibration refuses link fits the cluster's links cannot carry", "[cli][plan]") {
   // all_gather_new.txt: two H100 servers over the network, a 57.8 GB/s fit; the same file with
   // the fit raised to 19355 GB/s (43x a 450 GB/s NVLink, 387x dgx-h100's 50 GB/s NIC share) or
