@@ -311,7 +311,8 @@ void add_validate_command(CLI::App& app) {
   sub->add_option("--warmup", flags->warmup, "untimed runs first (default 5)")
       ->check(non_negative_integer_check(kMaxRuns));
   sub->add_option("--timeout-s", flags->timeout_s,
-                  "abort the job when any collective or wait takes longer (default 60)")
+                  "abort the job when any collective or wait between ranks takes longer "
+                  "(default 60); a rank's own GEMM is not timed out: cap it with --max-gemm-dim")
       ->check(positive_number_check());
   sub->add_option("--max-bytes", flags->max_bytes,
                   "largest message run (default 1 GiB on GPUs, 16 MiB on the CPU backend); "

@@ -85,6 +85,28 @@ TEST_CASE("8-rank CPU validate writes a calibration file", "[cli][validate][mpi]
   CHECK(slurp(log).find("predicted vs measured") != std::string::npos);
 }
 
+TEST_CASE("validate: a GEMM too large to allocate is named, not a bare bad_alloc",
+          "[cli][validate][mpi]") {
+  // plan_1gpu.json with its first GEMM's m raised to 2^30, uncapped (--max-gemm-dim 0): its
+  // fp32 operands are (2^30 k + k n + 2^30 n) x 4 bytes, terabytes; the rank says which GEMM.
+  auto doc = nlohmann::json::parse(slurp(kData + "plan_1gpu.json"));
+  auto& gemm = doc["plans"][0]["gemms"][0];
+  gemm["m"] = 1073741824LL;
+  const std::string plan = temp("mbig.json");
+  std::ofstream(plan) << doc.dump(2);
+  const std::string log = temp("mbig.log");
+  const int code = run(mpirun(1) + " validate --plan " + plan +
+                           " --backend cpu --iters 1 --warmup 0 --max-gemm-dim 0",
+                       log);
+  INFO(slurp(log));
+  CHECK(code == 1);
+  CHECK(slurp(log).find("trident: error: validate (rank 0): gemm " +
+                        gemm["name"].get<std::string>() + " (1073741824 x ") != std::string::npos);
+  CHECK(slurp(log).find("could not be allocated on this rank; cap its dimensions with "
+                        "--max-gemm-dim N") != std::string::npos);
+  CHECK(slurp(log).find("bad_alloc") == std::string::npos);
+}
+
 TEST_CASE("validate runs what plan --format json writes: PP 4", "[cli][validate][mpi]") {
   // The plan prices a pipeline's send-recv between two stages (comm.pp.ranks 2) whatever PP
   // is; validate read that as "expected 4 (the plan's pp)" and refused every plan with PP > 2.

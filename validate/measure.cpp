@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
+#include <stdexcept>
+#include <string>
 
 #include "costmodel/compute.h"
 #include "topology/cluster_loader.h"
@@ -80,14 +83,35 @@ void compare_comm(const PlanComm& comm, const MeasureOptions& options, Measureme
 
 long long capped(long long dim, long long cap) { return cap > 0 ? std::min(dim, cap) : dim; }
 
+/// One GEMM of the plan at its measured `shape`; operands this rank cannot allocate (a
+/// hand-edited plan's 2^30-row GEMM) are said with the GEMM's name, shape and bytes, not as
+/// a bare std::bad_alloc.
+RunResult run_gemm_named(Backend& backend, const PlanGemm& gemm, const GemmSample& shape,
+                         const MeasureOptions& options) {
+  try {
+    return backend.run_gemm(shape.m, shape.n, shape.k, gemm.dtype, options.run);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  const double elements = static_cast<double>(shape.m) * static_cast<double>(shape.k) +
+                          static_cast<double>(shape.k) * static_cast<double>(shape.n) +
+                          static_cast<double>(shape.m) * static_cast<double>(shape.n);
+  const double bytes = elements * dtype_bytes(shape.dtype);
+  throw std::runtime_error(
+      "gemm " + gemm.name + " (" + std::to_string(shape.m) + " x " + std::to_string(shape.n) +
+      " x " + std::to_string(shape.k) + "): its operands, " +
+      std::to_string(static_cast<long long>(std::ceil(bytes / (1024.0 * 1024.0 * 1024.0)))) +
+      " GiB in " + to_string(shape.dtype) +
+      ", could not be allocated on this rank; cap its dimensions with --max-gemm-dim N");
+}
+
 void measure_gemms(Backend& backend, const PlanSpec& plan, const MeasureOptions& options,
                    Measurement& out) {
   for (const auto& gemm : plan.gemms) {
     GemmPoint point;
     point.planned = gemm;
     point.measured = run_shape(gemm, backend.gemm_dtype(gemm.dtype), options.max_gemm_dim);
-    const RunResult run = backend.run_gemm(point.measured.m, point.measured.n, point.measured.k,
-                                           gemm.dtype, options.run);
+    const RunResult run = run_gemm_named(backend, gemm, point.measured, options);
     const double time_s = world_max(run.time_s, options.run.timeout_s);
     const PlanGemm shape{gemm.name, point.measured.m, point.measured.n, point.measured.k, 0, 0};
     point.measured.tflops = shape.flops() / time_s / 1e12;
