@@ -196,6 +196,29 @@ TEST_CASE("nvidia-smi: cells no switch pattern explains still read as a switch s
   CHECK(both.degraded == std::vector<std::string>{"nvlink:0/3", "nvlink:0/5:2"});
 }
 
+TEST_CASE("nvidia-smi: a 4-GPU switch table with an odd pair does not say every pair matches",
+          "[import]") {
+  // 4 GPUs at NV18, GPUs 2-3 at NV12: the odd cells are noted, and the closing note says
+  // "most pairs" (it said "every pair shows NV18" right after naming the NV12 pair).
+  const std::string text =
+      "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\n"
+      "GPU0\t X \tNV18\tNV18\tNV18\t0-1\n"
+      "GPU1\tNV18\t X \tNV18\tNV18\t0-1\n"
+      "GPU2\tNV18\tNV18\t X \tNV12\t0-1\n"
+      "GPU3\tNV18\tNV18\tNV12\t X \t0-1\n";
+  ImportedServer odd = parse_nvidia_smi_topo(text, "odd.txt");
+  const ServerNvlink nv = infer_nvlink(odd);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  REQUIRE(nv.notes.size() == 3);
+  CHECK(nv.notes[0].starts_with("GPU 2 shows NV12 to GPU 3"));
+  CHECK(nv.notes[2].starts_with("most pairs show NV18: read as an NVSwitch"));
+  // Every pair alike: "every pair".
+  odd.pair_links[2][3] = odd.pair_links[3][2] = 18;
+  const ServerNvlink even = infer_nvlink(odd);
+  REQUIRE(even.notes.size() == 1);
+  CHECK(even.notes[0].starts_with("every pair shows NV18: read as an NVSwitch"));
+}
+
 TEST_CASE("nvidia-smi: DGX-1 V100 hybrid cube mesh (NV1/NV2 with PHB/SYS gaps)", "[import]") {
   const ImportedServer s = smi("dgx1_v100_nvidia_smi.txt");
   CHECK(s.gpus == 8);

@@ -172,7 +172,14 @@ constexpr int kMostNvlinksPerGpu = 18;
   out.notes = std::move(odd_cells);
   add_switch_degraded(out, links);
   if (server.gpus <= 4) {
-    out.notes.push_back("every pair shows NV" + std::to_string(most) +
+    // "every pair" only where it is so; a table with odd cells has them noted above.
+    bool uniform = true;
+    for (int i = 0; i < server.gpus; ++i) {
+      for (int j = 0; j < server.gpus; ++j)
+        uniform = uniform && (i == j || server.pair_links[i][j] == most);
+    }
+    out.notes.push_back((uniform ? "every pair shows NV" : "most pairs show NV") +
+                        std::to_string(most) +
                         ": read as an NVSwitch; a board with direct links between every pair "
                         "reads the same here (NCCL's XML tells them apart)");
   }
