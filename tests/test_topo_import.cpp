@@ -249,6 +249,13 @@ TEST_CASE("nvidia-smi: malformed input is named by line", "[import]") {
       "topo.txt: no `nvidia-smi topo -m` matrix found (expected a header line starting with GPU0)");
   CHECK(smi_error("\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X\tNV4\t0-7\nGPU1\tNV4\n") ==
         "topo.txt:3: row 'GPU1': expected 2 cells (one per column GPU0..GPU1), got 1");
+  // A matrix whose header was cut off, or whose header is out of order, is said at its first
+  // line (both read "row 'GPU0' is missing", with no line, though the row was there).
+  CHECK(smi_error("GPU0\t X \tNV4\t0-1\nGPU1\tNV4\t X \t0-1\n") ==
+        "topo.txt:1: row 'GPU0' before any header line: expected the header of the matrix "
+        "(GPU0 GPU1 ... CPU Affinity, as nvidia-smi topo -m prints it) first");
+  CHECK(smi_error("\tGPU1\tGPU0\tCPU Affinity\nGPU1\t X \tNV4\t0-1\nGPU0\tNV4\t X \t0-1\n") ==
+        "topo.txt:1: column 'GPU1': expected GPU0 (GPU columns in order, before the NICs)");
   CHECK(smi_error("\tGPU0\tGPU1\nGPU0\t X\tNVX\nGPU1\tNV4\tX\n") ==
         "topo.txt:2: row 'GPU0', column 'GPU1': unknown connection 'NVX' (expected X, NV1..NV64, "
         "PIX, PXB, PHB, NODE or SYS)");

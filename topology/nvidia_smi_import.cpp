@@ -130,7 +130,17 @@ class Reader {
 
 std::size_t Reader::find_header() const {
   for (std::size_t i = 0; i < lines_.size(); ++i) {
-    if (!lines_[i].tokens.empty() && lines_[i].tokens.front() == "GPU0") return i;
+    const auto& tokens = lines_[i].tokens;
+    if (tokens.empty() || !gpu_index(tokens.front())) continue;
+    // A GPU name followed by a connection is a row: the header, which names the columns, is
+    // missing above it (cut off when pasted) or does not start with GPU0.
+    if (tokens.size() > 1 && parse_cell(tokens[1])) {
+      fail(lines_[i].number,
+           "row '" + tokens.front() +
+               "' before any header line: expected the header of the matrix (GPU0 GPU1 ... "
+               "CPU Affinity, as nvidia-smi topo -m prints it) first");
+    }
+    return i;
   }
   throw InputError(source_ +
                    ": no `nvidia-smi topo -m` matrix found (expected a header line "
