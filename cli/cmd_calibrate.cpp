@@ -76,6 +76,12 @@ void add_table(const NcclTestsTable& table, const CalibrateFlags& flags, Calibra
                         table.nccl_version.empty() ? "" : ", NCCL " + table.nccl_version,
                         to_string(table.collective), to_string(tier));
   report += tier_note(table, tier);
+  for (const UntimedRow& row : untimed_rows(table)) {
+    report += fmt::format(
+        "# note: {}{}: {:.0f} bytes: no time (nan or N/A in both halves): row "
+        "left out of the fit\n",
+        table.source, row.where, row.bytes);
+  }
   // Every input must be of one GPU: the --validate files (read first) or the logs before it
   // (logs of two GPUs were merged under the first's name).
   if (!table.gpu.empty() && !out.gpu.empty() && table.gpu != out.gpu) {

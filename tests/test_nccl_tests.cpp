@@ -236,6 +236,24 @@ TEST_CASE("nccl-tests: the collective inferred from the table, or given",
             .collective == Collective::broadcast);
 }
 
+TEST_CASE("nccl-tests: a row with no time in either half is named, not dropped unseen",
+          "[validate][nccl_tests]") {
+  const std::string head =
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "
+      "busbw #wrong\n";
+  const auto tables = parse_nccl_tests(head +
+                                           "1024 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n"
+                                           "2048 512 float sum -1 nan nan nan 0 nan nan nan 0\n"
+                                           "4096 1024 float sum -1 nan nan nan 0 12.0 0.3 0.3 0\n",
+                                       "all_reduce_perf.log");
+  // Line 4 has no time at all; line 5's in-place half is a sample.
+  CHECK(to_samples(tables.front(), Tier::nvlink).size() == 2);
+  const auto untimed = untimed_rows(tables.front());
+  REQUIRE(untimed.size() == 1);
+  CHECK(untimed[0].where == ":4");
+  CHECK(untimed[0].bytes == 2048.0);
+}
+
 TEST_CASE("nccl-tests: rows with wrong results or impossible numbers", "[validate][nccl_tests]") {
   const std::string head =
       "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "

@@ -82,4 +82,12 @@ inline constexpr double kMaxRowBusbwGbps = 1e6;
 /// size or time is not finite or past kMaxRowBytes / kMaxRowTimeUs.
 [[nodiscard]] std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier);
 
+/// A row of a size above 0 with no time in either half (nan, N/A, null): measured, but not a
+/// sample, so to_samples leaves it out. `where`: ":LINE" in a text log, ": results[i]" in JSON.
+struct UntimedRow {
+  std::string where;
+  double bytes = 0.0;
+};
+[[nodiscard]] std::vector<UntimedRow> untimed_rows(const NcclTestsTable& table);
+
 }  // namespace trident

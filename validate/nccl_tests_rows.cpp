@@ -139,6 +139,17 @@ Tier infer_tier(const NcclTestsTable& table) {
   return table.hosts > 1 ? Tier::network : Tier::nvlink;
 }
 
+std::vector<UntimedRow> untimed_rows(const NcclTestsTable& table) {
+  std::vector<UntimedRow> out;
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    const NcclTestsRow& row = table.rows[i];
+    if (row.bytes > 0.0 && !row.out_of_place.time_us && !row.in_place.time_us) {
+      out.push_back({row_where(row, i), row.bytes});
+    }
+  }
+  return out;
+}
+
 std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier) {
   std::vector<CollectiveSample> out;
   for (std::size_t i = 0; i < table.rows.size(); ++i) {
