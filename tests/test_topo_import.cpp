@@ -122,6 +122,13 @@ TEST_CASE("one GPU type per server; every NIC counted when none sits by a GPU, a
   REQUIRE(same_bus.find(bus1) != std::string::npos);
   same_bus.replace(same_bus.find(bus1), bus1.size(), "<pci busid=\"0000:18:00.0\"");
   CHECK(xml_error(same_bus).ends_with("<gpu> dev 1: bus id '0000:18:00.0' is also dev 0's"));
+  // Two GPUs of one rank: a merged or corrupt dump (one process per GPU), refused as a
+  // repeated dev is.
+  std::string same_rank = sample("h100_nccl_topo.xml");
+  const std::string rank1 = "<gpu dev=\"1\" sm=\"90\" rank=\"1\"";
+  REQUIRE(same_rank.find(rank1) != std::string::npos);
+  same_rank.replace(same_rank.find(rank1), rank1.size(), "<gpu dev=\"1\" sm=\"90\" rank=\"0\"");
+  CHECK(xml_error(same_rank).ends_with("<gpu> dev 1: rank 0 is also dev 0's"));
   // Every GPU-NIC cell NODE or SYS: all ten NICs counted, and flagged for the YAML's note.
   CHECK_FALSE(smi("h100_hgx_nvidia_smi.txt").no_nic_near_gpu);
   std::string flat = sample("h100_hgx_nvidia_smi.txt");

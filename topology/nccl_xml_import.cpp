@@ -20,6 +20,7 @@ using tinyxml2::XMLNode;
 struct XmlGpu {
   int dev = 0;
   int sm = 0;
+  int rank = -1;           ///< NCCL's rank attribute; -1 where the dump has none
   std::string busid;       ///< of the parent <pci>, lower case
   std::string pci_device;  ///< of the parent <pci>
   const XMLElement* element = nullptr;
@@ -116,6 +117,7 @@ void Reader::add_gpu(const XMLElement* gpu) {
   }
   XmlGpu entry{.dev = int_attribute(gpu, "dev"),
                .sm = gpu->Attribute("sm") == nullptr ? 0 : int_attribute(gpu, "sm"),
+               .rank = gpu->Attribute("rank") == nullptr ? -1 : int_attribute(gpu, "rank"),
                .busid = lower(attribute(pci, "busid")),
                .pci_device = pci->Attribute("device") ? pci->Attribute("device") : "",
                .element = gpu};
@@ -124,6 +126,11 @@ void Reader::add_gpu(const XMLElement* gpu) {
   }
   for (const XmlGpu& other : gpus_) {
     if (other.dev == entry.dev) fail(gpu, "<gpu>: dev " + std::to_string(entry.dev) + " twice");
+    // One process per GPU: two GPUs of one rank are a merged or corrupt dump.
+    if (entry.rank >= 0 && other.rank == entry.rank) {
+      fail(gpu, "<gpu> dev " + std::to_string(entry.dev) + ": rank " + std::to_string(entry.rank) +
+                    " is also dev " + std::to_string(other.dev) + "'s");
+    }
     // NVLink targets name GPUs by bus id: two on one id sent one's links to the other.
     if (other.busid == entry.busid) {
       fail(gpu, "<gpu> dev " + std::to_string(entry.dev) + ": bus id '" + entry.busid +
