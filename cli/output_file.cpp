@@ -46,6 +46,12 @@ struct Target {
   if (path.empty()) {
     throw InputError(std::string("standard output: cannot write: ") + std::strerror(error));
   }
+  // A FIFO with no reader (O_NONBLOCK's ENXIO): refused, not waited on; said in words.
+  struct stat info {};
+  if (error == ENXIO && ::stat(path.c_str(), &info) == 0 && S_ISFIFO(info.st_mode)) {
+    throw InputError(flag + " '" + path +
+                     "': a FIFO with no reader (start the reader first: trident does not wait)");
+  }
   throw InputError(flag + " '" + path + "': cannot write: " + std::strerror(error));
 }
 
