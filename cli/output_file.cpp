@@ -132,6 +132,11 @@ std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
     }
     for (const auto& other : targets) {
       if (same_target(t, other)) {
+        if (t.way == Way::to_stdout) {  // the other is standard output too, given or by default
+          throw InputError(o.flag + " " + shown(o) + ": standard output already carries " +
+                           other.output->flag + "'s text (where it goes without " +
+                           other.output->flag + " FILE); give one of them a FILE");
+        }
         throw InputError(o.flag + " " + shown(o) + ": is also " + other.output->flag + " " +
                          shown(*other.output) + "; give each output its own file");
       }

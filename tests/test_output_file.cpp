@@ -90,9 +90,10 @@ TEST_CASE("outputs: an input or another output of the run is refused up front", 
   RunOutputs stdout_twice;
   stdout_twice.add_output("--output", "");
   stdout_twice.add_output("--svg", "-");
+  // --output need not have been given: standard output is where its text goes without it.
   CHECK(error_of([&] { stdout_twice.check(); }) ==
-        "--svg (standard output): is also --output (standard output); give each output its "
-        "own file");
+        "--svg (standard output): standard output already carries --output's text (where it "
+        "goes without --output FILE); give one of them a FILE");
 }
 
 TEST_CASE("inputs: regular files of text, at most 16 MiB", "[input_file]") {
