@@ -34,8 +34,13 @@ namespace {
                        gpu_on(cluster, f.server, f.gpu));
   }
   const std::string count = f.links == 1 ? "one" : std::to_string(f.links);
-  return fmt::format("{} of {} NVLinks of {}: it keeps {}", count, total,
-                     gpu_on(cluster, f.server, f.gpu), total - f.links);
+  // `cluster` has this failure applied: the GPU's links down there are this spec's and those of
+  // any other spec on the same GPU, which the plan prices together.
+  const auto down = cluster.health.nvlinks_down.find(global_id(cluster, f.server, f.gpu));
+  const int left = total - (down == cluster.health.nvlinks_down.end() ? f.links : down->second);
+  return fmt::format("{} of {} NVLinks of {}: it keeps {}{}", count, total,
+                     gpu_on(cluster, f.server, f.gpu), left,
+                     left == total - f.links ? "" : " (with its other failed links)");
 }
 
 [[nodiscard]] std::string describe_mesh(const Failure& f, const Cluster& cluster) {

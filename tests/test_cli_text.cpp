@@ -160,6 +160,12 @@ TEST_CASE("failures in words", "[cli_text]") {
   const Cluster c = apply_failure(h100, parse_failure("nvlink:17/3"));
   CHECK(cli::describe(parse_failure("nvlink:17/3"), c) ==
         "one of 18 NVLinks of GPU 3 on server 17 (global GPU 139): it keeps 17");
+  // Two specs on one GPU are priced together: each says what the GPU keeps of both, 18 - 3 - 3.
+  const Cluster twice = apply_failure(apply_failure(h100, parse_failure("nvlink:1/2:3")),
+                                      parse_failure("nvlink:1/2:3"));
+  CHECK(cli::describe(parse_failure("nvlink:1/2:3"), twice) ==
+        "3 of 18 NVLinks of GPU 2 on server 1 (global GPU 10): it keeps 12 (with its other "
+        "failed links)");
   CHECK(cli::describe(parse_failure("nvlink:0/2:all"), h100) ==
         "all 18 NVLinks of GPU 2 on server 0 (global GPU 2): its traffic falls back to PCIe");
   CHECK(cli::describe(parse_failure("nic:3/1"), h100) ==
