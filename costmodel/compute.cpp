@@ -219,8 +219,8 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
   AttentionGemms core = attention_gemms(model, config.micro_batch, config.tp);
   CoreTime time;
   if (features.fused_attention()) {
-    core.scores.batch *= 0.5;
-    core.context.batch *= 0.5;
+    core.scores.batch *= kFusedCausalShare;
+    core.context.batch *= kFusedCausalShare;
     const AttentionShares shares =
         attention_shares(profile, features.attention, model.seq_len, features.cp, features.ulysses);
     if (shares.forward > 0.0 && shares.backward > 0.0) {
@@ -228,12 +228,12 @@ CoreTime attention_core_time(const Gpu& gpu, Dtype dtype, const KernelProfile& p
       const double rate =
           gpu.peak_tflops(dtype) * 1e12 * attention_clock_ratio(profile, features.attention);
       time.forward_s = flops / (rate * shares.forward);
-      time.backward_s = 2.5 * flops / (rate * shares.backward);
+      time.backward_s = kFusedBackwardRatio * flops / (rate * shares.backward);
       return time;
     }
     time.forward_s = gemm_time_s(gpu, dtype, profile, core.scores, calibration) +
                      gemm_time_s(gpu, dtype, profile, core.context, calibration);
-    time.backward_s = 2.5 * time.forward_s;
+    time.backward_s = kFusedBackwardRatio * time.forward_s;
     return time;
   }
   // The softmax (and dropout) over the b x heads/t x s x s scores as the stack's unfused

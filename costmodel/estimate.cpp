@@ -395,12 +395,12 @@ void set_rates(Estimate& out, const Gpu& gpu, const Model& model, const Parallel
   const double global_batch = static_cast<double>(model.training.global_batch);
   // MoE: FLOPs on the active parameters (each token's top_k and shared experts).
   const double full_share = model_recompute_share(model, config);
-  const bool skips_masked = stack.attention != AttentionKernel::unfused;
-  const StepFlops flops = model.is_moe()
-                              ? step_flops(moe_active_view(model), global_batch, config.recompute,
-                                           stack.selective, full_share, skips_masked)
-                              : step_flops(model, global_batch, config.recompute, stack.selective,
-                                           full_share, skips_masked);
+  const bool fused = is_fused(stack.attention);
+  const StepFlops flops =
+      model.is_moe()
+          ? step_flops(moe_active_view(model), global_batch, config.recompute, stack.selective,
+                       full_share, fused)
+          : step_flops(model, global_batch, config.recompute, stack.selective, full_share, fused);
   out.model_flops = flops.model;
   out.model_flops_causal = flops.model_causal;
   out.hardware_flops = flops.hardware;

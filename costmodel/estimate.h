@@ -130,7 +130,7 @@ struct Estimate {
   TimeBreakdown time;
   MemoryBreakdown memory;
   double model_flops = 0.0;         ///< per step, whole job, each useful FLOP once
-  double hardware_flops = 0.0;      ///< per step, whole job, recomputation included
+  double hardware_flops = 0.0;      ///< per step, whole job, as executed (flops.h StepFlops)
   double model_flops_causal = 0.0;  ///< same, attention halved for the causal mask
   double model_tflops_per_gpu = 0.0;
   double hardware_tflops_per_gpu = 0.0;

@@ -1,6 +1,7 @@
 #include "costmodel/flops.h"
 
 #include "costmodel/gemms.h"
+#include "costmodel/kernels.h"
 
 namespace trident {
 
@@ -45,12 +46,12 @@ double recompute_forward_flops(const LayerFlops& layer, Recompute recompute,
 }
 
 StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
-                     SelectiveKind selective, double full_share, bool skips_masked) {
+                     SelectiveKind selective, double full_share, bool fused) {
   const LayerFlops layer = layer_forward_flops(model, global_batch);
   LayerFlops run = layer;  // as the kernels execute it
-  if (skips_masked) {
-    run.scores *= 0.5;
-    run.context *= 0.5;
+  if (fused) {
+    run.scores *= kFusedCausalShare;
+    run.context *= kFusedCausalShare;
   }
   // Multi-token prediction: each module one more layer, its projection and another pass
   // through the output layer.
@@ -62,7 +63,9 @@ StepFlops step_flops(const Model& model, double global_batch, Recompute recomput
   flops.model = 3.0 * (layers * layer.total() + logits);
   flops.model_causal = flops.model - 3.0 * layers * 0.5 * layer.attention_core();
   const double repeated = recompute == Recompute::full ? full_share * layers : layers;
-  flops.hardware = (skips_masked ? flops.model_causal : flops.model) +
+  // The attention core as it runs: forward and backward (2x, or a fused kernel's ratio).
+  const double core_run = (1.0 + (fused ? kFusedBackwardRatio : 2.0)) * run.attention_core();
+  flops.hardware = flops.model + layers * (core_run - 3.0 * layer.attention_core()) +
                    repeated * recompute_forward_flops(run, recompute, selective);
   return flops;
 }

@@ -37,16 +37,17 @@ struct LayerFlops {
 struct StepFlops {
   double model = 0.0;         ///< fwd + bwd = 3x forward, no recompute, attention not halved
   double model_causal = 0.0;  ///< same with the attention core halved for the causal mask
-  /// What the GPUs execute: model + recomputation, the attention core halved where the kernel
-  /// skips the causal mask's masked half (fused attention), whole where it computes every
-  /// score (unfused).
+  /// What the GPUs execute: model + recomputation, with the attention core as the kernel runs
+  /// it: whole, forward and backward 2x, where it computes every score (unfused); where it is
+  /// fused, the causal share (kFusedCausalShare) with a backward of kFusedBackwardRatio times
+  /// the forward (its scores recomputed).
   double hardware = 0.0;
 };
 
 /// `full_share`: the share of the layers full recompute repeats (partial recompute), 1 = all.
-/// `skips_masked`: the attention kernel skips the masked tiles (flash, cuDNN; not unfused).
+/// `fused`: the attention kernel is fused (is_fused: flash, cuDNN; not unfused).
 [[nodiscard]] StepFlops step_flops(const Model& model, double global_batch, Recompute recompute,
                                    SelectiveKind selective = SelectiveKind::attention,
-                                   double full_share = 1.0, bool skips_masked = false);
+                                   double full_share = 1.0, bool fused = false);
 
 }  // namespace trident

@@ -59,6 +59,12 @@ enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
 [[nodiscard]] constexpr bool is_fused(AttentionKernel kernel) {
   return kernel != AttentionKernel::unfused;
 }
+/// The share of the scores a fused kernel computes under the causal mask: the blocks above the
+/// diagonal are skipped (half, for long sequences).
+inline constexpr double kFusedCausalShare = 0.5;
+/// A fused kernel's backward over its forward FLOPs: 5 GEMMs against 2, the scores recomputed
+/// from the saved log-sum-exp (Dao 2023, FlashAttention-2 section 3.1.2).
+inline constexpr double kFusedBackwardRatio = 2.5;
 
 /// Fused attention's forward and backward share of dense peak for one layer's call.
 struct AttentionShares {

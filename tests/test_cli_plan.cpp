@@ -345,15 +345,25 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
       "--explain");
   REQUIRE(recomputed.code == 0);
   CHECK(recomputed.out.find(" TFLOP/s executed with recomputation)\n") != std::string::npos);
-  // Executed FLOPs count the causal half a fused kernel runs: Llama 3 8B at 128k tokens is
-  // 71.7% MFU by Megatron's count (709 TFLOP/s), 42.3% causal; a GPU whose GEMMs top out at
-  // 653 TFLOP/s executes 418, not 709.
+  // Executed FLOPs count the causal half a fused kernel runs, its backward at 2.5x the
+  // forward: Llama 3 8B at 128k tokens is 71.7% MFU by Megatron's count (709 TFLOP/s), 42.3%
+  // causal; a GPU whose GEMMs top out at 653 TFLOP/s executes 467, not 709.
   const Run longctx =
       trident("plan --model llama3-8b --gpus 64 --seq-len 131072 --global-batch 64 --explain");
   REQUIRE(longctx.code == 0);
-  CHECK(longctx.out.find("  MFU          71.7%  (709 model TFLOP/s per GPU of 989 dense peak; 418 "
+  CHECK(longctx.out.find("  MFU          71.7%  (709 model TFLOP/s per GPU of 989 dense peak; 467 "
                          "TFLOP/s executed)\n  MFU causal   42.3%  (attention's masked half not "
                          "counted)\n") != std::string::npos);
+  // The unfused attention computes every score, masked or not: without recomputation it
+  // executes the model's FLOPs exactly (Megatron's count does not halve the core either).
+  const Run unfused_run = trident(
+      "plan --model llama3-8b --gpus 64 --stack megatron-2021 --recompute none --top 1 "
+      "--format json");
+  REQUIRE(unfused_run.code == 0);
+  const auto unfused_doc = nlohmann::json::parse(unfused_run.out);
+  const auto& unfused_plan = unfused_doc["plans"][0];
+  CHECK(unfused_plan["hardware_tflops_per_gpu"].get<double>() ==
+        Approx(unfused_plan["model_tflops_per_gpu"].get<double>()));
   // Without NVLink a group's domain is its server; where crossing servers reads faster (PCIe's
   // hidden TP traffic holds more SMs than the network's), the verdict says so, with the term
   // that moved.

@@ -56,8 +56,7 @@ TEST_CASE("step FLOPs reduce to Korthikanti 2022 and Narayanan 2021 eq. 3", "[fl
 TEST_CASE("executed FLOPs: a fused kernel skips the masked half, unfused computes it", "[flops]") {
   const Model model = test::small_model();  // 2 layers, h 64, s 32, V 1000
   const double B = 8;
-  // One layer's attention core forward, B = 8: 8 x 4 x 32^2 x 64 = 2,097,152; half of it is
-  // the masked upper triangle a flash or cuDNN kernel never computes.
+  // One layer's attention core forward, B = 8: 8 x 4 x 32^2 x 64 = 2,097,152.
   const double core = 8.0 * 4 * 32 * 32 * 64;
   const StepFlops unfused = step_flops(model, B, Recompute::selective);
   const StepFlops fused =
@@ -65,13 +64,16 @@ TEST_CASE("executed FLOPs: a fused kernel skips the masked half, unfused compute
   // Model FLOPs keep the Megatron convention either way.
   CHECK(fused.model == Approx(unfused.model));
   CHECK(fused.model_causal == Approx(unfused.model_causal));
-  // Executed: forward + backward (3x) and the selective recompute's forward (1x) of the core,
-  // on 2 layers, halved: (3 + 1) x 2 x 0.5 x 2,097,152 = 8,388,608 fewer.
-  CHECK(unfused.hardware - fused.hardware == Approx(4.0 * 2 * 0.5 * core));
-  CHECK(unfused.hardware - fused.hardware == Approx(8388608.0));
-  // Without recomputation the fused kernel executes exactly the causal count.
+  // Executed per layer, in cores: unfused forward 1 + backward 2 + the selective recompute's
+  // forward 1 = 4; fused the causal half, forward 1 + backward 2.5 (its scores recomputed),
+  // and the recompute's half: 0.5 x 3.5 + 0.5 = 2.25. Two layers: 2 x 1.75 x 2,097,152 =
+  // 7,340,032 fewer.
+  CHECK(unfused.hardware - unfused.model == Approx(2.0 * core));
+  CHECK(unfused.hardware - fused.hardware == Approx(2.0 * 1.75 * core));
+  CHECK(unfused.hardware - fused.hardware == Approx(7340032.0));
+  // Without recomputation: 1.75 cores a layer where the causal count has 1.5.
   CHECK(step_flops(model, B, Recompute::none, SelectiveKind::attention, 1.0, true).hardware ==
-        Approx(fused.model_causal));
+        Approx(fused.model_causal + 2.0 * 0.25 * core));
 }
 
 TEST_CASE("multi-token prediction: one more layer, its projection, another output pass",
