@@ -252,12 +252,24 @@ std::string format_count(double count) {
   return fmt::format("{}", count);
 }
 
+namespace {
+/// A domain that is not a server: NVLink's, or where there is none, the PCIe group's.
+const char* non_server_domain(const Cluster& cluster) {
+  return cluster.nvlink.kind == NvlinkKind::none ? "PCIe domain" : "NVLink domain";
+}
+bool domain_is_server(const Cluster& cluster) {
+  return cluster.nvlink.domain_gpus == cluster.gpus_per_server;
+}
+}  // namespace
+
 const char* domain_word(const Cluster& cluster) {
-  return cluster.nvlink.domain_gpus == cluster.gpus_per_server ? "server" : "NVLink domain";
+  return domain_is_server(cluster) ? "server" : non_server_domain(cluster);
 }
 
 const char* link_domain_word(const Cluster& cluster) {
-  return cluster.nvlink.kind == NvlinkKind::none ? "server" : "NVLink domain";
+  return cluster.nvlink.kind == NvlinkKind::none && domain_is_server(cluster)
+             ? "server"
+             : non_server_domain(cluster);
 }
 
 std::string segments_text(const Cluster& c) {

@@ -72,12 +72,13 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 
 /// "8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s NICs"
 [[nodiscard]] std::string summarize_server(const Cluster& cluster);
-/// What one NVLink domain of the cluster is called in the text: "server" where the domain is
-/// a server (DGX), "NVLink domain" where it spans servers (a rack, a job's segment) or divides
-/// one.
+/// What one domain of the cluster is called in the what-ifs ("If TP crossed two servers"):
+/// "server" where the domain is a server (DGX), else "NVLink domain" where it spans servers (a
+/// rack, a job's segment) or divides one, "PCIe domain" for such a part of a server without
+/// NVLink.
 [[nodiscard]] const char* domain_word(const Cluster& cluster);
-/// What a link line calls a group's domain: "NVLink domain", or "server" where the cluster has
-/// no NVLink (its servers' GPUs meet over PCIe).
+/// What a link line calls a group's domain: "NVLink domain" wherever there is NVLink (a DGX's
+/// too: the tier it names), else "server", or "PCIe domain" where the domain divides a server.
 [[nodiscard]] const char* link_domain_word(const Cluster& cluster);
 /// "the job's segments of 16 servers in 72-GPU racks" where the job runs in segments of a
 /// rack-scale domain (nvlink.job_segments); empty otherwise.

@@ -35,12 +35,19 @@ struct CalibrateFlags {
 /// only in a rack-scale domain (GB200 NVL72's trays); ranks on one host reach the network only
 /// where NCCL was kept off NVLink, PCIe and shared memory.
 std::string tier_note(const NcclTestsTable& table, Tier tier) {
-  if (table.hosts > 1 && tier != Tier::network) {
+  if (table.hosts > 1 && tier == Tier::nvlink) {
     return fmt::format(
-        "# note: {}: ranks on {} hosts read as {} (--tier): right for one rack-scale NVLink "
+        "# note: {}: ranks on {} hosts read as nvlink (--tier): right for one rack-scale NVLink "
         "domain (GB200 NVL72's trays), not for servers that meet over the network, whose fit "
-        "would price {} at the NICs' rate\n",
-        table.source, table.hosts, to_string(tier), to_string(tier));
+        "would price NVLink at the NICs' rate\n",
+        table.source, table.hosts);
+  }
+  if (table.hosts > 1 && tier == Tier::pcie) {
+    return fmt::format(
+        "# note: {}: ranks on {} hosts read as pcie (--tier): PCIe does not reach another "
+        "host, so their traffic crossed the network; the fit would price PCIe at the NICs' "
+        "rate\n",
+        table.source, table.hosts);
   }
   if (table.hosts == 1 && tier == Tier::network) {
     return fmt::format(

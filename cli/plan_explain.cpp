@@ -520,6 +520,15 @@ std::string tp_across(const Cluster& cluster, const Model& model, const PlanResu
   }
   out += fmt::format("  step time {:.3f} s (now {:.3f} s): {:+.1f}%\n", other.time.step_s, step,
                      step > 0 ? 100.0 * (other.time.step_s / step - 1.0) : 0.0);
+  // Within the stack's measured error the two layouts are a tie, not a verdict.
+  const double error = options.stack.error_for(model);
+  if (step > 0 && std::abs(other.time.step_s / step - 1.0) < error) {
+    out += fmt::format(
+        "  so crossing reads the same here, within the model's error (+/-{:.1f}%): the search "
+        "keeps each TP group inside one {}\n",
+        100.0 * error, unit);
+    return out;
+  }
   if (other.time.step_s < step) {
     // The search places TP innermost, inside a domain: it never ranks this layout.
     out += fmt::format(

@@ -97,7 +97,8 @@ std::vector<Pin> pins_of(const SearchOptions& o, const SplitRules& r) {
       fmt::format("PP {} the layers {} and divides the GPUs over TP x CP x DP",
                   r.uneven_stages ? "at most" : "divides", r.layers));
   add(&SearchOptions::dp, "dp",
-      fmt::format("DP divides the global batch {} and the GPUs over TP x CP x PP", r.global_batch));
+      fmt::format("DP divides the global batch {} and the GPUs over TP x CP{}", r.global_batch,
+                  r.pipelines ? " x PP" : ""));
   add(&SearchOptions::cp, "cp", "");
   add(&SearchOptions::ep, "ep", "");
   add(&SearchOptions::micro_batch, "micro-batch",
@@ -227,8 +228,9 @@ std::string describe_search(const SearchOptions& o, const Training& training) {
   knob(stack.pipelines() && stack.interleaved_pipeline, "VP", "interleaving", "--vp", number(o.vp));
   knob(true, "recompute", "recompute", "--recompute",
        o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
-  // FP8 parameters under a stack that gathers them only through its sharded optimizer.
-  const bool no_zero0 = !stack.runs_fp8_params_at(0, training);
+  // FP8 parameters under a stack that gathers them only through its sharded optimizer: said
+  // where ZeRO is free (a pin says its own value).
+  const bool no_zero0 = !o.zero && !stack.runs_fp8_params_at(0, training);
   knob(true, no_zero0 ? "ZeRO (1 or more: FP8 parameters need the distributed optimizer)" : "ZeRO",
        no_zero0 ? "ZeRO (1 or more: FP8 parameters need the distributed optimizer)" : "ZeRO",
        "--zero", number(o.zero));

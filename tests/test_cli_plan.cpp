@@ -364,18 +364,17 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   const auto& unfused_plan = unfused_doc["plans"][0];
   CHECK(unfused_plan["hardware_tflops_per_gpu"].get<double>() ==
         Approx(unfused_plan["model_tflops_per_gpu"].get<double>()));
-  // Without NVLink a group's domain is its server; where crossing servers reads faster (PCIe's
-  // hidden TP traffic holds more SMs than the network's), the verdict says so, with the term
-  // that moved.
+  // Without NVLink a group's domain is its server; where crossing servers reads 1.1% faster
+  // (PCIe's hidden TP traffic holds more SMs than the network's), the term that moved is shown
+  // and the verdict is a tie within the stack's error, not "TP stays inside the box".
   const Run pcie = trident("plan --cluster pcie-8gpu --model llama3-8b --tp 4 --explain");
   REQUIRE(pcie.code == 0);
   CHECK(pcie.out.find("      link: pcie at 24 GB/s per GPU inside one server\n") !=
         std::string::npos);
   CHECK(pcie.out.find("NVLink domain") == std::string::npos);
   CHECK(pcie.out.find("  also      overlap SM contention ") != std::string::npos);
-  CHECK(pcie.out.find("  so crossing would not cost this plan: the search keeps each TP group "
-                      "inside one server, and here that is not the faster layout\n") !=
-        std::string::npos);
+  CHECK(pcie.out.find("  so crossing reads the same here, within the model's error (+/-5.4%): "
+                      "the search keeps each TP group inside one server\n") != std::string::npos);
   CHECK(explain.out.find("  so TP stays inside the box: its all-reduces sit on every layer's "
                          "critical path\n") != std::string::npos);
   const Run second = trident(kSeed + " --explain 2");

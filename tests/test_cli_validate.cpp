@@ -247,6 +247,12 @@ TEST_CASE("calibrate --tier against the log's hosts: said beside the summary", "
               log) == 0);
   CHECK(slurp(log).find("sendrecv.json: every rank on one host read as network (--tier)") !=
         std::string::npos);
+  // PCIe does not reach another host: said so, not as a rack-scale domain.
+  REQUIRE(run(kBinary + " calibrate --nccl-tests " + kData +
+                  "nccl_tests/all_gather_new.txt --tier pcie --output " + temp("tn4.json"),
+              log) == 0);
+  CHECK(slurp(log).find("all_gather_new.txt: ranks on 2 hosts read as pcie (--tier): PCIe does "
+                        "not reach another host") != std::string::npos);
   // The tier the hosts say: no note.
   REQUIRE(run(kBinary + " calibrate --nccl-tests " + kData +
                   "nccl_tests/all_gather_new.txt --tier network --output " + temp("tn3.json"),

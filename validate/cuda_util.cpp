@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include "topology/errors.h"
@@ -111,7 +112,14 @@ void refuse_shared_gpu(const cudaDeviceProp& prop, int world_rank) {
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  cuda_check(cudaMalloc(&data_, bytes == 0 ? 1 : bytes), "cudaMalloc");
+  const cudaError_t status = cudaMalloc(&data_, bytes == 0 ? 1 : bytes);
+  // Out of device memory is an allocation failure like the host's: the GEMM that asked for it
+  // names itself (measure.cpp run_gemm_named).
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // not sticky: cleared so the rank can report and exit
+    throw DeviceOutOfMemory();
+  }
+  cuda_check(status, "cudaMalloc");
 }
 
 DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }

@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ void nccl_check(ncclResult_t status, const char* what);
 /// Compares every rank's GPU UUID (MPI_Allgather) and throws InputError naming the two ranks
 /// that share one, before NCCL is touched.
 void refuse_shared_gpu(const cudaDeviceProp& prop, int world_rank);
+
+/// cudaMalloc out of device memory: an allocation failure (std::bad_alloc) that says so, so a
+/// GEMM's caller can name the GEMM (measure.cpp) and anything else still reads "cudaMalloc".
+struct DeviceOutOfMemory : std::bad_alloc {
+  [[nodiscard]] const char* what() const noexcept override { return "cudaMalloc: out of memory"; }
+};
 
 /// Owns one device allocation.
 class DeviceBuffer {

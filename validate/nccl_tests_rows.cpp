@@ -139,13 +139,20 @@ Tier infer_tier(const NcclTestsTable& table) {
   return table.hosts > 1 ? Tier::network : Tier::nvlink;
 }
 
+namespace {
+/// The half a row's sample takes its time from: out-of-place, else in-place.
+const NcclTestsCell& timed_half(const NcclTestsRow& row) {
+  return row.out_of_place.time_us ? row.out_of_place : row.in_place;
+}
+/// A row to_samples leaves out without an error: a size of 0, or no time in either half.
+bool untimed(const NcclTestsRow& row) { return !timed_half(row).time_us || row.bytes <= 0.0; }
+}  // namespace
+
 std::vector<UntimedRow> untimed_rows(const NcclTestsTable& table) {
   std::vector<UntimedRow> out;
   for (std::size_t i = 0; i < table.rows.size(); ++i) {
     const NcclTestsRow& row = table.rows[i];
-    if (row.bytes > 0.0 && !row.out_of_place.time_us && !row.in_place.time_us) {
-      out.push_back({row_where(row, i), row.bytes});
-    }
+    if (row.bytes > 0.0 && untimed(row)) out.push_back({row_where(row, i), row.bytes});
   }
   return out;
 }
@@ -154,7 +161,7 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
   std::vector<CollectiveSample> out;
   for (std::size_t i = 0; i < table.rows.size(); ++i) {
     const NcclTestsRow& row = table.rows[i];
-    const auto& chosen = row.out_of_place.time_us ? row.out_of_place : row.in_place;
+    const NcclTestsCell& chosen = timed_half(row);
     const std::string where = row_where(row, i);
     // Either half wrong is a wrong collective: the in-place run too.
     for (const auto* half : {&row.out_of_place, &row.in_place}) {
@@ -182,7 +189,7 @@ std::vector<CollectiveSample> to_samples(const NcclTestsTable& table, Tier tier)
     }
     if (const auto problem = row_redop_problem(table, row, where)) throw InputError(*problem);
     if (const auto problem = row_count_problem(table, row, where)) throw InputError(*problem);
-    if (!chosen.time_us || row.bytes <= 0.0) continue;  // "N/A", or a size-0 row
+    if (untimed(row)) continue;  // "N/A", or a size-0 row (untimed_rows names the former)
     if (*chosen.time_us <= 0.0) {
       throw InputError(fmt::format("{}{}: time: expected a positive time at {:g} bytes, got {:g}",
                                    table.source, where, row.bytes, *chosen.time_us));
