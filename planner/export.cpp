@@ -259,6 +259,16 @@ std::string plan_summary(const ParallelConfig& c) {
          (c.ep > 1 ? " EP" + str(c.ep) : "") + ", " + str(c.gpus()) + " GPUs";
 }
 
+std::string vocab_padding_note(const Model& model, int tp) {
+  constexpr long long kDivisibleBy = 128;  // --make-vocab-size-divisible-by's default
+  const long long multiple = kDivisibleBy * tp;
+  const long long padded = (model.vocab + multiple - 1) / multiple * multiple;
+  if (padded == model.vocab) return "";
+  return "# vocabulary: pretrain_gpt.py pads " + str(model.vocab) + " to " + str(padded) +
+         " (a multiple of " + str(kDivisibleBy) + " x TP " + str(tp) +
+         ", --make-vocab-size-divisible-by); trident priced " + str(model.vocab) + "\n";
+}
+
 std::string header_line(const Input& in) {
   const Release& r = in.release;
   return std::string("# ") + r.title + " " + r.version + " (github.com/" + r.repo + " commit " +

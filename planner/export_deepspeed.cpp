@@ -75,10 +75,16 @@ std::string code_comments(const Model& model, const ParallelConfig& c) {
          str(c.tp) + " GPUs; every rank of a TP group must read the same batch\n";
     // runtime/config.py L697-712 @v0.19.5: without an mpu the batch check counts every rank
     // as data parallel; AutoTP's groups come later (engine.py _configure_tensor_parallel_states).
+    // It then derives train_batch_size as micro x accumulation x world size (L962-965) and
+    // counts that many samples a step (engine.py L3358): TP times the batch the plan trains.
+    const long long batch = model.training.global_batch;
     t += "# train_batch_size left out: without an mpu DeepSpeed checks it against every rank, "
          "TP ranks included (runtime/config.py L697-712, L924); the global batch is micro x "
          "accumulation x DP " +
-         str(c.dp) + "\n";
+         str(c.dp) + " = " + str(batch) + "; DeepSpeed will report train_batch_size " +
+         str(batch * c.tp) + " (x TP " + str(c.tp) +
+         ") and count samples at that rate: set a sample- or token-based schedule from " +
+         str(batch) + "\n";
   }
   return t;
 }

@@ -275,6 +275,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
               "--moe-router-topk-scaling-factor)"
             : "") +
        "\n";
+  t += vocab_padding_note(in.model, in.config.tp);
   t += placement_comment(launch, "#") + p2p_overlap_note(in.config, in.switches, "#");
   // Before Blackwell, TP or CP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1413-1437)
   // but with Megatron-FSDP, which asserts it is not 1 (arguments.py:1143), and with the

@@ -65,7 +65,9 @@ std::string model_flags(const Model& m) {
   // Both default to 0.1 (arguments.py L768, L770): the model's own, written.
   const std::string dropout = fmt::format("{:g}", m.dropout);
   t += flag("--attention-dropout", dropout) + flag("--hidden-dropout", dropout);
-  return t + flag("--tokenizer-type", "NullTokenizer") + flag("--vocab-size", str(m.vocab));
+  // Its NullTokenizer adds an end-of-document token to --vocab-size ("Size of vocab before EOD
+  // or padding", arguments.py L1269-1270; tokenizer.py L510-514 @f4157bea): V - 1 builds V.
+  return t + flag("--tokenizer-type", "NullTokenizer") + flag("--vocab-size", str(m.vocab - 1));
 }
 
 /// The attention kernel as priced: CoreAttention (unfused) by default, FlashAttention 2 or
@@ -253,7 +255,10 @@ std::string megatron_deepspeed_text(const Input& in, const Launch& launch) {
   std::string t = header_line(in);
   t += "# still to add: --data-path (Megatron-DeepSpeed has no mock data) and your tokenizer in "
        "place of the NullTokenizer (vocabulary " +
-       str(in.model.vocab) + "); --train-iters; --lr and its schedule; --save/--load\n";
+       str(in.model.vocab) + ", written as --vocab-size " + str(in.model.vocab - 1) +
+       ": the NullTokenizer adds its end-of-document token); --train-iters; --lr and its "
+       "schedule; --save/--load\n";
+  t += vocab_padding_note(in.model, in.config.tp);
   t += placement_comment(launch, "#") + pipeline_note(in.model, in.config, in.switches) +
        attention_note(in.switches.attention);
   t += "cat > ds_config.json <<'EOF'\n" + ds_config(in.model, in.config, in.switches) + "EOF\n";

@@ -70,6 +70,12 @@ struct LaunchOrLimit {
 /// The first line: "# TITLE VERSION (github.com/REPO commit C), ENTRY; trident plan ...".
 [[nodiscard]] std::string header_line(const Input& in);
 
+/// "# vocabulary: Megatron pads 128256 to 129024 ..." where pretrain_gpt.py pads the vocabulary
+/// to a multiple of 128 x TP (its --make-vocab-size-divisible-by default, Megatron-LM
+/// vocab_size_with_padding; Megatron-DeepSpeed _vocab_size_with_padding) past the model's;
+/// empty where the model's vocabulary is such a multiple.
+[[nodiscard]] std::string vocab_padding_note(const Model& model, int tp);
+
 /// "# nodes: servers 0-16,18-54" and "CUDA_VISIBLE_DEVICES=..." comment lines when the ranks
 /// do not sit on servers 0..n-1 whole, and "# SLURM: submit with --segment=N" where the job
 /// runs in segments of a rack-scale domain; empty otherwise.

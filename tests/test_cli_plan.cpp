@@ -410,6 +410,18 @@ TEST_CASE("--emit megatron-deepspeed: BLOOM's TP 4 x PP 12 as Megatron-DeepSpeed
   CHECK(zero1.out.find("  \"gradient_accumulation_steps\": 128,\n") != std::string::npos);
   CHECK(zero1.out.find("  --deepspeed_config ds_config.json \\\n  --zero-stage 1\n") !=
         std::string::npos);
+  // Its NullTokenizer adds the end-of-document token to --vocab-size: 51199 + 1 = GPT-3's 51200,
+  // a multiple of 128 x TP 4 = 512, so nothing is padded and no padding note is written.
+  CHECK(zero1.out.find("  --vocab-size 51199 \\\n") != std::string::npos);
+  CHECK(zero1.out.find("# vocabulary:") == std::string::npos);
+  // Llama 3's 128,256 at TP 8: pretrain_gpt.py pads to ceil(128256 / 1024) x 1024 = 129,024.
+  const Run padded = trident(
+      "plan --model llama3-70b --gpus 64 --tp 8 --stack deepspeed-megatron --emit "
+      "megatron-deepspeed");
+  REQUIRE(padded.code == 0);
+  CHECK(padded.out.find("# vocabulary: pretrain_gpt.py pads 128256 to 129024 (a multiple of 128 "
+                        "x TP 8, --make-vocab-size-divisible-by); trident priced 128256\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the nearest plan",

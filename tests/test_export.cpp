@@ -596,6 +596,10 @@ TEST_CASE("DeepSpeed: AutoTP, ZeRO-3 by release, batch identity", "[export]") {
   // L924 @v0.19.5).
   CHECK(s.count("train_batch_size") == 0);
   CHECK(v5.text.find("# train_batch_size left out") != std::string::npos);
+  // It then reports, and counts samples at, 1 x 16 x 32 = 512: the comment says so.
+  CHECK(v5.text.find("the global batch is micro x accumulation x DP 16 = 256; DeepSpeed will "
+                     "report train_batch_size 512 (x TP 2) and count samples at that rate: set a "
+                     "sample- or token-based schedule from 256\n") != std::string::npos);
   const auto tp1 = export_plan(parse_release("deepspeed"), cluster, llama8b(),
                                config_of({1, 1, 1}, 3, Recompute::full, false));
   CHECK(parse_deepspeed(tp1.text).at("train_batch_size") == "256");
