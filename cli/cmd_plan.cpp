@@ -371,13 +371,14 @@ void run(const PlanFlags& f) {
   if (fp8_by_flag) adopt_stack_fp8_recipe(model, options.stack, cluster.gpu);
   const CpCommPin cp_comm{f.cp_comm, options.stack.cp_kinds};
   pin_cp_comm(f.cp_comm, options.stack);
-  // The kernel that runs, as search() resolves it (Transformer Engine's fallback): what the
-  // search line says and whether --cp-comm can apply at all.
-  SearchOptions resolved = options;
-  resolve_attention(resolved, model, cluster.gpu);
-  check_cp_comm_runs(f.cp_comm, model, resolved);
-  check_cp_comm_applies(f.cp_comm, options, model, cluster);
   check_dtype_flag(f.model.dtype, model, cluster.gpu, options.stack);
+  check_options(model, options);
+  check_stack_runs(options.stack, model, cluster.gpu);  // as written, before resolving
+  // The kernel that runs, as search() resolves it (Transformer Engine's fallback), once: what
+  // the search line says, whether --cp-comm can apply at all, and the pins its fallback refuses.
+  resolve_attention(options, model, cluster.gpu);
+  check_cp_comm_runs(f.cp_comm, model, options);
+  check_cp_comm_applies(f.cp_comm, options, model, cluster);
   check_options(model, options);
   ReportContext context;
   context.stack = stack.stack.name;
@@ -395,14 +396,10 @@ void run(const PlanFlags& f) {
                   summarize_server(cluster), model.name, summarize_model(model)));
   context.assumptions.push_back(describe_search(options, model.training));
   // The search line names what is searched: no CP under TE's unfused attention.
-  if (const std::string line = describe_cp_ep_search(model, resolved); !line.empty()) {
+  if (const std::string line = describe_cp_ep_search(model, options); !line.empty()) {
     context.assumptions.push_back(line);
   }
   check_pinned_within_cluster(cluster, options);
-  check_stack_runs(options.stack, model, cluster.gpu);  // as written, before resolving
-  // The kernel that runs, as search() resolves it; its fallback may refuse a pin (CP).
-  resolve_attention(options, model, cluster.gpu);
-  check_options(model, options);
   if (f.fail_links.empty()) check_pinned_gpus(cluster, options);
   context.failures = run_failures(f, cluster);
   check_gpus_left(cluster, f.fail_links);
