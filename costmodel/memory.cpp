@@ -523,7 +523,7 @@ double kept_reduce_scatter_input_bytes(const Model& model, const ParallelConfig&
 }
 
 MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelConfig& config,
-                            const MemoryOptions& options) {
+                            const MemoryOptions& options, const StageAddition* addition) {
   const long long m = config.num_micro_batches(model.training.global_batch);
   const double capacity_bytes = (gpu.memory_gib - options.reserve_gib) * kBytesPerGib;
   MemoryBreakdown peak;
@@ -533,6 +533,7 @@ MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelCo
     MemoryBreakdown stage = stage_memory(gpu, model, config, options, first_stage, last_stage, m);
     stage.capacity_bytes = capacity_bytes;
     set_memory_verdict(stage);
+    if (addition != nullptr) addition->add(stage, first_stage, last_stage);
     every_stage_fits = every_stage_fits && stage.fits;
     if (stage.total_bytes > peak.total_bytes) peak = stage;
   };

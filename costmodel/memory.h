@@ -268,9 +268,24 @@ struct MemoryOptions {
                                                      const ParallelConfig& config,
                                                      const MemoryOptions& options);
 
-/// Memory of the peak rank (the largest of the first, a middle and the last pipeline stage).
+/// What a stage holds that the dense view leaves out (a MoE stage's experts), added to each
+/// stage before the stages are compared: `first` / `last` say which (both: one stage).
+class StageAddition {
+ public:
+  virtual void add(MemoryBreakdown& stage, bool first, bool last) const = 0;
+
+ protected:
+  StageAddition() = default;
+  ~StageAddition() = default;
+  StageAddition(const StageAddition&) = default;
+  StageAddition& operator=(const StageAddition&) = default;
+};
+
+/// Memory of the peak rank (the largest of the first, a middle and the last pipeline stage),
+/// each stage with `addition`'s bytes where given.
 [[nodiscard]] MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model,
                                           const ParallelConfig& config,
-                                          const MemoryOptions& options);
+                                          const MemoryOptions& options,
+                                          const StageAddition* addition = nullptr);
 
 }  // namespace trident

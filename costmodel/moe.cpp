@@ -283,10 +283,37 @@ double expert_parameters_per_gpu(const Model& model, const ParallelConfig& confi
          count.per_expert;
 }
 
+double stage_moe_layers_on(const Model& model, const ParallelConfig& config, bool first,
+                           bool last) {
+  if (!model.is_moe()) return 0.0;
+  const int layers = model.layers;
+  // Multi-token prediction layers (on the last stage) are built as the model's last layer.
+  const double mtp =
+      model.mtp_layers * static_cast<double>(model.moe_layers_in(layers - 1, layers));
+  if (first && last) return model.moe_layers() + mtp;
+  const StageLayers split = stage_layers(layers, config.pp);
+  if (first) return model.moe_layers_in(0, split.first);
+  if (last) return model.moe_layers_in(layers - split.last, layers) + mtp;
+  // The middle stages in order (stage_moe_fraction's walk): the busiest of the largest.
+  const int middles = config.pp - 2;
+  const int middle_layers = layers - split.first - split.last;
+  int start = split.first;
+  int busiest = 0;
+  for (int index = 0; index < middles; ++index) {
+    const int count = middle_layers / middles + (index < middle_layers % middles ? 1 : 0);
+    if (count == split.middle)
+      busiest = std::max(busiest, model.moe_layers_in(start, start + count));
+    start += count;
+  }
+  return busiest;
+}
+
 void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
-                       const MemoryOptions& options) {
-  if (!model.is_moe()) return;
-  const double params = expert_parameters_per_gpu(model, config);
+                       const MemoryOptions& options, double moe_layers) {
+  if (!model.is_moe() || moe_layers <= 0.0) return;
+  const ParameterCount count = count_parameters(model);
+  const double params =
+      moe_layers * static_cast<double>(model.moe.experts) / config.ep * count.per_expert;
   const double edp = expert_dp(config);
   const double optimizer = optimizer_state_bytes(model, config, options);
   // The 16-bit (fp32: 4-byte) weights as the dense layers' (MemoryOptions::weight_bytes: an
@@ -320,7 +347,6 @@ void add_expert_memory(MemoryBreakdown& memory, const Model& model, const Parall
                                      (is_gated(model.ffn) ? 2.0 * e : e) * f + gemm_input * f);
     const long long m = config.num_micro_batches(model.training.global_batch);
     // Combined 1F1B holds combined_1f1b_extra_layers more (MemoryOptions::combined_1f1b).
-    const double moe_layers = stage_moe_layers(model, config.pp);
     activations = kept_share * per_layer *
                   (moe_layers * in_flight_micro_batches(config.pp, config.virtual_stages, m) +
                    (options.combined_1f1b ? combined_1f1b_extra_layers(config, moe_layers) : 0.0));

@@ -161,10 +161,16 @@ struct SharedExpertTime {
 /// Expert-data-parallel size: tp x cp x dp / ep (expert TP 1).
 [[nodiscard]] int expert_dp(const ParallelConfig& config);
 
-/// The peak rank's expert weights, gradients and optimizer states (sharded over the expert
-/// data parallel group as ZeRO shards the rest) and routed-expert activations, added to
-/// `memory` (its capacity and fits updated).
+/// MoE layers a pipeline stage holds: the first's, the last's (its multi-token prediction
+/// layers built as its last layer), the busiest middle stage's with the middle stages' most
+/// layers (the one peak_memory weighs), or, with `first` and `last`, the whole model's.
+[[nodiscard]] double stage_moe_layers_on(const Model& model, const ParallelConfig& config,
+                                         bool first, bool last);
+
+/// A stage's expert weights, gradients and optimizer states (sharded over the expert data
+/// parallel group as ZeRO shards the rest) and routed-expert activations for its `moe_layers`,
+/// added to `memory` (its totals and fits updated).
 void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
-                       const MemoryOptions& options);
+                       const MemoryOptions& options, double moe_layers);
 
 }  // namespace trident

@@ -105,9 +105,24 @@ MemoryBreakdown plan_memory(const Cluster& cluster, const Model& model,
                             const Placement& placement, const EstimateOptions& options,
                             CpKind cp_kind) {
   const MemoryOptions memory = memory_options(cluster, model, config, placement, options, cp_kind);
-  MemoryBreakdown out = peak_memory(cluster.gpu, view.model(model), view.config(config), memory);
-  add_expert_memory(out, model, config, memory);
-  return out;
+  if (!model.is_moe()) {
+    return peak_memory(cluster.gpu, view.model(model), view.config(config), memory);
+  }
+  // Each stage with its own experts before the stages are compared: the peak of a dense-first,
+  // output-last model (DeepSeek-V3) is a stage's dense part with that stage's MoE layers.
+  struct Experts final : StageAddition {
+    const Model& model;
+    const ParallelConfig& config;
+    const MemoryOptions& options;
+    Experts(const Model& m, const ParallelConfig& c, const MemoryOptions& o)
+        : model(m), config(c), options(o) {}
+    void add(MemoryBreakdown& stage, bool first, bool last) const override {
+      add_expert_memory(stage, model, config, options,
+                        stage_moe_layers_on(model, config, first, last));
+    }
+  };
+  const Experts experts(model, config, memory);
+  return peak_memory(cluster.gpu, view.model(model), view.config(config), memory, &experts);
 }
 
 bool may_fit(const Cluster& cluster, const Model& model, const ParallelConfig& config,

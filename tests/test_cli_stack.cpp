@@ -890,8 +890,9 @@ TEST_CASE(
   REQUIRE(core_attn.code == 0);
   REQUIRE(up_proj.code == 0);
   // Stage 0's 15 layers keep 4 micro-batches' scores (1F1B, PP 4): 64 heads x 4096^2 x 2 bytes
-  // = 2 GiB a layer and micro-batch, 120 GiB at least, beyond the MLA inputs it saves.
-  CHECK(memory_of(up_proj) - memory_of(core_attn) > 100.0);
+  // = 2 GiB a layer and micro-batch, 120 GiB, less what core-attention recompute keeps that
+  // up-projection recompute does not (the attention's inputs): about 99 GiB apart.
+  CHECK(memory_of(up_proj) - memory_of(core_attn) > 90.0);
 }
 
 TEST_CASE("the stack as written is checked before its attention resolves", "[cli_stack]") {

@@ -523,8 +523,10 @@ TEST_CASE("FP8 experts keep their GEMM inputs as FP8 casts", "[moe][memory][prec
   eight.fp8_saved_inputs = true;
   MemoryBreakdown kept16;
   MemoryBreakdown kept8;
-  add_expert_memory(kept16, model, config, sixteen);
-  add_expert_memory(kept8, model, config, eight);
+  // PP 1: one stage, all 32 MoE layers.
+  REQUIRE(stage_moe_layers_on(model, config, true, true) == 32.0);
+  add_expert_memory(kept16, model, config, sixteen, 32.0);
+  add_expert_memory(kept8, model, config, eight, 32.0);
   CHECK(kept16.activations_bytes - kept8.activations_bytes == Approx(9663676416.0));
   // 16,384 x (2 x 4096 + 4 x 14,336 + 2 x 14,336) x 32 in 16 bits.
   CHECK(kept16.activations_bytes == Approx(16384.0 * (8192.0 + 86016.0) * 32.0));
@@ -545,7 +547,7 @@ TEST_CASE("FP8 experts' weights: the 16-bit copy and the FP8 copies", "[moe][mem
   MemoryOptions hopper;
   hopper.weight_copy_bytes_per_parameter = 2.0;
   MemoryBreakdown h;
-  add_expert_memory(h, model, config, hopper);
+  add_expert_memory(h, model, config, hopper, 32.0);
   CHECK(h.weights_bytes == 2.0 * params);
   CHECK(h.weight_copies_bytes == 2.0 * params);
   // FP8 parameters on Blackwell: one FP8 copy replaces the 16-bit weights (a delta of 1 - 2 =
@@ -553,7 +555,7 @@ TEST_CASE("FP8 experts' weights: the 16-bit copy and the FP8 copies", "[moe][mem
   MemoryOptions blackwell;
   blackwell.weight_copy_bytes_per_parameter = -1.0;
   MemoryBreakdown b;
-  add_expert_memory(b, model, config, blackwell);
+  add_expert_memory(b, model, config, blackwell, 32.0);
   CHECK(b.weights_bytes == 1.0 * params);
   CHECK(b.weight_copies_bytes == 0.0);
 }
@@ -666,4 +668,32 @@ TEST_CASE("HybridEP where the network sets the pace: its own benchmark, and four
   link.intra_gbps = 450.0;
   CHECK(hybrid_ep_exchange_s(model, config, link) ==
         Approx(latency_s + 45663525.109 / (0.749175 * 50e9)));
+}
+
+TEST_CASE("each pipeline stage holds its own MoE layers' experts", "[moe][memory]") {
+  // DeepSeek-V3: 61 layers, the first 3 dense, one MTP layer on the last stage. PP 16 splits
+  // them 3 | 4 x14 | 2 (pipeline.h stage_layers): the first stage holds no experts, a middle
+  // one 4 MoE layers, the last 2 and the MTP layer built as its last layer (MoE): 3. The peak
+  // was a stage's dense part with a middle stage's 4 layers of experts (a reviewer: about
+  // 6 GiB over on the last stage of plan 1).
+  const Model model = model_preset("deepseek-v3");
+  ParallelConfig config;
+  config.tp = 2;
+  config.pp = 16;
+  config.dp = 8;
+  config.ep = 8;
+  CHECK(stage_moe_layers_on(model, config, true, false) == 0.0);
+  CHECK(stage_moe_layers_on(model, config, false, false) == 4.0);
+  CHECK(stage_moe_layers_on(model, config, false, true) == 3.0);
+  // One stage holds all 58 MoE layers and the MTP layer.
+  CHECK(stage_moe_layers_on(model, config, true, true) == 59.0);
+  // Expert weights on the last stage: 3 layers x 256 / 8 experts x 3 x 7168 x 2048 parameters
+  // x 2 bytes = 8,455,716,864 bytes; a middle stage's 4 layers would be 11,274,289,152.
+  MemoryOptions options;
+  MemoryBreakdown last;
+  add_expert_memory(last, model, config, options, stage_moe_layers_on(model, config, false, true));
+  CHECK(last.weights_bytes == Approx(3.0 * 32 * 3 * 7168 * 2048 * 2.0));
+  MemoryBreakdown first;
+  add_expert_memory(first, model, config, options, 0.0);
+  CHECK(first.weights_bytes == 0.0);
 }
