@@ -137,6 +137,10 @@ double ffn_parameters(const Model& m, double f) {
 
 }  // namespace
 
+double routed_expert_parameters(const Model& m) {
+  return m.is_moe() ? ffn_parameters(m, m.moe.expert_ffn_hidden) : 0.0;
+}
+
 ParameterCount count_parameters(const Model& m) {
   const double h = m.hidden;
   ParameterCount count;
@@ -153,7 +157,7 @@ ParameterCount count_parameters(const Model& m) {
     const double router = h * m.moe.experts;
     count.ffn_per_layer =
         (dense * ffn_parameters(m, m.ffn_hidden) + moe * (shared + router)) / m.layers;
-    count.per_expert = ffn_parameters(m, f_e);
+    count.per_expert = routed_expert_parameters(m);
     count.routed_experts = moe * m.moe.experts * count.per_expert;
   }
   count.norms_per_layer = 2.0 * norm_parameters(m);

@@ -199,6 +199,9 @@ struct ParameterCount {
 };
 
 [[nodiscard]] ParameterCount count_parameters(const Model& model);
+/// One routed expert's parameters (ParameterCount::per_expert; 0 for a dense model): an FFN of
+/// the experts' width.
+[[nodiscard]] double routed_expert_parameters(const Model& model);
 
 [[nodiscard]] const char* to_string(AttentionKind kind);
 

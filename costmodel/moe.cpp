@@ -311,9 +311,8 @@ double stage_moe_layers_on(const Model& model, const ParallelConfig& config, boo
 void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
                        const MemoryOptions& options, double moe_layers) {
   if (!model.is_moe() || moe_layers <= 0.0) return;
-  const ParameterCount count = count_parameters(model);
-  const double params =
-      moe_layers * static_cast<double>(model.moe.experts) / config.ep * count.per_expert;
+  const double params = moe_layers * static_cast<double>(model.moe.experts) / config.ep *
+                        routed_expert_parameters(model);
   const double edp = expert_dp(config);
   const double optimizer = optimizer_state_bytes(model, config, options);
   // The 16-bit (fp32: 4-byte) weights as the dense layers' (MemoryOptions::weight_bytes: an
