@@ -34,17 +34,17 @@ double moe_fraction(const Model& model) {
   return static_cast<double>(model.moe_layers()) / model.layers;
 }
 
-double stage_moe_fraction(const Model& model, int pp) {
-  if (!model.is_moe() || model.layers <= 0) return 0.0;
-  if (pp <= 1) return moe_fraction(model);
-  const StageLayers split = stage_layers(model.layers, pp);
-  const int most = split.most();
-  if (most <= 0) return 0.0;
+namespace {
+/// The most MoE layers any stage of `count_wanted` layers holds, over the stages
+/// `visit_first` to `visit_last` in order (stage_layers' split: the middle stages share the
+/// rest, the earlier ones one more).
+int busiest_moe_stage(const Model& model, int pp, const StageLayers& split, int count_wanted,
+                      int visit_first, int visit_last) {
   const int middles = pp - 2;
   const int middle_layers = model.layers - split.first - split.last;
   int start = 0;
   int busiest = 0;
-  for (int stage = 0; stage < pp; ++stage) {
+  for (int stage = 0; stage <= visit_last; ++stage) {
     int count = split.last;
     if (stage == 0) {
       count = split.first;
@@ -52,11 +52,23 @@ double stage_moe_fraction(const Model& model, int pp) {
       const int index = stage - 1;
       count = middle_layers / middles + (index < middle_layers % middles ? 1 : 0);
     }
-    if (count == most) busiest = std::max(busiest, model.moe_layers_in(start, start + count));
-    if (busiest == most) break;  // no stage holds more MoE layers than layers
+    if (stage >= visit_first && count == count_wanted) {
+      busiest = std::max(busiest, model.moe_layers_in(start, start + count));
+      if (busiest == count_wanted) break;  // no stage holds more MoE layers than layers
+    }
     start += count;
   }
-  return static_cast<double>(busiest) / most;
+  return busiest;
+}
+}  // namespace
+
+double stage_moe_fraction(const Model& model, int pp) {
+  if (!model.is_moe() || model.layers <= 0) return 0.0;
+  if (pp <= 1) return moe_fraction(model);
+  const StageLayers split = stage_layers(model.layers, pp);
+  const int most = split.most();
+  if (most <= 0) return 0.0;
+  return static_cast<double>(busiest_moe_stage(model, pp, split, most, 0, pp - 1)) / most;
 }
 
 Model moe_dense_view(const Model& model, double moe_share) {
@@ -294,18 +306,8 @@ double stage_moe_layers_on(const Model& model, const ParallelConfig& config, boo
   const StageLayers split = stage_layers(layers, config.pp);
   if (first) return model.moe_layers_in(0, split.first);
   if (last) return model.moe_layers_in(layers - split.last, layers) + mtp;
-  // The middle stages in order (stage_moe_fraction's walk): the busiest of the largest.
-  const int middles = config.pp - 2;
-  const int middle_layers = layers - split.first - split.last;
-  int start = split.first;
-  int busiest = 0;
-  for (int index = 0; index < middles; ++index) {
-    const int count = middle_layers / middles + (index < middle_layers % middles ? 1 : 0);
-    if (count == split.middle)
-      busiest = std::max(busiest, model.moe_layers_in(start, start + count));
-    start += count;
-  }
-  return busiest;
+  // The busiest of the middle stages with the most layers (the one peak_memory weighs).
+  return busiest_moe_stage(model, config.pp, split, split.middle, 1, config.pp - 2);
 }
 
 void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
