@@ -10,6 +10,7 @@
 #include "configs/presets.h"
 #include "costmodel/kernels.h"
 #include "costmodel/pipeline.h"
+#include "planner/splits.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
 #include "topology/json_reader.h"
@@ -336,10 +337,18 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "{} with --pp {}: stack {} does not combine ZeRO-{} with pipeline parallelism; use "
           "another --zero, --pp 1 or another --stack",
           pin, p.limit, stack.name, p.value);
-    case OptionIssue::not_dividing_heads:
-      return fmt::format(
-          "{}: must divide the model's heads ({}), kv_heads ({}) and ffn_hidden ({})", pin,
-          model.heads, model.kv_heads, model.ffn_hidden);
+    case OptionIssue::not_dividing_heads: {
+      // The FFN width TP splits: the dense FFN's, or an all-MoE model's shared experts'.
+      const int width = tp_split_ffn_width(model);
+      if (width == 0) {
+        return fmt::format("{}: must divide the model's heads ({}) and kv_heads ({})", pin,
+                           model.heads, model.kv_heads);
+      }
+      return fmt::format("{}: must divide the model's heads ({}), kv_heads ({}) and {} ({})", pin,
+                         model.heads, model.kv_heads,
+                         width == model.ffn_hidden ? "ffn_hidden" : "the FFN width TP splits",
+                         width);
+    }
     case OptionIssue::more_than_experts:
       return fmt::format("{}: more than model {}'s {} experts", pin, model.name, p.limit);
     case OptionIssue::above_largest_tp:

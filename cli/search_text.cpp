@@ -38,8 +38,10 @@ std::string shortfall_text(const PlanResult& plan) {
 }
 
 std::string rules_text(const SplitRules& rules) {
-  return "tp divides heads " + std::to_string(rules.heads) + ", kv_heads " +
-         std::to_string(rules.kv_heads) + " and ffn_hidden " + std::to_string(rules.ffn_hidden) +
+  return "tp divides heads " + std::to_string(rules.heads) +
+         (rules.ffn_hidden > 0 ? ", kv_heads " + std::to_string(rules.kv_heads) +
+                                     " and ffn_hidden " + std::to_string(rules.ffn_hidden)
+                               : " and kv_heads " + std::to_string(rules.kv_heads)) +
          (rules.sp_seq_len > 0 ? ", tp*cp divides seq_len " + std::to_string(rules.sp_seq_len) +
                                      " (sequence parallelism)"
                                : "") +
@@ -91,8 +93,10 @@ std::vector<Pin> pins_of(const SearchOptions& o, const SplitRules& r) {
     }
   };
   add(&SearchOptions::tp, "tp",
-      fmt::format("TP divides heads {}, kv_heads {}, ffn_hidden {} and the GPUs", r.heads,
-                  r.kv_heads, r.ffn_hidden));
+      r.ffn_hidden > 0
+          ? fmt::format("TP divides heads {}, kv_heads {}, ffn_hidden {} and the GPUs", r.heads,
+                        r.kv_heads, r.ffn_hidden)
+          : fmt::format("TP divides heads {}, kv_heads {} and the GPUs", r.heads, r.kv_heads));
   add(&SearchOptions::pp, "pp",
       fmt::format("PP {} the layers {} and divides the GPUs over TP x CP x DP",
                   r.uneven_stages ? "at most" : "divides", r.layers));

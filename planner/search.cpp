@@ -457,7 +457,7 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
         {.gpus = result.gpus,
          .heads = model.heads,
          .kv_heads = model.kv_heads,
-         .ffn_hidden = model.ffn_hidden,
+         .ffn_hidden = tp_split_ffn_width(model),
          .sp_seq_len = sp_required(model, options, 2) ? model.seq_len : 0,
          .layers = model.layers,
          .pipelines = options.stack.pipelines(),

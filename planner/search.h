@@ -115,7 +115,7 @@ struct SplitRules {
   int gpus = 0;
   int heads = 0;
   int kv_heads = 0;
-  int ffn_hidden = 0;
+  int ffn_hidden = 0;  ///< the FFN width TP splits (tp_split_ffn_width; 0: none)
   /// Sequence parallelism required at TP > 1 (sp_required): tp x cp divides the sequence.
   long long sp_seq_len = 0;
   int layers = 0;

@@ -64,8 +64,15 @@ bool cp_runnable(const Model& model, const Stack& stack, int tp, int cp) {
 
 }  // namespace
 
+int tp_split_ffn_width(const Model& model) {
+  const bool dense_layers = !model.is_moe() || model.moe_layers() < model.layers;
+  const int shared = model.is_moe() ? model.moe.shared_experts * model.moe.expert_ffn_hidden : 0;
+  return std::gcd(dense_layers ? model.ffn_hidden : 0, shared);
+}
+
 int largest_tp(const Model& model) {
-  return std::gcd(std::gcd(model.heads, model.kv_heads), model.ffn_hidden);
+  // gcd(x, 0) = x: no FFN split over TP leaves the heads' rule.
+  return std::gcd(std::gcd(model.heads, model.kv_heads), tp_split_ffn_width(model));
 }
 
 bool sp_required(const Model& model, const SearchOptions& options, int tp) {

@@ -28,6 +28,12 @@ struct Split {
 /// world_size) asserts; experts run at expert TP 1), so every TP divides gcd of the three.
 [[nodiscard]] int largest_tp(const Model& model);
 
+/// The FFN width tensor parallelism splits: ffn_hidden where a layer has a dense FFN, the shared
+/// experts' (shared x expert_ffn_hidden, Megatron's SharedExpertMLP column-parallel) where
+/// every layer is MoE, 0 where no FFN is split over TP (all-MoE without shared experts: the
+/// routed experts run at expert TP 1).
+[[nodiscard]] int tp_split_ffn_width(const Model& model);
+
 /// Sequence parallelism is the only way TP runs: MoE layers (Megatron moe_layer.py L636
 /// refuses TP without it), a stack that shards that way unconditionally (torchtitan), or the
 /// --sequence-parallel on pin.

@@ -2,6 +2,7 @@
 // the batch and the pins, and the sequence-parallel rule (search: test_planner.cpp).
 #include <catch2/catch.hpp>
 
+#include "costmodel/model_loader.h"
 #include "costmodel/stack.h"
 #include "planner/option_check.h"
 #include "planner/search.h"
@@ -58,6 +59,27 @@ TEST_CASE("TP divides the FFN widths the column-parallel layers split", "[planne
   REQUIRE(too_large);
   CHECK(too_large->issue == OptionIssue::above_largest_tp);
   CHECK(too_large->limit == 2);
+}
+
+TEST_CASE("the FFN width TP splits: dense FFNs, or an all-MoE model's shared experts", "[splits]") {
+  // A dense model: ffn_hidden (tiny(): 256).
+  Model model = tiny();  // 4 heads, 2 KV heads
+  CHECK(tp_split_ffn_width(model) == 256);
+  // Every layer MoE, no shared expert: the routed experts run at expert TP 1, no FFN is split
+  // over TP, and an odd ffn_hidden (unused) rules out nothing: gcd(4, 2) = 2.
+  model.ffn_hidden = 255;
+  model.moe.experts = 8;
+  model.moe.top_k = 2;
+  model.moe.expert_ffn_hidden = 128;
+  REQUIRE(model.moe_layers() == model.layers);
+  CHECK(tp_split_ffn_width(model) == 0);
+  CHECK(largest_tp(model) == 2);
+  // One shared expert of 128: it is column-parallel over TP, gcd(4, 2, 128) = 2.
+  model.moe.shared_experts = 1;
+  CHECK(tp_split_ffn_width(model) == 128);
+  // Dense layers beside MoE ones (DeepSeek-V3's first three): both widths, gcd(18432, 2048).
+  const Model dsv3 = model_preset("deepseek-v3");
+  CHECK(tp_split_ffn_width(dsv3) == 2048);
 }
 
 TEST_CASE("sequence parallelism only where TP x CP divides the sequence", "[planner]") {
