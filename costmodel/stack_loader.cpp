@@ -478,6 +478,11 @@ Stack read_stack(const MapReader& m, const Stack* base) {
     m.fail(m.has("ep_overlap_delay_wgrad") ? "ep_overlap_delay_wgrad" : "ep_overlap",
            "ep_overlap_delay_wgrad needs ep_overlap: true");
   }
+  // The combined 1F1B overlaps expert-parallel all-to-alls: none without expert parallelism.
+  if (s.ep_overlap && !s.expert_parallel) {
+    m.fail(m.has("ep_overlap") ? "ep_overlap" : "expert_parallel",
+           "ep_overlap needs expert_parallel: true (it overlaps the EP all-to-alls)");
+  }
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
   // Bytes of one gradient element: a dtype's width, nothing between (3 read as "16-bit").
   if (s.grad_reduce_bytes != 2 && s.grad_reduce_bytes != 4) {
@@ -527,9 +532,18 @@ Stack read_stack(const MapReader& m, const Stack* base) {
     m.fail("zero_stages_with_pp", "expected a subset of zero_stages");
   }
   if (s.zero_stages == 0) m.fail("zero_stages", "expected at least one ZeRO stage");
-  // A stack that lists fp8 among its dtypes runs some FP8 recipe.
+  // A stack that lists fp8 among its dtypes runs some FP8 recipe, and one that lists recipes
+  // runs fp8.
   if (m.has("dtypes") && s.runs_dtype(Dtype::fp8) && s.fp8_recipes == 0) {
     m.fail("dtypes", "fp8 is listed, but fp8_recipes is empty: list a recipe or drop fp8");
+  }
+  if (!s.runs_dtype(Dtype::fp8) && s.fp8_recipes != 0 && m.has("fp8_recipes")) {
+    m.fail("fp8_recipes", "recipes listed, but dtypes has no fp8: add fp8 or leave them out");
+  }
+  // Interleaving splits pipeline stages: a stack without pipelines has none to split.
+  if (s.interleaved_pipeline && !s.pipelines() && m.has("interleaved_pipeline")) {
+    m.fail("interleaved_pipeline",
+           "true, but the stack has no pipeline parallelism (zero_stages_with_pp is empty)");
   }
   return s;
 }

@@ -288,11 +288,15 @@ TEST_CASE("stack file: EP overlap keys are checked, CP kinds are read", "[moe][s
   CHECK_FALSE(stack.supports(CpKind::p2p));
   CHECK(stack.expert_parallel);
   CHECK_FALSE(load_stack(base, "s.yaml").context_parallel());
-  const Stack overlap =
-      load_stack(base + "ep_overlap: true\nep_overlap_delay_wgrad: true\n", "s.yaml");
+  const Stack overlap = load_stack(
+      base + "expert_parallel: true\nep_overlap: true\nep_overlap_delay_wgrad: true\n", "s.yaml");
   CHECK(overlap.ep_overlap);
   CHECK(overlap.ep_overlap_delay_wgrad);
   CHECK_FALSE(load_stack(base, "s.yaml").ep_overlap);
+  // The overlap of EP all-to-alls without expert parallelism: refused at its line.
+  CHECK_THROWS_WITH(
+      load_stack(base + "ep_overlap: true\n", "s.yaml"),
+      Catch::Contains("s.yaml:4: ep_overlap") && Catch::Contains("needs expert_parallel: true"));
   // Megatron-Core asserts each pair: delay_wgrad_compute needs the overlap, and the overlap
   // refuses the shared experts' own side stream.
   CHECK_THROWS_WITH(load_stack(base + "ep_overlap_delay_wgrad: true\n", "s.yaml"),

@@ -107,6 +107,14 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
   CHECK_THROWS_WITH(load_stack(head + "dtypes: [fp8]\nfp8_recipes: []\n", "s.yaml"),
                     "s.yaml:4: dtypes: fp8 is listed, but fp8_recipes is empty: list a recipe or "
                     "drop fp8");
+  // The converse, and interleaving without pipelines: refused at their lines, not planned.
+  CHECK_THROWS_WITH(load_stack(head + "dtypes: [bf16]\nfp8_recipes: [delayed]\n", "s.yaml"),
+                    "s.yaml:5: fp8_recipes: recipes listed, but dtypes has no fp8: add fp8 or "
+                    "leave them out");
+  CHECK_THROWS_WITH(
+      load_stack(head + "zero_stages_with_pp: []\ninterleaved_pipeline: true\n", "s.yaml"),
+      "s.yaml:5: interleaved_pipeline: true, but the stack has no pipeline parallelism "
+      "(zero_stages_with_pp is empty)");
   // A band of +/-100% (low end 0, every plan tied with the leader) says nothing.
   CHECK_THROWS_WITH(load_stack(head + "measured_error: 1\n", "s.yaml"),
                     "s.yaml:4: measured_error: expected a number in (0, 1)");
