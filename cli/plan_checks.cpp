@@ -443,6 +443,11 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
       return fmt::format(
           "{}: MoE models are planned with ZeRO 0-2 (sharding experts per unit is not modelled)",
           pin);
+    case OptionIssue::moe_stack_only_zero3:
+      return fmt::format(
+          "model {} is MoE, and stack {} runs only ZeRO-3, which MoE models are not planned with "
+          "(sharding experts per unit is not modelled); use a stack with ZeRO 0, 1 or 2",
+          model.name, stack.name);
     case OptionIssue::above_max:
       return fmt::format("{} is above {} {}", pin,
                          flag_of(p.knob == Knob::cp   ? Knob::max_cp

@@ -202,7 +202,8 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
   return no_split_text(rules);
 }
 
-std::string describe_search(const SearchOptions& o, const Training& training) {
+std::string describe_search(const SearchOptions& o, const Model& model) {
+  const Training& training = model.training;
   const Stack& stack = o.stack;
   const bool hsdp = o.dp_shard || stack.supports_hybrid_shard(2) || stack.supports_hybrid_shard(3);
   std::vector<std::string> pinned;
@@ -234,10 +235,17 @@ std::string describe_search(const SearchOptions& o, const Training& training) {
        o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
   // FP8 parameters under a stack that gathers them only through its sharded optimizer: said
   // where ZeRO is free (a pin says its own value).
+  // MoE models: ZeRO 0-2 only (experts not sharded per unit).
   const bool no_zero0 = !o.zero && !stack.runs_fp8_params_at(0, training);
-  knob(true, no_zero0 ? "ZeRO (1 or more: FP8 parameters need the distributed optimizer)" : "ZeRO",
-       no_zero0 ? "ZeRO (1 or more: FP8 parameters need the distributed optimizer)" : "ZeRO",
-       "--zero", number(o.zero));
+  const char* zero_name = "ZeRO";
+  if (!o.zero && model.is_moe()) {
+    zero_name = no_zero0 ? "ZeRO (1 or 2: FP8 parameters need the distributed optimizer; MoE "
+                           "experts are not sharded per unit)"
+                         : "ZeRO (0 to 2: MoE experts are not sharded per unit)";
+  } else if (no_zero0) {
+    zero_name = "ZeRO (1 or more: FP8 parameters need the distributed optimizer)";
+  }
+  knob(true, zero_name, zero_name, "--zero", number(o.zero));
   knob(stack.sequence_parallel, "sequence parallel", "sequence parallel", "--sequence-parallel",
        o.sequence_parallel ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
                            : std::nullopt);

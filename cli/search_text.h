@@ -37,8 +37,8 @@ struct CpCommPin {
 
 /// The "# search:" line: what the pins fix and what the search leaves free, among the knobs
 /// the stack has (no PP or interleaving under fsdp; the HSDP shard where it shards hybrid;
-/// ZeRO from 1 where `training` has FP8 parameters the stack gathers only through its sharded
-/// optimizer).
-[[nodiscard]] std::string describe_search(const SearchOptions& options, const Training& training);
+/// ZeRO from 1 where the model has FP8 parameters the stack gathers only through its sharded
+/// optimizer, ZeRO 0-2 for a MoE model).
+[[nodiscard]] std::string describe_search(const SearchOptions& options, const Model& model);
 
 }  // namespace trident::cli

@@ -122,6 +122,10 @@ std::optional<OptionProblem> cp_ep_problem(const Model& model, const SearchOptio
   if (model.is_moe() && o.zero && *o.zero >= 3) {
     return OptionProblem{Knob::zero, OptionIssue::moe_zero3, *o.zero, 0};
   }
+  // A stack whose only ZeRO stage is 3 leaves a MoE model nothing to plan.
+  if (model.is_moe() && !o.zero && (stack.zero_stages & 0b0111U) == 0) {
+    return OptionProblem{Knob::zero, OptionIssue::moe_stack_only_zero3, 3, 0};
+  }
   // A pin below DP shards hybrid; one equal to DP is ZeRO-3 over all of DP, which MoE models
   // are not planned with either.
   if (model.is_moe() && o.dp_shard) {

@@ -60,6 +60,7 @@ enum class OptionIssue {
   moe_needs_sp_stack,      ///< TP `value` on a MoE model under a stack without sequence parallel
   stack_needs_sp,          ///< sequence parallel off with TP `limit` under a stack that needs it
   moe_zero3,               ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
+  moe_stack_only_zero3,    ///< a MoE model under a stack whose only ZeRO stage is 3
   not_dividing_dp,         ///< HSDP shard size `value` does not divide the pinned DP `limit`
   needs_unit_sharding,     ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit
   no_unit_sharding,        ///< HSDP shard size `value` under a stack sharding no stage per unit

@@ -40,6 +40,8 @@ TEST_CASE("MoE preset: a ranked EP x PP x DP table naming the all-to-all's link"
   CHECK(run.out.find(" CP  EP ") != std::string::npos);
   CHECK(run.out.find("link TP/PP/DP/CP/EP") != std::string::npos);
   CHECK(run.out.find("FLOPs and MFU count active parameters") != std::string::npos);
+  // The search line says which ZeRO stages a MoE model is tried at.
+  CHECK(run.out.find("ZeRO (0 to 2: MoE experts are not sharded per unit)") != std::string::npos);
   const Run json =
       trident("plan --gpus 2048 --servers 256 --model deepseek-v3 --top 1 --format json");
   REQUIRE(json.code == 0);

@@ -2,6 +2,7 @@
 // docs/hardening.md "Round three"). Each run exits 2 with one line naming the input and what
 // was expected, and leaves the scene's folder as it was (hardening_scene.h).
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <string>
 
 #include "cli_runner.h"
@@ -194,6 +195,14 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
   // The 32 is the search's default ceiling, not a --max-cp the user gave: said so.
   check_refused(scene, big + " --min-cp 64",
                 "--min-cp 64 is above --max-cp 32, the search's default; raise --max-cp");
+  // A MoE model under a stack whose only ZeRO stage is 3: the rule that empties the search,
+  // not a rule list that every split obeys.
+  const std::string z3 = scene.path("z3.yaml");
+  std::ofstream(z3) << "name: z3\nbase: megatron-core\nzero_stages: [3]\nzero_stages_with_pp: []\n";
+  check_refused(scene, "plan --model mixtral-8x7b --gpus 64 --servers 8 --stack " + z3,
+                "model mixtral-8x7b is MoE, and stack z3 runs only ZeRO-3, which MoE models are "
+                "not planned with (sharding experts per unit is not modelled); use a stack with "
+                "ZeRO 0, 1 or 2");
   // A shard group dividing no DP is said as its own rule, not the whole rule list (where a
   // stack without pipelines read PP and VP rules it never applies).
   check_refused(scene, "plan --model llama3-8b --gpus 64 --stack fsdp --dp-shard 7",
