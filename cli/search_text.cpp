@@ -233,9 +233,9 @@ std::string describe_search(const SearchOptions& o, const Model& model) {
   knob(stack.pipelines() && stack.interleaved_pipeline, "VP", "interleaving", "--vp", number(o.vp));
   knob(true, "recompute", "recompute", "--recompute",
        o.recompute ? std::optional<std::string>(to_string(*o.recompute)) : std::nullopt);
-  // FP8 parameters under a stack that gathers them only through its sharded optimizer: said
-  // where ZeRO is free (a pin says its own value).
-  // MoE models: ZeRO 0-2 only (experts not sharded per unit).
+  // Where ZeRO is free (a pin says its own value), the stages the search skips: ZeRO-0 for FP8
+  // parameters a stack gathers only through its sharded optimizer, ZeRO-3 for MoE models
+  // (experts not sharded per unit).
   const bool no_zero0 = !o.zero && !stack.runs_fp8_params_at(0, training);
   const char* zero_name = "ZeRO";
   if (!o.zero && model.is_moe()) {

@@ -288,11 +288,15 @@ int expert_dp(const ParallelConfig& config) {
   return std::max(1, config.tp * config.cp * config.dp / std::max(1, config.ep));
 }
 
-double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config) {
+double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config,
+                                 double moe_layers) {
   if (!model.is_moe()) return 0.0;
-  const ParameterCount count = count_parameters(model);
-  return stage_moe_layers(model, config.pp) * static_cast<double>(model.moe.experts) / config.ep *
-         count.per_expert;
+  return moe_layers * static_cast<double>(model.moe.experts) / config.ep *
+         routed_expert_parameters(model);
+}
+
+double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config) {
+  return expert_parameters_per_gpu(model, config, stage_moe_layers(model, config.pp));
 }
 
 double stage_moe_layers_on(const Model& model, const ParallelConfig& config, bool first,
@@ -313,8 +317,7 @@ double stage_moe_layers_on(const Model& model, const ParallelConfig& config, boo
 void add_expert_memory(MemoryBreakdown& memory, const Model& model, const ParallelConfig& config,
                        const MemoryOptions& options, double moe_layers) {
   if (!model.is_moe() || moe_layers <= 0.0) return;
-  const double params = moe_layers * static_cast<double>(model.moe.experts) / config.ep *
-                        routed_expert_parameters(model);
+  const double params = expert_parameters_per_gpu(model, config, moe_layers);
   const double edp = expert_dp(config);
   const double optimizer = optimizer_state_bytes(model, config, options);
   // The 16-bit (fp32: 4-byte) weights as the dense layers' (MemoryOptions::weight_bytes: an

@@ -155,7 +155,10 @@ struct SharedExpertTime {
                                              const CommDetail& ep_layer, double moe_share,
                                              double recomputed_share);
 
-/// Routed-expert parameters one GPU holds on its stage (experts / ep of each MoE layer).
+/// Routed-expert parameters one GPU holds for `moe_layers` MoE layers (experts / ep of each).
+[[nodiscard]] double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config,
+                                               double moe_layers);
+/// The same on the pace-setting stage (its MoE layers, stage_moe_fraction).
 [[nodiscard]] double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config);
 
 /// Expert-data-parallel size: tp x cp x dp / ep (expert TP 1).
