@@ -98,17 +98,17 @@ double gemm_shape_efficiency(const GemmShape& shape) {
 double gemm_shape_efficiency(const GemmShape& shape, int sm_count, double k_fill_elems) {
   if (sm_count <= 0) return gemm_shape_efficiency(shape);
   const double k_fill = shape.k / (shape.k + k_fill_elems);
+  if (shape.m <= 0.0 || shape.n <= 0.0) return k_fill;  // no output tile: nothing to fill
   // 128x256 output tiles in the better orientation; all tiles of the batch share the waves.
-  double best = 0.0;
-  for (const bool long_n : {true, false}) {
-    const double tile_m = long_n ? kGemmTileShort : kGemmTileLong;
-    const double tile_n = long_n ? kGemmTileLong : kGemmTileShort;
-    const double tiles =
-        std::ceil(shape.m / tile_m) * std::ceil(shape.n / tile_n) * std::max(1.0, shape.batch);
-    best = std::max(best, tile_fill(shape.m, tile_m) * tile_fill(shape.n, tile_n) *
-                              wave_efficiency(tiles, sm_count));
-  }
-  return best * k_fill;
+  // Both orientations' tiles cover 128 x 256 elements, so useful / padded work is
+  // m n b / (128 x 256 x tiles) x wave_efficiency(tiles) = m n b / (128 x 256 x SMs x waves):
+  // the better orientation is the one with fewer tiles (fewer waves).
+  const double batch = std::max(1.0, shape.batch);
+  const double tall = std::ceil(shape.m / kGemmTileLong) * std::ceil(shape.n / kGemmTileShort);
+  const double wide = std::ceil(shape.m / kGemmTileShort) * std::ceil(shape.n / kGemmTileLong);
+  const double tiles = std::min(tall, wide) * batch;
+  const double fill = shape.m * shape.n * batch / (kGemmTileShort * kGemmTileLong * tiles);
+  return fill * wave_efficiency(tiles, sm_count) * k_fill;
 }
 
 double gemm_k_fill(const Gpu& gpu, Dtype dtype, int sm_count) {

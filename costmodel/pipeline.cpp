@@ -98,10 +98,11 @@ bool StageLayers::even(int pp) const { return first == last && (pp < 3 || middle
 
 StageLayers stage_layers(int layers, int pp) {
   if (pp <= 1) return {layers, 0, layers};
-  // In 64 bits: a layer count near INT_MAX must not wrap (layers + pp - 1, pp x ceil).
-  const auto wide_ceil = (static_cast<long long>(layers) + pp - 1) / pp;
-  const int ceil_layers = static_cast<int>(wide_ceil);
-  const int shortfall = static_cast<int>(pp * wide_ceil - layers);
+  // From the quotient and remainder: a layer count near INT_MAX must not wrap (as
+  // layers + pp - 1 or pp x ceil would).
+  const int remainder = layers % pp;
+  const int ceil_layers = layers / pp + (remainder != 0 ? 1 : 0);
+  const int shortfall = remainder != 0 ? pp - remainder : 0;
   const int from_last = std::min(ceil_layers - 1, (shortfall + 1) / 2);
   const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
   const int rest = shortfall - from_last - from_first;  // taken one each off middle stages

@@ -106,6 +106,17 @@ TEST_CASE("wave quantisation", "[kernels]") {
   // 256x128: 8*12 = 96 tiles, same -> 0.8889 x 12288/12352
   CHECK(gemm_shape_efficiency({2048, 1536, 12288}, 108, 64.0) ==
         Approx(96.0 / 108.0 * 12288.0 / 12352.0));
+  // The orientations differ: 384 x 256 on 2 SMs. 128x256 tiles: 3 x 1 = 3, full, 2 waves ->
+  // 3 / 4 = 0.75; 256x128: 2 x 2 = 4 tiles, the first row half empty (384 / 512 = 0.75), 2
+  // full waves -> 0.75. k 4096: x 4096 / 4160.
+  CHECK(gemm_shape_efficiency({384, 256, 4096}, 2, 64.0) == Approx(0.75 * 4096.0 / 4160.0));
+  // 256 x 128 on 132 SMs: 256x128 is one full tile (128x256 would be two half-empty ones):
+  // 1 tile of 132 -> 1 / 132.
+  CHECK(gemm_shape_efficiency({256, 128, 4096}, 132, 64.0) == Approx(4096.0 / 4160.0 / 132.0));
+  // Two batched 100 x 100 GEMMs: each one 128x256 tile holding 10,000 of 32,768 elements; 2
+  // tiles on 132 SMs -> 2 / 132.
+  CHECK(gemm_shape_efficiency({100, 100, 4096, 2.0}, 132, 64.0) ==
+        Approx(10000.0 / 32768.0 * 2.0 / 132.0 * 4096.0 / 4160.0));
 }
 
 TEST_CASE("k fill grows with the SM's tensor rate", "[kernels]") {
