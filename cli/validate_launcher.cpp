@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -34,8 +35,14 @@ std::filesystem::path validate_executable() {
   for (auto& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
   ::execv(path.c_str(), argv.data());
-  throw std::runtime_error("validate: cannot run " + path + " (" + std::strerror(errno) +
-                           "); trident validate needs trident-validate installed beside trident");
+  // Not an internal failure: an installation without its second executable (exit 1, as a
+  // failure that is not the input's).
+  std::fprintf(stderr,
+               "trident: error: validate: cannot run %s (%s); trident validate (its --help "
+               "too) needs trident-validate installed beside trident: cmake --install puts both "
+               "in one bin/\n",
+               path.c_str(), std::strerror(errno));
+  throw ExitStatus{1};
 }
 
 }  // namespace

@@ -65,10 +65,16 @@ TEST_CASE("trident validate without trident-validate beside it: one line, exit 1
   std::filesystem::copy_file(kBinary, lone);
   const Run run = run_shell(lone.string() + " validate --plan p.json");
   CHECK(run.code == 1);
-  CHECK(run.err == "trident: error: internal: validate: cannot run " +
-                       (dir.path / "trident-validate").string() +
-                       " (No such file or directory); trident validate needs trident-validate "
-                       "installed beside trident\n");
+  const std::string missing = "trident: error: validate: cannot run " +
+                              (dir.path / "trident-validate").string() +
+                              " (No such file or directory); trident validate (its --help too) "
+                              "needs trident-validate installed beside trident: cmake --install "
+                              "puts both in one bin/\n";
+  CHECK(run.err == missing);
+  // --help goes to trident-validate too: the same line, not a help text that lists no option.
+  const Run help = run_shell(lone.string() + " validate --help");
+  CHECK(help.code == 1);
+  CHECK(help.err == missing);
   // The planner side of the same lone binary works: it needs nothing beside it.
   const Run presets = run_shell(lone.string() + " presets");
   CHECK(presets.code == 0);
