@@ -335,7 +335,11 @@ std::string summarize_model(const Model& m) {
                   format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, heads_of,
                   to_string(m.ffn), m.ffn_hidden, m.seq_len, m.training.global_batch,
                   summarize_precision(m.training));
-  if (m.attention == AttentionKind::mla) text += ", multi-head latent attention";
+  if (m.attention == AttentionKind::mla) {
+    // mla.q_lora_rank 0 or absent: the queries are projected directly (DeepSeek-V2-Lite).
+    text += m.mla.q_lora_rank > 0 ? ", multi-head latent attention"
+                                  : ", multi-head latent attention (queries not compressed)";
+  }
   if (m.mtp_layers > 0) {
     text += fmt::format(", multi-token prediction depth {} (on the last stage)", m.mtp_layers);
   }

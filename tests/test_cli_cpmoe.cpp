@@ -458,6 +458,27 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   REQUIRE(mla.code == 0);
   CHECK(mla.out.find("--multi-latent-attention \\\n  --qk-layernorm \\\n  --q-lora-rank 256 \\\n  "
                      "--kv-lora-rank 128") != std::string::npos);
+  // Without q_lora_rank the queries are projected directly (DeepSeek-V2-Lite): the model line
+  // says so, and Megatron's --q-lora-rank is left at its default (None: no compression).
+  std::ofstream(dir.path / "direct.yaml")
+      << "name: direct\nlayers: 8\nhidden: 1024\nheads: 8\nffn_hidden: 4096\nvocab: 32000\n"
+         "seq_len: 2048\nattention: mla\nmla:\n  kv_lora_rank: 128\n"
+         "  qk_nope_head_dim: 64\n  qk_rope_head_dim: 32\n  v_head_dim: 64\n"
+         "training:\n  global_batch: 64\n";
+  const Run direct =
+      trident("plan --gpus 8 --model " + (dir.path / "direct.yaml").string() + " --emit megatron");
+  REQUIRE(direct.code == 0);
+  CHECK(direct.out.find("--multi-latent-attention") != std::string::npos);
+  CHECK(direct.out.find("--q-lora-rank") == std::string::npos);
+  const Run direct_plan =
+      trident("plan --gpus 8 --top 1 --model " + (dir.path / "direct.yaml").string());
+  REQUIRE(direct_plan.code == 0);
+  CHECK(direct_plan.out.find(", multi-head latent attention (queries not compressed)\n") !=
+        std::string::npos);
+  const Run latent_plan =
+      trident("plan --gpus 8 --top 1 --model " + (dir.path / "latent.yaml").string());
+  REQUIRE(latent_plan.code == 0);
+  CHECK(latent_plan.out.find(", multi-head latent attention\n") != std::string::npos);
   // NeMo: no recipe has its shape (DeepSeek-V3's is the one with MLA); Hydra has no MLA.
   const Run mla_nemo =
       trident("plan --gpus 8 --model " + (dir.path / "latent.yaml").string() + " --emit nemo");
