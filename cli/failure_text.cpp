@@ -64,8 +64,17 @@ std::string describe(const Failure& failure, const Cluster& cluster) {
       return describe_mesh(f, cluster);
     case FailureKind::nic: {
       const int nics = cluster.network.nics_per_server;
-      return fmt::format("NIC {} of {} on server {}: its GPUs share the other {}", f.nic, nics,
-                         f.server, nics - 1);
+      std::string text = fmt::format("NIC {} of {} on server {}: its GPUs share the other {}",
+                                     f.nic, nics, f.server, nics - 1);
+      // `cluster` has the failure applied: what the NICs left give each GPU.
+      const double share_gbps = cluster.nic_share_gbps(f.server);
+      if (share_gbps > 0.0 && share_gbps >= cluster.pcie.gbps) {
+        text += fmt::format(
+            ", {:.1f} GB/s a GPU, still at least its {:.0f} GB/s PCIe link: no GPU's "
+            "network rate falls",
+            share_gbps, cluster.pcie.gbps);
+      }
+      return text;
     }
     case FailureKind::gpu:
       return gpu_on(cluster, f.server, f.gpu) + " dead";

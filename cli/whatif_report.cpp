@@ -38,6 +38,18 @@ using Json = nlohmann::ordered_json;
       hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps);
 }
 
+/// What follows the count of groups whose links changed: the groups reached at the same rates.
+[[nodiscard]] std::string unchanged_groups_text(const WhatIf& w) {
+  if (w.groups_unchanged <= 0) return "";
+  const char* verb = w.groups_unchanged == 1 ? "runs" : "run";
+  if (w.groups_hit.empty()) {
+    return fmt::format(" slowed; {} {} through the failed part at the same rates",
+                       w.groups_unchanged, verb);
+  }
+  return fmt::format(" (and {} more {} through the failed part at the same rates)",
+                     w.groups_unchanged, verb);
+}
+
 /// `split` is as wide as the widest split shown (34 at least: "selective", HSDP, CP and EP
 /// widen it), so the columns after it line up.
 [[nodiscard]] std::string option_row(std::size_t rank, const WhatIfOption& o, const WhatIf& w,
@@ -75,8 +87,9 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
       fmt::format("baseline (healthy, {} GPUs): {}: {:.3f} s/step, {:.0f} tokens/s, MFU {:.1f}%\n",
                   w.baseline.config.gpus(), split_summary(w.baseline.config, "ZeRO"),
                   base.time.step_s, base.tokens_per_s, 100.0 * base.mfu);
-  out += fmt::format("groups of the baseline the failures reach: {}\n",
-                     w.groups_hit.empty() ? "none" : std::to_string(w.groups_hit.size()));
+  out += fmt::format("groups of the baseline the failures reach: {}{}\n",
+                     w.groups_hit.empty() ? "none" : std::to_string(w.groups_hit.size()),
+                     unchanged_groups_text(w));
   for (std::size_t i = 0; i < w.groups_hit.size() && i < 6; ++i) {
     out += "  " + hit_line(w.groups_hit[i]) + "\n";
   }
@@ -170,6 +183,7 @@ std::string format_what_if_json(const WhatIf& w, const ReportContext& context) {
   Json hits = Json::array();
   for (const GroupHit& hit : w.groups_hit) hits.push_back(hit_json(hit));
   impact["groups_hit"] = hits;
+  impact["groups_unchanged"] = w.groups_unchanged;
   Json options = Json::array();
   for (const WhatIfOption& o : w.options) options.push_back(option_json(o, w));
   impact["options"] = options;

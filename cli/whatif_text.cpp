@@ -56,7 +56,10 @@ namespace {
 
 [[nodiscard]] std::string keep_text(const WhatIf& w) {
   std::string text = "same split on the same GPUs";
-  if (w.groups_hit.empty()) text += "; no group of this split crosses the failed part";
+  if (w.groups_hit.empty()) {
+    text += w.groups_unchanged > 0 ? "; the groups that cross the failed part keep their rates"
+                                   : "; no group of this split crosses the failed part";
+  }
   for (std::size_t i = 0; i < w.groups_hit.size() && i < 3; ++i) {
     text += (i == 0 ? "; " : ", ") + hit_text(w.groups_hit[i], w.degraded);
   }
@@ -181,6 +184,9 @@ namespace {
   const int before = w.baseline.config.gpus();
   switch (best.kind) {
     case WhatIfKind::keep:
+      if (w.groups_hit.empty() && w.groups_unchanged > 0) {
+        return "the groups of the plan that use the failed part keep their rates";
+      }
       return w.groups_hit.empty() ? "no group of the plan uses the failed part"
                                   : "running at the pace of the degraded group costs less than "
                                     "giving up GPUs";

@@ -42,8 +42,8 @@ PricedView priced_view(const Model& model, const ParallelConfig& config) {
 
 double nccl_ring_channels(const Cluster& cluster, const GroupLink& link) {
   if (link.ranks < 2) return 0.0;
-  return link.domains > 1 ? kNcclChannelsPerNic * cluster.network.nics_per_server
-                          : kNcclChannelsInDomain;
+  // Channels carry bandwidth: NICs past what the GPUs' PCIe links carry add none.
+  return link.domains > 1 ? kNcclChannelsPerNic * cluster.usable_nics() : kNcclChannelsInDomain;
 }
 
 MemoryOptions memory_options(const Cluster& cluster, const Model& model,

@@ -52,6 +52,7 @@ struct HitScan {
   std::vector<int> dead;  ///< sorted, listed once per scan (not per group: 2,000 dead servers)
   std::set<std::vector<int>> seen;
   std::vector<GroupHit> hits;
+  int unchanged = 0;  ///< groups reached whose links keep their rates
 
   void add(const std::string& dimension, const std::vector<int>& gpus) {
     if (gpus.size() < 2 || !seen.insert(gpus).second) return;
@@ -63,15 +64,18 @@ struct HitScan {
     hit.lost = std::any_of(gpus.begin(), gpus.end(),
                            [&](int g) { return std::binary_search(dead.begin(), dead.end(), g); });
     if (!hit.lost) hit.after = query_group(degraded, gpus);
-    if (hit.lost || changed(hit.before, hit.after)) hits.push_back(std::move(hit));
+    if (hit.lost || changed(hit.before, hit.after)) {
+      hits.push_back(std::move(hit));
+    } else {
+      ++unchanged;
+    }
   }
 };
 
 /// Groups of the baseline (ranks = GPU ids) holding a GPU the failures reach, whose link
-/// changed or which lost a member.
-[[nodiscard]] std::vector<GroupHit> groups_hit(const Cluster& healthy, const Cluster& degraded,
-                                               const PlanResult& plan,
-                                               const std::vector<int>& reached) {
+/// changed or which lost a member, and the count of those it reaches at the same rates.
+[[nodiscard]] HitScan groups_hit(const Cluster& healthy, const Cluster& degraded,
+                                 const PlanResult& plan, const std::vector<int>& reached) {
   const ParallelConfig& config = plan.config;
   const RankOrder order = plan.placement.order;
   HitScan scan{healthy, degraded, dead_gpu_ids(degraded), {}, {}};
@@ -95,7 +99,7 @@ struct HitScan {
     if (config.cp > 1) scan.add("cp", cp_group(config, order, gpu));
     if (config.ep > 1) scan.add("ep", ep_group(config, gpu));
   }
-  return std::move(scan.hits);
+  return scan;
 }
 
 // ---- the options ------------------------------------------------------------------------
@@ -488,7 +492,9 @@ WhatIf what_if(const Cluster& healthy, const Model& model, const std::vector<Fai
     throw NoHealthyPlanError();
   }
   w.baseline = healthy_result.plans.front();
-  w.groups_hit = groups_hit(healthy, w.degraded, w.baseline, failure_gpus(healthy, failures));
+  HitScan scan = groups_hit(healthy, w.degraded, w.baseline, failure_gpus(healthy, failures));
+  w.groups_hit = std::move(scan.hits);
+  w.groups_unchanged = scan.unchanged;
   SearchResult searched;
   add_counts(searched, healthy_result);
   const Context c{healthy, w.degraded, model, options, calibration, w, searched};

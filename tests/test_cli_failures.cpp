@@ -130,6 +130,49 @@ TEST_CASE("other failure kinds: all links, a dead GPU, a NIC, a server", "[cli][
   CHECK(server["plans"].size() == 1);
 }
 
+TEST_CASE("a NIC lost where the others still carry every GPU's PCIe link: no group slows",
+          "[cli][failures]") {
+  // dgx-h100 with 800 Gb/s NICs: 7 x 100 GB/s / 8 GPUs = 87.5 GB/s a GPU, above its 50 GB/s
+  // PCIe link. The groups through server 0 cross the failed NIC at the same rate: said so, not
+  // "no group crosses the failed part".
+  TempDir dir;
+  const std::string cluster = (dir.path / "fast.yaml").string();
+  std::ofstream(cluster) << "name: fast-nics\ngpu: h100-sxm-80g\nservers: 8\ngpus_per_server: 8\n"
+                            "nvlink: {domain_gpus: 8, kind: switch, links_per_gpu: 18, "
+                            "gbps_per_link: 25}\n"
+                            "network: {nics_per_server: 8, nic_gbits: 800}\n";
+  const std::string plan =
+      "plan --cluster " + cluster + " --model llama3-8b --tp 1 --pp 1 --fail-link nic:0/0";
+  const Run run = trident(plan);
+  REQUIRE(run.code == 0);
+  CHECK(run.out.find("# failure nic:0/0: NIC 0 of 8 on server 0: its GPUs share the other 7, "
+                     "87.5 GB/s a GPU, still at least its 50 GB/s PCIe link: no GPU's network "
+                     "rate falls\n") != std::string::npos);
+  CHECK(run.out.find("groups of the baseline the failures reach: none slowed; 1 runs through "
+                     "the failed part at the same rates\n") != std::string::npos);
+  CHECK(run.out.find("same split on the same GPUs; the groups that cross the failed part keep "
+                     "their rates") != std::string::npos);
+  CHECK(run.out.find("no group of") == std::string::npos);
+  const auto json = json_of(plan);
+  CHECK(json["impact"]["groups_hit"].empty());
+  CHECK(json["impact"]["groups_unchanged"] == 1);
+  CHECK(json["impact"]["slowdown"] == 0.0);
+  // More NICs than the PCIe links carry make no step slower: 8 and 16 NICs of 400 Gb/s price
+  // the same pinned plan alike (the overlap's NCCL channels are the usable NICs', 2 each).
+  std::ofstream(cluster) << "name: many-nics\ngpu: h100-sxm-80g\nservers: 8\ngpus_per_server: 8\n"
+                            "nvlink: {domain_gpus: 8, kind: switch, links_per_gpu: 18, "
+                            "gbps_per_link: 25}\n"
+                            "network: {nics_per_server: 16, nic_gbits: 400}\n";
+  const std::string pinned =
+      " --model llama3-8b --tp 1 --pp 1 --dp 64 --micro-batch 1 "
+      "--recompute none --zero 3 --format json";
+  const auto sixteen = nlohmann::json::parse(trident("plan --cluster " + cluster + pinned).out);
+  const auto eight =
+      nlohmann::json::parse(trident("plan --cluster dgx-h100 --servers 8" + pinned).out);
+  CHECK(sixteen["plans"][0]["step_time_s"] == eight["plans"][0]["step_time_s"]);
+  CHECK(sixteen["plans"][0]["time"]["overlap_contention_s"].get<double>() > 0.0);
+}
+
 TEST_CASE("a CP plan's hit DP groups are its DP x CP gradient groups", "[cli][failures]") {
   // Llama 3 70B at 32K tokens on 256 GPUs: TP 4 x CP 8 x PP 2 x DP 4, gradients reduced over
   // DP x CP = 32 GPUs (comm.dp.ranks); a NIC of server 1 reaches those groups, not the DP-only

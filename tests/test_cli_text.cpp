@@ -168,7 +168,7 @@ TEST_CASE("failures in words", "[cli_text]") {
         "failed links)");
   CHECK(cli::describe(parse_failure("nvlink:0/2:all"), h100) ==
         "all 18 NVLinks of GPU 2 on server 0 (global GPU 2): its traffic falls back to PCIe");
-  CHECK(cli::describe(parse_failure("nic:3/1"), h100) ==
+  CHECK(cli::describe(parse_failure("nic:3/1"), apply_failure(h100, parse_failure("nic:3/1"))) ==
         "NIC 1 of 8 on server 3: its GPUs share the other 7");
   CHECK(cli::describe(parse_failure("gpu:1/2"), h100) == "GPU 2 on server 1 (global GPU 10) dead");
   CHECK(cli::describe(parse_failure("server:3"), h100) == "server 3 dead (GPUs 24-31)");

@@ -143,6 +143,21 @@ TEST_CASE("one NVLink down on an H100 server: that GPU keeps 17 of 18 links", "[
   CHECK(query_group(c, spared).health_fraction == 1.0);
 }
 
+TEST_CASE("a calibration's fit is not scaled where the NICs exceed the PCIe links", "[failure]") {
+  // 800 Gb/s NICs on H100 servers: 8 x 100 / 8 = 100 GB/s a GPU before its 50 GB/s PCIe link
+  // caps it; the healthy group was measured at 50. An NVLink down elsewhere leaves a network
+  // group's fraction 1 (it read 50 / 100 = 0.5 when the healthy rate skipped the cap).
+  Cluster c = h100_64();
+  c.network.nic_gbits = 800;
+  c = apply_failure(c, parse_failure("nvlink:17/3"));
+  const std::array<int, 2> across{0, 8};
+  CHECK(query_group(c, across).inter_gbps == Approx(50.0));
+  CHECK(query_group(c, across).health_fraction == 1.0);
+  // One of server 0's NICs down: 7 x 100 / 8 = 87.5, still capped at 50: no change either.
+  c = apply_failure(c, parse_failure("nic:0/0"));
+  CHECK(query_group(c, across).health_fraction == 1.0);
+}
+
 TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[failure]") {
   Cluster c = apply_failure(h100_64(), parse_failure("nvlink:0/2:all"));
   CHECK(c.health.nvlinks_down.at(2) == 18);

@@ -87,6 +87,26 @@ TEST_CASE("a GPU's NIC share is at most its PCIe link", "[topology]") {
   CHECK(cluster_preset("dgx-a100").nic_share_gbps(0) == 25.0);    // before the cap
 }
 
+TEST_CASE("NICs past what the GPUs' PCIe links carry are not usable", "[topology]") {
+  // dgx-h100: 8 GPUs x 50 GB/s of PCIe = 400 GB/s = 8 NICs of 400 Gb/s (50 GB/s): all 8.
+  Cluster c = cluster_preset("dgx-h100");
+  CHECK(c.usable_nics() == 8);
+  c.network.nics_per_server = 16;  // 16 x 50 GB/s: the PCIe links still carry 8 of them
+  CHECK(c.usable_nics() == 8);
+  CHECK(c.nic_gbps_per_gpu(0) == 50.0);
+  c.network.nics_per_server = 4;
+  CHECK(c.usable_nics() == 4);
+  c.network.nics_per_server = 8;
+  c.network.nic_gbits = 800;  // 100 GB/s a NIC: 400 / 100 = 4
+  CHECK(c.usable_nics() == 4);
+  // dgx-a100: 8 x 24 GB/s of PCIe Gen4 / 25 GB/s a NIC = 7.68, rounded up: all 8.
+  CHECK(cluster_preset("dgx-a100").usable_nics() == 8);
+  // With every NIC healthy, a GPU's share is capped by its PCIe link as nic_gbps_per_gpu is.
+  c.health.nics_down[0] = 1;
+  CHECK(c.healthy_nic_gbps_per_gpu() == 50.0);  // 8 x 100 / 8 = 100 -> 50
+  CHECK(c.nic_gbps_per_gpu(0) == 50.0);         // 7 x 100 / 8 = 87.5 -> 50
+}
+
 TEST_CASE("one NVLink down: that GPU gets 17 x 25 and the group follows it", "[topology]") {
   Cluster c = cluster_preset("dgx-h100");
   c.health.nvlinks_down[3] = 1;

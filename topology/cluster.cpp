@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace trident {
 
@@ -22,6 +23,18 @@ double Cluster::nic_share_gbps(int server) const {
 double Cluster::nic_gbps_per_gpu(int server) const {
   // A GPU reaches the NICs over its own PCIe link (GPUDirect RDMA): its share is at most that.
   return std::min(nic_share_gbps(server), pcie.gbps);
+}
+
+double Cluster::healthy_nic_gbps_per_gpu() const {
+  const double share = network.nics_per_server * network.nic_gbits / 8.0 / gpus_per_server;
+  return std::min(share, pcie.gbps);
+}
+
+int Cluster::usable_nics() const {
+  const double nic_gbps = network.nic_gbits / 8.0;
+  if (nic_gbps <= 0.0 || pcie.gbps <= 0.0) return network.nics_per_server;
+  const double carried = std::ceil(gpus_per_server * pcie.gbps / nic_gbps);
+  return carried < network.nics_per_server ? static_cast<int>(carried) : network.nics_per_server;
 }
 
 const char* to_string(NvlinkKind kind) {

@@ -121,6 +121,11 @@ struct Cluster {
   /// What a GPU gets of the network: nic_share_gbps, at most pcie.gbps (GPUDirect RDMA
   /// crosses the GPU's PCIe link).
   [[nodiscard]] double nic_gbps_per_gpu(int server) const;
+  /// The same with every NIC healthy: what a calibration of the healthy cluster measured.
+  [[nodiscard]] double healthy_nic_gbps_per_gpu() const;
+  /// NICs of a server whose bandwidth its GPUs can use: all of them, or as many as carry the
+  /// GPUs' PCIe links (rounded up) where those cap them (nic_gbps_per_gpu).
+  [[nodiscard]] int usable_nics() const;
 };
 
 [[nodiscard]] const char* to_string(NvlinkKind kind);  ///< "switch", "mesh", "none"

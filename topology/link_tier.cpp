@@ -334,8 +334,7 @@ double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLi
   GroupLink healthy = link;
   healthy.intra_gbps = healthy_intra_gbps(c, ids);
   if (link.tier == Tier::network) {
-    healthy.inter_gbps = c.network.nics_per_server * c.network.nic_gbits / 8.0 / c.gpus_per_server /
-                         c.network.oversubscription;
+    healthy.inter_gbps = c.healthy_nic_gbps_per_gpu() / c.network.oversubscription;
   }
   const double before = healthy.bottleneck_gbps();
   return before > 0.0 ? std::min(1.0, link.bottleneck_gbps() / before) : 1.0;
