@@ -448,6 +448,13 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
           "model {} is MoE, and stack {} runs only ZeRO-3, which MoE models are not planned with "
           "(sharding experts per unit is not modelled); use a stack with ZeRO 0, 1 or 2",
           model.name, stack.name);
+    case OptionIssue::moe_dp_alone:
+      return fmt::format(
+          "{}: model {} is MoE, planned with ZeRO 0-2 (sharding experts per unit is not "
+          "modelled), and stack {} has no ZeRO-1 or 2 and runs ZeRO-0 (DDP) with data "
+          "parallelism alone (TP, PP and CP 1); drop {} or use a stack with ZeRO 1 or 2 "
+          "(--stack megatron-core)",
+          pin, model.name, stack.name, pin);
     case OptionIssue::above_max:
       return fmt::format("{} is above {} {}", pin,
                          flag_of(p.knob == Knob::cp   ? Knob::max_cp

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "planner/option_check.h"
+
 namespace trident::cli {
 namespace {
 
@@ -55,6 +57,9 @@ std::string rules_text(const SplitRules& rules) {
               ? ", vp divides a stage's layers with pp > 1 and micro-batches a multiple of pp"
               : "") +
          (rules.moe ? ", ep divides the experts and tp*cp*dp" : "") +
+         (rules.dp_alone ? ", dp = GPUs (a MoE model under a stack whose only ZeRO stage for it "
+                           "is 0, DDP with TP, PP and CP 1)"
+                         : "") +
          (rules.dp_shard > 0 ? ", --dp-shard " + std::to_string(rules.dp_shard) +
                                    " divides dp with a ZeRO stage sharded per unit"
                              : "") +
@@ -101,8 +106,11 @@ std::vector<Pin> pins_of(const SearchOptions& o, const SplitRules& r) {
       fmt::format("PP {} the layers {} and divides the GPUs over TP x CP x DP",
                   r.uneven_stages ? "at most" : "divides", r.layers));
   add(&SearchOptions::dp, "dp",
-      fmt::format("DP divides the global batch {} and the GPUs over TP x CP{}", r.global_batch,
-                  r.pipelines ? " x PP" : ""));
+      r.dp_alone ? fmt::format("DP divides the global batch {} and is all the GPUs (a MoE model "
+                               "under stack {}: ZeRO-0 DDP, TP, PP and CP 1)",
+                               r.global_batch, o.stack.name)
+                 : fmt::format("DP divides the global batch {} and the GPUs over TP x CP{}",
+                               r.global_batch, r.pipelines ? " x PP" : ""));
   add(&SearchOptions::cp, "cp", "");
   add(&SearchOptions::ep, "ep", "");
   add(&SearchOptions::micro_batch, "micro-batch",
@@ -205,7 +213,17 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
 std::string describe_search(const SearchOptions& o, const Model& model) {
   const Training& training = model.training;
   const Stack& stack = o.stack;
-  const bool hsdp = o.dp_shard || stack.supports_hybrid_shard(2) || stack.supports_hybrid_shard(3);
+  // A MoE model refuses --dp-shard under any stack: HSDP is no knob of its search.
+  const bool hsdp =
+      o.dp_shard ||
+      (!model.is_moe() && (stack.supports_hybrid_shard(2) || stack.supports_hybrid_shard(3)));
+  if (moe_dp_alone(model, stack) && !o.tp && !o.pp && !o.dp && !o.zero) {
+    return fmt::format(
+        "search: DP over every GPU, ZeRO-0 (DDP): model {} is MoE, planned with ZeRO 0-2 (experts "
+        "are not sharded per unit), and stack {} has no ZeRO-1 or 2 and runs ZeRO-0 with TP, PP "
+        "and CP 1; micro-batch and recompute free (--stack megatron-core plans MoE splits)",
+        model.name, stack.name);
+  }
   std::vector<std::string> pinned;
   std::vector<std::string> free;
   std::vector<std::string> flags;

@@ -238,6 +238,22 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   return dp_shard_problem(o);
 }
 
+/// A MoE model is planned with ZeRO 0-2; under a stack with no ZeRO-1 or 2 whose ZeRO-0 is
+/// DDP over the whole job (torchtitan) that leaves data parallelism alone: a TP, PP or CP
+/// pinned or bounded above 1 is named (--zero 3 is moe_zero3's).
+std::optional<OptionProblem> moe_dp_alone_problem(const Model& model, const SearchOptions& o) {
+  if (!moe_dp_alone(model, o.stack) || (o.zero && *o.zero != 0)) return std::nullopt;
+  const std::pair<Knob, int> splits[] = {{Knob::tp, o.tp.value_or(1)},
+                                         {Knob::pp, o.pp.value_or(1)},
+                                         {Knob::cp, o.cp.value_or(1)},
+                                         {Knob::min_tp, o.min_tp},
+                                         {Knob::min_cp, o.min_cp}};
+  for (const auto& [knob, value] : splits) {
+    if (value > 1) return OptionProblem{knob, OptionIssue::moe_dp_alone, value, 0};
+  }
+  return std::nullopt;
+}
+
 /// Pins the model cannot take, and what the model asks of the stack.
 std::optional<OptionProblem> model_problem(const Model& model, const SearchOptions& o) {
   // Every TP the shape takes divides largest_tp (planner/splits.h); a --min-tp above it
@@ -302,6 +318,11 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
 
 }  // namespace
 
+bool moe_dp_alone(const Model& model, const Stack& stack) {
+  const bool zero_1_or_2 = (stack.zero_stages & 0b0110U) != 0;
+  return model.is_moe() && stack.zero0_one_dimensional && !zero_1_or_2;
+}
+
 std::optional<OptionProblem> find_option_problem(const Model& model, const SearchOptions& options) {
   if (auto problem = range_problem(options)) return problem;
   // A MoE model refuses --dp-shard under any stack: said before the stack's own refusal,
@@ -309,6 +330,7 @@ std::optional<OptionProblem> find_option_problem(const Model& model, const Searc
   if (model.is_moe() && options.dp_shard) {
     if (auto problem = model_problem(model, options)) return problem;
   }
+  if (auto problem = moe_dp_alone_problem(model, options)) return problem;
   if (auto problem = stack_problem(options)) return problem;
   return model_problem(model, options);
 }

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "costmodel/model.h"
+#include "costmodel/stack.h"
 #include "topology/errors.h"
 
 namespace trident {
@@ -61,6 +62,7 @@ enum class OptionIssue {
   stack_needs_sp,          ///< sequence parallel off with TP `limit` under a stack that needs it
   moe_zero3,               ///< ZeRO `value` 3 on a MoE model (experts per unit not modelled)
   moe_stack_only_zero3,    ///< a MoE model under a stack whose only ZeRO stage is 3
+  moe_dp_alone,            ///< a MoE model under a stack whose ZeRO 0-2 is DDP over DP alone
   not_dividing_dp,         ///< HSDP shard size `value` does not divide the pinned DP `limit`
   needs_unit_sharding,     ///< HSDP shard size `value` with ZeRO `limit`, not sharded per unit
   no_unit_sharding,        ///< HSDP shard size `value` under a stack sharding no stage per unit
@@ -94,6 +96,10 @@ struct OptionProblem {
 [[nodiscard]] std::optional<OptionProblem> pin_limit_problem(Knob knob,
                                                              const std::optional<int>& pin,
                                                              int min_value, int max_value);
+
+/// A MoE model (planned with ZeRO 0-2) under a stack with no ZeRO-1 or 2 whose ZeRO-0 is DDP
+/// over the whole job (torchtitan): data parallelism alone, TP, PP and CP 1.
+[[nodiscard]] bool moe_dp_alone(const Model& model, const Stack& stack);
 
 /// The first impossible pin or limit of `options` for `model` under `options.stack`, or nullopt.
 [[nodiscard]] std::optional<OptionProblem> find_option_problem(const Model& model,

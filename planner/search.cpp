@@ -464,6 +464,7 @@ SearchResult search(const Cluster& cluster, const Model& model, const SearchOpti
          .uneven_stages = options.stack.uneven_stages,
          .global_batch = model.training.global_batch,
          .moe = model.is_moe(),
+         .dp_alone = moe_dp_alone(model, options.stack),
          .dp_shard = options.dp_shard.value_or(0),
          .ulysses_only = !options.stack.supports(CpKind::p2p) &&
                          !options.stack.supports(CpKind::all_gather) &&

@@ -122,8 +122,9 @@ struct SplitRules {
   bool pipelines = true;       ///< the stack has pipeline parallelism (else pp is 1, no vp)
   bool uneven_stages = false;  ///< the stack splits layers unevenly: pp at most the layers
   long long global_batch = 0;
-  bool moe = false;  ///< ep divides the experts and tp x cp x dp
-  int dp_shard = 0;  ///< the pinned HSDP shard size (divides dp, below it, ZeRO-3); 0 = none
+  bool moe = false;       ///< ep divides the experts and tp x cp x dp
+  bool dp_alone = false;  ///< a MoE model under a stack left DDP over the whole job (moe_dp_alone)
+  int dp_shard = 0;       ///< the pinned HSDP shard size (divides dp, below it, ZeRO-3); 0 = none
   /// Context parallelism by all-to-all only (--cp-comm a2a): cp divides the heads per TP rank.
   bool ulysses_only = false;
   /// The pinned partial recompute under a stack that recomputes every k-th block: the pin

@@ -927,3 +927,22 @@ TEST_CASE("the stack as written is checked before its attention resolves", "[cli
                       "Transformer Engine has, trains no 192/192 heads on b200") !=
         std::string::npos);
 }
+
+TEST_CASE("a MoE model under torchtitan: the search line says DP alone and why", "[cli_stack]") {
+  // torchtitan: ZeRO 0 and 3, its ZeRO-0 DDP over the whole job; MoE models: ZeRO 0-2. What is
+  // left is DP over every GPU at ZeRO-0, and the line says so (it listed TP x PP x DP splits,
+  // interleaving and HSDP shards as free).
+  const Run run =
+      trident("plan --model mixtral-8x7b --stack torchtitan --servers 4 --show-infeasible");
+  REQUIRE(run.code == 0);
+  CHECK(run.out.find("# search: DP over every GPU, ZeRO-0 (DDP): model mixtral-8x7b is MoE, "
+                     "planned with ZeRO 0-2 (experts are not sharded per unit), and stack "
+                     "torchtitan has no ZeRO-1 or 2 and runs ZeRO-0 with TP, PP and CP 1; "
+                     "micro-batch and recompute free (--stack megatron-core plans MoE splits)\n") !=
+        std::string::npos);
+  // Under megatron-core the same model's line lists no HSDP shard (MoE refuses --dp-shard).
+  const Run core = trident("plan --model mixtral-8x7b --servers 4 --top 1");
+  REQUIRE(core.code == 0);
+  CHECK(core.out.find("# search: every TP x PP x DP split") != std::string::npos);
+  CHECK(core.out.find("HSDP") == std::string::npos);
+}

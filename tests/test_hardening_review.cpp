@@ -203,6 +203,21 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
                 "model mixtral-8x7b is MoE, and stack z3 runs only ZeRO-3, which MoE models are "
                 "not planned with (sharding experts per unit is not modelled); use a stack with "
                 "ZeRO 0, 1 or 2");
+  // torchtitan has ZeRO 0 and 3 and runs ZeRO-0 (DDP) with DP alone: a MoE model (ZeRO 0-2)
+  // gets DP alone. A TP or PP pin named that rule, not "TP divides heads 32 ..." (which 2
+  // does), and no advice to use --zero 3, which MoE refuses next.
+  const std::string titan = "plan --model mixtral-8x7b --stack torchtitan --servers 4";
+  check_refused(scene, titan + " --tp 2 --zero 0",
+                "--tp 2: model mixtral-8x7b is MoE, planned with ZeRO 0-2 (sharding experts per "
+                "unit is not modelled), and stack torchtitan has no ZeRO-1 or 2 and runs ZeRO-0 "
+                "(DDP) with data parallelism alone (TP, PP and CP 1); drop --tp 2 or use a stack "
+                "with ZeRO 1 or 2 (--stack megatron-core)");
+  check_refused(scene, titan + " --pp 2",
+                "--pp 2: model mixtral-8x7b is MoE, planned with ZeRO 0-2 ...");
+  check_refused(scene, titan + " --dp 16",
+                "--dp 16: no configuration of 32 GPUs takes it: DP divides the global batch 256 "
+                "and is all the GPUs (a MoE model under stack torchtitan: ZeRO-0 DDP, TP, PP and "
+                "CP 1) (without --dp there are configurations)");
   // A shard group dividing no DP is said as its own rule, not the whole rule list (where a
   // stack without pipelines read PP and VP rules it never applies).
   check_refused(scene, "plan --model llama3-8b --gpus 64 --stack fsdp --dp-shard 7",
