@@ -225,18 +225,42 @@ std::string dimension(const char* name, const std::string& collective, const Com
   // all-reduce) and all-gather (16-bit weights) differ in size.
   const bool split_sizes =
       comm.gather_bytes_per_call > 0.0 && comm.gather_bytes_per_call != comm.bytes_per_call;
+  const std::string gathered =
+      bytes_text(split_sizes ? comm.gather_bytes_per_call : comm.bytes_per_call);
   const std::string what =
-      split_sizes
-          ? fmt::format("{} of {} + all-gather of {}", to_string(comm.collective),
-                        bytes_text(comm.bytes_per_call), bytes_text(comm.gather_bytes_per_call))
-          : fmt::format("{} of {}", collective, bytes_text(comm.bytes_per_call));
+      split_sizes ? fmt::format("{} of {} + all-gather of {}", to_string(comm.collective),
+                                bytes_text(comm.bytes_per_call), gathered)
+                  : fmt::format("{} of {}", collective, bytes_text(comm.bytes_per_call));
+  // Calls whose reductions and gathers run different numbers of times a step (sharded data
+  // parallel per unit; ZeRO-2 reducing every micro-batch, gathering once): each counted apart,
+  // so that calls x time per call is not read as the step's total.
+  const bool per_unit = comm.unit_gathers_per_step > 0.0;
+  const bool gather_once = !per_unit && comm.gather_s > 0.0 && comm.calls_per_step > 1.0;
+  const double reduce_ms = 1e3 * (comm.time_per_call_s - comm.gather_s);
+  std::string calls = fmt::format("{} per call, {:.0f} call{} per step", what, comm.calls_per_step,
+                                  comm.calls_per_step == 1.0 ? "" : "s");
+  std::string timing = fmt::format("{:.3f} ms per call", 1e3 * comm.time_per_call_s);
+  if (per_unit) {
+    calls = fmt::format("per unit (one layer) {} of {} and all-gather of {}",
+                        to_string(comm.collective), bytes_text(comm.bytes_per_call), gathered);
+    timing = fmt::format(
+        "{:.3f} ms a unit's reduce-scatter, {:.3f} ms its all-gather (counts "
+        "below)",
+        reduce_ms, 1e3 * comm.gather_s);
+  } else if (gather_once) {
+    calls = fmt::format(
+        "{} of {} each micro-batch ({:.0f} per step) and one all-gather of {} "
+        "per step",
+        to_string(comm.collective), bytes_text(comm.bytes_per_call), comm.calls_per_step, gathered);
+    timing = fmt::format("{:.3f} ms a reduce-scatter, {:.3f} ms the all-gather", reduce_ms,
+                         1e3 * comm.gather_s);
+  }
   std::string out = fmt::format(
-      "  {}: {} per call, {:.0f} call{} per step, {} ranks\n"
+      "  {}: {}, {} ranks\n"
       "      link: {}\n"
-      "      {:.3f} ms per call, {:.3f} s per step in all, {:.3f} s exposed ({} of the step)\n",
-      name, what, comm.calls_per_step, comm.calls_per_step == 1.0 ? "" : "s", comm.link.ranks,
-      link_text(comm.link, domain), 1e3 * comm.time_per_call_s, comm.total_s, comm.exposed_s,
-      share(comm.exposed_s, step_s));
+      "      {}, {:.3f} s per step in all, {:.3f} s exposed ({} of the step)\n",
+      name, calls, comm.link.ranks, link_text(comm.link, domain), timing, comm.total_s,
+      comm.exposed_s, share(comm.exposed_s, step_s));
   out += calibrated_text(comm, calibration);
   if (comm.pipe_gathers_per_step > 0.0) {
     out += fmt::format(
@@ -299,6 +323,16 @@ std::string pp_why(const PlanResult& plan, const Stack& stack) {
 /// Why bucketed DP costs what it does: hidden behind backward where the stack overlaps the
 /// reduction, else once after the last micro-batch, all of it exposed.
 std::string dp_why(const ParallelConfig& c, const Stack& stack) {
+  if (c.zero == 2 && stack.reduce_every_micro_batch) {
+    return std::string(
+               "gradients reduce-scattered after every micro-batch's backward (the "
+               "stack partitions them as backward makes them), the weights all-gathered "
+               "once a step") +
+           (stack.overlaps_grad_reduce(c) ? "; the reductions overlap backward as far as it hides "
+                                            "them"
+                                          : ": this stack overlaps neither, so all of it is "
+                                            "exposed");
+  }
   const std::string group =
       c.cp > 1 ? "gradients once per step over DP x CP (CP ranks hold the same weights)"
                : "gradients once per step";

@@ -39,6 +39,7 @@ Json comm_json(const CommDetail& comm, const std::string& collective) {
               {"tier", link_name(comm.link)},
               {"gbps", link_gbps(comm.link)},
               {"time_per_call_s", comm.time_per_call_s},
+              {"gather_time_per_call_s", comm.gather_s},
               {"total_s", comm.total_s},
               {"exposed_s", comm.exposed_s},
               {"unit_gather_s", comm.unit_gather_s},

@@ -69,7 +69,10 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
                                           bucket * weight_bytes, comm.link, calibration);
   comm.collective = reduce;
   comm.gather_bytes_per_call = gather_bytes;
+  // A call: the reduction and the gather (what validate runs and times); reducing every
+  // micro-batch, the gather still runs once a step.
   comm.time_per_call_s = grad_s + gather_s;
+  comm.gather_s = gather_s;
   comm.total_s = passes * grad_s + gather_s;
   comm.exposed_s = grad_exposed_s + (stack.dp_overlap_param_gather
                                          ? unhidden_s(gather_s, stage.forward_s, gather_s * share)
@@ -166,7 +169,10 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   comm.unit_gathers_per_step = gather_passes * units;
   comm.unit_scatters_per_step = scatter_passes * units;
   comm.calls_per_step = comm.unit_scatters_per_step;
-  comm.time_per_call_s = comm.unit_scatter_s;  // the shard group's call; HSDP's all-reduce apart
+  // A call: one unit's reduce-scatter and all-gather in the shard group (what validate runs
+  // and times; the gathers per step are unit_gathers_per_step); HSDP's all-reduce apart.
+  comm.time_per_call_s = comm.unit_scatter_s + comm.unit_gather_s;
+  comm.gather_s = comm.unit_gather_s;
   const double edge_s = forward_passes * edge_ag + scatter_passes * edge_rs;
   comm.total_s = comm.unit_gathers_per_step * ag + comm.unit_scatters_per_step * rs + edge_s;
   const double backward_gather = reshard ? ag : 0.0;

@@ -103,6 +103,10 @@ struct CommDetail {
   double calls_per_step = 0.0;
   GroupLink link;
   double time_per_call_s = 0.0;
+  /// ZeRO 1-3: the all-gather half of time_per_call_s (a call is a gradient reduction and a
+  /// weight all-gather; ZeRO 1-2 gather once a step even where they reduce every micro-batch,
+  /// ZeRO-3 per unit as unit_gathers_per_step says). 0 without ZeRO.
+  double gather_s = 0.0;
   double total_s = 0.0;    ///< all calls, before overlap
   double exposed_s = 0.0;  ///< on the critical path
   /// Sharded data parallel (ZeRO-3/FSDP): one unit's weight all-gather and gradient

@@ -946,3 +946,39 @@ TEST_CASE("a MoE model under torchtitan: the search line says DP alone and why",
   CHECK(core.out.find("# search: every TP x PP x DP split") != std::string::npos);
   CHECK(core.out.find("HSDP") == std::string::npos);
 }
+
+TEST_CASE("--explain's DP line: reductions and gathers counted apart where they run apart",
+          "[cli_stack]") {
+  // DeepSpeed ZeRO-2 reduce-scatters every micro-batch and all-gathers once: the line said "128
+  // calls per step" at a per-call time (the pair) that multiplied to twice the total.
+  // Global batch 256 over DP 64 at micro-batch 1: 4 micro-batches.
+  const Run ds = trident(
+      "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 256 --stack "
+      "deepspeed-megatron --tp 1 --pp 1 --dp 64 --micro-batch 1 --zero 2 --recompute full "
+      "--explain");
+  REQUIRE(ds.code == 0);
+  CHECK(ds.out.find("  DP: reduce-scatter of 16.06 GB each micro-batch (4 per step) and one "
+                    "all-gather of 16.06 GB per step, 64 ranks\n") != std::string::npos);
+  CHECK(ds.out.find(" ms a reduce-scatter, ") != std::string::npos);
+  CHECK(ds.out.find("why: gradients reduce-scattered after every micro-batch's backward") !=
+        std::string::npos);
+  CHECK(ds.out.find("gradients once per step") == std::string::npos);
+  // Sharded data parallel: per unit, the counts on the per-unit line.
+  const Run z3 = trident(kSmall + " --tp 1 --pp 1 --dp 64 --micro-batch 1 --zero 3 --explain");
+  REQUIRE(z3.code == 0);
+  CHECK(z3.out.find("  DP: per unit (one layer) reduce-scatter of ") != std::string::npos);
+  CHECK(z3.out.find(" ms a unit's reduce-scatter, ") != std::string::npos);
+  CHECK(z3.out.find("per call, ") == std::string::npos);
+  // The JSON's call is the pair validate times: time_per_call_s = scatter + gather.
+  const auto plan =
+      nlohmann::json::parse(
+          trident(kSmall + " --tp 1 --pp 1 --dp 64 --micro-batch 1 --zero 3 --format json").out)
+          .at("plans")
+          .at(0)
+          .at("comm")
+          .at("dp");
+  CHECK(plan.at("time_per_call_s").get<double>() ==
+        Approx(plan.at("unit_scatter_s").get<double>() + plan.at("unit_gather_s").get<double>()));
+  CHECK(plan.at("gather_time_per_call_s").get<double>() ==
+        Approx(plan.at("unit_gather_s").get<double>()));
+}

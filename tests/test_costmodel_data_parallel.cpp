@@ -90,6 +90,11 @@ TEST_CASE("HSDP: per-unit gathers in the shard group, gradient shards all-reduce
   // reduce-scatters, each followed by its all-reduce.
   CHECK(e.dp.unit_gathers_per_step == Approx(8.0));
   CHECK(e.dp.unit_scatters_per_step == Approx(4.0));
+  // A call is one unit's reduce-scatter and all-gather, as validate runs it (the replicas'
+  // all-reduce apart); the gathers per step are counted above.
+  CHECK(e.dp.calls_per_step == Approx(4.0));
+  CHECK(e.dp.time_per_call_s == Approx(rs + ag));
+  CHECK(e.dp.gather_s == Approx(ag));
   // Exposed per micro-batch (prefetch one unit): forward ag + max(0, ag - fwd); backward
   // (ag + rs + ar) + max(0, ag + rs + ar - bwd). Times 2.
   const LayerTime layer = layer_time(test::round_gpu(), model, config, ComputeFeatures{});
@@ -364,6 +369,11 @@ TEST_CASE("DeepSpeed's ZeRO-2 reduces every micro-batch's gradients, in 16 bits"
   const CommDetail z2 = comm(config);
   CHECK(z2.calls_per_step == Approx(4.0));
   CHECK(z2.total_s == Approx(4 * rs16 + ag16));
+  // A call is a reduce-scatter and the all-gather (validate times the pair); the gather half
+  // runs once a step: total = calls x (call - gather) + gather.
+  CHECK(z2.time_per_call_s == Approx(rs16 + ag16));
+  CHECK(z2.gather_s == Approx(ag16));
+  CHECK(z2.total_s == Approx(z2.calls_per_step * (z2.time_per_call_s - z2.gather_s) + z2.gather_s));
   CHECK(z2.exposed_s == Approx(4 * rs16 + ag16));
   // ZeRO-1 waits for the accumulation boundary: one all-reduce of the 16-bit gradients (stage
   // 1 all-reduces its buckets, zero1_all_reduces_gradients).
