@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "topology/errors.h"
+#include "topology/text_check.h"
 
 namespace trident::cli {
 
@@ -63,8 +64,9 @@ void write_network(std::ostringstream& out, const ImportedServer& server,
 }
 
 void write_header(std::ostringstream& out, const ImportedServer& server, const ServerNvlink& nv) {
-  out << "# imported by `trident topo import` from " << server.source << " (" << server.format
-      << "): " << summary(server, nv) << "\n";
+  // The input's path as given: a file name may hold a newline, which would end the comment.
+  out << "# imported by `trident topo import` from " << one_line(server.source) << " ("
+      << server.format << "): " << summary(server, nv) << "\n";
   if (!server.nics.empty()) {
     out << "# NICs used: "
         << std::accumulate(

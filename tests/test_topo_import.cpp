@@ -388,6 +388,16 @@ TEST_CASE("NCCL XML: link counts, NIC speeds and GPU counts are bounded", "[impo
   CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
                   "<net name=\"mlx5_0\" dev=\"0\" speed=\"fast\"/></system>") ==
         "topo.xml:2: <net>: attribute 'speed': expected an integer, got 'fast'");
+  // A NIC's name reaches the cluster file's comments: a newline in it added a `pcie:` key the
+  // cluster then read (and an escape byte reached the terminal).
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
+                  "<net name=\"mlx5_0&#10;pcie:&#10;  gbps: 1000 #\" dev=\"0\"/></system>") ==
+        "topo.xml:2: <net>: attribute 'name': expected one line of printable characters, got "
+        "'mlx5_0?pcie:?  gbps: 1000 #'");
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
+                  "<net name=\"mlx5&#27;[31m0\" dev=\"0\"/></system>") ==
+        "topo.xml:2: <net>: attribute 'name': expected one line of printable characters, got "
+        "'mlx5?[31m0'");
   // The whole text, in range (sscanf read "400000.5" as 400000 and an overflow as -1).
   for (const std::string speed : {"400000.5", "99999999999999999999"}) {
     CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\"/></pci>\n"
@@ -427,6 +437,14 @@ TEST_CASE("cluster YAML from an import loads back as the same server", "[import]
   CHECK(c.network.nic_gbits == 400.0);  // assumed for H100 (NDR), said so in a comment
   CHECK(text.find("# degraded: plan this server (server 0) as it is with --fail-link "
                   "nvlink:0/3\n") != std::string::npos);
+  // The input's path reaches a comment: a newline in a file name would end it and add a key.
+  ImportedServer named = s;
+  named.source = "x\npcie: {gbps: 1000} #.txt";
+  const std::string renamed = cli::cluster_yaml(
+      named, cli::ImportOptions{.name = "h100-box", .gpu = "h100-sxm-80g", .servers = 4});
+  CHECK(renamed.find("# imported by `trident topo import` from x?pcie: {gbps: 1000} #.txt (") !=
+        std::string::npos);
+  CHECK(load_cluster(renamed, "imported.yaml").pcie.gbps == 50.0);  // the H100's, not 1000
   // The degraded spec applies to the loaded cluster as it stands.
   const Cluster degraded = apply_failure(c, parse_failure("nvlink:0/3"));
   CHECK(degraded.health.nvlinks_down.at(3) == 1);

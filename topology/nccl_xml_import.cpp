@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "topology/errors.h"
+#include "topology/text_check.h"
 
 namespace trident {
 namespace {
@@ -155,7 +156,13 @@ void Reader::add_net(const XMLElement* net) {
   const int mbits = net->Attribute("speed") == nullptr ? 0 : int_attribute(net, "speed");
   if (mbits < 0)
     fail(net, "<net>: attribute 'speed': expected Mb/s >= 0, got " + std::to_string(mbits));
-  nets_.push_back(XmlNet{.name = attribute(net, "name"),
+  std::string name = attribute(net, "name");
+  // Its name reaches the cluster file's comments: one line (a newline would add keys).
+  if (!is_one_line(name)) {
+    fail(net, "<net>: attribute 'name': expected one line of printable characters, got '" +
+                  one_line(name) + "'");
+  }
+  nets_.push_back(XmlNet{.name = std::move(name),
                          .gbits = mbits > 0 ? mbits / 1000.0 : 0.0,
                          .near_gpu = near_gpu(net)});
 }
