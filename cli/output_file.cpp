@@ -77,8 +77,26 @@ Target classify(const RunOutputs::Output& o) {
   }
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+    // A symbolic link to nothing (or a loop of them) would be replaced by a file where the
+    // link stood: refused, as a link whose target exists keeps the link.
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      throw InputError(o.flag + " '" + path +
+                       "': a symbolic link whose target cannot be reached (" +
+                       std::strerror(error) + "); give the target's own path");
+    }
     t.resolved = path;  // new: created beside where it will live
     return t;
+  }
+  // This process's standard input (/dev/stdin, /proc/self/fd/0): a pipe written by trident
+  // itself fills and waits for a reader that never comes; a file would be replaced. A
+  // terminal is the terminal's (writing to it overwrites nothing).
+  struct stat in {};
+  if (!S_ISCHR(info.st_mode) && ::fstat(STDIN_FILENO, &in) == 0 && in.st_dev == info.st_dev &&
+      in.st_ino == info.st_ino) {
+    throw InputError(o.flag + " '" + path +
+                     "': is this run's standard input; refusing to write into it");
   }
   t.existing = info;
   if (S_ISREG(info.st_mode)) {
@@ -122,12 +140,20 @@ std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
   for (const auto& o : outputs) {
     Target t = classify(o);
     const std::string path = path_of(o);
+    // Standard output or error redirected to a file (`>> m.yaml`): that file, as for any path.
+    struct stat stream {};
+    const int stream_fd = t.way == Way::to_stdout   ? STDOUT_FILENO
+                          : t.way == Way::to_stderr ? STDERR_FILENO
+                                                    : -1;
+    if (stream_fd >= 0 && ::fstat(stream_fd, &stream) == 0 && S_ISREG(stream.st_mode)) {
+      t.existing = stream;
+    }
     for (const auto& in : inputs) {
       if (t.existing && same_file(*t.existing, in.device, in.inode)) {
         const std::string input =
             in.path == "-" ? std::string(" (standard input)") : fmt::format(" '{}'", in.path);
-        throw InputError(fmt::format("{} '{}': is the input {}{}; refusing to overwrite an input",
-                                     o.flag, path, in.flag, input));
+        throw InputError(fmt::format("{} {}: is the input {}{}; refusing to overwrite an input",
+                                     o.flag, shown(o), in.flag, input));
       }
     }
     for (const auto& other : targets) {

@@ -19,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using cli_test::Run;
+using cli_test::run_shell;
 using cli_test::slurp;
 using cli_test::TempDir;
 using hardening_test::check_refused;
@@ -121,6 +122,45 @@ TEST_CASE("class 2: an output that is an input of the run is refused", "[hardeni
   fs::copy_file(kData + "plan_tp2_pp2_dp2.json", scene.path("p.json"));
   check_refused(scene, "validate --plan p.json --output p.json",
                 "--output 'p.json': is the input --plan 'p.json'; refusing to overwrite an input");
+  // Standard output redirected onto the input, named or by default (/proc/self/fd/1 was
+  // refused, /dev/stdout and the default appended the table to m.yaml).
+  const std::string on_m = "plan --gpus 8 --servers 1 --model m.yaml --top 1";
+  check_refused(scene, on_m + " --output /dev/stdout",
+                "--output '/dev/stdout': is the input --model 'm.yaml'; refusing to overwrite an "
+                "input",
+                ">> m.yaml");
+  check_refused(scene, on_m,
+                "--output (standard output): is the input --model 'm.yaml'; refusing to "
+                "overwrite an input",
+                ">> m.yaml");
+  // This run's standard input as the output: a file would be replaced, a pipe filled by
+  // trident itself until it waits forever (a hang under `sleep 30 |`).
+  scene.write("in.txt", "not read");
+  check_refused(scene, on_m + " --output /dev/stdin < in.txt",
+                "--output '/dev/stdin': is this run's standard input; refusing to write into it");
+  const Run piped =
+      run_shell("cd " + scene.dir.path.string() + " && sleep 5 | timeout 20 " +
+                std::string(TRIDENT_BINARY) + " " + on_m + " --format json --output /dev/stdin");
+  CHECK(piped.code == 2);
+  CHECK(piped.err ==
+        "trident: error: --output '/dev/stdin': is this run's standard input; refusing to write "
+        "into it\n");
+  // A symbolic link to nothing, or a loop: refused (the link was replaced by a regular file).
+  fs::create_symlink("sub/target.txt", scene.path("dangling.txt"));
+  check_refused(scene, on_m + " --output dangling.txt",
+                "--output 'dangling.txt': a symbolic link whose target cannot be reached (No "
+                "such file or directory); give the target's own path");
+  // A loop (apart: the scene's snapshot cannot stat it).
+  TempDir loops;
+  fs::create_symlink("loop2", loops.path / "loop1");
+  fs::create_symlink("loop1", loops.path / "loop2");
+  const Run loop = run_shell(std::string(TRIDENT_BINARY) + " plan --gpus 8 --servers 1 --top 1 " +
+                             "--output " + (loops.path / "loop1").string());
+  CHECK(loop.code == 2);
+  CHECK(
+      loop.err.ends_with(": a symbolic link whose target cannot be reached (Too many levels "
+                         "of symbolic links); give the target's own path\n"));
+  CHECK(fs::is_symlink(loops.path / "loop1"));
 }
 
 TEST_CASE("class 3: failures that leave nothing to run on", "[hardening]") {
