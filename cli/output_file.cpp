@@ -40,6 +40,7 @@ struct Target {
   Way way = Way::replace;
   std::optional<struct stat> existing;  ///< the file it replaces or writes into
   std::string resolved;                 ///< replace: the real path (a symlink's target)
+  bool standard_input = false;          ///< the file or pipe is this process's standard input
 };
 
 [[noreturn]] void cannot_write(const std::string& flag, const std::string& path, int error) {
@@ -93,11 +94,8 @@ Target classify(const RunOutputs::Output& o) {
   // itself fills and waits for a reader that never comes; a file would be replaced. A
   // terminal is the terminal's (writing to it overwrites nothing).
   struct stat in {};
-  if (!S_ISCHR(info.st_mode) && ::fstat(STDIN_FILENO, &in) == 0 && in.st_dev == info.st_dev &&
-      in.st_ino == info.st_ino) {
-    throw InputError(o.flag + " '" + path +
-                     "': is this run's standard input; refusing to write into it");
-  }
+  t.standard_input = !S_ISCHR(info.st_mode) && ::fstat(STDIN_FILENO, &in) == 0 &&
+                     in.st_dev == info.st_dev && in.st_ino == info.st_ino;
   t.existing = info;
   if (S_ISREG(info.st_mode)) {
     std::error_code error;
@@ -155,6 +153,10 @@ std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
         throw InputError(fmt::format("{} {}: is the input {}{}; refusing to overwrite an input",
                                      o.flag, shown(o), in.flag, input));
       }
+    }
+    if (t.standard_input) {  // not read as an input (that is said above): still never written
+      throw InputError(o.flag + " '" + path +
+                       "': is this run's standard input; refusing to write into it");
     }
     for (const auto& other : targets) {
       if (same_target(t, other)) {
