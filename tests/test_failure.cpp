@@ -176,6 +176,30 @@ TEST_CASE("all NVLinks of a GPU down: its group falls back to PCIe", "[failure]"
         "take 1 more down");
 }
 
+TEST_CASE("a part named twice is refused whichever spec comes first", "[failure]") {
+  // Switch: :all after a count took "the rest" down (and a count after :all was refused).
+  const Cluster one = apply_failure(h100_64(), parse_failure("nvlink:0/0"));
+  CHECK(apply_error(one, "nvlink:0/0:all") ==
+        "'nvlink:0/0:all': GPU 0 of server 0 already has 1 of its 18 NVLinks down (an earlier "
+        "--fail-link): :all names them again; give :all alone");
+  const Cluster all = apply_failure(h100_64(), parse_failure("nvlink:0/0:all"));
+  CHECK(apply_error(all, "nvlink:0/0") ==
+        "'nvlink:0/0': GPU 0 of server 0 has 18 NVLinks (18 already down), cannot take 1 more "
+        "down");
+  // Mesh: a direct link named twice, or inside an :all, either order (both were accepted).
+  const Cluster linked = apply_failure(dgx1(), parse_failure("mesh:0/0-3"));
+  CHECK(apply_error(linked, "nvlink:0/0:all") ==
+        "'nvlink:0/0:all': the direct link GPU 0 - GPU 3 of server 0 is already down (an earlier "
+        "--fail-link): name each link once");
+  CHECK(apply_error(linked, "mesh:0/3-0") ==
+        "'mesh:0/3-0': the direct link GPU 0 - GPU 3 of server 0 is already down (an earlier "
+        "--fail-link): name each link once");
+  const Cluster gpu_all = apply_failure(dgx1(), parse_failure("nvlink:0/0:all"));
+  CHECK(apply_error(gpu_all, "mesh:0/0-3") ==
+        "'mesh:0/0-3': the direct link GPU 0 - GPU 3 of server 0 is already down (an earlier "
+        "--fail-link): name each link once");
+}
+
 TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
   const Cluster c = apply_failure(h100_64(), parse_failure("nic:3/1"));
   CHECK(c.health.nics_down.at(3) == 1);
@@ -190,6 +214,10 @@ TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
     seven = apply_failure(seven, parse_failure("nic:3/" + std::to_string(nic)));
   }
   CHECK(seven.health.nics_down.at(3) == 7);
+  // One NIC named twice counted as two down.
+  CHECK(apply_error(c, "nic:3/1") ==
+        "'nic:3/1': NIC 1 of server 3 is already down (an earlier --fail-link): name each NIC "
+        "once");
   CHECK(apply_error(seven, "nic:3/0") ==
         "'nic:3/0': that would leave server 3 with no NIC: it is cut off from the "
         "fabric, use server:3");

@@ -67,6 +67,7 @@ struct ClusterHealth {
   std::map<int, int> nvlinks_down;                ///< global GPU id -> NVLinks down (switch kind)
   std::set<std::pair<int, int>> dead_mesh_links;  ///< global GPU id pairs (a < b), mesh kind
   std::map<int, int> nics_down;                   ///< server -> NICs down
+  std::set<std::pair<int, int>> named_nics;       ///< (server, NIC) down: each named once
   std::set<int> dead_gpus;                        ///< global GPU ids
   std::set<int> dead_servers;
   [[nodiscard]] bool healthy() const;

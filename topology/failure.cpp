@@ -220,7 +220,16 @@ void apply_switch_nvlink(Cluster& cluster, const Failure& f) {
   const int total = cluster.nvlink.links_per_gpu;
   int& down = cluster.health.nvlinks_down[id];
   const int already = down;
-  const int more = f.kind == FailureKind::nvlink_all ? total - already : f.links;
+  // :all names every link, those an earlier spec took down too: refused as a part named twice
+  // is (in either order: a count after :all finds none left).
+  if (f.kind == FailureKind::nvlink_all && already > 0) {
+    spec_error(f.spec, "GPU " + std::to_string(f.gpu) + " of server " + std::to_string(f.server) +
+                           " already has " + std::to_string(already) + " of its " +
+                           std::to_string(total) +
+                           " NVLinks down (an earlier --fail-link): :all names them again; give "
+                           ":all alone");
+  }
+  const int more = f.kind == FailureKind::nvlink_all ? total : f.links;
   if (already + more > total) {
     spec_error(f.spec, "GPU " + std::to_string(f.gpu) + " of server " + std::to_string(f.server) +
                            " has " + std::to_string(total) + " NVLinks (" +
@@ -230,10 +239,20 @@ void apply_switch_nvlink(Cluster& cluster, const Failure& f) {
   down = already + more;
 }
 
+/// Takes the direct link GPU `gpu` - `peer` of `server` down; one already down is a part named
+/// twice (`mesh:` twice, or inside an `:all`), refused.
+void take_mesh_link_down(Cluster& cluster, const Failure& f, int gpu, int peer) {
+  const auto link = ordered(global_id(cluster, f.server, gpu), global_id(cluster, f.server, peer));
+  if (!cluster.health.dead_mesh_links.insert(link).second) {
+    spec_error(f.spec, "the direct link GPU " + std::to_string(gpu) + " - GPU " +
+                           std::to_string(peer) + " of server " + std::to_string(f.server) +
+                           " is already down (an earlier --fail-link): name each link once");
+  }
+}
+
 void apply_mesh_all(Cluster& cluster, const Failure& f) {
-  const int id = global_id(cluster, f.server, f.gpu);
   for (const auto& [peer, links] : mesh_peers(cluster, f.server, f.gpu)) {
-    cluster.health.dead_mesh_links.insert(ordered(id, global_id(cluster, f.server, peer)));
+    take_mesh_link_down(cluster, f, f.gpu, peer);
   }
 }
 
@@ -276,8 +295,7 @@ void apply_mesh_link(Cluster& cluster, const Failure& f) {
                            " have no direct NVLink (GPU " + std::to_string(f.gpu) + " links to " +
                            peer_list(peers) + ")");
   }
-  cluster.health.dead_mesh_links.insert(
-      ordered(global_id(cluster, f.server, f.gpu), global_id(cluster, f.server, f.peer)));
+  take_mesh_link_down(cluster, f, f.gpu, f.peer);
 }
 
 void apply_nic(Cluster& cluster, const Failure& f) {
@@ -287,6 +305,10 @@ void apply_nic(Cluster& cluster, const Failure& f) {
                            std::to_string(f.server) + " (" + std::to_string(nics) +
                            " NICs per server, " + range_text(nics) + ")");
   }
+  if (cluster.health.named_nics.contains({f.server, f.nic})) {
+    spec_error(f.spec, "NIC " + std::to_string(f.nic) + " of server " + std::to_string(f.server) +
+                           " is already down (an earlier --fail-link): name each NIC once");
+  }
   int& down = cluster.health.nics_down[f.server];
   if (down + 1 >= nics) {
     spec_error(f.spec, "that would leave server " + std::to_string(f.server) +
@@ -294,6 +316,7 @@ void apply_nic(Cluster& cluster, const Failure& f) {
                            std::to_string(f.server));
   }
   ++down;
+  cluster.health.named_nics.insert({f.server, f.nic});
 }
 
 }  // namespace
