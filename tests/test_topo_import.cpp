@@ -370,6 +370,12 @@ TEST_CASE("NCCL XML: malformed input is named by line", "[import]") {
                   "<nvlink target=\"0000:02:00.0\" count=\"2\" tclass=\"0x030200\"/>"
                   "</gpu></pci></system>") ==
         "topo.xml:2: <nvlink>: target '0000:02:00.0' is not a GPU here");
+  // A link to the GPU's own bus id was read as a degraded GPU (14 of 18 links elsewhere).
+  CHECK(xml_error("<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\">\n"
+                  "<nvlink target=\"0000:01:00.0\" count=\"4\" tclass=\"0x030200\"/>"
+                  "</gpu></pci></system>") ==
+        "topo.xml:2: <nvlink>: target '0000:01:00.0' is GPU 0 itself; a GPU cannot link to "
+        "itself");
 }
 
 TEST_CASE("NCCL XML: link counts, NIC speeds and GPU counts are bounded", "[import]") {

@@ -206,6 +206,10 @@ void Reader::add_links(ImportedServer& server) const {
         if (peer == by_bus.end()) {
           fail(link, "<nvlink>: target '" + attribute(link, "target") + "' is not a GPU here");
         }
+        if (peer->second == g) {  // the cluster reader refuses it too ("cannot link to itself")
+          fail(link, "<nvlink>: target '" + attribute(link, "target") + "' is GPU " +
+                         std::to_string(g) + " itself; a GPU cannot link to itself");
+        }
         server.pair_links[g][peer->second] += count;
       }
       if (total_links(server, g) > kMaxNvlinks) {
