@@ -159,6 +159,22 @@ TEST_CASE("nccl-tests -J JSON", "[validate][nccl_tests]") {
   const auto g2 = parse_nccl_tests(one_process, "sendrecv.json").front();
   CHECK(g2.ranks == 2);
   CHECK(g2.hosts == 1);
+  // Counts and the version code as nccl-tests writes them; anything else refused at its key
+  // (ngpus 8.9 was read as 8, nccl_version -1 written as "NCCL 0.0.-1", "2.27" dropped).
+  std::string fraction = one_process;
+  fraction.replace(fraction.find("\"ngpus\":2"), 9, "\"ngpus\":2.5");
+  CHECK(error_of([&] { (void)parse_nccl_tests(fraction, "sendrecv.json"); }) ==
+        "sendrecv.json: config.ngpus: expected a positive integer, got 2.5");
+  const std::string code = "\"nccl_version\":22703";
+  for (const std::string bad : {"-1", "\"2.27\"", "27"}) {
+    std::string version = data("nccl_tests/sendrecv.json");
+    REQUIRE(version.find(code) != std::string::npos);
+    version.replace(version.find(code), code.size(), "\"nccl_version\":" + bad);
+    CHECK(error_of([&] { (void)parse_nccl_tests(version, "sendrecv.json"); }) ==
+          "sendrecv.json: nccl_version: expected NCCL's version code (an integer such as 22703), "
+          "got " +
+              bad);
+  }
   // Versions 1-3 read alike (3 at nccl-tests a0b82b2 adds per-iteration keys); a later one,
   // or none, is refused rather than read as if it were.
   const std::string file = data("nccl_tests/sendrecv.json");

@@ -76,6 +76,19 @@ std::string test_name(const json& document, const std::string& source) {
                    "'*_perf' name in args[0] nor in the file name)");
 }
 
+/// `config.KEY` (nthreads, ngpus): a positive integer, or `fallback` where absent; a fraction,
+/// a negative or a string is refused (8.9 was read as 8).
+long long config_count(const json& config, const char* key, long long fallback,
+                       const std::string& source) {
+  const auto it = config.find(key);
+  if (it == config.end()) return fallback;
+  if (!it->is_number_integer() || it->get<long long>() < 1 || it->get<long long>() > (1 << 20)) {
+    throw InputError(
+        fmt::format("{}: config.{}: expected a positive integer, got {}", source, key, it->dump()));
+  }
+  return it->get<long long>();
+}
+
 /// `config.devices` holds one entry per process, not per rank: writeDeviceReport gathers one
 /// line per process and parseRankInfo reads its first "#  Rank" line (nccl-tests src/util.cu
 /// @a0b82b2), while each process runs nthreads x ngpus ranks. So `-g 8` on one process lists
@@ -84,8 +97,8 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
   const auto devices = config.find("devices");
   if (devices == config.end() || !devices->is_array()) return;
   const long long per_process =
-      static_cast<long long>(config.value("nthreads", 1)) * config.value("ngpus", 1);
-  if (per_process < 1 || per_process > (1 << 20)) return;  // refused below: no rank count
+      config_count(config, "nthreads", 1, source) * config_count(config, "ngpus", 1, source);
+  if (per_process > (1 << 20)) return;  // refused below: no rank count
   std::vector<RankDevice> ranks;
   std::set<long long> first_ranks;
   for (std::size_t i = 0; i < devices->size(); ++i) {
@@ -166,14 +179,28 @@ std::vector<NcclTestsTable> parse_json(const std::string& text, const std::strin
     table.test = test_name(document, source);
     table.collective = collective_of(table.test, source);
   }
-  if (document.contains("nccl_version") && document["nccl_version"].is_number_integer()) {
-    table.nccl_version = version_of_code(document["nccl_version"].get<long long>());
+  // NCCL_VERSION_CODE (2.27.3: 22703; before 2.9, 2.8.4: 2804); refused as the text log's
+  // unreadable version is ("-1" was written as NCCL 0.0.-1, a string dropped).
+  if (const auto version = document.find("nccl_version"); version != document.end()) {
+    if (!version->is_number_integer() || version->get<long long>() < 1000 ||
+        version->get<long long>() > 999999) {
+      throw InputError(fmt::format(
+          "{}: nccl_version: expected NCCL's version code (an integer such as 22703), got {}",
+          source, version->dump()));
+    }
+    table.nccl_version = version_of_code(version->get<long long>());
   }
   const auto config = document.find("config");
   if (config != document.end() && config->is_object()) {
     read_devices(*config, table, source);
     if (table.ranks == 0) {
-      table.ranks = config->value("nthreads", 0) * config->value("ngpus", 0);
+      const long long ranks =
+          config_count(*config, "nthreads", 0, source) * config_count(*config, "ngpus", 0, source);
+      if (ranks > (1 << 24)) {
+        throw InputError(fmt::format(
+            "{}: config: nthreads x ngpus = {} ranks; expected at most 16777216", source, ranks));
+      }
+      table.ranks = static_cast<int>(ranks);
     }
   }
   if (table.ranks <= 0) {
