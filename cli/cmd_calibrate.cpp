@@ -274,6 +274,8 @@ void calibrate(const CalibrateFlags& flags) {
   if (!flags.output.empty()) {
     files.set_text("--output", json);
     if (!json_on_stdout) report += fmt::format("\nwrote {}\n", flags.output);
+  } else {
+    report += "\nno calibration file written: give --output FILE (or - for standard output)\n";
   }
   if (json_on_stdout) {
     files.add_output("the summary", "/dev/stderr");

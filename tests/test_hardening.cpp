@@ -338,6 +338,9 @@ TEST_CASE("class 10: calibrate refuses impossible times and wrong results", "[ha
   const Run inferred = scene.run("calibrate --nccl-tests log.txt --collective all-gather");
   CHECK(inferred.code == 0);
   CHECK(inferred.out.find("-> all-gather as network") != std::string::npos);
+  // Without --output the summary says that nothing was written (it ended at the fits).
+  CHECK(inferred.out.ends_with(
+      "\nno calibration file written: give --output FILE (or - for standard output)\n"));
   // The -J JSON form without a test name in args[0] or the file name: --collective says it.
   std::string json = slurp(kData + "nccl_tests/sendrecv.json");
   json = replaced(json, "sendrecv_perf", "some_binary");
