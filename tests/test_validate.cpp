@@ -111,6 +111,10 @@ TEST_CASE("plan reader", "[validate][plan]") {
         }) ==
         "plan.json:27: plans[0].comm.pp.ranks: expected 2 (a send-recv between two pipeline "
         "stages)");
+  // A split dimension without its entry (TP 2 here): its sweep was skipped without a word.
+  CHECK(error_of([&] {
+          (void)read_plan(replace("\"tp\": {", "\"tq\": {"), "plan.json");
+        }).ends_with(": plans[0].comm.tp: missing (the plan's tp group has 2 ranks)"));
   CHECK(error_of([&] { (void)read_plan(text, "plan.json", 3); }) ==
         "plan.json:8: plans[3]: missing (the file has 1 plans; see --plan-index)");
   CHECK(error_of([] {

@@ -154,6 +154,16 @@ PlanSpec read_one(const json& plan, const json& document, const Path& top, const
   spec.order = rank_order(plan, at);
   const json& comm = member(plan, at, "comm");
   if (!comm.is_object()) at.child("comm").fail("expected an object");
+  // A dimension the plan splits has traffic to measure: its entry missing is an edited file (a
+  // sweep skipped without a word).
+  const std::pair<const char*, long long> split[] = {
+      {"tp", tp}, {"pp", pp}, {"dp", dp * cp}, {"cp", cp}, {"ep", ep}};
+  for (const auto& [name, size] : split) {
+    if (size > 1 && !comm.contains(name)) {
+      at.child("comm").child(name).fail("missing (the plan's " + std::string(name) + " group has " +
+                                        std::to_string(size) + " ranks)");
+    }
+  }
   spec.tp = read_comm(comm, at.child("comm"), "tp");
   spec.pp = read_comm(comm, at.child("comm"), "pp");
   spec.dp = read_comm(comm, at.child("comm"), "dp");
