@@ -32,7 +32,8 @@ namespace {
 void write_nvlink(std::ostringstream& out, const ImportedServer& server, const ServerNvlink& nv,
                   double gbps_per_link) {
   out << "nvlink:\n";
-  out << "  domain_gpus: " << (nv.kind == NvlinkKind::none ? 1 : server.gpus) << "\n";
+  // Without NVLink the server's GPUs share its PCIe fabric: one domain, as pcie-8gpu.
+  out << "  domain_gpus: " << server.gpus << "\n";
   out << "  kind: " << to_string(nv.kind) << "\n";
   if (nv.kind == NvlinkKind::none) return;
   if (nv.kind == NvlinkKind::switch_fabric) out << "  links_per_gpu: " << nv.links_per_gpu << "\n";

@@ -1,5 +1,6 @@
 // Reading servers from `nvidia-smi topo -m` and NCCL's topology dump; the samples in
 // tests/data/topo/ are written from the documented formats (see tests/data/topo/README.md).
+#include <array>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -8,6 +9,7 @@
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
+#include "topology/link_tier.h"
 #include "topology/nccl_xml_import.h"
 #include "topology/nvidia_smi_import.h"
 #include "topology/server_import.h"
@@ -462,6 +464,29 @@ TEST_CASE("cluster YAML from an import loads back as the same server", "[import]
   CHECK(mesh.nvlink.kind == NvlinkKind::mesh);
   CHECK(mesh.nvlink.mesh.size() == 16);
   CHECK(mesh.network.nic_gbits == 100.0);  // from the XML's speed="100000"
+}
+
+TEST_CASE("a PCIe-only server imports as one domain, without NICs on one server", "[import]") {
+  // Four GPUs, PHB/SYS only, no NIC column: domain_gpus was 1, so one server of 4 "domains"
+  // needed a NIC to join them and the import was refused; the pcie-8gpu preset's domain is the
+  // server.
+  const std::string text =
+      "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+      "GPU0\t X \tPHB\tSYS\tSYS\t0-7\t0\n"
+      "GPU1\tPHB\t X \tSYS\tSYS\t0-7\t0\n"
+      "GPU2\tSYS\tSYS\t X \tPHB\t8-15\t1\n"
+      "GPU3\tSYS\tSYS\tPHB\t X \t8-15\t1\n";
+  const ImportedServer server = parse_nvidia_smi_topo(text, "pix4.txt");
+  const std::string yaml =
+      cli::cluster_yaml(server, cli::ImportOptions{.name = "pix4", .gpu = "a100-pcie-80g"});
+  const Cluster c = load_cluster(yaml, "pix4.yaml");
+  CHECK(c.nvlink.kind == NvlinkKind::none);
+  CHECK(c.nvlink.domain_gpus == 4);
+  CHECK(c.network.nics_per_server == 0);
+  // Its GPUs talk over PCIe: a group of all four rides the GPU's PCIe rate.
+  const std::array<int, 4> all{0, 1, 2, 3};
+  CHECK(query_group(c, all).tier == Tier::pcie);
+  CHECK(query_group(c, all).intra_gbps == c.pcie.gbps);
 }
 
 TEST_CASE("cluster YAML needs to know the GPU", "[import]") {
