@@ -54,6 +54,8 @@ TEST_CASE("parse_failure reads every form of the grammar", "[failure]") {
 
   const Failure all = parse_failure("nvlink:2/5:all");
   CHECK(all.kind == FailureKind::nvlink_all);
+  // Any case, as the kind word is read (NVLINK:2/5 was taken, :ALL refused).
+  CHECK(parse_failure("NVLINK:2/5:ALL").kind == FailureKind::nvlink_all);
   CHECK(all.gpu == 5);
 
   const Failure mesh = parse_failure("mesh:1/4-0");  // written either way round

@@ -477,6 +477,8 @@ TEST_CASE("a PCIe-only server imports as one domain, without NICs on one server"
       "GPU2\tSYS\tSYS\t X \tPHB\t8-15\t1\n"
       "GPU3\tSYS\tSYS\tPHB\t X \t8-15\t1\n";
   const ImportedServer server = parse_nvidia_smi_topo(text, "pix4.txt");
+  // A byte order mark before the header reads the same (it was "row 'GPU0' before any header").
+  CHECK(parse_nvidia_smi_topo("\xEF\xBB\xBF" + text, "pix4.txt").gpus == 4);
   const std::string yaml =
       cli::cluster_yaml(server, cli::ImportOptions{.name = "pix4", .gpu = "a100-pcie-80g"});
   const Cluster c = load_cluster(yaml, "pix4.yaml");

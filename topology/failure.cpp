@@ -96,6 +96,12 @@ constexpr std::array<KindForm, 5> kKinds{{
   return failure;
 }
 
+[[nodiscard]] std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 [[nodiscard]] Failure parse_nvlink(const std::string& spec, std::string_view rest) {
   constexpr std::string_view form = kKinds[0].form;
   const auto [server, tail] = server_slash(spec, rest, form);
@@ -104,7 +110,7 @@ constexpr std::array<KindForm, 5> kKinds{{
   const auto count = split(tail, ':');
   failure.gpu = index_or_throw(spec, count ? count->first : tail, form);
   if (!count) return failure;
-  if (count->second == "all") {
+  if (lower(count->second) == "all") {  // any case, as the kind word (NVLINK:0/0:ALL)
     failure.kind = FailureKind::nvlink_all;
     failure.links = 0;
     return failure;
@@ -121,12 +127,6 @@ constexpr std::array<KindForm, 5> kKinds{{
   const int index = index_or_throw(spec, tail, form);
   (kind == FailureKind::nic ? failure.nic : failure.gpu) = index;
   return failure;
-}
-
-[[nodiscard]] std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 }  // namespace

@@ -329,6 +329,10 @@ ImportedServer Reader::read() {
 }  // namespace
 
 ImportedServer parse_nvidia_smi_topo(const std::string& text, const std::string& source) {
+  // A UTF-8 byte order mark (an editor's save) before the header, as the YAML and XML readers
+  // take it: the header line was read as a row before any header.
+  const std::string_view bom = "\xEF\xBB\xBF";
+  if (text.starts_with(bom)) return Reader(text.substr(bom.size()), source).read();
   return Reader(text, source).read();
 }
 
