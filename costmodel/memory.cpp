@@ -530,7 +530,10 @@ MemoryBreakdown peak_memory(const Gpu& gpu, const Model& model, const ParallelCo
   bool every_stage_fits = true;
   // The first stage; the last; the second (p - 1 in flight, a middle stage's layers).
   auto consider = [&](bool first_stage, bool last_stage) {
-    MemoryBreakdown stage = stage_memory(gpu, model, config, options, first_stage, last_stage, m);
+    const Model* own =
+        addition != nullptr ? addition->stage_view(first_stage, last_stage) : nullptr;
+    MemoryBreakdown stage = stage_memory(gpu, own != nullptr ? *own : model, config, options,
+                                         first_stage, last_stage, m);
     stage.capacity_bytes = capacity_bytes;
     set_memory_verdict(stage);
     if (addition != nullptr) addition->add(stage, first_stage, last_stage);

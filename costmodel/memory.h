@@ -273,6 +273,12 @@ struct MemoryOptions {
 class StageAddition {
  public:
   virtual void add(MemoryBreakdown& stage, bool first, bool last) const = 0;
+  /// The stage's own per-GPU dense view where it differs from peak_memory's `model` (a
+  /// dense-first MoE model's first stage, whose dense FFNs the pace-setting stage's view
+  /// prices at the shared experts' width); nullptr: `model`.
+  [[nodiscard]] virtual const Model* stage_view(bool /*first*/, bool /*last*/) const {
+    return nullptr;
+  }
 
  protected:
   StageAddition() = default;

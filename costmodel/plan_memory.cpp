@@ -2,9 +2,11 @@
 #include "costmodel/plan_memory.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "costmodel/kernels.h"
 #include "costmodel/moe.h"
+#include "costmodel/pipeline.h"
 #include "costmodel/precision.h"
 
 namespace trident {
@@ -109,19 +111,39 @@ MemoryBreakdown plan_memory(const Cluster& cluster, const Model& model,
     return peak_memory(cluster.gpu, view.model(model), view.config(config), memory);
   }
   // Each stage with its own experts before the stages are compared: the peak of a dense-first,
-  // output-last model (DeepSeek-V3) is a stage's dense part with that stage's MoE layers.
+  // output-last model (DeepSeek-V3) is a stage's dense part with that stage's MoE layers. An end
+  // stage whose MoE share differs from the pace-setting stage's gets its own dense view: its
+  // dense layers' FFNs at their width (DeepSeek-V3's first stage: 3 of 18432, which the
+  // pace-setting view held at the shared expert's 2048), its MoE layers' at the shared width.
   struct Experts final : StageAddition {
     const Model& model;
     const ParallelConfig& config;
     const MemoryOptions& options;
-    Experts(const Model& m, const ParallelConfig& c, const MemoryOptions& o)
-        : model(m), config(c), options(o) {}
+    std::optional<Model> first_view;
+    std::optional<Model> last_view;
+    Experts(const Model& m, const ParallelConfig& c, const MemoryOptions& o, double view_share)
+        : model(m), config(c), options(o) {
+      if (c.pp <= 1) return;
+      const StageLayers split = model_stage_layers(m, c.pp);
+      const auto own = [&](bool first, double layers) -> std::optional<Model> {
+        const double share = layers > 0.0 ? stage_moe_layers_on(m, c, first, !first) / layers : 0.0;
+        if (share == view_share) return std::nullopt;
+        return cp_local_view(moe_dense_view(m, share), c).model;
+      };
+      first_view = own(true, split.first);
+      last_view = own(false, split.last);
+    }
     void add(MemoryBreakdown& stage, bool first, bool last) const override {
       add_expert_memory(stage, model, config, options,
                         stage_moe_layers_on(model, config, first, last));
     }
+    [[nodiscard]] const Model* stage_view(bool first, bool last) const override {
+      if (first == last) return nullptr;  // one stage, or a middle one: the pace-setting view
+      const std::optional<Model>& view = first ? first_view : last_view;
+      return view ? &*view : nullptr;
+    }
   };
-  const Experts experts(model, config, memory);
+  const Experts experts(model, config, memory, view.moe_share);
   return peak_memory(cluster.gpu, view.model(model), view.config(config), memory, &experts);
 }
 

@@ -701,3 +701,37 @@ TEST_CASE("each pipeline stage holds its own MoE layers' experts", "[moe][memory
   add_expert_memory(first, model, config, options, 0.0);
   CHECK(first.weights_bytes == 0.0);
 }
+
+TEST_CASE("a dense-first MoE model's first stage holds its dense FFNs at their width",
+          "[moe][memory]") {
+  // 4 layers, the first 2 dense (FFN 2048 or 1024), the last 2 MoE with 4 tiny experts (16
+  // wide) and no shared expert; PP 2 splits them 2 | 2. The pace-setting view (the MoE stage's,
+  // share 1) prices an FFN at the shared experts' width, 0 here: the first stage counted its
+  // dense FFNs as nothing and the last stage (output layer) set the peak.
+  Model model = test::small_model();
+  model.layers = 4;
+  model.moe.experts = 4;
+  model.moe.top_k = 1;
+  model.moe.expert_ffn_hidden = 16;
+  model.moe.first_dense = 2;
+  ParallelConfig config;
+  config.tp = 1;
+  config.pp = 2;
+  config.dp = 4;
+  config.ep = 4;
+  config.micro_batch = 1;
+  const Cluster cluster = test::round_cluster();
+  const auto weights = [&](int ffn) {
+    model.ffn_hidden = ffn;
+    const Placement placement = default_placement(cluster, config);
+    return estimate(cluster, model, config, placement).memory.weights_bytes;
+  };
+  // The first stage peaks: the embedding 1000 x 64 and 2 layers of attention (4 x 64 x 64),
+  // FFN (2 x 64 x f, GELU) and two RMSNorms (2 x 64), in 16 bits: f = 2048 gives
+  // (64,000 + 2 x (16,384 + 262,144 + 128)) x 2 = 1,242,624 bytes. f 2048 against 1024:
+  // 2 layers x 2 x 64 x 1024 x 2 bytes = 524,288 bytes more (it read the same for both).
+  const double wide = weights(2048);
+  const double narrow = weights(1024);
+  CHECK(wide == Approx(1242624.0));
+  CHECK(wide - narrow == Approx(524288.0));
+}
