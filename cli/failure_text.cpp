@@ -64,8 +64,12 @@ std::string describe(const Failure& failure, const Cluster& cluster) {
       return describe_mesh(f, cluster);
     case FailureKind::nic: {
       const int nics = cluster.network.nics_per_server;
-      std::string text = fmt::format("NIC {} of {} on server {}: its GPUs share the other {}",
-                                     f.nic, nics, f.server, nics - 1);
+      // `cluster` has every failure applied: the NICs the server keeps of all of them.
+      const auto down = cluster.health.nics_down.find(f.server);
+      const int left = nics - (down == cluster.health.nics_down.end() ? 1 : down->second);
+      std::string text =
+          fmt::format("NIC {} of {} on server {}: its GPUs share the other {}{}", f.nic, nics,
+                      f.server, left, left == nics - 1 ? "" : " (with its other failed NICs)");
       // `cluster` has the failure applied: what the NICs left give each GPU.
       const double share_gbps = cluster.nic_share_gbps(f.server);
       if (share_gbps > 0.0 && share_gbps >= cluster.pcie.gbps) {

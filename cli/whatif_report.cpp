@@ -41,13 +41,14 @@ using Json = nlohmann::ordered_json;
 /// What follows the count of groups whose links changed: the groups reached at the same rates.
 [[nodiscard]] std::string unchanged_groups_text(const WhatIf& w) {
   if (w.groups_unchanged <= 0) return "";
-  const char* verb = w.groups_unchanged == 1 ? "runs" : "run";
+  // Groups holding a GPU the failures reach whose links do not change: a NIC lost where the
+  // others still feed every PCIe link, or groups that do not ride the failed part at all (a
+  // TP group inside a server that lost a NIC).
+  const char* keeps = w.groups_unchanged == 1 ? "keeps its rates" : "keep their rates";
   if (w.groups_hit.empty()) {
-    return fmt::format(" slowed; {} {} through the failed part at the same rates",
-                       w.groups_unchanged, verb);
+    return fmt::format(" slowed ({} with a GPU they reach {})", w.groups_unchanged, keeps);
   }
-  return fmt::format(" (and {} more {} through the failed part at the same rates)",
-                     w.groups_unchanged, verb);
+  return fmt::format(" (and {} more with a GPU they reach {})", w.groups_unchanged, keeps);
 }
 
 /// `split` is as wide as the widest split shown (34 at least: "selective", HSDP, CP and EP

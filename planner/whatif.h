@@ -124,8 +124,9 @@ struct WhatIf {
   Cluster degraded;                  ///< the cluster with every failure applied
   PlanResult baseline;               ///< the healthy best plan
   std::vector<GroupHit> groups_hit;  ///< groups of the baseline the failures reach
-  /// Groups of the baseline the failures reach whose links keep their rates (a NIC lost where
-  /// the others still carry every GPU's PCIe link): not in groups_hit.
+  /// Groups of the baseline holding a GPU the failures reach whose links keep their rates (a
+  /// NIC lost where the others still feed every PCIe link; a PP pair across servers beside a
+  /// failed NVLink): not in groups_hit.
   int groups_unchanged = 0;
   std::vector<WhatIfOption> options;  ///< available first, fastest first; then the others
   /// Every search the comparison ran, summed (the healthy cluster's, each option's, each

@@ -148,10 +148,10 @@ TEST_CASE("a NIC lost where the others still carry every GPU's PCIe link: no gro
   CHECK(run.out.find("# failure nic:0/0: NIC 0 of 8 on server 0: its GPUs share the other 7, "
                      "87.5 GB/s a GPU, still at least its 50 GB/s PCIe link: no GPU's network "
                      "rate falls\n") != std::string::npos);
-  CHECK(run.out.find("groups of the baseline the failures reach: none slowed; 1 runs through "
-                     "the failed part at the same rates\n") != std::string::npos);
-  CHECK(run.out.find("same split on the same GPUs; the groups that cross the failed part keep "
-                     "their rates") != std::string::npos);
+  CHECK(run.out.find("groups of the baseline the failures reach: none slowed (1 with a GPU they "
+                     "reach keeps its rates)\n") != std::string::npos);
+  CHECK(run.out.find("same split on the same GPUs; the groups with a GPU the failure reaches "
+                     "keep their rates") != std::string::npos);
   CHECK(run.out.find("no group of") == std::string::npos);
   const auto json = json_of(plan);
   CHECK(json["impact"]["groups_hit"].empty());

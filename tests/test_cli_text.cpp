@@ -170,6 +170,11 @@ TEST_CASE("failures in words", "[cli_text]") {
         "all 18 NVLinks of GPU 2 on server 0 (global GPU 2): its traffic falls back to PCIe");
   CHECK(cli::describe(parse_failure("nic:3/1"), apply_failure(h100, parse_failure("nic:3/1"))) ==
         "NIC 1 of 8 on server 3: its GPUs share the other 7");
+  // Two NICs of one server: each says what the server keeps of both (it said "the other 7").
+  const Cluster two_nics =
+      apply_failures(h100, {parse_failure("nic:3/1"), parse_failure("nic:3/2")});
+  CHECK(cli::describe(parse_failure("nic:3/1"), two_nics) ==
+        "NIC 1 of 8 on server 3: its GPUs share the other 6 (with its other failed NICs)");
   CHECK(cli::describe(parse_failure("gpu:1/2"), h100) == "GPU 2 on server 1 (global GPU 10) dead");
   CHECK(cli::describe(parse_failure("server:3"), h100) == "server 3 dead (GPUs 24-31)");
   const Cluster mesh = cluster_preset("dgx1-v100");  // hybrid cube mesh

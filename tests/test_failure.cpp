@@ -182,24 +182,32 @@ TEST_CASE("a part named twice is refused whichever spec comes first", "[failure]
   // Switch: :all after a count took "the rest" down (and a count after :all was refused).
   const Cluster one = apply_failure(h100_64(), parse_failure("nvlink:0/0"));
   CHECK(apply_error(one, "nvlink:0/0:all") ==
-        "'nvlink:0/0:all': GPU 0 of server 0 already has 1 of its 18 NVLinks down (an earlier "
-        "--fail-link): :all names them again; give :all alone");
+        "'nvlink:0/0:all': GPU 0 of server 0 already has 1 of its 18 NVLinks down (named "
+        "earlier): :all names them again; give :all alone");
   const Cluster all = apply_failure(h100_64(), parse_failure("nvlink:0/0:all"));
   CHECK(apply_error(all, "nvlink:0/0") ==
         "'nvlink:0/0': GPU 0 of server 0 has 18 NVLinks (18 already down), cannot take 1 more "
         "down");
-  // Mesh: a direct link named twice, or inside an :all, either order (both were accepted).
+  // Mesh: a direct link named twice, or named and inside an :all, either order (both were
+  // accepted).
   const Cluster linked = apply_failure(dgx1(), parse_failure("mesh:0/0-3"));
   CHECK(apply_error(linked, "nvlink:0/0:all") ==
-        "'nvlink:0/0:all': the direct link GPU 0 - GPU 3 of server 0 is already down (an earlier "
-        "--fail-link): name each link once");
+        "'nvlink:0/0:all': the direct link GPU 0 - GPU 3 of server 0 is already down (named "
+        "earlier): :all names it again; give :all alone");
   CHECK(apply_error(linked, "mesh:0/3-0") ==
-        "'mesh:0/3-0': the direct link GPU 0 - GPU 3 of server 0 is already down (an earlier "
-        "--fail-link): name each link once");
+        "'mesh:0/3-0': the direct link GPU 0 - GPU 3 of server 0 is already down (named "
+        "earlier): name each link once");
   const Cluster gpu_all = apply_failure(dgx1(), parse_failure("nvlink:0/0:all"));
   CHECK(apply_error(gpu_all, "mesh:0/0-3") ==
-        "'mesh:0/0-3': the direct link GPU 0 - GPU 3 of server 0 is already down (an earlier "
-        "--fail-link): name each link once");
+        "'mesh:0/0-3': the direct link GPU 0 - GPU 3 of server 0 is already down (named "
+        "earlier): name each link once");
+  CHECK(apply_error(gpu_all, "nvlink:0/0:all") ==
+        "'nvlink:0/0:all': all NVLinks of GPU 0 of server 0 are already down (named earlier)");
+  // Two GPUs that share a link each lose all of theirs: no part named twice (GPU 0 and GPU 3
+  // share the 0-3 pair).
+  const Cluster both = apply_failure(gpu_all, parse_failure("nvlink:0/3:all"));
+  CHECK(both.health.dead_mesh_links.contains({0, 3}));
+  CHECK(both.health.dead_mesh_links.contains({3, 7}));
 }
 
 TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
@@ -218,8 +226,7 @@ TEST_CASE("a NIC down: the server's GPUs share the other seven", "[failure]") {
   CHECK(seven.health.nics_down.at(3) == 7);
   // One NIC named twice counted as two down.
   CHECK(apply_error(c, "nic:3/1") ==
-        "'nic:3/1': NIC 1 of server 3 is already down (an earlier --fail-link): name each NIC "
-        "once");
+        "'nic:3/1': NIC 1 of server 3 is already down (named earlier): name each NIC once");
   CHECK(apply_error(seven, "nic:3/0") ==
         "'nic:3/0': that would leave server 3 with no NIC: it is cut off from the "
         "fabric, use server:3");

@@ -64,11 +64,13 @@ struct PcieSpec {
 
 /// What is broken, kept sparse so a 100,000-GPU cluster stays cheap to copy.
 struct ClusterHealth {
-  std::map<int, int> nvlinks_down;                ///< global GPU id -> NVLinks down (switch kind)
-  std::set<std::pair<int, int>> dead_mesh_links;  ///< global GPU id pairs (a < b), mesh kind
-  std::map<int, int> nics_down;                   ///< server -> NICs down
-  std::set<std::pair<int, int>> named_nics;       ///< (server, NIC) down: each named once
-  std::set<int> dead_gpus;                        ///< global GPU ids
+  std::map<int, int> nvlinks_down;                 ///< global GPU id -> NVLinks down (switch kind)
+  std::set<std::pair<int, int>> dead_mesh_links;   ///< global GPU id pairs (a < b), mesh kind
+  std::set<std::pair<int, int>> named_mesh_links;  ///< of those, the ones named one by one
+  std::set<int> mesh_all_gpus;                     ///< mesh GPUs whose links all went down
+  std::map<int, int> nics_down;                    ///< server -> NICs down
+  std::set<std::pair<int, int>> named_nics;        ///< (server, NIC) down: each named once
+  std::set<int> dead_gpus;                         ///< global GPU ids
   std::set<int> dead_servers;
   [[nodiscard]] bool healthy() const;
 };

@@ -226,8 +226,8 @@ void apply_switch_nvlink(Cluster& cluster, const Failure& f) {
     spec_error(f.spec, "GPU " + std::to_string(f.gpu) + " of server " + std::to_string(f.server) +
                            " already has " + std::to_string(already) + " of its " +
                            std::to_string(total) +
-                           " NVLinks down (an earlier --fail-link): :all names them again; give "
-                           ":all alone");
+                           " NVLinks down (named earlier): :all names them again; give :all "
+                           "alone");
   }
   const int more = f.kind == FailureKind::nvlink_all ? total : f.links;
   if (already + more > total) {
@@ -239,20 +239,29 @@ void apply_switch_nvlink(Cluster& cluster, const Failure& f) {
   down = already + more;
 }
 
-/// Takes the direct link GPU `gpu` - `peer` of `server` down; one already down is a part named
-/// twice (`mesh:` twice, or inside an `:all`), refused.
-void take_mesh_link_down(Cluster& cluster, const Failure& f, int gpu, int peer) {
-  const auto link = ordered(global_id(cluster, f.server, gpu), global_id(cluster, f.server, peer));
-  if (!cluster.health.dead_mesh_links.insert(link).second) {
-    spec_error(f.spec, "the direct link GPU " + std::to_string(gpu) + " - GPU " +
-                           std::to_string(peer) + " of server " + std::to_string(f.server) +
-                           " is already down (an earlier --fail-link): name each link once");
-  }
+[[nodiscard]] std::string mesh_link_text(int gpu, int peer, int server) {
+  return "the direct link GPU " + std::to_string(gpu) + " - GPU " + std::to_string(peer) +
+         " of server " + std::to_string(server);
 }
 
+/// All of a mesh GPU's links down. Its own :all twice, or a link a `mesh:` spec named, is a
+/// part named twice (refused); a link another GPU's :all took down is not (two GPUs each lose
+/// all their links, the one they share among them).
 void apply_mesh_all(Cluster& cluster, const Failure& f) {
+  ClusterHealth& health = cluster.health;
+  const int id = global_id(cluster, f.server, f.gpu);
+  if (!health.mesh_all_gpus.insert(id).second) {
+    spec_error(f.spec, "all NVLinks of GPU " + std::to_string(f.gpu) + " of server " +
+                           std::to_string(f.server) + " are already down (named earlier)");
+  }
   for (const auto& [peer, links] : mesh_peers(cluster, f.server, f.gpu)) {
-    take_mesh_link_down(cluster, f, f.gpu, peer);
+    const auto link = ordered(id, global_id(cluster, f.server, peer));
+    if (health.named_mesh_links.contains(link)) {
+      spec_error(f.spec, mesh_link_text(f.gpu, peer, f.server) +
+                             " is already down (named earlier): :all names it again; give :all "
+                             "alone");
+    }
+    health.dead_mesh_links.insert(link);
   }
 }
 
@@ -295,7 +304,17 @@ void apply_mesh_link(Cluster& cluster, const Failure& f) {
                            " have no direct NVLink (GPU " + std::to_string(f.gpu) + " links to " +
                            peer_list(peers) + ")");
   }
-  take_mesh_link_down(cluster, f, f.gpu, f.peer);
+  // A link named twice, or one an :all of either end took down, is a part named twice.
+  ClusterHealth& health = cluster.health;
+  const int a = global_id(cluster, f.server, f.gpu);
+  const int b = global_id(cluster, f.server, f.peer);
+  if (health.named_mesh_links.contains(ordered(a, b)) || health.mesh_all_gpus.contains(a) ||
+      health.mesh_all_gpus.contains(b)) {
+    spec_error(f.spec, mesh_link_text(f.gpu, f.peer, f.server) +
+                           " is already down (named earlier): name each link once");
+  }
+  health.named_mesh_links.insert(ordered(a, b));
+  health.dead_mesh_links.insert(ordered(a, b));
 }
 
 void apply_nic(Cluster& cluster, const Failure& f) {
@@ -307,7 +326,7 @@ void apply_nic(Cluster& cluster, const Failure& f) {
   }
   if (cluster.health.named_nics.contains({f.server, f.nic})) {
     spec_error(f.spec, "NIC " + std::to_string(f.nic) + " of server " + std::to_string(f.server) +
-                           " is already down (an earlier --fail-link): name each NIC once");
+                           " is already down (named earlier): name each NIC once");
   }
   int& down = cluster.health.nics_down[f.server];
   if (down + 1 >= nics) {
