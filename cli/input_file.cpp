@@ -49,11 +49,14 @@ std::string read_bounded(int fd, const std::string& flag, const std::string& pat
                      max_bytes == kMaxInputBytes ? " or log" : ""));
 }
 
-/// Closes the descriptor on every path out.
+/// Closes the descriptor it opened on every path out; standard input it only reads. A file
+/// opened while standard output was closed (`>&-`) takes descriptor 1: closed again here, so
+/// standard output is not the input for the rest of the run.
 struct Fd {
   int fd;
+  bool owned;
   ~Fd() {
-    if (fd > STDERR_FILENO) ::close(fd);
+    if (owned && fd >= 0) ::close(fd);
   }
 };
 
@@ -63,8 +66,8 @@ std::string read_input_file(const std::string& path, const std::string& flag,
                             std::size_t max_bytes) {
   const bool from_stdin = path == "-";
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
-  const Fd file{from_stdin ? STDIN_FILENO
-                           : ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  const Fd file{from_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC),
+                !from_stdin};
   if (file.fd < 0) refuse(flag, path, std::string("cannot read the file: ") + std::strerror(errno));
   if (!from_stdin) {
     struct stat info {};

@@ -171,6 +171,19 @@ std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
     }
     targets.push_back(std::move(t));
   }
+  // Whatever the run prints (a table, a summary) goes to standard output: redirected onto an
+  // input (`calibrate --nccl-tests a.log >> a.log`), refused as an output onto it is.
+  struct stat out {};
+  if (::fstat(STDOUT_FILENO, &out) == 0 && S_ISREG(out.st_mode)) {
+    for (const auto& in : inputs) {
+      if (!same_file(out, in.device, in.inode)) continue;
+      const std::string input =
+          in.path == "-" ? std::string(" (standard input)") : fmt::format(" '{}'", in.path);
+      throw InputError(fmt::format(
+          "standard output: is the input {}{}; refusing to write the run's text into an input",
+          in.flag, input));
+    }
+  }
   return targets;
 }
 

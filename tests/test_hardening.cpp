@@ -133,6 +133,16 @@ TEST_CASE("class 2: an output that is an input of the run is refused", "[hardeni
                 "--output (standard output): is the input --model 'm.yaml'; refusing to "
                 "overwrite an input",
                 ">> m.yaml");
+  // What a run prints (calibrate's summary; the table where --output names a file) onto an
+  // input: appended to the log until 2026-12-07.
+  check_refused(scene, "calibrate --nccl-tests a.log --output c.json",
+                "standard output: is the input --nccl-tests 'a.log'; refusing to write the run's "
+                "text into an input",
+                ">> a.log");
+  check_refused(scene, on_m + " --output out.txt",
+                "standard output: is the input --model 'm.yaml'; refusing to write the run's "
+                "text into an input",
+                ">> m.yaml");
   // This run's standard input as the output: a file would be replaced, a pipe filled by
   // trident itself until it waits forever (a hang under `sleep 30 |`).
   scene.write("in.txt", "not read");
@@ -275,6 +285,11 @@ TEST_CASE("class 6: standard output errors are not ignored", "[hardening]") {
   check_refused(scene, kPlan, "standard output: cannot write: No space left on device",
                 "> /dev/full");
   check_refused(scene, "topo show", "standard output: cannot write: Bad file descriptor", ">&-");
+  // An input file opened while standard output is closed takes descriptor 1: it was kept open
+  // there, and the run then called standard output that input.
+  scene.write("m.yaml", kTinyModel);
+  check_refused(scene, "plan --gpus 8 --servers 1 --model m.yaml",
+                "standard output: cannot write: Bad file descriptor", ">&-");
 }
 
 TEST_CASE("class 7: no partial --svg or --report when a later output fails", "[hardening]") {
