@@ -134,7 +134,8 @@ std::string pp_collective_name(const ParallelConfig& config) {
 }
 
 std::string dp_collective_name(const ParallelConfig& config, Collective reduce) {
-  return config.dp < 2 ? "none" : zero_reduction_name(config, reduce);
+  // Gradients reduce over DP x CP (CP ranks hold the same weights): DP 1 at CP 2 has traffic.
+  return config.dp * config.cp < 2 ? "none" : zero_reduction_name(config, reduce);
 }
 
 std::string expert_dp_collective_name(const ParallelConfig& config, const CommDetail& edp) {

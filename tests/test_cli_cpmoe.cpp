@@ -75,6 +75,16 @@ TEST_CASE("pinned CP on a 128k-token Llama: the ring's link and collective", "[c
   // Ring chunk: 1 x 131072 / 8 tokens x 2 x 1024 (K, V: 8 KV heads x 128) / tp 8 x 2 bytes.
   CHECK(plan.at("comm").at("cp").at("bytes_per_call").get<double>() ==
         16384.0 * 2048.0 / 8.0 * 2.0);
+  // DP 1 at CP 2: the gradients still reduce over the 2 CP ranks, so DP's collective is named
+  // (it read "none" beside a 2-rank comm.dp, which validate refused as an unknown collective).
+  const Run dp1 = trident(
+      "plan --model llama3-8b --gpus 8 --servers 1 --cp 2 --dp 1 --zero 1 "
+      "--top 1 --format json");
+  REQUIRE(dp1.code == 0);
+  const auto cp2 = nlohmann::json::parse(dp1.out).at("plans")[0];
+  CHECK(cp2.at("comm").at("dp").at("ranks") == 2);
+  CHECK(cp2.at("collectives").at("dp") == "reduce-scatter+all-gather");
+  CHECK(cp2.at("comm").at("dp").at("collective") == "reduce-scatter+all-gather");
   const Run searched = trident(base + "--top 3");
   REQUIRE(searched.code == 0);
   CHECK(searched.out.find("context parallel searched") != std::string::npos);
