@@ -210,6 +210,37 @@ std::string no_split_message(const Cluster& cluster, const Model& model,
   return no_split_text(rules);
 }
 
+namespace {
+
+/// The search of a MoE model under a stack that leaves it DP alone at ZeRO-0 (moe_dp_alone):
+/// micro-batch and recompute are all it chooses (the option checks refuse TP, PP, CP and VP
+/// above 1 and ZeRO other than 0).
+std::string dp_alone_search(const SearchOptions& o, const Model& model) {
+  std::vector<std::string> pinned;
+  std::vector<std::string> free;
+  if (o.micro_batch) {
+    pinned.push_back("micro-batch " + std::to_string(*o.micro_batch));
+  } else {
+    free.emplace_back("micro-batch");
+  }
+  if (o.recompute) {
+    pinned.push_back(std::string("recompute ") + to_string(*o.recompute));
+  } else {
+    free.emplace_back("recompute");
+  }
+  std::string rest;
+  if (!pinned.empty()) rest += fmt::format("{} pinned", fmt::join(pinned, " and "));
+  if (!free.empty())
+    rest += fmt::format("{}{} free", rest.empty() ? "" : ", ", fmt::join(free, " and "));
+  return fmt::format(
+      "search: DP over every GPU, ZeRO-0 (DDP): model {} is MoE, planned with ZeRO 0-2 (experts "
+      "are not sharded per unit), and stack {} has no ZeRO-1 or 2 and runs ZeRO-0 with TP, PP "
+      "and CP 1; {} (--stack megatron-core plans MoE splits)",
+      model.name, o.stack.name, rest);
+}
+
+}  // namespace
+
 std::string describe_search(const SearchOptions& o, const Model& model) {
   const Training& training = model.training;
   const Stack& stack = o.stack;
@@ -217,13 +248,7 @@ std::string describe_search(const SearchOptions& o, const Model& model) {
   const bool hsdp =
       o.dp_shard ||
       (!model.is_moe() && (stack.supports_hybrid_shard(2) || stack.supports_hybrid_shard(3)));
-  if (moe_dp_alone(model, stack) && !o.tp && !o.pp && !o.dp && !o.zero) {
-    return fmt::format(
-        "search: DP over every GPU, ZeRO-0 (DDP): model {} is MoE, planned with ZeRO 0-2 (experts "
-        "are not sharded per unit), and stack {} has no ZeRO-1 or 2 and runs ZeRO-0 with TP, PP "
-        "and CP 1; micro-batch and recompute free (--stack megatron-core plans MoE splits)",
-        model.name, stack.name);
-  }
+  if (moe_dp_alone(model, stack)) return dp_alone_search(o, model);
   std::vector<std::string> pinned;
   std::vector<std::string> free;
   std::vector<std::string> flags;

@@ -243,11 +243,9 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
 /// pinned or bounded above 1 is named (--zero 3 is moe_zero3's).
 std::optional<OptionProblem> moe_dp_alone_problem(const Model& model, const SearchOptions& o) {
   if (!moe_dp_alone(model, o.stack) || (o.zero && *o.zero != 0)) return std::nullopt;
-  const std::pair<Knob, int> splits[] = {{Knob::tp, o.tp.value_or(1)},
-                                         {Knob::pp, o.pp.value_or(1)},
-                                         {Knob::cp, o.cp.value_or(1)},
-                                         {Knob::min_tp, o.min_tp},
-                                         {Knob::min_cp, o.min_cp}};
+  const std::pair<Knob, int> splits[] = {{Knob::tp, o.tp.value_or(1)}, {Knob::pp, o.pp.value_or(1)},
+                                         {Knob::cp, o.cp.value_or(1)}, {Knob::vp, o.vp.value_or(1)},
+                                         {Knob::min_tp, o.min_tp},     {Knob::min_cp, o.min_cp}};
   for (const auto& [knob, value] : splits) {
     if (value > 1) return OptionProblem{knob, OptionIssue::moe_dp_alone, value, 0};
   }

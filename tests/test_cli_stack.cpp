@@ -940,6 +940,13 @@ TEST_CASE("a MoE model under torchtitan: the search line says DP alone and why",
                      "torchtitan has no ZeRO-1 or 2 and runs ZeRO-0 with TP, PP and CP 1; "
                      "micro-batch and recompute free (--stack megatron-core plans MoE splits)\n") !=
         std::string::npos);
+  // Pins say themselves; the forced ones (TP, PP, DP, ZeRO 0) are not listed as free.
+  const Run pinned = trident(
+      "plan --model mixtral-8x7b --stack torchtitan --servers 4 --show-infeasible --micro-batch 1 "
+      "--dp 32 --zero 0");
+  REQUIRE(pinned.code == 0);
+  CHECK(pinned.out.find("CP 1; micro-batch 1 pinned, recompute free (--stack megatron-core "
+                        "plans MoE splits)\n") != std::string::npos);
   // Under megatron-core the same model's line lists no HSDP shard (MoE refuses --dp-shard).
   const Run core = trident("plan --model mixtral-8x7b --servers 4 --top 1");
   REQUIRE(core.code == 0);
