@@ -12,12 +12,21 @@ bool ClusterHealth::healthy() const {
          dead_gpus.empty() && dead_servers.empty();
 }
 
+namespace {
+
+/// A GPU's share of `nics` NICs of its server, GB/s one direction.
+double share_of(const Cluster& cluster, int nics) {
+  return nics * cluster.network.nic_gbits / 8.0 / cluster.gpus_per_server;
+}
+
+}  // namespace
+
 double Cluster::nic_share_gbps(int server) const {
   int healthy_nics = network.nics_per_server;
   if (const auto down = health.nics_down.find(server); down != health.nics_down.end()) {
     healthy_nics = std::max(0, healthy_nics - down->second);
   }
-  return healthy_nics * network.nic_gbits / 8.0 / gpus_per_server;
+  return share_of(*this, healthy_nics);
 }
 
 double Cluster::nic_gbps_per_gpu(int server) const {
@@ -26,8 +35,7 @@ double Cluster::nic_gbps_per_gpu(int server) const {
 }
 
 double Cluster::healthy_nic_gbps_per_gpu() const {
-  const double share = network.nics_per_server * network.nic_gbits / 8.0 / gpus_per_server;
-  return std::min(share, pcie.gbps);
+  return std::min(share_of(*this, network.nics_per_server), pcie.gbps);
 }
 
 int Cluster::usable_nics() const {
