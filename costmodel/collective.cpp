@@ -129,9 +129,12 @@ double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
 /// narrowest cut (the domain with the fewest members) bounds it: bus bandwidth =
 /// min(intra, min_ranks_per_domain x inter).
 double flat_ring_time_s(Collective collective, double bytes, const GroupLink& link) {
+  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
+  const double inter =
+      effective_gbps(Tier::network, link.inter_gbps) * std::max(1, link.min_ranks_per_domain);
+  const double busbw = link.ranks_per_domain > 1 ? std::min(intra, inter) : inter;
   return nccl_ring_time_s(collective, bytes, link.ranks, latency_steps(collective, link.domains),
-                          cross_domain_ring(link).busbw_gbps, link.intra_tier, link.intra_latency_s,
-                          link.inter_latency_s);
+                          busbw, link.intra_tier, link.intra_latency_s, link.inter_latency_s);
 }
 
 /// Share of a GPU's NIC bandwidth NCCL's all-to-all reaches across servers. Measured (NVIDIA
@@ -246,14 +249,6 @@ double achievable_fraction(Tier tier) {
 }
 
 double effective_gbps(Tier tier, double link_gbps) { return link_gbps * achievable_fraction(tier); }
-
-CrossDomainRing cross_domain_ring(const GroupLink& link) {
-  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
-  const double inter =
-      effective_gbps(Tier::network, link.inter_gbps) * std::max(1, link.min_ranks_per_domain);
-  if (link.ranks_per_domain <= 1 || intra >= inter) return {inter, 1.0};
-  return {intra, inter > 0.0 ? intra / inter : 1.0};
-}
 
 double collective_time_s(Collective collective, double bytes, const GroupLink& link,
                          const Calibration* calibration) {

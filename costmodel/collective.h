@@ -35,15 +35,6 @@ enum class Collective { all_reduce, all_gather, reduce_scatter, send_recv, all_t
 /// link_gbps x achievable_fraction(tier).
 [[nodiscard]] double effective_gbps(Tier tier, double link_gbps);
 
-/// A ring across NVLink domains: its bus bandwidth (the slower of the in-domain links and the
-/// domain's NICs, each GPU's share times the ranks in the domain) and the share of those NICs'
-/// bandwidth it uses (1, or less where the in-domain links set the pace: a PCIe server).
-struct CrossDomainRing {
-  double busbw_gbps = 0.0;
-  double nic_share = 1.0;
-};
-[[nodiscard]] CrossDomainRing cross_domain_ring(const GroupLink& link);
-
 /// The alpha-beta time of a flat ring: latency_steps x latency + S x factor / busbw (the one
 /// formula the calibration fit and a calibrated estimate share).
 [[nodiscard]] double alpha_beta_time_s(Collective collective, double bytes, int ranks,

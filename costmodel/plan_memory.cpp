@@ -2,10 +2,8 @@
 #include "costmodel/plan_memory.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
-#include "costmodel/collective.h"
 #include "costmodel/kernels.h"
 #include "costmodel/moe.h"
 #include "costmodel/pipeline.h"
@@ -47,10 +45,10 @@ PricedView priced_view(const Model& model, const ParallelConfig& config) {
 double nccl_ring_channels(const Cluster& cluster, const GroupLink& link) {
   if (link.ranks < 2) return 0.0;
   if (link.domains <= 1) return kNcclChannelsInDomain;
-  // Channels carry bandwidth: NICs past what the GPUs' PCIe links carry add none, nor those
-  // a ring paced by its in-domain links (a PCIe server's) leaves idle.
-  const double nics = cluster.usable_nics() * cross_domain_ring(link).nic_share;
-  return kNcclChannelsPerNic * std::max(1.0, std::ceil(nics - 1e-9));
+  // Channels carry bandwidth: NICs past what the GPUs' PCIe links carry add none. Not scaled
+  // by the share a ring paced by its in-domain links leaves idle (a PCIe server): a channel
+  // count that grows with a link's speed priced a faster link a slower step (docs/cost_model.md).
+  return kNcclChannelsPerNic * cluster.usable_nics();
 }
 
 MemoryOptions memory_options(const Cluster& cluster, const Model& model,

@@ -61,22 +61,6 @@ TEST_CASE("across domains: the faster of NCCL's flat ring and the hierarchy", "[
         Approx(8.4e-6 + 14e-6 + 1e-6 * 5 / 14 * 14 + 1.6e9 * 15.0 / 16.0 / 15.04e9));
 }
 
-TEST_CASE("a ring across domains: its bus bandwidth and the NIC share it uses", "[collective]") {
-  // 16 ranks in 2 domains of 8, in-domain 100 GB/s x 0.8 = 80: NICs of 10 GB/s a GPU give
-  // 8 x 9.4 = 75.2 (the NICs pace it, all used); of 20 GB/s, 8 x 18.8 = 150.4 against 80: the
-  // domain paces it, 80 / 150.4 = 0.5319 of the NICs used.
-  GroupLink link = test::network_group(16, 2, 10.0, 5e-6);
-  CHECK(cross_domain_ring(link).busbw_gbps == Approx(75.2));
-  CHECK(cross_domain_ring(link).nic_share == 1.0);
-  link.inter_gbps = 20.0;
-  CHECK(cross_domain_ring(link).busbw_gbps == Approx(80.0));
-  CHECK(cross_domain_ring(link).nic_share == Approx(80.0 / 150.4));
-  // One rank a domain: the NICs alone.
-  link = test::network_group(2, 2, 10.0, 5e-6);
-  CHECK(cross_domain_ring(link).busbw_gbps == Approx(9.4));
-  CHECK(cross_domain_ring(link).nic_share == 1.0);
-}
-
 TEST_CASE("a few-byte all-reduce across 32 domains runs NCCL's tree LL", "[collective]") {
   // 256 ranks, 8 per domain, NCCL's own hop latencies (3.4 us NVLink, 14 us network: scale 1).
   const GroupLink link = test::network_group(256, 32, 50.0, 14e-6, 3.4e-6);  // 47 GB/s per GPU
