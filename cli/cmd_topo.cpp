@@ -13,6 +13,7 @@
 
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
+#include "cli/output_file.h"
 #include "topology/link_tier.h"
 
 namespace trident::cli {
@@ -188,6 +189,14 @@ nlohmann::json to_json(const Cluster& c) {
 }
 
 void show(const TopoOptions& options) {
+  // What it prints goes to standard output, which may not be redirected onto its inputs.
+  RunOutputs files;
+  for (const auto& [flag, arg] :
+       {std::pair<const char*, std::string>{"--cluster", options.cluster.cluster},
+        {"--gpu", options.cluster.gpu}}) {
+    if (arg == "-" || names_file(arg)) files.add_input(flag, arg);
+  }
+  files.check();
   const Cluster cluster = resolve_cluster(options.cluster);
   if (options.format == "json") {
     fmt::print("{}\n", to_json(cluster).dump(2));

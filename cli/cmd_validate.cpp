@@ -200,14 +200,19 @@ std::vector<std::string> gemm_notes(const PlanSpec& plan, const Backend& backend
   return notes;
 }
 
+/// "tp 4 x pp 1 x dp 1 x cp 2": the plan's world, CP named where it splits.
+std::string world_text(const PlanSpec& plan) {
+  const ParallelConfig& c = plan.config;
+  return fmt::format("tp {} x pp {} x dp {}{}", c.tp, c.pp, c.dp,
+                     c.cp > 1 ? fmt::format(" x cp {}", c.cp) : std::string());
+}
+
 void report(const ValidateFlags& flags, const PlanSpec& plan, const Backend& backend,
             const MeasureOptions& options, Measurement& m) {
   m.calibration.date = now_iso8601();
-  fmt::print(
-      "trident validate: {} plans[{}]: tp {} x pp {} x dp {} = {} ranks, backend {} ({}{})\n",
-      flags.plan, plan.index, plan.config.tp, plan.config.pp, plan.config.dp, plan.world_size(),
-      backend.name(), backend.device_name(),
-      backend.nccl_version().empty() ? "" : ", NCCL " + backend.nccl_version());
+  fmt::print("trident validate: {} plans[{}]: {} = {} ranks, backend {} ({}{})\n", flags.plan,
+             plan.index, world_text(plan), plan.world_size(), backend.name(), backend.device_name(),
+             backend.nccl_version().empty() ? "" : ", NCCL " + backend.nccl_version());
   fmt::print(
       "{} warm-up + {} timed runs per point; messages capped at {:.0f} bytes; GEMMs in {}{}\n",
       options.run.warmup, options.run.iters, options.max_bytes, gemm_dtypes(plan, backend),
@@ -237,10 +242,10 @@ void run_validate(const ValidateFlags& flags, const PlanSpec& plan) {
   if (mpi.size() != plan.world_size()) {
     if (mpi.rank() != 0) throw ExitStatus{2};
     throw InputError(fmt::format(
-        "{}: plans[{}] needs {} ranks (tp {} x pp {} x dp {}) but the launcher started {}: "
-        "use mpirun -np {} (or srun -n {})",
-        flags.plan, plan.index, plan.world_size(), plan.config.tp, plan.config.pp, plan.config.dp,
-        mpi.size(), plan.world_size(), plan.world_size()));
+        "{}: plans[{}] needs {} ranks ({}) but the launcher started {}: use mpirun -np {} (or "
+        "srun -n {})",
+        flags.plan, plan.index, plan.world_size(), world_text(plan), mpi.size(), plan.world_size(),
+        plan.world_size()));
   }
   std::unique_ptr<Backend> backend;
   try {

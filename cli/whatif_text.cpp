@@ -57,7 +57,7 @@ namespace {
 [[nodiscard]] std::string keep_text(const WhatIf& w) {
   std::string text = "same split on the same GPUs";
   if (w.groups_hit.empty()) {
-    text += w.groups_unchanged > 0 ? "; the groups with a GPU the failure reaches keep their rates"
+    text += w.groups_unchanged > 0 ? "; the groups with a GPU the failures reach keep their rates"
                                    : "; no group of this split crosses the failed part";
   }
   for (std::size_t i = 0; i < w.groups_hit.size() && i < 3; ++i) {
@@ -185,7 +185,7 @@ namespace {
   switch (best.kind) {
     case WhatIfKind::keep:
       if (w.groups_hit.empty() && w.groups_unchanged > 0) {
-        return "the groups of the plan with a GPU the failure reaches keep their rates";
+        return "the groups of the plan with a GPU the failures reach keep their rates";
       }
       return w.groups_hit.empty() ? "no group of the plan uses the failed part"
                                   : "running at the pace of the degraded group costs less than "

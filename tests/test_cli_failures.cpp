@@ -150,7 +150,7 @@ TEST_CASE("a NIC lost where the others still carry every GPU's PCIe link: no gro
                      "rate falls\n") != std::string::npos);
   CHECK(run.out.find("groups of the baseline the failures reach: none slowed (1 with a GPU they "
                      "reach keeps its rates)\n") != std::string::npos);
-  CHECK(run.out.find("same split on the same GPUs; the groups with a GPU the failure reaches "
+  CHECK(run.out.find("same split on the same GPUs; the groups with a GPU the failures reach "
                      "keep their rates") != std::string::npos);
   CHECK(run.out.find("no group of") == std::string::npos);
   const auto json = json_of(plan);

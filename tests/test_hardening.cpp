@@ -143,6 +143,12 @@ TEST_CASE("class 2: an output that is an input of the run is refused", "[hardeni
                 "standard output: is the input --model 'm.yaml'; refusing to write the run's "
                 "text into an input",
                 ">> m.yaml");
+  // topo show printed without the check (its cluster file grew by its own table).
+  REQUIRE(scene.run("presets --show dgx-h100", "> c.yaml").code == 0);
+  check_refused(scene, "topo show --cluster c.yaml",
+                "standard output: is the input --cluster 'c.yaml'; refusing to write the run's "
+                "text into an input",
+                ">> c.yaml");
   // This run's standard input as the output: a file would be replaced, a pipe filled by
   // trident itself until it waits forever (a hang under `sleep 30 |`).
   scene.write("in.txt", "not read");

@@ -239,9 +239,10 @@ void apply_switch_nvlink(Cluster& cluster, const Failure& f) {
   down = already + more;
 }
 
+/// "the direct link GPU 0 - GPU 3 of server 0", the lower index first whichever end is named.
 [[nodiscard]] std::string mesh_link_text(int gpu, int peer, int server) {
-  return "the direct link GPU " + std::to_string(gpu) + " - GPU " + std::to_string(peer) +
-         " of server " + std::to_string(server);
+  return "the direct link GPU " + std::to_string(std::min(gpu, peer)) + " - GPU " +
+         std::to_string(std::max(gpu, peer)) + " of server " + std::to_string(server);
 }
 
 /// All of a mesh GPU's links down. Its own :all twice, or a link a `mesh:` spec named, is a
