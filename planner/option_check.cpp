@@ -249,6 +249,10 @@ std::optional<OptionProblem> moe_dp_alone_problem(const Model& model, const Sear
   for (const auto& [knob, value] : splits) {
     if (value > 1) return OptionProblem{knob, OptionIssue::moe_dp_alone, value, 0};
   }
+  // Sequence parallelism splits over TP, which is 1 here.
+  if (o.sequence_parallel && *o.sequence_parallel) {
+    return OptionProblem{Knob::sequence_parallel, OptionIssue::moe_dp_alone, 1, 0};
+  }
   return std::nullopt;
 }
 

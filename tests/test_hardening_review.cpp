@@ -214,6 +214,9 @@ TEST_CASE("review: flags that would be ignored, and pins that contradict, say so
                 "with ZeRO 1 or 2 (--stack megatron-core)");
   check_refused(scene, titan + " --pp 2",
                 "--pp 2: model mixtral-8x7b is MoE, planned with ZeRO 0-2 ...");
+  // Sequence parallelism needs TP, held at 1 here: that rule, not the whole rule list.
+  check_refused(scene, titan + " --sequence-parallel on",
+                "--sequence-parallel on: model mixtral-8x7b is MoE, planned with ZeRO 0-2 ...");
   check_refused(scene, titan + " --dp 16",
                 "--dp 16: no configuration of 32 GPUs takes it: DP divides the global batch 256 "
                 "and is all the GPUs (a MoE model under stack torchtitan: ZeRO-0 DDP, TP, PP and "
