@@ -190,6 +190,19 @@ std::optional<OptionProblem> range_problem(const SearchOptions& o) {
 }
 
 /// Pins the stack cannot run.
+/// The first of TP, PP, CP (VP with `with_vp`), --min-tp and --min-cp pinned or bounded above 1,
+/// with its value: what a stack running DP alone refuses.
+std::optional<std::pair<Knob, int>> split_pin_above_one(const SearchOptions& o, bool with_vp) {
+  const std::pair<Knob, int> splits[] = {
+      {Knob::tp, o.tp.value_or(1)}, {Knob::pp, o.pp.value_or(1)},
+      {Knob::cp, o.cp.value_or(1)}, {Knob::vp, with_vp ? o.vp.value_or(1) : 1},
+      {Knob::min_tp, o.min_tp},     {Knob::min_cp, o.min_cp}};
+  for (const auto& split : splits) {
+    if (split.second > 1) return split;
+  }
+  return std::nullopt;
+}
+
 std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   const Stack& stack = o.stack;
   if (o.zero && !stack.supports_zero(*o.zero, 1)) {
@@ -204,13 +217,8 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   // ZeRO-0 is plain DDP over the whole job only (torchtitan): a TP, PP or CP pinned or bounded
   // above 1 (the knob named).
   if (o.zero && *o.zero == 0 && stack.zero0_one_dimensional) {
-    const std::pair<Knob, int> splits[] = {{Knob::tp, o.tp.value_or(1)},
-                                           {Knob::pp, o.pp.value_or(1)},
-                                           {Knob::cp, o.cp.value_or(1)},
-                                           {Knob::min_tp, o.min_tp},
-                                           {Knob::min_cp, o.min_cp}};
-    for (const auto& [knob, value] : splits) {
-      if (value > 1) return OptionProblem{knob, OptionIssue::zero0_with_split, value, 0};
+    if (const auto split = split_pin_above_one(o, false)) {
+      return OptionProblem{split->first, OptionIssue::zero0_with_split, split->second, 0};
     }
   }
   if (o.recompute && !stack.supports(*o.recompute)) {
@@ -243,11 +251,8 @@ std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
 /// pinned or bounded above 1 is named (--zero 3 is moe_zero3's).
 std::optional<OptionProblem> moe_dp_alone_problem(const Model& model, const SearchOptions& o) {
   if (!moe_dp_alone(model, o.stack) || (o.zero && *o.zero != 0)) return std::nullopt;
-  const std::pair<Knob, int> splits[] = {{Knob::tp, o.tp.value_or(1)}, {Knob::pp, o.pp.value_or(1)},
-                                         {Knob::cp, o.cp.value_or(1)}, {Knob::vp, o.vp.value_or(1)},
-                                         {Knob::min_tp, o.min_tp},     {Knob::min_cp, o.min_cp}};
-  for (const auto& [knob, value] : splits) {
-    if (value > 1) return OptionProblem{knob, OptionIssue::moe_dp_alone, value, 0};
+  if (const auto split = split_pin_above_one(o, true)) {
+    return OptionProblem{split->first, OptionIssue::moe_dp_alone, split->second, 0};
   }
   // Sequence parallelism splits over TP, which is 1 here.
   if (o.sequence_parallel && *o.sequence_parallel) {
