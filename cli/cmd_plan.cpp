@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "cli/calibration_checks.h"
 #include "cli/cluster_args.h"
 #include "cli/commands.h"
 #include "cli/emit_report.h"
 #include "cli/failure_text.h"
 #include "cli/html_report.h"  // pictures: --svg --svg-plan --report
 #include "cli/input_file.h"
+#include "cli/option_text.h"
 #include "cli/output_file.h"
 #include "cli/plan_checks.h"
 #include "cli/plan_explain.h"

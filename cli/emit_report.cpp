@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/emit_text.h"
+#include "cli/option_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
 #include "costmodel/pipeline.h"

@@ -4,46 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "costmodel/calibration.h"
 #include "planner/option_check.h"
 #include "planner/search.h"
 #include "planner/whatif.h"
 #include "topology/cluster.h"
 
 namespace trident::cli {
-
-/// The flag that sets a knob ("--tp", "--min-tp", "--global-batch"...).
-[[nodiscard]] const char* flag_of(Knob knob);
-
-/// The one-line message for an impossible pin or limit, naming its flag: "--tp 3: must divide
-/// the model's heads (4) and kv_heads (2)", "--zero 1: stack megatron-2021 does not run ZeRO-1".
-[[nodiscard]] std::string describe(const OptionProblem& problem, const Model& model,
-                                   const Stack& stack);
-
-/// Throws InputError "FILE:LINE: gemms[0].tflops: 1e+06 TFLOP/s is above the h100-sxm-80g's
-/// bf16 peak of 989; a measurement cannot beat the peak" for a GEMM rate no GPU of the plan can
-/// reach (it gave MFU above 100%). `text` is the file's JSON, `calibration` parsed from it.
-/// A calibration's collective fits against the cluster's links (none more than 3x or under a
-/// thousandth of the tier's per-GPU rate) and its GEMM rates against the floor of a hundred-
-/// thousandth of the GPU's peak: InputError naming the file, the entry and the key.
-void check_calibration_links(const Calibration& calibration, const Cluster& cluster,
-                             const std::string& source, const std::string& text);
-
-void check_calibration_on_gpu(const Calibration& calibration, const Gpu& gpu,
-                              const std::string& source, const std::string& text);
-
-/// What the unfused attention fallback cannot do, in one sentence (the --cp / --min-cp pins and
-/// --cp-comm refusals): the model's heads, the stack, why and where it is documented.
-[[nodiscard]] std::string unfused_takes_no_cp(const Model& model, const Stack& stack);
-
-/// --cp-comm under options resolved to Transformer Engine's unfused attention (resolve_attention),
-/// which runs no context parallelism: the flag changes nothing, so it is refused.
-void check_cp_comm_runs(const std::string& cp_comm, const Model& model,
-                        const SearchOptions& options);
-
-/// Throws InputError with describe()'s line when the pins and limits cannot run (checked
-/// before any search, what-if or emit).
-void check_options(const Model& model, const SearchOptions& options);
 
 /// A model dtype the GPU has no peak for (dtype_instead), or under `--dtype DTYPE` (`given`,
 /// "" when not) FP8 under a stack without the model's FP8 recipe: InputError naming --dtype,

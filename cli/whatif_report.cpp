@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/failure_text.h"
+#include "cli/option_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
 #include "cli/whatif_text.h"

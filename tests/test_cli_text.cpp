@@ -1,12 +1,14 @@
 // cli/report_text.h: the one thousands separator and the one CSV quoting of the reporters;
-// cli/plan_checks.h: the planner's option problems worded with their flags; cli/failure_text.h
+// cli/option_text.h: the planner's option problems worded with their flags; cli/failure_text.h
 // and cli/whatif_text.h: failures and the what-if's options in words; cli/search_text.h: why a
 // plan does not fit, the rules no split obeyed; cli/emit_text.h: --emit refusals.
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "cli/calibration_checks.h"
 #include "cli/emit_text.h"
 #include "cli/failure_text.h"
+#include "cli/option_text.h"
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
 #include "cli/search_text.h"
