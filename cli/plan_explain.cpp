@@ -278,6 +278,17 @@ std::string dimension(const char* name, const std::string& collective, const Com
         "latency {} times, hidden only behind the neighbouring unit's compute\n",
         1e3 * comm.unit_gather_s, comm.unit_gathers_per_step, 1e3 * comm.unit_scatter_s,
         comm.unit_scatters_per_step, comm.link.ranks, comm.link.ranks - 1);
+    if (comm.edge_parameters > 0.0) {
+      out += fmt::format(
+          "      and the unit beside the layers ({} parameters gathered: the embedding, or the "
+          "root unit with the final norm and output layer): all-gather {:.3f} ms x {:.0f} per "
+          "step, reduce-scatter {:.3f} ms x {:.0f} per step, {:.3f} s in all, all exposed (no "
+          "layer's compute runs beside it)\n",
+          thousands(comm.edge_parameters), 1e3 * comm.edge_gather_s, comm.edge_gathers_per_step,
+          1e3 * comm.edge_scatter_s, comm.edge_scatters_per_step,
+          comm.edge_gathers_per_step * comm.edge_gather_s +
+              comm.edge_scatters_per_step * comm.edge_scatter_s);
+    }
     if (comm.unit_replicate_s > 0.0) {
       out += fmt::format(
           "      hybrid sharding (HSDP): the {} ranks above are one shard group; after each "
@@ -376,8 +387,7 @@ std::string communication(const Cluster& cluster, const Model& model, const Plan
   const double step = e.time.step_s;
   std::string out =
       fmt::format("Communication per dimension (rank order {}, {})\n",
-                  plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
-                  "TP innermost as in Megatron-LM");
+                  rank_order_text(plan.placement.order, c), "TP innermost as in Megatron-LM");
   out += dimension("TP", tp_collective_name(c), e.tp, step,
                    e.tp.link.domains > 1
                        ? fmt::format("every layer waits for it, forward and backward; this group "

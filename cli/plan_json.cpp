@@ -46,6 +46,11 @@ Json comm_json(const CommDetail& comm, const std::string& collective) {
               {"unit_scatter_s", comm.unit_scatter_s},
               {"unit_gathers_per_step", comm.unit_gathers_per_step},
               {"unit_scatters_per_step", comm.unit_scatters_per_step},
+              {"edge_unit_parameters", comm.edge_parameters},
+              {"edge_gather_s", comm.edge_gather_s},
+              {"edge_scatter_s", comm.edge_scatter_s},
+              {"edge_gathers_per_step", comm.edge_gathers_per_step},
+              {"edge_scatters_per_step", comm.edge_scatters_per_step},
               {"pipe_gathers_per_step", comm.pipe_gathers_per_step},
               {"pipe_gather_s", comm.pipe_gather_s}};
 }

@@ -32,6 +32,11 @@ std::string hsdp_split(const ParallelConfig& c) {
   return fmt::format("{}x{}", c.dp_shard, c.dp / c.dp_shard);
 }
 
+std::string rank_order_text(RankOrder order, const ParallelConfig& c) {
+  if (order == RankOrder::tp_pp_dp) return "tp-pp-dp";
+  return c.cp > 1 ? "tp-cp-dp-pp" : "tp-dp-pp";
+}
+
 std::string recompute_text(const ParallelConfig& c) {
   if (c.recompute == Recompute::full && c.recompute_layers > 0) {
     return fmt::format("full:{}", c.recompute_layers);

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "costmodel/parallel_config.h"
+#include "costmodel/placement.h"
 
 namespace trident::cli {
 
@@ -31,6 +32,11 @@ template <std::integral Integer>
 
 /// An HSDP split, "8x64": DP ranks per shard group x replicas (c.hybrid_shard()).
 [[nodiscard]] std::string hsdp_split(const ParallelConfig& c);
+
+/// The rank order in words, CP beside TP where the split has it (Megatron-Core's tp-cp-dp-pp,
+/// costmodel/placement.h): "tp-dp-pp", "tp-cp-dp-pp", "tp-pp-dp". The JSON's and the CSV's
+/// `rank_order` keep the two orders' names (docs/cli.md), which validate reads back.
+[[nodiscard]] std::string rank_order_text(RankOrder order, const ParallelConfig& c);
 
 /// The recompute knob in a cell: "none", "selective", "full", or "full:N" when full
 /// recompute repeats N layers per model chunk (partial).

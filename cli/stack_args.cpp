@@ -141,13 +141,21 @@ std::string moe_overlap_text(const Stack& s) {
   return s.moe_shared_expert_overlap ? ", shared experts beside the EP all-to-alls" : "";
 }
 
+/// The bucketed DP overlap (ZeRO 0-2); ZeRO-3 gathers and reduce-scatters per unit as far as
+/// the stack prefetches, whatever the keys say (Megatron-FSDP turns both overlaps on itself for
+/// optim_grads_params, megatron_fsdp.py L328-333 @d98e8a64), so an "off" names its stages.
+std::string dp_overlap_text(const Stack& s) {
+  if (s.dp_overlap_grad_reduce) return "on";
+  return (s.zero_stages & (1U << 3U)) != 0 ? "off (ZeRO 0-2; ZeRO-3 overlaps per unit)" : "off";
+}
+
 }  // namespace
 
 std::string summarize_stack(const Stack& s) {
   return fmt::format(
       "attention {}, TP overlap {}, DP overlap {}, grad reduce {}, ZeRO {} ({}), "
       "recompute {}{}{}",
-      to_string(s.attention), to_string(s.tp_overlap), s.dp_overlap_grad_reduce ? "on" : "off",
+      to_string(s.attention), to_string(s.tp_overlap), dp_overlap_text(s),
       s.grad_reduce_bytes < 4 ? "16-bit"
       : s.fp16_grads_in_fp16  ? "fp32 (fp16 under fp16)"
                               : "fp32",

@@ -414,13 +414,13 @@ double draw_layout_panel(SvgWriter& svg, const PictureInput& input, double top, 
   const Geometry g = geometry(c, width);
   const std::vector<int> full = servers_in_full(c, ranks);
   const int hidden = c.servers - static_cast<int>(full.size());
-  std::string subtitle = fmt::format(
-      "{} GPUs in {} server{} of {}; rank order {} (rank r on GPU r); {}", thousands(c.gpus()),
-      thousands(c.servers), c.servers > 1 ? "s" : "", c.gpus_per_server,
-      plan.placement.order == RankOrder::tp_dp_pp ? "tp-dp-pp" : "tp-pp-dp",
-      hidden > 0 ? fmt::format("{} servers drawn in full, {} summarised with counts", full.size(),
-                               thousands(hidden))
-                 : std::string("every server drawn"));
+  std::string subtitle =
+      fmt::format("{} GPUs in {} server{} of {}; rank order {} (rank r on GPU r); {}",
+                  thousands(c.gpus()), thousands(c.servers), c.servers > 1 ? "s" : "",
+                  c.gpus_per_server, rank_order_text(plan.placement.order, plan.config),
+                  hidden > 0 ? fmt::format("{} servers drawn in full, {} summarised with counts",
+                                           full.size(), thousands(hidden))
+                             : std::string("every server drawn"));
   if (!input.layout_note.empty()) subtitle += "\n" + input.layout_note;
   double y =
       top + draw_panel_title(svg, top, "1. Rank layout: " + split_label(plan.config), subtitle);

@@ -173,6 +173,13 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   // and times; the gathers per step are unit_gathers_per_step); HSDP's all-reduce apart.
   comm.time_per_call_s = comm.unit_scatter_s + comm.unit_gather_s;
   comm.gather_s = comm.unit_gather_s;
+  if (edge_params > 0.0) {
+    comm.edge_parameters = edge_params;
+    comm.edge_gather_s = edge_ag;
+    comm.edge_scatter_s = edge_rs;
+    comm.edge_gathers_per_step = forward_passes;
+    comm.edge_scatters_per_step = scatter_passes;
+  }
   const double edge_s = forward_passes * edge_ag + scatter_passes * edge_rs;
   comm.total_s = comm.unit_gathers_per_step * ag + comm.unit_scatters_per_step * rs + edge_s;
   const double backward_gather = reshard ? ag : 0.0;

@@ -97,23 +97,33 @@ StageWork stage_work(const Gpu& gpu, const Model& model, const ParallelConfig& c
                        {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit})};
 }
 
-/// `model` / `config`: the per-GPU dense view; `real` / `given`: the model and split as given.
-/// `layer_comm_s`: exposed communication that each layer of a stage adds per micro-batch (the
-/// MoE all-to-alls), so the slowest stage is chosen on compute and that communication alike;
-/// `moe_share`: the MoE share of that stage's layers (stage_moe_fraction).
-StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelConfig& config,
-                     const Model& real, const ParallelConfig& given, const EstimateOptions& options,
-                     const StageWork& work, double layer_comm_s, double moe_share, bool ulysses,
-                     const Calibration* calibration) {
+/// A stage's per-micro-batch parts before the slowest stage is picked: the mean layer (CPU
+/// launch floor applied), the layer before CP and experts, the output layer and loss, the split.
+struct StageParts {
+  LayerTime layer;
+  LayerTime dense;
+  LayerTime logits;
+  StageLayers split;
+  int layers = 0;  ///< the model's layers, MTP included
+};
+
+/// `model` / `config`: the per-GPU dense view; `real` / `given`: the model and split as given;
+/// `moe_share`: the MoE share of the pace-setting stage's layers (stage_moe_fraction).
+StageParts stage_parts(const Cluster& cluster, const Model& model, const ParallelConfig& config,
+                       const Model& real, const ParallelConfig& given,
+                       const EstimateOptions& options, const StageWork& work, double moe_share,
+                       bool ulysses, const Calibration* calibration) {
   const Stack& stack = options.stack;
-  const LayerTime dense = layer_time(cluster.gpu, model, config,
-                                     {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs,
-                                      given.cp, ulysses, stack.elementwise, stack.unfused_softmax},
-                                     work.linear, calibration);
-  LayerTime layer =
-      with_cp_and_experts(dense, real, given, stack.selective, moe_share, work.experts);
-  const StageLayers split = model_stage_layers(model, config.pp);
-  const double most = split.most();
+  StageParts parts;
+  parts.dense = layer_time(cluster.gpu, model, config,
+                           {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs, given.cp,
+                            ulysses, stack.elementwise, stack.unfused_softmax},
+                           work.linear, calibration);
+  LayerTime& layer = parts.layer;
+  layer = with_cp_and_experts(parts.dense, real, given, stack.selective, moe_share, work.experts);
+  parts.split = model_stage_layers(model, config.pp);
+  parts.layers = model.layers + model.mtp_layers;
+  const double most = parts.split.most();
   const double repeat_share = most > 0.0 ? recompute_repeats(config, most) / most : 0.0;
   const double gpu_s = layer.forward_s + layer.backward_s + repeat_share * layer.recompute_s;
   const double floor_s = launch_floor_s(stack, config.full_recompute_share(most));
@@ -123,7 +133,17 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
     layer.backward_s *= stretch;
     layer.recompute_s *= stretch;
   }
-  const LayerTime& logits = work.head;
+  parts.logits = work.head;
+  return parts;
+}
+
+/// The slowest stage of `parts`: `layer_comm_s` is the exposed communication each layer of a
+/// stage adds per micro-batch (the MoE all-to-alls, TP's calls), so the stage is chosen on
+/// compute and that communication alike, and the fill and drain weigh the stages with it.
+StageTime pick_stage(const StageParts& parts, const ParallelConfig& config, double layer_comm_s) {
+  const StageLayers& split = parts.split;
+  LayerTime layer = parts.layer;
+  const LayerTime& logits = parts.logits;
   const double with_logits = split.last;
   const double without = std::max(config.pp > 1 ? split.first : 0, split.middle);
   const auto layers_s = [&](double layers) {
@@ -133,7 +153,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   const double last_s = layers_s(with_logits) + logits.forward_s + logits.backward_s;
   const bool last_is_slowest = last_s >= layers_s(without);
   StageTime time;
-  const MiddleStages middles = middle_stages(model.layers + model.mtp_layers, config.pp, split);
+  const MiddleStages middles = middle_stages(parts.layers, config.pp, split);
   const double middle_s = layers_s(split.middle);
   time.fill_ratio = fill_drain_ratio(
       config.pp, layers_s(split.first), middle_s,
@@ -146,7 +166,7 @@ StageTime stage_time(const Cluster& cluster, const Model& model, const ParallelC
   // The stage's mean layer: partial recompute spreads its recomputed layers' time over all.
   if (time.layers > 0.0) layer.recompute_s = time.recompute_s / time.layers;
   time.layer = layer;
-  time.cp_step = dense;
+  time.cp_step = parts.dense;
   return time;
 }
 
@@ -483,8 +503,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // its attention (one causal call over the whole sequence) is priced too and the faster of
   // the two, communication and compute together, is kept.
   const StageWork work = stage_work(gpu, local, split, model, config, stack, calibration);
-  StageTime ring = stage_time(cluster, local, split, model, config, options, work,
-                              ep_layer.exposed_s, moe_share, false, calibration);
+  const StageParts ring_parts = stage_parts(cluster, local, split, model, config, options, work,
+                                            moe_share, false, calibration);
+  StageTime ring = pick_stage(ring_parts, config, ep_layer.exposed_s);
   // Combined 1F1B: what the other micro-batch's compute leaves of the all-to-alls, from the
   // stage's layer; the slowest stage chosen again on it.
   out.ep_overlapped = stack.runs_ep_overlap(model, config) && moe_share > 0.0;
@@ -501,21 +522,15 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                  moe_share * combined_layer_exposed_s(
                                  layer, ep_layer.time_per_call_s,
                                  combined_paired_share(config.pp, config.virtual_stages, m)));
-    ring = stage_time(cluster, local, split, model, config, options, work, ep_layer.exposed_s,
-                      moe_share, false, calibration);
+    ring = pick_stage(ring_parts, config, ep_layer.exposed_s);
   }
+  std::optional<StageParts> ulysses_parts;
   std::optional<StageTime> ulysses;
   if (config.cp > 1 && cp_a2a_runs(stack, model, config)) {
-    ulysses = stage_time(cluster, local, split, model, config, options, work, ep_layer.exposed_s,
-                         moe_share, true, calibration);
+    ulysses_parts = stage_parts(cluster, local, split, model, config, options, work, moe_share,
+                                true, calibration);
+    ulysses = pick_stage(*ulysses_parts, config, ep_layer.exposed_s);
   }
-  const CpComm cp = cp_comm(model, config, placement.cp, ring.cp_step, ring.layers, stack,
-                            calibration, ulysses ? ulysses->total_s() - ring.total_s() : 0.0);
-  const StageTime& stage = cp.kind == CpKind::a2a && ulysses ? *ulysses : ring;
-  out.time.forward_s = md * stage.forward_s;
-  out.time.backward_s = md * stage.backward_s;
-  out.time.recompute_s = md * stage.recompute_s;
-
   // Userbuffers need sequence parallelism and a TP group inside one NVLink domain: they map
   // the peers' buffers with CUDA IPC / multicast handles ("comm+GEMM overlap is currently only
   // possible with single-node tensor-parallelism", NVIDIA/TransformerEngine#1071, 2024-08;
@@ -523,9 +538,41 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   // backward overlap, as without them.
   const bool userbuffers = stack.tp_overlap == TpOverlap::userbuffers && config.sequence_parallel &&
                            placement.tp.domains <= 1;
-  out.tp_userbuffers = userbuffers && config.tp > 1;
-  out.tp = tp_step(gpu, model, local, config, split, placement.tp, stage, stack, userbuffers, md,
+  const auto tp_of = [&](const StageTime& s) {
+    return tp_step(gpu, model, local, config, split, placement.tp, s, stack, userbuffers, md,
                    moe_share, calibration);
+  };
+  // Under a pipeline each layer's exposed TP calls count in the stages' times as the MoE
+  // all-to-alls do: the slowest stage and the fill and drain are picked again with them (the
+  // output layer alone no longer tips the pace to a last stage of fewer layers).
+  // The TP of the stage picked first is kept: the pick again changes the stage's TP only where
+  // it changes its layers (a stage's mean layer follows its layer count alone).
+  // Returns whether `tp` (written here) is the TP of the stage as picked.
+  const auto with_tp = [&](StageTime& s, const StageParts& parts, CommDetail& tp) {
+    if (config.tp < 2 || config.pp < 2 || s.layers <= 0.0) return false;
+    tp = tp_of(s);
+    const double layers = s.layers;
+    s = pick_stage(parts, config, ep_layer.exposed_s + tp.exposed_s / (md * layers));
+    return s.layers == layers;
+  };
+  CommDetail ring_tp;
+  CommDetail ulysses_tp;
+  const bool ring_tp_kept = with_tp(ring, ring_parts, ring_tp);
+  const bool ulysses_tp_kept = ulysses && with_tp(*ulysses, *ulysses_parts, ulysses_tp);
+  const CpComm cp = cp_comm(model, config, placement.cp, ring.cp_step, ring.layers, stack,
+                            calibration, ulysses ? ulysses->total_s() - ring.total_s() : 0.0);
+  const StageTime& stage = cp.kind == CpKind::a2a && ulysses ? *ulysses : ring;
+  out.time.forward_s = md * stage.forward_s;
+  out.time.backward_s = md * stage.backward_s;
+  out.time.recompute_s = md * stage.recompute_s;
+
+  out.tp_userbuffers = userbuffers && config.tp > 1;
+  const bool on_ring = &stage == &ring;
+  if (on_ring ? ring_tp_kept : ulysses_tp_kept) {
+    out.tp = on_ring ? ring_tp : ulysses_tp;
+  } else {
+    out.tp = tp_of(stage);
+  }
   out.cp_kind = cp.kind;
   out.cp = per_step(cp.detail, md);
   out.ep = per_step(ep_layer, stage.layers * md);

@@ -115,6 +115,15 @@ struct CommDetail {
   double unit_scatter_s = 0.0;
   double unit_gathers_per_step = 0.0;
   double unit_scatters_per_step = 0.0;
+  /// The stack's edge unit beside the layers (Stack::edge_unit: the embedding, or the root with
+  /// the final norm and output layer): its parameters gathered (a TP shard), one gather and one
+  /// reduce-scatter (HSDP's all-reduce included) and how many run a step; all exposed, in
+  /// total_s and exposed_s. 0 where the stack has none.
+  double edge_parameters = 0.0;
+  double edge_gather_s = 0.0;
+  double edge_scatter_s = 0.0;
+  double edge_gathers_per_step = 0.0;
+  double edge_scatters_per_step = 0.0;
   /// HSDP: after each unit's reduce-scatter, the all-reduce of its gradient shard across
   /// the replicas (S as nccl-tests counts it, its time, its group); one per reduce-scatter.
   double replicate_bytes_per_call = 0.0;

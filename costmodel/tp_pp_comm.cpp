@@ -47,10 +47,12 @@ CommDetail tp_comm(const Model& model, const ParallelConfig& config, const Group
     const double regather = keeps_gathered_inputs ? 0.0 : 1.0;
     comm.calls_per_step = layers * (4.0 + regather) + 2.0 * recomputed;
     comm.collective = Collective::reduce_scatter;
+    // FP8 gathers its 8-bit copy (tp_gather_bytes): the all-gather half then differs in size.
+    const double gather_bytes = tp_gather_bytes(comm.bytes_per_call, precision);
+    if (gather_bytes != comm.bytes_per_call) comm.gather_bytes_per_call = gather_bytes;
     comm.time_per_call_s =
         collective_time_s(Collective::reduce_scatter, comm.bytes_per_call, link, calibration) +
-        collective_time_s(Collective::all_gather, tp_gather_bytes(comm.bytes_per_call, precision),
-                          link, calibration);
+        collective_time_s(Collective::all_gather, gather_bytes, link, calibration);
   } else {
     comm.time_per_call_s =
         collective_time_s(Collective::all_reduce, comm.bytes_per_call, link, calibration);

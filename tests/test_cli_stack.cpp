@@ -989,3 +989,59 @@ TEST_CASE("--explain's DP line: reductions and gathers counted apart where they 
   CHECK(plan.at("gather_time_per_call_s").get<double>() ==
         Approx(plan.at("unit_gather_s").get<double>()));
 }
+
+TEST_CASE("explain and JSON name what the totals hold: the edge unit, FP8 gathers, CP's order",
+          "[cli_stack]") {
+  // A review's audit (2026-12-07). FSDP's root unit (llm-foundry's auto-wrapped root: the
+  // embedding, the final norm and the untied output layer) was in the DP totals but in no line:
+  // Llama 3 8B's 128,256 x 4,096 embedding and output layer and 4,096 norm weights =
+  // 2 x 525,336,576 + 4,096 = 1,050,677,248 parameters, gathered once a forward and
+  // reduce-scattered once a backward, every micro-batch (512 / 64 = 8 at micro-batch 1).
+  const std::string fsdp =
+      "plan --cluster dgx-h100 --servers 8 --model llama3-8b --global-batch 512 --stack fsdp "
+      "--zero 3 --tp 1 --pp 1 --dp 64 --micro-batch 1 --recompute none";
+  const Run text = trident(fsdp + " --explain");
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("and the unit beside the layers (1,050,677,248 parameters gathered") !=
+        std::string::npos);
+  const auto dp = nlohmann::json::parse(trident(fsdp + " --format json").out)
+                      .at("plans")
+                      .at(0)
+                      .at("comm")
+                      .at("dp");
+  CHECK(dp.at("edge_unit_parameters").get<double>() == 1050677248.0);
+  CHECK(dp.at("edge_gathers_per_step").get<double>() == 8.0);
+  CHECK(dp.at("edge_scatters_per_step").get<double>() == 8.0);
+  // The total is the units' calls and the edge unit's: nothing else.
+  CHECK(dp.at("total_s").get<double>() ==
+        Approx(dp.at("unit_gathers_per_step").get<double>() * dp.at("unit_gather_s").get<double>() +
+               dp.at("unit_scatters_per_step").get<double>() *
+                   dp.at("unit_scatter_s").get<double>() +
+               8.0 * (dp.at("edge_gather_s").get<double>() + dp.at("edge_scatter_s").get<double>())));
+  // FP8 gathers TP's 8-bit copy: the all-gather half of the call is half the reduce-scatter's
+  // 16-bit bytes (b s h x 2 = 1 x 8192 x 8192 x 2 = 134,217,728 for Llama 3 70B).
+  const auto tp = nlohmann::json::parse(
+                      trident("plan --cluster dgx-h100 --servers 64 --model llama3-70b "
+                              "--global-batch 1024 --dtype fp8 --tp 2 --pp 1 --micro-batch 1 "
+                              "--sequence-parallel on --format json")
+                          .out)
+                      .at("plans")
+                      .at(0)
+                      .at("comm")
+                      .at("tp");
+  CHECK(tp.at("bytes_per_call").get<double>() == 134217728.0);
+  CHECK(tp.at("gather_bytes_per_call").get<double>() == 67108864.0);
+  // CP sits beside TP in the order the explain names (the JSON keeps the two orders' names).
+  const std::string cp =
+      "plan --cluster dgx-h100 --servers 16 --model llama3-70b --seq-len 65536 --global-batch 64 "
+      "--cp 2 --top 1";
+  CHECK(trident(cp + " --explain").out.find("(rank order tp-cp-dp-pp,") != std::string::npos);
+  CHECK(nlohmann::json::parse(trident(cp + " --format json").out)
+            .at("plans")
+            .at(0)
+            .at("rank_order") == "tp-dp-pp");
+  // A stack without the bucketed overlap still overlaps ZeRO-3 per unit: its line says which.
+  CHECK(trident("plan --cluster dgx-a100 --servers 2 --model llama2-7b --stack deepspeed-megatron "
+                "--top 1")
+            .out.find("DP overlap off (ZeRO 0-2; ZeRO-3 overlaps per unit)") != std::string::npos);
+}
