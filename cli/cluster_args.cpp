@@ -354,6 +354,23 @@ std::string summarize_model(const Model& m) {
   return text;
 }
 
+std::string describe_gpu_defaults(const Gpu& gpu) {
+  std::string keys;
+  const auto add = [&](unsigned bit, const char* key) {
+    if ((gpu.defaulted & bit) == 0) return;
+    keys += std::string(keys.empty() ? "" : ", ") + key;
+  };
+  add(kMatmulEfficiencyDefault, "matmul_efficiency 0.8");
+  add(kSustainedClockDefault, "sustained_clock_ratio 1");
+  add(kEnsembleClockDefault, "ensemble_clock_ratio 1");
+  if (keys.empty()) return "";
+  return fmt::format(
+      "gpu {}: its file leaves out {}: priced at these defaults, not measurements (the presets "
+      "measure them, docs/cost_model.md#kernels), so the step can read faster than the GPU runs "
+      "and the band does not cover it",
+      gpu.name, keys);
+}
+
 std::string describe_assumptions(const ClusterArgs& cluster_args, const ModelArgs& model_args,
                                  const Cluster& cluster, const Model& model) {
   std::string parts;

@@ -387,6 +387,9 @@ void run(const PlanFlags& f) {
   context.stack_file = stack.file;
   const std::string assumed = describe_assumptions(f.cluster, f.model, cluster, model);
   if (!assumed.empty()) context.assumptions.push_back(assumed);
+  if (const std::string line = describe_gpu_defaults(cluster.gpu); !line.empty()) {
+    context.assumptions.push_back(line);
+  }
   context.assumptions.push_back(describe_stack(stack));
   if (const std::string line = describe_attention_run(stack.stack, model, cluster.gpu);
       !line.empty()) {

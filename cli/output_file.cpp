@@ -132,6 +132,15 @@ bool same_target(const Target& a, const Target& b) {
   return !e1 && !e2 && pa == pb;
 }
 
+/// Where a stream redirected onto an input was opened with `>` (not `>>`) and the file is now
+/// empty, the shell emptied it before this run started: said, so the user restores it.
+std::string emptied_note(int fd, const struct stat& st) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (st.st_size != 0 || flags < 0 || (flags & O_APPEND) != 0) return "";
+  return " (the shell's > redirection emptied it before this run started: restore it from a "
+         "copy)";
+}
+
 std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
                                  const std::vector<RunOutputs::Input>& inputs) {
   std::vector<Target> targets;
@@ -150,8 +159,9 @@ std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
       if (t.existing && same_file(*t.existing, in.device, in.inode)) {
         const std::string input =
             in.path == "-" ? std::string(" (standard input)") : fmt::format(" '{}'", in.path);
-        throw InputError(fmt::format("{} {}: is the input {}{}; refusing to overwrite an input",
-                                     o.flag, shown(o), in.flag, input));
+        throw InputError(fmt::format("{} {}: is the input {}{}; refusing to overwrite an input{}",
+                                     o.flag, shown(o), in.flag, input,
+                                     stream_fd >= 0 ? emptied_note(stream_fd, *t.existing) : ""));
       }
     }
     if (t.standard_input) {  // not read as an input (that is said above): still never written
@@ -180,8 +190,8 @@ std::vector<Target> classify_all(const std::vector<RunOutputs::Output>& outputs,
       const std::string input =
           in.path == "-" ? std::string(" (standard input)") : fmt::format(" '{}'", in.path);
       throw InputError(fmt::format(
-          "standard output: is the input {}{}; refusing to write the run's text into an input",
-          in.flag, input));
+          "standard output: is the input {}{}; refusing to write the run's text into an input{}",
+          in.flag, input, emptied_note(STDOUT_FILENO, out)));
     }
   }
   return targets;

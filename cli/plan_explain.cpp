@@ -87,10 +87,16 @@ std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
   const KernelProfile profile = kernel_profile(gpu);
   const double kernel = precision.linear_gemm_rate_ratio;
   return fmt::format(
-      "  GEMM ceiling {:.0f} TFLOP/s  ({} peak {:.0f} x {:.3f} best measured x {:.3f} sustained "
-      "clock x {:.3f} the board's slowest GPU{}; before tile and wave losses)\n",
+      "  GEMM ceiling {:.0f} TFLOP/s  ({} peak {:.0f} x {:.3f} {} x {:.3f} sustained "
+      "clock{} x {:.3f} the board's slowest GPU{}{}; before tile and wave losses)\n",
       gemm_ceiling_tflops(gpu, dtype, profile) * kernel, to_string(dtype), gpu.peak_tflops(dtype),
-      gpu.gemm_efficiency(dtype), profile.sustained_ratio, profile.ensemble_ratio,
+      gpu.gemm_efficiency(dtype),
+      (preset.defaulted & kMatmulEfficiencyDefault) != 0 &&
+              gpu.gemm_efficiency(dtype) == gpu.matmul_efficiency
+          ? "default (not measured)"
+          : "best measured",
+      profile.sustained_ratio, (preset.defaulted & kSustainedClockDefault) != 0 ? " (default)" : "",
+      profile.ensemble_ratio, (preset.defaulted & kEnsembleClockDefault) != 0 ? " (default)" : "",
       kernel == 1.0 ? "" : fmt::format(" x {:.3f} MXFP8's block-scaled kernels", kernel));
 }
 

@@ -1,5 +1,7 @@
 #include "costmodel/model_loader.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <limits>
@@ -194,7 +196,9 @@ Model read_model(const MapReader& m) {
   model.qk_layernorm = m.optional_bool("qk_layernorm", false);
   model.dropout =
       m.optional_double("dropout", model.learned_positions ? 0.1 : 0.0, Range::non_negative);
-  if (model.dropout >= 1.0) m.fail("dropout", "expected a probability below 1");
+  if (model.dropout >= 1.0) {
+    m.fail("dropout", fmt::format("expected a probability below 1, got {:g}", model.dropout));
+  }
   model.mtp_layers =
       to_int32(m, "mtp_layers", m.optional_int("mtp_layers", 0, Range::non_negative));
   if (model.mtp_layers > kMaxMtpLayers) {

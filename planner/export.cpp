@@ -328,9 +328,19 @@ const char* attn_backend(AttentionKernel kernel) {
     case AttentionKernel::unfused:
       return "unfused";
     case AttentionKernel::flash_triton:
-      break;
+      break;  // no Triton backend: auto, and the launch says so (triton_attention_note)
   }
   return nullptr;
+}
+
+std::string triton_attention_note(AttentionKernel kernel, const char* release) {
+  if (kernel != AttentionKernel::flash_triton) return "";
+  return std::string(
+             "# attention: the plan was priced with FlashAttention's Triton kernel (stack "
+             "attention: flash_triton), for which ") +
+         release +
+         " has no attention backend; none is written (auto: Transformer Engine picks its "
+         "kernel), so the launch's attention does not run the priced kernel\n";
 }
 
 bool writes_userbuffers(const ParallelConfig& config, const StackSwitches& switches) {

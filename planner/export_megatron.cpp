@@ -276,7 +276,8 @@ std::string megatron_text(const Input& in, const Launch& launch) {
             : "") +
        "\n";
   t += vocab_padding_note(in.model, in.config.tp);
-  t += placement_comment(launch, "#") + p2p_overlap_note(in.config, in.switches, "#");
+  t += placement_comment(launch, "#") + p2p_overlap_note(in.config, in.switches, "#") +
+       triton_attention_note(in.switches.attention, "Megatron-Core");
   // Before Blackwell, TP or CP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1413-1437)
   // but with Megatron-FSDP, which asserts it is not 1 (arguments.py:1143), and with the
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1

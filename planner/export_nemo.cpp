@@ -245,7 +245,7 @@ std::string nemo_text(const Input& in, const Launch& launch) {
                               : (wants_more_device_connections(c, in.cluster.gpu)
                                      ? ", env_vars={\"CUDA_DEVICE_MAX_CONNECTIONS\": \"32\"}"
                                      : "");
-  t += placement_comment(launch, "#");
+  t += placement_comment(launch, "#") + triton_attention_note(in.switches.attention, "NeMo");
   t += "# run: python THIS_FILE; on " + str(launch.nodes) +
        " nodes pass run.SlurmExecutor(nodes=" + str(launch.nodes) +
        ", ntasks_per_node=" + str(launch.gpus_per_node) +

@@ -210,7 +210,7 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
        str(in.model.vocab) +
        "; trainer.max_steps; model.optim.lr and "
        "sched; exp_manager\n";
-  t += placement_comment(launch, "#");
+  t += placement_comment(launch, "#") + triton_attention_note(in.switches.attention, "NeMo");
   // One device connection with TP or CP, as Megatron-LM asserts before Blackwell (arguments.py
   // L1413-1437) and userbuffers need.
   const ParallelConfig& c = in.config;

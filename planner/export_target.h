@@ -154,8 +154,12 @@ struct LaunchOrLimit {
 /// (transformer/enums.py; language_module.py L120-138 @core_v0.19.0 sets Transformer Engine's
 /// NVTE_FLASH_ATTN / NVTE_FUSED_ATTN / NVTE_UNFUSED_ATTN from it): cuDNN's fused kernel
 /// "fused", FlashAttention "flash", "unfused"; nullptr for llm-foundry's Triton kernel, which
-/// has no backend (left to Transformer Engine: auto).
+/// has no backend (left to Transformer Engine: auto; the launch says so, triton_attention_note).
 [[nodiscard]] const char* attn_backend(AttentionKernel kernel);
+/// A comment line for a plan priced with FlashAttention's Triton kernel, which `release`
+/// (Megatron-Core, NeMo) has no backend for (auto is left: attn_backend); "" for the other
+/// kernels.
+[[nodiscard]] std::string triton_attention_note(AttentionKernel kernel, const char* release);
 
 [[nodiscard]] std::optional<Limit> megatron_limit(const Input& in);
 [[nodiscard]] std::string megatron_text(const Input& in, const Launch& launch);

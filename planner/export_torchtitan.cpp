@@ -226,6 +226,16 @@ std::string torchtitan_text(const Input& in, const Launch& launch) {
   t += "# still to add: [model] hf_assets_path (the tokenizer); [training] dataset or "
        "dataset_path, steps; [optimizer] lr; [checkpoint]\n";
   t += placement_comment(launch, "#");
+  if (in.switches.attention != AttentionKernel::cudnn) {
+    // torchtitan calls SDPA with cuDNN attention first since v0.2.0 (models/attention.py
+    // L170-178 @v0.2.2, sdpa_kernel(..., set_priority=True)); no config key changes it.
+    t += std::string(
+             "# attention: this release runs PyTorch SDPA with cuDNN attention first, "
+             "FlashAttention-2 next (torchtitan/models/attention.py L170-178, "
+             "set_priority=True); the plan was priced with ") +
+         to_string(in.switches.attention) +
+         ": a stack with attention: cudnn prices what this launch runs\n";
+  }
   t += "# launch on every node: torchrun --nnodes " + str(launch.nodes) + " --nproc_per_node " +
        str(launch.gpus_per_node) +
        " --rdzv_backend c10d --rdzv_endpoint $MASTER_ADDR:29500 -m torchtitan.train "

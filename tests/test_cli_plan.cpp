@@ -812,3 +812,29 @@ TEST_CASE("--recompute-layers pins partial full recompute; stacks without it ref
   CHECK(selective.code == 2);
   CHECK(selective.err.find("--recompute-layers 3 with --recompute selective") != std::string::npos);
 }
+
+TEST_CASE("a GPU file without its measured rates says they are defaults", "[cli_plan]") {
+  // A new user's find (2026-12-07): an H200 written from its datasheet priced 22% faster than
+  // the preset (GEMM ceiling 989 x 0.8 x 1 x 1 = 791 TFLOP/s against the preset's 989 x 0.8 x
+  // 0.849 x 0.972 = 653), its explain calling the default 0.8 "best measured".
+  TempDir dir;
+  std::ofstream(dir.path / "g.yaml")
+      << "name: my-gpu\npeak_tflops: {bf16: 989}\nmemory_gib: 141\nmemory_gbps: 4800\n";
+  const Run own =
+      trident("plan --cluster dgx-h100 --servers 4 --gpu " + (dir.path / "g.yaml").string() +
+              " --model llama3-8b --top 1 --explain 1");
+  REQUIRE(own.code == 0);
+  CHECK(own.out.find("# gpu my-gpu: its file leaves out matmul_efficiency 0.8, "
+                     "sustained_clock_ratio 1, ensemble_clock_ratio 1: priced at these defaults, "
+                     "not measurements") != std::string::npos);
+  CHECK(own.out.find("GEMM ceiling 791 TFLOP/s  (bf16 peak 989 x 0.800 default (not measured) x "
+                     "1.000 sustained clock (default) x 1.000 the board's slowest GPU (default)") !=
+        std::string::npos);
+  const Run preset = trident(
+      "plan --cluster dgx-h100 --servers 4 --model llama3-8b --top 1 "
+      "--explain 1");
+  REQUIRE(preset.code == 0);
+  CHECK(preset.out.find("# gpu ") == std::string::npos);
+  CHECK(preset.out.find("x 0.800 best measured x 0.849 sustained clock x 0.972 the board's") !=
+        std::string::npos);
+}

@@ -1013,22 +1013,22 @@ TEST_CASE("explain and JSON name what the totals hold: the edge unit, FP8 gather
   CHECK(dp.at("edge_gathers_per_step").get<double>() == 8.0);
   CHECK(dp.at("edge_scatters_per_step").get<double>() == 8.0);
   // The total is the units' calls and the edge unit's: nothing else.
-  CHECK(dp.at("total_s").get<double>() ==
-        Approx(dp.at("unit_gathers_per_step").get<double>() * dp.at("unit_gather_s").get<double>() +
-               dp.at("unit_scatters_per_step").get<double>() *
-                   dp.at("unit_scatter_s").get<double>() +
-               8.0 * (dp.at("edge_gather_s").get<double>() + dp.at("edge_scatter_s").get<double>())));
+  CHECK(
+      dp.at("total_s").get<double>() ==
+      Approx(dp.at("unit_gathers_per_step").get<double>() * dp.at("unit_gather_s").get<double>() +
+             dp.at("unit_scatters_per_step").get<double>() * dp.at("unit_scatter_s").get<double>() +
+             8.0 * (dp.at("edge_gather_s").get<double>() + dp.at("edge_scatter_s").get<double>())));
   // FP8 gathers TP's 8-bit copy: the all-gather half of the call is half the reduce-scatter's
   // 16-bit bytes (b s h x 2 = 1 x 8192 x 8192 x 2 = 134,217,728 for Llama 3 70B).
-  const auto tp = nlohmann::json::parse(
-                      trident("plan --cluster dgx-h100 --servers 64 --model llama3-70b "
-                              "--global-batch 1024 --dtype fp8 --tp 2 --pp 1 --micro-batch 1 "
-                              "--sequence-parallel on --format json")
-                          .out)
-                      .at("plans")
-                      .at(0)
-                      .at("comm")
-                      .at("tp");
+  const auto tp =
+      nlohmann::json::parse(trident("plan --cluster dgx-h100 --servers 64 --model llama3-70b "
+                                    "--global-batch 1024 --dtype fp8 --tp 2 --pp 1 --micro-batch 1 "
+                                    "--sequence-parallel on --format json")
+                                .out)
+          .at("plans")
+          .at(0)
+          .at("comm")
+          .at("tp");
   CHECK(tp.at("bytes_per_call").get<double>() == 134217728.0);
   CHECK(tp.at("gather_bytes_per_call").get<double>() == 67108864.0);
   // CP sits beside TP in the order the explain names (the JSON keeps the two orders' names).

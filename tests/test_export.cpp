@@ -463,6 +463,21 @@ TEST_CASE("launches run the attention kernel the plan was priced with", "[export
   CHECK(has(emit("megatron", AttentionKernel::flash), "\n  --attention-backend flash"));
   CHECK(has(emit("megatron", AttentionKernel::unfused), "\n  --attention-backend unfused"));
   CHECK_FALSE(has(emit("megatron", AttentionKernel::flash_triton), "--attention-backend"));
+  // ... and says so in a comment (a new user's find, 2026-12-07: nothing said it).
+  CHECK(has(emit("megatron", AttentionKernel::flash_triton),
+            "# attention: the plan was priced with FlashAttention's Triton kernel"));
+  CHECK(has(emit("nemo", AttentionKernel::flash_triton), "for which NeMo has no attention"));
+  CHECK(has(emit("nemo-hydra", AttentionKernel::flash_triton), "for which NeMo has no"));
+  CHECK_FALSE(has(emit("megatron", AttentionKernel::flash), "# attention:"));
+  // torchtitan v0.2.2 runs SDPA with cuDNN first: a plan priced otherwise says so (FSDP at TP 2
+  // with sequence parallelism, which torchtitan writes).
+  const ParallelConfig fsdp = config_of({2, 1, 1}, 3, Recompute::none, true);
+  const auto titan = [&](AttentionKernel kernel) {
+    return emitted(parse_release("torchtitan"), cluster, m, fsdp, {.attention = kernel});
+  };
+  CHECK(has(titan(AttentionKernel::flash),
+            "the plan was priced with flash: a stack with attention: cudnn prices"));
+  CHECK_FALSE(has(titan(AttentionKernel::cudnn), "# attention:"));
   const std::string nemo = emit("nemo", AttentionKernel::cudnn);
   CHECK(has(nemo, "from megatron.core.transformer.enums import AttnBackend\n"));
   CHECK(has(nemo, "recipe.model.config.attention_backend = AttnBackend.fused\n"));

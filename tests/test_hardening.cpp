@@ -133,6 +133,15 @@ TEST_CASE("class 2: an output that is an input of the run is refused", "[hardeni
                 "--output (standard output): is the input --model 'm.yaml'; refusing to "
                 "overwrite an input",
                 ">> m.yaml");
+  // With `>` the shell empties the input before the run: the refusal says so (a new user's
+  // find, 2026-12-07: the file was gone and nothing said why).
+  const Run emptied = scene.run(on_m, "> m.yaml");
+  CHECK(emptied.code == 2);
+  CHECK(emptied.err ==
+        "trident: error: --output (standard output): is the input --model 'm.yaml'; refusing "
+        "to overwrite an input (the shell's > redirection emptied it before this run started: "
+        "restore it from a copy)\n");
+  scene.write("m.yaml", kTinyModel);
   // What a run prints (calibrate's summary; the table where --output names a file) onto an
   // input: appended to the log until 2026-12-07.
   check_refused(scene, "calibrate --nccl-tests a.log --output c.json",

@@ -117,7 +117,11 @@ TEST_CASE("cluster errors name file, line and key", "[loaders]") {
   CHECK(cluster_error(cluster_with("gbps_per_link: 25", "gbps_per_link: -25")) ==
         "c.yaml:9: nvlink.gbps_per_link: expected a positive number, got '-25'");
   CHECK(cluster_error(cluster_with("nic_gbits: 400", "nic_gbits: -400")) ==
-        "c.yaml:12: network.nic_gbits: expected a non-negative number, got '-400'");
+        "c.yaml:12: network.nic_gbits: expected a positive number, got '-400'");
+  // With NICs a rate is positive: -400 and 0 are told the same (0 was "positive", -400
+  // "non-negative", 2026-12-07); without NICs (a one-domain mesh below) 0 stays allowed.
+  CHECK(cluster_error(cluster_with("nic_gbits: 400", "nic_gbits: 0")) ==
+        "c.yaml:12: network.nic_gbits: expected a positive number, got '0'");
   CHECK(cluster_error(cluster_with("domain_gpus: 8", "domain_gpus: 6")) ==
         "c.yaml:6: nvlink.domain_gpus: 6 neither divides nor is a multiple of gpus_per_server 8");
   CHECK(cluster_error(cluster_with("nics_per_server: 8", "nics_per_server: 0")) ==
@@ -397,6 +401,9 @@ TEST_CASE("a quoted number or boolean is a string: the wrong type, also in JSON"
   CHECK(model_error(kModel + "bias: 'false'\n") ==
         "m.yaml:7: bias: expected true or false, got the string 'false' (write it without "
         "quotes)");
+  // A quoted word that is no boolean unquoted either is not told to drop its quotes.
+  CHECK(model_error(kModel + "bias: \"yes\"\n") ==
+        "m.yaml:7: bias: expected true or false, got 'yes'");
   CHECK(model_error(kModel + "dropout: \"0.1\"\n").find("got the string '0.1'") !=
         std::string::npos);
   // YAML 1.1's y/n/yes/no/on/off are not booleans here (yaml-cpp would take them): one of them
@@ -472,7 +479,9 @@ TEST_CASE("model defaults and errors", "[loaders]") {
   CHECK(load_model(kModel + "position_embedding: rope\n", "m.yaml").dropout == 0.0);
   CHECK(load_model(kModel + "dropout: 0\n", "m.yaml").dropout == 0.0);
   CHECK(model_error(kModel + "dropout: 1\n") ==
-        "m.yaml:7: dropout: expected a probability below 1");
+        "m.yaml:7: dropout: expected a probability below 1, got 1");
+  CHECK(model_error(kModel + "dropout: 1.5\n") ==
+        "m.yaml:7: dropout: expected a probability below 1, got 1.5");
   CHECK(model_error(kModel + "dropout: -0.1\n") ==
         "m.yaml:7: dropout: expected a non-negative number, got '-0.1'");
   // mtp_layers: 0 by default; DeepSeek-V3's preset 1; at most 16.

@@ -150,6 +150,9 @@ Gpu read_gpu(const MapReader& m) {
   }
   gpu.sustained_clock_ratio = m.optional_double("sustained_clock_ratio", 1.0, Range::fraction);
   gpu.ensemble_clock_ratio = m.optional_double("ensemble_clock_ratio", 1.0, Range::fraction);
+  gpu.defaulted = (m.has("matmul_efficiency") ? 0U : kMatmulEfficiencyDefault) |
+                  (m.has("sustained_clock_ratio") ? 0U : kSustainedClockDefault) |
+                  (m.has("ensemble_clock_ratio") ? 0U : kEnsembleClockDefault);
   gpu.attention_forward_efficiency = share_or_zero(m, "attention_forward_efficiency");
   gpu.attention_backward_efficiency = share_or_zero(m, "attention_backward_efficiency");
   gpu.flash2_forward_efficiency = share_or_zero(m, "flash2_forward_efficiency");
@@ -256,7 +259,9 @@ NetworkSpec read_network(const MapReader& net, const Gpu& gpu) {
   net.reject_unknown(kNetworkKeys);
   NetworkSpec spec;
   spec.nics_per_server = to_int32(net, "nics_per_server", Range::non_negative);
-  spec.nic_gbits = net.required_double("nic_gbits", Range::non_negative);
+  // A rate where the servers have NICs (cluster.cpp refuses 0 there), anything >= 0 without.
+  spec.nic_gbits = net.required_double(
+      "nic_gbits", spec.nics_per_server > 0 ? Range::positive : Range::non_negative);
   spec.rail_optimized = net.optional_bool("rail_optimized", true);
   spec.oversubscription = net.optional_double("oversubscription", 1.0, Range::at_least_one);
   spec.latency_us = net.optional_double("latency_us", gpu.network_latency_us, Range::non_negative);

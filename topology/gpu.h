@@ -38,6 +38,13 @@ struct AttentionCurve {
   [[nodiscard]] bool empty() const { return size == 0; }
 };
 
+/// Which measured rates a GPU file left to their defaults (Gpu::defaulted).
+enum GpuDefault : unsigned {
+  kMatmulEfficiencyDefault = 1U,      ///< matmul_efficiency: 0.8
+  kSustainedClockDefault = 1U << 1U,  ///< sustained_clock_ratio: 1
+  kEnsembleClockDefault = 1U << 2U,   ///< ensemble_clock_ratio: 1
+};
+
 struct Gpu {
   std::string name;
   double peak_tflops_bf16 = 0.0;  ///< dense, no sparsity
@@ -67,6 +74,9 @@ struct Gpu {
   /// MSMF): a synchronous job runs at its slowest GPU's pace (ml-engineering's alone vs
   /// all-8 concurrent mamf-finder runs); 1 = not measured.
   double ensemble_clock_ratio = 1.0;
+  /// The measured rates the file left out, priced at their defaults (bits of GpuDefault): a
+  /// user's GPU file without them is priced at an unmeasured ceiling, and the plan says so.
+  unsigned defaulted = 0;
   /// Fused (flash) attention forward/backward as a share of dense peak; 0 = not published
   /// (attention then runs at the GEMM tile model's rate).
   double attention_forward_efficiency = 0.0;

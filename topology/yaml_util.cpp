@@ -458,15 +458,18 @@ bool MapReader::optional_bool(std::string_view key, bool fallback) const {
   if (!has(key)) return fallback;
   const YAML::Node value = node(key);
   bool result = false;
-  reject_quoted(value, "true or false", position(source_, line(key), path(key)));
+  const std::string where = position(source_, line(key), path(key));
   // YAML 1.2's booleans only: yaml-cpp also takes YAML 1.1's y/n/yes/no/on/off, which would
   // turn `tied_embeddings: y` into a different model without a word.
   static constexpr std::string_view kBooleans[] = {"true",  "True",  "TRUE",
                                                    "false", "False", "FALSE"};
   const bool boolean = value.IsScalar() && std::find(std::begin(kBooleans), std::end(kBooleans),
                                                      value.Scalar()) != std::end(kBooleans);
+  // A quoted "true" is told to drop its quotes; a quoted "yes" is not a boolean either way.
+  if (boolean) reject_quoted(value, "true or false", where);
+  reject_tagged(value, "true or false", where);
   if (!boolean || !YAML::convert<bool>::decode(value, result)) {
-    expected(position(source_, line(key), path(key)), "true or false", value);
+    expected(where, "true or false", value);
   }
   return result;
 }
