@@ -330,11 +330,13 @@ std::string summarize_model(const Model& m) {
   const ParameterCount count = count_parameters(m);
   const std::string heads_of =
       m.explicit_head_dim > 0 ? fmt::format(" of {}", m.explicit_head_dim) : std::string();
-  std::string text =
-      fmt::format("{} parameters: {} layers, hidden {}, {}/{} heads{}, {} {}, seq {}, batch {}, {}",
-                  format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, heads_of,
-                  to_string(m.ffn), m.ffn_hidden, m.seq_len, m.training.global_batch,
-                  summarize_precision(m.training));
+  // Every layer MoE: no dense FFN runs, so its width (ffn_hidden) is not shown as if it did.
+  const bool dense_ffns = !m.is_moe() || m.moe_layers() < m.layers;
+  std::string text = fmt::format(
+      "{} parameters: {} layers, hidden {}, {}/{} heads{}, {} {}, seq {}, batch {}, {}",
+      format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, heads_of,
+      to_string(m.ffn), dense_ffns ? std::to_string(m.ffn_hidden) : "(no dense FFN layer)",
+      m.seq_len, m.training.global_batch, summarize_precision(m.training));
   if (m.attention == AttentionKind::mla) {
     // mla.q_lora_rank 0 or absent: the queries are projected directly (DeepSeek-V2-Lite).
     text += m.mla.q_lora_rank > 0 ? ", multi-head latent attention"

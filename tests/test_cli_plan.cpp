@@ -838,3 +838,13 @@ TEST_CASE("a GPU file without its measured rates says they are defaults", "[cli_
   CHECK(preset.out.find("x 0.800 best measured x 0.849 sustained clock x 0.972 the board's") !=
         std::string::npos);
 }
+
+TEST_CASE("a model whose every layer is MoE shows no dense FFN width", "[cli_plan]") {
+  // Mixtral's 32 layers are all MoE: its ffn_hidden (14336, also the experts' width) sized no
+  // dense FFN, yet the model line said "swiglu 14336" as of a dense layer (a new user's find,
+  // 2026-12-07, with ffn_hidden 99999 shown and emitted while nothing priced it).
+  const Run r = trident("plan --cluster dgx-h100 --servers 4 --model mixtral-8x7b --top 1");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("32/8 heads, swiglu (no dense FFN layer), seq 4096") != std::string::npos);
+  CHECK(r.out.find("MoE: 32 of 32 layers, 8 experts of ffn 14336 (top-2)") != std::string::npos);
+}
