@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <numeric>
 #include <tuple>
 
@@ -180,33 +181,38 @@ class SplitSearch {
   /// sizes differ by little; one row per knob setting). An HSDP plan holds more state per GPU
   /// than sharding over all of DP, so none fits where that does not: not priced.
   void run_shards(ParallelConfig config) {
-    std::optional<PlanResult> best_hybrid;
     // The fastest HSDP size for every layer recomputed and for partial recompute: two knob
-    // settings, one row each.
-    std::optional<PlanResult> best_partial_hybrid;
+    // settings, one row each. Held on the heap only once an HSDP size gives a plan: a plan is
+    // kilobytes, and most configurations (no HSDP) would zero two of them a call for nothing.
+    std::unique_ptr<PlanResult> best_hybrid;
+    std::unique_ptr<PlanResult> best_partial_hybrid;
     bool full_fits = true;
     for (const int shard : shard_candidates(options_, config.zero, config.dp, model_.is_moe())) {
       config.dp_shard = shard;
       if (shard > 0 && !full_fits) break;
       std::optional<PlanResult> plan = evaluate(config);
       if (shard == 0) full_fits = plan.has_value();
-      if (config.recompute == Recompute::none && plan && !plan->estimate.memory.tight) {
+      if (!plan) continue;
+      if (config.recompute == Recompute::none && !plan->estimate.memory.tight) {
         none_fits_outright_.push_back(
             {config.zero, config.sequence_parallel ? 1 : 0, config.dp_shard});
       }
-      std::optional<PlanResult> partial;
-      if (plan && searches_partial(config)) partial = fewest_recomputed(config, *plan);
       if (shard == 0) {
-        if (plan) rank(*plan);
-        if (partial) rank(*partial);
+        rank(*plan);
+        if (searches_partial(config)) {
+          if (const auto partial = fewest_recomputed(config, *plan)) rank(*partial);
+        }
         continue;
       }
-      keep_faster(best_hybrid, plan);
-      keep_faster(best_partial_hybrid, partial);
+      if (searches_partial(config)) {
+        if (const auto partial = fewest_recomputed(config, *plan)) {
+          keep_faster(best_partial_hybrid, *partial);
+        }
+      }
+      keep_faster(best_hybrid, *plan);
     }
-    for (const auto& hybrid : {best_hybrid, best_partial_hybrid}) {
-      if (hybrid) rank(*hybrid);
-    }
+    if (best_hybrid) rank(*best_hybrid);
+    if (best_partial_hybrid) rank(*best_partial_hybrid);
   }
 
   /// A plan that fits enters the ranking: counted here, so `feasible` and `tight` count the
@@ -218,8 +224,12 @@ class SplitSearch {
     keep_best(result_.plans, options_.keep, plan, better_plan);
   }
 
-  static void keep_faster(std::optional<PlanResult>& best, const std::optional<PlanResult>& plan) {
-    if (plan && (!best || better_plan(*plan, *best))) best = plan;
+  static void keep_faster(std::unique_ptr<PlanResult>& best, const PlanResult& plan) {
+    if (!best) {
+      best = std::make_unique<PlanResult>(plan);
+    } else if (better_plan(plan, *best)) {
+      *best = plan;
+    }
   }
 
   [[nodiscard]] bool even_stages(const ParallelConfig& config) const {
@@ -323,7 +333,9 @@ class SplitSearch {
     const Placed& where = placed(config);
     ++result_.configurations_searched;
     std::optional<PlanResult> best;
-    std::optional<PlanResult> closest;  // of the orders that do not fit, the nearest
+    // Of the orders that do not fit, the nearest: on the heap, asked for (--show-infeasible)
+    // only; a plan is kilobytes, not built or zeroed per configuration for nothing.
+    std::unique_ptr<PlanResult> closest;
     for (const Placement* placement : {&where.first, where.alike ? nullptr : &where.second}) {
       if (placement == nullptr) continue;
       ++result_.evaluations;
@@ -340,9 +352,16 @@ class SplitSearch {
           estimate(cluster_, model_, config, *placement, calibration_, estimate_options_),
           {}};
       if (!plan.estimate.memory.fits) {
-        if (!closest || closer_to_fitting(plan, *closest)) closest = plan;
-      } else if (!best || better_plan(plan, *best)) {
-        best = plan;
+        if (!options_.show_infeasible) continue;
+        if (!closest) {
+          closest = std::make_unique<PlanResult>(std::move(plan));
+        } else if (closer_to_fitting(plan, *closest)) {
+          *closest = std::move(plan);
+        }
+      } else if (!best) {
+        best.emplace(std::move(plan));
+      } else if (better_plan(plan, *best)) {
+        *best = std::move(plan);
       }
     }
     if (best) return best;
