@@ -354,14 +354,14 @@ class SplitSearch {
       if (!plan.estimate.memory.fits) {
         if (!options_.show_infeasible) continue;
         if (!closest) {
-          closest = std::make_unique<PlanResult>(std::move(plan));
+          closest = std::make_unique<PlanResult>(plan);
         } else if (closer_to_fitting(plan, *closest)) {
-          *closest = std::move(plan);
+          *closest = plan;
         }
       } else if (!best) {
-        best.emplace(std::move(plan));
+        best.emplace(plan);
       } else if (better_plan(plan, *best)) {
-        *best = std::move(plan);
+        *best = plan;
       }
     }
     if (best) return best;
