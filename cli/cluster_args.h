@@ -63,13 +63,13 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// training.fp8 options are then the defaults, not the file's.
 [[nodiscard]] Model resolve_model(const ModelArgs& args, bool* fp8_by_flag = nullptr);
 
-/// "assumed: cluster dgx-h100 (8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s
-/// NICs); model gpt3-175b, global batch 1536; change with --cluster/--gpu/--model/
-/// --global-batch", naming only what was defaulted; "" when nothing was.
 /// "" for a GPU whose file gives its measured rates; else one line naming the rates priced at
 /// their defaults (Gpu::defaulted), which are not measurements.
 [[nodiscard]] std::string describe_gpu_defaults(const Gpu& gpu);
 
+/// "assumed: cluster dgx-h100 (8x h100-sxm-80g per server, NVSwitch 18x25 GB/s, 8x400 Gb/s
+/// NICs); model gpt3-175b, global batch 1536; change with --cluster/--gpu/--model/
+/// --global-batch", naming only what was defaulted; "" when nothing was.
 [[nodiscard]] std::string describe_assumptions(const ClusterArgs& cluster_args,
                                                const ModelArgs& model_args, const Cluster& cluster,
                                                const Model& model);

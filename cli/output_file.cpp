@@ -136,7 +136,10 @@ bool same_target(const Target& a, const Target& b) {
 /// empty, the shell emptied it before this run started: said, so the user restores it.
 std::string emptied_note(int fd, const struct stat& st) {
   const int flags = ::fcntl(fd, F_GETFL);
-  if (st.st_size != 0 || flags < 0 || (flags & O_APPEND) != 0) return "";
+  // `>` opens write-only without O_APPEND; `>>` appends and `<>` reads too: neither empties.
+  if (st.st_size != 0 || flags < 0 || (flags & O_APPEND) != 0 || (flags & O_ACCMODE) != O_WRONLY) {
+    return "";
+  }
   return " (the shell's > redirection emptied it before this run started: restore it from a "
          "copy)";
 }

@@ -203,8 +203,11 @@ std::string calibrated_text(const CommDetail& comm, const Calibration* calibrati
   // collective_time_s prices with the all-gather fit.
   // The pipeline's TP all-gathers ride the TP link too; HSDP's replica all-reduce its own.
   std::vector<std::pair<Collective, const GroupLink*>> runs{{comm.collective, &comm.link}};
+  // A reduce-scatter call is a reduce-scatter and an all-gather (TP with sequence parallelism,
+  // ZeRO's gradients and weights), whatever their sizes.
   const bool gathers = comm.gather_bytes_per_call > 0.0 || comm.unit_gathers_per_step > 0.0 ||
-                       comm.pipe_gathers_per_step > 0.0;
+                       comm.pipe_gathers_per_step > 0.0 ||
+                       comm.collective == Collective::reduce_scatter;
   if (gathers && comm.collective != Collective::all_gather) {
     runs.emplace_back(Collective::all_gather, &comm.link);
   }
@@ -288,9 +291,10 @@ std::string dimension(const char* name, const std::string& collective, const Com
       out += fmt::format(
           "      and the unit beside the layers ({} parameters gathered: the embedding, or the "
           "root unit with the final norm and output layer): all-gather {:.3f} ms x {:.0f} per "
-          "step, reduce-scatter {:.3f} ms x {:.0f} per step, {:.3f} s in all, all exposed (no "
+          "step, reduce-scatter{} {:.3f} ms x {:.0f} per step, {:.3f} s in all, all exposed (no "
           "layer's compute runs beside it)\n",
           thousands(comm.edge_parameters), 1e3 * comm.edge_gather_s, comm.edge_gathers_per_step,
+          comm.unit_replicate_s > 0.0 ? " and the replicas' all-reduce" : "",
           1e3 * comm.edge_scatter_s, comm.edge_scatters_per_step,
           comm.edge_gathers_per_step * comm.edge_gather_s +
               comm.edge_scatters_per_step * comm.edge_scatter_s);

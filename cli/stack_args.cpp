@@ -146,7 +146,8 @@ std::string moe_overlap_text(const Stack& s) {
 /// optim_grads_params, megatron_fsdp.py L328-333 @d98e8a64), so an "off" names its stages.
 std::string dp_overlap_text(const Stack& s) {
   if (s.dp_overlap_grad_reduce) return "on";
-  return (s.zero_stages & (1U << 3U)) != 0 ? "off (ZeRO 0-2; ZeRO-3 overlaps per unit)" : "off";
+  const bool per_unit = (s.zero_stages & (1U << 3U)) != 0 && s.prefetch_units > 0;
+  return per_unit ? "off (bucketed ZeRO; ZeRO-3 overlaps per unit)" : "off";
 }
 
 }  // namespace

@@ -250,20 +250,10 @@ double achievable_fraction(Tier tier) {
 
 double effective_gbps(Tier tier, double link_gbps) { return link_gbps * achievable_fraction(tier); }
 
-double collective_time_s(Collective collective, double bytes, const GroupLink& link,
-                         const Calibration* calibration) {
-  if (bytes <= 0.0) return 0.0;
-  if (link.ranks <= 1 && collective != Collective::send_recv) return 0.0;
-  // A rack-scale domain's member fallen back to its NIC (intra tier network): no fit measured
-  // that shape (a network fit's busbw counts every NIC of a domain), so the model prices it.
-  if (calibration != nullptr && link.intra_tier != Tier::network) {
-    if (const auto fit = calibration->collective_fit(collective, link.ranks, link.tier)) {
-      // Measured on healthy links: a failure on this group's path slows it as it slows the
-      // model's own rate (docs/failures.md).
-      return ring_time_s(collective, bytes, link.ranks, fit->busbw_gbps * link.health_fraction,
-                         fit->latency_s);
-    }
-  }
+namespace {
+
+/// The model's own price of a collective on `link` (no calibration).
+double modelled_time_s(Collective collective, double bytes, const GroupLink& link) {
   if (collective == Collective::all_to_all) return all_to_all_time_s(bytes, link);
   if (collective == Collective::send_recv) {
     const bool crosses = link.domains > 1;
@@ -282,6 +272,35 @@ double collective_time_s(Collective collective, double bytes, const GroupLink& l
   const double ring_s = flat_ring_time_s(collective, bytes, link);
   if (collective != Collective::all_reduce) return ring_s;
   return std::min(ring_s, tree_all_reduce_time_s(bytes, link));
+}
+
+}  // namespace
+
+double collective_time_s(Collective collective, double bytes, const GroupLink& link,
+                         const Calibration* calibration) {
+  if (bytes <= 0.0) return 0.0;
+  if (link.ranks <= 1 && collective != Collective::send_recv) return 0.0;
+  // A rack-scale domain's member fallen back to its NIC (intra tier network): no fit measured
+  // that shape (a network fit's busbw counts every NIC of a domain), so the model prices it.
+  if (calibration != nullptr && link.intra_tier != Tier::network) {
+    if (const auto fit = calibration->collective_fit(collective, link.ranks, link.tier)) {
+      // Measured on healthy links: a failure on this group's path slows it as it slows the
+      // model's own rate (docs/failures.md).
+      return ring_time_s(collective, bytes, link.ranks, fit->busbw_gbps * link.health_fraction,
+                         fit->latency_s);
+    }
+  }
+  const double model_s = modelled_time_s(collective, bytes, link);
+  // Fallen back from the tier the calibration measured (NVLink to PCIe) with no fit of its
+  // own: never faster than the measured fit scaled to the fallback's rate, which is what the
+  // last link before the fallback was priced at, so one more link down is never faster.
+  if (calibration != nullptr && link.tier != link.built_tier) {
+    if (const auto fit = calibration->collective_fit(collective, link.ranks, link.built_tier)) {
+      return std::max(model_s, ring_time_s(collective, bytes, link.ranks,
+                                           fit->busbw_gbps * link.built_fraction, fit->latency_s));
+    }
+  }
+  return model_s;
 }
 
 }  // namespace trident

@@ -307,20 +307,26 @@ CommDetail pp_step(const Model& local, const ParallelConfig& config, const Paral
 /// stage's windows widen by the TP time exposed per unit and micro-batch.
 DpWindow dp_window(const StageTime& stage, const Model& local, const ParallelConfig& split,
                    double tp_exposed_s, double md) {
-  DpWindow window{stage.forward_s,
-                  stage.backward_s,
-                  stage.layers,
-                  stage.layer.forward_s,
-                  stage.layer.backward_s + stage.layer.recompute_s,
-                  embedding_parameters(local, split)};
+  // Under a pipeline the first stage runs the step's last backward (and its first forward):
+  // its reduction is the one the step waits for, behind its own last backward, whichever stage
+  // sets the pace (the last stage's output layer does not widen it).
+  const bool piped = split.pp > 1;
+  const double first = piped ? model_stage_layers(local, split.pp).first : stage.layers;
+  DpWindow window{
+      piped ? first * stage.layer.forward_s : stage.forward_s,
+      piped ? first * (stage.layer.backward_s + stage.layer.recompute_s) : stage.backward_s,
+      stage.layers,
+      stage.layer.forward_s,
+      stage.layer.backward_s + stage.layer.recompute_s,
+      embedding_parameters(local, split)};
   if (stage.layers > 0 && md > 0) {
     const double tp_unit_s = tp_exposed_s / (md * stage.layers);
     const double unit_s = stage.layer.forward_s + stage.layer.backward_s + stage.layer.recompute_s;
     const double forward_share = unit_s > 0 ? stage.layer.forward_s / unit_s : 0.5;
     window.unit_forward_s += tp_unit_s * forward_share;
     window.unit_backward_s += tp_unit_s * (1.0 - forward_share);
-    window.forward_s += stage.layers * tp_unit_s * forward_share;
-    window.backward_s += stage.layers * tp_unit_s * (1.0 - forward_share);
+    window.forward_s += first * tp_unit_s * forward_share;
+    window.backward_s += first * tp_unit_s * (1.0 - forward_share);
   }
   return window;
 }
@@ -542,17 +548,20 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     return tp_step(gpu, model, local, config, split, placement.tp, s, stack, userbuffers, md,
                    moe_share, calibration);
   };
-  // Under a pipeline each layer's exposed TP calls count in the stages' times as the MoE
-  // all-to-alls do: the slowest stage and the fill and drain are picked again with them (the
-  // output layer alone no longer tips the pace to a last stage of fewer layers).
-  // The TP of the stage picked first is kept: the pick again changes the stage's TP only where
-  // it changes its layers (a stage's mean layer follows its layer count alone).
-  // Returns whether `tp` (written here) is the TP of the stage as picked.
+  // Under a pipeline each layer's exposed TP calls (and the SMs its hidden ones hold) count in
+  // the stages' times as the MoE all-to-alls do: the slowest stage and the fill and drain are
+  // picked again with them (the output layer alone no longer tips the pace to a last stage of fewer
+  // layers). The TP of the stage picked first is kept: the pick again changes the stage's TP only
+  // where it changes its layers (a stage's mean layer follows its layer count alone). Returns
+  // whether `tp` (written here) is the TP of the stage as picked.
   const auto with_tp = [&](StageTime& s, const StageParts& parts, CommDetail& tp) {
     if (config.tp < 2 || config.pp < 2 || s.layers <= 0.0) return false;
     tp = tp_of(s);
     const double layers = s.layers;
-    s = pick_stage(parts, config, ep_layer.exposed_s + tp.exposed_s / (md * layers));
+    // Each layer's exposed TP calls and the SMs its hidden ones take (overlap_contention_s).
+    const double hidden_s = userbuffers ? 0.0 : std::max(0.0, tp.total_s - tp.exposed_s);
+    const double tp_s = tp.exposed_s + hidden_s * nccl_sm_share(cluster, placement.tp);
+    s = pick_stage(parts, config, ep_layer.exposed_s + tp_s / (md * layers));
     return s.layers == layers;
   };
   CommDetail ring_tp;

@@ -109,6 +109,36 @@ TEST_CASE("a calibration fit replaces the default", "[collective]") {
   CHECK_FALSE(calibration.gemm_tflops(8192, 8192, 8192, Dtype::fp8));
 }
 
+TEST_CASE("a group fallen back from the tier its fit measured is never priced faster than the fit",
+          "[collective][calibration]") {
+  // A helper's find (2026-12-07): an NVLink all-reduce measured at 300 GB/s busbw, a GPU with 2
+  // of 18 links left (50 GB/s: the fit scaled by 50/450) priced 22.1 s a step; the 17th link
+  // down moved the group to PCIe, where no fit applied and the model's 50 x 0.80 = 40 GB/s
+  // priced it faster (20.6 s): one more link down, a faster step.
+  Calibration calibration;
+  calibration.fits.push_back({Collective::all_reduce, 4, Tier::nvlink, 2e-6, 300.0});
+  GroupLink degraded = test::nvlink_group(4);
+  degraded.intra_gbps = 50.0;
+  degraded.health_fraction = 50.0 / 450.0;
+  degraded.built_fraction = 50.0 / 450.0;
+  // 6 steps x 2 us + 1e9 x 1.5 / (300e9 / 9) = 0.045012 s
+  const double degraded_s = collective_time_s(Collective::all_reduce, 1e9, degraded, &calibration);
+  CHECK(degraded_s == Approx(0.045012));
+  GroupLink fallen = degraded;
+  fallen.tier = Tier::pcie;
+  fallen.intra_tier = Tier::pcie;
+  fallen.health_fraction = 1.0;  // its own tier's fit would price it as it runs
+  fallen.built_tier = Tier::nvlink;
+  // No PCIe fit: the NVLink fit at the fallback's rate, 0.045012 s, not the model's faster
+  // 1e9 x 1.5 / 40e9 = 0.0375 s (+ latency).
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, fallen, &calibration) == Approx(degraded_s));
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, fallen) < degraded_s);
+  // A fit of its own tier prices it as measured.
+  calibration.fits.push_back({Collective::all_reduce, 4, Tier::pcie, 2e-6, 45.0});
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, fallen, &calibration) ==
+        Approx(6 * 2e-6 + 1e9 * 1.5 / 45e9));
+}
+
 TEST_CASE("a rack-scale domain's member fallen back to its NIC is priced by the model, not a fit",
           "[collective][calibration]") {
   // A network fit's busbw counts every NIC of a domain; the fallen-back member has one GPU's

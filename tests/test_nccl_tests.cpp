@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "topology/errors.h"
+#include "validate/nccl_tests_common.h"
 #include "validate/nccl_tests_parser.h"
 #include "validate_fixture.h"
 
@@ -529,4 +530,17 @@ TEST_CASE("nccl-tests: NCCL_TESTS_SPLIT_MASK runs describe rank 0's group",
   CHECK(error_of([&] { (void)parse_nccl_tests(three, "sendrecv.json"); })
             .starts_with("sendrecv.json: config.devices[2]: group 1: the ranks split into groups "
                          "of unequal size (group 1 has 1 rank where most have 2;"));
+}
+
+TEST_CASE("nccl-tests: the test named inside a longer file or argument name",
+          "[validate][nccl_tests]") {
+  // A helper's find (2026-12-07): h100_all_reduce_perf.log was read as "_all_reduce_perf" and
+  // refused; a prefix of letters (nccl_all_reduce_perf) as "nccl_all_reduce_perf".
+  CHECK(nccl_tests::find_test_name("h100_all_reduce_perf.log") == "all_reduce_perf");
+  CHECK(nccl_tests::find_test_name("run1_all_gather_perf.txt") == "all_gather_perf");
+  CHECK(nccl_tests::find_test_name("nccl_reduce_scatter_perf.log") == "reduce_scatter_perf");
+  CHECK(nccl_tests::find_test_name("./build/alltoall_perf -b 8") == "alltoall_perf");
+  // An unknown test is still named as written, whole, for the refusal to list the known ones.
+  CHECK(nccl_tests::find_test_name("nccl_ar_perf.log") == "nccl_ar_perf");
+  CHECK_FALSE(nccl_tests::find_test_name("results.log"));
 }

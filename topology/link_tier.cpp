@@ -325,12 +325,14 @@ double healthy_intra_gbps(const Cluster& c, std::span<const int> ids) {
   return gbps;
 }
 
+/// A group whose in-domain path left NVLink for PCIe or a NIC under the failures.
+bool fallen_back(const Cluster& c, const GroupLink& link) {
+  return link.intra_tier != Tier::nvlink && c.nvlink.kind != NvlinkKind::none;
+}
+
 /// The group's bottleneck bandwidth under the failures over the same group's with none: what
 /// a measured rate of the healthy group (a calibration fit) is scaled by. 1 when healthy.
-double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLink& link) {
-  // A member fallen back to PCIe (or a NIC): the fit looked up is that tier's, measured as it
-  // runs.
-  if (link.intra_tier != Tier::nvlink && c.nvlink.kind != NvlinkKind::none) return 1.0;
+double built_fraction(const Cluster& c, std::span<const int> ids, const GroupLink& link) {
   GroupLink healthy = link;
   healthy.intra_gbps = healthy_intra_gbps(c, ids);
   if (link.tier == Tier::network) {
@@ -338,6 +340,13 @@ double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLi
   }
   const double before = healthy.bottleneck_gbps();
   return before > 0.0 ? std::min(1.0, link.bottleneck_gbps() / before) : 1.0;
+}
+
+/// The same, but 1 for a member fallen back to PCIe (or a NIC): the fit looked up for it is
+/// that tier's, measured as it runs.
+double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLink& link) {
+  if (fallen_back(c, link)) return 1.0;
+  return built_fraction(c, ids, link);
 }
 
 double network_latency_s(const NetworkSpec& net) {
@@ -379,8 +388,13 @@ GroupLink query_group(const Cluster& cluster, std::span<const int> gpu_ids) {
   }
   // Only link failures change a group's rate (dead GPUs and servers take members out).
   const ClusterHealth& h = cluster.health;
+  link.built_tier = link.tier;
   if (!h.nvlinks_down.empty() || !h.dead_mesh_links.empty() || !h.nics_down.empty()) {
     link.health_fraction = health_fraction(cluster, gpu_ids, link);
+    link.built_fraction = built_fraction(cluster, gpu_ids, link);
+    // In-domain traffic that left NVLink: as built, it rode NVLink (across domains the
+    // network, whatever the in-domain path).
+    if (fallen_back(cluster, link) && link.tier == link.intra_tier) link.built_tier = Tier::nvlink;
   }
   return link;
 }

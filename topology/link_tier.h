@@ -35,6 +35,12 @@ struct GroupLink {
   /// built (1 when no failure reaches it): a rate measured on the healthy group (a calibration
   /// fit) is scaled by it.
   double health_fraction = 1.0;
+  /// The group's tier on the cluster as built, and its bottleneck bandwidth under the failures
+  /// over the built one's whatever path it now takes (health_fraction is 1 for a group fallen
+  /// back to PCIe or a NIC, whose own tier's fit prices it): a fit measured on the built tier,
+  /// scaled by it, bounds a fallen-back group that its own tier's fit does not price.
+  Tier built_tier = Tier::nvlink;
+  double built_fraction = 1.0;
   /// Bandwidth of the slowest tier crossed (the one a flat ring would see), GB/s.
   [[nodiscard]] double bottleneck_gbps() const;
 };

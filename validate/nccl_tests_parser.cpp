@@ -24,8 +24,14 @@ namespace trident {
 namespace nccl_tests {
 
 std::optional<std::string> find_test_name(const std::string& text) {
-  static const std::regex pattern("([a-z_]+_perf)");
+  // A known test anywhere in the text (a log named h100_all_reduce_perf.log or
+  // nccl_all_reduce_perf.log names all_reduce_perf: a greedy [a-z_]+_perf read them as
+  // "_all_reduce_perf" and "nccl_all_reduce_perf"); else the first *_perf word, refused by name.
+  static const std::regex known(
+      "(all_reduce|all_gather|reduce_scatter|sendrecv|alltoall|broadcast)_perf");
+  static const std::regex pattern("([a-z]+(_[a-z]+)*_perf)");
   std::smatch match;
+  if (std::regex_search(text, match, known)) return match[0].str();
   if (!std::regex_search(text, match, pattern)) return std::nullopt;
   return match[1].str();
 }
