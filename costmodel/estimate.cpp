@@ -304,14 +304,15 @@ CommDetail pp_step(const Model& local, const ParallelConfig& config, const Paral
 }
 
 /// The compute windows DP traffic overlaps with: whatever holds the compute stream, so the
-/// stage's windows widen by the TP time exposed per unit and micro-batch.
+/// stage's windows widen by the TP time exposed per unit and micro-batch. `first_stage_layers`:
+/// the first pipeline stage's layers (StageParts::split).
 DpWindow dp_window(const StageTime& stage, const Model& local, const ParallelConfig& split,
-                   double tp_exposed_s, double md) {
+                   double tp_exposed_s, double md, int first_stage_layers) {
   // Under a pipeline the first stage runs the step's last backward (and its first forward):
   // its reduction is the one the step waits for, behind its own last backward, whichever stage
   // sets the pace (the last stage's output layer does not widen it).
   const bool piped = split.pp > 1;
-  const double first = piped ? model_stage_layers(local, split.pp).first : stage.layers;
+  const double first = piped ? first_stage_layers : stage.layers;
   DpWindow window{
       piped ? first * stage.layer.forward_s : stage.forward_s,
       piped ? first * (stage.layer.backward_s + stage.layer.recompute_s) : stage.backward_s,
@@ -593,7 +594,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double first_params = stage_parameters(local, split, true, config.pp == 1);
   const double last_params = stage_parameters(local, split, config.pp == 1, true);
   const double params = std::max(first_params, last_params);
-  const DpWindow window = dp_window(stage, local, split, out.tp.exposed_s, md);
+  const DpWindow window =
+      dp_window(stage, local, split, out.tp.exposed_s, md, ring_parts.split.first);
   out.dp = dp_comm(local, split, {placement.dp, placement.shard, placement.replicate}, params, m,
                    window, stack, calibration, model.is_moe());
   // Expert gradients reduce over the expert-data-parallel group (tp x cp x dp / ep ranks).
