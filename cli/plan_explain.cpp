@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -198,22 +200,8 @@ std::string step_breakdown(const PlanResult& plan) {
 /// words; empty when none does (collective_time_s takes the fit of the nearest group size).
 std::string calibrated_text(const CommDetail& comm, const Calibration* calibration) {
   if (calibration == nullptr) return "";
-  // The collectives the dimension's calls run: its own, and the all-gathers beside a
-  // reduction (ZeRO's parameter gather, sharded data parallel's per-unit gathers), which
-  // collective_time_s prices with the all-gather fit.
-  // The pipeline's TP all-gathers ride the TP link too; HSDP's replica all-reduce its own.
-  std::vector<std::pair<Collective, const GroupLink*>> runs{{comm.collective, &comm.link}};
-  // A reduce-scatter call is a reduce-scatter and an all-gather (TP with sequence parallelism,
-  // ZeRO's gradients and weights), whatever their sizes.
-  const bool gathers = comm.gather_bytes_per_call > 0.0 || comm.unit_gathers_per_step > 0.0 ||
-                       comm.pipe_gathers_per_step > 0.0 ||
-                       comm.collective == Collective::reduce_scatter;
-  if (gathers && comm.collective != Collective::all_gather) {
-    runs.emplace_back(Collective::all_gather, &comm.link);
-  }
-  if (comm.unit_replicate_s > 0.0) runs.emplace_back(Collective::all_reduce, &comm.replicate_link);
   std::string out;
-  for (const auto& [collective, link] : runs) {
+  for (const auto& [collective, link] : collectives_run(comm)) {
     const auto fit = calibration->collective_fit(collective, link->ranks, link->tier);
     if (!fit) continue;
     out += fmt::format(
@@ -683,6 +671,36 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
 }
 
 }  // namespace
+
+std::vector<std::pair<Collective, const GroupLink*>> collectives_run(const CommDetail& comm) {
+  std::vector<std::pair<Collective, const GroupLink*>> runs{{comm.collective, &comm.link}};
+  // A reduce-scatter call is a reduce-scatter and an all-gather (TP with sequence parallelism,
+  // ZeRO's gradients and weights), whatever their sizes; collective_time_s prices the gathers
+  // with the all-gather fit.
+  const bool gathers = comm.gather_bytes_per_call > 0.0 || comm.unit_gathers_per_step > 0.0 ||
+                       comm.pipe_gathers_per_step > 0.0 ||
+                       comm.collective == Collective::reduce_scatter;
+  if (gathers && comm.collective != Collective::all_gather) {
+    runs.emplace_back(Collective::all_gather, &comm.link);
+  }
+  if (comm.unit_replicate_s > 0.0) runs.emplace_back(Collective::all_reduce, &comm.replicate_link);
+  return runs;
+}
+
+std::size_t collective_fits_used(const Estimate& e, const Calibration& calibration) {
+  std::vector<std::tuple<Collective, int, Tier>> used;
+  for (const CommDetail* comm : {&e.tp, &e.pp, &e.dp, &e.edp, &e.cp, &e.ep}) {
+    if (comm->link.ranks < 2 && comm->collective != Collective::send_recv) continue;
+    if (comm->calls_per_step <= 0.0) continue;
+    for (const auto& [collective, link] : collectives_run(*comm)) {
+      const auto fit = calibration.collective_fit(collective, link->ranks, link->tier);
+      if (!fit) continue;
+      const std::tuple<Collective, int, Tier> key{fit->collective, fit->ranks, fit->tier};
+      if (std::find(used.begin(), used.end(), key) == used.end()) used.push_back(key);
+    }
+  }
+  return used.size();
+}
 
 std::string explain_plan(const Cluster& cluster, const Model& model, const PlanResult& plan,
                          std::size_t rank, const Calibration* calibration,

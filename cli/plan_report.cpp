@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cli/plan_explain.h"
 #include "cli/report_text.h"
 #include "cli/search_text.h"
 #include "costmodel/compute.h"
@@ -277,6 +278,18 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
             ? " (measured on " + one_line(context.calibration->gpu) + ")"
             : "",
         fits, gemms);
+    // A calibration that prices none of plan 1's collectives steers the search to what it did
+    // not measure: said, so a partial calibration is not read as having been applied.
+    if (fits > 0 && !result.plans.empty()) {
+      const std::size_t used =
+          collective_fits_used(result.plans.front().estimate, *context.calibration);
+      out += used == 0 ? "# calibration: plan 1 runs none of the measured collectives on their "
+                         "tiers: its collectives are priced at the model's rates\n"
+                       : fmt::format(
+                             "# calibration: plan 1 is priced with {} of the {} collective "
+                             "fit(s)\n",
+                             used, fits);
+    }
   }
   out += "# " + search_summary(result, context) + "\n";
   const Columns columns = columns_of(result);

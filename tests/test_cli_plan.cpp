@@ -848,3 +848,24 @@ TEST_CASE("a model whose every layer is MoE shows no dense FFN width", "[cli_pla
   CHECK(r.out.find("32/8 heads, swiglu (no dense FFN layer), seq 4096") != std::string::npos);
   CHECK(r.out.find("MoE: 32 of 32 layers, 8 experts of ffn 14336 (top-2)") != std::string::npos);
 }
+
+TEST_CASE("a calibration says whether plan 1 is priced with any of its fits", "[cli_plan]") {
+  // A helper's find (2026-12-07): a calibration of the TP all-gather and reduce-scatter alone
+  // moved the search to sequence parallelism off, whose all-reduces it did not measure, and
+  // nothing said that plan 1 used none of it. The test log: an all-gather over 8 ranks on 2
+  // hosts (the network tier).
+  TempDir dir;
+  const std::string cal = (dir.path / "c.json").string();
+  REQUIRE(trident("calibrate --nccl-tests " + std::string(TRIDENT_SOURCE_DIR) +
+                  "/tests/data/nccl_tests/all_gather_new.txt --output " + cal)
+              .code == 0);
+  const std::string plan = "plan --cluster dgx-h100 --servers 2 --model llama3-8b --top 1 ";
+  // TP 8 x DP 2 at ZeRO-1: the weights' all-gather crosses the servers.
+  CHECK(trident(plan + "--tp 8 --pp 1 --zero 1 --calibration " + cal)
+            .out.find("# calibration: plan 1 is priced with 1 of the 1 collective fit(s)\n") !=
+        std::string::npos);
+  // TP 8 x PP 2: TP inside the server, PP's send/recv across: no all-gather over the network.
+  CHECK(trident(plan + "--tp 8 --pp 2 --calibration " + cal)
+            .out.find("# calibration: plan 1 runs none of the measured collectives on their "
+                      "tiers") != std::string::npos);
+}
