@@ -11,6 +11,7 @@
 #include "cli/plan_checks.h"
 #include "cli/report_text.h"
 #include "cli/whatif_text.h"
+#include "costmodel/collective.h"
 #include "planner/layout.h"
 #include "topology/errors.h"
 #include "topology/failure.h"
@@ -34,9 +35,18 @@ using Json = nlohmann::ordered_json;
     return fmt::format("{} [{}]: {} {:.2f} GB/s -> {} {:.2f} GB/s", hit.dimension, gpus,
                        to_string(a.tier), a.intra_gbps, to_string(b.tier), b.intra_gbps);
   }
+  // The ring's narrowest cut may not move: the crossing spread over a server's members' NICs
+  // can still outrun the in-server path (a PCIe server that lost NICs).
+  const double ring_before = cross_domain_ring_busbw_gbps(a);
+  const double ring_after = cross_domain_ring_busbw_gbps(b);
   return fmt::format(
-      "{} [{}]: in-server {:.2f} -> {:.2f} GB/s, across servers {:.2f} -> {:.2f} GB/s",
-      hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps);
+      "{} [{}]: in-server {:.2f} -> {:.2f} GB/s, across servers {:.2f} -> {:.2f} GB/s{}",
+      hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps,
+      b.domains > 1 && ring_after >= ring_before
+          ? fmt::format(" (its ring's narrowest cut stays {:.2f} GB/s: {} members a server share "
+                        "the crossing)",
+                        ring_after, b.min_ranks_per_domain)
+          : "");
 }
 
 /// What follows the count of groups whose links changed: the groups reached at the same rates.

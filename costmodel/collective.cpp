@@ -129,10 +129,7 @@ double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
 /// narrowest cut (the domain with the fewest members) bounds it: bus bandwidth =
 /// min(intra, min_ranks_per_domain x inter).
 double flat_ring_time_s(Collective collective, double bytes, const GroupLink& link) {
-  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
-  const double inter =
-      effective_gbps(Tier::network, link.inter_gbps) * std::max(1, link.min_ranks_per_domain);
-  const double busbw = link.ranks_per_domain > 1 ? std::min(intra, inter) : inter;
+  const double busbw = cross_domain_ring_busbw_gbps(link);
   return nccl_ring_time_s(collective, bytes, link.ranks, latency_steps(collective, link.domains),
                           busbw, link.intra_tier, link.intra_latency_s, link.inter_latency_s);
 }
@@ -249,6 +246,13 @@ double achievable_fraction(Tier tier) {
 }
 
 double effective_gbps(Tier tier, double link_gbps) { return link_gbps * achievable_fraction(tier); }
+
+double cross_domain_ring_busbw_gbps(const GroupLink& link) {
+  const double intra = effective_gbps(link.intra_tier, link.intra_gbps);
+  const double inter =
+      effective_gbps(Tier::network, link.inter_gbps) * std::max(1, link.min_ranks_per_domain);
+  return link.ranks_per_domain > 1 ? std::min(intra, inter) : inter;
+}
 
 namespace {
 

@@ -40,6 +40,10 @@ enum class Collective { all_reduce, all_gather, reduce_scatter, send_recv, all_t
 [[nodiscard]] double alpha_beta_time_s(Collective collective, double bytes, int ranks,
                                        double busbw_gbps, double latency_s);
 
+/// Bus bandwidth of a ring across NVLink domains (`link.domains` > 1): the narrowest cut,
+/// min(intra x its tier's fraction, min_ranks_per_domain x inter x the network's), GB/s.
+[[nodiscard]] double cross_domain_ring_busbw_gbps(const GroupLink& link);
+
 struct Calibration;
 
 /// Time of one collective of `bytes` (for all-gather/reduce-scatter: the whole gathered

@@ -454,3 +454,20 @@ TEST_CASE("cordon-server on GB200: a new job in its own segments, wherever the t
   CHECK(emitted.out.find("# SLURM: submit with --segment=16: the plan was priced with its 64 "
                          "nodes in segments of 16") != std::string::npos);
 }
+
+TEST_CASE("a group whose NICs fell but whose ring's narrowest cut did not says so",
+          "[cli_failures]") {
+  // A helper's find (2026-12-07): 3 of server 1's 4 NICs down on pcie-8gpu listed the DP group
+  // "across servers 12.50 -> 3.12 GB/s" beside keep +0.0%. The ring's cut: min(in-server 24 x
+  // 0.80 = 19.2, 8 members x 3.125 x 0.94 = 23.5) = 19.2 GB/s, as healthy (8 x 12.5 x 0.94).
+  const Run r = trident(
+      "plan --cluster pcie-8gpu --model llama2-7b --top 1 --fail-link nic:1/0 --fail-link "
+      "nic:1/1 --fail-link nic:1/2");
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("across servers 12.50 -> 3.12 GB/s (its ring's narrowest cut stays 19.20 "
+                   "GB/s: 8 members a server share the crossing)") != std::string::npos);
+  // One NIC of 8 on the seed cluster: the DP groups' cut (2 members x 43.75 x 0.94) does fall.
+  const Run seed = trident("plan --gpus 512 --servers 64 --min-tp 4 --fail-link nic:17/3");
+  REQUIRE(seed.code == 0);
+  CHECK(seed.out.find("narrowest cut stays") == std::string::npos);
+}
