@@ -689,7 +689,8 @@ std::vector<std::pair<Collective, const GroupLink*>> collectives_run(const CommD
 
 std::size_t collective_fits_used(const Estimate& e, const Calibration& calibration) {
   std::vector<std::tuple<Collective, int, Tier>> used;
-  for (const CommDetail* comm : {&e.tp, &e.pp, &e.dp, &e.edp, &e.cp, &e.ep}) {
+  for (const CommDetail* comm :
+       {&e.tp, &e.pp, &e.dp, &e.edp, &e.cp, &e.ep, &e.amax, &e.embedding_grads}) {
     if (comm->link.ranks < 2 && comm->collective != Collective::send_recv) continue;
     if (comm->calls_per_step <= 0.0) continue;
     for (const auto& [collective, link] : collectives_run(*comm)) {

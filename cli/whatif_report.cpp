@@ -21,7 +21,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-[[nodiscard]] std::string hit_line(const GroupHit& hit) {
+/// `calibrated`: a calibration prices the groups (its fits scale by the bottleneck rate, not by
+/// the ring's cut), so the cut's rate is not said to stand for the group's.
+[[nodiscard]] std::string hit_line(const GroupHit& hit, bool calibrated) {
   std::string gpus;
   for (std::size_t i = 0; i < hit.gpus.size() && i < 8; ++i) {
     if (i > 0) gpus += ',';
@@ -42,7 +44,7 @@ using Json = nlohmann::ordered_json;
   return fmt::format(
       "{} [{}]: in-server {:.2f} -> {:.2f} GB/s, across servers {:.2f} -> {:.2f} GB/s{}",
       hit.dimension, gpus, a.intra_gbps, b.intra_gbps, a.inter_gbps, b.inter_gbps,
-      b.domains > 1 && ring_after >= ring_before
+      !calibrated && b.domains > 1 && ring_after >= ring_before
           ? fmt::format(" (its ring's narrowest cut stays {:.2f} GB/s: {} members a server share "
                         "the crossing)",
                         ring_after, b.min_ranks_per_domain)
@@ -103,7 +105,10 @@ std::string format_what_if_table(const WhatIf& w, const ReportContext& context) 
                      w.groups_hit.empty() ? "none" : std::to_string(w.groups_hit.size()),
                      unchanged_groups_text(w));
   for (std::size_t i = 0; i < w.groups_hit.size() && i < 6; ++i) {
-    out += "  " + hit_line(w.groups_hit[i]) + "\n";
+    out += "  " +
+           hit_line(w.groups_hit[i],
+                    context.calibration != nullptr && !context.calibration->fits.empty()) +
+           "\n";
   }
   if (w.groups_hit.size() > 6) out += fmt::format("  ... and {} more\n", w.groups_hit.size() - 6);
   const std::size_t split = split_width(w);

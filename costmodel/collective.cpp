@@ -295,10 +295,12 @@ double collective_time_s(Collective collective, double bytes, const GroupLink& l
     }
   }
   const double model_s = modelled_time_s(collective, bytes, link);
-  // Fallen back from the tier the calibration measured (NVLink to PCIe) with no fit of its
-  // own: never faster than the measured fit scaled to the fallback's rate, which is what the
-  // last link before the fallback was priced at, so one more link down is never faster.
-  if (calibration != nullptr && link.tier != link.built_tier) {
+  // Fallen back from the tier the calibration measured (NVLink to PCIe or, in a rack-scale
+  // domain, a NIC, whose fits are not read above) with no fit of its own: never faster than
+  // the measured fit scaled to the fallback's rate, which is what the last link before the
+  // fallback was priced at, so one more link down is never faster.
+  if (calibration != nullptr &&
+      (link.tier != link.built_tier || link.intra_tier == Tier::network)) {
     if (const auto fit = calibration->collective_fit(collective, link.ranks, link.built_tier)) {
       return std::max(model_s, ring_time_s(collective, bytes, link.ranks,
                                            fit->busbw_gbps * link.built_fraction, fit->latency_s));

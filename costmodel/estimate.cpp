@@ -594,10 +594,13 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double first_params = stage_parameters(local, split, true, config.pp == 1);
   const double last_params = stage_parameters(local, split, config.pp == 1, true);
   const double params = std::max(first_params, last_params);
+  // The reduction the step waits for is the first stage's, behind its own last backward
+  // (dp_window): its parameters and its window, so a larger last stage (the output layer, MTP)
+  // neither adds bytes nor a wider window to it.
   const DpWindow window =
       dp_window(stage, local, split, out.tp.exposed_s, md, ring_parts.split.first);
-  out.dp = dp_comm(local, split, {placement.dp, placement.shard, placement.replicate}, params, m,
-                   window, stack, calibration, model.is_moe());
+  out.dp = dp_comm(local, split, {placement.dp, placement.shard, placement.replicate}, first_params,
+                   m, window, stack, calibration, model.is_moe());
   // Expert gradients reduce over the expert-data-parallel group (tp x cp x dp / ep ranks).
   const double expert_params = expert_parameters_per_gpu(model, config);
   ParallelConfig expert_split = split;

@@ -144,10 +144,12 @@ TEST_CASE("estimate: every term of the small model's step", "[estimate]") {
   scattered.stack.pp_scatter_gather = true;
   CHECK(estimate(test::round_cluster(), model, config, round_placement(), nullptr, scattered)
             .time.pp_comm_s == Approx(8.2048e-6));
-  // DP: peak-stage parameters 56768 * 4 bytes = 227072; all-reduce (LL) 6.6 us + 2 x 0.6/3.4
-  // us + 227072 / 40e9 = 1.262974e-5 s; the model is smaller than one 40M bucket: none hides.
-  CHECK(e.dp.bytes_per_call == Approx(227072.0));
-  CHECK(e.time.dp_comm_s == Approx(1.262974e-5));
+  // DP: the first stage's parameters (its reduction ends the step), 56704 (the last stage's
+  // 56768 hold the final norm's 64 more) * 4 bytes = 226816; all-reduce (LL) 6.6 us + 2 x
+  // 0.6/3.4 us + 226816 / 40e9 = 1.262334e-5 s; the model is smaller than one 40M bucket: none
+  // hides.
+  CHECK(e.dp.bytes_per_call == Approx(226816.0));
+  CHECK(e.time.dp_comm_s == Approx(1.262334e-5));
   // Optimizer: 34 bytes * 56768 / 8.5e11 = 2.27072e-6 s, and Megatron's DDP zeroing its fp32
   // grad buffer (4 bytes a parameter) before the step: 38 * 56768 / 8.5e11 = 2.53786e-6 s;
   // PyTorch's unfused AdamW (the fsdp preset's 92 bytes): (92 + 4) * 56768 / 8.5e11, and the

@@ -392,9 +392,9 @@ GroupLink query_group(const Cluster& cluster, std::span<const int> gpu_ids) {
   if (!h.nvlinks_down.empty() || !h.dead_mesh_links.empty() || !h.nics_down.empty()) {
     link.health_fraction = health_fraction(cluster, gpu_ids, link);
     link.built_fraction = built_fraction(cluster, gpu_ids, link);
-    // In-domain traffic that left NVLink: as built, it rode NVLink (across domains the
-    // network, whatever the in-domain path).
-    if (fallen_back(cluster, link) && link.tier == link.intra_tier) link.built_tier = Tier::nvlink;
+    // A group inside one domain whose traffic left NVLink: as built, it rode NVLink (a group
+    // across domains rode the network as built, whatever its in-domain path now).
+    if (fallen_back(cluster, link) && link.domains <= 1) link.built_tier = Tier::nvlink;
   }
   return link;
 }
