@@ -137,6 +137,22 @@ TEST_CASE("a group fallen back from the tier its fit measured is never priced fa
   calibration.fits.push_back({Collective::all_reduce, 4, Tier::pcie, 2e-6, 45.0});
   CHECK(collective_time_s(Collective::all_reduce, 1e9, fallen, &calibration) ==
         Approx(6 * 2e-6 + 1e9 * 1.5 / 45e9));
+  // A rack-scale domain's member fallen back to its NIC, in a group across domains (built on
+  // the network): the network fit is not read for it (its busbw counts a domain's NICs), but
+  // it bounds the price, at the group's share of its built rate (a review's find: GB200 with
+  // its last NVLink down priced 12% faster than healthy under a 30 GB/s network fit).
+  Calibration network;
+  network.fits.push_back({Collective::all_reduce, 4, Tier::network, 2e-6, 10.0});
+  GroupLink nic = test::nvlink_group(4);
+  nic.tier = Tier::network;
+  nic.intra_tier = Tier::network;
+  nic.built_tier = Tier::network;
+  nic.domains = 2;
+  nic.intra_gbps = 50.0;
+  nic.inter_gbps = 50.0;
+  // 6 steps x 2 us + 1e9 x 1.5 / 10e9 = 0.150012 s, slower than the model's own price.
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, nic) < 0.150012);
+  CHECK(collective_time_s(Collective::all_reduce, 1e9, nic, &network) == Approx(0.150012));
 }
 
 TEST_CASE("a rack-scale domain's member fallen back to its NIC is priced by the model, not a fit",
