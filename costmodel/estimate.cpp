@@ -403,12 +403,20 @@ CommDetail amax_step(const ParallelConfig& config, const Model& model, const Sta
   return out;
 }
 
+/// The SM time TP's hidden calls take from the compute they hide behind: overlap_contention_s's
+/// TP term (none under userbuffers, which price their own SMs in tp_overlap_layer_s).
+double tp_contention_s(const Cluster& cluster, const CommDetail& tp, const GroupLink& link,
+                       bool userbuffers) {
+  if (userbuffers) return 0.0;
+  return std::max(0.0, tp.total_s - tp.exposed_s) * nccl_sm_share(cluster, link);
+}
+
 /// NCCL kernels that run hidden behind compute take their channels' SMs from it (Transformer
 /// Engine userbuffers price their own SMs in tp_overlap_layer_s).
 double overlap_contention_s(const Cluster& cluster, const Estimate& e, const Placement& placement,
                             bool userbuffers) {
   const auto hidden_s = [](const CommDetail& c) { return std::max(0.0, c.total_s - c.exposed_s); };
-  return (userbuffers ? 0.0 : hidden_s(e.tp)) * nccl_sm_share(cluster, placement.tp) +
+  return tp_contention_s(cluster, e.tp, placement.tp, userbuffers) +
          hidden_s(e.dp) * nccl_sm_share(cluster, e.dp.link) +
          hidden_s(e.pp) * nccl_sm_share(cluster, placement.pp) +
          hidden_s(e.cp) * nccl_sm_share(cluster, placement.cp) +
@@ -559,9 +567,8 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     if (config.tp < 2 || config.pp < 2 || s.layers <= 0.0) return false;
     tp = tp_of(s);
     const double layers = s.layers;
-    // Each layer's exposed TP calls and the SMs its hidden ones take (overlap_contention_s).
-    const double hidden_s = userbuffers ? 0.0 : std::max(0.0, tp.total_s - tp.exposed_s);
-    const double tp_s = tp.exposed_s + hidden_s * nccl_sm_share(cluster, placement.tp);
+    // Each layer's exposed TP calls and the SMs its hidden ones take.
+    const double tp_s = tp.exposed_s + tp_contention_s(cluster, tp, placement.tp, userbuffers);
     s = pick_stage(parts, config, ep_layer.exposed_s + tp_s / (md * layers));
     return s.layers == layers;
   };

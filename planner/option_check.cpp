@@ -189,7 +189,6 @@ std::optional<OptionProblem> range_problem(const SearchOptions& o) {
   return pin_conflict_problem(o);
 }
 
-/// Pins the stack cannot run.
 /// The first of TP, PP, CP (VP with `with_vp`), --min-tp and --min-cp pinned or bounded above 1,
 /// with its value: what a stack running DP alone refuses.
 std::optional<std::pair<Knob, int>> split_pin_above_one(const SearchOptions& o, bool with_vp) {
@@ -203,6 +202,7 @@ std::optional<std::pair<Knob, int>> split_pin_above_one(const SearchOptions& o, 
   return std::nullopt;
 }
 
+/// Pins the stack cannot run.
 std::optional<OptionProblem> stack_problem(const SearchOptions& o) {
   const Stack& stack = o.stack;
   if (o.zero && !stack.supports_zero(*o.zero, 1)) {

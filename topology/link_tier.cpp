@@ -342,13 +342,6 @@ double built_fraction(const Cluster& c, std::span<const int> ids, const GroupLin
   return before > 0.0 ? std::min(1.0, link.bottleneck_gbps() / before) : 1.0;
 }
 
-/// The same, but 1 for a member fallen back to PCIe (or a NIC): the fit looked up for it is
-/// that tier's, measured as it runs.
-double health_fraction(const Cluster& c, std::span<const int> ids, const GroupLink& link) {
-  if (fallen_back(c, link)) return 1.0;
-  return built_fraction(c, ids, link);
-}
-
 double network_latency_s(const NetworkSpec& net) {
   const double extra = net.rail_optimized ? 0.0 : kExtraSwitchHops * kSwitchHopUs;
   return (net.latency_us + extra) * kSecondsPerUs;
@@ -390,11 +383,14 @@ GroupLink query_group(const Cluster& cluster, std::span<const int> gpu_ids) {
   const ClusterHealth& h = cluster.health;
   link.built_tier = link.tier;
   if (!h.nvlinks_down.empty() || !h.dead_mesh_links.empty() || !h.nics_down.empty()) {
-    link.health_fraction = health_fraction(cluster, gpu_ids, link);
     link.built_fraction = built_fraction(cluster, gpu_ids, link);
+    // A member fallen back to PCIe (or a NIC): the fit looked up for it is that tier's,
+    // measured as it runs, so unscaled.
+    const bool fell = fallen_back(cluster, link);
+    link.health_fraction = fell ? 1.0 : link.built_fraction;
     // A group inside one domain whose traffic left NVLink: as built, it rode NVLink (a group
     // across domains rode the network as built, whatever its in-domain path now).
-    if (fallen_back(cluster, link) && link.domains <= 1) link.built_tier = Tier::nvlink;
+    if (fell && link.domains <= 1) link.built_tier = Tier::nvlink;
   }
   return link;
 }

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <utility>
 
 #include "topology/errors.h"
 #include "topology/text_check.h"
@@ -23,34 +24,47 @@
 namespace trident {
 namespace nccl_tests {
 
+namespace {
+
+/// The nccl-tests binaries trident reads, and the collective each times.
+constexpr std::pair<std::string_view, Collective> kTests[] = {
+    {"all_reduce_perf", Collective::all_reduce},
+    {"all_gather_perf", Collective::all_gather},
+    {"reduce_scatter_perf", Collective::reduce_scatter},
+    {"sendrecv_perf", Collective::send_recv},
+    {"alltoall_perf", Collective::all_to_all},
+    {"broadcast_perf", Collective::broadcast}};
+
+}  // namespace
+
 std::optional<std::string> find_test_name(const std::string& text) {
-  // A known test anywhere in the text (a log named h100_all_reduce_perf.log or
-  // nccl_all_reduce_perf.log names all_reduce_perf: a greedy [a-z_]+_perf read them as
-  // "_all_reduce_perf" and "nccl_all_reduce_perf"); else the first *_perf word, refused by name.
-  static const std::regex known(
-      "(all_reduce|all_gather|reduce_scatter|sendrecv|alltoall|broadcast)_perf");
+  // A known test anywhere in the text, the first to appear (a log named
+  // h100_all_reduce_perf.log or nccl_all_reduce_perf.log names all_reduce_perf: a greedy
+  // [a-z_]+_perf read them as "_all_reduce_perf" and "nccl_all_reduce_perf"); else the first
+  // *_perf word, refused by name.
+  std::size_t first = std::string::npos;
+  std::string_view found;
+  for (const auto& [name, collective] : kTests) {
+    const std::size_t at = text.find(name);
+    if (at < first) {
+      first = at;
+      found = name;
+    }
+  }
+  if (!found.empty()) return std::string(found);
   static const std::regex pattern("([a-z]+(_[a-z]+)*_perf)");
   std::smatch match;
-  if (std::regex_search(text, match, known)) return match[0].str();
   if (!std::regex_search(text, match, pattern)) return std::nullopt;
   return match[1].str();
 }
 
 Collective collective_of(const std::string& test, const std::string& source) {
-  static const std::map<std::string, Collective> known = {
-      {"all_reduce_perf", Collective::all_reduce},
-      {"all_gather_perf", Collective::all_gather},
-      {"reduce_scatter_perf", Collective::reduce_scatter},
-      {"sendrecv_perf", Collective::send_recv},
-      {"alltoall_perf", Collective::all_to_all},
-      {"broadcast_perf", Collective::broadcast}};
-  const auto it = known.find(test);
-  if (it == known.end()) {
-    throw InputError(source + ": " + test +
-                     ": not a collective trident models (all_reduce_perf, all_gather_perf, "
-                     "reduce_scatter_perf, sendrecv_perf, alltoall_perf, broadcast_perf)");
+  for (const auto& [name, collective] : kTests) {
+    if (name == test) return collective;
   }
-  return it->second;
+  throw InputError(source + ": " + test +
+                   ": not a collective trident models (all_reduce_perf, all_gather_perf, "
+                   "reduce_scatter_perf, sendrecv_perf, alltoall_perf, broadcast_perf)");
 }
 
 std::string version_of_code(long long code) {
