@@ -69,7 +69,9 @@ Model model_of(const YAML::Node& node, const std::string& id, const std::string&
     for (const auto& key : node) {
       const auto name_of = key.first.as<std::string>();
       if (name_of != "preset" && name_of != "seq_len") {
-        throw std::runtime_error(id + ": model key " + name_of + " beside a preset is not read");
+        std::string message = id;
+        message.append(": model key ").append(name_of).append(" beside a preset is not read");
+        throw std::runtime_error(message);
       }
     }
   } else {
@@ -130,6 +132,14 @@ SearchOptions options_of(const YAML::Node& pins, const Stack& stack) {
     o.dp_shard = pins["dp_shard"].as<int>();
   } else if (o.dp && *o.dp >= 2 && o.zero && *o.zero >= 2) {
     o.dp_shard = *o.dp;  // (DP 1 has no DP-only shard group: FSDP shards over CP alone)
+  }
+  // The published runs split their layers as their framework does by default unless a row
+  // pins the end stages (--first/last-stage-layers): as --lighter-ends off.
+  if (pins["first_stage_layers"] || pins["last_stage_layers"]) {
+    o.first_stage_layers = pins["first_stage_layers"].as<int>();
+    o.last_stage_layers = pins["last_stage_layers"].as<int>();
+  } else {
+    o.lighter_ends = false;
   }
   if (pins["recompute"]) o.recompute = recompute_of(pins["recompute"].as<std::string>());
   if (pins["recompute_layers"]) o.recompute_layers = pins["recompute_layers"].as<int>();

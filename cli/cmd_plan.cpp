@@ -44,6 +44,8 @@ struct PlanFlags {
   ModelArgs model;      ///< --model --global-batch --seq-len
   SearchOptions search;
   std::optional<int> tp, pp, dp, micro_batch, vp, zero, cp, ep, dp_shard, recompute_layers;
+  std::optional<int> first_stage_layers, last_stage_layers;
+  std::string lighter_ends;  ///< --lighter-ends on|off
   std::string recompute;
   std::string sequence_parallel;
   std::string cp_comm;  ///< --cp-comm p2p|a2a: the context-parallel kind, pinned
@@ -69,10 +71,10 @@ Recompute parse_recompute(const std::string& text) {
   throw InputError("--recompute '" + text + "': expected none|selective|full");
 }
 
-bool parse_on_off(const std::string& text) {
+bool parse_on_off(const std::string& flag, const std::string& text) {
   if (text == "on") return true;
   if (text == "off") return false;
-  throw InputError("--sequence-parallel '" + text + "': expected on|off");
+  throw InputError(flag + " '" + text + "': expected on|off");
 }
 
 /// --cp-comm: keep only that context-parallel kind in the stack; one the stack does not run
@@ -141,6 +143,17 @@ void add_flags(CLI::App& sub, PlanFlags& f) {
       ->check(choice_check({"0", "1", "2", "3"}));
   sub.add_option("--sequence-parallel", f.sequence_parallel, "pin sequence parallelism: on|off")
       ->check(choice_check({"on", "off"}));
+  sub.add_option("--first-stage-layers", f.first_stage_layers,
+                 "pin the first pipeline stage's layers (with --last-stage-layers and --pp; the "
+                 "middle stages share the rest: Megatron --decoder-first-pipeline-num-layers)")
+      ->check(positive);
+  sub.add_option("--last-stage-layers", f.last_stage_layers,
+                 "pin the last pipeline stage's layers (with --first-stage-layers and --pp)")
+      ->check(positive);
+  sub.add_option("--lighter-ends", f.lighter_ends,
+                 "pin the split with lighter end stages (every middle stage one layer more): "
+                 "on|off; default: both, where the stack sets end stages")
+      ->check(choice_check({"on", "off"}));
   sub.add_option("--cp", f.cp, "pin context parallel size (ring / all-to-all attention)")
       ->check(positive);
   sub.add_option("--cp-comm", f.cp_comm,
@@ -199,7 +212,13 @@ SearchOptions search_options(const PlanFlags& f) {
   options.dp_shard = f.dp_shard;
   options.recompute_layers = f.recompute_layers;
   if (!f.recompute.empty()) options.recompute = parse_recompute(f.recompute);
-  if (!f.sequence_parallel.empty()) options.sequence_parallel = parse_on_off(f.sequence_parallel);
+  if (!f.sequence_parallel.empty()) {
+    options.sequence_parallel = parse_on_off("--sequence-parallel", f.sequence_parallel);
+  }
+  options.first_stage_layers = f.first_stage_layers;
+  options.last_stage_layers = f.last_stage_layers;
+  if (!f.lighter_ends.empty())
+    options.lighter_ends = parse_on_off("--lighter-ends", f.lighter_ends);
   if (f.top < 1) throw InputError("--top 0: expected a positive number of plans");
   options.keep = std::max({f.top, f.explain.value_or(1), f.pictures.svg_plan});
   options.show_infeasible = f.show_infeasible;

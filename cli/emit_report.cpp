@@ -25,6 +25,10 @@ std::string pins_of(const ParallelConfig& c) {
   if (c.cp > 1) pins += fmt::format(" --cp {}", c.cp);
   if (c.hybrid_shard()) pins += fmt::format(" --dp-shard {}", c.dp_shard);
   if (c.ep > 1) pins += fmt::format(" --ep {}", c.ep);
+  if (c.pinned_stage_ends()) {
+    pins += fmt::format(" --first-stage-layers {} --last-stage-layers {}", c.first_stage_layers,
+                        c.last_stage_layers);
+  }
   return pins;
 }
 
@@ -101,7 +105,7 @@ std::string broken_recompute_layers(const ParallelConfig& c, int pin, const Mode
     return fmt::format(", but it drops the pinned --recompute-layers {} (recompute {})", pin,
                        to_string(c.recompute));
   }
-  if (pin >= model_chunk_layers(model, c.pp, c.virtual_stages)) return "";
+  if (pin >= model_chunk_layers(model, c)) return "";
   if (c.recompute_layers == 0) {
     return fmt::format(
         ", but it drops the pinned --recompute-layers {} (recompute full of every layer)", pin);
@@ -203,6 +207,12 @@ SearchOptions pinned(const ParallelConfig& c, bool shard_all_of_dp, const Stack&
   if (c.ep > 1) o.ep = c.ep;
   if (c.hybrid_shard()) o.dp_shard = c.dp_shard;
   if (shard_all_of_dp) o.dp_shard = c.dp;
+  if (c.pinned_stage_ends()) {
+    o.first_stage_layers = c.first_stage_layers;
+    o.last_stage_layers = c.last_stage_layers;
+  } else {
+    o.lighter_ends = false;
+  }
   o.stack = stack;
   return o;
 }

@@ -211,6 +211,12 @@ namespace {
   const std::string split =
       fmt::format("the plan splits {}'s {} layers {} first, {}{} last", model.name, model.layers,
                   o.first_layers, middle, o.last_layers);
+  if (o.set_ends) {
+    return split +
+           ", its end stages set lighter than the default split; the release sets no stage's "
+           "layers (PipelineModule's partition_method balances its own way: 'parameters', "
+           "'uniform' or 'type:REGEX', runtime/pipe/module.py L396-417)";
+  }
   if (o.interleaved_uneven && release.framework == Framework::torchtitan) {
     return split +
            "; interleaved, torchtitan shortens only its first and last virtual stage, each by "

@@ -55,6 +55,12 @@ const char* flag_of(Knob knob) {
       return "training.fp8.attention";
     case Knob::fp8_params:
       return "training.fp8.params";
+    case Knob::first_stage_layers:
+      return "--first-stage-layers";
+    case Knob::last_stage_layers:
+      return "--last-stage-layers";
+    case Knob::lighter_ends:
+      return "--lighter-ends";
   }
   return "?";
 }
@@ -94,6 +100,14 @@ std::string stack_lack(const OptionProblem& p, const Stack& stack) {
                    "part; drop --recompute-layers or use --stack megatron-core or torchtitan"
                  : "has no partial recompute; drop --recompute-layers or use --stack "
                    "megatron-core or torchtitan";
+    case Knob::first_stage_layers:
+    case Knob::last_stage_layers:
+      return "sets no end stage's layers (its partition_method balances its own way); pin the "
+             "default split, drop --first-stage-layers and --last-stage-layers, or use --stack "
+             "megatron-core or torchtitan";
+    case Knob::lighter_ends:
+      return "sets no end stage's layers; drop --lighter-ends or use --stack megatron-core or "
+             "torchtitan";
     default:
       return "does not run it";
   }
@@ -104,6 +118,7 @@ std::string value_text(const OptionProblem& p) {
   if (p.knob == Knob::recompute) return to_string(static_cast<Recompute>(p.value));
   if (p.knob == Knob::sequence_parallel) return "on";
   if (p.knob == Knob::fp8_recipe) return to_string(static_cast<Fp8Recipe>(p.value));
+  if (p.knob == Knob::lighter_ends) return p.value != 0 ? "on" : "off";
   return std::to_string(p.value);
 }
 
@@ -136,6 +151,63 @@ std::string uneven_ends_text(const OptionProblem& p, const Model& model, const S
 }  // namespace
 
 namespace {
+
+/// Why pinned end stages cannot split the model's layers (StageEndsProblem in `p.limit`).
+std::string stage_ends_invalid_text(const OptionProblem& p, const Model& model,
+                                    const std::string& pin) {
+  switch (static_cast<StageEndsProblem>(p.limit)) {
+    case StageEndsProblem::no_pipeline:
+      return pin + ": end stages need --pp 2 or more";
+    case StageEndsProblem::empty_end:
+      return pin + ": each end stage holds at least one layer";
+    case StageEndsProblem::layers_left:
+      return fmt::format(
+          "{}: with --pp 2 the first and the last stage hold all {} layers (--first-stage-layers "
+          "+ --last-stage-layers = {})",
+          pin, model.layers, model.layers);
+    case StageEndsProblem::middle_empty:
+      return fmt::format(
+          "{}: the ends take all of the model's {} layers and leave the middle "
+          "stages none",
+          pin, model.layers);
+    case StageEndsProblem::middles_unequal:
+      return fmt::format(
+          "{}: the {} layers the ends leave must divide equally over the middle stages "
+          "(Megatron-Core's rule)",
+          pin, model.layers);
+    case StageEndsProblem::ok:
+      break;
+  }
+  return pin + ": impossible";
+}
+
+/// The issues of pinned end stages and --lighter-ends.
+std::string stage_ends_text(const OptionProblem& p, const Model& model, const Stack& stack,
+                            const std::string& pin) {
+  switch (p.issue) {
+    case OptionIssue::needs_other_end:
+      return fmt::format(
+          "{}: needs {} too (the middle stages share the rest)", pin,
+          p.knob == Knob::first_stage_layers ? "--last-stage-layers" : "--first-stage-layers");
+    case OptionIssue::stage_ends_need_pp:
+      return pin + ": end stages need a pinned --pp";
+    case OptionIssue::stage_ends_twice:
+      return pin + " with --first-stage-layers: the ends are pinned already; drop one";
+    case OptionIssue::no_lighter_split:
+      return fmt::format(
+          "{}: --pp {} leaves no lighter ends for model {}'s {} layers (every middle stage one "
+          "layer more must leave each end a layer); use --lighter-ends off or another --pp",
+          pin, p.limit, model.name, model.layers);
+    case OptionIssue::stage_ends_over_chunk:
+      return fmt::format(
+          "{}: stack {} shortens only the first and the last virtual stage, and the pinned ends "
+          "leave an end more than a chunk short (or VP does not divide the largest stage); use "
+          "another --vp or other end stages",
+          pin, stack.name);
+    default:
+      return stage_ends_invalid_text(p, model, pin);
+  }
+}
 
 /// FP8 parameters where the stack gathers them only from a sharded optimizer: a pinned ZeRO-0,
 /// or a stack whose only ZeRO stage is 0; the stages it does run named as the way out.
@@ -346,6 +418,13 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
     case OptionIssue::sp_needs_tp:
       return "--sequence-parallel on: splits the sequence over the TP group; it needs --tp 2 "
              "or more, and --tp is 1";
+    case OptionIssue::needs_other_end:
+    case OptionIssue::stage_ends_need_pp:
+    case OptionIssue::stage_ends_twice:
+    case OptionIssue::stage_ends_invalid:
+    case OptionIssue::no_lighter_split:
+    case OptionIssue::stage_ends_over_chunk:
+      return stage_ends_text(p, model, stack, pin);
   }
   return pin + ": impossible";
 }

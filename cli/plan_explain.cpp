@@ -485,7 +485,7 @@ std::string communication(const Cluster& cluster, const Model& model, const Plan
 /// "  stages: 7 | 8 x14 | 7 decoder layers (first | middle | last)": how the plan splits the
 /// layers (costmodel/pipeline.h stage_layers; MTP layers on the last stage).
 std::string stages_text(const Model& model, const ParallelConfig& c) {
-  const StageLayers split = stage_layers(model.layers, c.pp);
+  const StageLayers split = stage_layers(model.layers, c);
   const std::string mtp = model.mtp_layers > 0
                               ? fmt::format(", and the {} MTP layer{} on the last",
                                             model.mtp_layers, model.mtp_layers > 1 ? "s" : "")
@@ -503,8 +503,18 @@ std::string stages_text(const Model& model, const ParallelConfig& c) {
     if (counts.fewer > 0) middles += fmt::format(", {} x{}", split.middle - 1, counts.fewer);
     middles += " |";
   }
-  return fmt::format("  stages: {} |{} {} decoder layers (first |{} last){}{}\n", split.first,
-                     middles, split.last, c.pp > 2 ? " middle |" : "", chunks, mtp);
+  const StageLayers standard = stage_layers(model.layers, c.pp);
+  const std::string lighter =
+      c.pinned_stage_ends() && (split.first != standard.first || split.last != standard.last)
+          ? fmt::format(
+                "; end stages set (--first-stage-layers {} --last-stage-layers {}), the "
+                "default split {}",
+                split.first, split.last,
+                standard.even(c.pp) ? fmt::format("{} each", standard.first)
+                                    : fmt::format("{} | ... | {}", standard.first, standard.last))
+          : std::string();
+  return fmt::format("  stages: {} |{} {} decoder layers (first |{} last){}{}{}\n", split.first,
+                     middles, split.last, c.pp > 2 ? " middle |" : "", chunks, mtp, lighter);
 }
 
 std::string bubble(const Model& model, const PlanResult& plan) {

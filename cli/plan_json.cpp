@@ -105,6 +105,8 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
             {"micro_batch", c.micro_batch},
             {"num_micro_batches", e.num_micro_batches},
             {"virtual_stages", c.virtual_stages},
+            {"first_stage_layers", stage_layers(model.layers, c).first},
+            {"last_stage_layers", stage_layers(model.layers, c).last},
             {"recompute", to_string(c.recompute)},
             {"recompute_layers", c.recompute_layers},
             {"zero", c.zero},

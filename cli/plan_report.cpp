@@ -35,10 +35,12 @@ std::string memory_text(const PlanResult& plan) {
 }
 
 /// Optional table columns: CP and EP when either is above 1 in any shown row; HSDP (shard x
-/// replicate) when any shown row shards hybrid.
+/// replicate) when any shown row shards hybrid; the stage split when any shown row sets its
+/// end stages.
 struct Columns {
   bool cp_ep = false;
   bool hsdp = false;
+  bool stages = false;
 };
 
 Columns columns_of(const SearchResult& result) {
@@ -47,6 +49,7 @@ Columns columns_of(const SearchResult& result) {
     for (const auto& plan : *plans) {
       columns.cp_ep = columns.cp_ep || plan.config.cp > 1 || plan.config.ep > 1;
       columns.hsdp = columns.hsdp || plan.config.hybrid_shard();
+      columns.stages = columns.stages || plan.config.pinned_stage_ends();
     }
   }
   return columns;
@@ -79,28 +82,41 @@ std::string mfu_text(double mfu) {
                                           : fmt::format("{:.2g}", percent);
 }
 
-std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns) {
+/// The stage split's cell: "first|middle|last" decoder layers ("first|last" for two stages,
+/// "-" for one).
+std::string stages_cell(const Model& model, const ParallelConfig& c) {
+  if (c.pp < 2) return "-";
+  const StageLayers s = stage_layers(model.layers, c);
+  return c.pp == 2 ? fmt::format("{}|{}", s.first, s.last)
+                   : fmt::format("{}|{}|{}", s.first, s.middle, s.last);
+}
+
+std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns,
+                      const Model& model) {
   const auto& c = plan.config;
   const auto& e = plan.estimate;
   const std::string cp_ep_cells = columns.cp_ep ? fmt::format(" {:>3} {:>3}", c.cp, c.ep) : "";
+  const std::string stage_cell = columns.stages ? fmt::format(" {:>9}", stages_cell(model, c)) : "";
   const std::string hsdp_cell =
       columns.hsdp ? fmt::format(" {:>9}", c.hybrid_shard() ? hsdp_split(c) : "-") : "";
   return fmt::format(
-      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9.3f} {:>12} "
+      "{:>4} {:>3}{} {:>3}{} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9.3f} {:>12} "
       "{:>6} {:>10} {:>7.1f}  {}",
-      rank, c.tp, cp_ep_cells, c.pp, c.dp, c.micro_batch, c.virtual_stages, recompute_text(c),
-      c.zero, hsdp_cell, on_off(c.sequence_parallel), e.time.step_s, rate_text(e.tokens_per_s),
-      mfu_text(e.mfu), memory_text(plan), 100.0 * e.bubble_fraction, tiers_text(plan, columns));
+      rank, c.tp, cp_ep_cells, c.pp, stage_cell, c.dp, c.micro_batch, c.virtual_stages,
+      recompute_text(c), c.zero, hsdp_cell, on_off(c.sequence_parallel), e.time.step_s,
+      rate_text(e.tokens_per_s), mfu_text(e.mfu), memory_text(plan), 100.0 * e.bubble_fraction,
+      tiers_text(plan, columns));
 }
 
 std::string table_header(Columns columns) {
   const std::string cp_ep_cells = columns.cp_ep ? fmt::format(" {:>3} {:>3}", "CP", "EP") : "";
+  const std::string stage_cell = columns.stages ? fmt::format(" {:>9}", "stages") : "";
   const std::string hsdp_cell = columns.hsdp ? fmt::format(" {:>9}", "HSDP") : "";
   return fmt::format(
-      "{:>4} {:>3}{} {:>3} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9} {:>12} {:>6} "
+      "{:>4} {:>3}{} {:>3}{} {:>5} {:>3} {:>3} {:>9} {:>4}{} {:>3} {:>9} {:>12} {:>6} "
       "{:>10} {:>7}  {}\n",
-      "rank", "TP", cp_ep_cells, "PP", "DP", "mb", "VP", "recompute", "ZeRO", hsdp_cell, "SP",
-      "step (s)", "tokens/s", "MFU %", "mem/GPU", "bubble%",
+      "rank", "TP", cp_ep_cells, "PP", stage_cell, "DP", "mb", "VP", "recompute", "ZeRO", hsdp_cell,
+      "SP", "step (s)", "tokens/s", "MFU %", "mem/GPU", "bubble%",
       columns.cp_ep ? "link TP/PP/DP/CP/EP" : "link TP/PP/DP");
 }
 
@@ -210,10 +226,10 @@ std::vector<GemmCall> gemm_calls(const Model& model, const ParallelConfig& confi
   // The cost model's own list (costmodel/gemms.h) on one GPU's view: a CP rank's chunk of each
   // sequence (context_parallel.h), a MoE layer's dense part (moe.h) and its grouped expert
   // GEMMs; calls on the busiest stage.
-  const double moe_share = stage_moe_fraction(model, config.pp);
+  const double moe_share = stage_moe_fraction(model, config);
   const CpView view = cp_local_view(moe_dense_view(model, moe_share), config);
   const double m = static_cast<double>(config.num_micro_batches(model.training.global_batch));
-  const double layers = model_stage_layers(model, config.pp).most();
+  const double layers = model_stage_layers(model, config).most();
   const double passes = 3.0 + config.full_recompute_share(layers);
   const Precision precision = precision_of(model.training);
   const auto as_call = [](const char* name, const GemmShape& shape, double calls, Dtype dtype) {
@@ -302,9 +318,14 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
         "# HSDP: hybrid sharding, DP ranks per shard group x replicas; its DP link reads "
         "shard group+replicas\n";
   }
+  if (columns.stages) {
+    out +=
+        "# stages: decoder layers of the first|middle|last pipeline stage; ends lighter than "
+        "the default split are set at launch (--first/last-stage-layers)\n";
+  }
   out += table_header(columns);
   for (std::size_t i = 0; i < result.plans.size(); ++i)
-    out += table_row(i + 1, result.plans[i], columns) + "\n";
+    out += table_row(i + 1, result.plans[i], columns, *context.model) + "\n";
   const auto tight = std::count_if(result.plans.begin(), result.plans.end(),
                                    [](const PlanResult& p) { return p.estimate.memory.tight; });
   if (tight > 0) {
@@ -346,13 +367,13 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
     out += table_header(columns);
     for (std::size_t i = 0; i < result.infeasible.size(); ++i) {
       const auto& plan = result.infeasible[i];
-      out += table_row(i + 1, plan, columns) + "  " + shortfall_text(plan) + "\n";
+      out += table_row(i + 1, plan, columns, *context.model) + "  " + shortfall_text(plan) + "\n";
     }
   }
   return out;
 }
 
-std::string format_csv(const SearchResult& result, const ReportContext& /*context*/,
+std::string format_csv(const SearchResult& result, const ReportContext& context,
                        const CsvTail& tail) {
   // cp,ep,link_cp,link_ep columns at the end when CP or EP is above 1 in any row (as the table);
   // then dp_shard,dp_replicate,link_dp_shard,link_dp_replicate when any row shards hybrid.
@@ -364,11 +385,13 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       "link_tp,link_pp,link_dp,rank_order,reason";
   out += cp_ep ? ",cp,ep,link_cp,link_ep" : "";
   out += columns.hsdp ? ",dp_shard,dp_replicate,link_dp_shard,link_dp_replicate" : "";
-  out += ",memory_tight,recompute_layers,attention" + tail.header + "\n";
+  out += ",memory_tight,recompute_layers,attention,first_stage_layers,last_stage_layers" +
+         tail.header + "\n";
   // Numbers at full precision (fmt's shortest round-trip form, as the JSON): 6 significant
   // digits wrote two million tokens/s as 2.08032e+06.
-  auto row = [&out, cp_ep, columns](std::size_t rank, const PlanResult& plan,
-                                    const std::string& trailing) {
+  const Model& model = *context.model;
+  auto row = [&out, cp_ep, columns, &model](std::size_t rank, const PlanResult& plan,
+                                            const std::string& trailing) {
     const auto& c = plan.config;
     const auto& e = plan.estimate;
     out += fmt::format(
@@ -389,8 +412,10 @@ std::string format_csv(const SearchResult& result, const ReportContext& /*contex
       out += fmt::format(",{},{},{},{}", c.zero_shard_ranks(), c.dp / c.zero_shard_ranks(),
                          link_name(plan.placement.shard), link_name(plan.placement.replicate));
     }
-    out += fmt::format(",{},{},{}{}\n", plan.estimate.memory.tight ? "true" : "false",
-                       c.recompute_layers, to_string(e.attention), trailing);
+    const StageLayers split = stage_layers(model.layers, c);
+    out +=
+        fmt::format(",{},{},{},{},{}{}\n", plan.estimate.memory.tight ? "true" : "false",
+                    c.recompute_layers, to_string(e.attention), split.first, split.last, trailing);
   };
   for (std::size_t i = 0; i < result.plans.size(); ++i) {
     row(tail.first_rank + i, result.plans[i], i < tail.cells.size() ? tail.cells[i] : "");

@@ -51,6 +51,9 @@ std::string split_summary(const ParallelConfig& c, std::string_view zero_label) 
   if (c.cp > 1) text += fmt::format(" CP{}", c.cp);
   if (c.ep > 1) text += fmt::format(" EP{}", c.ep);
   if (c.hybrid_shard()) text += " HSDP " + hsdp_split(c);
+  if (c.pinned_stage_ends()) {
+    text += fmt::format(" ends {}|{}", c.first_stage_layers, c.last_stage_layers);
+  }
   return text;
 }
 

@@ -24,7 +24,7 @@ namespace {
 /// The share of the model's layers full recompute repeats (every one unless partial), stage by
 /// stage: the middle stages hold `split.middle` layers or one fewer (pipeline.h stage_layers).
 double model_recompute_share(const Model& model, const ParallelConfig& config) {
-  const StageLayers split = model_stage_layers(model, config.pp);
+  const StageLayers split = model_stage_layers(model, config);
   const double layers = model.layers + model.mtp_layers;
   if (config.pp <= 1 || layers <= 0.0) return config.full_recompute_share(layers);
   double recomputed = config.recomputed_layers(split.first) + config.recomputed_layers(split.last);
@@ -121,7 +121,7 @@ StageParts stage_parts(const Cluster& cluster, const Model& model, const Paralle
                            work.linear, calibration);
   LayerTime& layer = parts.layer;
   layer = with_cp_and_experts(parts.dense, real, given, stack.selective, moe_share, work.experts);
-  parts.split = model_stage_layers(model, config.pp);
+  parts.split = model_stage_layers(model, config);
   parts.layers = model.layers + model.mtp_layers;
   const double most = parts.split.most();
   const double repeat_share = most > 0.0 ? recompute_repeats(config, most) / most : 0.0;

@@ -15,7 +15,7 @@ constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 
 /// Layers on a stage: the first, the last, a middle one (neither), or all of them (both).
 double layers_on_stage(const Model& model, const ParallelConfig& config, bool first, bool last) {
-  const StageLayers split = model_stage_layers(model, config.pp);
+  const StageLayers split = model_stage_layers(model, config);
   if (first && last) return model.layers + model.mtp_layers;
   if (first) return split.first;
   if (last) return split.last;

@@ -15,8 +15,8 @@ double input_matrices(const Model& model) { return is_gated(model.ffn) ? 2.0 : 1
 
 /// MoE layers on the peak stage: its layers (multi-token prediction included) at the
 /// pace-setting stage's MoE share.
-double stage_moe_layers(const Model& model, int pp) {
-  return model_stage_layers(model, pp).most() * stage_moe_fraction(model, pp);
+double stage_moe_layers(const Model& model, const ParallelConfig& config) {
+  return model_stage_layers(model, config).most() * stage_moe_fraction(model, config);
 }
 
 /// A view with the FFN hidden size set to the per-layer average `ffn_per_layer`.
@@ -62,10 +62,11 @@ int busiest_moe_stage(const Model& model, int pp, const StageLayers& split, int 
 }
 }  // namespace
 
-double stage_moe_fraction(const Model& model, int pp) {
+double stage_moe_fraction(const Model& model, const ParallelConfig& config) {
   if (!model.is_moe() || model.layers <= 0) return 0.0;
+  const int pp = config.pp;
   if (pp <= 1) return moe_fraction(model);
-  const StageLayers split = stage_layers(model.layers, pp);
+  const StageLayers split = stage_layers(model.layers, config);
   const int most = split.most();
   if (most <= 0) return 0.0;
   return static_cast<double>(busiest_moe_stage(model, pp, split, most, 0, pp - 1)) / most;
@@ -91,7 +92,7 @@ double moe_tokens_per_gpu(const Model& model, const ParallelConfig& config) {
 }
 
 double stage_recomputed_share(const Model& model, const ParallelConfig& config) {
-  return config.full_recompute_share(model_stage_layers(model, config.pp).most());
+  return config.full_recompute_share(model_stage_layers(model, config).most());
 }
 
 double moe_load_factor(const MoeSpec& moe) {
@@ -296,7 +297,7 @@ double expert_parameters_per_gpu(const Model& model, const ParallelConfig& confi
 }
 
 double expert_parameters_per_gpu(const Model& model, const ParallelConfig& config) {
-  return expert_parameters_per_gpu(model, config, stage_moe_layers(model, config.pp));
+  return expert_parameters_per_gpu(model, config, stage_moe_layers(model, config));
 }
 
 double stage_moe_layers_on(const Model& model, const ParallelConfig& config, bool first,
@@ -307,7 +308,7 @@ double stage_moe_layers_on(const Model& model, const ParallelConfig& config, boo
   const double mtp =
       model.mtp_layers * static_cast<double>(model.moe_layers_in(layers - 1, layers));
   if (first && last) return model.moe_layers() + mtp;
-  const StageLayers split = stage_layers(layers, config.pp);
+  const StageLayers split = stage_layers(layers, config);
   if (first) return model.moe_layers_in(0, split.first);
   if (last) return model.moe_layers_in(layers - split.last, layers) + mtp;
   // The busiest of the middle stages with the most layers (the one peak_memory weighs).

@@ -24,7 +24,7 @@ namespace trident {
 /// over 16 stages is 3 | 4 x 14 | 2 layers, the 3 dense ones on the first (NeMo's
 /// pretrain_deepseek_v3.py layout), and its slowest stage is 4 MoE layers, not 4 x 58/61.
 /// moe_fraction(model) with one stage.
-[[nodiscard]] double stage_moe_fraction(const Model& model, int pp);
+[[nodiscard]] double stage_moe_fraction(const Model& model, const ParallelConfig& config);
 
 /// The model with each layer's FFN replaced by what stays dense (replicated over EP, split by
 /// TP) on a stage whose MoE share is `moe_share`: the average per layer of the dense layers'

@@ -30,6 +30,12 @@ struct ParallelConfig {
   /// dp_replicate): ZeRO-3 state sharded over dp_shard consecutive DP ranks and replicated
   /// across the dp / dp_shard such groups. 0 = sharded over all of DP.
   int dp_shard = 0;
+  /// Decoder layers of the first and the last pipeline stage, pinned (Megatron-Core
+  /// --decoder-first/last-pipeline-num-layers, NeMo num_layers_in_first/last_pipeline_stage,
+  /// torchtitan first/last_stage_less_layers); the p - 2 middle stages share the rest equally.
+  /// Both 0: the framework's default split (pipeline.h stage_layers).
+  int first_stage_layers = 0;
+  int last_stage_layers = 0;
 
   [[nodiscard]] int gpus() const { return tp * cp * pp * dp; }
   /// DP ranks the ZeRO-sharded state is split over: dp_shard for HSDP, else all of DP.
@@ -38,6 +44,8 @@ struct ParallelConfig {
   [[nodiscard]] int zero_shard_ranks() const { return zero >= 1 ? shard_ranks() : 1; }
   /// Sharded over part of DP and replicated across the rest.
   [[nodiscard]] bool hybrid_shard() const { return dp_shard > 0 && dp_shard < dp; }
+  /// The end stages' layers are pinned (first_stage_layers, last_stage_layers).
+  [[nodiscard]] bool pinned_stage_ends() const { return first_stage_layers > 0; }
   /// Layers of a stage holding `stage_layers` that full recompute repeats: all of them, or
   /// recompute_layers per chunk; 0 without full recompute.
   [[nodiscard]] double recomputed_layers(double stage_layers) const;

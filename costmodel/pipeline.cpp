@@ -111,11 +111,48 @@ StageLayers stage_layers(int layers, int pp) {
   return out;
 }
 
-StageLayers model_stage_layers(const Model& model, int pp) {
-  StageLayers out = stage_layers(model.layers, pp);
-  out.last += model.mtp_layers;
-  if (pp <= 1) out.first += model.mtp_layers;  // one stage: first and last alike
+StageLayers stage_layers(int layers, const ParallelConfig& config) {
+  if (!config.pinned_stage_ends() || config.pp < 2) return stage_layers(layers, config.pp);
+  StageLayers out{config.first_stage_layers, 0, config.last_stage_layers};
+  if (config.pp > 2) {
+    const long long rest = static_cast<long long>(layers) - out.first - out.last;
+    out.middle = static_cast<int>(std::max(0LL, rest / (config.pp - 2)));
+  }
   return out;
+}
+
+StageLayers model_stage_layers(const Model& model, const ParallelConfig& config) {
+  StageLayers out = stage_layers(model.layers, config);
+  out.last += model.mtp_layers;
+  if (config.pp <= 1) out.first += model.mtp_layers;  // one stage: first and last alike
+  return out;
+}
+
+StageEndsProblem stage_ends_problem(int layers, int pp, int first, int last) {
+  if (pp < 2) return StageEndsProblem::no_pipeline;
+  if (first < 1 || last < 1) return StageEndsProblem::empty_end;
+  const long long rest = static_cast<long long>(layers) - first - last;
+  if (pp == 2) return rest != 0 ? StageEndsProblem::layers_left : StageEndsProblem::ok;
+  if (rest <= 0) return StageEndsProblem::middle_empty;
+  if (rest % (pp - 2) != 0) return StageEndsProblem::middles_unequal;
+  return StageEndsProblem::ok;
+}
+
+std::optional<StageLayers> lighter_ends(int layers, int pp) {
+  if (pp < 2) return std::nullopt;
+  const StageLayers base = stage_layers(layers, pp);
+  if (pp == 2) {
+    if (base.last <= 1) return std::nullopt;
+    return StageLayers{base.first + 1, 0, base.last - 1};
+  }
+  // Each middle stage one layer over ceil(L/p); the ends share what is left, at least a layer
+  // each (64-bit: (p - 2) x middle of a huge count must not wrap).
+  const long long middle = static_cast<long long>(layers) / pp + (layers % pp != 0 ? 1 : 0) + 1;
+  const long long ends = static_cast<long long>(layers) - (pp - 2LL) * middle;
+  if (ends < 2) return std::nullopt;
+  const long long last = ends / 2;
+  return StageLayers{static_cast<int>(ends - last), static_cast<int>(middle),
+                     static_cast<int>(last)};
 }
 
 MiddleStages middle_stages(int layers, int pp, const StageLayers& split) {
@@ -127,7 +164,10 @@ MiddleStages middle_stages(int layers, int pp, const StageLayers& split) {
 }
 
 bool ends_only_split(int layers, int pp, int virtual_stages) {
-  const StageLayers split = stage_layers(layers, pp);
+  return ends_only_split(layers, pp, virtual_stages, stage_layers(layers, pp));
+}
+
+bool ends_only_split(int layers, int pp, int virtual_stages, const StageLayers& split) {
   if (split.even(pp)) return true;
   if (pp > 2 && middle_stages(layers, pp, split).fewer > 0) return false;
   const int v = std::max(1, virtual_stages);
@@ -137,11 +177,12 @@ bool ends_only_split(int layers, int pp, int virtual_stages) {
   return most - split.first <= chunk && most - split.last <= chunk;
 }
 
-int model_chunk_layers(const Model& model, int pp, int virtual_stages) {
+int model_chunk_layers(const Model& model, const ParallelConfig& config) {
   // Rounded up: MTP layers can make the last stage the largest with a count v does not divide
   // (30 layers + 2 MTP over PP 4, VP 2: 7 + 2 in chunks of 5 and 4).
-  const int most = model_stage_layers(model, pp).most();
-  return (most + virtual_stages - 1) / virtual_stages;
+  const int most = model_stage_layers(model, config).most();
+  const int v = config.virtual_stages;
+  return (most + v - 1) / v;
 }
 
 double bubble_fraction(int pp, int virtual_stages, long long micro_batches) {

@@ -1,9 +1,11 @@
 #pragma once
 /// Pipeline schedules: the bubble of 1F1B and interleaved 1F1B (Narayanan et al. 2021 section
 /// 2.2) and an explicit schedule, block by block, for drawing and for checking the formula.
+#include <optional>
 #include <vector>
 
 #include "costmodel/model.h"
+#include "costmodel/parallel_config.h"
 
 namespace trident {
 
@@ -23,9 +25,35 @@ struct StageLayers {
   [[nodiscard]] bool even(int pp) const;
 };
 [[nodiscard]] StageLayers stage_layers(int layers, int pp);
-/// The model's layers split as stage_layers does, then its multi-token-prediction layers on
-/// the last stage (Megatron-Core builds the MTP block in the last stage's post-process).
-[[nodiscard]] StageLayers model_stage_layers(const Model& model, int pp);
+/// The plan's split: its pinned end stages (ParallelConfig::first_stage_layers and
+/// last_stage_layers, the middle stages sharing the rest equally) or stage_layers' default.
+[[nodiscard]] StageLayers stage_layers(int layers, const ParallelConfig& config);
+/// The model's layers split as the plan splits them (stage_layers), then its multi-token-
+/// prediction layers on the last stage (Megatron-Core builds the MTP block in the last stage's
+/// post-process).
+[[nodiscard]] StageLayers model_stage_layers(const Model& model, const ParallelConfig& config);
+
+/// Why pinned end stages cannot split `layers` over `pp` stages, as Megatron-Core's
+/// TransformerConfig refuses them (Megatron-LM@d98e8a64 megatron/core/transformer/
+/// transformer_config.py L2295-2360): `ok` when they can. Interleaved, its first/last counts
+/// must also divide by VP there; an interleaved uneven split is written as a pipeline layout
+/// instead (planner/export_target.h pipeline_layout), so VP follows the search's rule for any
+/// uneven split (it divides the largest stage).
+enum class StageEndsProblem {
+  ok,
+  no_pipeline,      ///< pp < 2: nothing to pin
+  empty_end,        ///< an end stage of no layer
+  layers_left,      ///< two stages: first + last must be every layer
+  middle_empty,     ///< more stages: the middle stages would hold no layer
+  middles_unequal,  ///< the rest does not divide by the p - 2 middle stages
+};
+[[nodiscard]] StageEndsProblem stage_ends_problem(int layers, int pp, int first, int last);
+/// The even or default split with lighter ends, which the search tries beside it (end stages
+/// the launcher takes: Stack::stage_ends_pinned): every middle stage one layer more than
+/// stage_layers gives it, the ends sharing the rest, the first the larger half (the last runs
+/// the output layer and the loss); two stages: one layer moved from the last to the first.
+/// nullopt where no such split leaves each end a layer, or pp < 2.
+[[nodiscard]] std::optional<StageLayers> lighter_ends(int layers, int pp);
 /// The p - 2 middle stages of a split of `layers` (MTP layers included) as stage_layers makes
 /// it: `full` of them hold split.middle layers, `fewer` one layer less.
 struct MiddleStages {
@@ -40,9 +68,12 @@ struct MiddleStages {
 /// hold the same layers, the virtual stages divide the largest stage, and each end's
 /// shortfall fits in one virtual stage.
 [[nodiscard]] bool ends_only_split(int layers, int pp, int virtual_stages);
-/// Layers of the largest model chunk of a split: its largest stage's (MTP layers counted) /
-/// the virtual stages, rounded up.
-[[nodiscard]] int model_chunk_layers(const Model& model, int pp, int virtual_stages);
+/// The same for a given split of `layers` (a pinned one, stage_layers(layers, config)).
+[[nodiscard]] bool ends_only_split(int layers, int pp, int virtual_stages,
+                                   const StageLayers& split);
+/// Layers of the largest model chunk of the plan's split: its largest stage's (MTP layers
+/// counted) / the virtual stages, rounded up.
+[[nodiscard]] int model_chunk_layers(const Model& model, const ParallelConfig& config);
 
 /// Bubble as a fraction of the ideal (bubble-free) time: (p-1) / (v*m).
 [[nodiscard]] double bubble_fraction(int pp, int virtual_stages, long long micro_batches);

@@ -35,7 +35,7 @@ NcclGroups nccl_groups(const Cluster& cluster, const ParallelConfig& config,
 
 PricedView priced_view(const Model& model, const ParallelConfig& config) {
   PricedView out;
-  out.moe_share = stage_moe_fraction(model, config.pp);
+  out.moe_share = stage_moe_fraction(model, config);
   if (model.is_moe() || config.cp > 1) {
     out.view = cp_local_view(moe_dense_view(model, out.moe_share), config);
   }
@@ -127,7 +127,7 @@ MemoryBreakdown plan_memory(const Cluster& cluster, const Model& model,
     Experts(const Model& m, const ParallelConfig& c, const MemoryOptions& o, double view_share)
         : model(m), config(c), options(o) {
       if (c.pp <= 1) return;
-      const StageLayers split = model_stage_layers(m, c.pp);
+      const StageLayers split = model_stage_layers(m, c);
       const auto own = [&](bool first, double layers) -> std::optional<Model> {
         const double share = layers > 0.0 ? stage_moe_layers_on(m, c, first, !first) / layers : 0.0;
         if (share == view_share) return std::nullopt;

@@ -263,6 +263,11 @@ struct Stack {
   /// first/last_stage_less_layers): splits whose middle stages differ, or whose ends' shortfall
   /// exceeds a virtual stage, are neither searched nor accepted as pins (ends_only_split).
   bool uneven_stages_ends_only = false;
+  /// The launcher takes each end stage's layer count (Megatron-Core
+  /// --decoder-first/last-pipeline-num-layers, NeMo num_layers_in_first/last_pipeline_stage,
+  /// torchtitan first/last_stage_less_layers): the search also tries the split with lighter
+  /// ends (pipeline.h lighter_ends), and end stages may be pinned to any valid split.
+  bool stage_ends_pinned = true;
   /// Recompute modes the stack has (bit Recompute set) and what selective means.
   unsigned recompute_modes = 0b111;
   SelectiveKind selective = SelectiveKind::attention;

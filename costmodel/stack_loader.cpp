@@ -66,6 +66,7 @@ const std::vector<std::string> kStackKeys = {
     "interleaved_pipeline",
     "uneven_stages",
     "uneven_stages_ends_only",
+    "stage_ends_pinned",
     "recompute",
     "selective",
     "partial_recompute",
@@ -218,6 +219,7 @@ Stack file_defaults() {
   s.interleaved_pipeline = false;
   s.uneven_stages = false;
   s.uneven_stages_ends_only = false;
+  s.stage_ends_pinned = false;
   s.recompute_modes = 0b111;
   s.fp8_recipes = 0;
   s.cudnn_blackwell_heads = 0;
@@ -397,6 +399,12 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   check_separate_send_recv(m, s);
   s.uneven_stages = m.optional_bool("uneven_stages", d.uneven_stages);
   s.uneven_stages_ends_only = m.optional_bool("uneven_stages_ends_only", d.uneven_stages_ends_only);
+  // A file that turns uneven stages off turns the base's end stages off with them.
+  s.stage_ends_pinned =
+      m.optional_bool("stage_ends_pinned", d.stage_ends_pinned && s.uneven_stages);
+  if (s.stage_ends_pinned && !s.uneven_stages) {
+    m.fail("stage_ends_pinned", "true needs uneven_stages: true (lighter ends are uneven)");
+  }
   s.recompute_modes = read_name_list(m, "recompute", kRecomputeNames, d.recompute_modes, false);
   s.fp8_recipes = read_name_list(m, "fp8_recipes", fp8_recipe_names(), d.fp8_recipes, true);
   s.cudnn_blackwell_heads = read_name_list(m, "cudnn_blackwell_heads", blackwell_head_names(),

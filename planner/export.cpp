@@ -140,7 +140,7 @@ std::vector<int> stage_runs(int layers, int pp, const StageLayers& s) {
 }
 
 std::optional<StageLayers> uneven_stages(const Model& model, const ParallelConfig& config) {
-  const StageLayers s = stage_layers(model.layers, config.pp);
+  const StageLayers s = stage_layers(model.layers, config);
   if (s.even(config.pp) || !middles_equal(s, model.layers, config.pp)) return std::nullopt;
   return s;
 }
@@ -184,7 +184,7 @@ std::vector<int> chunk_runs(int layers, int mtp, int v, bool first_stage) {
 }  // namespace
 
 std::optional<std::string> pipeline_layout(const Model& model, const ParallelConfig& config) {
-  const StageLayers s = stage_layers(model.layers, config.pp);
+  const StageLayers s = stage_layers(model.layers, config);
   const int v = config.virtual_stages;
   if (s.even(config.pp) || (v == 1 && middles_equal(s, model.layers, config.pp))) {
     return std::nullopt;
@@ -220,7 +220,7 @@ std::optional<std::string> pipeline_layout(const Model& model, const ParallelCon
 std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
                                         bool writes_layout) {
   const ParallelConfig& c = in.config;
-  const StageLayers s = stage_layers(in.model.layers, c.pp);
+  const StageLayers s = stage_layers(in.model.layers, c);
   if (s.even(c.pp)) return std::nullopt;
   if (writes_layout) return std::nullopt;  // any split, interleaved or not
   const bool writable = writes_first_last && middles_equal(s, in.model.layers, c.pp);
@@ -235,6 +235,26 @@ std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
     out.fixed = fixed;
     out.obstacle.interleaved_uneven = true;
   }
+  return out;
+}
+
+std::optional<Limit> set_ends_limit(const Input& in) {
+  const ParallelConfig& c = in.config;
+  if (!c.pinned_stage_ends()) return std::nullopt;
+  const StageLayers s = stage_layers(in.model.layers, c);
+  const StageLayers standard = stage_layers(in.model.layers, c.pp);
+  if (s.first == standard.first && s.last == standard.last &&
+      middles_equal(standard, in.model.layers, c.pp)) {
+    return std::nullopt;
+  }
+  ParallelConfig fixed = c;
+  fixed.first_stage_layers = 0;
+  fixed.last_stage_layers = 0;
+  Limit out = limit(RefusalKind::uneven_stages, fixed);
+  out.obstacle.first_layers = s.first;
+  out.obstacle.middle_layers = s.middle;
+  out.obstacle.last_layers = s.last;
+  out.obstacle.set_ends = true;
   return out;
 }
 

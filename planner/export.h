@@ -101,6 +101,7 @@ struct Obstacle {
   int first_layers = 0;
   int middle_layers = 0;
   int last_layers = 0;
+  bool set_ends = false;  ///< uneven_stages: end stages set, which the release cannot write
   bool interleaved_uneven = false;  ///< uneven_stages: writable without interleaving
 };
 

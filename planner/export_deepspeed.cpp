@@ -32,7 +32,7 @@ std::string model_comment(const Model& m) {
 /// class (BLOOM's 'type:transformer|embedding') when the plan's ends hold one layer fewer
 /// (stage_layers: pp x ceil(layers / pp) - layers = 2).
 std::string partition_comment(const Model& model, const ParallelConfig& c) {
-  const StageLayers s = stage_layers(model.layers, c.pp);
+  const StageLayers s = stage_layers(model.layers, c);
   if (s.even(c.pp)) {
     return "partition_method=\"type:TRANSFORMER_LAYER_CLASS\": " + str(s.first) +
            " layers a stage (the default, 'parameters', would weigh the embedding and output "
@@ -143,6 +143,7 @@ std::optional<Limit> deepspeed_limit(const Input& in) {
     return limit(RefusalKind::interleaved,
                  with(c, [](ParallelConfig& x) { x.virtual_stages = 1; }));
   }
+  if (auto ends = set_ends_limit(in)) return ends;
   if (c.tp > 1 && c.pp > 1) {
     ParallelConfig fixed = c;
     fixed.dp *= fixed.tp;

@@ -211,9 +211,10 @@ std::optional<Limit> megatron_deepspeed_limit(const Input& in) {
     fixed.virtual_stages = 1;
     return limit(RefusalKind::interleaved, fixed);
   }
+  if (auto ends = set_ends_limit(in)) return ends;
   if (!pipe_split_is_plans(m.layers, c.pp)) {
     Limit out = limit(RefusalKind::uneven_stages);
-    const StageLayers s = stage_layers(m.layers, c.pp);
+    const StageLayers s = stage_layers(m.layers, c);
     out.obstacle.first_layers = s.first;
     out.obstacle.middle_layers = s.middle;
     out.obstacle.last_layers = s.last;

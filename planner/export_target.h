@@ -120,6 +120,10 @@ struct LaunchOrLimit {
 /// differ (no fix); a release with neither cannot write any uneven split.
 [[nodiscard]] std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
                                                       bool writes_layout = false);
+/// A plan whose end stages are set away from the default split (ParallelConfig::
+/// first_stage_layers) under a release that sets no stage's layers (DeepSpeed's
+/// partition_method): refused, fixed to the default split.
+[[nodiscard]] std::optional<Limit> set_ends_limit(const Input& in);
 
 /// Megatron-Core's interleaved 1F1B as the plan was priced: true where the stack priced its
 /// transfers exposed and the release can run them so, which Megatron-LM allows only above

@@ -50,17 +50,15 @@ std::string q(const std::string& text) { return "\"" + text + "\""; }
 /// every layer (none partial: N at least the chunk) or when no k runs it.
 int ac_interval(const Model& model, const ParallelConfig& c) {
   if (c.recompute != Recompute::full || c.recompute_layers <= 0) return 0;
-  return model_stage_layers(model, c.pp).even(c.pp)
-             ? every_kth_interval(model_chunk_layers(model, c.pp, c.virtual_stages),
-                                  c.recompute_layers)
+  return model_stage_layers(model, c).even(c.pp)
+             ? every_kth_interval(model_chunk_layers(model, c), c.recompute_layers)
              : 0;
 }
 
 /// Partial recompute of fewer layers than a chunk holds that no k runs.
 bool partial_not_runnable(const Model& model, const ParallelConfig& c) {
   return c.recompute == Recompute::full && c.recompute_layers > 0 &&
-         c.recompute_layers < model_chunk_layers(model, c.pp, c.virtual_stages) &&
-         ac_interval(model, c) == 0;
+         c.recompute_layers < model_chunk_layers(model, c) && ac_interval(model, c) == 0;
 }
 
 /// Without PP, torchtitan accumulates gradients: global = local x DP x steps (train.py:200-

@@ -64,6 +64,21 @@ std::optional<OptionProblem> pin_conflict_problem(const SearchOptions& o) {
   if (o.sequence_parallel && *o.sequence_parallel && o.tp && *o.tp == 1) {
     return OptionProblem{Knob::sequence_parallel, OptionIssue::sp_needs_tp, 1, 1};
   }
+  if (o.first_stage_layers.has_value() != o.last_stage_layers.has_value()) {
+    return o.first_stage_layers
+               ? OptionProblem{Knob::first_stage_layers, OptionIssue::needs_other_end,
+                               *o.first_stage_layers, 0}
+               : OptionProblem{Knob::last_stage_layers, OptionIssue::needs_other_end,
+                               *o.last_stage_layers, 0};
+  }
+  if (o.first_stage_layers && !o.pp) {
+    return OptionProblem{Knob::first_stage_layers, OptionIssue::stage_ends_need_pp,
+                         *o.first_stage_layers, 0};
+  }
+  if (o.first_stage_layers && o.lighter_ends) {
+    return OptionProblem{Knob::lighter_ends, OptionIssue::stage_ends_twice, *o.lighter_ends ? 1 : 0,
+                         0};
+  }
   return std::nullopt;
 }
 
@@ -174,7 +189,9 @@ std::optional<OptionProblem> range_problem(const SearchOptions& o) {
   for (const auto& [knob, pin] :
        {std::pair{Knob::tp, o.tp}, std::pair{Knob::pp, o.pp}, std::pair{Knob::dp, o.dp},
         std::pair{Knob::micro_batch, o.micro_batch}, std::pair{Knob::vp, o.vp},
-        std::pair{Knob::recompute_layers, o.recompute_layers}}) {
+        std::pair{Knob::recompute_layers, o.recompute_layers},
+        std::pair{Knob::first_stage_layers, o.first_stage_layers},
+        std::pair{Knob::last_stage_layers, o.last_stage_layers}}) {
     if (auto problem = not_positive(knob, pin)) return problem;
   }
   if (o.min_tp < 1) return OptionProblem{Knob::min_tp, OptionIssue::not_positive, o.min_tp, 0};
@@ -278,7 +295,7 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   if (o.pp && *o.pp > model.layers) {
     return OptionProblem{Knob::pp, OptionIssue::more_than_layers, *o.pp, 0};
   }
-  if (o.pp && o.stack.uneven_stages_ends_only) {
+  if (o.pp && o.stack.uneven_stages_ends_only && !o.first_stage_layers) {
     if (!ends_only_split(model.layers, *o.pp, 1)) {
       return OptionProblem{Knob::pp, OptionIssue::uneven_middles, *o.pp, 0};
     }
@@ -323,6 +340,45 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   return std::nullopt;
 }
 
+/// Pinned end stages (both given with PP: pin_conflict_problem) that the layers or the stack
+/// refuse, and lighter ends pinned on where there are none.
+std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const SearchOptions& o) {
+  const Stack& stack = o.stack;
+  if (o.first_stage_layers && o.last_stage_layers && o.pp) {
+    const int first = *o.first_stage_layers;
+    const int last = *o.last_stage_layers;
+    const int vp = o.vp.value_or(1);
+    const StageEndsProblem why = stage_ends_problem(model.layers, *o.pp, first, last);
+    if (why != StageEndsProblem::ok) {
+      return OptionProblem{Knob::first_stage_layers, OptionIssue::stage_ends_invalid, first,
+                           static_cast<long long>(why)};
+    }
+    ParallelConfig pinned;
+    pinned.pp = *o.pp;
+    pinned.first_stage_layers = first;
+    pinned.last_stage_layers = last;
+    const StageLayers split = stage_layers(model.layers, pinned);
+    const StageLayers standard = stage_layers(model.layers, *o.pp);
+    const bool is_default = split.first == standard.first && split.last == standard.last &&
+                            split.middle == standard.middle &&
+                            middle_stages(model.layers, *o.pp, standard).fewer == 0;
+    if (!stack.stage_ends_pinned && !is_default) {
+      return OptionProblem{Knob::first_stage_layers, OptionIssue::stack_lacks, first, 0};
+    }
+    if (stack.uneven_stages_ends_only && !ends_only_split(model.layers, *o.pp, vp, split)) {
+      return OptionProblem{Knob::vp, OptionIssue::stage_ends_over_chunk, vp, *o.pp};
+    }
+  }
+  if (o.lighter_ends && *o.lighter_ends) {
+    if (!stack.stage_ends_pinned)
+      return OptionProblem{Knob::lighter_ends, OptionIssue::stack_lacks, 1, 0};
+    if (o.pp && !lighter_ends(model.layers, *o.pp)) {
+      return OptionProblem{Knob::lighter_ends, OptionIssue::no_lighter_split, 1, *o.pp};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool moe_dp_alone(const Model& model, const Stack& stack) {
@@ -339,7 +395,8 @@ std::optional<OptionProblem> find_option_problem(const Model& model, const Searc
   }
   if (auto problem = moe_dp_alone_problem(model, options)) return problem;
   if (auto problem = stack_problem(options)) return problem;
-  return model_problem(model, options);
+  if (auto problem = model_problem(model, options)) return problem;
+  return stage_ends_pin_problem(model, options);
 }
 
 }  // namespace trident

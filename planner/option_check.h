@@ -36,6 +36,9 @@ enum class Knob {
   recompute_layers,
   fp8_attention,  ///< the model file's training.fp8.attention
   fp8_params,     ///< the model file's training.fp8.params
+  first_stage_layers,
+  last_stage_layers,
+  lighter_ends,
 };
 
 enum class OptionIssue {
@@ -82,6 +85,14 @@ enum class OptionIssue {
                       ///< gathers them only from a sharded optimizer
   zero0_with_split,   ///< TP/PP/CP (or its minimum) `value` > 1 beside a pinned ZeRO-0 under a
                       ///< stack whose ZeRO-0 is DDP alone
+  needs_other_end,    ///< one end stage's layers `value` pinned without the other's
+  stage_ends_need_pp,     ///< end stages pinned without --pp
+  stage_ends_twice,       ///< end stages pinned beside --lighter-ends
+  stage_ends_invalid,     ///< the pinned ends `value` (first) cannot split the layers over PP:
+                          ///< `limit` is the StageEndsProblem (costmodel/pipeline.h)
+  no_lighter_split,       ///< lighter ends pinned on where PP `limit` leaves none
+  stage_ends_over_chunk,  ///< VP `value` over PP `limit` with pinned ends an ends-only stack
+                          ///< cannot write (ends_only_split)
 };
 
 struct OptionProblem {

@@ -100,30 +100,53 @@ class SplitSearch {
     config.cp = split.cp;
     config.ep = split.ep;
     placed_ = false;
-    const long long per_replica = model_.training.global_batch / split.dp;
+    for (const StageLayers& ends : end_stages(split.pp)) {
+      config.first_stage_layers = ends.first;
+      config.last_stage_layers = ends.last;
+      run_micro_batches(config);
+    }
+  }
+
+ private:
+  /// The end stages tried: pinned ones; else the default split (first = last = 0) and, where
+  /// the stack pins end stages, the split with lighter ends (lighter_ends).
+  [[nodiscard]] std::vector<StageLayers> end_stages(int pp) const {
+    if (options_.first_stage_layers && options_.last_stage_layers) {
+      return {StageLayers{*options_.first_stage_layers, 0, *options_.last_stage_layers}};
+    }
+    std::vector<StageLayers> out;
+    if (options_.lighter_ends != true) out.push_back({});
+    if (options_.lighter_ends != false && options_.stack.stage_ends_pinned) {
+      if (const auto lighter = lighter_ends(model_.layers, pp)) out.push_back(*lighter);
+    }
+    return out;
+  }
+
+  void run_micro_batches(ParallelConfig config) {
+    const long long per_replica = model_.training.global_batch / config.dp;
+    const StageLayers split = stage_layers(model_.layers, config);
+    const int pp = config.pp;
     for (const int mb : divisors(per_replica)) {
       if (!allowed(options_.micro_batch, mb)) continue;
       config.micro_batch = mb;
       const long long m = per_replica / mb;
       // Interleaving splits each stage's layers into vp chunks: vp divides the (largest)
       // stage's layer count, ceil(L/p) when the split is uneven.
-      const int most_layers = stage_layers(model_.layers, split.pp).most();
-      for (const int vp : divisors(most_layers)) {
+      for (const int vp : divisors(split.most())) {
         if (!allowed(options_.vp, vp)) continue;
         if (vp > 1 && !options_.stack.interleaved_pipeline) continue;
         if (options_.stack.uneven_stages_ends_only &&
-            !ends_only_split(model_.layers, split.pp, vp)) {
+            !ends_only_split(model_.layers, pp, vp, split)) {
           continue;
         }
         // Megatron-LM's interleaved schedule: needs pp > 1 and m a multiple of pp.
-        if (vp > 1 && (split.pp < 2 || m % split.pp != 0)) continue;
+        if (vp > 1 && (pp < 2 || m % pp != 0)) continue;
         config.virtual_stages = vp;
         run_knobs(config);
       }
     }
   }
 
- private:
   void run_knobs(ParallelConfig config) {
     none_fits_outright_.clear();
     for (const Recompute recompute : {Recompute::none, Recompute::selective, Recompute::full}) {
@@ -233,11 +256,11 @@ class SplitSearch {
   }
 
   [[nodiscard]] bool even_stages(const ParallelConfig& config) const {
-    return model_stage_layers(model_, config.pp).even(config.pp);
+    return model_stage_layers(model_, config).even(config.pp);
   }
 
   [[nodiscard]] int chunk_layers(const ParallelConfig& config) const {
-    return model_chunk_layers(model_, config.pp, config.virtual_stages);
+    return model_chunk_layers(model_, config);
   }
 
   /// Whether to look for partial recompute beside full recompute of every layer: recompute

@@ -39,6 +39,13 @@ struct SearchOptions {
   /// HSDP shard group size in DP ranks (dp = shard over all of DP); pinned, only ZeRO stages
   /// the stack shards hybrid are tried.
   std::optional<int> dp_shard;
+  /// The split with lighter end stages (pipeline.h lighter_ends), where the stack pins end
+  /// stages (Stack::stage_ends_pinned): true tries only it, false only the framework's default
+  /// split; unset, both.
+  std::optional<bool> lighter_ends;
+  /// The end stages' decoder layers pinned (both or neither, with PP pinned): that split only.
+  std::optional<int> first_stage_layers;
+  std::optional<int> last_stage_layers;
   int min_tp = 1;
   int max_tp = 0;  ///< 0 = no limit
   /// Context parallel sizes tried: powers of two with 2 cp dividing the sequence, from min_cp

@@ -133,9 +133,8 @@ inline std::string layout_rule(std::string layout, const Model& m, const Paralle
   // Chunk k is chunk k / pp of stage k % pp (PipelineParallelLayerLayout.__init__); no chunk
   // may hold more layers, MTP ones included, than the plan's chunk (the pace-setting stage's,
   // MTP included, / v rounded up), or than the MTP layers where they alone are.
-  const StageLayers plan = stage_layers(m.layers, c.pp);
-  const int v = c.virtual_stages;
-  const int priced = model_chunk_layers(m, c.pp, v);
+  const StageLayers plan = stage_layers(m.layers, c);
+  const int priced = model_chunk_layers(m, c);
   std::vector<int> counts(static_cast<std::size_t>(c.pp), 0);
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const int run = static_cast<int>(std::count(chunks[k].begin(), chunks[k].end(), 't'));
@@ -230,7 +229,7 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
     const long long middle = layers - first - last;
     if (per_vp != 0 || first <= 0 || last <= 0 || pp < 2) return "uneven split flags";
     if ((pp == 2) != (middle == 0) || (pp > 2 && middle % (pp - 2) != 0)) return "layer split";
-    const StageLayers plan = stage_layers(m.layers, c.pp);
+    const StageLayers plan = stage_layers(m.layers, c);
     if (plan.first != first || plan.last != last || (pp > 2 && plan.middle != middle / (pp - 2))) {
       return "not the plan's layer split";
     }
@@ -399,7 +398,7 @@ inline std::string nemo_hydra_rules(const std::string& text, const Model& m,
   const long long first = num(s, "model.num_layers_in_first_pipeline_stage");
   const long long last = num(s, "model.num_layers_in_last_pipeline_stage");
   if (first != 0 || last != 0) {
-    const StageLayers plan = stage_layers(m.layers, c.pp);
+    const StageLayers plan = stage_layers(m.layers, c);
     if (c.pp < 2 || plan.first != first || plan.last != last ||
         (c.pp > 2 && (m.layers - first - last) % (c.pp - 2) != 0)) {
       return "not the plan's layer split";
@@ -615,7 +614,7 @@ inline std::string megatron_deepspeed_rules(const std::string& text, const Model
   if (pp != c.pp || layers != m.layers) return "layers or PP";
   std::vector<int> pipe(static_cast<std::size_t>(pp), static_cast<int>(layers / pp));
   for (long long i = 0; i < layers % pp; ++i) ++pipe[static_cast<std::size_t>(i)];
-  const StageLayers plan = stage_layers(m.layers, c.pp);
+  const StageLayers plan = stage_layers(m.layers, c);
   if (pipe.front() != plan.first || pipe.back() != plan.last ||
       (pp > 2 && *std::max_element(pipe.begin() + 1, pipe.end() - 1) != plan.middle)) {
     return "not the plan's layer split";

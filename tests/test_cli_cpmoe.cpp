@@ -534,15 +534,15 @@ TEST_CASE("CSV gains cp,ep,link_cp,link_ep only when a row uses them", "[cli_cpm
       trident("plan --gpus 64 --servers 8 --model mixtral-8x7b --ep 8 --top 1 --format csv");
   REQUIRE(moe.code == 0);
   CHECK(moe.out.find(
-            "rank_order,reason,cp,ep,link_cp,link_ep,memory_tight,recompute_layers,attention\n") !=
-        std::string::npos);
-  CHECK(moe.out.find(",1,8,none,nvlink,false,0,cudnn\n") !=
+            "rank_order,reason,cp,ep,link_cp,link_ep,memory_tight,recompute_layers,attention,"
+            "first_stage_layers,last_stage_layers\n") != std::string::npos);
+  CHECK(moe.out.find(",1,8,none,nvlink,false,0,cudnn,16,16\n") !=
         std::string::npos);  // EP 8 inside the server
   const Run dense = trident(
       "plan --gpus 64 --servers 8 --model llama3-8b --global-batch 64 --top 1 --format csv");
   REQUIRE(dense.code == 0);
-  CHECK(dense.out.find("rank_order,reason,memory_tight,recompute_layers,attention\n") !=
-        std::string::npos);
+  CHECK(dense.out.find("rank_order,reason,memory_tight,recompute_layers,attention,"
+                       "first_stage_layers,last_stage_layers\n") != std::string::npos);
 }
 
 TEST_CASE(

@@ -385,7 +385,9 @@ TEST_CASE("--format csv under --fail-link: the baseline, then each option that r
   // Header, the healthy plan (rank 0), keep and cordon-server (re-place and cordon-gpu cannot
   // run: no row). The table's own columns, then option,gpus,slowdown.
   REQUIRE(lines.size() == 4);
-  CHECK(lines[0].ends_with(",memory_tight,recompute_layers,attention,option,gpus,slowdown"));
+  CHECK(
+      lines[0].ends_with(",memory_tight,recompute_layers,attention,first_stage_layers,"
+                         "last_stage_layers,option,gpus,slowdown"));
   CHECK(lines[1].rfind("0,4,8,16,", 0) == 0);
   CHECK(lines[1].ends_with(",healthy,512,0"));
   CHECK(lines[2].rfind("1,4,8,16,", 0) == 0);

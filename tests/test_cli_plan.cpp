@@ -203,8 +203,10 @@ TEST_CASE("a pin that rules out every configuration is named with its rule", "[c
   CHECK(mb.err ==
         "trident: error: --micro-batch 7: no configuration of 64 GPUs takes it: the micro-batch "
         "divides the global batch 1536 / DP (without --micro-batch there are configurations)\n");
-  const Run vp = trident("plan --gpus 64 --pp 2 --vp 5");  // 48 layers a stage: 5 divides none
-  CHECK(vp.err.rfind("trident: error: --vp 5: no configuration of 64 GPUs takes it: VP divides a "
+  // 96 layers over the PPs 64 GPUs take (1-64): the largest stage 96, 48, 24, 12, 6, 3, 2, or
+  // with lighter ends 49, 25, 13, 7, 4, 3: 9 divides none, with --pp 2 or without.
+  const Run vp = trident("plan --gpus 64 --pp 2 --vp 9");
+  CHECK(vp.err.rfind("trident: error: --vp 9: no configuration of 64 GPUs takes it: VP divides a "
                      "stage's layers",
                      0) == 0);
   // Clearing --dp leaves --dp-shard 8 contradicting the search (an input error of its own):
@@ -427,7 +429,7 @@ TEST_CASE("--emit megatron-deepspeed: BLOOM's TP 4 x PP 12 as Megatron-DeepSpeed
 TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the nearest plan",
           "[cli_plan]") {
   const std::string llama = "plan --model llama3-8b --gpus 64 --servers 8 ";
-  const Run titan = trident(llama + "--emit torchtitan@v0.2.2");
+  const Run titan = trident(llama + "--stack torchtitan --emit torchtitan@v0.2.2");
   REQUIRE(titan.code == 0);
   CHECK(titan.out.rfind("# torchtitan v0.2.2 (github.com/pytorch/torchtitan commit "
                         "73a0e6979dd10b6b1904098eb3c8f62c18ab87ce)",
@@ -496,7 +498,7 @@ TEST_CASE("--emit NAME@VERSION: a release's config, or one line naming the neare
   CHECK(unfit.err.find("--sequence-parallel off, but it does not fit in GPU memory; the best "
                        "plan of the search it runs is plan ") != std::string::npos);
   // The refusal also names the best-ranked plan the release runs, and that command emits.
-  const std::string llama70 = "plan --model llama3-70b --gpus 64 --servers 8 --top 30 ";
+  const std::string llama70 = "plan --model llama3-70b --gpus 64 --servers 8 --top 40 ";
   const Run refused = trident(llama70 + "--emit deepspeed");
   REQUIRE(refused.code == 2);
   const std::string hint = "the best plan of this ranking it runs is plan ";
@@ -868,4 +870,76 @@ TEST_CASE("a calibration says whether plan 1 is priced with any of its fits", "[
   CHECK(trident(plan + "--tp 8 --pp 2 --calibration " + cal)
             .out.find("# calibration: plan 1 runs none of the measured collectives on their "
                       "tiers") != std::string::npos);
+}
+
+TEST_CASE("end stages: pinned, lighter, refused with their rule", "[cli_plan]") {
+  const std::string llama = "plan --model llama3-8b --gpus 64 --servers 8 --tp 1 --pp 8 ";
+  // Pinned 1 | 5 x 6 | 1: the table shows the split, the JSON its ends, Megatron its flags.
+  const Run pinned =
+      trident(llama + "--first-stage-layers 1 --last-stage-layers 1 --top 1 --format json");
+  REQUIRE(pinned.code == 0);
+  CHECK(pinned.out.find("\"first_stage_layers\": 1,") != std::string::npos);
+  CHECK(pinned.out.find("\"last_stage_layers\": 1,") != std::string::npos);
+  const Run table = trident(llama + "--lighter-ends on --top 1 --explain");
+  REQUIRE(table.code == 0);
+  CHECK(table.out.find("  1|5|1 ") != std::string::npos);
+  CHECK(table.out.find("stages: 1 | 5 x6 | 1 decoder layers (first | middle | last)") !=
+        std::string::npos);
+  CHECK(table.out.find("; end stages set (--first-stage-layers 1 --last-stage-layers 1), the "
+                       "default split 4 each\n") != std::string::npos);
+  // Without interleaving Megatron's first/last counts write it; interleaved, a layout.
+  const Run megatron = trident(llama + "--lighter-ends on --vp 1 --emit megatron");
+  REQUIRE(megatron.code == 0);
+  CHECK(megatron.out.find("--decoder-first-pipeline-num-layers 1 \\\n") != std::string::npos);
+  CHECK(megatron.out.find("--decoder-last-pipeline-num-layers 1 \\\n") != std::string::npos);
+  // Off: the default split only, no stages column.
+  const Run off = trident(llama + "--lighter-ends off --top 3");
+  REQUIRE(off.code == 0);
+  CHECK(off.out.find("stages") == std::string::npos);
+  // Refusals, one line each, exit 2.
+  const auto refused = [](const std::string& args, const std::string& want) {
+    const Run run = trident(args);
+    INFO(args << "\n" << run.err);
+    CHECK(run.code == 2);
+    CHECK(run.err == "trident: error: " + want + "\n");
+  };
+  refused(llama + "--first-stage-layers 1",
+          "--first-stage-layers 1: needs --last-stage-layers too (the middle stages share the "
+          "rest)");
+  refused("plan --model llama3-8b --gpus 64 --first-stage-layers 1 --last-stage-layers 1",
+          "--first-stage-layers 1: end stages need a pinned --pp");
+  refused(llama + "--first-stage-layers 1 --last-stage-layers 1 --lighter-ends on",
+          "--lighter-ends on with --first-stage-layers: the ends are pinned already; drop one");
+  // 32 - 2 - 1 = 29 over 6 middle stages does not divide.
+  refused(llama + "--first-stage-layers 2 --last-stage-layers 1",
+          "--first-stage-layers 2: the 32 layers the ends leave must divide equally over the "
+          "middle stages (Megatron-Core's rule)");
+  refused(llama + "--first-stage-layers 16 --last-stage-layers 16",
+          "--first-stage-layers 16: the ends take all of the model's 32 layers and leave the "
+          "middle stages none");
+  refused(
+      "plan --model llama3-8b --gpus 64 --servers 8 --pp 2 --first-stage-layers 17 "
+      "--last-stage-layers 16",
+      "--first-stage-layers 17: with --pp 2 the first and the last stage hold all 32 layers "
+      "(--first-stage-layers + --last-stage-layers = 32)");
+  refused(llama + "--first-stage-layers 1 --last-stage-layers 1 --stack deepspeed-megatron",
+          "--first-stage-layers 1: stack deepspeed-megatron sets no end stage's layers (its "
+          "partition_method balances its own way); pin the default split, drop "
+          "--first-stage-layers and --last-stage-layers, or use --stack megatron-core or "
+          "torchtitan");
+  refused(llama + "--lighter-ends on --stack deepspeed-megatron",
+          "--lighter-ends on: stack deepspeed-megatron sets no end stage's layers; drop "
+          "--lighter-ends or use --stack megatron-core or torchtitan");
+  // 126 over 16: middles of 9 would leave the ends nothing.
+  refused("plan --model llama3-405b --gpus 1024 --servers 128 --pp 16 --lighter-ends on",
+          "--lighter-ends on: --pp 16 leaves no lighter ends for model llama3-405b's 126 layers "
+          "(every middle stage one layer more must leave each end a layer); use --lighter-ends "
+          "off or another --pp");
+  refused(llama + "--lighter-ends maybe",
+          "--lighter-ends: expected on|off, got 'maybe' (see --help)");
+  // The default split pinned is accepted where the stack sets no ends.
+  const Run standard = trident(llama +
+                               "--first-stage-layers 4 --last-stage-layers 4 --stack "
+                               "deepspeed-megatron --top 1");
+  CHECK(standard.code == 0);
 }

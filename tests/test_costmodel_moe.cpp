@@ -14,6 +14,16 @@
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
 
+namespace {
+/// A plan of `pp` stages of `vp` chunks each, the default split.
+trident::ParallelConfig pipelined(int pp, int vp = 1) {
+  trident::ParallelConfig c;
+  c.pp = pp;
+  c.virtual_stages = vp;
+  return c;
+}
+}  // namespace
+
 using namespace trident;
 
 TEST_CASE("Mixtral 8x7B parameters: 46.7B total, 12.9B active", "[moe]") {
@@ -90,27 +100,28 @@ TEST_CASE("MoE share of the pace-setting stage: dense layers first", "[moe][pipe
   // DeepSeek-V3: 61 layers, the first 3 dense (first_k_dense_replace), 58 MoE.
   const Model model = model_preset("deepseek-v3");
   REQUIRE(model.moe.first_dense == 3);
-  CHECK(stage_moe_fraction(model, 1) == Approx(58.0 / 61.0));  // one stage: the model's share
+  CHECK(stage_moe_fraction(model, pipelined(1)) ==
+        Approx(58.0 / 61.0));  // one stage: the model's share
   // PP 16: stage_layers(61, 16) = 3 | 4 x 14 | 2 (64 slots, 1 short on the first, 2 on the
   // last, as NeMo's pretrain_deepseek_v3.py: 64/pp - 1 first, 64/pp - 2 last). The first stage
   // holds layers 0-2, every dense one, so a 4-layer middle stage runs 4 MoE layers: 4/4.
-  CHECK(stage_moe_fraction(model, 16) == Approx(1.0));
+  CHECK(stage_moe_fraction(model, pipelined(16)) == Approx(1.0));
   // PP 8: 7 | 8 x 6 | 6; the middle stages hold layers 7..54, all MoE: 8/8.
-  CHECK(stage_moe_fraction(model, 8) == Approx(1.0));
+  CHECK(stage_moe_fraction(model, pipelined(8)) == Approx(1.0));
   // PP 61: one layer a stage (stage_layers(61, 61) = 1 | 1 x 59 | 1): the stages holding the
   // most (1) include MoE ones: 1/1.
-  CHECK(stage_moe_fraction(model, 61) == Approx(1.0));
+  CHECK(stage_moe_fraction(model, pipelined(61)) == Approx(1.0));
   // Every other layer MoE (layers 0, 2, 4, ...), 32 layers over 4 stages of 8: each stage
   // holds 4 MoE layers: 4/8.
   Model alternate = model_preset("mixtral-8x7b");
   alternate.moe.layer_freq = 2;
-  CHECK(stage_moe_fraction(alternate, 4) == Approx(0.5));
+  CHECK(stage_moe_fraction(alternate, pipelined(4)) == Approx(0.5));
   // MoE layers 1 and 5 only, 32 layers over 4 stages of 8: the first stage (0-7) holds both,
   // so the busiest stage is 2/8, where the model's share is 2/32.
   alternate.moe.layer_list = {1, 5};
-  CHECK(stage_moe_fraction(alternate, 4) == Approx(2.0 / 8.0));
+  CHECK(stage_moe_fraction(alternate, pipelined(4)) == Approx(2.0 / 8.0));
   // A dense model: 0.
-  CHECK(stage_moe_fraction(model_preset("llama3-8b"), 4) == 0.0);
+  CHECK(stage_moe_fraction(model_preset("llama3-8b"), pipelined(4)) == 0.0);
 }
 
 TEST_CASE("MoE model file: keys, errors name the key", "[moe][loader]") {
@@ -447,7 +458,7 @@ TEST_CASE("the shared experts' overlap in a step: exposed EP time and its SMs", 
   const Estimate b = estimate(cluster, model, config, placement, nullptr, beside);
   // Per layer and micro-batch the overlap hides shared_expert_overlap_s; the step has
   // calls / (4 x the MoE share) layer-micro-batches.
-  const double moe_share = stage_moe_fraction(model, 1);
+  const double moe_share = stage_moe_fraction(model, pipelined(1));
   const CommDetail layer = ep_comm(model, config, placement.ep, moe_share, nullptr);
   const double hidden_s = shared_expert_overlap_s(
       shared_expert_time(cluster.gpu, model, config, nullptr), layer, moe_share, 0.0);

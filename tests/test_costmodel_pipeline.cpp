@@ -5,6 +5,16 @@
 
 #include "costmodel/pipeline.h"
 
+namespace {
+/// A plan of `pp` stages of `vp` chunks each, the default split.
+trident::ParallelConfig pipelined(int pp, int vp = 1) {
+  trident::ParallelConfig c;
+  c.pp = pp;
+  c.virtual_stages = vp;
+  return c;
+}
+}  // namespace
+
 using namespace trident;
 
 TEST_CASE("bubble fraction (p-1)/(v*m)", "[pipeline]") {
@@ -141,23 +151,23 @@ TEST_CASE("multi-token prediction layers sit on the last stage", "[pipeline]") {
   Model model;
   model.layers = 61;
   model.mtp_layers = 1;
-  const StageLayers eight = model_stage_layers(model, 8);
+  const StageLayers eight = model_stage_layers(model, pipelined(8));
   CHECK(eight.first == 7);
   CHECK(eight.middle == 8);
   CHECK(eight.last == 7);
   // One stage holds all 61 and the MTP layer.
-  const StageLayers one = model_stage_layers(model, 1);
+  const StageLayers one = model_stage_layers(model, pipelined(1));
   CHECK(one.first == 62);
   CHECK(one.last == 62);
   model.mtp_layers = 0;
-  CHECK(model_stage_layers(model, 8).last == 6);
+  CHECK(model_stage_layers(model, pipelined(8)).last == 6);
   // The largest chunk: 61 over 8 with VP 2 is 8 / 2 = 4. 30 layers + 2 MTP over PP 4 (ceil 8,
   // 2 short: 7 | 8 8 | 7 + 2 = 9 on the last) in 2 chunks: ceil(9 / 2) = 5 (chunks 5 and 4).
-  CHECK(model_chunk_layers(model, 8, 2) == 4);
+  CHECK(model_chunk_layers(model, pipelined(8, 2)) == 4);
   model.layers = 30;
   model.mtp_layers = 2;
-  CHECK(model_stage_layers(model, 4).last == 9);
-  CHECK(model_chunk_layers(model, 4, 2) == 5);
+  CHECK(model_stage_layers(model, pipelined(4)).last == 9);
+  CHECK(model_chunk_layers(model, pipelined(4, 2)) == 5);
 }
 
 TEST_CASE("the fill and drain cross the other stages: fill_drain_ratio", "[pipeline]") {
@@ -236,4 +246,69 @@ TEST_CASE("ends-only splits: what torchtitan's first/last_stage_less_layers writ
   CHECK_FALSE(ends_only_split(10, 8, 2));
   // Two stages, no middle: 9 over 2 is 5 | 4; VP 5: chunks of 1, the last short by 1.
   CHECK(ends_only_split(9, 2, 5));
+}
+
+TEST_CASE("end stages set: the pinned split, its rules and the lighter ends searched",
+          "[pipeline]") {
+  // Pinned: 32 layers over 8 stages with ends 1 and 1: the 6 middle stages share 30, 5 each.
+  ParallelConfig c = pipelined(8);
+  c.first_stage_layers = 1;
+  c.last_stage_layers = 1;
+  const StageLayers pinned = stage_layers(32, c);
+  CHECK(pinned.first == 1);
+  CHECK(pinned.middle == 5);
+  CHECK(pinned.last == 1);
+  CHECK(pinned.most() == 5);
+  CHECK_FALSE(pinned.even(8));
+  CHECK(middle_stages(32, 8, pinned).full == 6);
+  CHECK(middle_stages(32, 8, pinned).fewer == 0);
+  // Unpinned (0, 0): the default split, 4 each.
+  CHECK(stage_layers(32, pipelined(8)).most() == 4);
+  // The model's MTP layers still go on the last stage; the chunk is the largest stage / VP.
+  Model model;
+  model.layers = 32;
+  model.mtp_layers = 1;
+  CHECK(model_stage_layers(model, c).last == 2);
+  CHECK(model_chunk_layers(model, c) == 5);
+
+  // Megatron-Core's rules (transformer_config.py L2295-2360 @d98e8a64).
+  CHECK(stage_ends_problem(32, 8, 1, 1) == StageEndsProblem::ok);
+  CHECK(stage_ends_problem(32, 1, 16, 16) == StageEndsProblem::no_pipeline);
+  CHECK(stage_ends_problem(32, 8, 0, 2) == StageEndsProblem::empty_end);
+  CHECK(stage_ends_problem(32, 2, 17, 16) == StageEndsProblem::layers_left);  // 33 != 32
+  CHECK(stage_ends_problem(32, 2, 17, 15) == StageEndsProblem::ok);
+  CHECK(stage_ends_problem(32, 8, 16, 16) == StageEndsProblem::middle_empty);
+  CHECK(stage_ends_problem(32, 8, 2, 1) == StageEndsProblem::middles_unequal);  // 29 / 6
+
+  // Lighter ends: every middle stage ceil(L/p) + 1, the ends share the rest, the first the
+  // larger half. 32 over 8: middles 5, ends 32 - 30 = 2 -> 1 | 5 x 6 | 1.
+  const auto light = lighter_ends(32, 8);
+  REQUIRE(light.has_value());
+  CHECK(light->first == 1);
+  CHECK(light->middle == 5);
+  CHECK(light->last == 1);
+  // 80 over 8: middles 11, ends 80 - 66 = 14 -> 7 | 11 x 6 | 7.
+  CHECK(lighter_ends(80, 8)->first == 7);
+  CHECK(lighter_ends(80, 8)->last == 7);
+  // 30 over 3: ceil 10, middle 11, ends 19 -> 10 | 11 | 9.
+  CHECK(lighter_ends(30, 3)->first == 10);
+  CHECK(lighter_ends(30, 3)->last == 9);
+  // None where the ends would be left under a layer each: 33 over 8 (middles 6: 33 - 36 < 2),
+  // 126 over 16 (middles 9: 126 - 126 = 0), DeepSeek-V3's 61 over 16 (61 - 70).
+  CHECK_FALSE(lighter_ends(33, 8).has_value());
+  CHECK_FALSE(lighter_ends(126, 16).has_value());
+  CHECK_FALSE(lighter_ends(61, 16).has_value());
+  // Two stages: one layer moved off the last: 32 -> 17 | 15; 4 -> 3 | 1; 2 -> none.
+  CHECK(lighter_ends(32, 2)->first == 17);
+  CHECK(lighter_ends(32, 2)->last == 15);
+  CHECK(lighter_ends(4, 2)->last == 1);
+  CHECK_FALSE(lighter_ends(2, 2).has_value());
+  CHECK_FALSE(lighter_ends(32, 1).has_value());
+  // No wrap-around: a huge layer count over many stages stays in range.
+  const auto huge = lighter_ends(2000000000, 3);
+  REQUIRE(huge.has_value());
+  CHECK(static_cast<long long>(huge->first) + huge->middle + huge->last == 2000000000LL);
+  // Torchtitan writes them: middles equal, each end short of the largest by at most a chunk.
+  CHECK(ends_only_split(32, 8, 1, *light));
+  CHECK_FALSE(ends_only_split(32, 8, 5, *light));  // chunks of 1, the ends short by 4
 }

@@ -33,9 +33,13 @@ TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
   //  (2,2,2): mb1 m=4 vp{1,2}; mb2 m=2 vp{1,2}; mb4 m=1 vp{1} -> 5 x 12 = 60
   //  (2,4,1): mb{1,2,4,8} -> 4      x 6 = 24 (DP 1: one rank to shard over, so only the
   //           lowest ZeRO stage, 0: 3 recompute x SP on/off; ZeRO 1 was the same plan)
-  // total 9 + 18 + 18 + 36 + 60 + 24 = 165
+  // total 9 + 18 + 18 + 36 + 60 + 24 = 165 with the default split; megatron-core sets end
+  // stages, so PP 2 also tries lighter ends, 3 | 1 (lighter_ends: one layer moved off the
+  // last; PP 4 has none: 2 a middle stage leaves the ends 0), VP dividing its largest stage,
+  // 3 (VP 3 with m a multiple of PP): (1,2,4) mb1 m=2 vp{1,3}, mb2 m=1 vp{1} -> 3 x 6 = 18;
+  // (2,2,2) mb1 m=4 vp{1,3}, mb2 m=2 vp{1,3}, mb4 m=1 vp{1} -> 5 x 12 = 60: 165 + 78 = 243
   const auto result = search(dgx(1), tiny(), keep_all());
-  CHECK(result.configurations_searched == 165);
+  CHECK(result.configurations_searched == 243);
   CHECK(result.gpus == 8);
   CHECK(result.feasible == static_cast<long long>(result.plans.size()));
   for (const auto& plan : result.plans) {
@@ -65,25 +69,48 @@ TEST_CASE("plans are sorted best first, deterministically", "[planner]") {
   top3.keep = 3;
   const auto best = search(dgx(1), tiny(), top3);
   REQUIRE(best.plans.size() == 3u);
-  CHECK(best.configurations_searched == 165);
+  CHECK(best.configurations_searched == 243);
   CHECK(best.plans[0].estimate.time.step_s == first.plans[0].estimate.time.step_s);
 }
 
 TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   SearchOptions options = keep_all();
-  SECTION("min-tp 2: 36 + 60 + 24 = 120") {
+  SECTION("min-tp 2: 36 + (60 + 60) + 24 = 180 (PP 2's lighter ends counted)") {
     options.min_tp = 2;
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 120);
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 180);
   }
-  SECTION("max-tp 1: 9 + 18 + 18 = 45") {
+  SECTION("max-tp 1: 9 + (18 + 18) + 18 = 63") {
     options.max_tp = 1;
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 45);
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 63);
   }
-  SECTION("tp 2, pp 2: 60, all obeying the pins") {
+  SECTION("lighter ends off: the default split alone, 165") {
+    options.lighter_ends = false;
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 165);
+  }
+  SECTION("lighter ends on: only PP 2's 3 | 1, 18 + 60 = 78") {
+    options.lighter_ends = true;
+    const auto result = search(dgx(1), tiny(), options);
+    CHECK(result.configurations_searched == 78);
+    for (const auto& plan : result.plans) {
+      CHECK(plan.config.pp == 2);
+      CHECK(plan.config.first_stage_layers == 3);
+      CHECK(plan.config.last_stage_layers == 1);
+    }
+  }
+  SECTION("end stages pinned: that split only") {
+    options.pp = 2;
+    options.first_stage_layers = 1;
+    options.last_stage_layers = 3;
+    const auto result = search(dgx(1), tiny(), options);
+    // 1 | 3: the largest stage 3 as above, 18 + 60.
+    CHECK(result.configurations_searched == 78);
+    for (const auto& plan : result.plans) CHECK(plan.config.first_stage_layers == 1);
+  }
+  SECTION("tp 2, pp 2: 60 + 60, all obeying the pins") {
     options.tp = 2;
     options.pp = 2;
     const auto result = search(dgx(1), tiny(), options);
-    CHECK(result.configurations_searched == 60);
+    CHECK(result.configurations_searched == 120);
     for (const auto& plan : result.plans) {
       CHECK(plan.config.tp == 2);
       CHECK(plan.config.pp == 2);
@@ -106,8 +133,8 @@ TEST_CASE("pins and TP limits narrow the search", "[planner]") {
   }
   SECTION("sequence parallel on excludes TP 1") {
     options.sequence_parallel = true;
-    // only tp 2 splits, SP fixed: (36 + 60 + 24) / 2 = 60
-    CHECK(search(dgx(1), tiny(), options).configurations_searched == 60);
+    // only tp 2 splits, SP fixed: (36 + 120 + 24) / 2 = 90
+    CHECK(search(dgx(1), tiny(), options).configurations_searched == 90);
   }
   SECTION("DP 1: one ZeRO stage unless pinned") {
     options.tp = 2;
@@ -729,4 +756,36 @@ TEST_CASE("refusals that name the rule that fails, not rules that hold", "[plann
   const OptionProblem mla = refusal(tiny(), options);
   CHECK(mla.knob == Knob::recompute);
   CHECK(mla.issue == OptionIssue::only_selective_needs_mla);
+}
+
+TEST_CASE("lighter end stages: one layer more never prices a split faster", "[planner]") {
+  // Llama 3 8B, PP 8 on 8 DGX H100: 32 layers split 4 each leave the last stage 4 layers plus
+  // the output layer and loss; 33 split 2 | 5 x 6 | 1 priced 15% faster (docs/cost_model.md
+  // #pipeline). Where the stack sets end stages the search also tries 1 | 5 x 6 | 1 for 32.
+  Model model = model_preset("llama3-8b");
+  SearchOptions options;
+  options.tp = 1;
+  options.pp = 8;
+  options.dp = 8;
+  options.keep = 1;
+  const auto best_s = [&](int layers, std::optional<bool> lighter) {
+    Model m = model;
+    m.layers = layers;
+    SearchOptions o = options;
+    o.lighter_ends = lighter;
+    const auto result = search(dgx(8), m, o);
+    REQUIRE_FALSE(result.plans.empty());
+    return result.plans.front();
+  };
+  const PlanResult thirty_two = best_s(32, std::nullopt);
+  const PlanResult thirty_three = best_s(33, std::nullopt);
+  CHECK(thirty_two.estimate.time.step_s <= thirty_three.estimate.time.step_s);
+  CHECK(thirty_two.config.first_stage_layers == 1);
+  CHECK(thirty_two.config.last_stage_layers == 1);
+  // The default split alone is the slower one, and a stack that sets no end stages
+  // (deepspeed-megatron) never tries the lighter ends.
+  CHECK(best_s(32, false).estimate.time.step_s > thirty_two.estimate.time.step_s);
+  options.stack = stack_preset("deepspeed-megatron");
+  options.tp.reset();
+  CHECK_FALSE(best_s(32, std::nullopt).config.pinned_stage_ends());
 }
