@@ -167,14 +167,13 @@ std::string stage_ends_invalid_text(const OptionProblem& p, const Model& model,
           pin, model.layers, model.layers);
     case StageEndsProblem::middle_empty:
       return fmt::format(
-          "{}: the ends take all of the model's {} layers and leave the middle "
-          "stages none",
-          pin, model.layers);
+          "{}: the ends take {} + {} of the model's {} layers and leave the middle stages none",
+          pin, p.value, p.other, model.layers);
     case StageEndsProblem::middles_unequal:
       return fmt::format(
-          "{}: the {} layers the ends leave must divide equally over the middle stages "
-          "(Megatron-Core's rule)",
-          pin, model.layers);
+          "{}: the {} layers the ends leave of the model's {} must divide equally over the "
+          "middle stages (Megatron-Core's rule)",
+          pin, model.layers - p.value - p.other, model.layers);
     case StageEndsProblem::ok:
       break;
   }
@@ -200,10 +199,15 @@ std::string stage_ends_text(const OptionProblem& p, const Model& model, const St
           pin, p.limit, model.name, model.layers);
     case OptionIssue::stage_ends_over_chunk:
       return fmt::format(
-          "{}: stack {} shortens only the first and the last virtual stage, and the pinned ends "
-          "leave an end more than a chunk short (or VP does not divide the largest stage); use "
+          "{}: stack {}'s counts only shorten the first and the last (virtual) stage, and these "
+          "ends are heavier than the middle stages or short of them by more than a chunk; use "
           "another --vp or other end stages",
           pin, stack.name);
+    case OptionIssue::stage_ends_vp:
+      return fmt::format(
+          "{}: VP divides the largest stage's layers, {} with these end stages; use --vp 1 or a "
+          "divisor of {}",
+          pin, p.limit, p.limit);
     default:
       return stage_ends_invalid_text(p, model, pin);
   }
@@ -424,6 +428,7 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
     case OptionIssue::stage_ends_invalid:
     case OptionIssue::no_lighter_split:
     case OptionIssue::stage_ends_over_chunk:
+    case OptionIssue::stage_ends_vp:
       return stage_ends_text(p, model, stack, pin);
   }
   return pin + ": impossible";

@@ -83,12 +83,16 @@ std::string mfu_text(double mfu) {
 }
 
 /// The stage split's cell: "first|middle|last" decoder layers ("first|last" for two stages,
-/// "-" for one).
+/// "-" for one; "1|4/3|1" where the middle stages hold two sizes).
 std::string stages_cell(const Model& model, const ParallelConfig& c) {
   if (c.pp < 2) return "-";
   const StageLayers s = stage_layers(model.layers, c);
-  return c.pp == 2 ? fmt::format("{}|{}", s.first, s.last)
-                   : fmt::format("{}|{}|{}", s.first, s.middle, s.last);
+  if (c.pp == 2) return fmt::format("{}|{}", s.first, s.last);
+  // Middle stages of two sizes (a default split): both, "1|4/3|1".
+  const std::string middle = middle_stages(model.layers, c.pp, s).fewer > 0
+                                 ? fmt::format("{}/{}", s.middle, s.middle - 1)
+                                 : fmt::format("{}", s.middle);
+  return fmt::format("{}|{}|{}", s.first, middle, s.last);
 }
 
 std::string table_row(std::size_t rank, const PlanResult& plan, Columns columns,

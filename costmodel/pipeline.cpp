@@ -172,6 +172,8 @@ bool ends_only_split(int layers, int pp, int virtual_stages, const StageLayers& 
   if (pp > 2 && middle_stages(layers, pp, split).fewer > 0) return false;
   const int v = std::max(1, virtual_stages);
   const int most = split.most();
+  // The counts only shorten the ends: an end heavier than the middle stages is not written.
+  if (pp > 2 && split.middle != most) return false;
   if (most % v != 0) return false;
   const int chunk = most / v;
   return most - split.first <= chunk && most - split.last <= chunk;

@@ -65,8 +65,8 @@ struct MiddleStages {
 /// only its first and last virtual stage, as torchtitan writes an uneven split
 /// (pipeline_parallel_layers_per_stage with first/last_stage_less_layers,
 /// generate_llm_fqn_per_model_part @v0.2.2): even splits always; otherwise the middle stages
-/// hold the same layers, the virtual stages divide the largest stage, and each end's
-/// shortfall fits in one virtual stage.
+/// hold the same layers, the most of any stage (the counts only shorten the ends), the virtual
+/// stages divide the largest stage, and each end's shortfall fits in one virtual stage.
 [[nodiscard]] bool ends_only_split(int layers, int pp, int virtual_stages);
 /// The same for a given split of `layers` (a pinned one, stage_layers(layers, config)).
 [[nodiscard]] bool ends_only_split(int layers, int pp, int virtual_stages,

@@ -155,7 +155,10 @@ std::optional<Limit> torchtitan_limit(const Input& in) {
   // stage only, which writes the plan's split when each end's gap fits in one chunk (its
   // weight at most the layers per stage, L288-296).
   if (auto uneven = uneven_stage_limit(in, true)) {
-    const auto fits = [&in](int v) { return ends_only_split(in.model.layers, in.config.pp, v); };
+    const StageLayers split = stage_layers(in.model.layers, in.config);
+    const auto fits = [&in, &split](int v) {
+      return ends_only_split(in.model.layers, in.config.pp, v, split);
+    };
     if (!fits(in.config.virtual_stages)) {
       // Nearest: the most virtual stages below the plan's that the ends fit (VP 1 at least).
       for (int v = in.config.virtual_stages - 1; uneven->fixed && v > 1; --v) {

@@ -295,11 +295,12 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   if (o.pp && *o.pp > model.layers) {
     return OptionProblem{Knob::pp, OptionIssue::more_than_layers, *o.pp, 0};
   }
-  if (o.pp && o.stack.uneven_stages_ends_only && !o.first_stage_layers) {
-    if (!ends_only_split(model.layers, *o.pp, 1)) {
+  // Pinned or lighter-only ends: stage_ends_pin_problem checks their split.
+  if (o.pp && o.stack.uneven_stages_ends_only && !o.first_stage_layers && o.lighter_ends != true) {
+    if (!ends_only_writable(model, o, *o.pp, 1)) {
       return OptionProblem{Knob::pp, OptionIssue::uneven_middles, *o.pp, 0};
     }
-    if (o.vp && !ends_only_split(model.layers, *o.pp, *o.vp)) {
+    if (o.vp && !ends_only_writable(model, o, *o.pp, *o.vp)) {
       return OptionProblem{Knob::vp, OptionIssue::uneven_ends_over_chunk, *o.vp, *o.pp};
     }
   }
@@ -340,6 +341,23 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   return std::nullopt;
 }
 
+/// A pinned or lighter split (`split`, of PP `pp`) the pinned VP or an ends-only stack cannot
+/// take: the VP pin named where there is one, else the flag that set the ends (`ends`, its
+/// value `ends_value`).
+std::optional<OptionProblem> set_split_problem(const Model& model, const SearchOptions& o, int pp,
+                                               const StageLayers& split, Knob ends,
+                                               long long ends_value) {
+  const int vp = o.vp.value_or(1);
+  if (split.most() % vp != 0) {
+    return OptionProblem{Knob::vp, OptionIssue::stage_ends_vp, vp, split.most()};
+  }
+  if (o.stack.uneven_stages_ends_only && !ends_only_split(model.layers, pp, vp, split)) {
+    return o.vp ? OptionProblem{Knob::vp, OptionIssue::stage_ends_over_chunk, vp, pp}
+                : OptionProblem{ends, OptionIssue::stage_ends_over_chunk, ends_value, pp};
+  }
+  return std::nullopt;
+}
+
 /// Pinned end stages (both given with PP: pin_conflict_problem) that the layers or the stack
 /// refuse, and lighter ends pinned on where there are none.
 std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const SearchOptions& o) {
@@ -347,11 +365,10 @@ std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const Se
   if (o.first_stage_layers && o.last_stage_layers && o.pp) {
     const int first = *o.first_stage_layers;
     const int last = *o.last_stage_layers;
-    const int vp = o.vp.value_or(1);
     const StageEndsProblem why = stage_ends_problem(model.layers, *o.pp, first, last);
     if (why != StageEndsProblem::ok) {
       return OptionProblem{Knob::first_stage_layers, OptionIssue::stage_ends_invalid, first,
-                           static_cast<long long>(why)};
+                           static_cast<long long>(why), last};
     }
     ParallelConfig pinned;
     pinned.pp = *o.pp;
@@ -365,16 +382,16 @@ std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const Se
     if (!stack.stage_ends_pinned && !is_default) {
       return OptionProblem{Knob::first_stage_layers, OptionIssue::stack_lacks, first, 0};
     }
-    if (stack.uneven_stages_ends_only && !ends_only_split(model.layers, *o.pp, vp, split)) {
-      return OptionProblem{Knob::vp, OptionIssue::stage_ends_over_chunk, vp, *o.pp};
-    }
+    return set_split_problem(model, o, *o.pp, split, Knob::first_stage_layers, first);
   }
   if (o.lighter_ends && *o.lighter_ends) {
-    if (!stack.stage_ends_pinned)
+    if (!stack.stage_ends_pinned) {
       return OptionProblem{Knob::lighter_ends, OptionIssue::stack_lacks, 1, 0};
-    if (o.pp && !lighter_ends(model.layers, *o.pp)) {
-      return OptionProblem{Knob::lighter_ends, OptionIssue::no_lighter_split, 1, *o.pp};
     }
+    if (!o.pp) return std::nullopt;
+    const auto lighter = lighter_ends(model.layers, *o.pp);
+    if (!lighter) return OptionProblem{Knob::lighter_ends, OptionIssue::no_lighter_split, 1, *o.pp};
+    return set_split_problem(model, o, *o.pp, *lighter, Knob::lighter_ends, 1);
   }
   return std::nullopt;
 }

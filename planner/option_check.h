@@ -93,6 +93,8 @@ enum class OptionIssue {
   no_lighter_split,       ///< lighter ends pinned on where PP `limit` leaves none
   stage_ends_over_chunk,  ///< VP `value` over PP `limit` with pinned ends an ends-only stack
                           ///< cannot write (ends_only_split)
+  stage_ends_vp,          ///< VP `value` does not divide the largest stage, `limit` layers, of
+                          ///< the pinned or lighter ends
 };
 
 struct OptionProblem {
@@ -100,6 +102,7 @@ struct OptionProblem {
   OptionIssue issue = OptionIssue::not_positive;
   long long value = 0;  ///< the pinned value (enums as their integer)
   long long limit = 0;  ///< the other side: max_tp (max_cp, max_ep), the PP size
+  long long other = 0;  ///< pinned end stages: the last stage's layers (`value` the first's)
 };
 
 /// A pin outside its own [min, max] limits (max 0 = none; above_max checked first): the

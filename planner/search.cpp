@@ -100,7 +100,7 @@ class SplitSearch {
     config.cp = split.cp;
     config.ep = split.ep;
     placed_ = false;
-    for (const StageLayers& ends : end_stages(split.pp)) {
+    for (const StageLayers& ends : end_stage_candidates(model_, options_, split.pp)) {
       config.first_stage_layers = ends.first;
       config.last_stage_layers = ends.last;
       run_micro_batches(config);
@@ -108,20 +108,6 @@ class SplitSearch {
   }
 
  private:
-  /// The end stages tried: pinned ones; else the default split (first = last = 0) and, where
-  /// the stack pins end stages, the split with lighter ends (lighter_ends).
-  [[nodiscard]] std::vector<StageLayers> end_stages(int pp) const {
-    if (options_.first_stage_layers && options_.last_stage_layers) {
-      return {StageLayers{*options_.first_stage_layers, 0, *options_.last_stage_layers}};
-    }
-    std::vector<StageLayers> out;
-    if (options_.lighter_ends != true) out.push_back({});
-    if (options_.lighter_ends != false && options_.stack.stage_ends_pinned) {
-      if (const auto lighter = lighter_ends(model_.layers, pp)) out.push_back(*lighter);
-    }
-    return out;
-  }
-
   void run_micro_batches(ParallelConfig config) {
     const long long per_replica = model_.training.global_batch / config.dp;
     const StageLayers split = stage_layers(model_.layers, config);

@@ -105,9 +105,7 @@ std::vector<Split> splits(int gpus, const Model& model, const SearchOptions& opt
         const int pp = rest / *dp;
         if (pp > model.layers || (pp > 1 && !options.stack.pipelines())) break;
         if (!options.stack.uneven_stages && model.layers % pp != 0) continue;
-        if (options.stack.uneven_stages_ends_only && !ends_only_split(model.layers, pp, 1)) {
-          continue;
-        }
+        if (!ends_only_writable(model, options, pp, 1)) continue;
         if (!allowed(options.pp, pp) || !allowed(options.dp, *dp)) continue;
         for (const int ep : ep_candidates(model, options, tp * cp * *dp)) {
           out.push_back({tp, pp, *dp, cp, ep});
@@ -168,6 +166,31 @@ long long pinned_product(const SearchOptions& options) {
 std::optional<long long> pinned_gpus(const SearchOptions& options) {
   if (!options.tp || !options.pp || !options.dp) return std::nullopt;
   return pinned_product(options);
+}
+
+std::vector<StageLayers> end_stage_candidates(const Model& model, const SearchOptions& options,
+                                              int pp) {
+  if (options.first_stage_layers && options.last_stage_layers) {
+    return {StageLayers{*options.first_stage_layers, 0, *options.last_stage_layers}};
+  }
+  std::vector<StageLayers> out;
+  if (options.lighter_ends != true) out.push_back({});
+  if (options.lighter_ends != false && options.stack.stage_ends_pinned) {
+    if (const auto lighter = lighter_ends(model.layers, pp)) out.push_back(*lighter);
+  }
+  return out;
+}
+
+bool ends_only_writable(const Model& model, const SearchOptions& options, int pp, int vp) {
+  if (!options.stack.uneven_stages_ends_only) return true;
+  for (const StageLayers& ends : end_stage_candidates(model, options, pp)) {
+    ParallelConfig config;
+    config.pp = pp;
+    config.first_stage_layers = ends.first;
+    config.last_stage_layers = ends.last;
+    if (ends_only_split(model.layers, pp, vp, stage_layers(model.layers, config))) return true;
+  }
+  return false;
 }
 
 }  // namespace trident

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "costmodel/model.h"
+#include "costmodel/pipeline.h"
 #include "planner/search.h"
 
 namespace trident {
@@ -52,5 +53,16 @@ struct Split {
 /// hybrid; a pin equal to dp means all of DP.
 [[nodiscard]] std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp,
                                                 bool moe);
+
+/// The end stages a search of `pp` stages tries, as ParallelConfig::first_stage_layers and
+/// last_stage_layers: the pinned ones; else the default split (both 0) and, where the stack
+/// sets end stages, the split with lighter ends (pipeline.h lighter_ends), as --lighter-ends
+/// allows.
+[[nodiscard]] std::vector<StageLayers> end_stage_candidates(const Model& model,
+                                                            const SearchOptions& options, int pp);
+/// Whether a stack that shortens only the end stages (Stack::uneven_stages_ends_only) writes
+/// one of those candidates at `vp` virtual stages (ends_only_split); true for other stacks.
+[[nodiscard]] bool ends_only_writable(const Model& model, const SearchOptions& options, int pp,
+                                      int vp);
 
 }  // namespace trident

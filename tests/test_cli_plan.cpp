@@ -912,11 +912,36 @@ TEST_CASE("end stages: pinned, lighter, refused with their rule", "[cli_plan]") 
           "--lighter-ends on with --first-stage-layers: the ends are pinned already; drop one");
   // 32 - 2 - 1 = 29 over 6 middle stages does not divide.
   refused(llama + "--first-stage-layers 2 --last-stage-layers 1",
-          "--first-stage-layers 2: the 32 layers the ends leave must divide equally over the "
-          "middle stages (Megatron-Core's rule)");
-  refused(llama + "--first-stage-layers 16 --last-stage-layers 16",
-          "--first-stage-layers 16: the ends take all of the model's 32 layers and leave the "
+          "--first-stage-layers 2: the 29 layers the ends leave of the model's 32 must divide "
+          "equally over the middle stages (Megatron-Core's rule)");
+  refused(llama + "--first-stage-layers 20 --last-stage-layers 20",
+          "--first-stage-layers 20: the ends take 20 + 20 of the model's 32 layers and leave the "
           "middle stages none");
+  // VP divides the largest stage of the set ends (1 | 5 x6 | 1: 5).
+  refused(llama + "--first-stage-layers 1 --last-stage-layers 1 --vp 4",
+          "--vp 4: VP divides the largest stage's layers, 5 with these end stages; use --vp 1 or "
+          "a divisor of 5");
+  refused(llama + "--lighter-ends on --vp 4",
+          "--vp 4: VP divides the largest stage's layers, 5 with these end stages; use --vp 1 or "
+          "a divisor of 5");
+  // torchtitan's counts only shorten the ends: 10 | 6 x2 | 10 is not written (it would launch
+  // 8 x4), nor 4 | 3 x8 | 4.
+  refused(
+      "plan --model llama3-8b --gpus 32 --servers 4 --pp 4 --stack torchtitan "
+      "--first-stage-layers 10 --last-stage-layers 10",
+      "--first-stage-layers 10: stack torchtitan's counts only shorten the first and the last "
+      "(virtual) stage, and these ends are heavier than the middle stages or short of them by "
+      "more than a chunk; use another --vp or other end stages");
+  // Interleaved lighter ends torchtitan writes: 30 | 33 x2 | 30 at VP 3 (chunks of 11, each
+  // end 3 short): layers_per_stage 11, 3 less at each end.
+  const Run titan = trident(
+      "plan --model llama3-405b --gpus 1024 --servers 128 --gpu b200 --seq-len 4096 --pp 4 "
+      "--stack torchtitan --first-stage-layers 30 --last-stage-layers 30 --vp 3 --emit "
+      "torchtitan");
+  REQUIRE(titan.code == 0);
+  CHECK(titan.out.find("pipeline_parallel_layers_per_stage = 11\n"
+                       "pipeline_parallel_first_stage_less_layers = 3\n"
+                       "pipeline_parallel_last_stage_less_layers = 3\n") != std::string::npos);
   refused(
       "plan --model llama3-8b --gpus 64 --servers 8 --pp 2 --first-stage-layers 17 "
       "--last-stage-layers 16",

@@ -311,4 +311,7 @@ TEST_CASE("end stages set: the pinned split, its rules and the lighter ends sear
   // Torchtitan writes them: middles equal, each end short of the largest by at most a chunk.
   CHECK(ends_only_split(32, 8, 1, *light));
   CHECK_FALSE(ends_only_split(32, 8, 5, *light));  // chunks of 1, the ends short by 4
+  // Ends heavier than the middle stages: torchtitan's counts only shorten the ends (10 | 6 x2 |
+  // 10 would launch as 8 x4).
+  CHECK_FALSE(ends_only_split(32, 4, 1, StageLayers{10, 6, 10}));
 }
