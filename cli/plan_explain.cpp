@@ -505,7 +505,7 @@ std::string stages_text(const Model& model, const ParallelConfig& c) {
   }
   const StageLayers standard = stage_layers(model.layers, c.pp);
   const std::string lighter =
-      c.pinned_stage_ends() && (split.first != standard.first || split.last != standard.last)
+      sets_ends(model.layers, c)
           ? fmt::format(
                 "; end stages set (--first-stage-layers {} --last-stage-layers {}), the "
                 "default split {}",

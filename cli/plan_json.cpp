@@ -99,14 +99,15 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
   const auto& e = plan.estimate;
   const auto& p = plan.placement;
   const auto& mem = e.memory;
+  const StageLayers split = stage_layers(model.layers, c);
   Json json{{"tp", c.tp},
             {"pp", c.pp},
             {"dp", c.dp},
             {"micro_batch", c.micro_batch},
             {"num_micro_batches", e.num_micro_batches},
             {"virtual_stages", c.virtual_stages},
-            {"first_stage_layers", stage_layers(model.layers, c).first},
-            {"last_stage_layers", stage_layers(model.layers, c).last},
+            {"first_stage_layers", split.first},
+            {"last_stage_layers", split.last},
             {"recompute", to_string(c.recompute)},
             {"recompute_layers", c.recompute_layers},
             {"zero", c.zero},

@@ -128,6 +128,14 @@ StageLayers model_stage_layers(const Model& model, const ParallelConfig& config)
   return out;
 }
 
+bool sets_ends(int layers, const ParallelConfig& config) {
+  if (!config.pinned_stage_ends()) return false;
+  const StageLayers split = stage_layers(layers, config);
+  const StageLayers standard = stage_layers(layers, config.pp);
+  return split.first != standard.first || split.last != standard.last ||
+         middle_stages(layers, config.pp, standard).fewer > 0;
+}
+
 StageEndsProblem stage_ends_problem(int layers, int pp, int first, int last) {
   if (pp < 2) return StageEndsProblem::no_pipeline;
   if (first < 1 || last < 1) return StageEndsProblem::empty_end;

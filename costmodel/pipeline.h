@@ -33,6 +33,10 @@ struct StageLayers {
 /// post-process).
 [[nodiscard]] StageLayers model_stage_layers(const Model& model, const ParallelConfig& config);
 
+/// Whether the plan's end stages are set away from stage_layers' default split: pinned ends
+/// that are the default (its ends, its middle stages all equal) are not.
+[[nodiscard]] bool sets_ends(int layers, const ParallelConfig& config);
+
 /// Why pinned end stages cannot split `layers` over `pp` stages, as Megatron-Core's
 /// TransformerConfig refuses them (Megatron-LM@d98e8a64 megatron/core/transformer/
 /// transformer_config.py L2295-2360): `ok` when they can. Interleaved, its first/last counts

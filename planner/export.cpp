@@ -240,13 +240,8 @@ std::optional<Limit> uneven_stage_limit(const Input& in, bool writes_first_last,
 
 std::optional<Limit> set_ends_limit(const Input& in) {
   const ParallelConfig& c = in.config;
-  if (!c.pinned_stage_ends()) return std::nullopt;
+  if (!sets_ends(in.model.layers, c)) return std::nullopt;
   const StageLayers s = stage_layers(in.model.layers, c);
-  const StageLayers standard = stage_layers(in.model.layers, c.pp);
-  if (s.first == standard.first && s.last == standard.last &&
-      middles_equal(standard, in.model.layers, c.pp)) {
-    return std::nullopt;
-  }
   ParallelConfig fixed = c;
   fixed.first_stage_layers = 0;
   fixed.last_stage_layers = 0;

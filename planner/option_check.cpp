@@ -375,11 +375,7 @@ std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const Se
     pinned.first_stage_layers = first;
     pinned.last_stage_layers = last;
     const StageLayers split = stage_layers(model.layers, pinned);
-    const StageLayers standard = stage_layers(model.layers, *o.pp);
-    const bool is_default = split.first == standard.first && split.last == standard.last &&
-                            split.middle == standard.middle &&
-                            middle_stages(model.layers, *o.pp, standard).fewer == 0;
-    if (!stack.stage_ends_pinned && !is_default) {
+    if (!stack.stage_ends_pinned && sets_ends(model.layers, pinned)) {
       return OptionProblem{Knob::first_stage_layers, OptionIssue::stack_lacks, first, 0};
     }
     return set_split_problem(model, o, *o.pp, split, Knob::first_stage_layers, first);

@@ -9,6 +9,14 @@
 
 namespace trident::test {
 
+/// A plan of `pp` stages of `vp` chunks each, the default split.
+inline ParallelConfig pipelined(int pp, int vp = 1) {
+  ParallelConfig c;
+  c.pp = pp;
+  c.virtual_stages = vp;
+  return c;
+}
+
 /// 2 layers, h = 64, 4 heads (head_dim 16), f = 256, V = 1000, s = 32, B = 8; no biases, no
 /// learned positions, RMSNorm (h parameters per norm), untied output layer.
 inline Model small_model() {

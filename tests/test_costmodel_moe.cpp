@@ -14,17 +14,8 @@
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
 
-namespace {
-/// A plan of `pp` stages of `vp` chunks each, the default split.
-trident::ParallelConfig pipelined(int pp, int vp = 1) {
-  trident::ParallelConfig c;
-  c.pp = pp;
-  c.virtual_stages = vp;
-  return c;
-}
-}  // namespace
-
 using namespace trident;
+using test::pipelined;
 
 TEST_CASE("Mixtral 8x7B parameters: 46.7B total, 12.9B active", "[moe]") {
   const Model model = model_preset("mixtral-8x7b");

@@ -4,18 +4,10 @@
 #include <cmath>
 
 #include "costmodel/pipeline.h"
-
-namespace {
-/// A plan of `pp` stages of `vp` chunks each, the default split.
-trident::ParallelConfig pipelined(int pp, int vp = 1) {
-  trident::ParallelConfig c;
-  c.pp = pp;
-  c.virtual_stages = vp;
-  return c;
-}
-}  // namespace
+#include "costmodel_fixture.h"
 
 using namespace trident;
+using test::pipelined;
 
 TEST_CASE("bubble fraction (p-1)/(v*m)", "[pipeline]") {
   CHECK(bubble_fraction(4, 1, 8) == Approx(3.0 / 8));
