@@ -93,7 +93,9 @@ void BM_plan_deepseek_v3_16384_h100(benchmark::State& state) {
 
 /// DeepSeek-V3 at 32,768 tokens on 1,024 H100s, CP and EP free: 785,368 configurations, 91%
 /// of which do not fit. 2.19 s (the CLI, one core) when each was priced whole; 0.68 s once
-/// the search decides those on their memory alone (may_fit, 2026-12-05).
+/// the search decides those on their memory alone (may_fit, 2026-12-05); 1.55 s as the model's
+/// terms grew, 0.82 s once no micro-batch above one at which nothing fitted is priced
+/// (run_micro_batches, 2026-12-07).
 void BM_plan_deepseek_v3_32k_tokens_1024_h100(benchmark::State& state) {
   Model model = with_batch("deepseek-v3", 0);
   model.seq_len = 32768;

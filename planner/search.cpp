@@ -112,6 +112,13 @@ class SplitSearch {
     const long long per_replica = model_.training.global_batch / config.dp;
     const StageLayers split = stage_layers(model_.layers, config);
     const int pp = config.pp;
+    // The interleavings at which no knob fitted at a smaller micro-batch: a stage's memory
+    // grows with the micro-batch (its activations, transients and pipeline buffers scale with
+    // it, the states do not), so none fits at a larger one either; those are counted as
+    // searched and not fitting without pricing them (shrinks_with_micro_batch says where
+    // memory may fall with it, and there every one is priced).
+    std::vector<int> unfit_vps;
+    const bool prunes = !options_.show_infeasible && !shrinks_with_micro_batch(config);
     for (const int mb : divisors(per_replica)) {
       if (!allowed(options_.micro_batch, mb)) continue;
       config.micro_batch = mb;
@@ -128,9 +135,25 @@ class SplitSearch {
         // Megatron-LM's interleaved schedule: needs pp > 1 and m a multiple of pp.
         if (vp > 1 && (pp < 2 || m % pp != 0)) continue;
         config.virtual_stages = vp;
+        unfit_ = prunes && std::find(unfit_vps.begin(), unfit_vps.end(), vp) != unfit_vps.end();
+        const long long fitted = fitted_;
         run_knobs(config);
+        if (prunes && !unfit_ && fitted_ == fitted) unfit_vps.push_back(vp);
       }
     }
+    unfit_ = false;
+  }
+
+  /// Whether a stage's memory may fall as the micro-batch grows: ZeRO-3 keeping the gathered
+  /// weights over PP's micro-batches holds one chunk's gradients when the step is one round of
+  /// fewer micro-batches (kept_gradient_share), and torch pipelining's idle receive buffers
+  /// (pp_recv_buffer_bytes) shrink as fewer micro-batches wait.
+  [[nodiscard]] bool shrinks_with_micro_batch(const ParallelConfig& config) const {
+    if (config.pp < 2) return false;
+    if (options_.stack.pp_recv_buffers_per_micro_batch) return true;
+    const bool zero3 = allowed(options_.zero, 3) && options_.stack.supports_zero(3, config) &&
+                       !model_.is_moe();
+    return zero3 && options_.stack.pp_keeps_gathered_weights;
   }
 
   void run_knobs(ParallelConfig config) {
@@ -339,6 +362,11 @@ class SplitSearch {
       ++result_.configurations_searched;
       return std::nullopt;
     }
+    if (unfit_) {  // a smaller micro-batch fitted nothing (run_micro_batches)
+      ++result_.configurations_searched;
+      if (probe == Probe::no) ++result_.does_not_fit;
+      return std::nullopt;
+    }
     const Placed& where = placed(config);
     ++result_.configurations_searched;
     std::optional<PlanResult> best;
@@ -373,7 +401,10 @@ class SplitSearch {
         *best = plan;
       }
     }
-    if (best) return best;
+    if (best) {
+      ++fitted_;
+      return best;
+    }
     if (probe == Probe::no) ++result_.does_not_fit;
     if (options_.show_infeasible && probe == Probe::no && closest) {
       closest->shortfall = shortfall_of(closest->estimate.memory, options_.reserve_gib);
@@ -395,6 +426,8 @@ class SplitSearch {
   /// without recompute (this micro-batch and interleaving).
   std::vector<std::array<int, 3>> none_fits_outright_;
   bool placed_ = false;
+  long long fitted_ = 0;  ///< configurations evaluate() found to fit
+  bool unfit_ = false;    ///< the knobs being run fit nothing (a smaller micro-batch did not)
 };
 
 }  // namespace

@@ -633,8 +633,10 @@ TEST_CASE("partial full recompute: the fewest recomputed layers that fit, or the
 TEST_CASE("a plan that does not fit is refused on its memory alone: the same plans and counts",
           "[planner]") {
   // Without --show-infeasible the search decides a plan that does not fit on may_fit (its
-  // memory, its time not priced). With the list asked for, every plan is priced whole: the
-  // two searches must rank the same plans at the same times and count alike. DeepSeek-V3 at
+  // memory, its time not priced), and prices no micro-batch above one at which no knob fitted
+  // (counted, not evaluated). With the list asked for, every plan is priced whole: the two
+  // searches must rank the same plans at the same times and count alike, the first with no
+  // more cost-model evaluations. DeepSeek-V3 at
   // 32,768 tokens (most plans do not fit; EP, CP, MLA) and Llama 3 8B at 65,536 under
   // torchtitan (context parallelism's all-gather rotater, whose gathered K/V may_fit leaves
   // out as a floor).
@@ -661,7 +663,9 @@ TEST_CASE("a plan that does not fit is refused on its memory alone: the same pla
     const SearchResult whole = search(cluster, model, options);
     CHECK(floor.does_not_fit > floor.feasible);  // most plans do not fit: the case it speeds
     CHECK(floor.configurations_searched == whole.configurations_searched);
-    CHECK(floor.evaluations == whole.evaluations);
+    CHECK(floor.evaluations <= whole.evaluations);
+    // DeepSeek-V3's larger micro-batches fit nothing once a smaller one does not.
+    if (c.model == "deepseek-v3") CHECK(floor.evaluations < whole.evaluations);
     CHECK(floor.feasible == whole.feasible);
     CHECK(floor.tight == whole.tight);
     CHECK(floor.does_not_fit == whole.does_not_fit);

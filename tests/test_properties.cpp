@@ -7,9 +7,11 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "costmodel/model_loader.h"
+#include "costmodel/stack.h"
 #include "planner/layout.h"
 #include "planner/search.h"
 #include "planner/whatif.h"
@@ -367,4 +369,83 @@ TEST_CASE("properties: the placement's residue walk finds the slowest groups a f
     ++compared;
   }
   CHECK(compared >= 20);
+}
+
+namespace {
+
+/// Whether two searches found the same plans in the same order, every knob and time alike.
+bool same_plans(const std::vector<PlanResult>& a, const std::vector<PlanResult>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const ParallelConfig& x = a[i].config;
+    const ParallelConfig& y = b[i].config;
+    const auto knobs = [](const ParallelConfig& c) {
+      return std::tuple(c.tp, c.pp, c.dp, c.cp, c.ep, c.micro_batch, c.virtual_stages,
+                        static_cast<int>(c.recompute), c.recompute_layers, c.zero,
+                        c.sequence_parallel, c.dp_shard, c.first_stage_layers,
+                        c.last_stage_layers);
+    };
+    if (knobs(x) != knobs(y) || a[i].placement.order != b[i].placement.order ||
+        a[i].estimate.time.step_s != b[i].estimate.time.step_s ||
+        a[i].estimate.memory.total_bytes != b[i].estimate.memory.total_bytes) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("properties: the search's shortcuts rank what pricing every configuration ranks",
+          "[properties]") {
+  // Without the infeasible list the search decides a plan that does not fit on its memory alone
+  // (may_fit) and prices no micro-batch above one at which nothing fitted (memory grows with
+  // it); with the list it prices every configuration whole. Both must rank the same plans, and
+  // count the same configurations, fits and misfits (every ranked plan kept: keep 100,000).
+  std::mt19937 rng(20261207);
+  // torchtitan thrice: its pipeline's memory can fall as the micro-batch grows (the search
+  // prices every micro-batch there), which a case must reach to show the search knows it.
+  const std::vector<std::string> stacks = {"megatron-core", "megatron-core-perf", "megatron-2021",
+                                           "deepspeed-megatron", "fsdp", "torchtitan",
+                                           "torchtitan", "torchtitan"};
+  int compared = 0;
+  for (int i = 0; i < 200; ++i) {
+    Cluster cluster = any_cluster(rng);
+    cluster.servers = pick(rng, std::vector<int>{1, 2, 4});
+    Model model = runnable_on(random_model(rng), cluster);
+    if (i % 4 == 3) {  // a MoE model, every other layer of 8 experts
+      model.moe.experts = 8;
+      model.moe.top_k = 2;
+      model.moe.expert_ffn_hidden = model.ffn_hidden / 2;
+      model.moe.layer_freq = 2;
+    }
+    model.layers = std::uniform_int_distribution<int>(2, 24)(rng);
+    // Tight on memory so that micro-batches stop fitting: a smaller GPU.
+    cluster.gpu.memory_gib = pick(rng, std::vector<double>{2.0, 4.0, 8.0, 80.0});
+    SearchOptions options;
+    options.stack = stack_preset(pick(rng, stacks));
+    options.keep = 100000;
+    INFO("case " << i << ": " << cluster.name << " x" << cluster.servers << " "
+                 << cluster.gpu.memory_gib << " GiB, L" << model.layers << " h" << model.hidden
+                 << " batch " << model.training.global_batch << " seq " << model.seq_len
+                 << (model.is_moe() ? " moe" : "") << ", stack " << options.stack.name);
+    SearchResult quick;
+    try {
+      quick = search(cluster, model, options);
+    } catch (const PlanError&) {
+      continue;  // nothing to split this model over the cluster (a documented answer)
+    } catch (const InputError&) {
+      continue;  // the stack does not run this model here (its own tests)
+    }
+    options.show_infeasible = true;
+    const SearchResult whole = search(cluster, model, options);
+    CHECK(same_plans(quick.plans, whole.plans));
+    CHECK(quick.configurations_searched == whole.configurations_searched);
+    CHECK(quick.feasible == whole.feasible);
+    CHECK(quick.tight == whole.tight);
+    CHECK(quick.does_not_fit == whole.does_not_fit);
+    CHECK(quick.evaluations <= whole.evaluations);
+    ++compared;
+  }
+  CHECK(compared >= 150);
 }
