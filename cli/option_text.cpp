@@ -153,7 +153,7 @@ std::string uneven_ends_text(const OptionProblem& p, const Model& model, const S
 namespace {
 
 /// Why pinned end stages cannot split the model's layers (StageEndsProblem in `p.limit`).
-std::string stage_ends_invalid_text(const OptionProblem& p, const Model& model,
+std::string stage_ends_invalid_text(const OptionProblem& p, const Model& model, const Stack& stack,
                                     const std::string& pin) {
   switch (static_cast<StageEndsProblem>(p.limit)) {
     case StageEndsProblem::no_pipeline:
@@ -172,8 +172,8 @@ std::string stage_ends_invalid_text(const OptionProblem& p, const Model& model,
     case StageEndsProblem::middles_unequal:
       return fmt::format(
           "{}: the {} layers the ends leave of the model's {} must divide equally over the "
-          "middle stages (Megatron-Core's rule)",
-          pin, model.layers - p.value - p.other, model.layers);
+          "middle stages (stack {} sets the ends' counts only, no per-stage layout)",
+          pin, model.layers - p.value - p.other, model.layers, stack.name);
     case StageEndsProblem::ok:
       break;
   }
@@ -194,9 +194,12 @@ std::string stage_ends_text(const OptionProblem& p, const Model& model, const St
       return pin + " with --first-stage-layers: the ends are pinned already; drop one";
     case OptionIssue::no_lighter_split:
       return fmt::format(
-          "{}: --pp {} leaves no lighter ends for model {}'s {} layers (every middle stage one "
-          "layer more must leave each end a layer); use --lighter-ends off or another --pp",
-          pin, p.limit, model.name, model.layers);
+          "{}: --pp {} leaves no lighter ends for model {}'s {} layers ({}); use --lighter-ends "
+          "off or another --pp",
+          pin, p.limit, model.name, model.layers,
+          stack.runs_unequal_middles()
+              ? "its default split gives each end stage one layer already"
+              : "every middle stage one layer more must leave each end a layer");
     case OptionIssue::stage_ends_over_chunk:
       return fmt::format(
           "{}: stack {}'s counts only shorten the first and the last (virtual) stage, and these "
@@ -209,7 +212,7 @@ std::string stage_ends_text(const OptionProblem& p, const Model& model, const St
           "divisor of {}",
           pin, p.limit, p.limit);
     default:
-      return stage_ends_invalid_text(p, model, pin);
+      return stage_ends_invalid_text(p, model, stack, pin);
   }
 }
 

@@ -115,8 +115,11 @@ StageLayers stage_layers(int layers, const ParallelConfig& config) {
   if (!config.pinned_stage_ends() || config.pp < 2) return stage_layers(layers, config.pp);
   StageLayers out{config.first_stage_layers, 0, config.last_stage_layers};
   if (config.pp > 2) {
+    // The largest middle stage: where the rest does not divide (a layout's split), the
+    // earlier middle stages hold one layer more (middle_stages).
     const long long rest = static_cast<long long>(layers) - out.first - out.last;
-    out.middle = static_cast<int>(std::max(0LL, rest / (config.pp - 2)));
+    const long long middles = config.pp - 2;
+    out.middle = static_cast<int>(std::max(0LL, rest / middles + (rest % middles > 0 ? 1 : 0)));
   }
   return out;
 }
@@ -136,17 +139,19 @@ bool sets_ends(int layers, const ParallelConfig& config) {
          middle_stages(layers, config.pp, standard).fewer > 0;
 }
 
-StageEndsProblem stage_ends_problem(int layers, int pp, int first, int last) {
+StageEndsProblem stage_ends_problem(int layers, int pp, int first, int last,
+                                    bool middles_may_differ) {
   if (pp < 2) return StageEndsProblem::no_pipeline;
   if (first < 1 || last < 1) return StageEndsProblem::empty_end;
   const long long rest = static_cast<long long>(layers) - first - last;
   if (pp == 2) return rest != 0 ? StageEndsProblem::layers_left : StageEndsProblem::ok;
-  if (rest <= 0) return StageEndsProblem::middle_empty;
-  if (rest % (pp - 2) != 0) return StageEndsProblem::middles_unequal;
+  // Every middle stage holds a layer, also where their counts may differ.
+  if (rest < pp - 2LL) return StageEndsProblem::middle_empty;
+  if (!middles_may_differ && rest % (pp - 2) != 0) return StageEndsProblem::middles_unequal;
   return StageEndsProblem::ok;
 }
 
-std::optional<StageLayers> lighter_ends(int layers, int pp) {
+std::optional<StageLayers> lighter_ends(int layers, int pp, bool middles_may_differ) {
   if (pp < 2) return std::nullopt;
   const StageLayers base = stage_layers(layers, pp);
   if (pp == 2) {
@@ -155,12 +160,24 @@ std::optional<StageLayers> lighter_ends(int layers, int pp) {
   }
   // Each middle stage one layer over ceil(L/p); the ends share what is left, at least a layer
   // each (64-bit: (p - 2) x middle of a huge count must not wrap).
+  const long long middles = pp - 2LL;
   const long long middle = static_cast<long long>(layers) / pp + (layers % pp != 0 ? 1 : 0) + 1;
-  const long long ends = static_cast<long long>(layers) - (pp - 2LL) * middle;
-  if (ends < 2) return std::nullopt;
+  long long ends = static_cast<long long>(layers) - middles * middle;
+  if (ends < 2) {
+    // Middle stages of two counts: the ends a layer each, the rest over the middle stages
+    // (each at most `middle`, since ends < 2), which must each hold a layer.
+    if (!middles_may_differ || layers - 2LL < middles) return std::nullopt;
+    ends = 2;
+  }
   const long long last = ends / 2;
-  return StageLayers{static_cast<int>(ends - last), static_cast<int>(middle),
-                     static_cast<int>(last)};
+  const long long rest = static_cast<long long>(layers) - ends;
+  const StageLayers out{static_cast<int>(ends - last),
+                        static_cast<int>(rest / middles + (rest % middles > 0 ? 1 : 0)),
+                        static_cast<int>(last)};
+  if (out.first == base.first && out.middle == base.middle && out.last == base.last) {
+    return std::nullopt;  // the default split already (a split of ends 1|1)
+  }
+  return out;
 }
 
 MiddleStages middle_stages(int layers, int pp, const StageLayers& split) {

@@ -42,7 +42,9 @@ struct StageLayers {
 /// transformer_config.py L2295-2360): `ok` when they can. Interleaved, its first/last counts
 /// must also divide by VP there; an interleaved uneven split is written as a pipeline layout
 /// instead (planner/export_target.h pipeline_layout), so VP follows the search's rule for any
-/// uneven split (it divides the largest stage).
+/// uneven split (it divides the largest stage). `middles_may_differ`: the stack runs middle
+/// stages of two counts (Stack::runs_unequal_middles, written as a layout), so the rest need
+/// not divide by them: the earlier middle stages take one layer more.
 enum class StageEndsProblem {
   ok,
   no_pipeline,      ///< pp < 2: nothing to pin
@@ -51,13 +53,18 @@ enum class StageEndsProblem {
   middle_empty,     ///< more stages: the middle stages would hold no layer
   middles_unequal,  ///< the rest does not divide by the p - 2 middle stages
 };
-[[nodiscard]] StageEndsProblem stage_ends_problem(int layers, int pp, int first, int last);
+[[nodiscard]] StageEndsProblem stage_ends_problem(int layers, int pp, int first, int last,
+                                                  bool middles_may_differ);
 /// The even or default split with lighter ends, which the search tries beside it (end stages
 /// the launcher takes: Stack::stage_ends_pinned): every middle stage one layer more than
 /// stage_layers gives it, the ends sharing the rest, the first the larger half (the last runs
 /// the output layer and the loss); two stages: one layer moved from the last to the first.
-/// nullopt where no such split leaves each end a layer, or pp < 2.
-[[nodiscard]] std::optional<StageLayers> lighter_ends(int layers, int pp);
+/// Where the middle stages may differ (`middles_may_differ`) and that leaves an end no layer,
+/// the ends hold one layer each and the middle stages the rest, the earlier ones one more
+/// (never more than that one layer over ceil(L/p): 32 layers over 16 stages 1|3x2,2x12|1, as
+/// the default split of 33 is 1|3x3,2x11|1). nullopt where no such split leaves each end a
+/// layer or differs from the default split, or pp < 2.
+[[nodiscard]] std::optional<StageLayers> lighter_ends(int layers, int pp, bool middles_may_differ);
 /// The p - 2 middle stages of a split of `layers` (MTP layers included) as stage_layers makes
 /// it: `full` of them hold split.middle layers, `fewer` one layer less.
 struct MiddleStages {

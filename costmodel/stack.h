@@ -268,6 +268,12 @@ struct Stack {
   /// torchtitan first/last_stage_less_layers): the search also tries the split with lighter
   /// ends (pipeline.h lighter_ends), and end stages may be pinned to any valid split.
   bool stage_ends_pinned = true;
+  /// Middle stages of different layer counts run (a pipeline layout lists each stage's layers:
+  /// Megatron-Core --pipeline-model-parallel-layout), as the default split of layers PP does
+  /// not divide has them; torchtitan's counts shorten only the ends.
+  [[nodiscard]] bool runs_unequal_middles() const {
+    return uneven_stages && !uneven_stages_ends_only;
+  }
   /// Recompute modes the stack has (bit Recompute set) and what selective means.
   unsigned recompute_modes = 0b111;
   SelectiveKind selective = SelectiveKind::attention;

@@ -365,7 +365,8 @@ std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const Se
   if (o.first_stage_layers && o.last_stage_layers && o.pp) {
     const int first = *o.first_stage_layers;
     const int last = *o.last_stage_layers;
-    const StageEndsProblem why = stage_ends_problem(model.layers, *o.pp, first, last);
+    const StageEndsProblem why =
+        stage_ends_problem(model.layers, *o.pp, first, last, stack.runs_unequal_middles());
     if (why != StageEndsProblem::ok) {
       return OptionProblem{Knob::first_stage_layers, OptionIssue::stage_ends_invalid, first,
                            static_cast<long long>(why), last};
@@ -385,7 +386,7 @@ std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const Se
       return OptionProblem{Knob::lighter_ends, OptionIssue::stack_lacks, 1, 0};
     }
     if (!o.pp) return std::nullopt;
-    const auto lighter = lighter_ends(model.layers, *o.pp);
+    const auto lighter = lighter_ends(model.layers, *o.pp, stack.runs_unequal_middles());
     if (!lighter) return OptionProblem{Knob::lighter_ends, OptionIssue::no_lighter_split, 1, *o.pp};
     return set_split_problem(model, o, *o.pp, *lighter, Knob::lighter_ends, 1);
   }

@@ -151,8 +151,8 @@ class SplitSearch {
   [[nodiscard]] bool shrinks_with_micro_batch(const ParallelConfig& config) const {
     if (config.pp < 2) return false;
     if (options_.stack.pp_recv_buffers_per_micro_batch) return true;
-    const bool zero3 = allowed(options_.zero, 3) && options_.stack.supports_zero(3, config) &&
-                       !model_.is_moe();
+    const bool zero3 =
+        allowed(options_.zero, 3) && options_.stack.supports_zero(3, config) && !model_.is_moe();
     return zero3 && options_.stack.pp_keeps_gathered_weights;
   }
 

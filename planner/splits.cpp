@@ -176,7 +176,8 @@ std::vector<StageLayers> end_stage_candidates(const Model& model, const SearchOp
   std::vector<StageLayers> out;
   if (options.lighter_ends != true) out.push_back({});
   if (options.lighter_ends != false && options.stack.stage_ends_pinned) {
-    if (const auto lighter = lighter_ends(model.layers, pp)) out.push_back(*lighter);
+    const bool unequal = options.stack.runs_unequal_middles();
+    if (const auto lighter = lighter_ends(model.layers, pp, unequal)) out.push_back(*lighter);
   }
   return out;
 }

@@ -433,21 +433,22 @@ TEST_CASE("an option faster than the healthy plan says the gain is the batch's",
 TEST_CASE("cordon-server on GB200: a new job in its own segments, wherever the tray died",
           "[cli][failures]") {
   // DeepSeek-V3 on 256 GB200s (64 trays, four 16-tray segments). A dead tray: the re-plan is a
-  // new job on fewer trays, which its launcher segments for its own count (60 trays: 15-tray
-  // segments), priced as `plan --gpus 240` prices it. Before, the new job kept the old job's
-  // 64-GPU domains with the ranks shifted across the hole: 113.4 s with tray 0 dead, 96.4 s
-  // with tray 48.
+  // new job on fewer trays, which its launcher segments for its own count (63 trays: the
+  // largest divisor of 63 at most 18 trays a rack, 9-tray segments of 36 GPUs), priced as
+  // `plan --gpus 252` prices it (PP 21 with ends of a layer each; 60 trays when only the
+  // default split was searched). Before, the new job kept the old job's 64-GPU domains with the
+  // ranks shifted across the hole: 113.4 s with tray 0 dead, 96.4 s with tray 48.
   const std::string base = "plan --model deepseek-v3 --cluster gb200-nvl72 --gpus 256";
   const auto first = json_of(base + " --fail-link server:0");
   const auto late = json_of(base + " --fail-link server:48");
-  const auto fresh = json_of("plan --model deepseek-v3 --cluster gb200-nvl72 --gpus 240");
+  const auto fresh = json_of("plan --model deepseek-v3 --cluster gb200-nvl72 --gpus 252");
   REQUIRE(first["impact"]["recommended"] == "cordon-server");
   const auto& a = first["impact"]["options"][0];
   const auto& b = late["impact"]["options"][0];
-  CHECK(a["servers"] == 60);
+  CHECK(a["servers"] == 63);
   CHECK(a["step_time_s"].get<double>() == Approx(b["step_time_s"].get<double>()));
   CHECK(a["step_time_s"].get<double>() == Approx(fresh["plans"][0]["step_time_s"].get<double>()));
-  CHECK(fresh["cluster"]["domain_gpus"] == 60);
+  CHECK(fresh["cluster"]["domain_gpus"] == 36);
   // The launch config says which segments it was priced with (a dense model: --emit writes no
   // MoE flags yet).
   const Run emitted =

@@ -910,10 +910,22 @@ TEST_CASE("end stages: pinned, lighter, refused with their rule", "[cli_plan]") 
           "--first-stage-layers 1: end stages need a pinned --pp");
   refused(llama + "--first-stage-layers 1 --last-stage-layers 1 --lighter-ends on",
           "--lighter-ends on with --first-stage-layers: the ends are pinned already; drop one");
-  // 32 - 2 - 1 = 29 over 6 middle stages does not divide.
-  refused(llama + "--first-stage-layers 2 --last-stage-layers 1",
-          "--first-stage-layers 2: the 29 layers the ends leave of the model's 32 must divide "
-          "equally over the middle stages (Megatron-Core's rule)");
+  // 32 - 2 - 1 = 29 over 6 middle stages does not divide: Megatron-Core runs it as a layout
+  // (5 x5 and 4), torchtitan's counts cannot write it.
+  const Run layout = trident(llama + "--first-stage-layers 2 --last-stage-layers 1 --vp 1 --top 1");
+  REQUIRE(layout.code == 0);
+  CHECK(layout.out.find("  2|5/4|1 ") != std::string::npos);
+  const Run written =
+      trident(llama + "--first-stage-layers 2 --last-stage-layers 1 --vp 1 --emit megatron");
+  REQUIRE(written.code == 0);
+  CHECK(written.out.find("--pipeline-model-parallel-layout \"Et*2|t*5|t*5|t*5|t*5|t*5|t*4|tL\"") !=
+        std::string::npos);
+  refused(
+      "plan --model llama3-8b --gpus 32 --servers 4 --pp 8 --stack torchtitan "
+      "--first-stage-layers 2 --last-stage-layers 1",
+      "--first-stage-layers 2: the 29 layers the ends leave of the model's 32 must divide "
+      "equally over the middle stages (stack torchtitan sets the ends' counts only, no "
+      "per-stage layout)");
   refused(llama + "--first-stage-layers 20 --last-stage-layers 20",
           "--first-stage-layers 20: the ends take 20 + 20 of the model's 32 layers and leave the "
           "middle stages none");
@@ -955,11 +967,23 @@ TEST_CASE("end stages: pinned, lighter, refused with their rule", "[cli_plan]") 
   refused(llama + "--lighter-ends on --stack deepspeed-megatron",
           "--lighter-ends on: stack deepspeed-megatron sets no end stage's layers; drop "
           "--lighter-ends or use --stack megatron-core or torchtitan");
-  // 126 over 16: middles of 9 would leave the ends nothing.
-  refused("plan --model llama3-405b --gpus 1024 --servers 128 --pp 16 --lighter-ends on",
-          "--lighter-ends on: --pp 16 leaves no lighter ends for model llama3-405b's 126 layers "
-          "(every middle stage one layer more must leave each end a layer); use --lighter-ends "
-          "off or another --pp");
+  // 126 over 16 under torchtitan: middles of 9 would leave the ends nothing.
+  refused(
+      "plan --model llama3-405b --gpus 1024 --servers 128 --pp 16 --stack torchtitan "
+      "--lighter-ends on",
+      "--lighter-ends on: --pp 16 leaves no lighter ends for model llama3-405b's 126 layers "
+      "(every middle stage one layer more must leave each end a layer); use --lighter-ends "
+      "off or another --pp");
+  // Megatron-Core's layout takes 1 | 9 x12, 8 x2 | 1 there; GPT-3's 96 over 64 is 1 | 2 x32,
+  // 1 x30 | 1 by default (ceil 2, 32 short: one off each end, 30 off middle stages), and its
+  // middle stages of at most 3 take 94 as 2 x32, 1 x30 again: none lighter.
+  CHECK(trident("plan --model llama3-405b --gpus 1024 --servers 128 --pp 16 --lighter-ends on "
+                "--top 1")
+            .out.find("  1|9/8|1 ") != std::string::npos);
+  refused("plan --model gpt3-175b --gpus 512 --servers 64 --pp 64 --lighter-ends on",
+          "--lighter-ends on: --pp 64 leaves no lighter ends for model gpt3-175b's 96 layers "
+          "(its default split gives each end stage one layer already); use --lighter-ends off "
+          "or another --pp");
   refused(llama + "--lighter-ends maybe",
           "--lighter-ends: expected on|off, got 'maybe' (see --help)");
   // The default split pinned is accepted where the stack sets no ends.

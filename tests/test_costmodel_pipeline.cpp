@@ -264,40 +264,75 @@ TEST_CASE("end stages set: the pinned split, its rules and the lighter ends sear
   CHECK(model_chunk_layers(model, c) == 5);
 
   // Megatron-Core's rules (transformer_config.py L2295-2360 @d98e8a64).
-  CHECK(stage_ends_problem(32, 8, 1, 1) == StageEndsProblem::ok);
-  CHECK(stage_ends_problem(32, 1, 16, 16) == StageEndsProblem::no_pipeline);
-  CHECK(stage_ends_problem(32, 8, 0, 2) == StageEndsProblem::empty_end);
-  CHECK(stage_ends_problem(32, 2, 17, 16) == StageEndsProblem::layers_left);  // 33 != 32
-  CHECK(stage_ends_problem(32, 2, 17, 15) == StageEndsProblem::ok);
-  CHECK(stage_ends_problem(32, 8, 16, 16) == StageEndsProblem::middle_empty);
-  CHECK(stage_ends_problem(32, 8, 2, 1) == StageEndsProblem::middles_unequal);  // 29 / 6
+  const bool equal = false;  // the middle stages hold one count (the first/last flags)
+  CHECK(stage_ends_problem(32, 8, 1, 1, equal) == StageEndsProblem::ok);
+  CHECK(stage_ends_problem(32, 1, 16, 16, equal) == StageEndsProblem::no_pipeline);
+  CHECK(stage_ends_problem(32, 8, 0, 2, equal) == StageEndsProblem::empty_end);
+  CHECK(stage_ends_problem(32, 2, 17, 16, equal) == StageEndsProblem::layers_left);  // 33 != 32
+  CHECK(stage_ends_problem(32, 2, 17, 15, equal) == StageEndsProblem::ok);
+  CHECK(stage_ends_problem(32, 8, 16, 16, equal) == StageEndsProblem::middle_empty);
+  CHECK(stage_ends_problem(32, 8, 2, 1, equal) == StageEndsProblem::middles_unequal);  // 29 / 6
+  // A layout runs middle stages of two counts: 29 over 6 is 5 x5 and 4; each must hold a
+  // layer (32 - 14 - 13 = 5 over 6 leaves one empty).
+  const bool layout = true;
+  CHECK(stage_ends_problem(32, 8, 2, 1, layout) == StageEndsProblem::ok);
+  CHECK(stage_ends_problem(32, 8, 14, 12, layout) == StageEndsProblem::ok);  // 6 over 6
+  CHECK(stage_ends_problem(32, 8, 14, 13, layout) == StageEndsProblem::middle_empty);
+  ParallelConfig unequal = pipelined(8);
+  unequal.first_stage_layers = 2;
+  unequal.last_stage_layers = 1;
+  CHECK(stage_layers(32, unequal).middle == 5);  // ceil(29 / 6): the largest middle stage
+  CHECK(middle_stages(32, 8, stage_layers(32, unequal)).full == 5);
+  CHECK(middle_stages(32, 8, stage_layers(32, unequal)).fewer == 1);
 
   // Lighter ends: every middle stage ceil(L/p) + 1, the ends share the rest, the first the
   // larger half. 32 over 8: middles 5, ends 32 - 30 = 2 -> 1 | 5 x 6 | 1.
-  const auto light = lighter_ends(32, 8);
+  const auto light = lighter_ends(32, 8, equal);
   REQUIRE(light.has_value());
   CHECK(light->first == 1);
   CHECK(light->middle == 5);
   CHECK(light->last == 1);
   // 80 over 8: middles 11, ends 80 - 66 = 14 -> 7 | 11 x 6 | 7.
-  CHECK(lighter_ends(80, 8)->first == 7);
-  CHECK(lighter_ends(80, 8)->last == 7);
+  CHECK(lighter_ends(80, 8, equal)->first == 7);
+  CHECK(lighter_ends(80, 8, equal)->last == 7);
   // 30 over 3: ceil 10, middle 11, ends 19 -> 10 | 11 | 9.
-  CHECK(lighter_ends(30, 3)->first == 10);
-  CHECK(lighter_ends(30, 3)->last == 9);
+  CHECK(lighter_ends(30, 3, equal)->first == 10);
+  CHECK(lighter_ends(30, 3, equal)->last == 9);
   // None where the ends would be left under a layer each: 33 over 8 (middles 6: 33 - 36 < 2),
   // 126 over 16 (middles 9: 126 - 126 = 0), DeepSeek-V3's 61 over 16 (61 - 70).
-  CHECK_FALSE(lighter_ends(33, 8).has_value());
-  CHECK_FALSE(lighter_ends(126, 16).has_value());
-  CHECK_FALSE(lighter_ends(61, 16).has_value());
+  CHECK_FALSE(lighter_ends(33, 8, equal).has_value());
+  CHECK_FALSE(lighter_ends(126, 16, equal).has_value());
+  CHECK_FALSE(lighter_ends(61, 16, equal).has_value());
+  // Middle stages of two counts (a layout): there the ends hold a layer each and the middle
+  // stages the rest. 32 over 16: ceil 2, middles at most 3; 14 x 3 = 42 > 30, so 1 | 30 over
+  // 14 (3 x2, 2 x12) | 1: the largest stage 3, as 33's default split 1 | 3 x3, 2 x11 | 1.
+  const auto sixteen = lighter_ends(32, 16, layout);
+  REQUIRE(sixteen.has_value());
+  CHECK(sixteen->first == 1);
+  CHECK(sixteen->middle == 3);
+  CHECK(sixteen->last == 1);
+  const StageLayers deeper = stage_layers(33, 16);
+  CHECK(deeper.first == 1);
+  CHECK(deeper.middle == 3);
+  CHECK(deeper.last == 1);
+  // 126 over 16: ceil 8, middles at most 9: 1 | 124 over 14 (9 x12, 8 x2) | 1.
+  CHECK(lighter_ends(126, 16, layout)->middle == 9);
+  CHECK(middle_stages(126, 16, *lighter_ends(126, 16, layout)).fewer == 2);
+  // Where the middles can take one layer more each the split is the equal one: 32 over 8.
+  CHECK(lighter_ends(32, 8, layout)->middle == 5);
+  // None where it is the default split already: 33 over 16 is 1 | ... | 1 by default.
+  CHECK_FALSE(lighter_ends(33, 16, layout).has_value());
+  // None where the middles cannot each hold a layer: 4 over 4 (1 each by default; 2 over 2
+  // middles with ends of 1 is the default).
+  CHECK_FALSE(lighter_ends(4, 4, layout).has_value());
   // Two stages: one layer moved off the last: 32 -> 17 | 15; 4 -> 3 | 1; 2 -> none.
-  CHECK(lighter_ends(32, 2)->first == 17);
-  CHECK(lighter_ends(32, 2)->last == 15);
-  CHECK(lighter_ends(4, 2)->last == 1);
-  CHECK_FALSE(lighter_ends(2, 2).has_value());
-  CHECK_FALSE(lighter_ends(32, 1).has_value());
+  CHECK(lighter_ends(32, 2, equal)->first == 17);
+  CHECK(lighter_ends(32, 2, equal)->last == 15);
+  CHECK(lighter_ends(4, 2, equal)->last == 1);
+  CHECK_FALSE(lighter_ends(2, 2, equal).has_value());
+  CHECK_FALSE(lighter_ends(32, 1, equal).has_value());
   // No wrap-around: a huge layer count over many stages stays in range.
-  const auto huge = lighter_ends(2000000000, 3);
+  const auto huge = lighter_ends(2000000000, 3, equal);
   REQUIRE(huge.has_value());
   CHECK(static_cast<long long>(huge->first) + huge->middle + huge->last == 2000000000LL);
   // Torchtitan writes them: middles equal, each end short of the largest by at most a chunk.

@@ -789,6 +789,36 @@ TEST_CASE("lighter end stages: one layer more never prices a split faster", "[pl
   // The default split alone is the slower one, and a stack that sets no end stages
   // (deepspeed-megatron) never tries the lighter ends.
   CHECK(best_s(32, false).estimate.time.step_s > thirty_two.estimate.time.step_s);
+  // PP 16 on 16 servers (DP 4): 33 is 1 | 3 x3, 2 x11 | 1 by default (a layout), 32 is 2 each,
+  // and middle stages of one count (3 each: 42 > 30) leave the ends nothing; Megatron-Core's
+  // layout takes 1 | 3 x2, 2 x12 | 1 (a review's find, 2026-12-07: 32 layers 28.9 s, 33 22.9 s).
+  options.pp = 16;
+  options.dp = 4;
+  const auto best16_s = [&](int layers) {
+    Model m = model;
+    m.layers = layers;
+    const auto result = search(dgx(8), m, options);
+    REQUIRE_FALSE(result.plans.empty());
+    return result.plans.front();
+  };
+  const PlanResult sixteen_32 = best16_s(32);
+  CHECK(sixteen_32.estimate.time.step_s <= best16_s(33).estimate.time.step_s);
+  CHECK(sixteen_32.config.first_stage_layers == 1);
+  CHECK(sixteen_32.config.last_stage_layers == 1);
+  // Every depth from 20 to 40 at PP 8 and 16: one layer more is never faster.
+  for (const int pp : {8, 16}) {
+    options.pp = pp;
+    options.dp = 64 / pp;
+    double previous = 0.0;
+    for (int layers = 20; layers <= 40; ++layers) {
+      CAPTURE(pp, layers);
+      const double step = best16_s(layers).estimate.time.step_s;
+      CHECK(step >= previous);
+      previous = step;
+    }
+  }
+  options.pp = 8;
+  options.dp = 8;
   options.stack = stack_preset("deepspeed-megatron");
   options.tp.reset();
   CHECK_FALSE(best_s(32, std::nullopt).config.pinned_stage_ends());

@@ -382,8 +382,7 @@ bool same_plans(const std::vector<PlanResult>& a, const std::vector<PlanResult>&
     const auto knobs = [](const ParallelConfig& c) {
       return std::tuple(c.tp, c.pp, c.dp, c.cp, c.ep, c.micro_batch, c.virtual_stages,
                         static_cast<int>(c.recompute), c.recompute_layers, c.zero,
-                        c.sequence_parallel, c.dp_shard, c.first_stage_layers,
-                        c.last_stage_layers);
+                        c.sequence_parallel, c.dp_shard, c.first_stage_layers, c.last_stage_layers);
     };
     if (knobs(x) != knobs(y) || a[i].placement.order != b[i].placement.order ||
         a[i].estimate.time.step_s != b[i].estimate.time.step_s ||
@@ -405,9 +404,9 @@ TEST_CASE("properties: the search's shortcuts rank what pricing every configurat
   std::mt19937 rng(20261207);
   // torchtitan thrice: its pipeline's memory can fall as the micro-batch grows (the search
   // prices every micro-batch there), which a case must reach to show the search knows it.
-  const std::vector<std::string> stacks = {"megatron-core", "megatron-core-perf", "megatron-2021",
-                                           "deepspeed-megatron", "fsdp", "torchtitan",
-                                           "torchtitan", "torchtitan"};
+  const std::vector<std::string> stacks = {
+      "megatron-core", "megatron-core-perf", "megatron-2021", "deepspeed-megatron",
+      "fsdp",          "torchtitan",         "torchtitan",    "torchtitan"};
   int compared = 0;
   for (int i = 0; i < 200; ++i) {
     Cluster cluster = any_cluster(rng);
