@@ -315,18 +315,25 @@ std::string summarize_gpu(const Gpu& g) {
                      g.memory_gib, g.memory_gbps, g.matmul_efficiency * 100.0, fp8, g.pcie_gbps);
 }
 
-std::string summarize_precision(const Training& t) {
+std::string summarize_precision(const Training& t, const Stack* stack) {
   if (t.dtype != Dtype::fp8) return to_string(t.dtype);
   std::string eight = "linear GEMMs";
   std::string sixteen = "output layer, activations";
   (t.fp8.attention ? eight : sixteen) += ", attention";
   if (t.fp8.communication) eight += ", TP all-gathers";
-  if (t.fp8.params) eight += ", weights";
+  // A shard of 2: the recipe's own answer, apart from a plan's shard (--explain says that).
+  const bool kept_16 = stack != nullptr && stack->gathers_fp8_params_in_16_bits(t, 2);
+  if (t.fp8.params && kept_16) {
+    sixteen += fmt::format(", weights (stack {} gathers FP8 weights under tensorwise scaling only)",
+                           stack->name);
+  } else if (t.fp8.params) {
+    eight += ", weights";
+  }
   return fmt::format("fp8 {} scaling ({} in FP8; {} in bf16)", to_string(t.fp8.recipe), eight,
                      sixteen);
 }
 
-std::string summarize_model(const Model& m) {
+std::string summarize_model(const Model& m, const Stack* stack) {
   const ParameterCount count = count_parameters(m);
   const std::string heads_of =
       m.explicit_head_dim > 0 ? fmt::format(" of {}", m.explicit_head_dim) : std::string();
@@ -336,7 +343,7 @@ std::string summarize_model(const Model& m) {
       "{} parameters: {} layers, hidden {}, {}/{} heads{}, {} {}, seq {}, batch {}, {}",
       format_count(count.total), m.layers, m.hidden, m.heads, m.kv_heads, heads_of,
       to_string(m.ffn), dense_ffns ? std::to_string(m.ffn_hidden) : "(no dense FFN layer)",
-      m.seq_len, m.training.global_batch, summarize_precision(m.training));
+      m.seq_len, m.training.global_batch, summarize_precision(m.training, stack));
   if (m.attention == AttentionKind::mla) {
     // mla.q_lora_rank 0 or absent: the queries are projected directly (DeepSeek-V2-Lite).
     text += m.mla.q_lora_rank > 0 ? ", multi-head latent attention"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "costmodel/model.h"
+#include "costmodel/stack.h"
 #include "topology/cluster.h"
 
 namespace trident::cli {
@@ -92,9 +93,11 @@ void add_model_flags(CLI::App& app, ModelArgs& args);
 /// "174.6B parameters: 96 layers, hidden 12288, 96/96 heads, gelu, seq 2048, batch 1536"
 /// "fp8 delayed scaling (linear GEMMs, TP all-gathers in FP8; output layer, activations,
 /// attention in bf16)"
-/// or the dtype: which tensors are 8-bit and which stay 16-bit.
-[[nodiscard]] std::string summarize_precision(const Training& training);
-[[nodiscard]] std::string summarize_model(const Model& model);
+/// or the dtype: which tensors are 8-bit and which stay 16-bit. With `stack`: FP8 weights the
+/// stack gathers and keeps in 16 bits under every plan (torchao's rowwise recipe) are said so.
+[[nodiscard]] std::string summarize_precision(const Training& training,
+                                              const Stack* stack = nullptr);
+[[nodiscard]] std::string summarize_model(const Model& model, const Stack* stack = nullptr);
 /// "174.6B", "8.03B", "1.01T"
 [[nodiscard]] std::string format_count(double count);
 

@@ -417,7 +417,7 @@ void run(const PlanFlags& f) {
   context.assumptions.push_back(
       fmt::format("cluster {}: {} GPUs in {} server{} of {}; model {}: {}", cluster.name,
                   cluster.gpus(), cluster.servers, cluster.servers == 1 ? "" : "s",
-                  summarize_server(cluster), model.name, summarize_model(model)));
+                  summarize_server(cluster), model.name, summarize_model(model, &stack.stack)));
   context.assumptions.push_back(describe_search(options, model));
   // The search line names what is searched: no CP under TE's unfused attention.
   if (const std::string line = describe_cp_ep_search(model, options); !line.empty()) {

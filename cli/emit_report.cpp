@@ -277,6 +277,11 @@ std::string refusal_message(const Release& release, const Refusal& r, const std:
     message += stack_note(release, pins, model);
     message += nearest_problem(*r.nearest, pins, cluster, model, search);
   } else if (const std::string change = refusal_change(r, release, stack); !change.empty()) {
+    // The fix of the first obstacle ran into another with no fix of a knob (CP 2 fixed by CP 1,
+    // then a geglu FFN): both said, so the change offered answers the reason given.
+    if (!r.no_dividing_split && r.change.kind != r.reason.kind) {
+      message += "; with that changed, " + refusal_reason(r.change, release, model);
+    }
     message += "; nearest it can run: " + change;
   }
   return message;

@@ -102,9 +102,18 @@ std::vector<Pin> pins_of(const SearchOptions& o, const SplitRules& r) {
           ? fmt::format("TP divides heads {}, kv_heads {}, ffn_hidden {} and the GPUs", r.heads,
                         r.kv_heads, r.ffn_hidden)
           : fmt::format("TP divides heads {}, kv_heads {} and the GPUs", r.heads, r.kv_heads));
+  // A PP that keeps its own rule is refused for the GPUs it leaves: say which rules those break.
+  const bool pp_own_rule = o.pp && *o.pp > 0 && r.gpus % *o.pp == 0 &&
+                           (r.uneven_stages ? *o.pp <= r.layers : r.layers % *o.pp == 0);
   add(&SearchOptions::pp, "pp",
-      fmt::format("PP {} the layers {} and divides the GPUs over TP x CP x DP",
-                  r.uneven_stages ? "at most" : "divides", r.layers));
+      pp_own_rule
+          ? fmt::format("PP {} leaves {} GPUs for TP x CP x DP, and none of their splits has TP "
+                        "dividing heads {} and kv_heads {}{} and DP the global batch {}",
+                        *o.pp, r.gpus / *o.pp, r.heads, r.kv_heads,
+                        r.ffn_hidden > 0 ? fmt::format(" and ffn_hidden {}", r.ffn_hidden) : "",
+                        r.global_batch)
+          : fmt::format("PP {} the layers {} and divides the GPUs over TP x CP x DP",
+                        r.uneven_stages ? "at most" : "divides", r.layers));
   add(&SearchOptions::dp, "dp",
       r.dp_alone ? fmt::format("DP divides the global batch {} and is all the GPUs (a MoE model "
                                "under stack {}: ZeRO-0 DDP, TP, PP and CP 1)",

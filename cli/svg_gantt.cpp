@@ -234,12 +234,15 @@ double draw_gantt_panel(SvgWriter& svg, const PictureInput& input, double top, d
   const long long m = plan.estimate.num_micro_batches;
   const GanttTimes g = gantt_times(plan.estimate, config);
   const long long drawn = 2 * m * config.pp * config.virtual_stages;
-  if (drawn > kMaxDrawnBlocks) {  // before the schedule is built: 2^24 micro-batches wrote 3 GB
-    throw PlanError(fmt::format(
-        "--svg: the pipeline schedule of {} has {} blocks (2 x {} "
-        "micro-batches x pp {} x vp {}); a picture draws at most {}: pin a "
-        "larger --micro-batch or give a smaller --global-batch",
-        split_label(config), drawn, m, config.pp, config.virtual_stages, kMaxDrawnBlocks));
+  if (drawn > kMaxDrawnBlocks) {
+    // Not built (2^24 micro-batches wrote 3 GB): the panel says so, and the rest of the picture
+    // (and of a report) is drawn.
+    return draw_panel_title(
+        svg, top, schedule_title(config, m),
+        fmt::format("not drawn: {} blocks (2 x {} micro-batches x pp {} x vp {}), more than the "
+                    "{} a picture draws;\na plan of larger micro-batches or fewer of them draws "
+                    "(--svg-plan N, or pin --micro-batch / --global-batch)",
+                    drawn, m, config.pp, config.virtual_stages, kMaxDrawnBlocks));
   }
   const auto blocks = schedule_1f1b(config.pp, static_cast<int>(m), config.virtual_stages,
                                     g.forward_s, g.backward_s, 0.0, g.tail);

@@ -137,6 +137,12 @@ std::string float8_section(const Fp8Options& fp8) {
   if (fp8.recipe == Fp8Recipe::delayed) {
     t += "# delayed scaling has no torchao recipe: tensorwise (current scaling) instead\n";
   }
+  if (fp8.params && rowwise) {
+    // The model asks for FP8 weights, which a stack that gathers them under the rowwise recipe
+    // (megatron-core's blockwise) priced as 8-bit gathers: torchao gathers 16-bit weights here.
+    t += "# FP8 weights (training.fp8.params) gather in 16 bits under rowwise scaling: torchao's "
+         "float8 all-gather is tensorwise's (--stack torchtitan prices them so)\n";
+  }
   if (fp8.params && !rowwise) {
     t += "# tensorwise: torchtitan's default when recipe_name is unset, the one way with the FP8 "
          "all-gather\n";

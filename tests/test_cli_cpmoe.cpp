@@ -563,3 +563,17 @@ TEST_CASE(
   CHECK(nemo.err.find("NeMo v2.4.0's Megatron-Core (core_r0.13.0) takes no MTP layer in one") !=
         std::string::npos);
 }
+
+TEST_CASE("DeepSeek-V3 interleaved over uneven stages: NeMo's refusal names the MTP layer",
+          "[cli_cpmoe]") {
+  // 61 layers over PP 16 at VP 4: 3 | 4 x14 | 2, interleaved only as a layout, which NeMo
+  // v2.4.0's Megatron-Core refuses with an MTP layer (the line said only that the split is
+  // written without interleaving, as if an uneven split never interleaved: a review's find).
+  const Run nemo =
+      trident("plan --gpus 256 --servers 32 --model deepseek-v3 --pp 16 --vp 4 --ep 8 --emit nemo");
+  CHECK(nemo.code == 2);
+  CHECK(nemo.err.find("; interleaved it needs a pipeline layout, which this release's "
+                      "Megatron-Core refuses with MTP layers (\"MTP layer is not supported for "
+                      "flexible pipeline layout\"; --emit megatron writes it), so it runs without "
+                      "interleaving only; nearest plan it can run: ") != std::string::npos);
+}

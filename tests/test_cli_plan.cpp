@@ -235,6 +235,15 @@ TEST_CASE("a pin that rules out every configuration is named with its rule", "[c
         "trident: error: --pp 5 (PP at most the layers 96 and divides the GPUs over TP x CP x DP); "
         "--micro-batch 7 (the micro-batch divides the global batch 1536 / DP): each leaves no "
         "configuration of 64 GPUs even with the other pins cleared\n");
+  // A PP that keeps its own rule (4 <= 32 layers, 4 divides 96) is refused for the 24 GPUs it
+  // leaves: DP divides 256, so DP 1, 2, 4 or 8 and TP 24, 12, 6 or 3, none dividing 32 heads
+  // (a review's find: the line cited PP's own rule, which 4 keeps).
+  const Run leaves = trident("plan --model mixtral-8x7b --gpus 96 --servers 12 --pp 4");
+  CHECK(leaves.code == 2);
+  CHECK(leaves.err ==
+        "trident: error: --pp 4: no configuration of 96 GPUs takes it: PP 4 leaves 24 GPUs for "
+        "TP x CP x DP, and none of their splits has TP dividing heads 32 and kv_heads 8 and DP "
+        "the global batch 256 (without --pp there are configurations)\n");
 }
 
 TEST_CASE("pins and limits are obeyed", "[cli_plan]") {
@@ -416,6 +425,23 @@ TEST_CASE("--emit megatron-deepspeed: BLOOM's TP 4 x PP 12 as Megatron-DeepSpeed
   // a multiple of 128 x TP 4 = 512, so nothing is padded and no padding note is written.
   CHECK(zero1.out.find("  --vocab-size 51199 \\\n") != std::string::npos);
   CHECK(zero1.out.find("# vocabulary:") == std::string::npos);
+  // Two obstacles, the second without a knob to turn: the plan's CP 2 (fixed by CP 1), then a
+  // geglu FFN Megatron-DeepSpeed has no flag for. The line names both, so the change it offers
+  // answers a reason it gave (a review's find: it gave the CP reason with the FFN's change).
+  TempDir dir;
+  const auto geglu = dir.path / "geglu.yaml";
+  std::ofstream(geglu) << "name: geglu-model\nlayers: 24\nhidden: 2048\nheads: 16\n"
+                          "ffn_hidden: 8192\nffn: geglu\nvocab: 32000\nseq_len: 32768\n"
+                          "training:\n  global_batch: 64\n";
+  const Run two = trident("plan --model " + geglu.string() +
+                          " --gpus 32 --servers 4 --cp 2 --emit megatron-deepspeed");
+  CHECK(two.code == 2);
+  CHECK(lines(two.err) == 1);
+  CHECK(two.err.find("cannot run there: --emit writes context parallelism (CP 2) as the plan "
+                     "priced it") != std::string::npos);
+  CHECK(two.err.find("; with that changed, Megatron-DeepSpeed has no flag for a geglu FFN (GeLU "
+                     "by default, --swiglu, --squared-relu); nearest it can run: ffn gelu, "
+                     "swiglu or relu2 in the model file\n") != std::string::npos);
   // Llama 3's 128,256 at TP 8: pretrain_gpt.py pads to ceil(128256 / 1024) x 1024 = 129,024.
   const Run padded = trident(
       "plan --model llama3-70b --gpus 64 --tp 8 --stack deepspeed-megatron --emit "

@@ -48,6 +48,28 @@ TEST_CASE("the stack is stated in the assumptions and the JSON", "[cli_stack]") 
     CHECK(plan.at("recompute") != "selective");
   }
   CHECK(doc.at("assumptions")[1].get<std::string>().rfind("stack fsdp (from --stack)", 0) == 0);
+
+  // The model line says which tensors are 8-bit under the stack: torchtitan gathers FP8 weights
+  // under tensorwise scaling only, so a blockwise (rowwise) model's weights stay 16-bit there
+  // (a review's find: the line said "weights in FP8", the --explain 16-bit).
+  TempDir dir;
+  const std::string examples = std::string(TRIDENT_SOURCE_DIR) + "/docs/examples/";
+  std::ifstream in(examples + "llama3-8b-fp8.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string model = text.str();
+  model.replace(model.find("recipe: delayed"), 15, "recipe: blockwise");
+  std::ofstream(dir.path / "rowwise.yaml") << model;
+  const std::string fp8 =
+      "plan --gpus 64 --servers 8 --top 1 --model " + (dir.path / "rowwise.yaml").string();
+  CHECK(trident(fp8 + " --stack torchtitan")
+            .out.find("fp8 blockwise scaling (linear GEMMs, TP all-gathers in FP8; output layer, "
+                      "activations, "
+                      "attention, weights (stack torchtitan gathers FP8 weights under tensorwise "
+                      "scaling only) in bf16)") != std::string::npos);
+  CHECK(trident(fp8).out.find("fp8 blockwise scaling (linear GEMMs, TP all-gathers, weights in "
+                              "FP8; output layer, activations, attention in bf16)") !=
+        std::string::npos);
 }
 
 TEST_CASE("what a stack cannot run is refused with one line and exit 2", "[cli_stack]") {

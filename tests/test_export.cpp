@@ -1217,6 +1217,16 @@ TEST_CASE("what a plan was priced with is written: dropout, the FP8 recipe; MTP 
   const auto rowwise = export_plan(parse_release("torchtitan"), cluster, rowwise_params, c);
   CHECK((!rowwise.refusal.has_value() || rowwise.refusal->reason.kind != RefusalKind::fp8_recipe));
   CHECK(stack_preset("torchtitan").gathers_fp8_params_in_16_bits(rowwise_params.training, 8));
+  // A plan priced with 8-bit gathers (megatron-core's blockwise) says the launch gathers 16 bits
+  // (a review's find: it was written silently).
+  const ParallelConfig sharded = config_of({2, 1, 1}, 3, Recompute::none, true);
+  const auto rowwise_sharded =
+      export_plan(parse_release("torchtitan"), cluster, rowwise_params, sharded);
+  REQUIRE_FALSE(rowwise_sharded.refusal.has_value());
+  CHECK(has(rowwise_sharded.text,
+            "# FP8 weights (training.fp8.params) gather in 16 bits under rowwise scaling: "
+            "torchao's float8 all-gather is tensorwise's (--stack torchtitan prices them so)\n"
+            "recipe_name = \"rowwise\"\n"));
   rowwise_params.training.fp8.recipe = Fp8Recipe::current;
   CHECK_FALSE(stack_preset("torchtitan").gathers_fp8_params_in_16_bits(rowwise_params.training, 8));
   // Tensorwise with the FP8 all-gather: no recipe_name, which torchtitan asserts against beside
