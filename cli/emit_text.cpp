@@ -407,6 +407,12 @@ std::string refusal_reason(const Obstacle& obstacle, const Release& release, con
       return std::string(release.title) + " " + release.version +
              " is written with its Adam optimizer: model " + model.name +
              " trains with SGD (training.optimizer)";
+    case RefusalKind::sgd_sharded:
+      return std::string(release.title) + " " + release.version +
+             "'s distributed optimizer (ZeRO-1, and Megatron-FSDP's ZeRO-2/3) asserts Adam or an "
+             "optimizer with a state initializer (distrib_optimizer.py), which its SGD is not: "
+             "model " +
+             model.name + " trains with SGD (training.optimizer)";
     case RefusalKind::qk_norm:
       return std::string(release.title) + " " + release.version +
              " has no switch for a per-head Q/K norm: model " + model.name + " sets qk_layernorm";

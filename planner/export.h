@@ -79,6 +79,7 @@ enum class RefusalKind {
   qk_norm,               ///< per-head Q/K norm, which the release has no switch for
   bf16_unsharded,        ///< bf16 at ZeRO-0 with fp32 gradients (DeepSpeed has no such optimizer)
   sgd,                   ///< the model trains with SGD: only the pretrain_gpt.py targets write it
+  sgd_sharded,           ///< SGD with Megatron's DistributedOptimizer (ZeRO 1+), which asserts Adam
 };
 
 /// One thing a release cannot run, with the facts its words need beyond the model and plan

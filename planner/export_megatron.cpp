@@ -260,6 +260,15 @@ std::optional<Limit> megatron_limit(const Input& in) {
     fixed.zero = 1;
     return limit(RefusalKind::sharding_with_pp, fixed);
   }
+  // SGD sharded: ZeRO-1 is the DistributedOptimizer, and Megatron-FSDP turns it on
+  // (arguments.py L1100-1112), whose constructor asserts Adam, AdamW, HybridDeviceOptimizer or
+  // an init_state_fn (distrib_optimizer.py L688-695 @core_v0.19.0), which its SGD builds
+  // without (optimizer/__init__.py L617-624): nearest, ZeRO-0.
+  if (in.model.training.optimizer == Optimizer::sgd && in.config.zero >= 1) {
+    ParallelConfig fixed = in.config;
+    fixed.zero = 0;
+    return limit(RefusalKind::sgd_sharded, fixed);
+  }
   return std::nullopt;
 }
 

@@ -743,7 +743,18 @@ TEST_CASE("SGD: pretrain_gpt.py's --optimizer sgd; targets written with Adam ref
   sgd.training.optimizer = Optimizer::sgd;
   const ParallelConfig c = config_of({2, 1, 1}, 1, Recompute::none, false);
   const StackSwitches unfused{.attention = AttentionKernel::unfused};
-  CHECK(has(emitted(parse_release("megatron"), cluster, sgd, c, {}), "  --optimizer sgd"));
+  // Megatron-LM's distributed optimizer (ZeRO-1; Megatron-FSDP turns it on for 2/3) asserts
+  // Adam (distrib_optimizer.py L688-695 @core_v0.19.0): SGD runs at ZeRO-0 there.
+  const ParallelConfig ddp = config_of({2, 1, 1}, 0, Recompute::none, false);
+  CHECK(has(emitted(parse_release("megatron"), cluster, sgd, ddp, {}), "  --optimizer sgd"));
+  for (const int zero : {1, 3}) {
+    const Export sharded = export_plan(parse_release("megatron"), cluster, sgd,
+                                       config_of({2, 1, 1}, zero, Recompute::none, false));
+    REQUIRE(sharded.refusal.has_value());
+    CHECK(sharded.refusal->reason.kind == RefusalKind::sgd_sharded);
+    REQUIRE(sharded.refusal->nearest.has_value());
+    CHECK(sharded.refusal->nearest->zero == 0);
+  }
   CHECK(has(emitted(parse_release("megatron-deepspeed"), cluster, sgd, c, unfused),
             "  --optimizer sgd"));
   CHECK_FALSE(has(emitted(parse_release("megatron"), cluster, llama8b(), c, {}), "--optimizer"));
