@@ -199,7 +199,9 @@ std::string stage_ends_text(const OptionProblem& p, const Model& model, const St
           pin, p.limit, model.name, model.layers,
           stack.runs_unequal_middles()
               ? "its default split gives each end stage one layer already"
-              : "every middle stage one layer more must leave each end a layer");
+              : "every middle stage one layer more must leave each end a layer, and the "
+                "default split is not two or more layers short of ceil(L/PP) a stage to move "
+                "onto the last");
     case OptionIssue::stage_ends_over_chunk:
       return fmt::format(
           "{}: stack {}'s counts only shorten the first and the last (virtual) stage, and these "

@@ -180,6 +180,25 @@ std::optional<StageLayers> lighter_ends(int layers, int pp, bool middles_may_dif
   return out;
 }
 
+std::optional<StageLayers> lightest_last(int layers, int pp) {
+  if (pp < 3) return std::nullopt;
+  const StageLayers base = stage_layers(layers, pp);
+  const int remainder = layers % pp;
+  if (remainder == 0) return std::nullopt;
+  // As stage_layers, with the shortfall off the last stage before the first.
+  const int ceil_layers = layers / pp + 1;
+  const int shortfall = pp - remainder;
+  const int from_last = std::min(ceil_layers - 1, shortfall);
+  const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
+  const int rest = shortfall - from_last - from_first;  // taken one each off middle stages
+  const StageLayers out{ceil_layers - from_first,
+                        rest >= pp - 2 ? ceil_layers - 1 : ceil_layers, ceil_layers - from_last};
+  if (out.first == base.first && out.middle == base.middle && out.last == base.last) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 MiddleStages middle_stages(int layers, int pp, const StageLayers& split) {
   if (pp < 3 || split.middle <= 0) return {};
   const int stages = pp - 2;

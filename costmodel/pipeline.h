@@ -65,6 +65,12 @@ enum class StageEndsProblem {
 /// the default split of 33 is 1|3x3,2x11|1). nullopt where no such split leaves each end a
 /// layer or differs from the default split, or pp < 2.
 [[nodiscard]] std::optional<StageLayers> lighter_ends(int layers, int pp, bool middles_may_differ);
+/// The default split of a count PP does not divide with its shortfall taken off the last stage
+/// first (it runs the output layer, the loss and any MTP layers), then the first, then middle
+/// stages; stage_layers(layers, pp) takes it half off each end. DeepSeek-V3's 61 over 16:
+/// 4 | 4 x14 | 1 against 3 | 4 x14 | 2. nullopt where that is the default split (a shortfall
+/// of one, or none), or pp < 3.
+[[nodiscard]] std::optional<StageLayers> lightest_last(int layers, int pp);
 /// The p - 2 middle stages of a split of `layers` (MTP layers included) as stage_layers makes
 /// it: `full` of them hold split.middle layers, `fewer` one layer less.
 struct MiddleStages {

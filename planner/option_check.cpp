@@ -386,9 +386,18 @@ std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const Se
       return OptionProblem{Knob::lighter_ends, OptionIssue::stack_lacks, 1, 0};
     }
     if (!o.pp) return std::nullopt;
-    const auto lighter = lighter_ends(model.layers, *o.pp, stack.runs_unequal_middles());
-    if (!lighter) return OptionProblem{Knob::lighter_ends, OptionIssue::no_lighter_split, 1, *o.pp};
-    return set_split_problem(model, o, *o.pp, *lighter, Knob::lighter_ends, 1);
+    const std::vector<StageLayers> lighter = lighter_candidates(model, stack, *o.pp);
+    if (lighter.empty()) {
+      return OptionProblem{Knob::lighter_ends, OptionIssue::no_lighter_split, 1, *o.pp};
+    }
+    // Refused only where no candidate takes the other pins (the first one's reason said).
+    std::optional<OptionProblem> first_problem;
+    for (const StageLayers& split : lighter) {
+      auto problem = set_split_problem(model, o, *o.pp, split, Knob::lighter_ends, 1);
+      if (!problem) return std::nullopt;
+      if (!first_problem) first_problem = problem;
+    }
+    return first_problem;
   }
   return std::nullopt;
 }

@@ -1,6 +1,7 @@
 // The splits a search walks and the candidates of each dimension (planner/splits.h).
 #include "planner/splits.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "costmodel/context_parallel.h"
@@ -175,9 +176,29 @@ std::vector<StageLayers> end_stage_candidates(const Model& model, const SearchOp
   }
   std::vector<StageLayers> out;
   if (options.lighter_ends != true) out.push_back({});
-  if (options.lighter_ends != false && options.stack.stage_ends_pinned) {
-    const bool unequal = options.stack.runs_unequal_middles();
-    if (const auto lighter = lighter_ends(model.layers, pp, unequal)) out.push_back(*lighter);
+  if (options.lighter_ends != false) {
+    for (const StageLayers& lighter : lighter_candidates(model, options.stack, pp)) {
+      out.push_back(lighter);
+    }
+  }
+  return out;
+}
+
+std::vector<StageLayers> lighter_candidates(const Model& model, const Stack& stack, int pp) {
+  std::vector<StageLayers> out;
+  if (!stack.stage_ends_pinned) return out;
+  const bool unequal = stack.runs_unequal_middles();
+  for (const auto& lighter :
+       {lighter_ends(model.layers, pp, unequal), lightest_last(model.layers, pp)}) {
+    if (!lighter) continue;
+    if (stage_ends_problem(model.layers, pp, lighter->first, lighter->last, unequal) !=
+        StageEndsProblem::ok) {
+      continue;
+    }
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const StageLayers& s) {
+      return s.first == lighter->first && s.last == lighter->last;
+    });
+    if (!seen) out.push_back(*lighter);
   }
   return out;
 }

@@ -54,10 +54,15 @@ struct Split {
 [[nodiscard]] std::vector<int> shard_candidates(const SearchOptions& options, int zero, int dp,
                                                 bool moe);
 
+/// The splits with lighter ends a stack that sets end stages tries beside the default split
+/// of `pp` stages: lighter_ends and lightest_last (pipeline.h), those the stack writes
+/// (stage_ends_problem: equal middle stages unless Stack::runs_unequal_middles); none for a
+/// stack that sets no end stages.
+[[nodiscard]] std::vector<StageLayers> lighter_candidates(const Model& model, const Stack& stack,
+                                                          int pp);
 /// The end stages a search of `pp` stages tries, as ParallelConfig::first_stage_layers and
-/// last_stage_layers: the pinned ones; else the default split (both 0) and, where the stack
-/// sets end stages, the split with lighter ends (pipeline.h lighter_ends), as --lighter-ends
-/// allows.
+/// last_stage_layers: the pinned ones; else the default split (both 0) and lighter_candidates,
+/// as --lighter-ends allows.
 [[nodiscard]] std::vector<StageLayers> end_stage_candidates(const Model& model,
                                                             const SearchOptions& options, int pp);
 /// Whether a stack that shortens only the end stages (Stack::uneven_stages_ends_only) writes

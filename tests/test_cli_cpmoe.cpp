@@ -376,7 +376,8 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
                              "ep_overlap_delay_wgrad: true\n";
   const Run dsv3 = trident(
       "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
-      "--vp 1 --dp 32 --micro-batch 1 --ep 64 --recompute selective --emit megatron --stack " +
+      "--vp 1 --dp 32 --micro-batch 1 --ep 64 --recompute selective --lighter-ends off --emit "
+      "megatron --stack " +
       combined);
   REQUIRE(dsv3.code == 0);
   for (const char* expected :
@@ -396,7 +397,7 @@ TEST_CASE("--emit writes CP as each target runs it, refuses it elsewhere and MoE
   // where the stack's is theirs (megatron-core's is core attention), the shared expert.
   const std::string dsv3_pins =
       "plan --gpus 1024 --servers 128 --model deepseek-v3 --global-batch 8192 --tp 2 --pp 16 "
-      "--vp 1 --dp 32 --micro-batch 1 --ep 64 --recompute selective --emit nemo";
+      "--vp 1 --dp 32 --micro-batch 1 --ep 64 --recompute selective --lighter-ends off --emit nemo";
   const Run dsv3_nemo = trident(dsv3_pins);
   REQUIRE(dsv3_nemo.code == 0);
   const char* with_mtp =

@@ -314,16 +314,18 @@ TEST_CASE("topo import: a degraded server's own output feeds plan --fail-link", 
 
 TEST_CASE("--emit under --fail-link writes the option the report recommends", "[cli][failure]") {
   // GPU 11 (server 1, GPU 3) dead on 4 servers of llama3-8b, batch 1024: the report ranks
-  // cordon-server first (servers 0, 2, 3: 24 GPUs, TP1 PP3 DP8), cordon-gpu second (31 GPUs).
+  // cordon-server first (servers 0, 2, 3: 24 GPUs, TP1 PP6 DP4 with its last stage lightened),
+  // cordon-gpu second (31 GPUs).
   const std::string base = "plan --model llama3-8b --gpus 32 --servers 4 --fail-link gpu:1/3";
   const Run recommended = trident(base + " --emit megatron");
   INFO(recommended.err);
   REQUIRE(recommended.code == 0);
-  CHECK(recommended.out.find("trident plan TP1 PP3 DP8 ") != std::string::npos);
+  CHECK(recommended.out.find("trident plan TP1 PP6 DP4 ") != std::string::npos);
   CHECK(recommended.out.find("# nodes: servers 0,2-3 of the cluster") != std::string::npos);
   CHECK(recommended.out.find("--nnodes 3 --nproc-per-node 8") != std::string::npos);
-  // 32 layers over 3 stages: 11 | 11 | 10.
-  CHECK(recommended.out.find("  --decoder-last-pipeline-num-layers 10 \\\n") != std::string::npos);
+  // 32 layers over 6 stages: ceil 6, 4 short, all off the last: 6 | 6 x4 | 2.
+  CHECK(recommended.out.find("  --decoder-first-pipeline-num-layers 6 \\\n") != std::string::npos);
+  CHECK(recommended.out.find("  --decoder-last-pipeline-num-layers 2 \\\n") != std::string::npos);
   // --explain N picks option N; 31 GPUs sit 8 + 7 + 8 + 8: the launcher cannot start them.
   const Run second = trident(base + " --emit megatron --explain 2");
   CHECK(second.code == 2);

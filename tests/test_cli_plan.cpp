@@ -339,9 +339,10 @@ TEST_CASE("table, CSV, explain and emit", "[cli_plan]") {
   CHECK(boxed.out.find("      why: one activation per micro-batch per stage boundary: small "
                        "bursts\n") != std::string::npos);
   CHECK(boxed.out.find("tolerates the network") == std::string::npos);
-  // The pipeline's split of the layers: 32 over PP 7 is ceil 5, 3 short: 2 off the last, 1 off
-  // the first, 4 | 5 x5 | 3.
-  const Run uneven = trident("plan --model llama3-8b --gpus 56 --servers 7 --pp 7 --explain");
+  // The pipeline's default split of the layers: 32 over PP 7 is ceil 5, 3 short: 2 off the
+  // last, 1 off the first, 4 | 5 x5 | 3 (the lighter splits aside: --lighter-ends off).
+  const Run uneven =
+      trident("plan --model llama3-8b --gpus 56 --servers 7 --pp 7 --lighter-ends off --explain");
   REQUIRE(uneven.code == 0);
   CHECK(uneven.out.find("Pipeline bubble\n  stages: 4 | 5 x5 | 3 decoder layers (first | middle "
                         "| last)\n") != std::string::npos);
@@ -993,19 +994,24 @@ TEST_CASE("end stages: pinned, lighter, refused with their rule", "[cli_plan]") 
   refused(llama + "--lighter-ends on --stack deepspeed-megatron",
           "--lighter-ends on: stack deepspeed-megatron sets no end stage's layers; drop "
           "--lighter-ends or use --stack megatron-core or torchtitan");
-  // 126 over 16 under torchtitan: middles of 9 would leave the ends nothing.
+  // 32 over 16 under torchtitan: middles of 3 would leave the ends nothing, and 16 divides 32
+  // (no shortfall to move onto the last stage).
   refused(
-      "plan --model llama3-405b --gpus 1024 --servers 128 --pp 16 --stack torchtitan "
+      "plan --model llama3-8b --gpus 64 --servers 8 --pp 16 --stack torchtitan "
       "--lighter-ends on",
-      "--lighter-ends on: --pp 16 leaves no lighter ends for model llama3-405b's 126 layers "
-      "(every middle stage one layer more must leave each end a layer); use --lighter-ends "
-      "off or another --pp");
-  // Megatron-Core's layout takes 1 | 9 x12, 8 x2 | 1 there; GPT-3's 96 over 64 is 1 | 2 x32,
-  // 1 x30 | 1 by default (ceil 2, 32 short: one off each end, 30 off middle stages), and its
-  // middle stages of at most 3 take 94 as 2 x32, 1 x30 again: none lighter.
+      "--lighter-ends on: --pp 16 leaves no lighter ends for model llama3-8b's 32 layers "
+      "(every middle stage one layer more must leave each end a layer, and the default "
+      "split is not two or more layers short of ceil(L/PP) a stage to move onto the last); "
+      "use --lighter-ends off or another --pp");
+  // 126 over 16: ceil 8, 2 short, by default one off each end (7 | 8 x14 | 7); the lighter
+  // splits take both off the last (8 | 8 x14 | 6) or, with Megatron-Core's layout, keep ends
+  // of one layer (1 | 9 x12, 8 x2 | 1); the ranking takes 8 | 8 x14 | 6.
   CHECK(trident("plan --model llama3-405b --gpus 1024 --servers 128 --pp 16 --lighter-ends on "
                 "--top 1")
-            .out.find("  1|9/8|1 ") != std::string::npos);
+            .out.find("  8|8|6 ") != std::string::npos);
+  // GPT-3's 96 over 64 is 1 | 2 x32,
+  // 1 x30 | 1 by default (ceil 2, 32 short: one off each end, 30 off middle stages), and its
+  // middle stages of at most 3 take 94 as 2 x32, 1 x30 again: none lighter.
   refused("plan --model gpt3-175b --gpus 512 --servers 64 --pp 64 --lighter-ends on",
           "--lighter-ends on: --pp 64 leaves no lighter ends for model gpt3-175b's 96 layers "
           "(its default split gives each end stage one layer already); use --lighter-ends off "

@@ -325,6 +325,28 @@ TEST_CASE("end stages set: the pinned split, its rules and the lighter ends sear
   // None where the middles cannot each hold a layer: 4 over 4 (1 each by default; 2 over 2
   // middles with ends of 1 is the default).
   CHECK_FALSE(lighter_ends(4, 4, layout).has_value());
+  // The default split's shortfall off the last stage first: DeepSeek-V3's 61 over 16 is ceil
+  // 4, 3 short: 4 | 4 x14 | 1 (the default 3 | 4 x14 | 2); 126 over 16, 2 short: 8 | 8 x14 | 6
+  // (7 | 8 x14 | 7); 32 over 6, 4 short: 6 | 6 x4 | 2 (4 | 6 x4 | 4).
+  const auto last61 = lightest_last(61, 16);
+  REQUIRE(last61.has_value());
+  CHECK(last61->first == 4);
+  CHECK(last61->middle == 4);
+  CHECK(last61->last == 1);
+  CHECK(lightest_last(126, 16)->first == 8);
+  CHECK(lightest_last(126, 16)->last == 6);
+  CHECK(lightest_last(32, 6)->first == 6);
+  CHECK(lightest_last(32, 6)->last == 2);
+  // 37 over 4: ceil 10, 3 short: the last takes all 3 (10 | 10 x2 | 7). 33 over 16: ceil 3, 15
+  // short: 2 off the last, 2 off the first, 11 off middle stages, the default split already.
+  CHECK(lightest_last(37, 4)->last == 7);
+  CHECK(lightest_last(37, 4)->first == 10);
+  CHECK_FALSE(lightest_last(33, 16).has_value());
+  // None where the default takes it all off the last already (32 over 3: 1 short) or nothing
+  // is short (32 over 8), or with two stages.
+  CHECK_FALSE(lightest_last(32, 3).has_value());
+  CHECK_FALSE(lightest_last(32, 8).has_value());
+  CHECK_FALSE(lightest_last(33, 2).has_value());
   // Two stages: one layer moved off the last: 32 -> 17 | 15; 4 -> 3 | 1; 2 -> none.
   CHECK(lighter_ends(32, 2, equal)->first == 17);
   CHECK(lighter_ends(32, 2, equal)->last == 15);
