@@ -191,8 +191,8 @@ std::optional<StageLayers> lightest_last(int layers, int pp) {
   const int from_last = std::min(ceil_layers - 1, shortfall);
   const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
   const int rest = shortfall - from_last - from_first;  // taken one each off middle stages
-  const StageLayers out{ceil_layers - from_first,
-                        rest >= pp - 2 ? ceil_layers - 1 : ceil_layers, ceil_layers - from_last};
+  const StageLayers out{ceil_layers - from_first, rest >= pp - 2 ? ceil_layers - 1 : ceil_layers,
+                        ceil_layers - from_last};
   if (out.first == base.first && out.middle == base.middle && out.last == base.last) {
     return std::nullopt;
   }
