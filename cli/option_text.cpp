@@ -388,6 +388,19 @@ std::string describe(const OptionProblem& p, const Model& model, const Stack& st
       return pin + ": " + unfused_takes_no_cp(model, stack) + "; use --cp 1";
     case OptionIssue::fp8_params_zero0:
       return fp8_params_zero0_text(p, model, stack);
+    case OptionIssue::sgd_sharded:
+      if (p.knob == Knob::fp8_params) {
+        return fmt::format(
+            "{}: stack {} gathers FP8 parameters only from a sharded optimizer and shards it "
+            "only for Adam, and model {} trains with SGD (training.optimizer): no ZeRO stage "
+            "runs both; set it false, or train with adam",
+            model.key_where("", "training.fp8.params"), stack.name, model.name);
+      }
+      return fmt::format(
+          "--zero {}: stack {} shards the optimizer only for Adam (Megatron-Core's "
+          "DistributedOptimizer asserts it), and model {} trains with SGD "
+          "(training.optimizer); use --zero 0",
+          p.value, stack.name, model.name);
     case OptionIssue::moe_hybrid_shard:
       return pin +
              ": MoE models shard over all of DP (the experts' state per shard group is not "

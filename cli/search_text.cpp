@@ -296,6 +296,10 @@ std::string describe_search(const SearchOptions& o, const Model& model) {
                          : "ZeRO (0 to 2: MoE experts are not sharded per unit)";
   } else if (no_zero0) {
     zero_name = "ZeRO (1 or more: FP8 parameters need the distributed optimizer)";
+  } else if (!o.zero && !stack.runs_optimizer_at(1, training)) {
+    zero_name =
+        "ZeRO (0 only: the stack shards Adam's optimizer only, and the model trains with "
+        "SGD)";
   }
   knob(true, zero_name, zero_name, "--zero", number(o.zero));
   knob(stack.sequence_parallel, "sequence parallel", "sequence parallel", "--sequence-parallel",

@@ -322,6 +322,15 @@ struct Stack {
     return zero > 0 || !fp8_params_need_sharded_optimizer || training.dtype != Dtype::fp8 ||
            !training.fp8.params;
   }
+  /// The sharded optimizer is Adam's only: Megatron-Core's DistributedOptimizer asserts Adam,
+  /// AdamW or a state initializer, which its SGD builds without (distrib_optimizer.py L688-695,
+  /// optimizer/__init__.py L617-624 @core_v0.19.0), and Megatron-FSDP turns it on: SGD runs at
+  /// ZeRO-0 only, and ZeRO 1+ is neither searched nor accepted as a pin for it.
+  bool sharded_optimizer_adam_only = false;
+  /// Whether ZeRO `zero` runs `training`'s optimizer here (sharded_optimizer_adam_only).
+  [[nodiscard]] bool runs_optimizer_at(int zero, const Training& training) const {
+    return zero == 0 || !sharded_optimizer_adam_only || training.optimizer != Optimizer::sgd;
+  }
   /// FP8 recipes the stack runs (bit Fp8Recipe set; 0 = no FP8), and whether it casts the
   /// weights to FP8 once per step and keeps the copy over the micro-batches (Megatron passes
   /// is_first_microbatch to Transformer Engine) rather than on every micro-batch.

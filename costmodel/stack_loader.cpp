@@ -91,6 +91,7 @@ const std::vector<std::string> kStackKeys = {
     "moe_dispatcher",
     "fp8_param_gather_needs_dp_shard",
     "fp8_params_need_sharded_optimizer",
+    "sharded_optimizer_adam_only",
     "fp8_recipes",
     "dtypes",
     "zero_clones_fp32_partition",
@@ -476,6 +477,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_bool("fp8_param_gather_needs_dp_shard", d.fp8_param_gather_needs_dp_shard);
   s.fp8_params_need_sharded_optimizer =
       m.optional_bool("fp8_params_need_sharded_optimizer", d.fp8_params_need_sharded_optimizer);
+  s.sharded_optimizer_adam_only =
+      m.optional_bool("sharded_optimizer_adam_only", d.sharded_optimizer_adam_only);
   // Megatron-Core asserts both (transformer_config.py L3040-3041, L3074-3077 @d98e8a64).
   if (s.ep_overlap && s.moe_shared_expert_overlap) {
     m.fail(m.has("ep_overlap") ? "ep_overlap" : "moe_shared_expert_overlap",

@@ -307,6 +307,14 @@ std::optional<OptionProblem> model_problem(const Model& model, const SearchOptio
   if (o.zero && !o.stack.runs_fp8_params_at(*o.zero, model.training)) {
     return OptionProblem{Knob::zero, OptionIssue::fp8_params_zero0, *o.zero, 0};
   }
+  if (o.zero && !o.stack.runs_optimizer_at(*o.zero, model.training)) {
+    return OptionProblem{Knob::zero, OptionIssue::sgd_sharded, *o.zero, 0};
+  }
+  // FP8 parameters need a sharded optimizer, SGD the unsharded one: no ZeRO stage runs both.
+  if (!o.zero && !o.stack.runs_fp8_params_at(0, model.training) &&
+      !o.stack.runs_optimizer_at(1, model.training)) {
+    return OptionProblem{Knob::fp8_params, OptionIssue::sgd_sharded, 1, 0};
+  }
   // Not pinned: a stack whose only ZeRO stage (with the pinned PP) is 0 leaves nothing to plan.
   const unsigned stages = o.pp && *o.pp > 1 ? o.stack.zero_stages_with_pp : o.stack.zero_stages;
   if (!o.zero && !o.stack.runs_fp8_params_at(0, model.training) && (stages & ~1u) == 0) {

@@ -83,6 +83,8 @@ enum class OptionIssue {
   no_ep_divides,      ///< no EP size from min_ep `value` to max_ep divides the `limit` experts
   fp8_params_zero0,   ///< ZeRO `value` 0 for a model with FP8 parameters under a stack that
                       ///< gathers them only from a sharded optimizer
+  sgd_sharded,        ///< ZeRO `value` 1+ for an SGD model under a stack whose sharded
+                      ///< optimizer is Adam's only (Stack::sharded_optimizer_adam_only)
   zero0_with_split,   ///< TP/PP/CP (or its minimum) `value` > 1 beside a pinned ZeRO-0 under a
                       ///< stack whose ZeRO-0 is DDP alone
   needs_other_end,    ///< one end stage's layers `value` pinned without the other's

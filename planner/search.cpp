@@ -190,6 +190,7 @@ class SplitSearch {
         // with PP): costmodel/stack.h.
         if (!options_.stack.supports_zero(zero, config)) continue;
         if (!options_.stack.runs_fp8_params_at(zero, model_.training)) continue;
+        if (!options_.stack.runs_optimizer_at(zero, model_.training)) continue;
         if (zero >= 3 && model_.is_moe()) continue;  // experts not sharded per unit
         config.zero = zero;
         run_sequence_parallel(config);

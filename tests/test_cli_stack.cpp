@@ -1068,3 +1068,36 @@ TEST_CASE("explain and JSON name what the totals hold: the edge unit, FP8 gather
             .out.find("DP overlap off (bucketed ZeRO; ZeRO-3 overlaps per unit)") !=
         std::string::npos);
 }
+
+TEST_CASE("SGD under megatron-core: ZeRO-0, a pinned ZeRO-1 and FP8 parameters refused",
+          "[cli_stack]") {
+  // The DistributedOptimizer is Adam's only (distrib_optimizer.py L688-695 @core_v0.19.0).
+  TempDir dir;
+  const auto sgd = dir.path / "sgd.yaml";
+  std::ofstream(sgd) << "name: sgd-model\nlayers: 24\nhidden: 2048\nheads: 16\nffn_hidden: 8192\n"
+                        "ffn: gelu\nvocab: 50000\nseq_len: 2048\ntraining:\n  global_batch: 64\n"
+                        "  optimizer: sgd\n";
+  const std::string plan = "plan --gpus 16 --servers 2 --model " + sgd.string();
+  const Run free = trident(plan + " --top 1");
+  REQUIRE(free.code == 0);
+  CHECK(free.out.find("ZeRO (0 only: the stack shards Adam's optimizer only, and the model "
+                      "trains with SGD)") != std::string::npos);
+  const Run pinned = trident(plan + " --zero 1");
+  CHECK(pinned.code == 2);
+  CHECK(pinned.err ==
+        "trident: error: --zero 1: stack megatron-core shards the optimizer only for Adam "
+        "(Megatron-Core's DistributedOptimizer asserts it), and model sgd-model trains with SGD "
+        "(training.optimizer); use --zero 0\n");
+  // torchtitan's FSDP2 shards it.
+  CHECK(trident(plan + " --zero 3 --stack torchtitan --top 1").code == 0);
+  const auto fp8 = dir.path / "sgd-fp8.yaml";
+  std::ofstream(fp8) << "name: sgd-fp8\nlayers: 24\nhidden: 2048\nheads: 16\nffn_hidden: 8192\n"
+                        "ffn: gelu\nvocab: 50000\nseq_len: 2048\ntraining:\n  global_batch: 64\n"
+                        "  optimizer: sgd\n  dtype: fp8\n  fp8: {recipe: delayed, params: true}\n";
+  const Run both = trident("plan --gpus 16 --servers 2 --model " + fp8.string());
+  CHECK(both.code == 2);
+  CHECK(both.err.find("stack megatron-core gathers FP8 parameters only from a sharded optimizer "
+                      "and shards it only for Adam, and model sgd-fp8 trains with SGD "
+                      "(training.optimizer): no ZeRO stage runs both; set it false, or train "
+                      "with adam\n") != std::string::npos);
+}

@@ -154,6 +154,16 @@ TEST_CASE("which stacks split a PP activation over TP without sequence paralleli
   CHECK(stack_preset("megatron-core").fp8_params_need_sharded_optimizer);
   CHECK(stack_preset("megatron-core-perf").fp8_params_need_sharded_optimizer);
   CHECK_FALSE(stack_preset("torchtitan").fp8_params_need_sharded_optimizer);
+  // Megatron-Core's DistributedOptimizer is Adam's only (distrib_optimizer.py L688-695
+  // @core_v0.19.0): SGD at ZeRO-0 there; FSDP and torchtitan shard any optimizer.
+  Training sgd;
+  sgd.optimizer = Optimizer::sgd;
+  CHECK(stack_preset("megatron-core").runs_optimizer_at(0, sgd));
+  CHECK_FALSE(stack_preset("megatron-core").runs_optimizer_at(1, sgd));
+  CHECK_FALSE(stack_preset("megatron-core-perf").runs_optimizer_at(3, sgd));
+  CHECK(stack_preset("megatron-core").runs_optimizer_at(1, Training{}));  // Adam
+  CHECK(stack_preset("torchtitan").runs_optimizer_at(3, sgd));
+  CHECK(stack_preset("fsdp").runs_optimizer_at(3, sgd));
   CHECK(load_stack("name: x\nbase: megatron-core\nunfused_softmax: megatron\n", "s.yaml")
             .unfused_softmax == UnfusedSoftmax::megatron);
   CHECK_THROWS_WITH(load_stack("name: x\nbase: megatron-core\nunfused_softmax: apex\n", "s.yaml"),

@@ -823,3 +823,27 @@ TEST_CASE("lighter end stages: one layer more never prices a split faster", "[pl
   options.tp.reset();
   CHECK_FALSE(best_s(32, std::nullopt).config.pinned_stage_ends());
 }
+
+TEST_CASE("SGD: a stack whose sharded optimizer is Adam's only searches ZeRO-0", "[planner]") {
+  // Megatron-Core's DistributedOptimizer asserts Adam (core_v0.19.0 distrib_optimizer.py
+  // L688-695), and Megatron-FSDP turns it on: an SGD model's plans are ZeRO-0 there, while
+  // torchtitan's FSDP2 shards any optimizer.
+  Model model = tiny();
+  model.training.optimizer = Optimizer::sgd;
+  SearchOptions options = keep_all();
+  options.stack = stack_preset("megatron-core");
+  const SearchResult core = search(dgx(1), model, options);
+  REQUIRE_FALSE(core.plans.empty());
+  for (const PlanResult& plan : core.plans) CHECK(plan.config.zero == 0);
+  options.stack = stack_preset("torchtitan");
+  const SearchResult titan = search(dgx(1), model, options);
+  CHECK(std::any_of(titan.plans.begin(), titan.plans.end(),
+                    [](const PlanResult& plan) { return plan.config.zero > 0; }));
+  // A pinned ZeRO-1 is refused, naming the issue.
+  options = keep_all();
+  options.stack = stack_preset("megatron-core");
+  options.zero = 1;
+  const OptionProblem pinned = refusal(model, options);
+  CHECK(pinned.knob == Knob::zero);
+  CHECK(pinned.issue == OptionIssue::sgd_sharded);
+}
