@@ -324,8 +324,9 @@ std::string format_table(const SearchResult& result, const ReportContext& contex
   }
   if (columns.stages) {
     out +=
-        "# stages: decoder layers of the first|middle|last pipeline stage; ends lighter than "
-        "the default split are set at launch (--first/last-stage-layers)\n";
+        "# stages: decoder layers of the first|middle|last pipeline stage (a/b: middle stages "
+        "of two counts); ends lighter than the default split are set at launch "
+        "(--first/last-stage-layers, or a pipeline layout)\n";
   }
   out += table_header(columns);
   for (std::size_t i = 0; i < result.plans.size(); ++i)

@@ -144,11 +144,16 @@ class SplitSearch {
     unfit_ = false;
   }
 
-  /// Whether a stage's memory may fall as the micro-batch grows: ZeRO-3 keeping the gathered
-  /// weights over PP's micro-batches holds one chunk's gradients when the step is one round of
-  /// fewer micro-batches (kept_gradient_share), and torch pipelining's idle receive buffers
-  /// (pp_recv_buffer_bytes) shrink as fewer micro-batches wait.
+  /// Whether a stage's memory may fall as the micro-batch grows: an unfused attention's softmax
+  /// is fused only where micro-batch x heads / TP is a multiple of 4, and PyTorch's fp32 one
+  /// past that gate keeps 6 bytes a score where the fused keeps 2 (unfused_scores_working_bytes,
+  /// docs/cost_model.md#unfused-attention: micro-batch 1 of 2 heads a rank needs more than 2);
+  /// ZeRO-3 keeping the gathered weights over PP's micro-batches holds one chunk's gradients
+  /// when the step is one round of fewer micro-batches (kept_gradient_share); torch
+  /// pipelining's idle receive buffers (pp_recv_buffer_bytes) shrink as fewer micro-batches
+  /// wait.
   [[nodiscard]] bool shrinks_with_micro_batch(const ParallelConfig& config) const {
+    if (!is_fused(options_.stack.attention)) return true;
     if (config.pp < 2) return false;
     if (options_.stack.pp_recv_buffers_per_micro_batch) return true;
     const bool zero3 =

@@ -847,3 +847,46 @@ TEST_CASE("SGD: a stack whose sharded optimizer is Adam's only searches ZeRO-0",
   CHECK(pinned.knob == Knob::zero);
   CHECK(pinned.issue == OptionIssue::sgd_sharded);
 }
+
+TEST_CASE("an unfused softmax past its fused gate: a larger micro-batch may fit where a smaller "
+          "does not, and is priced",
+          "[planner]") {
+  // DeepSpeed-Megatron's unfused attention fuses the softmax only where micro-batch x heads /
+  // TP is a multiple of 4: 2 heads at TP 1 run micro-batch 1 in PyTorch's fp32 softmax (6 bytes
+  // a score kept) and micro-batch 2 fused (2 bytes). 200 layers of 2 heads at 4,096 tokens on
+  // 40 GB A100s: micro-batch 1 does not fit, 2 does (a review's find, 2026-12-07: the search
+  // stopped at micro-batch 1 and called the pins unplannable).
+  Model model;
+  model.name = "tiny-heads";
+  model.layers = 200;
+  model.hidden = 64;
+  model.heads = 2;
+  model.kv_heads = 2;
+  model.ffn_hidden = 256;
+  model.ffn = FfnKind::gelu;
+  model.vocab = 32000;
+  model.seq_len = 4096;
+  model.tied_embeddings = true;
+  model.norm = NormKind::layernorm;
+  model.bias = true;
+  model.learned_positions = true;
+  model.dropout = 0.0;
+  model.training.global_batch = 64;
+  Cluster cluster = cluster_preset("dgx-a100");
+  cluster.servers = 1;
+  cluster.gpu = gpu_preset("a100-sxm-40g");
+  SearchOptions options = keep_all();
+  options.stack = stack_preset("deepspeed-megatron");
+  options.tp = 1;
+  options.pp = 1;
+  options.zero = 0;
+  options.recompute = Recompute::none;
+  const SearchResult quick = search(cluster, model, options);
+  options.show_infeasible = true;
+  const SearchResult whole = search(cluster, model, options);
+  REQUIRE_FALSE(quick.plans.empty());
+  CHECK(quick.plans.front().config.micro_batch == 2);
+  REQUIRE(quick.plans.size() == whole.plans.size());
+  CHECK(quick.feasible == whole.feasible);
+  CHECK(quick.plans.front().estimate.time.step_s == whole.plans.front().estimate.time.step_s);
+}
