@@ -848,9 +848,10 @@ TEST_CASE("SGD: a stack whose sharded optimizer is Adam's only searches ZeRO-0",
   CHECK(pinned.issue == OptionIssue::sgd_sharded);
 }
 
-TEST_CASE("an unfused softmax past its fused gate: a larger micro-batch may fit where a smaller "
-          "does not, and is priced",
-          "[planner]") {
+TEST_CASE(
+    "an unfused softmax past its fused gate: a larger micro-batch may fit where a smaller "
+    "does not, and is priced",
+    "[planner]") {
   // DeepSpeed-Megatron's unfused attention fuses the softmax only where micro-batch x heads /
   // TP is a multiple of 4: 2 heads at TP 1 run micro-batch 1 in PyTorch's fp32 softmax (6 bytes
   // a score kept) and micro-batch 2 fused (2 bytes). 200 layers of 2 heads at 4,096 tokens on
