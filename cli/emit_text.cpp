@@ -222,8 +222,7 @@ namespace {
            "; interleaved, torchtitan shortens only its first and last virtual stage, each by "
            "at most one chunk (the largest stage's layers / VP), which these ends' gaps exceed";
   }
-  if (o.interleaved_uneven && release.framework == Framework::nemo && model.mtp_layers > 0) {
-    // The layout is NeMo's way to interleave it; its Megatron-Core refuses one with MTP layers.
+  if (o.interleaved_uneven && o.layout_refuses_mtp) {
     return split +
            "; interleaved it needs a pipeline layout, which this release's Megatron-Core "
            "refuses with MTP layers (\"MTP layer is not supported for flexible "

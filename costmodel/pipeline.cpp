@@ -96,19 +96,34 @@ int StageLayers::most() const { return std::max({first, middle, last}); }
 
 bool StageLayers::even(int pp) const { return first == last && (pp < 3 || middle == first); }
 
-StageLayers stage_layers(int layers, int pp) {
-  if (pp <= 1) return {layers, 0, layers};
-  // From the quotient and remainder: a layer count near INT_MAX must not wrap (as
-  // layers + pp - 1 or pp x ceil would).
+namespace {
+
+/// ceil(a / b) for b > 0 and a >= 0 (at most 0 for a negative a), without a + b - 1, which
+/// could wrap.
+long long ceil_div(long long a, long long b) { return a / b + (a % b > 0 ? 1 : 0); }
+
+/// `layers` over `pp` (> 1) stages of ceil(L/p) each, the shortfall taken off the last stage
+/// (half of it, rounded up, or all of it with `last_takes_all`; at most ceil - 1), then the
+/// first (at most ceil - 1), then one layer each off middle stages. From the quotient and
+/// remainder: a layer count near INT_MAX must not wrap (as layers + pp - 1 or pp x ceil would).
+StageLayers shortfall_split(int layers, int pp, bool last_takes_all) {
   const int remainder = layers % pp;
   const int ceil_layers = layers / pp + (remainder != 0 ? 1 : 0);
   const int shortfall = remainder != 0 ? pp - remainder : 0;
-  const int from_last = std::min(ceil_layers - 1, (shortfall + 1) / 2);
+  const int last_share = last_takes_all ? shortfall : (shortfall + 1) / 2;
+  const int from_last = std::min(ceil_layers - 1, last_share);
   const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
   const int rest = shortfall - from_last - from_first;  // taken one each off middle stages
   StageLayers out{ceil_layers - from_first, 0, ceil_layers - from_last};
   if (pp > 2) out.middle = rest >= pp - 2 ? ceil_layers - 1 : ceil_layers;
   return out;
+}
+
+}  // namespace
+
+StageLayers stage_layers(int layers, int pp) {
+  if (pp <= 1) return {layers, 0, layers};
+  return shortfall_split(layers, pp, false);  // half the shortfall off each end
 }
 
 StageLayers stage_layers(int layers, const ParallelConfig& config) {
@@ -118,8 +133,7 @@ StageLayers stage_layers(int layers, const ParallelConfig& config) {
     // The largest middle stage: where the rest does not divide (a layout's split), the
     // earlier middle stages hold one layer more (middle_stages).
     const long long rest = static_cast<long long>(layers) - out.first - out.last;
-    const long long middles = config.pp - 2;
-    out.middle = static_cast<int>(std::max(0LL, rest / middles + (rest % middles > 0 ? 1 : 0)));
+    out.middle = static_cast<int>(std::max(0LL, ceil_div(rest, config.pp - 2LL)));
   }
   return out;
 }
@@ -161,7 +175,7 @@ std::optional<StageLayers> lighter_ends(int layers, int pp, bool middles_may_dif
   // Each middle stage one layer over ceil(L/p); the ends share what is left, at least a layer
   // each (64-bit: (p - 2) x middle of a huge count must not wrap).
   const long long middles = pp - 2LL;
-  const long long middle = static_cast<long long>(layers) / pp + (layers % pp != 0 ? 1 : 0) + 1;
+  const long long middle = ceil_div(layers, pp) + 1;
   long long ends = static_cast<long long>(layers) - middles * middle;
   if (ends < 2) {
     // Middle stages of two counts: the ends a layer each, the rest over the middle stages
@@ -171,31 +185,16 @@ std::optional<StageLayers> lighter_ends(int layers, int pp, bool middles_may_dif
   }
   const long long last = ends / 2;
   const long long rest = static_cast<long long>(layers) - ends;
-  const StageLayers out{static_cast<int>(ends - last),
-                        static_cast<int>(rest / middles + (rest % middles > 0 ? 1 : 0)),
+  const StageLayers out{static_cast<int>(ends - last), static_cast<int>(ceil_div(rest, middles)),
                         static_cast<int>(last)};
-  if (out.first == base.first && out.middle == base.middle && out.last == base.last) {
-    return std::nullopt;  // the default split already (a split of ends 1|1)
-  }
+  if (out == base) return std::nullopt;  // the default split already (a split of ends 1|1)
   return out;
 }
 
 std::optional<StageLayers> lightest_last(int layers, int pp) {
   if (pp < 3) return std::nullopt;
-  const StageLayers base = stage_layers(layers, pp);
-  const int remainder = layers % pp;
-  if (remainder == 0) return std::nullopt;
-  // As stage_layers, with the shortfall off the last stage before the first.
-  const int ceil_layers = layers / pp + 1;
-  const int shortfall = pp - remainder;
-  const int from_last = std::min(ceil_layers - 1, shortfall);
-  const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
-  const int rest = shortfall - from_last - from_first;  // taken one each off middle stages
-  const StageLayers out{ceil_layers - from_first, rest >= pp - 2 ? ceil_layers - 1 : ceil_layers,
-                        ceil_layers - from_last};
-  if (out.first == base.first && out.middle == base.middle && out.last == base.last) {
-    return std::nullopt;
-  }
+  const StageLayers out = shortfall_split(layers, pp, true);
+  if (out == stage_layers(layers, pp)) return std::nullopt;  // none short, or one
   return out;
 }
 

@@ -23,6 +23,7 @@ struct StageLayers {
   /// Every one of `pp` stages holds the same layers (no uneven split, no MTP layers on the
   /// last).
   [[nodiscard]] bool even(int pp) const;
+  bool operator==(const StageLayers&) const = default;
 };
 [[nodiscard]] StageLayers stage_layers(int layers, int pp);
 /// The plan's split: its pinned end stages (ParallelConfig::first_stage_layers and

@@ -104,6 +104,9 @@ struct Obstacle {
   int last_layers = 0;
   bool set_ends = false;  ///< uneven_stages: end stages set, which the release cannot write
   bool interleaved_uneven = false;  ///< uneven_stages: writable without interleaving
+  /// uneven_stages: interleaving it needs a pipeline layout, which the release refuses with
+  /// the model's MTP layers (NeMo v2.4.0's Megatron-Core).
+  bool layout_refuses_mtp = false;
 };
 
 /// torchtitan's Llama 3 flavors' RoPE base (torchtitan/models/llama3/__init__.py rope_theta).

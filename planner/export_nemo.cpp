@@ -195,7 +195,11 @@ std::optional<Limit> nemo_limit(const Input& in) {
   // A layout with MTP layers: NeMo v2.4.0's Megatron-Core (core_r0.13.0) raises "MTP layer is not
   // supported for flexible pipeline layout" (pipeline_parallel_layer_layout.py
   // validate_layer_layout @03f7793); core_v0.14.0 lifted it, which the megatron target runs.
-  if (auto uneven = uneven_stage_limit(in, true, in.model.mtp_layers == 0)) return uneven;
+  const bool mtp = in.model.mtp_layers > 0;
+  if (auto uneven = uneven_stage_limit(in, true, !mtp)) {
+    uneven->obstacle.layout_refuses_mtp = mtp;
+    return uneven;
+  }
   const NemoRecipe* recipe = nemo_recipe_of(in.model);
   if (recipe == nullptr) {
     Limit shape = limit(RefusalKind::model_shape);
