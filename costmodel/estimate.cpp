@@ -92,7 +92,7 @@ StageWork stage_work(const Gpu& gpu, const Model& model, const ParallelConfig& c
   return {
       linear_gemm_times(gpu, model, config, calibration),
       routed_expert_time(gpu, real, given, calibration, stack.fp8_saves_fp8_inputs,
-                         stack.moe_permute_fusion),
+                         stack.moe_permute_fusion, stack.fp8_follows_gpu_layout()),
       output_head_time(gpu, model, config, calibration,
                        {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit})};
 }
@@ -117,7 +117,7 @@ StageParts stage_parts(const Cluster& cluster, const Model& model, const Paralle
   StageParts parts;
   parts.dense = layer_time(cluster.gpu, model, config,
                            {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs, given.cp,
-                            ulysses, stack.elementwise, stack.unfused_softmax},
+                            ulysses, stack.elementwise, stack.unfused_softmax, stack.fp8_tn_only},
                            work.linear, calibration);
   LayerTime& layer = parts.layer;
   layer = with_cp_and_experts(parts.dense, real, given, stack.selective, moe_share, work.experts);
@@ -636,7 +636,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.optimizer_s =
       optimizer_time_s(gpu, model.training.optimizer,
                        params / sharded + expert_params / expert_sharded, stack.adam_step_bytes) +
-      fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_saves_fp8_inputs),
+      fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_follows_gpu_layout()),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params) +
       grad_buffer_zeroing_s(gpu, model, stack, held);
   out.time.tp_comm_s = out.tp.exposed_s;

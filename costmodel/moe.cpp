@@ -149,10 +149,10 @@ double unpermute_backward_bytes(const Model& model, double rows, bool fused) {
 
 LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                              const Calibration* calibration, bool saves_fp8_inputs,
-                             bool permute_fused) {
+                             bool permute_fused, bool fp8_gpu_layout) {
   LayerTime time;
   if (!model.is_moe()) return time;
-  const Precision precision = precision_of(model.training, gpu, saves_fp8_inputs);
+  const Precision precision = precision_of(model.training, gpu, saves_fp8_inputs && fp8_gpu_layout);
   // The experts are Transformer Engine linears (FP8 under fp8_autocast); the router is torch's
   // F.linear (router.py), never FP8: the output layer's 16-bit dtype.
   const Dtype router = precision.output_gemm;

@@ -92,11 +92,12 @@ struct ExpertGemms {
 /// Routed experts of one MoE layer, one micro-batch, one GPU: grouped GEMMs, router, the
 /// expert activation, the token permutation, the sort by local expert and, under FP8, the
 /// expert GEMMs' input and gradient casts (memory bound). `saves_fp8_inputs`: the stack's
-/// (Stack::fp8_saves_fp8_inputs); `permute_fused`: Stack::moe_permute_fusion.
+/// (Stack::fp8_saves_fp8_inputs); `permute_fused`: Stack::moe_permute_fusion; `fp8_gpu_layout`:
+/// the FP8 copies follow the GPU's layout rule (Stack::fp8_follows_gpu_layout).
 [[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
                                            const ParallelConfig& config,
                                            const Calibration* calibration, bool saves_fp8_inputs,
-                                           bool permute_fused);
+                                           bool permute_fused, bool fp8_gpu_layout = true);
 
 /// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
 /// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype

@@ -60,7 +60,8 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   memory.fused_attention = is_fused(stack.attention);
   memory.unfused_softmax = stack.unfused_softmax;
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);
-  const Precision precision = precision_of(model.training, cluster.gpu, stack.fp8_saves_fp8_inputs);
+  const Precision precision =
+      precision_of(model.training, cluster.gpu, stack.fp8_follows_gpu_layout());
   memory.weight_bytes = precision.weight_bytes;
   memory.activation_bytes = precision.activation_bytes;
   memory.weights_are_master = precision.weight_bytes >= 4.0;

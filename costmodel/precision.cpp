@@ -100,9 +100,9 @@ bool fp8_gemm_needs_transpose(const Gpu& gpu) {
   return !any_layout;
 }
 
-Precision precision_of(const Training& training, const Gpu& gpu, bool transformer_engine) {
+Precision precision_of(const Training& training, const Gpu& gpu, bool gpu_layout) {
   Precision p = precision_of(training);
-  p.fp8_transposes = !transformer_engine || fp8_gemm_needs_transpose(gpu);
+  p.fp8_transposes = !gpu_layout || fp8_gemm_needs_transpose(gpu);
   return p;
 }
 

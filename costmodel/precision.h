@@ -46,14 +46,15 @@ inline constexpr double kMxfp8GemmRateRatio = 6.812 / 7.161;
 /// bf16 unless `fp8.attention` / `fp8.communication` (Transformer Engine's fp8_autocast).
 [[nodiscard]] Precision precision_of(const Training& training);
 /// The same on a given GPU: whether tensor-scaled FP8 keeps transposed copies there.
-/// `transformer_engine` (Stack::fp8_saves_fp8_inputs): the FP8 linears are Transformer
-/// Engine's, whose GEMMs read any layout where the GPU does (fp8_gemm_needs_transpose); false:
+/// `gpu_layout` (Stack::fp8_follows_gpu_layout): the FP8 linears are Transformer Engine's
+/// (v2.0 on), whose GEMMs read any layout where the GPU does (fp8_gemm_needs_transpose); false:
 /// torchao's Float8Linear, whose torch._scaled_mm takes a row-major first and a column-major
 /// second operand on every GPU (pytorch torch/_meta_registrations.py _check_scaled_mm_sizes:
-/// "self must be row_major", "mat2 must be col_major"), so its column-major copies stay on
+/// "self must be row_major", "mat2 must be col_major"), or Transformer Engine 1.x, whose
+/// linears transpose on every GPU (Stack::fp8_tn_only), so their column-major copies stay on
 /// Blackwell too.
 [[nodiscard]] Precision precision_of(const Training& training, const Gpu& gpu,
-                                     bool transformer_engine = true);
+                                     bool gpu_layout = true);
 
 /// Transformer Engine keeps a transposed copy of a tensor-scaled FP8 tensor unless the GPU's
 /// FP8 GEMMs read any layout: compute capability 10.0 to 11.x and 13.0 on (transformer_engine.cpp

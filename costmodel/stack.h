@@ -345,6 +345,10 @@ struct Stack {
   /// The FP8 linear layers keep the FP8 copy of their input for the weight gradient
   /// (Transformer Engine), rather than the 16-bit input, cast again in backward (torchao).
   bool fp8_saves_fp8_inputs = true;
+  /// Transformer Engine 1.x: its FP8 linears cast with a fused cast-transpose and transpose the
+  /// weights on every GPU (no Blackwell branch before v2.0), so every column-wise FP8 copy is a
+  /// transpose, Hopper's layout, also on B200/GB200 (docs/cost_model.md#fp8-layout).
+  bool fp8_tn_only = false;
   /// Under FP8 current scaling with sequence parallelism, the FP8 linear layers all-reduce each
   /// locally quantized tensor's amax over TP before its FP8 all-gather (Transformer Engine
   /// >= 2.2: fp8_current_amax_reductions).
@@ -463,6 +467,10 @@ struct Stack {
   [[nodiscard]] std::vector<Fp8Recipe> fp8_recipes_run() const;
   /// The measured error that applies to `model` (MoE models: measured_error_moe when set).
   [[nodiscard]] double error_for(const Model& model) const;
+  /// Whether the FP8 linears take the GPU's own layout rule (fp8_gemm_needs_transpose): Transformer
+  /// Engine from v2.0 (fp8_saves_fp8_inputs and not fp8_tn_only); torchao's and TE 1.x's keep
+  /// a transposed (column-major) copy on every GPU.
+  [[nodiscard]] bool fp8_follows_gpu_layout() const { return fp8_saves_fp8_inputs && !fp8_tn_only; }
   /// Whether this split of `model` runs the combined 1F1B: ep_overlap where Megatron-Core runs
   /// it (combined_1f1b_runs, costmodel/ep_overlap.h).
   [[nodiscard]] bool runs_ep_overlap(const Model& model, const ParallelConfig& config) const;

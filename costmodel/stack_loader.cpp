@@ -97,6 +97,7 @@ const std::vector<std::string> kStackKeys = {
     "zero_clones_fp32_partition",
     "fp8_weight_cache",
     "fp8_saves_fp8_inputs",
+    "fp8_tn_only",
     "fp8_current_amax_over_tp",
     "rmsnorm_bytes_per_element",
     "rope_bytes_per_element",
@@ -417,6 +418,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       m.optional_bool("zero_clones_fp32_partition", d.zero_clones_fp32_partition);
   s.fp8_weight_cache = m.optional_bool("fp8_weight_cache", d.fp8_weight_cache);
   s.fp8_saves_fp8_inputs = m.optional_bool("fp8_saves_fp8_inputs", d.fp8_saves_fp8_inputs);
+  s.fp8_tn_only = m.optional_bool("fp8_tn_only", d.fp8_tn_only);
   s.fp8_current_amax_over_tp =
       m.optional_bool("fp8_current_amax_over_tp", d.fp8_current_amax_over_tp);
   s.elementwise.rmsnorm =

@@ -345,6 +345,31 @@ TEST_CASE("FP8 copies by GPU and recipe: Blackwell keeps no transpose, MXFP8 two
   const Precision torchao_b = precision_of(fp8_training(Fp8Recipe::current), blackwell, false);
   CHECK(torchao_b.fp8_transposes);
   CHECK(fp8_copy_bytes(torchao_b) == 2.0);
+  // Transformer Engine 1.x (stack key fp8_tn_only, NeMo 25.02's TE 1.14): its linears cast
+  // with a fused cast-transpose on every GPU, so Blackwell prices Hopper's bytes: delayed
+  // forward 24576 and backward 45056 (the Hopper figures above, without SP).
+  const Stack te1 = load_stack("name: te1\nbase: megatron-core\nfp8_tn_only: true\n", "te1.yaml");
+  CHECK_FALSE(te1.fp8_follows_gpu_layout());
+  CHECK(stack_preset("megatron-core").fp8_follows_gpu_layout());
+  CHECK_FALSE(stack_preset("torchtitan").fp8_follows_gpu_layout());  // torchao's linears
+  const Precision te1_b =
+      precision_of(fp8_training(Fp8Recipe::delayed), blackwell, te1.fp8_follows_gpu_layout());
+  CHECK(te1_b.fp8_transposes);
+  CHECK(fp8_cast_forward_bytes(model, config, te1_b) == 24576.0);
+  CHECK(fp8_cast_backward_bytes(model, config, te1_b) == 45056.0);
+  CHECK(weight_memory_bytes_per_parameter(te1_b, true) == 4.0);  // 16-bit + FP8 + transpose
+  // The layer pays those bytes at HBM rate: forward 24576 - 11264 = 13312 more, backward
+  // 45056 - 33792 = 11264 more.
+  Model fp8_model = model;
+  fp8_model.training = fp8_training(Fp8Recipe::delayed);
+  ComputeFeatures tn_only;
+  tn_only.fp8_tn_only = true;
+  Gpu fp8_blackwell = blackwell;
+  fp8_blackwell.peak_tflops_fp8 = 200.0;
+  const LayerTime native = layer_time(fp8_blackwell, fp8_model, config, ComputeFeatures{});
+  const LayerTime transposed = layer_time(fp8_blackwell, fp8_model, config, tn_only);
+  CHECK(transposed.forward_s - native.forward_s == Approx(hbm_time_s(fp8_blackwell, 13312.0)));
+  CHECK(transposed.backward_s - native.backward_s == Approx(hbm_time_s(fp8_blackwell, 11264.0)));
 
   // Weights: Blackwell keeps one FP8 copy (2 + 1 with the 16-bit weights cached beside it);
   // FP8 parameters hold it alone; MXFP8 2.0625. The cast per parameter: read 2 + the copies,
