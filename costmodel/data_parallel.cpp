@@ -158,10 +158,11 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   };
   const double md = static_cast<double>(m);
   const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
-  const bool reshard = config.zero >= 3 && stack.reshard_after_forward && !keeps;
-  const double gather_passes = keeps ? 1.0 : md * (reshard ? 2.0 : 1.0);
+  const UnitGatherPasses gathers = unit_gather_passes(config, stack, m);
+  const bool reshard = gathers.backward > 0.0;
+  const double gather_passes = gathers.forward + gathers.backward;
   const double scatter_passes = unit_scatter_passes(config, stack, m);
-  const double forward_passes = keeps ? 1.0 : md;
+  const double forward_passes = gathers.forward;
   // The edge unit: one gather a forward pass, one reduce-scatter a scatter pass, exposed.
   const double edge_params = edge_unit_parameters(model, config, stack.edge_unit);
   const double edge_ag = all_gather_s(edge_params);
@@ -195,6 +196,33 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
 }
 
 }  // namespace
+
+UnitGatherPasses unit_gather_passes(const ParallelConfig& config, const Stack& stack, long long m) {
+  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
+  if (keeps) return {1.0, 0.0};
+  const double md = static_cast<double>(m);
+  const bool reshard = config.zero >= 3 && stack.reshard_after_forward;
+  return {md, reshard ? md : 0.0};
+}
+
+ShardedCopyBytes sharded_copy_bytes(const Model& model, const ParallelConfig& config,
+                                    const Stack& stack, long long m, double units) {
+  ShardedCopyBytes bytes;
+  if (config.dp <= 1 || !stack.shards_per_unit(config.zero)) return bytes;
+  const double unit_params = count_parameters(model).per_layer / config.tp;
+  const double edge_params = edge_unit_parameters(model, config, stack.edge_unit);
+  if (stack.zero3_gather_copy_out) {
+    // Read the gathered output, write the parameters, both in the gathered dtype.
+    const double copy = 2.0 * precision_of(model.training).weight_gather_bytes;
+    const UnitGatherPasses gathers = unit_gather_passes(config, stack, m);
+    bytes.forward += copy * gathers.forward * (units * unit_params + edge_params);
+    bytes.backward += copy * gathers.backward * units * unit_params;
+  }
+  // Every backward: read the views' gradients, write the flat gradient.
+  bytes.backward += stack.gradient_cat_bytes(model.training.dtype) * static_cast<double>(m) *
+                    (units * unit_params + edge_params);
+  return bytes;
+}
 
 double unit_scatter_passes(const ParallelConfig& config, const Stack& stack, long long m) {
   const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;

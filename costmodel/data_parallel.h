@@ -42,6 +42,31 @@ struct DpLinks {
 [[nodiscard]] double unit_scatter_passes(const ParallelConfig& config, const Stack& stack,
                                          long long m);
 
+/// ZeRO-3's all-gathers of each unit a step: before every forward pass (once a step where PP
+/// keeps the gathered weights) and again before each backward where the stack reshards after
+/// forward.
+struct UnitGatherPasses {
+  double forward = 0.0;
+  double backward = 0.0;
+};
+[[nodiscard]] UnitGatherPasses unit_gather_passes(const ParallelConfig& config, const Stack& stack,
+                                                  long long m);
+
+/// Bytes the compute stream moves a step beside sharded data parallel's collectives, forward
+/// and backward (docs/cost_model.md#sharded): FSDP2 copies each all-gather's output into the
+/// unit's unsharded parameters (Stack::zero3_gather_copy_out: read and write the gathered
+/// bytes); FSDP1's autograd builds each unit's flat gradient as the backward of the split that
+/// made its parameters' views, a cat (Stack::zero3_gradient_cat: read and write the 16-bit
+/// gradients, every backward). `units`: the stage's layer units; the edge unit's parameters
+/// (Stack::edge_unit) are copied with each of its gathers and each backward too. 0 where the
+/// stack does neither or does not shard per unit.
+struct ShardedCopyBytes {
+  double forward = 0.0;
+  double backward = 0.0;
+};
+[[nodiscard]] ShardedCopyBytes sharded_copy_bytes(const Model& model, const ParallelConfig& config,
+                                                  const Stack& stack, long long m, double units);
+
 /// A tied embedding's gradient all-reduce between the first and the last pipeline stage, which
 /// each hold a copy of the word embedding (the input embedding and the output layer): once per
 /// step after the backward, before the optimizer, on the critical path; vocab/tp x h gradients

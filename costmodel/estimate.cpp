@@ -621,6 +621,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   }
   const double held = held_gradients(config, split, params, expert_params);
   out.time.backward_s += gradient_passes_s(gpu, model, config, split, stack, params, held, m);
+  const ShardedCopyBytes copies = sharded_copy_bytes(local, split, stack, m, window.layers);
+  out.time.forward_s += hbm_time_s(gpu, copies.forward);
+  out.time.backward_s += hbm_time_s(gpu, copies.backward);
   out.amax = amax_step(config, model, stack, stage.layers, moe_share, m, placement, calibration);
 
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per

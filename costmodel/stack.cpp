@@ -158,6 +158,10 @@ double Stack::grad_accumulation_bytes(Dtype dtype, const ParallelConfig& config)
   return accumulation_bytes(pass, weight_gradient_bytes(dtype), buffer_bytes(dtype));
 }
 
+double Stack::gradient_cat_bytes(Dtype dtype) const {
+  return zero3_gradient_cat ? 2.0 * weight_gradient_bytes(dtype) : 0.0;
+}
+
 double Stack::reduce_scatter_copy_in_bytes(Dtype dtype) const {
   if (!reduce_scatter_copy_in) return 0.0;
   return weight_gradient_bytes(dtype) + reduce_bytes(dtype);

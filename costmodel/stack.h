@@ -206,6 +206,14 @@ struct Stack {
   /// stream takes over: one HBM pass on the critical path per reduce-scatter
   /// (docs/cost_model.md#data-parallel). FSDP1 casts on its post-backward stream: false.
   bool reduce_scatter_copy_in = false;
+  /// FSDP2 copies each unit's all-gather output into its unsharded parameters on the compute
+  /// stream (foreach_all_gather_copy_out, after the gather's event): one read and one write
+  /// of the gathered bytes per gather (docs/cost_model.md#sharded).
+  bool zero3_gather_copy_out = false;
+  /// FSDP1's parameters are views split from the unit's flat parameter, so autograd builds the
+  /// flat gradient with the split's backward, a cat of the views' gradients, on the compute
+  /// stream: one read and one write of the 16-bit gradients per unit and backward.
+  bool zero3_gradient_cat = false;
   /// ZeRO-3 with PP > 1 keeps the gathered weights for all micro-batches (torchtitan sets
   /// reshard_after_forward false with PP): one gather per unit per step, not per micro-batch.
   bool pp_keeps_gathered_weights = true;
@@ -440,6 +448,9 @@ struct Stack {
   /// HBM bytes per gradient element of the reduce-scatter copy-in: read the gradient in the
   /// training dtype's width, write it in the reduce dtype (0 without `reduce_scatter_copy_in`).
   [[nodiscard]] double reduce_scatter_copy_in_bytes(Dtype dtype) const;
+  /// Bytes per parameter FSDP1's flat-gradient cat moves each backward: read the views' 16-bit
+  /// (fp32 under fp32 training) gradients, write the flat one (0 without `zero3_gradient_cat`).
+  [[nodiscard]] double gradient_cat_bytes(Dtype dtype) const;
   [[nodiscard]] bool supports(Recompute recompute) const;
   /// Whether full recompute of `recomputed` of a chunk's `chunk_layers` layers (fewer than
   /// all) is one the stack can run and trident prices as it runs (PartialRecompute): any count

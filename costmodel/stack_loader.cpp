@@ -51,6 +51,8 @@ const std::vector<std::string> kStackKeys = {
     "reshard_after_forward",
     "reduce_every_micro_batch",
     "reduce_scatter_copy_in",
+    "zero3_gather_copy_out",
+    "zero3_gradient_cat",
     "pp_keeps_gathered_weights",
     "pp_bulk_reduce_scatter",
     "edge_unit",
@@ -206,6 +208,8 @@ Stack file_defaults() {
   s.reshard_after_forward = true;
   s.reduce_every_micro_batch = true;
   s.reduce_scatter_copy_in = false;
+  s.zero3_gather_copy_out = false;
+  s.zero3_gradient_cat = false;
   s.pp_keeps_gathered_weights = true;
   s.pp_bulk_reduce_scatter = false;
   s.edge_unit = EdgeUnit::none;
@@ -372,6 +376,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.reduce_every_micro_batch =
       m.optional_bool("reduce_every_micro_batch", d.reduce_every_micro_batch);
   s.reduce_scatter_copy_in = m.optional_bool("reduce_scatter_copy_in", d.reduce_scatter_copy_in);
+  s.zero3_gather_copy_out = m.optional_bool("zero3_gather_copy_out", d.zero3_gather_copy_out);
+  s.zero3_gradient_cat = m.optional_bool("zero3_gradient_cat", d.zero3_gradient_cat);
   s.pp_keeps_gathered_weights =
       m.optional_bool("pp_keeps_gathered_weights", d.pp_keeps_gathered_weights);
   s.pp_bulk_reduce_scatter = m.optional_bool("pp_bulk_reduce_scatter", d.pp_bulk_reduce_scatter);

@@ -460,3 +460,68 @@ TEST_CASE("a tied embedding's all-reduce is in the step's DP time", "[dp][pp]") 
   CHECK(untied.embedding_grads.calls_per_step == 0.0);
   CHECK(untied.time.dp_comm_s == Approx(untied.dp.exposed_s + untied.edp.exposed_s));
 }
+
+TEST_CASE("sharded data parallel's copies on the compute stream: FSDP2's copy-out, FSDP1's cat",
+          "[dp][stack]") {
+  // Small model (2 layers, one stage), tp 1, dp 2, 4 micro-batches. A unit is one layer,
+  // 49,280 parameters (4h^2 + 2hf + 2h = 16384 + 32768 + 128).
+  const Model model = test::small_model();
+  ParallelConfig config;
+  config.dp = 2;
+  config.micro_batch = 1;
+  config.zero = 3;
+  const double unit = 49280.0;
+  // torchtitan (FSDP2): each gather's output copied into the parameters, read 2 + write 2
+  // bytes. Forward: 4 passes x (2 units + the embedding unit, 1000 x 64 = 64,000) x 4 =
+  // 4 x 162,560 x 4 = 2,600,960; backward re-gathers the layers (reshard after forward):
+  // 4 x 98,560 x 4 = 1,576,960. No cat.
+  const Stack titan = stack_preset("torchtitan");
+  REQUIRE(titan.zero3_gather_copy_out);
+  REQUIRE_FALSE(titan.zero3_gradient_cat);
+  const ShardedCopyBytes fsdp2 = sharded_copy_bytes(model, config, titan, 4, 2.0);
+  CHECK(fsdp2.forward == Approx(4.0 * (2 * unit + 64000.0) * 4.0));
+  CHECK(fsdp2.backward == Approx(4.0 * 2 * unit * 4.0));
+  // fsdp (FSDP1): no copy-out (it gathers into the flat parameter the views read); every
+  // backward's cat reads and writes the 16-bit gradients of the layers and the root unit
+  // (embedding 64,000 + final norm 64 + untied output layer 64,000): 4 x 4 x 226,624.
+  const Stack fsdp1 = stack_preset("fsdp");
+  REQUIRE(fsdp1.zero3_gradient_cat);
+  REQUIRE_FALSE(fsdp1.zero3_gather_copy_out);
+  const ShardedCopyBytes cat = sharded_copy_bytes(model, config, fsdp1, 4, 2.0);
+  CHECK(cat.forward == 0.0);
+  CHECK(cat.backward == Approx(4.0 * 4.0 * (2 * unit + 128064.0)));
+  // fp32 training: the cat moves 4-byte gradients.
+  Model fp32 = model;
+  fp32.training.dtype = Dtype::fp32;
+  CHECK(sharded_copy_bytes(fp32, config, fsdp1, 4, 2.0).backward ==
+        Approx(8.0 * 4.0 * (2 * unit + 128064.0)));
+  // PP keeps the gathered weights (torchtitan): one gather a step, none in backward; one
+  // layer on the stage beside the embedding: (49,280 + 64,000) x 4.
+  ParallelConfig piped = config;
+  piped.pp = 2;
+  const ShardedCopyBytes kept = sharded_copy_bytes(model, piped, titan, 4, 1.0);
+  CHECK(kept.forward == Approx((unit + 64000.0) * 4.0));
+  CHECK(kept.backward == 0.0);
+  // Nothing without sharding per unit, or without data parallelism.
+  ParallelConfig zero1 = config;
+  zero1.zero = 1;
+  CHECK(sharded_copy_bytes(model, zero1, titan, 4, 2.0).forward == 0.0);
+  ParallelConfig alone = config;
+  alone.dp = 1;
+  CHECK(sharded_copy_bytes(model, alone, fsdp1, 4, 2.0).backward == 0.0);
+
+  // The estimate pays them at the HBM rate: forward and backward against a stack without.
+  EstimateOptions with;
+  with.stack = titan;
+  EstimateOptions without = with;
+  without.stack.zero3_gather_copy_out = false;
+  Placement placement;
+  placement.tp = test::nvlink_group(1);
+  placement.pp = test::nvlink_group(1);
+  placement.dp = test::nvlink_group(2);
+  const Cluster cluster = test::round_cluster();
+  const Estimate a = estimate(cluster, model, config, placement, nullptr, with);
+  const Estimate b = estimate(cluster, model, config, placement, nullptr, without);
+  CHECK(a.time.forward_s - b.time.forward_s == Approx(hbm_time_s(cluster.gpu, fsdp2.forward)));
+  CHECK(a.time.backward_s - b.time.backward_s == Approx(hbm_time_s(cluster.gpu, fsdp2.backward)));
+}
