@@ -209,6 +209,12 @@ std::string stage_ends_text(const OptionProblem& p, const Model& model, const St
           "another --vp or other end stages",
           pin, stack.name);
     case OptionIssue::stage_ends_vp:
+      if (p.other > 0) {
+        return fmt::format(
+            "{}: VP divides the largest stage's layers, {} or {} with the lighter end stages; use "
+            "--vp 1 or a divisor of {} or of {}",
+            pin, p.limit, p.other, p.limit, p.other);
+      }
       return fmt::format(
           "{}: VP divides the largest stage's layers, {} with these end stages; use --vp 1 or a "
           "divisor of {}",

@@ -398,12 +398,19 @@ std::optional<OptionProblem> stage_ends_pin_problem(const Model& model, const Se
     if (lighter.empty()) {
       return OptionProblem{Knob::lighter_ends, OptionIssue::no_lighter_split, 1, *o.pp};
     }
-    // Refused only where no candidate takes the other pins (the first one's reason said).
+    // Refused only where no candidate takes the other pins (the first one's reason said; a VP
+    // that divides no candidate's largest stage names another candidate's count beside it).
     std::optional<OptionProblem> first_problem;
     for (const StageLayers& split : lighter) {
       auto problem = set_split_problem(model, o, *o.pp, split, Knob::lighter_ends, 1);
       if (!problem) return std::nullopt;
-      if (!first_problem) first_problem = problem;
+      if (!first_problem) {
+        first_problem = problem;
+      } else if (first_problem->issue == OptionIssue::stage_ends_vp &&
+                 problem->issue == OptionIssue::stage_ends_vp && first_problem->other == 0 &&
+                 problem->limit != first_problem->limit) {
+        first_problem->other = problem->limit;
+      }
     }
     return first_problem;
   }

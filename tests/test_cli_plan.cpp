@@ -963,6 +963,17 @@ TEST_CASE("end stages: pinned, lighter, refused with their rule", "[cli_plan]") 
   refused(llama + "--lighter-ends on --vp 4",
           "--vp 4: VP divides the largest stage's layers, 5 with these end stages; use --vp 1 or "
           "a divisor of 5");
+  // Where lighter candidates differ in their largest stage, the advice names each: DeepSeek-V3's
+  // 61 layers over 16 stages (1 | 5/4 x14 | 1 with unequal middles: 5; 4 | 4 x14 | 1: 4), so
+  // --vp 3 fits neither, and --vp 4 (the second) and --vp 5 (the first) both plan.
+  const std::string dsv3 =
+      "plan --model deepseek-v3 --gpus 1024 --global-batch 4096 --seq-len 4096 --pp 16 "
+      "--lighter-ends on --top 1 ";
+  refused(dsv3 + "--vp 3",
+          "--vp 3: VP divides the largest stage's layers, 5 or 4 with the lighter end stages; use "
+          "--vp 1 or a divisor of 5 or of 4");
+  CHECK(trident(dsv3 + "--vp 4").code == 0);
+  CHECK(trident(dsv3 + "--vp 5").code == 0);
   // torchtitan's counts only shorten the ends: 10 | 6 x2 | 10 is not written (it would launch
   // 8 x4), nor 4 | 3 x8 | 4.
   refused(
