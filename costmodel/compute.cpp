@@ -280,8 +280,7 @@ LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& c
 LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                      const ComputeFeatures& features, const LinearGemmTimes& linear,
                      const Calibration* calibration) {
-  const Precision precision =
-      precision_of(model.training, gpu, features.fp8_saves_fp8_inputs && !features.fp8_tn_only);
+  const Precision precision = precision_of(model.training, gpu, features.fp8_gpu_layout);
   const KernelProfile profile = kernel_profile(gpu);
   LayerTime time;
   time.gemm_fprop_s = linear.fprop_s;

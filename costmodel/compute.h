@@ -99,9 +99,9 @@ struct ComputeFeatures {
   ElementwiseBytes elementwise{};
   /// Whose unfused attention runs where `attention` is unfused (Stack::unfused_softmax).
   UnfusedSoftmax unfused_softmax = UnfusedSoftmax::transformer_engine;
-  /// FP8: the linears keep a transposed copy on every GPU, Blackwell too (Stack::fp8_tn_only,
-  /// Transformer Engine 1.x), rather than the GPU's own rule.
-  bool fp8_tn_only = false;
+  /// FP8: the linears' copies follow the GPU's layout rule (Stack::fp8_follows_gpu_layout);
+  /// false: a transposed copy on every GPU, Blackwell too (torchao, Transformer Engine 1.x).
+  bool fp8_gpu_layout = true;
   [[nodiscard]] bool fused_attention() const { return is_fused(attention); }
 };
 

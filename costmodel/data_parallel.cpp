@@ -124,8 +124,10 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
                                                      links.replicate, calibration)
                                  : 0.0;
   };
-  const double unit_params =
-      count_parameters(model).per_layer / config.tp;  // one layer's shard source, gathered
+  // One unit's shard source, gathered: a layer's, or one MoE layer's routed experts.
+  const double unit_params = stage.unit_parameters > 0.0
+                                 ? stage.unit_parameters
+                                 : count_parameters(model).per_layer / config.tp;
   const double units = stage.layers;
   comm.collective = Collective::reduce_scatter;
   comm.bytes_per_call = unit_params * grad_bytes;
@@ -164,7 +166,8 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
   const double scatter_passes = unit_scatter_passes(config, stack, m);
   const double forward_passes = gathers.forward;
   // The edge unit: one gather a forward pass, one reduce-scatter a scatter pass, exposed.
-  const double edge_params = edge_unit_parameters(model, config, stack.edge_unit);
+  const double edge_params =
+      stage.unit_parameters > 0.0 ? 0.0 : edge_unit_parameters(model, config, stack.edge_unit);
   const double edge_ag = all_gather_s(edge_params);
   const double edge_rs = reduce_scatter_s(edge_params) + replicas_s(edge_params);
   comm.unit_gathers_per_step = gather_passes * units;
@@ -206,21 +209,31 @@ UnitGatherPasses unit_gather_passes(const ParallelConfig& config, const Stack& s
 }
 
 ShardedCopyBytes sharded_copy_bytes(const Model& model, const ParallelConfig& config,
-                                    const Stack& stack, long long m, double units) {
+                                    const Stack& stack, long long m, double units, double experts,
+                                    bool experts_sharded) {
   ShardedCopyBytes bytes;
   if (config.dp <= 1 || !stack.shards_per_unit(config.zero)) return bytes;
-  const double unit_params = count_parameters(model).per_layer / config.tp;
-  const double edge_params = edge_unit_parameters(model, config, stack.edge_unit);
+  const ParameterCount count = count_parameters(model);
+  const double layers = units * count.per_layer / config.tp;
+  const double edge = edge_unit_parameters(model, config, stack.edge_unit);
   if (stack.zero3_gather_copy_out) {
-    // Read the gathered output, write the parameters, both in the gathered dtype.
+    // Read the gathered output, write the parameters, both in the gathered dtype. torchtitan's
+    // own embedding unit reshards after forward like the layers; its [norm, output] unit (on
+    // the stage that holds both ends) does not, and is gathered each forward (torchtitan
+    // parallelize.py apply_fsdp: reshard_after_forward_policy == "always").
+    const bool embedding_unit = stack.edge_unit == EdgeUnit::embedding;
+    const double tail =
+        embedding_unit && config.pp == 1 ? count.final_norm + count.output_layer / config.tp : 0.0;
+    const double gathered_experts = experts_sharded ? experts : 0.0;
     const double copy = 2.0 * precision_of(model.training).weight_gather_bytes;
     const UnitGatherPasses gathers = unit_gather_passes(config, stack, m);
-    bytes.forward += copy * gathers.forward * (units * unit_params + edge_params);
-    bytes.backward += copy * gathers.backward * units * unit_params;
+    bytes.forward += copy * gathers.forward * (layers + gathered_experts + edge + tail);
+    bytes.backward +=
+        copy * gathers.backward * (layers + gathered_experts + (embedding_unit ? edge : 0.0));
   }
   // Every backward: read the views' gradients, write the flat gradient.
   bytes.backward += stack.gradient_cat_bytes(model.training.dtype) * static_cast<double>(m) *
-                    (units * unit_params + edge_params);
+                    (layers + experts + edge);
   return bytes;
 }
 

@@ -23,6 +23,10 @@ struct DpWindow {
   /// (0: none). A bucket closes only after the tensor that fills it, so the last bucket holds
   /// at least this (docs/cost_model.md#data-parallel).
   double edge_parameters = 0.0;
+  /// Sharded per unit: one unit's parameters on this GPU where they are not a dense layer's
+  /// (0: count_parameters' per_layer / TP); a unit of routed experts (one MoE layer's experts
+  /// on this GPU, `layers` then the stage's MoE layers) has no edge unit beside it.
+  double unit_parameters = 0.0;
 };
 
 /// The links DP traffic rides: the DP (x CP) group; with HSDP the shard group (gathers and
@@ -57,15 +61,20 @@ struct UnitGatherPasses {
 /// unit's unsharded parameters (Stack::zero3_gather_copy_out: read and write the gathered
 /// bytes); FSDP1's autograd builds each unit's flat gradient as the backward of the split that
 /// made its parameters' views, a cat (Stack::zero3_gradient_cat: read and write the 16-bit
-/// gradients, every backward). `units`: the stage's layer units; the edge unit's parameters
-/// (Stack::edge_unit) are copied with each of its gathers and each backward too. 0 where the
-/// stack does neither or does not shard per unit.
+/// gradients, every backward). `units`: the stage's layer units; the units outside the layers
+/// (Stack::edge_unit; torchtitan's [norm, output] beside its embedding unit, kept gathered
+/// through backward, its embedding gathered again there) are copied with each of their gathers
+/// and each backward too. `experts`: the stage's routed-expert parameters on this GPU, in the
+/// layers' flat parameters (FSDP1's cat) and, where `experts_sharded` (an expert data-parallel
+/// group above one), gathered with their layers (FSDP2's copy-out). 0 where the stack does
+/// neither or does not shard per unit.
 struct ShardedCopyBytes {
   double forward = 0.0;
   double backward = 0.0;
 };
 [[nodiscard]] ShardedCopyBytes sharded_copy_bytes(const Model& model, const ParallelConfig& config,
-                                                  const Stack& stack, long long m, double units);
+                                                  const Stack& stack, long long m, double units,
+                                                  double experts, bool experts_sharded);
 
 /// A tied embedding's gradient all-reduce between the first and the last pipeline stage, which
 /// each hold a copy of the word embedding (the input embedding and the output layer): once per

@@ -115,10 +115,11 @@ StageParts stage_parts(const Cluster& cluster, const Model& model, const Paralle
                        bool ulysses, const Calibration* calibration) {
   const Stack& stack = options.stack;
   StageParts parts;
-  parts.dense = layer_time(cluster.gpu, model, config,
-                           {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs, given.cp,
-                            ulysses, stack.elementwise, stack.unfused_softmax, stack.fp8_tn_only},
-                           work.linear, calibration);
+  parts.dense =
+      layer_time(cluster.gpu, model, config,
+                 {stack.attention, stack.selective, stack.fp8_saves_fp8_inputs, given.cp, ulysses,
+                  stack.elementwise, stack.unfused_softmax, stack.fp8_follows_gpu_layout()},
+                 work.linear, calibration);
   LayerTime& layer = parts.layer;
   layer = with_cp_and_experts(parts.dense, real, given, stack.selective, moe_share, work.experts);
   parts.split = model_stage_layers(model, config);
@@ -616,12 +617,17 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   if (expert_params > 0.0) {
     DpWindow expert_window = window;
     expert_window.edge_parameters = 0.0;  // the embedding is not an expert's
+    // Sharded per unit, a unit is one MoE layer's routed experts on this GPU.
+    expert_window.unit_parameters =
+        static_cast<double>(model.moe.experts) / config.ep * routed_expert_parameters(model);
+    expert_window.layers = expert_params / expert_window.unit_parameters;
     out.edp = dp_comm(local, expert_split, {placement.edp, placement.edp, placement.edp},
                       expert_params, m, expert_window, stack, calibration, model.is_moe());
   }
   const double held = held_gradients(config, split, params, expert_params);
   out.time.backward_s += gradient_passes_s(gpu, model, config, split, stack, params, held, m);
-  const ShardedCopyBytes copies = sharded_copy_bytes(local, split, stack, m, window.layers);
+  const ShardedCopyBytes copies =
+      sharded_copy_bytes(local, split, stack, m, window.layers, expert_params, expert_split.dp > 1);
   out.time.forward_s += hbm_time_s(gpu, copies.forward);
   out.time.backward_s += hbm_time_s(gpu, copies.backward);
   out.amax = amax_step(config, model, stack, stage.layers, moe_share, m, placement, calibration);

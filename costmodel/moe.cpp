@@ -152,7 +152,7 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
                              bool permute_fused, bool fp8_gpu_layout) {
   LayerTime time;
   if (!model.is_moe()) return time;
-  const Precision precision = precision_of(model.training, gpu, saves_fp8_inputs && fp8_gpu_layout);
+  const Precision precision = precision_of(model.training, gpu, fp8_gpu_layout);
   // The experts are Transformer Engine linears (FP8 under fp8_autocast); the router is torch's
   // F.linear (router.py), never FP8: the output layer's 16-bit dtype.
   const Dtype router = precision.output_gemm;

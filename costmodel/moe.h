@@ -97,7 +97,7 @@ struct ExpertGemms {
 [[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
                                            const ParallelConfig& config,
                                            const Calibration* calibration, bool saves_fp8_inputs,
-                                           bool permute_fused, bool fp8_gpu_layout = true);
+                                           bool permute_fused, bool fp8_gpu_layout);
 
 /// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
 /// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype

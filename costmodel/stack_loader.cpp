@@ -289,6 +289,30 @@ std::string file_stem(const std::string& source) {
   return name.empty() ? source : name;
 }
 
+/// Keys a file sets that describe one runtime and make no sense beside another: FSDP2's
+/// all-gather copy-out and FSDP1's gradient cat (one or the other, and only where the stack
+/// shards per unit), and Transformer Engine 1.x's FP8 layout (only on TE's FP8 linears).
+void check_runtime_keys(const MapReader& m, const Stack& s) {
+  const bool copy_out = m.has("zero3_gather_copy_out") && s.zero3_gather_copy_out;
+  const bool cat = m.has("zero3_gradient_cat") && s.zero3_gradient_cat;
+  if (s.zero3_gather_copy_out && s.zero3_gradient_cat && (copy_out || cat)) {
+    m.fail(cat ? "zero3_gradient_cat" : "zero3_gather_copy_out",
+           "zero3_gather_copy_out (FSDP2) and zero3_gradient_cat (FSDP1) are two runtimes' "
+           "copies; set the other false");
+  }
+  const bool per_unit =
+      (s.zero_stages & 0b1000U) != 0 || (s.zero2_per_unit && (s.zero_stages & 0b0100U) != 0);
+  if ((copy_out || cat) && !per_unit) {
+    m.fail(copy_out ? "zero3_gather_copy_out" : "zero3_gradient_cat",
+           "true needs sharding per unit (zero_stages with 3, or 2 with zero2_per_unit: true)");
+  }
+  if (m.has("fp8_tn_only") && s.fp8_tn_only && (!s.fp8_saves_fp8_inputs || s.fp8_recipes == 0)) {
+    m.fail("fp8_tn_only",
+           "true needs Transformer Engine's FP8 linears (fp8_saves_fp8_inputs: true and an "
+           "fp8_recipes entry)");
+  }
+}
+
 /// `base`: the preset a file names with `base:`, whose values stand for the keys the file
 /// leaves out (nullptr: file_defaults, and `attention` / `tp_overlap` are required).
 Stack read_stack(const MapReader& m, const Stack* base) {
@@ -502,6 +526,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
     m.fail(m.has("ep_overlap") ? "ep_overlap" : "expert_parallel",
            "ep_overlap needs expert_parallel: true (it overlaps the EP all-to-alls)");
   }
+  check_runtime_keys(m, s);
   if (s.prefetch_units > 64) m.fail("prefetch_units", "expected at most 64");
   // Bytes of one gradient element: a dtype's width, nothing between (3 read as "16-bit").
   if (s.grad_reduce_bytes != 2 && s.grad_reduce_bytes != 4) {

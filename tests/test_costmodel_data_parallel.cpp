@@ -472,43 +472,55 @@ TEST_CASE("sharded data parallel's copies on the compute stream: FSDP2's copy-ou
   config.zero = 3;
   const double unit = 49280.0;
   // torchtitan (FSDP2): each gather's output copied into the parameters, read 2 + write 2
-  // bytes. Forward: 4 passes x (2 units + the embedding unit, 1000 x 64 = 64,000) x 4 =
-  // 4 x 162,560 x 4 = 2,600,960; backward re-gathers the layers (reshard after forward):
-  // 4 x 98,560 x 4 = 1,576,960. No cat.
+  // bytes. Forward, 4 passes: the 2 layers (98,560), the embedding unit (1000 x 64 = 64,000)
+  // and the [norm, output] unit (64 + 64,000): 4 x 226,624 x 4 = 3,625,984. Backward re-gathers
+  // what reshards after forward, the layers and the embedding unit, not [norm, output]:
+  // 4 x 162,560 x 4 = 2,600,960. No cat.
   const Stack titan = stack_preset("torchtitan");
   REQUIRE(titan.zero3_gather_copy_out);
   REQUIRE_FALSE(titan.zero3_gradient_cat);
-  const ShardedCopyBytes fsdp2 = sharded_copy_bytes(model, config, titan, 4, 2.0);
-  CHECK(fsdp2.forward == Approx(4.0 * (2 * unit + 64000.0) * 4.0));
-  CHECK(fsdp2.backward == Approx(4.0 * 2 * unit * 4.0));
+  REQUIRE(titan.edge_unit == EdgeUnit::embedding);
+  const ShardedCopyBytes fsdp2 = sharded_copy_bytes(model, config, titan, 4, 2.0, 0.0, false);
+  CHECK(fsdp2.forward == Approx(4.0 * (2 * unit + 64000.0 + 64064.0) * 4.0));
+  CHECK(fsdp2.backward == Approx(4.0 * (2 * unit + 64000.0) * 4.0));
+  // Routed experts gathered over an expert data-parallel group (1,000 parameters on this GPU):
+  // copied with their layers' every gather, 4 x 1000 x 4 more each way; not where unsharded.
+  const ShardedCopyBytes moe = sharded_copy_bytes(model, config, titan, 4, 2.0, 1000.0, true);
+  CHECK(moe.forward - fsdp2.forward == Approx(16000.0));
+  CHECK(moe.backward - fsdp2.backward == Approx(16000.0));
+  CHECK(sharded_copy_bytes(model, config, titan, 4, 2.0, 1000.0, false).forward ==
+        Approx(fsdp2.forward));
   // fsdp (FSDP1): no copy-out (it gathers into the flat parameter the views read); every
   // backward's cat reads and writes the 16-bit gradients of the layers and the root unit
-  // (embedding 64,000 + final norm 64 + untied output layer 64,000): 4 x 4 x 226,624.
+  // (embedding 64,000 + final norm 64 + untied output layer 64,000): 4 x 4 x 226,624; the
+  // experts sit in their layers' flat parameters, sharded or not: 4 x 4 x 1000 more.
   const Stack fsdp1 = stack_preset("fsdp");
   REQUIRE(fsdp1.zero3_gradient_cat);
   REQUIRE_FALSE(fsdp1.zero3_gather_copy_out);
-  const ShardedCopyBytes cat = sharded_copy_bytes(model, config, fsdp1, 4, 2.0);
+  const ShardedCopyBytes cat = sharded_copy_bytes(model, config, fsdp1, 4, 2.0, 0.0, false);
   CHECK(cat.forward == 0.0);
   CHECK(cat.backward == Approx(4.0 * 4.0 * (2 * unit + 128064.0)));
+  CHECK(sharded_copy_bytes(model, config, fsdp1, 4, 2.0, 1000.0, false).backward ==
+        Approx(4.0 * 4.0 * (2 * unit + 128064.0 + 1000.0)));
   // fp32 training: the cat moves 4-byte gradients.
   Model fp32 = model;
   fp32.training.dtype = Dtype::fp32;
-  CHECK(sharded_copy_bytes(fp32, config, fsdp1, 4, 2.0).backward ==
+  CHECK(sharded_copy_bytes(fp32, config, fsdp1, 4, 2.0, 0.0, false).backward ==
         Approx(8.0 * 4.0 * (2 * unit + 128064.0)));
   // PP keeps the gathered weights (torchtitan): one gather a step, none in backward; one
   // layer on the stage beside the embedding: (49,280 + 64,000) x 4.
   ParallelConfig piped = config;
   piped.pp = 2;
-  const ShardedCopyBytes kept = sharded_copy_bytes(model, piped, titan, 4, 1.0);
+  const ShardedCopyBytes kept = sharded_copy_bytes(model, piped, titan, 4, 1.0, 0.0, false);
   CHECK(kept.forward == Approx((unit + 64000.0) * 4.0));
   CHECK(kept.backward == 0.0);
   // Nothing without sharding per unit, or without data parallelism.
   ParallelConfig zero1 = config;
   zero1.zero = 1;
-  CHECK(sharded_copy_bytes(model, zero1, titan, 4, 2.0).forward == 0.0);
+  CHECK(sharded_copy_bytes(model, zero1, titan, 4, 2.0, 0.0, false).forward == 0.0);
   ParallelConfig alone = config;
   alone.dp = 1;
-  CHECK(sharded_copy_bytes(model, alone, fsdp1, 4, 2.0).backward == 0.0);
+  CHECK(sharded_copy_bytes(model, alone, fsdp1, 4, 2.0, 0.0, false).backward == 0.0);
 
   // The estimate pays them at the HBM rate: forward and backward against a stack without.
   EstimateOptions with;

@@ -324,11 +324,13 @@ TEST_CASE("the sort by local expert: two more copies of the routed rows", "[moe]
   config.ep = 64;
   const Gpu gpu = gpu_preset("h100-sxm-80g");
   const LayerTime four = routed_expert_time(gpu, model, config, nullptr, /*saves_fp8_inputs=*/true,
-                                            /*permute_fused=*/true);
+                                            /*permute_fused=*/true,
+                                            /*fp8_gpu_layout=*/true);
   Model one_each = model;
   one_each.moe.experts = 64;
   const LayerTime one = routed_expert_time(gpu, one_each, config, nullptr,
-                                           /*saves_fp8_inputs=*/true, /*permute_fused=*/true);
+                                           /*saves_fp8_inputs=*/true, /*permute_fused=*/true,
+                                           /*fp8_gpu_layout=*/true);
   const double sort_s = hbm_time_s(gpu, 939524096.0);
   CHECK((four.forward_s - four.gemm_forward_s) - (one.forward_s - one.gemm_forward_s) ==
         Approx(sort_s));
@@ -371,8 +373,8 @@ TEST_CASE("the unfused unpermutation: product, zero fill and scatter-add", "[moe
   config.ep = 8;
   config.micro_batch = 2;
   const Gpu gpu = gpu_preset("gb200");
-  const LayerTime fused = routed_expert_time(gpu, model, config, nullptr, true, true);
-  const LayerTime unfused = routed_expert_time(gpu, model, config, nullptr, true, false);
+  const LayerTime fused = routed_expert_time(gpu, model, config, nullptr, true, true, true);
+  const LayerTime unfused = routed_expert_time(gpu, model, config, nullptr, true, false, true);
   CHECK(unfused.forward_s - fused.forward_s == Approx(hbm_time_s(gpu, 469762048.0)));
   CHECK(unfused.backward_s - fused.backward_s == Approx(hbm_time_s(gpu, 201326592.0)));
   // The stack key: Megatron-Core's default (unfused) in both presets; a file turns it on.
@@ -481,9 +483,11 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
   const ExpertGemms g = expert_gemms(fp8, config);
   REQUIRE(g.up.m * g.up.batch == 16384.0);
   const LayerTime eight = routed_expert_time(gpu, fp8, config, nullptr, /*saves_fp8_inputs=*/true,
-                                             /*permute_fused=*/true);
+                                             /*permute_fused=*/true,
+                                             /*fp8_gpu_layout=*/true);
   const LayerTime sixteen = routed_expert_time(gpu, bf16, config, nullptr,
-                                               /*saves_fp8_inputs=*/true, /*permute_fused=*/true);
+                                               /*saves_fp8_inputs=*/true, /*permute_fused=*/true,
+                                               /*fp8_gpu_layout=*/true);
   // The experts' GEMMs in FP8, the router's [8192 x 8 x 4096] in BF16 (torch's F.linear).
   CHECK(eight.gemm_forward_s == Approx(gemm_time_s(gpu, Dtype::fp8, g.up, nullptr) +
                                        gemm_time_s(gpu, Dtype::fp8, g.down, nullptr) +
@@ -508,7 +512,8 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
   // Full recompute runs the forward again, its casts included.
   config.recompute = Recompute::full;
   const LayerTime again = routed_expert_time(gpu, fp8, config, nullptr, /*saves_fp8_inputs=*/true,
-                                             /*permute_fused=*/true);
+                                             /*permute_fused=*/true,
+                                             /*fp8_gpu_layout=*/true);
   CHECK(again.recompute_s == Approx(eight.forward_s));
 }
 

@@ -4,6 +4,7 @@
 
 #include "costmodel/collective.h"
 #include "costmodel/compute.h"
+#include "costmodel/estimate.h"
 #include "costmodel/kernels.h"
 #include "costmodel/memory.h"
 #include "costmodel/model_loader.h"
@@ -363,7 +364,7 @@ TEST_CASE("FP8 copies by GPU and recipe: Blackwell keeps no transpose, MXFP8 two
   Model fp8_model = model;
   fp8_model.training = fp8_training(Fp8Recipe::delayed);
   ComputeFeatures tn_only;
-  tn_only.fp8_tn_only = true;
+  tn_only.fp8_gpu_layout = te1.fp8_follows_gpu_layout();
   Gpu fp8_blackwell = blackwell;
   fp8_blackwell.peak_tflops_fp8 = 200.0;
   const LayerTime native = layer_time(fp8_blackwell, fp8_model, config, ComputeFeatures{});
@@ -494,4 +495,35 @@ TEST_CASE("FP8 current scaling's per-tensor amax all-reduces over TP, hand-deriv
   CHECK(fp8_current_amax_reductions(config, precision_of(fp8_training(Fp8Recipe::delayed)), 12.0,
                                     1.0, 64, tp)
             .calls_per_step == 0.0);
+}
+
+TEST_CASE("a stack on Transformer Engine 1.x prices Hopper's FP8 layout on Blackwell, end to end",
+          "[precision][stack]") {
+  // Two round GPUs alike but for their compute capability: on Hopper's the FP8 copies are
+  // transposed for every stack; on Blackwell's only where the stack's linears keep Hopper's
+  // layout (fp8_tn_only). So a TE 1.x stack prices the same step and memory on both, and TE 2.x
+  // on Blackwell less of both (one FP8 copy, no transpose kernels).
+  Cluster hopper = test::round_cluster();
+  hopper.gpu.peak_tflops_fp8 = 200.0;
+  hopper.gpu.compute_capability = 9.0;
+  Cluster blackwell = hopper;
+  blackwell.gpu.compute_capability = 10.0;
+  Model model = test::small_model();
+  model.training = fp8_training(Fp8Recipe::delayed);
+  ParallelConfig config;
+  Placement placement;
+  placement.tp = test::nvlink_group(1);
+  placement.pp = test::nvlink_group(1);
+  placement.dp = test::nvlink_group(1);
+  EstimateOptions te2;
+  te2.stack = stack_preset("megatron-core");
+  EstimateOptions te1;
+  te1.stack = load_stack("name: te1\nbase: megatron-core\nfp8_tn_only: true\n", "te1.yaml");
+  const Estimate te1_h = estimate(hopper, model, config, placement, nullptr, te1);
+  const Estimate te1_b = estimate(blackwell, model, config, placement, nullptr, te1);
+  const Estimate te2_b = estimate(blackwell, model, config, placement, nullptr, te2);
+  CHECK(te1_b.time.step_s == Approx(te1_h.time.step_s));
+  CHECK(te1_b.memory.total_bytes == Approx(te1_h.memory.total_bytes));
+  CHECK(te2_b.time.step_s < te1_b.time.step_s);
+  CHECK(te2_b.memory.total_bytes < te1_b.memory.total_bytes);
 }
