@@ -92,58 +92,12 @@ void run_stages(std::vector<std::size_t>& next, Length length, Advance advance) 
 
 }  // namespace
 
-int StageLayers::most() const { return std::max({first, middle, last}); }
-
-bool StageLayers::even(int pp) const { return first == last && (pp < 3 || middle == first); }
-
 namespace {
 
-/// ceil(a / b) for b > 0 and a >= 0 (at most 0 for a negative a), without a + b - 1, which
-/// could wrap.
-long long ceil_div(long long a, long long b) { return a / b + (a % b > 0 ? 1 : 0); }
-
-/// `layers` over `pp` (> 1) stages of ceil(L/p) each, the shortfall taken off the last stage
-/// (half of it, rounded up, or all of it with `last_takes_all`; at most ceil - 1), then the
-/// first (at most ceil - 1), then one layer each off middle stages. From the quotient and
-/// remainder: a layer count near INT_MAX must not wrap (as layers + pp - 1 or pp x ceil would).
-StageLayers shortfall_split(int layers, int pp, bool last_takes_all) {
-  const int remainder = layers % pp;
-  const int ceil_layers = layers / pp + (remainder != 0 ? 1 : 0);
-  const int shortfall = remainder != 0 ? pp - remainder : 0;
-  const int last_share = last_takes_all ? shortfall : (shortfall + 1) / 2;
-  const int from_last = std::min(ceil_layers - 1, last_share);
-  const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
-  const int rest = shortfall - from_last - from_first;  // taken one each off middle stages
-  StageLayers out{ceil_layers - from_first, 0, ceil_layers - from_last};
-  if (pp > 2) out.middle = rest >= pp - 2 ? ceil_layers - 1 : ceil_layers;
-  return out;
-}
+using stage_split::ceil_div;
+using stage_split::shortfall_split;
 
 }  // namespace
-
-StageLayers stage_layers(int layers, int pp) {
-  if (pp <= 1) return {layers, 0, layers};
-  return shortfall_split(layers, pp, false);  // half the shortfall off each end
-}
-
-StageLayers stage_layers(int layers, const ParallelConfig& config) {
-  if (!config.pinned_stage_ends() || config.pp < 2) return stage_layers(layers, config.pp);
-  StageLayers out{config.first_stage_layers, 0, config.last_stage_layers};
-  if (config.pp > 2) {
-    // The largest middle stage: where the rest does not divide (a layout's split), the
-    // earlier middle stages hold one layer more (middle_stages).
-    const long long rest = static_cast<long long>(layers) - out.first - out.last;
-    out.middle = static_cast<int>(std::max(0LL, ceil_div(rest, config.pp - 2LL)));
-  }
-  return out;
-}
-
-StageLayers model_stage_layers(const Model& model, const ParallelConfig& config) {
-  StageLayers out = stage_layers(model.layers, config);
-  out.last += model.mtp_layers;
-  if (config.pp <= 1) out.first += model.mtp_layers;  // one stage: first and last alike
-  return out;
-}
 
 bool sets_ends(int layers, const ParallelConfig& config) {
   if (!config.pinned_stage_ends()) return false;

@@ -1,6 +1,7 @@
 #pragma once
 /// Pipeline schedules: the bubble of 1F1B and interleaved 1F1B (Narayanan et al. 2021 section
 /// 2.2) and an explicit schedule, block by block, for drawing and for checking the formula.
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -19,20 +20,71 @@ struct StageLayers {
   int first = 0;
   int middle = 0;  ///< the most layers any middle stage holds (0 when pp < 3)
   int last = 0;
-  [[nodiscard]] int most() const;
+  [[nodiscard]] int most() const { return std::max({first, middle, last}); }
   /// Every one of `pp` stages holds the same layers (no uneven split, no MTP layers on the
   /// last).
-  [[nodiscard]] bool even(int pp) const;
+  [[nodiscard]] bool even(int pp) const { return first == last && (pp < 3 || middle == first); }
   bool operator==(const StageLayers&) const = default;
 };
-[[nodiscard]] StageLayers stage_layers(int layers, int pp);
+
+// The split is asked for many times per evaluation (every memory term, stage and view): these
+// few integer steps are defined here so that each caller inlines them (docs/cost_model.md#speed).
+namespace stage_split {
+
+/// ceil(a / b) for b > 0 and a >= 0 (at most 0 for a negative a), without a + b - 1, which
+/// could wrap.
+[[nodiscard]] inline long long ceil_div(long long a, long long b) {
+  return a / b + (a % b > 0 ? 1 : 0);
+}
+
+/// `layers` over `pp` (> 1) stages of ceil(L/p) each, the shortfall taken off the last stage
+/// (half of it, rounded up, or all of it with `last_takes_all`; at most ceil - 1), then the
+/// first (at most ceil - 1), then one layer each off middle stages. From the quotient and
+/// remainder: a layer count near INT_MAX must not wrap (as layers + pp - 1 or pp x ceil would).
+[[nodiscard]] inline StageLayers shortfall_split(int layers, int pp, bool last_takes_all) {
+  const int remainder = layers % pp;
+  const int ceil_layers = layers / pp + (remainder != 0 ? 1 : 0);
+  const int shortfall = remainder != 0 ? pp - remainder : 0;
+  const int last_share = last_takes_all ? shortfall : (shortfall + 1) / 2;
+  const int from_last = std::min(ceil_layers - 1, last_share);
+  const int from_first = std::min(ceil_layers - 1, shortfall - from_last);
+  const int rest = shortfall - from_last - from_first;  // taken one each off middle stages
+  StageLayers out{ceil_layers - from_first, 0, ceil_layers - from_last};
+  if (pp > 2) out.middle = rest >= pp - 2 ? ceil_layers - 1 : ceil_layers;
+  return out;
+}
+
+}  // namespace stage_split
+
+[[nodiscard]] inline StageLayers stage_layers(int layers, int pp) {
+  if (pp <= 1) return {layers, 0, layers};
+  return stage_split::shortfall_split(layers, pp, false);  // half the shortfall off each end
+}
+
 /// The plan's split: its pinned end stages (ParallelConfig::first_stage_layers and
 /// last_stage_layers, the middle stages sharing the rest equally) or stage_layers' default.
-[[nodiscard]] StageLayers stage_layers(int layers, const ParallelConfig& config);
+[[nodiscard]] inline StageLayers stage_layers(int layers, const ParallelConfig& config) {
+  if (!config.pinned_stage_ends() || config.pp < 2) return stage_layers(layers, config.pp);
+  StageLayers out{config.first_stage_layers, 0, config.last_stage_layers};
+  if (config.pp > 2) {
+    // The largest middle stage: where the rest does not divide (a layout's split), the
+    // earlier middle stages hold one layer more (middle_stages).
+    const long long rest = static_cast<long long>(layers) - out.first - out.last;
+    out.middle = static_cast<int>(std::max(0LL, stage_split::ceil_div(rest, config.pp - 2LL)));
+  }
+  return out;
+}
+
 /// The model's layers split as the plan splits them (stage_layers), then its multi-token-
 /// prediction layers on the last stage (Megatron-Core builds the MTP block in the last stage's
 /// post-process).
-[[nodiscard]] StageLayers model_stage_layers(const Model& model, const ParallelConfig& config);
+[[nodiscard]] inline StageLayers model_stage_layers(const Model& model,
+                                                    const ParallelConfig& config) {
+  StageLayers out = stage_layers(model.layers, config);
+  out.last += model.mtp_layers;
+  if (config.pp <= 1) out.first += model.mtp_layers;  // one stage: first and last alike
+  return out;
+}
 
 /// Whether the plan's end stages are set away from stage_layers' default split: pinned ends
 /// that are the default (its ends, its middle stages all equal) are not.
