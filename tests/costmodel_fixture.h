@@ -3,6 +3,7 @@
 // derived by hand in the test comments.
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/placement.h"
 #include "topology/cluster.h"
 #include "topology/gpu.h"
 #include "topology/link_tier.h"
@@ -78,6 +79,15 @@ inline GroupLink nvlink_group(int ranks) {
   link.intra_gbps = 100.0;
   link.intra_latency_s = 1e-6;
   return link;
+}
+
+/// TP, PP and DP groups of `tp`, `pp` and `dp` ranks, each inside one NVLink domain.
+inline Placement nvlink_placement(int tp, int pp, int dp) {
+  Placement placement;
+  placement.tp = nvlink_group(tp);
+  placement.pp = nvlink_group(pp);
+  placement.dp = nvlink_group(dp);
+  return placement;
 }
 
 /// `ranks` spread evenly over `domains` NVLink domains (100 GB/s, `intra_latency_s` a hop),

@@ -316,10 +316,7 @@ TEST_CASE("torchtitan's pipelining reduce-scatters a stage's units in bulk after
   ParallelConfig config = test::small_config();  // pp 2, dp 2, micro-batch 1
   config.tp = 1;
   config.zero = 3;
-  Placement placement;
-  placement.tp = test::nvlink_group(1);
-  placement.pp = test::nvlink_group(2);
-  placement.dp = test::nvlink_group(2);
+  const Placement placement = test::nvlink_placement(1, 2, 2);
   EstimateOptions options;
   options.stack = stack_preset("torchtitan");
   REQUIRE(options.stack.pp_bulk_reduce_scatter);
@@ -527,10 +524,7 @@ TEST_CASE("sharded data parallel's copies on the compute stream: FSDP2's copy-ou
   with.stack = titan;
   EstimateOptions without = with;
   without.stack.zero3_gather_copy_out = false;
-  Placement placement;
-  placement.tp = test::nvlink_group(1);
-  placement.pp = test::nvlink_group(1);
-  placement.dp = test::nvlink_group(2);
+  const Placement placement = test::nvlink_placement(1, 1, 2);
   const Cluster cluster = test::round_cluster();
   const Estimate a = estimate(cluster, model, config, placement, nullptr, with);
   const Estimate b = estimate(cluster, model, config, placement, nullptr, without);

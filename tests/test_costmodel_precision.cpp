@@ -511,10 +511,7 @@ TEST_CASE("a stack on Transformer Engine 1.x prices Hopper's FP8 layout on Black
   Model model = test::small_model();
   model.training = fp8_training(Fp8Recipe::delayed);
   ParallelConfig config;
-  Placement placement;
-  placement.tp = test::nvlink_group(1);
-  placement.pp = test::nvlink_group(1);
-  placement.dp = test::nvlink_group(1);
+  const Placement placement = test::nvlink_placement(1, 1, 1);
   EstimateOptions te2;
   te2.stack = stack_preset("megatron-core");
   EstimateOptions te1;

@@ -21,13 +21,7 @@ using namespace trident;
 
 namespace {
 
-Placement dp_placement(int dp) {
-  Placement placement;
-  placement.tp = test::nvlink_group(1);
-  placement.pp = test::nvlink_group(1);
-  placement.dp = test::nvlink_group(dp);
-  return placement;
-}
+Placement dp_placement(int dp) { return test::nvlink_placement(1, 1, dp); }
 
 }  // namespace
 
