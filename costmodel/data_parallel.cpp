@@ -90,6 +90,12 @@ double edge_unit_parameters(const Model& model, const ParallelConfig& config, Ed
   return embedding + count.final_norm + count.output_layer / config.tp;
 }
 
+/// ZeRO-3 under PP where the stack keeps the gathered weights across the micro-batches
+/// (torchtitan): one gather and one reduce-scatter a unit per step.
+bool pp_keeps_gathered(const ParallelConfig& config, const Stack& stack) {
+  return config.pp > 1 && stack.pp_keeps_gathered_weights;
+}
+
 /// Sharded data parallel (ZeRO-3 / FSDP FULL_SHARD; FSDP SHARD_GRAD_OP as ZeRO-2 keeps the
 /// weights through backward): per unit (one transformer layer) an all-gather of its weights
 /// before forward, again before backward when the stack reshards after forward, and a
@@ -159,7 +165,7 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
     return pass_exposed(gather_s + scatter_s, bwd_unit, gather_s + scatter_s, backward_prefetch);
   };
   const double md = static_cast<double>(m);
-  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
+  const bool keeps = pp_keeps_gathered(config, stack);
   const UnitGatherPasses gathers = unit_gather_passes(config, stack, m);
   const bool reshard = gathers.backward > 0.0;
   const double gather_passes = gathers.forward + gathers.backward;
@@ -201,8 +207,7 @@ void sharded_dp(CommDetail& comm, const Model& model, const ParallelConfig& conf
 }  // namespace
 
 UnitGatherPasses unit_gather_passes(const ParallelConfig& config, const Stack& stack, long long m) {
-  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
-  if (keeps) return {1.0, 0.0};
+  if (pp_keeps_gathered(config, stack)) return {1.0, 0.0};
   const double md = static_cast<double>(m);
   const bool reshard = config.zero >= 3 && stack.reshard_after_forward;
   return {md, reshard ? md : 0.0};
@@ -238,8 +243,9 @@ ShardedCopyBytes sharded_copy_bytes(const Model& model, const ParallelConfig& co
 }
 
 double unit_scatter_passes(const ParallelConfig& config, const Stack& stack, long long m) {
-  const bool keeps = config.pp > 1 && stack.pp_keeps_gathered_weights;
-  return keeps || !stack.reduce_every_micro_batch ? 1.0 : static_cast<double>(m);
+  return pp_keeps_gathered(config, stack) || !stack.reduce_every_micro_batch
+             ? 1.0
+             : static_cast<double>(m);
 }
 
 /// DP: the gradient all-reduce (ZeRO 0), reduce-scatter + weight all-gather (ZeRO 1/2), and

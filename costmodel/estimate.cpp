@@ -618,8 +618,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
     DpWindow expert_window = window;
     expert_window.edge_parameters = 0.0;  // the embedding is not an expert's
     // Sharded per unit, a unit is one MoE layer's routed experts on this GPU.
-    expert_window.unit_parameters =
-        static_cast<double>(model.moe.experts) / config.ep * routed_expert_parameters(model);
+    expert_window.unit_parameters = expert_parameters_per_gpu(model, config, 1.0);
     expert_window.layers = expert_params / expert_window.unit_parameters;
     out.edp = dp_comm(local, expert_split, {placement.edp, placement.edp, placement.edp},
                       expert_params, m, expert_window, stack, calibration, model.is_moe());

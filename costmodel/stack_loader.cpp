@@ -300,8 +300,10 @@ void check_runtime_keys(const MapReader& m, const Stack& s) {
            "zero3_gather_copy_out (FSDP2) and zero3_gradient_cat (FSDP1) are two runtimes' "
            "copies; set the other false");
   }
-  const bool per_unit =
-      (s.zero_stages & 0b1000U) != 0 || (s.zero2_per_unit && (s.zero_stages & 0b0100U) != 0);
+  bool per_unit = false;
+  for (const int zero : {2, 3}) {
+    per_unit = per_unit || ((s.zero_stages & (1U << zero)) != 0 && s.shards_per_unit(zero));
+  }
   if ((copy_out || cat) && !per_unit) {
     m.fail(copy_out ? "zero3_gather_copy_out" : "zero3_gradient_cat",
            "true needs sharding per unit (zero_stages with 3, or 2 with zero2_per_unit: true)");
