@@ -285,6 +285,7 @@ def summary_row(r, stack, model):
                model=model)
     if r.get('fp8'): row['fp8'] = r['fp8']
     row['cluster'] = r['cluster']
+    if r.get('gpu'): row['gpu'] = r['gpu']  # a cluster preset with another GPU (paper_runs_2026.yaml)
     row['measured'] = dict(r['measured'])
     row['notes'] = ' '.join(str(r.get('notes', '')).split())[:1200]
     return row
@@ -317,6 +318,10 @@ for r in yaml.safe_load(open('nemo_summary_runs_2026.yaml'))['runs']:
 # data: no constant changed for them).
 for r in yaml.safe_load(open('megascale_runs_2026.yaml'))['runs']:
     rows.append(summary_row(r, r['stack'], r['model']))
+# Runs from papers and training logs (paper_runs_2026.yaml: GLM-130B, Nemotron-4 15B; added
+# 2026-12-07, forty-second session, last, as checking data: no constant changed for them).
+for r in yaml.safe_load(open('paper_runs_2026.yaml'))['runs']:
+    rows.append(summary_row(r, r['stack'], dict(r['model'])))  # a copy: no YAML alias written
 for i, row in enumerate(rows): row['half'] = 'tuning' if i % 2 == 0 else 'checking'
 hdr = open('published_runs.header').read()
 open('published_runs.yaml', 'w').write(hdr + yaml.dump({'runs': rows}, sort_keys=False, width=120))
