@@ -55,11 +55,32 @@ constexpr RingProtocol kRingProtocols[] = {
 };
 constexpr RingProtocol kSimple = kRingProtocols[2];
 
-/// A ring of `ranks` whose `inter_steps` hops cross the network, the rest inside a domain of
-/// tier `intra`. The link's per-hop latencies are the Simple protocol's (the presets carry
-/// NCCL's values); the other protocols keep NCCL's ratio to Simple on the same link.
-double nccl_ring_time_s(Collective collective, double bytes, int ranks, double inter_steps,
-                        double busbw_gbps, Tier intra, double intra_latency_s,
+/// NCCL's ceiling on the LL protocol's bus bandwidth in a ring across `domains` nodes, GB/s
+/// (tuning.cc @5067397 llMaxBws, the Intel-host row: 39.0 on two nodes, 20.4 on more; L268-272
+/// pick it by the host CPU, AMD's row 22.5 / 19.0; L327 `busBw = min(llMaxBw, busBw * .5)`).
+/// Applied where a domain holds more than one of the ring's ranks: with one rank a node NCCL
+/// 2.23+ runs all-gather and reduce-scatter as PAT instead, which this ring does not model
+/// (docs/cost_model.md#collectives). Within one node the ceiling is the GPU's (141 GB/s on
+/// Hopper), not applied.
+double ll_ceiling_gbps(int domains, int ranks) {
+  if (domains < 2 || ranks <= domains) return 1e300;
+  return domains == 2 ? 39.0 : 20.4;
+}
+
+/// NCCL's floor on an intra-node hop of a ring that crosses nodes, us: every step still posts
+/// to the network proxy (tuning.cc @5067397 L404-410, getNetOverhead L228-233: 1 us on an
+/// Intel host, 2 on AMD; three times that for Simple).
+double net_overhead_us(const RingProtocol& p, int domains) {
+  if (domains < 2) return 0.0;
+  return &p == &kRingProtocols[2] ? 3.0 : 1.0;
+}
+
+/// A ring of `ranks` over `domains` nodes whose `inter_steps` hops cross the network, the rest
+/// inside a domain of tier `intra`. The link's per-hop latencies are the Simple protocol's (the
+/// presets carry NCCL's values); the other protocols keep NCCL's ratio to Simple on the same
+/// link.
+double nccl_ring_time_s(Collective collective, double bytes, int ranks, int domains,
+                        double inter_steps, double busbw_gbps, Tier intra, double intra_latency_s,
                         double inter_latency_s) {
   if (busbw_gbps <= 0.0) return 0.0;
   const double steps = latency_steps(collective, ranks);
@@ -70,13 +91,16 @@ double nccl_ring_time_s(Collective collective, double bytes, int ranks, double i
   };
   const double intra_scale = intra_latency_s * 1e6 / hop_of(kSimple);
   const double inter_scale = inter_latency_s * 1e6 / kSimple.net_us;
-  const double wire_s = bytes * busbw_factor(collective, ranks) / (busbw_gbps * 1e9);
+  const double wire_bytes = bytes * busbw_factor(collective, ranks);
+  const double ll_ceiling = ll_ceiling_gbps(domains, ranks);
   double best = 1e300;
   for (const RingProtocol& p : kRingProtocols) {
-    const double hop_us = hop_of(p);
+    const double hop_us = std::max(hop_of(p) * intra_scale, net_overhead_us(p, domains));
     const double latency_us =
-        p.base_us + intra_steps * hop_us * intra_scale + inter_steps * p.net_us * inter_scale;
-    best = std::min(best, latency_us * 1e-6 + wire_s / p.bandwidth_share);
+        p.base_us + intra_steps * hop_us + inter_steps * p.net_us * inter_scale;
+    double gbps = busbw_gbps * p.bandwidth_share;
+    if (&p == &kRingProtocols[0]) gbps = std::min(gbps, ll_ceiling);
+    best = std::min(best, latency_us * 1e-6 + wire_bytes / (gbps * 1e9));
   }
   return best;
 }
@@ -130,8 +154,9 @@ double tree_all_reduce_time_s(double bytes, const GroupLink& link) {
 /// min(intra, min_ranks_per_domain x inter).
 double flat_ring_time_s(Collective collective, double bytes, const GroupLink& link) {
   const double busbw = cross_domain_ring_busbw_gbps(link);
-  return nccl_ring_time_s(collective, bytes, link.ranks, latency_steps(collective, link.domains),
-                          busbw, link.intra_tier, link.intra_latency_s, link.inter_latency_s);
+  return nccl_ring_time_s(collective, bytes, link.ranks, link.domains,
+                          latency_steps(collective, link.domains), busbw, link.intra_tier,
+                          link.intra_latency_s, link.inter_latency_s);
 }
 
 /// Share of a GPU's NIC bandwidth NCCL's all-to-all reaches across servers. Measured (NVIDIA
@@ -267,7 +292,7 @@ double modelled_time_s(Collective collective, double bytes, const GroupLink& lin
                        crosses ? link.inter_latency_s : link.intra_latency_s);
   }
   if (link.domains <= 1) {
-    return nccl_ring_time_s(collective, bytes, link.ranks, 0.0,
+    return nccl_ring_time_s(collective, bytes, link.ranks, 1, 0.0,
                             effective_gbps(link.tier, link.intra_gbps), link.intra_tier,
                             link.intra_latency_s, 0.0);
   }

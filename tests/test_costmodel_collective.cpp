@@ -46,11 +46,12 @@ TEST_CASE("flat ring inside one domain: alpha-beta with the achievable fraction"
 TEST_CASE("across domains: the faster of NCCL's flat ring and the hierarchy", "[collective]") {
   GroupLink link = test::network_group(16, 2, 10.0, 5e-6);  // x 0.94 = 9.4 GB/s per GPU
   // Flat ring (Simple): busbw = min(80, 8 * 9.4 = 75.2); latency 8.4 us base + 28 intra hops x
-  // 1 us + 2 inter hops x 5 us (NCCL's 14 us scaled by 5/14) = 46.4 us;
-  // 1.6e9 * (2*15/16) / 75.2e9 = 0.0398936 -> 0.0399400.
+  // 3 us (the link's 1 us raised to NCCL's network-proxy floor for Simple in a ring that crosses
+  // nodes, 3 x 1 us) + 2 inter hops x 5 us (NCCL's 14 us scaled by 5/14) = 102.4 us;
+  // 1.6e9 * (2*15/16) / 75.2e9 = 0.0398936 -> 0.0399960.
   // Tree: 8.4 us + 2 * (7 us + 1.6e9 * 7/8 / 80e9) + (2e8 * 1 / 9.4e9 + 2 * 5 us) = 0.0563090.
-  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.0399400));
-  // A slow NIC share (2 GB/s -> 1.88): ring 3e9/15.04e9 + 46.4 us = 0.1995144; tree (Simple;
+  CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.0399960));
+  // A slow NIC share (2 GB/s -> 1.88): ring 3e9/15.04e9 + 102.4 us = 0.1995704; tree (Simple;
   // NCCL's tree hops: 4.0 us on NVLink, scaled by 1/3.4, and 14 us on the network, scaled by
   // 5/14) 8.4 + 2 x (7 x 4/3.4 + 1 x 5) = 34.8706 us + 2 x 1.6e9 x 7/8 / 80e9 + 2e8/1.88e9
   // = 0.1414179 wins.
@@ -58,7 +59,7 @@ TEST_CASE("across domains: the faster of NCCL's flat ring and the hierarchy", "[
   CHECK(collective_time_s(Collective::all_reduce, 1.6e9, link) == Approx(0.1414179));
   // All-gather has no tree in NCCL (tuning.cc): the ring even when it is slower.
   CHECK(collective_time_s(Collective::all_gather, 1.6e9, link) ==
-        Approx(8.4e-6 + 14e-6 + 1e-6 * 5 / 14 * 14 + 1.6e9 * 15.0 / 16.0 / 15.04e9));
+        Approx(8.4e-6 + 14 * 3e-6 + 1e-6 * 5 / 14 * 14 + 1.6e9 * 15.0 / 16.0 / 15.04e9));
 }
 
 TEST_CASE("a few-byte all-reduce across 32 domains runs NCCL's tree LL", "[collective]") {
@@ -81,9 +82,28 @@ TEST_CASE("a group split unevenly across domains rides its narrowest cut", "[col
   link.min_ranks_per_domain = 2;
   link.inter_gbps = 10.0;
   link.inter_latency_s = 5e-6;
-  // all-gather of 1.2 GB: 8.4 us + 4 intra hops x 1 us + 1 inter hop x 5 us +
-  // 1.2e9 * 5/6 / 18.8e9 = 17.4e-6 + 0.0531915 = 0.0532089
-  CHECK(collective_time_s(Collective::all_gather, 1.2e9, link) == Approx(0.0532089));
+  // all-gather of 1.2 GB: 8.4 us + 4 intra hops x 3 us (NCCL's floor, above) + 1 inter hop x
+  // 5 us + 1.2e9 * 5/6 / 18.8e9 = 25.4e-6 + 0.0531915 = 0.0532169
+  CHECK(collective_time_s(Collective::all_gather, 1.2e9, link) == Approx(0.0532169));
+}
+
+TEST_CASE("LL across many nodes runs at NCCL's ceiling, not half the bus", "[collective]") {
+  // 512 ranks, 8 in each of 64 nodes (ZeRO-3 over a whole cluster), NCCL's own hop latencies.
+  const GroupLink link = test::network_group(512, 64, 50.0, 14e-6, 3.4e-6);  // busbw min(80, 376)
+  // all-gather of 8 MB: 511 steps, 63 across the network. LL: 6.6 us + 448 intra hops x 1 us
+  // (NVLink's 0.6 raised to the 1 us network-proxy floor) + 63 x 2.7 us = 624.7 us, and its
+  // bandwidth min(0.5 x 80, 20.4) = 20.4 GB/s (tuning.cc llMaxBws, more than two nodes):
+  // 8e6 x 511/512 / 20.4e9 = 391.4 us -> 1016.1 us. LL128: 14 + 448 x 1.9 + 63 x 4.0 = 1117.2
+  // us + 7.984e6 / 73.6e9; Simple: 8.4 + 448 x 3.4 + 63 x 14 = 2413.6 us + 7.984e6 / 80e9.
+  // (Before the ceiling LL read 445.5 + 199.6 = 645.1 us.)
+  CHECK(collective_time_s(Collective::all_gather, 8e6, link) ==
+        Approx((6.6 + 448.0 + 63 * 2.7) * 1e-6 + 8e6 * 511.0 / 512.0 / 20.4e9));
+  // 1 MB over 64 nodes with one rank each keeps LL at half the bus, 47 x 0.5 = 23.5 GB/s (NCCL
+  // 2.23+ runs PAT there, which the ring's LL stands in for): 6.6 + 63 x 2.7 = 176.7 us +
+  // 1e6 x 63/64 / 23.5e9 = 41.9 us (LL128: 14 + 63 x 4 = 266 us + 22.8 us).
+  const GroupLink one_each = test::network_group(64, 64, 50.0, 14e-6, 3.4e-6);
+  CHECK(collective_time_s(Collective::all_gather, 1e6, one_each) ==
+        Approx((6.6 + 63 * 2.7) * 1e-6 + 1e6 * 63.0 / 64.0 / 23.5e9));
 }
 
 TEST_CASE("send/recv crossing domains rides the NIC share", "[collective]") {
