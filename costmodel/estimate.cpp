@@ -91,8 +91,10 @@ StageWork stage_work(const Gpu& gpu, const Model& model, const ParallelConfig& c
                      const Calibration* calibration) {
   return {
       linear_gemm_times(gpu, model, config, calibration),
-      routed_expert_time(gpu, real, given, calibration, stack.fp8_saves_fp8_inputs,
-                         stack.moe_permute_fusion, stack.fp8_follows_gpu_layout()),
+      routed_expert_time(
+          gpu, real, given, calibration, stack.fp8_saves_fp8_inputs, stack.moe_permute_fusion,
+          stack.fp8_follows_gpu_layout(),
+          stack.moe_fp8_padding_copies && stack.moe_dispatcher == MoeDispatcher::alltoall),
       output_head_time(gpu, model, config, calibration,
                        {stack.loss_forward_bytes_per_logit, stack.loss_backward_bytes_per_logit})};
 }

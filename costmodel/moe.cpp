@@ -147,9 +147,11 @@ double unpermute_backward_bytes(const Model& model, double rows, bool fused) {
   return 12.0 * rows * model.hidden;
 }
 
+double fp8_padding_bytes(const Model& model, double rows) { return 8.0 * rows * model.hidden; }
+
 LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,
                              const Calibration* calibration, bool saves_fp8_inputs,
-                             bool permute_fused, bool fp8_gpu_layout) {
+                             bool permute_fused, bool fp8_gpu_layout, bool fp8_padding_copies) {
   LayerTime time;
   if (!model.is_moe()) return time;
   const Precision precision = precision_of(model.training, gpu, fp8_gpu_layout);
@@ -184,10 +186,14 @@ LayerTime routed_expert_time(const Gpu& gpu, const Model& model, const ParallelC
                                fp8_input_cast_bytes(g.down, precision, saves_fp8_inputs);
   const double casts_backward = fp8_gradient_cast_bytes(g.up, precision, saves_fp8_inputs) +
                                 fp8_gradient_cast_bytes(g.down, precision, saves_fp8_inputs);
-  time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, bytes + unpermute + sort + casts_forward);
+  const double padding = fp8_padding_copies && precision.linear_gemm == Dtype::fp8
+                             ? fp8_padding_bytes(model, rows)
+                             : 0.0;
+  time.forward_s =
+      time.gemm_forward_s + hbm_time_s(gpu, bytes + unpermute + sort + casts_forward + padding);
   time.backward_s =
       backward_gemms_s + hbm_time_s(gpu, 2.0 * activation + permute_backward + unpermute_backward +
-                                             sort + casts_backward);
+                                             sort + casts_backward + padding);
   if (config.recompute == Recompute::full) time.recompute_s = time.forward_s;
   return time;
 }

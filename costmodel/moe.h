@@ -93,11 +93,19 @@ struct ExpertGemms {
 /// expert activation, the token permutation, the sort by local expert and, under FP8, the
 /// expert GEMMs' input and gradient casts (memory bound). `saves_fp8_inputs`: the stack's
 /// (Stack::fp8_saves_fp8_inputs); `permute_fused`: Stack::moe_permute_fusion; `fp8_gpu_layout`:
-/// the FP8 copies follow the GPU's layout rule (Stack::fp8_follows_gpu_layout).
+/// the FP8 copies follow the GPU's layout rule (Stack::fp8_follows_gpu_layout);
+/// `fp8_padding_copies`: under FP8 the routed rows are copied into and out of FP8's padded
+/// layout (Stack::moe_fp8_padding_copies behind the all-to-all dispatcher; fp8_padding_bytes).
 [[nodiscard]] LayerTime routed_expert_time(const Gpu& gpu, const Model& model,
                                            const ParallelConfig& config,
                                            const Calibration* calibration, bool saves_fp8_inputs,
-                                           bool permute_fused, bool fp8_gpu_layout);
+                                           bool permute_fused, bool fp8_gpu_layout,
+                                           bool fp8_padding_copies);
+
+/// HBM bytes of Megatron-Core's FP8 padding copies a pass (forward; backward the same): the
+/// permuted rows padded before the experts (read 2, write 2 per element of h) and the experts'
+/// output unpadded after them (read 2, write 2): 8 per routed row element.
+[[nodiscard]] double fp8_padding_bytes(const Model& model, double rows);
 
 /// EP all-to-alls of one micro-batch through `moe_layers` MoE layers: dispatch and combine
 /// forward and backward (forward again under full recompute), S = tokens x top_k x h x dtype

@@ -313,6 +313,15 @@ struct Stack {
   /// and scatter-adds the rows into it (moe_utils.py unpermute L330-362), its backward a gather
   /// and the product's two gradients (unpermute_bytes, unpermute_backward_bytes).
   bool moe_permute_fusion = false;
+  /// Under FP8, Megatron-Core's grouped experts copy the permuted rows into an input padded to
+  /// FP8's alignment (16 rows an expert, MXFP8 32) before the grouped GEMM and copy the output
+  /// back without the padding after it (experts.py TEGroupedMLP fp8_padding / fp8_unpadding,
+  /// L698-699, L717, L790 @core_v0.12.0; L859-866, L957-958 @core_v0.15.0; TE
+  /// pytorch/module/fp8_padding.py: a new tensor unless every split is aligned already), both
+  /// again in backward; moe_router_padding_for_fp8 (default False, transformer_config.py L472
+  /// @core_v0.15.0) would align the routing instead. Only behind the all-to-all dispatcher:
+  /// HybridEP's permute writes the padded layout itself.
+  bool moe_fp8_padding_copies = false;
   /// How the MoE layers exchange tokens (stack key moe_dispatcher: alltoall | hybridep).
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   /// FP8 parameters (training.fp8.params: weights cast to FP8 before ZeRO-3's all-gather) only

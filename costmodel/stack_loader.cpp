@@ -90,6 +90,7 @@ const std::vector<std::string> kStackKeys = {
     "ep_overlap_delay_wgrad",
     "moe_shared_expert_overlap",
     "moe_permute_fusion",
+    "moe_fp8_padding_copies",
     "moe_dispatcher",
     "fp8_param_gather_needs_dp_shard",
     "fp8_params_need_sharded_optimizer",
@@ -252,6 +253,7 @@ Stack file_defaults() {
   s.ep_overlap_delay_wgrad = false;
   s.moe_shared_expert_overlap = false;
   s.moe_permute_fusion = false;
+  s.moe_fp8_padding_copies = false;
   s.fp8_param_gather_needs_dp_shard = false;
   return s;
 }
@@ -505,6 +507,7 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.moe_shared_expert_overlap =
       m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
   s.moe_permute_fusion = m.optional_bool("moe_permute_fusion", d.moe_permute_fusion);
+  s.moe_fp8_padding_copies = m.optional_bool("moe_fp8_padding_copies", d.moe_fp8_padding_copies);
   s.moe_dispatcher = static_cast<MoeDispatcher>(
       m.optional_choice("moe_dispatcher", kMoeDispatcherNames, static_cast<int>(d.moe_dispatcher)));
   s.fp8_param_gather_needs_dp_shard =

@@ -325,12 +325,12 @@ TEST_CASE("the sort by local expert: two more copies of the routed rows", "[moe]
   const Gpu gpu = gpu_preset("h100-sxm-80g");
   const LayerTime four = routed_expert_time(gpu, model, config, nullptr, /*saves_fp8_inputs=*/true,
                                             /*permute_fused=*/true,
-                                            /*fp8_gpu_layout=*/true);
+                                            /*fp8_gpu_layout=*/true, /*fp8_padding_copies=*/false);
   Model one_each = model;
   one_each.moe.experts = 64;
   const LayerTime one = routed_expert_time(gpu, one_each, config, nullptr,
                                            /*saves_fp8_inputs=*/true, /*permute_fused=*/true,
-                                           /*fp8_gpu_layout=*/true);
+                                           /*fp8_gpu_layout=*/true, /*fp8_padding_copies=*/false);
   const double sort_s = hbm_time_s(gpu, 939524096.0);
   CHECK((four.forward_s - four.gemm_forward_s) - (one.forward_s - one.gemm_forward_s) ==
         Approx(sort_s));
@@ -373,8 +373,9 @@ TEST_CASE("the unfused unpermutation: product, zero fill and scatter-add", "[moe
   config.ep = 8;
   config.micro_batch = 2;
   const Gpu gpu = gpu_preset("gb200");
-  const LayerTime fused = routed_expert_time(gpu, model, config, nullptr, true, true, true);
-  const LayerTime unfused = routed_expert_time(gpu, model, config, nullptr, true, false, true);
+  const LayerTime fused = routed_expert_time(gpu, model, config, nullptr, true, true, true, false);
+  const LayerTime unfused =
+      routed_expert_time(gpu, model, config, nullptr, true, false, true, false);
   CHECK(unfused.forward_s - fused.forward_s == Approx(hbm_time_s(gpu, 469762048.0)));
   CHECK(unfused.backward_s - fused.backward_s == Approx(hbm_time_s(gpu, 201326592.0)));
   // The stack key: Megatron-Core's default (unfused) in both presets; a file turns it on.
@@ -484,10 +485,11 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
   REQUIRE(g.up.m * g.up.batch == 16384.0);
   const LayerTime eight = routed_expert_time(gpu, fp8, config, nullptr, /*saves_fp8_inputs=*/true,
                                              /*permute_fused=*/true,
-                                             /*fp8_gpu_layout=*/true);
-  const LayerTime sixteen = routed_expert_time(gpu, bf16, config, nullptr,
-                                               /*saves_fp8_inputs=*/true, /*permute_fused=*/true,
-                                               /*fp8_gpu_layout=*/true);
+                                             /*fp8_gpu_layout=*/true, /*fp8_padding_copies=*/false);
+  const LayerTime sixteen =
+      routed_expert_time(gpu, bf16, config, nullptr,
+                         /*saves_fp8_inputs=*/true, /*permute_fused=*/true,
+                         /*fp8_gpu_layout=*/true, /*fp8_padding_copies=*/false);
   // The experts' GEMMs in FP8, the router's [8192 x 8 x 4096] in BF16 (torch's F.linear).
   CHECK(eight.gemm_forward_s == Approx(gemm_time_s(gpu, Dtype::fp8, g.up, nullptr) +
                                        gemm_time_s(gpu, Dtype::fp8, g.down, nullptr) +
@@ -513,8 +515,36 @@ TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
   config.recompute = Recompute::full;
   const LayerTime again = routed_expert_time(gpu, fp8, config, nullptr, /*saves_fp8_inputs=*/true,
                                              /*permute_fused=*/true,
-                                             /*fp8_gpu_layout=*/true);
+                                             /*fp8_gpu_layout=*/true, /*fp8_padding_copies=*/false);
   CHECK(again.recompute_s == Approx(eight.forward_s));
+}
+
+TEST_CASE("FP8 experts behind the all-to-all pay Megatron-Core's padding copies",
+          "[moe][precision]") {
+  // Mixtral 8x7B, EP 8, micro-batch 2: 16,384 routed rows of h = 4096 a GPU. The rows padded
+  // to FP8's alignment before the experts (read 2, write 2) and the output unpadded after them
+  // (read 2, write 2): 8 x 16,384 x 4096 = 536,870,912 bytes forward and the same backward.
+  Model fp8 = model_preset("mixtral-8x7b");
+  fp8.training.dtype = Dtype::fp8;
+  fp8.training.fp8.recipe = Fp8Recipe::current;
+  ParallelConfig config;
+  config.dp = 8;
+  config.ep = 8;
+  config.micro_batch = 2;
+  const Gpu gpu = gpu_preset("h100-sxm-80g");
+  CHECK(fp8_padding_bytes(fp8, 16384.0) == 536870912.0);
+  const auto experts = [&](const Model& model, bool padding) {
+    return routed_expert_time(gpu, model, config, nullptr, /*saves_fp8_inputs=*/true,
+                              /*permute_fused=*/true, /*fp8_gpu_layout=*/true, padding);
+  };
+  const LayerTime padded = experts(fp8, true);
+  const LayerTime plain = experts(fp8, false);
+  CHECK(padded.forward_s - plain.forward_s == Approx(hbm_time_s(gpu, 536870912.0)));
+  CHECK(padded.backward_s - plain.backward_s == Approx(hbm_time_s(gpu, 536870912.0)));
+  // BF16 experts take any row count: no padding, the key or not.
+  Model bf16 = fp8;
+  bf16.training.dtype = Dtype::bf16;
+  CHECK(experts(bf16, true).forward_s == experts(bf16, false).forward_s);
 }
 
 TEST_CASE("FP8 experts keep their GEMM inputs as FP8 casts", "[moe][memory][precision]") {
