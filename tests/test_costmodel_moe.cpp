@@ -468,18 +468,36 @@ TEST_CASE("the shared experts' overlap in a step: exposed EP time and its SMs", 
   CHECK(b.time.overlap_contention_s < a.ep.exposed_s - b.ep.exposed_s);
 }
 
+namespace {
+
+/// Mixtral 8x7B in FP8 (current scaling) over EP 8 = DP 8, micro-batch 2: 2 x 4096 tokens x
+/// top-2 = 16,384 routed rows a GPU, one local expert.
+struct MixtralFp8 {
+  Model model;
+  ParallelConfig config;
+};
+
+MixtralFp8 mixtral_fp8_ep8() {
+  MixtralFp8 out{model_preset("mixtral-8x7b"), {}};
+  out.model.training.dtype = Dtype::fp8;
+  out.model.training.fp8.recipe = Fp8Recipe::current;
+  out.config.dp = 8;
+  out.config.ep = 8;
+  out.config.micro_batch = 2;
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("FP8 experts: their GEMMs' casts priced, the router left in 16 bits",
           "[moe][precision]") {
-  // Mixtral 8x7B, EP 8, micro-batch 2: 2 x 4096 tokens x top-2 = 16,384 routed rows a GPU, one
-  // local expert (up 16,384 x 28,672 x 4096, down 16,384 x 4096 x 14,336).
-  Model bf16 = model_preset("mixtral-8x7b");
-  Model fp8 = bf16;
-  fp8.training.dtype = Dtype::fp8;
-  fp8.training.fp8.recipe = Fp8Recipe::current;
-  ParallelConfig config;
-  config.dp = 8;
-  config.ep = 8;
-  config.micro_batch = 2;
+  // 16,384 routed rows a GPU, one local expert (up 16,384 x 28,672 x 4096, down 16,384 x 4096 x
+  // 14,336).
+  MixtralFp8 mixtral = mixtral_fp8_ep8();
+  const Model& fp8 = mixtral.model;
+  ParallelConfig& config = mixtral.config;
+  Model bf16 = fp8;
+  bf16.training.dtype = Dtype::bf16;
   const Gpu gpu = gpu_preset("gb200");
   const ExpertGemms g = expert_gemms(fp8, config);
   REQUIRE(g.up.m * g.up.batch == 16384.0);
@@ -524,13 +542,9 @@ TEST_CASE("FP8 experts behind the all-to-all pay Megatron-Core's padding copies"
   // Mixtral 8x7B, EP 8, micro-batch 2: 16,384 routed rows of h = 4096 a GPU. The rows padded
   // to FP8's alignment before the experts (read 2, write 2) and the output unpadded after them
   // (read 2, write 2): 8 x 16,384 x 4096 = 536,870,912 bytes forward and the same backward.
-  Model fp8 = model_preset("mixtral-8x7b");
-  fp8.training.dtype = Dtype::fp8;
-  fp8.training.fp8.recipe = Fp8Recipe::current;
-  ParallelConfig config;
-  config.dp = 8;
-  config.ep = 8;
-  config.micro_batch = 2;
+  const MixtralFp8 mixtral = mixtral_fp8_ep8();
+  const Model& fp8 = mixtral.model;
+  const ParallelConfig& config = mixtral.config;
   const Gpu gpu = gpu_preset("h100-sxm-80g");
   CHECK(fp8_padding_bytes(fp8, 16384.0) == 536870912.0);
   const auto experts = [&](const Model& model, bool padding) {
