@@ -267,6 +267,14 @@ std::string dimension(const char* name, const std::string& collective, const Com
         comm.pipe_gathers_per_step, bytes_text(comm.pipe_gather_bytes), 1e3 * comm.pipe_gather_s,
         comm.pipe_gathers_per_step * comm.pipe_gather_s);
   }
+  if (comm.fill_gathers_per_step > 0.0) {
+    out += fmt::format(
+        "      and on the fill's path: {:.0f} later stages each gather their parameters as one "
+        "call, {:.3f} ms each, {:.3f} s in all (without interleaving a stage after the first "
+        "gathers at its first forward, after its input arrives)\n",
+        comm.fill_gathers_per_step, 1e3 * comm.fill_gather_s,
+        comm.fill_gathers_per_step * comm.fill_gather_s);
+  }
   if (comm.unit_gathers_per_step > 0.0) {
     // Sharded data parallel: the per-unit schedule behind the totals.
     out += fmt::format(

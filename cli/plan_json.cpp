@@ -52,7 +52,9 @@ Json comm_json(const CommDetail& comm, const std::string& collective) {
               {"edge_gathers_per_step", comm.edge_gathers_per_step},
               {"edge_scatters_per_step", comm.edge_scatters_per_step},
               {"pipe_gathers_per_step", comm.pipe_gathers_per_step},
-              {"pipe_gather_s", comm.pipe_gather_s}};
+              {"pipe_gather_s", comm.pipe_gather_s},
+              {"fill_gathers_per_step", comm.fill_gathers_per_step},
+              {"fill_gather_s", comm.fill_gather_s}};
 }
 
 /// HSDP: the all-reduce of each unit's gradient shard across the replicas.

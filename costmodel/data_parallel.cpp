@@ -16,6 +16,14 @@ double unhidden_s(double comm_s, double window_s, double floor_s) {
   return std::max(comm_s - window_s, std::min(comm_s, floor_s));
 }
 
+double per_chunk_unhidden_s(double comm_s, double stage_window_s, double floor_s,
+                            double first_share, int pp, int vp) {
+  const double chunk_s = stage_window_s / vp;
+  const double first_s = comm_s * first_share;
+  const double first_exposed_s = unhidden_s(first_s, chunk_s, std::min(first_s, floor_s));
+  return std::max(first_exposed_s, comm_s - (((vp - 1.0) * pp) + 1.0) * chunk_s);
+}
+
 namespace {
 
 /// Time of `total_bytes` moved in buckets of `bucket_bytes`: one collective per bucket, each
@@ -25,6 +33,19 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
   if (total_bytes <= 0.0) return 0.0;
   const double calls = std::ceil(total_bytes / bucket_bytes);
   return calls * collective_time_s(collective, total_bytes / calls, link, calibration);
+}
+
+/// The later stages' parameter all-gathers on the fill's path (Stack::dp_param_gather_in_fill):
+/// without interleaving, pp - 1 stages each gather `stage_bytes` as one collective after their
+/// first input arrives, one after another down the pipeline.
+double fill_gathers_s(const ParallelConfig& config, const Stack& stack, double stage_bytes,
+                      const GroupLink& link, const Calibration* calibration) {
+  if (!stack.dp_param_gather_in_fill || !stack.dp_overlap_param_gather || config.pp < 2 ||
+      config.virtual_stages > 1 || stage_bytes <= 0.0) {
+    return 0.0;
+  }
+  return (config.pp - 1.0) *
+         collective_time_s(Collective::all_gather, stage_bytes, link, calibration);
 }
 
 /// ZeRO-0/1/2 as Megatron/DeepSpeed run them: gradients reduced in buckets (all-reduce, or
@@ -43,6 +64,16 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   const double weight_bytes = precision_of(training).weight_gather_bytes;
   const double grad_bytes = parameters * reduce_bytes;
   const double share = std::min(parameters, std::max(bucket, stage.edge_parameters)) / parameters;
+  // Interleaved with a sync per chunk: the first chunk holds 1/vp of the layers and the edge.
+  const int vp = config.virtual_stages;
+  const bool per_chunk = stack.dp_sync_per_chunk && config.pp > 1 && vp > 1;
+  const double edge = std::min(parameters, stage.edge_parameters);
+  const double first_share = (edge + (parameters - edge) / std::max(1, vp)) / parameters;
+  const auto exposed_s = [&](double comm_s, double window_s) {
+    return per_chunk
+               ? per_chunk_unhidden_s(comm_s, window_s, comm_s * share, first_share, config.pp, vp)
+               : unhidden_s(comm_s, window_s, comm_s * share);
+  };
   // ZeRO-2 where the stack partitions gradients as each micro-batch's backward makes them
   // (DeepSpeed: "ZeRO stage 2 communicates during non gradient accumulation boundaries as
   // well"): the reduction every micro-batch, each behind its own backward.
@@ -55,9 +86,8 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   const Collective reduce = all_reduce ? Collective::all_reduce : Collective::reduce_scatter;
   const double grad_s =
       bucketed_time_s(reduce, grad_bytes, bucket * reduce_bytes, comm.link, calibration);
-  const double grad_exposed_s = passes * (stack.overlaps_grad_reduce(config)
-                                              ? unhidden_s(grad_s, stage.backward_s, grad_s * share)
-                                              : grad_s);
+  const double grad_exposed_s =
+      passes * (stack.overlaps_grad_reduce(config) ? exposed_s(grad_s, stage.backward_s) : grad_s);
   if (config.zero == 0) {
     comm.time_per_call_s = grad_s;
     comm.total_s = grad_s;
@@ -74,9 +104,17 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   comm.time_per_call_s = grad_s + gather_s;
   comm.gather_s = gather_s;
   comm.total_s = passes * grad_s + gather_s;
-  comm.exposed_s = grad_exposed_s + (stack.dp_overlap_param_gather
-                                         ? unhidden_s(gather_s, stage.forward_s, gather_s * share)
-                                         : gather_s);
+  comm.exposed_s =
+      grad_exposed_s +
+      (stack.dp_overlap_param_gather ? exposed_s(gather_s, stage.forward_s) : gather_s);
+  const double fill_s =
+      fill_gathers_s(config, stack, (parameters - edge) * weight_bytes, comm.link, calibration);
+  if (fill_s > 0.0) {
+    comm.fill_gathers_per_step = config.pp - 1.0;
+    comm.fill_gather_s = fill_s / comm.fill_gathers_per_step;
+    comm.total_s += fill_s;
+    comm.exposed_s += fill_s;
+  }
 }
 
 /// Parameters on this GPU of the ZeRO-3 unit beside the layers that nothing hides

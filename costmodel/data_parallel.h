@@ -41,6 +41,15 @@ struct DpLinks {
 /// `floor_s` (the last bucket's share).
 [[nodiscard]] double unhidden_s(double comm_s, double window_s, double floor_s);
 
+/// The part of a step's DP `comm_s` the interleaved schedule's per-chunk sync leaves exposed
+/// (Stack::dp_sync_per_chunk), `stage_window_s` one micro-batch of the whole first stage's
+/// compute (its `vp` chunks'): the first chunk's share `first_share` behind one chunk's
+/// micro-batch, at least `floor_s` (the last bucket); and no less than what one stream cannot
+/// fit in the (vp - 1) x pp + 1 chunk slots by which the other chunks' syncs start ahead of the
+/// step's edge (chunk k's, k x pp slots: the cool-down runs pp micro-batches a chunk).
+[[nodiscard]] double per_chunk_unhidden_s(double comm_s, double stage_window_s, double floor_s,
+                                          double first_share, int pp, int vp);
+
 /// Reduce-scatter passes per unit and step of per-unit sharding: every micro-batch, or once
 /// where the stack defers it (no reduce per micro-batch; PP keeping the gathered weights).
 [[nodiscard]] double unit_scatter_passes(const ParallelConfig& config, const Stack& stack,

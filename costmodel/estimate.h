@@ -134,6 +134,11 @@ struct CommDetail {
   double pipe_gather_bytes = 0.0;
   double pipe_gather_s = 0.0;
   double pipe_gathers_per_step = 0.0;
+  /// DP: the later stages' parameter all-gathers on the fill's path (Stack::
+  /// dp_param_gather_in_fill): one stage's gather as one call, how many lie on the path (pp - 1);
+  /// in total_s and exposed_s.
+  double fill_gather_s = 0.0;
+  double fill_gathers_per_step = 0.0;
 };
 
 struct Estimate {

@@ -158,6 +158,19 @@ struct Stack {
   bool dp_overlap_grad_reduce_with_sp = true;
   /// ZeRO-1/2 parameter all-gather overlapped with the next step's forward.
   bool dp_overlap_param_gather = true;
+  /// Under the interleaved schedule each model chunk syncs on its own (Megatron-Core: a DDP
+  /// buffer per chunk): its gradient reduction starts when its last micro-batch's backward
+  /// ends (schedules.py L1419-1454 @d98e8a64), its parameter all-gather when the chunk before it
+  /// starts its first forward (align_param_gather, L1218-1221, L1341-1353), so only the first
+  /// chunk's sync meets the step's edge (per_chunk_unhidden_s).
+  bool dp_sync_per_chunk = false;
+  /// Without interleaving, a stage after the first gathers its parameters (one bucket: only the
+  /// first stage is bucketed) at its first forward, once its input has arrived, so each later
+  /// stage's all-gather lies in turn on the fill's path (Megatron-Core 0.9+: align_param_gather
+  /// off without VP, arguments.py L1010-1017, and finish_param_sync dispatching the first
+  /// bucket in the forward pre-hook, param_and_grad_buffer.py L555-573 @d98e8a64; core_r0.8.0's
+  /// optimizer dispatched it at the step's end instead, distrib_optimizer.py L1336-1337).
+  bool dp_param_gather_in_fill = false;
   /// Parameters per DP bucket (Megatron: max(40M, 1M x dp)); each bucket is one collective.
   double dp_bucket_parameters = 4.0e7;
   /// Bucket grows with DP: bucket = max(dp_bucket_parameters, this x dp); 0 = fixed.

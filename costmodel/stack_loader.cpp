@@ -35,6 +35,8 @@ const std::vector<std::string> kStackKeys = {
     "dp_overlap_grad_reduce_with_pp",
     "dp_overlap_grad_reduce_with_sp",
     "dp_overlap_param_gather",
+    "dp_sync_per_chunk",
+    "dp_param_gather_in_fill",
     "dp_bucket_parameters",
     "dp_bucket_parameters_per_rank",
     "grad_reduce_bytes",
@@ -194,6 +196,8 @@ Stack file_defaults() {
   s.pp_keeps_outputs = PpKeptOutputs::none;
   s.dp_overlap_grad_reduce = false;
   s.dp_overlap_param_gather = false;
+  s.dp_sync_per_chunk = false;
+  s.dp_param_gather_in_fill = false;
   s.dp_bucket_parameters = 4.0e7;
   s.dp_bucket_parameters_per_rank = 0.0;
   s.grad_reduce_bytes = 4.0;
@@ -356,6 +360,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.dp_overlap_grad_reduce_with_sp =
       m.optional_bool("dp_overlap_grad_reduce_with_sp", d.dp_overlap_grad_reduce_with_sp);
   s.dp_overlap_param_gather = m.optional_bool("dp_overlap_param_gather", d.dp_overlap_param_gather);
+  s.dp_sync_per_chunk = m.optional_bool("dp_sync_per_chunk", d.dp_sync_per_chunk);
+  s.dp_param_gather_in_fill = m.optional_bool("dp_param_gather_in_fill", d.dp_param_gather_in_fill);
   s.dp_bucket_parameters =
       m.optional_double("dp_bucket_parameters", d.dp_bucket_parameters, Range::positive);
   s.dp_bucket_parameters_per_rank = m.optional_double(

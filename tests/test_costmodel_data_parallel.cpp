@@ -247,7 +247,7 @@ TEST_CASE("NeMo 1.x: no gradient-reduction overlap under pipelining or sequence 
   const DpWindow window{100.0, 100.0, 2.0, 50.0, 50.0, 0.0};
   const Stack nemo = load_stack(
       "name: n\nbase: megatron-core\ndp_overlap_grad_reduce_with_pp: false\n"
-      "dp_overlap_grad_reduce_with_sp: false\n",
+      "dp_overlap_grad_reduce_with_sp: false\ndp_param_gather_in_fill: false\n",
       "n.yaml");
   ParallelConfig& config = bucket.config;
   CHECK(nemo.overlaps_grad_reduce(config));  // PP 1, no SP: overlapped as before
@@ -266,6 +266,58 @@ TEST_CASE("NeMo 1.x: no gradient-reduction overlap under pipelining or sequence 
   Stack never = stack_preset("megatron-2021");
   config.sequence_parallel = false;
   CHECK_FALSE(never.overlaps_grad_reduce(config));
+}
+
+TEST_CASE("Megatron-Core's sync a chunk at a time under the interleaved schedule",
+          "[data_parallel][stack]") {
+  // BucketCase (200M parameters, dp 8, ZeRO-1, 40M buckets: five reduce-scatters `rs`, five
+  // all-gathers `ag`), PP 4, VP 4, no edge: one micro-batch of the first stage's four chunks
+  // takes 4 ms forward and 4 ms backward, so a chunk 1 ms.
+  BucketCase bucket;
+  const double rs = bucket.rs;
+  const double ag = bucket.ag;
+  ParallelConfig& config = bucket.config;
+  config.pp = 4;
+  config.virtual_stages = 4;
+  const DpWindow window{4e-3, 4e-3, 8.0, 0.5e-3, 0.5e-3, 0.0};
+  const Stack core = stack_preset("megatron-core");
+  REQUIRE(core.dp_sync_per_chunk);
+  // Chunk 0 holds a quarter of the 200M: 1.25 buckets' worth, 1.25 rs behind one chunk's 1 ms,
+  // at least the last bucket (rs); the stream fits the other chunks' in (3 x 4 + 1) = 13 chunk
+  // slots: 5 rs - 13 ms. Exposed max(1.25 rs - 1 ms, rs, 5 rs - 13 ms), and the same for ag.
+  const auto chunked = [](double one, double window_s) {
+    return std::max({1.25 * one - window_s, one, 5.0 * one - 13.0 * window_s});
+  };
+  CHECK(bucket.comm(window, core).exposed_s == Approx(chunked(rs, 1e-3) + chunked(ag, 1e-3)));
+  CHECK(per_chunk_unhidden_s(5.0, 4.0, 1.0, 0.25, 4, 4) == Approx(1.0));   // max(0.25, 1, -8)
+  CHECK(per_chunk_unhidden_s(20.0, 4.0, 1.0, 0.25, 4, 4) == Approx(7.0));  // 20 - 13
+  // A stack that syncs the whole stage at the edge: the whole first stage's window, 4 ms.
+  Stack whole = core;
+  whole.dp_sync_per_chunk = false;
+  CHECK(bucket.comm(window, whole).exposed_s ==
+        Approx(std::max(5 * rs - 4e-3, rs) + std::max(5 * ag - 4e-3, ag)));
+}
+
+TEST_CASE("Without interleaving the later stages gather their parameters on the fill's path",
+          "[data_parallel][stack]") {
+  // BucketCase at PP 4, VP 1: each of the 3 later stages gathers its 200M parameters (2 bytes
+  // each) as one all-gather at its first forward, one after another down the pipeline.
+  BucketCase bucket;
+  bucket.config.pp = 4;
+  const DpWindow window{4e-3, 4e-3, 8.0, 0.5e-3, 0.5e-3, 0.0};
+  const Stack core = stack_preset("megatron-core");
+  const double stage_ag = collective_time_s(Collective::all_gather, 200e6 * 2.0, bucket.link);
+  const CommDetail on = bucket.comm(window, core);
+  CHECK(on.fill_gathers_per_step == 3.0);
+  CHECK(on.fill_gather_s == Approx(stage_ag));
+  Stack before = core;  // Megatron-Core before 0.9 gathered at the optimizer step
+  before.dp_param_gather_in_fill = false;
+  const CommDetail off = bucket.comm(window, before);
+  CHECK(on.exposed_s - off.exposed_s == Approx(3.0 * stage_ag));
+  CHECK(on.total_s - off.total_s == Approx(3.0 * stage_ag));
+  // Interleaved, the aligned gathers run chunk by chunk instead: none on the fill's path.
+  bucket.config.virtual_stages = 2;
+  CHECK(bucket.comm(window, core).fill_gathers_per_step == 0.0);
 }
 
 TEST_CASE("DeepSpeed's ZeRO-1 all-reduces its gradient buckets, then all-gathers the weights",
