@@ -41,7 +41,9 @@ double ring_time_s(Collective collective, double bytes, int ranks, double busbw_
 /// column): base latency per call, per-hop latency on NVLink, PCIe and the network (us), and
 /// the share of the bus bandwidth the protocol reaches (LL: half, LL128: 0.92; tuning.cc
 /// L328-345). NCCL times every protocol and runs the fastest (enqueue.cc topoGetAlgoInfo).
+enum class Protocol { ll, ll128, simple };
 struct RingProtocol {
+  Protocol kind;
   double base_us;
   double nvlink_us;
   double pcie_us;
@@ -49,9 +51,9 @@ struct RingProtocol {
   double bandwidth_share;
 };
 constexpr RingProtocol kRingProtocols[] = {
-    {6.6, 0.6, 1.0, 2.7, 0.5},    // LL
-    {14.0, 1.9, 2.5, 4.0, 0.92},  // LL128
-    {8.4, 3.4, 5.7, 14.0, 1.0},   // Simple
+    {Protocol::ll, 6.6, 0.6, 1.0, 2.7, 0.5},
+    {Protocol::ll128, 14.0, 1.9, 2.5, 4.0, 0.92},
+    {Protocol::simple, 8.4, 3.4, 5.7, 14.0, 1.0},
 };
 constexpr RingProtocol kSimple = kRingProtocols[2];
 
@@ -70,9 +72,9 @@ double ll_ceiling_gbps(int domains, int ranks) {
 /// NCCL's floor on an intra-node hop of a ring that crosses nodes, us: every step still posts
 /// to the network proxy (tuning.cc @5067397 L404-410, getNetOverhead L228-233: 1 us on an
 /// Intel host, 2 on AMD; three times that for Simple).
-double net_overhead_us(const RingProtocol& p, int domains) {
+double net_overhead_us(Protocol protocol, int domains) {
   if (domains < 2) return 0.0;
-  return &p == &kRingProtocols[2] ? 3.0 : 1.0;
+  return protocol == Protocol::simple ? 3.0 : 1.0;
 }
 
 /// A ring of `ranks` over `domains` nodes whose `inter_steps` hops cross the network, the rest
@@ -95,11 +97,11 @@ double nccl_ring_time_s(Collective collective, double bytes, int ranks, int doma
   const double ll_ceiling = ll_ceiling_gbps(domains, ranks);
   double best = 1e300;
   for (const RingProtocol& p : kRingProtocols) {
-    const double hop_us = std::max(hop_of(p) * intra_scale, net_overhead_us(p, domains));
+    const double hop_us = std::max(hop_of(p) * intra_scale, net_overhead_us(p.kind, domains));
     const double latency_us =
         p.base_us + intra_steps * hop_us + inter_steps * p.net_us * inter_scale;
     double gbps = busbw_gbps * p.bandwidth_share;
-    if (&p == &kRingProtocols[0]) gbps = std::min(gbps, ll_ceiling);
+    if (p.kind == Protocol::ll) gbps = std::min(gbps, ll_ceiling);
     best = std::min(best, latency_us * 1e-6 + wire_bytes / (gbps * 1e9));
   }
   return best;
@@ -109,9 +111,9 @@ double nccl_ring_time_s(Collective collective, double bytes, int ranks, int doma
 /// column): base latency and per-hop latency inside a domain (NVLink, PCIe) and across the
 /// network (us); bandwidth shares as the ring's.
 constexpr RingProtocol kTreeProtocols[] = {
-    {6.8, 0.6, 1.0, 5.0, 0.5},     // LL
-    {14.0, 1.25, 1.9, 8.5, 0.92},  // LL128
-    {8.4, 4.0, 4.0, 14.0, 1.0},    // Simple
+    {Protocol::ll, 6.8, 0.6, 1.0, 5.0, 0.5},
+    {Protocol::ll128, 14.0, 1.25, 1.9, 8.5, 0.92},
+    {Protocol::simple, 8.4, 4.0, 4.0, 14.0, 1.0},
 };
 
 /// NCCL's tree all-reduce across domains: reduce-scatter inside each domain, all-reduce of

@@ -36,16 +36,21 @@ double bucketed_time_s(Collective collective, double total_bytes, double bucket_
 }
 
 /// The later stages' parameter all-gathers on the fill's path (Stack::dp_param_gather_in_fill):
-/// without interleaving, pp - 1 stages each gather `stage_bytes` as one collective after their
-/// first input arrives, one after another down the pipeline.
-double fill_gathers_s(const ParallelConfig& config, const Stack& stack, double stage_bytes,
-                      const GroupLink& link, const Calibration* calibration) {
+/// without interleaving, each of the pp - 1 later stages gathers `stage_bytes` as one
+/// collective after its first input arrives, one after another down the pipeline. Sets the
+/// call's time and count in `comm` and adds them to its total and exposed time.
+void add_fill_gathers(CommDetail& comm, const ParallelConfig& config, const Stack& stack,
+                      double stage_bytes, const Calibration* calibration) {
   if (!stack.dp_param_gather_in_fill || !stack.dp_overlap_param_gather || config.pp < 2 ||
       config.virtual_stages > 1 || stage_bytes <= 0.0) {
-    return 0.0;
+    return;
   }
-  return (config.pp - 1.0) *
-         collective_time_s(Collective::all_gather, stage_bytes, link, calibration);
+  comm.fill_gathers_per_step = config.pp - 1.0;
+  comm.fill_gather_s =
+      collective_time_s(Collective::all_gather, stage_bytes, comm.link, calibration);
+  const double fill_s = comm.fill_gathers_per_step * comm.fill_gather_s;
+  comm.total_s += fill_s;
+  comm.exposed_s += fill_s;
 }
 
 /// ZeRO-0/1/2 as Megatron/DeepSpeed run them: gradients reduced in buckets (all-reduce, or
@@ -107,14 +112,7 @@ void bucketed_dp(CommDetail& comm, const ParallelConfig& config, const Stack& st
   comm.exposed_s =
       grad_exposed_s +
       (stack.dp_overlap_param_gather ? exposed_s(gather_s, stage.forward_s) : gather_s);
-  const double fill_s =
-      fill_gathers_s(config, stack, (parameters - edge) * weight_bytes, comm.link, calibration);
-  if (fill_s > 0.0) {
-    comm.fill_gathers_per_step = config.pp - 1.0;
-    comm.fill_gather_s = fill_s / comm.fill_gathers_per_step;
-    comm.total_s += fill_s;
-    comm.exposed_s += fill_s;
-  }
+  add_fill_gathers(comm, config, stack, (parameters - edge) * weight_bytes, calibration);
 }
 
 /// Parameters on this GPU of the ZeRO-3 unit beside the layers that nothing hides
