@@ -90,7 +90,7 @@ std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
   const double kernel = precision.linear_gemm_rate_ratio;
   return fmt::format(
       "  GEMM ceiling {:.0f} TFLOP/s  ({} peak {:.0f} x {:.3f} {} x {:.3f} sustained "
-      "clock{} x {:.3f} the board's slowest GPU{}{}; before tile and wave losses)\n",
+      "clock{} x {:.3f} the slowest of {} GPU{}{}{}; before tile and wave losses)\n",
       gemm_ceiling_tflops(gpu, dtype, profile) * kernel, to_string(dtype), gpu.peak_tflops(dtype),
       gpu.gemm_efficiency(dtype),
       (preset.defaulted & kMatmulEfficiencyDefault) != 0 &&
@@ -98,7 +98,8 @@ std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
           ? "default (not measured)"
           : "best measured",
       profile.sustained_ratio, (preset.defaulted & kSustainedClockDefault) != 0 ? " (default)" : "",
-      profile.ensemble_ratio, (preset.defaulted & kEnsembleClockDefault) != 0 ? " (default)" : "",
+      profile.ensemble_ratio, gpus, gpus == 1 ? "" : "s",
+      (preset.defaulted & kEnsembleClockDefault) != 0 ? " (default)" : "",
       kernel == 1.0 ? "" : fmt::format(" x {:.3f} MXFP8's block-scaled kernels", kernel));
 }
 

@@ -457,8 +457,8 @@ void set_rates(Estimate& out, const Gpu& gpu, const Model& model, const Parallel
 
 }  // namespace
 
-bool prices_alone(const Cluster& cluster, const ParallelConfig& config) {
-  return config.gpus() == 1 && cluster.gpu.ensemble_clock_ratio != 1.0;
+bool prices_at_job_pace(const Cluster& cluster, const ParallelConfig& config) {
+  return needs_job_pace(cluster.gpu, config.gpus());
 }
 
 Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConfig& config,
@@ -466,12 +466,12 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                   const EstimateOptions& options) {
   // A stack running a kernel the GPU has no rate for is refused, never priced as another.
   check_stack_runs(options.stack, model, cluster.gpu);
-  // A job of one GPU runs at its own clock, not its board's pace (gpu_for_job): priced on a
-  // copy, a case too rare to weigh on the search.
-  if (prices_alone(cluster, config)) {
-    Cluster alone = cluster;
-    alone.gpu = gpu_for_job(cluster.gpu, 1);
-    return estimate(alone, model, config, placement, calibration, options);
+  // A job runs at the pace of its slowest GPU, a job of one GPU at its own clock (gpu_for_job):
+  // priced on a copy, which search() makes once for its GPUs, not in every estimate().
+  if (prices_at_job_pace(cluster, config)) {
+    Cluster paced = cluster;
+    paced.gpu = gpu_for_job(cluster.gpu, config.gpus());
+    return estimate(paced, model, config, placement, calibration, options);
   }
   // FP8 parameters the stack gathers in 16 bits on this split (torchtitan without a
   // data-parallel shard): priced as 16-bit weights, on a copy as rare as the case above.

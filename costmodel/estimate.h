@@ -206,9 +206,10 @@ struct EstimateOptions {
   Stack stack;
 };
 
-/// Whether a plan is priced as a job of one GPU, at that GPU's own clock rather than its
-/// board's pace (gpu_for_job).
-[[nodiscard]] bool prices_alone(const Cluster& cluster, const ParallelConfig& config);
+/// Whether a plan is priced on a copy of the cluster whose GPU runs at the pace of the plan's
+/// job (gpu_for_job): a job of one GPU at its own clock, a larger one at the slowest of its
+/// GPUs where the GPU has a clock spread (search() resolves it once for its GPUs).
+[[nodiscard]] bool prices_at_job_pace(const Cluster& cluster, const ParallelConfig& config);
 
 /// Evaluates one configuration. Pure arithmetic; the caller guarantees the config is
 /// consistent (tp*pp*dp GPUs, divisibility). `calibration` may be null. Throws InputError

@@ -48,8 +48,67 @@ double attention_clock_ratio(const KernelProfile& profile, AttentionKernel kerne
   return own > 0.0 ? own * profile.ensemble_ratio : profile.training_clock_ratio();
 }
 
+double inverse_normal_cdf(double p) {
+  // P. J. Acklam, "An algorithm for computing the inverse normal cumulative distribution
+  // function" (2003): a rational function in the central region, another in the tails.
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                                 -2.759285104469687e+02, 1.383577518672690e+02,
+                                 -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                                 -1.556989798598866e+02, 6.680131188771972e+01,
+                                 -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                                 -2.400758277161838e+00, -2.549732539343734e+00,
+                                 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
+                                 2.445134137142996e+00, 3.754408661907416e+00};
+  static constexpr double kLow = 0.02425;
+  const auto tail = [](double q) {
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  };
+  if (p < kLow) return tail(std::sqrt(-2.0 * std::log(p)));
+  if (p > 1.0 - kLow) return -tail(std::sqrt(-2.0 * std::log1p(-p)));
+  const double q = p - 0.5;
+  const double r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+}
+
+double expected_max_standard_normal(long long n) {
+  if (n <= 1) return 0.0;
+  // Φ⁻¹(1 − t) = −Φ⁻¹(t), with t = 1 − (n − 0.375)/(n + 0.25) = 0.625/(n + 0.25) taken
+  // directly: no cancellation at a large n.
+  return -inverse_normal_cdf(0.625 / (static_cast<double>(n) + 0.25));
+}
+
+double job_pace_ratio(double ratio, double spread, int from_gpus, int to_gpus) {
+  const double slowest_to = 1.0 - spread * expected_max_standard_normal(to_gpus);
+  const double slowest_from = 1.0 - spread * expected_max_standard_normal(from_gpus);
+  return ratio * slowest_to / slowest_from;
+}
+
+namespace {
+int pace_gpus_of(const Gpu& gpu) { return gpu.pace_gpus > 0 ? gpu.pace_gpus : kPaceReferenceGpus; }
+}  // namespace
+
+bool needs_job_pace(const Gpu& gpu, int gpus) {
+  if (gpus <= 1) return gpu.ensemble_clock_ratio != 1.0 || gpu.clock_spread > 0.0;
+  return gpu.clock_spread > 0.0 && gpus != pace_gpus_of(gpu);
+}
+
 Gpu gpu_for_job(Gpu gpu, int gpus) {
-  if (gpus == 1) gpu.ensemble_clock_ratio = 1.0;
+  if (gpus <= 1) {
+    gpu.ensemble_clock_ratio = 1.0;
+    gpu.clock_spread = 0.0;
+    gpu.pace_gpus = 1;
+    return gpu;
+  }
+  if (gpu.clock_spread > 0.0 && gpus != pace_gpus_of(gpu)) {
+    gpu.ensemble_clock_ratio =
+        job_pace_ratio(gpu.ensemble_clock_ratio, gpu.clock_spread, pace_gpus_of(gpu), gpus);
+    gpu.pace_gpus = gpus;
+  }
   return gpu;
 }
 

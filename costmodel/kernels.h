@@ -96,9 +96,29 @@ struct AttentionShares {
 /// A profile views its GPU's curves: never of a temporary.
 KernelProfile kernel_profile(Gpu&& gpu) = delete;
 
+/// Φ⁻¹(p), the standard normal quantile, for 0 < p < 1 (P. J. Acklam's rational
+/// approximation with its published coefficients, relative error below 1.2e-9).
+[[nodiscard]] double inverse_normal_cdf(double p);
+
+/// The expected largest of `n` independent standard normal draws (n >= 1): Blom's (1958)
+/// plotting position Φ⁻¹((n − 0.375) / (n + 0.25)), within 0.7% of the exact expectation from
+/// n = 8 to 131,072 (docs/cost_model.md#kernels); 0 for one draw.
+[[nodiscard]] double expected_max_standard_normal(long long n);
+
+/// The pace of a job of `to_gpus` GPUs from the pace `ratio` of a job of `from_gpus` (both at
+/// least 2), each GPU's sustained rate spread normally with relative standard deviation
+/// `spread` around the same mean: the slowest of N is 1 − spread·z(N) of the mean, so
+/// ratio × (1 − spread·z(to)) / (1 − spread·z(from)), z = expected_max_standard_normal.
+[[nodiscard]] double job_pace_ratio(double ratio, double spread, int from_gpus, int to_gpus);
+
+/// Whether `gpu` prices a job of `gpus` GPUs only through gpu_for_job: a job of one GPU keeps
+/// its own clock, and a GPU with a clock spread runs at the slowest of the job's GPUs.
+[[nodiscard]] bool needs_job_pace(const Gpu& gpu, int gpus);
+
 /// The GPU as a job of `gpus` GPUs runs it: a job of one GPU has no sibling to wait for and
-/// keeps its own sustained clock (ensemble_clock_ratio 1); a larger job runs at its board's
-/// slowest GPU's pace, the preset's ratio (docs/cost_model.md#kernels).
+/// keeps its own sustained clock (ensemble_clock_ratio 1, no spread); a larger job runs at its
+/// slowest GPU's pace: the file's ratio (a job of kPaceReferenceGpus) moved to the job's size by
+/// job_pace_ratio where the GPU has a clock_spread (docs/cost_model.md#kernels).
 [[nodiscard]] Gpu gpu_for_job(Gpu gpu, int gpus);
 
 /// GEMM output tile of the Hopper/Ampere cuBLAS kernels (the canonical efficient tile,

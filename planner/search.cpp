@@ -498,8 +498,12 @@ void resolve_attention(SearchOptions& options, const Model& model, const Gpu& gp
   options.stack.cp_kinds = 0;
 }
 
-SearchResult search(const Cluster& cluster, const Model& model, const SearchOptions& asked,
+SearchResult search(const Cluster& asked_cluster, const Model& model, const SearchOptions& asked,
                     const Calibration* calibration, const SearchProgress& progress) {
+  // Every split runs on the cluster's live GPUs, so at the pace of the slowest of them
+  // (gpu_for_job): resolved once here rather than on a copy in every estimate().
+  Cluster cluster = asked_cluster;
+  cluster.gpu = gpu_for_job(cluster.gpu, static_cast<int>(live_gpus(cluster).size()));
   // Transformer Engine's fallback for heads cuDNN does not train here, resolved once rather
   // than on a copy in every estimate() (attention_run).
   SearchOptions options = asked;

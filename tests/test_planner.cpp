@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "costmodel/kernels.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/pipeline.h"
 #include "costmodel/placement.h"
@@ -53,6 +54,29 @@ TEST_CASE("search enumerates exactly the valid configurations", "[planner]") {
     if (c.tp == 1) CHECK_FALSE(c.sequence_parallel);
     CHECK(plan.estimate.memory.fits);
   }
+}
+
+TEST_CASE("a search prices its GPUs at the pace of the slowest of them", "[planner]") {
+  // 8 servers, 64 GPUs, a GPU with a clock spread: the search resolves the pace once for its
+  // 64 GPUs (0.9 at 8, spread 0.02: 0.9 x (1 - 0.02 x 2.3367) / (1 - 0.02 x 1.4342) =
+  // 0.9 x 0.953266 / 0.971316 = 0.88328), and estimate() on the unresolved cluster, which
+  // resolves it on a copy, prices each plan the same.
+  Cluster cluster = dgx(8);
+  cluster.gpu.ensemble_clock_ratio = 0.9;
+  cluster.gpu.clock_spread = 0.02;
+  CHECK(gpu_for_job(cluster.gpu, 64).ensemble_clock_ratio == Approx(0.88328).margin(1e-5));
+  const auto result = search(cluster, tiny(), keep_all());
+  REQUIRE_FALSE(result.plans.empty());
+  for (const PlanResult& plan : result.plans) {
+    const Estimate again = estimate(cluster, tiny(), plan.config, plan.placement, nullptr,
+                                    estimate_options(keep_all()));
+    CHECK(again.time.step_s == plan.estimate.time.step_s);
+  }
+  // Without the spread every plan is faster: 0.9 instead of 0.883 on the GEMMs.
+  Cluster flat = cluster;
+  flat.gpu.clock_spread = 0.0;
+  const auto faster = search(flat, tiny(), keep_all());
+  CHECK(faster.plans.front().estimate.time.step_s < result.plans.front().estimate.time.step_s);
 }
 
 TEST_CASE("plans are sorted best first, deterministically", "[planner]") {

@@ -33,6 +33,7 @@ const std::vector<std::string> kGpuKeys = {"name",
                                            "compute_capability",
                                            "sustained_clock_ratio",
                                            "ensemble_clock_ratio",
+                                           "clock_spread",
                                            "attention_forward_efficiency",
                                            "attention_backward_efficiency",
                                            "flash2_forward_efficiency",
@@ -150,6 +151,12 @@ Gpu read_gpu(const MapReader& m) {
   }
   gpu.sustained_clock_ratio = m.optional_double("sustained_clock_ratio", 1.0, Range::fraction);
   gpu.ensemble_clock_ratio = m.optional_double("ensemble_clock_ratio", 1.0, Range::fraction);
+  gpu.clock_spread = m.optional_double("clock_spread", 0.0, Range::non_negative);
+  if (gpu.clock_spread > kMaxClockSpread) {
+    m.fail("clock_spread", fmt::format("expected a number from 0 to {:g} (a standard deviation "
+                                       "over the mean), got {:g}",
+                                       kMaxClockSpread, gpu.clock_spread));
+  }
   gpu.defaulted = (m.has("matmul_efficiency") ? 0U : kMatmulEfficiencyDefault) |
                   (m.has("sustained_clock_ratio") ? 0U : kSustainedClockDefault) |
                   (m.has("ensemble_clock_ratio") ? 0U : kEnsembleClockDefault);

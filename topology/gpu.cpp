@@ -199,6 +199,10 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
                      fmt::format("expected a number in [{}, 1], got {}", kMinEfficiency, value)};
     }
   }
+  if (gpu.clock_spread < 0.0 || gpu.clock_spread > kMaxClockSpread) {
+    return Problem{"clock_spread", fmt::format("expected a number in [0, {}], got {}",
+                                               kMaxClockSpread, gpu.clock_spread)};
+  }
   return std::nullopt;
 }
 

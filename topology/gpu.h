@@ -21,6 +21,12 @@ inline constexpr double kMaxHardwareRate = 1e12;
 inline constexpr double kMaxLatencyUs = 1e6;
 /// Smallest efficiency or clock ratio a GPU may have (1e-6): 1e-300 made step times NaN.
 inline constexpr double kMinEfficiency = 1e-6;
+/// The job size a GPU file's ensemble_clock_ratio is measured at: one node of 8 GPUs all
+/// running (ml-engineering's all-8 concurrent mamf-finder runs, docs/cost_model.md#kernels).
+inline constexpr int kPaceReferenceGpus = 8;
+/// The largest clock_spread a GPU file may give: the slowest of 2^24 GPUs (5.4 standard
+/// deviations) then still runs at more than 40% of the mean.
+inline constexpr double kMaxClockSpread = 0.1;
 
 /// A fused attention kernel measured across sequence lengths: its forward and backward share
 /// of dense peak (boost clock) at each length, lengths increasing. Fixed capacity, no heap: a
@@ -70,10 +76,17 @@ struct Gpu {
   /// Saturated-clock (power-capped) GEMM rate over the boost-clock burst that
   /// matmul_efficiency measures (ml-engineering MSMF / MAMF); 1 = not published.
   double sustained_clock_ratio = 1.0;
-  /// The slowest GPU of a board whose GPUs all run GEMMs at once, over one GPU alone (its
-  /// MSMF): a synchronous job runs at its slowest GPU's pace (ml-engineering's alone vs
-  /// all-8 concurrent mamf-finder runs); 1 = not measured.
+  /// The slowest GPU of a job of kPaceReferenceGpus whose GPUs all run GEMMs at once, over
+  /// one GPU alone (its MSMF): a synchronous job runs at its slowest GPU's pace
+  /// (ml-engineering's alone vs all-8 concurrent mamf-finder runs); 1 = not measured.
   double ensemble_clock_ratio = 1.0;
+  /// One GPU's sustained GEMM rate across GPUs of the SKU under load, its standard deviation
+  /// over the mean: the slowest of a larger job's GPUs is slower (costmodel/kernels.h
+  /// job_pace_ratio); 0 = not measured (every job of more than one GPU at ensemble_clock_ratio).
+  double clock_spread = 0.0;
+  /// The job size ensemble_clock_ratio is the pace of: 0 = the file's, kPaceReferenceGpus;
+  /// set by gpu_for_job when it prices the GPU for a job of another size.
+  int pace_gpus = 0;
   /// The measured rates the file left out, priced at their defaults (bits of GpuDefault): a
   /// user's GPU file without them is priced at an unmeasured ceiling, and the plan says so.
   unsigned defaulted = 0;
