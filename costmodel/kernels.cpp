@@ -85,7 +85,7 @@ double expected_max_standard_normal(long long n) {
 double job_pace_ratio(double ratio, double spread, int from_gpus, int to_gpus) {
   const double slowest_to = 1.0 - spread * expected_max_standard_normal(to_gpus);
   const double slowest_from = 1.0 - spread * expected_max_standard_normal(from_gpus);
-  return ratio * slowest_to / slowest_from;
+  return std::min(1.0, ratio * slowest_to / slowest_from);
 }
 
 namespace {

@@ -16,7 +16,7 @@ namespace trident {
 struct KernelProfile {
   int sm_count = 0;                   ///< streaming multiprocessors (wave quantisation)
   double sustained_ratio = 1.0;       ///< MSMF / MAMF: saturated-clock GEMM over boost burst
-  double ensemble_ratio = 1.0;        ///< slowest GPU of a busy board over one GPU alone
+  double ensemble_ratio = 1.0;        ///< slowest GPU of the busy job over one GPU alone
   double flash_forward_share = 0.0;   ///< fused attention forward, share of dense peak
   double flash_backward_share = 0.0;  ///< fused attention backward, share of dense peak
   /// FlashAttention-2's shares where they differ (Hopper); 0 = the fused shares above.
@@ -38,7 +38,7 @@ struct KernelProfile {
   const AttentionCurve* triton_full = nullptr;
 
   /// The share of the boost-clock rate a tensor-core kernel keeps in a training job: the
-  /// saturated clock of one GPU, paced by the slowest GPU of its board
+  /// saturated clock of one GPU, paced by the slowest GPU of its job (gpu_for_job)
   /// (docs/cost_model.md#kernels).
   [[nodiscard]] double training_clock_ratio() const { return sustained_ratio * ensemble_ratio; }
 };
@@ -52,7 +52,7 @@ enum class AttentionKernel { unfused, flash, cudnn, flash_triton };
 
 /// The share of the boost-clock rate fused attention `kernel` keeps in a training job: its own
 /// measured sustained ratio where the GPU has one (`cudnn`: the fused kernel's, `flash`:
-/// FlashAttention-2's), else the GEMMs'; paced by the board's slowest GPU as the GEMMs are.
+/// FlashAttention-2's), else the GEMMs'; paced by the job's slowest GPU as the GEMMs are.
 [[nodiscard]] double attention_clock_ratio(const KernelProfile& profile, AttentionKernel kernel);
 
 /// Every kernel but `unfused` is flash-style: no s^2 tensors, causal blocks skipped.
@@ -101,14 +101,15 @@ KernelProfile kernel_profile(Gpu&& gpu) = delete;
 [[nodiscard]] double inverse_normal_cdf(double p);
 
 /// The expected largest of `n` independent standard normal draws (n >= 1): Blom's (1958)
-/// plotting position Φ⁻¹((n − 0.375) / (n + 0.25)), within 0.7% of the exact expectation from
-/// n = 8 to 131,072 (docs/cost_model.md#kernels); 0 for one draw.
+/// plotting position Φ⁻¹((n − 0.375) / (n + 0.25)), 0.75% above the exact expectation at n = 8,
+/// 0.3-0.45% below it from 64 to 131,072 (docs/cost_model.md#kernels); 0 for one draw.
 [[nodiscard]] double expected_max_standard_normal(long long n);
 
 /// The pace of a job of `to_gpus` GPUs from the pace `ratio` of a job of `from_gpus` (both at
 /// least 2), each GPU's sustained rate spread normally with relative standard deviation
 /// `spread` around the same mean: the slowest of N is 1 − spread·z(N) of the mean, so
-/// ratio × (1 − spread·z(to)) / (1 − spread·z(from)), z = expected_max_standard_normal.
+/// ratio × (1 − spread·z(to)) / (1 − spread·z(from)), z = expected_max_standard_normal, and
+/// never above 1: no job runs faster than one GPU alone.
 [[nodiscard]] double job_pace_ratio(double ratio, double spread, int from_gpus, int to_gpus);
 
 /// Whether `gpu` prices a job of `gpus` GPUs only through gpu_for_job: a job of one GPU keeps

@@ -69,6 +69,34 @@ TEST_CASE("JSON GEMMs carry their dtype: FP8 linear layers, bf16 output layer",
   }
 }
 
+TEST_CASE("the JSON GEMMs run at the pace of the slowest of the plan's GPUs", "[cli_gemms]") {
+  // The same layer's GEMMs (micro-batch 1, no TP) in a job of 8 H200s and one of 64: the
+  // predicted rate is the GEMM ceiling's, which carries the job's pace. 8 GPUs: the preset's
+  // 0.979; 64: 0.979 x (1 - 0.0104 x 2.3367) / (1 - 0.0104 x 1.4342) = 0.979 x 0.975698 /
+  // 0.985084, so every compute-bound GEMM's rate falls by 0.990472.
+  cli_test::TempDir dir;
+  std::ofstream(dir.path / "m.yaml") << "name: m\nlayers: 4\nhidden: 4096\nheads: 32\nvocab: "
+                                        "32000\nseq_len: 4096\ntraining:\n  global_batch: 64\n";
+  const auto gemms_on = [&](int servers) {
+    const auto run = cli_test::run_trident(
+        "plan --gpus " + std::to_string(8 * servers) + " --servers " + std::to_string(servers) +
+        " --gpu h200-sxm-141g --tp 1 --pp 1 --micro-batch 1 --zero 1 --format json --model " +
+        (dir.path / "m.yaml").string());
+    REQUIRE(run.code == 0);
+    return nlohmann::json::parse(run.out).at("plans").at(0).at("gemms");
+  };
+  const auto eight = gemms_on(1);
+  const auto sixty_four = gemms_on(8);
+  REQUIRE(eight.size() == sixty_four.size());
+  REQUIRE_FALSE(eight.empty());
+  for (std::size_t i = 0; i < eight.size(); ++i) {
+    INFO(eight[i].at("name"));
+    CHECK(sixty_four[i].at("predicted_tflops").get<double>() /
+              eight[i].at("predicted_tflops").get<double>() ==
+          Approx(0.975698 / 0.985084).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("multi-token prediction in the JSON GEMMs: a second output pass and its projection",
           "[cli_gemms]") {
   // DeepSeek-V3 (mtp_layers 1) on 128 GPUs: TP 2 x PP 4 x DP 16, EP 32, micro-batch 1, global

@@ -621,10 +621,11 @@ TEST_CASE("the band: the stack's measured error, its MoE rows' for MoE models", 
   // bench/accuracy 2026-12-05 (twenty-fifth session): Megatron-Core's 127 dense rows 5.4% (134 rows
   // 5.2% on 2026-12-06, the band left the wider); 2026-12-06 (twenty-ninth session): its
   // nine MoE rows 15.0% (dgxc-benchmarking 25.04's three GB200 DeepSeek-V3 rows left out, the
-  // stack file says why); 2026-12-07 (forty-first session): 14.5%; (forty-second): 14.1%.
+  // stack file says why); 2026-12-07 (forty-first session): 14.5%; (forty-second): 14.1%;
+  // (forty-third, the slowest of a job's GPUs): 13.8%.
   CHECK(core.error_for(model_preset("llama3-8b")) == Approx(0.054));
-  CHECK(core.error_for(model_preset("deepseek-v3")) == Approx(0.141));
-  CHECK(core.error_for(model_preset("qwen3-235b-a22b")) == Approx(0.141));
+  CHECK(core.error_for(model_preset("deepseek-v3")) == Approx(0.138));
+  CHECK(core.error_for(model_preset("qwen3-235b-a22b")) == Approx(0.138));
   // The same rows measure megatron-core-perf's MoE error (the same software): one number,
   // which the twentieth session found left at the eighteenth's 9.3% in megatron-core-perf.yaml.
   const Stack perf = stack_preset("megatron-core-perf");
