@@ -371,12 +371,16 @@ double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfi
   return time_s;
 }
 
-/// Megatron's DDP zeroes its whole main-grad buffer at the start of every step
-/// (zero_grad_buffer: grad_data.zero_()); `parameters`: those whose gradients it holds.
-double grad_buffer_zeroing_s(const Gpu& gpu, const Model& model, const Stack& stack,
-                             double parameters) {
-  if (!stack.zeroes_grad_buffer) return 0.0;
-  return hbm_time_s(gpu, stack.buffer_bytes(model.training.dtype) * parameters);
+/// Passes over Megatron's main-grad buffer once a step, on the compute stream: the DDP zeroes it
+/// whole (zero_grad_buffer: grad_data.zero_()), takes each bucket's norm for its NaN check and
+/// scales each bucket by 1 / (DP x CP) before a sum reduction (start_grad_sync);
+/// `parameters`: those whose gradients it holds.
+double grad_buffer_passes_s(const Gpu& gpu, const Model& model, const ParallelConfig& config,
+                            const Stack& stack, double parameters) {
+  const double passes = (stack.zeroes_grad_buffer ? 1.0 : 0.0) +
+                        (stack.grad_nan_check ? 1.0 : 0.0) +
+                        (stack.grad_prescale && config.dp * config.cp > 1 ? 2.0 : 0.0);
+  return hbm_time_s(gpu, passes * stack.buffer_bytes(model.training.dtype) * parameters);
 }
 
 /// FP8's amax all-reduces, all exposed: delayed scaling's per model chunk over the amax
@@ -648,7 +652,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                        params / sharded + expert_params / expert_sharded, stack.adam_step_bytes) +
       fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_follows_gpu_layout()),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params) +
-      grad_buffer_zeroing_s(gpu, model, stack, held);
+      grad_buffer_passes_s(gpu, model, config, stack, held);
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.embedding_grads = tied_embedding_grads(model, config, stack, placement.pp, calibration);

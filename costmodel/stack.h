@@ -197,6 +197,14 @@ struct Stack {
   /// buffer every step, and the gradients its GEMMs do not accumulate themselves (the word
   /// embedding's) reach it through a hook's add after every backward.
   bool zeroes_grad_buffer = true;
+  /// Megatron-Core's DDP takes the norm of each bucket's gradients before its reduction and
+  /// synchronises on its NaN check (check_for_nan_in_grad): one more read of the main-grad
+  /// buffer a step, on the compute stream.
+  bool grad_nan_check = false;
+  /// ... and scales each bucket by 1 / (DP x CP) before a sum reduction where the stack does
+  /// not average in the collective (average_in_collective off): a read and a write of the
+  /// buffer a step wherever DP x CP > 1.
+  bool grad_prescale = false;
   /// HBM bytes of the model's elementwise ops as this stack's code runs them: fused kernels by
   /// default; PyTorch eager pays each op's own pass (docs/cost_model.md#eager-elementwise).
   ElementwiseBytes elementwise{};

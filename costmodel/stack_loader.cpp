@@ -45,6 +45,8 @@ const std::vector<std::string> kStackKeys = {
     "grad_accumulation",
     "grad_accumulation_without_pp",
     "zeroes_grad_buffer",
+    "grad_nan_check",
+    "grad_prescale",
     "zero_stages",
     "zero_stages_with_pp",
     "prefetch_units",
@@ -206,6 +208,8 @@ Stack file_defaults() {
   s.grad_accumulation = GradAccumulation::none;
   s.grad_accumulation_without_pp = GradAccumulation::none;
   s.zeroes_grad_buffer = false;
+  s.grad_nan_check = false;
+  s.grad_prescale = false;
   s.zero_stages = 0b0011;
   s.prefetch_units = 1;
   s.backward_prefetch = BackwardPrefetch::pre;
@@ -380,6 +384,8 @@ Stack read_stack(const MapReader& m, const Stack* base) {
       static_cast<int>(m.has("grad_accumulation") ? s.grad_accumulation
                                                   : d.grad_accumulation_without_pp)));
   s.zeroes_grad_buffer = m.optional_bool("zeroes_grad_buffer", d.zeroes_grad_buffer);
+  s.grad_nan_check = m.optional_bool("grad_nan_check", d.grad_nan_check);
+  s.grad_prescale = m.optional_bool("grad_prescale", d.grad_prescale);
   s.zero_stages = read_zero_list(m, "zero_stages", d.zero_stages);
   // ZeRO with PP, unless listed: the base's stages with PP among the file's zero_stages;
   // without a base, the stages 0/1 it lists.
