@@ -185,6 +185,22 @@ bool has_term(const PlanResult& plan, const StepTerm& term) {
   return true;
 }
 
+/// The optimizer step's parts under its line, those the plan has (docs/cost_model.md#optimizer,
+/// #grad-accumulation).
+std::string optimizer_parts(const OptimizerDetail& detail) {
+  std::string parts = fmt::format("    = update {:.3f} s", detail.update_s);
+  if (detail.fp8_weight_cast_s > 0.0) {
+    parts += fmt::format(" + FP8 weight casts {:.3f} s", detail.fp8_weight_cast_s);
+  }
+  if (detail.grad_buffer_s > 0.0) {
+    parts += fmt::format(
+        " + main-grad buffer passes {:.3f} s (its zeroing, NaN check and 1/DP scaling, those the "
+        "stack runs)",
+        detail.grad_buffer_s);
+  }
+  return parts + "\n";
+}
+
 std::string step_breakdown(const PlanResult& plan) {
   const auto& t = plan.estimate.time;
   std::string out = "Where the step goes (critical path)\n";
@@ -193,6 +209,8 @@ std::string step_breakdown(const PlanResult& plan) {
     const double seconds = t.*term.seconds;
     out +=
         fmt::format("  {:<26} {:>9.3f} s  {:>6}\n", term.name, seconds, share(seconds, t.step_s));
+    if (term.seconds == &TimeBreakdown::optimizer_s)
+      out += optimizer_parts(plan.estimate.optimizer);
   }
   return out;
 }

@@ -647,12 +647,15 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
       bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s * stage.fill_ratio;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
-  out.time.optimizer_s =
+  out.optimizer.update_s =
       optimizer_time_s(gpu, model.training.optimizer,
-                       params / sharded + expert_params / expert_sharded, stack.adam_step_bytes) +
+                       params / sharded + expert_params / expert_sharded, stack.adam_step_bytes);
+  out.optimizer.fp8_weight_cast_s =
       fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_follows_gpu_layout()),
-                             stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params) +
-      grad_buffer_passes_s(gpu, model, config, stack, held);
+                             stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
+  out.optimizer.grad_buffer_s = grad_buffer_passes_s(gpu, model, config, stack, held);
+  out.time.optimizer_s =
+      out.optimizer.update_s + out.optimizer.fp8_weight_cast_s + out.optimizer.grad_buffer_s;
   out.time.tp_comm_s = out.tp.exposed_s;
   out.time.pp_comm_s = out.pp.exposed_s;
   out.embedding_grads = tied_embedding_grads(model, config, stack, placement.pp, calibration);

@@ -141,11 +141,21 @@ struct CommDetail {
   double fill_gathers_per_step = 0.0;
 };
 
+/// The optimizer step's parts (TimeBreakdown::optimizer_s is their sum): the optimizer's own
+/// update over the rank's shard, FP8's weight casts, and the stack's passes over its main-grad
+/// buffer (zeroing, the NaN check, the 1/DP scaling; grad_buffer_passes_s).
+struct OptimizerDetail {
+  double update_s = 0.0;
+  double fp8_weight_cast_s = 0.0;
+  double grad_buffer_s = 0.0;
+};
+
 struct Estimate {
   /// The attention kernel priced: the stack's, or what Transformer Engine falls back to for
   /// heads cuDNN does not train on the GPU (attention_run).
   AttentionKernel attention = AttentionKernel::cudnn;
   TimeBreakdown time;
+  OptimizerDetail optimizer;
   MemoryBreakdown memory;
   double model_flops = 0.0;         ///< per step, whole job, each useful FLOP once
   double hardware_flops = 0.0;      ///< per step, whole job, as executed (flops.h StepFlops)

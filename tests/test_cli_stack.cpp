@@ -204,6 +204,49 @@ TEST_CASE("a stack file's Adam step bytes reach the plan; a bad value is one lin
   CHECK(bad.err.find("opt.yaml:3: adam_step_bytes: expected at most 256") != std::string::npos);
 }
 
+TEST_CASE("the optimizer step's parts: update, FP8 casts, the main-grad buffer's passes",
+          "[cli_stack]") {
+  // One pinned plan (TP 1, PP 1, DP 64, ZeRO 1: every GPU holds a whole fp32 main-grad buffer)
+  // under megatron-core and under stack files that turn its DDP's passes off one by one. The
+  // buffer's passes a step: zeroing 1, the NaN check's norm 1, the 1/DP scaling 2 (read and
+  // write), each 4 bytes a gradient: 4 x 4 -> 2 x 4 (no scaling) -> 1 x 4 (zeroing only), so
+  // grad_buffer_s halves, then halves again; the update and the step's other parts stay.
+  TempDir dir;
+  const auto stack = dir.path / "ddp.yaml";
+  const std::string pins =
+      " --tp 1 --pp 1 --dp 64 --micro-batch 1 --zero 1 --recompute full --format json --top 1";
+  const auto time_of = [&](const std::string& file) {
+    const Run run = trident(kSmall + " --stack " + file + pins);
+    REQUIRE(run.code == 0);
+    return nlohmann::json::parse(run.out).at("plans").at(0).at("time");
+  };
+  const auto core = time_of("megatron-core");
+  std::ofstream(stack) << "name: no-scale\nbase: megatron-core\ngrad_prescale: false\n";
+  const auto checked = time_of(stack.string());
+  std::ofstream(stack) << "name: bare\nbase: megatron-core\ngrad_prescale: false\n"
+                          "grad_nan_check: false\n";
+  const auto bare = time_of(stack.string());
+  const double all = core.at("grad_buffer_s").get<double>();
+  CHECK(all > 0.0);
+  CHECK(checked.at("grad_buffer_s").get<double>() == Approx(all / 2.0));
+  CHECK(bare.at("grad_buffer_s").get<double>() == Approx(all / 4.0));
+  CHECK(bare.at("optimizer_update_s").get<double>() ==
+        Approx(core.at("optimizer_update_s").get<double>()));
+  for (const auto& time : {core, checked, bare}) {
+    CHECK(time.at("fp8_weight_cast_s").get<double>() == 0.0);  // bf16
+    CHECK(time.at("optimizer_s").get<double>() ==
+          Approx(time.at("optimizer_update_s").get<double>() +
+                 time.at("grad_buffer_s").get<double>()));
+  }
+  // --explain lists the parts under the optimizer step's line.
+  const Run explain = trident(kSmall +
+                              " --stack megatron-core --tp 1 --pp 1 --dp 64 "
+                              "--micro-batch 1 --zero 1 --recompute full --explain");
+  REQUIRE(explain.code == 0);
+  CHECK(explain.out.find("    = update ") != std::string::npos);
+  CHECK(explain.out.find(" + main-grad buffer passes ") != std::string::npos);
+}
+
 TEST_CASE("attention: flash_triton plans where the GPU has its curve, and is refused elsewhere",
           "[cli_stack]") {
   TempDir dir;
