@@ -104,7 +104,7 @@ Gpu gpu_for_job(Gpu gpu, int gpus) {
     gpu.pace_gpus = 1;
     return gpu;
   }
-  if (gpu.clock_spread > 0.0 && gpus != pace_gpus_of(gpu)) {
+  if (needs_job_pace(gpu, gpus)) {
     gpu.ensemble_clock_ratio =
         job_pace_ratio(gpu.ensemble_clock_ratio, gpu.clock_spread, pace_gpus_of(gpu), gpus);
     gpu.pace_gpus = gpus;

@@ -153,12 +153,8 @@ MemoryBreakdown plan_memory(const Cluster& cluster, const Model& model,
 
 bool may_fit(const Cluster& cluster, const Model& model, const ParallelConfig& config,
              const Placement& placement, const EstimateOptions& options) {
-  // estimate()'s re-entries: a one-GPU job's own clock, FP8 parameters gathered in 16 bits.
-  if (prices_at_job_pace(cluster, config)) {
-    Cluster paced = cluster;
-    paced.gpu = gpu_for_job(cluster.gpu, config.gpus());
-    return may_fit(paced, model, config, placement, options);
-  }
+  // estimate()'s re-entry for FP8 parameters gathered in 16 bits (its other, the job's pace,
+  // moves the clock, which no memory term reads).
   if (options.stack.gathers_fp8_params_in_16_bits(model.training, config.shard_ranks())) {
     Model gathered = model;
     gathered.training.fp8.params = false;
