@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -191,6 +192,10 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
 std::string version_text() { return std::string("trident ") + TRIDENT_VERSION; }
 
 int run_app(std::span<const CommandEntry> commands, int argc, char** argv) {
+  // A closed pipe (`| head -1`, `| true`) is a write error like `> /dev/full`: reported on one
+  // line with exit 2 and the staged output files removed, not a silent death by SIGPIPE that
+  // leaves a temporary file behind.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "trident: rank tensor x pipeline x data parallel splits of a model over a GPU cluster, "
       "say which link each dimension rides, what breaks when a link fails, and calibrate on "

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -193,10 +194,16 @@ std::string optimizer_parts(const OptimizerDetail& detail) {
     parts += fmt::format(" + FP8 weight casts {:.3f} s", detail.fp8_weight_cast_s);
   }
   if (detail.grad_buffer_s > 0.0) {
-    parts += fmt::format(
-        " + main-grad buffer passes {:.3f} s (its zeroing, NaN check and 1/DP scaling, those the "
-        "stack runs)",
-        detail.grad_buffer_s);
+    std::vector<std::string> passes;
+    if (detail.grad_zeroed) passes.emplace_back("zeroing");
+    if (detail.grad_nan_checked) passes.emplace_back("NaN check");
+    if (detail.grad_prescaled) passes.emplace_back("1/DP scaling");
+    std::string named;
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      named += (i == 0 ? "" : (i + 1 == passes.size() ? " and " : ", ")) + passes[i];
+    }
+    parts +=
+        fmt::format(" + main-grad buffer passes {:.3f} s (its {})", detail.grad_buffer_s, named);
   }
   return parts + "\n";
 }

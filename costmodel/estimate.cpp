@@ -654,6 +654,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
       fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_follows_gpu_layout()),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
   out.optimizer.grad_buffer_s = grad_buffer_passes_s(gpu, model, config, stack, held);
+  out.optimizer.grad_zeroed = stack.zeroes_grad_buffer;
+  out.optimizer.grad_nan_checked = stack.grad_nan_check;
+  out.optimizer.grad_prescaled = stack.grad_prescale && config.dp * config.cp > 1;
   out.time.optimizer_s =
       out.optimizer.update_s + out.optimizer.fp8_weight_cast_s + out.optimizer.grad_buffer_s;
   out.time.tp_comm_s = out.tp.exposed_s;

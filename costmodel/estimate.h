@@ -148,6 +148,10 @@ struct OptimizerDetail {
   double update_s = 0.0;
   double fp8_weight_cast_s = 0.0;
   double grad_buffer_s = 0.0;
+  /// Which passes grad_buffer_s holds: the zeroing, the NaN check, the 1/(DP x CP) scaling.
+  bool grad_zeroed = false;
+  bool grad_nan_checked = false;
+  bool grad_prescaled = false;
 };
 
 struct Estimate {

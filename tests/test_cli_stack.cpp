@@ -245,6 +245,18 @@ TEST_CASE("the optimizer step's parts: update, FP8 casts, the main-grad buffer's
   REQUIRE(explain.code == 0);
   CHECK(explain.out.find("    = update ") != std::string::npos);
   CHECK(explain.out.find(" + main-grad buffer passes ") != std::string::npos);
+  CHECK(explain.out.find("(its zeroing, NaN check and 1/DP scaling)\n") != std::string::npos);
+  // It names the passes priced, no more: without the scaling (a stack file), or at DP 1.
+  const Run no_scale = trident(kSmall + " --stack " + stack.string() +
+                               " --tp 1 --pp 1 --dp 64 --micro-batch 1 --zero 1 --recompute full"
+                               " --explain");
+  REQUIRE(no_scale.code == 0);
+  CHECK(no_scale.out.find("(its zeroing)\n") != std::string::npos);  // the bare file above
+  const Run one = trident(
+      "plan --gpus 8 --model llama3-8b --global-batch 64 --stack megatron-core --tp 8 --pp 1 "
+      "--dp 1 --micro-batch 1 --zero 1 --recompute full --explain");
+  REQUIRE(one.code == 0);
+  CHECK(one.out.find("(its zeroing and NaN check)\n") != std::string::npos);
 }
 
 TEST_CASE("attention: flash_triton plans where the GPU has its curve, and is refused elsewhere",

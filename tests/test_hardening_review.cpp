@@ -1,7 +1,12 @@
 // Hardening, round three, end to end: what an adversarial review of the CLI found (2026-12-03,
 // docs/hardening.md "Round three"). Each run exits 2 with one line naming the input and what
 // was expected, and leaves the scene's folder as it was (hardening_scene.h).
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -371,4 +376,37 @@ TEST_CASE("review seven: pins and bounds whose product passes the cluster", "[ha
                 "plan --model big.yaml --gpus 16777216 --servers 2097152 --min-tp 65536 "
                 "--min-cp 65536 --max-cp 65536",
                 "no configuration of 16777216 GPUs obeys the rules and pins...");
+}
+
+TEST_CASE("review thirty-three: a closed pipe is a write error, not a death by SIGPIPE",
+          "[hardening]") {
+  // `trident plan --svg plan.svg | head -1` once died by SIGPIPE (status 141, nothing said) and
+  // left its staged `.trident-XXXXXX` beside plan.svg. Deterministic here: standard output is
+  // a pipe whose read end is closed before trident runs.
+  const cli_test::TempDir dir;
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  ::close(fds[0]);
+  const std::string svg = (dir.path / "plan.svg").string();
+  const std::string err = (dir.path / "stderr").string();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::dup2(fds[1], 1);
+    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(err_fd, 2);
+    ::execl(TRIDENT_BINARY, TRIDENT_BINARY, "plan", "--model", "llama3-8b", "--gpus", "64", "--svg",
+            svg.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));  // not killed by a signal
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(cli_test::slurp(err) == "trident: error: standard output: cannot write: Broken pipe\n");
+  // Nothing left: neither the SVG nor its staged temporary.
+  int left = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path)) ++left;
+  CHECK(left == 1);  // the stderr file alone
 }
