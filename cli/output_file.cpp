@@ -127,8 +127,10 @@ bool same_target(const Target& a, const Target& b) {
   }
   std::error_code e1;
   std::error_code e2;
-  const fs::path pa = fs::weakly_canonical(path_of(*a.output), e1);
-  const fs::path pb = fs::weakly_canonical(path_of(*b.output), e2);
+  // Absolute first: weakly_canonical leaves a relative path with no existing part as written
+  // ("a"), so it would not meet "./a" made absolute.
+  const fs::path pa = fs::weakly_canonical(fs::absolute(path_of(*a.output), e1), e1);
+  const fs::path pb = fs::weakly_canonical(fs::absolute(path_of(*b.output), e2), e2);
   return !e1 && !e2 && pa == pb;
 }
 

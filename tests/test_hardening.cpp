@@ -108,6 +108,10 @@ TEST_CASE("class 2: an output that is an input of the run is refused", "[hardeni
                 "input");
   check_refused(scene, kPlan + " --output x.svg --svg x.svg",
                 "--svg 'x.svg': is also --output 'x.svg'; give each output its own file");
+  // A new file named once with and once without a directory part (round thirty-three: the
+  // table was lost under the SVG, exit 0).
+  check_refused(scene, kPlan + " --output a --svg ./a",
+                "--svg './a': is also --output 'a'; give each output its own file");
   fs::copy_file(kData + "nccl_tests/all_gather_new.txt", scene.path("a.log"));
   check_refused(scene, "calibrate --nccl-tests a.log --output a.log",
                 "--output 'a.log': is the input --nccl-tests 'a.log'; refusing to overwrite an "
