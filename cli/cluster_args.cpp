@@ -372,6 +372,7 @@ std::string describe_gpu_defaults(const Gpu& gpu) {
   add(kMatmulEfficiencyDefault, "matmul_efficiency 0.8");
   add(kSustainedClockDefault, "sustained_clock_ratio 1");
   add(kEnsembleClockDefault, "ensemble_clock_ratio 1");
+  add(kClockSpreadDefault, "clock_spread 0 (a job of any size at the ratio of 8 GPUs)");
   if (keys.empty()) return "";
   return fmt::format(
       "gpu {}: its file leaves out {}: priced at these defaults, not measurements (the presets "

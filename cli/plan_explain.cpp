@@ -81,6 +81,13 @@ std::string knobs_text(const PlanResult& plan, long long m) {
   return text;
 }
 
+/// Whether the pace of a job of `gpus` GPUs rests on a default: the file's ratio left out, or its
+/// spread where the job is not the size the ratio was measured for.
+bool ensemble_defaulted(const Gpu& preset, int gpus) {
+  if ((preset.defaulted & kEnsembleClockDefault) != 0) return true;
+  return (preset.defaulted & kClockSpreadDefault) != 0 && gpus > 1 && gpus != kPaceReferenceGpus;
+}
+
 /// The linear GEMMs' ceiling and the factors it is made of (docs/cost_model.md#kernels): what a
 /// GEMM of ideal shape reaches in this job, before tile and wave losses.
 std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
@@ -100,7 +107,7 @@ std::string gemm_ceiling_text(const Gpu& preset, const Model& model, int gpus) {
           : "best measured",
       profile.sustained_ratio, (preset.defaulted & kSustainedClockDefault) != 0 ? " (default)" : "",
       profile.ensemble_ratio, gpus, gpus == 1 ? "" : "s",
-      (preset.defaulted & kEnsembleClockDefault) != 0 ? " (default)" : "",
+      ensemble_defaulted(preset, gpus) ? " (default)" : "",
       kernel == 1.0 ? "" : fmt::format(" x {:.3f} MXFP8's block-scaled kernels", kernel));
 }
 

@@ -855,7 +855,8 @@ TEST_CASE("a GPU file without its measured rates says they are defaults", "[cli_
               " --model llama3-8b --top 1 --explain 1");
   REQUIRE(own.code == 0);
   CHECK(own.out.find("# gpu my-gpu: its file leaves out matmul_efficiency 0.8, "
-                     "sustained_clock_ratio 1, ensemble_clock_ratio 1: priced at these defaults, "
+                     "sustained_clock_ratio 1, ensemble_clock_ratio 1, clock_spread 0 (a job of "
+                     "any size at the ratio of 8 GPUs): priced at these defaults, "
                      "not measurements") != std::string::npos);
   CHECK(own.out.find("GEMM ceiling 791 TFLOP/s  (bf16 peak 989 x 0.800 default (not measured) x "
                      "1.000 sustained clock (default) x 1.000 the slowest of 32 GPUs (default)") !=
@@ -867,6 +868,21 @@ TEST_CASE("a GPU file without its measured rates says they are defaults", "[cli_
   CHECK(preset.out.find("# gpu ") == std::string::npos);
   CHECK(preset.out.find("x 0.800 best measured x 0.849 sustained clock x 0.972 the slowest of "
                         "32 GPUs") != std::string::npos);
+  // The preset without its spread (round thirty-three: 2.2% faster at 16,384 GPUs, nothing
+  // said): 32 GPUs at the ratio of 8, 0.979, marked a default, and the line names the key.
+  std::ifstream h100(std::string(TRIDENT_SOURCE_DIR) + "/configs/gpus/h100-sxm-80g.yaml");
+  std::ofstream spreadless(dir.path / "h.yaml");
+  for (std::string line; std::getline(h100, line);) {
+    if (!line.starts_with("clock_spread:")) spreadless << line << "\n";
+  }
+  spreadless.close();
+  const Run no_spread =
+      trident("plan --cluster dgx-h100 --servers 4 --gpu " + (dir.path / "h.yaml").string() +
+              " --model llama3-8b --top 1 --explain 1");
+  REQUIRE(no_spread.code == 0);
+  CHECK(no_spread.out.find("its file leaves out clock_spread 0 (a job of any size at the ratio "
+                           "of 8 GPUs)") != std::string::npos);
+  CHECK(no_spread.out.find("x 0.979 the slowest of 32 GPUs (default)") != std::string::npos);
 }
 
 TEST_CASE("a model whose every layer is MoE shows no dense FFN width", "[cli_plan]") {

@@ -159,7 +159,8 @@ Gpu read_gpu(const MapReader& m) {
   }
   gpu.defaulted = (m.has("matmul_efficiency") ? 0U : kMatmulEfficiencyDefault) |
                   (m.has("sustained_clock_ratio") ? 0U : kSustainedClockDefault) |
-                  (m.has("ensemble_clock_ratio") ? 0U : kEnsembleClockDefault);
+                  (m.has("ensemble_clock_ratio") ? 0U : kEnsembleClockDefault) |
+                  (m.has("clock_spread") ? 0U : kClockSpreadDefault);
   gpu.attention_forward_efficiency = share_or_zero(m, "attention_forward_efficiency");
   gpu.attention_backward_efficiency = share_or_zero(m, "attention_backward_efficiency");
   gpu.flash2_forward_efficiency = share_or_zero(m, "flash2_forward_efficiency");

@@ -49,6 +49,7 @@ enum GpuDefault : unsigned {
   kMatmulEfficiencyDefault = 1U,      ///< matmul_efficiency: 0.8
   kSustainedClockDefault = 1U << 1U,  ///< sustained_clock_ratio: 1
   kEnsembleClockDefault = 1U << 2U,   ///< ensemble_clock_ratio: 1
+  kClockSpreadDefault = 1U << 3U,     ///< clock_spread: 0 (every job at ensemble_clock_ratio)
 };
 
 struct Gpu {
