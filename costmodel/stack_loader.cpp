@@ -589,6 +589,20 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   if (s.kernel_launch_us > 1000) m.fail("kernel_launch_us", "expected at most 1000 us");
   if (s.kernels_per_layer_forward > 10000)
     m.fail("kernels_per_layer_forward", "expected at most 10000");
+  // The NaN check and the 1/DP scaling are passes over Megatron's main-grad buffer: a stack
+  // whose data parallelism keeps none (FSDP, torchtitan, DeepSpeed) cannot run them.
+  if (!s.zeroes_grad_buffer && (s.grad_nan_check || s.grad_prescale)) {
+    const bool prescale_here = s.grad_prescale && m.has("grad_prescale");
+    const bool check_here = s.grad_nan_check && m.has("grad_nan_check");
+    if (prescale_here || check_here) {
+      m.fail(prescale_here ? "grad_prescale" : "grad_nan_check",
+             "expected false: the stack keeps no main-grad buffer (zeroes_grad_buffer false) to "
+             "check or scale");
+    }
+    m.fail("zeroes_grad_buffer",
+           "expected true: grad_nan_check and grad_prescale pass over a main-grad buffer; set "
+           "them false too");
+  }
   if ((s.zero_stages_with_pp & ~s.zero_stages) != 0) {
     m.fail("zero_stages_with_pp", "expected a subset of zero_stages");
   }

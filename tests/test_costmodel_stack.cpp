@@ -88,6 +88,15 @@ TEST_CASE("memory keys of the stacks, as their files cite", "[stack][memory]") {
                     "s.yaml:4: sequence_parallel_required: true needs sequence_parallel: true");
   CHECK_THROWS_WITH(load_stack(head + "tp_keeps_gathered_inputs: maybe\n", "s.yaml"),
                     Catch::Contains("s.yaml:4: tp_keeps_gathered_inputs"));
+  // The NaN check and the 1/DP scaling pass over a main-grad buffer: refused without one, at
+  // the key this file sets (hardening round thirty-three: FSDP and torchtitan priced them).
+  CHECK_THROWS_WITH(load_stack(head + "zeroes_grad_buffer: false\ngrad_prescale: true\n", "s.yaml"),
+                    "s.yaml:5: grad_prescale: expected false: the stack keeps no main-grad buffer "
+                    "(zeroes_grad_buffer false) to check or scale");
+  CHECK_THROWS_WITH(
+      load_stack(head + "grad_nan_check: true\nzeroes_grad_buffer: false\n", "s.yaml"),
+      Catch::Contains("s.yaml:4: grad_nan_check: expected false"));
+  CHECK_NOTHROW(load_stack(head + "zeroes_grad_buffer: false\n", "s.yaml"));
   CHECK_THROWS_WITH(load_stack(head + "adam_state_bytes: 20\n", "s.yaml"),
                     "s.yaml:4: adam_state_bytes: expected at most 16");
   CHECK_THROWS_WITH(load_stack(head + "adam_step_bytes: 300\n", "s.yaml"),
