@@ -150,7 +150,13 @@ TEST_CASE("review: calibration data is whole or refused", "[hardening]") {
               "[{\"collective\": \"all-gather\", \"ranks\": 8, \"tier\": \"network\", "
               "\"latency_s\": 5e-6, \"busbw_gbps\": 58.4, \"busbw_gbps\": 1.0}]}");
   check_refused(scene, kPlan + " --calibration dup.json",
-                "dup.json: invalid JSON: duplicate key 'busbw_gbps' in one object");
+                "dup.json:1: invalid JSON: duplicate key 'busbw_gbps' in one object");
+  // Named at its line (round thirty-three): the second object's repeat, the 3rd "x" written.
+  scene.write("dup2.json",
+              "{\"trident_calibration\": 1,\n \"a\": {\"x\": 1},\n \"b\": {\"x\": 2,\n"
+              "  \"x\": 3}}\n");
+  check_refused(scene, kPlan + " --calibration dup2.json",
+                "dup2.json:4: invalid JSON: duplicate key 'x' in one object");
   const std::string fit =
       "{\"collective\": \"all-gather\", \"ranks\": 8, \"tier\": \"network\", \"latency_s\": "
       "5e-6, \"busbw_gbps\": 58.4}";

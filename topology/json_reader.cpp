@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -38,8 +39,10 @@ class NoRepeatedKeys {
     return dom_.start_object(size);
   }
   bool key(json::string_t& name) {
+    const std::size_t seen = ++seen_[name];
     if (!keys_.empty() && !keys_.back().insert(name).second) {
       repeated_ = name;
+      repeated_occurrence_ = seen;
       return false;
     }
     return dom_.key(name);
@@ -55,12 +58,35 @@ class NoRepeatedKeys {
     return dom_.parse_error(position, token, error);  // throws it
   }
   [[nodiscard]] const std::optional<std::string>& repeated() const { return repeated_; }
+  /// Which occurrence of the repeated name, as a key anywhere in the text, repeated it.
+  [[nodiscard]] std::size_t repeated_occurrence() const { return repeated_occurrence_; }
 
  private:
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   std::vector<std::unordered_set<std::string>> keys_;
+  std::unordered_map<std::string, std::size_t> seen_;
   std::optional<std::string> repeated_;
+  std::size_t repeated_occurrence_ = 0;
 };
+
+/// The line of the `occurrence`-th `"name"` written as a key (a quoted name, then a colon) in
+/// `text`, 0 where it is not found as written (an escaped name).
+int key_line(const std::string& text, const std::string& name, std::size_t occurrence) {
+  const std::string quoted = "\"" + name + "\"";
+  std::size_t count = 0;
+  for (std::size_t at = text.find(quoted); at != std::string::npos;
+       at = text.find(quoted, at + 1)) {
+    std::size_t after = at + quoted.size();
+    while (after < text.size() && (text[after] == ' ' || text[after] == '\t' ||
+                                   text[after] == '\n' || text[after] == '\r')) {
+      ++after;
+    }
+    if (after >= text.size() || text[after] != ':' || ++count < occurrence) continue;
+    return 1 + static_cast<int>(
+                   std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -96,7 +122,9 @@ json parse(const std::string& text, const std::string& source) {
   NoRepeatedKeys handler(result);
   try {
     if (!json::sax_parse(text, &handler) && handler.repeated()) {
-      throw InputError(source + ": invalid JSON: duplicate key '" + one_line(*handler.repeated()) +
+      const int line = key_line(text, *handler.repeated(), handler.repeated_occurrence());
+      throw InputError((line > 0 ? fmt::format("{}:{}", source, line) : source) +
+                       ": invalid JSON: duplicate key '" + one_line(*handler.repeated()) +
                        "' in one object");
     }
   } catch (const json::parse_error& e) {
