@@ -248,7 +248,7 @@ TEST_CASE("class 4: numbers that would wrap are refused", "[hardening]") {
       std::count(gpu.begin(), gpu.begin() + static_cast<std::ptrdiff_t>(key_at), '\n') + 2;
   check_refused(scene, kPlan + " --gpu g.yaml",
                 "g.yaml:" + std::to_string(line) +
-                    ": matmul_efficiency: expected a number in [1e-06, 1], got 1e-300");
+                    ": matmul_efficiency: expected a number in (0, 1], at least 1e-06, got 1e-300");
 }
 
 TEST_CASE("class 5: inputs that never end, block or explode are refused", "[hardening]") {

@@ -437,6 +437,13 @@ TEST_CASE("a tagged value or a leading zero is not read as a number", "[loaders]
   CHECK(model_error(kModel + "dropout: 0.1\n") == "no error");  // one zero before the point
   CHECK(model_error(kModel + "training: {global_batch: 0}\n").find("leading") ==
         std::string::npos);  // 0 itself: out of range, not a leading zero
+  // YAML's core schema signs a number with `+` too (hardening round thirty-three: `+0.5` was
+  // refused as "a number in (0, 1]"); one sign only.
+  CHECK(model_error(kModel + "dropout: +0.1\n") == "no error");
+  CHECK(model_error(kModel + "training: {global_batch: +64}\n") == "no error");
+  CHECK(model_error(kModel + "dropout: +-0.1\n").find("got '+-0.1'") != std::string::npos);
+  CHECK(model_error(kModel + "training: {global_batch: +064}\n").find("a leading zero") !=
+        std::string::npos);
 }
 
 TEST_CASE("model defaults and errors", "[loaders]") {

@@ -154,7 +154,7 @@ Gpu read_gpu(const MapReader& m) {
   gpu.clock_spread = m.optional_double("clock_spread", 0.0, Range::non_negative);
   if (gpu.clock_spread > kMaxClockSpread) {
     m.fail("clock_spread", fmt::format("expected a number from 0 to {:g} (a standard deviation "
-                                       "over the mean), got {:g}",
+                                       "over the mean), got {}",
                                        kMaxClockSpread, gpu.clock_spread));
   }
   gpu.defaulted = (m.has("matmul_efficiency") ? 0U : kMatmulEfficiencyDefault) |

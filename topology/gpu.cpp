@@ -195,8 +195,8 @@ std::optional<Problem> find_gpu_problem(const Gpu& gpu) {
         {"ensemble_clock_ratio", gpu.ensemble_clock_ratio},
         {"matmul_efficiency", gpu.matmul_efficiency}}) {
     if (value < kMinEfficiency || value > 1.0) {
-      return Problem{key,
-                     fmt::format("expected a number in [{}, 1], got {}", kMinEfficiency, value)};
+      return Problem{key, fmt::format("expected a number in (0, 1], at least {}, got {}",
+                                      kMinEfficiency, value)};
     }
   }
   if (gpu.clock_spread < 0.0 || gpu.clock_spread > kMaxClockSpread) {

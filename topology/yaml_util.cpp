@@ -361,7 +361,8 @@ long long to_int(const YAML::Node& node, Range range, const std::string& where) 
   const std::string& text = node.Scalar();
   long long value = 0;
   const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  const bool plus = text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+';
+  const auto [ptr, ec] = std::from_chars(text.data() + (plus ? 1 : 0), end, value);
   if (ec != std::errc{} || ptr != end || !in_range(static_cast<double>(value), range)) {
     expected(where, words, node);
   }
@@ -376,7 +377,10 @@ double to_double(const YAML::Node& node, Range range, const std::string& where) 
   const std::string& text = node.Scalar();
   double value = 0.0;
   const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  // YAML's core schema writes a float with an optional sign, `+0.5` as `0.5`; from_chars takes
+  // only `-`.
+  const bool plus = text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+';
+  const auto [ptr, ec] = std::from_chars(text.data() + (plus ? 1 : 0), end, value);
   if (ec != std::errc{} || ptr != end || !std::isfinite(value) || !in_range(value, range)) {
     expected(where, words, node);
   }
