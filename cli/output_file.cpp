@@ -98,6 +98,11 @@ Target classify(const RunOutputs::Output& o) {
                      in.st_dev == info.st_dev && in.st_ino == info.st_ino;
   t.existing = info;
   if (S_ISREG(info.st_mode)) {
+    // Replaced by a rename, which asks the folder's permission, not the file's: a file its
+    // owner made read-only is refused as the shell's `>` refuses it.
+    if (::access(path.c_str(), W_OK) != 0) {
+      throw InputError(o.flag + " '" + path + "': cannot write: " + std::strerror(errno));
+    }
     std::error_code error;
     const fs::path real = fs::canonical(path, error);
     t.resolved = error ? path : real.string();

@@ -416,3 +416,37 @@ TEST_CASE("review thirty-three: a closed pipe is a write error, not a death by S
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.path)) ++left;
   CHECK(left == 1);  // the stderr file alone
 }
+
+TEST_CASE("review thirty-three: --output refuses a file its owner made read-only", "[hardening]") {
+  namespace fs = std::filesystem;
+  // A rename asks the folder's permission, not the file's: `--output k.json` replaced a
+  // read-only k.json where the shell's `>` says "Permission denied". Root may write it (as the
+  // shell lets root), so under root the run drops to `nobody` first.
+  const cli_test::TempDir dir;
+  fs::permissions(dir.path, fs::perms::all);
+  const std::string target = (dir.path / "k.json").string();
+  std::ofstream(target) << "keep\n";
+  fs::permissions(target, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const std::string err = (dir.path / "stderr").string();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(126);
+    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    ::dup2(err_fd, 2);
+    ::execl(TRIDENT_BINARY, TRIDENT_BINARY, "plan", "--model", "llama3-8b", "--gpus", "64",
+            "--output", target.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127) {
+    WARN("could not run trident as an unprivileged user here: not checked");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(cli_test::slurp(err) ==
+        "trident: error: --output '" + target + "': cannot write: Permission denied\n");
+  CHECK(cli_test::slurp(target) == "keep\n");
+}
