@@ -12,6 +12,7 @@
 #include "configs/presets.h"
 #include "costmodel/calibration_io.h"
 #include "costmodel/model_loader.h"
+#include "topology/cluster.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
 #include "topology/yaml_util.h"
@@ -120,9 +121,13 @@ const CLI::Validator kPositive = positive_integer_check();
 void add_cluster_flags(CLI::App& app, ClusterArgs& args) {
   app.add_option("--cluster", args.cluster,
                  "cluster preset NAME or YAML/JSON FILE (default dgx-h100; see trident presets)");
-  app.add_option("--gpus", args.gpus, "total GPUs")->check(kPositive);
-  app.add_option("--servers", args.servers, "servers (nodes)")->check(kPositive);
-  app.add_option("--gpus-per-server", args.gpus_per_server, "GPUs per server")->check(kPositive);
+  // A cluster holds at most kMaxClusterGpus GPUs: each count says that bound, not an int's.
+  const CLI::Validator cluster_count =
+      number_check<long long>(false, "a positive integer", kMaxClusterGpus);
+  app.add_option("--gpus", args.gpus, "total GPUs")->check(cluster_count);
+  app.add_option("--servers", args.servers, "servers (nodes)")->check(cluster_count);
+  app.add_option("--gpus-per-server", args.gpus_per_server, "GPUs per server")
+      ->check(cluster_count);
   app.add_option("--gpu", args.gpu, "GPU preset NAME or FILE replacing the cluster's GPU");
 }
 
