@@ -202,15 +202,11 @@ std::string optimizer_parts(const OptimizerDetail& detail) {
   }
   if (detail.grad_buffer_s > 0.0) {
     std::vector<std::string> passes;
-    if (detail.grad_zeroed) passes.emplace_back("zeroing");
-    if (detail.grad_nan_checked) passes.emplace_back("NaN check");
-    if (detail.grad_prescaled) passes.emplace_back("1/DP scaling");
-    std::string named;
-    for (std::size_t i = 0; i < passes.size(); ++i) {
-      named += (i == 0 ? "" : (i + 1 == passes.size() ? " and " : ", ")) + passes[i];
-    }
-    parts +=
-        fmt::format(" + main-grad buffer passes {:.3f} s (its {})", detail.grad_buffer_s, named);
+    if (detail.grad_passes.zeroed) passes.emplace_back("zeroing");
+    if (detail.grad_passes.nan_checked) passes.emplace_back("NaN check");
+    if (detail.grad_passes.prescaled) passes.emplace_back("1/DP scaling");
+    parts += fmt::format(" + main-grad buffer passes {:.3f} s (its {})", detail.grad_buffer_s,
+                         join_words(passes, ", ", " and "));
   }
   return parts + "\n";
 }

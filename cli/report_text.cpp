@@ -63,4 +63,14 @@ std::string error_percent(double fraction) {
                                         : fmt::format("{:.1f}%", tenths / 10.0);
 }
 
+std::string join_words(const std::vector<std::string>& items, std::string_view separator,
+                       std::string_view last) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? last : separator;
+    out += items[i];
+  }
+  return out;
+}
+
 }  // namespace trident::cli

@@ -3,6 +3,7 @@
 #include <concepts>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "costmodel/parallel_config.h"
 #include "costmodel/placement.h"
@@ -41,6 +42,11 @@ template <std::integral Integer>
 /// The recompute knob in a cell: "none", "selective", "full", or "full:N" when full
 /// recompute repeats N layers per model chunk (partial).
 [[nodiscard]] std::string recompute_text(const ParallelConfig& c);
+
+/// Items as words: "a, b and c" with `separator` ", " and `last` " and " (one item alone, none
+/// empty).
+[[nodiscard]] std::string join_words(const std::vector<std::string>& items,
+                                     std::string_view separator, std::string_view last);
 
 /// A split in one line: "TP4 PP16 DP8 mb2 VP6 none ZeRO1 SP on", then " CP2" and " EP8" when
 /// used. `zero_label` spells the ZeRO stage's prefix ("ZeRO" in the what-if table, "ZeRO-" in

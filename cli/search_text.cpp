@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/report_text.h"
 #include "planner/option_check.h"
 
 namespace trident::cli {
@@ -306,21 +307,14 @@ std::string describe_search(const SearchOptions& o, const Model& model) {
        o.sequence_parallel ? std::optional<std::string>(*o.sequence_parallel ? "on" : "off")
                            : std::nullopt);
   knob(hsdp, "HSDP shard", "HSDP shard", "--dp-shard", number(o.dp_shard));
-  const auto join = [](const std::vector<std::string>& items, const char* separator,
-                       const char* last) {
-    std::string out;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      out += (i == 0 ? "" : i + 1 == items.size() ? last : separator) + items[i];
-    }
-    return out;
-  };
   if (pinned.empty()) {
     return std::string("search: every TP x ") + (stack.pipelines() ? "PP x " : "") +
-           "DP split with " + join(split_knobs, ", ", " and ") +
-           " free; narrow with --min-tp/--max-tp or pin " + join(flags, " ", " ");
+           "DP split with " + join_words(split_knobs, ", ", " and ") +
+           " free; narrow with --min-tp/--max-tp or pin " + join_words(flags, " ", " ");
   }
-  return "search: " + join(pinned, ", ", " and ") + " pinned; " +
-         (free.empty() ? std::string("nothing else free") : join(free, ", ", " and ") + " free");
+  return "search: " + join_words(pinned, ", ", " and ") + " pinned; " +
+         (free.empty() ? std::string("nothing else free")
+                       : join_words(free, ", ", " and ") + " free");
 }
 
 }  // namespace trident::cli

@@ -373,14 +373,17 @@ double gradient_passes_s(const Gpu& gpu, const Model& model, const ParallelConfi
 
 /// Passes over Megatron's main-grad buffer once a step, on the compute stream: the DDP zeroes it
 /// whole (zero_grad_buffer: grad_data.zero_()), takes each bucket's norm for its NaN check and
-/// scales each bucket by 1 / (DP x CP) before a sum reduction (start_grad_sync);
-/// `parameters`: those whose gradients it holds.
-double grad_buffer_passes_s(const Gpu& gpu, const Model& model, const ParallelConfig& config,
-                            const Stack& stack, double parameters) {
-  const double passes = (stack.zeroes_grad_buffer ? 1.0 : 0.0) +
-                        (stack.grad_nan_check ? 1.0 : 0.0) +
-                        (stack.grad_prescale && config.dp * config.cp > 1 ? 2.0 : 0.0);
-  return hbm_time_s(gpu, passes * stack.buffer_bytes(model.training.dtype) * parameters);
+/// scales each bucket by 1 / (DP x CP) before a sum reduction (start_grad_sync), where there is
+/// more than one rank to reduce over.
+GradBufferPasses grad_buffer_passes(const Stack& stack, const ParallelConfig& config) {
+  return {stack.zeroes_grad_buffer, stack.grad_nan_check,
+          stack.grad_prescale && config.dp * config.cp > 1};
+}
+
+/// The time of `passes` over the buffer of `parameters`' gradients.
+double grad_buffer_passes_s(const Gpu& gpu, const Model& model, const Stack& stack,
+                            const GradBufferPasses& passes, double parameters) {
+  return hbm_time_s(gpu, passes.count() * stack.buffer_bytes(model.training.dtype) * parameters);
 }
 
 /// FP8's amax all-reduces, all exposed: delayed scaling's per model chunk over the amax
@@ -653,10 +656,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.optimizer.fp8_weight_cast_s =
       fp8_weight_cast_time_s(gpu, precision_of(model.training, gpu, stack.fp8_follows_gpu_layout()),
                              stack.fp8_weight_cache ? 1.0 : double(m), params + expert_params);
-  out.optimizer.grad_buffer_s = grad_buffer_passes_s(gpu, model, config, stack, held);
-  out.optimizer.grad_zeroed = stack.zeroes_grad_buffer;
-  out.optimizer.grad_nan_checked = stack.grad_nan_check;
-  out.optimizer.grad_prescaled = stack.grad_prescale && config.dp * config.cp > 1;
+  out.optimizer.grad_passes = grad_buffer_passes(stack, config);
+  out.optimizer.grad_buffer_s =
+      grad_buffer_passes_s(gpu, model, stack, out.optimizer.grad_passes, held);
   out.time.optimizer_s =
       out.optimizer.update_s + out.optimizer.fp8_weight_cast_s + out.optimizer.grad_buffer_s;
   out.time.tp_comm_s = out.tp.exposed_s;

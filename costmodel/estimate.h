@@ -141,17 +141,26 @@ struct CommDetail {
   double fill_gathers_per_step = 0.0;
 };
 
+/// Which passes over Megatron's main-grad buffer a step runs (grad_buffer_passes): the zeroing,
+/// the NaN check's norm, the 1/(DP x CP) scaling (a read and a write).
+struct GradBufferPasses {
+  bool zeroed = false;
+  bool nan_checked = false;
+  bool prescaled = false;
+  /// Reads and writes of the whole buffer.
+  [[nodiscard]] double count() const {
+    return (zeroed ? 1.0 : 0.0) + (nan_checked ? 1.0 : 0.0) + (prescaled ? 2.0 : 0.0);
+  }
+};
+
 /// The optimizer step's parts (TimeBreakdown::optimizer_s is their sum): the optimizer's own
 /// update over the rank's shard, FP8's weight casts, and the stack's passes over its main-grad
-/// buffer (zeroing, the NaN check, the 1/DP scaling; grad_buffer_passes_s).
+/// buffer (`grad_passes`, their time grad_buffer_s).
 struct OptimizerDetail {
   double update_s = 0.0;
   double fp8_weight_cast_s = 0.0;
   double grad_buffer_s = 0.0;
-  /// Which passes grad_buffer_s holds: the zeroing, the NaN check, the 1/(DP x CP) scaling.
-  bool grad_zeroed = false;
-  bool grad_nan_checked = false;
-  bool grad_prescaled = false;
+  GradBufferPasses grad_passes;
 };
 
 struct Estimate {

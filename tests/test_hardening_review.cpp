@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "cli_runner.h"
 #include "hardening_scene.h"
@@ -384,6 +385,31 @@ TEST_CASE("review seven: pins and bounds whose product passes the cluster", "[ha
                 "no configuration of 16777216 GPUs obeys the rules and pins...");
 }
 
+/// Runs the trident binary with `args` in a child process: its standard output onto `out_fd`
+/// (-1: this process's), its standard error into the file `err_path`; `as_nobody` under root
+/// runs it as uid/gid 65534 (exit 126 if that fails, 127 if the binary cannot be run). Returns
+/// the wait status.
+int run_child(const std::vector<std::string>& args, int out_fd, const std::string& err_path,
+              bool as_nobody) {
+  std::vector<char*> argv{const_cast<char*>(TRIDENT_BINARY)};
+  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  const pid_t child = ::fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    if (as_nobody && ::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) {
+      ::_exit(126);
+    }
+    if (out_fd >= 0) ::dup2(out_fd, 1);
+    const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    ::dup2(err_fd, 2);
+    ::execv(TRIDENT_BINARY, argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  return ::waitpid(child, &status, 0) == child ? status : -1;
+}
+
 TEST_CASE("review thirty-three: a closed pipe is a write error, not a death by SIGPIPE",
           "[hardening]") {
   // `trident plan --svg plan.svg | head -1` once died by SIGPIPE (status 141, nothing said) and
@@ -395,19 +421,10 @@ TEST_CASE("review thirty-three: a closed pipe is a write error, not a death by S
   ::close(fds[0]);
   const std::string svg = (dir.path / "plan.svg").string();
   const std::string err = (dir.path / "stderr").string();
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    ::dup2(fds[1], 1);
-    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(err_fd, 2);
-    ::execl(TRIDENT_BINARY, TRIDENT_BINARY, "plan", "--model", "llama3-8b", "--gpus", "64", "--svg",
-            svg.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const int status =
+      run_child({"plan", "--model", "llama3-8b", "--gpus", "64", "--svg", svg}, fds[1], err, false);
   ::close(fds[1]);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(status != -1);
   REQUIRE(WIFEXITED(status));  // not killed by a signal
   CHECK(WEXITSTATUS(status) == 2);
   CHECK(cli_test::slurp(err) == "trident: error: standard output: cannot write: Broken pipe\n");
@@ -428,18 +445,9 @@ TEST_CASE("review thirty-three: --output refuses a file its owner made read-only
   std::ofstream(target) << "keep\n";
   fs::permissions(target, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   const std::string err = (dir.path / "stderr").string();
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(126);
-    const int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    ::dup2(err_fd, 2);
-    ::execl(TRIDENT_BINARY, TRIDENT_BINARY, "plan", "--model", "llama3-8b", "--gpus", "64",
-            "--output", target.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
+  const int status = run_child({"plan", "--model", "llama3-8b", "--gpus", "64", "--output", target},
+                               -1, err, true);
+  REQUIRE(status != -1);
   REQUIRE(WIFEXITED(status));
   if (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127) {
     WARN("could not run trident as an unprivileged user here: not checked");
