@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/calibration_checks.h"
@@ -279,7 +280,26 @@ class ProgressBar {
   bool drawn_ = false;
 };
 
-std::string render(const PlanFlags& f, const SearchResult& result, const ReportContext& context,
+/// Moves the plans past the first `n` out of `plans` and puts them back when it goes.
+class SetAsideBeyond {
+ public:
+  SetAsideBeyond(std::vector<PlanResult>& plans, std::size_t n) : plans_(plans) {
+    if (plans.size() <= n) return;
+    const auto first = plans.begin() + static_cast<std::ptrdiff_t>(n);
+    beyond_.assign(first, plans.end());
+    plans.erase(first, plans.end());
+  }
+  // Back into the capacity erase left: no allocation, so nothing to throw.
+  ~SetAsideBeyond() { plans_.insert(plans_.end(), beyond_.begin(), beyond_.end()); }
+  SetAsideBeyond(const SetAsideBeyond&) = delete;
+  SetAsideBeyond& operator=(const SetAsideBeyond&) = delete;
+
+ private:
+  std::vector<PlanResult>& plans_;
+  std::vector<PlanResult> beyond_;
+};
+
+std::string render(const PlanFlags& f, SearchResult& result, const ReportContext& context,
                    const Calibration* calibration, const EstimateOptions& options) {
   std::string explain_text;
   if (f.explain) {
@@ -291,11 +311,13 @@ std::string render(const PlanFlags& f, const SearchResult& result, const ReportC
     explain_text = explain_plan(*context.cluster, *context.model, result.plans[n - 1], n,
                                 calibration, options);
   }
-  SearchResult shown = result;
-  if (shown.plans.size() > f.top) shown.plans.resize(f.top);
-  if (f.format == "json") return format_json(shown, context, explain_text);
-  if (f.format == "csv") return format_csv(shown, context);
-  std::string out = format_table(shown, context);
+  // The search keeps more than --top only for --explain or --svg-plan: those past --top are
+  // set aside while the ranking is formatted, then put back (no copy of the plans shown: a
+  // plan is kilobytes and --top may ask for them all).
+  const SetAsideBeyond aside(result.plans, f.top);
+  if (f.format == "json") return format_json(result, context, explain_text);
+  if (f.format == "csv") return format_csv(result, context);
+  std::string out = format_table(result, context);
   if (!explain_text.empty()) out += "\n" + explain_text;
   return out;
 }
@@ -485,13 +507,13 @@ void run(const PlanFlags& f) {
     throw PlanError("none of the " + std::to_string(result.configurations_searched) +
                     " configurations fits in GPU memory (--show-infeasible lists the closest)");
   }
-  const std::string text = f.emit.empty()
-                               ? render(f, result, context, measured, estimate_options(options))
-                               : emit(f, result, cluster, model, EmitSearch{options, measured});
+  std::string text = f.emit.empty()
+                         ? render(f, result, context, measured, estimate_options(options))
+                         : emit(f, result, cluster, model, EmitSearch{options, measured});
   check_finite(result);
   write_search_pictures(f.pictures, result, context, measured, estimate_options(options),
                         files);  // pictures
-  files.set_text("--output", text);
+  files.set_text("--output", std::move(text));
   files.commit();
 }
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,8 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "cli/input_file.h"
 #include "topology/errors.h"
@@ -65,6 +68,19 @@ std::string shown(const RunOutputs::Output& o) {
   return o.path.empty() ? std::string("(standard output)") : fmt::format("'{}'", path_of(o));
 }
 
+/// The character devices an output may be written into (Linux's numbers, Documentation/
+/// admin-guide/devices.txt): the sinks /dev/null, /dev/zero and /dev/full (1:3, 1:5, 1:7),
+/// virtual consoles and serial lines (4:*), /dev/tty and /dev/console (5:0, 5:1) and
+/// pseudo-terminals (136-143:*). Any other is refused unopened: opening some has effects of
+/// its own (/dev/watchdog arms the watchdog, /dev/ptmx makes a terminal, /dev/kmsg logs).
+bool writable_device(dev_t device) {
+  const unsigned int major_number = major(device);
+  const unsigned int minor_number = minor(device);
+  if (major_number == 1) return minor_number == 3 || minor_number == 5 || minor_number == 7;
+  if (major_number == 5) return minor_number <= 1;
+  return major_number == 4 || (major_number >= 136 && major_number <= 143);
+}
+
 Target classify(const RunOutputs::Output& o) {
   Target t{&o, Way::replace, std::nullopt, ""};
   const std::string path = path_of(o);
@@ -108,12 +124,18 @@ Target classify(const RunOutputs::Output& o) {
     t.resolved = error ? path : real.string();
     return t;
   }
-  if (S_ISFIFO(info.st_mode) || S_ISCHR(info.st_mode)) {
+  if (S_ISFIFO(info.st_mode) || (S_ISCHR(info.st_mode) && writable_device(info.st_rdev))) {
     t.way = Way::in_place;
     return t;
   }
+  if (S_ISCHR(info.st_mode)) {
+    throw InputError(fmt::format(
+        "{} '{}': is a character device other than a terminal or /dev/null (device {}:{}); "
+        "expected a regular file, a FIFO, a terminal, /dev/null or - for standard output",
+        o.flag, path, major(info.st_rdev), minor(info.st_rdev)));
+  }
   throw InputError(o.flag + " '" + path + "': is " + file_kind(info.st_mode) +
-                   "; expected a regular file, a FIFO, a character device or - for standard "
+                   "; expected a regular file, a FIFO, a terminal, /dev/null or - for standard "
                    "output");
 }
 
@@ -269,9 +291,10 @@ void stage(const Target& t, Staged& staged) {
   if (error != 0) cannot_write(t.output->flag, path_of(*t.output), error);
 }
 
-/// A FIFO or device: opened without waiting (a FIFO with no reader fails with ENXIO).
+/// A FIFO or device: opened without waiting (a FIFO with no reader fails with ENXIO), and
+/// a terminal without becoming this process's controlling terminal (O_NOCTTY).
 int write_in_place(const Target& t) {
-  const int fd = ::open(path_of(*t.output).c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  const int fd = ::open(path_of(*t.output).c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) return errno;
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
@@ -345,10 +368,16 @@ void RunOutputs::add_output_in_dir(const std::string& flag, const std::string& d
 
 void RunOutputs::check() const { (void)classify_all(outputs_, inputs_); }
 
-void RunOutputs::set_text(const std::string& flag, const std::string& text) {
+void RunOutputs::set_text(const std::string& flag, std::string text) {
+  // A flag names one output; should two match, each gets the text (the last one moved in, so
+  // a ranking of every plan is not held twice).
+  Output* last = nullptr;
   for (auto& o : outputs_) {
-    if (o.flag == flag) o.text = text;  // a flag names one output; copy so every match gets it
+    if (o.flag != flag) continue;
+    if (last != nullptr) last->text = text;
+    last = &o;
   }
+  if (last != nullptr) last->text = std::move(text);
 }
 
 void RunOutputs::print(const std::string& text) { printed_ += text; }

@@ -41,7 +41,7 @@ class RunOutputs {
   /// --model 'm.yaml'; refusing to overwrite an input").
   void check() const;
   /// The text of the output declared with `flag`.
-  void set_text(const std::string& flag, const std::string& text);
+  void set_text(const std::string& flag, std::string text);
   /// Text for standard output ahead of the outputs (a summary), written at commit.
   void print(const std::string& text);
   /// Writes every output or none. Throws InputError "FLAG 'PATH': cannot write: REASON" or

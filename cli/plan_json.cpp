@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "cli/plan_report.h"
 #include "cli/report_text.h"
@@ -213,6 +215,56 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
   return json;
 }
 
+/// A JSON object's text, as nlohmann's dump(2) lays it out, written one key at a time: a
+/// value nested `depth` levels has every line after its first shifted 2 x depth spaces (dump
+/// escapes the newlines inside strings, so each raw newline is layout).
+class JsonTextWriter {
+ public:
+  void add(const char* key, const Json& value) {
+    open(key);
+    append(value, 1);
+  }
+  /// An array of `count` values made one at a time by `make(i)`.
+  template <typename Make>
+  void add_array(const char* key, std::size_t count, Make make) {
+    open(key);
+    if (count == 0) {
+      text_ += "[]";
+      return;
+    }
+    text_ += "[";
+    for (std::size_t i = 0; i < count; ++i) {
+      text_ += i == 0 ? "\n    " : ",\n    ";
+      append(make(i), 2);
+    }
+    text_ += "\n  ]";
+  }
+  std::string finish() {
+    text_ += text_.empty() ? "{}\n" : "\n}\n";
+    return std::move(text_);
+  }
+
+ private:
+  void open(const char* key) {
+    text_ += text_.empty() ? "{\n  \"" : ",\n  \"";
+    text_ += key;
+    text_ += "\": ";
+  }
+  void append(const Json& value, int depth) {
+    const std::string dumped = value.dump(2);
+    const std::string shift(static_cast<std::size_t>(2 * depth), ' ');
+    std::size_t from = 0;
+    for (std::size_t at = dumped.find('\n'); at != std::string::npos;
+         from = at + 1, at = dumped.find('\n', from)) {
+      text_.append(dumped, from, at + 1 - from);
+      text_ += shift;
+    }
+    text_.append(dumped, from, std::string::npos);
+  }
+
+  std::string text_;
+};
+
 Json cluster_json(const Cluster& cluster, int gpus_used) {
   return Json{{"name", cluster.name},
               {"gpus", gpus_used},
@@ -258,38 +310,38 @@ Json model_json(const Model& model) {
 std::string format_json(const SearchResult& result, const ReportContext& context,
                         const std::string& explain_text) {
   const Model& model = *context.model;
-  Json doc;
-  doc["cluster"] = cluster_json(*context.cluster, result.gpus);
-  doc["model"] = model_json(model);
-  doc["failures"] = context.failures;
-  doc["stack"] = context.stack;
-  if (!context.stack_file.empty()) doc["stack_file"] = context.stack_file;
-  Json plans = Json::array();
-  for (const auto& plan : result.plans) {
-    plans.push_back(plan_json(context, plan));
-    plans.back()["tied"] = tied_in_ranking(result.plans.front(), plan);
-  }
-  doc["plans"] = plans;
+  // Written key by key, each plan dumped on its own: the ranking may hold every plan of a
+  // large search (--top), whose document tree would take several times the text's memory.
+  JsonTextWriter doc;
+  doc.add("cluster", cluster_json(*context.cluster, result.gpus));
+  doc.add("model", model_json(model));
+  doc.add("failures", context.failures);
+  doc.add("stack", context.stack);
+  if (!context.stack_file.empty()) doc.add("stack_file", context.stack_file);
+  doc.add_array("plans", result.plans.size(), [&](std::size_t i) {
+    Json plan = plan_json(context, result.plans[i]);
+    plan["tied"] = tied_in_ranking(result.plans.front(), result.plans[i]);
+    return plan;
+  });
   if (!result.infeasible.empty()) {
-    Json infeasible = Json::array();
-    for (const auto& plan : result.infeasible) {
-      infeasible.push_back(plan_json(context, plan));
-      infeasible.back()["tied"] = false;  // the plans' keys; a plan that does not fit ties none
-    }
-    doc["infeasible"] = infeasible;
+    doc.add_array("infeasible", result.infeasible.size(), [&](std::size_t i) {
+      Json plan = plan_json(context, result.infeasible[i]);
+      plan["tied"] = false;  // the plans' keys; a plan that does not fit ties none
+      return plan;
+    });
   }
-  doc["search"] = Json{{"configurations_searched", result.configurations_searched},
-                       {"feasible", result.feasible},
-                       {"tight", result.tight},
-                       {"does_not_fit", result.does_not_fit},
-                       {"evaluations", result.evaluations},
-                       {"placements", result.placements},
-                       {"seconds", context.search_seconds}};
-  doc["assumptions"] = context.assumptions;
-  doc["calibration"] =
-      context.calibration_source.empty() ? Json(nullptr) : Json(context.calibration_source);
-  if (!explain_text.empty()) doc["explain"] = explain_text;
-  return doc.dump(2) + "\n";
+  doc.add("search", Json{{"configurations_searched", result.configurations_searched},
+                         {"feasible", result.feasible},
+                         {"tight", result.tight},
+                         {"does_not_fit", result.does_not_fit},
+                         {"evaluations", result.evaluations},
+                         {"placements", result.placements},
+                         {"seconds", context.search_seconds}});
+  doc.add("assumptions", context.assumptions);
+  doc.add("calibration",
+          context.calibration_source.empty() ? Json(nullptr) : Json(context.calibration_source));
+  if (!explain_text.empty()) doc.add("explain", explain_text);
+  return doc.finish();
 }
 
 }  // namespace trident::cli

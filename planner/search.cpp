@@ -13,6 +13,7 @@
 #include "costmodel/pipeline.h"
 #include "costmodel/plan_memory.h"
 #include "costmodel/precision.h"
+#include "planner/best_plans.h"
 #include "planner/layout.h"
 #include "planner/option_check.h"
 #include "planner/splits.h"
@@ -35,28 +36,6 @@ bool closer_to_fitting(const PlanResult& a, const PlanResult& b) {
     return a.estimate.memory.total_bytes < b.estimate.memory.total_bytes;
   }
   return plan_key(a) < plan_key(b);
-}
-
-/// Keeps the best `limit` plans under `less` as a heap whose front is the worst kept (each
-/// plan O(log limit); the sorted insert it replaced moved O(limit) plans, 2 s for 10,000 kept
-/// of a 4,096-GPU search). finish_best sorts them, best first.
-template <typename Less>
-void keep_best(std::vector<PlanResult>& kept, std::size_t limit, const PlanResult& plan,
-               Less less) {
-  if (limit == 0) return;
-  if (kept.size() == limit) {
-    if (!less(plan, kept.front())) return;
-    std::pop_heap(kept.begin(), kept.end(), less);
-    kept.back() = plan;
-  } else {
-    kept.push_back(plan);
-  }
-  std::push_heap(kept.begin(), kept.end(), less);
-}
-
-template <typename Less>
-void finish_best(std::vector<PlanResult>& kept, Less less) {
-  std::sort_heap(kept.begin(), kept.end(), less);
 }
 
 MemoryShortfall shortfall_of(const MemoryBreakdown& memory, double reserve_gib) {
@@ -88,9 +67,16 @@ class SplitSearch {
         options_(options),
         calibration_(calibration),
         result_(result),
-        estimate_options_(estimate_options(options)) {}
+        estimate_options_(estimate_options(options)),
+        plans_(options.keep, better_plan),
+        infeasible_(options.keep_infeasible, closer_to_fitting) {}
 
   [[nodiscard]] int gpus() const { return static_cast<int>(placer_.live().size()); }
+
+  /// The plans that fit, best first (tight ones after the rest), at most options.keep.
+  [[nodiscard]] std::vector<PlanResult> take_plans() { return plans_.take(); }
+  /// When shown, the plans that do not fit, closest to fitting first.
+  [[nodiscard]] std::vector<PlanResult> take_infeasible() { return infeasible_.take(); }
 
   void run(const Split& split) {
     ParallelConfig config;
@@ -259,7 +245,7 @@ class SplitSearch {
   void rank(const PlanResult& plan) {
     ++result_.feasible;
     if (plan.estimate.memory.tight) ++result_.tight;
-    keep_best(result_.plans, options_.keep, plan, better_plan);
+    plans_.offer(plan);
   }
 
   static void keep_faster(std::unique_ptr<PlanResult>& best, const PlanResult& plan) {
@@ -414,7 +400,7 @@ class SplitSearch {
     if (probe == Probe::no) ++result_.does_not_fit;
     if (options_.show_infeasible && probe == Probe::no && closest) {
       closest->shortfall = shortfall_of(closest->estimate.memory, options_.reserve_gib);
-      keep_best(result_.infeasible, options_.keep_infeasible, *closest, closer_to_fitting);
+      infeasible_.offer(*closest);
     }
     return std::nullopt;
   }
@@ -426,6 +412,8 @@ class SplitSearch {
   const Calibration* calibration_;
   SearchResult& result_;
   EstimateOptions estimate_options_;
+  BestPlans plans_;
+  BestPlans infeasible_;
   Placed plain_;
   std::vector<std::pair<int, Placed>> hybrid_;
   /// (ZeRO stage, sequence parallel off/on, HSDP shard size) where the split fits outright
@@ -521,8 +509,8 @@ SearchResult search(const Cluster& asked_cluster, const Model& model, const Sear
     if (progress) progress(i + 1, all.size());
     if (options.count_only && result.configurations_searched > 0) break;
   }
-  finish_best(result.plans, better_plan);
-  finish_best(result.infeasible, closer_to_fitting);
+  result.plans = runner.take_plans();
+  result.infeasible = runner.take_infeasible();
   if (result.configurations_searched == 0) {
     throw NoSplitError(
         {.gpus = result.gpus,

@@ -94,8 +94,8 @@ TEST_CASE("class 1: special and linked outputs are written in place, never repla
                 "--svg '/dev/full': cannot write: No space left on device");
   fs::create_directory(scene.path("sub"));
   check_refused(scene, kPlan + " --output sub",
-                "--output 'sub': is a directory; expected a regular file, a FIFO, a character "
-                "device or - for standard output");
+                "--output 'sub': is a directory; expected a regular file, a FIFO, a terminal, "
+                "/dev/null or - for standard output");
 }
 
 TEST_CASE("class 2: an output that is an input of the run is refused", "[hardening]") {

@@ -1,6 +1,7 @@
 // cli/output_file.h and cli/input_file.h: a run's outputs are written all or none and never
 // over an input or a special file; inputs are regular files of text. (End to end, with the
 // binary: tests/test_hardening.cpp.)
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -94,6 +95,40 @@ TEST_CASE("outputs: an input or another output of the run is refused up front", 
   CHECK(error_of([&] { stdout_twice.check(); }) ==
         "--svg (standard output): standard output already carries --output's text (where it "
         "goes without --output FILE); give one of them a FILE");
+}
+
+TEST_CASE("outputs: a character device only where writing is all it does", "[output_file]") {
+  // /dev/null (1:3) is written in place; /dev/random (1:8) and /dev/ptmx (5:2, opening it
+  // makes a new terminal) are refused before anything is opened or written.
+  RunOutputs sink;
+  sink.add_output("--output", "/dev/null");
+  sink.set_text("--output", "discarded");
+  CHECK_NOTHROW(sink.commit());
+  for (const std::string device : {"/dev/random", "/dev/ptmx"}) {
+    if (!fs::exists(device)) continue;
+    RunOutputs files;
+    files.add_output("--svg", device);
+    CHECK(error_of([&] { files.check(); })
+              .starts_with("--svg '" + device +
+                           "': is a character device other than a "
+                           "terminal or /dev/null (device "));
+  }
+  // A pseudo-terminal (136-143:*) is a terminal: its text reaches the other side.
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0) {
+    WARN("no pseudo-terminal here: the terminal case is not checked");
+    if (master >= 0) ::close(master);
+    return;
+  }
+  const std::string terminal = ::ptsname(master);
+  RunOutputs files;
+  files.add_output("--output", terminal);
+  files.set_text("--output", "to the terminal");
+  CHECK_NOTHROW(files.commit());
+  char read_back[64] = {};
+  const ssize_t n = ::read(master, read_back, sizeof(read_back) - 1);
+  ::close(master);
+  CHECK(std::string(read_back, n > 0 ? static_cast<std::size_t>(n) : 0) == "to the terminal");
 }
 
 TEST_CASE("inputs: regular files of text, at most 16 MiB", "[input_file]") {

@@ -2,12 +2,14 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "costmodel/kernels.h"
 #include "costmodel/model_loader.h"
 #include "costmodel/pipeline.h"
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
+#include "planner/best_plans.h"
 #include "planner/layout.h"
 #include "planner/option_check.h"
 #include "planner/search.h"
@@ -914,4 +916,70 @@ TEST_CASE(
   REQUIRE(quick.plans.size() == whole.plans.size());
   CHECK(quick.feasible == whole.feasible);
   CHECK(quick.plans.front().estimate.time.step_s == whole.plans.front().estimate.time.step_s);
+}
+
+namespace {
+
+PlanResult plan_taking(double step_s, int tp) {
+  PlanResult plan;
+  plan.estimate.time.step_s = step_s;
+  plan.config.tp = tp;  // a label, to tell equal step times apart
+  return plan;
+}
+
+bool faster(const PlanResult& a, const PlanResult& b) {
+  return a.estimate.time.step_s != b.estimate.time.step_s
+             ? a.estimate.time.step_s < b.estimate.time.step_s
+             : a.config.tp < b.config.tp;
+}
+
+std::vector<double> steps_of(const std::vector<PlanResult>& plans) {
+  std::vector<double> steps;
+  steps.reserve(plans.size());
+  for (const auto& p : plans) steps.push_back(p.estimate.time.step_s);
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE("BestPlans keeps the best N as they come and hands them back best first", "[planner]") {
+  SECTION("fewer offered than the limit: all of them, sorted") {
+    BestPlans best(5, faster);
+    for (const double s : {3.0, 1.0, 2.0}) best.offer(plan_taking(s, 1));
+    CHECK(steps_of(best.take()) == std::vector<double>{1.0, 2.0, 3.0});
+    CHECK(best.size() == 0);
+  }
+  SECTION("more than the limit: a worse one is refused, a better one replaces the worst") {
+    BestPlans best(2, faster);
+    best.offer(plan_taking(5.0, 1));
+    best.offer(plan_taking(4.0, 1));
+    best.offer(plan_taking(6.0, 1));  // worse than both kept: refused
+    best.offer(plan_taking(1.0, 1));  // replaces 5.0
+    CHECK(steps_of(best.take()) == std::vector<double>{1.0, 4.0});
+  }
+  SECTION("ties keep the order's own tie-break") {
+    BestPlans best(2, faster);
+    best.offer(plan_taking(1.0, 4));
+    best.offer(plan_taking(1.0, 2));
+    best.offer(plan_taking(1.0, 8));  // the same step, a later label: refused
+    const auto kept = best.take();
+    REQUIRE(kept.size() == 2);
+    CHECK(kept[0].config.tp == 2);
+    CHECK(kept[1].config.tp == 4);
+  }
+  SECTION("a limit of 0 keeps none") {
+    BestPlans best(0, faster);
+    best.offer(plan_taking(1.0, 1));
+    CHECK(best.take().empty());
+  }
+  SECTION("the in-place permutation: 1,000 plans offered in a scrambled order, 100 kept") {
+    // Step i * 7 mod 1000 for i = 0..999 visits every step 0..999 once (7 and 1000 coprime),
+    // so the best 100 are exactly the steps 0..99 and the kept slots are scrambled over
+    // many cycles.
+    BestPlans best(100, faster);
+    for (int i = 0; i < 1000; ++i) best.offer(plan_taking((i * 7) % 1000, 1));
+    std::vector<double> expected(100);
+    for (int i = 0; i < 100; ++i) expected[static_cast<std::size_t>(i)] = i;
+    CHECK(steps_of(best.take()) == expected);
+  }
 }
