@@ -577,6 +577,14 @@ std::string bubble(const Model& model, const PlanResult& plan) {
     out += fmt::format("  interleaving cuts it {}x at {}x the point-to-point messages\n",
                        c.virtual_stages, c.virtual_stages);
   }
+  const DeferredOutputWgrad& d = e.output_wgrad;
+  if (d.calls > 0.0) {
+    out += fmt::format(
+        "  the output layer's weight gradients of {:g} calls wait for the drain (the stack's "
+        "defer_output_wgrad): {:.3f} s off the last stage's micro-batches, {:.3f} s run after "
+        "its last backward, {:.3f} s of them beyond the drain\n",
+        d.calls, d.saved_s, d.deferred_s, d.exposed_s);
+  }
   return out;
 }
 
@@ -651,6 +659,10 @@ std::string memory(const PlanResult& plan, double reserve_gib) {
   }
   if (m.pp_outputs_bytes > 0.0) {
     line("stage outputs kept", m.pp_outputs_bytes, "  (sent on, still held: the stack's pipeline)");
+  }
+  if (m.deferred_wgrad_bytes > 0.0) {
+    line("deferred output wgrads", m.deferred_wgrad_bytes,
+         "  (each deferred call's input and logits gradient, held until the drain)");
   }
   line("cuBLAS workspace", m.workspace_bytes, "");
   // The transients of the two moments; only the larger one is at the peak.

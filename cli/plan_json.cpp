@@ -151,7 +151,10 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                       {"overlap_contention_s", e.time.overlap_contention_s},
                       {"cp_comm_s", e.time.cp_comm_s},
                       {"ep_comm_s", e.time.ep_comm_s},
-                      {"amax_comm_s", e.time.amax_comm_s}};
+                      {"amax_comm_s", e.time.amax_comm_s},
+                      {"output_wgrad_saved_s", e.output_wgrad.saved_s},
+                      {"output_wgrad_deferred_s", e.output_wgrad.deferred_s},
+                      {"output_wgrad_exposed_s", e.output_wgrad.exposed_s}};
   json["memory_gib"] = Json{{"weights", mem.weights_bytes / kGib},
                             {"gradients", mem.gradients_bytes / kGib},
                             {"optimizer", mem.optimizer_bytes / kGib},
@@ -162,6 +165,7 @@ Json plan_json(const ReportContext& context, const PlanResult& plan) {
                             {"workspace", mem.workspace_bytes / kGib},
                             {"pp_buffers", mem.pp_buffers_bytes / kGib},
                             {"pp_outputs", mem.pp_outputs_bytes / kGib},
+                            {"deferred_wgrad", mem.deferred_wgrad_bytes / kGib},
                             {"tp_gather", mem.tp_gather_bytes / kGib},
                             {"cp_gather", mem.cp_gather_bytes / kGib},
                             {"recompute_working", mem.recompute_working_bytes / kGib},

@@ -344,6 +344,7 @@ LayerTime logits_time(const Gpu& gpu, const Model& model, const ParallelConfig& 
   time.forward_s = time.gemm_forward_s + hbm_time_s(gpu, loss.forward * logit_elems);
   time.backward_s = gemm_backward_time_s(gpu, dtype, logits, calibration) +
                     hbm_time_s(gpu, loss.backward * logit_elems);
+  time.output_wgrad_s = gemm_time_s(gpu, dtype, logits.weight_gradient(), calibration);
   return time;
 }
 
@@ -357,6 +358,7 @@ LayerTime output_head_time(const Gpu& gpu, const Model& model, const ParallelCon
   const KernelProfile profile = kernel_profile(gpu);
   const GemmShape projection = mtp_projection_gemm(model, config.micro_batch, config.tp).shape;
   head.gemm_forward_s *= passes;
+  head.output_wgrad_s *= passes;
   head.forward_s =
       passes * head.forward_s +
       model.mtp_layers * linear_gemm_time_s(gpu, precision, profile, projection, calibration);

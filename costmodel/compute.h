@@ -139,6 +139,10 @@ struct LayerTime {
   std::array<double, 4> gemm_fprop_s{};
   std::array<double, 4> gemm_dgrad_s{};
   std::array<double, 4> gemm_wgrad_s{};
+  /// The output layer's weight-gradient GEMM, in backward_s (each MTP pass's too): what
+  /// Megatron-Core's defer_embedding_wgrad_compute moves to the pipeline's flush (output_head_time
+  /// sets it; 0 in a decoder layer).
+  double output_wgrad_s = 0.0;
 };
 
 [[nodiscard]] LayerTime layer_time(const Gpu& gpu, const Model& model, const ParallelConfig& config,

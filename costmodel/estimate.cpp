@@ -48,6 +48,11 @@ struct StageTime {
   LayerTime cp_step;        ///< the layer before context parallelism: one ring step's attention
   double layers = 0.0;      ///< layers on the bottleneck stage
   double fill_ratio = 1.0;  ///< the bubble's share of the bottleneck's time (fill_drain_ratio)
+  /// The output layer's weight-gradient GEMM per micro-batch (on the last stage, whichever
+  /// stage sets the pace) and how much longer the last stage's micro-batch is than the next
+  /// slowest stage's (0 where it does not set the pace): deferred_output_wgrad's inputs.
+  double output_wgrad_s = 0.0;
+  double last_margin_s = 0.0;
   [[nodiscard]] double total_s() const { return forward_s + backward_s + recompute_s; }
 };
 
@@ -170,6 +175,8 @@ StageTime pick_stage(const StageParts& parts, const ParallelConfig& config, doub
   if (time.layers > 0.0) layer.recompute_s = time.recompute_s / time.layers;
   time.layer = layer;
   time.cp_step = parts.dense;
+  time.output_wgrad_s = logits.output_wgrad_s;
+  time.last_margin_s = config.pp > 1 && last_is_slowest ? last_s - layers_s(without) : 0.0;
   return time;
 }
 
@@ -640,6 +647,16 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.backward_s += hbm_time_s(gpu, copies.backward);
   out.amax = amax_step(config, model, stack, stage.layers, moe_share, m, placement, calibration);
 
+  // The output layer's deferred weight gradients leave the last stage's micro-batches before
+  // the bubble is taken, and fill its drain after (deferred_output_wgrad).
+  const DeferredOutputWgrad no_deferral;
+  const auto deferral = [&](double drain_idle_s) {
+    if (!stack.defer_output_wgrad) return no_deferral;
+    return deferred_output_wgrad(config.pp, stack.output_wgrad_deferral_limit, m,
+                                 1.0 + model.mtp_layers, stage.output_wgrad_s, stage.last_margin_s,
+                                 drain_idle_s);
+  };
+  out.time.backward_s -= deferral(0.0).saved_s;
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s +
@@ -648,6 +665,11 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.bubble_fill_ratio = stage.fill_ratio;
   out.time.bubble_s =
       bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s * stage.fill_ratio;
+  // The drain is the bubble's backward half: the last micro-batch's backward through the others.
+  const double stage_s = stage.total_s();
+  out.output_wgrad = deferral(
+      stage_s > 0.0 ? out.time.bubble_s * (stage.backward_s + stage.recompute_s) / stage_s : 0.0);
+  out.time.backward_s += out.output_wgrad.exposed_s;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
   out.optimizer.update_s =

@@ -5,6 +5,7 @@
 #include "costmodel/collective.h"
 #include "costmodel/model.h"
 #include "costmodel/parallel_config.h"
+#include "costmodel/pipeline.h"
 #include "costmodel/placement.h"
 #include "costmodel/stack.h"
 #include "topology/cluster.h"
@@ -51,6 +52,9 @@ struct MemoryBreakdown {
   /// Stage outputs kept after their send (Stack::pp_keeps_outputs: until their backward, or
   /// every micro-batch's until the step ends): boundary activations, the last stage's logits
   double pp_outputs_bytes = 0.0;
+  /// The last stage's deferred output-layer weight gradients (Stack::defer_output_wgrad): each
+  /// deferred call's input and output gradient, held until the flush (allocated in the step)
+  double deferred_wgrad_bytes = 0.0;
   /// Transients at the peak; the larger of the two moments counts (transient_bytes):
   double tp_gather_bytes = 0.0;  ///< the TP/SP-gathered layer input (both moments)
   /// moment 1: the layer's K/V gathered from every CP rank and its fp32 gradient buffers
@@ -168,6 +172,9 @@ struct Estimate {
   /// heads cuDNN does not train on the GPU (attention_run).
   AttentionKernel attention = AttentionKernel::cudnn;
   TimeBreakdown time;
+  /// The output layer's weight gradients deferred to the pipeline's flush (Stack::
+  /// defer_output_wgrad): saved_s is off backward_s, exposed_s in it; all 0 when not deferred.
+  DeferredOutputWgrad output_wgrad;
   OptimizerDetail optimizer;
   MemoryBreakdown memory;
   double model_flops = 0.0;         ///< per step, whole job, each useful FLOP once

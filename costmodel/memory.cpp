@@ -210,6 +210,12 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
         options.pp_keeps_outputs, boundary_bytes, micro_batch_logit_bytes(model, config, e),
         config.virtual_stages, micro_batches, stage_in_flight, last);
   }
+  // Megatron-Core's deferred output-layer weight gradients: each call keeps its input (the
+  // sequence-parallel shard) and its logits' gradient (b*s*V/t) until the flush.
+  if (last && config.pp > 1 && options.deferred_output_wgrad_calls > 0.0) {
+    memory.deferred_wgrad_bytes = options.deferred_output_wgrad_calls *
+                                  (e * sbh / sp + micro_batch_logit_bytes(model, config, e));
+  }
   memory.workspace_bytes = cublas_workspace_bytes(gpu);
   // Moment 1, a layer's backward: the TP/SP-gathered input, the rebuilt layer, ZeRO-3 units.
   memory.tp_gather_bytes = config.tp > 1 ? e * sbh : 0.0;
@@ -236,16 +242,16 @@ MemoryBreakdown stage_memory(const Gpu& gpu, const Model& model, const ParallelC
                            memory.weight_copies_bytes + memory.activations_bytes +
                            memory.workspace_bytes + memory.transient_bytes +
                            memory.pp_buffers_bytes + memory.pp_outputs_bytes +
-                           memory.reduce_scatter_kept_bytes;
+                           memory.deferred_wgrad_bytes + memory.reduce_scatter_kept_bytes;
   // Fragmentation is of what is allocated and freed within a step (activations, transients,
   // kept outputs); the states, the workspace and the receive buffers are allocated once. ZeRO-3
   // keeping the gathered weights and unsharded gradients over PP's micro-batches allocates them
   // in the step and frees them at its end: they churn too.
   const double churning_states = per_step_state_bytes(memory, config, options);
   memory.states_churn = churning_states > 0.0;
-  memory.fragmentation_bytes =
-      allocator_fragmentation_bytes(memory.activations_bytes + memory.transient_bytes +
-                                    memory.pp_outputs_bytes + churning_states);
+  memory.fragmentation_bytes = allocator_fragmentation_bytes(
+      memory.activations_bytes + memory.transient_bytes + memory.pp_outputs_bytes +
+      memory.deferred_wgrad_bytes + churning_states);
   memory.reserved_bytes =
       memory.allocated_bytes + memory.fragmentation_bytes + memory.stream_pool_bytes;
   memory.cuda_context_bytes = kCudaContextBytes;

@@ -159,6 +159,9 @@ void set_memory_verdict(MemoryBreakdown& memory, bool other_stages_fit = true);
 
 struct MemoryOptions {
   double reserve_gib = 0.0;  ///< extra headroom the user keeps free on each GPU
+  /// Output-layer calls whose weight gradient the last stage defers to the flush, each holding
+  /// its input and its output gradient until then (deferred_output_wgrad_calls; 0: none).
+  double deferred_output_wgrad_calls = 0.0;
   bool fused_attention = true;
   UnfusedSoftmax unfused_softmax = UnfusedSoftmax::transformer_engine;  ///< Stack::unfused_softmax
   double grad_buffer_bytes = kGradientBytesPerParameter;  ///< the stack's gradient dtype

@@ -198,6 +198,31 @@ double fill_drain_ratio(int pp, double first_s, double middle_s, double middles_
   return std::clamp(others_s / ((pp - 1.0) * bottleneck_s), 0.0, 1.0);
 }
 
+double deferred_output_wgrad_calls(int pp, int limit, long long micro_batches,
+                                   double calls_per_micro_batch) {
+  if (pp < 2 || micro_batches <= 0 || calls_per_micro_batch <= 0.0) return 0.0;
+  const double all_calls = static_cast<double>(micro_batches) * calls_per_micro_batch;
+  return limit <= 0 ? all_calls : std::min(static_cast<double>(limit), all_calls);
+}
+
+DeferredOutputWgrad deferred_output_wgrad(int pp, int limit, long long micro_batches,
+                                          double calls_per_micro_batch,
+                                          double wgrad_per_micro_batch_s, double last_margin_s,
+                                          double drain_idle_s) {
+  DeferredOutputWgrad out;
+  if (pp < 2 || micro_batches <= 0 || calls_per_micro_batch <= 0.0 ||
+      wgrad_per_micro_batch_s <= 0.0) {
+    return out;
+  }
+  out.calls = deferred_output_wgrad_calls(pp, limit, micro_batches, calls_per_micro_batch);
+  const double micro_batches_deferred = out.calls / calls_per_micro_batch;
+  out.saved_s =
+      micro_batches_deferred * std::min(wgrad_per_micro_batch_s, std::max(0.0, last_margin_s));
+  out.deferred_s = micro_batches_deferred * wgrad_per_micro_batch_s;
+  out.exposed_s = std::max(0.0, out.deferred_s - std::max(0.0, drain_idle_s));
+  return out;
+}
+
 double interleaved_chain_transfers(int pp, int virtual_stages) {
   return 2.0 * (static_cast<double>(pp) * virtual_stages - 1.0);
 }

@@ -57,6 +57,11 @@ MemoryOptions memory_options(const Cluster& cluster, const Model& model,
   const Stack& stack = options.stack;
   MemoryOptions memory;
   memory.reserve_gib = options.reserve_gib;
+  if (stack.defer_output_wgrad) {
+    memory.deferred_output_wgrad_calls = deferred_output_wgrad_calls(
+        config.pp, stack.output_wgrad_deferral_limit,
+        config.num_micro_batches(model.training.global_batch), 1.0 + model.mtp_layers);
+  }
   memory.fused_attention = is_fused(stack.attention);
   memory.unfused_softmax = stack.unfused_softmax;
   memory.grad_buffer_bytes = stack.buffer_bytes(model.training.dtype);

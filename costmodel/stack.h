@@ -30,6 +30,9 @@ enum class MoeDispatcher { alltoall, hybridep };
 /// `grad_2d[arange_1d, masked_target_1d] -= ...`), x grad r4 w4, cast r4 w2 = 14.
 inline constexpr double kCrossEntropyForwardBytesPerLogit = 38.0;
 inline constexpr double kCrossEntropyBackwardBytesPerLogit = 14.0;
+/// Largest output_wgrad_deferral_limit a stack file may set: past a step's calls any limit
+/// defers them all (as 0 does); the bound keeps the count far from an int's.
+inline constexpr int kMaxOutputWgradDeferralLimit = 1000000;
 
 /// Forward HBM bytes per element of the elementwise ops whose kernels differ between fused code
 /// (Megatron/Transformer Engine, torch.compile: the defaults) and PyTorch eager (each op its own
@@ -328,6 +331,17 @@ struct Stack {
   /// @core_v0.12.0; shared_experts.py L107-226): their GEMMs hide that much of each MoE
   /// layer's all-to-all time, forward, backward and recomputed.
   bool moe_shared_expert_overlap = false;
+  /// The last pipeline stage keeps the output layer's weight-gradient GEMM of its first
+  /// `output_wgrad_deferral_limit` calls (0: every call) and runs them after its last backward,
+  /// while the other stages drain (Megatron-Core defer_embedding_wgrad_compute /
+  /// wgrad_deferral_limit, default False / 0: model_parallel_config.py L277-286 @core_r0.12.0;
+  /// each call's input kept, tensor_parallel/layers.py L928-934, and its output gradient,
+  /// L451-457; run by utils.py drain_embedding_wgrad_compute from pipeline_parallel/
+  /// schedules.py finish_embedding_wgrad_compute). Megatron-Core refuses it without a pipeline
+  /// (model_parallel_config.py L367-370): priced at PP > 1 only (pipeline.h
+  /// deferred_output_wgrad, memory.h deferred_wgrad_bytes).
+  bool defer_output_wgrad = false;
+  int output_wgrad_deferral_limit = 0;
   /// Megatron-Core's fused token permutation (--moe-permute-fusion: TE's fused_permute /
   /// fused_unpermute; default False, transformer_config.py L449 @core_r0.12.0). Without it the
   /// unpermutation multiplies the rows by their routing probabilities, zero-fills the output

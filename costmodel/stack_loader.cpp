@@ -93,6 +93,8 @@ const std::vector<std::string> kStackKeys = {
     "ep_overlap",
     "ep_overlap_delay_wgrad",
     "moe_shared_expert_overlap",
+    "defer_output_wgrad",
+    "output_wgrad_deferral_limit",
     "moe_permute_fusion",
     "moe_fp8_padding_copies",
     "moe_dispatcher",
@@ -260,6 +262,8 @@ Stack file_defaults() {
   s.ep_overlap = false;
   s.ep_overlap_delay_wgrad = false;
   s.moe_shared_expert_overlap = false;
+  s.defer_output_wgrad = false;
+  s.output_wgrad_deferral_limit = 0;
   s.moe_permute_fusion = false;
   s.moe_fp8_padding_copies = false;
   s.fp8_param_gather_needs_dp_shard = false;
@@ -518,6 +522,17 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.ep_overlap_delay_wgrad = m.optional_bool("ep_overlap_delay_wgrad", d.ep_overlap_delay_wgrad);
   s.moe_shared_expert_overlap =
       m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
+  s.defer_output_wgrad = m.optional_bool("defer_output_wgrad", d.defer_output_wgrad);
+  s.output_wgrad_deferral_limit = static_cast<int>(m.optional_int(
+      "output_wgrad_deferral_limit", d.output_wgrad_deferral_limit, Range::non_negative));
+  // Megatron-Core: "this argument is invalid if `defer_embedding_wgrad_compute` is False".
+  if (m.has("output_wgrad_deferral_limit") && !s.defer_output_wgrad) {
+    m.fail("output_wgrad_deferral_limit", "needs defer_output_wgrad: true");
+  }
+  if (s.output_wgrad_deferral_limit > kMaxOutputWgradDeferralLimit) {
+    m.fail("output_wgrad_deferral_limit",
+           fmt::format("expected at most {} (0 defers every call)", kMaxOutputWgradDeferralLimit));
+  }
   s.moe_permute_fusion = m.optional_bool("moe_permute_fusion", d.moe_permute_fusion);
   s.moe_fp8_padding_copies = m.optional_bool("moe_fp8_padding_copies", d.moe_fp8_padding_copies);
   s.moe_dispatcher = static_cast<MoeDispatcher>(

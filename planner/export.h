@@ -153,6 +153,10 @@ struct StackSwitches {
   /// fallback for heads it does not train (Estimate::attention differs from the stack's), or a
   /// stack stating `unfused` with `unfused_softmax: transformer_engine`. The layers are TE's.
   bool te_unfused_attention = false;
+  /// The output layer's weight gradients deferred to the pipeline's flush, and of how many
+  /// calls (0: all), as priced (Stack::defer_output_wgrad; nothing at PP 1).
+  bool defer_output_wgrad = false;
+  int output_wgrad_deferral_limit = 0;
 };
 /// What `stack` ran for the split `config` (its reduction dtype depends on the split: a ZeRO
 /// optimizer's at PP 1, Stack::reduce_bytes).
@@ -168,7 +172,9 @@ struct StackSwitches {
           .delay_wgrad = stack.ep_overlap_delay_wgrad,
           .hybridep = stack.moe_dispatcher == MoeDispatcher::hybridep,
           .grad_reduce_bytes = stack.reduce_bytes(dtype, config) < 4 ? 2 : 4,
-          .attention = stack.attention};
+          .attention = stack.attention,
+          .defer_output_wgrad = stack.defer_output_wgrad && config.pp > 1,
+          .output_wgrad_deferral_limit = stack.output_wgrad_deferral_limit};
 }
 
 struct Export {

@@ -286,7 +286,10 @@ std::string megatron_text(const Input& in, const Launch& launch) {
        "\n";
   t += vocab_padding_note(in.model, in.config.tp);
   t += placement_comment(launch, "#") + p2p_overlap_note(in.config, in.switches, "#") +
-       triton_attention_note(in.switches.attention, "Megatron-Core");
+       triton_attention_note(in.switches.attention, "Megatron-Core") +
+       // Megatron-Core's defer_embedding_wgrad_compute has no argument in
+       // megatron/training/arguments.py (core_v0.19.0), so the config keeps its False.
+       deferred_wgrad_note(in.switches, "Megatron-LM's arguments have no flag for it", "#");
   // Before Blackwell, TP or CP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1413-1437)
   // but with Megatron-FSDP, which asserts it is not 1 (arguments.py:1143), and with the
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1

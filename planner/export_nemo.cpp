@@ -159,6 +159,13 @@ std::string overlaps(const Input& in) {
     const bool exposed = runs_p2p_exposed(c, s);
     args += std::string(", overlap_p2p_comm=") + yes(!exposed) + ", batch_p2p_comm=" + yes(exposed);
   }
+  // Megatron-Core's defer_embedding_wgrad_compute, as NeMo's performance recipes pass it
+  // (recipes/llama3_70b.py L234-235 @d2b21556; callback fields megatron_comm_overlap.py L57-58
+  // @v2.4.0).
+  if (s.defer_output_wgrad) {
+    args += ", defer_embedding_wgrad_compute=True, wgrad_deferral_limit=" +
+            std::to_string(s.output_wgrad_deferral_limit);
+  }
   if (c.dp * c.cp > 1) {
     args += std::string(", overlap_grad_reduce=") + yes(s.dp_overlap_grad_reduce) +
             ", overlap_param_gather=" + yes(overlaps_param_gather(c, s));

@@ -210,7 +210,14 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
        str(in.model.vocab) +
        "; trainer.max_steps; model.optim.lr and "
        "sched; exp_manager\n";
-  t += placement_comment(launch, "#") + triton_attention_note(in.switches.attention, "NeMo");
+  // ModelParallelConfig takes model.defer_embedding_wgrad_compute (megatron_base_model.py
+  // L1253-1256 @v2.4.0) but refuses it without gradient_accumulation_fusion, which this file
+  // leaves at the conf's False (model_parallel_config.py L375-378 @core_v0.13.0): not written.
+  t += placement_comment(launch, "#") + triton_attention_note(in.switches.attention, "NeMo") +
+       deferred_wgrad_note(in.switches,
+                           "this file leaves it off (NeMo's ModelParallelConfig refuses it "
+                           "without gradient_accumulation_fusion, which stays false here)",
+                           "#");
   // One device connection with TP or CP, as Megatron-LM asserts before Blackwell (arguments.py
   // L1413-1437) and userbuffers need.
   const ParallelConfig& c = in.config;

@@ -436,3 +436,46 @@ TEST_CASE("the pipeline's scatter undone: blocking TP all-gathers of each receiv
   CHECK(estimate(test::round_cluster(), model, sp, round_placement(), nullptr, options)
             .tp.pipe_gathers_per_step == 0.0);
 }
+
+TEST_CASE("the output layer's deferred weight gradients leave the last stage for the drain",
+          "[estimate][pipeline]") {
+  const Gpu gpu = test::round_gpu();
+  Model model = test::small_model();
+  const ParallelConfig config = test::small_config();  // pp 2, m 4, tp 2, micro-batch 1
+  // The output layer's weight gradient is its own GEMM of the logits' shape, in backward_s;
+  // an MTP pass runs it again.
+  const LayerTime logits = logits_time(gpu, model, config);
+  const double wgrad_s =
+      gemm_time_s(gpu, Dtype::bf16, logits_gemm(model, 1, 2).shape.weight_gradient());
+  CHECK(logits.output_wgrad_s == Approx(wgrad_s));
+  CHECK(logits.output_wgrad_s < logits.backward_s);
+  Model mtp = model;
+  mtp.mtp_layers = 1;
+  CHECK(output_head_time(gpu, mtp, config).output_wgrad_s == Approx(2.0 * wgrad_s));
+
+  EstimateOptions options;
+  const Estimate off =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(off.output_wgrad.calls == 0.0);
+  options.stack.defer_output_wgrad = true;
+  options.stack.output_wgrad_deferral_limit = 3;  // 3 of the step's 4 calls
+  const Estimate on =
+      estimate(test::round_cluster(), model, config, round_placement(), nullptr, options);
+  CHECK(on.output_wgrad.calls == 3.0);
+  CHECK(on.output_wgrad.deferred_s == Approx(3.0 * wgrad_s));
+  // The last stage (its layers and the output layer) sets this pipeline's pace, so each
+  // deferred micro-batch is shorter by its wgrad, at most by the last stage's margin.
+  CHECK(on.output_wgrad.saved_s > 0.0);
+  CHECK(on.output_wgrad.saved_s <= 3.0 * wgrad_s * (1 + 1e-12));
+  CHECK(on.output_wgrad.exposed_s <= on.output_wgrad.deferred_s);
+  CHECK(on.time.backward_s ==
+        Approx(off.time.backward_s - on.output_wgrad.saved_s + on.output_wgrad.exposed_s));
+  CHECK(on.time.step_s < off.time.step_s);
+  // Without a pipeline Megatron-Core refuses it; priced as nothing.
+  ParallelConfig one = config;
+  one.pp = 1;
+  one.dp = 2;
+  const Placement flat = default_placement(test::round_cluster(), one);
+  CHECK(estimate(test::round_cluster(), model, one, flat, nullptr, options).output_wgrad.calls ==
+        0.0);
+}

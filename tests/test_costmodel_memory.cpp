@@ -714,3 +714,32 @@ TEST_CASE("may_fit: estimate()'s memory verdict without the time; a floor under 
   CHECK(does_not > 0);
   CHECK(gathered == 4);  // torchtitan's four CP 8 plans
 }
+
+TEST_CASE("the last stage holds its deferred output-layer weight gradients' operands", "[memory]") {
+  // The term-by-term PP case above (t = 2 without SP, p = 2, m = 4, b*s = 32, s*b*h = 2048),
+  // whose last stage is the peak (1415552 + the 4 MiB workspace). Three deferred calls each
+  // keep the output layer's input, 2 x 2048 = 4096 bytes (no SP: the whole of it), and its
+  // logits' gradient, 2 x 32 x 1000 / 2 = 32000: 3 x 36096 = 108288 more, and they churn.
+  const Model model = test::small_model();
+  const ParallelConfig config = test::small_config();
+  MemoryOptions options;
+  options.fused_attention = false;
+  options.unfused_softmax = kMegatron;
+  options.loss_bytes_per_logit = 12.0;
+  options.pp_recv_buffers_per_micro_batch = true;
+  options.pp_keeps_outputs = PpKeptOutputs::all;
+  options.deferred_output_wgrad_calls = 3.0;
+  const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
+  CHECK(peak.deferred_wgrad_bytes == Approx(108288.0));
+  CHECK(peak.allocated_bytes == Approx(1415552.0 + 4194304.0 + 108288.0));
+  CHECK(peak.fragmentation_bytes == Approx((381440.0 + 108288.0) * 0.15 / 0.85));
+  // With sequence parallelism the input kept is the rank's shard: 4096 / 2 = 2048 a call.
+  ParallelConfig sp = config;
+  sp.sequence_parallel = true;
+  CHECK(peak_memory(test::round_gpu(), model, sp, options).deferred_wgrad_bytes ==
+        Approx(3 * (2048.0 + 32000.0)));
+  // Without a pipeline there is no flush to defer to.
+  ParallelConfig one = config;
+  one.pp = 1;
+  CHECK(peak_memory(test::round_gpu(), model, one, options).deferred_wgrad_bytes == 0.0);
+}

@@ -364,3 +364,35 @@ TEST_CASE("end stages set: the pinned split, its rules and the lighter ends sear
   // 10 would launch as 8 x4).
   CHECK_FALSE(ends_only_split(32, 4, 1, StageLayers{10, 6, 10}));
 }
+
+TEST_CASE("deferred output-layer weight gradients: off the last stage, into the drain",
+          "[pipeline]") {
+  // PP 8, 64 micro-batches, one output-layer call each, its wgrad 7 ms; the last stage 20 ms
+  // longer than the next slowest a micro-batch; a drain of 120 ms.
+  // Limit 22: 22 calls wait; each of their micro-batches loses min(7, 20) = 7 ms -> 154 ms
+  // saved; 22 x 7 = 154 ms run after the last backward, 154 - 120 = 34 ms beyond the drain.
+  const DeferredOutputWgrad d = deferred_output_wgrad(8, 22, 64, 1.0, 0.007, 0.020, 0.120);
+  CHECK(d.calls == 22.0);
+  CHECK(d.saved_s == Approx(0.154));
+  CHECK(d.deferred_s == Approx(0.154));
+  CHECK(d.exposed_s == Approx(0.034));
+  // Limit 0 is Megatron-Core's "every micro-batch": 64 x 7 = 448 ms, 328 ms beyond the drain.
+  const DeferredOutputWgrad all = deferred_output_wgrad(8, 0, 64, 1.0, 0.007, 0.020, 0.120);
+  CHECK(all.calls == 64.0);
+  CHECK(all.exposed_s == Approx(0.448 - 0.120));
+  // A last stage only 3 ms longer than the others saves 3 ms a deferred micro-batch: 66 ms.
+  CHECK(deferred_output_wgrad(8, 22, 64, 1.0, 0.007, 0.003, 0.120).saved_s == Approx(0.066));
+  // Not the pace-setter (margin 0): nothing saved, the drain still holds them.
+  const DeferredOutputWgrad lighter = deferred_output_wgrad(8, 22, 64, 1.0, 0.007, 0.0, 0.2);
+  CHECK(lighter.saved_s == 0.0);
+  CHECK(lighter.exposed_s == 0.0);
+  // A limit above the step's calls defers them all; MTP's second pass doubles the calls (a
+  // micro-batch's wgrad covers both): limit 22 of 2 x 8 = 16 calls -> all 16, 8 micro-batches.
+  CHECK(deferred_output_wgrad(4, 22, 8, 2.0, 0.014, 1.0, 0.0).calls == 16.0);
+  CHECK(deferred_output_wgrad(4, 22, 8, 2.0, 0.014, 1.0, 0.0).deferred_s == Approx(8 * 0.014));
+  CHECK(deferred_output_wgrad(4, 5, 8, 2.0, 0.014, 1.0, 0.0).deferred_s == Approx(2.5 * 0.014));
+  // Megatron-Core refuses it without a pipeline: none at PP 1.
+  CHECK(deferred_output_wgrad(1, 22, 64, 1.0, 0.007, 0.020, 0.120).calls == 0.0);
+  CHECK(deferred_output_wgrad_calls(1, 0, 64, 1.0) == 0.0);
+  CHECK(deferred_output_wgrad_calls(2, 0, 64, 1.0) == 64.0);
+}

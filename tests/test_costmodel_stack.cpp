@@ -937,3 +937,27 @@ TEST_CASE("FP8 attention takes only the heads cuDNN's FP8 kernels train", "[stac
   model.training.fp8.attention = false;  // 16-bit attention: FlashAttention 2 on B200, priced
   CHECK_NOTHROW(check_stack_for_model(core, model, gpu_preset("b200")));
 }
+
+TEST_CASE("stack: the output layer's deferred weight gradients", "[stack]") {
+  // Megatron-Core's default (False) in every preset; a stack file turns it on with its limit.
+  for (const char* name : {"megatron-core", "megatron-core-perf", "megatron-2021"}) {
+    CHECK_FALSE(stack_preset(name).defer_output_wgrad);
+  }
+  const std::string head = "name: x\nattention: flash\ntp_overlap: none\n";
+  const Stack s =
+      load_stack(head + "defer_output_wgrad: true\noutput_wgrad_deferral_limit: 22\n", "s.yaml");
+  CHECK(s.defer_output_wgrad);
+  CHECK(s.output_wgrad_deferral_limit == 22);
+  CHECK(load_stack(head + "defer_output_wgrad: true\n", "s.yaml").output_wgrad_deferral_limit ==
+        0);  // Megatron-Core's 0: every call
+  // "this argument is invalid if defer_embedding_wgrad_compute is False"
+  CHECK_THROWS_WITH(load_stack(head + "output_wgrad_deferral_limit: 22\n", "s.yaml"),
+                    "s.yaml:4: output_wgrad_deferral_limit: needs defer_output_wgrad: true");
+  CHECK_THROWS_WITH(
+      load_stack(head + "defer_output_wgrad: true\noutput_wgrad_deferral_limit: -1\n", "s.yaml"),
+      Catch::Contains("s.yaml:5: output_wgrad_deferral_limit"));
+  CHECK_THROWS_WITH(
+      load_stack(head + "defer_output_wgrad: true\noutput_wgrad_deferral_limit: 1000001\n",
+                 "s.yaml"),
+      "s.yaml:5: output_wgrad_deferral_limit: expected at most 1000000 (0 defers every call)");
+}

@@ -1470,3 +1470,31 @@ TEST_CASE("RoPE's base and Q/K norm are written: Megatron's defaults are another
   CHECK_FALSE(
       has(export_plan(parse_release("megatron"), cluster, gpt_style(), c).text, "--rotary-base"));
 }
+
+TEST_CASE(
+    "the output layer's deferred weight gradients: NeMo's callback writes them, the others "
+    "say they run in each backward",
+    "[export]") {
+  const Cluster cluster = cluster_of(4);
+  const Model m = llama8b();
+  // As stack_switches passes a stack with defer_output_wgrad and limit 22 on TP2 PP4.
+  const StackSwitches deferred{.defer_output_wgrad = true, .output_wgrad_deferral_limit = 22};
+  const ParallelConfig pp4 = config_of({2, 4, 1}, 1, Recompute::none, true);
+  const std::string nemo = emitted(parse_release("nemo"), cluster, m, pp4, deferred);
+  CHECK(has(nemo, ", defer_embedding_wgrad_compute=True, wgrad_deferral_limit=22"));
+  const std::string mlm = emitted(parse_release("megatron"), cluster, m, pp4, deferred);
+  CHECK(has(mlm,
+            "# the plan was priced with the output layer's weight gradients of the first 22 "
+            "micro-batches deferred to the pipeline's flush"));
+  CHECK(has(mlm, "Megatron-LM's arguments have no flag for it"));
+  // Not deferred: neither written nor said.
+  CHECK_FALSE(has(emitted(parse_release("nemo"), cluster, m, pp4, {}), "defer"));
+  CHECK_FALSE(has(emitted(parse_release("megatron"), cluster, m, pp4, {}), "deferred"));
+  // stack_switches passes it only with a pipeline (Megatron-Core refuses it at PP 1).
+  Stack stack = stack_preset("megatron-core-perf");
+  stack.defer_output_wgrad = true;
+  stack.output_wgrad_deferral_limit = 22;
+  CHECK(stack_switches(stack, false, Dtype::bf16, pp4).defer_output_wgrad);
+  const ParallelConfig flat = config_of({2, 1, 1}, 1, Recompute::none, true);
+  CHECK_FALSE(stack_switches(stack, false, Dtype::bf16, flat).defer_output_wgrad);
+}
