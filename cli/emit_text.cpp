@@ -195,6 +195,9 @@ namespace {
       return "NeMo raises 'fp16 training is not yet supported with O2' unless the optimizer is "
              "its distributed Adam (megatron_base_model.py L870-881), and without O2 the "
              "weights stay fp32 under autocast, which the plan did not price";
+    case RefusalKind::fp8_fsdp:
+      return "NeMo 1.x writes ZeRO-3 as torch FSDP and raises 'Torch FSDP does not support "
+             "FP8.' when the model is built (megatron_base_model.py L1089-1090)";
     default:
       return "";
   }

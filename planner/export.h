@@ -75,6 +75,7 @@ enum class RefusalKind {
   ep_overlap,            ///< the combined 1F1B (stack ep_overlap): only megatron writes it
   moe_dispatcher,        ///< HybridEP (stack moe_dispatcher): no target writes the flex dispatcher
   fp16_unsharded,        ///< fp16 at ZeRO-0 (nemo-hydra: O2 needs the distributed Adam in fp16)
+  fp8_fsdp,              ///< FP8 with ZeRO-3 (nemo-hydra: torch FSDP, which NeMo 1.x refuses)
   rank_order,            ///< a tp-pp-dp placement where the release lays ranks out tp-dp-pp only
   qk_norm,               ///< per-head Q/K norm, which the release has no switch for
   bf16_unsharded,        ///< bf16 at ZeRO-0 with fp32 gradients (DeepSpeed has no such optimizer)

@@ -72,7 +72,13 @@ std::string model_flags(const Model& m) {
   if (m.explicit_head_dim > 0) t += flag("--kv-channels", str(m.explicit_head_dim));
   t += flag("--ffn-hidden-size", str(m.ffn_hidden));
   if (m.ffn == FfnKind::swiglu) t += flag("--swiglu");
-  if (m.ffn == FfnKind::relu2) t += flag("--squared-relu");
+  if (m.ffn == FfnKind::relu2) {
+    t += flag("--squared-relu");
+    // The non-SwiGLU fusion follows --bias-gelu-fusion (default on; argument_utils.py L315-322
+    // @core_v0.19.0), which TransformerConfig refuses for any activation but GELU, SiLU and
+    // quick-GELU (transformer_config.py L2114-2119); --disable-bias-linear already turns it off.
+    if (m.bias) t += flag("--no-bias-gelu-fusion");
+  }
   t += flag("--normalization", m.norm == NormKind::rmsnorm ? "RMSNorm" : "LayerNorm");
   if (!m.bias) t += flag("--disable-bias-linear");
   t += flag("--position-embedding-type", m.learned_positions ? "learned_absolute" : "rope");

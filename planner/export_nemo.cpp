@@ -166,7 +166,21 @@ std::string overlaps(const Input& in) {
     args += ", defer_embedding_wgrad_compute=True, wgrad_deferral_limit=" +
             std::to_string(s.output_wgrad_deferral_limit);
   }
-  if (c.dp * c.cp > 1) {
+  // Megatron-FSDP (ZeRO-2/3 here) asserts the gradient reduction overlapped, and at ZeRO-3
+  // the parameter gather too (custom_fsdp/fully_sharded_data_parallel.py L201-204
+  // @core_v0.13.0), at any DP size: written on, and said where the plan priced them exposed.
+  std::string fsdp_note;
+  if (c.zero >= 2) {
+    const bool gather = c.zero == 3 || overlaps_param_gather(c, s);
+    args += std::string(", overlap_grad_reduce=True, overlap_param_gather=") + yes(gather);
+    if (c.dp * c.cp > 1 &&
+        (!s.dp_overlap_grad_reduce || (c.zero == 3 && !overlaps_param_gather(c, s)))) {
+      fsdp_note =
+          "# DP: Megatron-FSDP asserts its overlaps (custom_fsdp/fully_sharded_data_parallel.py "
+          "L201-204 in NeMo v2.4.0's Megatron-Core), so this launch overlaps the DP collectives "
+          "the plan was priced with exposed\n";
+    }
+  } else if (c.dp * c.cp > 1) {
     args += std::string(", overlap_grad_reduce=") + yes(s.dp_overlap_grad_reduce) +
             ", overlap_param_gather=" + yes(overlaps_param_gather(c, s));
   }
@@ -174,7 +188,7 @@ std::string overlaps(const Input& in) {
       "\n# the overlaps the plan was priced with (without this callback NeMo overlaps "
       "no TP or pipeline transfer), in place of the recipe's own and of DeepEP's dispatcher (the "
       "plan's all-to-all is NCCL's)\n" +
-      p2p_overlap_note(c, s, "#") +
+      p2p_overlap_note(c, s, "#") + fsdp_note +
       "recipe.trainer.callbacks = [c for c in recipe.trainer.callbacks or [] if "
       "c.__fn_or_cls__.__name__ not in (\"DeepEPCallback\", \"MegatronCommOverlapCallback\")]\n"
       "recipe.trainer.callbacks.append(run.Config(MegatronCommOverlapCallback" +

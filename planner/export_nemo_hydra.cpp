@@ -51,6 +51,12 @@ std::string shape(const Model& m) {
       line(2, "activation", activation(m.ffn)) +
       line(2, "normalization", m.norm == NormKind::rmsnorm ? "rmsnorm" : "layernorm") +
       line(2, "bias", yes(m.bias)) +
+      // The conf fuses the bias into the activation (bias_activation_fusion: True,
+      // megatron_gpt_config.yaml L158 @v2.4.0), which TransformerConfig refuses for squared ReLU
+      // and for a GELU without linear biases (transformer_config.py L1043-1057 @core_v0.13.0).
+      (m.ffn == FfnKind::relu2 || (m.ffn == FfnKind::gelu && !m.bias)
+           ? line(2, "bias_activation_fusion", "false")
+           : "") +
       line(2, "position_embedding_type", m.learned_positions ? "learned_absolute" : "rope") +
       // RoPE's base: cfg.get('rotary_base', 10000) (megatron_gpt_model.py L510 @v2.4.0).
       (m.learned_positions ? "" : line(2, "rotary_base", str(m.rope_base))) +
@@ -107,7 +113,19 @@ std::string attention_backend(const Model& m, const ParallelConfig& c, const Sta
 /// The TP overlap as priced: userbuffers (ub_tp_comm_overlap, with TP > 1 and SP). No
 /// interleaved schedule runs here (nemo_hydra_limit), so no pipeline transfer overlap either.
 std::string comm_overlaps(const ParallelConfig& c, const StackSwitches& s) {
-  return writes_userbuffers(c, s) ? line(2, "ub_tp_comm_overlap", "true") : std::string();
+  if (!writes_userbuffers(c, s)) return "";
+  // Under torch FSDP (ZeRO-3) the model switches them off: "Userbuffer tensor-parallel
+  // communication overlap is not available with FSDP" (megatron_base_model.py L1081-1087
+  // @v2.4.0): not written, and said (fsdp_userbuffers_note).
+  return c.zero == 3 ? std::string() : line(2, "ub_tp_comm_overlap", "true");
+}
+
+/// The TP userbuffers the plan was priced with, which NeMo 1.x turns off under torch FSDP.
+std::string fsdp_userbuffers_note(const ParallelConfig& c, const StackSwitches& s) {
+  if (c.zero != 3 || !writes_userbuffers(c, s)) return "";
+  return "# TP: the plan was priced with Transformer Engine's userbuffers beside the GEMMs; "
+         "NeMo 1.x turns them off under torch FSDP (ZeRO-3: megatron_base_model.py L1081-1087), "
+         "so this launch runs its TP collectives without them\n";
 }
 
 std::string parallel(const Model& model, const ParallelConfig& c, RankOrder order) {
@@ -193,6 +211,13 @@ std::optional<Limit> nemo_hydra_limit(const Input& in) {
     fixed.zero = 2;
     return limit(RefusalKind::sharding_with_pp, fixed);
   }
+  // ZeRO-3 is torch FSDP here, which the model refuses with FP8: "Torch FSDP does not support
+  // FP8." (megatron_base_model.py L1089-1090 @v2.4.0); ZeRO-2's distributed Adam runs it.
+  if (in.config.zero == 3 && in.model.training.dtype == Dtype::fp8) {
+    ParallelConfig fixed = in.config;
+    fixed.zero = 2;
+    return limit(RefusalKind::fp8_fsdp, fixed);
+  }
   // O2 in fp16 needs the distributed Adam (ZeRO-1/2 here): fused_adam raises "fp16 training is
   // not yet supported with O2" (megatron_base_model.py L870-881 @v2.4.0).
   if (in.model.training.dtype == Dtype::fp16 && in.config.zero == 0) {
@@ -214,6 +239,7 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
   // L1253-1256 @v2.4.0) but refuses it without gradient_accumulation_fusion, which this file
   // leaves at the conf's False (model_parallel_config.py L375-378 @core_v0.13.0): not written.
   t += placement_comment(launch, "#") + triton_attention_note(in.switches.attention, "NeMo") +
+       fsdp_userbuffers_note(in.config, in.switches) +
        deferred_wgrad_note(in.switches,
                            "this file leaves it off (NeMo's ModelParallelConfig refuses it "
                            "without gradient_accumulation_fusion, which stays false here)",

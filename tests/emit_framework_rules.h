@@ -182,6 +182,13 @@ inline std::string megatron_rules(const std::string& text, const Model& m, const
     return "TP/CP needs CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1437)";
   }
   if (auto bad = megatron_moe_rules(s, m, c); !bad.empty()) return bad;
+  // argument_utils.py L315-322: the non-SwiGLU bias fusion follows --bias-gelu-fusion (on unless
+  // --no-bias-gelu-fusion or --disable-bias-linear, arguments.py L1550-1551);
+  // transformer_config.py L2114-2119 refuses it with squared ReLU.
+  if (s.count("--squared-relu") && !s.count("--no-bias-gelu-fusion") &&
+      !s.count("--disable-bias-linear")) {
+    return "bias_activation_fusion with squared ReLU (transformer_config.py:2114-2119)";
+  }
   // 1401-1402: TP communication overlap (userbuffers) only with sequence parallelism.
   if (s.count("--tp-comm-overlap") && !s.count("--sequence-parallel")) {
     return "--tp-comm-overlap without sequence parallelism (arguments.py:1401)";
@@ -345,6 +352,12 @@ inline std::string nemo_rules(const std::string& text, const Model& m, const Par
   if (on("overlap_param_gather") && (!on("overlap_grad_reduce") || c.zero < 1)) {
     return "parameter gather overlap";
   }
+  // Megatron-FSDP asserts the gradient reduction overlapped (optim_grads, optim_grads_params)
+  // and the parameter gather too (optim_grads_params): custom_fsdp/fully_sharded_data_parallel.py
+  // L201-204 @core_v0.13.0. The callback writes them into the DDP config before the wrap.
+  if (fsdp && (!on("overlap_grad_reduce") || (c.zero == 3 && !on("overlap_param_gather")))) {
+    return "Megatron-FSDP without its overlaps (fully_sharded_data_parallel.py:201-204)";
+  }
   return world_mismatch(num(s, "recipe.trainer.num_nodes"), num(s, "recipe.trainer.devices"), c);
 }
 
@@ -386,6 +399,21 @@ inline std::string nemo_hydra_rules(const std::string& text, const Model& m,
     return "ub_tp_comm_overlap";
   }
   if (on("model.fp8") && !on("model.transformer_engine")) return "fp8 without TE";
+  // megatron_base_model.py L1089-1090: "Torch FSDP does not support FP8."; L1081-1087: FSDP
+  // switches the TP userbuffers off (the launch would not run what was priced).
+  if (on("model.fsdp") && on("model.fp8")) return "FSDP with FP8 (megatron_base_model.py:1089)";
+  if (on("model.fsdp") && on("model.ub_tp_comm_overlap")) {
+    return "userbuffers under FSDP, switched off (megatron_base_model.py:1081-1087)";
+  }
+  // The conf fuses the bias into the activation (megatron_gpt_config.yaml L158), which
+  // transformer_config.py L1043-1057 @core_v0.13.0 refuses for squared ReLU and for a GELU
+  // without linear biases.
+  const bool bias_fused =
+      s.count("model.bias_activation_fusion") == 0 || on("model.bias_activation_fusion");
+  const std::string act = s.at("model.activation");
+  if (bias_fused && (act == "squared-relu" || (act == "gelu" && !on("model.bias")))) {
+    return "bias_activation_fusion with " + act + " (transformer_config.py:1043-1057)";
+  }
   if (on("model.overlap_p2p_comm") && on("model.batch_p2p_comm")) return "p2p overlap";
   if (s.count("model.overlap_p2p_comm") != 0 && !on("model.overlap_p2p_comm") && c.pp < 3) {
     return "interleaved p2p exposed at PP 2";

@@ -1498,3 +1498,60 @@ TEST_CASE(
   const ParallelConfig flat = config_of({2, 1, 1}, 1, Recompute::none, true);
   CHECK_FALSE(stack_switches(stack, false, Dtype::bf16, flat).defer_output_wgrad);
 }
+
+TEST_CASE(
+    "a review's launches that would not start: FSDP with FP8 or userbuffers under NeMo 1.x, "
+    "Megatron-FSDP without its overlaps, squared ReLU and bias-free GELU with the bias "
+    "fusion",
+    "[export]") {
+  const Cluster cluster = cluster_of(8);
+  const Release& hydra = parse_release("nemo-hydra");
+  const Release& nemo = parse_release("nemo");
+  const Release& mlm = parse_release("megatron");
+  auto run = [&](const Release& r, const Model& m, const ParallelConfig& c,
+                 const StackSwitches& s) {
+    return export_plan(r, cluster, m, c, SelectiveKind::attention, CpKind::p2p, s);
+  };
+  // FP8 at ZeRO-3 under nemo-hydra: torch FSDP, which NeMo 1.x refuses with FP8; the nearest
+  // plan is ZeRO-2's distributed Adam, which emits and passes.
+  Model fp8 = llama8b();
+  fp8.training.dtype = Dtype::fp8;
+  const ParallelConfig zero3 = config_of({1, 1, 64}, 3, Recompute::none, false);
+  const Export refused = run(hydra, fp8, zero3, {});
+  REQUIRE(refused.refusal.has_value());
+  CHECK(refused.refusal->reason.kind == RefusalKind::fp8_fsdp);
+  REQUIRE(refused.refusal->nearest.has_value());
+  CHECK(refused.refusal->nearest->zero == 2);
+  CHECK(emitted(hydra, cluster, fp8, *refused.refusal->nearest, {}) != "");
+  // Userbuffers priced at ZeRO-3 (TP 8 with SP): NeMo 1.x turns them off under FSDP; not
+  // written, and said.
+  const ParallelConfig tp8 = config_of({8, 1, 8}, 3, Recompute::none, true);
+  const StackSwitches ub{.tp_userbuffers = true};
+  const std::string fsdp_ub = emitted(hydra, cluster, llama8b(), tp8, ub);
+  CHECK_FALSE(has(fsdp_ub, "ub_tp_comm_overlap"));
+  CHECK(has(fsdp_ub, "NeMo 1.x turns them off under torch FSDP"));
+  // Megatron-FSDP under nemo: both overlaps written on at ZeRO-3 whatever the stack priced (its
+  // asserts), said where the plan had them exposed; at DP 1 too, where the callback would
+  // leave them off.
+  const StackSwitches exposed_dp{.dp_overlap_grad_reduce = false};
+  const std::string mfsdp = emitted(nemo, cluster, llama8b(), zero3, exposed_dp);
+  CHECK(has(mfsdp, ", overlap_grad_reduce=True, overlap_param_gather=True"));
+  CHECK(has(mfsdp, "# DP: Megatron-FSDP asserts its overlaps"));
+  const ParallelConfig dp1 = config_of({8, 1, 1}, 3, Recompute::none, true);
+  CHECK(has(emitted(nemo, cluster, llama8b(), dp1, {}),
+            ", overlap_grad_reduce=True, overlap_param_gather=True"));
+  const ParallelConfig zero2 = config_of({1, 1, 64}, 2, Recompute::none, false);
+  CHECK(has(emitted(nemo, cluster, llama8b(), zero2, exposed_dp), ", overlap_grad_reduce=True"));
+  // The activations TransformerConfig refuses with the bias fused into them.
+  Model relu2 = llama8b();
+  relu2.ffn = FfnKind::relu2;
+  const ParallelConfig plain = config_of({1, 1, 64}, 1, Recompute::none, false);
+  CHECK(has(emitted(hydra, cluster, relu2, plain, {}), "  bias_activation_fusion: false\n"));
+  relu2.bias = true;
+  CHECK(has(emitted(mlm, cluster, relu2, plain, {}), "  --no-bias-gelu-fusion \\\n"));
+  Model gelu = gpt_style();
+  gelu.bias = false;
+  CHECK(has(emitted(hydra, cluster, gelu, plain, {}), "  bias_activation_fusion: false\n"));
+  CHECK_FALSE(has(emitted(hydra, cluster, gpt_style(), plain, {}), "bias_activation_fusion"));
+  CHECK_FALSE(has(emitted(mlm, cluster, llama8b(), plain, {}), "--no-bias-gelu-fusion"));
+}
