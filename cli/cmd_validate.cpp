@@ -18,6 +18,7 @@
 #include "costmodel/compute.h"
 #include "topology/cluster_loader.h"
 #include "topology/errors.h"
+#include "validate/patterns.h"
 #include "validate/plan_reader.h"
 #ifdef TRIDENT_HAVE_MPI
 #include "validate/backend.h"
@@ -274,6 +275,26 @@ void run_validate(const ValidateFlags& flags, const PlanSpec& plan) {
 
 #endif  // TRIDENT_HAVE_MPI
 
+/// --max-bytes below the plan's smallest message (one fp32 element per rank of its largest
+/// group: measure.cpp rounds the cap up to it) is refused: it ran that size anyway, under a
+/// header that said "messages capped at 3 bytes".
+void check_max_bytes(const ValidateFlags& flags, const PlanSpec& plan) {
+  if (flags.max_bytes < 0.0) return;
+  const PlanComm* widest = nullptr;
+  for (const auto* comm : {&plan.tp, &plan.pp, &plan.dp, &plan.cp, &plan.ep}) {
+    if (comm->has_value() && (widest == nullptr || (*comm)->ranks > widest->ranks)) {
+      widest = &comm->value();
+    }
+  }
+  if (widest == nullptr) return;
+  const double smallest = message_quantum_bytes(widest->ranks);
+  if (flags.max_bytes >= smallest) return;
+  throw InputError(fmt::format(
+      "--max-bytes: expected at least {:.0f}, the smallest message of {} plans[{}]'s {} group "
+      "(one fp32 element on each of its {} ranks), got {:.0f}",
+      smallest, flags.plan, plan.index, widest->name, widest->ranks, flags.max_bytes));
+}
+
 void validate(const ValidateFlags& flags) {
   const int rank = launcher_rank();
   if (flags.backend != "auto" && flags.backend != "cuda" && flags.backend != "cpu") {
@@ -285,6 +306,7 @@ void validate(const ValidateFlags& flags) {
     declare_files(flags).check();  // before MPI starts: a bad --output costs nothing
     plan = read_plan(read_input_file(flags.plan, "--plan"), input_source(flags.plan),
                      flags.plan_index);
+    check_max_bytes(flags, plan);
   } catch (const InputError&) {
     rethrow_on_rank0(rank);
   }
@@ -322,7 +344,19 @@ void add_validate_command(CLI::App& app) {
   sub->add_option("--max-bytes", flags->max_bytes,
                   "largest message run (default 1 GiB on GPUs, 16 MiB on the CPU backend); "
                   "larger plan sizes are predicted from the fit")
-      ->check(positive_integer_check(kMaxMessageBytes));
+      ->check(positive_integer_check(kMaxMessageBytes))
+      ->check(CLI::Validator(
+          [](const std::string& text) -> std::string {
+            // Below 8 bytes no collective sends anything: its smallest message is one fp32
+            // element on each of 2 ranks (message_quantum_bytes), which ran whatever the cap.
+            const double smallest = message_quantum_bytes(2);
+            if (std::stod(text) >= smallest) return "";
+            return fmt::format(
+                "expected at least {:.0f} (one fp32 element on each of 2 ranks, the smallest "
+                "message validate sends), got '{}'",
+                smallest, text);
+          },
+          ">= 8"));
   sub->add_option("--max-gemm-dim", flags->max_gemm_dim,
                   "cap on each GEMM dimension, 0 for none (default none on GPUs, 512 on the CPU "
                   "backend)")

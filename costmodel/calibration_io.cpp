@@ -72,10 +72,22 @@ CollectiveSample parse_sample(const json& entry, const Path& path) {
   sample.tier = parse_tier(string_value(entry, path, "tier"), path.child("tier"));
   // A message of at most a petabyte taking at most 1,000 s: beyond, the samples are no GPU's,
   // and calibrate's fit over them could not be read back (it named its own text's line).
-  sample.bytes =
-      at_most(path, "bytes", positive_number(entry, path, "bytes"), kMaxCalibrationBytes);
+  // At least a byte: a fraction of one is no message, and 1e-300 bytes in 1e-300 s weighed
+  // infinitely in the fit (weights 1/t^2), which came out NaN.
+  sample.bytes = bounded_number(entry, path, "bytes", 1.0, kMaxCalibrationBytes);
   sample.time_s =
       at_most(path, "time_s", positive_number(entry, path, "time_s"), kMaxCalibrationSeconds);
+  // A time so short its bus bandwidth (nccl-tests' S / t x factor) is past any link, as the
+  // nccl-tests reader refuses such a row: 1e-300 s was read, and calibrate's fit over it said
+  // "-nan GB/s and 0 us" with no file or key.
+  const double factor = busbw_factor(sample.collective, sample.ranks);
+  const double shortest_s = sample.bytes * factor / (kMaxCalibrationRate * 1e9);
+  if (sample.time_s < shortest_s) {
+    path.child("time_s").fail(
+        fmt::format("{:g} s for {:g} bytes is a bus bandwidth above {:g} GB/s, past any link; "
+                    "expected at least {:g} s",
+                    sample.time_s, sample.bytes, kMaxCalibrationRate, shortest_s));
+  }
   sample.busbw_gbps = bounded_number(entry, path, "busbw_gbps", 0.0, kMaxCalibrationRate);
   return sample;
 }

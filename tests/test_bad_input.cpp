@@ -259,22 +259,47 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
                 "--tier: expected nvlink|pcie|network, got 'fast' (see --help)");
   check_refused("calibrate --nccl-tests " + log + " --output /nonexistent/c.json",
                 "--output '/nonexistent/c.json': cannot write: No such file or directory", true);
-  // Samples a GPU could give (within the bounds) whose fit is none: a petabyte-scale all-reduce
-  // in nanoseconds. The fit is named; it was "calibration:32: fits[0].busbw_gbps", the line of
-  // calibrate's own text.
-  std::string fast = "{\"trident_calibration\": 1, \"gemms\": [], \"fits\": [], \"collectives\": [";
-  for (const char* sample :
-       {"1e14, \"time_s\": 1e-9", "2e14, \"time_s\": 1.5e-9", "4e14, \"time_s\": 2.1e-9"}) {
-    fast += std::string(fast.back() == '[' ? "" : ", ") +
-            "{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", "
-            "\"busbw_gbps\": 1, \"bytes\": " +
-            sample + "}";
-  }
-  check_refused("calibrate --validate " + write("fast.json", fast + "]}"),
+  // Samples within the bounds whose fit is none: a few bytes in minutes. The fit is named; it was
+  // "calibration:32: fits[0].busbw_gbps", the line of calibrate's own text.
+  const auto samples = [](const std::vector<std::string>& bytes_and_times) {
+    std::string out =
+        "{\"trident_calibration\": 1, \"gemms\": [], \"fits\": [], \"collectives\": [";
+    for (const std::string& sample : bytes_and_times) {
+      out += std::string(out.back() == '[' ? "" : ",") +
+             "\n{\"collective\": \"all-reduce\", \"ranks\": 8, \"tier\": \"nvlink\", "
+             "\"busbw_gbps\": 1, \"bytes\": " +
+             sample + "}";
+    }
+    return out + "]}";
+  };
+  check_refused("calibrate --validate " +
+                    write("slow.json", samples({"8, \"time_s\": 100", "16, \"time_s\": 200",
+                                                "32, \"time_s\": 400"})),
                 "calibrate --validate: the all-reduce fit over 8 ranks (nvlink) comes out at "
-                "4.63112e+14 GB/s and 4.64311e-05 us, outside what plan --calibration reads "
-                "(1e-06 to 1e+06 GB/s, at most 1000 s): its samples' bytes and times are no "
-                "GPU's");
+                "1.4e-10 GB/s and 0 us, outside what plan --calibration reads (1e-06 to 1e+06 "
+                "GB/s, at most 1000 s): its samples' bytes and times are no GPU's");
+  // A sample faster than any link (1e-300 s: its fit said "-nan GB/s and 0 us", naming no file
+  // or key) is refused at its line, as the nccl-tests reader refuses such a row.
+  const std::string tiny =
+      write("tiny.json", samples({"1e9, \"time_s\": 0.005", "2e9, \"time_s\": 1e-300"}));
+  check_refused("calibrate --validate " + tiny,
+                tiny +
+                    ":3: collectives[1].time_s: 1e-300 s for 2e+09 bytes is a bus bandwidth "
+                    "above 1e+06 GB/s, past any link; expected at least 3.5e-06 s");
+  // A 40,000-letter line (or -J's args[0]) overflowed std::regex's recursion: SIGSEGV.
+  const std::string long_line = write("long.txt", std::string(40000, 'x') + "\n");
+  check_refused("calibrate --nccl-tests " + long_line + " --output " + scratch("o.json"),
+                long_line +
+                    ": no nccl-tests result table (a '#  size  count  type ...' header followed "
+                    "by rows)");
+  const std::string long_json =
+      write("long.json", "{\"version\": 2, \"args\": [\"./build/" + std::string(40000, 'x') +
+                             "\"], \"config\": {\"nthreads\": 1, \"ngpus\": 2}, "
+                             "\"results\": []}");
+  check_refused("calibrate --nccl-tests " + long_json,
+                long_json +
+                    ": args: cannot tell which nccl-tests binary wrote this file (no '*_perf' "
+                    "name in args[0] nor in the file name)");
   const std::string plan = kData + "plan_1gpu.json";
   check_refused("validate --plan /nonexistent/p.json",
                 "--plan '/nonexistent/p.json': cannot read the file: No such file or directory");
@@ -308,6 +333,27 @@ TEST_CASE("bad input: calibrate, validate, presets", "[bad_input]") {
   check_refused("validate --plan " + plan + " --max-bytes 1e308",
                 "--max-bytes: expected a positive integer at most 1099511627776, got '1e308' (see "
                 "--help)");
+  // Below the smallest message validate sends (one fp32 element on each of 2 ranks): it ran 8
+  // bytes under a header saying "messages capped at 3 bytes", busbw 0.000.
+  check_refused("validate --plan " + plan + " --max-bytes 3",
+                "--max-bytes: expected at least 8 (one fp32 element on each of 2 ranks, the "
+                "smallest message validate sends), got '3' (see --help)");
+  // ... and below the plan's own smallest, one element on each rank of its widest group (before
+  // MPI starts: the plan read first).
+  const std::string wide = kData + "plan_cp2_ep4.json";
+  check_refused("validate --plan " + wide + " --max-bytes 12",
+                "--max-bytes: expected at least 16, the smallest message of " + wide +
+                    " plans[0]'s dp group (one fp32 element on each of its 4 ranks), got 12");
+  // A collective trident models that validate does not run: refused with its line before MPI
+  // starts (it failed after, exit 1, naming no file or key).
+  std::string text = slurp(kData + "plan_tp2_pp2_dp2.json");
+  text.replace(text.find("\"collective\": \"all-reduce\""), 26, "\"collective\": \"broadcast\"");
+  const std::string broadcast = write("broadcast_plan.json", text);
+  check_refused("validate --plan " + broadcast,
+                broadcast +
+                    ":23: plans[0].comm.tp.collective: 'broadcast': validate does not run "
+                    "broadcast (it runs all-reduce, all-gather, reduce-scatter, send-recv and "
+                    "all-to-all)");
   check_refused("presets --bogus", "not a flag or value of this command: --bogus (see --help)");
   check_refused("presets extra", "not a flag or value of this command: extra (see --help)");
 }

@@ -309,7 +309,7 @@ TEST_CASE("nccl-tests: rows with wrong results or impossible numbers", "[validat
                            "above 0 for the size 1024, got "));
   }
   CHECK(error_of([&] { (void)samples("nan 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n"); }) ==
-        "all_reduce_perf.log:3: size: expected a number of bytes, got N/A");
+        "all_reduce_perf.log:3: size: expected a number of bytes, got 'nan'");
   // --collective given: the hint does not ask for it again.
   const auto given = [&](const std::string& row) {
     return to_samples(parse_nccl_tests(head + row, "log.txt", Collective::all_reduce).front(),
@@ -543,4 +543,104 @@ TEST_CASE("nccl-tests: the test named inside a longer file or argument name",
   // An unknown test is still named as written, whole, for the refusal to list the known ones.
   CHECK(nccl_tests::find_test_name("nccl_ar_perf.log") == "nccl_ar_perf");
   CHECK_FALSE(nccl_tests::find_test_name("results.log"));
+}
+
+TEST_CASE("nccl-tests: a long word or digit run is scanned, not matched by a recursive regex",
+          "[validate][nccl_tests]") {
+  // std::regex ([a-z]+(_[a-z]+)*_perf) recursed once per character: a line of ~30,000 letters
+  // (or -J's args[0] of 40,000) overflowed the stack, and calibrate died of SIGSEGV. So did
+  // "NCCL version" followed by a long run of digits.
+  const std::string letters(200000, 'x');
+  CHECK_FALSE(nccl_tests::find_test_name(letters));
+  CHECK(nccl_tests::find_test_name(letters + "_perf") == letters + "_perf");
+  CHECK(error_of([&] { (void)parse_nccl_tests(letters + "\n", "long.txt"); }) ==
+        "long.txt: no nccl-tests result table (a '#  size  count  type ...' header followed by "
+        "rows)");
+  const std::string json = "{\"version\":2,\"args\":[\"./build/" + letters +
+                           "\"],\"config\":{\"nthreads\":1,\"ngpus\":2},\"results\":[]}";
+  CHECK(error_of([&] { (void)parse_nccl_tests(json, "run.json"); }) ==
+        "run.json: args: cannot tell which nccl-tests binary wrote this file (no '*_perf' name in "
+        "args[0] nor in the file name)");
+  const std::string head =
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "
+      "busbw #wrong\n1024 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n";
+  const std::string digits(200000, '7');
+  CHECK(parse_nccl_tests("NCCL version " + digits + "\n" + head, "all_reduce_perf.log")
+            .front()
+            .nccl_version.empty());
+  CHECK(parse_nccl_tests("NCCL version 2.27." + digits + "\n" + head, "all_reduce_perf.log")
+            .front()
+            .nccl_version == "2.27." + digits);
+  // What the regex found, the scan finds: the leftmost word, to its last "_perf" part.
+  CHECK(nccl_tests::find_test_name("Xab_perf") == "ab_perf");
+  CHECK(nccl_tests::find_test_name("a__b_perf") == "b_perf");
+  CHECK(nccl_tests::find_test_name("my_perf_perfx more_perf") == "my_perf_perf");
+  CHECK(nccl_tests::find_test_name("foo_performance") == "foo_perf");
+  CHECK_FALSE(nccl_tests::find_test_name("_perf perf x_ x_1perf"));
+  CHECK(parse_nccl_tests("srun: NCCL version 2.18.1+cuda12.2 NCCL version 9\n" + head,
+                         "all_reduce_perf.log")
+            .front()
+            .nccl_version == "2.18.1");
+}
+
+TEST_CASE("nccl-tests: a row whose size is inf, NaN or a word is refused, not dropped",
+          "[validate][nccl_tests]") {
+  // Rows were recognised by a first cell that starts a number (or is nan or N/A): "inf",
+  // "NaN" or "abc" in the size column made the row a line of other output, dropped (exit 0).
+  const std::string head =
+      "# nThread 1 nGpus 2\n#  size count type redop root time algbw busbw #wrong time algbw "
+      "busbw #wrong\n1024 256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n";
+  for (const std::string size : {"inf", "-inf", "NaN", "abc", "N/A", "nan"}) {
+    INFO(size);
+    CHECK(error_of([&] {
+            (void)parse_nccl_tests(
+                head + size + " 512 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n",
+                "all_reduce_perf.log");
+          }) == "all_reduce_perf.log:4: size: expected a number of bytes, got '" + size + "'");
+  }
+  // Other output between rows (NCCL INFO lines, warnings) is still passed over.
+  const auto tables = parse_nccl_tests(
+      head + "host:1:1 [0] NCCL INFO Channel 00/02 : 0 1 2 3 4 5 6 7 8\n", "all_reduce_perf.log");
+  CHECK(tables.front().rows.size() == 1);
+}
+
+TEST_CASE("nccl-tests: a UTF-8 byte order mark before a log is skipped", "[validate][nccl_tests]") {
+  // An editor's BOM made the first line no comment: its "nccl-library=22105" was not read
+  // (nccl_version "").
+  const std::string log =
+      "# nccl-tests version 2.13.11 nccl-headers=22105 nccl-library=22105\n# nThread 1 nGpus "
+      "2\n#  size count type redop root time algbw busbw #wrong time algbw busbw #wrong\n1024 "
+      "256 float sum -1 10.0 0.1 0.1 0 10.0 0.1 0.1 0\n";
+  const std::string bom = "\xEF\xBB\xBF";
+  CHECK(parse_nccl_tests(log, "all_reduce_perf.log").front().nccl_version == "2.21.5");
+  const auto table = parse_nccl_tests(bom + log, "all_reduce_perf.log").front();
+  CHECK(table.nccl_version == "2.21.5");
+  CHECK(table.rows.size() == 1);
+  // The -J form behind a BOM is still JSON (it was read as a text log without a table).
+  const auto json = parse_nccl_tests(bom + data("nccl_tests/sendrecv.json"), "sendrecv.json");
+  CHECK(json.front().nccl_version == "2.27.3");
+}
+
+TEST_CASE("nccl-tests -J: a device's hostname or device_info that is not a string",
+          "[validate][nccl_tests]") {
+  // nlohmann's value() threw type_error.302 for null: "trident: error: internal: ..." (exit 1).
+  const std::string file = data("nccl_tests/sendrecv.json");
+  for (const std::string key : {"hostname", "device_info"}) {
+    for (const std::string bad : {"null", "7"}) {
+      INFO(key << " " << bad);
+      std::string text = file;
+      const std::size_t at = text.find("\"" + key + "\":");
+      REQUIRE(at != std::string::npos);
+      const std::size_t value = at + key.size() + 3;
+      text.replace(value, text.find('"', value + 1) + 1 - value, bad);
+      CHECK(error_of([&] { (void)parse_nccl_tests(text, "sendrecv.json"); }) ==
+            "sendrecv.json: config.devices[0]." + key + ": expected a string, got " +
+                (bad == "null" ? "null" : "number"));
+    }
+  }
+  // A result's type and redop alike (passed over, the row's type went unchecked).
+  std::string type = file;
+  type.replace(type.find("\"type\":\"float\""), 14, "\"type\":null");
+  CHECK(error_of([&] { (void)parse_nccl_tests(type, "sendrecv.json"); }) ==
+        "sendrecv.json: results[0].type: expected a string, got null");
 }

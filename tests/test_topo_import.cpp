@@ -205,6 +205,41 @@ TEST_CASE("nvidia-smi: cells no switch pattern explains still read as a switch s
   CHECK(both.degraded == std::vector<std::string>{"nvlink:0/3", "nvlink:0/5:2"});
 }
 
+TEST_CASE("nvidia-smi: one cell above the others' count is that cell's, not the switch's",
+          "[import]") {
+  // NV19 in one cell of an NV18 table was read as 19 links per GPU, the seven others each
+  // "degraded" at 18 (seven notes, seven --fail-link suggestions). NV12 and NV17 there read as
+  // an 18-link switch with the odd cell noted; so do cells above it.
+  for (const int odd : {19, 36, 64}) {
+    INFO(odd);
+    ImportedServer s = smi("h100_hgx_nvidia_smi.txt");
+    s.pair_links[2][5] = odd;
+    const ServerNvlink nv = infer_nvlink(s);
+    CHECK(nv.kind == NvlinkKind::switch_fabric);
+    CHECK(nv.links_per_gpu == 18);
+    CHECK(nv.degraded.empty());
+    REQUIRE(nv.notes.size() == 1);
+    CHECK(nv.notes[0] == "GPU 2 shows NV" + std::to_string(odd) +
+                             " to GPU 5, which no NVSwitch server shows (every pair meets in the "
+                             "switches at the smaller GPU's count): read as a switch server; "
+                             "check the server");
+  }
+  // A whole row above what its peers show back: that GPU's count is what they see (18).
+  ImportedServer row = smi("h100_hgx_nvidia_smi.txt");
+  for (int j = 1; j < 8; ++j) row.pair_links[0][j] = 19;
+  const ServerNvlink nv = infer_nvlink(row);
+  CHECK(nv.links_per_gpu == 18);
+  CHECK(nv.degraded.empty());
+  CHECK(nv.notes.size() == 7);
+  // Both cells of the pair at 19: the pair agrees, and what the others show back is 18 still.
+  ImportedServer pair = smi("h100_hgx_nvidia_smi.txt");
+  pair.pair_links[2][5] = pair.pair_links[5][2] = 19;
+  const ServerNvlink both = infer_nvlink(pair);
+  CHECK(both.links_per_gpu == 18);
+  CHECK(both.degraded.empty());
+  CHECK(both.notes.size() == 2);
+}
+
 TEST_CASE("nvidia-smi: a 4-GPU switch table with an odd pair does not say every pair matches",
           "[import]") {
   // 4 GPUs at NV18, GPUs 2-3 at NV12: the odd cells are noted, and the closing note says
@@ -378,6 +413,27 @@ TEST_CASE("NCCL XML: malformed input is named by line", "[import]") {
                   "</gpu></pci></system>") ==
         "topo.xml:2: <nvlink>: target '0000:01:00.0' is GPU 0 itself; a GPU cannot link to "
         "itself");
+}
+
+TEST_CASE("NCCL XML: a malformed tclass is refused as a missing one is", "[import]") {
+  // tclass="bogus" matched no class: the link was dropped and the GPU reported degraded.
+  const std::string gpu = "<system><pci busid=\"0000:01:00.0\"><gpu dev=\"0\" sm=\"90\">\n";
+  const auto tclass = [&](const std::string& value) {
+    return xml_error(gpu + "<nvlink target=\"0000:05:00.0\" count=\"18\" tclass=\"" + value +
+                     "\"/></gpu></pci></system>");
+  };
+  for (const std::string bad : {"bogus", "0x", "068000", "0x06800g", "0x0680000000"}) {
+    INFO(bad);
+    CHECK(tclass(bad) ==
+          "topo.xml:2: <nvlink>: attribute 'tclass': expected a PCI class in hex (0x068000 an "
+          "NVSwitch, 0x03xxxx a GPU), got '" +
+              bad + "'");
+  }
+  CHECK(xml_error(gpu + "<nvlink target=\"0000:05:00.0\" count=\"18\"/></gpu></pci></system>") ==
+        "topo.xml:2: <nvlink>: missing attribute 'tclass'");
+  // Hex in either case, and a class other than a switch's or a GPU's (a CPU's) still reads.
+  CHECK(tclass("0x068000").find("tclass") == std::string::npos);
+  CHECK(tclass("0X068001").find("tclass") == std::string::npos);
 }
 
 TEST_CASE("NCCL XML: link counts, NIC speeds and GPU counts are bounded", "[import]") {

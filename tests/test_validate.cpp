@@ -104,6 +104,17 @@ TEST_CASE("plan reader", "[validate][plan]") {
   CHECK(error_of([&] {
           (void)read_plan(replace("\"send-recv\", \"bytes", "\"gossip\", \"bytes"), "plan.json");
         }) == "plan.json:26: plans[0].comm.pp.collective: unknown collective 'gossip'");
+  // A collective trident models but validate does not run: refused here, not after MPI started
+  // ("validate does not run broadcast", exit 1, no file or key).
+  for (const std::string name : {"broadcast", "send-recv+broadcast"}) {
+    INFO(name);
+    CHECK(error_of([&] {
+            (void)read_plan(replace("\"send-recv\", \"bytes", "\"" + name + "\", \"bytes"),
+                            "plan.json");
+          }) == "plan.json:26: plans[0].comm.pp.collective: '" + name +
+                    "': validate does not run broadcast (it runs all-reduce, all-gather, "
+                    "reduce-scatter, send-recv and all-to-all)");
+  }
   CHECK(error_of([&] {
           (void)read_plan(
               replace("\"ranks\": 2, \"tier\": \"network\"", "\"ranks\": 3, \"tier\": \"network\""),
@@ -269,6 +280,14 @@ TEST_CASE("calibration file round trip and errors", "[validate][calibration_io]"
   CHECK(sample_error("1e300", "1") == "c.json:2: collectives[0].bytes: expected at most 1e+15");
   CHECK(sample_error("1e9", "1e290") == "c.json:2: collectives[0].time_s: expected at most 1000");
   CHECK(sample_error("0", "1") == "c.json:2: collectives[0].bytes: expected a positive number");
+  // A time whose bus bandwidth is past any link, as the nccl-tests reader refuses a row: 1e-300
+  // s was read, and calibrate --validate's fit said "-nan GB/s and 0 us" with no file or key.
+  CHECK(sample_error("1e9", "1e-300") ==
+        "c.json:2: collectives[0].time_s: 1e-300 s for 1e+09 bytes is a bus bandwidth above "
+        "1e+06 GB/s, past any link; expected at least 1.75e-06 s");
+  CHECK(sample_error("1e9", "1.8e-6") == "(no error)");  // 972,222 GB/s: under the bound
+  // A fraction of a byte is no message (1e-300 bytes in 1e-300 s weighed infinitely in the fit).
+  CHECK(sample_error("1e-300", "1e-300") == "c.json:2: collectives[0].bytes: expected at least 1");
   // calibrate checks its fits against the same bounds (fit_in_bounds).
   CHECK(fit_in_bounds({Collective::all_reduce, 8, Tier::nvlink, 1e-5, 360.0}));
   CHECK_FALSE(fit_in_bounds({Collective::all_reduce, 8, Tier::nvlink, 1e-5, 4.6e14}));

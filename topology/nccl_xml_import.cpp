@@ -76,6 +76,7 @@ class Reader {
   }
   [[nodiscard]] std::string attribute(const XMLElement* at, const char* name) const;
   [[nodiscard]] int int_attribute(const XMLElement* at, const char* name) const;
+  [[nodiscard]] std::string pci_class(const XMLElement* link) const;
   void walk(const XMLElement* element);
   void add_gpu(const XMLElement* gpu);
   void add_net(const XMLElement* net);
@@ -109,6 +110,24 @@ int Reader::int_attribute(const XMLElement* at, const char* name) const {
                .append("': expected an integer, got '")
                .append(text)
                .append("'"));
+}
+
+/// An <nvlink>'s `tclass`, lower case: a PCI class as NCCL writes it ("0x" and hex digits,
+/// 0x068000 for an NVSwitch, 0x03xxxx for a GPU). Any other text is refused as a missing one
+/// is: "bogus" matched no class, and the link was dropped, leaving its GPU "degraded".
+std::string Reader::pci_class(const XMLElement* link) const {
+  std::string tclass = lower(attribute(link, "tclass"));
+  const bool hex = tclass.size() > 2 && tclass.size() <= 10 && tclass.starts_with("0x") &&
+                   std::all_of(tclass.begin() + 2, tclass.end(),
+                               [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  if (!hex) {
+    fail(link, tag(link)
+                   .append(": attribute 'tclass': expected a PCI class in hex (0x068000 an "
+                           "NVSwitch, 0x03xxxx a GPU), got '")
+                   .append(one_line(attribute(link, "tclass")))
+                   .append("'"));
+  }
+  return tclass;
 }
 
 void Reader::add_gpu(const XMLElement* gpu) {
@@ -198,7 +217,7 @@ void Reader::add_links(ImportedServer& server) const {
         fail(link, "<nvlink>: attribute 'count': expected 1.." + std::to_string(kMaxNvlinks) +
                        ", got " + std::to_string(count));
       }
-      const std::string tclass = lower(attribute(link, "tclass"));
+      const std::string tclass = pci_class(link);
       if (tclass == "0x068000") {
         server.switch_links[g] += count;
       } else if (tclass.rfind("0x03", 0) == 0) {

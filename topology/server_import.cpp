@@ -50,14 +50,59 @@ void add_switch_degraded(ServerNvlink& out, const std::vector<int>& per_gpu) {
   return out;
 }
 
-[[nodiscard]] std::vector<int> row_max(const ImportedServer& server) {
+/// Each GPU's count as its peers see it too: the largest in its row, but no more than the
+/// largest its column shows (what some peer reports back). Through a switch a GPU meets every
+/// peer at the smaller count, so one cell above what any peer shows back (NV19 on an NV18
+/// table) is that cell's oddity, not the GPU's count: read as 19 links, it made 19 the
+/// switch's and every other GPU "degraded" at 18.
+[[nodiscard]] std::vector<int> seen_links(const ImportedServer& server) {
   std::vector<int> out(server.gpus, 0);
   for (int i = 0; i < server.gpus; ++i) {
+    int row = 0;
+    int column = 0;
     for (int j = 0; j < server.gpus; ++j) {
-      if (i != j) out[i] = std::max(out[i], server.pair_links[i][j]);
+      if (i == j) continue;
+      row = std::max(row, server.pair_links[i][j]);
+      column = std::max(column, server.pair_links[j][i]);
     }
+    out[i] = std::min(row, column);
   }
   return out;
+}
+
+/// The count most GPUs have (ties: the larger; GPUs without NVLink aside): the switch's. A GPU
+/// cannot have more links than the switch gives the others, so counts above it are odd cells
+/// (NV19 between two GPUs of an NV18 table), not two healthy GPUs among six degraded.
+[[nodiscard]] int majority_count(const std::vector<int>& links) {
+  std::map<int, int> gpus_with;
+  for (const int count : links) {
+    if (count > 0) ++gpus_with[count];
+  }
+  int best = 0;
+  int count_of_best = 0;
+  for (const auto& [count, gpus] : gpus_with) {
+    if (gpus >= best) {
+      best = gpus;
+      count_of_best = count;
+    }
+  }
+  return count_of_best;
+}
+
+/// `links` no higher than what each GPU's peers show it, nor than the majority's count.
+[[nodiscard]] std::vector<int> capped(const ImportedServer& server, std::vector<int> links) {
+  for (int i = 0; i < server.gpus; ++i) {
+    int column = 0;
+    for (int j = 0; j < server.gpus; ++j) {
+      if (i != j) column = std::max(column, server.pair_links[j][i]);
+    }
+    if (column > 0) links[i] = std::min(links[i], column);
+  }
+  const int majority = majority_count(links);
+  if (majority > 0) {
+    for (int& count : links) count = std::min(count, majority);
+  }
+  return links;
 }
 
 /// NVSwitch servers show every pair as NV<links of the GPU>; a degraded GPU shows its own count
@@ -156,12 +201,16 @@ constexpr int kMostNvlinksPerGpu = 18;
 }
 
 [[nodiscard]] ServerNvlink from_pairs(const ImportedServer& server) {
-  std::vector<int> links = row_max(server);
-  int most = server.gpus > 1 ? *std::max_element(links.begin(), links.end()) : 0;
-  if (most == 0) return ServerNvlink{};
+  const bool any = std::any_of(
+      server.pair_links.begin(), server.pair_links.end(), [](const std::vector<int>& row) {
+        return std::any_of(row.begin(), row.end(), [](int cell) { return cell > 0; });
+      });
+  if (server.gpus < 2 || !any) return ServerNvlink{};
+  std::vector<int> links = capped(server, seen_links(server));
+  int most = *std::max_element(links.begin(), links.end());
   std::vector<std::string> odd_cells;
   if (!looks_switched(server, links)) {
-    const std::vector<int> usual = row_mode(server);
+    const std::vector<int> usual = capped(server, row_mode(server));
     if (!switched_beyond_mesh(server, usual, odd_cells)) return from_pairs_mesh(server);
     links = usual;
     most = *std::max_element(links.begin(), links.end());

@@ -14,6 +14,7 @@
 #include "validate/fp8_host.h"
 #include "validate/groups.h"
 #include "validate/mpi_util.h"
+#include "validate/patterns.h"
 
 namespace trident {
 namespace {
@@ -71,7 +72,8 @@ void compare_comm(const PlanComm& comm, const MeasureOptions& options, Measureme
   double measured_s = 0.0;
   bool extrapolated = false;
   for (const Collective collective : comm.collectives) {
-    const double plan_bytes = round_to(comm.bytes_of(collective), 4.0 * comm.ranks);
+    const double plan_bytes =
+        round_to(comm.bytes_of(collective), message_quantum_bytes(comm.ranks));
     const auto& fit = fit_for(out.calibration.fits, collective, comm.ranks, comm.tier);
     measured_s += measured_at(out.sweep, fit, collective, comm.ranks, plan_bytes, extrapolated);
   }
@@ -180,7 +182,7 @@ GemmSample run_shape(const PlanGemm& gemm, Dtype dtype, long long max_dim) {
 double predicted_copy_s(const Gpu& gpu, double bytes) { return hbm_time_s(gpu, 2.0 * bytes); }
 
 std::vector<double> sweep_sizes(double bytes, int ranks, double max_bytes) {
-  const double quantum = 4.0 * ranks;
+  const double quantum = message_quantum_bytes(ranks);
   std::vector<double> sizes;
   for (const double factor : {0.125, 0.25, 0.5, 1.0, 2.0}) {
     double size = round_to(bytes * factor, quantum);

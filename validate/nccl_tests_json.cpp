@@ -50,6 +50,17 @@ NcclTestsCell read_cell(const json& result, const char* key, const std::string& 
   return cell;
 }
 
+/// A result's `type` or `redop`: a string, "" where absent; another value (null, a number) is
+/// refused, where it was passed over and the row's type and redop went unchecked.
+std::string optional_text(const json& result, const char* key, const std::string& where) {
+  const auto it = result.find(key);
+  if (it == result.end()) return "";
+  if (!it->is_string()) {
+    throw InputError(fmt::format("{}.{}: expected a string, got {}", where, key, it->type_name()));
+  }
+  return it->get<std::string>();
+}
+
 NcclTestsRow read_result(const json& result, const std::string& where) {
   if (!result.is_object()) throw InputError(where + ": expected an object");
   const auto size = number(result, "size");
@@ -58,8 +69,8 @@ NcclTestsRow read_result(const json& result, const std::string& where) {
   row.bytes = *size;
   row.has_count = result.contains("count");
   row.count = number(result, "count").value_or(std::numeric_limits<double>::quiet_NaN());
-  if (result.contains("type") && result["type"].is_string()) row.type = result["type"];
-  if (result.contains("redop") && result["redop"].is_string()) row.redop = result["redop"];
+  row.type = optional_text(result, "type", where);
+  row.redop = optional_text(result, "redop", where);
   row.out_of_place = read_cell(result, "out_of_place", where);
   row.in_place = read_cell(result, "in_place", where);
   return row;
@@ -87,6 +98,20 @@ long long config_count(const json& config, const char* key, long long fallback,
         fmt::format("{}: config.{}: expected a positive integer, got {}", source, key, it->dump()));
   }
   return it->get<long long>();
+}
+
+/// `config.devices[i].KEY` (hostname, device_info): a string, "" where absent. Another value
+/// (null, a number) is refused naming it: nlohmann's `value` threw its type_error, reported as
+/// an internal error (exit 1).
+std::string device_string(const json& device, const char* key, const std::string& source,
+                          std::size_t i) {
+  const auto it = device.find(key);
+  if (it == device.end()) return "";
+  if (!it->is_string()) {
+    throw InputError(fmt::format("{}: config.devices[{}].{}: expected a string, got {}", source, i,
+                                 key, it->type_name()));
+  }
+  return it->get<std::string>();
 }
 
 /// `config.devices` holds one entry per process, not per rank: writeDeviceReport gathers one
@@ -119,7 +144,7 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
           "{}: config.devices[{}].rank: {}: expected {}, process {}'s first rank ({} per process)",
           source, i, rank->dump(), first, i, per_process));
     }
-    RankDevice place{device.value("hostname", std::string()), 0,
+    RankDevice place{device_string(device, "hostname", source, i), 0,
                      fmt::format("{}: config.devices[{}]", source, i)};
     if (const auto group = device.find("group"); group != device.end()) {
       if (!group->is_number_integer()) {
@@ -129,7 +154,7 @@ void read_devices(const json& config, NcclTestsTable& table, const std::string& 
       place.group = group->get<long long>();
     }
     for (long long r = 0; r < per_process && ranks.size() < (1U << 24); ++r) ranks.push_back(place);
-    const std::string gpu = device.value("device_info", std::string());
+    const std::string gpu = device_string(device, "device_info", source, i);
     if (table.gpu.empty()) {
       table.gpu = gpu;
     } else if (!gpu.empty() && gpu != table.gpu) {

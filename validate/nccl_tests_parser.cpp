@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -35,6 +34,34 @@ constexpr std::pair<std::string_view, Collective> kTests[] = {
     {"alltoall_perf", Collective::all_to_all},
     {"broadcast_perf", Collective::broadcast}};
 
+std::optional<std::string> first_perf_word(std::string_view text) {
+  // What std::regex_search of ([a-z]+(_[a-z]+)*_perf) finds, by a scan: libstdc++'s executor
+  // recursed once per character, and a line of ~30,000 letters overflowed the stack (SIGSEGV).
+  // A word is lowercase letters joined by single underscores; from each word's start, the
+  // match runs to the last "_perf" that starts one of its later parts (the regex is greedy).
+  // A later start in the same word sees a subset of those parts, so the scan goes on after it.
+  const auto letter = [&](std::size_t i) {
+    return i < text.size() && text[i] >= 'a' && text[i] <= 'z';
+  };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!letter(i)) {
+      ++i;
+      continue;
+    }
+    const std::size_t start = i;
+    std::size_t end = std::string_view::npos;  // past the last "_perf" found
+    while (letter(i)) ++i;
+    while (i < text.size() && text[i] == '_' && letter(i + 1)) {
+      if (text.substr(i, 5) == "_perf") end = i + 5;
+      ++i;
+      while (letter(i)) ++i;
+    }
+    if (end != std::string_view::npos) return std::string(text.substr(start, end - start));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> find_test_name(const std::string& text) {
@@ -52,10 +79,7 @@ std::optional<std::string> find_test_name(const std::string& text) {
     }
   }
   if (!found.empty()) return std::string(found);
-  static const std::regex pattern("([a-z]+(_[a-z]+)*_perf)");
-  std::smatch match;
-  if (!std::regex_search(text, match, pattern)) return std::nullopt;
-  return match[1].str();
+  return first_perf_word(text);
 }
 
 Collective collective_of(const std::string& test, const std::string& source) {
@@ -137,19 +161,32 @@ std::vector<std::string> tokens(const std::string& line) {
   return out;
 }
 
+/// The whole token as a finite decimal ("12.5", "1.2e+05"), else nullopt.
+std::optional<double> finite_decimal(const std::string& token) {
+  double value = 0.0;
+  const char* last = token.data() + token.size();
+  const auto [end, error] = std::from_chars(token.data(), last, value, std::chars_format::general);
+  if (error != std::errc() || end != last || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
 /// A number cell: "N/A" -> nullopt; anything else must be a finite decimal, whole ("12.5",
 /// "1.2e+05"): nccl-tests prints %f/%g (src/common.cu), never hex ("0x10" read as 16 us through
 /// strtod) nor "inf".
 std::optional<double> cell(const std::string& token, const std::string& where) {
   if (token == "N/A" || token == "nan" || token == "-nan") return std::nullopt;
+  if (const auto value = finite_decimal(token)) return value;
+  throw InputError(where + ": expected a number or N/A, got '" + token + "'");
+}
+
+/// A cell nccl-tests could have printed as a number: a decimal, "N/A" or "nan" (`cell` refuses
+/// the decimals it does not take, "inf" and hex among them).
+bool number_cell(const std::string& token) {
+  if (token == "N/A" || token == "nan" || token == "-nan") return true;
   double value = 0.0;
-  const char* first = token.data();
-  const char* last = first + token.size();
-  const auto [end, error] = std::from_chars(first, last, value, std::chars_format::general);
-  if (error != std::errc() || end != last || !std::isfinite(value)) {
-    throw InputError(where + ": expected a number or N/A, got '" + token + "'");
-  }
-  return value;
+  const char* last = token.data() + token.size();
+  const auto [end, error] = std::from_chars(token.data(), last, value, std::chars_format::general);
+  return end == last && (error == std::errc() || error == std::errc::result_out_of_range);
 }
 
 /// Column positions of one header, -1 when absent.
@@ -210,8 +247,12 @@ NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
   }
   NcclTestsRow row;
   row.line = std::atoi(where.c_str() + where.rfind(':') + 1);
-  const auto size = cell(t[static_cast<std::size_t>(c.size)], where);
-  if (!size) throw InputError(where + ": size: expected a number of bytes, got N/A");
+  const std::string& size_cell = t[static_cast<std::size_t>(c.size)];
+  const auto size = finite_decimal(size_cell);
+  if (!size) {
+    throw InputError(where + ": size: expected a number of bytes, got '" + one_line(size_cell) +
+                     "'");
+  }
   row.bytes = *size;
   row.has_count = c.count >= 0;
   if (row.has_count) {
@@ -223,6 +264,16 @@ NcclTestsRow read_row(const std::vector<std::string>& t, const Columns& c,
   row.out_of_place = read_cell(t, c, 0, where);
   row.in_place = read_cell(t, c, 1, where);
   return row;
+}
+
+/// A line under a header with the header's cells, whose count and time read as numbers: a row,
+/// whatever its size cell says ("inf", "NaN", a word). Such a row was taken for a line of other
+/// output and dropped; now read_row refuses its size.
+bool row_shaped(const std::vector<std::string>& t, const Columns& c) {
+  const int cells = static_cast<int>(t.size());
+  if (cells < c.width || (!c.timestamp && cells > c.width) || c.time[0] < 0) return false;
+  return (c.count < 0 || number_cell(t[static_cast<std::size_t>(c.count)])) &&
+         number_cell(t[static_cast<std::size_t>(c.time[0])]);
 }
 
 /// What the lines before a table said.
@@ -361,10 +412,30 @@ void read_comment(const std::string& line, const std::vector<std::string>& t, Co
   }
 }
 
+/// "NCCL version X.Y.Z" anywhere in a line (the first such), else nullopt; a scan, not a
+/// std::regex, whose executor recursed once per digit (a line of long digit runs overflowed the
+/// stack as the *_perf pattern did).
+std::optional<std::string> nccl_version_in(std::string_view line) {
+  constexpr std::string_view kLead = "NCCL version ";
+  const auto digits = [&](std::size_t& i) {
+    const std::size_t from = i;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+    return i > from;
+  };
+  for (std::size_t at = line.find(kLead); at != std::string_view::npos;
+       at = line.find(kLead, at + 1)) {
+    const std::size_t start = at + kLead.size();
+    std::size_t i = start;
+    if (digits(i) && i < line.size() && line[i] == '.' && digits(++i) && i < line.size() &&
+        line[i] == '.' && digits(++i)) {
+      return std::string(line.substr(start, i - start));
+    }
+  }
+  return std::nullopt;
+}
+
 void read_plain(const std::string& line, Context& context) {
-  static const std::regex version("NCCL version ([0-9]+\\.[0-9]+\\.[0-9]+)");
-  std::smatch match;
-  if (std::regex_search(line, match, version)) context.nccl_version = match[1].str();
+  if (auto version = nccl_version_in(line)) context.nccl_version = std::move(*version);
 }
 
 /// A row's first cell: a digit, or a sign or point before one ("-256", ".5": read, then refused).
@@ -504,8 +575,8 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
       tables.back().wrong_is_count = columns->wrong_is_count;
     } else if (t[0].front() == '#') {
       read_comment(line, t, context, source + ":" + std::to_string(line_no));
-    } else if (columns &&
-               (starts_number(t[0]) || t[0] == "nan" || t[0] == "-nan" || t[0] == "N/A")) {
+    } else if (columns && (starts_number(t[0]) || t[0] == "nan" || t[0] == "-nan" ||
+                           t[0] == "N/A" || row_shaped(t, *columns))) {
       tables.back().rows.push_back(read_row(t, *columns, source + ":" + std::to_string(line_no)));
     } else {
       read_plain(line, context);
@@ -524,13 +595,17 @@ std::vector<NcclTestsTable> parse_text(const std::string& text, const std::strin
 
 std::vector<NcclTestsTable> parse_nccl_tests(const std::string& text, const std::string& source,
                                              std::optional<Collective> collective) {
-  const auto first = text.find_first_not_of(" \t\r\n");
+  // A UTF-8 byte order mark (an editor's save) is no part of the log: kept, it hid the first
+  // line ("NCCL version 2.27.3" was read as none) and a -J file's opening brace.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  const std::size_t skip = std::string_view(text).starts_with(kBom) ? kBom.size() : 0;
+  const auto first = text.find_first_not_of(" \t\r\n", skip);
   if (first != std::string::npos && text[first] == '{') {
     auto tables = nccl_tests::parse_json(text, source, collective);
     for (auto& table : tables) table.source = source;
     return tables;
   }
-  return parse_text(text, source, collective);
+  return parse_text(skip == 0 ? text : text.substr(skip), source, collective);
 }
 
 }  // namespace trident

@@ -24,6 +24,20 @@ float sum_over_ranks(int ranks, std::size_t i) {
 
 }  // namespace
 
+bool validate_runs(Collective collective) {
+  switch (collective) {
+    case Collective::all_reduce:
+    case Collective::all_gather:
+    case Collective::reduce_scatter:
+    case Collective::send_recv:
+    case Collective::all_to_all:
+      return true;
+    case Collective::broadcast:
+      return false;
+  }
+  return false;
+}
+
 BufferCounts buffer_counts(Collective collective, int ranks, std::size_t count) {
   const std::size_t n = static_cast<std::size_t>(ranks);
   switch (collective) {

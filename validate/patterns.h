@@ -10,6 +10,16 @@
 
 namespace trident {
 
+/// The collectives validate runs (both backends, and the checks below): all-reduce, all-gather,
+/// reduce-scatter, send-recv and all-to-all. A plan naming another (broadcast) is refused when
+/// it is read, before MPI starts.
+[[nodiscard]] bool validate_runs(Collective collective);
+
+/// Every message validate sends over `ranks` ranks is a whole number of fp32 elements per rank:
+/// a multiple of 4 x ranks bytes, at least that (measure.cpp rounds the plan's sizes and the
+/// --max-bytes cap to it), so the smallest is 8 bytes, over 2 ranks.
+[[nodiscard]] inline double message_quantum_bytes(int ranks) { return 4.0 * ranks; }
+
 /// Element counts of the send and receive buffers for S = `count` floats on `ranks` ranks
 /// (nccl-tests' convention: S is the whole array for all-gather and reduce-scatter).
 struct BufferCounts {

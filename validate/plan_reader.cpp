@@ -2,9 +2,12 @@
 // range, and an error names the file and the key path.
 #include "validate/plan_reader.h"
 
+#include <fmt/format.h>
+
 #include "costmodel/calibration_io.h"
 #include "topology/errors.h"
 #include "topology/json_reader.h"
+#include "validate/patterns.h"
 
 namespace trident {
 namespace {
@@ -43,11 +46,21 @@ std::vector<Collective> collectives(const std::string& names, const Path& at) {
   std::size_t start = 0;
   while (start <= names.size()) {
     const std::size_t end = std::min(names.find('+', start), names.size());
+    Collective collective = Collective::all_reduce;
     try {
-      out.push_back(parse_collective(names.substr(start, end - start)));
+      collective = parse_collective(names.substr(start, end - start));
     } catch (const InputError&) {
       at.fail("unknown collective '" + names + "'");
     }
+    // A collective trident models but validate does not run (broadcast) passed here and failed
+    // after MPI started ("validate does not run broadcast", exit 1, no file or key).
+    if (!validate_runs(collective)) {
+      at.fail(
+          fmt::format("'{}': validate does not run {} (it runs all-reduce, all-gather, "
+                      "reduce-scatter, send-recv and all-to-all)",
+                      names, to_string(collective)));
+    }
+    out.push_back(collective);
     start = end + 1;
   }
   return out;
