@@ -479,6 +479,22 @@ TEST_CASE("ZeRO-3: a recipe's FP8 weight copies live only with the gathered unit
         Approx(98304.0));
 }
 
+namespace {
+
+/// The term-by-term PP case's options: Megatron's unfused softmax, PyTorch's loss (12 bytes a
+/// logit), torch pipelining's receive buffers and every stage output kept.
+MemoryOptions torch_pipelining_options() {
+  MemoryOptions options;
+  options.fused_attention = false;
+  options.unfused_softmax = kMegatron;
+  options.loss_bytes_per_logit = 12.0;
+  options.pp_recv_buffers_per_micro_batch = true;
+  options.pp_keeps_outputs = PpKeptOutputs::all;
+  return options;
+}
+
+}  // namespace
+
 TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept", "[memory]") {
   // One micro-batch's boundary activation: 100 bytes; m = 8.
   // Stage 0 (8 in flight): no input buffers, a gradient buffer per micro-batch: 8 x 100.
@@ -524,12 +540,7 @@ TEST_CASE("torch pipelining: receive buffers per micro-batch, stage outputs kept
   // 1415552. Stage 0 (1143552) + 4 gradient buffers + 4 outputs 32768: below.
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();
-  MemoryOptions options;
-  options.fused_attention = false;
-  options.unfused_softmax = kMegatron;
-  options.loss_bytes_per_logit = 12.0;
-  options.pp_recv_buffers_per_micro_batch = true;
-  options.pp_keeps_outputs = PpKeptOutputs::all;
+  MemoryOptions options = torch_pipelining_options();
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
   CHECK(micro_batch_logit_bytes(model, config) == Approx(32000.0));
   CHECK(peak.pp_buffers_bytes == Approx(12288.0));
@@ -722,12 +733,7 @@ TEST_CASE("the last stage holds its deferred output-layer weight gradients' oper
   // logits' gradient, 2 x 32 x 1000 / 2 = 32000: 3 x 36096 = 108288 more, and they churn.
   const Model model = test::small_model();
   const ParallelConfig config = test::small_config();
-  MemoryOptions options;
-  options.fused_attention = false;
-  options.unfused_softmax = kMegatron;
-  options.loss_bytes_per_logit = 12.0;
-  options.pp_recv_buffers_per_micro_batch = true;
-  options.pp_keeps_outputs = PpKeptOutputs::all;
+  MemoryOptions options = torch_pipelining_options();
   options.deferred_output_wgrad_calls = 3.0;
   const MemoryBreakdown peak = peak_memory(test::round_gpu(), model, config, options);
   CHECK(peak.deferred_wgrad_bytes == Approx(108288.0));
