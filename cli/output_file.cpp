@@ -70,15 +70,17 @@ std::string shown(const RunOutputs::Output& o) {
 
 /// The character devices an output may be written into (Linux's numbers, Documentation/
 /// admin-guide/devices.txt): the sinks /dev/null, /dev/zero and /dev/full (1:3, 1:5, 1:7),
-/// virtual consoles and serial lines (4:*), /dev/tty and /dev/console (5:0, 5:1) and
-/// pseudo-terminals (136-143:*). Any other is refused unopened: opening some has effects of
-/// its own (/dev/watchdog arms the watchdog, /dev/ptmx makes a terminal, /dev/kmsg logs).
+/// virtual consoles and serial lines (4:*), /dev/tty and /dev/console (5:0, 5:1),
+/// pseudo-terminals (136-143:*) and USB serial lines (/dev/ttyACM* 166:*, /dev/ttyUSB* 188:*). Any
+/// other is refused unopened: opening some has effects of its own (/dev/watchdog arms the watchdog,
+/// /dev/ptmx makes a terminal, /dev/kmsg logs).
 bool writable_device(dev_t device) {
   const unsigned int major_number = major(device);
   const unsigned int minor_number = minor(device);
   if (major_number == 1) return minor_number == 3 || minor_number == 5 || minor_number == 7;
   if (major_number == 5) return minor_number <= 1;
-  return major_number == 4 || (major_number >= 136 && major_number <= 143);
+  return major_number == 4 || (major_number >= 136 && major_number <= 143) || major_number == 166 ||
+         major_number == 188;
 }
 
 Target classify(const RunOutputs::Output& o) {

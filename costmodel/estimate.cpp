@@ -647,8 +647,9 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.backward_s += hbm_time_s(gpu, copies.backward);
   out.amax = amax_step(config, model, stack, stage.layers, moe_share, m, placement, calibration);
 
-  // The output layer's deferred weight gradients leave the last stage's micro-batches before
-  // the bubble is taken, and fill its drain after (deferred_output_wgrad).
+  // The output layer's deferred weight gradients leave the last stage's micro-batches and fill
+  // its drain (deferred_output_wgrad); the bubble is the other stages' fill and drain, taken
+  // before the saving (fill_drain_ratio weighs them against the undeferred last stage).
   const DeferredOutputWgrad no_deferral;
   const auto deferral = [&](double drain_idle_s) {
     if (!stack.defer_output_wgrad) return no_deferral;
@@ -656,7 +657,6 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
                                  1.0 + model.mtp_layers, stage.output_wgrad_s, stage.last_margin_s,
                                  drain_idle_s);
   };
-  out.time.backward_s -= deferral(0.0).saved_s;
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s +
@@ -669,7 +669,7 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   const double stage_s = stage.total_s();
   out.output_wgrad = deferral(
       stage_s > 0.0 ? out.time.bubble_s * (stage.backward_s + stage.recompute_s) / stage_s : 0.0);
-  out.time.backward_s += out.output_wgrad.exposed_s;
+  out.time.backward_s += out.output_wgrad.exposed_s - out.output_wgrad.saved_s;
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
   out.optimizer.update_s =

@@ -219,7 +219,8 @@ DeferredOutputWgrad deferred_output_wgrad(int pp, int limit, long long micro_bat
   out.saved_s =
       micro_batches_deferred * std::min(wgrad_per_micro_batch_s, std::max(0.0, last_margin_s));
   out.deferred_s = micro_batches_deferred * wgrad_per_micro_batch_s;
-  out.exposed_s = std::max(0.0, out.deferred_s - std::max(0.0, drain_idle_s));
+  out.drain_s = std::max(0.0, drain_idle_s);
+  out.exposed_s = std::max(0.0, out.deferred_s - out.drain_s);
   return out;
 }
 

@@ -164,8 +164,13 @@ struct DeferredOutputWgrad {
   double saved_s = 0.0;     ///< taken off the pace-setting last stage's micro-batches
   double deferred_s = 0.0;  ///< the deferred GEMMs, run after the last stage's last backward
   double exposed_s = 0.0;   ///< of those, what the other stages' drain does not cover
+  double drain_s = 0.0;     ///< the last stage's idle drain they fill
 };
 
+/// Output-layer calls a step defers: `limit` of its m x `calls_per_micro_batch` (0: all of
+/// them); none without a pipeline. What the last stage holds at its peak (memory.h).
+[[nodiscard]] double deferred_output_wgrad_calls(int pp, int limit, long long micro_batches,
+                                                 double calls_per_micro_batch);
 /// The last stage keeps the weight-gradient GEMM of the output layer's first `limit` calls
 /// (0: all m x `calls_per_micro_batch` of the step) and runs them after its last backward,
 /// while the other stages drain (Stack::defer_output_wgrad). Each deferred micro-batch's
@@ -173,10 +178,6 @@ struct DeferredOutputWgrad {
 /// `last_margin_s`, how much longer the last stage's micro-batch is than the next slowest
 /// stage's (0 where the last stage does not set the pace); the deferred GEMMs fill the last
 /// stage's `drain_idle_s` and the rest is exposed. None without a pipeline (`pp` 1).
-/// Output-layer calls a step defers: `limit` of its m x `calls_per_micro_batch` (0: all of
-/// them); none without a pipeline. What the last stage holds at its peak (memory.h).
-[[nodiscard]] double deferred_output_wgrad_calls(int pp, int limit, long long micro_batches,
-                                                 double calls_per_micro_batch);
 [[nodiscard]] DeferredOutputWgrad deferred_output_wgrad(int pp, int limit, long long micro_batches,
                                                         double calls_per_micro_batch,
                                                         double wgrad_per_micro_batch_s,

@@ -523,8 +523,11 @@ Stack read_stack(const MapReader& m, const Stack* base) {
   s.moe_shared_expert_overlap =
       m.optional_bool("moe_shared_expert_overlap", d.moe_shared_expert_overlap);
   s.defer_output_wgrad = m.optional_bool("defer_output_wgrad", d.defer_output_wgrad);
-  s.output_wgrad_deferral_limit = static_cast<int>(m.optional_int(
-      "output_wgrad_deferral_limit", d.output_wgrad_deferral_limit, Range::non_negative));
+  // The limit comes with the switch: a file that sets the switch without a limit gets
+  // Megatron-Core's 0 (every call), not a base's limit it may have turned off.
+  const int limit_default = m.has("defer_output_wgrad") ? 0 : d.output_wgrad_deferral_limit;
+  s.output_wgrad_deferral_limit = static_cast<int>(
+      m.optional_int("output_wgrad_deferral_limit", limit_default, Range::non_negative));
   // Megatron-Core: "this argument is invalid if `defer_embedding_wgrad_compute` is False".
   if (m.has("output_wgrad_deferral_limit") && !s.defer_output_wgrad) {
     m.fail("output_wgrad_deferral_limit", "needs defer_output_wgrad: true");

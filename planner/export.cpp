@@ -398,8 +398,8 @@ std::string deferred_wgrad_note(const StackSwitches& switches, const char* why,
   if (!switches.defer_output_wgrad) return "";
   const std::string which =
       switches.output_wgrad_deferral_limit > 0
-          ? "of the first " + str(switches.output_wgrad_deferral_limit) + " micro-batches"
-          : "of every micro-batch";
+          ? "of its first " + str(switches.output_wgrad_deferral_limit) + " calls"
+          : "of every call";
   return std::string(comment) + " the plan was priced with the output layer's weight gradients " +
          which + " deferred to the pipeline's flush (the stack's defer_output_wgrad); " + why +
          ", so this launch runs them in each backward\n";

@@ -32,6 +32,17 @@ std::string tp_overlap_flags(const ParallelConfig& c, const StackSwitches& s) {
   return writes_userbuffers(c, s) ? flag("--tp-comm-overlap") : "";
 }
 
+/// The output layer's weight gradients deferred to the pipeline's flush as priced: the
+/// TransformerConfig fields' own flags (ArgumentGroupFactory over TransformerConfig and its
+/// ModelParallelConfig, arguments.py L2196-2290 @core_v0.19.0; Megatron-LM's functional test
+/// gpt3_mcore_te_tp2_pp2_defer_embedding_wgrad_compute). They need PP > 1 and gradient
+/// accumulation fused (model_parallel_config.py L545-553), Megatron-LM's default.
+std::string deferred_wgrad_flags(const StackSwitches& s) {
+  if (!s.defer_output_wgrad) return "";
+  return flag("--defer-embedding-wgrad-compute") +
+         flag("--wgrad-deferral-limit", str(s.output_wgrad_deferral_limit));
+}
+
 /// The data-parallel overlaps the pricing stack ran (Megatron-LM's defaults are off,
 /// distributed_data_parallel_config.py L18, L21 @core_v0.19.0): the gradient reduction behind
 /// backward, and the parameter all-gather behind forward, which needs the distributed
@@ -292,10 +303,7 @@ std::string megatron_text(const Input& in, const Launch& launch) {
        "\n";
   t += vocab_padding_note(in.model, in.config.tp);
   t += placement_comment(launch, "#") + p2p_overlap_note(in.config, in.switches, "#") +
-       triton_attention_note(in.switches.attention, "Megatron-Core") +
-       // Megatron-Core's defer_embedding_wgrad_compute has no argument in
-       // megatron/training/arguments.py (core_v0.19.0), so the config keeps its False.
-       deferred_wgrad_note(in.switches, "Megatron-LM's arguments have no flag for it", "#");
+       triton_attention_note(in.switches.attention, "Megatron-Core");
   // Before Blackwell, TP or CP asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py:1413-1437)
   // but with Megatron-FSDP, which asserts it is not 1 (arguments.py:1143), and with the
   // combined 1F1B, which wants more connections: "you can set CUDA_DEVICE_MAX_CONNECTIONS to 1
@@ -310,7 +318,8 @@ std::string megatron_text(const Input& in, const Launch& launch) {
       model_flags(in.model) + mla_mtp_flags(in.model) +
       moe_flags(in.model, in.config, in.switches) + precision_flags(in.model.training) +
       parallel_flags(in.model, in.config, in.cp_kind, in.selective, in.order) +
-      tp_overlap_flags(in.config, in.switches) + dp_overlap_flags(in.config, in.switches) +
+      tp_overlap_flags(in.config, in.switches) + deferred_wgrad_flags(in.switches) +
+      dp_overlap_flags(in.config, in.switches) +
       // Interleaved 1F1B overlaps its transfers unless told (arguments.py L2965-2967).
       (runs_p2p_exposed(in.config, in.switches) ? flag("--no-overlap-p2p-communication") : "") +
       grad_reduce_flags(in.model.training.dtype, in.switches) +

@@ -470,6 +470,13 @@ TEST_CASE("the output layer's deferred weight gradients leave the last stage for
   CHECK(on.output_wgrad.exposed_s <= on.output_wgrad.deferred_s);
   CHECK(on.time.backward_s ==
         Approx(off.time.backward_s - on.output_wgrad.saved_s + on.output_wgrad.exposed_s));
+  // The bubble is the other stages' fill and drain: the saving does not shrink it. The drain
+  // the deferred GEMMs fill is its backward share, what they exceed is exposed.
+  CHECK(on.time.bubble_s == Approx(off.time.bubble_s));
+  CHECK(on.output_wgrad.drain_s > 0.0);
+  CHECK(on.output_wgrad.drain_s < on.time.bubble_s);
+  CHECK(on.output_wgrad.exposed_s ==
+        Approx(std::max(0.0, on.output_wgrad.deferred_s - on.output_wgrad.drain_s)));
   CHECK(on.time.step_s < off.time.step_s);
   // Without a pipeline Megatron-Core refuses it; priced as nothing.
   ParallelConfig one = config;

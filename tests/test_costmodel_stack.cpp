@@ -950,6 +950,21 @@ TEST_CASE("stack: the output layer's deferred weight gradients", "[stack]") {
   CHECK(s.output_wgrad_deferral_limit == 22);
   CHECK(load_stack(head + "defer_output_wgrad: true\n", "s.yaml").output_wgrad_deferral_limit ==
         0);  // Megatron-Core's 0: every call
+  // The limit comes with the switch: setting the switch again on a base that defers 22 starts
+  // from Megatron-Core's 0, not the base's 22.
+  const StackFileReader reader = [](const std::string& name, const std::string&,
+                                    const std::string&) -> std::optional<StackText> {
+    if (name != "d22.yaml") return std::nullopt;
+    return StackText{
+        "base: megatron-core-perf\ndefer_output_wgrad: true\n"
+        "output_wgrad_deferral_limit: 22\n",
+        "d22.yaml", ""};
+  };
+  CHECK(load_stack("base: d22.yaml\ndefer_output_wgrad: true\n", "v.yaml", reader)
+            .output_wgrad_deferral_limit == 0);
+  CHECK(load_stack("base: d22.yaml\n", "v.yaml", reader).output_wgrad_deferral_limit == 22);
+  CHECK(load_stack("base: d22.yaml\noutput_wgrad_deferral_limit: 50\n", "v.yaml", reader)
+            .output_wgrad_deferral_limit == 50);
   // "this argument is invalid if defer_embedding_wgrad_compute is False"
   CHECK_THROWS_WITH(load_stack(head + "output_wgrad_deferral_limit: 22\n", "s.yaml"),
                     "s.yaml:4: output_wgrad_deferral_limit: needs defer_output_wgrad: true");

@@ -240,6 +240,24 @@ TEST_CASE("nvidia-smi: one cell above the others' count is that cell's, not the 
   CHECK(both.notes.size() == 2);
 }
 
+TEST_CASE("nvidia-smi: three healthy GPUs among five degraded keep the switch's count",
+          "[import]") {
+  // An NV18 switch server whose GPUs 3-7 lost 6 links each: every pair meets at the smaller
+  // count, so GPUs 0-2 show NV18 to each other and NV12 to the rest. The majority (12) is not
+  // the switch's: three GPUs show 18 both ways to two peers or more (mutual_peers_at).
+  ImportedServer s = smi("h100_hgx_nvidia_smi.txt");
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      if (i != j && (i >= 3 || j >= 3)) s.pair_links[i][j] = 12;
+    }
+  }
+  const ServerNvlink nv = infer_nvlink(s);
+  CHECK(nv.kind == NvlinkKind::switch_fabric);
+  CHECK(nv.links_per_gpu == 18);
+  CHECK(nv.degraded == std::vector<std::string>{"nvlink:0/3:6", "nvlink:0/4:6", "nvlink:0/5:6",
+                                                "nvlink:0/6:6", "nvlink:0/7:6"});
+}
+
 TEST_CASE("nvidia-smi: a 4-GPU switch table with an odd pair does not say every pair matches",
           "[import]") {
   // 4 GPUs at NV18, GPUs 2-3 at NV12: the odd cells are noted, and the closing note says

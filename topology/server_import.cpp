@@ -89,7 +89,19 @@ void add_switch_degraded(ServerNvlink& out, const std::vector<int>& per_gpu) {
   return count_of_best;
 }
 
-/// `links` no higher than what each GPU's peers show it, nor than the majority's count.
+/// Peers of GPU `gpu` that it shows at `count` links or more and that show it as many back.
+[[nodiscard]] int mutual_peers_at(const ImportedServer& server, int gpu, int count) {
+  int peers = 0;
+  for (int j = 0; j < server.gpus; ++j) {
+    if (j != gpu && server.pair_links[gpu][j] >= count && server.pair_links[j][gpu] >= count) {
+      ++peers;
+    }
+  }
+  return peers;
+}
+
+/// `links` no higher than what each GPU's peers show it, nor than the majority's count unless
+/// the GPU shares its higher count with two peers or more (mutual_peers_at).
 [[nodiscard]] std::vector<int> capped(const ImportedServer& server, std::vector<int> links) {
   for (int i = 0; i < server.gpus; ++i) {
     int column = 0;
@@ -98,9 +110,15 @@ void add_switch_degraded(ServerNvlink& out, const std::vector<int>& per_gpu) {
     }
     if (column > 0) links[i] = std::min(links[i], column);
   }
+  // Above the majority's count, a GPU that shows it both ways with at least two peers is one
+  // of three or more healthy GPUs among degraded ones (an NV18 switch with five GPUs at NV12);
+  // one pair at it (an NV19 cell, or a row and its echo) is the table's oddity, not a switch.
   const int majority = majority_count(links);
   if (majority > 0) {
-    for (int& count : links) count = std::min(count, majority);
+    for (int i = 0; i < server.gpus; ++i) {
+      if (links[i] <= majority || mutual_peers_at(server, i, links[i]) >= 2) continue;
+      links[i] = majority;
+    }
   }
   return links;
 }
