@@ -647,16 +647,6 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.time.backward_s += hbm_time_s(gpu, copies.backward);
   out.amax = amax_step(config, model, stack, stage.layers, moe_share, m, placement, calibration);
 
-  // The output layer's deferred weight gradients leave the last stage's micro-batches and fill
-  // its drain (deferred_output_wgrad); the bubble is the other stages' fill and drain, taken
-  // before the saving (fill_drain_ratio weighs them against the undeferred last stage).
-  const DeferredOutputWgrad no_deferral;
-  const auto deferral = [&](double drain_idle_s) {
-    if (!stack.defer_output_wgrad) return no_deferral;
-    return deferred_output_wgrad(config.pp, stack.output_wgrad_deferral_limit, m,
-                                 1.0 + model.mtp_layers, stage.output_wgrad_s, stage.last_margin_s,
-                                 drain_idle_s);
-  };
   // Bubble: (p-1)/(v*m) of the ideal time, which holds compute and what is exposed per
   // micro-batch (TP, PP, CP, EP communication and the amax all-reduces).
   const double ideal_s = out.time.compute_s() + out.tp.exposed_s +
@@ -665,11 +655,19 @@ Estimate estimate(const Cluster& cluster, const Model& model, const ParallelConf
   out.bubble_fill_ratio = stage.fill_ratio;
   out.time.bubble_s =
       bubble_fraction(config.pp, config.virtual_stages, m) * ideal_s * stage.fill_ratio;
-  // The drain is the bubble's backward half: the last micro-batch's backward through the others.
-  const double stage_s = stage.total_s();
-  out.output_wgrad = deferral(
-      stage_s > 0.0 ? out.time.bubble_s * (stage.backward_s + stage.recompute_s) / stage_s : 0.0);
-  out.time.backward_s += out.output_wgrad.exposed_s - out.output_wgrad.saved_s;
+  // The output layer's deferred weight gradients leave the last stage's micro-batches and fill
+  // its drain, the bubble's backward half (the last micro-batch's backward through the other
+  // stages); the bubble, the other stages' fill and drain, is taken before the saving
+  // (fill_drain_ratio weighs them against the undeferred last stage).
+  if (stack.defer_output_wgrad) {
+    const double stage_s = stage.total_s();
+    const double drain_s =
+        stage_s > 0.0 ? out.time.bubble_s * (stage.backward_s + stage.recompute_s) / stage_s : 0.0;
+    out.output_wgrad = deferred_output_wgrad(config.pp, stack.output_wgrad_deferral_limit, m,
+                                             1.0 + model.mtp_layers, stage.output_wgrad_s,
+                                             stage.last_margin_s, drain_s);
+    out.time.backward_s += out.output_wgrad.exposed_s - out.output_wgrad.saved_s;
+  }
   const double sharded = config.zero >= 1 ? split.shard_ranks() : 1.0;
   const double expert_sharded = config.zero >= 1 ? expert_split.dp : 1.0;
   out.optimizer.update_s =

@@ -393,18 +393,6 @@ bool runs_p2p_exposed(const ParallelConfig& config, const StackSwitches& switche
   return config.virtual_stages > 1 && !switches.pp_overlap && config.pp > 2;
 }
 
-std::string deferred_wgrad_note(const StackSwitches& switches, const char* why,
-                                const char* comment) {
-  if (!switches.defer_output_wgrad) return "";
-  const std::string which =
-      switches.output_wgrad_deferral_limit > 0
-          ? "of its first " + str(switches.output_wgrad_deferral_limit) + " calls"
-          : "of every call";
-  return std::string(comment) + " the plan was priced with the output layer's weight gradients " +
-         which + " deferred to the pipeline's flush (the stack's defer_output_wgrad); " + why +
-         ", so this launch runs them in each backward\n";
-}
-
 std::string p2p_overlap_note(const ParallelConfig& config, const StackSwitches& switches,
                              const char* comment) {
   if (config.virtual_stages < 2 || switches.pp_overlap || config.pp != 2) return "";

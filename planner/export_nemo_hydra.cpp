@@ -120,6 +120,21 @@ std::string comm_overlaps(const ParallelConfig& c, const StackSwitches& s) {
   return c.zero == 3 ? std::string() : line(2, "ub_tp_comm_overlap", "true");
 }
 
+/// The output layer's deferred weight gradients the plan was priced with: ModelParallelConfig
+/// takes model.defer_embedding_wgrad_compute (megatron_base_model.py L1253-1256 @v2.4.0) but
+/// refuses it without gradient_accumulation_fusion, which this file leaves at the conf's False
+/// (model_parallel_config.py L375-378 @core_v0.13.0): not written, and said.
+std::string deferred_wgrad_note(const StackSwitches& s) {
+  if (!s.defer_output_wgrad) return "";
+  const std::string which = s.output_wgrad_deferral_limit > 0
+                                ? "of its first " + str(s.output_wgrad_deferral_limit) + " calls"
+                                : "of every call";
+  return "# the plan was priced with the output layer's weight gradients " + which +
+         " deferred to the pipeline's flush (the stack's defer_output_wgrad); this file leaves it "
+         "off (NeMo's ModelParallelConfig refuses it without gradient_accumulation_fusion, which "
+         "stays false here), so this launch runs them in each backward\n";
+}
+
 /// The TP userbuffers the plan was priced with, which NeMo 1.x turns off under torch FSDP.
 std::string fsdp_userbuffers_note(const ParallelConfig& c, const StackSwitches& s) {
   if (c.zero != 3 || !writes_userbuffers(c, s)) return "";
@@ -235,15 +250,8 @@ std::string nemo_hydra_text(const Input& in, const Launch& launch) {
        str(in.model.vocab) +
        "; trainer.max_steps; model.optim.lr and "
        "sched; exp_manager\n";
-  // ModelParallelConfig takes model.defer_embedding_wgrad_compute (megatron_base_model.py
-  // L1253-1256 @v2.4.0) but refuses it without gradient_accumulation_fusion, which this file
-  // leaves at the conf's False (model_parallel_config.py L375-378 @core_v0.13.0): not written.
   t += placement_comment(launch, "#") + triton_attention_note(in.switches.attention, "NeMo") +
-       fsdp_userbuffers_note(in.config, in.switches) +
-       deferred_wgrad_note(in.switches,
-                           "this file leaves it off (NeMo's ModelParallelConfig refuses it "
-                           "without gradient_accumulation_fusion, which stays false here)",
-                           "#");
+       fsdp_userbuffers_note(in.config, in.switches) + deferred_wgrad_note(in.switches);
   // One device connection with TP or CP, as Megatron-LM asserts before Blackwell (arguments.py
   // L1413-1437) and userbuffers need.
   const ParallelConfig& c = in.config;

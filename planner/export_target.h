@@ -149,11 +149,6 @@ struct LaunchOrLimit {
 /// serialization of streams" and warns at every start otherwise (megatron_comm_overlap.py
 /// L224-234 @v2.4.0).
 [[nodiscard]] bool wants_more_device_connections(const ParallelConfig& config, const Gpu& gpu);
-/// A launch that does not write the output layer's deferred weight gradients the plan was
-/// priced with (`why`: the release's reason): one comment line saying it runs them in each
-/// backward; "" where none was priced.
-[[nodiscard]] std::string deferred_wgrad_note(const StackSwitches& switches, const char* why,
-                                              const char* comment);
 /// A comment line where the stack priced the transfers exposed but a PP 2 launch overlaps
 /// them; empty otherwise.
 [[nodiscard]] std::string p2p_overlap_note(const ParallelConfig& config,
